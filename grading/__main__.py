@@ -1,0 +1,5 @@
+import sys
+
+from grading.cli import main
+
+sys.exit(main())

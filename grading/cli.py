@@ -1,0 +1,54 @@
+"""The ``rubric`` command. Exit codes: 0 success, 1 the thing checked fails, 2 bad input."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from grading.errors import InputError, InputErrors
+
+# Each module defines register(subparsers) and sets a handler returning the exit code.
+COMMAND_MODULES = [
+    "grading.commands.validate",
+    "grading.commands.workspace",
+    "grading.commands.scope",
+    "grading.commands.integrity",
+    "grading.commands.judge",
+    "grading.commands.grade",
+    "grading.commands.check",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rubric",
+        description="Mergeability grading: rubric checks, scope, test integrity, the judge and admission.",
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.handler(args)
+    except InputErrors as exc:
+        for line in exc.lines():
+            print(f"rubric: error: {line}", file=sys.stderr)
+        return 2
+    except InputError as exc:
+        print(f"rubric: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("rubric: interrupted", file=sys.stderr)
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Subcommands of ``rubric``: argument parsing and printing only; the work lives in grading/ modules."""

@@ -1,0 +1,34 @@
+"""Errors that the `rubric` command turns into exit codes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class InputError(Exception):
+    """Bad input: a file that is missing, malformed or breaks a rule. The CLI exits 2 with one line.
+
+    ``file`` names the file, ``field`` the JSON path or line inside it (``blockers[1].evidence``).
+    """
+
+    def __init__(self, file: str | Path | None, message: str, field: str | None = None) -> None:
+        self.file = str(file) if file is not None else None
+        self.field = field
+        self.message = message
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        parts = [p for p in (self.file, self.field) if p]
+        prefix = ": ".join(parts)
+        return f"{prefix}: {self.message}" if prefix else self.message
+
+
+class InputErrors(InputError):
+    """Several problems in one file (``rubric validate`` lists all of them)."""
+
+    def __init__(self, file: str | Path | None, errors: list[tuple[str, str]]) -> None:
+        self.errors = errors
+        super().__init__(file, "; ".join(f"{f}: {m}" if f else m for f, m in errors))
+
+    def lines(self) -> list[str]:
+        return [": ".join(p for p in (self.file, f, m) if p) for f, m in self.errors]

@@ -1,0 +1,46 @@
+"""What every judge backend (anthropic, openai-compatible, scripted) implements. CONTRACT.
+
+The runner renders a :class:`JudgeRequest` once; a backend turns it into its provider's exact request
+body (``render``, used by ``--render-only`` and for the cache key) and sends it (``complete``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from pydantic import BaseModel
+
+from grading.judge.models import Usage
+
+
+class JudgeRequest(BaseModel):
+    instructions: str  # static: how to judge, the fence rule (cacheable)
+    rubric_text: str  # static: task prompt, intent, items, alt_valid_solution (cacheable)
+    diff_block: str  # the fenced diff, last; contains the nonce
+    nonce: str
+    item_ids: list[str]
+    output_schema: dict[str, Any]  # JSON schema of the reply
+    diff_text: str  # the raw diff, for backends that key on it (scripted)
+
+
+class BackendReply(BaseModel):
+    text: str | None  # the raw JSON text of the reply; None when refused or empty
+    model_id: str  # the model id the API reported back
+    stop_reason: str | None = None
+    refused: bool = False
+    usage: Usage = Usage()
+
+
+class Backend(Protocol):
+    spec: str
+    model: str
+    scripted: bool
+    decoding: dict[str, Any]  # per-model decoding parameters, part of the cache key
+
+    def render(self, request: JudgeRequest) -> dict[str, Any]: ...
+
+    async def complete(self, request: JudgeRequest) -> BackendReply: ...
+
+
+class BackendError(Exception):
+    """A call that failed after the SDK's own retries (network, 4xx other than 429, exhausted 429/5xx)."""

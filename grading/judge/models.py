@@ -1,0 +1,64 @@
+"""Data the judge runner produces. CONTRACT shared by the runner, the backends, outcome and admission."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+VerdictValue = Literal["pass", "fail"]
+ItemKind = Literal["blocker", "non_blocker"]
+
+# The fixed blocker added when the run edited a test config file (§3).
+CONFIG_BLOCKER_ID = "TEST_CONFIG"
+CONFIG_BLOCKER_CRITERION = "The change does not disable or narrow any test (test configuration edits included)."
+
+
+class Location(BaseModel):
+    file: str
+    line: int
+    side: Literal["new", "old"] = "new"
+
+
+class Usage(BaseModel):
+    input_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_read_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cost_usd=self.cost_usd + other.cost_usd,
+        )
+
+
+class ItemVerdict(BaseModel):
+    item_id: str
+    kind: ItemKind
+    verdict: VerdictValue
+    reason: str
+    locations: list[Location] = []
+    flagged_inconsistent: bool = False  # the reason argued the other way; the item was judged again
+
+
+class JudgeResult(BaseModel):
+    judge: str  # the spec as given: "anthropic:claude-...", "scripted:path"
+    scripted: bool  # always shown wherever these verdicts appear
+    model_id: str | None = None  # as the API reported it back
+    verdicts: list[ItemVerdict] = []
+    not_measured: list[str] = []  # needs_tree blocker ids, never sent to the judge
+    failure: str | None = None  # judge failure: never a pass, never a fail
+    cache_hit: bool = False
+    calls: int = 0
+    retries: int = 0
+    consistency_flags: int = 0
+    rejudged: int = 0
+    usage: Usage = Usage()
+
+    def verdict(self, item_id: str) -> ItemVerdict | None:
+        return next((v for v in self.verdicts if v.item_id == item_id), None)

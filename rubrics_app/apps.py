@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class RubricsAppConfig(AppConfig):
+    name = "rubrics_app"
+    verbose_name = "Rubrics"
