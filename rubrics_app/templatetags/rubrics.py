@@ -1,0 +1,44 @@
+"""Template filters for rubric pages: evidence with its links and ``path:line`` references, and diffs."""
+
+from __future__ import annotations
+
+import re
+
+from django import template
+from django.utils.html import escape, format_html
+from django.utils.safestring import SafeString, mark_safe
+
+from rubrics_app.diff_render import render_diff
+
+register = template.Library()
+
+# Evidence cites a review comment (an http(s) URL), a guidance line or a line of the base source
+# (`path:line`, optionally `path:line-line`). Anything else stays plain text.
+_EVIDENCE_TOKEN = re.compile(
+    r"(?P<url>https?://[^\s<>\"'`]+[^\s<>\"'`.,;:)\]])"
+    r"|(?<![\w/.:-])(?P<ref>[\w./-]*[A-Za-z_][\w./-]*:\d+(?:-\d+)?)(?![\w/])"
+)
+
+
+@register.filter(is_safe=True)
+def evidence(value: str | None) -> SafeString:
+    """Escaped evidence text with http(s) URLs as links and ``path:line`` as code."""
+    if not value:
+        return mark_safe("")
+    parts: list[str] = []
+    last = 0
+    for match in _EVIDENCE_TOKEN.finditer(value):
+        parts.append(str(escape(value[last : match.start()])))
+        if match.group("url"):
+            url = match.group("url")
+            parts.append(str(format_html('<a href="{}" rel="noopener noreferrer nofollow">{}</a>', url, url)))
+        else:
+            parts.append(str(format_html('<code class="ref">{}</code>', match.group("ref"))))
+        last = match.end()
+    parts.append(str(escape(value[last:])))
+    return mark_safe("".join(parts))  # every piece is escaped above
+
+
+@register.filter(is_safe=True)
+def diff(value: str | bytes | None) -> SafeString:
+    return render_diff(value)
