@@ -45,11 +45,12 @@ class DiffFile:
 
 
 def _lexer_for(path: str) -> Lexer:
+    lexer: Lexer
     try:
-        lexer: Lexer = get_lexer_for_filename(path, stripnl=False, ensurenl=False)
-        return lexer
+        lexer = get_lexer_for_filename(path, stripnl=False, ensurenl=False)
     except ClassNotFound:
-        return TextLexer(stripnl=False, ensurenl=False)
+        lexer = TextLexer(stripnl=False, ensurenl=False)
+    return lexer
 
 
 def _path_from_header(line: str) -> str | None:
