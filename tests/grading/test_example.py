@@ -1,0 +1,167 @@
+"""The shipped example task (examples/) is real: its repo builds, its diffs apply, its files validate."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from examples.build import EXAMPLES, JUDGE_SCRIPTED, MANIFEST, RUNS, TASK_ID, TASKS, build_example_repo, git
+from grading.schema import load_grade, load_manifest, load_rubric, load_run, load_task
+
+TASK_DIR = TASKS / TASK_ID
+RUN_DIRS = sorted(p for p in RUNS.iterdir() if p.is_dir())
+DIFFS = {
+    "oracle": TASK_DIR / "oracle.diff",
+    "lazy": TASK_DIR / "calib" / "lazy.diff",
+    "alt": TASK_DIR / "calib" / "alt.diff",
+    **{f"run:{d.name}": d / "workspace.diff" for d in RUN_DIRS},
+}
+CLOCKWISE_SQUARE = "[(0.0, 2.0), (2.0, 2.0), (2.0, 0.0), (0.0, 0.0)]"
+
+
+@pytest.fixture(scope="module")
+def base_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    dest = tmp_path_factory.mktemp("example") / "repo"
+    return dest, build_example_repo(dest)
+
+
+def fresh_checkout(tmp_path: Path) -> Path:
+    dest = tmp_path / "repo"
+    build_example_repo(dest)
+    return dest
+
+
+def test_it_builds_the_same_commit_everywhere(base_repo: tuple[Path, str], tmp_path: Path) -> None:
+    repo, sha = base_repo
+    assert build_example_repo(tmp_path / "again") == sha
+    assert load_task(TASK_DIR).base_commit == sha
+    assert git(repo, "status", "--porcelain") == ""
+    tracked = git(repo, "ls-files").split()
+    expected = {"shapes/polygon.py", "tests/test_polygon.py", "conftest.py", "pytest.ini", ".gitignore"}
+    assert expected <= set(tracked)
+    assert not any("__pycache__" in p for p in tracked)
+
+
+def test_it_refuses_a_non_empty_destination(tmp_path: Path) -> None:
+    (tmp_path / "keep.txt").write_text("mine")
+    with pytest.raises(FileExistsError):
+        build_example_repo(tmp_path)
+    assert (tmp_path / "keep.txt").read_text() == "mine"
+
+
+def test_the_script_prints_the_sha(base_repo: tuple[Path, str], tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "examples.build", str(tmp_path / "r")],
+        cwd=EXAMPLES.parent, capture_output=True, text=True, check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == base_repo[1]
+
+
+@pytest.mark.parametrize("name", sorted(DIFFS))
+def test_every_diff_applies_to_the_base(name: str, base_repo: tuple[Path, str]) -> None:
+    repo, _ = base_repo
+    git(repo, "apply", "--check", str(DIFFS[name]))
+
+
+def _nested_env() -> dict[str, str]:
+    # The example's own pytest must not pick up this suite's plugins (pytest-django) or settings.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "PYTEST"))}
+    return {**env, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def _run_python(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, *args], cwd=repo, env=_nested_env(), capture_output=True, text=True, check=False
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "centroid_ok"),
+    [("oracle", True), ("alt", True), ("run:good", True), ("lazy", False), ("run:scope_creep", False)],
+)
+def test_each_diff_passes_the_tests_and_only_the_good_ones_keep_centroid(
+    name: str, centroid_ok: bool, tmp_path: Path
+) -> None:
+    # The rubric's story: every diff passes the tests; the lazy ones break the clockwise centroid (B1).
+    repo = fresh_checkout(tmp_path)
+    git(repo, "apply", str(DIFFS[name]))
+    tests = _run_python(repo, "-m", "pytest", "-q", "-p", "no:cacheprovider")
+    assert tests.returncode == 0, tests.stdout
+    script = f"import shapes; p = {CLOCKWISE_SQUARE}; print(shapes.polygon_area(p), shapes.centroid(p))"
+    probe = _run_python(repo, "-c", script)
+    assert probe.returncode == 0, probe.stderr
+    assert probe.stdout.split(" ", 1)[0] == "4.0"
+    assert ("(1.0, 1.0)" in probe.stdout) is centroid_ok, probe.stdout
+
+
+def test_the_base_has_the_bug(base_repo: tuple[Path, str]) -> None:
+    probe = _run_python(base_repo[0], "-c", f"import shapes; print(shapes.polygon_area({CLOCKWISE_SQUARE}))")
+    assert probe.stdout.strip() == "-4.0"
+
+
+def test_the_task_files_validate() -> None:
+    rubric = load_rubric(TASK_DIR / "rubric.json")
+    assert rubric.task == TASK_ID == load_task(TASK_DIR).id
+    assert load_task(TASK_DIR).gate == ["pass", "mergeable"]
+    assert load_grade(TASK_DIR / "oracle_grade.json").tests_skipped == 0
+    lazy = rubric.calibration.lazy_entries()
+    assert [e.path for e in lazy] == ["calib/lazy.diff"] and lazy[0].breaks == ["B1"]
+    assert rubric.calibration.alt == ["calib/alt.diff"]
+    manifest = load_manifest(MANIFEST)
+    assert manifest.tests is not None and manifest.tests.list_command
+
+
+@pytest.mark.parametrize("run_dir", RUN_DIRS, ids=lambda p: p.name)
+def test_the_run_files_validate(run_dir: Path, base_repo: tuple[Path, str]) -> None:
+    assert load_run(run_dir / "run.json").task == TASK_ID
+    assert load_grade(run_dir / "grade.json").passed is True
+    ignored = [line for line in (run_dir / "ignored_created.txt").read_text().splitlines() if line]
+    if ignored:
+        # Each listed file really is ignored by the base's .gitignore (check-ignore exits 0 for all).
+        git(base_repo[0], "check-ignore", "--no-index", *ignored)
+    assert (run_dir / "tests_list.txt").read_text().strip()
+
+
+def test_tests_base_is_what_the_manifest_list_command_prints(base_repo: tuple[Path, str]) -> None:
+    manifest = load_manifest(MANIFEST)
+    assert manifest.tests is not None and manifest.tests.list_command is not None
+    # The command says "python"; run it with this interpreter first on PATH.
+    env = {**_nested_env(), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    result = subprocess.run(
+        ["sh", "-c", manifest.tests.list_command], cwd=base_repo[0], env=env,
+        capture_output=True, text=True, check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == (TASK_DIR / "tests_base.txt").read_text().splitlines()
+
+
+def test_the_scripted_judge_covers_every_diff_and_item() -> None:
+    rubric = load_rubric(TASK_DIR / "rubric.json")
+    ids = set(rubric.item_ids())
+    blockers = [b.id for b in rubric.blockers]
+    data = json.loads(JUDGE_SCRIPTED.read_text())
+    assert set(data) == {"default", "by_diff_sha256"}
+    by_sha = data["by_diff_sha256"]
+    shas = {name: hashlib.sha256(path.read_bytes()).hexdigest() for name, path in DIFFS.items()}
+    shas["empty"] = hashlib.sha256(b"").hexdigest()
+    assert set(by_sha) == set(shas.values())  # every key is one of the diffs, and every diff has a key
+    for entry in [data["default"], *by_sha.values()]:
+        assert set(entry) == ids
+        assert all(v["verdict"] in ("pass", "fail") and v["reason"].strip() for v in entry.values())
+
+    def failed_blockers(name: str) -> list[str]:
+        return [b for b in blockers if by_sha[shas[name]][b]["verdict"] == "fail"]
+
+    assert failed_blockers("oracle") == failed_blockers("alt") == failed_blockers("run:good") == []
+    assert failed_blockers("lazy") == rubric.calibration.lazy_entries()[0].breaks
+    assert failed_blockers("empty")
+    assert "B1" in failed_blockers("run:scope_creep")
+    # Any unlisted diff (e.g. the lazy diff with an injected reviewer comment) still fails B1.
+    assert data["default"]["B1"]["verdict"] == "fail"
