@@ -1,8 +1,48 @@
+"""``rubric snapshot`` (before a run) and ``rubric capture`` (after it, before grade): spec §3."""
+
 from __future__ import annotations
 
-from grading.commands._common import Subparsers
+import argparse
+from pathlib import Path
+
+from grading.commands._common import Subparsers, add_json_flag, print_json
+from grading.workspace import capture, write_snapshot
 
 
 def register(subparsers: Subparsers) -> None:
-    # Not yet built: the subcommand(s) of this module are being written.
-    pass
+    snapshot = subparsers.add_parser(
+        "snapshot", help="list the ignored files present in a workspace before a run"
+    )
+    snapshot.add_argument("workspace", type=Path, metavar="WORKSPACE", help="top level of the git work tree")
+    snapshot.add_argument("-o", "--output", type=Path, required=True, metavar="FILE", help="snapshot file")
+    snapshot.set_defaults(handler=run_snapshot)
+
+    cap = subparsers.add_parser(
+        "capture", help="write workspace.diff and ignored_created.txt into a run directory"
+    )
+    cap.add_argument("workspace", type=Path, metavar="WORKSPACE", help="top level of the git work tree")
+    cap.add_argument("--base", required=True, metavar="REV", help="the task's base commit")
+    cap.add_argument(
+        "--before", required=True, type=Path, metavar="FILE", help="snapshot written by `rubric snapshot`"
+    )
+    cap.add_argument("--out", required=True, type=Path, metavar="RUN_DIR", help="run directory to write into")
+    add_json_flag(cap)
+    cap.set_defaults(handler=run_capture)
+
+
+def run_snapshot(args: argparse.Namespace) -> int:
+    count = write_snapshot(args.workspace, args.output)
+    print(f"{args.output}: {count} ignored file(s)")
+    return 0
+
+
+def run_capture(args: argparse.Namespace) -> int:
+    result = capture(args.workspace, args.base, args.before, args.out)
+    if args.json:
+        print_json(result)
+        return 0
+    print(f"{result.diff_path}: {result.files_changed} file(s) changed, {result.diff_bytes} bytes")
+    print(f"{args.out / 'ignored_created.txt'}: {len(result.ignored_created)} ignored file(s) created")
+    for nested in result.nested_repositories:
+        print(f"note: {nested} is a nested git repository; its files are in the diff as added files")
+    return 0

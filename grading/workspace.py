@@ -1,0 +1,542 @@
+"""The workspace diff (spec §3): an ignored-file snapshot before a run, and the capture after it.
+
+CONTRACT: ``snapshot_ignored(workspace) -> list[str]``, ``write_snapshot(workspace, out) -> int``,
+``capture(workspace, base, before, out_dir) -> CaptureResult`` (writes ``workspace.diff`` and
+``ignored_created.txt`` into ``out_dir``), ``read_path_list(path) -> list[str]`` to read
+``ignored_created.txt`` back, ``read_snapshot(path) -> list[str]``.
+
+Path-list files (the snapshot and ``ignored_created.txt``) hold one path per line, relative to the
+workspace root, ``/``-separated, UTF-8, each line ending in ``\\n``. A name that a plain line cannot carry
+is written C-quoted between double quotes, as git quotes paths: a name containing a control character
+(newline, tab, ...), ``"`` or ``\\``, bytes that are not UTF-8, leading or trailing white space, or a name
+starting with ``#``. Inside the quotes ``\\a \\b \\t \\n \\v \\f \\r \\" \\\\`` and three-digit octal
+``\\ooo`` escape one byte each. Other non-ASCII UTF-8 (``naïve café.txt``) stays as it is. Lines starting
+with ``#`` are comments; the snapshot starts with the line ``# rubric snapshot v1``, which is how a wrong
+``--before`` file is told apart. Names that are not UTF-8 come back as ``str`` with surrogate escapes
+(``os.fsdecode``).
+
+How the capture works, and why:
+
+- git runs with the user's system and global config switched off, every ``GIT_*`` variable of the caller
+  dropped, and explicit overrides (``GIT_CONFIG_COUNT``) for everything the repository's own
+  ``.git/config`` could set to change the diff's text (prefixes, colour, quoting, context) or to run a
+  command (``core.fsmonitor``, hooks, ``filter.<driver>.clean/process``, external diff, textconv). The agent
+  wrote that config, so nothing in it may run on the grading host or shape what scope and the judge see.
+- The diff is ``git diff --binary --full-index --no-renames BASE`` against the working tree, so commits the
+  agent made count, a move is a deletion plus an addition, and ``git apply`` of the file on a clean
+  checkout of BASE gives back the workspace's tree (binary files, modes and symlinks included).
+- Untracked files are added with intent-to-add (``git add -N``) to a scratch copy of the index, with a
+  scratch object directory in front of the repository's own, so neither the real index nor the object
+  store changes. ``assume-unchanged`` and ``skip-worktree`` bits are cleared in the copy: they would hide
+  edits to tracked files.
+- A nested repository the agent created (a directory with its own ``.git``) would be a gitlink, which
+  ``git apply`` cannot reproduce and which hides every file inside it. Its files (not its ``.git``) are
+  therefore included as ordinary added files, and its path is reported in ``nested_repositories``.
+  Files inside it that the workspace's ignore rules ignore count as ignored files, like any other.
+- Ignored files are listed file by file (no ``--directory`` collapsing), so a new file inside a directory
+  that was already ignored before the run shows up in ``ignored_created.txt``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path, PurePosixPath
+
+from pydantic import BaseModel
+
+from grading.errors import InputError
+
+SNAPSHOT_HEADER = "# rubric snapshot v1"
+DIFF_NAME = "workspace.diff"
+IGNORED_CREATED_NAME = "ignored_created.txt"
+
+# Config that shapes the diff text or the file lists, pinned so the repository's .git/config cannot change
+# them. Keys a flag already pins (diff.external via --no-ext-diff, ...) are pinned here too, belt and braces.
+_CONFIG_OVERRIDES: tuple[tuple[str, str], ...] = (
+    # nothing the agent configured may run a command on the grading host
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", os.devnull),  # `git add -N` writes the index, which runs post-index-change
+    ("diff.external", ""),
+    ("core.pager", "cat"),
+    # the stat cache and index extensions of the copy must not reach outside the scratch directory
+    ("core.untrackedCache", "false"),
+    ("core.splitIndex", "false"),
+    ("index.sparse", "false"),
+    ("core.sparseCheckout", "false"),
+    ("core.trustctime", "true"),
+    ("core.checkStat", "default"),
+    # what counts as a change
+    ("core.fileMode", "true"),
+    ("core.symlinks", "true"),
+    ("core.ignoreCase", "false"),
+    ("core.precomposeUnicode", "false"),
+    ("core.autocrlf", "false"),
+    ("core.eol", "lf"),
+    ("core.safecrlf", "false"),
+    ("core.excludesFile", os.devnull),  # the user's ~/.config/git/ignore is read even without config
+    ("core.attributesFile", os.devnull),
+    ("status.showUntrackedFiles", "all"),
+    ("submodule.recurse", "false"),
+    ("diff.ignoreSubmodules", "dirty"),
+    ("diff.submodule", "short"),
+    # the text of the diff
+    ("core.quotePath", "true"),
+    ("diff.noprefix", "false"),
+    ("diff.mnemonicPrefix", "false"),
+    ("diff.srcPrefix", "a/"),
+    ("diff.dstPrefix", "b/"),
+    ("diff.relative", "false"),
+    ("diff.renames", "false"),
+    ("diff.context", "3"),
+    ("diff.interHunkContext", "0"),
+    ("diff.algorithm", "default"),
+    ("diff.indentHeuristic", "true"),
+    ("diff.suppressBlankEmpty", "false"),
+    ("diff.orderFile", os.devnull),
+    ("color.ui", "false"),
+    ("color.diff", "false"),
+    ("core.abbrev", "40"),
+    ("core.bigFileThreshold", "512m"),
+)
+
+_DIFF_FLAGS: tuple[str, ...] = (
+    "--binary",
+    "--full-index",
+    "--no-renames",
+    "--no-color",
+    "--no-ext-diff",
+    "--no-textconv",
+    "--no-relative",
+    "--src-prefix=a/",
+    "--dst-prefix=b/",
+    "--unified=3",
+    "--inter-hunk-context=0",
+    "--diff-algorithm=myers",
+    "--ignore-submodules=dirty",
+    "--submodule=short",
+    f"-O{os.devnull}",
+)
+
+
+class CaptureResult(BaseModel):
+    """What ``capture`` wrote into the run directory."""
+
+    base_commit: str
+    diff_path: str
+    diff_bytes: int
+    files_changed: int
+    ignored_created: list[str]
+    nested_repositories: list[str] = []  # their files are in the diff as ordinary added files
+
+
+class _Git:
+    """git in one workspace, with the user's and the repository's config neutralised (module docstring)."""
+
+    def __init__(self, workspace: Path, extra_env: Mapping[str, str] | None = None) -> None:
+        self.workspace = workspace
+        self.extra_env = dict(extra_env or {})
+        self.config: list[tuple[str, str]] = list(_CONFIG_OVERRIDES)
+
+    def env(self) -> dict[str, str]:
+        # A caller's GIT_DIR, GIT_INDEX_FILE or GIT_EXTERNAL_DIFF would point git somewhere else entirely.
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k == "GIT_EXEC_PATH"}
+        env.update(
+            GIT_CONFIG_NOSYSTEM="1",
+            GIT_CONFIG_GLOBAL=os.devnull,
+            GIT_OPTIONAL_LOCKS="0",
+            GIT_TERMINAL_PROMPT="0",
+            LC_ALL="C",
+        )
+        # Passed through the environment, not `-c`, so a filter driver named with '=' or '.' stays intact.
+        env["GIT_CONFIG_COUNT"] = str(len(self.config))
+        for i, (key, value) in enumerate(self.config):
+            env[f"GIT_CONFIG_KEY_{i}"] = key
+            env[f"GIT_CONFIG_VALUE_{i}"] = value
+        env.update(self.extra_env)
+        return env
+
+    def run(self, *args: str, stdin: bytes | None = None, ok_codes: Iterable[int] = (0,)) -> bytes:
+        try:
+            result = subprocess.run(
+                ["git", "--no-pager", *args],
+                cwd=self.workspace,
+                env=self.env(),
+                input=stdin,
+                capture_output=True,
+                check=False,
+            )
+        except FileNotFoundError as exc:
+            raise InputError(None, "git is not installed or not on PATH") from exc
+        if result.returncode not in ok_codes:
+            detail = result.stderr.decode("utf-8", "replace").strip().splitlines()
+            message = detail[-1] if detail else f"exit code {result.returncode}"
+            command = next((a for a in args if not a.startswith("-")), "")
+            raise InputError(self.workspace, f"git {command} failed: {message}")
+        return result.stdout
+
+    def neutralise_filters(self) -> None:
+        """Switch off every clean/smudge/process filter the repository configures (they run commands)."""
+        names = self.run("config", "--null", "--name-only", "--list").split(b"\0")
+        drivers: set[str] = set()
+        for raw in names:
+            name = raw.decode("utf-8", "surrogateescape")
+            if name.lower().startswith("filter.") and name.count(".") >= 2:
+                drivers.add(name[len("filter.") : name.rindex(".")])
+        for driver in sorted(drivers):
+            for key in ("clean", "smudge", "process"):
+                self.config.append((f"filter.{driver}.{key}", ""))
+            self.config.append((f"filter.{driver}.required", "false"))
+
+
+def _toplevel_git(workspace: Path) -> _Git:
+    if not workspace.is_dir():
+        raise InputError(workspace, "workspace is not a directory")
+    git = _Git(workspace)
+    try:
+        out = git.run("rev-parse", "--show-toplevel")
+    except InputError as exc:
+        raise InputError(workspace, "not a git work tree (git rev-parse --show-toplevel failed)") from exc
+    toplevel = Path(os.fsdecode(out.rstrip(b"\n")))
+    # A directory inside some other checkout would silently diff that checkout instead.
+    if toplevel.resolve() != workspace.resolve():
+        raise InputError(workspace, f"not the top level of a git work tree (that is {toplevel})")
+    git.workspace = toplevel
+    git.neutralise_filters()
+    return git
+
+
+def _split_z(data: bytes) -> list[str]:
+    return [os.fsdecode(item) for item in data.split(b"\0") if item]
+
+
+def _walk_nested(git: _Git, directory: str) -> list[str]:
+    """Files and symlinks under a nested repository, skipping every ``.git`` (paths relative to the root)."""
+    found: list[str] = []
+    stack = [directory.rstrip("/")]
+    while stack:
+        rel = stack.pop()
+        try:
+            entries = list(os.scandir(git.workspace / rel))
+        except OSError:
+            continue  # unreadable directory: nothing git could diff either
+        for entry in entries:
+            if entry.name == ".git":
+                continue
+            child = f"{rel}/{entry.name}"
+            if entry.is_symlink() or entry.is_file(follow_symlinks=False):
+                found.append(child)
+            elif entry.is_dir(follow_symlinks=False):
+                stack.append(child)
+    return sorted(found)
+
+
+class _Scan(BaseModel):
+    untracked: list[str]  # untracked, not ignored, outside nested repositories
+    nested_repositories: list[str]  # untracked, not ignored nested repositories (with the trailing '/')
+    nested_files: list[str]  # not-ignored files inside them
+    ignored: list[str]  # every ignored file, one by one, nested repositories included
+
+
+def _scan(git: _Git) -> _Scan:
+    others = _split_z(git.run("ls-files", "-z", "--others", "--exclude-standard"))
+    ignored_entries = _split_z(git.run("ls-files", "-z", "--others", "--ignored", "--exclude-standard"))
+    # Without --directory git lists files one by one, except a nested repository: that is one "dir/" entry.
+    ignored = [p for p in ignored_entries if not p.endswith("/")]
+    for nested in (p for p in ignored_entries if p.endswith("/")):
+        ignored.extend(_walk_nested(git, nested))
+    nested_repos = [p for p in others if p.endswith("/")]
+    nested_candidates = [f for repo in nested_repos for f in _walk_nested(git, repo)]
+    nested_ignored: set[str] = set()
+    if nested_candidates:
+        stdin = _nul_joined(nested_candidates)
+        # exit 1 means "none of them is ignored"
+        out = git.run("check-ignore", "--no-index", "-z", "--stdin", stdin=stdin, ok_codes=(0, 1))
+        nested_ignored = set(_split_z(out))
+    ignored.extend(p for p in nested_candidates if p in nested_ignored)
+    return _Scan(
+        untracked=[p for p in others if not p.endswith("/")],
+        nested_repositories=nested_repos,
+        nested_files=[p for p in nested_candidates if p not in nested_ignored],
+        ignored=sorted(set(ignored)),
+    )
+
+
+def snapshot_ignored(workspace: Path) -> list[str]:
+    """Every ignored file now in ``workspace``, one entry per file (no directory collapsing), sorted."""
+    return _scan(_toplevel_git(workspace)).ignored
+
+
+def write_snapshot(workspace: Path, out: Path) -> int:
+    """Write the ignored-file snapshot of ``workspace`` to ``out``; returns the number of paths."""
+    paths = snapshot_ignored(workspace)
+    _write_text(out, SNAPSHOT_HEADER + "\n" + format_path_list(paths))
+    return len(paths)
+
+
+def _write_text(path: Path, text: str) -> None:
+    try:
+        path.write_bytes(text.encode("utf-8", "surrogateescape"))
+    except OSError as exc:
+        raise InputError(path, f"cannot write: {exc.strerror or exc}") from exc
+
+
+# ---- path-list files ----------------------------------------------------------------------------------
+
+_ESCAPES = {7: "a", 8: "b", 9: "t", 10: "n", 11: "v", 12: "f", 13: "r", 34: '"', 92: "\\"}
+_UNESCAPES = {v: k for k, v in _ESCAPES.items()}
+
+
+def quote_path(path: str) -> str:
+    """One line of a path-list file: the name as is, or C-quoted when a plain line cannot carry it."""
+    raw = os.fsencode(path)
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return _c_quote(raw)
+    if (
+        any(b < 0x20 or b == 0x7F or b in (0x22, 0x5C) for b in raw)
+        or path.startswith("#")
+        or path != path.strip()
+    ):
+        return _c_quote(raw)
+    return path
+
+
+def _utf8_length(raw: bytes, i: int) -> int:
+    """Length of the valid UTF-8 sequence starting at ``raw[i]`` (a byte >= 0x80), 0 if it is not one."""
+    b = raw[i]
+    length = 2 if b >> 5 == 0b110 else 3 if b >> 4 == 0b1110 else 4 if b >> 3 == 0b11110 else 0
+    if not length:
+        return 0
+    try:
+        raw[i : i + length].decode("utf-8")
+    except UnicodeDecodeError:
+        return 0
+    return length
+
+
+def _c_quote(raw: bytes) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(raw):
+        b = raw[i]
+        if b in _ESCAPES:
+            out.append("\\" + _ESCAPES[b])
+        elif b < 0x20 or b == 0x7F:
+            out.append(f"\\{b:03o}")
+        elif b < 0x80:
+            out.append(chr(b))
+        elif length := _utf8_length(raw, i):
+            # Keep valid UTF-8 readable; escape only the bytes that are not UTF-8.
+            out.append(raw[i : i + length].decode("utf-8"))
+            i += length
+            continue
+        else:
+            out.append(f"\\{b:03o}")
+        i += 1
+    return '"' + "".join(out) + '"'
+
+
+def unquote_path(line: str) -> str:
+    """Inverse of :func:`quote_path`; raises ValueError on a malformed quoted name."""
+    if not line.startswith('"'):
+        return line
+    if len(line) < 2 or not line.endswith('"'):
+        raise ValueError("quoted name without its closing quote")
+    body = line[1:-1]
+    out = bytearray()
+    i = 0
+    while i < len(body):
+        ch = body[i]
+        if ch == '"':
+            raise ValueError("unescaped quote inside a quoted name")
+        if ch != "\\":
+            out.extend(ch.encode("utf-8", "surrogateescape"))
+            i += 1
+            continue
+        nxt = body[i + 1 : i + 2]
+        if nxt in _UNESCAPES:
+            out.append(_UNESCAPES[nxt])
+            i += 2
+        elif len(body) >= i + 4 and all(c in "01234567" for c in body[i + 1 : i + 4]):
+            value = int(body[i + 1 : i + 4], 8)
+            if value > 0xFF:
+                raise ValueError(f"octal escape out of range: \\{body[i + 1 : i + 4]}")
+            out.append(value)
+            i += 4
+        else:
+            raise ValueError(f"bad escape {body[i : i + 2]!r}")
+    return os.fsdecode(bytes(out))
+
+
+def format_path_list(paths: Sequence[str]) -> str:
+    """The text of a path-list file (no header)."""
+    return "".join(quote_path(p) + "\n" for p in paths)
+
+
+def _check_relative(path: str) -> str | None:
+    if not path:
+        return "empty path"
+    if path.startswith("/"):
+        return "absolute path"
+    if any(part in ("", ".", "..") for part in path.split("/")) or PurePosixPath(path).is_absolute():
+        return "path with an empty, '.' or '..' component"
+    return None
+
+
+def read_path_list(path: Path, header: str | None = None) -> list[str]:
+    """Read a path-list file (module docstring); ``header`` is the first line it must start with.
+
+    Raises InputError naming the file and line on a missing file, bad UTF-8, a bad quoted name or a path
+    that is not relative to the workspace.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise InputError(path, "file not found") from exc
+    except OSError as exc:
+        raise InputError(path, f"cannot read: {exc.strerror or exc}") from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line_no = data[: exc.start].count(b"\n") + 1
+        raise InputError(
+            path, "not UTF-8 (names that are not UTF-8 must be quoted)", f"line {line_no}"
+        ) from exc
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if header is not None and (not lines or lines[0] != header):
+        raise InputError(path, f"not a snapshot written by `rubric snapshot` (first line must be {header!r})")
+    paths: list[str] = []
+    for number, line in enumerate(lines, start=1):
+        if line.startswith("#"):
+            continue
+        try:
+            name = unquote_path(line)
+        except ValueError as exc:
+            raise InputError(path, str(exc), f"line {number}") from exc
+        problem = _check_relative(name)
+        if problem:
+            raise InputError(path, f"{problem}: {line!r}", f"line {number}")
+        paths.append(name)
+    return paths
+
+
+def read_snapshot(path: Path) -> list[str]:
+    """Read a file written by :func:`write_snapshot`; InputError if it is missing or malformed."""
+    return read_path_list(path, header=SNAPSHOT_HEADER)
+
+
+# ---- capture -----------------------------------------------------------------------------------------
+
+
+def _resolve_base(git: _Git, base: str) -> str:
+    out = git.run(
+        "rev-parse", "--verify", "--quiet", "--end-of-options", f"{base}^{{commit}}", ok_codes=(0, 1, 128)
+    )
+    commit = out.decode("ascii", "replace").strip()
+    if not commit:
+        raise InputError(
+            git.workspace, f"unknown revision {base!r} (not a commit in this repository)", "--base"
+        )
+    return commit
+
+
+def _git_path(git: _Git, name: str) -> Path:
+    out = os.fsdecode(git.run("rev-parse", "--git-path", name).rstrip(b"\n"))
+    return git.workspace / out  # absolute for linked worktrees, relative to the work tree otherwise
+
+
+def _alternates_value(paths: Sequence[Path]) -> str:
+    # GIT_ALTERNATE_OBJECT_DIRECTORIES is ':'-separated; an entry starting with '"' is C-quoted.
+    entries = []
+    for p in paths:
+        raw = os.fsencode(p)
+        entries.append(_c_quote(raw) if b":" in raw or raw.startswith(b'"') else os.fsdecode(raw))
+    return ":".join(entries)
+
+
+def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureResult:
+    """Write ``out_dir/workspace.diff`` (BASE to the working tree) and ``out_dir/ignored_created.txt``."""
+    git = _toplevel_git(workspace)
+    base_commit = _resolve_base(git, base)
+    before_paths = set(read_snapshot(before))
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError(out_dir, "run directory is not a directory")
+    scan = _scan(git)
+
+    real_index = _git_path(git, "index")
+    objects = _git_path(git, "objects").resolve()
+    with tempfile.TemporaryDirectory(prefix="rubric-capture-") as scratch_name:
+        scratch = Path(scratch_name)
+        scratch_index = scratch / "index"
+        if real_index.is_file():
+            shutil.copyfile(real_index, scratch_index)
+        (scratch / "objects").mkdir()
+        git.extra_env = {
+            "GIT_INDEX_FILE": str(scratch_index),
+            # git add -N writes the empty blob, update-index writes nested files' blobs: keep them out of
+            # the repository's object store, and read everything else from it.
+            "GIT_OBJECT_DIRECTORY": str(scratch / "objects"),
+            "GIT_ALTERNATE_OBJECT_DIRECTORIES": _alternates_value([objects]),
+        }
+        _clear_hiding_bits(git)
+        if scan.untracked:
+            # --literal-pathspecs: a file named '*.py' is that file, not a glob over the work tree
+            add_flags = ("--intent-to-add", "--pathspec-from-file=-", "--pathspec-file-nul")
+            git.run("--literal-pathspecs", "add", *add_flags, stdin=_nul_joined(scan.untracked))
+        if scan.nested_files:
+            # git add would stop at the nested .git (a gitlink); update-index adds the files themselves.
+            git.run("update-index", "--add", "-z", "--stdin", stdin=_nul_joined(scan.nested_files))
+        diff = git.run("diff", *_DIFF_FLAGS, base_commit, "--")
+
+    ignored_created = sorted(set(scan.ignored) - before_paths)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(out_dir, f"cannot create the run directory: {exc.strerror or exc}") from exc
+    diff_path = out_dir / DIFF_NAME
+    try:
+        diff_path.write_bytes(diff)
+    except OSError as exc:
+        raise InputError(diff_path, f"cannot write: {exc.strerror or exc}") from exc
+    _write_text(out_dir / IGNORED_CREATED_NAME, format_path_list(ignored_created))
+    # Every file section starts with this header line; content lines start with ' ', '+', '-' and base85
+    # lines of binary patches cannot contain a space, so the count is exact.
+    files_changed = sum(1 for line in diff.split(b"\n") if line.startswith(b"diff --git "))
+    return CaptureResult(
+        base_commit=base_commit,
+        diff_path=str(diff_path),
+        diff_bytes=len(diff),
+        files_changed=files_changed,
+        ignored_created=ignored_created,
+        nested_repositories=[p.rstrip("/") for p in scan.nested_repositories],
+    )
+
+
+def _clear_hiding_bits(git: _Git) -> None:
+    """Clear assume-unchanged and skip-worktree in the scratch index: both hide edits from git diff."""
+    listing = git.run("ls-files", "-z", "-v")
+    assumed: list[bytes] = []
+    skipped: list[bytes] = []
+    for entry in listing.split(b"\0"):
+        if len(entry) < 3:
+            continue
+        tag, name = entry[:1], entry[2:]
+        if tag.islower():
+            assumed.append(name)
+        if tag.upper() == b"S":
+            skipped.append(name)
+    if assumed:
+        git.run("update-index", "--no-assume-unchanged", "-z", "--stdin", stdin=_nul_joined(assumed))
+    if skipped:
+        git.run("update-index", "--no-skip-worktree", "-z", "--stdin", stdin=_nul_joined(skipped))
+
+
+def _nul_joined(names: Iterable[bytes | str]) -> bytes:
+    return b"".join((os.fsencode(n) if isinstance(n, str) else n) + b"\0" for n in names)

@@ -1,0 +1,531 @@
+"""The workspace diff (§3) against real git repositories: `git apply` of the capture reproduces the tree."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from grading.cli import main
+from grading.errors import InputError
+from grading.workspace import (
+    SNAPSHOT_HEADER,
+    capture,
+    quote_path,
+    read_path_list,
+    read_snapshot,
+    snapshot_ignored,
+    unquote_path,
+    write_snapshot,
+)
+from tests.gitrepo import GIT_ENV, GitRepo
+
+BINARY = bytes(range(256)) * 4 + b"\0\0tail"
+ODD_NAME = "dir with space/naïve café.txt"
+
+
+def tree_of(repo: GitRepo) -> str:
+    """The tree git would commit for the work tree, built in a throwaway index (the real one is untouched)."""
+    index = repo.path.parent / f"tree-index-{os.urandom(4).hex()}"
+    env = {"GIT_INDEX_FILE": str(index)}
+    repo.git("read-tree", "HEAD", env=env)
+    repo.git("add", "-A", env=env)
+    return repo.git("write-tree", env=env).strip()
+
+
+def listing(root: Path) -> dict[str, tuple[str, bytes]]:
+    """Every file and symlink under root except .git: kind + executable bit, and content or link target."""
+    out: dict[str, tuple[str, bytes]] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        for name in [*filenames, *(d for d in dirnames if os.path.islink(os.path.join(dirpath, d)))]:
+            if name == ".git":
+                continue
+            full = Path(dirpath, name)
+            rel = full.relative_to(root).as_posix()
+            if full.is_symlink():
+                out[rel] = ("link", os.fsencode(os.readlink(full)))
+            else:
+                mode = "x" if full.stat().st_mode & stat.S_IXUSR else "-"
+                out[rel] = (f"file{mode}", full.read_bytes())
+    return out
+
+
+def apply_on_base(source: GitRepo, base: str, diff: Path, dest: Path) -> GitRepo:
+    """A clean checkout of base with the captured diff applied by `git apply`."""
+    subprocess.run(
+        ["git", "clone", "-q", "--no-checkout", str(source.path), str(dest)],
+        check=True,
+        env={**os.environ, **GIT_ENV},
+        capture_output=True,
+    )
+    clone = GitRepo.__new__(GitRepo)
+    clone.path = dest
+    clone.git("checkout", "-q", "--detach", base)
+    if diff.stat().st_size:
+        clone.git("apply", "--whitespace=nowarn", str(diff))
+    return clone
+
+
+def base_repo(repo: GitRepo) -> str:
+    repo.write(".gitignore", "build/\n*.log\n")
+    repo.write("keep.txt", "unchanged\n")
+    repo.write("modify.txt", "one\ntwo\nthree\n")
+    repo.write("delete_me.txt", "going away\n")
+    repo.write("script.sh", "#!/bin/sh\necho hi\n")
+    repo.write("blob.bin", BINARY)
+    repo.write("committed.txt", "before the agent\n")
+    repo.write("moved/src.txt", "a file that moves\n")
+    repo.write(ODD_NAME, "café\n")
+    (repo.path / "link").symlink_to("keep.txt")
+    return repo.commit("base")
+
+
+def agent_edits(repo: GitRepo) -> None:
+    """Every awkward kind of change the capture must carry."""
+    repo.write("committed.txt", "changed and committed by the agent\n")
+    repo.git("commit", "-q", "-am", "agent commit")
+    repo.write("modify.txt", "one\nTWO\nthree\n")
+    (repo.path / "delete_me.txt").unlink()
+    (repo.path / "script.sh").chmod(0o755)
+    repo.write("blob.bin", BINARY[::-1] + b"\0changed")
+    repo.write("new_binary.dat", b"\0\1\2\3\0")
+    repo.write("new untracked.txt", "brand new\n")
+    repo.write("empty_new.txt", "")
+    repo.write("dir with space/second naïve.txt", "ünïcödé\n")
+    repo.write(ODD_NAME, "café au lait\n")
+    (repo.path / "link").unlink()
+    (repo.path / "link").symlink_to("modify.txt")
+    (repo.path / "new_link").symlink_to("dir with space")
+    (repo.path / "moved/src.txt").rename(repo.path / "moved/dst.txt")
+    repo.write("staged.txt", "staged but not committed\n")
+    repo.git("add", "staged.txt")
+
+
+@pytest.fixture
+def workspace(git_repo: GitRepo) -> tuple[GitRepo, str]:
+    base = base_repo(git_repo)
+    return git_repo, base
+
+
+def test_git_apply_of_capture_reproduces_the_workspace_tree(
+    workspace: tuple[GitRepo, str], tmp_path: Path
+) -> None:
+    repo, base = workspace
+    before = tmp_path / "before.txt"
+    write_snapshot(repo.path, before)
+    agent_edits(repo)
+
+    result = capture(repo.path, base, before, tmp_path / "run")
+
+    diff = (tmp_path / "run" / "workspace.diff").read_bytes()
+    assert result.diff_bytes == len(diff)
+    assert result.base_commit == base
+    clone = apply_on_base(repo, base, tmp_path / "run" / "workspace.diff", tmp_path / "clone")
+    assert tree_of(clone) == tree_of(repo)
+    assert listing(clone.path) == listing(repo.path)
+    # the agent's commit counts, a move is a deletion plus an addition, binary content is in the patch
+    assert b"diff --git a/committed.txt b/committed.txt" in diff
+    assert b"deleted file mode 100644" in diff and b"diff --git a/moved/src.txt b/moved/src.txt" in diff
+    assert b"rename from" not in diff
+    assert b"old mode 100644\nnew mode 100755" in diff
+    assert b"GIT binary patch" in diff
+    assert b"new file mode 120000" in diff
+    assert b'"a/dir with space/na\\303\\257ve caf\\303\\251.txt"' in diff
+    changed = {
+        "committed.txt", "modify.txt", "delete_me.txt", "script.sh", "blob.bin", "new_binary.dat",
+        "new untracked.txt", "empty_new.txt", "dir with space/second naïve.txt", ODD_NAME, "link",
+        "new_link", "moved/src.txt", "moved/dst.txt", "staged.txt",
+    }  # fmt: skip
+    assert result.files_changed == len(changed)
+
+
+def test_capture_never_touches_the_real_index_status_or_objects(
+    workspace: tuple[GitRepo, str], tmp_path: Path
+) -> None:
+    repo, base = workspace
+    before = tmp_path / "before.txt"
+    write_snapshot(repo.path, before)
+    agent_edits(repo)
+    nested = repo.path / "nested"
+    nested.mkdir()
+    GitRepo(nested)
+    (nested / "inner.txt").write_text("inside\n")
+
+    def state() -> tuple[bytes, str, list[str]]:
+        index = (repo.path / ".git" / "index").read_bytes()
+        status = repo.git(
+            "status", "--porcelain=v1", "-z", "--untracked-files=all", env={"GIT_OPTIONAL_LOCKS": "0"}
+        )
+        objects = sorted(str(p) for p in (repo.path / ".git" / "objects").rglob("*") if p.is_file())
+        return index, status, objects
+
+    start = state()
+    assert (
+        "new untracked.txt" in start[1]
+    )  # the status really lists untracked files, so the check means something
+    result = capture(repo.path, base, before, tmp_path / "run")
+    assert result.files_changed > 0
+    assert state() == start
+
+
+def test_repository_config_cannot_change_or_hijack_the_diff(
+    workspace: tuple[GitRepo, str], tmp_path: Path
+) -> None:
+    repo, base = workspace
+    marker = tmp_path / "ran"
+    tool = tmp_path / "tool.sh"
+    tool.write_text(f"#!/bin/sh\necho ran \"$0\" >> '{marker}'\ncat\n")
+    tool.chmod(0o755)
+    repo.write(".gitattributes", "*.txt diff=conv filter=evil\n")
+    repo.commit("attributes")
+    base = repo.head()
+    before = tmp_path / "before.txt"
+    write_snapshot(repo.path, before)
+    agent_edits(repo)
+    for key, value in [
+        ("diff.noprefix", "true"),
+        ("diff.mnemonicPrefix", "true"),
+        ("color.ui", "always"),
+        ("color.diff", "always"),
+        ("diff.external", str(tool)),
+        ("diff.conv.textconv", str(tool)),
+        ("diff.conv.command", str(tool)),
+        ("filter.evil.clean", f"{tool}; tr a-z A-Z"),
+        ("filter.evil.process", str(tool)),
+        ("core.fsmonitor", str(tool)),
+        ("core.autocrlf", "true"),
+        ("core.quotePath", "false"),
+        ("diff.relative", "true"),
+        ("diff.context", "0"),
+        ("diff.renames", "copies"),
+        ("status.showUntrackedFiles", "no"),
+        ("core.fileMode", "false"),
+    ]:
+        repo.git("config", key, value)
+    hook = repo.path / ".git" / "hooks" / "post-index-change"
+    hook.write_text(tool.read_text())
+    hook.chmod(0o755)
+
+    capture(repo.path, base, before, tmp_path / "run")
+
+    diff = (tmp_path / "run" / "workspace.diff").read_bytes()
+    assert not marker.exists(), marker.read_text()
+    assert b"\x1b[" not in diff
+    assert diff.startswith(b"diff --git a/")
+    assert b"+++ b/modify.txt" in diff and b" one\n-two\n+TWO\n three\n" in diff  # context 3, raw content
+    assert b"old mode 100644\nnew mode 100755" in diff  # core.fileMode=false would hide it
+    clone = apply_on_base(repo, base, tmp_path / "run" / "workspace.diff", tmp_path / "clone")
+    assert listing(clone.path) == listing(repo.path)
+    # the hostile config is live: plain git runs the agent's commands and colours its output
+    repo.git("diff", "HEAD")
+    assert marker.exists()
+    plain = repo.git("diff", "--no-ext-diff", "--no-textconv", "HEAD")
+    assert "\x1b[" in plain and "modify.txt" in plain and "a/modify.txt" not in plain
+
+
+def test_callers_environment_and_user_config_are_ignored(
+    workspace: tuple[GitRepo, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, base = workspace
+    agent_edits(repo)
+    home = tmp_path / "home"
+    (home / ".config" / "git").mkdir(parents=True)
+    (home / ".config" / "git" / "ignore").write_text("*.txt\n")  # read by git even without any config
+    (home / ".gitconfig").write_text("[diff]\n\tnoprefix = true\n[color]\n\tui = always\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    monkeypatch.setenv("GIT_DIR", str(tmp_path / "nowhere"))
+    monkeypatch.setenv("GIT_INDEX_FILE", str(tmp_path / "other-index"))
+    monkeypatch.setenv("GIT_EXTERNAL_DIFF", "false")
+    before = tmp_path / "before.txt"
+    write_snapshot(repo.path, before)
+
+    result = capture(repo.path, base, before, tmp_path / "run")
+
+    diff = (tmp_path / "run" / "workspace.diff").read_bytes()
+    assert b"diff --git a/new untracked.txt b/new untracked.txt" in diff  # not hidden by ~/.config/git/ignore
+    assert result.ignored_created == []
+    assert not (tmp_path / "other-index").exists()
+
+
+def test_nested_repositories_are_captured_as_their_files(
+    workspace: tuple[GitRepo, str], tmp_path: Path
+) -> None:
+    repo, base = workspace
+    before = tmp_path / "before.txt"
+    write_snapshot(repo.path, before)
+    empty = GitRepo(repo.path / "vendor" / "empty")  # no commit yet
+    (empty.path / "a.txt").write_text("in a repo without commits\n")
+    (empty.path / "debug.log").write_text("ignored by the outer *.log\n")
+    full = GitRepo(repo.path / "full")
+    full.write("src/b.py", "print('b')\n")
+    full.write("tool", "#!/bin/sh\n", executable=True)
+    full.commit("inner")
+    deeper = GitRepo(full.path / "deeper")
+    deeper.write("c.txt", "two levels down\n")
+
+    result = capture(repo.path, base, before, tmp_path / "run")
+
+    diff = (tmp_path / "run" / "workspace.diff").read_bytes()
+    assert sorted(result.nested_repositories) == ["full", "vendor/empty"]
+    assert b"Subproject commit" not in diff and b"/.git/" not in diff
+    for path in ("vendor/empty/a.txt", "full/src/b.py", "full/tool", "full/deeper/c.txt"):
+        assert f"diff --git a/{path} b/{path}".encode() in diff
+    assert b"new file mode 100755" in diff
+    assert result.ignored_created == ["vendor/empty/debug.log"]
+    clone = apply_on_base(repo, base, tmp_path / "run" / "workspace.diff", tmp_path / "clone")
+    expected = listing(repo.path)
+    del expected["vendor/empty/debug.log"]
+    assert listing(clone.path) == expected
+
+
+def test_ignored_files_are_compared_file_by_file(workspace: tuple[GitRepo, str], tmp_path: Path) -> None:
+    repo, base = workspace
+    repo.write("build/old.o", b"\0old")
+    repo.write("old.log", "old\n")
+    before = tmp_path / "before.txt"
+    assert write_snapshot(repo.path, before) == 2
+    repo.write("build/new.o", b"\0new")  # inside a directory that was already ignored
+    repo.write("build/deep/er/x.o", b"x")
+    repo.write("src/run.log", "new\n")
+    dep = GitRepo(repo.path / "build" / "_deps" / "dep")  # a build step cloned a repository
+    dep.write("dep.c", "int x;\n")
+
+    result = capture(repo.path, base, before, tmp_path / "run")
+
+    expected = ["build/_deps/dep/dep.c", "build/deep/er/x.o", "build/new.o", "src/run.log"]
+    assert result.ignored_created == expected
+    assert read_path_list(tmp_path / "run" / "ignored_created.txt") == expected
+    assert (tmp_path / "run" / "ignored_created.txt").read_text() == "".join(p + "\n" for p in expected)
+    assert (tmp_path / "run" / "workspace.diff").read_bytes() == b""
+    assert result.files_changed == 0 and result.nested_repositories == []
+
+
+ODD_NAMES = [
+    "plain.txt",
+    "with space.txt",
+    " leading space",
+    "trailing space ",
+    "new\nline",
+    "tab\there",
+    'quote"d',
+    "back\\slash",
+    "#hash",
+    "naïve café.txt",
+    "日本語/ファイル",
+    os.fsdecode(b"latin1-\xe9-not-utf8"),
+    "bell\x07\x7f",
+]
+
+
+@pytest.mark.parametrize("name", ODD_NAMES)
+def test_path_list_quoting_round_trips(name: str) -> None:
+    line = quote_path(name)
+    assert "\n" not in line
+    assert unquote_path(line) == name
+    # names a plain line can carry stay readable; the others are quoted
+    assert (line == name) == (name in ("plain.txt", "with space.txt", "naïve café.txt", "日本語/ファイル"))
+
+
+def test_snapshot_and_capture_keep_odd_ignored_names(git_repo: GitRepo, tmp_path: Path) -> None:
+    git_repo.write(".gitignore", "out/\n")
+    base = git_repo.commit("base")
+    old = ["out/" + n for n in ODD_NAMES[:6]]
+    new = ["out/x/" + n for n in ODD_NAMES]
+    for rel in old:
+        (git_repo.path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (git_repo.path / rel).write_bytes(b"old")
+    before = tmp_path / "before.txt"
+    write_snapshot(git_repo.path, before)
+    assert read_snapshot(before) == sorted(old)
+    assert before.read_bytes().startswith(SNAPSHOT_HEADER.encode() + b"\n")
+    for rel in new:
+        (git_repo.path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (git_repo.path / rel).write_bytes(b"new")
+
+    result = capture(git_repo.path, base, before, tmp_path / "run")
+
+    assert result.ignored_created == sorted(new)
+    assert read_path_list(tmp_path / "run" / "ignored_created.txt") == sorted(new)
+    assert sorted(snapshot_ignored(git_repo.path)) == sorted(old + new)
+
+
+def test_assume_unchanged_and_skip_worktree_do_not_hide_edits(
+    workspace: tuple[GitRepo, str], tmp_path: Path
+) -> None:
+    repo, base = workspace
+    before = tmp_path / "before.txt"
+    write_snapshot(repo.path, before)
+    repo.write("modify.txt", "hidden edit\n")
+    repo.write("keep.txt", "another hidden edit\n")
+    repo.git("update-index", "--assume-unchanged", "modify.txt")
+    repo.git("update-index", "--skip-worktree", "keep.txt")
+    assert repo.git("diff", "--name-only") == ""  # plain git diff is fooled
+
+    result = capture(repo.path, base, before, tmp_path / "run")
+
+    diff = (tmp_path / "run" / "workspace.diff").read_bytes()
+    assert b"+hidden edit" in diff and b"+another hidden edit" in diff
+    assert result.files_changed == 2
+    assert "h modify.txt" in repo.git("ls-files", "-v")  # the real index keeps its bits
+
+
+def test_linked_worktree_is_captured_without_touching_its_index(
+    workspace: tuple[GitRepo, str], tmp_path: Path
+) -> None:
+    repo, base = workspace
+    wt_path = tmp_path / "wt"
+    repo.git("worktree", "add", "-q", "--detach", str(wt_path), base)
+    wt = GitRepo.__new__(GitRepo)
+    wt.path = wt_path
+    before = tmp_path / "before.txt"
+    write_snapshot(wt.path, before)
+    agent_edits(wt)
+    index = Path(wt.git("rev-parse", "--git-path", "index").strip())
+    index = index if index.is_absolute() else wt.path / index
+    index_bytes = index.read_bytes()
+
+    capture(wt.path, base, before, tmp_path / "run")
+
+    assert index.read_bytes() == index_bytes
+    clone = apply_on_base(repo, base, tmp_path / "run" / "workspace.diff", tmp_path / "clone")
+    assert listing(clone.path) == listing(wt.path)
+
+
+# ---- bad input ---------------------------------------------------------------------------------------
+
+
+def test_not_a_git_repository(tmp_path: Path) -> None:
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(InputError, match="not a git work tree"):
+        snapshot_ignored(tmp_path / "plain")
+    with pytest.raises(InputError, match="not a directory"):
+        snapshot_ignored(tmp_path / "missing")
+
+
+def test_a_subdirectory_of_a_checkout_is_refused(workspace: tuple[GitRepo, str], tmp_path: Path) -> None:
+    repo, _ = workspace
+    with pytest.raises(InputError, match="not the top level"):
+        snapshot_ignored(repo.path / "moved")
+
+
+@pytest.mark.parametrize("rev", ["no-such-branch", "--output=/tmp/x", "HEAD~5", "0" * 40])
+def test_unknown_base_revision(workspace: tuple[GitRepo, str], tmp_path: Path, rev: str) -> None:
+    repo, _ = workspace
+    before = tmp_path / "before.txt"
+    write_snapshot(repo.path, before)
+    with pytest.raises(InputError, match="unknown revision") as info:
+        capture(repo.path, rev, before, tmp_path / "run")
+    assert info.value.field == "--base"
+    assert not (tmp_path / "run").exists()
+
+
+def test_base_may_be_a_tag_or_branch_name(workspace: tuple[GitRepo, str], tmp_path: Path) -> None:
+    repo, base = workspace
+    repo.git("tag", "-a", "-m", "annotated", "v1", base)
+    before = tmp_path / "before.txt"
+    write_snapshot(repo.path, before)
+    assert capture(repo.path, "v1", before, tmp_path / "run").base_commit == base
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "not a snapshot"),
+        (b"build/a.o\n", "not a snapshot"),
+        (b'{"schema": "repo_rubric.v1"}\n', "not a snapshot"),
+        (SNAPSHOT_HEADER.encode() + b'\n"unterminated\n', "line 2: quoted name without its closing quote"),
+        (SNAPSHOT_HEADER.encode() + b'\nok\n"bad \\q escape"\n', "line 3: bad escape"),
+        (SNAPSHOT_HEADER.encode() + b"\n../outside\n", "line 2: path with an empty"),
+        (SNAPSHOT_HEADER.encode() + b"\n/etc/passwd\n", "line 2: absolute path"),
+        (SNAPSHOT_HEADER.encode() + b"\n\n", "line 2: empty path"),
+        (SNAPSHOT_HEADER.encode() + b"\nbad-\xff-bytes\n", "line 2: not UTF-8"),
+    ],
+)
+def test_malformed_snapshot(
+    workspace: tuple[GitRepo, str], tmp_path: Path, content: bytes, message: str
+) -> None:
+    repo, base = workspace
+    before = tmp_path / "before.txt"
+    before.write_bytes(content)
+    with pytest.raises(InputError, match=message):
+        capture(repo.path, base, before, tmp_path / "run")
+
+
+def test_missing_snapshot(workspace: tuple[GitRepo, str], tmp_path: Path) -> None:
+    repo, base = workspace
+    with pytest.raises(InputError, match="file not found"):
+        capture(repo.path, base, tmp_path / "absent.txt", tmp_path / "run")
+
+
+# ---- the CLI -----------------------------------------------------------------------------------------
+
+
+def test_cli_snapshot_then_capture(
+    workspace: tuple[GitRepo, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo, base = workspace
+    repo.write("build/pre.o", b"pre")
+    before = tmp_path / "before.txt"
+    assert main(["snapshot", str(repo.path), "-o", str(before)]) == 0
+    assert "1 ignored file(s)" in capsys.readouterr().out
+    agent_edits(repo)
+    repo.write("build/post.o", b"post")
+    run = tmp_path / "run"
+
+    assert main(["capture", str(repo.path), "--base", base, "--before", str(before), "--out", str(run)]) == 0
+
+    out = capsys.readouterr().out
+    assert "15 file(s) changed" in out
+    assert (run / "ignored_created.txt").read_text() == "build/post.o\n"
+    digest = hashlib.sha256((run / "workspace.diff").read_bytes()).hexdigest()
+    # capturing again gives the same bytes: nothing in the first capture changed the workspace
+    assert (
+        main(
+            ["capture", str(repo.path), "--base", base, "--before", str(before), "--out", str(run), "--json"]
+        )
+        == 0
+    )
+    assert '"files_changed": 15' in capsys.readouterr().out
+    assert hashlib.sha256((run / "workspace.diff").read_bytes()).hexdigest() == digest
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["snapshot", "{plain}", "-o", "{tmp}/s.txt"], "not a git work tree"),
+        (
+            ["capture", "{repo}", "--base", "nope", "--before", "{tmp}/before.txt", "--out", "{tmp}/run"],
+            "--base",
+        ),
+        (
+            ["capture", "{repo}", "--base", "HEAD", "--before", "{tmp}/absent", "--out", "{tmp}/run"],
+            "not found",
+        ),
+        (
+            ["capture", "{repo}", "--base", "HEAD", "--before", "{repo}/keep.txt", "--out", "{tmp}/run"],
+            "snapshot",
+        ),
+    ],
+)
+def test_cli_bad_input_exits_2_with_one_line(
+    workspace: tuple[GitRepo, str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    message: str,
+) -> None:
+    repo, _ = workspace
+    (tmp_path / "plain").mkdir()
+    write_snapshot(repo.path, tmp_path / "before.txt")
+    args = [a.format(plain=tmp_path / "plain", tmp=tmp_path, repo=repo.path) for a in argv]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("rubric: error: ") and message in err
+    assert "Traceback" not in err
