@@ -1,0 +1,414 @@
+"""Rubric revisions: creating them from a rubric, reviewing them item by item, and editing them safely.
+
+Two rules hold everywhere here. An approved or admitted revision is never edited: editing starts a new draft
+(:func:`new_draft_from`). And two maintainers editing the same row never overwrite each other silently: an
+edit names the version it was made against, and a stale one raises :class:`Conflict` with the other's text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from grading.schema import LazyCalibration, Rubric
+from rubrics_app.models import (
+    REVISION_OPTIONAL_KEYS,
+    AuditVerb,
+    CalibrationDiff,
+    DiffKind,
+    FieldError,
+    ItemKind,
+    Origin,
+    ReviewState,
+    RevisionFrozen,
+    RevisionStatus,
+    Role,
+    RubricInvalid,
+    RubricItem,
+    RubricRevision,
+    Task,
+    TransitionError,
+)
+from rubrics_app.services import audit
+
+ITEM_EDITABLE_FIELDS = frozenset({"item_id", "criterion", "rationale", "evidence", "needs_tree", "weight"})
+REVISION_EDITABLE_FIELDS = frozenset(
+    {
+        "intent",
+        "allowed_globs",
+        "denied_globs",
+        "max_changed_lines",
+        "max_files",
+        "lazy_solution",
+        "alt_valid_solution",
+    }
+)
+
+
+class Conflict(Exception):
+    """Someone saved this row since the editor loaded it: ``current`` is their text, at ``version``."""
+
+    def __init__(self, current: dict[str, Any], version: int, who: str = "") -> None:
+        self.current = current
+        self.version = version
+        self.who = who
+        super().__init__(
+            f"{who or 'someone'} saved this since you opened it (now version {version}); "
+            "your text was not saved: compare it with theirs and save again"
+        )
+
+
+# --- creating revisions ------------------------------------------------------------------------------------
+
+
+def _omitted_revision_keys(data: dict[str, Any]) -> list[str]:
+    """Optional keys absent from ``data`` (dotted, as in REVISION_OPTIONAL_KEYS)."""
+    present = {f"scope.{k}" for k in data.get("scope", {})}
+    if "calibration" in data:
+        present |= {"calibration"} | {f"calibration.{k}" for k in data["calibration"]}
+    return [key for key in REVISION_OPTIONAL_KEYS if key not in present]
+
+
+@transaction.atomic
+def create_revision(
+    task: Task,
+    rubric: Rubric,
+    calibration_files: dict[str, bytes],
+    *,
+    by: Any = None,
+    origin: Origin = Origin.AUTHORED,
+    model: str = "",
+    input_hash: str = "",
+    parent: RubricRevision | None = None,
+) -> RubricRevision:
+    """A new draft revision of ``task`` holding ``rubric``; ``calibration_files`` maps calib paths to bytes.
+
+    Optional keys absent from the rubric (as loaded) stay absent when it is exported.
+    """
+    data = rubric.to_json_dict()
+    missing = [p for _, p in rubric.calibration.paths() if p not in calibration_files]
+    if missing:
+        raise ValueError(f"calibration diffs not given: {', '.join(missing)}")
+    revision = RubricRevision.objects.create(
+        task=task,
+        number=task.next_revision_number(),
+        parent=parent,
+        origin=origin,
+        drafted_by=by if getattr(by, "is_authenticated", False) else None,
+        drafted_by_model=model,
+        input_hash=input_hash,
+        intent=rubric.intent,
+        allowed_globs=list(rubric.scope.allowed_globs),
+        denied_globs=list(rubric.scope.denied_globs),
+        max_changed_lines=rubric.scope.max_changed_lines,
+        max_files=rubric.scope.max_files,
+        lazy_solution=rubric.hack_report.lazy_solution,
+        alt_valid_solution=rubric.hack_report.alt_valid_solution,
+        omitted_keys=_omitted_revision_keys(data),
+    )
+    items: list[RubricItem] = []
+    for position, (blocker, raw) in enumerate(zip(rubric.blockers, data["blockers"], strict=True)):
+        items.append(
+            RubricItem(
+                revision=revision,
+                kind=ItemKind.BLOCKER,
+                item_id=blocker.id,
+                criterion=blocker.criterion,
+                rationale=blocker.rationale,
+                evidence=blocker.evidence,
+                needs_tree=blocker.needs_tree,
+                position=position,
+                omitted_keys=[k for k in ("rationale", "needs_tree") if k not in raw],
+            )
+        )
+    for position, (non_blocker, raw) in enumerate(
+        zip(rubric.non_blockers, data["non_blockers"], strict=True)
+    ):
+        items.append(
+            RubricItem(
+                revision=revision,
+                kind=ItemKind.NON_BLOCKER,
+                item_id=non_blocker.id,
+                criterion=non_blocker.criterion,
+                rationale=non_blocker.rationale,
+                weight=float(non_blocker.weight),
+                position=position,
+                omitted_keys=[k for k in ("rationale", "weight") if k not in raw],
+            )
+        )
+    RubricItem.objects.bulk_create(items)
+    diffs: list[CalibrationDiff] = []
+    for position, entry in enumerate(rubric.calibration.lazy):
+        lazy = entry if isinstance(entry, LazyCalibration) else LazyCalibration(path=entry)
+        diffs.append(
+            CalibrationDiff(
+                revision=revision,
+                kind=DiffKind.LAZY,
+                path=lazy.path,
+                breaks=list(lazy.breaks),
+                content=calibration_files[lazy.path],
+                position=position,
+                bare_path=isinstance(entry, str),
+                omitted_keys=[]
+                if isinstance(entry, str) or "breaks" in lazy.model_fields_set
+                else ["breaks"],
+            )
+        )
+    for position, path in enumerate(rubric.calibration.alt):
+        diffs.append(
+            CalibrationDiff(
+                revision=revision,
+                kind=DiffKind.ALT,
+                path=path,
+                content=calibration_files[path],
+                position=position,
+            )
+        )
+    CalibrationDiff.objects.bulk_create(diffs)
+    verb = AuditVerb.IMPORTED if origin == Origin.IMPORTED else AuditVerb.DRAFTED
+    audit.record(verb, actor=by, actor_label=model, revision=revision, detail={"origin": origin})
+    return revision
+
+
+@transaction.atomic
+def new_draft_from(revision: RubricRevision, by: Any) -> RubricRevision:
+    """A new draft (number + 1, parent ``revision``) with every item's text and calib diff; reviews reset."""
+    task = Task.objects.select_for_update().get(pk=revision.task_id)
+    draft = RubricRevision.objects.create(
+        task=task,
+        number=task.next_revision_number(),
+        parent=revision,
+        origin=Origin.EDITED,
+        drafted_by=by if getattr(by, "is_authenticated", False) else None,
+        intent=revision.intent,
+        allowed_globs=list(revision.allowed_globs),
+        denied_globs=list(revision.denied_globs),
+        max_changed_lines=revision.max_changed_lines,
+        max_files=revision.max_files,
+        lazy_solution=revision.lazy_solution,
+        alt_valid_solution=revision.alt_valid_solution,
+        omitted_keys=list(revision.omitted_keys),
+    )
+    RubricItem.objects.bulk_create(
+        RubricItem(
+            revision=draft,
+            kind=item.kind,
+            item_id=item.item_id,
+            criterion=item.criterion,
+            rationale=item.rationale,
+            evidence=item.evidence,
+            needs_tree=item.needs_tree,
+            weight=item.weight,
+            position=item.position,
+            omitted_keys=list(item.omitted_keys),
+        )
+        for item in revision.ordered_items()
+    )
+    CalibrationDiff.objects.bulk_create(
+        CalibrationDiff(
+            revision=draft,
+            kind=diff.kind,
+            path=diff.path,
+            breaks=list(diff.breaks),
+            content=bytes(diff.content),
+            position=diff.position,
+            bare_path=diff.bare_path,
+            omitted_keys=list(diff.omitted_keys),
+        )
+        for diff in revision.ordered_diffs()
+    )
+    audit.record(AuditVerb.DRAFTED, actor=by, revision=draft, detail={"from_revision": revision.number})
+    return draft
+
+
+# --- editing ------------------------------------------------------------------------------------------------
+
+
+def _require_maintainer(revision: RubricRevision, by: Any) -> None:
+    if revision.task.repository.role_of(by) != Role.MAINTAINER:
+        raise PermissionDenied("only a maintainer of this repository may do this")
+
+
+def _require_draft(revision: RubricRevision) -> None:
+    if revision.is_frozen:
+        raise RevisionFrozen(revision)
+
+
+def _clean_changes(changes: dict[str, Any], allowed: frozenset[str]) -> dict[str, Any]:
+    unknown = set(changes) - allowed
+    if unknown:
+        raise ValueError(f"not editable: {', '.join(sorted(unknown))}")
+    return dict(changes)
+
+
+@transaction.atomic
+def edit_item(item: RubricItem, expected_version: int, changes: dict[str, Any], by: Any) -> RubricItem:
+    """Save ``changes`` made against ``expected_version``; the item's review goes back to pending.
+
+    Raises :class:`Conflict` (with the current text) when someone saved the item since, and
+    :class:`RevisionFrozen` when the revision is approved or admitted.
+    """
+    revision = RubricRevision.objects.select_related("task__repository").get(pk=item.revision_id)
+    _require_maintainer(revision, by)
+    _require_draft(revision)
+    changes = _clean_changes(changes, ITEM_EDITABLE_FIELDS)
+    before = item.text()
+    updated = RubricItem.objects.filter(pk=item.pk, version=expected_version).update(
+        **changes,
+        version=F("version") + 1,
+        review_state=ReviewState.PENDING,
+        reviewed_by=None,
+        reviewed_at=None,
+        review_note="",
+    )
+    if updated == 0:
+        current = RubricItem.objects.get(pk=item.pk)
+        last = (
+            current.revision.audit_events.filter(item=current, verb=AuditVerb.EDITED)
+            .select_related("actor")
+            .first()
+        )
+        who = str(last.actor) if last is not None and last.actor is not None else ""
+        raise Conflict(current.text(), current.version, who)
+    item.refresh_from_db()
+    after = item.text()
+    audit.record(
+        AuditVerb.EDITED,
+        actor=by,
+        revision=revision,
+        item=item,
+        detail={
+            "before": {k: v for k, v in before.items() if after[k] != v},
+            "after": {k: v for k, v in after.items() if before[k] != v},
+        },
+    )
+    return item
+
+
+@transaction.atomic
+def edit_revision(
+    revision: RubricRevision, expected_version: int, changes: dict[str, Any], by: Any
+) -> RubricRevision:
+    """Save revision-level fields (intent, scope, hack report) with the same optimistic locking as items."""
+    _require_maintainer(revision, by)
+    _require_draft(revision)
+    changes = _clean_changes(changes, REVISION_EDITABLE_FIELDS)
+    before = {k: getattr(revision, k) for k in changes}
+    updated = RubricRevision.objects.filter(
+        pk=revision.pk, version=expected_version, status=RevisionStatus.DRAFT
+    ).update(**changes, version=F("version") + 1)
+    if updated == 0:
+        current = RubricRevision.objects.get(pk=revision.pk)
+        if current.is_frozen:
+            raise RevisionFrozen(current)
+        raise Conflict({k: getattr(current, k) for k in sorted(REVISION_EDITABLE_FIELDS)}, current.version)
+    revision.refresh_from_db()
+    audit.record(
+        AuditVerb.EDITED,
+        actor=by,
+        revision=revision,
+        detail={"before": before, "after": {k: getattr(revision, k) for k in changes}},
+    )
+    return revision
+
+
+@transaction.atomic
+def add_item(revision: RubricRevision, kind: ItemKind, fields: dict[str, Any], by: Any) -> RubricItem:
+    _require_maintainer(revision, by)
+    _require_draft(revision)
+    fields = _clean_changes(fields, ITEM_EDITABLE_FIELDS)
+    position = max((i.position for i in revision.items.filter(kind=kind)), default=-1) + 1
+    item = RubricItem.objects.create(revision=revision, kind=kind, position=position, **fields)
+    audit.record(AuditVerb.EDITED, actor=by, revision=revision, item=item, detail={"added": item.text()})
+    return item
+
+
+@transaction.atomic
+def remove_item(item: RubricItem, by: Any) -> None:
+    revision = item.revision
+    _require_maintainer(revision, by)
+    _require_draft(revision)
+    text = item.text()
+    item.delete()
+    audit.record(AuditVerb.EDITED, actor=by, revision=revision, detail={"removed": text})
+
+
+# --- review -------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ReviewOutcome:
+    item: RubricItem
+    revision_approved: bool = False
+    # Why the revision did not turn approved although every item is: grading.schema's errors.
+    errors: list[FieldError] = field(default_factory=list)
+
+
+@transaction.atomic
+def approve_item(item: RubricItem, by: Any, expected_version: int | None = None) -> ReviewOutcome:
+    """A maintainer approves one item; when it was the last one pending and the rubric validates, the
+    revision turns approved."""
+    revision = (
+        RubricRevision.objects.select_for_update().select_related("task__repository").get(pk=item.revision_id)
+    )
+    _require_maintainer(revision, by)
+    _require_draft(revision)
+    qs = RubricItem.objects.filter(pk=item.pk)
+    if expected_version is not None:
+        qs = qs.filter(version=expected_version)
+    # Approving does not bump the version: it is a decision about the text, not a change of it.
+    if not qs.update(
+        review_state=ReviewState.APPROVED, reviewed_by=by, reviewed_at=timezone.now(), review_note=""
+    ):
+        current = RubricItem.objects.get(pk=item.pk)
+        raise Conflict(current.text(), current.version)
+    item.refresh_from_db()
+    audit.record(AuditVerb.ITEM_APPROVED, actor=by, revision=revision, item=item)
+    outcome = ReviewOutcome(item=item)
+    if revision.all_items_approved():
+        try:
+            revision.approve(by=by)
+        except RubricInvalid as exc:
+            outcome.errors = exc.errors
+        else:
+            outcome.revision_approved = True
+            audit.record(AuditVerb.APPROVED, actor=by, revision=revision)
+    return outcome
+
+
+@transaction.atomic
+def request_changes(item: RubricItem, by: Any, note: str = "") -> RubricItem:
+    revision = RubricRevision.objects.select_related("task__repository").get(pk=item.revision_id)
+    _require_maintainer(revision, by)
+    _require_draft(revision)
+    RubricItem.objects.filter(pk=item.pk).update(
+        review_state=ReviewState.CHANGES_REQUESTED,
+        reviewed_by=by,
+        reviewed_at=timezone.now(),
+        review_note=note,
+    )
+    item.refresh_from_db()
+    audit.record(AuditVerb.CHANGES_REQUESTED, actor=by, revision=revision, item=item, detail={"note": note})
+    return item
+
+
+@transaction.atomic
+def admit(revision: RubricRevision, by: Any) -> RubricRevision | None:
+    """approved -> admitted (the task's previous admitted revision goes back to approved)."""
+    revision = RubricRevision.objects.select_related("task__repository").get(pk=revision.pk)
+    _require_maintainer(revision, by)
+    if revision.status != RevisionStatus.APPROVED:
+        raise TransitionError(f"only an approved revision can be admitted (this one is {revision.status})")
+    demoted = revision.admit(by=by)
+    audit.record(
+        AuditVerb.ADMITTED,
+        actor=by,
+        revision=revision,
+        detail={"replaced_revision": demoted.number} if demoted is not None else {},
+    )
+    return demoted

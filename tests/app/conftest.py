@@ -1,0 +1,217 @@
+"""Shared fixtures of the web app's tests: named users with per-repository roles, a repository, a task and
+rubric revisions in each state (draft, approved, admitted), built through the real services."""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+
+from grading.schema import parse_rubric
+from rubrics_app.models import Membership, Repository, RevisionStatus, Role, RubricRevision, Task
+from rubrics_app.services import revisions
+
+PASSWORD = "correct horse battery staple"
+
+LAZY_DIFF = b"""diff --git a/src/fraction.py b/src/fraction.py
+--- a/src/fraction.py
++++ b/src/fraction.py
+@@ -1,3 +1,4 @@
+ def fraction(x):
++    x = min(x, 1.0)  # clamp so the test passes
+     return x
+"""
+
+ALT_DIFF = b"""diff --git a/src/fraction.py b/src/fraction.py
+--- a/src/fraction.py
++++ b/src/fraction.py
+@@ -1,3 +1,5 @@
+ def fraction(x):
++    if x > 1:
++        raise ValueError("fraction must be <= 1")
+     return x
+"""
+
+RUBRIC: dict[str, Any] = {
+    "schema": "repo_rubric.v1",
+    "task": "fix_fraction_gt1",
+    "intent": "Reject a fraction above 1 with a clear error on every backend, never reading out of range.",
+    "scope": {
+        "allowed_globs": ["src/**", "docs/**"],
+        "denied_globs": [".ci/**"],
+        "max_changed_lines": 200,
+        "max_files": 8,
+    },
+    "blockers": [
+        {
+            "id": "B1",
+            "criterion": "A fraction above 1 raises ValueError; it is not silently clamped.",
+            "rationale": "Clamping hides the caller's bug.",
+            "evidence": "src/fraction.py:2",
+        },
+        {
+            "id": "B2",
+            "criterion": "The GPU backend gets the same check as the CPU one.",
+            "rationale": "Both backends share the public API.",
+            "evidence": "https://github.com/example/project/pull/12#discussion_r1",
+            "needs_tree": True,
+        },
+    ],
+    "non_blockers": [
+        {"id": "N1", "criterion": "The error message names the parameter.", "weight": 1, "rationale": "UX"},
+        {"id": "N2", "criterion": "The docs mention the new error.", "weight": 2},
+        {"id": "N3", "criterion": "A test covers the boundary value 1.0."},
+    ],
+    "hack_report": {
+        "lazy_solution": "Clamp the fraction to 1 so the hidden test stops crashing.",
+        "alt_valid_solution": "Validate in the constructor instead of in fit().",
+    },
+    "calibration": {"lazy": [{"path": "calib/lazy.diff", "breaks": ["B1"]}], "alt": ["calib/alt.diff"]},
+}
+
+CALIBRATION_FILES = {"calib/lazy.diff": LAZY_DIFF, "calib/alt.diff": ALT_DIFF}
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(
+    django_db_modify_db_settings_parallel_suffix: None, tmp_path_factory: Any
+) -> None:
+    # A file, not SQLite's in-memory test database, so a real Celery worker process sees the same data; and a
+    # name of its own per test session so engineers running the suite at once do not share one database.
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    test = db.setdefault("TEST", {})
+    if db["ENGINE"] == "django.db.backends.sqlite3":
+        test["NAME"] = str(tmp_path_factory.mktemp("db") / "test_rubrics.sqlite3")
+    elif not test.get("NAME"):
+        test["NAME"] = f"test_{db['NAME']}_{os.getpid()}"
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hasher(settings: Any) -> None:
+    # PBKDF2 at its production cost makes every user fixture take a second.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+def rubric_data(**changes: Any) -> dict[str, Any]:
+    """A deep copy of the valid example rubric with top-level keys replaced."""
+    data = copy.deepcopy(RUBRIC)
+    data.update(changes)
+    return data
+
+
+def _user(username: str) -> User:
+    return User.objects.create_user(username=username, password=PASSWORD, email=f"{username}@example.com")
+
+
+@pytest.fixture
+def maintainer(db: None) -> User:
+    return _user("maintainer")
+
+
+@pytest.fixture
+def reviewer(db: None) -> User:
+    return _user("reviewer")
+
+
+@pytest.fixture
+def viewer(db: None) -> User:
+    return _user("viewer")
+
+
+@pytest.fixture
+def outsider(db: None) -> User:
+    """Logged in, but without any role on `repository`."""
+    return _user("outsider")
+
+
+@pytest.fixture
+def repository(maintainer: User, reviewer: User, viewer: User, outsider: User, tmp_path: Path) -> Repository:
+    repo = Repository.objects.create(
+        name="example-project",
+        checkout_path=str(tmp_path / "checkout"),
+        private_path=str(tmp_path / "private"),
+        tests_config={
+            "globs": ["tests/**"],
+            "config_globs": ["pytest.ini"],
+            "list": "pytest --collect-only -q",
+        },
+        guidance="Never clamp silently.",
+    )
+    Membership.objects.create(repository=repo, user=maintainer, role=Role.MAINTAINER)
+    Membership.objects.create(repository=repo, user=reviewer, role=Role.REVIEWER)
+    Membership.objects.create(repository=repo, user=viewer, role=Role.VIEWER)
+    return repo
+
+
+@pytest.fixture
+def other_repository(outsider: User) -> Repository:
+    """A repository where `outsider` is maintainer and nobody else has a role."""
+    repo = Repository.objects.create(name="other-project")
+    Membership.objects.create(repository=repo, user=outsider, role=Role.MAINTAINER)
+    return repo
+
+
+@pytest.fixture
+def task(repository: Repository) -> Task:
+    return Task.objects.create(
+        repository=repository,
+        task_id="fix_fraction_gt1",
+        spec_prompt="Make fit() reject fraction > 1.",
+        issue_prompt="fit() reads out of range when fraction > 1",
+        base_commit="0123456789abcdef0123456789abcdef01234567",
+        base_date="2025-11-03",
+        source_pr_url="https://github.com/example/project/pull/12",
+        gate=["pass"],
+    )
+
+
+MakeRevision = Callable[..., RubricRevision]
+
+
+@pytest.fixture
+def make_revision(task: Task, maintainer: User) -> MakeRevision:
+    """make_revision(status="draft", data=None, task=None): a revision built through the services."""
+
+    def make(
+        status: str = RevisionStatus.DRAFT,
+        data: dict[str, Any] | None = None,
+        task: Task = task,
+        files: dict[str, bytes] | None = None,
+    ) -> RubricRevision:
+        rubric = parse_rubric(data if data is not None else rubric_data(task=task.task_id))
+        revision = revisions.create_revision(
+            task, rubric, files if files is not None else CALIBRATION_FILES, by=maintainer
+        )
+        if status in (RevisionStatus.APPROVED, RevisionStatus.ADMITTED):
+            for item in revision.ordered_items():
+                revisions.approve_item(item, by=maintainer)
+            revision.refresh_from_db()
+            assert revision.status == RevisionStatus.APPROVED
+        if status == RevisionStatus.ADMITTED:
+            revisions.admit(revision, by=maintainer)
+            revision.refresh_from_db()
+        return revision
+
+    return make
+
+
+@pytest.fixture
+def draft_revision(make_revision: MakeRevision) -> RubricRevision:
+    return make_revision(RevisionStatus.DRAFT)
+
+
+@pytest.fixture
+def approved_revision(make_revision: MakeRevision) -> RubricRevision:
+    return make_revision(RevisionStatus.APPROVED)
+
+
+@pytest.fixture
+def admitted_revision(make_revision: MakeRevision) -> RubricRevision:
+    return make_revision(RevisionStatus.ADMITTED)

@@ -1,0 +1,145 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from django.db import IntegrityError, transaction
+
+from grading.schema import parse_rubric
+from rubrics_app.models import (
+    ItemKind,
+    Repository,
+    ReviewState,
+    RevisionStatus,
+    Role,
+    RubricInvalid,
+    RubricItem,
+    RubricRevision,
+    Task,
+    TransitionError,
+)
+from rubrics_app.services import revisions
+from tests.app.conftest import RUBRIC, MakeRevision, rubric_data
+
+
+def test_it_builds_the_rubric_dict_the_rubric_came_from(draft_revision: RubricRevision) -> None:
+    assert draft_revision.to_rubric_dict() == RUBRIC
+    assert draft_revision.validation_errors() == []
+    # and it is what grading.schema accepts
+    assert parse_rubric(draft_revision.to_rubric_dict()).item_ids() == ["B1", "B2", "N1", "N2", "N3"]
+
+
+def test_it_keeps_absent_optional_keys_absent(make_revision: MakeRevision) -> None:
+    data: dict[str, Any] = rubric_data(
+        scope={"allowed_globs": ["src/**"]},
+        calibration={"lazy": ["calib/lazy.diff"]},
+    )
+    data["blockers"][0] = {"id": "B1", "criterion": "c", "evidence": "src/a.py:1", "rationale": ""}
+    data["non_blockers"][0] = {"id": "N1", "criterion": "c", "weight": 1.5}
+    revision = make_revision(data=data, files={"calib/lazy.diff": b"x"})
+    out = revision.to_rubric_dict()
+    assert out == data
+    assert json.dumps(out, sort_keys=True) == json.dumps(data, sort_keys=True)
+
+
+def test_it_maps_validation_errors_to_fields(draft_revision: RubricRevision) -> None:
+    b2 = draft_revision.items.get(item_id="B2")
+    RubricItem.objects.filter(pk=b2.pk).update(evidence="   ")
+    RubricRevision.objects.filter(pk=draft_revision.pk).update(allowed_globs=["src/[a"])
+    draft_revision.refresh_from_db()
+    errors = draft_revision.validation_errors()
+    by_path = {e.path: e for e in errors}
+    assert by_path["blockers[1].evidence"].item_pk == b2.pk
+    assert by_path["blockers[1].evidence"].field == "evidence"
+    assert by_path["blockers[1].evidence"].message == "must not be blank"
+    globs = [e for e in errors if e.path.startswith("scope.allowed_globs")]
+    assert globs and globs[0].field == "allowed_globs" and globs[0].item_pk is None
+
+
+def test_it_refuses_to_approve_an_invalid_revision(draft_revision: RubricRevision, maintainer: Any) -> None:
+    # Only two blockers: deleting one leaves too few for §2.
+    draft_revision.items.get(item_id="B2").delete()
+    for item in draft_revision.ordered_items():
+        outcome = revisions.approve_item(item, by=maintainer)
+    assert not outcome.revision_approved
+    assert [e.path for e in outcome.errors] == ["blockers"]
+    draft_revision.refresh_from_db()
+    assert draft_revision.status == RevisionStatus.DRAFT
+    with pytest.raises(RubricInvalid) as exc:
+        draft_revision.approve(by=maintainer)
+    assert exc.value.for_revision()[0].field == "blockers"
+
+
+def test_it_turns_approved_only_when_every_item_is(draft_revision: RubricRevision, maintainer: Any) -> None:
+    items = draft_revision.ordered_items()
+    for item in items[:-1]:
+        assert not revisions.approve_item(item, by=maintainer).revision_approved
+    draft_revision.refresh_from_db()
+    assert draft_revision.status == RevisionStatus.DRAFT
+    with pytest.raises(TransitionError):
+        draft_revision.approve(by=maintainer)
+    outcome = revisions.approve_item(items[-1], by=maintainer)
+    assert outcome.revision_approved and outcome.errors == []
+    draft_revision.refresh_from_db()
+    assert draft_revision.status == RevisionStatus.APPROVED
+    assert draft_revision.approved_by == maintainer
+
+
+def test_only_a_maintainer_approves_items(draft_revision: RubricRevision, reviewer: Any, viewer: Any) -> None:
+    from django.core.exceptions import PermissionDenied
+
+    item = draft_revision.ordered_items()[0]
+    for user in (reviewer, viewer):
+        with pytest.raises(PermissionDenied):
+            revisions.approve_item(item, by=user)
+    item.refresh_from_db()
+    assert item.review_state == ReviewState.PENDING
+
+
+def test_one_admitted_revision_per_task_is_a_constraint(make_revision: MakeRevision) -> None:
+    first = make_revision(RevisionStatus.ADMITTED)
+    second = make_revision(RevisionStatus.APPROVED)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        RubricRevision.objects.filter(pk=second.pk).update(status=RevisionStatus.ADMITTED)
+    first.refresh_from_db()
+    assert first.status == RevisionStatus.ADMITTED
+
+
+def test_admitting_demotes_the_previous_admitted_revision(
+    make_revision: MakeRevision, maintainer: Any
+) -> None:
+    first = make_revision(RevisionStatus.ADMITTED)
+    second = make_revision(RevisionStatus.APPROVED)
+    demoted = revisions.admit(second, by=maintainer)
+    assert demoted is not None and demoted.pk == first.pk
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert (first.status, second.status) == (RevisionStatus.APPROVED, RevisionStatus.ADMITTED)
+    assert second.task.admitted_revision() == second
+
+
+def test_a_draft_cannot_be_admitted(draft_revision: RubricRevision, maintainer: Any) -> None:
+    with pytest.raises(TransitionError):
+        revisions.admit(draft_revision, by=maintainer)
+
+
+def test_roles_and_visibility(
+    repository: Repository, maintainer: Any, viewer: Any, outsider: Any, other_repository: Repository
+) -> None:
+    assert repository.role_of(maintainer) == Role.MAINTAINER
+    assert repository.role_of(viewer) == Role.VIEWER
+    assert repository.role_of(outsider) is None
+    assert list(Repository.objects.for_user(outsider)) == [other_repository]
+    assert list(Repository.objects.for_user(viewer)) == [repository]
+
+
+def test_revision_numbers_count_per_task(make_revision: MakeRevision, repository: Repository) -> None:
+    other = Task.objects.create(repository=repository, task_id="other")
+    assert [make_revision().number for _ in range(2)] == [1, 2]
+    assert make_revision(task=other, data=rubric_data(task="other")).number == 1
+
+
+def test_items_keep_their_kind_and_order(draft_revision: RubricRevision) -> None:
+    assert [i.item_id for i in draft_revision.blockers()] == ["B1", "B2"]
+    assert {i.kind for i in draft_revision.non_blockers()} == {ItemKind.NON_BLOCKER}
