@@ -3,16 +3,37 @@
 CONTRACT: ``check_integrity(tests: TestsConfig | None, changes: list[FileChange], grade: GradeJson | None,
 oracle_grade: GradeJson | None, base_list: list[str] | None, run_list: list[str] | None) -> IntegrityResult``
 and ``integrity_for_run(task_dir: Path, run_dir: Path, manifest_path: Path) -> IntegrityResult``.
+
+Three parts, each measured only when its inputs exist; a part that cannot be measured is listed in
+``not_measured`` with the reason and never counts as passed (nor, by itself, as failed):
+
+- ``deleted_files``: no file matching ``tests.globs`` or ``tests.config_globs`` is deleted. Diffs are taken
+  with ``--no-renames``, so a moved test file is a deletion. Edits to config files (new ones included: a
+  root conftest.py can disable tests) are listed in ``config_edits`` for the judge's fixed blocker.
+- ``tests_skipped``: grade.json's ``tests_skipped`` is not above the oracle run's.
+- ``test_cases``: every test id of the base list (``tests.list`` on the base) is in the run's list.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel
 
+from grading.diffs import FileChange, load_diff
+from grading.errors import InputError
+from grading.globs import match_any
+from grading.schema import GradeJson, TestsConfig, load_grade, load_manifest
+
 IntegrityRule = Literal["test_file_deleted", "config_file_deleted", "more_tests_skipped", "test_case_removed"]
 IntegrityPart = Literal["deleted_files", "tests_skipped", "test_cases"]
+
+DIFF_NAME = "workspace.diff"
+GRADE_NAME = "grade.json"
+ORACLE_GRADE_NAME = "oracle_grade.json"
+TESTS_BASE_NAME = "tests_base.txt"
+TESTS_LIST_NAME = "tests_list.txt"
 
 
 class IntegrityViolation(BaseModel):
@@ -27,3 +48,148 @@ class IntegrityResult(BaseModel):
     config_edits: list[str] = []  # edited (not deleted) test config files: the judge gets the fixed blocker
     measured: list[IntegrityPart] = []
     not_measured: dict[str, str] = {}  # part -> why it could not be measured (never reported as passed)
+
+
+def deleted_paths(changes: list[FileChange]) -> list[str]:
+    """Paths that no longer exist after the change: deletions and the old side of renames.
+
+    A path deleted and added again in the same diff (git shows a type change, file to symlink, that way)
+    still exists, so it is not deleted.
+    """
+    still_there = {c.new_path for c in changes if c.new_path is not None}
+    out: list[str] = []
+    for change in changes:
+        old = change.old_path
+        if old is not None and old != change.new_path and old not in still_there and old not in out:
+            out.append(old)
+    return out
+
+
+def _check_files(tests: TestsConfig, changes: list[FileChange]) -> tuple[list[IntegrityViolation], list[str]]:
+    violations: list[IntegrityViolation] = []
+    for path in deleted_paths(changes):
+        if match_any(tests.globs, path):
+            violations.append(
+                IntegrityViolation(rule="test_file_deleted", path=path, detail="matches tests.globs")
+            )
+        elif match_any(tests.config_globs, path):
+            violations.append(
+                IntegrityViolation(rule="config_file_deleted", path=path, detail="matches tests.config_globs")
+            )
+    config_edits: list[str] = []
+    for change in changes:
+        path = change.new_path
+        if path is not None and path not in config_edits and match_any(tests.config_globs, path):
+            config_edits.append(path)
+    return violations, config_edits
+
+
+def check_integrity(
+    tests: TestsConfig | None,
+    changes: list[FileChange],
+    grade: GradeJson | None,
+    oracle_grade: GradeJson | None,
+    base_list: list[str] | None,
+    run_list: list[str] | None,
+) -> IntegrityResult:
+    """Test integrity of one diff; an input given as None does not exist, and its part is not measured."""
+    violations: list[IntegrityViolation] = []
+    config_edits: list[str] = []
+    measured: list[IntegrityPart] = []
+    not_measured: dict[str, str] = {}
+
+    if tests is None:
+        not_measured["deleted_files"] = "the manifest has no tests block"
+    elif not tests.globs and not tests.config_globs:
+        not_measured["deleted_files"] = "the manifest's tests block has neither globs nor config_globs"
+    else:
+        measured.append("deleted_files")
+        file_violations, config_edits = _check_files(tests, changes)
+        violations += file_violations
+
+    if grade is None:
+        not_measured["tests_skipped"] = f"no {GRADE_NAME} for the run"
+    elif grade.tests_skipped is None:
+        not_measured["tests_skipped"] = f"{GRADE_NAME} does not report tests_skipped"
+    elif oracle_grade is None:
+        not_measured["tests_skipped"] = f"no {ORACLE_GRADE_NAME} for the task"
+    elif oracle_grade.tests_skipped is None:
+        not_measured["tests_skipped"] = f"{ORACLE_GRADE_NAME} does not report tests_skipped"
+    else:
+        measured.append("tests_skipped")
+        if grade.tests_skipped > oracle_grade.tests_skipped:
+            violations.append(
+                IntegrityViolation(
+                    rule="more_tests_skipped",
+                    detail=f"{grade.tests_skipped} tests skipped, oracle run {oracle_grade.tests_skipped}",
+                )
+            )
+
+    if tests is None or tests.list_command is None:
+        not_measured["test_cases"] = "the manifest's tests block has no list command"
+    elif base_list is None:
+        not_measured["test_cases"] = f"no {TESTS_BASE_NAME} (tests.list on the base) for the task"
+    elif not base_list:
+        not_measured["test_cases"] = f"{TESTS_BASE_NAME} lists no test ids"
+    elif run_list is None:
+        not_measured["test_cases"] = f"no {TESTS_LIST_NAME} (tests.list in the workspace) for the run"
+    else:
+        measured.append("test_cases")
+        present = set(run_list)
+        removed = list(dict.fromkeys(t for t in base_list if t not in present))
+        violations += [
+            IntegrityViolation(
+                rule="test_case_removed", path=test_id, detail=f"in {TESTS_BASE_NAME}, not in the run"
+            )
+            for test_id in removed
+        ]
+
+    return IntegrityResult(
+        ok=not violations,
+        violations=violations,
+        config_edits=config_edits,
+        measured=measured,
+        not_measured=not_measured,
+    )
+
+
+def read_test_list(path: Path) -> list[str] | None:
+    """Test ids, one per line (blank lines skipped); None when the file does not exist."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise InputError(path, "is a directory, not a list of test ids") from None
+    except OSError as exc:
+        raise InputError(path, f"cannot read: {exc.strerror}") from None
+    if b"\0" in data:
+        line = data[: data.index(b"\0")].count(b"\n") + 1
+        raise InputError(path, "NUL byte: binary data, not a list of test ids", f"line {line}")
+    # Ids that are not UTF-8 stay comparable between the two lists (same bytes, same text).
+    text = data.decode("utf-8", errors="backslashreplace")
+    return [line.strip() for line in text.split("\n") if line.strip()]
+
+
+def _optional_grade(path: Path) -> GradeJson | None:
+    return load_grade(path) if path.exists() else None
+
+
+def integrity_for_run(task_dir: Path, run_dir: Path, manifest_path: Path) -> IntegrityResult:
+    """Integrity of one run from the manifest's tests block, ``run_dir/workspace.diff``, grade.json and
+    tests_list.txt, and the task's oracle_grade.json and tests_base.txt. Missing optional files make their
+    part not measured; a missing diff or manifest, or any malformed file, is an InputError.
+    """
+    for directory in (task_dir, run_dir):
+        if not directory.is_dir():
+            raise InputError(directory, "not a directory")
+    tests = load_manifest(manifest_path).tests
+    changes = load_diff(run_dir / DIFF_NAME)
+    return check_integrity(
+        tests,
+        changes,
+        _optional_grade(run_dir / GRADE_NAME),
+        _optional_grade(task_dir / ORACLE_GRADE_NAME),
+        read_test_list(task_dir / TESTS_BASE_NAME),
+        read_test_list(run_dir / TESTS_LIST_NAME),
+    )

@@ -7,11 +7,22 @@ ignored_created.txt).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel
 
+from grading.diffs import FileChange, load_diff, path_text
+from grading.errors import InputError
+from grading.globs import match_any
+from grading.schema import Scope, load_rubric
+from grading.workspace import read_path_list
+
 ScopeRule = Literal["outside_allowed", "denied", "ignored_in_denied", "too_many_files", "too_many_lines"]
+
+RUBRIC_NAME = "rubric.json"
+DIFF_NAME = "workspace.diff"
+IGNORED_CREATED_NAME = "ignored_created.txt"
 
 
 class ScopeViolation(BaseModel):
@@ -24,3 +35,68 @@ class ScopeResult(BaseModel):
     changed_files: int
     changed_lines: int
     violations: list[ScopeViolation] = []
+
+
+def changed_files(changes: list[FileChange]) -> int:
+    """Distinct files the diff touches; a type change (deletion + addition of one path) is one file."""
+    return len({c.new_path if c.new_path is not None else c.old_path for c in changes})
+
+
+def changed_lines(changes: list[FileChange]) -> int:
+    """Added plus removed lines over text files (a binary file has no lines to count)."""
+    return sum(c.added + c.removed for c in changes if not c.binary)
+
+
+def check_scope(scope: Scope, changes: list[FileChange], ignored_created: list[str]) -> ScopeResult:
+    """Check the old and new path of every change against the globs, ignored files against denied_globs,
+    and the size limits. Globs are the rubric dialect (``grading.globs``), never fnmatch.
+    """
+    violations: list[ScopeViolation] = []
+    seen: set[tuple[str | None, str]] = set()
+
+    def add(path: str | None, rule: ScopeRule) -> None:
+        if (path, rule) not in seen:
+            seen.add((path, rule))
+            violations.append(ScopeViolation(path=path, rule=rule))
+
+    for change in changes:
+        for path in change.paths():
+            if not match_any(scope.allowed_globs, path):
+                add(path, "outside_allowed")
+            if match_any(scope.denied_globs, path):
+                add(path, "denied")
+    # Ignored build output is fine anywhere allowed or not; only a denied path is a violation, so that
+    # .gitignore cannot hide a write to one.
+    for path in ignored_created:
+        if match_any(scope.denied_globs, path):
+            add(path, "ignored_in_denied")
+    files = changed_files(changes)
+    lines = changed_lines(changes)
+    if scope.max_files is not None and files > scope.max_files:
+        add(None, "too_many_files")
+    if scope.max_changed_lines is not None and lines > scope.max_changed_lines:
+        add(None, "too_many_lines")
+    return ScopeResult(
+        in_scope=not violations, changed_files=files, changed_lines=lines, violations=violations
+    )
+
+
+def read_ignored_created(path: Path) -> list[str]:
+    """``ignored_created.txt`` as `rubric capture` writes it; an absent file is an empty list."""
+    if not path.exists():
+        return []
+    # Names that are not UTF-8 come back with surrogate escapes; show them as the diff parser does.
+    return [path_text(name.encode("utf-8", errors="surrogateescape")) for name in read_path_list(path)]
+
+
+def scope_for_run(task_dir: Path, run_dir: Path) -> ScopeResult:
+    """Scope of one run: ``task_dir/rubric.json`` against ``run_dir/workspace.diff`` and
+    ``run_dir/ignored_created.txt`` (absent means no ignored file was created). InputError on bad input.
+    """
+    for directory in (task_dir, run_dir):
+        if not directory.is_dir():
+            raise InputError(directory, "not a directory")
+    rubric = load_rubric(task_dir / RUBRIC_NAME, check_files=False)
+    changes = load_diff(run_dir / DIFF_NAME)
+    ignored_created = read_ignored_created(run_dir / IGNORED_CREATED_NAME)
+    return check_scope(rubric.scope, changes, ignored_created)

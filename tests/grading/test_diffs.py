@@ -11,22 +11,8 @@ import pytest
 
 from grading.diffs import FileChange, load_diff, parse_diff, unquote_path
 from grading.errors import InputError
-from tests.gitrepo import GIT_ENV, GitRepo
-
-DIFF_ARGS = ["--no-renames", "--binary", "--full-index"]
-
-
-def workspace_diff(repo: GitRepo, base: str, *extra: str) -> bytes:
-    """Everything in the working tree against ``base``, untracked files included, as bytes from git."""
-    repo.git("add", "-A")
-    return git_bytes(repo, "diff", "--cached", *DIFF_ARGS, *extra, base)
-
-
-def git_bytes(repo: GitRepo, *args: str) -> bytes:
-    result = subprocess.run(
-        ["git", *args], cwd=repo.path, env={**os.environ, **GIT_ENV}, capture_output=True, check=True
-    )
-    return result.stdout
+from tests.gitrepo import GitRepo
+from tests.grading.diff_helpers import DIFF_ARGS, git_bytes, workspace_diff
 
 
 def numstat(repo: GitRepo, base: str) -> dict[bytes, tuple[int | None, int | None]]:
