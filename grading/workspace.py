@@ -46,7 +46,7 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
-from pydantic import BaseModel
+from pydantic import BaseModel, field_serializer
 
 from grading.errors import InputError
 
@@ -131,6 +131,11 @@ class CaptureResult(BaseModel):
     files_changed: int
     ignored_created: list[str]
     nested_repositories: list[str] = []  # their files are in the diff as ordinary added files
+
+    @field_serializer("ignored_created", "nested_repositories")
+    def _json_safe(self, paths: list[str]) -> list[str]:
+        # JSON cannot carry bytes that are not UTF-8: such a name is given as its quoted path-list line.
+        return [p if _is_utf8(p) else quote_path(p) for p in paths]
 
 
 class _Git:
@@ -288,6 +293,14 @@ def _write_text(path: Path, text: str) -> None:
 
 _ESCAPES = {7: "a", 8: "b", 9: "t", 10: "n", 11: "v", 12: "f", 13: "r", 34: '"', 92: "\\"}
 _UNESCAPES = {v: k for k, v in _ESCAPES.items()}
+
+
+def _is_utf8(path: str) -> bool:
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def quote_path(path: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import stat
 import subprocess
@@ -82,6 +83,9 @@ def base_repo(repo: GitRepo) -> str:
     repo.write("moved/src.txt", "a file that moves\n")
     repo.write(ODD_NAME, "café\n")
     (repo.path / "link").symlink_to("keep.txt")
+    repo.write("file_to_dir", "a file\n")
+    repo.write("file_to_link", "a file\n")
+    (repo.path / "link_to_file").symlink_to("keep.txt")
     return repo.commit("base")
 
 
@@ -104,6 +108,17 @@ def agent_edits(repo: GitRepo) -> None:
     (repo.path / "moved/src.txt").rename(repo.path / "moved/dst.txt")
     repo.write("staged.txt", "staged but not committed\n")
     repo.git("add", "staged.txt")
+    repo.write("crlf.txt", b"windows\r\nline endings\r\nno final newline")
+    repo.write("-dash.txt", "looks like an option\n")
+    repo.write("star*[x].txt", "looks like a glob\n")
+    repo.write("new\nline\tand tab.txt", "odd name\n")
+    repo.write(os.fsdecode(b"latin1-\xe9.txt"), "not UTF-8 in the name\n")
+    (repo.path / "file_to_dir").unlink()
+    repo.write("file_to_dir/inner.txt", "was a file, now a directory\n")
+    (repo.path / "file_to_link").unlink()
+    (repo.path / "file_to_link").symlink_to("keep.txt")
+    (repo.path / "link_to_file").unlink()
+    repo.write("link_to_file", "was a symlink\n")
 
 
 @pytest.fixture
@@ -136,12 +151,15 @@ def test_git_apply_of_capture_reproduces_the_workspace_tree(
     assert b"GIT binary patch" in diff
     assert b"new file mode 120000" in diff
     assert b'"a/dir with space/na\\303\\257ve caf\\303\\251.txt"' in diff
-    changed = {
+    sections = [
         "committed.txt", "modify.txt", "delete_me.txt", "script.sh", "blob.bin", "new_binary.dat",
         "new untracked.txt", "empty_new.txt", "dir with space/second naïve.txt", ODD_NAME, "link",
-        "new_link", "moved/src.txt", "moved/dst.txt", "staged.txt",
-    }  # fmt: skip
-    assert result.files_changed == len(changed)
+        "new_link", "moved/src.txt", "moved/dst.txt", "staged.txt", "crlf.txt", "-dash.txt", "star*[x].txt",
+        "new\nline\tand tab.txt", "latin1-\udce9.txt", "file_to_dir", "file_to_dir/inner.txt",
+        # a type change is a deletion plus an addition
+        "file_to_link", "file_to_link", "link_to_file", "link_to_file",
+    ]  # fmt: skip
+    assert result.files_changed == len(sections)
 
 
 def test_capture_never_touches_the_real_index_status_or_objects(
@@ -482,7 +500,7 @@ def test_cli_snapshot_then_capture(
     assert main(["capture", str(repo.path), "--base", base, "--before", str(before), "--out", str(run)]) == 0
 
     out = capsys.readouterr().out
-    assert "15 file(s) changed" in out
+    assert "26 file(s) changed" in out
     assert (run / "ignored_created.txt").read_text() == "build/post.o\n"
     digest = hashlib.sha256((run / "workspace.diff").read_bytes()).hexdigest()
     # capturing again gives the same bytes: nothing in the first capture changed the workspace
@@ -492,7 +510,8 @@ def test_cli_snapshot_then_capture(
         )
         == 0
     )
-    assert '"files_changed": 15' in capsys.readouterr().out
+    report = json.loads(capsys.readouterr().out)
+    assert report["files_changed"] == 26 and report["ignored_created"] == ["build/post.o"]
     assert hashlib.sha256((run / "workspace.diff").read_bytes()).hexdigest() == digest
 
 
@@ -529,3 +548,30 @@ def test_cli_bad_input_exits_2_with_one_line(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("rubric: error: ") and message in err
     assert "Traceback" not in err
+
+
+def test_cli_json_carries_names_that_are_not_utf8(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    git_repo.write(".gitignore", "out/\n")
+    base = git_repo.commit("base")
+    before = tmp_path / "before.txt"
+    write_snapshot(git_repo.path, before)
+    git_repo.write("out/" + os.fsdecode(b"caf\xe9.o"), b"x")
+    git_repo.write("out/naïve.o", b"x")
+
+    argv = [
+        "capture",
+        str(git_repo.path),
+        "--base",
+        base,
+        "--before",
+        str(before),
+        "--out",
+        str(tmp_path / "r"),
+    ]
+    assert main([*argv, "--json"]) == 0
+
+    report = json.loads(capsys.readouterr().out)
+    assert report["ignored_created"] == ['"out/caf\\351.o"', "out/naïve.o"]
+    assert (tmp_path / "r" / "ignored_created.txt").read_bytes() == b'"out/caf\\351.o"\nout/na\xc3\xafve.o\n'
