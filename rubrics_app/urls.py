@@ -1,6 +1,65 @@
 from django.contrib import admin
-from django.urls import path
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+
+from rubrics_app.views import exports, imports, items, repositories, revisions, tasks
+
+app_urls = [
+    path("", repositories.repository_list, name="repository_list"),
+    path("repos/<int:repo_pk>/", repositories.repository_detail, name="repository_detail"),
+    path("repos/<int:repo_pk>/import/", imports.rubric_upload, name="rubric_upload"),
+    path("repos/<int:repo_pk>/tasks/<int:task_pk>/", tasks.task_detail, name="task_detail"),
+    path("repos/<int:repo_pk>/revisions/<int:rev_pk>/", revisions.revision_detail, name="revision_detail"),
+    path(
+        "repos/<int:repo_pk>/revisions/<int:rev_pk>/fields/",
+        revisions.revision_fields,
+        name="revision_fields",
+    ),
+    path("repos/<int:repo_pk>/revisions/<int:rev_pk>/edit/", revisions.revision_edit, name="revision_edit"),
+    path(
+        "repos/<int:repo_pk>/revisions/<int:rev_pk>/new-draft/",
+        revisions.revision_new_draft,
+        name="revision_new_draft",
+    ),
+    path(
+        "repos/<int:repo_pk>/revisions/<int:rev_pk>/approve/",
+        revisions.revision_approve,
+        name="revision_approve",
+    ),
+    path(
+        "repos/<int:repo_pk>/revisions/<int:rev_pk>/admit/", revisions.revision_admit, name="revision_admit"
+    ),
+    path(
+        "repos/<int:repo_pk>/revisions/<int:rev_pk>/compare/",
+        revisions.revision_compare,
+        name="revision_compare",
+    ),
+    path(
+        "repos/<int:repo_pk>/revisions/<int:rev_pk>/calibration/<int:diff_pk>/",
+        revisions.calibration_diff,
+        name="calibration_diff",
+    ),
+    path("repos/<int:repo_pk>/revisions/<int:rev_pk>/rubric.json", exports.export_json, name="export_json"),
+    path("repos/<int:repo_pk>/revisions/<int:rev_pk>/rubric.zip", exports.export_zip_view, name="export_zip"),
+    path(
+        "repos/<int:repo_pk>/revisions/<int:rev_pk>/write-checkout/",
+        exports.export_checkout,
+        name="export_checkout",
+    ),
+    path("repos/<int:repo_pk>/items/<int:item_pk>/", items.item_row, name="item_row"),
+    path("repos/<int:repo_pk>/items/<int:item_pk>/edit/", items.item_edit, name="item_edit"),
+    path("repos/<int:repo_pk>/items/<int:item_pk>/approve/", items.item_approve, name="item_approve"),
+    path(
+        "repos/<int:repo_pk>/items/<int:item_pk>/request-changes/",
+        items.item_request_changes,
+        name="item_request_changes",
+    ),
+    path("repos/<int:repo_pk>/items/<int:item_pk>/comment/", items.item_comment, name="item_comment"),
+]
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("", include((app_urls, "rubrics"))),
 ]

@@ -40,5 +40,14 @@ def evidence(value: str | None) -> SafeString:
 
 
 @register.filter(is_safe=True)
-def diff(value: str | bytes | None) -> SafeString:
-    return render_diff(value)
+def diff(value: str | bytes | memoryview | None) -> SafeString:
+    # A BinaryField reads back as memoryview on PostgreSQL and bytes on SQLite.
+    return render_diff(bytes(value) if isinstance(value, memoryview) else value)
+
+
+@register.filter
+def lookup(mapping: object, key: object) -> object:
+    """``mapping|lookup:key`` for a key held in a variable (validation errors by field name)."""
+    if isinstance(mapping, dict):
+        return mapping.get(key, ())
+    return ()

@@ -1,0 +1,228 @@
+"""Forms of the rubric pages. Field-level checks mirror grading.schema so errors show beside the field;
+the rubric as a whole is still checked by grading.schema (RubricRevision.validation_errors)."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from django import forms
+from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
+
+from grading.globs import glob_error
+from rubrics_app.models import ITEM_ID_RE, ItemKind, RubricItem, RubricRevision
+
+# ModelForm is generic only in django-stubs; at run time it cannot be subscripted (no django_stubs_ext patch).
+if TYPE_CHECKING:
+    _ItemModelForm = forms.ModelForm[RubricItem]
+    _RevisionModelForm = forms.ModelForm[RubricRevision]
+else:
+    _ItemModelForm = _RevisionModelForm = forms.ModelForm
+
+
+class ItemForm(_ItemModelForm):
+    """Edit one blocker or non-blocker. ``version`` is the one the editor started from (optimistic lock)."""
+
+    version = forms.IntegerField(widget=forms.HiddenInput, min_value=1)
+
+    class Meta:
+        model = RubricItem
+        fields = ["item_id", "criterion", "rationale", "evidence", "needs_tree", "weight"]
+        labels = {"item_id": "Id", "needs_tree": "Needs the base tree (the diff-only judge skips it)"}
+        error_messages = {
+            "item_id": {"required": "Give the item an id, such as B1 or N2."},
+            "criterion": {"required": "Say what the change must do: the criterion cannot be blank."},
+            "evidence": {
+                "required": "A blocker cites evidence: a PR review comment, a guidance line or path:line."
+            },
+        }
+        widgets = {
+            "criterion": forms.Textarea(attrs={"rows": 3}),
+            "rationale": forms.Textarea(attrs={"rows": 3}),
+            "evidence": forms.Textarea(attrs={"rows": 2}),
+        }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["item_id"].validators = []
+        self.fields["item_id"].help_text = ""
+        if self.instance.kind == ItemKind.BLOCKER:
+            del self.fields["weight"]
+            self.fields["evidence"].required = True
+            self.fields[
+                "evidence"
+            ].help_text = "a review comment URL on the source PR, a guidance line, or path:line"
+        else:
+            del self.fields["evidence"]
+            del self.fields["needs_tree"]
+            self.fields["weight"].help_text = "how much this non-blocker counts in merge_score"
+        if not self.is_bound:
+            self.initial["version"] = self.instance.version
+
+    def clean_item_id(self) -> str:
+        value = str(self.cleaned_data["item_id"]).strip()
+        if not re.match(ITEM_ID_RE, value) or len(value) > 40:
+            raise forms.ValidationError(
+                "Use letters, digits, '.', '_' or '-', starting with a letter or digit."
+            )
+        return value
+
+    def clean_criterion(self) -> str:
+        value = str(self.cleaned_data["criterion"])
+        if not value.strip():
+            raise forms.ValidationError("Say what the change must do: the criterion cannot be blank.")
+        return value
+
+    def clean_evidence(self) -> str:
+        value = str(self.cleaned_data.get("evidence") or "")
+        if self.instance.kind == ItemKind.BLOCKER and not value.strip():
+            raise forms.ValidationError(
+                "A blocker cites evidence: a PR review comment, a guidance line or path:line."
+            )
+        return value
+
+    def clean_weight(self) -> float:
+        value = self.cleaned_data.get("weight")
+        if value is None or float(value) <= 0:
+            raise forms.ValidationError("A weight is a number above 0.")
+        return float(value)
+
+    def text_fields(self) -> dict[str, Any]:
+        """The submitted content, by model field (only the fields this kind of item has)."""
+        return {name: self.cleaned_data[name] for name in self.Meta.fields if name in self.fields}
+
+
+def _lines(value: str) -> list[str]:
+    return [line.strip() for line in value.splitlines() if line.strip()]
+
+
+class GlobsField(forms.CharField):
+    """One glob per line, checked with the glob dialect of grading.globs."""
+
+    widget = forms.Textarea(attrs={"rows": 3, "class": "mono"})
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return "\n".join(str(v) for v in value)
+        return value
+
+    def to_python(self, value: Any) -> list[str]:  # type: ignore[override]
+        return _lines(str(value or ""))
+
+    def validate(self, value: Any) -> None:
+        if self.required and not value:
+            raise forms.ValidationError("Give at least one glob: a change must be allowed somewhere.")
+        problems = [f"{glob}: {problem}" for glob in value if (problem := glob_error(glob))]
+        if problems:
+            raise forms.ValidationError(problems)
+
+
+class RevisionForm(_RevisionModelForm):
+    """Intent, scope and hack report of a draft revision."""
+
+    version = forms.IntegerField(widget=forms.HiddenInput, min_value=1)
+    allowed_globs = GlobsField(required=True, help_text="one per line; ** crosses /, * and ? do not")
+    denied_globs = GlobsField(required=False, help_text="one per line, carved out of the allowed globs")
+
+    class Meta:
+        model = RubricRevision
+        fields = [
+            "intent",
+            "allowed_globs",
+            "denied_globs",
+            "max_changed_lines",
+            "max_files",
+            "lazy_solution",
+            "alt_valid_solution",
+        ]
+        labels = {
+            "lazy_solution": "Lazy solution (how a weak change passes the tests and is still unmergeable)",
+            "alt_valid_solution": "Valid alternative (the rubric must not penalize it)",
+        }
+        error_messages = {
+            "intent": {"required": "Say what the maintainer wants: the intent cannot be blank."},
+            "lazy_solution": {
+                "required": "Describe how a weak change could pass the tests and still be unmergeable."
+            },
+            "alt_valid_solution": {"required": "Describe a different approach that is also mergeable."},
+        }
+        widgets = {
+            "intent": forms.Textarea(attrs={"rows": 4}),
+            "lazy_solution": forms.Textarea(attrs={"rows": 3}),
+            "alt_valid_solution": forms.Textarea(attrs={"rows": 3}),
+        }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name in ("max_changed_lines", "max_files"):
+            self.fields[name].widget.attrs["min"] = 1
+        if not self.is_bound:
+            self.initial["version"] = self.instance.version
+
+    def clean_intent(self) -> str:
+        value = str(self.cleaned_data["intent"])
+        if not value.strip():
+            raise forms.ValidationError("Say what the maintainer wants: the intent cannot be blank.")
+        return value
+
+    def _positive_or_none(self, name: str) -> int | None:
+        value = self.cleaned_data.get(name)
+        if value is not None and int(value) < 1:
+            raise forms.ValidationError("Leave it empty for no limit, or give a number of at least 1.")
+        return None if value is None else int(value)
+
+    def clean_max_changed_lines(self) -> int | None:
+        return self._positive_or_none("max_changed_lines")
+
+    def clean_max_files(self) -> int | None:
+        return self._positive_or_none("max_files")
+
+    def content(self) -> dict[str, Any]:
+        return {name: self.cleaned_data[name] for name in self.Meta.fields}
+
+
+class CommentForm(forms.Form):
+    text = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), max_length=5000, label="Comment")
+
+    def clean_text(self) -> str:
+        value = str(self.cleaned_data["text"])
+        if not value.strip():
+            raise forms.ValidationError("A comment cannot be blank.")
+        return value
+
+
+class RequestChangesForm(forms.Form):
+    note = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2}), max_length=5000, label="What should change", required=False
+    )
+
+
+class RubricUploadForm(forms.Form):
+    file = forms.FileField(label="rubric.json, or a zip of rubric.json with its calib/ diffs")
+
+    def clean_file(self) -> UploadedFile[bytes]:
+        upload: UploadedFile[bytes] = self.cleaned_data["file"]
+        limit = int(settings.RUBRIC_UPLOAD_MAX_BYTES)
+        if upload.size is not None and upload.size > limit:
+            raise forms.ValidationError(f"The file is larger than {limit // 1024} KiB.")
+        return upload
+
+
+class CompareForm(forms.Form):
+    a = forms.IntegerField(min_value=1)
+    b = forms.IntegerField(min_value=1)
+
+
+class CheckoutExportForm(forms.Form):
+    private = forms.BooleanField(required=False, label="to the private path (held-out rubrics)")
+    branch = forms.CharField(
+        required=False, max_length=200, label="as a commit on a new branch (optional)", strip=True
+    )
+
+    def clean_branch(self) -> str:
+        value = str(self.cleaned_data.get("branch") or "")
+        # git check-ref-format has the last word; this keeps option-like and spaced names out early.
+        if value and (value.startswith("-") or not re.fullmatch(r"[A-Za-z0-9._/-]+", value)):
+            raise forms.ValidationError("Use letters, digits, '.', '_', '/' or '-' for the branch name.")
+        return value

@@ -1,0 +1,1 @@
+"""Function-based views of the rubric pages; one module per area."""

@@ -1,0 +1,174 @@
+"""What the rubric views share: the htmx request type, the revision loader and the rows of the item list."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db.models import Prefetch, QuerySet
+from django.http import HttpRequest
+from django.shortcuts import get_object_or_404
+from django_htmx.middleware import HtmxDetails
+
+from grading.schema import MAX_BLOCKERS, MAX_NON_BLOCKERS, MIN_BLOCKERS, MIN_NON_BLOCKERS
+from rubrics_app.forms import CommentForm, ItemForm
+from rubrics_app.models import (
+    CalibrationDiff,
+    FieldError,
+    ItemComment,
+    ItemKind,
+    Repository,
+    ReviewState,
+    RubricItem,
+    RubricRevision,
+)
+
+
+class HtmxHttpRequest(HttpRequest):
+    """What every view receives: django-htmx's details and a logged-in user (every view is login_required)."""
+
+    htmx: HtmxDetails
+    user: User
+
+
+def revisions_of(repository: Repository) -> QuerySet[RubricRevision]:
+    return RubricRevision.objects.filter(task__repository=repository)
+
+
+def load_revision(repository: Repository, pk: int) -> RubricRevision:
+    """A revision of ``repository`` with everything its page shows, in a fixed number of queries."""
+    items = RubricItem.objects.select_related("reviewed_by").prefetch_related(
+        Prefetch("comments", queryset=ItemComment.objects.select_related("author"))
+    )
+    return get_object_or_404(
+        revisions_of(repository)
+        .select_related("task", "task__repository", "parent", "drafted_by", "approved_by", "admitted_by")
+        .prefetch_related(
+            Prefetch("items", queryset=items),
+            # The page lists the diffs; their bytes are read only on the diff page.
+            Prefetch("calibration_diffs", queryset=CalibrationDiff.objects.defer("content")),
+        ),
+        pk=pk,
+    )
+
+
+def load_item(repository: Repository, pk: int) -> RubricItem:
+    return get_object_or_404(
+        RubricItem.objects.select_related("revision", "revision__task", "reviewed_by").prefetch_related(
+            Prefetch("comments", queryset=ItemComment.objects.select_related("author"))
+        ),
+        revision__task__repository=repository,
+        pk=pk,
+    )
+
+
+# --- validation errors in the maintainer's words ------------------------------------------------------
+
+_PATTERN = re.compile(r"^String should match pattern")
+_GREATER = re.compile(r"^Input should be greater than 0")
+_TOO_FEW = re.compile(r"^List should have at least (\d+) items? after validation, not (\d+)")
+_TOO_MANY = re.compile(r"^List should have at most (\d+) items? after validation, not (\d+)")
+_TOO_LONG = re.compile(r"^String should have at most (\d+) characters?")
+
+_BLANK = {
+    "intent": "Say what the maintainer wants, including what the prompt only implies: the intent is empty.",
+    "criterion": "Say what the change must do: the criterion is empty.",
+    "evidence": "Cite the evidence: a review comment on the source PR, a guidance line, or path:line.",
+    "lazy_solution": "Describe how a weak change could pass the tests and still be unmergeable.",
+    "alt_valid_solution": "Describe a different approach that is also mergeable.",
+}
+
+
+def plain_words(error: FieldError) -> str:
+    """grading.schema's message, reworded for a maintainer where pydantic's wording is a programmer's."""
+    message = error.message
+    head = error.path.split("[")[0].split(".")[0]
+    if message == "must not be blank" or message == "required":
+        return _BLANK.get(error.field or "", "This cannot be empty.")
+    if _PATTERN.match(message):
+        return "Use letters, digits, '.', '_' or '-', starting with a letter or digit."
+    if _GREATER.match(message):
+        return "Use a number above 0."
+    if match := _TOO_LONG.match(message):
+        return f"Keep it to {match.group(1)} characters."
+    count = _TOO_FEW.match(message) or _TOO_MANY.match(message)
+    if count and head in ("blockers", "non_blockers"):
+        low, high, noun = (
+            (MIN_BLOCKERS, MAX_BLOCKERS, "blockers")
+            if head == "blockers"
+            else (MIN_NON_BLOCKERS, MAX_NON_BLOCKERS, "non-blockers")
+        )
+        return f"A task has {low}–{high} {noun}; this revision has {count.group(2)}."
+    if error.path == "(top level)" and ": " in message:
+        # "blockers: id 'B1' is used twice (...)": the list name is already shown by where it appears.
+        return message.split(": ", 1)[1]
+    return message
+
+
+@dataclass
+class ValidationReport:
+    """The revision's validation errors, sorted to the place each is shown."""
+
+    by_item: dict[int, dict[str, list[str]]] = field(default_factory=dict)
+    by_field: dict[str, list[str]] = field(default_factory=dict)  # revision-level field -> messages
+    by_diff: dict[int, list[str]] = field(default_factory=dict)
+    general: list[str] = field(default_factory=list)  # not tied to one field (e.g. duplicate ids)
+    count: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.count == 0
+
+
+def validation_report(revision: RubricRevision) -> ValidationReport:
+    report = ValidationReport()
+    for error in revision.validation_errors():
+        report.count += 1
+        words = plain_words(error)
+        if error.item_pk is not None:
+            report.by_item.setdefault(error.item_pk, {}).setdefault(error.field or "criterion", []).append(
+                words
+            )
+        elif error.diff_pk is not None:
+            report.by_diff.setdefault(error.diff_pk, []).append(words)
+        elif error.field in ("blockers", "non_blockers", "calibration") or error.field is None:
+            report.general.append(f"{error.path}: {words}" if error.field is None else words)
+        else:
+            report.by_field.setdefault(error.field, []).append(words)
+    return report
+
+
+@dataclass
+class ItemRow:
+    """One blocker or non-blocker as its row shows it: the item, its validation errors, and, while it is
+    being edited, the form (with the other maintainer's text when the save conflicted)."""
+
+    item: RubricItem
+    errors: dict[str, list[str]] = field(default_factory=dict)
+    form: ItemForm | None = None
+    conflict: dict[str, Any] | None = None  # {"text": the other maintainer's saved text, "who": their name}
+    notice: str = ""  # why an action on this row was refused
+    comment_form: CommentForm | None = None
+
+    @property
+    def error_list(self) -> list[tuple[str, list[str]]]:
+        return sorted(self.errors.items())
+
+    @property
+    def is_blocker(self) -> bool:
+        return self.item.kind == ItemKind.BLOCKER
+
+    @property
+    def is_approved(self) -> bool:
+        return self.item.review_state == ReviewState.APPROVED
+
+
+def item_rows(revision: RubricRevision, report: ValidationReport) -> tuple[list[ItemRow], list[ItemRow]]:
+    blockers: list[ItemRow] = []
+    non_blockers: list[ItemRow] = []
+    for item in revision.ordered_items():
+        row = ItemRow(item, report.by_item.get(item.pk, {}))
+        (blockers if item.kind == ItemKind.BLOCKER else non_blockers).append(row)
+    return blockers, non_blockers

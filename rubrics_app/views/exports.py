@@ -1,0 +1,66 @@
+"""Downloads and checkout writes, for admitted revisions only (what `rubric validate` accepts)."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse
+from django.views.decorators.http import require_GET, require_POST
+
+from rubrics_app.access import RepositoryAccess, get_repository_for_user
+from rubrics_app.forms import CheckoutExportForm
+from rubrics_app.models import RevisionStatus, Role, RubricRevision
+from rubrics_app.services.import_export import ExportError, export_rubric_json, export_zip, write_to_checkout
+from rubrics_app.views.common import HtmxHttpRequest, load_revision
+from rubrics_app.views.revisions import redirect_to, revision_url
+
+
+def _admitted(access: RepositoryAccess, rev_pk: int) -> RubricRevision:
+    revision = load_revision(access.repository, rev_pk)
+    if revision.status != RevisionStatus.ADMITTED:
+        # Only the admitted rubric of a task leaves the app: a draft or a superseded one has no download.
+        raise Http404("only an admitted revision is exported")
+    return revision
+
+
+@require_GET
+@login_required
+def export_json(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
+    access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
+    revision = _admitted(access, rev_pk)
+    response = HttpResponse(export_rubric_json(revision, by=request.user), content_type="application/json")
+    response["Content-Disposition"] = 'attachment; filename="rubric.json"'
+    return response
+
+
+@require_GET
+@login_required
+def export_zip_view(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
+    access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
+    revision = _admitted(access, rev_pk)
+    response = HttpResponse(export_zip(revision, by=request.user), content_type="application/zip")
+    # task ids match [A-Za-z0-9._-]+ (name_validator), so the header needs no quoting.
+    response["Content-Disposition"] = f'attachment; filename="{revision.task.task_id}-r{revision.number}.zip"'
+    return response
+
+
+@require_POST
+@login_required
+def export_checkout(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
+    access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
+    revision = _admitted(access, rev_pk)
+    form = CheckoutExportForm(request.POST)
+    if not form.is_valid():
+        problems = "; ".join(str(e) for errors in form.errors.values() for e in errors)
+        messages.error(request, f"Nothing was written: {problems}")
+        return redirect_to(request, revision_url(revision))
+    try:
+        written = write_to_checkout(
+            revision, form.cleaned_data["private"], form.cleaned_data["branch"] or None, by=request.user
+        )
+    except (ExportError, OSError) as exc:
+        messages.error(request, f"Nothing was written: {exc}")
+    else:
+        where = f" on branch {written.branch} (commit {written.commit[:12]})" if written.commit else ""
+        messages.success(request, f"Wrote {', '.join(written.paths)} under {written.root}{where}.")
+    return redirect_to(request, revision_url(revision))

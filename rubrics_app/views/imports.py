@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from rubrics_app.access import get_repository_for_user
+from rubrics_app.forms import RubricUploadForm
+from rubrics_app.models import Role
+from rubrics_app.services.import_export import ImportFailed, import_rubric_zip
+from rubrics_app.views.common import HtmxHttpRequest
+from rubrics_app.views.repositories import repository_context
+from rubrics_app.views.revisions import redirect_to, revision_url
+
+PAGE = "rubrics/repository_detail.html"
+
+
+@require_POST
+@login_required
+def rubric_upload(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
+    """A rubric.json, or a zip of task directories with their calib diffs, becomes draft revisions; or, when
+    any file has a problem, nothing is imported and every problem is listed on the form."""
+    access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
+    form = RubricUploadForm(request.POST, request.FILES)
+    problems: list[str] = []
+    if form.is_valid():
+        try:
+            imported = import_rubric_zip(access.repository, form.cleaned_data["file"], request.user)
+        except ImportFailed as exc:
+            problems = [str(problem) for problem in exc.problems]
+        else:
+            names = ", ".join(f"{r.task.task_id} r{r.number}" for r in imported)
+            messages.success(request, f"Imported as draft{'s' if len(imported) > 1 else ''}: {names}.")
+            if len(imported) == 1:
+                return redirect_to(request, revision_url(imported[0]))
+            return redirect_to(request, reverse("rubrics:repository_detail", args=[access.repository.pk]))
+    context = {"upload_form": form, "upload_errors": problems}
+    if request.htmx:
+        return render(request, f"{PAGE}#upload-form", {**repository_context(access), **context})
+    return render(request, PAGE, {**repository_context(access), **context}, status=400)

@@ -1,0 +1,164 @@
+"""Row actions on one blocker or non-blocker. Under htmx each returns just that row
+(``revision_detail.html#item-row``); a plain form post falls back to the page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from rubrics_app.access import RepositoryAccess, get_repository_for_user
+from rubrics_app.forms import CommentForm, ItemForm, RequestChangesForm
+from rubrics_app.models import ItemComment, RevisionFrozen, Role, RubricItem, TransitionError
+from rubrics_app.services.revisions import Conflict, approve_item, edit_item, new_draft_from, request_changes
+from rubrics_app.views.common import HtmxHttpRequest, ItemRow, load_item, load_revision, validation_report
+from rubrics_app.views.revisions import PAGE, redirect_to, render_partials, revision_context, revision_url
+
+
+def _row(
+    item: RubricItem,
+    *,
+    form: ItemForm | None = None,
+    conflict: dict[str, Any] | None = None,
+    notice: str = "",
+    comment_form: CommentForm | None = None,
+) -> ItemRow:
+    errors = validation_report(item.revision).by_item.get(item.pk, {})
+    return ItemRow(item, errors, form=form, conflict=conflict, notice=notice, comment_form=comment_form)
+
+
+def _respond(
+    request: HtmxHttpRequest,
+    access: RepositoryAccess,
+    item: RubricItem,
+    row: ItemRow | None = None,
+    *,
+    status: int = 200,
+) -> HttpResponse:
+    """The row under htmx (plus the revision's status, out of band); otherwise the page, at the row."""
+    if request.htmx:
+        revision = load_revision(access.repository, item.revision_id)
+        fresh = row or _row(next(i for i in revision.ordered_items() if i.pk == item.pk))
+        context = revision_context(access, revision)
+        context.update({"row": fresh, "oob": True})
+        return render_partials(request, ["item-row", "revision-status"], context)
+    if row is not None and row.notice:
+        messages.error(request, row.notice)
+    if row is not None and (row.form is not None or row.comment_form is not None):
+        # A form with errors or a conflict: the whole page, with this row still in edit mode.
+        revision = load_revision(access.repository, item.revision_id)
+        return render(request, PAGE, revision_context(access, revision, editing=row), status=status)
+    return redirect_to(request, revision_url(item.revision, f"item-{item.pk}"))
+
+
+@require_GET
+@login_required
+def item_row(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpResponse:
+    access = get_repository_for_user(request, repo_pk)
+    item = load_item(access.repository, item_pk)
+    return _respond(request, access, item)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def item_edit(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpResponse:
+    access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
+    item = load_item(access.repository, item_pk)
+    if request.method == "GET":
+        return _respond(request, access, item, _row(item, form=ItemForm(instance=item)))
+
+    # The form writes the submitted values onto its instance: give it its own copy, so `item` stays as stored.
+    form = ItemForm(request.POST, instance=load_item(access.repository, item_pk))
+    if not form.is_valid():
+        return _respond(request, access, item, _row(item, form=form), status=400)
+    if item.revision.is_frozen:
+        # Never edited in place: the edit lands in a new draft carrying every item over.
+        draft = new_draft_from(item.revision, by=request.user)
+        carried = RubricItem.objects.get(revision=draft, item_id=item.item_id)
+        edit_item(carried, carried.version, form.text_fields(), by=request.user)
+        messages.success(
+            request,
+            f"Revision {item.revision.number} is {item.revision.status}; your edit is draft {draft.number}.",
+        )
+        return redirect_to(request, revision_url(draft, f"item-{carried.pk}"))
+    try:
+        edit_item(item, form.cleaned_data["version"], form.text_fields(), by=request.user)
+    except Conflict as conflict:
+        data = request.POST.copy()
+        # Saving again after reading their text is a deliberate overwrite of the version they saved.
+        data["version"] = str(conflict.version)
+        again = ItemForm(data, instance=load_item(access.repository, item_pk))
+        again.is_valid()
+        current = load_item(access.repository, item_pk)
+        row = _row(current, form=again, conflict={"text": conflict.current, "who": conflict.who or "Someone"})
+        return _respond(request, access, current, row, status=409)
+    except RevisionFrozen as exc:
+        messages.error(request, str(exc))
+        return redirect_to(request, revision_url(item.revision))
+    return _respond(request, access, load_item(access.repository, item_pk))
+
+
+@require_POST
+@login_required
+def item_approve(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpResponse:
+    access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
+    item = load_item(access.repository, item_pk)
+    errors = validation_report(item.revision).by_item.get(item.pk)
+    if errors:
+        # A revision that would not validate cannot be approved, so neither can the item at fault.
+        row = _row(item, notice="Fix the problems shown before approving this item.")
+        return _respond(request, access, item, row, status=400)
+    version = request.POST.get("version", "")
+    try:
+        outcome = approve_item(
+            item, by=request.user, expected_version=int(version) if version.isdigit() else None
+        )
+    except Conflict:
+        notice = "Someone edited this item since you loaded it: read it again, then approve."
+        row = _row(load_item(access.repository, item_pk), notice=notice)
+        return _respond(request, access, row.item, row, status=409)
+    except TransitionError as exc:
+        row = _row(item, notice=str(exc))
+        return _respond(request, access, item, row, status=409)
+    if outcome.revision_approved:
+        messages.success(request, f"Every item is approved: revision {item.revision.number} is approved.")
+    elif outcome.errors:
+        messages.error(
+            request, "Every item is approved, but the rubric does not validate yet (see the errors)."
+        )
+    return _respond(request, access, outcome.item)
+
+
+@require_POST
+@login_required
+def item_request_changes(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpResponse:
+    access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
+    item = load_item(access.repository, item_pk)
+    form = RequestChangesForm(request.POST)
+    if not form.is_valid():
+        row = _row(item, notice="; ".join(str(e) for errors in form.errors.values() for e in errors))
+        return _respond(request, access, item, row, status=400)
+    try:
+        request_changes(item, by=request.user, note=form.cleaned_data["note"])
+    except TransitionError as exc:
+        row = _row(item, notice=str(exc))
+        return _respond(request, access, item, row, status=409)
+    return _respond(request, access, load_item(access.repository, item_pk))
+
+
+@require_POST
+@login_required
+def item_comment(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpResponse:
+    access = get_repository_for_user(request, repo_pk, role=Role.REVIEWER)
+    item = load_item(access.repository, item_pk)
+    form = CommentForm(request.POST)
+    if not form.is_valid():
+        row = _row(item, comment_form=form)
+        return _respond(request, access, item, row, status=400)
+    # Comments are rows of their own, so a frozen revision can still be discussed.
+    ItemComment.objects.create(item=item, author=request.user, text=form.cleaned_data["text"])
+    return _respond(request, access, load_item(access.repository, item_pk))

@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count, Prefetch, Q
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from rubrics_app.access import RepositoryAccess, get_repository_for_user, repositories_for_user
+from rubrics_app.forms import RubricUploadForm
+from rubrics_app.models import RevisionStatus, RubricRevision, Task
+from rubrics_app.views.common import HtmxHttpRequest
+
+
+@require_GET
+@login_required
+def repository_list(request: HtmxHttpRequest) -> HttpResponse:
+    return render(request, "rubrics/repository_list.html", {"accesses": repositories_for_user(request)})
+
+
+def repository_context(access: RepositoryAccess) -> dict[str, Any]:
+    admitted = RubricRevision.objects.filter(status=RevisionStatus.ADMITTED)
+    tasks = (
+        Task.objects.filter(repository=access.repository)
+        .annotate(
+            draft_count=Count("revisions", filter=Q(revisions__status=RevisionStatus.DRAFT)),
+            revision_count=Count("revisions"),
+        )
+        .prefetch_related(Prefetch("revisions", queryset=admitted, to_attr="admitted_revisions"))
+        .order_by("task_id")
+    )
+    return {
+        "access": access,
+        "repository": access.repository,
+        "tasks": tasks,
+        "upload_form": RubricUploadForm(),
+    }
+
+
+@require_GET
+@login_required
+def repository_detail(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
+    access = get_repository_for_user(request, repo_pk)
+    return render(request, "rubrics/repository_detail.html", repository_context(access))

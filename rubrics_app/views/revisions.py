@@ -1,0 +1,303 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
+
+from rubrics_app.access import RepositoryAccess, get_repository_for_user
+from rubrics_app.forms import RevisionForm
+from rubrics_app.models import (
+    AuditVerb,
+    CalibrationDiff,
+    ItemKind,
+    Role,
+    RubricInvalid,
+    RubricRevision,
+    TransitionError,
+)
+from rubrics_app.services import audit
+from rubrics_app.services.revisions import Conflict, admit, edit_revision, new_draft_from
+from rubrics_app.views.common import (
+    HtmxHttpRequest,
+    ItemRow,
+    item_rows,
+    load_revision,
+    revisions_of,
+    validation_report,
+)
+
+PAGE = "rubrics/revision_detail.html"
+
+
+def revision_url(revision: RubricRevision, anchor: str = "") -> str:
+    url = reverse("rubrics:revision_detail", args=[revision.task.repository_id, revision.pk])
+    return f"{url}#{anchor}" if anchor else url
+
+
+def redirect_to(request: HtmxHttpRequest, url: str) -> HttpResponse:
+    """A full-page move: htmx is told to navigate, a plain form post gets a 302."""
+    if request.htmx:
+        return HttpResponseClientRedirect(url)
+    return HttpResponseRedirect(url)
+
+
+def revision_context(
+    access: RepositoryAccess,
+    revision: RubricRevision,
+    *,
+    editing: ItemRow | None = None,
+    revision_form: RevisionForm | None = None,
+    revision_conflict: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    report = validation_report(revision)
+    blockers, non_blockers = item_rows(revision, report)
+    if editing is not None:
+        blockers = [editing if r.item.pk == editing.item.pk else r for r in blockers]
+        non_blockers = [editing if r.item.pk == editing.item.pk else r for r in non_blockers]
+    history = list(
+        RubricRevision.objects.filter(task_id=revision.task_id)
+        .only("pk", "number", "status", "created_at", "origin", "task_id")
+        .order_by("-number")
+    )
+    return {
+        "access": access,
+        "repository": access.repository,
+        "task": revision.task,
+        "revision": revision,
+        "report": report,
+        "sections": [("Blockers", blockers), ("Non-blockers", non_blockers)],
+        "diffs": revision.ordered_diffs(),
+        "history": history,
+        "revision_form": revision_form,
+        "revision_conflict": revision_conflict,
+        "all_items_approved": revision.all_items_approved(),
+    }
+
+
+@require_GET
+@login_required
+def revision_detail(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
+    access = get_repository_for_user(request, repo_pk)
+    revision = load_revision(access.repository, rev_pk)
+    return render(request, PAGE, revision_context(access, revision))
+
+
+@require_GET
+@login_required
+def revision_fields(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
+    """Intent, scope and hack report as shown (the "cancel" of their edit form)."""
+    access = get_repository_for_user(request, repo_pk)
+    revision = load_revision(access.repository, rev_pk)
+    template = f"{PAGE}#revision-fields" if request.htmx else PAGE
+    return render(request, template, revision_context(access, revision))
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def revision_edit(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
+    access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
+    revision = load_revision(access.repository, rev_pk)
+    partial = f"{PAGE}#revision-form" if request.htmx else PAGE
+    if request.method == "GET":
+        context = revision_context(access, revision, revision_form=RevisionForm(instance=revision))
+        return render(request, partial, context)
+
+    form = RevisionForm(request.POST, instance=revision)
+    if not form.is_valid():
+        return render(request, partial, revision_context(access, revision, revision_form=form))
+    target = revision
+    if revision.is_frozen:
+        # An approved or admitted revision is never edited: the edit goes into a new draft made from it.
+        target = new_draft_from(revision, by=request.user)
+        edit_revision(target, target.version, form.content(), by=request.user)
+        messages.success(
+            request, f"Revision {revision.number} is {revision.status}; your edit is draft {target.number}."
+        )
+        return redirect_to(request, revision_url(target))
+    try:
+        edit_revision(target, form.cleaned_data["version"], form.content(), by=request.user)
+    except Conflict as conflict:
+        data = request.POST.copy()
+        # Saving again after reading their text is a deliberate overwrite of that version.
+        data["version"] = str(conflict.version)
+        fresh = load_revision(access.repository, rev_pk)
+        again = RevisionForm(data, instance=fresh)
+        again.is_valid()
+        context = revision_context(access, fresh, revision_form=again, revision_conflict=conflict.current)
+        return render(request, partial, context, status=200 if request.htmx else 409)
+    if request.htmx:
+        fresh = load_revision(access.repository, rev_pk)
+        return render(request, f"{PAGE}#revision-fields", revision_context(access, fresh))
+    return redirect(revision_url(revision, "revision-fields"))
+
+
+@require_POST
+@login_required
+def revision_new_draft(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
+    access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
+    revision = load_revision(access.repository, rev_pk)
+    draft = new_draft_from(revision, by=request.user)
+    messages.success(request, f"Draft {draft.number} starts from revision {revision.number}.")
+    return redirect_to(request, revision_url(draft))
+
+
+@require_POST
+@login_required
+def revision_approve(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
+    """Approve a draft whose items are all approved (after a fix to intent, scope or hack report)."""
+    access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
+    revision = load_revision(access.repository, rev_pk)
+    try:
+        revision.approve(by=request.user)
+    except RubricInvalid:
+        messages.error(request, "The rubric does not validate yet; the problems are shown beside each field.")
+    except TransitionError as exc:
+        messages.error(request, str(exc))
+    else:
+        audit.record(AuditVerb.APPROVED, actor=request.user, revision=revision)
+        messages.success(request, f"Revision {revision.number} is approved.")
+    return redirect_to(request, revision_url(revision))
+
+
+@require_POST
+@login_required
+def revision_admit(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
+    access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
+    revision = load_revision(access.repository, rev_pk)
+    try:
+        demoted = admit(revision, by=request.user)
+    except TransitionError as exc:
+        messages.error(request, str(exc))
+    else:
+        note = f" (revision {demoted.number} is no longer admitted)" if demoted is not None else ""
+        messages.success(request, f"Revision {revision.number} is admitted{note}.")
+    return redirect_to(request, revision_url(revision))
+
+
+@require_GET
+@login_required
+def revision_compare(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
+    """Two revisions of a task side by side, item by item (matched by id)."""
+    access = get_repository_for_user(request, repo_pk)
+    left = load_revision(access.repository, rev_pk)
+    other_pk = request.GET.get("other", "")
+    siblings = list(
+        RubricRevision.objects.filter(task_id=left.task_id).only("pk", "number", "status").order_by("-number")
+    )
+    right = None
+    if other_pk.isdigit():
+        right = load_revision(access.repository, int(other_pk))
+        if right.task_id != left.task_id:
+            right = None
+    if right is None:
+        default = left.parent_id or next((r.pk for r in siblings if r.pk != left.pk), None)
+        if default is not None:
+            right = load_revision(access.repository, default)
+    rows = compare_rows(right, left) if right is not None else []
+    context = {
+        "access": access,
+        "repository": access.repository,
+        "task": left.task,
+        "revision": left,
+        "other": right,
+        "siblings": siblings,
+        "fields": compare_fields(right, left) if right is not None else [],
+        "rows": rows,
+    }
+    template = "rubrics/revision_compare.html#comparison" if request.htmx else "rubrics/revision_compare.html"
+    return render(request, template, context)
+
+
+_REVISION_FIELDS = [
+    ("Intent", "intent"),
+    ("Allowed globs", "allowed_globs"),
+    ("Denied globs", "denied_globs"),
+    ("Max changed lines", "max_changed_lines"),
+    ("Max files", "max_files"),
+    ("Lazy solution", "lazy_solution"),
+    ("Valid alternative", "alt_valid_solution"),
+]
+_ITEM_FIELDS = [
+    ("Criterion", "criterion"),
+    ("Rationale", "rationale"),
+    ("Evidence", "evidence"),
+    ("Needs tree", "needs_tree"),
+    ("Weight", "weight"),
+    ("Review", "review_state"),
+]
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, list):
+        return "\n".join(str(v) for v in value)
+    return "" if value is None else str(value)
+
+
+def compare_fields(old: RubricRevision, new: RubricRevision) -> list[dict[str, Any]]:
+    out = []
+    for label, name in _REVISION_FIELDS:
+        a, b = _shown(getattr(old, name)), _shown(getattr(new, name))
+        out.append({"label": label, "old": a, "new": b, "changed": a != b})
+    return out
+
+
+def compare_rows(old: RubricRevision, new: RubricRevision) -> list[dict[str, Any]]:
+    """One row per item id in either revision: its fields in both, and whether they differ."""
+    old_items = {i.item_id: i for i in old.ordered_items()}
+    new_items = {i.item_id: i for i in new.ordered_items()}
+    order = [i.item_id for i in new.ordered_items()] + [k for k in old_items if k not in new_items]
+    rows = []
+    for item_id in order:
+        a, b = old_items.get(item_id), new_items.get(item_id)
+        either = b if b is not None else a
+        assert either is not None  # item_id came from one of the two
+        fields = []
+        for label, name in _ITEM_FIELDS:
+            if name == "weight" and either.kind == ItemKind.BLOCKER:
+                continue
+            if name in ("evidence", "needs_tree") and either.kind != ItemKind.BLOCKER:
+                continue
+            va = _shown(getattr(a, name)) if a is not None else None
+            vb = _shown(getattr(b, name)) if b is not None else None
+            fields.append({"label": label, "old": va, "new": vb, "changed": va != vb})
+        rows.append(
+            {
+                "item_id": item_id,
+                "kind": either.get_kind_display(),
+                "added": a is None,
+                "removed": b is None,
+                "changed": any(f["changed"] for f in fields if f["label"] != "Review"),
+                "fields": fields,
+            }
+        )
+    return rows
+
+
+@require_GET
+@login_required
+def calibration_diff(request: HtmxHttpRequest, repo_pk: int, rev_pk: int, diff_pk: int) -> HttpResponse:
+    access = get_repository_for_user(request, repo_pk)
+    revision = get_object_or_404(revisions_of(access.repository).select_related("task"), pk=rev_pk)
+    diff = get_object_or_404(CalibrationDiff.objects.filter(revision=revision), pk=diff_pk)
+    context = {
+        "access": access,
+        "repository": access.repository,
+        "task": revision.task,
+        "revision": revision,
+        "diff": diff,
+    }
+    template = "rubrics/calibration_diff.html#diff-view" if request.htmx else "rubrics/calibration_diff.html"
+    return render(request, template, context)
+
+
+def render_partials(request: HtmxHttpRequest, names: list[str], context: dict[str, Any]) -> HttpResponse:
+    """Several partials of the revision page in one htmx response (the extra ones swap out of band)."""
+    body = "".join(render_to_string(f"{PAGE}#{name}", context, request=request) for name in names)
+    return HttpResponse(body)

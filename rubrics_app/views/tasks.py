@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET
+
+from rubrics_app.access import get_repository_for_user
+from rubrics_app.models import RevisionStatus, RubricRevision, Task
+from rubrics_app.views.common import HtmxHttpRequest
+
+
+@require_GET
+@login_required
+def task_detail(request: HtmxHttpRequest, repo_pk: int, task_pk: int) -> HttpResponse:
+    access = get_repository_for_user(request, repo_pk)
+    task = get_object_or_404(Task.objects.filter(repository=access.repository), pk=task_pk)
+    revisions = list(
+        RubricRevision.objects.filter(task=task)
+        .select_related("drafted_by", "approved_by", "admitted_by", "parent")
+        .order_by("-number")
+    )
+    admitted = next((r for r in revisions if r.status == RevisionStatus.ADMITTED), None)
+    drafts = [r for r in revisions if r.status == RevisionStatus.DRAFT]
+    return render(
+        request,
+        "rubrics/task_detail.html",
+        {
+            "access": access,
+            "repository": access.repository,
+            "task": task,
+            "revisions": revisions,
+            "admitted": admitted,
+            "drafts": drafts,
+        },
+    )
