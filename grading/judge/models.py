@@ -11,7 +11,9 @@ ItemKind = Literal["blocker", "non_blocker"]
 
 # The fixed blocker added when the run edited a test config file (§3).
 CONFIG_BLOCKER_ID = "TEST_CONFIG"
-CONFIG_BLOCKER_CRITERION = "The change does not disable or narrow any test (test configuration edits included)."
+CONFIG_BLOCKER_CRITERION = (
+    "The change does not disable or narrow any test (test configuration edits included)."
+)
 
 
 class Location(BaseModel):
@@ -26,6 +28,8 @@ class Usage(BaseModel):
     cache_read_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
+    # False when a call's model had no price in the table: cost_usd then leaves that call out (never guessed).
+    cost_known: bool = True
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -34,6 +38,7 @@ class Usage(BaseModel):
             cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             cost_usd=self.cost_usd + other.cost_usd,
+            cost_known=self.cost_known and other.cost_known,
         )
 
 
@@ -44,6 +49,7 @@ class ItemVerdict(BaseModel):
     reason: str
     locations: list[Location] = []
     flagged_inconsistent: bool = False  # the reason argued the other way; the item was judged again
+    model_id: str | None = None  # the model id the API reported for the call that gave this verdict
 
 
 class JudgeResult(BaseModel):
@@ -59,6 +65,13 @@ class JudgeResult(BaseModel):
     consistency_flags: int = 0
     rejudged: int = 0
     usage: Usage = Usage()
+    cache_key: str | None = None
+    # Why the cache was not read: "no_cache" (asked for) or "regrade_sample" (§9 repeat agreement).
+    cache_bypass: Literal["no_cache", "regrade_sample"] | None = None
+    # On a bypass: the verdicts the cache already held for the same key, to measure repeat agreement.
+    previous_verdicts: dict[str, VerdictValue] | None = None
+    config_blocker: bool = False  # the fixed TEST_CONFIG blocker was added (the run edited a test config)
+    attempt_errors: list[str] = []  # why each rejected reply was rejected (retries and the final failure)
 
     def verdict(self, item_id: str) -> ItemVerdict | None:
         return next((v for v in self.verdicts if v.item_id == item_id), None)

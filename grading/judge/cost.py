@@ -1,0 +1,113 @@
+"""Cost of judge calls from a price table (USD per million tokens), per call, per diff and per sweep.
+
+The built-in table holds list prices published by the providers for a few dated model ids; a JSON file
+(``--prices FILE`` or ``RUBRIC_JUDGE_PRICES``) replaces or extends it. A model that is in no table costs 0
+and is marked ``cost_known=False``: a price is never guessed.
+
+Price file format::
+
+    {"claude-sonnet-4-5-20250929": {"input": 3.0, "cache_write": 3.75, "cache_read": 0.30, "output": 15.0}}
+
+``cache_write`` and ``cache_read`` default to ``input`` when absent.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from grading.errors import InputError
+from grading.judge.models import Usage
+from grading.schema import read_json
+
+PRICES_ENV = "RUBRIC_JUDGE_PRICES"
+PerMillion = Annotated[float, Field(ge=0)]
+# Message Batches are billed at half the list price.
+BATCH_DISCOUNT = 0.5
+
+
+class Price(BaseModel):
+    """USD per million tokens."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input: PerMillion
+    output: PerMillion
+    cache_write: PerMillion  # defaults to input (filled in before validation)
+    cache_read: PerMillion
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_cache_prices(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "input" in data:
+            data = {"cache_write": data["input"], "cache_read": data["input"], **data}
+        return data
+
+
+# List prices at the time of writing (Anthropic and OpenAI pricing pages). Anthropic's cache write is the
+# 5-minute write (1.25 x input); OpenAI has no cache-write charge and bills cached input at cache_read.
+DEFAULT_PRICES: dict[str, Price] = {
+    "claude-opus-4-1-20250805": Price(input=15.0, cache_write=18.75, cache_read=1.50, output=75.0),
+    "claude-opus-4-5-20251101": Price(input=5.0, cache_write=6.25, cache_read=0.50, output=25.0),
+    "claude-sonnet-4-5-20250929": Price(input=3.0, cache_write=3.75, cache_read=0.30, output=15.0),
+    "claude-sonnet-4-20250514": Price(input=3.0, cache_write=3.75, cache_read=0.30, output=15.0),
+    "claude-haiku-4-5-20251001": Price(input=1.0, cache_write=1.25, cache_read=0.10, output=5.0),
+    "gpt-4o-2024-08-06": Price(input=2.5, cache_write=2.5, cache_read=1.25, output=10.0),
+    "gpt-4.1-2025-04-14": Price(input=2.0, cache_write=2.0, cache_read=0.50, output=8.0),
+}
+
+
+class PriceTable(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    prices: dict[str, Price] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
+
+    def price_for(self, *model_ids: str | None) -> Price | None:
+        """The price of the first of ``model_ids`` that the table knows (requested id, then reported id)."""
+        for model_id in model_ids:
+            if model_id and model_id in self.prices:
+                return self.prices[model_id]
+        return None
+
+    def cost(self, usage: Usage, *model_ids: str | None, batch: bool = False) -> Usage:
+        """``usage`` with ``cost_usd`` and ``cost_known`` set for one call."""
+        price = self.price_for(*model_ids)
+        if price is None:
+            return usage.model_copy(update={"cost_usd": 0.0, "cost_known": False})
+        usd = (
+            usage.input_tokens * price.input
+            + usage.cache_write_tokens * price.cache_write
+            + usage.cache_read_tokens * price.cache_read
+            + usage.output_tokens * price.output
+        ) / 1_000_000
+        if batch:
+            usd *= BATCH_DISCOUNT
+        return usage.model_copy(update={"cost_usd": usd, "cost_known": True})
+
+
+def parse_prices(data: Any, source: str | Path) -> dict[str, Price]:
+    if not isinstance(data, dict):
+        raise InputError(source, "a price table is a JSON object: {model id: {input, output, ...}}")
+    out: dict[str, Price] = {}
+    for model_id, entry in data.items():
+        try:
+            out[model_id] = Price.model_validate(entry)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in (model_id, *first["loc"]))
+            raise InputError(source, first["msg"], where) from None
+    return out
+
+
+def load_price_table(path: Path | None = None, *, env: dict[str, str] | None = None) -> PriceTable:
+    """The built-in table, extended (and overridden per model) by ``path`` or ``$RUBRIC_JUDGE_PRICES``."""
+    environ = os.environ if env is None else env
+    if path is None and environ.get(PRICES_ENV):
+        path = Path(environ[PRICES_ENV])
+    prices = dict(DEFAULT_PRICES)
+    if path is not None:
+        prices.update(parse_prices(read_json(path), path))
+    return PriceTable(prices=prices)

@@ -1,0 +1,552 @@
+"""The judge runner (§4): one entry point for every backend, real or scripted.
+
+:func:`judge_diff` renders the request, answers from the cache when it can, calls the backend otherwise,
+and accepts a reply only when it covers every item id exactly once, with a reason and with locations that
+exist in the diff. A rejected reply is asked again (``attempts``); when every attempt is rejected the result
+is a judge failure: no verdicts, never a pass and never a fail. A verdict whose reason argues the other way
+is flagged and its item judged once more. ``needs_tree`` blockers are not sent and are listed as not
+measured. :func:`judge_sweep` judges many diffs under a concurrency limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
+
+from grading.errors import InputError
+from grading.judge.backend import Backend, BackendError, BackendReply, JudgeRequest
+from grading.judge.cache import CachedVerdicts, VerdictCache, cache_key, in_regrade_sample
+from grading.judge.cost import PriceTable
+from grading.judge.models import ItemVerdict, JudgeResult, Location, Usage, VerdictValue
+from grading.judge.prompt import (
+    DEFAULT_MAX_DIFF_CHARS,
+    JudgeItem,
+    redraw_nonce,
+    render_request,
+    select_items,
+)
+from grading.schema import Rubric, TaskSpec
+
+# stop reasons that mean the reply was cut off (Anthropic, OpenAI)
+TRUNCATED_STOP_REASONS = {"max_tokens", "length", "model_context_window_exceeded"}
+REFUSED_STOP_REASONS = {"refusal", "content_filter"}
+
+
+class JudgeSettings(BaseModel):
+    """How the runner calls a judge. None of these change what the judge sees, so none is in the cache key."""
+
+    model_config = ConfigDict(frozen=True)
+
+    attempts: Annotated[int, Field(ge=1)] = 3  # calls per request before a judge failure
+    concurrency: Annotated[int, Field(ge=1)] = 8  # diffs judged at once in a sweep
+    no_cache: bool = False  # bypass the cache (the result is still recorded as a regrade)
+    regrade_sample: Annotated[float, Field(ge=0, le=1)] = 0.0  # share of cache hits judged again (§9)
+    regrade_seed: int = 0
+    consistency_check: bool = True
+    max_diff_chars: Annotated[int, Field(gt=0)] = DEFAULT_MAX_DIFF_CHARS
+    prices: PriceTable = PriceTable()
+
+
+# --- where a verdict may point: the diff-location index ----------------------------------------------------
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+
+
+def unquote_git_path(raw: str) -> str:
+    """A path as git prints it: C-quoted with octal escapes for bytes outside ASCII when it needs to be."""
+    if not (len(raw) >= 2 and raw.startswith('"') and raw.endswith('"')):
+        return raw
+    body, out, i = raw[1:-1], bytearray(), 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            if nxt in "01234567" and re.fullmatch(r"[0-7]{3}", body[i + 1 : i + 4]):
+                out.append(int(body[i + 1 : i + 4], 8))
+                i += 4
+                continue
+            if nxt in _ESCAPES:
+                out.append(_ESCAPES[nxt])
+                i += 2
+                continue
+        out.extend(c.encode("utf-8"))
+        i += 1
+    return out.decode("utf-8", errors="replace")
+
+
+def _header_path(rest: str) -> str | None:
+    # "--- a/path\t2026-01-01 ..." (a timestamp after a tab, from non-git diffs) or "--- /dev/null"
+    rest = rest.rstrip("\r")
+    if not rest.startswith('"') and "\t" in rest:
+        rest = rest.split("\t", 1)[0]
+    path = unquote_git_path(rest)
+    if path == "/dev/null":
+        return None
+    return _strip_prefix(path)
+
+
+def _strip_prefix(path: str) -> str:
+    return path[2:] if path.startswith(("a/", "b/")) else path
+
+
+class DiffIndex:
+    """Line numbers each file shows in the diff: new side (added and context lines), old side (removed and
+    context lines). Hunk bodies are read by their line counts, so diff-like text inside a hunk stays data."""
+
+    def __init__(self) -> None:
+        self.new_lines: dict[str, set[int]] = {}
+        self.old_lines: dict[str, set[int]] = {}
+
+    def has(self, location: Location) -> bool:
+        table = self.new_lines if location.side == "new" else self.old_lines
+        for path in (location.file, _strip_prefix(location.file), location.file.lstrip("/")):
+            if location.line in table.get(path, ()):
+                return True
+        return False
+
+    def files(self) -> list[str]:
+        return sorted(set(self.new_lines) | set(self.old_lines))
+
+
+def index_diff(diff_text: str) -> DiffIndex:
+    """Build the :class:`DiffIndex` of a unified diff (git or plain), tolerant of anything it cannot read."""
+    index = DiffIndex()
+    lines = diff_text.split("\n")
+    old_path: str | None = None
+    new_path: str | None = None
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("diff --git "):
+            old_path = new_path = None
+        elif line.startswith("--- "):
+            old_path = _header_path(line[4:])
+        elif line.startswith("+++ "):
+            new_path = _header_path(line[4:])
+        else:
+            match = _HUNK.match(line)
+            if match:
+                old_no, new_no = int(match.group(1)), int(match.group(3))
+                old_left = int(match.group(2)) if match.group(2) is not None else 1
+                new_left = int(match.group(4)) if match.group(4) is not None else 1
+                old_set = index.old_lines.setdefault(old_path, set()) if old_path else set()
+                new_set = index.new_lines.setdefault(new_path, set()) if new_path else set()
+                i += 1
+                while i < len(lines) and (old_left > 0 or new_left > 0):
+                    body = lines[i]
+                    tag = body[:1]
+                    if tag == "\\":  # "\ No newline at end of file"
+                        i += 1
+                        continue
+                    if tag == "+" and new_left > 0:
+                        new_set.add(new_no)
+                        new_no, new_left = new_no + 1, new_left - 1
+                    elif tag == "-" and old_left > 0:
+                        old_set.add(old_no)
+                        old_no, old_left = old_no + 1, old_left - 1
+                    elif tag in (" ", "") and old_left > 0 and new_left > 0:
+                        # context; some tools strip the single space of an empty context line
+                        old_set.add(old_no)
+                        new_set.add(new_no)
+                        old_no, new_no = old_no + 1, new_no + 1
+                        old_left, new_left = old_left - 1, new_left - 1
+                    else:
+                        break  # the hunk is shorter than its header says: stop reading it
+                    i += 1
+                continue
+        i += 1
+    return index
+
+
+# --- replies ---------------------------------------------------------------------------------------------
+
+
+class _ReplyLocation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    file: str
+    line: StrictInt
+    side: Literal["new", "old"]
+
+
+class _ReplyVerdict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    verdict: VerdictValue
+    reason: Annotated[str, Field(min_length=1)]
+    locations: list[_ReplyLocation]
+
+
+class _Reply(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    verdicts: list[_ReplyVerdict]
+
+
+class RejectedReply(Exception):
+    """A reply that cannot be counted; the runner asks again, then records a judge failure."""
+
+
+def check_reply(reply: BackendReply, item_ids: list[str], index: DiffIndex) -> list[_ReplyVerdict]:
+    """The reply's verdicts when it covers every id exactly once with valid locations; else RejectedReply."""
+    if reply.refused or (reply.stop_reason or "") in REFUSED_STOP_REASONS:
+        raise RejectedReply("refused")
+    if (reply.stop_reason or "") in TRUNCATED_STOP_REASONS:
+        raise RejectedReply(f"truncated (stop reason {reply.stop_reason})")
+    if not reply.text or not reply.text.strip():
+        raise RejectedReply("empty reply")
+    try:
+        parsed = _Reply.model_validate_json(reply.text.strip())
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "reply"
+        raise RejectedReply(f"malformed reply: {where}: {first['msg']}") from None
+    seen: list[str] = [v.id for v in parsed.verdicts]
+    duplicates = sorted({i for i in seen if seen.count(i) > 1})
+    missing = [i for i in item_ids if i not in seen]
+    extra = sorted({i for i in seen if i not in item_ids})
+    problems = []
+    if missing:
+        problems.append("missing " + ", ".join(missing))
+    if extra:
+        problems.append("unknown " + ", ".join(extra))
+    if duplicates:
+        problems.append("more than one verdict for " + ", ".join(duplicates))
+    if problems:
+        raise RejectedReply("does not cover every id exactly once: " + "; ".join(problems))
+    if any(not v.reason.strip() for v in parsed.verdicts):
+        raise RejectedReply("a verdict has a blank reason")
+    bad = [
+        f"{v.id}: {loc.file}:{loc.line} ({loc.side})"
+        for v in parsed.verdicts
+        for loc in v.locations
+        if not index.has(Location(file=loc.file, line=loc.line, side=loc.side))
+    ]
+    if bad:
+        raise RejectedReply("cites locations that are not in the diff: " + "; ".join(bad[:5]))
+    order = {item_id: n for n, item_id in enumerate(item_ids)}
+    return sorted(parsed.verdicts, key=lambda v: order[v.id])
+
+
+# --- consistency ---------------------------------------------------------------------------------------
+
+# Words that argue a verdict: positive ones say the item is met, negative ones that it is not. A negator in
+# the three words before a cue flips it ("does not satisfy", "does not break").
+_POSITIVE = re.compile(
+    r"^(satisf(y|ies|ied|ying)|meets?|met|correct(ly)?|compl(y|ies|ied|iant)|address(es|ed)?|handles?|"
+    r"handled|fulfil(l)?s?|fulfilled|adheres?|covers?|covered|respects?|preserves?|keeps?)$"
+)
+_NEGATIVE = re.compile(
+    r"^(violat\w*|breaks?|broken|broke|fail(s|ed|ing)?|missing|misses|missed|incorrect(ly)?|wrong(ly)?|"
+    r"omits?|omitted|neglects?|ignores?|lacks?|lacking|unmet|unsatisfied|insufficient)$"
+)
+_NEGATORS = {"not", "never", "no", "without", "nor", "cannot", "neither", "nothing", "none", "nowhere"}
+
+
+def _negated(tokens: list[str], at: int) -> bool:
+    window = tokens[max(0, at - 3) : at]
+    return any(t in _NEGATORS or t.endswith("n't") for t in window) or (
+        # "fails to satisfy": a failing verb before a positive cue negates it
+        bool(_POSITIVE.match(tokens[at])) and any(t in {"fails", "failed", "fail"} for t in window)
+    )
+
+
+def reason_polarity(reason: str) -> tuple[int, int]:
+    """(cues arguing pass, cues arguing fail) in ``reason``."""
+    tokens = re.findall(r"[a-z]+(?:'[a-z]+)?", reason.lower().replace("\u2019", "'"))
+    pro = con = 0
+    for at, token in enumerate(tokens):
+        positive = bool(_POSITIVE.match(token))
+        negative = bool(_NEGATIVE.match(token))
+        if not (positive or negative):
+            continue
+        flipped = _negated(tokens, at)
+        if positive != flipped:
+            pro += 1
+        else:
+            con += 1
+    return pro, con
+
+
+def reason_contradicts(verdict: VerdictValue, reason: str) -> bool:
+    """True when the reason argues only the other way: cues for the opposite verdict and none for this one.
+    Mixed reasons ("handles float but not double") are not flagged."""
+    pro, con = reason_polarity(reason)
+    return con > 0 and pro == 0 if verdict == "pass" else pro > 0 and con == 0
+
+
+# --- the runner ------------------------------------------------------------------------------------------
+
+
+class _Session:
+    """Calls for one diff: counts calls, retries and usage, and keeps why replies were rejected."""
+
+    def __init__(self, backend: Backend, settings: JudgeSettings, index: DiffIndex) -> None:
+        self.backend = backend
+        self.settings = settings
+        self.index = index
+        self.calls = 0
+        self.retries = 0
+        self.usage = Usage()
+        self.errors: list[str] = []
+
+    def _cost(self, reply: BackendReply) -> Usage:
+        if self.backend.scripted:
+            return reply.usage.model_copy(update={"cost_usd": 0.0, "cost_known": True})
+        batch = bool(getattr(self.backend, "batch", False))
+        return self.settings.prices.cost(reply.usage, self.backend.model, reply.model_id, batch=batch)
+
+    async def ask(self, request: JudgeRequest) -> tuple[list[_ReplyVerdict], str] | None:
+        for attempt in range(1, self.settings.attempts + 1):
+            sent = redraw_nonce(request)  # a fresh nonce for every call
+            try:
+                reply = await self.backend.complete(sent)
+            except BackendError as exc:
+                self.errors.append(f"call {self.calls + 1}: backend error: {exc}")
+                return None
+            self.calls += 1
+            self.usage = self.usage + self._cost(reply)
+            try:
+                return check_reply(reply, request.item_ids, self.index), reply.model_id
+            except RejectedReply as exc:
+                self.errors.append(f"call {self.calls}: {exc}")
+                if attempt < self.settings.attempts:
+                    self.retries += 1
+        return None
+
+
+def _item_verdict(v: _ReplyVerdict, item: JudgeItem, model_id: str, flagged: bool) -> ItemVerdict:
+    return ItemVerdict(
+        item_id=v.id,
+        kind=item.kind,
+        verdict=v.verdict,
+        reason=v.reason,
+        locations=[Location(file=loc.file, line=loc.line, side=loc.side) for loc in v.locations],
+        flagged_inconsistent=flagged,
+        model_id=model_id,
+    )
+
+
+async def judge_diff(
+    task: TaskSpec,
+    rubric: Rubric,
+    diff_text: str,
+    backend: Backend,
+    *,
+    config_edited: bool,
+    cache: VerdictCache | None = None,
+    settings: JudgeSettings | None = None,
+) -> JudgeResult:
+    """Judge one workspace diff against the rubric. Raises InputError for a diff the judge cannot be shown."""
+    settings = settings or JudgeSettings()
+    items, not_measured = select_items(rubric, config_edited=config_edited)
+    by_id = {item.id: item for item in items}
+    request = render_request(task, rubric, items, diff_text, max_diff_chars=settings.max_diff_chars)
+    key = cache_key(backend, request)
+    result = JudgeResult(judge=backend.spec, scripted=backend.scripted, not_measured=not_measured,
+                         cache_key=key, config_blocker=config_edited)
+
+    bypass: Literal["no_cache", "regrade_sample"] | None = None
+    if settings.no_cache:
+        bypass = "no_cache"
+    elif in_regrade_sample(key, settings.regrade_sample, settings.regrade_seed):
+        bypass = "regrade_sample"
+    stored = cache.get(key) if cache is not None else None
+    if stored is not None and bypass is None:
+        return result.model_copy(update={
+            "model_id": stored.model_id, "verdicts": stored.verdicts, "cache_hit": True,
+            "consistency_flags": stored.consistency_flags, "rejudged": stored.rejudged,
+        })
+    result.cache_bypass = bypass
+    if bypass is not None and stored is not None:
+        result.previous_verdicts = {v.item_id: v.verdict for v in stored.verdicts}
+
+    session = _Session(backend, settings, index_diff(diff_text))
+    answer = await session.ask(request)
+    verdicts: list[ItemVerdict] = []
+    failure: str | None = None
+    if answer is None:
+        failure = "no usable reply: " + (session.errors[-1] if session.errors else "no call made")
+    else:
+        replies, model_id = answer
+        result.model_id = model_id
+        verdicts = [_item_verdict(v, by_id[v.id], model_id, False) for v in replies]
+        flagged = [v.item_id for v in verdicts if settings.consistency_check
+                   and reason_contradicts(v.verdict, v.reason)]
+        if flagged:
+            result.consistency_flags = len(flagged)
+            again_items = [by_id[item_id] for item_id in flagged]
+            again_request = render_request(task, rubric, again_items, diff_text,
+                                           max_diff_chars=settings.max_diff_chars)
+            again = await session.ask(again_request)
+            if again is None:
+                failure = "re-judging the items whose reason argued the other way failed: " + (
+                    session.errors[-1] if session.errors else "no call made")
+            else:
+                result.rejudged = len(flagged)
+                again_replies, again_model = again
+                fresh = {v.id: _item_verdict(v, by_id[v.id], again_model, True) for v in again_replies}
+                verdicts = [fresh.get(v.item_id, v) for v in verdicts]
+                # A second contradiction is counted, not chased: one more call per flagged item at most.
+                result.consistency_flags += sum(
+                    1 for v in fresh.values() if reason_contradicts(v.verdict, v.reason))
+
+    result.calls = session.calls
+    result.retries = session.retries
+    result.usage = session.usage
+    result.attempt_errors = session.errors
+    if failure is not None:
+        result.failure = failure
+        return result
+    result.verdicts = verdicts
+    if cache is not None:
+        entry = CachedVerdicts(judge=backend.spec, model_id=result.model_id, verdicts=verdicts,
+                               consistency_flags=result.consistency_flags, rejudged=result.rejudged,
+                               usage=result.usage)
+        if stored is None:
+            cache.put(key, entry)
+        if bypass is not None:
+            cache.record_regrade(key, entry)
+    return result
+
+
+def judge_run(
+    task: TaskSpec,
+    rubric: Rubric,
+    diff_text: str,
+    backend: Backend,
+    *,
+    config_edited: bool,
+    cache: VerdictCache | None = None,
+    settings: JudgeSettings | None = None,
+) -> JudgeResult:
+    """Synchronous :func:`judge_diff` (for callers outside an event loop: the CLI, Celery tasks)."""
+    return asyncio.run(judge_diff(task, rubric, diff_text, backend, config_edited=config_edited,
+                                  cache=cache, settings=settings))
+
+
+# --- sweeps ------------------------------------------------------------------------------------------------
+
+
+class SweepJob(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    label: str  # what the progress line and the report call this diff (usually the run directory)
+    task: TaskSpec
+    rubric: Rubric
+    diff_text: str
+    config_edited: bool = False
+
+
+class SweepResult(BaseModel):
+    results: list[JudgeResult]  # in the order of the jobs
+    labels: list[str]
+    calls: int = 0
+    cache_hits: int = 0
+    failures: int = 0
+    usage: Usage = Usage()
+
+
+Progress = Callable[[int, int, str, JudgeResult], None]
+
+
+class BatchingBackend:
+    """Collects the calls a sweep makes at about the same time and sends them as one batch
+    (``backend.complete_many``, e.g. Anthropic Message Batches); retries and re-judgements form later batches.
+    Everything else (spec, model, render, decoding: so the cache key) is the wrapped backend's."""
+
+    def __init__(self, backend: Backend, *, window: float = 0.2) -> None:
+        self.inner = backend
+        self.spec = backend.spec
+        self.model = backend.model
+        self.scripted = backend.scripted
+        self.decoding = backend.decoding
+        self.batch = True
+        self.window = window
+        self.batches = 0
+        self._pending: list[tuple[JudgeRequest, asyncio.Future[BackendReply]]] = []
+        self._flush: asyncio.Task[None] | None = None
+
+    def render(self, request: JudgeRequest) -> dict[str, Any]:
+        return self.inner.render(request)
+
+    async def complete(self, request: JudgeRequest) -> BackendReply:
+        future: asyncio.Future[BackendReply] = asyncio.get_running_loop().create_future()
+        self._pending.append((request, future))
+        if self._flush is None or self._flush.done():
+            self._flush = asyncio.create_task(self._send_after_window())
+        return await future
+
+    async def _send_after_window(self) -> None:
+        await asyncio.sleep(self.window)
+        pending, self._pending = self._pending, []
+        self.batches += 1
+        complete_many = self.inner.complete_many  # type: ignore[attr-defined]
+        try:
+            replies = await complete_many([request for request, _ in pending])
+        except BackendError as exc:
+            replies = [exc for _ in pending]
+        for (_, future), reply in zip(pending, replies, strict=True):
+            if isinstance(reply, BaseException):
+                future.set_exception(reply)
+            else:
+                future.set_result(reply)
+
+
+async def judge_sweep(
+    jobs: list[SweepJob],
+    backend: Backend,
+    *,
+    cache: VerdictCache | None = None,
+    settings: JudgeSettings | None = None,
+    progress: Progress | None = None,
+) -> SweepResult:
+    """Judge many diffs, at most ``settings.concurrency`` at once; ``progress(done, total, label, result)``
+    after each. A diff the judge cannot be shown becomes a judge failure for that run, not an abort."""
+    settings = settings or JudgeSettings()
+    if getattr(backend, "batch", False) and hasattr(backend, "complete_many") \
+            and not isinstance(backend, BatchingBackend):
+        backend = BatchingBackend(backend)
+    limit = asyncio.Semaphore(settings.concurrency)
+    results: list[JudgeResult | None] = [None] * len(jobs)
+    done = 0
+
+    async def one(n: int, job: SweepJob) -> None:
+        nonlocal done
+        async with limit:
+            try:
+                result = await judge_diff(job.task, job.rubric, job.diff_text, backend,
+                                          config_edited=job.config_edited, cache=cache, settings=settings)
+            except InputError as exc:
+                result = JudgeResult(judge=backend.spec, scripted=backend.scripted,
+                                     failure=f"bad input: {exc}")
+        results[n] = result
+        done += 1
+        if progress is not None:
+            progress(done, len(jobs), job.label, result)
+
+    await asyncio.gather(*(one(n, job) for n, job in enumerate(jobs)))
+    final = [r for r in results if r is not None]
+    usage = Usage()
+    for r in final:
+        usage = usage + r.usage
+    return SweepResult(
+        results=final,
+        labels=[job.label for job in jobs],
+        calls=sum(r.calls for r in final),
+        cache_hits=sum(1 for r in final if r.cache_hit),
+        failures=sum(1 for r in final if r.failure is not None),
+        usage=usage,
+    )
+
+
+def diff_sha256(diff_text: str) -> str:
+    """sha256 of the diff's bytes (UTF-8), as the scripted judge keys its answers."""
+    return hashlib.sha256(diff_text.encode("utf-8", errors="surrogateescape")).hexdigest()
