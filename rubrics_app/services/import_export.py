@@ -1,0 +1,600 @@
+"""Import rubric.json files (an uploaded zip or a repository checkout) as draft revisions, and export admitted
+revisions as rubric.json, as a zip, or into a checkout.
+
+Import is all-or-nothing: every file is read and validated first, and only when none has a problem are the
+revisions created, in one transaction. Export reads only admitted revisions and writes each file atomically
+(temp file + os.replace) under ``tasks/<task-id>/``, touching no other file.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import posixpath
+import re
+import stat
+import subprocess
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import IO, Any
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from pydantic import ValidationError
+
+from grading.errors import InputError, InputErrors
+from grading.schema import Rubric, TaskSpec, load_manifest, parse_rubric
+from rubrics_app.models import (
+    ITEM_ID_RE,
+    AuditVerb,
+    Origin,
+    Repository,
+    RevisionStatus,
+    Role,
+    RubricRevision,
+    Task,
+    TransitionError,
+)
+from rubrics_app.services import audit
+from rubrics_app.services.revisions import create_revision
+
+# --- problems -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ImportProblem:
+    file: str  # the file inside the zip or checkout, e.g. "tasks/fix_x/rubric.json"
+    message: str
+    path: str = ""  # JSON path inside it, e.g. "blockers[1].evidence"
+
+    def __str__(self) -> str:
+        return ": ".join(p for p in (self.file, self.path, self.message) if p)
+
+
+class ImportFailed(Exception):
+    """Nothing was imported; ``problems`` lists every file with its errors."""
+
+    def __init__(self, problems: list[ImportProblem]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(str(p) for p in problems))
+
+
+class ExportError(Exception):
+    pass
+
+
+# --- reading task directories ---------------------------------------------------------------------
+
+
+@dataclass
+class TaskFiles:
+    """The files of one task directory as bytes, wherever they came from (zip or checkout)."""
+
+    directory: str  # "tasks/fix_x" or "" for a zip with rubric.json at its root
+    rubric: bytes
+    task_json: bytes | None = None
+    prompt_md: bytes | None = None
+    files: dict[str, bytes] = field(default_factory=dict)  # every other file, by path relative to `directory`
+
+    def label(self, name: str) -> str:
+        return posixpath.join(self.directory, name) if self.directory else name
+
+
+@dataclass
+class PreparedTask:
+    files: TaskFiles
+    rubric: Rubric
+    spec: TaskSpec | None
+    calibration: dict[str, bytes]
+
+
+def _decode_json(raw: bytes, label: str, problems: list[ImportProblem]) -> Any:
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        problems.append(ImportProblem(label, "not UTF-8 text"))
+    except json.JSONDecodeError as exc:
+        problems.append(
+            ImportProblem(label, f"malformed JSON: {exc.msg}", f"line {exc.lineno} column {exc.colno}")
+        )
+    return None
+
+
+def _prepare(task_files: TaskFiles, problems: list[ImportProblem]) -> PreparedTask | None:
+    label = task_files.label("rubric.json")
+    data = _decode_json(task_files.rubric, label, problems)
+    if data is None:
+        return None
+    try:
+        rubric = parse_rubric(data, label)
+    except InputErrors as exc:
+        problems.extend(ImportProblem(label, message, path) for path, message in exc.errors)
+        return None
+    except InputError as exc:
+        problems.append(ImportProblem(label, exc.message, exc.field or ""))
+        return None
+    if not re.fullmatch(ITEM_ID_RE, rubric.task) or len(rubric.task) > 200:
+        # The task id becomes a directory name on export: no '/', no '..'.
+        problems.append(ImportProblem(label, "a task id is letters, digits, '.', '_' and '-'", "task"))
+        return None
+    expected = PurePosixPath(task_files.directory).name if task_files.directory.startswith("tasks/") else None
+    if expected is not None and rubric.task != expected:
+        problems.append(
+            ImportProblem(label, f"task {rubric.task!r} is not the directory's name {expected!r}", "task")
+        )
+    calibration: dict[str, bytes] = {}
+    for json_path, rel in rubric.calibration.paths():
+        key = posixpath.normpath(rel)
+        if key not in task_files.files:
+            problems.append(ImportProblem(label, f"{rel!r} is not in the upload", json_path))
+        else:
+            calibration[rel] = task_files.files[key]
+    spec = None
+    if task_files.task_json is not None:
+        spec_label = task_files.label("task.json")
+        spec_data = _decode_json(task_files.task_json, spec_label, problems)
+        if spec_data is not None and not isinstance(spec_data, dict):
+            problems.append(ImportProblem(spec_label, "task.json is a JSON object"))
+        elif spec_data is not None:
+            try:
+                spec = TaskSpec.model_validate(spec_data)
+            except ValidationError as exc:
+                problems.extend(
+                    ImportProblem(spec_label, e["msg"], ".".join(str(part) for part in e["loc"]))
+                    for e in exc.errors()
+                )
+            else:
+                if spec.id != rubric.task:
+                    problems.append(
+                        ImportProblem(spec_label, f"id {spec.id!r} is not the rubric's task", "id")
+                    )
+                if spec.prompt is None and task_files.prompt_md is not None:
+                    try:
+                        spec = spec.model_copy(update={"prompt": task_files.prompt_md.decode("utf-8")})
+                    except UnicodeDecodeError:
+                        problems.append(ImportProblem(task_files.label("prompt.md"), "not UTF-8 text"))
+    return PreparedTask(task_files, rubric, spec, calibration)
+
+
+def _task_fields(spec: TaskSpec) -> dict[str, Any]:
+    extra = dict(spec.model_extra or {})
+    out: dict[str, Any] = {"gate": list(spec.gate)}
+    if spec.prompt is not None:
+        out["issue_prompt" if spec.prompt_style == "issue" else "spec_prompt"] = spec.prompt
+    if spec.base_commit:
+        out["base_commit"] = spec.base_commit
+    if spec.base_date:
+        out["base_date"] = spec.base_date
+    for key in ("source_pr_url", "source_pr", "pr_url"):
+        value = extra.get(key)
+        if isinstance(value, str) and value.startswith(("https://", "http://")):
+            out["source_pr_url"] = value
+            break
+    out["extra"] = extra
+    return out
+
+
+def import_task_files(
+    repository: Repository, sources: list[TaskFiles], user: Any = None
+) -> list[RubricRevision]:
+    """Validate every task first; then create one draft revision per task in one transaction."""
+    problems: list[ImportProblem] = []
+    if not sources:
+        problems.append(ImportProblem("", "no rubric.json found"))
+    prepared = [p for p in (_prepare(s, problems) for s in sources) if p is not None]
+    seen: dict[str, str] = {}
+    for p in prepared:
+        label = p.files.label("rubric.json")
+        if p.rubric.task in seen:
+            problems.append(
+                ImportProblem(label, f"task {p.rubric.task!r} is also in {seen[p.rubric.task]}", "task")
+            )
+        seen[p.rubric.task] = label
+    if problems:
+        raise ImportFailed(problems)
+    created: list[RubricRevision] = []
+    with transaction.atomic():
+        for p in prepared:
+            task, _ = Task.objects.select_for_update().get_or_create(
+                repository=repository, task_id=p.rubric.task
+            )
+            if p.spec is not None:
+                for name, value in _task_fields(p.spec).items():
+                    setattr(task, name, value)
+                task.full_clean(exclude=["repository"], validate_unique=False)
+                task.save()
+            created.append(create_revision(task, p.rubric, p.calibration, by=user, origin=Origin.IMPORTED))
+    return created
+
+
+# --- zip uploads ----------------------------------------------------------------------------------
+
+_WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+def _member_problem(info: zipfile.ZipInfo) -> str | None:
+    name = info.filename
+    if name.startswith(("/", "\\")) or _WINDOWS_DRIVE.match(name):
+        return "absolute path"
+    if "\\" in name:
+        return "backslash in path"
+    if ".." in PurePosixPath(name).parts:
+        return "path leaves the archive ('..')"
+    if "\x00" in name:
+        return "NUL in path"
+    if stat.S_ISLNK(info.external_attr >> 16):
+        return "symbolic link"
+    if info.flag_bits & 0x1:
+        return "encrypted member"
+    return None
+
+
+def _read_upload(uploaded: IO[bytes] | Any, limit: int) -> bytes:
+    size = getattr(uploaded, "size", None)
+    if isinstance(size, int) and size > limit:
+        raise ImportFailed([ImportProblem(_name(uploaded), f"upload is {size} bytes; the limit is {limit}")])
+    if hasattr(uploaded, "seek"):
+        uploaded.seek(0)
+    raw = uploaded.read(limit + 1)
+    if len(raw) > limit:
+        raise ImportFailed([ImportProblem(_name(uploaded), f"upload is over the limit of {limit} bytes")])
+    return bytes(raw)
+
+
+def _name(uploaded: Any) -> str:
+    return PurePosixPath(str(getattr(uploaded, "name", "") or "upload")).name
+
+
+def read_zip(raw: bytes, label: str = "upload.zip") -> list[TaskFiles]:
+    """The task directories of a zip: every directory holding a rubric.json. Raises ImportFailed on an unsafe
+    or oversized archive."""
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(raw))
+    except (zipfile.BadZipFile, OSError):
+        raise ImportFailed([ImportProblem(label, "not a zip file")]) from None
+    with archive:
+        infos = archive.infolist()
+        max_members = settings.RUBRIC_ZIP_MAX_MEMBERS
+        if len(infos) > max_members:
+            raise ImportFailed([ImportProblem(label, f"{len(infos)} members; the limit is {max_members}")])
+        problems = [ImportProblem(f"{label}: {i.filename}", p) for i in infos if (p := _member_problem(i))]
+        total = sum(i.file_size for i in infos)
+        max_total = settings.RUBRIC_ZIP_MAX_UNCOMPRESSED_BYTES
+        if total > max_total:
+            problems.append(ImportProblem(label, f"{total} bytes uncompressed; the limit is {max_total}"))
+        names = [i.filename for i in infos if not i.is_dir()]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        problems.extend(ImportProblem(f"{label}: {n}", "appears twice in the archive") for n in duplicates)
+        if problems:
+            raise ImportFailed(problems)
+        contents: dict[str, bytes] = {}
+        read_total = 0
+        for info in infos:
+            if info.is_dir():
+                continue
+            try:
+                # ZipExtFile stops at the declared size and checks the CRC, so a lying header cannot inflate.
+                data = archive.read(info)
+            except (zipfile.BadZipFile, OSError, NotImplementedError, RuntimeError) as exc:
+                raise ImportFailed(
+                    [ImportProblem(f"{label}: {info.filename}", f"cannot read: {exc}")]
+                ) from None
+            read_total += len(data)
+            if read_total > max_total:
+                raise ImportFailed([ImportProblem(label, f"over {max_total} bytes uncompressed")])
+            contents[posixpath.normpath(info.filename)] = data
+    return _group_task_dirs(contents)
+
+
+def _group_task_dirs(contents: dict[str, bytes]) -> list[TaskFiles]:
+    rubric_dirs = sorted(posixpath.dirname(n) for n in contents if posixpath.basename(n) == "rubric.json")
+    out: list[TaskFiles] = []
+    for directory in rubric_dirs:
+        prefix = f"{directory}/" if directory else ""
+        files = {n[len(prefix) :]: data for n, data in contents.items() if n.startswith(prefix)}
+        out.append(
+            TaskFiles(
+                directory=directory,
+                rubric=files["rubric.json"],
+                task_json=files.get("task.json"),
+                prompt_md=files.get("prompt.md"),
+                files=files,
+            )
+        )
+    return out
+
+
+def _require_maintainer(repository: Repository, user: Any) -> None:
+    # `user=None` is the command line (manage.py), which has the run of the database anyway.
+    if user is not None and repository.role_of(user) != Role.MAINTAINER:
+        raise PermissionDenied("only a maintainer of this repository may import or export rubrics")
+
+
+def import_rubric_zip(
+    repository: Repository, uploaded_file: IO[bytes] | Any, user: Any
+) -> list[RubricRevision]:
+    """An uploaded zip (tasks/<id>/rubric.json or rubric.json, with calib diffs) or a bare rubric.json,
+    as draft revisions. Raises ImportFailed listing every problem; then nothing is imported."""
+    _require_maintainer(repository, user)
+    raw = _read_upload(uploaded_file, settings.RUBRIC_UPLOAD_MAX_BYTES)
+    label = _name(uploaded_file)
+    sources = read_zip(raw, label) if raw.startswith(b"PK") else [TaskFiles(directory="", rubric=raw)]
+    try:
+        return import_task_files(repository, sources, user)
+    except ImportFailed as exc:
+        if not raw.startswith(b"PK"):
+            # A bare rubric.json is named by the upload's own name, not "rubric.json".
+            raise ImportFailed([ImportProblem(label, p.message, p.path) for p in exc.problems]) from None
+        raise
+
+
+# --- checkouts ------------------------------------------------------------------------------------
+
+
+def read_checkout(root: Path) -> list[TaskFiles]:
+    """Every tasks/*/ directory of a checkout that holds a rubric.json, with the files its rubric names."""
+    problems: list[ImportProblem] = []
+    out: list[TaskFiles] = []
+    tasks_dir = root / "tasks"
+    if not tasks_dir.is_dir():
+        raise ImportFailed([ImportProblem(str(root), "no tasks/ directory")])
+    max_bytes = settings.RUBRIC_ZIP_MAX_UNCOMPRESSED_BYTES
+    for task_dir in sorted(p for p in tasks_dir.iterdir() if p.is_dir()):
+        rubric_path = task_dir / "rubric.json"
+        if not rubric_path.is_file():
+            continue
+        directory = f"tasks/{task_dir.name}"
+        base = task_dir.resolve()
+
+        def read(
+            rel: str, directory: str = directory, task_dir: Path = task_dir, base: Path = base
+        ) -> bytes | None:
+            path = task_dir / rel
+            label = posixpath.join(directory, rel)
+            if not path.exists():
+                return None
+            if not path.resolve().is_relative_to(base):
+                problems.append(ImportProblem(label, "leaves the task directory (symbolic link?)"))
+                return None
+            if path.stat().st_size > max_bytes:
+                problems.append(ImportProblem(label, f"larger than {max_bytes} bytes"))
+                return None
+            return path.read_bytes()
+
+        rubric = read("rubric.json")
+        if rubric is None:
+            continue
+        files: dict[str, bytes] = {}
+        # Only the diffs the rubric names are read: a task directory may hold large unrelated files.
+        try:
+            names = [rel for _, rel in parse_rubric(json.loads(rubric), rubric_path).calibration.paths()]
+        except (InputError, ValueError):
+            names = []  # the rubric's own problems are reported by import_task_files
+        for rel in names:
+            data = read(posixpath.normpath(rel))
+            if data is not None:
+                files[posixpath.normpath(rel)] = data
+        out.append(
+            TaskFiles(
+                directory, rubric, task_json=read("task.json"), prompt_md=read("prompt.md"), files=files
+            )
+        )
+    if problems:
+        raise ImportFailed(problems)
+    return out
+
+
+def import_checkout(repository: Repository, root: Path, user: Any = None) -> list[RubricRevision]:
+    """Every tasks/*/rubric.json (+ task.json) under ``root`` as a draft revision, all or nothing."""
+    _require_maintainer(repository, user)
+    return import_task_files(repository, read_checkout(root), user)
+
+
+def repository_for_checkout(root: Path, name: str | None = None) -> Repository:
+    """The repository a checkout belongs to, created on first import; its manifest's tests block is read."""
+    repository, _ = Repository.objects.get_or_create(
+        name=name or root.resolve().name, defaults={"checkout_path": str(root.resolve())}
+    )
+    manifest = root / "repo_manifest.yaml"
+    if manifest.is_file():
+        try:
+            tests = load_manifest(manifest).tests
+        except InputError as exc:
+            raise ImportFailed([ImportProblem(str(manifest), exc.message, exc.field or "")]) from None
+        if tests is not None:
+            repository.tests_config = tests.model_dump(mode="json", by_alias=True, exclude_unset=True)
+            repository.save(update_fields=["tests_config"])
+    return repository
+
+
+# --- export ---------------------------------------------------------------------------------------
+
+
+def _require_admitted(revision: RubricRevision) -> Rubric:
+    if revision.status != RevisionStatus.ADMITTED:
+        raise TransitionError(
+            f"only an admitted revision is exported (revision {revision.number} is {revision.status})"
+        )
+    return revision.to_rubric()
+
+
+def rubric_json_bytes(revision: RubricRevision) -> bytes:
+    return (json.dumps(revision.to_rubric_dict(), indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def export_rubric_json(revision: RubricRevision, *, by: Any = None) -> bytes:
+    """rubric.json of an admitted revision, exactly what `rubric validate` accepts."""
+    _require_admitted(revision)
+    audit.record(AuditVerb.EXPORTED, actor=by, revision=revision, detail={"as": "rubric.json"})
+    return rubric_json_bytes(revision)
+
+
+def _task_files_out(revision: RubricRevision) -> dict[str, bytes]:
+    files = {"rubric.json": rubric_json_bytes(revision)}
+    for diff in revision.ordered_diffs():
+        files[posixpath.normpath(diff.path)] = bytes(diff.content)
+    return files
+
+
+def export_zip(revision: RubricRevision, *, by: Any = None) -> bytes:
+    """A zip of tasks/<task-id>/rubric.json and its calib diffs (unzips into a checkout; imports back)."""
+    _require_admitted(revision)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for rel, data in _task_files_out(revision).items():
+            # A fixed timestamp: the same revision always gives the same bytes.
+            info = zipfile.ZipInfo(f"tasks/{revision.task.task_id}/{rel}", date_time=(1980, 1, 1, 0, 0, 0))
+            info.external_attr = (stat.S_IFREG | 0o644) << 16
+            archive.writestr(info, data, compress_type=zipfile.ZIP_DEFLATED)
+    audit.record(AuditVerb.EXPORTED, actor=by, revision=revision, detail={"as": "zip"})
+    return buffer.getvalue()
+
+
+@dataclass
+class CheckoutExport:
+    root: Path
+    paths: list[str]  # relative to root, e.g. tasks/fix_x/rubric.json
+    branch: str | None = None
+    commit: str | None = None
+
+
+def _atomic_write(target: Path, data: bytes) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _git_env(by: Any) -> dict[str, str]:
+    name = (
+        getattr(by, "get_full_name", lambda: "")() or getattr(by, "username", "") or "Rubrics app"
+    ).strip()
+    email = getattr(by, "email", "") or "rubrics@localhost"
+    return {
+        **{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
+        # The maintainer's own git config (hooks, signing, aliases) plays no part in an export.
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_AUTHOR_NAME": name,
+        "GIT_AUTHOR_EMAIL": email,
+        "GIT_COMMITTER_NAME": name,
+        "GIT_COMMITTER_EMAIL": email,
+    }
+
+
+def _git(root: Path, env: dict[str, str], *args: str) -> str:
+    result = subprocess.run(
+        ["git", "-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false", *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        message = result.stderr.decode("utf-8", errors="replace").strip()
+        raise ExportError(f"git {args[0]} failed: {message}")
+    return result.stdout.decode("utf-8", errors="replace").strip()
+
+
+def _export_root(repository: Repository, private: bool) -> Path:
+    raw = repository.private_path if private else repository.checkout_path
+    what = "private path" if private else "checkout path"
+    if not raw:
+        raise ExportError(f"repository {repository.name} has no {what}")
+    root = Path(raw)
+    if not root.is_dir():
+        raise ExportError(f"{what} {raw} is not a directory")
+    return root.resolve()
+
+
+def write_many_to_checkout(
+    revisions: list[RubricRevision],
+    private: bool = False,
+    branch: str | None = None,
+    *,
+    by: Any = None,
+    root: Path | None = None,
+) -> CheckoutExport:
+    """Write tasks/<task-id>/rubric.json and calib diffs of admitted revisions (one repository), each file
+    atomically; with ``branch``, commit exactly those files on a new branch of the checkout."""
+    if not revisions:
+        raise ExportError("nothing to export")
+    repository = revisions[0].task.repository
+    if any(r.task.repository_id != repository.pk for r in revisions):
+        raise ExportError("revisions of several repositories")
+    _require_maintainer(repository, by)
+    for revision in revisions:
+        _require_admitted(revision)
+    target_root = root.resolve() if root is not None else _export_root(repository, private)
+    writes: list[tuple[str, bytes]] = []
+    for revision in revisions:
+        for rel, data in _task_files_out(revision).items():
+            path = posixpath.join("tasks", revision.task.task_id, rel)
+            target = (target_root / path).parent.resolve()
+            if not target.is_relative_to(target_root):
+                raise ExportError(f"{path} leaves {target_root} (symbolic link?)")
+            writes.append((path, data))
+    env = _git_env(by)
+    if branch is not None:
+        if not branch or branch.startswith("-"):
+            raise ExportError(f"bad branch name {branch!r}")
+        _git(target_root, env, "check-ref-format", "--branch", branch)
+        if _git_ok(target_root, env, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"):
+            raise ExportError(f"branch {branch} already exists")
+        _git(target_root, env, "switch", "--quiet", "--create", branch)
+    for path, data in writes:
+        final = target_root / path
+        if final.is_symlink():
+            raise ExportError(f"{path} is a symbolic link; not overwriting it")
+        _atomic_write(final, data)
+    paths = [p for p, _ in writes]
+    commit = None
+    if branch is not None:
+        _git(target_root, env, "add", "--", *paths)
+        tasks = ", ".join(r.task.task_id for r in revisions)
+        message = f"Rubrics: export admitted revisions of {tasks}"
+        # Naming the paths commits only them, whatever else the maintainer has staged.
+        _git(target_root, env, "commit", "--quiet", "--no-verify", "-m", message, "--only", "--", *paths)
+        commit = _git(target_root, env, "rev-parse", "HEAD")
+    for revision in revisions:
+        audit.record(
+            AuditVerb.EXPORTED,
+            actor=by,
+            revision=revision,
+            detail={
+                "as": "private" if private else "checkout",
+                "root": str(target_root),
+                "paths": [p for p in paths if p.startswith(f"tasks/{revision.task.task_id}/")],
+                "branch": branch,
+                "commit": commit,
+            },
+        )
+    return CheckoutExport(target_root, paths, branch, commit)
+
+
+def _git_ok(root: Path, env: dict[str, str], *args: str) -> bool:
+    try:
+        _git(root, env, *args)
+    except ExportError:
+        return False
+    return True
+
+
+def write_to_checkout(
+    revision: RubricRevision, private: bool = False, branch: str | None = None, *, by: Any = None
+) -> CheckoutExport:
+    """tasks/<task-id>/rubric.json and its calib diffs into the checkout (or the private path), atomically."""
+    return write_many_to_checkout([revision], private, branch, by=by)

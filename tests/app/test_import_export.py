@@ -1,0 +1,441 @@
+from __future__ import annotations
+
+import io
+import json
+import os
+import stat
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.exceptions import PermissionDenied
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from grading.cli import main as rubric_cli
+from grading.schema import load_rubric
+from rubrics_app.models import (
+    AuditEvent,
+    AuditVerb,
+    Repository,
+    RevisionStatus,
+    RubricRevision,
+    Task,
+    TransitionError,
+)
+from rubrics_app.services import import_export, revisions
+from rubrics_app.services.import_export import ExportError, ImportFailed
+from tests.app.conftest import CALIBRATION_FILES, RUBRIC, MakeRevision, rubric_data
+from tests.gitrepo import GitRepo
+
+
+def make_zip(members: dict[str, bytes], symlinks: dict[str, str] | None = None) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+        for name, target in (symlinks or {}).items():
+            info = zipfile.ZipInfo(name)
+            info.external_attr = (stat.S_IFLNK | 0o777) << 16
+            archive.writestr(info, target)
+    return buffer.getvalue()
+
+
+def task_zip(data: dict[str, Any] | None = None, prefix: str = "tasks/fix_fraction_gt1/") -> bytes:
+    members = {f"{prefix}rubric.json": json.dumps(data or RUBRIC).encode()}
+    members.update({f"{prefix}{path}": content for path, content in CALIBRATION_FILES.items()})
+    return make_zip(members)
+
+
+def upload(raw: bytes, name: str = "rubrics.zip") -> SimpleUploadedFile:
+    return SimpleUploadedFile(name, raw, content_type="application/zip")
+
+
+def approve_and_admit(revision: RubricRevision, by: Any) -> RubricRevision:
+    for item in revision.ordered_items():
+        revisions.approve_item(item, by=by)
+    revision.refresh_from_db()
+    revisions.admit(revision, by=by)
+    revision.refresh_from_db()
+    return revision
+
+
+def problems_of(exc: pytest.ExceptionInfo[ImportFailed]) -> list[str]:
+    return [str(p) for p in exc.value.problems]
+
+
+# --- round trips ------------------------------------------------------------------------------------------
+
+
+def test_it_round_trips_an_uploaded_zip(repository: Repository, maintainer: Any) -> None:
+    (revision,) = import_export.import_rubric_zip(repository, upload(task_zip()), maintainer)
+    assert revision.status == RevisionStatus.DRAFT
+    assert revision.task.task_id == "fix_fraction_gt1"
+    approve_and_admit(revision, maintainer)
+
+    assert json.loads(import_export.export_rubric_json(revision, by=maintainer)) == RUBRIC
+
+    with zipfile.ZipFile(io.BytesIO(import_export.export_zip(revision, by=maintainer))) as archive:
+        names = sorted(archive.namelist())
+        assert names == [
+            "tasks/fix_fraction_gt1/calib/alt.diff",
+            "tasks/fix_fraction_gt1/calib/lazy.diff",
+            "tasks/fix_fraction_gt1/rubric.json",
+        ]
+        assert archive.read("tasks/fix_fraction_gt1/calib/lazy.diff") == CALIBRATION_FILES["calib/lazy.diff"]
+        assert json.loads(archive.read("tasks/fix_fraction_gt1/rubric.json")) == RUBRIC
+
+
+def test_an_exported_zip_imports_back_as_the_same_rubric(
+    admitted_revision: RubricRevision, maintainer: Any
+) -> None:
+    raw = import_export.export_zip(admitted_revision, by=maintainer)
+    (again,) = import_export.import_rubric_zip(admitted_revision.task.repository, upload(raw), maintainer)
+    assert again.task == admitted_revision.task
+    assert again.number == admitted_revision.number + 1
+    assert again.to_rubric_dict() == admitted_revision.to_rubric_dict()
+    assert import_export.export_zip(admitted_revision) == raw  # same revision, same bytes
+
+
+def test_the_exported_json_is_what_rubric_validate_accepts(
+    admitted_revision: RubricRevision, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    task_dir = tmp_path / "tasks" / "fix_fraction_gt1"
+    (task_dir / "calib").mkdir(parents=True)
+    (task_dir / "rubric.json").write_bytes(import_export.export_rubric_json(admitted_revision))
+    for path, content in CALIBRATION_FILES.items():
+        (task_dir / path).write_bytes(content)
+    assert rubric_cli(["validate", str(task_dir / "rubric.json")]) == 0
+    assert "ok" in capsys.readouterr().out
+
+
+def test_a_bare_rubric_json_upload_becomes_a_draft(repository: Repository, maintainer: Any) -> None:
+    data = rubric_data(task="no_calibration")
+    del data["calibration"]
+    (revision,) = import_export.import_rubric_zip(
+        repository, upload(json.dumps(data).encode(), "r.json"), maintainer
+    )
+    assert revision.to_rubric_dict() == data
+    assert AuditEvent.objects.filter(verb=AuditVerb.IMPORTED, revision=revision, actor=maintainer).exists()
+
+
+def test_a_zip_with_rubric_json_at_its_root_and_task_json(repository: Repository, maintainer: Any) -> None:
+    task_json = {
+        "id": "fix_fraction_gt1",
+        "prompt": "Fix it when the issue is filed.",
+        "prompt_style": "issue",
+        "gate": ["pass", "format_ok"],
+        "base_commit": "abc123",
+        "base_date": "2025-11-03",
+        "source_pr_url": "https://github.com/example/project/pull/7",
+        "difficulty": "hard",
+    }
+    buffer = io.BytesIO(task_zip(prefix=""))
+    with zipfile.ZipFile(buffer, "a") as archive:
+        archive.writestr("task.json", json.dumps(task_json))
+    raw = buffer.getvalue()
+    (revision,) = import_export.import_rubric_zip(repository, upload(raw), maintainer)
+    task = Task.objects.get(pk=revision.task_id)
+    assert task.issue_prompt == "Fix it when the issue is filed." and task.spec_prompt == ""
+    assert task.gate == ["pass", "format_ok"]
+    assert (task.base_commit, task.base_date) == ("abc123", "2025-11-03")
+    assert task.source_pr_url == "https://github.com/example/project/pull/7"
+    assert task.extra["difficulty"] == "hard"
+
+
+# --- bad uploads: listed, and nothing half-imported -------------------------------------------------------
+
+
+def assert_nothing_imported() -> None:
+    assert RubricRevision.objects.count() == 0
+    assert Task.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("member", "problem"),
+    [
+        ("../evil/rubric.json", "path leaves the archive"),
+        ("tasks/x/../../../evil.diff", "path leaves the archive"),
+        ("/etc/cron.d/rubric.json", "absolute path"),
+        ("C:/Windows/rubric.json", "absolute path"),
+        ("tasks\\..\\..\\evil.json", "backslash"),
+    ],
+)
+def test_it_refuses_path_traversal(
+    repository: Repository, maintainer: Any, member: str, problem: str
+) -> None:
+    raw = make_zip(
+        {**{f"tasks/fix_fraction_gt1/{p}": c for p, c in CALIBRATION_FILES.items()}, member: b"{}"}
+    )
+    with pytest.raises(ImportFailed) as exc:
+        import_export.import_rubric_zip(repository, upload(raw), maintainer)
+    assert [p.file for p in exc.value.problems] == [f"rubrics.zip: {member}"]
+    assert problem in exc.value.problems[0].message
+    assert_nothing_imported()
+
+
+def test_it_refuses_symbolic_links(repository: Repository, maintainer: Any) -> None:
+    raw = make_zip(
+        {"tasks/fix_fraction_gt1/rubric.json": json.dumps(RUBRIC).encode()},
+        symlinks={"tasks/fix_fraction_gt1/calib/lazy.diff": "/etc/passwd"},
+    )
+    with pytest.raises(ImportFailed) as exc:
+        import_export.import_rubric_zip(repository, upload(raw), maintainer)
+    assert problems_of(exc) == ["rubrics.zip: tasks/fix_fraction_gt1/calib/lazy.diff: symbolic link"]
+    assert_nothing_imported()
+
+
+def test_it_refuses_an_upload_over_the_size_limit(
+    repository: Repository, maintainer: Any, settings: Any
+) -> None:
+    raw = task_zip()
+    settings.RUBRIC_UPLOAD_MAX_BYTES = len(raw) - 1
+    with pytest.raises(ImportFailed) as exc:
+        import_export.import_rubric_zip(repository, upload(raw), maintainer)
+    assert "the limit is" in problems_of(exc)[0]
+    # A stream without a size is cut at the limit, not read whole.
+    with pytest.raises(ImportFailed):
+        import_export.import_rubric_zip(repository, io.BytesIO(raw), maintainer)
+    assert_nothing_imported()
+
+
+def test_it_refuses_a_zip_bomb(repository: Repository, maintainer: Any, settings: Any) -> None:
+    settings.RUBRIC_ZIP_MAX_UNCOMPRESSED_BYTES = 1_000_000
+    raw = make_zip({"tasks/fix_fraction_gt1/rubric.json": b" " * 2_000_000})
+    assert len(raw) < 20_000
+    with pytest.raises(ImportFailed) as exc:
+        import_export.import_rubric_zip(repository, upload(raw), maintainer)
+    assert "uncompressed; the limit is 1000000" in problems_of(exc)[0]
+    assert_nothing_imported()
+
+
+def test_it_refuses_too_many_members(repository: Repository, maintainer: Any, settings: Any) -> None:
+    settings.RUBRIC_ZIP_MAX_MEMBERS = 3
+    raw = make_zip({f"junk/{i}.txt": b"x" for i in range(4)})
+    with pytest.raises(ImportFailed) as exc:
+        import_export.import_rubric_zip(repository, upload(raw), maintainer)
+    assert problems_of(exc) == ["rubrics.zip: 4 members; the limit is 3"]
+
+
+def test_it_refuses_what_is_not_a_zip_or_json(repository: Repository, maintainer: Any) -> None:
+    with pytest.raises(ImportFailed) as exc:
+        import_export.import_rubric_zip(repository, upload(b"PK\x03\x04garbage"), maintainer)
+    assert problems_of(exc) == ["rubrics.zip: not a zip file"]
+    with pytest.raises(ImportFailed) as exc:
+        import_export.import_rubric_zip(repository, upload(b'{"schema": ', "rubric.json"), maintainer)
+    assert problems_of(exc) == ["rubric.json: line 1 column 12: malformed JSON: Expecting value"]
+    with pytest.raises(ImportFailed) as exc:
+        import_export.import_rubric_zip(repository, upload(b"\xff\xfe", "rubric.json"), maintainer)
+    assert problems_of(exc) == ["rubric.json: not UTF-8 text"]
+
+
+def test_one_invalid_task_imports_nothing_and_lists_every_problem(
+    repository: Repository, maintainer: Any
+) -> None:
+    bad = rubric_data(task="second_task", blockers=RUBRIC["blockers"][:1])
+    bad["non_blockers"] = [{"id": "N1", "criterion": ""}, *RUBRIC["non_blockers"][1:]]
+    members = {
+        "tasks/fix_fraction_gt1/rubric.json": json.dumps(RUBRIC).encode(),
+        "tasks/second_task/rubric.json": json.dumps(bad).encode(),
+        **{
+            f"tasks/{t}/{p}": c
+            for t in ("fix_fraction_gt1", "second_task")
+            for p, c in CALIBRATION_FILES.items()
+        },
+    }
+    with pytest.raises(ImportFailed) as exc:
+        import_export.import_rubric_zip(repository, upload(make_zip(members)), maintainer)
+    problems = problems_of(exc)
+    assert (
+        "tasks/second_task/rubric.json: blockers: List should have at least 2 items after validation, not 1"
+        in (problems)
+    )
+    assert "tasks/second_task/rubric.json: non_blockers[0].criterion: must not be blank" in problems
+    assert not any(p.startswith("tasks/fix_fraction_gt1") for p in problems)
+    assert_nothing_imported()
+
+
+def test_a_missing_calibration_diff_is_a_problem(repository: Repository, maintainer: Any) -> None:
+    raw = make_zip({"tasks/fix_fraction_gt1/rubric.json": json.dumps(RUBRIC).encode()})
+    with pytest.raises(ImportFailed) as exc:
+        import_export.import_rubric_zip(repository, upload(raw), maintainer)
+    assert problems_of(exc) == [
+        "tasks/fix_fraction_gt1/rubric.json: calibration.lazy[0]: 'calib/lazy.diff' is not in the upload",
+        "tasks/fix_fraction_gt1/rubric.json: calibration.alt[0]: 'calib/alt.diff' is not in the upload",
+    ]
+
+
+def test_the_directory_names_the_task(repository: Repository, maintainer: Any) -> None:
+    with pytest.raises(ImportFailed) as exc:
+        import_export.import_rubric_zip(repository, upload(task_zip(prefix="tasks/other/")), maintainer)
+    assert problems_of(exc) == [
+        "tasks/other/rubric.json: task: task 'fix_fraction_gt1' is not the directory's name 'other'"
+    ]
+
+
+def test_a_task_id_cannot_leave_its_directory(repository: Repository, maintainer: Any) -> None:
+    raw = task_zip(rubric_data(task="../../etc"), prefix="")
+    with pytest.raises(ImportFailed) as exc:
+        import_export.import_rubric_zip(repository, upload(raw), maintainer)
+    assert problems_of(exc) == ["rubric.json: task: a task id is letters, digits, '.', '_' and '-'"]
+
+
+def test_only_a_maintainer_imports(repository: Repository, reviewer: Any, outsider: Any) -> None:
+    for user in (reviewer, outsider):
+        with pytest.raises(PermissionDenied):
+            import_export.import_rubric_zip(repository, upload(task_zip()), user)
+    assert_nothing_imported()
+
+
+# --- export -----------------------------------------------------------------------------------------------
+
+
+def test_only_admitted_revisions_are_exported(make_revision: MakeRevision, maintainer: Any) -> None:
+    for status in (RevisionStatus.DRAFT, RevisionStatus.APPROVED):
+        revision = make_revision(status)
+        with pytest.raises(TransitionError):
+            import_export.export_rubric_json(revision)
+        with pytest.raises(TransitionError):
+            import_export.export_zip(revision)
+        with pytest.raises(TransitionError):
+            import_export.write_to_checkout(revision, by=maintainer)
+    assert not AuditEvent.objects.filter(verb=AuditVerb.EXPORTED).exists()
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".git" not in p.relative_to(root).parts
+    }
+
+
+@pytest.fixture
+def checkout(repository: Repository, git_repo: GitRepo) -> GitRepo:
+    git_repo.write("src/fraction.py", "def fraction(x):\n    return x\n")
+    git_repo.write("tasks/fix_fraction_gt1/task.json", '{"id": "fix_fraction_gt1", "prompt": "p"}\n')
+    git_repo.write("tasks/fix_fraction_gt1/calib/old.diff", "stale diff of an earlier revision\n")
+    git_repo.commit("base")
+    repository.checkout_path = str(git_repo.path)
+    repository.save()
+    return git_repo
+
+
+def test_it_writes_into_the_checkout_touching_no_other_file(
+    admitted_revision: RubricRevision, checkout: GitRepo, maintainer: Any
+) -> None:
+    checkout.write("src/fraction.py", "def fraction(x):\n    return x  # uncommitted work\n")
+    before = snapshot(checkout.path)
+    result = import_export.write_to_checkout(admitted_revision, by=maintainer)
+    assert result.paths == [
+        "tasks/fix_fraction_gt1/rubric.json",
+        "tasks/fix_fraction_gt1/calib/lazy.diff",
+        "tasks/fix_fraction_gt1/calib/alt.diff",
+    ]
+    after = snapshot(checkout.path)
+    assert {k: v for k, v in after.items() if k not in result.paths} == before
+    written = checkout.path / "tasks/fix_fraction_gt1/rubric.json"
+    assert json.loads(written.read_bytes()) == RUBRIC
+    assert load_rubric(written).task == "fix_fraction_gt1"  # calib files are there too
+    assert not list(checkout.path.rglob("*.tmp"))
+    assert result.commit is None
+    event = AuditEvent.objects.get(verb=AuditVerb.EXPORTED)
+    assert event.actor == maintainer and event.detail["paths"] == result.paths
+
+
+def test_it_commits_exactly_those_files_on_a_new_branch(
+    admitted_revision: RubricRevision, checkout: GitRepo, maintainer: Any
+) -> None:
+    checkout.write("src/fraction.py", "dirty\n")
+    checkout.git("add", "src/fraction.py")  # staged by the maintainer: must not land in the export's commit
+    result = import_export.write_to_checkout(admitted_revision, branch="rubrics/export-1", by=maintainer)
+    assert checkout.git("branch", "--show-current").strip() == "rubrics/export-1"
+    assert result.commit == checkout.head()
+    committed = checkout.git("show", "--name-only", "--format=", "HEAD").split()
+    assert sorted(committed) == sorted(result.paths)
+    assert checkout.git("log", "-1", "--format=%an <%ae>").strip() == "maintainer <maintainer@example.com>"
+    assert "M  src/fraction.py" in checkout.git("status", "--porcelain")
+
+
+@pytest.mark.parametrize("branch", ["-delete-me", "bad..name", "main"])
+def test_it_refuses_a_bad_or_existing_branch(
+    admitted_revision: RubricRevision, checkout: GitRepo, maintainer: Any, branch: str
+) -> None:
+    before = snapshot(checkout.path)
+    with pytest.raises(ExportError):
+        import_export.write_to_checkout(admitted_revision, branch=branch, by=maintainer)
+    assert snapshot(checkout.path) == before
+    assert checkout.git("branch", "--show-current").strip() == "main"
+
+
+def test_held_out_rubrics_go_to_the_private_path(
+    admitted_revision: RubricRevision, checkout: GitRepo, maintainer: Any, tmp_path: Path
+) -> None:
+    private = Path(admitted_revision.task.repository.private_path)
+    private.mkdir()
+    before = snapshot(checkout.path)
+    import_export.write_to_checkout(admitted_revision, private=True, by=maintainer)
+    assert snapshot(checkout.path) == before
+    assert json.loads((private / "tasks/fix_fraction_gt1/rubric.json").read_bytes()) == RUBRIC
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temp_file(
+    admitted_revision: RubricRevision, checkout: GitRepo, maintainer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = checkout.write("tasks/fix_fraction_gt1/rubric.json", "old rubric\n")
+
+    def failing_replace(src: str, dst: str) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", failing_replace)
+    with pytest.raises(OSError, match="disk full"):
+        import_export.write_to_checkout(admitted_revision, by=maintainer)
+    assert old.read_text() == "old rubric\n"
+    assert not [p for p in old.parent.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_it_does_not_write_through_a_symlinked_task_directory(
+    admitted_revision: RubricRevision, checkout: GitRepo, maintainer: Any, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (checkout.path / "tasks/fix_fraction_gt1/calib/old.diff").unlink()
+    (checkout.path / "tasks/fix_fraction_gt1/task.json").unlink()
+    (checkout.path / "tasks/fix_fraction_gt1/calib").rmdir()
+    (checkout.path / "tasks/fix_fraction_gt1").rmdir()
+    (checkout.path / "tasks/fix_fraction_gt1").symlink_to(outside)
+    with pytest.raises(ExportError, match="leaves"):
+        import_export.write_to_checkout(admitted_revision, by=maintainer)
+    assert list(outside.iterdir()) == []
+
+
+def test_only_a_maintainer_exports_to_the_checkout(
+    admitted_revision: RubricRevision, checkout: GitRepo, reviewer: Any
+) -> None:
+    with pytest.raises(PermissionDenied):
+        import_export.write_to_checkout(admitted_revision, by=reviewer)
+
+
+# --- checkouts -------------------------------------------------------------------------------------------
+
+
+def test_it_imports_every_task_of_a_checkout(
+    repository: Repository, git_repo: GitRepo, maintainer: Any
+) -> None:
+    for task_id in ("fix_fraction_gt1", "second_task"):
+        git_repo.write(f"tasks/{task_id}/rubric.json", json.dumps(rubric_data(task=task_id), indent=2))
+        git_repo.write(f"tasks/{task_id}/task.json", json.dumps({"id": task_id, "prompt_style": "spec"}))
+        git_repo.write(f"tasks/{task_id}/prompt.md", f"Prompt of {task_id}\n")
+        for path, content in CALIBRATION_FILES.items():
+            git_repo.write(f"tasks/{task_id}/{path}", content)
+    git_repo.write("tasks/no_rubric_yet/task.json", "{}")
+    created = import_export.import_checkout(repository, git_repo.path, maintainer)
+    assert [r.task.task_id for r in created] == ["fix_fraction_gt1", "second_task"]
+    assert Task.objects.get(task_id="second_task").spec_prompt == "Prompt of second_task\n"
+    approve_and_admit(created[1], maintainer)
+    out = Path(str(git_repo.path) + "-export")
+    out.mkdir()
+    import_export.write_many_to_checkout([created[1]], by=maintainer, root=out)
+    assert (out / "tasks/second_task/rubric.json").read_text() == (
+        git_repo.path / "tasks/second_task/rubric.json"
+    ).read_text() + "\n"
