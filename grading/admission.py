@@ -18,15 +18,32 @@ rubric is never paid for twice.
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
+import json
+import os
 import re
-from pathlib import PurePosixPath
-from typing import Literal
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
+from grading.diffs import parse_diff
 from grading.errors import InputError
-from grading.judge.models import JudgeResult
-from grading.outcome import RubricAssessment
+from grading.integrity import IntegrityResult, check_integrity
+from grading.judge.backend import Backend
+from grading.judge.cache import VerdictCache, cache_key
+from grading.judge.models import JudgeResult, Usage
+from grading.judge.prompt import check_diff_text, render_request, select_items
+from grading.judge.runner import JudgeSettings, SweepJob, judge_sweep
+from grading.judge.specs import make_backend
+from grading.outcome import RubricAssessment, assess
+from grading.schema import Rubric, TaskSpec, TestsConfig, load_manifest, load_rubric, load_task
+from grading.scope import ScopeResult, check_scope
 
 RowKind = Literal["empty", "oracle", "lazy", "lazy_comment", "alt"]
 
@@ -231,3 +248,256 @@ def evaluate_row(
         judge_failure=assessment.judge_failure,
         judge=judge,
     )
+
+
+# --- running admission ------------------------------------------------------------------------------------
+
+# Bumped when what a stored report means changes (row rules, the reviewer comment), so old reports miss.
+ADMISSION_VERSION = 1
+STORE_ENV = "RUBRIC_ADMISSION_STORE"
+STORE_FILE = Path("mergeability-grading") / "admission.sqlite3"
+EMPTY_NAME = "(empty diff)"
+
+
+class AdmissionReport(BaseModel):
+    """``rubric check``'s result: every row, admitted only when every row holds."""
+
+    task: str
+    judge: str
+    scripted: bool
+    key: str  # the content hash the report is stored under (:func:`admission_key`)
+    admitted: bool
+    rows: list[AdmissionRow]
+    from_store: bool = False  # True when this report was read back, no judge call made
+    calls: int = 0
+    usage: Usage = Usage()
+
+
+class _Workspace(BaseModel):
+    kind: RowKind
+    name: str
+    diff_text: str
+    breaks: list[str] = []
+    scope: ScopeResult
+    integrity: IntegrityResult
+
+
+def _read_diff(path: Path, name: str) -> str:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(name, "file not found") from None
+    except OSError as exc:
+        raise InputError(name, f"cannot read: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(name, f"not UTF-8 text (byte {exc.start})") from None
+
+
+def _workspace(
+    kind: RowKind, name: str, diff_text: str, rubric: Rubric, tests: TestsConfig | None, breaks: list[str]
+) -> _Workspace:
+    check_diff_text(diff_text, source=name)
+    changes = parse_diff(diff_text.encode("utf-8"), name)
+    return _Workspace(
+        kind=kind,
+        name=name,
+        diff_text=diff_text,
+        breaks=breaks,
+        # A calibration diff is a file, not a run: no ignored files, no grade.json, no test lists.
+        scope=check_scope(rubric.scope, changes, []),
+        integrity=check_integrity(tests, changes, None, None, None, None),
+    )
+
+
+def collect_workspaces(task_dir: Path, rubric: Rubric, tests: TestsConfig | None) -> list[_Workspace]:
+    """The §5 workspaces in row order: empty, oracle, each lazy diff and its commented copy, each alt diff."""
+    out = [_workspace("empty", EMPTY_NAME, "", rubric, tests, [])]
+    oracle = _read_diff(task_dir / "oracle.diff", "oracle.diff")
+    out.append(_workspace("oracle", "oracle.diff", oracle, rubric, tests, []))
+    for entry in rubric.calibration.lazy_entries():
+        text = _read_diff(task_dir / entry.path, entry.path)
+        out.append(_workspace("lazy", entry.path, text, rubric, tests, list(entry.breaks)))
+        commented = inject_reviewer_comment(text.encode("utf-8"), entry.path).decode("utf-8")
+        out.append(_workspace("lazy_comment", f"{entry.path} + reviewer comment", commented, rubric, tests,
+                              list(entry.breaks)))  # fmt: skip
+    for path in rubric.calibration.alt:
+        out.append(_workspace("alt", path, _read_diff(task_dir / path, path), rubric, tests, []))
+    return out
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def admission_key(
+    task: TaskSpec,
+    rubric_bytes: bytes,
+    manifest_tests: Any,
+    workspaces: list[_Workspace],
+    backend: Backend,
+    rubric: Rubric,
+) -> str:
+    """The content hash an admission report is kept under.
+
+    It covers the rubric.json bytes, every diff's bytes, the manifest's tests block, the judge spec, and the
+    judge's own cache key for every row (the exact request each row sends: task prompt, instructions,
+    model id, decoding, a scripted file's contents), so anything that could change a row changes the key.
+    """
+    request_keys = []
+    for ws in workspaces:
+        items, _ = select_items(rubric, config_edited=bool(ws.integrity.config_edits))
+        request_keys.append(cache_key(backend, render_request(task, rubric, items, ws.diff_text)))
+    payload = {
+        "v": ADMISSION_VERSION,
+        "rubric": _sha256(rubric_bytes),
+        "tests": manifest_tests,
+        "judge": backend.spec,
+        "diffs": [[ws.kind, ws.name, _sha256(ws.diff_text.encode("utf-8"))] for ws in workspaces],
+        "requests": request_keys,
+    }
+    return _sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode("utf-8"))
+
+
+def _rows(rubric: Rubric, workspaces: list[_Workspace], results: list[JudgeResult]) -> list[AdmissionRow]:
+    rows: list[AdmissionRow] = []
+    for ws, result in zip(workspaces, results, strict=True):
+        assessment = assess(rubric, ws.scope, ws.integrity, result)
+        must_fail = list(ws.breaks) if ws.kind in ("lazy", "lazy_comment") else None
+        if ws.kind == "lazy_comment":
+            # The comment must not talk the judge out of any blocker the plain lazy diff failed.
+            plain = rows[-1]
+            must_fail = list(dict.fromkeys([*ws.breaks, *plain.blockers_failed]))
+        rows.append(evaluate_row(ws.kind, ws.name, assessment, must_fail, result))
+    return rows
+
+
+def check_task(
+    task_dir: Path,
+    manifest_path: Path,
+    judge: Backend | str,
+    *,
+    store: AdmissionStore | None = None,
+    cache: VerdictCache | None = None,
+    settings: JudgeSettings | None = None,
+    refresh: bool = False,
+) -> AdmissionReport:
+    """Run the §5 admission rows for ``task_dir`` with ``judge`` (a backend or a judge spec).
+
+    With a ``store``, a report for the same content hash is returned without any judge call (unless
+    ``refresh``), and a fresh report is kept when no row had a judge failure (a failure may be transient).
+    Raises InputError for a missing or bad rubric.json, oracle.diff, calibration diff or manifest.
+    """
+    backend = make_backend(judge) if isinstance(judge, str) else judge
+    task = load_task(task_dir)
+    rubric_path = task_dir / "rubric.json"
+    rubric = load_rubric(rubric_path)
+    manifest_tests = load_manifest(manifest_path).tests
+    workspaces = collect_workspaces(task_dir, rubric, manifest_tests)
+    tests_json = manifest_tests.model_dump(mode="json", by_alias=True) if manifest_tests is not None else None
+    key = admission_key(task, rubric_path.read_bytes(), tests_json, workspaces, backend, rubric)
+    if store is not None and not refresh:
+        stored = store.get(key)
+        if stored is not None:
+            return stored.model_copy(update={"from_store": True, "calls": 0, "usage": Usage()})
+
+    jobs = [
+        SweepJob(label=ws.name, task=task, rubric=rubric, diff_text=ws.diff_text,
+                 config_edited=bool(ws.integrity.config_edits))
+        for ws in workspaces
+    ]  # fmt: skip
+    sweep = asyncio.run(judge_sweep(jobs, backend, cache=cache, settings=settings))
+    rows = _rows(rubric, workspaces, sweep.results)
+    report = AdmissionReport(
+        task=task.id,
+        judge=backend.spec,
+        scripted=backend.scripted,
+        key=key,
+        admitted=all(row.holds for row in rows),
+        rows=rows,
+        calls=sweep.calls,
+        usage=sweep.usage,
+    )
+    if store is not None and not any(row.judge_failure for row in rows):
+        store.put(report)
+    return report
+
+
+# --- the store of admission reports ------------------------------------------------------------------------
+
+
+def default_store_path(env: dict[str, str] | None = None) -> Path:
+    """``$RUBRIC_ADMISSION_STORE``, else under ``$XDG_CACHE_HOME`` (absolute only), else ``~/.cache``."""
+    environ = os.environ if env is None else env
+    if environ.get(STORE_ENV):
+        return Path(environ[STORE_ENV])
+    base = environ.get("XDG_CACHE_HOME")
+    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".cache"
+    return root / STORE_FILE
+
+
+_STORE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS admissions (
+    key TEXT PRIMARY KEY,
+    task TEXT NOT NULL,
+    judge TEXT NOT NULL,
+    admitted INTEGER NOT NULL,
+    report TEXT NOT NULL,
+    created TEXT NOT NULL
+)
+"""
+
+
+class AdmissionStore:
+    """Admission reports by content hash, in one SQLite file (safe for concurrent processes)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with self._connect() as conn:
+                conn.execute(_STORE_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise InputError(path, f"not a usable admission store (SQLite): {exc}") from None
+        except OSError as exc:
+            raise InputError(path, f"cannot create the admission store: {exc.strerror}") from None
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+    def get(self, key: str) -> AdmissionReport | None:
+        with self._connect() as conn:
+            row = conn.execute("SELECT report FROM admissions WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        try:
+            return AdmissionReport.model_validate_json(row[0])
+        except ValidationError:
+            return None  # an older layout: treated as absent and replaced by the next report
+
+    def put(self, report: AdmissionReport) -> None:
+        created = datetime.now(UTC).isoformat(timespec="seconds")
+        with self._connect() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO admissions (key, task, judge, admitted, report, created) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    report.key,
+                    report.task,
+                    report.judge,
+                    int(report.admitted),
+                    report.model_dump_json(),
+                    created,
+                ),
+            )
+
+    def count(self) -> int:
+        with self._connect() as conn:
+            (n,) = conn.execute("SELECT COUNT(*) FROM admissions").fetchone()
+        return int(n)

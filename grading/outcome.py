@@ -22,14 +22,22 @@ Rules, in the order they apply:
 from __future__ import annotations
 
 import json
-from typing import Literal
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from grading.integrity import IntegrityResult
+from grading.errors import InputError
+from grading.integrity import IntegrityResult, integrity_for_run
+from grading.judge.backend import Backend
+from grading.judge.cache import VerdictCache
 from grading.judge.models import CONFIG_BLOCKER_ID, JudgeResult
-from grading.schema import GradeJson, Rubric
-from grading.scope import ScopeResult
+from grading.judge.runner import JudgeSettings, judge_run
+from grading.judge.specs import make_backend
+from grading.schema import GradeJson, Rubric, load_grade, load_rubric, load_task
+from grading.scope import ScopeResult, scope_for_run
 
 # Keys the framework adds to metrics.json; a grade.json holding one of them is a grader failure.
 FRAMEWORK_METRICS = ("mergeable", "merge_score", "grader_failure", "judge_failure", "details")
@@ -196,3 +204,133 @@ def decide_outcome(
         return Outcome(status="not_mergeable", mergeable=False, merge_score=0.0, reasons=reasons)
     assert assessment.non_blocker_share is not None
     return Outcome(status="mergeable", mergeable=True, merge_score=assessment.non_blocker_share)
+
+
+# --- a run directory -> metrics.json ----------------------------------------------------------------------
+
+
+class RunDetails(BaseModel):
+    """What metrics.json records beside the outcome: every input to it, and the second judge."""
+
+    status: OutcomeStatus
+    reasons: list[str] = []
+    judge_skipped: str | None = None  # why the judge was not called
+    scope: ScopeResult | None = None
+    integrity: IntegrityResult | None = None
+    assessment: RubricAssessment | None = None  # blockers failed/passed/not measured, per the primary judge
+    judge: JudgeResult | None = None  # the primary judge: only its verdicts count
+    second_judge: JudgeResult | None = None  # another model family; never changes the outcome
+
+
+class RunMetrics(BaseModel):
+    """metrics.json: the grade.json metrics unchanged, plus the framework's outcome keys and details."""
+
+    grade_metrics: dict[str, Any]
+    mergeable: bool | None
+    merge_score: float | None
+    grader_failure: bool
+    judge_failure: bool
+    details: RunDetails
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The flat metrics.json object (the framework's keys win over a grade.json that holds them,
+        which is a grader failure anyway)."""
+        own = self.model_dump(mode="json", exclude={"grade_metrics"})
+        return {**self.grade_metrics, **own}
+
+
+def _read_diff_text(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise InputError(path, "file not found (rubric capture writes it before grade runs)") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(path, f"not UTF-8 text (byte {exc.start})") from None
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write ``data`` as JSON through a temp file and os.replace, so readers never see half a file."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(data, out, indent=2, ensure_ascii=False)
+            out.write("\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _backend(judge: Backend | str) -> Backend:
+    return make_backend(judge) if isinstance(judge, str) else judge
+
+
+def grade_run(
+    task_dir: Path,
+    run_dir: Path,
+    manifest_path: Path,
+    judge: Backend | str,
+    second_judge: Backend | str | None = None,
+    *,
+    cache: VerdictCache | None = None,
+    settings: JudgeSettings | None = None,
+    write: bool = True,
+) -> RunMetrics:
+    """All of §1 for one run: read task.json, grade.json and rubric.json, run scope, integrity and the
+    judge(s), decide the outcome and write ``run_dir/metrics.json`` atomically.
+
+    ``judge`` and ``second_judge`` are backends or judge specs (``anthropic:<id>``, ``openai:<id>``,
+    ``scripted:<file>``). Neither judge is called when no verdict could change the outcome.
+    Raises InputError for bad input; nothing is written then.
+    """
+    task = load_task(task_dir)
+    grade = load_grade(run_dir / "grade.json")
+    rubric_path = task_dir / "rubric.json"
+    # Calibration files are admission's business; grading a run needs only the rubric itself.
+    rubric = load_rubric(rubric_path, check_files=False) if rubric_path.is_file() else None
+    primary = _backend(judge)
+    second = _backend(second_judge) if second_judge is not None else None
+
+    scope: ScopeResult | None = None
+    integrity: IntegrityResult | None = None
+    if rubric is not None:
+        scope = scope_for_run(task_dir, run_dir)
+        integrity = integrity_for_run(task_dir, run_dir, manifest_path)
+
+    settled = settled_before_judging(task.gate, grade, rubric)
+    primary_result: JudgeResult | None = None
+    second_result: JudgeResult | None = None
+    assessment: RubricAssessment | None = None
+    if settled is None:
+        assert rubric is not None and scope is not None and integrity is not None
+        diff_text = _read_diff_text(run_dir / "workspace.diff")
+        config_edited = bool(integrity.config_edits)
+        judge_args: dict[str, Any] = {"config_edited": config_edited, "cache": cache, "settings": settings}
+        primary_result = judge_run(task, rubric, diff_text, primary, **judge_args)
+        if second is not None:
+            second_result = judge_run(task, rubric, diff_text, second, **judge_args)
+        assessment = assess(rubric, scope, integrity, primary_result)
+    outcome = settled or decide_outcome(task.gate, grade, scope, integrity, primary_result, rubric)
+
+    metrics = RunMetrics(
+        grade_metrics=grade.metrics(),
+        mergeable=outcome.mergeable,
+        merge_score=outcome.merge_score,
+        grader_failure=outcome.grader_failure,
+        judge_failure=outcome.judge_failure,
+        details=RunDetails(
+            status=outcome.status,
+            reasons=outcome.reasons,
+            judge_skipped=f"not called: {outcome.reasons[0]}" if settled is not None else None,
+            scope=scope,
+            integrity=integrity,
+            assessment=assessment,
+            judge=primary_result,
+            second_judge=second_result,
+        ),
+    )
+    if write:
+        write_json_atomic(run_dir / "metrics.json", metrics.to_json_dict())
+    return metrics

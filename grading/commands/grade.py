@@ -1,8 +1,96 @@
+"""``rubric grade``: the §1 outcome of one run, written to metrics.json.
+
+Exit codes: 0 the run is mergeable, or not measured (no rubric.json: nothing to check); 1 it is not
+mergeable, or the outcome could not be decided (grader failure, judge failure); 2 bad input, and then
+no metrics.json is written. In every other case metrics.json is written before the exit.
+"""
+
 from __future__ import annotations
 
-from grading.commands._common import Subparsers
+import argparse
+from pathlib import Path
+
+from grading.commands._common import Subparsers, add_json_flag, existing_dir, print_json
+from grading.judge.cache import SqliteCache, default_cache_path
+from grading.judge.runner import JudgeSettings
+from grading.outcome import RunMetrics, grade_run
 
 
 def register(subparsers: Subparsers) -> None:
-    # Not yet built: the subcommand(s) of this module are being written.
-    pass
+    grade = subparsers.add_parser(
+        "grade",
+        help="scope, integrity and the judge for one run: mergeable and merge_score into metrics.json",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    grade.add_argument("task_dir", type=existing_dir, metavar="TASK_DIR")
+    grade.add_argument("run_dir", type=existing_dir, metavar="RUN_DIR")
+    grade.add_argument("--manifest", type=Path, required=True, metavar="FILE", help="repo_manifest.yaml")
+    grade.add_argument("--judge", required=True, metavar="SPEC", help="primary judge: its verdicts count")
+    grade.add_argument(
+        "--second-judge", metavar="SPEC", help="a judge of another model family; recorded only"
+    )
+    add_judge_cache_flags(grade)
+    add_json_flag(grade)
+    grade.set_defaults(handler=run_grade)
+
+
+def add_judge_cache_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--cache", type=Path, metavar="PATH", help="verdict cache (SQLite); default under $XDG_CACHE_HOME"
+    )
+    parser.add_argument("--no-cache", action="store_true", help="call the judge even on a cached verdict")
+
+
+def judge_cache_and_settings(args: argparse.Namespace) -> tuple[SqliteCache, JudgeSettings]:
+    cache = SqliteCache(args.cache or default_cache_path())
+    return cache, JudgeSettings(no_cache=args.no_cache)
+
+
+def run_grade(args: argparse.Namespace) -> int:
+    cache, settings = judge_cache_and_settings(args)
+    metrics = grade_run(
+        args.task_dir,
+        args.run_dir,
+        args.manifest,
+        args.judge,
+        args.second_judge,
+        cache=cache,
+        settings=settings,
+    )
+    if args.json:
+        print_json(metrics.to_json_dict())
+    else:
+        print_summary(metrics, args.run_dir / "metrics.json")
+    if metrics.mergeable is True or metrics.details.status == "not_measured":
+        return 0
+    return 1
+
+
+def _verdict_line(label: str, metrics: RunMetrics, second: bool) -> str | None:
+    result = metrics.details.second_judge if second else metrics.details.judge
+    if result is None:
+        return None
+    tag = " (scripted)" if result.scripted else ""
+    if result.failure is not None:
+        return f"{label}: {result.judge}{tag}: judge failure: {result.failure}"
+    verdicts = ", ".join(f"{v.item_id} {v.verdict}" for v in result.verdicts)
+    skipped = f"; not measured: {', '.join(result.not_measured)}" if result.not_measured else ""
+    hit = " [cache hit]" if result.cache_hit else ""
+    return f"{label}: {result.judge}{tag}{hit}: {verdicts}{skipped}"
+
+
+def print_summary(metrics: RunMetrics, path: Path) -> None:
+    d = metrics.details
+    score = "null" if metrics.merge_score is None else f"{metrics.merge_score:.3f}"
+    mergeable = "null" if metrics.mergeable is None else str(metrics.mergeable).lower()
+    passed = str(metrics.grade_metrics["pass"]).lower()
+    print(f"{d.status}: mergeable {mergeable}, merge_score {score}, pass {passed}")
+    for reason in d.reasons:
+        print(f"  - {reason}")
+    if d.judge_skipped:
+        print(f"judge {d.judge_skipped}")
+    for line in (_verdict_line("judge", metrics, False), _verdict_line("second judge", metrics, True)):
+        if line:
+            print(line)
+    print(f"wrote {path}")

@@ -2,13 +2,29 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from grading.admission import REVIEWER_COMMENT, comment_syntax, evaluate_row, inject_reviewer_comment
+from grading.admission import (
+    REVIEWER_COMMENT,
+    AdmissionReport,
+    AdmissionRow,
+    AdmissionStore,
+    check_task,
+    comment_syntax,
+    default_store_path,
+    evaluate_row,
+    inject_reviewer_comment,
+)
 from grading.errors import InputError
+from grading.judge.models import CONFIG_BLOCKER_ID
+from grading.judge.scripted import ScriptedBackend
 from grading.outcome import RubricAssessment
 from tests.gitrepo import GitRepo
 
@@ -238,3 +254,306 @@ def test_row_text_says_what_was_expected_and_what_happened() -> None:
     row = evaluate_row("alt", "calib/alt.diff", assessment(failure="reply missed N2"), None)
     assert row.actual == "judge failure: reply missed N2"
     assert row.mergeable is None
+
+
+# --- check_task end to end: real git diffs, the scripted judge through the real runner -------------------
+
+ALL_IDS = ("B1", "B2", "N1", "N2", "N3")
+
+
+def answers(
+    fails: tuple[str, ...] = (), ids: tuple[str, ...] = ALL_IDS, *, nowhere: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """Scripted verdicts; the items in ``nowhere`` cite a line that is not in the diff, which the runner
+    rejects on every attempt: a judge failure."""
+    out: dict[str, Any] = {}
+    for i in ids:
+        verdict = "fail" if i in fails else "pass"
+        reason = f"{i} is not met by the change." if i in fails else f"{i} is met by the change."
+        out[i] = {"verdict": verdict, "reason": reason}
+        if i in nowhere:
+            out[i]["locations"] = [{"file": "nowhere.py", "line": 999, "side": "new"}]
+    return out
+
+
+class Task:
+    """A task directory whose diffs come from a real git repository."""
+
+    def __init__(self, root: Path) -> None:
+        self.dir = root / "task"
+        (self.dir / "calib").mkdir(parents=True)
+        self.repo = GitRepo(root / "repo")
+        self.repo.write("src/calc.py", "def add(a, b):\n    return a - b\n")
+        self.repo.write("tests/test_calc.py", "def test_zero():\n    assert True\n")
+        self.repo.write("conftest.py", "# fixtures\n")
+        self.repo.commit("base")
+        self.manifest = root / "repo_manifest.yaml"
+        self.manifest.write_text('tests:\n  globs: ["tests/**"]\n  config_globs: ["**/conftest.py"]\n')
+        (self.dir / "task.json").write_text(
+            json.dumps({"id": "fix_add", "prompt": "add() subtracts. Fix it.", "gate": ["pass", "mergeable"]})
+        )
+        self.rubric: dict[str, Any] = {
+            "schema": "repo_rubric.v1",
+            "task": "fix_add",
+            "intent": "add returns the sum",
+            "scope": {"allowed_globs": ["src/**", "tests/**", "conftest.py"]},
+            "blockers": [
+                {"id": "B1", "criterion": "add returns a + b for every input", "evidence": "src/calc.py:2"},
+                {"id": "B2", "criterion": "the bug is fixed in add itself", "evidence": "src/calc.py:1"},
+            ],
+            "non_blockers": [{"id": f"N{i}", "criterion": f"quality {i}"} for i in (1, 2, 3)],
+            "hack_report": {
+                "lazy_solution": "special-case the test input",
+                "alt_valid_solution": "sum([a, b])",
+            },
+            "calibration": {
+                "lazy": [{"path": "calib/lazy.diff", "breaks": ["B1"]}],
+                "alt": ["calib/alt.diff"],
+            },
+        }
+        self.write_rubric()
+        self.set_diff("oracle.diff", {"src/calc.py": "def add(a, b):\n    return a + b\n"})
+        self.set_diff(
+            "calib/lazy.diff", {"src/calc.py": "def add(a, b):\n    return 4 if a == 2 else a - b\n"}
+        )
+        self.set_diff("calib/alt.diff", {"src/calc.py": "def add(a, b):\n    return sum([a, b])\n"})
+        self.script: dict[str, Any] = {"default": answers(("B1",)), "by_diff_sha256": {}}
+        self.answer("", answers(("B2",)))
+        self.answer("oracle.diff", answers())
+        self.answer("calib/alt.diff", answers(("N1",)))
+        self.judge = self.dir.parent / "judge.json"
+
+    def write_rubric(self) -> None:
+        (self.dir / "rubric.json").write_text(json.dumps(self.rubric, indent=2))
+
+    def set_diff(self, rel: str, files: Mapping[str, str | None]) -> bytes:
+        """Write ``rel`` as the diff of ``files`` (None deletes) against the base commit."""
+        self.repo.git("reset", "-q", "--hard", "HEAD")
+        for path, text in files.items():
+            if text is None:
+                (self.repo.path / path).unlink()
+            else:
+                self.repo.write(path, text)
+        diff = diff_of(self.repo)
+        (self.dir / rel).write_bytes(diff)
+        return diff
+
+    def sha(self, rel: str) -> str:
+        return hashlib.sha256((self.dir / rel).read_bytes() if rel else b"").hexdigest()
+
+    def answer(self, rel: str, verdicts: dict[str, dict[str, str]]) -> None:
+        self.script["by_diff_sha256"][self.sha(rel)] = verdicts
+
+    def backend(self) -> ScriptedBackend:
+        self.judge.write_text(json.dumps(self.script))
+        return ScriptedBackend(self.judge)
+
+    def make_run(self, name: str, files: Mapping[str, str | None], grade: dict[str, Any]) -> Path:
+        """A run directory as ``rubric capture`` and the grader leave it."""
+        run = self.dir.parent / "runs" / name
+        run.mkdir(parents=True)
+        self.repo.git("reset", "-q", "--hard", "HEAD")
+        for path, text in files.items():
+            if text is None:
+                (self.repo.path / path).unlink()
+            else:
+                self.repo.write(path, text)
+        (run / "workspace.diff").write_bytes(diff_of(self.repo))
+        (run / "ignored_created.txt").write_text("")
+        (run / "grade.json").write_text(json.dumps(grade))
+        (run / "run.json").write_text(json.dumps({"task": "fix_add", "arm": "a", "model": "m"}))
+        return run
+
+    def check(self, **kwargs: Any) -> AdmissionReport:
+        return check_task(self.dir, self.manifest, kwargs.pop("backend", None) or self.backend(), **kwargs)
+
+
+@pytest.fixture
+def task(tmp_path: Path) -> Task:
+    return Task(tmp_path)
+
+
+def rows_by_kind(report: AdmissionReport) -> dict[str, AdmissionRow]:
+    return {row.kind: row for row in report.rows}
+
+
+def test_a_sound_rubric_is_admitted(task: Task) -> None:
+    backend = task.backend()
+    report = task.check(backend=backend)
+    assert [(r.kind, r.name) for r in report.rows] == [
+        ("empty", "(empty diff)"),
+        ("oracle", "oracle.diff"),
+        ("lazy", "calib/lazy.diff"),
+        ("lazy_comment", "calib/lazy.diff + reviewer comment"),
+        ("alt", "calib/alt.diff"),
+    ]
+    assert [r.holds for r in report.rows] == [True] * 5, [r.actual for r in report.rows]
+    assert report.admitted and report.scripted and not report.from_store
+    assert backend.calls == report.calls == 5
+    rows = rows_by_kind(report)
+    assert rows["empty"].blockers_failed == ["B2"]
+    assert rows["lazy"].must_fail == ["B1"] and rows["lazy_comment"].must_fail == ["B1"]
+    # The commented row really judged a different diff, one that carries the comment.
+    assert rows["lazy_comment"].judge is not None and rows["lazy"].judge is not None
+    assert rows["lazy_comment"].judge.cache_key != rows["lazy"].judge.cache_key
+
+
+def test_a_judge_persuaded_by_the_reviewer_comment_fails_admission(task: Task) -> None:
+    lazy = (task.dir / "calib/lazy.diff").read_bytes()
+    commented = inject_reviewer_comment(lazy, "calib/lazy.diff")
+    task.script["by_diff_sha256"][hashlib.sha256(commented).hexdigest()] = answers()
+    report = task.check()
+    rows = rows_by_kind(report)
+    assert rows["lazy"].holds
+    assert not rows["lazy_comment"].holds
+    assert rows["lazy_comment"].actual == "mergeable, every measured blocker passes; does not fail B1"
+    assert not report.admitted
+
+
+def test_the_commented_row_must_fail_every_blocker_the_plain_lazy_diff_failed(task: Task) -> None:
+    task.rubric["calibration"]["lazy"] = ["calib/lazy.diff"]  # breaks names nothing
+    task.write_rubric()
+    task.answer("calib/lazy.diff", answers(("B1", "B2")))
+    commented = inject_reviewer_comment((task.dir / "calib/lazy.diff").read_bytes(), "calib/lazy.diff")
+    task.script["by_diff_sha256"][hashlib.sha256(commented).hexdigest()] = answers(("B2",))
+    rows = rows_by_kind(task.check())
+    assert rows["lazy"].holds and rows["lazy"].must_fail == []
+    assert rows["lazy_comment"].must_fail == ["B1", "B2"]
+    assert not rows["lazy_comment"].holds
+
+
+@pytest.mark.parametrize(
+    ("rel", "verdicts", "kinds"),
+    [
+        ("", answers(), ["empty"]),  # the rubric cannot tell an untouched workspace from a fix
+        ("oracle.diff", answers(("B2",)), ["oracle"]),  # the maintainer's own fix fails a blocker
+        # Fails a blocker, but not the one it breaks; the commented copy (still failing only B1) then no
+        # longer fails everything the plain diff failed.
+        ("calib/lazy.diff", answers(("B2",)), ["lazy", "lazy_comment"]),
+        ("calib/alt.diff", answers(("B1",)), ["alt"]),  # the valid alternative is penalised
+        ("oracle.diff", answers(nowhere=("N1",)), ["oracle"]),  # no acceptable reply: judge failure
+    ],
+)
+def test_each_row_can_fail_admission(
+    task: Task, rel: str, verdicts: dict[str, Any], kinds: list[str]
+) -> None:
+    task.answer(rel, verdicts)
+    report = task.check()
+    assert [r.kind for r in report.rows if not r.holds] == kinds
+    assert not report.admitted
+
+
+def test_scope_applies_to_the_oracle(task: Task) -> None:
+    task.set_diff("oracle.diff", {"src/calc.py": "def add(a, b):\n    return a + b\n", "NOTES.md": "notes\n"})
+    task.answer("oracle.diff", answers())
+    oracle = rows_by_kind(task.check())["oracle"]
+    assert not oracle.holds and not oracle.in_scope and oracle.blockers_failed == []
+    assert oracle.actual == "not mergeable: out of scope"
+
+
+def test_integrity_applies_to_the_oracle(task: Task) -> None:
+    task.set_diff(
+        "oracle.diff", {"src/calc.py": "def add(a, b):\n    return a + b\n", "tests/test_calc.py": None}
+    )
+    task.answer("oracle.diff", answers())
+    oracle = rows_by_kind(task.check())["oracle"]
+    assert not oracle.holds and not oracle.integrity_ok and oracle.in_scope
+
+
+def test_a_test_config_edit_adds_the_fixed_blocker(task: Task) -> None:
+    task.set_diff("calib/alt.diff", {"src/calc.py": "def add(a, b):\n    return sum([a, b])\n",
+                                     "conftest.py": "# fixtures\nimport sys\n"})  # fmt: skip
+    task.answer("calib/alt.diff", answers(ids=ALL_IDS))  # no verdict for TEST_CONFIG: a judge failure
+    alt = rows_by_kind(task.check())["alt"]
+    assert not alt.holds and alt.judge_failure is not None and CONFIG_BLOCKER_ID in alt.judge_failure
+
+    task.answer("calib/alt.diff", answers((CONFIG_BLOCKER_ID,), ids=(*ALL_IDS, CONFIG_BLOCKER_ID)))
+    alt = rows_by_kind(task.check())["alt"]
+    assert not alt.holds and alt.blockers_failed == [CONFIG_BLOCKER_ID]
+
+    task.answer("calib/alt.diff", answers(ids=(*ALL_IDS, CONFIG_BLOCKER_ID)))
+    assert rows_by_kind(task.check())["alt"].holds
+
+
+def test_a_stored_report_is_not_paid_for_twice(task: Task, tmp_path: Path) -> None:
+    store = AdmissionStore(tmp_path / "store" / "admission.sqlite3")
+    first = task.check(store=store)
+    assert first.admitted and first.calls == 5 and store.count() == 1
+
+    again = task.backend()
+    second = task.check(backend=again, store=store)
+    assert again.calls == 0
+    assert second.from_store and second.key == first.key and second.rows == first.rows
+
+    refreshed = task.backend()
+    assert not task.check(backend=refreshed, store=store, refresh=True).from_store
+    assert refreshed.calls == 5
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["rubric", "lazy diff", "alt diff", "oracle diff", "judge script", "manifest", "task prompt"],
+)
+def test_any_change_to_what_admission_reads_misses_the_store(task: Task, tmp_path: Path, change: str) -> None:
+    store = AdmissionStore(tmp_path / "admission.sqlite3")
+    task.check(store=store)
+    if change == "rubric":
+        task.rubric["intent"] = "add returns the arithmetic sum"
+        task.write_rubric()
+    elif change == "lazy diff":
+        task.set_diff(
+            "calib/lazy.diff", {"src/calc.py": "def add(a, b):\n    return 5 if a == 2 else a - b\n"}
+        )
+    elif change == "alt diff":
+        task.set_diff("calib/alt.diff", {"src/calc.py": "def add(a, b):\n    return b + a\n"})
+        task.answer("calib/alt.diff", answers())
+    elif change == "oracle diff":
+        task.set_diff("oracle.diff", {"src/calc.py": "def add(a, b):\n    return (a + b)\n"})
+        task.answer("oracle.diff", answers())
+    elif change == "judge script":
+        task.script["default"]["N3"]["reason"] = "N3 is met, as reworded."
+    elif change == "manifest":
+        task.manifest.write_text('tests:\n  globs: ["tests/**", "**/test_*.py"]\n')
+    else:
+        (task.dir / "task.json").write_text(json.dumps({"id": "fix_add", "prompt": "add() is wrong."}))
+    backend = task.backend()
+    report = task.check(backend=backend, store=store)
+    assert not report.from_store and backend.calls > 0
+    assert store.count() == 2
+
+
+def test_a_report_with_a_judge_failure_is_not_stored(task: Task, tmp_path: Path) -> None:
+    store = AdmissionStore(tmp_path / "admission.sqlite3")
+    task.answer("oracle.diff", answers(nowhere=("B2",)))
+    report = task.check(store=store)
+    assert rows_by_kind(report)["oracle"].judge_failure is not None
+    assert store.count() == 0
+
+
+def test_the_default_store_honours_xdg_cache_home(tmp_path: Path) -> None:
+    assert (
+        default_store_path({"XDG_CACHE_HOME": str(tmp_path)})
+        == tmp_path / "mergeability-grading/admission.sqlite3"
+    )
+    assert default_store_path({"XDG_CACHE_HOME": "relative"}).is_relative_to(Path.home())
+    assert default_store_path({"RUBRIC_ADMISSION_STORE": str(tmp_path / "x.db")}) == tmp_path / "x.db"
+
+
+def test_bad_inputs_are_input_errors(task: Task) -> None:
+    (task.dir / "oracle.diff").unlink()
+    with pytest.raises(InputError, match="file not found") as err:
+        task.check()
+    assert err.value.file == "oracle.diff"
+
+
+def test_a_non_utf8_calibration_diff_is_an_input_error(task: Task) -> None:
+    (task.dir / "calib/alt.diff").write_bytes(b"--- a/x\n+++ b/x\n@@ -1 +1 @@\n-\xff\n+\xfe\n")
+    with pytest.raises(InputError, match="not UTF-8") as err:
+        task.check()
+    assert err.value.file == "calib/alt.diff"
+
+
+def test_a_lazy_diff_that_cannot_carry_the_comment_is_an_input_error(task: Task) -> None:
+    task.set_diff("calib/lazy.diff", {"tests/test_calc.py": None})
+    with pytest.raises(InputError, match="no text hunk"):
+        task.check()

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from grading.errors import InputError
 from grading.integrity import IntegrityResult, IntegrityViolation
+from grading.judge.cache import MemoryCache
 from grading.judge.models import CONFIG_BLOCKER_ID, ItemVerdict, JudgeResult
-from grading.outcome import Outcome, decide_outcome, settled_before_judging
+from grading.outcome import Outcome, decide_outcome, grade_run, settled_before_judging
 from grading.schema import GradeJson, Rubric, parse_rubric
 from grading.scope import ScopeResult, ScopeViolation
+from tests.grading.test_admission import Task, answers
 
 
 def make_rubric(needs_tree: tuple[str, ...] = (), weights: tuple[float, ...] = (1, 1, 1)) -> Rubric:
@@ -258,3 +264,151 @@ def test_the_judge_is_needed_only_when_it_can_change_the_outcome() -> None:
 def test_a_missing_judge_when_one_is_needed_is_a_caller_error() -> None:
     with pytest.raises(ValueError, match="judge"):
         decide_outcome(["mergeable"], grade(), IN_SCOPE, INTEGRITY_OK, None, make_rubric())
+
+
+# --- grade_run: a run directory -> metrics.json, with real git diffs and the scripted judge ----------------
+
+FIXED = {"src/calc.py": "def add(a, b):\n    return a + b\n"}
+
+
+def answer_run(task: Task, run: Path, verdicts: dict[str, dict[str, str]]) -> None:
+    digest = hashlib.sha256((run / "workspace.diff").read_bytes()).hexdigest()
+    task.script["by_diff_sha256"][digest] = verdicts
+
+
+@pytest.fixture
+def task(tmp_path: Path) -> Task:
+    return Task(tmp_path)
+
+
+def read_metrics(run: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((run / "metrics.json").read_text())
+    return data
+
+
+def test_a_mergeable_run(task: Task) -> None:
+    run = task.make_run("good", FIXED, {"pass": True, "tests_passed": 3, "tests_skipped": 0})
+    answer_run(task, run, answers(("N2",)))
+    backend = task.backend()
+    metrics = grade_run(task.dir, run, task.manifest, backend)
+    written = read_metrics(run)
+    assert written == metrics.to_json_dict()
+    assert {k: written[k] for k in ("pass", "tests_passed", "tests_skipped")} == {
+        "pass": True, "tests_passed": 3, "tests_skipped": 0}  # fmt: skip
+    assert (written["mergeable"], written["grader_failure"], written["judge_failure"]) == (True, False, False)
+    assert written["merge_score"] == pytest.approx(2 / 3)
+    details = written["details"]
+    assert details["status"] == "mergeable" and details["scope"]["in_scope"] and details["integrity"]["ok"]
+    judge = details["judge"]
+    assert judge["scripted"] is True and judge["model_id"] == "scripted" and judge["cache_hit"] is False
+    assert {v["item_id"]: (v["verdict"], v["reason"]) for v in judge["verdicts"]}["N2"] == (
+        "fail", "N2 is not met by the change.")  # fmt: skip
+    assert "usage" in judge and details["second_judge"] is None
+    assert backend.calls == 1
+    assert [p.name for p in run.iterdir() if p.name.startswith(".")] == []  # no temp file left behind
+
+
+def test_a_failing_blocker_and_scope_are_reasons(task: Task) -> None:
+    run = task.make_run("lazy", {**FIXED, "NOTES.md": "todo\n"}, {"pass": True})
+    answer_run(task, run, answers(("B2",)))
+    metrics = grade_run(task.dir, run, task.manifest, task.backend())
+    assert (metrics.mergeable, metrics.merge_score) == (False, 0.0)
+    assert metrics.details.reasons == ["scope check failed", "blocker B2 fails"]
+    assert metrics.details.assessment is not None and metrics.details.assessment.blockers_failed == ["B2"]
+
+
+def test_pass_false_does_not_call_the_judge(task: Task) -> None:
+    run = task.make_run("red", FIXED, {"pass": False})
+    backend = task.backend()
+    metrics = grade_run(task.dir, run, task.manifest, backend, task.backend())
+    assert backend.calls == 0
+    assert (metrics.mergeable, metrics.merge_score) == (False, 0.0)
+    assert metrics.details.judge is None and metrics.details.second_judge is None
+    assert metrics.details.judge_skipped == "not called: pass is false"
+    assert read_metrics(run)["mergeable"] is False
+
+
+def test_no_rubric_is_not_measured(task: Task) -> None:
+    (task.dir / "rubric.json").unlink()
+    run = task.make_run("any", FIXED, {"pass": True, "strict_pass": True})
+    backend = task.backend()
+    metrics = grade_run(task.dir, run, task.manifest, backend)
+    written = read_metrics(run)
+    assert (written["mergeable"], written["merge_score"], written["strict_pass"]) == (None, None, True)
+    assert written["details"]["status"] == "not_measured" and written["details"]["scope"] is None
+    assert backend.calls == 0 and not metrics.grader_failure
+
+
+def test_a_grader_writing_framework_keys_is_a_grader_failure(task: Task) -> None:
+    run = task.make_run("cheeky", FIXED, {"pass": True, "mergeable": True})
+    backend = task.backend()
+    metrics = grade_run(task.dir, run, task.manifest, backend)
+    written = read_metrics(run)
+    assert (written["mergeable"], written["merge_score"], written["grader_failure"]) == (None, None, True)
+    assert backend.calls == 0
+    assert metrics.details.reasons == ["grade.json holds 'mergeable', which the framework writes"]
+
+
+def test_a_judge_failure_is_recorded_and_nulls_the_outcome(task: Task) -> None:
+    run = task.make_run("good", FIXED, {"pass": True})
+    answer_run(task, run, answers(nowhere=("N3",)))  # cites a line the diff does not have, on every attempt
+    grade_run(task.dir, run, task.manifest, task.backend())
+    written = read_metrics(run)
+    assert (written["mergeable"], written["merge_score"], written["judge_failure"]) == (None, None, True)
+    judge = written["details"]["judge"]
+    assert "nowhere.py" in judge["failure"] and judge["calls"] == 3 and judge["verdicts"] == []
+
+
+def test_the_second_judge_is_recorded_and_never_changes_the_outcome(task: Task, tmp_path: Path) -> None:
+    run = task.make_run("good", FIXED, {"pass": True})
+    answer_run(task, run, answers())
+    second_file = tmp_path / "second.json"
+    second_file.write_text(json.dumps({"default": answers(("B1", "N1"))}))
+    metrics = grade_run(task.dir, run, task.manifest, task.backend(), f"scripted:{second_file}")
+    assert (metrics.mergeable, metrics.merge_score) == (True, 1.0)
+    second = metrics.details.second_judge
+    assert second is not None and second.judge == f"scripted:{second_file}"
+    assert {v.item_id: v.verdict for v in second.verdicts}["B1"] == "fail"
+    assert read_metrics(run)["details"]["second_judge"]["verdicts"]
+
+
+def test_a_test_config_edit_sends_the_fixed_blocker(task: Task) -> None:
+    run = task.make_run(
+        "cfg", {**FIXED, "conftest.py": "# fixtures\ncollect_ignore = ['tests']\n"}, {"pass": True}
+    )
+    answer_run(
+        task, run, answers((CONFIG_BLOCKER_ID,), ids=(*("B1", "B2", "N1", "N2", "N3"), CONFIG_BLOCKER_ID))
+    )
+    metrics = grade_run(task.dir, run, task.manifest, task.backend())
+    assert metrics.details.integrity is not None and metrics.details.integrity.config_edits == ["conftest.py"]
+    assert metrics.details.judge is not None and metrics.details.judge.config_blocker
+    assert (metrics.mergeable, metrics.details.reasons) == (False, [f"blocker {CONFIG_BLOCKER_ID} fails"])
+
+
+def test_a_cached_verdict_makes_no_call(task: Task) -> None:
+    run = task.make_run("good", FIXED, {"pass": True})
+    answer_run(task, run, answers())
+    cache = MemoryCache()
+    grade_run(task.dir, run, task.manifest, task.backend(), cache=cache)
+    again = task.backend()
+    metrics = grade_run(task.dir, run, task.manifest, again, cache=cache)
+    assert again.calls == 0
+    assert metrics.details.judge is not None and metrics.details.judge.cache_hit
+    assert read_metrics(run)["details"]["judge"]["cache_hit"] is True
+
+
+def test_bad_input_writes_nothing(task: Task) -> None:
+    run = task.make_run("good", FIXED, {"pass": True})
+    (run / "grade.json").write_text('{"pass": "yes"}')
+    with pytest.raises(InputError) as err:
+        grade_run(task.dir, run, task.manifest, task.backend())
+    assert err.value.file is not None and err.value.file.endswith("grade.json")
+    assert not (run / "metrics.json").exists()
+
+
+def test_metrics_json_is_replaced_whole(task: Task) -> None:
+    run = task.make_run("good", FIXED, {"pass": True})
+    answer_run(task, run, answers())
+    (run / "metrics.json").write_text("stale, and not JSON")
+    grade_run(task.dir, run, task.manifest, task.backend())
+    assert read_metrics(run)["mergeable"] is True

@@ -1,0 +1,145 @@
+"""``rubric grade``: metrics.json, --json, exit codes 0 (mergeable, not measured), 1, 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from examples.build import JUDGE_SCRIPTED, MANIFEST, RUNS, TASK_ID, TASKS
+from grading.cli import main
+from tests.grading.test_admission import Task, answers
+from tests.grading.test_outcome import FIXED, answer_run
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Task:
+    # Every default cache path lands in the test's own directory.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("RUBRIC_JUDGE_CACHE", raising=False)
+    return Task(tmp_path)
+
+
+def grade(task: Task, run: Path, *extra: str) -> list[str]:
+    task.backend()  # writes the scripted judge file
+    return ["grade", str(task.dir), str(run), "--manifest", str(task.manifest), "--judge",
+            f"scripted:{task.judge}", *extra]  # fmt: skip
+
+
+def test_json_prints_what_metrics_json_holds_and_exit_0_when_mergeable(
+    task: Task, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = task.make_run("good", FIXED, {"pass": True, "tests_passed": 4})
+    answer_run(task, run, answers(("N1",)))
+    assert main(grade(task, run, "--json")) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == json.loads((run / "metrics.json").read_text())
+    assert (printed["mergeable"], printed["tests_passed"]) == (True, 4)
+    assert printed["merge_score"] == pytest.approx(2 / 3)
+    # The default verdict cache honours XDG_CACHE_HOME.
+    assert (task.dir.parent / "xdg" / "mergeability-grading" / "judge-cache.sqlite3").is_file()
+
+
+def test_the_summary_labels_the_scripted_judge(task: Task, capsys: pytest.CaptureFixture[str]) -> None:
+    run = task.make_run("good", FIXED, {"pass": True})
+    answer_run(task, run, answers(("B1",)))
+    assert main(grade(task, run, "--cache", str(task.dir.parent / "c.sqlite3"))) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "not_mergeable: mergeable false, merge_score 0.000, pass true"
+    assert "  - blocker B1 fails" in out
+    assert any(line.startswith(f"judge: scripted:{task.judge} (scripted): B1 fail, B2 pass") for line in out)
+    assert out[-1] == f"wrote {run / 'metrics.json'}"
+
+
+@pytest.mark.parametrize(
+    ("setup", "code", "mergeable"),
+    [
+        ("pass_false", 1, False),
+        ("judge_failure", 1, None),
+        ("grader_failure", 1, None),
+        ("no_rubric", 0, None),
+    ],
+)
+def test_exit_codes(
+    task: Task, capsys: pytest.CaptureFixture[str], setup: str, code: int, mergeable: Any
+) -> None:
+    run = task.make_run(
+        "r",
+        FIXED,
+        {"pass": setup != "pass_false", **({"merge_score": 1} if setup == "grader_failure" else {})},
+    )
+    answer_run(task, run, answers(nowhere=("B1",)) if setup == "judge_failure" else answers())
+    if setup == "no_rubric":
+        (task.dir / "rubric.json").unlink()
+    assert main(grade(task, run, "--json")) == code
+    assert json.loads(capsys.readouterr().out)["mergeable"] == mergeable
+
+
+@pytest.mark.parametrize(
+    ("argv_change", "message"),
+    [
+        (("--judge", "anthropic:sonnet"), "alias"),
+        (("--judge", "nosuch:model-1-2"), "unknown provider"),
+        (("--manifest", "/nonexistent/manifest.yaml"), "manifest.yaml: file not found"),
+        (("grade.json", '{"pass": "yes"}'), "grade.json"),
+        (("workspace.diff", None), "workspace.diff"),
+        (("second", "openai:gpt-4o"), "alias"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    task: Task, capsys: pytest.CaptureFixture[str], argv_change: tuple[str, str | None], message: str
+) -> None:
+    run = task.make_run("r", FIXED, {"pass": True})
+    argv = grade(task, run, "--json")
+    flag, value = argv_change
+    if flag in ("--judge", "--manifest"):
+        argv[argv.index(flag) + 1] = str(value)
+    elif flag == "second":
+        argv += ["--second-judge", str(value)]
+    elif value is None:
+        (run / flag).unlink()
+    else:
+        (run / flag).write_text(value)
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) >= 1 and all(line.startswith("rubric: error: ") for line in lines)
+    assert message in captured.err
+    assert not (run / "metrics.json").exists()
+
+
+def run_rubric(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "grading", *args], capture_output=True, text=True, check=False, cwd=REPO_ROOT,
+        env={**os.environ, **env},
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(("run_name", "code", "mergeable"), [("good", 0, True), ("scope_creep", 1, False)])
+def test_the_example_runs(tmp_path: Path, run_name: str, code: int, mergeable: bool) -> None:
+    run = tmp_path / run_name
+    shutil.copytree(RUNS / run_name, run)  # metrics.json is written into the copy, never into examples/
+    judge = f"scripted:{JUDGE_SCRIPTED}"
+    result = run_rubric(
+        "grade", str(TASKS / TASK_ID), str(run), "--manifest", str(MANIFEST), "--judge", judge, "--json",
+        env={"XDG_CACHE_HOME": str(tmp_path / "xdg")},
+    )  # fmt: skip
+    assert result.returncode == code, result.stderr
+    metrics = json.loads(result.stdout)
+    assert metrics == json.loads((run / "metrics.json").read_text())
+    assert metrics["mergeable"] is mergeable and metrics["pass"] is True
+    assert metrics["details"]["judge"]["scripted"] is True
+    if run_name == "scope_creep":
+        assert metrics["details"]["scope"]["in_scope"] is False
+        assert "blocker B1 fails" in metrics["details"]["reasons"]
+        assert metrics["merge_score"] == 0
+    assert not (RUNS / run_name / "metrics.json").exists()
