@@ -77,10 +77,10 @@ def _check_files(tests: TestsConfig, changes: list[FileChange]) -> tuple[list[In
                 IntegrityViolation(rule="config_file_deleted", path=path, detail="matches tests.config_globs")
             )
     config_edits: list[str] = []
-    for change in changes:
-        path = change.new_path
-        if path is not None and path not in config_edits and match_any(tests.config_globs, path):
-            config_edits.append(path)
+    # A new config file counts too: a root conftest.py can disable tests without touching one.
+    for new_path in (c.new_path for c in changes):
+        if new_path is not None and new_path not in config_edits and match_any(tests.config_globs, new_path):
+            config_edits.append(new_path)
     return violations, config_edits
 
 
