@@ -269,3 +269,33 @@ def test_cli_bad_input_exits_2_with_one_line(
 def test_scope_for_run_raises_input_error_for_a_missing_task_dir(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="not a directory"):
         scope_for_run(tmp_path / "missing", tmp_path)
+
+
+def test_end_to_end_with_rubric_snapshot_and_capture(git_repo: GitRepo, tmp_path: Path, capsys: Any) -> None:
+    """The files `rubric capture` writes are what scope reads: awkward names, binary files, ignored output."""
+    repo = git_repo
+    repo.write(".gitignore", "*.log\nbuild/\n")
+    repo.write("src/a.py", "a = 1\n")
+    repo.write(".ci/run", "run\n")
+    base = repo.commit("base")
+    snapshot = tmp_path / "before.txt"
+    assert main(["snapshot", str(repo.path), "-o", str(snapshot)]) == 0
+    repo.write("src/a.py", "a = 2\n")
+    repo.write("src/x b/y z.py", "x = 1\n")  # a name whose diff header git cannot write unambiguously
+    repo.write("src/dé\tjà.bin", b"\x00\x01")
+    (repo.path / os.fsdecode(b"src/\xff.py")).write_bytes(b"\xfe\n")
+    repo.write(".ci/trace.log", "ignored, but under a denied path\n")
+    repo.write("build/out.o", b"\x00")
+    run = tmp_path / "run"
+    assert (
+        main(["capture", str(repo.path), "--base", base, "--before", str(snapshot), "--out", str(run)]) == 0
+    )
+    capsys.readouterr()
+    task = write_task(tmp_path / "task", {"allowed_globs": ["src/**"], "denied_globs": [".ci/**"]})
+    assert main(["scope", str(task), str(run), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out) == {
+        "in_scope": False,
+        "changed_files": 4,
+        "changed_lines": 4,  # a.py -1 +1, "y z.py" +1, the non-UTF-8 file +1; the binary file has no lines
+        "violations": [{"path": ".ci/trace.log", "rule": "ignored_in_denied"}],
+    }
