@@ -134,8 +134,8 @@ class CaptureResult(BaseModel):
 
     @field_serializer("ignored_created", "nested_repositories")
     def _json_safe(self, paths: list[str]) -> list[str]:
-        # JSON cannot carry bytes that are not UTF-8: such a name is given as its quoted path-list line.
-        return [p if _is_utf8(p) else quote_path(p) for p in paths]
+        # JSON cannot carry bytes that are not UTF-8: show them as \xNN, as grading.diffs.path_text does.
+        return [os.fsencode(p).decode("utf-8", "backslashreplace") for p in paths]
 
 
 class _Git:
@@ -204,7 +204,8 @@ def _toplevel_git(workspace: Path) -> _Git:
     try:
         out = git.run("rev-parse", "--show-toplevel")
     except InputError as exc:
-        raise InputError(workspace, "not a git work tree (git rev-parse --show-toplevel failed)") from exc
+        # git's own reason (not a repository, dubious ownership, broken config) is the useful part
+        raise InputError(workspace, f"not a git work tree ({exc.message})") from exc
     toplevel = Path(os.fsdecode(out.rstrip(b"\n")))
     # A directory inside some other checkout would silently diff that checkout instead.
     if toplevel.resolve() != workspace.resolve():

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from grading.cli import main
+from grading.diffs import load_diff, path_text
 from grading.errors import InputError
 from grading.workspace import (
     SNAPSHOT_HEADER,
@@ -573,5 +574,67 @@ def test_cli_json_carries_names_that_are_not_utf8(
     assert main([*argv, "--json"]) == 0
 
     report = json.loads(capsys.readouterr().out)
-    assert report["ignored_created"] == ['"out/caf\\351.o"', "out/naïve.o"]
+    assert report["ignored_created"] == ["out/caf\\xe9.o", "out/naïve.o"]
     assert (tmp_path / "r" / "ignored_created.txt").read_bytes() == b'"out/caf\\351.o"\nout/na\xc3\xafve.o\n'
+
+
+@pytest.mark.parametrize("layout", ["split-index", "index-v4", "untracked-cache", "shared-clone"])
+def test_unusual_repository_layouts(workspace: tuple[GitRepo, str], tmp_path: Path, layout: str) -> None:
+    repo, base = workspace
+    if layout == "shared-clone":
+        # objects come from another repository through .git/objects/info/alternates
+        subprocess.run(
+            ["git", "clone", "-q", "--shared", str(repo.path), str(tmp_path / "shared")],
+            check=True,
+            env={**os.environ, **GIT_ENV},
+            capture_output=True,
+        )
+        repo = GitRepo.__new__(GitRepo)
+        repo.path = tmp_path / "shared"
+        assert (repo.path / ".git" / "objects" / "info" / "alternates").exists()
+    elif layout == "split-index":
+        repo.git("update-index", "--split-index")
+        assert list((repo.path / ".git").glob("sharedindex.*"))
+    elif layout == "index-v4":
+        repo.git("update-index", "--index-version", "4")
+    else:
+        repo.git("config", "core.untrackedCache", "true")
+        repo.git("update-index", "--untracked-cache")
+        repo.git("status", "--porcelain")
+    before = tmp_path / "before.txt"
+    write_snapshot(repo.path, before)
+    agent_edits(repo)
+    git_dir = sorted((p.name, p.read_bytes()) for p in (repo.path / ".git").iterdir() if p.is_file())
+
+    capture(repo.path, base, before, tmp_path / "run")
+
+    assert sorted((p.name, p.read_bytes()) for p in (repo.path / ".git").iterdir() if p.is_file()) == git_dir
+    clone = apply_on_base(repo, base, tmp_path / "run" / "workspace.diff", tmp_path / "clone")
+    assert listing(clone.path) == listing(repo.path)
+
+
+def test_capture_parses_into_the_changes_git_reports(workspace: tuple[GitRepo, str], tmp_path: Path) -> None:
+    """The diff the capture writes is the one scope and integrity read: every path survives parsing."""
+    repo, base = workspace
+    before = tmp_path / "before.txt"
+    write_snapshot(repo.path, before)
+    agent_edits(repo)
+    capture(repo.path, base, before, tmp_path / "run")
+
+    changes = load_diff(tmp_path / "run" / "workspace.diff")
+    # what git itself says changed: tracked changes plus every untracked file
+    env = {"GIT_INDEX_FILE": str(tmp_path / "idx")}
+    repo.git("read-tree", "HEAD", env=env)
+    repo.git("add", "-A", env=env)
+    expected = {
+        path_text(p)
+        for p in repo.git("diff", "--cached", "--no-renames", "--name-only", "-z", base, env=env)
+        .encode("utf-8", "surrogateescape")
+        .split(b"\0")
+        if p
+    }
+    assert {p for c in changes for p in c.paths()} == expected
+    added = {c.new_path for c in changes if c.status == "added"}
+    assert {"empty_new.txt", "dir with space/second naïve.txt", "moved/dst.txt"} <= added
+    deleted = {c.old_path for c in changes if c.status == "deleted"}
+    assert {"delete_me.txt", "moved/src.txt"} <= deleted
