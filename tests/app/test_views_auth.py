@@ -1,0 +1,59 @@
+"""Login and logout; every URL of the app refuses anonymous users."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import User
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+
+from tests.app.conftest import PASSWORD
+
+
+def test_login_page_and_login(maintainer: User) -> None:
+    client = Client(enforce_csrf_checks=True)
+    page = client.get(reverse("login"))
+    assert page.status_code == 200
+    token = page.cookies["csrftoken"].value
+    response = client.post(
+        reverse("login"), {"username": "maintainer", "password": PASSWORD, "csrfmiddlewaretoken": token}
+    )
+    assert response.status_code == 302
+    assert client.get(reverse("rubrics:repository_list")).status_code == 200
+
+
+def test_a_wrong_password_is_refused(maintainer: User) -> None:
+    response = Client().post(reverse("login"), {"username": "maintainer", "password": "wrong"})
+    assert response.status_code == 200
+    assert "Please enter a correct username and password" in response.content.decode()
+
+
+def test_logout_is_a_post(maintainer: User) -> None:
+    client = Client()
+    client.force_login(maintainer)
+    assert client.get(reverse("logout")).status_code == 405
+    assert client.post(reverse("logout")).status_code == 302
+    assert client.get(reverse("rubrics:repository_list")).status_code == 302
+
+
+def _app_patterns() -> list[URLPattern]:
+    out: list[URLPattern] = []
+    for entry in get_resolver().url_patterns:
+        if isinstance(entry, URLResolver) and entry.namespace == "rubrics":
+            out.extend(p for p in entry.url_patterns if isinstance(p, URLPattern))
+    return out
+
+
+def test_every_app_url_needs_login() -> None:
+    patterns = _app_patterns()
+    assert len(patterns) >= 15
+    client = Client()
+    for pattern in patterns:
+        # Every converter of this app is an int; 1 is as good as any for an anonymous request.
+        kwargs = dict.fromkeys(pattern.pattern.converters, 1)
+        url = reverse(f"rubrics:{pattern.name}", kwargs=kwargs)
+        for method in (client.get, client.post):
+            response = method(url)
+            # 405 is the method check (which comes first and says nothing about the object); otherwise login
+            assert response.status_code in (302, 405), (url, response.status_code)
+            if response.status_code == 302:
+                assert response["Location"].startswith(reverse("login")), url
