@@ -518,7 +518,14 @@ def parse_diff(data: bytes | str, source: str = "workspace.diff") -> list[FileCh
     An empty diff is no change. Raises InputError naming ``source`` and the line for anything else that
     is not a complete diff (binary garbage, a truncated hunk or binary patch, a malformed header).
     """
+    if isinstance(data, bytes) and data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InputError(
+            source, "UTF-16 text (a shell redirect on Windows?); a diff is UTF-8 bytes", "line 1"
+        )
     lines = _split_lines(data)
+    if lines and lines[0].startswith("\ufeff"):
+        # A UTF-8 byte order mark would hide the first file's header.
+        lines[0] = lines[0][1:]
     for index, line in enumerate(lines):
         if "\x00" in line:
             raise InputError(source, "NUL byte: binary data, not a diff", f"line {index + 1}")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from grading import diffs
 from grading.diffs import FileChange, load_diff, parse_diff, unquote_path
 from grading.errors import InputError
 from tests.gitrepo import GitRepo
@@ -260,6 +261,30 @@ def test_binary_garbage_is_not_a_diff() -> None:
     assert "not a diff" in str(exc.value)
     assert exc.value.file == "run/workspace.diff"
     assert exc.value.field == "line 1"
+
+
+def test_a_byte_order_mark_does_not_hide_the_first_file_and_utf16_is_refused(git_repo: GitRepo) -> None:
+    git_repo.write("a.sh", "echo\n")
+    base = git_repo.commit("base")
+    (git_repo.path / "a.sh").chmod(0o755)  # a mode change: its whole diff is header lines
+    git_repo.write("b.txt", "b\n")
+    data = workspace_diff(git_repo, base)
+    assert data.startswith(b"diff --git a/a.sh b/a.sh\nold mode")
+    assert parse_diff("\ufeff".encode() + data) == parse_diff(data)
+    with pytest.raises(InputError, match="w.diff: line 1: UTF-16 text"):
+        parse_diff(data.decode().encode("utf-16"), "w.diff")
+
+
+def test_load_diff_refuses_a_diff_over_the_size_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "workspace.diff"
+    path.write_text("diff --git a/f b/f\nnew file mode 100644\nindex 0000000..e69de29\n")
+    monkeypatch.setattr(diffs, "MAX_DIFF_BYTES", path.stat().st_size - 1)
+    with pytest.raises(InputError, match=r"workspace.diff: \d+ bytes; diffs over \d+ bytes are refused"):
+        load_diff(path)
+    monkeypatch.setattr(diffs, "MAX_DIFF_BYTES", path.stat().st_size)
+    assert [c.status for c in load_diff(path)] == ["added"]
 
 
 def test_text_that_is_not_a_diff_is_refused() -> None:
