@@ -1,0 +1,165 @@
+"""The ``openai:<model>`` judge backend (§4): chat completions with a strict JSON-schema response format.
+
+Meant for the second judge, from another model family, on any OpenAI-compatible server
+(``OPENAI_BASE_URL``, read by the SDK when ``base_url`` is not given; ``OPENAI_API_KEY`` likewise).
+The request has no tools: the system message is the static part (instructions, rubric and task), which
+providers that cache prompt prefixes reuse across diffs; the fenced diff is the user message, last.
+Retries on 429, 5xx and timeouts are the SDK's own; once exhausted, :class:`BackendError` is raised.
+"""
+
+from __future__ import annotations
+
+import functools
+import ssl
+from typing import Any
+
+import httpx2
+import openai
+from openai.types.chat import ChatCompletion
+
+from grading.errors import InputError
+from grading.judge.backend import BackendError, BackendReply, JudgeRequest
+from grading.judge.models import Usage
+
+SCHEMA_NAME = "judge_verdicts"
+
+RESERVED_KEYS = frozenset(
+    {
+        "model",
+        "messages",
+        "response_format",
+        "tools",
+        "tool_choice",
+        "functions",
+        "function_call",
+        "stream",
+        "n",
+    }
+)
+
+# Passed to ``chat.completions.create`` by name; decoding keys go through ``extra_body`` unchanged, so that
+# a parameter an OpenAI-compatible server knows and this SDK does not still reaches it.
+_NAMED_KEYS = ("model", "messages", "response_format")
+
+
+class OpenAIBackend:
+    """Judge through an OpenAI-compatible chat completions endpoint."""
+
+    scripted = False
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        decoding: dict[str, Any] | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        max_retries: int = 4,
+        timeout: float = 120.0,
+    ) -> None:
+        self.spec = f"openai:{model}"
+        self.model = model
+        self.decoding: dict[str, Any] = dict(decoding or {})
+        for key in self.decoding:
+            if key in RESERVED_KEYS:
+                raise InputError(
+                    None, f"{key!r} is set by the judge runner, not a decoding parameter", f"decoding.{key}"
+                )
+        self.base_url = base_url
+        self.api_key = api_key
+        self.max_retries = max_retries
+        self.timeout = timeout
+
+    def render(self, request: JudgeRequest) -> dict[str, Any]:
+        """The exact JSON body sent to ``POST {base_url}/chat/completions`` for this request."""
+        system = "\n\n".join(t for t in (request.instructions, request.rubric_text) if t)
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [
+                {"role": "system", "content": system},
+                {"role": "user", "content": request.diff_block},
+            ],
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": SCHEMA_NAME, "schema": request.output_schema, "strict": True},
+            },
+        }
+        body.update(self.decoding)
+        return body
+
+    async def complete(self, request: JudgeRequest) -> BackendReply:
+        """Send one request; raise :class:`BackendError` when it fails after the SDK's retries."""
+        body = self.render(request)
+        named = {k: body[k] for k in _NAMED_KEYS}
+        extra = {k: v for k, v in body.items() if k not in _NAMED_KEYS}
+        try:
+            # Built per call and inside the try: a missing OPENAI_API_KEY is a failed call, not a crash,
+            # and --render-only never needs a key.
+            async with self._client() as client:
+                completion = await client.chat.completions.create(**named, extra_body=extra or None)
+        except openai.OpenAIError as err:
+            raise BackendError(self._describe(err)) from err
+        return reply_from_completion(completion)
+
+    def _client(self) -> openai.AsyncOpenAI:
+        kwargs: dict[str, Any] = {"max_retries": self.max_retries, "timeout": self.timeout}
+        if self.base_url is not None:
+            kwargs["base_url"] = self.base_url
+        if self.api_key is not None:
+            kwargs["api_key"] = self.api_key
+        # A client of our own, sharing one SSL context: building the default one loads the CA bundle
+        # again, which took about 0.1 s per call here.
+        kwargs["http_client"] = openai.DefaultAsyncHttpxClient(verify=_ssl_context())
+        return openai.AsyncOpenAI(**kwargs)
+
+    def _describe(self, err: openai.OpenAIError) -> str:
+        if isinstance(err, openai.APITimeoutError):
+            return f"openai: timed out after {self.max_retries} retries ({self.timeout:g}s per attempt)"
+        if isinstance(err, openai.APIStatusError):
+            retried = (
+                f" after {self.max_retries} retries"
+                if err.status_code == 429 or err.status_code >= 500
+                else ""
+            )
+            return f"openai: HTTP {err.status_code}{retried}: {err.message}"
+        if isinstance(err, openai.APIConnectionError):
+            return f"openai: connection failed after {self.max_retries} retries: {err}"
+        return f"openai: {err}"
+
+
+def reply_from_completion(completion: ChatCompletion) -> BackendReply:
+    """Map a chat completion: refusal flagged, ``length`` as ``max_tokens``, usage in the runner's terms."""
+    if not completion.choices:
+        return BackendReply(text=None, model_id=completion.model, stop_reason=None, usage=_usage(completion))
+    choice = completion.choices[0]
+    refused = bool(choice.message.refusal)
+    stop_reason: str | None = choice.finish_reason
+    if stop_reason == "length":
+        stop_reason = "max_tokens"  # the runner's word for a truncated reply, as Anthropic reports it
+    elif refused:
+        stop_reason = "refusal"
+    return BackendReply(
+        text=None if refused else (choice.message.content or None),
+        model_id=completion.model,
+        stop_reason=stop_reason,
+        refused=refused,
+        usage=_usage(completion),
+    )
+
+
+def _usage(completion: ChatCompletion) -> Usage:
+    usage = completion.usage
+    if usage is None:
+        return Usage()
+    cached = (usage.prompt_tokens_details.cached_tokens if usage.prompt_tokens_details else None) or 0
+    # prompt_tokens counts cached tokens too; the runner's input_tokens are the uncached ones (as Anthropic's)
+    return Usage(
+        input_tokens=usage.prompt_tokens - cached,
+        cache_read_tokens=cached,
+        output_tokens=usage.completion_tokens,
+    )
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    return httpx2.create_ssl_context()

@@ -1,0 +1,670 @@
+"""A local HTTP server that speaks the providers' APIs, so the real SDKs run end to end in tests.
+
+One server answers both the Anthropic Messages API (``POST /v1/messages`` and the Message Batches
+endpoints) and the OpenAI chat completions API (``POST /v1/chat/completions``, ``/chat/completions``).
+It records every request (headers and JSON body) and answers model calls from a scripted queue of
+:class:`Behaviour` values; when the queue is empty it answers with a valid reply built from the request.
+
+A valid reply covers the item ids found in the request (``FakeProviderServer.item_ids`` when set, else the
+``enum`` of the ``id``/``item_id`` property in the request's JSON schema) and cites the first added line of
+the diff in the user message (the first removed line when nothing was added).
+``reply_builder`` may be replaced to speak another reply shape.
+
+Usage is simulated the way the providers bill it: Anthropic writes the static prefix (every system block
+up to the one carrying ``cache_control``) to a prompt cache on first sight and reads it afterwards;
+OpenAI reports the system message as ``cached_tokens`` when the same one was seen before.
+Tokens are counted as ``ceil(len(text) / 4)``.
+
+Pytest fixtures: ``fake_server`` (import ``fake_server_fixture`` from this module into a test module).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import re
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+
+import pytest
+
+BehaviourKind = Literal[
+    "valid",  # verdicts for every id, citing a real diff line
+    "text",  # the given text verbatim (malformed JSON, wrong shape...)
+    "truncated",  # half of a valid reply, stop_reason max_tokens / finish_reason length
+    "refusal",  # stop_reason refusal / message.refusal
+    "missing_id",  # a valid reply without its last id
+    "extra_id",  # a valid reply plus an id nobody asked for
+    "bad_location",  # a valid reply citing a file and line that are not in the diff
+    "status",  # an HTTP error (429, 529, 500...) with retry-after headers
+    "slow",  # a valid reply after `delay` seconds (to exceed the client timeout)
+    "expired",  # batches only: the request expired
+]
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    kind: BehaviourKind
+    status: int = 200
+    text: str | None = None
+    retry_after_ms: int | None = None
+    retry_after: str | None = None
+    delay: float = 0.0
+    verdict: str = "pass"
+
+
+def valid(verdict: str = "pass") -> Behaviour:
+    return Behaviour("valid", verdict=verdict)
+
+
+def malformed(text: str = '{"verdicts": [{"id": "B1", "verdict": "pa') -> Behaviour:
+    return Behaviour("text", text=text)
+
+
+def text(reply: str) -> Behaviour:
+    return Behaviour("text", text=reply)
+
+
+def truncated() -> Behaviour:
+    return Behaviour("truncated")
+
+
+def refusal() -> Behaviour:
+    return Behaviour("refusal")
+
+
+def missing_id() -> Behaviour:
+    return Behaviour("missing_id")
+
+
+def extra_id() -> Behaviour:
+    return Behaviour("extra_id")
+
+
+def bad_location() -> Behaviour:
+    return Behaviour("bad_location")
+
+
+def error(status: int, *, retry_after_ms: int | None = 1, retry_after: str | None = "0") -> Behaviour:
+    # Real servers send retry-after in whole seconds; the SDKs prefer retry-after-ms, which keeps tests fast.
+    return Behaviour("status", status=status, retry_after_ms=retry_after_ms, retry_after=retry_after)
+
+
+def storm(status: int, count: int) -> list[Behaviour]:
+    return [error(status) for _ in range(count)]
+
+
+def slow(delay: float) -> Behaviour:
+    return Behaviour("slow", delay=delay)
+
+
+def expired() -> Behaviour:
+    return Behaviour("expired")
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]  # lower-cased names
+    body: Any  # parsed JSON, or None
+
+
+@dataclass(frozen=True)
+class ParsedPrompt:
+    """What a model would see, taken out of a request body of either provider."""
+
+    provider: Literal["anthropic", "openai"]
+    model: str
+    static_text: str  # system part
+    cached_prefix: str  # the part marked for prompt caching (Anthropic); the system message (OpenAI)
+    user_text: str  # the user message: the fenced diff
+    ids: list[str]
+    schema: dict[str, Any]
+
+
+@dataclass
+class DiffLine:
+    file: str
+    line: int
+    side: Literal["new", "old"]
+
+
+def diff_lines(diff: str) -> list[DiffLine]:
+    """Every added (new side) and removed (old side) line of the unified diff inside ``diff``."""
+    out: list[DiffLine] = []
+    path: str | None = None
+    old_path: str | None = None
+    old_no = new_no = 0
+    in_hunk = False
+    for raw in diff.splitlines():
+        if raw.startswith("--- "):
+            name = raw[4:].split("\t")[0]
+            old_path = None if name == "/dev/null" else name.removeprefix("a/")
+            in_hunk = False
+            continue
+        if raw.startswith("+++ "):
+            name = raw[4:].split("\t")[0]
+            path = None if name == "/dev/null" else name.removeprefix("b/")
+            in_hunk = False
+            continue
+        match = re.match(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@", raw)
+        if match:
+            old_no, new_no = int(match.group(1)), int(match.group(2))
+            in_hunk = True
+            continue
+        if not in_hunk:
+            continue
+        if raw.startswith("+") and path is not None:
+            out.append(DiffLine(path, new_no, "new"))
+            new_no += 1
+        elif raw.startswith("-") and old_path is not None:
+            out.append(DiffLine(old_path, old_no, "old"))
+            old_no += 1
+        elif raw.startswith(" "):
+            old_no += 1
+            new_no += 1
+        elif raw.startswith("\\"):
+            continue
+        else:
+            in_hunk = False
+    return out
+
+
+def ids_in_schema(schema: Any) -> list[str] | None:
+    """The ``enum`` of an ``id`` / ``item_id`` property anywhere in a JSON schema."""
+    if isinstance(schema, dict):
+        props = schema.get("properties")
+        if isinstance(props, dict):
+            for name in ("id", "item_id"):
+                prop = props.get(name)
+                if isinstance(prop, dict) and isinstance(prop.get("enum"), list):
+                    return [str(v) for v in prop["enum"]]
+        for value in schema.values():
+            found = ids_in_schema(value)
+            if found is not None:
+                return found
+    elif isinstance(schema, list):
+        for value in schema:
+            found = ids_in_schema(value)
+            if found is not None:
+                return found
+    return None
+
+
+def default_reply(prompt: ParsedPrompt, behaviour: Behaviour) -> dict[str, Any]:
+    """``{"verdicts": [{"id", "verdict", "reason", "locations": [{"file", "line", "side"}]}]}``."""
+    lines = sorted(diff_lines(prompt.user_text), key=lambda d: d.side != "new")  # an added line first
+    locations = [{"file": lines[0].file, "line": lines[0].line, "side": lines[0].side}] if lines else []
+    return {
+        "verdicts": [
+            {
+                "id": item_id,
+                "verdict": behaviour.verdict,
+                "reason": f"The change meets {item_id}."
+                if behaviour.verdict == "pass"
+                else f"Misses {item_id}.",
+                "locations": locations,
+            }
+            for item_id in prompt.ids
+        ]
+    }
+
+
+ReplyBuilder = Callable[[ParsedPrompt, Behaviour], dict[str, Any]]
+
+
+def tokens(text: str) -> int:
+    return math.ceil(len(text) / 4)
+
+
+def _block_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(b.get("text", "") for b in content if isinstance(b, dict))
+    return ""
+
+
+class FakeProviderServer:
+    """Anthropic Messages (+ batches) and OpenAI chat completions on 127.0.0.1, answering from a script."""
+
+    def __init__(self) -> None:
+        self.requests: list[RecordedRequest] = []
+        self.queue: deque[Behaviour] = deque()
+        self.item_ids: list[str] | None = None
+        self.reply_builder: ReplyBuilder = default_reply
+        self.reported_model: Callable[[str], str] = lambda model: model
+        self.batch_polls_in_progress = 1  # retrieves answered "in_progress" before a batch ends
+        self._lock = threading.Lock()
+        self._prompt_cache: set[str] = set()
+        self._batches: dict[str, dict[str, Any]] = {}
+        self._ids = itertools.count(1)
+        self._stopping = threading.Event()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._httpd.daemon_threads = True
+        self._httpd.block_on_close = False  # a slow reply must not hold up the test's teardown
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.02},
+            name="fake-provider",
+            daemon=True,
+        )
+
+    # -- lifecycle ---------------------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        return self.url  # the SDK appends /v1/messages
+
+    @property
+    def openai_base_url(self) -> str:
+        return f"{self.url}/v1"  # the SDK appends /chat/completions
+
+    def start(self) -> FakeProviderServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    # -- scripting and inspection -----------------------------------------------------------------------
+
+    def script(self, *behaviours: Behaviour | list[Behaviour]) -> None:
+        with self._lock:
+            for b in behaviours:
+                self.queue.extend(b if isinstance(b, list) else [b])
+
+    def model_calls(self) -> list[RecordedRequest]:
+        """POSTs to the Messages or chat completions endpoint (batch traffic excluded)."""
+        return [
+            r
+            for r in self.requests
+            if r.method == "POST" and r.path.rstrip("/").endswith(("/v1/messages", "/chat/completions"))
+        ]
+
+    def clear_prompt_cache(self) -> None:
+        with self._lock:
+            self._prompt_cache.clear()
+
+    def _next_behaviour(self) -> Behaviour:
+        with self._lock:
+            return self.queue.popleft() if self.queue else valid()
+
+    # -- parsing ----------------------------------------------------------------------------------------
+
+    def parse_anthropic(self, body: dict[str, Any]) -> ParsedPrompt:
+        system = body.get("system", [])
+        blocks = [{"type": "text", "text": system}] if isinstance(system, str) else list(system)
+        static_text = "".join(b.get("text", "") for b in blocks)
+        cached_prefix = ""
+        for i, block in enumerate(blocks):
+            if "cache_control" in block:
+                cached_prefix = "".join(b.get("text", "") for b in blocks[: i + 1])
+        user_text = "".join(
+            _block_text(m.get("content")) for m in body.get("messages", []) if m.get("role") == "user"
+        )
+        schema = ((body.get("output_config") or {}).get("format") or {}).get("schema") or {}
+        model = str(body.get("model"))
+        return ParsedPrompt(
+            "anthropic", model, static_text, cached_prefix, user_text, self._ids_for(schema), schema
+        )
+
+    def parse_openai(self, body: dict[str, Any]) -> ParsedPrompt:
+        messages = body.get("messages", [])
+        static_text = "".join(
+            _block_text(m.get("content")) for m in messages if m.get("role") in ("system", "developer")
+        )
+        user_text = "".join(_block_text(m.get("content")) for m in messages if m.get("role") == "user")
+        schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema") or {}
+        return ParsedPrompt(
+            "openai",
+            str(body.get("model")),
+            static_text,
+            static_text,
+            user_text,
+            self._ids_for(schema),
+            schema,
+        )
+
+    def _ids_for(self, schema: dict[str, Any]) -> list[str]:
+        if self.item_ids is not None:
+            return list(self.item_ids)
+        return ids_in_schema(schema) or []
+
+    # -- replies ----------------------------------------------------------------------------------------
+
+    def reply_text(self, prompt: ParsedPrompt, behaviour: Behaviour) -> str:
+        """The model's text for a behaviour that produces one."""
+        if behaviour.kind == "text":
+            return behaviour.text or ""
+        reply = self.reply_builder(prompt, behaviour)
+        items = _verdict_list(reply)
+        if behaviour.kind == "missing_id" and items:
+            items.pop()
+        elif behaviour.kind == "extra_id" and items:
+            items.append({**items[0], "id": "NOT_IN_RUBRIC", "item_id": "NOT_IN_RUBRIC"})
+        elif behaviour.kind == "bad_location":
+            for item in items:
+                item["locations"] = [{"file": "not/in/the/diff.py", "line": 99999, "side": "new"}]
+        full = json.dumps(reply)
+        if behaviour.kind == "truncated":
+            return full[: len(full) // 2]
+        return full
+
+    def _prompt_usage(self, prompt: ParsedPrompt) -> tuple[int, int, int]:
+        """(uncached input, cache write, cache read) tokens, updating the simulated prompt cache."""
+        total = tokens(prompt.static_text) + tokens(prompt.user_text)
+        if not prompt.cached_prefix:
+            return total, 0, 0
+        key = hashlib.sha256(f"{prompt.model}\0{prompt.cached_prefix}".encode()).hexdigest()
+        prefix = tokens(prompt.cached_prefix)
+        with self._lock:
+            hit = key in self._prompt_cache
+            self._prompt_cache.add(key)
+        if hit:
+            return total - prefix, 0, prefix
+        if prompt.provider == "openai":
+            return total, 0, 0  # OpenAI caches without a write charge
+        return total - prefix, prefix, 0
+
+    def anthropic_message(self, body: dict[str, Any], behaviour: Behaviour) -> dict[str, Any]:
+        prompt = self.parse_anthropic(body)
+        uncached, write, read = self._prompt_usage(prompt)
+        stop_reason = "end_turn"
+        content: list[dict[str, Any]] = []
+        if behaviour.kind == "refusal":
+            stop_reason = "refusal"
+        else:
+            reply = self.reply_text(prompt, behaviour)
+            content = [{"type": "text", "text": reply}]
+            if behaviour.kind == "truncated":
+                stop_reason = "max_tokens"
+        return {
+            "id": f"msg_{next(self._ids):06d}",
+            "type": "message",
+            "role": "assistant",
+            "model": self.reported_model(prompt.model),
+            "content": content,
+            "stop_reason": stop_reason,
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": uncached,
+                "cache_creation_input_tokens": write,
+                "cache_read_input_tokens": read,
+                "output_tokens": sum(tokens(c["text"]) for c in content) or 1,
+            },
+        }
+
+    def openai_completion(self, body: dict[str, Any], behaviour: Behaviour) -> dict[str, Any]:
+        prompt = self.parse_openai(body)
+        uncached, _, read = self._prompt_usage(prompt)
+        message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None}
+        finish = "stop"
+        if behaviour.kind == "refusal":
+            message["refusal"] = "I can't help with that."
+        else:
+            message["content"] = self.reply_text(prompt, behaviour)
+            if behaviour.kind == "truncated":
+                finish = "length"
+        completion = tokens(message["content"] or message["refusal"] or "")
+        return {
+            "id": f"chatcmpl-{next(self._ids):06d}",
+            "object": "chat.completion",
+            "created": int(datetime.now(UTC).timestamp()),
+            "model": self.reported_model(prompt.model),
+            "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+            "usage": {
+                "prompt_tokens": uncached + read,
+                "completion_tokens": completion,
+                "total_tokens": uncached + read + completion,
+                "prompt_tokens_details": {"cached_tokens": read},
+            },
+        }
+
+    # -- batches ----------------------------------------------------------------------------------------
+
+    def create_batch(self, body: dict[str, Any]) -> dict[str, Any]:
+        batch_id = f"msgbatch_{next(self._ids):06d}"
+        results = []
+        for entry in body.get("requests", []):
+            behaviour = self._next_behaviour()
+            result: dict[str, Any]
+            if behaviour.kind == "status":
+                result = {
+                    "type": "errored",
+                    "error": {
+                        "type": "error",
+                        "error": {"type": "api_error", "message": "Internal server error"},
+                    },
+                }
+            elif behaviour.kind == "expired":
+                result = {"type": "expired"}
+            else:
+                result = {"type": "succeeded", "message": self.anthropic_message(entry["params"], behaviour)}
+            results.append({"custom_id": entry["custom_id"], "result": result})
+        now = datetime.now(UTC)
+        batch = {
+            "id": batch_id,
+            "type": "message_batch",
+            "processing_status": "in_progress",
+            "created_at": now.isoformat(),
+            "expires_at": (now + timedelta(hours=24)).isoformat(),
+            "ended_at": None,
+            "results_url": None,
+            "request_counts": {
+                "processing": len(results),
+                "succeeded": 0,
+                "errored": 0,
+                "canceled": 0,
+                "expired": 0,
+            },
+            "_results": results,
+            "_polls_left": self.batch_polls_in_progress,
+        }
+        with self._lock:
+            self._batches[batch_id] = batch
+        return _public(batch)
+
+    def retrieve_batch(self, batch_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            batch = self._batches.get(batch_id)
+            if batch is None:
+                return None
+            if batch["_polls_left"] > 0:
+                batch["_polls_left"] -= 1
+            elif batch["processing_status"] != "ended":
+                counts = {"processing": 0, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
+                for r in batch["_results"]:
+                    counts[r["result"]["type"]] += 1
+                batch.update(
+                    processing_status="ended",
+                    ended_at=datetime.now(UTC).isoformat(),
+                    results_url=f"{self.url}/v1/messages/batches/{batch_id}/results",
+                    request_counts=counts,
+                )
+            return _public(batch)
+
+    def cancel_batch(self, batch_id: str) -> dict[str, Any]:
+        with self._lock:
+            batch = self._batches[batch_id]
+            batch["processing_status"] = "canceling"
+            batch["cancel_initiated_at"] = datetime.now(UTC).isoformat()
+            return _public(batch)
+
+    def batch_results(self, batch_id: str) -> list[dict[str, Any]] | None:
+        with self._lock:
+            batch = self._batches.get(batch_id)
+            if batch is None or batch["processing_status"] != "ended":
+                return None
+            return list(reversed(batch["_results"]))  # the API does not keep request order
+
+    # -- HTTP -------------------------------------------------------------------------------------------
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
+                pass
+
+            def do_GET(self) -> None:
+                server._record(self, None)
+                path = self.path.split("?")[0].rstrip("/")
+                match = re.fullmatch(r"/v1/messages/batches/([^/]+)(/results)?", path)
+                if match is None:
+                    self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": path}})
+                    return
+                if match.group(2):
+                    lines = server.batch_results(match.group(1))
+                    if lines is None:
+                        self._json(
+                            404, {"type": "error", "error": {"type": "not_found_error", "message": "no"}}
+                        )
+                        return
+                    data = "".join(json.dumps(line) + "\n" for line in lines).encode()
+                    self._send(200, data, "application/x-jsonl")
+                    return
+                batch = server.retrieve_batch(match.group(1))
+                if batch is None:
+                    self._json(
+                        404, {"type": "error", "error": {"type": "not_found_error", "message": "no batch"}}
+                    )
+                    return
+                self._json(200, batch)
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    body = json.loads(raw) if raw else None
+                except ValueError:
+                    body = None
+                server._record(self, body)
+                path = self.path.split("?")[0].rstrip("/")
+                if not isinstance(body, dict) and not path.endswith("/cancel"):
+                    self._json(
+                        400, {"type": "error", "error": {"type": "invalid_request_error", "message": "json"}}
+                    )
+                elif path == "/v1/messages/batches" and isinstance(body, dict):
+                    self._json(200, server.create_batch(body))
+                elif cancel := re.fullmatch(r"/v1/messages/batches/([^/]+)/cancel", path):
+                    self._json(200, server.cancel_batch(cancel.group(1)))
+                elif path == "/v1/messages" and isinstance(body, dict):
+                    self._model_call(body, "anthropic")
+                elif path in ("/v1/chat/completions", "/chat/completions") and isinstance(body, dict):
+                    self._model_call(body, "openai")
+                else:
+                    self._json(404, {"error": {"message": f"unknown path {path}", "type": "not_found"}})
+
+            def _model_call(self, body: dict[str, Any], provider: Literal["anthropic", "openai"]) -> None:
+                behaviour = server._next_behaviour()
+                if behaviour.kind == "status":
+                    headers = {}
+                    if behaviour.retry_after_ms is not None:
+                        headers["retry-after-ms"] = str(behaviour.retry_after_ms)
+                    if behaviour.retry_after is not None:
+                        headers["retry-after"] = behaviour.retry_after
+                    kind = {429: "rate_limit_error", 529: "overloaded_error"}.get(
+                        behaviour.status, "api_error"
+                    )
+                    payload: dict[str, Any] = (
+                        {"type": "error", "error": {"type": kind, "message": f"scripted {behaviour.status}"}}
+                        if provider == "anthropic"
+                        else {
+                            "error": {"message": f"scripted {behaviour.status}", "type": kind, "code": None}
+                        }
+                    )
+                    self._json(behaviour.status, payload, headers)
+                    return
+                if behaviour.kind == "slow" and server._stopping.wait(behaviour.delay):
+                    return
+                if provider == "anthropic":
+                    self._json(200, server.anthropic_message(body, behaviour))
+                else:
+                    self._json(200, server.openai_completion(body, behaviour))
+
+            def _json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+                self._send(status, json.dumps(payload).encode(), "application/json", headers)
+
+            def _send(
+                self, status: int, data: bytes, ctype: str, headers: dict[str, str] | None = None
+            ) -> None:
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", ctype)
+                    self.send_header("content-length", str(len(data)))
+                    self.send_header("request-id", f"req_{next(server._ids):06d}")
+                    for name, value in (headers or {}).items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout): nothing to answer
+
+        return Handler
+
+    def _record(self, handler: BaseHTTPRequestHandler, body: Any) -> None:
+        headers = {k.lower(): v for k, v in handler.headers.items()}
+        with self._lock:
+            self.requests.append(RecordedRequest(handler.command, handler.path, headers, body))
+
+
+def _verdict_list(reply: dict[str, Any]) -> list[dict[str, Any]]:
+    for value in reply.values():
+        if isinstance(value, list) and all(isinstance(v, dict) for v in value):
+            return value
+    return []
+
+
+def _public(batch: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in batch.items() if not k.startswith("_")}
+
+
+@pytest.fixture(name="fake_server")
+def fake_server_fixture() -> Iterator[FakeProviderServer]:
+    server = FakeProviderServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+__all__ = [
+    "Behaviour",
+    "FakeProviderServer",
+    "ParsedPrompt",
+    "RecordedRequest",
+    "bad_location",
+    "default_reply",
+    "diff_lines",
+    "error",
+    "expired",
+    "extra_id",
+    "fake_server_fixture",
+    "malformed",
+    "missing_id",
+    "refusal",
+    "slow",
+    "storm",
+    "text",
+    "truncated",
+    "valid",
+]
