@@ -29,9 +29,11 @@ How the capture works, and why:
   scratch object directory in front of the repository's own, so neither the real index nor the object
   store changes. ``assume-unchanged`` and ``skip-worktree`` bits are cleared in the copy: they would hide
   edits to tracked files.
-- A nested repository the agent created (a directory with its own ``.git``) would be a gitlink, which
-  ``git apply`` cannot reproduce and which hides every file inside it. Its files (not its ``.git``) are
-  therefore included as ordinary added files, and its path is reported in ``nested_repositories``.
+- A nested repository the agent created (a directory with its own ``.git``, with or without commits, left
+  untracked or staged/committed as a gitlink the base does not have) would be a gitlink, which ``git apply``
+  cannot reproduce and which hides every file inside it. Its files (not its ``.git``) are therefore
+  included as ordinary added files, and its path is reported in ``nested_repositories``. Gitlinks the base
+  already has (real submodules) stay gitlinks.
   Files inside it that the workspace's ignore rules ignore count as ignored files, like any other.
 - Ignored files are listed file by file (no ``--directory`` collapsing), so a new file inside a directory
   that was already ignored before the run shows up in ``ignored_created.txt``.
@@ -242,19 +244,20 @@ def _walk_nested(git: _Git, directory: str) -> list[str]:
 
 class _Scan(BaseModel):
     untracked: list[str]  # untracked, not ignored, outside nested repositories
-    nested_repositories: list[str]  # untracked, not ignored nested repositories (with the trailing '/')
+    nested_repositories: list[str]  # untracked or staged as a gitlink, not ignored
     nested_files: list[str]  # not-ignored files inside them
     ignored: list[str]  # every ignored file, one by one, nested repositories included
 
 
-def _scan(git: _Git) -> _Scan:
+def _scan(git: _Git, staged_repositories: Sequence[str] = ()) -> _Scan:
+    """The file lists; ``staged_repositories`` are nested repositories the agent staged as gitlinks."""
     others = _split_z(git.run("ls-files", "-z", "--others", "--exclude-standard"))
     ignored_entries = _split_z(git.run("ls-files", "-z", "--others", "--ignored", "--exclude-standard"))
     # Without --directory git lists files one by one, except a nested repository: that is one "dir/" entry.
     ignored = [p for p in ignored_entries if not p.endswith("/")]
     for nested in (p for p in ignored_entries if p.endswith("/")):
         ignored.extend(_walk_nested(git, nested))
-    nested_repos = [p for p in others if p.endswith("/")]
+    nested_repos = [p.rstrip("/") for p in others if p.endswith("/")] + list(staged_repositories)
     nested_candidates = [f for repo in nested_repos for f in _walk_nested(git, repo)]
     nested_ignored: set[str] = set()
     if nested_candidates:
@@ -482,7 +485,8 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
     before_paths = set(read_snapshot(before))
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(out_dir, "run directory is not a directory")
-    scan = _scan(git)
+    staged_repositories = _new_gitlinks(git, base_commit)
+    scan = _scan(git, staged_repositories)
 
     real_index = _git_path(git, "index")
     objects = _git_path(git, "objects").resolve()
@@ -504,6 +508,8 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
             # --literal-pathspecs: a file named '*.py' is that file, not a glob over the work tree
             add_flags = ("--intent-to-add", "--pathspec-from-file=-", "--pathspec-file-nul")
             git.run("--literal-pathspecs", "add", *add_flags, stdin=_nul_joined(scan.untracked))
+        if staged_repositories:
+            git.run("update-index", "--force-remove", "-z", "--stdin", stdin=_nul_joined(staged_repositories))
         if scan.nested_files:
             # git add would stop at the nested .git (a gitlink); update-index adds the files themselves.
             git.run("update-index", "--add", "-z", "--stdin", stdin=_nul_joined(scan.nested_files))
@@ -529,8 +535,28 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
         diff_bytes=len(diff),
         files_changed=files_changed,
         ignored_created=ignored_created,
-        nested_repositories=[p.rstrip("/") for p in scan.nested_repositories],
+        nested_repositories=scan.nested_repositories,
     )
+
+
+def _gitlinks(listing: bytes) -> list[str]:
+    """Paths of mode 160000 in ``ls-files --stage -z`` or ``ls-tree -r -z`` output."""
+    found = []
+    for entry in listing.split(b"\0"):
+        meta, _, name = entry.partition(b"\t")
+        if meta.startswith(b"160000 "):
+            found.append(os.fsdecode(name))
+    return found
+
+
+def _new_gitlinks(git: _Git, base_commit: str) -> list[str]:
+    """Nested repositories the agent staged or committed (`git add nested` makes a gitlink): the base has
+    no gitlink there. Their files go into the diff, as for an untracked nested repository."""
+    staged = _gitlinks(git.run("ls-files", "-z", "--stage"))
+    if not staged:
+        return []
+    in_base = set(_gitlinks(git.run("ls-tree", "-r", "-z", "--full-tree", base_commit)))
+    return [p for p in staged if p not in in_base]
 
 
 def _clear_hiding_bits(git: _Git) -> None:

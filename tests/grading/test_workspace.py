@@ -304,6 +304,56 @@ def test_nested_repositories_are_captured_as_their_files(
     assert listing(clone.path) == expected
 
 
+def test_a_nested_repository_staged_or_committed_as_a_gitlink_is_captured_as_its_files(
+    workspace: tuple[GitRepo, str], tmp_path: Path
+) -> None:
+    repo, base = workspace
+    before = tmp_path / "before.txt"
+    write_snapshot(repo.path, before)
+    inner = GitRepo(repo.path / "lib")
+    inner.write("lib.c", "int lib;\n")
+    inner.commit("inner")
+    staged = GitRepo(repo.path / "staged")
+    staged.write("s.c", "int s;\n")
+    staged.commit("staged")
+    repo.git("add", "lib", "staged")  # git warns about an embedded repository and adds gitlinks
+    repo.git("commit", "-q", "-m", "agent commits a gitlink", "--", "lib")
+    assert "160000" in repo.git("ls-files", "--stage", "lib", "staged")
+    real_index = (repo.path / ".git" / "index").read_bytes()
+
+    result = capture(repo.path, base, before, tmp_path / "run")
+
+    diff = (tmp_path / "run" / "workspace.diff").read_bytes()
+    assert b"Subproject commit" not in diff and b"160000" not in diff
+    assert b"diff --git a/lib/lib.c b/lib/lib.c" in diff and b"diff --git a/staged/s.c b/staged/s.c" in diff
+    assert sorted(result.nested_repositories) == ["lib", "staged"]
+    assert (repo.path / ".git" / "index").read_bytes() == real_index
+    clone = apply_on_base(repo, base, tmp_path / "run" / "workspace.diff", tmp_path / "clone")
+    assert listing(clone.path) == listing(repo.path)
+
+
+def test_a_submodule_the_base_already_has_stays_a_gitlink(git_repo: GitRepo, tmp_path: Path) -> None:
+    upstream = GitRepo(tmp_path / "upstream")
+    upstream.write("u.txt", "one\n")
+    first = upstream.commit("one")
+    upstream.write("u.txt", "two\n")
+    second = upstream.commit("two")
+    git_repo.write("top.txt", "top\n")
+    git_repo.git("-c", "protocol.file.allow=always", "submodule", "add", "-q", str(upstream.path), "sub")
+    git_repo.git("-C", "sub", "checkout", "-q", first)
+    git_repo.git("add", "sub")
+    base = git_repo.commit("base with a submodule")
+    before = tmp_path / "before.txt"
+    write_snapshot(git_repo.path, before)
+    git_repo.git("-C", "sub", "checkout", "-q", second)  # the agent moves the submodule
+
+    result = capture(git_repo.path, base, before, tmp_path / "run")
+
+    diff = (tmp_path / "run" / "workspace.diff").read_bytes()
+    assert f"-Subproject commit {first}\n+Subproject commit {second}".encode() in diff
+    assert result.nested_repositories == [] and result.files_changed == 1
+
+
 def test_ignored_files_are_compared_file_by_file(workspace: tuple[GitRepo, str], tmp_path: Path) -> None:
     repo, base = workspace
     repo.write("build/old.o", b"\0old")
