@@ -388,3 +388,18 @@ def test_the_calibration_diff_is_highlighted_and_escaped(viewer: User, make_revi
     assert '<tr class="diff-add">' in html
     partial = logged_in(viewer).get(page, headers=HX).content.decode()
     assert partial.strip().startswith('<section id="diff-view">')
+
+
+def test_cancel_returns_the_fields_partial(maintainer: User, draft_revision: RubricRevision) -> None:
+    html = logged_in(maintainer).get(url("revision_fields", draft_revision), headers=HX).content.decode()
+    assert html.strip().startswith('<section id="revision-fields"')
+    assert "<code>src/**</code>" in html and 'name="intent"' not in html
+
+
+def test_provenance_names_the_drafting_model(viewer: User, draft_revision: RubricRevision) -> None:
+    RubricRevision.objects.filter(pk=draft_revision.pk).update(
+        origin="model", drafted_by=None, drafted_by_model="claude-opus-5-5-20260101", input_hash="ab" * 32
+    )
+    html = logged_in(viewer).get(url("revision_detail", draft_revision)).content.decode()
+    assert "Drafted by the model <code>claude-opus-5-5-20260101</code>" in html
+    assert f'title="{"ab" * 32}"' in html
