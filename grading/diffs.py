@@ -109,26 +109,29 @@ def unquote_path(text: str) -> str | None:
     return path_text(_raw(text))
 
 
-def _split_header_names(rest: str) -> tuple[str, str] | None:
-    """The two names of ``diff --git <a> <b>``, prefixes kept; None when the split is ambiguous."""
+def _header_path(rest: str) -> str | None:
+    """The path of ``diff --git <a> <b>`` when both names denote the same file (always, without renames);
+    None when they do not or the split is ambiguous.
+    """
     if rest.startswith('"'):
         parsed = _unquote_at(rest, 0)
         if parsed is None or rest[parsed[1] : parsed[1] + 1] != " ":
             return None
         second = unquote_path(rest[parsed[1] + 1 :])
-        return (path_text(parsed[0]), second) if second is not None else None
+        return _same_path(path_text(parsed[0]), second) if second is not None else None
     if rest.endswith('"'):
         # An unquoted name never holds '"' (git quotes such names), so the first ' "' splits them.
         idx = rest.find(' "')
-        if idx < 0:
-            return None
-        second = unquote_path(rest[idx + 1 :])
-        return (path_text(_raw(rest[:idx])), second) if second is not None else None
-    # Both unquoted: without renames git writes the same name twice, so split in the middle.
-    if len(rest) % 2 == 0 or rest[len(rest) // 2] != " ":
-        return None
-    half = len(rest) // 2
-    return path_text(_raw(rest[:half])), path_text(_raw(rest[half + 1 :]))
+        second = unquote_path(rest[idx + 1 :]) if idx >= 0 else None
+        return _same_path(path_text(_raw(rest[:idx])), second) if second is not None else None
+    # Both unquoted, and a name may hold spaces ("x b/y.txt"): like git apply, take the one split at which
+    # both names denote the same path once their prefixes (of any length) are removed.
+    found = {
+        same
+        for k, c in enumerate(rest)
+        if c == " " and (same := _same_path(rest[:k], rest[k + 1 :])) is not None
+    }
+    return path_text(_raw(found.pop())) if len(found) == 1 else None
 
 
 def _same_path(a: str, b: str) -> str | None:
@@ -185,7 +188,7 @@ _PLAIN_NOISE = ("diff ", "Only in ", "Index: ", "====")
 
 @dataclass
 class _Header:
-    names: tuple[str, str] | None = None
+    path: str | None = None  # from the "diff --git" line
     old_mode: str | None = None
     new_mode: str | None = None
     new_file: bool = False
@@ -264,7 +267,7 @@ class _Scanner:
 
     # A file in git's format: "diff --git", extended header lines, then ---/+++ and hunks, or a binary patch.
     def git_file(self, start: int) -> int:
-        header = _Header(names=_split_header_names(self.text(start)[len("diff --git ") :]))
+        header = _Header(path=_header_path(self.text(start)[len("diff --git ") :]))
         i = start + 1
         while i < self.n and self.lines[i].startswith(_EXTENDED_HEADER):
             self.extended(header, self.text(i), i)
@@ -353,10 +356,8 @@ class _Scanner:
     def git_paths(self, header: _Header, start: int) -> tuple[str | None, str | None]:
         if header.rename_from is not None and header.rename_to is not None:
             return header.rename_from, header.rename_to
-        if header.names is not None:
-            same = _same_path(*header.names)
-            if same is not None:
-                return same, same
+        if header.path is not None:
+            return header.path, header.path
         # No rename lines and the header is ambiguous: the ---/+++ lines name the file.
         old = header.minus if header.minus not in (None, DEV_NULL) else None
         new = header.plus if header.plus not in (None, DEV_NULL) else None

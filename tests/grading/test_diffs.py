@@ -70,6 +70,7 @@ def awkward(git_repo: GitRepo) -> tuple[GitRepo, str]:
     (r.path / "link").symlink_to("target")
     (r.path / "link_gone").symlink_to("x y.txt")
     r.write("mode.sh", "echo\n")
+    r.write("x b/run me.sh", "echo\n")  # a mode change has no ---/+++ lines: the header alone names it
     r.write("gone.txt", "del\n1\n2\n")
     r.write("empty_gone.txt", "")
     r.write("typechange", "old\n")
@@ -94,6 +95,7 @@ def awkward(git_repo: GitRepo) -> tuple[GitRepo, str]:
     (r.path / "link_gone").unlink()
     (r.path / "link_new").symlink_to("crlf.txt")
     (r.path / "mode.sh").chmod(0o755)
+    (r.path / "x b/run me.sh").chmod(0o755)
     (r.path / "gone.txt").unlink()
     (r.path / "empty_gone.txt").unlink()
     r.write("empty_new.txt", "")
@@ -113,7 +115,7 @@ def test_it_matches_git_numstat_on_every_awkward_change(awkward: tuple[GitRepo, 
     changes = parse_diff(workspace_diff(repo, base))
     expected = {as_text(path): counts for path, counts in numstat(repo, base).items()}
     assert by_path(changes) == expected
-    assert len(expected) == 26
+    assert len(expected) == 27
 
 
 def test_it_reports_status_and_flags_of_each_change(awkward: tuple[GitRepo, str]) -> None:
@@ -156,7 +158,8 @@ def test_it_reports_status_and_flags_of_each_change(awkward: tuple[GitRepo, str]
     # --no-renames: a moved file is a deletion plus an addition.
     assert change("src/old_test.py", None).status == "deleted"
     assert change(None, "src/moved/old_test.py").status == "added"
-    assert not any(c.mode_change for c in changes if c.new_path != "mode.sh")
+    assert change("x b/run me.sh", "x b/run me.sh").mode_change
+    assert [c.new_path for c in changes if c.mode_change] == ["mode.sh", "x b/run me.sh"]
 
 
 @pytest.mark.parametrize(
@@ -165,7 +168,7 @@ def test_it_reports_status_and_flags_of_each_change(awkward: tuple[GitRepo, str]
         ["-c", "core.quotePath=false"],  # raw UTF-8 and raw Latin-1 bytes in the headers
         ["-c", "diff.noprefix=true"],
         ["-c", "diff.mnemonicPrefix=true"],
-        ["-c", "diff.srcPrefix=left/", "-c", "diff.dstPrefix=right/"],
+        ["--src-prefix=left/", "--dst-prefix=right/"],
     ],
 )
 def test_it_reads_the_same_paths_whatever_the_prefix_and_quoting(
@@ -173,7 +176,9 @@ def test_it_reads_the_same_paths_whatever_the_prefix_and_quoting(
 ) -> None:
     repo, base = awkward
     default = parse_diff(workspace_diff(repo, base))
-    other = parse_diff(git_bytes(repo, *config, "diff", "--cached", *DIFF_ARGS, base))
+    options = [c for c in config if c.startswith("--")]
+    config = [c for c in config if not c.startswith("--")]
+    other = parse_diff(git_bytes(repo, *config, "diff", "--cached", *DIFF_ARGS, *options, base))
     assert other == default
 
 
