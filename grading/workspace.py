@@ -63,7 +63,6 @@ _CONFIG_OVERRIDES: tuple[tuple[str, str], ...] = (
     ("core.fsmonitor", "false"),
     ("core.hooksPath", os.devnull),  # `git add -N` writes the index, which runs post-index-change
     ("diff.external", ""),
-    ("core.pager", "cat"),
     # the stat cache and index extensions of the copy must not reach outside the scratch directory
     ("core.untrackedCache", "false"),
     ("core.splitIndex", "false"),
@@ -433,6 +432,8 @@ def read_path_list(path: Path, header: str | None = None) -> list[str]:
     for number, line in enumerate(lines, start=1):
         if line.startswith("#"):
             continue
+        if not line.startswith('"') and any(ord(c) < 0x20 or ord(c) == 0x7F for c in line):
+            raise InputError(path, f"control character in an unquoted name: {line!r}", f"line {number}")
         try:
             name = unquote_path(line)
         except ValueError as exc:

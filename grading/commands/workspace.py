@@ -14,7 +14,10 @@ def register(subparsers: Subparsers) -> None:
         "snapshot", help="list the ignored files present in a workspace before a run"
     )
     snapshot.add_argument("workspace", type=Path, metavar="WORKSPACE", help="top level of the git work tree")
-    snapshot.add_argument("-o", "--output", type=Path, required=True, metavar="FILE", help="snapshot file")
+    snapshot.add_argument(
+        "-o", "--output", type=Path, required=True, metavar="FILE",
+        help="snapshot file; write it outside the workspace, or it becomes part of the run's diff",
+    )  # fmt: skip
     snapshot.set_defaults(handler=run_snapshot)
 
     cap = subparsers.add_parser(

@@ -515,6 +515,8 @@ def test_base_may_be_a_tag_or_branch_name(workspace: tuple[GitRepo, str], tmp_pa
         (SNAPSHOT_HEADER.encode() + b"\n/etc/passwd\n", "line 2: absolute path"),
         (SNAPSHOT_HEADER.encode() + b"\n\n", "line 2: empty path"),
         (SNAPSHOT_HEADER.encode() + b"\nbad-\xff-bytes\n", "line 2: not UTF-8"),
+        (SNAPSHOT_HEADER.encode() + b"\r\nwindows.o\r\n", "not a snapshot"),
+        (SNAPSHOT_HEADER.encode() + b"\nwindows.o\r\n", "line 2: control character"),
     ],
 )
 def test_malformed_snapshot(
