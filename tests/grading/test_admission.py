@@ -557,3 +557,20 @@ def test_a_lazy_diff_that_cannot_carry_the_comment_is_an_input_error(task: Task)
     task.set_diff("calib/lazy.diff", {"tests/test_calc.py": None})
     with pytest.raises(InputError, match="no text hunk"):
         task.check()
+
+
+def test_a_needs_tree_blocker_is_not_measured_and_cannot_be_what_a_lazy_diff_breaks(task: Task) -> None:
+    task.rubric["blockers"].append(
+        {"id": "B3", "criterion": "every backend is changed", "evidence": "src/", "needs_tree": True}
+    )
+    task.write_rubric()
+    report = task.check()
+    rows = rows_by_kind(report)
+    assert report.admitted and rows["oracle"].blockers_not_measured == ["B3"]
+    assert rows["oracle"].judge is not None and rows["oracle"].judge.not_measured == ["B3"]
+
+    task.rubric["calibration"]["lazy"] = [{"path": "calib/lazy.diff", "breaks": ["B1", "B3"]}]
+    task.write_rubric()
+    lazy = rows_by_kind(task.check())["lazy"]
+    assert not lazy.holds
+    assert lazy.actual == "not mergeable: fails B1 (B3 not measured: needs_tree); does not fail B3"

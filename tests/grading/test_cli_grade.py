@@ -14,6 +14,12 @@ import pytest
 
 from examples.build import JUDGE_SCRIPTED, MANIFEST, RUNS, TASK_ID, TASKS
 from grading.cli import main
+from tests.grading.judge.fake_servers import (
+    FakeProviderServer,
+    fake_server_fixture,  # noqa: F401 - the fake_server fixture
+    refusal,
+    valid,
+)
 from tests.grading.test_admission import Task, answers
 from tests.grading.test_outcome import FIXED, answer_run
 
@@ -143,3 +149,62 @@ def test_the_example_runs(tmp_path: Path, run_name: str, code: int, mergeable: b
         assert "blocker B1 fails" in metrics["details"]["reasons"]
         assert metrics["merge_score"] == 0
     assert not (RUNS / run_name / "metrics.json").exists()
+
+
+def test_real_sdks_against_a_local_server(
+    task: Task,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    fake_server: FakeProviderServer,
+) -> None:
+    """The primary (Anthropic SDK) and the second judge (OpenAI SDK) over HTTP; the second one's verdicts are
+    recorded and never change the outcome; the verdict cache makes the second grade free."""
+    for name, value in (
+        ("ANTHROPIC_BASE_URL", fake_server.anthropic_base_url),
+        ("OPENAI_BASE_URL", fake_server.openai_base_url),
+        ("ANTHROPIC_API_KEY", "test-key"),
+        ("OPENAI_API_KEY", "test-key"),
+    ):
+        monkeypatch.setenv(name, value)
+    run = task.make_run("good", FIXED, {"pass": True})
+    fake_server.script(valid("pass"), valid("fail"))
+    primary, second = "anthropic:claude-sonnet-4-5-20250929", "openai:gpt-4o-2024-08-06"
+    argv = ["grade", str(task.dir), str(run), "--manifest", str(task.manifest), "--judge", primary,
+            "--second-judge", second, "--json"]  # fmt: skip
+    assert main(argv) == 0
+    metrics = json.loads(capsys.readouterr().out)
+    assert (metrics["mergeable"], metrics["merge_score"]) == (True, 1.0)
+    judge, other = metrics["details"]["judge"], metrics["details"]["second_judge"]
+    assert (judge["judge"], judge["model_id"], judge["scripted"]) == (
+        primary,
+        "claude-sonnet-4-5-20250929",
+        False,
+    )
+    assert judge["usage"]["input_tokens"] > 0 and judge["calls"] == 1
+    assert other["model_id"] == "gpt-4o-2024-08-06"
+    assert {v["verdict"] for v in other["verdicts"]} == {"fail"}
+    calls = fake_server.model_calls()
+    assert [c.path.rstrip("/").rsplit("/", 1)[-1] for c in calls] == ["messages", "completions"]
+
+    assert main(argv) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["details"]["judge"]["cache_hit"] and again["details"]["second_judge"]["cache_hit"]
+    assert len(fake_server.model_calls()) == 2
+
+
+def test_a_refusing_model_is_a_judge_failure(
+    task: Task,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    fake_server: FakeProviderServer,
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_server.anthropic_base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    run = task.make_run("good", FIXED, {"pass": True})
+    fake_server.script(refusal(), refusal(), refusal())
+    argv = ["grade", str(task.dir), str(run), "--manifest", str(task.manifest), "--judge",
+            "anthropic:claude-sonnet-4-5-20250929", "--json"]  # fmt: skip
+    assert main(argv) == 1
+    metrics = json.loads(capsys.readouterr().out)
+    assert (metrics["mergeable"], metrics["merge_score"], metrics["judge_failure"]) == (None, None, True)
+    assert metrics["details"]["judge"]["calls"] == 3 and metrics["details"]["judge"]["verdicts"] == []
