@@ -66,6 +66,10 @@ class ItemForm(_ItemModelForm):
             raise forms.ValidationError(
                 "Use letters, digits, '.', '_' or '-', starting with a letter or digit."
             )
+        # Ids are unique across blockers and non-blockers of a revision (a database constraint too).
+        taken = RubricItem.objects.filter(revision_id=self.instance.revision_id, item_id=value)
+        if taken.exclude(pk=self.instance.pk).exists():
+            raise forms.ValidationError(f"{value} is already the id of another item of this revision.")
         return value
 
     def clean_criterion(self) -> str:

@@ -7,6 +7,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db import IntegrityError
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -99,6 +100,12 @@ def item_edit(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpRespo
     except RevisionFrozen as exc:
         messages.error(request, str(exc))
         return redirect_to(request, revision_url(item.revision))
+    except IntegrityError:
+        # Another maintainer took the same id for another item between our check and the save.
+        form.add_error(
+            "item_id", f"{form.cleaned_data['item_id']} was just taken by another item of this revision."
+        )
+        return _respond(request, access, item, _row(item, form=form), status=409)
     return _respond(request, access, load_item(access.repository, item_pk))
 
 

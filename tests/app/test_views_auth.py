@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import User
+from django.contrib.staticfiles import finders
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
@@ -57,3 +58,13 @@ def test_every_app_url_needs_login() -> None:
             assert response.status_code in (302, 405), (url, response.status_code)
             if response.status_code == 302:
                 assert response["Location"].startswith(reverse("login")), url
+
+
+def test_htmx_is_served_by_the_app_itself(maintainer: User) -> None:
+    client = Client()
+    client.force_login(maintainer)
+    html = client.get(reverse("rubrics:repository_list")).content.decode()
+    # no CDN: the script is django-htmx's bundled copy of htmx 2, from our own static files
+    assert '<script src="/static/django_htmx/htmx-2.min.js" defer></script>' in html
+    assert finders.find("django_htmx/htmx-2.min.js") is not None
+    assert "unpkg.com" not in html and "cdn" not in html.lower()

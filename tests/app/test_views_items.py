@@ -119,6 +119,7 @@ def test_a_plain_post_redirects_to_the_row(maintainer: User, draft_revision: Rub
         ({"criterion": "   "}, "the criterion cannot be blank"),
         ({"evidence": ""}, "A blocker cites evidence"),
         ({"item_id": "B 1"}, "starting with a letter or digit"),
+        ({"item_id": "N1"}, "N1 is already the id of another item of this revision."),
         ({"version": "x"}, "Enter a whole number"),
     ],
 )
@@ -342,3 +343,18 @@ def test_htmx_posts_need_the_csrf_header(maintainer: User, draft_revision: Rubri
     )
     item.refresh_from_db()
     assert item.review_state == ReviewState.APPROVED
+
+
+def test_an_id_taken_between_check_and_save_is_a_form_error(
+    maintainer: User, draft_revision: RubricRevision, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rubrics_app.forms import ItemForm
+
+    # The race: the form's uniqueness check passed, then someone else saved N1 first; the database refuses.
+    monkeypatch.setattr(ItemForm, "clean_item_id", lambda self: self.cleaned_data["item_id"])
+    item = blocker(draft_revision)
+    response = logged_in(maintainer).post(item_url("item_edit", item), edit_data(item, item_id="N1"), headers=HX)
+    assert response.status_code == 200
+    assert "N1 was just taken by another item of this revision." in response.content.decode()
+    item.refresh_from_db()
+    assert item.item_id == "B1" and item.version == 1
