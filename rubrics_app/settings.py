@@ -118,21 +118,36 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Celery: a broker that needs no server by default (kombu's filesystem transport), Redis in production.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
+BROKER_DIR = VAR_DIR / "broker"
 CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = (
     {
-        "data_folder_in": str(VAR_DIR / "broker" / "queue"),
-        "data_folder_out": str(VAR_DIR / "broker" / "queue"),
-        "processed_folder": str(VAR_DIR / "broker" / "processed"),
+        "data_folder_in": str(BROKER_DIR / "queue"),
+        "data_folder_out": str(BROKER_DIR / "queue"),
+        "processed_folder": str(BROKER_DIR / "processed"),
+        "control_folder": str(BROKER_DIR / "control"),
         "store_processed": False,
     }
     if CELERY_BROKER_URL.startswith("filesystem")
     else {}
 )
+# Tests give every session a queue of its own, so a demo worker never takes a test's job (or the reverse).
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "rubrics")
 CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True  # job state lives in the Job table, which the pages poll
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+# SQLite will not create its file's folder, nor kombu its queue folders: make them on first start.
+_EMBEDDED_BROKER = CELERY_BROKER_URL.startswith("filesystem")
+if _EMBEDDED_BROKER or DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+if _EMBEDDED_BROKER:
+    for _folder in ("queue", "processed", "control"):
+        (BROKER_DIR / _folder).mkdir(parents=True, exist_ok=True)
 
 # Uploads of rubric zips.
 RUBRIC_UPLOAD_MAX_BYTES = env_int("RUBRIC_UPLOAD_MAX_BYTES", 5 * 1024 * 1024)

@@ -128,7 +128,8 @@ def _postgresql() -> tuple[list[str], list[str]]:
     return forward, backward
 
 
-def _statements(vendor: str) -> tuple[list[str], list[str]]:
+def trigger_sql(vendor: str) -> tuple[list[str], list[str]]:
+    """(statements that install the triggers, statements that remove them) for a database vendor."""
     if vendor == "sqlite":
         return _sqlite()
     if vendor == "postgresql":
@@ -137,12 +138,12 @@ def _statements(vendor: str) -> tuple[list[str], list[str]]:
 
 
 def install(apps: Any, schema_editor: Any) -> None:
-    for sql in _statements(schema_editor.connection.vendor)[0]:
+    for sql in trigger_sql(schema_editor.connection.vendor)[0]:
         schema_editor.execute(sql)
 
 
 def uninstall(apps: Any, schema_editor: Any) -> None:
-    for sql in _statements(schema_editor.connection.vendor)[1]:
+    for sql in trigger_sql(schema_editor.connection.vendor)[1]:
         schema_editor.execute(sql)
 
 

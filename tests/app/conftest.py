@@ -3,9 +3,11 @@ rubric revisions in each state (draft, approved, admitted), built through the re
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import importlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -79,11 +81,13 @@ CALIBRATION_FILES = {"calib/lazy.diff": LAZY_DIFF, "calib/alt.diff": ALT_DIFF}
 
 @pytest.fixture(scope="session")
 def django_db_modify_db_settings(
-    django_db_modify_db_settings_parallel_suffix: None, tmp_path_factory: Any
-) -> None:
+    django_db_modify_db_settings_parallel_suffix: None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
     # A file, not SQLite's in-memory test database, so a real Celery worker process sees the same data; and a
     # name of its own per test session so engineers running the suite at once do not share one database.
     from django.conf import settings
+
+    from rubrics_app import celery_app
 
     db = settings.DATABASES["default"]
     test = db.setdefault("TEST", {})
@@ -91,6 +95,48 @@ def django_db_modify_db_settings(
         test["NAME"] = str(tmp_path_factory.mktemp("db") / "test_rubrics.sqlite3")
     elif not test.get("NAME"):
         test["NAME"] = f"test_{db['NAME']}_{os.getpid()}"
+    # Jobs sent by tests go to a queue of this session only: a demo worker (on "rubrics") never takes them.
+    settings.CELERY_TASK_DEFAULT_QUEUE = celery_app.conf.task_default_queue = f"rubrics-test-{os.getpid()}"
+    yield
+    with contextlib.suppress(Exception):  # leftovers of tests that sent jobs without a worker
+        celery_app.control.purge()
+
+
+def _set_frozen_triggers(installed: bool) -> None:
+    from django.db import connection
+
+    migration = importlib.import_module("rubrics_app.migrations.0002_frozen_revision_triggers")
+    install, uninstall = migration.trigger_sql(connection.vendor)
+    with connection.cursor() as cursor:
+        for sql in uninstall:
+            cursor.execute(sql)
+        for sql in install if installed else []:
+            cursor.execute(sql)
+
+
+@pytest.fixture(scope="module")
+def _frozen_triggers_restored(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
+    yield
+    with django_db_blocker.unblock():
+        _set_frozen_triggers(installed=True)
+
+
+@pytest.fixture
+def flushable_transactional_db(_frozen_triggers_restored: None, transactional_db: None) -> Iterator[None]:
+    """transactional_db for tests that leave approved/admitted revisions behind.
+
+    On SQLite the flush after a transactional test is DELETE FROM every table, which the frozen-revision
+    triggers refuse; they are lifted just for that flush and put back before the next test (PostgreSQL
+    flushes with TRUNCATE, which row triggers do not see).
+    """
+    from django.db import connection
+
+    if connection.vendor != "sqlite":
+        yield
+        return
+    _set_frozen_triggers(installed=True)
+    yield
+    _set_frozen_triggers(installed=False)
 
 
 @pytest.fixture(autouse=True)

@@ -1,0 +1,21 @@
+"""The Celery app, configured from Django settings (``CELERY_*``).
+
+Embedded default: kombu's filesystem transport under VAR_DIR/broker, so a worker needs no server.
+Production: ``CELERY_BROKER_URL=redis://...``. Run a worker with
+``celery -A rubrics_app worker --pool=solo -c 1`` (or more processes and machines for sweeps).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from celery import Celery
+from celery.contrib.django.task import DjangoTask
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rubrics_app.settings")
+
+# DjangoTask gives every task delay_on_commit: jobs are sent only once the row they name is committed.
+app: Celery[DjangoTask[Any, Any]] = Celery("rubrics_app", task_cls=DjangoTask)
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()

@@ -1,0 +1,171 @@
+"""A real Celery worker process, against the configured broker (filesystem by default, Redis when
+CELERY_BROKER_URL says so) and the test database (a file for SQLite; PostgreSQL when DATABASE_URL says so)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from rubrics_app import celery_app
+from rubrics_app.models import Job, JobStatus, RevisionStatus, RubricItem, RubricRevision
+from rubrics_app.services import jobs
+from rubrics_app.tasks import validate_revision
+from tests.app.conftest import RUBRIC, MakeRevision
+from tests.gitrepo import GitRepo
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("flushable_transactional_db")]
+
+ROOT = Path(__file__).resolve().parents[2]
+CELERY = Path(sys.executable).parent / "celery"
+WAIT_SECONDS = 60
+
+
+def database_url() -> str:
+    db = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{db['NAME']}"
+    auth = quote(db["USER"] or "")
+    if db.get("PASSWORD"):
+        auth += ":" + quote(db["PASSWORD"])
+    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+@pytest.fixture(scope="module")
+def worker(
+    django_db_setup: None, django_db_blocker: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Path]:
+    queue = celery_app.conf.task_default_queue
+    assert queue.startswith("rubrics-test-")  # never the demo's queue
+    log = tmp_path_factory.mktemp("worker") / "worker.log"
+    with django_db_blocker.unblock():
+        url = database_url()
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "rubrics_app.settings",
+        "DATABASE_URL": url,
+        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+        "RUBRICS_VAR_DIR": str(settings.VAR_DIR),
+        "CELERY_TASK_DEFAULT_QUEUE": queue,
+        "PYTHONWARNINGS": "ignore",
+    }
+    command = [
+        str(CELERY),
+        "-A",
+        "rubrics_app",
+        "worker",
+        "--pool=solo",
+        "-c",
+        "1",
+        "-Q",
+        queue,
+        "-l",
+        "INFO",
+    ]
+    command += ["--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"test-{os.getpid()}@%h"]
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + WAIT_SECONDS
+        while b"ready." not in log.read_bytes():
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"the celery worker did not start:\n{log.read_text(errors='replace')}")
+            time.sleep(0.2)
+        yield log
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def wait_for(job: Job, log: Path) -> Job:
+    deadline = time.monotonic() + WAIT_SECONDS
+    while True:
+        job.refresh_from_db()
+        if job.is_finished:
+            return job
+        if time.monotonic() > deadline:
+            pytest.fail(f"job {job.pk} still {job.status}; worker log:\n{log.read_text(errors='replace')}")
+        time.sleep(0.2)
+
+
+def test_the_worker_exports_an_admitted_revision_into_the_checkout(
+    worker: Path, make_revision: MakeRevision, git_repo: GitRepo, maintainer: Any
+) -> None:
+    git_repo.write("README.md", "project\n")
+    git_repo.commit("base")
+    revision = make_revision(RevisionStatus.ADMITTED)
+    repository = revision.task.repository
+    repository.checkout_path = str(git_repo.path)
+    repository.save()
+
+    job = jobs.start_export(revision, maintainer, branch="rubrics/from-worker")
+    assert job.status == JobStatus.QUEUED  # sent on commit; the worker has it now
+
+    job = wait_for(job, worker)
+    assert job.status == JobStatus.DONE, job.error
+    assert job.result is not None
+    assert job.result["paths"][0] == "tasks/fix_fraction_gt1/rubric.json"
+    assert job.result["commit"] == git_repo.head()
+    assert job.started_at is not None and job.finished_at is not None and job.progress == 100
+    assert (git_repo.path / "tasks/fix_fraction_gt1/rubric.json").is_file()
+    assert git_repo.git("show", "HEAD:tasks/fix_fraction_gt1/rubric.json").startswith('{\n  "schema"')
+
+
+def test_the_worker_validates_a_revision_and_maps_errors_to_items(
+    worker: Path, draft_revision: RubricRevision, maintainer: Any
+) -> None:
+    b1 = draft_revision.items.get(item_id="B1")
+    RubricItem.objects.filter(pk=b1.pk).update(criterion="  ")
+    job = wait_for(jobs.start_validation(draft_revision, maintainer), worker)
+    assert job.status == JobStatus.DONE
+    assert job.result == {
+        "valid": False,
+        "errors": [
+            {
+                "path": "blockers[0].criterion",
+                "message": "must not be blank",
+                "field": "criterion",
+                "item_pk": b1.pk,
+                "diff_pk": None,
+            }
+        ],
+    }
+
+
+def test_a_failing_job_is_marked_failed_with_its_reason(
+    worker: Path, make_revision: MakeRevision, maintainer: Any
+) -> None:
+    revision = make_revision(RevisionStatus.ADMITTED)
+    repository = revision.task.repository
+    repository.checkout_path = "/nonexistent/checkout"
+    repository.save()
+    job = wait_for(jobs.start_export(revision, maintainer), worker)
+    assert job.status == JobStatus.FAILED
+    assert job.error == "checkout path /nonexistent/checkout is not a directory"
+    assert RUBRIC["task"] == revision.task.task_id
+
+
+def test_a_job_already_claimed_is_not_run_twice(
+    worker: Path, draft_revision: RubricRevision, maintainer: Any
+) -> None:
+    taken = Job.objects.create(kind="validate_revision", revision=draft_revision, status=JobStatus.RUNNING)
+    validate_revision.delay(taken.pk)  # e.g. a redelivered message
+    later = wait_for(jobs.start_validation(draft_revision, maintainer), worker)  # one worker: runs after it
+    assert later.status == JobStatus.DONE
+    taken.refresh_from_db()
+    assert (taken.status, taken.result, taken.started_at) == (JobStatus.RUNNING, None, None)
+    assert f"job {taken.pk} was not queued" in worker.read_text()
