@@ -35,6 +35,9 @@ How the capture works, and why:
   included as ordinary added files, and its path is reported in ``nested_repositories``. Gitlinks the base
   already has (real submodules) stay gitlinks.
   Files inside it that the workspace's ignore rules ignore count as ignored files, like any other.
+- A new file git refuses to track anywhere (``.GIT/x``: git compares ``.git`` case-insensitively) cannot
+  be in any diff; it is reported in ``unrepresentable`` and listed in ``ignored_created.txt`` too, so
+  ``denied_globs`` still sees it.
 - Ignored files are listed file by file (no ``--directory`` collapsing), so a new file inside a directory
   that was already ignored before the run shows up in ``ignored_created.txt``.
 """
@@ -74,6 +77,10 @@ _CONFIG_OVERRIDES: tuple[tuple[str, str], ...] = (
     ("core.fileMode", "true"),
     ("core.symlinks", "true"),
     ("core.ignoreCase", "false"),
+    # protections for checkouts on case-insensitive file systems: we never check out, and a file the agent
+    # named GIT~1/x must still be in the diff
+    ("core.protectNTFS", "false"),
+    ("core.protectHFS", "false"),
     ("core.precomposeUnicode", "false"),
     ("core.autocrlf", "false"),
     ("core.eol", "lf"),
@@ -132,8 +139,9 @@ class CaptureResult(BaseModel):
     files_changed: int
     ignored_created: list[str]
     nested_repositories: list[str] = []  # their files are in the diff as ordinary added files
+    unrepresentable: list[str] = []  # new files git refuses to track (.GIT/x); also in ignored_created
 
-    @field_serializer("ignored_created", "nested_repositories")
+    @field_serializer("ignored_created", "nested_repositories", "unrepresentable")
     def _json_safe(self, paths: list[str]) -> list[str]:
         # JSON cannot carry bytes that are not UTF-8: show them as \xNN, as grading.diffs.path_text does.
         return [os.fsencode(p).decode("utf-8", "backslashreplace") for p in paths]
@@ -506,17 +514,29 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
         }
         _clear_hiding_bits(git)
         if scan.untracked:
-            # --literal-pathspecs: a file named '*.py' is that file, not a glob over the work tree
-            add_flags = ("--intent-to-add", "--pathspec-from-file=-", "--pathspec-file-nul")
-            git.run("--literal-pathspecs", "add", *add_flags, stdin=_nul_joined(scan.untracked))
+            # --literal-pathspecs: a file named '*.py' is that file, not a glob over the work tree.
+            # --ignore-errors: one name git refuses (.GIT/x) must not stop the others; exit 1 says so.
+            add_flags = (
+                "--intent-to-add",
+                "--ignore-errors",
+                "--pathspec-from-file=-",
+                "--pathspec-file-nul",
+            )
+            git.run(
+                "--literal-pathspecs", "add", *add_flags, stdin=_nul_joined(scan.untracked), ok_codes=(0, 1)
+            )
         if staged_repositories:
             git.run("update-index", "--force-remove", "-z", "--stdin", stdin=_nul_joined(staged_repositories))
         if scan.nested_files:
             # git add would stop at the nested .git (a gitlink); update-index adds the files themselves.
             git.run("update-index", "--add", "-z", "--stdin", stdin=_nul_joined(scan.nested_files))
         diff = git.run("diff", *_DIFF_FLAGS, base_commit, "--")
+        in_index = set(_split_z(git.run("ls-files", "-z")))
+    # Names git refuses to track anywhere (a '.GIT' directory): no diff can carry them, so they are listed
+    # with the ignored files, where denied_globs still sees them.
+    unrepresentable = sorted(p for p in (*scan.untracked, *scan.nested_files) if p not in in_index)
 
-    ignored_created = sorted(set(scan.ignored) - before_paths)
+    ignored_created = sorted((set(scan.ignored) - before_paths) | set(unrepresentable))
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -537,6 +557,7 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
         files_changed=files_changed,
         ignored_created=ignored_created,
         nested_repositories=scan.nested_repositories,
+        unrepresentable=unrepresentable,
     )
 
 

@@ -48,4 +48,6 @@ def run_capture(args: argparse.Namespace) -> int:
     print(f"{args.out / 'ignored_created.txt'}: {len(result.ignored_created)} ignored file(s) created")
     for nested in result.nested_repositories:
         print(f"note: {nested} is a nested git repository; its files are in the diff as added files")
+    for name in result.unrepresentable:
+        print(f"note: git cannot track {name!r}; it is listed in ignored_created.txt instead of the diff")
     return 0

@@ -57,7 +57,7 @@ def listing(root: Path) -> dict[str, tuple[str, bytes]]:
     return out
 
 
-def apply_on_base(source: GitRepo, base: str, diff: Path, dest: Path) -> GitRepo:
+def apply_on_base(source: GitRepo, base: str, diff: Path, dest: Path, unprotected: bool = False) -> GitRepo:
     """A clean checkout of base with the captured diff applied by `git apply`."""
     subprocess.run(
         ["git", "clone", "-q", "--no-checkout", str(source.path), str(dest)],
@@ -69,7 +69,8 @@ def apply_on_base(source: GitRepo, base: str, diff: Path, dest: Path) -> GitRepo
     clone.path = dest
     clone.git("checkout", "-q", "--detach", base)
     if diff.stat().st_size:
-        clone.git("apply", "--whitespace=nowarn", str(diff))
+        flags = ["-c", "core.protectNTFS=false"] if unprotected else []
+        clone.git(*flags, "apply", "--whitespace=nowarn", str(diff))
     return clone
 
 
@@ -352,6 +353,35 @@ def test_a_submodule_the_base_already_has_stays_a_gitlink(git_repo: GitRepo, tmp
     diff = (tmp_path / "run" / "workspace.diff").read_bytes()
     assert f"-Subproject commit {first}\n+Subproject commit {second}".encode() in diff
     assert result.nested_repositories == [] and result.files_changed == 1
+
+
+def test_names_git_guards_against_do_not_abort_the_capture(git_repo: GitRepo, tmp_path: Path) -> None:
+    base = git_repo.commit("base")
+    before = tmp_path / "before.txt"
+    write_snapshot(git_repo.path, before)
+    git_repo.write(".GIT/config", "git refuses this name anywhere\n")
+    git_repo.write("GIT~1/y.txt", "an NTFS short name for .git\n")
+    git_repo.write("back\\slash.txt", "a backslash\n")
+    git_repo.write("ok.txt", "ordinary\n")
+    nested = GitRepo(git_repo.path / "nested")
+    nested.write(".Git/inner", "refused inside a nested repository too\n")
+    nested.write("fine.txt", "fine\n")
+
+    result = capture(git_repo.path, base, before, tmp_path / "run")
+
+    assert result.unrepresentable == [".GIT/config", "nested/.Git/inner"]
+    assert read_path_list(tmp_path / "run" / "ignored_created.txt") == [".GIT/config", "nested/.Git/inner"]
+    diff = (tmp_path / "run" / "workspace.diff").read_bytes()
+    for name in (b"GIT~1/y.txt", b'"a/back\\\\slash.txt"', b"ok.txt", b"nested/fine.txt"):
+        assert name in diff
+    assert result.files_changed == 4
+    # applied where git's checkout protections are off, the diff reproduces everything git can track
+    clone = apply_on_base(
+        git_repo, base, tmp_path / "run" / "workspace.diff", tmp_path / "clone", unprotected=True
+    )
+    expected = listing(git_repo.path)
+    del expected[".GIT/config"], expected["nested/.Git/inner"]
+    assert listing(clone.path) == expected
 
 
 def test_ignored_files_are_compared_file_by_file(workspace: tuple[GitRepo, str], tmp_path: Path) -> None:
