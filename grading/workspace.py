@@ -66,6 +66,8 @@ _CONFIG_OVERRIDES: tuple[tuple[str, str], ...] = (
     ("core.fsmonitor", "false"),
     ("core.hooksPath", os.devnull),  # `git add -N` writes the index, which runs post-index-change
     ("diff.external", ""),
+    ("gc.auto", "0"),
+    ("maintenance.auto", "false"),
     # the stat cache and index extensions of the copy must not reach outside the scratch directory
     ("core.untrackedCache", "false"),
     ("core.splitIndex", "false"),
