@@ -38,7 +38,7 @@ from grading.integrity import IntegrityResult, check_integrity
 from grading.judge.backend import Backend
 from grading.judge.cache import VerdictCache, cache_key
 from grading.judge.models import JudgeResult, Usage
-from grading.judge.prompt import check_diff_text, render_request, select_items
+from grading.judge.prompt import DEFAULT_MAX_DIFF_CHARS, check_diff_text, render_request, select_items
 from grading.judge.runner import JudgeSettings, SweepJob, judge_sweep
 from grading.judge.specs import make_backend
 from grading.outcome import RubricAssessment, assess
@@ -296,9 +296,16 @@ def _read_diff(path: Path, name: str) -> str:
 
 
 def _workspace(
-    kind: RowKind, name: str, diff_text: str, rubric: Rubric, tests: TestsConfig | None, breaks: list[str]
+    kind: RowKind,
+    name: str,
+    diff_text: str,
+    rubric: Rubric,
+    tests: TestsConfig | None,
+    breaks: list[str],
+    max_chars: int,
 ) -> _Workspace:
-    check_diff_text(diff_text, source=name)
+    # A calibration diff the judge cannot be shown is the rubric author's to fix: an InputError naming it.
+    check_diff_text(diff_text, source=name, max_chars=max_chars)
     changes = parse_diff(diff_text.encode("utf-8"), name)
     return _Workspace(
         kind=kind,
@@ -311,19 +318,22 @@ def _workspace(
     )
 
 
-def collect_workspaces(task_dir: Path, rubric: Rubric, tests: TestsConfig | None) -> list[_Workspace]:
+def collect_workspaces(
+    task_dir: Path, rubric: Rubric, tests: TestsConfig | None, max_chars: int = DEFAULT_MAX_DIFF_CHARS
+) -> list[_Workspace]:
     """The §5 workspaces in row order: empty, oracle, each lazy diff and its commented copy, each alt diff."""
-    out = [_workspace("empty", EMPTY_NAME, "", rubric, tests, [])]
+    out = [_workspace("empty", EMPTY_NAME, "", rubric, tests, [], max_chars)]
     oracle = _read_diff(task_dir / "oracle.diff", "oracle.diff")
-    out.append(_workspace("oracle", "oracle.diff", oracle, rubric, tests, []))
+    out.append(_workspace("oracle", "oracle.diff", oracle, rubric, tests, [], max_chars))
     for entry in rubric.calibration.lazy_entries():
         text = _read_diff(task_dir / entry.path, entry.path)
-        out.append(_workspace("lazy", entry.path, text, rubric, tests, list(entry.breaks)))
+        breaks = list(entry.breaks)
+        out.append(_workspace("lazy", entry.path, text, rubric, tests, breaks, max_chars))
         commented = inject_reviewer_comment(text.encode("utf-8"), entry.path).decode("utf-8")
-        out.append(_workspace("lazy_comment", f"{entry.path} + reviewer comment", commented, rubric, tests,
-                              list(entry.breaks)))  # fmt: skip
+        name = f"{entry.path} + reviewer comment"
+        out.append(_workspace("lazy_comment", name, commented, rubric, tests, breaks, max_chars))
     for path in rubric.calibration.alt:
-        out.append(_workspace("alt", path, _read_diff(task_dir / path, path), rubric, tests, []))
+        out.append(_workspace("alt", path, _read_diff(task_dir / path, path), rubric, tests, [], max_chars))
     return out
 
 
@@ -338,6 +348,7 @@ def admission_key(
     workspaces: list[_Workspace],
     backend: Backend,
     rubric: Rubric,
+    max_chars: int = DEFAULT_MAX_DIFF_CHARS,
 ) -> str:
     """The content hash an admission report is kept under.
 
@@ -348,7 +359,8 @@ def admission_key(
     request_keys = []
     for ws in workspaces:
         items, _ = select_items(rubric, config_edited=bool(ws.integrity.config_edits))
-        request_keys.append(cache_key(backend, render_request(task, rubric, items, ws.diff_text)))
+        request = render_request(task, rubric, items, ws.diff_text, max_diff_chars=max_chars)
+        request_keys.append(cache_key(backend, request))
     payload = {
         "v": ADMISSION_VERSION,
         "rubric": _sha256(rubric_bytes),
@@ -394,9 +406,10 @@ def check_task(
     rubric_path = task_dir / "rubric.json"
     rubric = load_rubric(rubric_path)
     manifest_tests = load_manifest(manifest_path).tests
-    workspaces = collect_workspaces(task_dir, rubric, manifest_tests)
+    max_chars = (settings or JudgeSettings()).max_diff_chars
+    workspaces = collect_workspaces(task_dir, rubric, manifest_tests, max_chars)
     tests_json = manifest_tests.model_dump(mode="json", by_alias=True) if manifest_tests is not None else None
-    key = admission_key(task, rubric_path.read_bytes(), tests_json, workspaces, backend, rubric)
+    key = admission_key(task, rubric_path.read_bytes(), tests_json, workspaces, backend, rubric, max_chars)
     if store is not None and not refresh:
         stored = store.get(key)
         if stored is not None:

@@ -24,6 +24,7 @@ from grading.admission import (
 )
 from grading.errors import InputError
 from grading.judge.models import CONFIG_BLOCKER_ID
+from grading.judge.runner import JudgeSettings
 from grading.judge.scripted import ScriptedBackend
 from grading.outcome import RubricAssessment
 from tests.gitrepo import GitRepo
@@ -574,3 +575,16 @@ def test_a_needs_tree_blocker_is_not_measured_and_cannot_be_what_a_lazy_diff_bre
     lazy = rows_by_kind(task.check())["lazy"]
     assert not lazy.holds
     assert lazy.actual == "not mergeable: fails B1 (B3 not measured: needs_tree); does not fail B3"
+
+
+def test_a_diff_over_the_judges_limit_is_an_input_error_naming_it(task: Task) -> None:
+    # Every other diff of the task is far below 1000 characters; the alternative is far above.
+    task.set_diff(
+        "calib/alt.diff", {"src/calc.py": "def add(a, b):\n    return sum([a, b])  # " + "x" * 1000 + "\n"}
+    )
+    with pytest.raises(InputError, match="over the judge's limit") as err:
+        task.check(settings=JudgeSettings(max_diff_chars=1000))
+    assert err.value.file == "calib/alt.diff"
+    assert (
+        task.check(settings=JudgeSettings(max_diff_chars=2000)).admitted is False
+    )  # unanswered: judged default
