@@ -36,8 +36,9 @@ class Price(BaseModel):
 
     input: PerMillion
     output: PerMillion
-    cache_write: PerMillion  # defaults to input (filled in before validation)
-    cache_read: PerMillion
+    # Absent: the input price (filled in before validation, so the 0.0 defaults never apply).
+    cache_write: PerMillion = 0.0
+    cache_read: PerMillion = 0.0
 
     @model_validator(mode="before")
     @classmethod
