@@ -121,6 +121,8 @@ CASES: list[tuple[str, dict[str, Any], tuple[str, bool | None, float | None]]] =
         ("mergeable", True, 1.0),
     ),
     ("gate names pass", {"gate": ["pass", "mergeable"]}, ("mergeable", True, 1.0)),
+    # The framework's own metrics in a gate are never looked up in grade.json.
+    ("gate names merge_score", {"gate": ["merge_score", "mergeable"]}, ("mergeable", True, 1.0)),
     (
         "gate entry absent from grade.json",
         {"gate": ["strict_pass"], "judge": None},
