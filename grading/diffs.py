@@ -519,7 +519,7 @@ def parse_diff(data: bytes | str, source: str = "workspace.diff") -> list[FileCh
     An empty diff is no change. Raises InputError naming ``source`` and the line for anything else that
     is not a complete diff (binary garbage, a truncated hunk or binary patch, a malformed header).
     """
-    if isinstance(data, bytes) and data.startswith((b"\xff\xfe", b"\xfe\xff")):
+    if isinstance(data, bytes) and data.startswith((b"\xff\xfe", b"\xfe\xff")) and b"\0" in data[:256]:
         raise InputError(
             source, "UTF-16 text (a shell redirect on Windows?); a diff is UTF-8 bytes", "line 1"
         )
