@@ -143,3 +143,16 @@ def test_revision_numbers_count_per_task(make_revision: MakeRevision, repository
 def test_items_keep_their_kind_and_order(draft_revision: RubricRevision) -> None:
     assert [i.item_id for i in draft_revision.blockers()] == ["B1", "B2"]
     assert {i.kind for i in draft_revision.non_blockers()} == {ItemKind.NON_BLOCKER}
+
+
+def test_the_admin_shows_revisions_read_only(client: Any, admitted_revision: RubricRevision) -> None:
+    from django.contrib.auth.models import User
+
+    admin_user = User.objects.create_superuser("admin", "admin@example.com", "pw")
+    client.force_login(admin_user)
+    url = f"/admin/rubrics_app/rubricrevision/{admitted_revision.pk}/change/"
+    response = client.get(url)
+    assert response.status_code == 200
+    assert "B2" in response.content.decode()
+    assert client.post(url, {"intent": "changed"}).status_code == 403
+    assert client.get("/admin/rubrics_app/rubricrevision/add/").status_code == 403

@@ -1,0 +1,40 @@
+"""manage.py import_rubrics PATH_TO_REPO_CHECKOUT [--repository NAME]
+
+Every tasks/*/rubric.json of the checkout (with task.json when present) becomes a draft revision. All or
+nothing: any invalid file is listed with its errors and nothing is imported (exit code 2).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
+
+from rubrics_app.services.import_export import ImportFailed, import_checkout, repository_for_checkout
+
+
+class Command(BaseCommand):
+    help = "Import every tasks/*/rubric.json of a repository checkout as draft revisions (all or nothing)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("checkout", type=Path, help="the repository checkout (holds tasks/<task-id>/)")
+        parser.add_argument("--repository", help="repository name (default: the checkout folder's name)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        root: Path = options["checkout"]
+        if not root.is_dir():
+            raise CommandError(f"{root}: not a directory", returncode=2)
+        try:
+            with transaction.atomic():
+                repository = repository_for_checkout(root, options["repository"])
+                revisions = import_checkout(repository, root)
+        except ImportFailed as exc:
+            for problem in exc.problems:
+                self.stderr.write(str(problem))
+            raise CommandError(f"nothing imported: {len(exc.problems)} problem(s)", returncode=2) from None
+        for revision in revisions:
+            source = f"tasks/{revision.task.task_id}/rubric.json"
+            self.stdout.write(f"{source} -> {repository.name} revision {revision.number} (draft)")
+        self.stdout.write(self.style.SUCCESS(f"imported {len(revisions)} rubric(s) into {repository.name}"))

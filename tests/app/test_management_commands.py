@@ -1,0 +1,202 @@
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth import authenticate
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from examples.build import TASK_ID, TASKS
+from grading.schema import load_rubric
+from rubrics_app.models import (
+    AuditEvent,
+    AuditVerb,
+    CalibrationDiff,
+    Origin,
+    Repository,
+    ReviewState,
+    RevisionStatus,
+    RubricRevision,
+    Task,
+)
+from tests.app.conftest import CALIBRATION_FILES, MakeRevision, rubric_data
+from tests.gitrepo import GitRepo
+
+pytestmark = pytest.mark.django_db
+
+
+def run(*args: str) -> tuple[str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    call_command(*args, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+def write_task(repo: GitRepo, task_id: str, data: dict[str, Any] | None = None) -> None:
+    repo.write(f"tasks/{task_id}/rubric.json", json.dumps(data or rubric_data(task=task_id), indent=2) + "\n")
+    for path, content in CALIBRATION_FILES.items():
+        repo.write(f"tasks/{task_id}/{path}", content)
+
+
+# --- import_rubrics ------------------------------------------------------------------------------------
+
+
+def test_import_rubrics_imports_every_task_as_a_draft(git_repo: GitRepo) -> None:
+    write_task(git_repo, "fix_fraction_gt1")
+    write_task(git_repo, "second_task")
+    git_repo.write("tasks/second_task/task.json", json.dumps({"id": "second_task", "prompt": "Do it."}))
+    git_repo.write("repo_manifest.yaml", "tests:\n  globs: ['tests/**']\n  list: pytest --co -q\n")
+    out, _ = run("import_rubrics", str(git_repo.path), "--repository", "project")
+    assert "tasks/second_task/rubric.json -> project revision 1 (draft)" in out
+    repository = Repository.objects.get(name="project")
+    assert repository.checkout_path == str(git_repo.path.resolve())
+    assert repository.tests().list_command == "pytest --co -q"
+    assert sorted(repository.tasks.values_list("task_id", flat=True)) == ["fix_fraction_gt1", "second_task"]
+    assert Task.objects.get(task_id="second_task").spec_prompt == "Do it."
+    assert set(RubricRevision.objects.values_list("status", "origin")) == {
+        (RevisionStatus.DRAFT, Origin.IMPORTED)
+    }
+    assert AuditEvent.objects.filter(verb=AuditVerb.IMPORTED).count() == 2
+    # Again: new draft revisions of the same tasks, numbered on.
+    run("import_rubrics", str(git_repo.path), "--repository", "project")
+    assert sorted(RubricRevision.objects.values_list("number", flat=True)) == [1, 1, 2, 2]
+
+
+def test_import_rubrics_lists_every_invalid_file_and_imports_nothing(git_repo: GitRepo) -> None:
+    write_task(git_repo, "fix_fraction_gt1")
+    bad = rubric_data(task="bad_task")
+    bad["blockers"] = [{**bad["blockers"][0], "evidence": ""}, bad["blockers"][1]]
+    write_task(git_repo, "bad_task", bad)
+    git_repo.write("tasks/broken/rubric.json", '{"schema": "repo_rubric.v1",,}')
+    with pytest.raises(CommandError) as exc:
+        run("import_rubrics", str(git_repo.path))
+    assert exc.value.returncode == 2
+    assert str(exc.value) == "nothing imported: 2 problem(s)"
+    assert not Repository.objects.exists()  # not even the repository
+    assert not RubricRevision.objects.exists()
+
+
+def test_import_rubrics_prints_the_problems(git_repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = rubric_data(task="bad_task")
+    bad["blockers"] = [{**bad["blockers"][0], "evidence": ""}, bad["blockers"][1]]
+    write_task(git_repo, "bad_task", bad)
+    git_repo.write("tasks/broken/rubric.json", '{"schema": "repo_rubric.v1",,}')
+    err = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command("import_rubrics", str(git_repo.path), stdout=io.StringIO(), stderr=err)
+    assert err.getvalue().splitlines() == [
+        "tasks/bad_task/rubric.json: blockers[0].evidence: must not be blank",
+        "tasks/broken/rubric.json: line 1 column 29: malformed JSON: "
+        "Expecting property name enclosed in double quotes",
+    ]
+
+
+def test_import_rubrics_refuses_a_calib_symlink_out_of_the_task(git_repo: GitRepo, tmp_path: Path) -> None:
+    write_task(git_repo, "fix_fraction_gt1")
+    secret = tmp_path / "secret.diff"
+    secret.write_text("secret\n")
+    link = git_repo.path / "tasks/fix_fraction_gt1/calib/lazy.diff"
+    link.unlink()
+    link.symlink_to(secret)
+    err = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command("import_rubrics", str(git_repo.path), stdout=io.StringIO(), stderr=err)
+    assert "tasks/fix_fraction_gt1/calib/lazy.diff: leaves the task directory" in err.getvalue()
+    assert not CalibrationDiff.objects.exists()
+
+
+def test_import_rubrics_needs_a_directory(tmp_path: Path) -> None:
+    with pytest.raises(CommandError, match="not a directory"):
+        run("import_rubrics", str(tmp_path / "missing"))
+
+
+# --- export_rubrics ------------------------------------------------------------------------------------
+
+
+def test_export_rubrics_writes_admitted_revisions_into_the_checkout(
+    make_revision: MakeRevision, git_repo: GitRepo
+) -> None:
+    git_repo.write("README.md", "x\n")
+    git_repo.commit()
+    admitted = make_revision(RevisionStatus.ADMITTED)
+    make_revision(RevisionStatus.DRAFT)  # newer, but a draft: not exported
+    repository = admitted.task.repository
+    repository.checkout_path = str(git_repo.path)
+    repository.save()
+    out, _ = run("export_rubrics", "--repository", repository.name, "--branch", "rubrics/export")
+    assert "exported 1 admitted revision(s)" in out
+    assert "committed" in out and "on rubrics/export" in out
+    written = git_repo.path / "tasks/fix_fraction_gt1/rubric.json"
+    assert json.loads(written.read_text()) == admitted.to_rubric_dict()
+    assert load_rubric(written).task == "fix_fraction_gt1"
+    assert git_repo.git("status", "--porcelain") == ""
+
+
+def test_export_rubrics_to_a_directory_and_private_path(make_revision: MakeRevision, tmp_path: Path) -> None:
+    admitted = make_revision(RevisionStatus.ADMITTED)
+    name = admitted.task.repository.name
+    run("export_rubrics", "--repository", name, "--out", str(tmp_path / "out"), "--task", "fix_fraction_gt1")
+    assert (tmp_path / "out/tasks/fix_fraction_gt1/calib/alt.diff").read_bytes() == CALIBRATION_FILES[
+        "calib/alt.diff"
+    ]
+    Path(admitted.task.repository.private_path).mkdir()
+    run("export_rubrics", "--repository", name, "--private")
+    assert (Path(admitted.task.repository.private_path) / "tasks/fix_fraction_gt1/rubric.json").is_file()
+
+
+def test_export_rubrics_without_an_admitted_revision_fails(
+    make_revision: MakeRevision, tmp_path: Path
+) -> None:
+    revision = make_revision(RevisionStatus.APPROVED)
+    name = revision.task.repository.name
+    with pytest.raises(CommandError, match="no admitted revision"):
+        run("export_rubrics", "--repository", name, "--out", str(tmp_path))
+    with pytest.raises(CommandError, match="no admitted revision for: fix_fraction_gt1"):
+        run("export_rubrics", "--repository", name, "--task", "fix_fraction_gt1")
+    with pytest.raises(CommandError, match="no repository named"):
+        run("export_rubrics", "--repository", "nope")
+    assert list(tmp_path.iterdir()) == []
+
+
+# --- load_demo -----------------------------------------------------------------------------------------
+
+
+def test_load_demo_loads_every_state_once(settings: Any, tmp_path: Path) -> None:
+    settings.VAR_DIR = tmp_path / "var"
+    out, _ = run("load_demo")
+    assert "Demo login: demo / demo" in out
+    assert authenticate(username="demo", password="demo") is not None
+    repository = Repository.objects.get(name="shapes")
+    assert repository.role_of(authenticate(username="demo", password="demo")) == "maintainer"
+    assert repository.tasks.count() == 3
+    statuses = sorted(RubricRevision.objects.values_list("status", flat=True))
+    assert statuses == ["admitted", "approved", "draft", "draft"]
+    example = Task.objects.get(task_id=TASK_ID)
+    admitted = example.admitted_revision()
+    assert admitted is not None
+    # The admitted revision is the example's rubric.json, byte for byte once exported.
+    assert admitted.to_rubric_dict() == json.loads((TASKS / TASK_ID / "rubric.json").read_text())
+    edited = example.revisions.get(status="draft")
+    assert edited.parent == admitted
+    assert {i.item_id: i.review_state for i in edited.items.all()}["N2"] == ReviewState.CHANGES_REQUESTED
+    assert RubricRevision.objects.filter(
+        origin=Origin.MODEL, drafted_by_model="scripted:demo-drafter"
+    ).exists()
+    assert CalibrationDiff.objects.filter(revision=admitted).count() == 2
+    assert (tmp_path / "var/demo/shapes/.git").is_dir()
+    assert example.base_commit == GitRepo(tmp_path / "var/demo/shapes").head()
+
+    # Every demo calibration diff applies to the demo checkout's base.
+    checkout = GitRepo(tmp_path / "var/demo/shapes")
+    for diff in CalibrationDiff.objects.all():
+        patch = tmp_path / "check.diff"
+        patch.write_bytes(bytes(diff.content))
+        checkout.git("apply", "--check", str(patch))
+
+    before = (RubricRevision.objects.count(), AuditEvent.objects.count())
+    out, _ = run("load_demo")
+    assert "already loaded" in out
+    assert (RubricRevision.objects.count(), AuditEvent.objects.count()) == before
