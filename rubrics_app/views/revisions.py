@@ -14,6 +14,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
 from rubrics_app.forms import RevisionForm
 from rubrics_app.models import (
+    AuditEvent,
     AuditVerb,
     CalibrationDiff,
     ItemKind,
@@ -66,11 +67,18 @@ def revision_context(
         .only("pk", "number", "status", "created_at", "origin", "task_id")
         .order_by("-number")
     )
+    # The audit trail of this revision, newest first; capped so a long review stays one short query.
+    activity = list(
+        AuditEvent.objects.filter(revision=revision)
+        .select_related("actor", "item")
+        .order_by("-at", "-pk")[:50]
+    )
     return {
         "access": access,
         "repository": access.repository,
         "task": revision.task,
         "revision": revision,
+        "activity": activity,
         "report": report,
         "sections": [("Blockers", blockers), ("Non-blockers", non_blockers)],
         "diffs": revision.ordered_diffs(),
