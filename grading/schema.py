@@ -7,7 +7,9 @@ naming the file and the JSON path of each problem, so no caller ever sees a pyda
 
 from __future__ import annotations
 
+import difflib
 import json
+import math
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
@@ -15,6 +17,7 @@ import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
@@ -25,6 +28,7 @@ from pydantic import (
     ValidationError,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from grading.errors import InputError, InputErrors
 from grading.globs import glob_error
@@ -60,11 +64,20 @@ def _relative_inside(value: str) -> str:
     return value
 
 
+def _positive_number(value: Any) -> Any:
+    # One clear message instead of pydantic's per-member union errors; bool is not a number here.
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("must be a number greater than 0")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"must be a number greater than 0, not {value!r}")
+    return value
+
+
 NonBlank = Annotated[str, AfterValidator(_not_blank)]
 Glob = Annotated[str, AfterValidator(_valid_glob)]
 CalibPath = Annotated[str, AfterValidator(_relative_inside)]
 PositiveCount = Annotated[StrictInt, Field(gt=0)]
-Weight = Annotated[StrictInt | StrictFloat, Field(gt=0)]
+Weight = Annotated[StrictInt | StrictFloat, BeforeValidator(_positive_number), Field(gt=0)]
 ItemId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=40)]
 
 
@@ -105,14 +118,22 @@ class LazyCalibration(_Strict):
     breaks: list[ItemId] = []
 
 
-def _lazy_kind(value: Any) -> str:
-    return "as_path" if isinstance(value, str) else "as_entry"
+def _lazy_kind(value: Any) -> str | None:
+    if isinstance(value, str):
+        return "as_path"
+    if isinstance(value, dict | LazyCalibration):
+        return "as_entry"
+    return None
 
 
 # A lazy entry is a path, or {"path", "breaks"}; the discriminator keeps errors to the form that was used.
 LazyEntry = Annotated[
     Annotated[CalibPath, Tag("as_path")] | Annotated[LazyCalibration, Tag("as_entry")],
-    Discriminator(_lazy_kind),
+    Discriminator(
+        _lazy_kind,
+        custom_error_type="lazy_entry",
+        custom_error_message='a lazy entry is a path or {"path": ..., "breaks": [blocker ids]}',
+    ),
 ]
 
 
@@ -140,21 +161,38 @@ class Rubric(_Strict):
     hack_report: HackReport
     calibration: Calibration = Calibration()
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    # The key is "schema" only: accepting the Python name "schema_" too would let a misspelling through.
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     @model_validator(mode="after")
     def _ids_unique_and_breaks_known(self) -> Rubric:
-        seen: set[str] = set()
-        for kind, items in (("blockers", self.blockers), ("non_blockers", self.non_blockers)):
-            for item in items:
-                if item.id in seen:
-                    raise ValueError(f"{kind}: id {item.id!r} is used twice (ids are unique across both lists)")
-                seen.add(item.id)
-        blocker_ids = {b.id for b in self.blockers}
+        problems: list[tuple[str, str]] = []
+        first_use: dict[str, str] = {}
+        ids = [(f"blockers[{i}].id", b.id) for i, b in enumerate(self.blockers)]
+        ids += [(f"non_blockers[{i}].id", n.id) for i, n in enumerate(self.non_blockers)]
+        for where, item_id in ids:
+            if item_id in first_use:
+                problems.append(
+                    (where, f"id {item_id!r} is already used by {first_use[item_id]} "
+                            "(ids are unique across blockers and non_blockers)")
+                )
+            else:
+                first_use[item_id] = where
+        blocker_ids = [b.id for b in self.blockers]
         for i, entry in enumerate(self.calibration.lazy_entries()):
-            for name in entry.breaks:
+            for j, name in enumerate(entry.breaks):
                 if name not in blocker_ids:
-                    raise ValueError(f"calibration.lazy[{i}].breaks names {name!r}, which is not a blocker id")
+                    problems.append(
+                        (f"calibration.lazy[{i}].breaks[{j}]",
+                         f"{name!r} is not a blocker id (blockers: {', '.join(blocker_ids)})")
+                    )
+        if problems:
+            # The JSON path of each problem travels in ctx; _messages() reports them one by one.
+            raise PydanticCustomError(
+                "rubric_rules",
+                "{summary}",
+                {"summary": "; ".join(f"{w}: {m}" for w, m in problems), "problems": problems},
+            )
         return self
 
     def item_ids(self) -> list[str]:
@@ -169,6 +207,19 @@ class Rubric(_Strict):
 
 
 _UNION_TAGS = {"as_path", "as_entry"}
+_COUNTED_LISTS = {
+    "blockers": f"a rubric has {MIN_BLOCKERS}-{MAX_BLOCKERS} blockers",
+    "non_blockers": f"a rubric has {MIN_NON_BLOCKERS}-{MAX_NON_BLOCKERS} non_blockers",
+    "scope.allowed_globs": "scope needs at least one allowed glob",
+}
+
+
+def _known_keys() -> list[str]:
+    keys: set[str] = set()
+    for model in (Rubric, Scope, Blocker, NonBlocker, HackReport, Calibration, LazyCalibration, TestsConfig):
+        for name, info in model.model_fields.items():
+            keys.add(info.alias or name)
+    return sorted(keys)
 
 
 def _loc(loc: tuple[int | str, ...]) -> str:
@@ -186,34 +237,79 @@ def _loc(loc: tuple[int | str, ...]) -> str:
 def _messages(exc: ValidationError) -> list[tuple[str, str]]:
     seen: set[tuple[str, str]] = set()
     out: list[tuple[str, str]] = []
-    for err in exc.errors():
-        loc = _loc(tuple(err["loc"]))
-        msg = err["msg"]
-        if msg.startswith("Value error, "):
-            msg = msg[len("Value error, ") :]
-        if err["type"] == "extra_forbidden":
-            msg = "unknown key (misspelt?)"
-        elif err["type"] == "missing":
-            msg = "required"
+
+    def add(loc: str, msg: str) -> None:
         if (loc, msg) not in seen:
             seen.add((loc, msg))
             out.append((loc, msg))
+
+    for err in exc.errors():
+        loc = _loc(tuple(err["loc"]))
+        msg = err["msg"]
+        ctx = err.get("ctx") or {}
+        if msg.startswith("Value error, "):
+            msg = msg[len("Value error, ") :]
+        if err["type"] == "rubric_rules":
+            for where, problem in ctx["problems"]:
+                add(where, problem)
+            continue
+        if err["type"] == "extra_forbidden":
+            key = str(err["loc"][-1])
+            close = difflib.get_close_matches(key, _known_keys(), n=1, cutoff=0.7)
+            msg = f"unknown key (did you mean {close[0]!r}?)" if close else "unknown key"
+        elif err["type"] == "missing":
+            msg = "required"
+        elif err["type"] in ("too_short", "too_long") and loc in _COUNTED_LISTS:
+            msg = f"{_COUNTED_LISTS[loc]}, found {ctx.get('actual_length', '?')}"
+        add(loc, msg)
     return out
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # json.loads keeps the last of two equal keys silently: a second "blockers" would hide the first.
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
 def read_json(path: Path) -> Any:
+    """Parse a JSON file strictly (UTF-8, no duplicate keys, no NaN/Infinity); InputError on any problem."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
         raise InputError(path, "file not found") from None
+    except IsADirectoryError:
+        raise InputError(path, "is a directory, not a file") from None
     except OSError as exc:
         raise InputError(path, f"cannot read: {exc.strerror}") from None
     try:
-        return json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise InputError(path, "not UTF-8 text") from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(path, f"not UTF-8 text (byte {exc.start})") from None
+    if not text.strip():
+        raise InputError(path, "empty file; expected JSON")
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constants)
     except json.JSONDecodeError as exc:
-        raise InputError(path, f"malformed JSON: {exc.msg}", f"line {exc.lineno} column {exc.colno}") from None
+        where = f"line {exc.lineno} column {exc.colno}"
+        raise InputError(path, f"malformed JSON: {exc.msg}", where) from None
+    except _DuplicateKey as exc:
+        raise InputError(path, f"duplicate key {exc.args[0]!r} in one object") from None
+    except ValueError as exc:
+        raise InputError(path, f"malformed JSON: {exc}") from None
+    except RecursionError:
+        raise InputError(path, "malformed JSON: nested too deeply") from None
 
 
 def parse_rubric(data: Any, source: str | Path = "rubric.json") -> Rubric:
@@ -226,7 +322,10 @@ def parse_rubric(data: Any, source: str | Path = "rubric.json") -> Rubric:
 
 
 def load_rubric(path: Path, *, check_files: bool = True) -> Rubric:
-    """Load and validate ``path``; with ``check_files``, every calibration diff must exist inside its directory."""
+    """Load and validate a rubric.json.
+
+    With ``check_files``, every calibration diff must exist inside the rubric's (task) directory.
+    """
     rubric = parse_rubric(read_json(path), path)
     if check_files:
         base = path.parent.resolve()
@@ -336,7 +435,7 @@ class TestsConfig(_Strict):
 
     globs: list[Glob] = []
     config_globs: list[Glob] = []
-    list_command: str | None = Field(default=None, alias="list")
+    list_command: NonBlank | None = Field(default=None, alias="list")
 
 
 class Manifest(BaseModel):
@@ -350,6 +449,10 @@ def load_manifest(path: Path) -> Manifest:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(path, "file not found") from None
+    except IsADirectoryError:
+        raise InputError(path, "is a directory, not a file") from None
+    except OSError as exc:
+        raise InputError(path, f"cannot read: {exc.strerror}") from None
     except UnicodeDecodeError:
         raise InputError(path, "not UTF-8 text") from None
     try:
