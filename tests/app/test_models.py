@@ -156,3 +156,97 @@ def test_the_admin_shows_revisions_read_only(client: Any, admitted_revision: Rub
     assert "B2" in response.content.decode()
     assert client.post(url, {"intent": "changed"}).status_code == 403
     assert client.get("/admin/rubrics_app/rubricrevision/add/").status_code == 403
+
+
+# --- optimistic locking and the audit trail -------------------------------------------------------------
+
+
+def test_a_stale_edit_gets_a_conflict_with_the_other_text(
+    draft_revision: RubricRevision, maintainer: Any
+) -> None:
+    from rubrics_app.services.revisions import Conflict
+
+    mine = draft_revision.items.get(item_id="B1")
+    theirs = RubricItem.objects.get(
+        pk=mine.pk
+    )  # a second maintainer's browser tab, loaded at the same version
+    revisions.approve_item(mine, by=maintainer)
+    revisions.edit_item(theirs, theirs.version, {"criterion": "their wording"}, by=maintainer)
+    with pytest.raises(Conflict) as exc:
+        revisions.edit_item(mine, mine.version, {"criterion": "my wording"}, by=maintainer)
+    assert exc.value.current["criterion"] == "their wording"
+    assert exc.value.version == mine.version + 1
+    assert exc.value.who == "maintainer"
+    stored = RubricItem.objects.get(pk=mine.pk)
+    assert stored.criterion == "their wording"
+    # Their edit put the item back to pending: an approval is of a text, not of a row.
+    assert stored.review_state == ReviewState.PENDING and stored.reviewed_by is None
+    # Saving again against the version the conflict showed works.
+    revisions.edit_item(stored, exc.value.version, {"criterion": "merged wording"}, by=maintainer)
+    assert RubricItem.objects.get(pk=mine.pk).criterion == "merged wording"
+
+
+def test_a_stale_revision_edit_gets_a_conflict(draft_revision: RubricRevision, maintainer: Any) -> None:
+    from rubrics_app.services.revisions import Conflict
+
+    other = RubricRevision.objects.get(pk=draft_revision.pk)
+    revisions.edit_revision(other, other.version, {"intent": "theirs", "max_files": 3}, by=maintainer)
+    with pytest.raises(Conflict) as exc:
+        revisions.edit_revision(draft_revision, draft_revision.version, {"intent": "mine"}, by=maintainer)
+    assert exc.value.current["intent"] == "theirs"
+    assert RubricRevision.objects.get(pk=draft_revision.pk).intent == "theirs"
+
+
+def test_edits_check_the_fields_and_the_role(
+    draft_revision: RubricRevision, maintainer: Any, reviewer: Any
+) -> None:
+    from django.core.exceptions import PermissionDenied
+
+    item = draft_revision.items.get(item_id="B1")
+    with pytest.raises(ValueError, match="not editable: review_state"):
+        revisions.edit_item(item, item.version, {"review_state": "approved"}, by=maintainer)
+    with pytest.raises(PermissionDenied):
+        revisions.edit_item(item, item.version, {"criterion": "x"}, by=reviewer)
+    assert RubricItem.objects.get(pk=item.pk).text() == item.text()
+
+
+def test_the_audit_trail_records_who_did_what(
+    make_revision: MakeRevision, maintainer: Any, tmp_path: Any
+) -> None:
+    from rubrics_app.models import AuditEvent, AuditVerb
+    from rubrics_app.services import import_export
+
+    revision = make_revision()
+    b1 = revision.items.get(item_id="B1")
+    revisions.edit_item(b1, b1.version, {"criterion": "sharper"}, by=maintainer)
+    for item in revision.ordered_items():
+        revisions.approve_item(item, by=maintainer)
+    revision.refresh_from_db()
+    revisions.admit(revision, by=maintainer)
+    revision.refresh_from_db()
+    import_export.export_rubric_json(revision, by=maintainer)
+    events = list(AuditEvent.objects.filter(revision=revision).order_by("at", "pk"))
+    verbs = [e.verb for e in events]
+    assert verbs == [
+        AuditVerb.DRAFTED,
+        AuditVerb.EDITED,
+        *[AuditVerb.ITEM_APPROVED] * 5,
+        AuditVerb.APPROVED,
+        AuditVerb.ADMITTED,
+        AuditVerb.EXPORTED,
+    ]
+    assert {e.actor for e in events} == {maintainer}
+    edited = events[1]
+    assert edited.item == b1
+    assert edited.detail["after"] == {"criterion": "sharper"}
+    assert edited.detail["before"]["criterion"] == RUBRIC["blockers"][0]["criterion"]
+    assert str(events[-2]) == f"maintainer admitted {revision}"
+
+
+def test_request_changes_keeps_the_note(draft_revision: RubricRevision, maintainer: Any) -> None:
+    item = draft_revision.items.get(item_id="N1")
+    revisions.request_changes(item, by=maintainer, note="Name the parameter in the message.")
+    item.refresh_from_db()
+    assert item.review_state == ReviewState.CHANGES_REQUESTED
+    assert item.review_note == "Name the parameter in the message."
+    assert item.reviewed_by == maintainer
