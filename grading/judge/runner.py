@@ -490,10 +490,16 @@ class BatchingBackend:
         self.batches += 1
         complete_many = self.inner.complete_many  # type: ignore[attr-defined]
         try:
-            replies = await complete_many([request for request, _ in pending])
-        except BackendError as exc:
-            replies = [exc for _ in pending]
+            replies = list(await complete_many([request for request, _ in pending]))
+            if len(replies) != len(pending):
+                raise BackendError(f"the batch answered {len(replies)} of {len(pending)} requests")
+        except Exception as exc:
+            # Every waiting call must wake up: an unresolved future would hang the sweep.
+            failure = exc if isinstance(exc, BackendError) else BackendError(f"batch failed: {exc!r}")
+            replies = [failure for _ in pending]
         for (_, future), reply in zip(pending, replies, strict=True):
+            if future.done():
+                continue
             if isinstance(reply, BaseException):
                 future.set_exception(reply)
             else:

@@ -501,3 +501,22 @@ def test_the_batching_wrapper_keeps_the_cache_key() -> None:
     assert asyncio.run(
         judge_diff(TASK, make_rubric(), DIFF, wrapped, config_edited=False, cache=cache)
     ).cache_hit
+
+
+class BrokenBatchBackend(FakeBatchBackend):
+    async def complete_many(self, requests: list[JudgeRequest]) -> list[BackendReply | BackendError]:
+        self.batches.append(len(requests))
+        if len(self.batches) == 1:
+            raise RuntimeError("connection reset")
+        return []  # a batch that answers nothing
+
+
+def test_a_broken_batch_fails_its_runs_instead_of_hanging() -> None:
+    backend = BrokenBatchBackend()
+    jobs = [
+        SweepJob(label=str(i), task=TASK, rubric=make_rubric(), diff_text=DIFF.replace("/ 2", f"/ {i + 2}"))
+        for i in range(3)
+    ]
+    sweep = asyncio.run(asyncio.wait_for(judge_sweep(jobs, backend), timeout=10))
+    assert sweep.failures == 3
+    assert all(r.failure is not None and "connection reset" in r.failure for r in sweep.results)
