@@ -396,7 +396,8 @@ class RunRecord(BaseModel):
 class GradeJson(BaseModel):
     """grade.json as the repository's grader writes it: ``pass`` plus any metrics."""
 
-    model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
+    # Only the key "pass": a grader writing "passed" must get "pass: required", not a silent pass.
+    model_config = ConfigDict(extra="allow", frozen=True)
 
     passed: StrictBool = Field(alias="pass")
     tests_skipped: Annotated[StrictInt, Field(ge=0)] | None = None
