@@ -246,10 +246,8 @@ def test_one_invalid_task_imports_nothing_and_lists_every_problem(
     with pytest.raises(ImportFailed) as exc:
         import_export.import_rubric_zip(repository, upload(make_zip(members)), maintainer)
     problems = problems_of(exc)
-    assert (
-        "tasks/second_task/rubric.json: blockers: List should have at least 2 items after validation, not 1"
-        in (problems)
-    )
+    # grading.schema words the count rule; this test only needs it named with its file and JSON path.
+    assert any(p.startswith("tasks/second_task/rubric.json: blockers: ") for p in problems)
     assert "tasks/second_task/rubric.json: non_blockers[0].criterion: must not be blank" in problems
     assert not any(p.startswith("tasks/fix_fraction_gt1") for p in problems)
     assert_nothing_imported()
