@@ -93,7 +93,7 @@ def minimal_rubric() -> Data:
 def write_task(tmp_path: Path, data: Any, *, raw: bytes | None = None) -> Path:
     """A task directory holding rubric.json and every calibration diff it names."""
     task_dir = tmp_path / "task"
-    task_dir.mkdir(exist_ok=True)
+    task_dir.mkdir(parents=True, exist_ok=True)
     for rel in ("calib/lazy.diff", "calib/lazy2.diff", "calib/alt.diff"):
         (task_dir / rel).parent.mkdir(parents=True, exist_ok=True)
         (task_dir / rel).write_text("diff --git a/x b/x\n")
