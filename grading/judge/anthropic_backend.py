@@ -102,11 +102,12 @@ class AnthropicBackend:
         body = self.render(request)
         named = {k: body[k] for k in _NAMED_KEYS}
         extra = {k: v for k, v in body.items() if k not in _NAMED_KEYS}
-        async with self._client() as client:
-            try:
+        try:
+            # The client is built inside the try: the SDK reports missing credentials as an error of its own.
+            async with self._client() as client:
                 message = await client.messages.create(**named, extra_body=extra or None)
-            except anthropic.AnthropicError as err:
-                raise BackendError(self._describe(err)) from err
+        except anthropic.AnthropicError as err:
+            raise BackendError(self._describe(err)) from err
         return reply_from_message(message)
 
     async def complete_many(self, requests: Sequence[JudgeRequest]) -> list[BackendReply | BackendError]:
@@ -122,8 +123,8 @@ class AnthropicBackend:
             for cid, r in zip(custom_ids, requests, strict=True)
         ]
         results: dict[str, Any] = {}
-        async with self._client() as client:
-            try:
+        try:
+            async with self._client() as client:
                 batch = await client.messages.batches.create(requests=entries)
                 loop = asyncio.get_running_loop()
                 deadline = loop.time() + self.batch_deadline
@@ -137,12 +138,12 @@ class AnthropicBackend:
                     batch = await client.messages.batches.retrieve(batch.id)
                 async for entry in await client.messages.batches.results(batch.id):
                     results[entry.custom_id] = entry.result
-            except BackendError as err:
-                return [err for _ in requests]
-            except anthropic.AnthropicError as err:
-                failure = BackendError(self._describe(err))
-                failure.__cause__ = err
-                return [failure for _ in requests]
+        except BackendError as err:
+            return [err for _ in requests]
+        except anthropic.AnthropicError as err:
+            failure = BackendError(self._describe(err))
+            failure.__cause__ = err
+            return [failure for _ in requests]
         out: list[BackendReply | BackendError] = []
         for cid in custom_ids:
             result = results.get(cid)
@@ -170,9 +171,15 @@ class AnthropicBackend:
         # A client of our own, sharing one SSL context: building the default one loads the CA bundle
         # again, which took about 0.1 s per call here.
         kwargs["http_client"] = anthropic.DefaultAsyncHttpxClient(verify=_ssl_context())
-        return anthropic.AsyncAnthropic(**kwargs)
+        client = anthropic.AsyncAnthropic(**kwargs)
+        if client.api_key is None and client.auth_token is None and client.credentials is None:
+            # The SDK would raise a bare TypeError at the first call; name the fix instead.
+            raise BackendError("anthropic: no credentials: set ANTHROPIC_API_KEY (or pass api_key)")
+        return client
 
     def _describe(self, err: anthropic.AnthropicError) -> str:
+        if isinstance(err, anthropic.CredentialsError):
+            return f"anthropic: no usable credentials: set ANTHROPIC_API_KEY (or pass api_key): {err}"
         if isinstance(err, anthropic.APITimeoutError):
             return f"anthropic: timed out after {self.max_retries} retries ({self.timeout:g}s per attempt)"
         if isinstance(err, anthropic.APIStatusError):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -246,10 +247,24 @@ def test_key_and_base_url_come_from_the_environment(
     assert fake_server.model_calls()[0].headers["authorization"] == "Bearer sk-from-env"
 
 
-def test_render_needs_no_key_and_calls_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    body = AnthropicBackend(MODEL, base_url="http://127.0.0.1:9").render(request())
-    assert body["model"] == MODEL
+def test_render_needs_no_key_and_a_call_without_one_is_a_backend_error(
+    fake_server: FakeProviderServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    for name in (
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_PROFILE",
+        "ANTHROPIC_IDENTITY_TOKEN",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ANTHROPIC_CONFIG_DIR", str(tmp_path))  # no profile on disk either
+    b = AnthropicBackend(MODEL, base_url=fake_server.anthropic_base_url)
+    assert b.render(request())["model"] == MODEL
+    with pytest.raises(BackendError, match="ANTHROPIC_API_KEY"):
+        asyncio.run(b.complete(request()))
+    [failed] = asyncio.run(b.complete_many([request()]))
+    assert isinstance(failed, BackendError) and "ANTHROPIC_API_KEY" in str(failed)
+    assert fake_server.requests == []
 
 
 def test_batches_create_poll_and_map_results_by_custom_id(fake_server: FakeProviderServer) -> None:
