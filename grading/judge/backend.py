@@ -6,6 +6,7 @@ body (``render``, used by ``--render-only`` and for the cache key) and sends it 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from pydantic import BaseModel
@@ -40,6 +41,15 @@ class Backend(Protocol):
     def render(self, request: JudgeRequest) -> dict[str, Any]: ...
 
     async def complete(self, request: JudgeRequest) -> BackendReply: ...
+
+
+class BatchBackend(Backend, Protocol):
+    """A backend that can also send many requests at once (Anthropic Message Batches). When its ``batch``
+    attribute is true, ``judge_sweep`` collects concurrent calls and sends them through ``complete_many``."""
+
+    batch: bool
+
+    async def complete_many(self, requests: Sequence[JudgeRequest]) -> list[BackendReply | BackendError]: ...
 
 
 class BackendError(Exception):

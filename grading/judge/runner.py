@@ -14,12 +14,12 @@ import asyncio
 import hashlib
 import re
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from grading.errors import InputError
-from grading.judge.backend import Backend, BackendError, BackendReply, JudgeRequest
+from grading.judge.backend import Backend, BackendError, BackendReply, BatchBackend, JudgeRequest
 from grading.judge.cache import CachedVerdicts, VerdictCache, cache_key, in_regrade_sample
 from grading.judge.cost import PriceTable
 from grading.judge.models import ItemVerdict, JudgeResult, Location, Usage, VerdictValue
@@ -462,7 +462,7 @@ class BatchingBackend:
     (``backend.complete_many``, e.g. Anthropic Message Batches); retries and re-judgements form later batches.
     Everything else (spec, model, render, decoding: so the cache key) is the wrapped backend's."""
 
-    def __init__(self, backend: Backend, *, window: float = 0.2) -> None:
+    def __init__(self, backend: BatchBackend, *, window: float = 0.2) -> None:
         self.inner = backend
         self.spec = backend.spec
         self.model = backend.model
@@ -488,9 +488,8 @@ class BatchingBackend:
         await asyncio.sleep(self.window)
         pending, self._pending = self._pending, []
         self.batches += 1
-        complete_many = self.inner.complete_many  # type: ignore[attr-defined]
         try:
-            replies = list(await complete_many([request for request, _ in pending]))
+            replies = list(await self.inner.complete_many([request for request, _ in pending]))
             if len(replies) != len(pending):
                 raise BackendError(f"the batch answered {len(replies)} of {len(pending)} requests")
         except Exception as exc:
@@ -519,7 +518,7 @@ async def judge_sweep(
     settings = settings or JudgeSettings()
     if getattr(backend, "batch", False) and hasattr(backend, "complete_many") \
             and not isinstance(backend, BatchingBackend):
-        backend = BatchingBackend(backend)
+        backend = BatchingBackend(cast(BatchBackend, backend))
     limit = asyncio.Semaphore(settings.concurrency)
     results: list[JudgeResult | None] = [None] * len(jobs)
     done = 0

@@ -3,6 +3,8 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import subprocess
+import sys
 import threading
 from contextlib import closing
 from pathlib import Path
@@ -172,3 +174,33 @@ def test_the_runner_hits_the_sqlite_cache_across_instances(tmp_path: Path) -> No
     )
     assert not again.cache_hit and len(third.requests) == 1
     assert SqliteCache(path).repeat_agreement().agreeing == 5
+
+
+WRITER = """
+import sys
+from grading.judge.cache import CachedVerdicts, SqliteCache
+from grading.judge.models import ItemVerdict
+cache = SqliteCache(__import__("pathlib").Path(sys.argv[1]))
+n = sys.argv[2]
+for i in range(25):
+    entry = CachedVerdicts(judge=n, model_id="m", verdicts=[
+        ItemVerdict(item_id="B1", kind="blocker", verdict="pass", reason="r")])
+    cache.put(f"shared-{i}", entry)  # every process writes the same keys: the first one stays
+    cache.put(f"{n}-{i}", entry)
+    cache.record_regrade(f"shared-{i}", entry)
+"""
+
+
+def test_processes_writing_the_same_cache_at_once_lose_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite3"
+    procs = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(path), f"p{n}"], stderr=subprocess.PIPE)
+        for n in range(6)
+    ]
+    errors = [p.communicate(timeout=120)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0] * 6, errors
+    cache = SqliteCache(path)
+    assert cache.count() == 25 + 6 * 25
+    assert cache.repeat_agreement().pairs == 6 * 25
+    shared = cache.get("shared-0")
+    assert shared is not None and shared.judge.startswith("p")

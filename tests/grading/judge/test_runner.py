@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -465,7 +466,7 @@ class FakeBatchBackend(FakeBackend):
         self.batch = True
         self.batches: list[int] = []
 
-    async def complete_many(self, requests: list[JudgeRequest]) -> list[BackendReply | BackendError]:
+    async def complete_many(self, requests: Sequence[JudgeRequest]) -> list[BackendReply | BackendError]:
         self.batches.append(len(requests))
         out: list[BackendReply | BackendError] = []
         for r in requests:
@@ -504,7 +505,7 @@ def test_the_batching_wrapper_keeps_the_cache_key() -> None:
 
 
 class BrokenBatchBackend(FakeBatchBackend):
-    async def complete_many(self, requests: list[JudgeRequest]) -> list[BackendReply | BackendError]:
+    async def complete_many(self, requests: Sequence[JudgeRequest]) -> list[BackendReply | BackendError]:
         self.batches.append(len(requests))
         if len(self.batches) == 1:
             raise RuntimeError("connection reset")
