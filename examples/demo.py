@@ -1,15 +1,17 @@
-"""The command-line half of the README's run command: one agent run through the whole pipeline.
+"""The README's demo: the ``rubric`` command on the example task, end to end, in a scratch directory.
 
-``python -m examples.demo WORKDIR`` builds the example repository, snapshots its ignored files, plays
-the "good" and "scope_creep" runs into the workspace as an agent would (their diffs applied, files left
-uncommitted or committed), captures each workspace diff with ``rubric capture``, grades it with
-``rubric grade`` (scripted judge: a deterministic stand-in for a model, for demos), and admits the task
-with ``rubric check``. Every step is the real ``rubric`` command; only the judge is scripted.
+``python -m examples.demo WORK`` builds the example repository, validates the rubric, admits the task
+(§5), then replays each shipped agent run the way a benchmark framework would: snapshot the ignored
+files, apply the agent's change, capture ``workspace.diff`` and ``ignored_created.txt``, and grade the
+run (scope, test integrity, the judge, mergeable and merge_score). The judge is the scripted one
+(``examples/judge_scripted.json``), a deterministic stand-in that is labelled as scripted wherever it
+shows. Everything is written under WORK; nothing under examples/ changes.
+
+Exit code 0 when every step gave the result the example is built to show, 1 otherwise.
 """
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 from pathlib import Path
@@ -17,65 +19,90 @@ from pathlib import Path
 from examples.build import JUDGE_SCRIPTED, MANIFEST, RUNS, TASK_ID, TASKS, build_example_repo, git
 from grading.cli import main as rubric
 
-JUDGE = f"scripted:{JUDGE_SCRIPTED}"
+TASK_DIR = TASKS / TASK_ID
+# What each run is built to show: exit codes of scope, integrity and grade.
+EXPECTED = {"good": (0, 0, 0), "scope_creep": (1, 0, 1)}
+RUN_FILES = ("run.json", "grade.json", "tests_list.txt")
 
 
-def _run(argv: list[str]) -> int:
-    print(f"$ rubric {' '.join(argv)}", flush=True)
-    code = rubric(argv)
-    print(f"(exit {code})\n", flush=True)
-    return code
+def _step(title: str, argv: list[str | Path], expected: int) -> bool:
+    print(f"\n$ rubric {' '.join(str(a) for a in argv)}    # {title}", flush=True)
+    code = rubric([str(a) for a in argv])
+    sys.stdout.flush()
+    verdict = "as expected" if code == expected else f"UNEXPECTED (wanted exit {expected})"
+    print(f"-> exit {code}, {verdict}", flush=True)
+    return code == expected
 
 
-def play_run(work: Path, name: str, commit: bool) -> Path:
-    """Build a fresh workspace, apply the stored run's diff like an agent, capture it into a run dir."""
-    workspace = work / f"workspace-{name}"
+def replay_run(name: str, work: Path) -> tuple[Path, bool]:
+    """Replay a shipped run in a fresh workspace and capture it into WORK/runs/NAME; True if identical."""
+    shipped = RUNS / name
+    workspace = work / "workspaces" / name
     base = build_example_repo(workspace)
-    snapshot = work / f"{name}.snapshot"
-    _run(["snapshot", str(workspace), "-o", str(snapshot)])
-    git(workspace, "apply", "--whitespace=nowarn", str(RUNS / name / "workspace.diff"))
-    (workspace / "build").mkdir(exist_ok=True)
-    (workspace / "build" / "out.log").write_text("build output under an ignored path\n", encoding="utf-8")
-    if commit:
-        git(workspace, "add", "-A")
-        git(workspace, "commit", "-q", "-m", "agent: fix")
+    before = work / f"{name}.before.txt"
+    ok = _step("before the agent runs", ["snapshot", workspace, "-o", before], 0)
+    # The agent's work: its change, and the ignored files its test run left behind.
+    git(workspace, "apply", str(shipped / "workspace.diff"))
+    for rel in (shipped / "ignored_created.txt").read_text(encoding="utf-8").splitlines():
+        (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / rel).write_text("left by the agent's test run\n", encoding="utf-8")
     run_dir = work / "runs" / name
-    run_dir.mkdir(parents=True)
-    for keep in ("run.json", "grade.json", "tests_list.txt"):
-        shutil.copy(RUNS / name / keep, run_dir / keep)
-    _run(["capture", str(workspace), "--base", base, "--before", str(snapshot), "--out", str(run_dir)])
-    return run_dir
-
-
-def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python -m examples.demo WORKDIR", file=sys.stderr)
-        return 2
-    work = Path(argv[0])
-    work.mkdir(parents=True, exist_ok=True)
-    task = TASKS / TASK_ID
-    cache = ["--cache", str(work / "judge-cache.sqlite3")]
-
-    _run(["validate", str(task / "rubric.json")])
-    admitted = _run(
-        ["check", str(task), "--manifest", str(MANIFEST), "--judge", JUDGE, "--store", str(work / "admission.sqlite3"),
-         *cache]
+    ok &= _step(
+        "after the agent, before grade",
+        ["capture", workspace, "--base", base, "--before", before, "--out", run_dir],
+        0,
     )
-    summary: list[tuple[str, object, object]] = []
-    for name, commit in (("good", True), ("scope_creep", False)):
-        run_dir = play_run(work, name, commit)
-        _run(["scope", str(task), str(run_dir)])
-        _run(["integrity", str(task), str(run_dir), "--manifest", str(MANIFEST)])
-        _run(["grade", str(task), str(run_dir), "--manifest", str(MANIFEST), "--judge", JUDGE, *cache])
-        metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
-        summary.append((name, metrics["pass"], metrics["mergeable"]))
+    for file in RUN_FILES:  # written by the framework and the repository's grader
+        shutil.copyfile(shipped / file, run_dir / file)
+    same = all(
+        (run_dir / f).read_bytes() == (shipped / f).read_bytes()
+        for f in ("workspace.diff", "ignored_created.txt")
+    )
+    print(f"captured files {'match' if same else 'DIFFER from'} examples/runs/{name}/")
+    return run_dir, ok and same
 
-    print("run            pass   mergeable   (judge: scripted, demo only)")
-    for name, passed, mergeable in summary:
-        print(f"{name:<14} {passed!s:<6} {mergeable!s}")
-    print(f"task admitted: {admitted == 0}")
-    return 0
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m examples.demo WORK", file=sys.stderr)
+        return 2
+    work = Path(args[0])
+    work.mkdir(parents=True, exist_ok=True)
+    judge = f"scripted:{JUDGE_SCRIPTED}"
+    cache: list[str | Path] = ["--cache", work / "verdicts.sqlite"]
+    ok = _step("the rubric's authoring rules", ["validate", TASK_DIR / "rubric.json"], 0)
+    ok &= _step(
+        "admission: empty, oracle, lazy, lazy + reviewer comment, alt",
+        [
+            "check",
+            TASK_DIR,
+            "--manifest",
+            MANIFEST,
+            "--judge",
+            judge,
+            "--store",
+            work / "admission.sqlite",
+            *cache,
+        ],
+        0,
+    )
+    for name, (scope_code, integrity_code, grade_code) in EXPECTED.items():
+        print(f"\n== run {name}")
+        run_dir, replayed = replay_run(name, work)
+        ok &= replayed
+        ok &= _step("scope", ["scope", TASK_DIR, run_dir], scope_code)
+        ok &= _step(
+            "test integrity", ["integrity", TASK_DIR, run_dir, "--manifest", MANIFEST], integrity_code
+        )
+        ok &= _step(
+            "mergeable",
+            ["grade", TASK_DIR, run_dir, "--manifest", MANIFEST, "--judge", judge, *cache],
+            grade_code,
+        )
+    print("\ndemo:", "every step as expected" if ok else "SOME STEP WAS NOT AS EXPECTED")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

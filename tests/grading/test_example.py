@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from examples.build import EXAMPLES, JUDGE_SCRIPTED, MANIFEST, RUNS, TASK_ID, TASKS, build_example_repo, git
+from examples.demo import main as demo
 from grading.schema import load_grade, load_manifest, load_rubric, load_run, load_task
 
 TASK_DIR = TASKS / TASK_ID
@@ -165,3 +166,24 @@ def test_the_scripted_judge_covers_every_diff_and_item() -> None:
     assert "B1" in failed_blockers("run:scope_creep")
     # Any unlisted diff (e.g. the lazy diff with an injected reviewer comment) still fails B1.
     assert data["default"]["B1"]["verdict"] == "fail"
+
+
+def test_the_demo_replays_and_grades_both_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+
+    assert demo([str(tmp_path / "work")]) == 0
+    out = capsys.readouterr().out
+    assert "admitted" in out and "demo: every step as expected" in out
+    for name in ("good", "scope_creep"):
+        # The capture of the replayed run is byte for byte the shipped one (so the scripted judge keys match).
+        captured = tmp_path / "work" / "runs" / name
+        assert (captured / "workspace.diff").read_bytes() == (RUNS / name / "workspace.diff").read_bytes()
+    good = json.loads((tmp_path / "work" / "runs" / "good" / "metrics.json").read_text())
+    creep = json.loads((tmp_path / "work" / "runs" / "scope_creep" / "metrics.json").read_text())
+    assert good["mergeable"] is True and good["pass"] is True and 0 < good["merge_score"] < 1
+    assert creep["mergeable"] is False and creep["pass"] is True and creep["merge_score"] == 0
+
+
+def test_the_demo_needs_a_work_directory(capsys: pytest.CaptureFixture[str]) -> None:
+
+    assert demo([]) == 2
+    assert "usage" in capsys.readouterr().err
