@@ -94,6 +94,8 @@ def create_revision(
     missing = [p for _, p in rubric.calibration.paths() if p not in calibration_files]
     if missing:
         raise ValueError(f"calibration diffs not given: {', '.join(missing)}")
+    # Locking the task serialises revision numbers: two imports at once get n and n+1, not a duplicate.
+    task = Task.objects.select_for_update().get(pk=task.pk)
     revision = RubricRevision.objects.create(
         task=task,
         number=task.next_revision_number(),

@@ -99,7 +99,22 @@ def django_db_modify_db_settings(
     settings.CELERY_TASK_DEFAULT_QUEUE = celery_app.conf.task_default_queue = f"rubrics-test-{os.getpid()}"
     yield
     with contextlib.suppress(Exception):  # leftovers of tests that sent jobs without a worker
-        celery_app.control.purge()
+        _forget_queue(celery_app, settings.CELERY_TASK_DEFAULT_QUEUE)
+
+
+def _forget_queue(app: Any, queue: str) -> None:
+    """Purge the session's queue and drop what declaring it left behind (a binding table per queue)."""
+    from django.conf import settings
+
+    app.control.purge()
+    if settings.CELERY_BROKER_URL.startswith("filesystem"):
+        control = Path(str(settings.CELERY_BROKER_TRANSPORT_OPTIONS["control_folder"]))
+        (control / f"{queue}.exchange").unlink(missing_ok=True)
+    elif settings.CELERY_BROKER_URL.startswith("redis"):
+        with app.connection_for_write() as connection:
+            client = connection.default_channel.client
+            for key in client.scan_iter(match=f"_kombu.binding*.{queue}"):
+                client.delete(key)
 
 
 def _set_frozen_triggers(installed: bool) -> None:
