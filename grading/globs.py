@@ -178,8 +178,12 @@ def _translate(pat: bytes) -> bytes:
 
 
 def _encode(text: str) -> bytes:
-    # surrogateescape: paths unquoted from a diff may carry bytes that are not UTF-8.
-    return text.encode("utf-8", "surrogateescape")
+    # surrogateescape: paths unquoted from a diff may carry bytes that are not UTF-8. Any other lone
+    # surrogate (JSON can spell one, "\\ud800") is kept as its 3 bytes rather than raising.
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
 
 
 @lru_cache(maxsize=4096)
@@ -209,6 +213,12 @@ def glob_error(pattern: str) -> str | None:
     """Why ``pattern`` is not a valid rubric glob, or None when it is."""
     if not pattern or not pattern.strip():
         return "empty glob"
+    if "\0" in pattern:
+        return "a NUL character can never be part of a path"
+    try:
+        pattern.encode("utf-8")
+    except UnicodeEncodeError:
+        return "not valid Unicode text (a lone surrogate)"
     if pattern.startswith("/") or _DRIVE.match(pattern):
         return "absolute path; globs are relative to the repository root"
     if _EXTGLOB.search(pattern):

@@ -139,6 +139,13 @@ def test_fnmatch_is_a_different_dialect() -> None:
     assert not fnmatch.fnmatchcase("a/b", "a/**/b") and match_glob("a/**/b", "a/b")
 
 
+def test_lone_surrogates_never_crash_matching() -> None:
+    # JSON can spell a lone surrogate; glob_error rejects it, but matching must still not raise.
+    assert match_glob("src/\ud800*", "src/\ud800x")
+    assert match_glob("src/*", "src/\ud800")
+    assert not match_glob("src/?", "src/\ud800")  # three bytes, as git would see them
+
+
 def test_match_any() -> None:
     assert match_any(["docs/**", "*.md"], "README.md")
     assert match_any(("docs/**",), "docs/a/b")
@@ -213,6 +220,8 @@ def test_glob_error_accepts_valid_globs(pattern: str) -> None:
         ("./src/**", "'.'"),
         ("docs/", "trailing '/'"),
         ("src//x", "empty path segment"),
+        ("src/\0x", "NUL"),
+        ("src/\ud800*", "lone surrogate"),
     ],
 )
 def test_glob_error_rejects(pattern: str, message: str) -> None:
