@@ -12,7 +12,9 @@ the diff in the user message (the first removed line when nothing was added).
 
 Usage is simulated the way the providers bill it: Anthropic writes the static prefix (every system block
 up to the one carrying ``cache_control``) to a prompt cache on first sight and reads it afterwards;
-OpenAI reports the system message as ``cached_tokens`` when the same one was seen before.
+OpenAI reports the system message as ``cached_tokens`` when the same one was seen before. A prefix becomes
+readable only once the request that wrote it has been answered (``latency`` delays every answer), so
+requests sent together all pay the write, as they do with the real APIs.
 Tokens are counted as ``ceil(len(text) / 4)``.
 
 Pytest fixtures: ``fake_server`` (import ``fake_server_fixture`` from this module into a test module).
@@ -244,7 +246,9 @@ class FakeProviderServer:
         self.reported_model: Callable[[str], str] = lambda model: model
         self.batch_polls_in_progress = 1  # retrieves answered "in_progress" before a batch ends
         self._lock = threading.Lock()
-        self._prompt_cache: set[str] = set()
+        self.latency = 0.0  # seconds before every model reply is sent (the model's time to answer)
+        self._prompt_cache: set[str] = set()  # prefixes readable from the prompt cache
+        self._unpublished = threading.local()  # the prefix this handler thread wrote, readable once answered
         self._batches: dict[str, dict[str, Any]] = {}
         self._ids = itertools.count(1)
         self._stopping = threading.Event()
@@ -297,6 +301,13 @@ class FakeProviderServer:
             for r in self.requests
             if r.method == "POST" and r.path.rstrip("/").endswith(("/v1/messages", "/chat/completions"))
         ]
+
+    def _publish_prompt_cache(self) -> None:
+        key = getattr(self._unpublished, "key", None)
+        self._unpublished.key = None
+        if key is not None:
+            with self._lock:
+                self._prompt_cache.add(key)
 
     def clear_prompt_cache(self) -> None:
         with self._lock:
@@ -368,7 +379,11 @@ class FakeProviderServer:
         return full
 
     def _prompt_usage(self, prompt: ParsedPrompt) -> tuple[int, int, int]:
-        """(uncached input, cache write, cache read) tokens, updating the simulated prompt cache."""
+        """(uncached input, cache write, cache read) tokens, updating the simulated prompt cache.
+
+        As with the real API, a prefix written by one request is readable only once that request has been
+        answered: requests sent at the same time all pay the write.
+        """
         total = tokens(prompt.static_text) + tokens(prompt.user_text)
         if not prompt.cached_prefix:
             return total, 0, 0
@@ -376,7 +391,8 @@ class FakeProviderServer:
         prefix = tokens(prompt.cached_prefix)
         with self._lock:
             hit = key in self._prompt_cache
-            self._prompt_cache.add(key)
+        if not hit:
+            self._unpublished.key = key
         if hit:
             return total - prefix, 0, prefix
         if prompt.provider == "openai":
@@ -457,6 +473,7 @@ class FakeProviderServer:
                 result = {"type": "expired"}
             else:
                 result = {"type": "succeeded", "message": self.anthropic_message(entry["params"], behaviour)}
+                self._publish_prompt_cache()  # a batch is worked through one request after another
             results.append({"custom_id": entry["custom_id"], "result": result})
         now = datetime.now(UTC)
         batch = {
@@ -597,9 +614,13 @@ class FakeProviderServer:
                 if behaviour.kind == "slow" and server._stopping.wait(behaviour.delay):
                     return
                 if provider == "anthropic":
-                    self._json(200, server.anthropic_message(body, behaviour))
+                    reply = server.anthropic_message(body, behaviour)
                 else:
-                    self._json(200, server.openai_completion(body, behaviour))
+                    reply = server.openai_completion(body, behaviour)
+                if server.latency and server._stopping.wait(server.latency):
+                    return
+                self._json(200, reply)
+                server._publish_prompt_cache()
 
             def _json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
                 self._send(status, json.dumps(payload).encode(), "application/json", headers)
