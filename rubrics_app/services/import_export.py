@@ -564,10 +564,13 @@ def write_many_to_checkout(
     commit = None
     if branch is not None:
         _git(target_root, env, "add", "--", *paths)
-        tasks = ", ".join(r.task.task_id for r in revisions)
-        message = f"Rubrics: export admitted revisions of {tasks}"
-        # Naming the paths commits only them, whatever else the maintainer has staged.
-        _git(target_root, env, "commit", "--quiet", "--no-verify", "-m", message, "--only", "--", *paths)
+        # The files may already be exactly what HEAD has (an export of the same revision): then there is
+        # nothing to commit, and the new branch simply points at HEAD.
+        if not _git_ok(target_root, env, "diff", "--cached", "--quiet", "HEAD", "--", *paths):
+            tasks = ", ".join(r.task.task_id for r in revisions)
+            message = f"Rubrics: export admitted revisions of {tasks}"
+            # Naming the paths commits only them, whatever else the maintainer has staged.
+            _git(target_root, env, "commit", "--quiet", "--no-verify", "-m", message, "--only", "--", *paths)
         commit = _git(target_root, env, "rev-parse", "HEAD")
     for revision in revisions:
         audit.record(

@@ -355,6 +355,15 @@ def test_it_commits_exactly_those_files_on_a_new_branch(
     assert "M  src/fraction.py" in checkout.git("status", "--porcelain")
 
 
+def test_exporting_the_same_revision_again_on_a_branch_needs_no_commit(
+    admitted_revision: RubricRevision, checkout: GitRepo, maintainer: Any
+) -> None:
+    first = import_export.write_to_checkout(admitted_revision, branch="rubrics/one", by=maintainer)
+    again = import_export.write_to_checkout(admitted_revision, branch="rubrics/two", by=maintainer)
+    assert again.commit == first.commit
+    assert checkout.git("rev-parse", "rubrics/two").strip() == first.commit
+
+
 @pytest.mark.parametrize("branch", ["-delete-me", "bad..name", "main"])
 def test_it_refuses_a_bad_or_existing_branch(
     admitted_revision: RubricRevision, checkout: GitRepo, maintainer: Any, branch: str
