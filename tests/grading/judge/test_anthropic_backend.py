@@ -312,3 +312,9 @@ def test_a_batch_that_outlives_its_deadline_is_cancelled_and_every_entry_fails(
 def test_an_empty_batch_calls_nothing(fake_server: FakeProviderServer) -> None:
     assert asyncio.run(backend(fake_server).complete_many([])) == []
     assert fake_server.requests == []
+
+
+def test_without_rubric_text_the_instructions_carry_the_cache_mark() -> None:
+    req = request().model_copy(update={"rubric_text": ""})
+    system = AnthropicBackend(MODEL).render(req)["system"]
+    assert system == [{"type": "text", "text": req.instructions, "cache_control": {"type": "ephemeral"}}]
