@@ -90,6 +90,10 @@ class PromptStyle(models.TextChoices):
     ISSUE = "issue", "Issue"
 
 
+# Default orderings name foreign-key columns (repository_id, task_id, revision_id), not the relations:
+# ordering by a relation orders by *its* default ordering, which joins the parent tables into every query.
+
+
 class Task(models.Model):
     repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="tasks")
     task_id = models.CharField(max_length=200, validators=[name_validator], help_text="tasks/<task-id>/")
@@ -105,7 +109,7 @@ class Task(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        ordering = ["repository", "task_id"]
+        ordering = ["repository_id", "task_id"]
         constraints = [
             models.UniqueConstraint(fields=["repository", "task_id"], name="unique_task_id_per_repository"),
         ]
@@ -258,7 +262,7 @@ class RubricRevision(models.Model):
     )
 
     class Meta:
-        ordering = ["task", "-number"]
+        ordering = ["task_id", "-number"]
         constraints = [
             models.UniqueConstraint(fields=["task", "number"], name="unique_revision_number_per_task"),
             # Exports and grading read "the" rubric of a task: there can be only one admitted revision.
@@ -446,7 +450,7 @@ class RubricItem(models.Model):
     version = models.PositiveIntegerField(default=1)  # optimistic locking of edits
 
     class Meta:
-        ordering = ["revision", "kind", "position", "pk"]
+        ordering = ["revision_id", "kind", "position", "pk"]
         constraints = [
             models.UniqueConstraint(fields=["revision", "item_id"], name="unique_item_id_per_revision"),
         ]
@@ -513,7 +517,7 @@ class CalibrationDiff(models.Model):
     omitted_keys = models.JSONField(default=_no_keys, blank=True)
 
     class Meta:
-        ordering = ["revision", "kind", "position", "pk"]
+        ordering = ["revision_id", "kind", "position", "pk"]
         constraints = [
             models.UniqueConstraint(fields=["revision", "kind", "path"], name="unique_calibration_path"),
         ]
