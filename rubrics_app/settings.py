@@ -100,6 +100,16 @@ DATABASES = {
     )
 }
 
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The embedded default has two writers, the web server and the worker: WAL lets readers run beside a
+    # writer, IMMEDIATE takes the write lock when a transaction starts (no failed lock upgrade halfway), and
+    # the timeout makes the other writer wait instead of failing with "database is locked".
+    DATABASES["default"]["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
+    }
+
 AUTH_PASSWORD_VALIDATORS: list[dict[str, str]] = []
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
