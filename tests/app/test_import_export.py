@@ -446,3 +446,31 @@ def test_it_imports_every_task_of_a_checkout(
     assert (out / "tasks/second_task/rubric.json").read_text() == (
         git_repo.path / "tasks/second_task/rubric.json"
     ).read_text() + "\n"
+
+
+def test_a_database_failure_halfway_rolls_back_every_task(
+    repository: Repository, maintainer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    members = {
+        f"tasks/{task_id}/{name}": data
+        for task_id in ("fix_fraction_gt1", "second_task")
+        for name, data in [
+            ("rubric.json", json.dumps(rubric_data(task=task_id)).encode()),
+            *CALIBRATION_FILES.items(),
+        ]
+    }
+    real = revisions.create_revision
+    calls: list[str] = []
+
+    def fail_on_second(task: Task, *args: Any, **kwargs: Any) -> RubricRevision:
+        calls.append(task.task_id)
+        if len(calls) == 2:
+            raise RuntimeError("database went away")
+        return real(task, *args, **kwargs)
+
+    monkeypatch.setattr(import_export, "create_revision", fail_on_second)
+    with pytest.raises(RuntimeError):
+        import_export.import_rubric_zip(repository, upload(make_zip(members)), maintainer)
+    assert calls == ["fix_fraction_gt1", "second_task"]  # the first one had been written
+    assert_nothing_imported()
+    assert not AuditEvent.objects.exists()
