@@ -127,7 +127,12 @@ def _prepare(task_files: TaskFiles, problems: list[ImportProblem]) -> PreparedTa
             ImportProblem(label, f"task {rubric.task!r} is not the directory's name {expected!r}", "task")
         )
     calibration: dict[str, bytes] = {}
+    seen_paths: set[tuple[str, str]] = set()
     for json_path, rel in rubric.calibration.paths():
+        kind = json_path.split("[")[0]
+        if (kind, posixpath.normpath(rel)) in seen_paths:
+            problems.append(ImportProblem(label, f"{rel!r} is listed twice", json_path))
+        seen_paths.add((kind, posixpath.normpath(rel)))
         key = posixpath.normpath(rel)
         if key not in task_files.files:
             problems.append(ImportProblem(label, f"{rel!r} is not in the upload", json_path))

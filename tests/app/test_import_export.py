@@ -263,6 +263,17 @@ def test_a_missing_calibration_diff_is_a_problem(repository: Repository, maintai
     ]
 
 
+def test_a_calibration_diff_listed_twice_is_a_problem(repository: Repository, maintainer: Any) -> None:
+    data = rubric_data(
+        calibration={"lazy": ["calib/lazy.diff", "calib/./lazy.diff"], "alt": ["calib/lazy.diff"]}
+    )
+    with pytest.raises(ImportFailed) as exc:
+        import_export.import_rubric_zip(repository, upload(task_zip(data)), maintainer)
+    assert problems_of(exc) == [
+        "tasks/fix_fraction_gt1/rubric.json: calibration.lazy[1]: 'calib/./lazy.diff' is listed twice"
+    ]
+
+
 def test_the_directory_names_the_task(repository: Repository, maintainer: Any) -> None:
     with pytest.raises(ImportFailed) as exc:
         import_export.import_rubric_zip(repository, upload(task_zip(prefix="tasks/other/")), maintainer)
