@@ -38,7 +38,7 @@ class RepositoryQuerySet(models.QuerySet["Repository"]):
         """Repositories on which ``user`` has any role (the only ones they may see)."""
         if not getattr(user, "is_authenticated", False):
             return self.none()
-        return self.filter(memberships__user=user).distinct()
+        return self.filter(memberships__user=user)  # one membership per user and repository: no duplicates
 
 
 class Repository(models.Model):
@@ -336,21 +336,22 @@ class RubricRevision(models.Model):
             data["calibration"] = calibration
         return data
 
+    def to_rubric(self) -> Rubric:
+        """grading.schema's Rubric of this revision; RubricInvalid (errors mapped to fields) if invalid."""
+        try:
+            return parse_rubric(self.to_rubric_dict(), source=f"{self.task.task_id}/rubric.json")
+        except InputErrors as exc:
+            raise RubricInvalid([self._map_error(path, message) for path, message in exc.errors]) from None
+        except InputError as exc:
+            raise RubricInvalid([self._map_error(exc.field or "", exc.message)]) from None
+
     def validation_errors(self) -> list[FieldError]:
         """grading.schema's verdict on this revision, each problem mapped to the field a form shows."""
         try:
-            parse_rubric(self.to_rubric_dict(), source=f"{self.task.task_id}/rubric.json")
-        except InputErrors as exc:
-            return [self._map_error(path, message) for path, message in exc.errors]
-        except InputError as exc:
-            return [self._map_error(exc.field or "", exc.message)]
+            self.to_rubric()
+        except RubricInvalid as exc:
+            return exc.errors
         return []
-
-    def to_rubric(self) -> Rubric:
-        errors = self.validation_errors()
-        if errors:
-            raise RubricInvalid(errors)
-        return parse_rubric(self.to_rubric_dict())
 
     def _map_error(self, path: str, message: str) -> FieldError:
         match = _ITEM_PATH.match(path)
@@ -368,9 +369,8 @@ class RubricRevision(models.Model):
             diff = diffs[index] if index < len(diffs) else None
             return FieldError(path, message, match.group(3) or "path", diff_pk=diff.pk if diff else None)
         head = path.split("[")[0]
-        return FieldError(
-            path, message, _REVISION_FIELD_BY_PATH.get(head, _REVISION_FIELD_BY_PATH.get(head.split(".")[0]))
-        )
+        field = _REVISION_FIELD_BY_PATH.get(head) or _REVISION_FIELD_BY_PATH.get(head.split(".")[0])
+        return FieldError(path, message, field)
 
     # --- state changes --------------------------------------------------------------------------------
 
