@@ -26,6 +26,7 @@ from pydantic import (
     StrictInt,
     Tag,
     ValidationError,
+    WithJsonSchema,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
@@ -77,7 +78,12 @@ NonBlank = Annotated[str, AfterValidator(_not_blank)]
 Glob = Annotated[str, AfterValidator(_valid_glob)]
 CalibPath = Annotated[str, AfterValidator(_relative_inside)]
 PositiveCount = Annotated[StrictInt, Field(gt=0)]
-Weight = Annotated[StrictInt | StrictFloat, BeforeValidator(_positive_number), Field(gt=0)]
+# The validator enforces > 0 (a Field(gt=0) on the union would emit a non-standard "gt" in the schema).
+Weight = Annotated[
+    StrictInt | StrictFloat,
+    BeforeValidator(_positive_number),
+    WithJsonSchema({"type": "number", "exclusiveMinimum": 0}),
+]
 ItemId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=40)]
 
 
@@ -86,36 +92,49 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+_GLOBS = "git wildmatch globs relative to the repository root: ** crosses /, * and ? do not; no extglob"
+
+
 class Scope(_Strict):
-    allowed_globs: Annotated[list[Glob], Field(min_length=1)]
-    denied_globs: list[Glob] = []
-    max_changed_lines: PositiveCount | None = None
-    max_files: PositiveCount | None = None
+    allowed_globs: Annotated[
+        list[Glob], Field(min_length=1, description=f"every changed path matches one; {_GLOBS}")
+    ]
+    denied_globs: list[Glob] = Field(
+        default=[], description=f"no changed or ignored-created path matches; {_GLOBS}"
+    )
+    max_changed_lines: PositiveCount | None = Field(
+        default=None, description="added + removed lines of text files"
+    )
+    max_files: PositiveCount | None = Field(default=None, description="changed files, old and new paths once")
 
 
 class Blocker(_Strict):
-    id: ItemId
-    criterion: NonBlank
-    rationale: str = ""
-    evidence: NonBlank
-    needs_tree: StrictBool = False
+    id: ItemId = Field(description="unique across blockers and non_blockers")
+    criterion: NonBlank = Field(description="binary, and decidable from the diff and its context lines")
+    rationale: str = Field(default="", description="why a reviewer would request changes")
+    evidence: NonBlank = Field(description="a review comment on the source PR, a guidance line, or path:line")
+    needs_tree: StrictBool = Field(
+        default=False, description="needs the base tree beyond the diff: the diff-only judge skips it"
+    )
 
 
 class NonBlocker(_Strict):
-    id: ItemId
+    id: ItemId = Field(description="unique across blockers and non_blockers")
     criterion: NonBlank
-    weight: Weight = 1
+    weight: Weight = Field(default=1, description="share of merge_score; a number greater than 0")
     rationale: str = ""
 
 
 class HackReport(_Strict):
-    lazy_solution: NonBlank
-    alt_valid_solution: NonBlank
+    lazy_solution: NonBlank = Field(description="how a weak change could pass the tests and be unmergeable")
+    alt_valid_solution: NonBlank = Field(
+        description="a different mergeable approach; it must pass the rubric"
+    )
 
 
 class LazyCalibration(_Strict):
-    path: CalibPath
-    breaks: list[ItemId] = []
+    path: CalibPath = Field(description="a diff relative to the task directory")
+    breaks: list[ItemId] = Field(default=[], description="the blocker ids this diff was written to break")
 
 
 def _lazy_kind(value: Any) -> str | None:
@@ -138,8 +157,8 @@ LazyEntry = Annotated[
 
 
 class Calibration(_Strict):
-    lazy: list[LazyEntry] = []
-    alt: list[CalibPath] = []
+    lazy: list[LazyEntry] = Field(default=[], description="diffs that must not be mergeable (§5)")
+    alt: list[CalibPath] = Field(default=[], description="diffs that must be mergeable (§5)")
 
     def lazy_entries(self) -> list[LazyCalibration]:
         return [e if isinstance(e, LazyCalibration) else LazyCalibration(path=e) for e in self.lazy]
@@ -173,8 +192,11 @@ class Rubric(_Strict):
         for where, item_id in ids:
             if item_id in first_use:
                 problems.append(
-                    (where, f"id {item_id!r} is already used by {first_use[item_id]} "
-                            "(ids are unique across blockers and non_blockers)")
+                    (
+                        where,
+                        f"id {item_id!r} is already used by {first_use[item_id]} "
+                        "(ids are unique across blockers and non_blockers)",
+                    )
                 )
             else:
                 first_use[item_id] = where
@@ -183,8 +205,10 @@ class Rubric(_Strict):
             for j, name in enumerate(entry.breaks):
                 if name not in blocker_ids:
                     problems.append(
-                        (f"calibration.lazy[{i}].breaks[{j}]",
-                         f"{name!r} is not a blocker id (blockers: {', '.join(blocker_ids)})")
+                        (
+                            f"calibration.lazy[{i}].breaks[{j}]",
+                            f"{name!r} is not a blocker id (blockers: {', '.join(blocker_ids)})",
+                        )
                     )
         if problems:
             # The JSON path of each problem travels in ctx; _messages() reports them one by one.

@@ -762,3 +762,25 @@ def test_rubric_model_is_frozen() -> None:
     with pytest.raises(ValueError, match="frozen"):
         rubric.task = "other"  # type: ignore[misc]
     assert isinstance(copy.deepcopy(rubric), Rubric)
+
+
+def test_json_schema_uses_only_standard_keywords() -> None:
+    # pydantic writes a constraint it cannot translate (e.g. gt on a union) as a raw "gt" key.
+    found: list[str] = []
+
+    def walk(node: Any, where: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in {"gt", "ge", "lt", "le", "strict"} and where.split("/")[-1] != "properties":
+                    found.append(f"{where}/{key}")
+                walk(value, f"{where}/{key}")
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                walk(value, f"{where}/{i}")
+
+    schema = rubric_json_schema()
+    walk(schema, "#")
+    assert found == []
+    weight = schema["$defs"]["NonBlocker"]["properties"]["weight"]
+    assert weight["exclusiveMinimum"] == 0 and weight["type"] == "number"
+    assert "description" in schema["$defs"]["Blocker"]["properties"]["evidence"]
