@@ -333,3 +333,11 @@ def test_fnmatch_disagrees_with_git_where_match_glob_agrees(glob_repo: GitRepo) 
     # And fnmatch's * crosses /, which git's does not.
     assert "src/pkg/mod.py" in {p for p in tracked if fnmatch.fnmatchcase(p, "src/*.py")}
     assert "src/pkg/mod.py" not in _ls_files(glob_repo, "src/*.py")
+
+
+def test_what_a_pathspec_adds_to_wildmatch(glob_repo: GitRepo) -> None:
+    # The two pathspec behaviours the differential test models, shown on their own.
+    assert "src/pkg/sub/deep.py" in _ls_files(glob_repo, "src")  # a leading directory, literally
+    assert not match_glob("src", "src/pkg/sub/deep.py")
+    assert {"src/[ab].py", "src/a.py", "src/b.py"} <= _ls_files(glob_repo, "src/[ab].py")  # literal + glob
+    assert not match_glob("src/[ab].py", "src/[ab].py") and match_glob("src/[ab].py", "src/a.py")
