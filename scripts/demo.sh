@@ -24,4 +24,4 @@ $PY manage.py load_demo
 .venv/bin/celery -A rubrics_app worker --pool=solo --concurrency=1 --loglevel=WARNING &
 worker_pid=$!
 echo "Open http://127.0.0.1:$PORT/ (Ctrl-C stops the server and the worker)"
-$PY manage.py runserver "127.0.0.1:$PORT" --noreload
+$PY manage.py runserver "127.0.0.1:$PORT" --noreload --insecure

@@ -353,7 +353,9 @@ def test_an_id_taken_between_check_and_save_is_a_form_error(
     # The race: the form's uniqueness check passed, then someone else saved N1 first; the database refuses.
     monkeypatch.setattr(ItemForm, "clean_item_id", lambda self: self.cleaned_data["item_id"])
     item = blocker(draft_revision)
-    response = logged_in(maintainer).post(item_url("item_edit", item), edit_data(item, item_id="N1"), headers=HX)
+    response = logged_in(maintainer).post(
+        item_url("item_edit", item), edit_data(item, item_id="N1"), headers=HX
+    )
     assert response.status_code == 200
     assert "N1 was just taken by another item of this revision." in response.content.decode()
     item.refresh_from_db()
