@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 import re
 import sqlite3
 from collections.abc import Iterator
@@ -42,6 +41,7 @@ from grading.judge.prompt import DEFAULT_MAX_DIFF_CHARS, check_diff_text, render
 from grading.judge.runner import JudgeSettings, SweepJob, judge_sweep
 from grading.judge.specs import make_backend
 from grading.outcome import RubricAssessment, assess
+from grading.paths import user_cache_file
 from grading.schema import Rubric, TaskSpec, TestsConfig, load_manifest, load_rubric, load_task
 from grading.scope import ScopeResult, check_scope
 
@@ -255,7 +255,6 @@ def evaluate_row(
 # Bumped when what a stored report means changes (row rules, the reviewer comment), so old reports miss.
 ADMISSION_VERSION = 1
 STORE_ENV = "RUBRIC_ADMISSION_STORE"
-STORE_FILE = Path("mergeability-grading") / "admission.sqlite3"
 EMPTY_NAME = "(empty diff)"
 
 
@@ -442,12 +441,7 @@ def check_task(
 
 def default_store_path(env: dict[str, str] | None = None) -> Path:
     """``$RUBRIC_ADMISSION_STORE``, else under ``$XDG_CACHE_HOME`` (absolute only), else ``~/.cache``."""
-    environ = os.environ if env is None else env
-    if environ.get(STORE_ENV):
-        return Path(environ[STORE_ENV])
-    base = environ.get("XDG_CACHE_HOME")
-    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".cache"
-    return root / STORE_FILE
+    return user_cache_file(STORE_ENV, "admission.sqlite3", env)
 
 
 _STORE_SCHEMA = """

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,9 +27,9 @@ from grading.errors import InputError
 from grading.judge.backend import Backend, JudgeRequest
 from grading.judge.models import ItemVerdict, Usage
 from grading.judge.prompt import NONCE_PLACEHOLDER, with_nonce
+from grading.paths import user_cache_file
 
 CACHE_ENV = "RUBRIC_JUDGE_CACHE"
-CACHE_FILE = Path("mergeability-grading") / "judge-cache.sqlite3"
 # Bumped when the key's recipe changes, so old entries stop matching instead of matching wrongly.
 KEY_VERSION = 1
 
@@ -87,13 +86,7 @@ def in_regrade_sample(key: str, rate: float, seed: int = 0) -> bool:
 
 def default_cache_path(env: dict[str, str] | None = None) -> Path:
     """``$RUBRIC_JUDGE_CACHE``, else under ``$XDG_CACHE_HOME``, else under ``~/.cache``."""
-    environ = os.environ if env is None else env
-    if environ.get(CACHE_ENV):
-        return Path(environ[CACHE_ENV])
-    base = environ.get("XDG_CACHE_HOME")
-    # The XDG spec says a relative XDG_CACHE_HOME is invalid and must be ignored.
-    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".cache"
-    return root / CACHE_FILE
+    return user_cache_file(CACHE_ENV, "judge-cache.sqlite3", env)
 
 
 def _now() -> str:
