@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.core.exceptions import PermissionDenied
+from django.db import connection
 from django.http import Http404, HttpRequest
 
 from rubrics_app.models import Membership, Repository, Role
@@ -40,6 +41,11 @@ def get_repository_for_user(request: HttpRequest, pk: int, role: Role = Role.VIE
     """The repository ``pk`` and the user's role on it; 404 without a role, 403 when the role is too low."""
     user = request.user
     if not user.is_authenticated:
+        raise Http404("no such repository")
+    # The URL's <int:...> takes any number of digits, and a foreign-key lookup (unlike a pk lookup) does not
+    # catch one too large for the column: SQLite raises OverflowError. No such id exists, so: 404.
+    low, high = connection.ops.integer_field_range(Repository._meta.pk.get_internal_type())
+    if (low is not None and pk < low) or (high is not None and pk > high):
         raise Http404("no such repository")
     # One query: the membership row joined with its repository.
     membership = (

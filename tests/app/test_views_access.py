@@ -113,3 +113,15 @@ def test_an_outsider_who_maintains_another_repository_gets_nothing_here(
     assert client.get(page).status_code == 404
     item_page = reverse("rubrics:item_row", args=[other_repository.pk, objects["item"].pk])
     assert client.get(item_page, headers=HX).status_code == 404
+
+
+@pytest.mark.parametrize("name", ["repository_detail", "revision_detail", "item_row"])
+def test_an_id_too_large_for_the_database_is_not_found(maintainer: User, name: str) -> None:
+    # Django's URL converter takes any number of digits; a foreign-key lookup with one past the column's
+    # range raised OverflowError on SQLite (a 500) before the access helper checked the range.
+    client = Client(raise_request_exception=False)
+    client.force_login(maintainer)
+    huge = 10**30
+    args = [huge] if name == "repository_detail" else [huge, 1]
+    for headers in ({}, HX):
+        assert client.get(reverse(f"rubrics:{name}", args=args), headers=headers).status_code == 404
