@@ -12,7 +12,7 @@ from pathlib import Path
 
 from grading.admission import AdmissionReport, AdmissionStore, check_task, default_store_path
 from grading.commands._common import Subparsers, add_json_flag, existing_dir, print_json
-from grading.commands.grade import add_judge_cache_flags, judge_cache_and_settings
+from grading.commands.grade import add_judge_cache_flags, judge_backend, judge_cache_and_settings
 
 
 def register(subparsers: Subparsers) -> None:
@@ -43,7 +43,7 @@ def run_check(args: argparse.Namespace) -> int:
     report = check_task(
         args.task_dir,
         args.manifest,
-        args.judge,
+        judge_backend(args.judge, args.decoding),
         store=store,
         cache=cache,
         settings=settings,

@@ -11,8 +11,11 @@ import argparse
 from pathlib import Path
 
 from grading.commands._common import Subparsers, add_json_flag, existing_dir, print_json
+from grading.judge.backend import Backend
 from grading.judge.cache import SqliteCache, default_cache_path
+from grading.judge.cost import load_price_table
 from grading.judge.runner import JudgeSettings
+from grading.judge.specs import make_backend, parse_decoding
 from grading.outcome import RunMetrics, grade_run
 
 
@@ -31,6 +34,8 @@ def register(subparsers: Subparsers) -> None:
         "--second-judge", metavar="SPEC", help="a judge of another model family; recorded only"
     )
     add_judge_cache_flags(grade)
+    grade.add_argument("--second-decoding", action="append", metavar="NAME=VALUE",
+                       help="a decoding parameter for the second judge (repeatable; none by default)")
     add_json_flag(grade)
     grade.set_defaults(handler=run_grade)
 
@@ -40,21 +45,33 @@ def add_judge_cache_flags(parser: argparse.ArgumentParser) -> None:
         "--cache", type=Path, metavar="PATH", help="verdict cache (SQLite); default under $XDG_CACHE_HOME"
     )
     parser.add_argument("--no-cache", action="store_true", help="call the judge even on a cached verdict")
+    parser.add_argument("--prices", type=Path, metavar="FILE",
+                        help="price table JSON (default: built-in, or $RUBRIC_JUDGE_PRICES)")
+    parser.add_argument("--decoding", action="append", metavar="NAME=VALUE",
+                        help="a decoding parameter sent to the judge, e.g. temperature=0 (repeatable; "
+                        "none is sent by default)")
 
 
 def judge_cache_and_settings(args: argparse.Namespace) -> tuple[SqliteCache, JudgeSettings]:
     cache = SqliteCache(args.cache or default_cache_path())
-    return cache, JudgeSettings(no_cache=args.no_cache)
+    return cache, JudgeSettings(no_cache=args.no_cache, prices=load_price_table(args.prices))
+
+
+def judge_backend(spec: str, decoding: list[str] | None) -> Backend:
+    """The backend for a judge spec with its ``NAME=VALUE`` decoding parameters (InputError when bad)."""
+    return make_backend(spec, decoding=parse_decoding(decoding))
 
 
 def run_grade(args: argparse.Namespace) -> int:
     cache, settings = judge_cache_and_settings(args)
+    primary = judge_backend(args.judge, args.decoding)
+    second = judge_backend(args.second_judge, args.second_decoding) if args.second_judge else None
     metrics = grade_run(
         args.task_dir,
         args.run_dir,
         args.manifest,
-        args.judge,
-        args.second_judge,
+        primary,
+        second,
         cache=cache,
         settings=settings,
     )

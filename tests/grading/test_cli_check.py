@@ -14,6 +14,10 @@ import pytest
 from examples.build import JUDGE_SCRIPTED, MANIFEST, TASK_ID, TASKS
 from grading.admission import inject_reviewer_comment
 from grading.cli import main
+from tests.grading.judge.fake_servers import (
+    FakeProviderServer,
+    fake_server_fixture,  # noqa: F401 - the fake_server fixture
+)
 from tests.grading.test_admission import Task, answers
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -153,3 +157,26 @@ def test_the_example_task_is_admitted(tmp_path: Path) -> None:
     )
     assert again.returncode == 0
     assert again.stdout.splitlines()[0].endswith("stored report, no judge call")
+
+
+
+def test_prices_and_decoding_reach_the_judge(
+    task: Task, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_server: FakeProviderServer,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    bad = tmp_path / "prices.json"
+    bad.write_text("[]")
+    assert main(check(task, "--prices", str(bad))) == 2  # a bad price table is bad input
+    assert main(check(task, "--decoding", "temperature")) == 2
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_server.anthropic_base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    model = "claude-example-9-9-20990101"  # in no built-in table
+    prices = tmp_path / "p.json"
+    prices.write_text(json.dumps({model: {"input": 1.0, "output": 1.0}}))
+    argv = ["check", str(task.dir), "--manifest", str(task.manifest), "--judge", f"anthropic:{model}",
+            "--decoding", "temperature=0", "--prices", str(prices), "--json"]  # fmt: skip
+    main(argv)
+    report = json.loads(capsys.readouterr().out)
+    calls = fake_server.model_calls()
+    assert len(calls) == 5 and all(call.body["temperature"] == 0 for call in calls)
+    assert report["usage"]["cost_known"] is True and report["usage"]["cost_usd"] > 0

@@ -208,3 +208,37 @@ def test_a_refusing_model_is_a_judge_failure(
     metrics = json.loads(capsys.readouterr().out)
     assert (metrics["mergeable"], metrics["merge_score"], metrics["judge_failure"]) == (None, None, True)
     assert metrics["details"]["judge"]["calls"] == 3 and metrics["details"]["judge"]["verdicts"] == []
+
+
+def test_price_table_and_decoding_reach_the_judge(
+    task: Task,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    fake_server: FakeProviderServer,
+) -> None:
+    """The cost in metrics.json comes from the configured price table ($RUBRIC_JUDGE_PRICES, or --prices),
+    as README says for every judge command; --decoding is sent and is part of the cache key."""
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_server.anthropic_base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    model = "claude-example-9-9-20990101"  # in no built-in table
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({model: {"input": 1000.0, "output": 1000.0}}))
+    monkeypatch.setenv("RUBRIC_JUDGE_PRICES", str(prices))
+    run = task.make_run("good", FIXED, {"pass": True})
+    argv = ["grade", str(task.dir), str(run), "--manifest", str(task.manifest), "--judge",
+            f"anthropic:{model}", "--json"]  # fmt: skip
+    assert main(argv) == 0
+    usage = json.loads(capsys.readouterr().out)["details"]["judge"]["usage"]
+    assert usage["cost_known"] is True and usage["cost_usd"] > 0
+
+    cheaper = tmp_path / "cheaper.json"
+    cheaper.write_text(json.dumps({model: {"input": 1.0, "output": 1.0}}))
+    assert main([*argv, "--prices", str(cheaper), "--no-cache"]) == 0
+    again = json.loads(capsys.readouterr().out)["details"]["judge"]["usage"]
+    assert 0 < again["cost_usd"] < usage["cost_usd"] / 100
+
+    assert main([*argv, "--decoding", "temperature=0"]) == 0
+    result = json.loads(capsys.readouterr().out)["details"]["judge"]
+    assert result["cache_hit"] is False  # another decoding is another key
+    assert fake_server.model_calls()[-1].body["temperature"] == 0
