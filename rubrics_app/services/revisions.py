@@ -300,7 +300,10 @@ def edit_revision(
     _require_maintainer(revision, by)
     _require_draft(revision)
     changes = _clean_changes(changes, REVISION_EDITABLE_FIELDS)
-    before = {k: getattr(revision, k) for k in changes}
+    # "before" is what is stored, not the caller's instance: a bound ModelForm writes the submitted values
+    # onto its instance while validating, which made the audit trail record the new text as the old.
+    stored = RubricRevision.objects.only(*REVISION_EDITABLE_FIELDS).get(pk=revision.pk)
+    before = {k: getattr(stored, k) for k in changes}
     updated = RubricRevision.objects.filter(
         pk=revision.pk, version=expected_version, status=RevisionStatus.DRAFT
     ).update(**changes, version=F("version") + 1)

@@ -117,7 +117,9 @@ def revision_edit(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpRe
         context = revision_context(access, revision, revision_form=RevisionForm(instance=revision))
         return render(request, partial, context)
 
-    form = RevisionForm(request.POST, instance=revision)
+    # The form writes the submitted values onto its instance: give it its own copy, so `revision` stays as
+    # stored (a new draft made from a frozen revision must start from its stored text).
+    form = RevisionForm(request.POST, instance=RubricRevision.objects.get(pk=revision.pk))
     if not form.is_valid():
         return render(request, partial, revision_context(access, revision, revision_form=form))
     target = revision

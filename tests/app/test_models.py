@@ -4,10 +4,13 @@ import json
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 
 from grading.schema import parse_rubric
 from rubrics_app.models import (
+    AuditEvent,
+    AuditVerb,
     ItemKind,
     Repository,
     ReviewState,
@@ -146,8 +149,6 @@ def test_items_keep_their_kind_and_order(draft_revision: RubricRevision) -> None
 
 
 def test_the_admin_shows_revisions_read_only(client: Any, admitted_revision: RubricRevision) -> None:
-    from django.contrib.auth.models import User
-
     admin_user = User.objects.create_superuser("admin", "admin@example.com", "pw")
     client.force_login(admin_user)
     url = f"/admin/rubrics_app/rubricrevision/{admitted_revision.pk}/change/"
@@ -250,3 +251,14 @@ def test_request_changes_keeps_the_note(draft_revision: RubricRevision, maintain
     assert item.review_state == ReviewState.CHANGES_REQUESTED
     assert item.review_note == "Name the parameter in the message."
     assert item.reviewed_by == maintainer
+
+
+def test_an_edit_audits_the_stored_text_as_before_whatever_the_instance_holds(
+    maintainer: User, draft_revision: RubricRevision
+) -> None:
+    stored = draft_revision.intent
+    draft_revision.intent = "typed into a form"  # what a bound ModelForm does to its instance
+    revisions.edit_revision(draft_revision, 1, {"intent": "typed into a form"}, by=maintainer)
+    event = AuditEvent.objects.get(revision=draft_revision, verb=AuditVerb.EDITED)
+    assert event.detail["before"] == {"intent": stored}
+    assert event.detail["after"] == {"intent": "typed into a form"}

@@ -418,3 +418,27 @@ def test_the_page_shows_who_did_what(maintainer: User, viewer: User, draft_revis
         "requested changes on <code>B2</code> of this revision: Is &lt;GPU&gt; really in scope?" in activity
     )
     assert "drafted this revision" in activity and "<td>maintainer</td>" in activity
+
+
+def test_the_audit_trail_records_the_text_before_an_edit(
+    maintainer: User, draft_revision: RubricRevision
+) -> None:
+    old_intent = draft_revision.intent
+    data = form_data(draft_revision, intent="A sharper intent.")
+    logged_in(maintainer).post(url("revision_edit", draft_revision), data, headers=HX)
+    event = AuditEvent.objects.get(revision=draft_revision, verb=AuditVerb.EDITED)
+    assert event.actor == maintainer
+    assert event.detail["before"]["intent"] == old_intent
+    assert event.detail["after"]["intent"] == "A sharper intent."
+
+
+def test_an_edit_of_an_admitted_revision_is_audited_on_the_draft_against_the_admitted_text(
+    maintainer: User, make_revision: MakeRevision
+) -> None:
+    admitted = make_revision(RevisionStatus.ADMITTED)
+    data = form_data(admitted, intent="Changed after admission.")
+    logged_in(maintainer).post(url("revision_edit", admitted), data, headers=HX)
+    draft = RubricRevision.objects.get(parent=admitted)
+    event = AuditEvent.objects.get(revision=draft, verb=AuditVerb.EDITED)
+    assert event.detail["before"]["intent"] == admitted.intent
+    assert event.detail["after"]["intent"] == "Changed after admission."
