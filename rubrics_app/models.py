@@ -543,6 +543,7 @@ class AuditVerb(models.TextChoices):
     EDITED = "edited", "edited"
     ITEM_APPROVED = "item_approved", "approved an item of"
     CHANGES_REQUESTED = "changes_requested", "requested changes on"
+    COMMENTED = "commented", "commented on"
     APPROVED = "approved", "approved"
     ADMITTED = "admitted", "admitted"
     EXPORTED = "exported", "exported"
@@ -550,7 +551,8 @@ class AuditVerb(models.TextChoices):
 
 
 class AuditEvent(models.Model):
-    """Who drafted, edited, approved, admitted, exported or imported what, and when. Append-only."""
+    """Who drafted, edited, commented on, approved, admitted, exported or imported what, and when.
+    Append-only."""
 
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"

@@ -22,6 +22,7 @@ from rubrics_app.models import (
     CalibrationDiff,
     DiffKind,
     FieldError,
+    ItemComment,
     ItemKind,
     Origin,
     ReviewState,
@@ -400,6 +401,16 @@ def request_changes(item: RubricItem, by: Any, note: str = "") -> RubricItem:
     item.refresh_from_db()
     audit.record(AuditVerb.CHANGES_REQUESTED, actor=by, revision=revision, item=item, detail={"note": note})
     return item
+
+
+@transaction.atomic
+def comment(item: RubricItem, by: Any, text: str) -> ItemComment:
+    """A reviewer's or maintainer's comment on an item, frozen or not (comments are rows of their own)."""
+    if item.revision.task.repository.role_of(by) not in (Role.REVIEWER, Role.MAINTAINER):
+        raise PermissionDenied("only a reviewer or maintainer of this repository may comment")
+    created = ItemComment.objects.create(item=item, author=by, text=text)
+    audit.record(AuditVerb.COMMENTED, actor=by, revision=item.revision, item=item, detail={"note": text})
+    return created
 
 
 @transaction.atomic

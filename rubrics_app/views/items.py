@@ -14,8 +14,15 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
 from rubrics_app.forms import CommentForm, ItemForm, RequestChangesForm
-from rubrics_app.models import ItemComment, RevisionFrozen, Role, RubricItem, TransitionError
-from rubrics_app.services.revisions import Conflict, approve_item, edit_item, new_draft_from, request_changes
+from rubrics_app.models import RevisionFrozen, Role, RubricItem, TransitionError
+from rubrics_app.services.revisions import (
+    Conflict,
+    approve_item,
+    comment,
+    edit_item,
+    new_draft_from,
+    request_changes,
+)
 from rubrics_app.views.common import HtmxHttpRequest, ItemRow, load_item, load_revision, validation_report
 from rubrics_app.views.revisions import PAGE, redirect_to, render_partials, revision_context, revision_url
 
@@ -167,5 +174,5 @@ def item_comment(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpRe
         row = _row(item, comment_form=form)
         return _respond(request, access, item, row, status=400)
     # Comments are rows of their own, so a frozen revision can still be discussed.
-    ItemComment.objects.create(item=item, author=request.user, text=form.cleaned_data["text"])
+    comment(item, by=request.user, text=form.cleaned_data["text"])
     return _respond(request, access, load_item(access.repository, item_pk))

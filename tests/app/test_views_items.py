@@ -269,6 +269,14 @@ def test_a_reviewer_comments_and_the_row_shows_it(reviewer: User, draft_revision
     html = response.content.decode()
     assert "The judge disagrees here." in html and "<strong>reviewer</strong>" in html
     assert ItemComment.objects.filter(item=item, author=reviewer).count() == 1
+    # the audit trail says who commented on what, and the revision page lists it
+    event = AuditEvent.objects.get(verb=AuditVerb.COMMENTED)
+    assert (event.actor, event.item, event.revision) == (reviewer, item, draft_revision)
+    assert event.detail["note"] == "The judge disagrees here."
+    page = logged_in(reviewer).get(
+        reverse("rubrics:revision_detail", args=[draft_revision.task.repository_id, draft_revision.pk])
+    )
+    assert "commented on <code>B1</code> of this revision: The judge disagrees here." in page.content.decode()
 
 
 def test_a_blank_comment_is_refused(reviewer: User, draft_revision: RubricRevision) -> None:
@@ -286,6 +294,7 @@ def test_comments_are_allowed_on_a_frozen_revision(reviewer: User, make_revision
         item_url("item_comment", item), {"text": "Disputed by the second judge."}, headers=HX
     )
     assert ItemComment.objects.filter(item=item).count() == 1
+    assert AuditEvent.objects.filter(verb=AuditVerb.COMMENTED, item=item, actor=reviewer).count() == 1
 
 
 @pytest.mark.parametrize("name", ["item_edit", "item_approve", "item_request_changes"])
