@@ -486,6 +486,9 @@ def load_manifest(path: Path) -> Manifest:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else None
         raise InputError(path, f"malformed YAML: {getattr(exc, 'problem', exc)}", where) from None
+    except RecursionError:
+        # PyYAML's composer recurses once per nesting level: `[[[[...` is malformed input, not a crash.
+        raise InputError(path, "malformed YAML: nested too deeply") from None
     if data is None:
         data = {}
     if not isinstance(data, dict):

@@ -755,6 +755,8 @@ def test_load_manifest_bad_files(tmp_path: Path) -> None:
         load_manifest(tmp_path)
     with pytest.raises(InputError, match="not UTF-8"):
         load_manifest(write(tmp_path / "m.yaml", b"tests:\n  list: \xff\n"))
+    with pytest.raises(InputError, match="nested too deeply"):
+        load_manifest(write(tmp_path / "m.yaml", "tests: " + "[" * 50_000 + "\n"))
 
 
 def test_rubric_model_is_frozen() -> None:
