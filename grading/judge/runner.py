@@ -25,9 +25,11 @@ from grading.judge.cost import PriceTable
 from grading.judge.models import ItemVerdict, JudgeResult, Location, Usage, VerdictValue
 from grading.judge.prompt import (
     DEFAULT_MAX_DIFF_CHARS,
+    INSTRUCTIONS,
     JudgeItem,
     redraw_nonce,
     render_request,
+    render_rubric_text,
     select_items,
 )
 from grading.schema import Rubric, TaskSpec
@@ -522,16 +524,35 @@ async def judge_sweep(
     limit = asyncio.Semaphore(settings.concurrency)
     results: list[JudgeResult | None] = [None] * len(jobs)
     done = 0
+    # Calls sent together all pay the provider's prompt-cache write for the static prefix they share
+    # (it is readable only once the writing call is answered). So the first call for each distinct prefix
+    # goes alone, and the jobs sharing it start once a call has written it. Batches are left alone.
+    priming = settings.concurrency > 1 and not backend.scripted and not isinstance(backend, BatchingBackend)
+    prefixes = [static_prefix(job) for job in jobs] if priming else [None] * len(jobs)
+    primed: set[str] = set()
+    leaders = {prefix: asyncio.Lock() for prefix in prefixes if prefix is not None}
+
+    async def judge(job: SweepJob) -> JudgeResult:
+        async with limit:
+            try:
+                return await judge_diff(job.task, job.rubric, job.diff_text, backend,
+                                        config_edited=job.config_edited, cache=cache, settings=settings)
+            except InputError as exc:
+                return JudgeResult(judge=backend.spec, scripted=backend.scripted, failure=f"bad input: {exc}")
 
     async def one(n: int, job: SweepJob) -> None:
         nonlocal done
-        async with limit:
-            try:
-                result = await judge_diff(job.task, job.rubric, job.diff_text, backend,
-                                          config_edited=job.config_edited, cache=cache, settings=settings)
-            except InputError as exc:
-                result = JudgeResult(judge=backend.spec, scripted=backend.scripted,
-                                     failure=f"bad input: {exc}")
+        prefix = prefixes[n]
+        result: JudgeResult | None = None
+        if prefix is not None and prefix not in primed:
+            async with leaders[prefix]:
+                if prefix not in primed:
+                    result = await judge(job)
+                    # Once a call was tried the others may go (a cache hit or bad input tried none).
+                    if result.calls or result.attempt_errors:
+                        primed.add(prefix)
+        if result is None:
+            result = await judge(job)
         results[n] = result
         done += 1
         if progress is not None:
@@ -550,6 +571,14 @@ async def judge_sweep(
         failures=sum(1 for r in final if r.failure is not None),
         usage=usage,
     )
+
+
+def static_prefix(job: SweepJob) -> str:
+    """What a job's calls share with other jobs' calls at the start of the prompt: the instructions and the
+    rubric part (task, items), which the provider caches; the diff comes after it."""
+    items, _ = select_items(job.rubric, config_edited=job.config_edited)
+    text = INSTRUCTIONS + render_rubric_text(job.task, job.rubric, items)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def diff_sha256(diff_text: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -251,7 +252,7 @@ def test_sweep_accounting_with_and_without_the_verdict_cache(
         prefix = (cold.usage.cache_write_tokens + cold.usage.cache_read_tokens) // SWEEP_N
         writers = cold.usage.cache_write_tokens // prefix
         print(f"calls that wrote the prompt cache: {writers} of {SWEEP_N} (concurrency 4)")
-        assert 1 <= writers <= 4  # at most the first wave writes it; everything after reads it
+        assert writers == 1  # the first call goes alone; everything after reads the prefix
     verdicts = {tuple((v.item_id, v.verdict) for v in r.verdicts) for r in warm.results + regrade.results}
     assert len(verdicts) == 1
 
@@ -266,6 +267,32 @@ def test_one_call_at_a_time_writes_the_prompt_cache_once(
     print("\n" + report("anthropic, concurrency 1", sweep, len(fake_server.model_calls())))
     assert sweep.usage.cache_write_tokens == prefix
     assert sweep.usage.cache_read_tokens == prefix * (SWEEP_N - 1)
+
+
+def test_a_concurrent_sweep_writes_each_static_prefix_once_and_then_runs_in_parallel(
+    fake_server: FakeProviderServer, tmp_path: Path
+) -> None:
+    """The first call for each distinct static prefix (rubric, task, fixed blocker) goes alone; the others
+    wait for it, then run concurrently and read the prefix from the provider's prompt cache."""
+    fake_server.latency = 0.3
+    other = make_rubric(intent="Clockwise and counter-clockwise polygons have the same positive area.")
+    diffs = sweep_diffs(SWEEP_N)
+    jobs = [
+        SweepJob(label=f"run-{i}", task=TASK, rubric=make_rubric() if i % 2 else other, diff_text=d)
+        for i, d in enumerate(diffs)
+    ]
+    started = time.monotonic()
+    sweep = asyncio.run(judge_sweep(jobs, anthropic_backend(fake_server), cache=SqliteCache(tmp_path / "c"),
+                                    settings=JudgeSettings(concurrency=6)))
+    elapsed = time.monotonic() - started
+    assert sweep.failures == 0 and sweep.calls == SWEEP_N
+    writes = [r.usage.cache_write_tokens for r in sweep.results]
+    assert sum(1 for w in writes if w) == 2  # one writer per rubric
+    assert all(r.usage.cache_read_tokens for r, w in zip(sweep.results, writes, strict=True) if not w)
+    # Two leaders in parallel (one latency), then the other ten six at a time (two latencies): not serial.
+    assert elapsed < 0.3 * 6, elapsed
+    print("\n" + report("anthropic, 2 rubrics, concurrency 6", sweep, len(fake_server.model_calls()))
+          + f" {elapsed:.2f}s")
 
 
 def test_a_batch_sweep_goes_through_message_batches_at_half_price(
