@@ -22,15 +22,16 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 from django.conf import settings
-from django.core.exceptions import PermissionDenied
-from django.db import transaction
-from pydantic import ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, PermissionDenied, ValidationError
+from django.db import connection, transaction
+from pydantic import ValidationError as PydanticValidationError
 
 from grading.errors import InputError, InputErrors
 from grading.schema import Rubric, TaskSpec, load_manifest, parse_rubric
 from rubrics_app.models import (
     ITEM_ID_RE,
     AuditVerb,
+    CalibrationDiff,
     Origin,
     Repository,
     RevisionStatus,
@@ -104,10 +105,68 @@ def _decode_json(raw: bytes, label: str, problems: list[ImportProblem]) -> Any:
     return None
 
 
+def _unstorable_text(value: Any, path: str = "") -> list[tuple[str, str]]:
+    """(JSON path, problem) for every string the database cannot store: PostgreSQL text refuses NUL, and a
+    lone surrogate (which JSON's \\uD800 escapes can produce) is not UTF-8 for either database."""
+    out: list[tuple[str, str]] = []
+    if isinstance(value, str):
+        if "\x00" in value:
+            out.append((path, "holds a NUL character (\\u0000)"))
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            out.append((path, "holds a lone surrogate (a \\uD800-\\uDFFF escape): not UTF-8 text"))
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            # The path is shown in a page: a bad key is spelled with escapes, never sent as it is.
+            name = str(key).encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
+            where = f"{path}.{name}" if path else name
+            out.extend((where, f"key {problem}") for _, problem in _unstorable_text(key))
+            out.extend(_unstorable_text(item, where))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            out.extend(_unstorable_text(item, f"{path}[{index}]"))
+    return out
+
+
+def _limit_problems(rubric: Rubric, label: str) -> list[ImportProblem]:
+    """What grading.schema accepts but a column of this app cannot hold."""
+    problems: list[ImportProblem] = []
+    _, high = connection.ops.integer_field_range("PositiveIntegerField")
+    for name in ("max_changed_lines", "max_files"):
+        value = getattr(rubric.scope, name)
+        if value is not None and high is not None and value > high:
+            message = f"{value} is more than this app stores ({high})"
+            problems.append(ImportProblem(label, message, f"scope.{name}"))
+    longest = CalibrationDiff._meta.get_field("path").max_length or 0
+    for json_path, rel in rubric.calibration.paths():
+        if len(rel) > longest:
+            message = f"a calibration path is at most {longest} characters"
+            problems.append(ImportProblem(label, message, json_path))
+    return problems
+
+
+def _task_problems(fields: dict[str, Any], task_id: str, label: str) -> list[ImportProblem]:
+    """task.json values the Task row refuses (too long, not a URL...), as problems rather than a crash."""
+    try:
+        Task(task_id=task_id, **fields).full_clean(exclude=["repository"], validate_unique=False)
+    except ValidationError as exc:
+        return [
+            ImportProblem(label, message, "" if name == NON_FIELD_ERRORS else name)
+            for name, messages in exc.message_dict.items()
+            for message in messages
+        ]
+    return []
+
+
 def _prepare(task_files: TaskFiles, problems: list[ImportProblem]) -> PreparedTask | None:
     label = task_files.label("rubric.json")
     data = _decode_json(task_files.rubric, label, problems)
     if data is None:
+        return None
+    unstorable = _unstorable_text(data)
+    if unstorable:
+        problems.extend(ImportProblem(label, message, path) for path, message in unstorable)
         return None
     try:
         rubric = parse_rubric(data, label)
@@ -122,6 +181,7 @@ def _prepare(task_files: TaskFiles, problems: list[ImportProblem]) -> PreparedTa
         problems.append(ImportProblem(label, "a task id is letters, digits, '.', '_' and '-'", "task"))
         return None
     expected = PurePosixPath(task_files.directory).name if task_files.directory.startswith("tasks/") else None
+    problems.extend(_limit_problems(rubric, label))
     if expected is not None and rubric.task != expected:
         problems.append(
             ImportProblem(label, f"task {rubric.task!r} is not the directory's name {expected!r}", "task")
@@ -144,10 +204,12 @@ def _prepare(task_files: TaskFiles, problems: list[ImportProblem]) -> PreparedTa
         spec_data = _decode_json(task_files.task_json, spec_label, problems)
         if spec_data is not None and not isinstance(spec_data, dict):
             problems.append(ImportProblem(spec_label, "task.json is a JSON object"))
+        elif spec_data is not None and (unstorable := _unstorable_text(spec_data)):
+            problems.extend(ImportProblem(spec_label, message, path) for path, message in unstorable)
         elif spec_data is not None:
             try:
                 spec = TaskSpec.model_validate(spec_data)
-            except ValidationError as exc:
+            except PydanticValidationError as exc:
                 problems.extend(
                     ImportProblem(spec_label, e["msg"], ".".join(str(part) for part in e["loc"]))
                     for e in exc.errors()
@@ -159,9 +221,16 @@ def _prepare(task_files: TaskFiles, problems: list[ImportProblem]) -> PreparedTa
                     )
                 if spec.prompt is None and task_files.prompt_md is not None:
                     try:
-                        spec = spec.model_copy(update={"prompt": task_files.prompt_md.decode("utf-8")})
+                        prompt = task_files.prompt_md.decode("utf-8")
                     except UnicodeDecodeError:
                         problems.append(ImportProblem(task_files.label("prompt.md"), "not UTF-8 text"))
+                    else:
+                        if "\x00" in prompt:
+                            problems.append(
+                                ImportProblem(task_files.label("prompt.md"), "holds a NUL character")
+                            )
+                        spec = spec.model_copy(update={"prompt": prompt})
+                problems.extend(_task_problems(_task_fields(spec), rubric.task, spec_label))
     return PreparedTask(task_files, rubric, spec, calibration)
 
 

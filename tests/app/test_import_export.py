@@ -289,6 +289,71 @@ def test_a_task_id_cannot_leave_its_directory(repository: Repository, maintainer
     assert problems_of(exc) == ["rubric.json: task: a task id is letters, digits, '.', '_' and '-'"]
 
 
+def test_text_no_database_can_store_is_a_problem_not_a_crash(repository: Repository, maintainer: Any) -> None:
+    # json.loads turns "\\ud800" into a lone surrogate (not UTF-8: both databases fail to encode it) and
+    # "\\u0000" into NUL (PostgreSQL text refuses it); both used to end the upload in a 500.
+    data = rubric_data(intent="bad \ud800 text")
+    data["blockers"] = [{**RUBRIC["blockers"][0], "criterion": "a\x00b"}, *RUBRIC["blockers"][1:]]
+    task_json = json.dumps({"id": "fix_fraction_gt1", "prompt": "p", "note\udc80": "x"}).encode()
+    members = {
+        "tasks/fix_fraction_gt1/rubric.json": json.dumps(data).encode(),
+        "tasks/second/rubric.json": json.dumps(rubric_data(task="second")).encode(),
+        "tasks/second/task.json": task_json.replace(b"fix_fraction_gt1", b"second"),
+        **{f"tasks/{t}/{p}": c for t in ("fix_fraction_gt1", "second") for p, c in CALIBRATION_FILES.items()},
+    }
+    with pytest.raises(ImportFailed) as exc:
+        import_export.import_rubric_zip(repository, upload(make_zip(members)), maintainer)
+    assert problems_of(exc) == [
+        "tasks/fix_fraction_gt1/rubric.json: intent: holds a lone surrogate (a \\uD800-\\uDFFF escape): "
+        "not UTF-8 text",
+        "tasks/fix_fraction_gt1/rubric.json: blockers[0].criterion: holds a NUL character (\\u0000)",
+        "tasks/second/task.json: note\\udc80: key holds a lone surrogate (a \\uD800-\\uDFFF escape): "
+        "not UTF-8 text",
+    ]
+    assert_nothing_imported()
+
+
+def test_values_beyond_what_the_columns_hold_are_problems(repository: Repository, maintainer: Any) -> None:
+    long_path = "calib/" + "x" * 600 + ".diff"
+    data = rubric_data(
+        scope={**RUBRIC["scope"], "max_changed_lines": 2**63},
+        calibration={"lazy": [{"path": "calib/lazy.diff", "breaks": ["B1"]}], "alt": [long_path]},
+    )
+    members = {
+        "tasks/fix_fraction_gt1/rubric.json": json.dumps(data).encode(),
+        "tasks/fix_fraction_gt1/calib/lazy.diff": CALIBRATION_FILES["calib/lazy.diff"],
+        f"tasks/fix_fraction_gt1/{long_path}": CALIBRATION_FILES["calib/alt.diff"],
+    }
+    with pytest.raises(ImportFailed) as exc:
+        import_export.import_rubric_zip(repository, upload(make_zip(members)), maintainer)
+    problems = problems_of(exc)
+    assert len(problems) == 2, problems
+    assert problems[0].startswith(
+        f"tasks/fix_fraction_gt1/rubric.json: scope.max_changed_lines: {2**63} is more than this app stores"
+    )
+    assert problems[1] == (
+        "tasks/fix_fraction_gt1/rubric.json: calibration.alt[0]: a calibration path is at most 500 characters"
+    )
+    assert_nothing_imported()
+
+
+def test_task_json_values_the_task_row_refuses_are_problems(repository: Repository, maintainer: Any) -> None:
+    spec = {"id": "fix_fraction_gt1", "prompt": "p", "base_commit": "a" * 100, "source_pr_url": "https://"}
+    members = {
+        "tasks/fix_fraction_gt1/rubric.json": json.dumps(RUBRIC).encode(),
+        "tasks/fix_fraction_gt1/task.json": json.dumps(spec).encode(),
+        **{f"tasks/fix_fraction_gt1/{p}": c for p, c in CALIBRATION_FILES.items()},
+    }
+    with pytest.raises(ImportFailed) as exc:
+        import_export.import_rubric_zip(repository, upload(make_zip(members)), maintainer)
+    assert problems_of(exc) == [
+        "tasks/fix_fraction_gt1/task.json: base_commit: Ensure this value has at most 64 characters "
+        "(it has 100).",
+        "tasks/fix_fraction_gt1/task.json: source_pr_url: Enter a valid URL.",
+    ]
+    assert_nothing_imported()
+
+
 def test_only_a_maintainer_imports(repository: Repository, reviewer: Any, outsider: Any) -> None:
     for user in (reviewer, outsider):
         with pytest.raises(PermissionDenied):

@@ -147,3 +147,19 @@ def test_only_maintainers_import(
     assert upload(logged_in(viewer), repository, task_zip(), headers=HX).status_code == 403
     assert upload(logged_in(outsider), repository, task_zip(), headers=HX).status_code == 404
     assert not RubricRevision.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("intent", "problem"), [("bad \ud800 text", "lone surrogate"), ("bad \x00 text", "NUL character")]
+)
+def test_text_the_database_cannot_store_is_a_form_error(
+    maintainer: User, repository: Repository, intent: str, problem: str
+) -> None:
+    client = Client(raise_request_exception=False)
+    client.force_login(maintainer)
+    for headers in ({}, HX):
+        response = upload(client, repository, task_zip(intent=intent), headers=headers)
+        html = response.content.decode()
+        assert response.status_code == (200 if headers else 400)
+        assert "tasks/fix_fraction_gt1/rubric.json: intent: holds a" in html and problem in html
+    assert not RubricRevision.objects.exists() and not Task.objects.exists()
