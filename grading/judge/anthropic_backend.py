@@ -24,7 +24,7 @@ from anthropic.types import Message
 from anthropic.types.messages import batch_create_params
 
 from grading.errors import InputError
-from grading.judge.backend import BackendError, BackendReply, JudgeRequest
+from grading.judge.backend import BackendError, BackendReply, JudgeRequest, redact_secrets
 from grading.judge.models import Usage
 
 DEFAULT_MAX_TOKENS = 8192
@@ -153,9 +153,9 @@ class AnthropicBackend:
                 out.append(reply_from_message(result.message))
             elif result.type == "errored":
                 detail = result.error.error
-                out.append(
-                    BackendError(f"anthropic: batch request {cid} errored: {detail.type}: {detail.message}")
-                )
+                out.append(BackendError(
+                    self._redact(f"anthropic: batch request {cid} errored: {detail.type}: {detail.message}")
+                ))
             else:
                 out.append(BackendError(f"anthropic: batch request {cid} {result.type}"))
         return out
@@ -178,6 +178,12 @@ class AnthropicBackend:
         return client
 
     def _describe(self, err: anthropic.AnthropicError) -> str:
+        return self._redact(self._describe_error(err))
+
+    def _redact(self, text: str) -> str:
+        return redact_secrets(text, self.api_key, env=("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"))
+
+    def _describe_error(self, err: anthropic.AnthropicError) -> str:
         if isinstance(err, anthropic.CredentialsError):
             return f"anthropic: no usable credentials: set ANTHROPIC_API_KEY (or pass api_key): {err}"
         if isinstance(err, anthropic.APITimeoutError):

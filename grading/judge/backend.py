@@ -6,6 +6,7 @@ body (``render``, used by ``--render-only`` and for the cache key) and sends it 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -54,3 +55,14 @@ class BatchBackend(Backend, Protocol):
 
 class BackendError(Exception):
     """A call that failed after the SDK's own retries (network, 4xx other than 429, exhausted 429/5xx)."""
+
+
+def redact_secrets(text: str, *secrets: str | None, env: tuple[str, ...] = ()) -> str:
+    """``text`` with every secret (and the value of every ``env`` variable) replaced by ``***``.
+
+    Error messages end up in metrics.json and on the terminal, and some servers echo the caller's key.
+    """
+    values = [*secrets, *(os.environ.get(name) for name in env)]
+    for value in sorted({v for v in values if v and len(v) >= 8}, key=len, reverse=True):
+        text = text.replace(value, "***")
+    return text

@@ -18,7 +18,7 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from grading.errors import InputError
-from grading.judge.backend import BackendError, BackendReply, JudgeRequest
+from grading.judge.backend import BackendError, BackendReply, JudgeRequest, redact_secrets
 from grading.judge.models import Usage
 
 SCHEMA_NAME = "judge_verdicts"
@@ -113,6 +113,9 @@ class OpenAIBackend:
         return openai.AsyncOpenAI(**kwargs)
 
     def _describe(self, err: openai.OpenAIError) -> str:
+        return redact_secrets(self._describe_error(err), self.api_key, env=("OPENAI_API_KEY",))
+
+    def _describe_error(self, err: openai.OpenAIError) -> str:
         if isinstance(err, openai.APITimeoutError):
             return f"openai: timed out after {self.max_retries} retries ({self.timeout:g}s per attempt)"
         if isinstance(err, openai.APIStatusError):

@@ -94,9 +94,14 @@ def bad_location() -> Behaviour:
     return Behaviour("bad_location")
 
 
-def error(status: int, *, retry_after_ms: int | None = 1, retry_after: str | None = "0") -> Behaviour:
+def error(
+    status: int, *, retry_after_ms: int | None = 1, retry_after: str | None = "0", message: str | None = None
+) -> Behaviour:
+    """An HTTP error; ``message`` replaces its text, with ``{key}`` replaced by the caller's API key."""
     # Real servers send retry-after in whole seconds; the SDKs prefer retry-after-ms, which keeps tests fast.
-    return Behaviour("status", status=status, retry_after_ms=retry_after_ms, retry_after=retry_after)
+    return Behaviour(
+        "status", status=status, retry_after_ms=retry_after_ms, retry_after=retry_after, text=message
+    )
 
 
 def storm(status: int, count: int) -> list[Behaviour]:
@@ -602,12 +607,15 @@ class FakeProviderServer:
                     kind = {429: "rate_limit_error", 529: "overloaded_error"}.get(
                         behaviour.status, "api_error"
                     )
+                    message = f"scripted {behaviour.status}"
+                    if behaviour.text is not None:
+                        # "{key}" stands for the caller's API key, as some servers echo it back
+                        sent = self.headers.get("x-api-key") or self.headers.get("authorization") or ""
+                        message = behaviour.text.replace("{key}", sent.removeprefix("Bearer "))
                     payload: dict[str, Any] = (
-                        {"type": "error", "error": {"type": kind, "message": f"scripted {behaviour.status}"}}
+                        {"type": "error", "error": {"type": kind, "message": message}}
                         if provider == "anthropic"
-                        else {
-                            "error": {"message": f"scripted {behaviour.status}", "type": kind, "code": None}
-                        }
+                        else {"error": {"message": message, "type": kind, "code": None}}
                     )
                     self._json(behaviour.status, payload, headers)
                     return

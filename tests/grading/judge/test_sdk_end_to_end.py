@@ -30,6 +30,7 @@ from tests.grading.judge.fake_servers import (
     ParsedPrompt,
     bad_location,
     default_reply,
+    error,
     fake_server_fixture,  # noqa: F401 - the fake_server fixture
     malformed,
     missing_id,
@@ -374,3 +375,43 @@ def test_rubric_judge_against_the_local_server(
     assert (again["calls"], again["cache_hits"], len(fake_server.model_calls())) == (0, 3, 3)
     print(f"\nrubric judge x3 runs: first {first['calls']} calls ${first['usage']['cost_usd']:.6f}, "
           f"second {again['calls']} calls ${again['usage']['cost_usd']:.6f}")  # fmt: skip
+
+
+# --- secrets ------------------------------------------------------------------------------------------------
+
+SECRET = "sk-secret-0123456789abcdef"
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_the_api_key_reaches_no_output_no_metrics_and_no_cache(
+    fake_server: FakeProviderServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    provider: str,
+) -> None:
+    """Not in --render-only, not in the cache, not in metrics.json: not even when a server echoes the key
+    back in an error message (the judge failure's text is recorded)."""
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_server.anthropic_base_url)
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_server.openai_base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    spec = f"anthropic:{ANTHROPIC_MODEL}" if provider == "anthropic" else f"openai:{OPENAI_MODEL}"
+    task_dir, runs = write_task(tmp_path, 2)
+    cache = tmp_path / "cache.sqlite3"
+    assert main(["judge", str(task_dir), *map(str, runs), "--judge", spec, "--render-only"]) == 0
+    assert main(["judge", str(task_dir), str(runs[0]), "--judge", spec, "--json", "--cache", str(cache)]) == 0
+    assert fake_server.model_calls()[-1].headers  # the key was sent, as it must be
+    fake_server.script(error(401, message="invalid api key: {key}"))
+    manifest = tmp_path / "repo_manifest.yaml"
+    manifest.write_text("{}\n")
+    (runs[1] / "grade.json").write_text('{"pass": true}')
+    assert main(["grade", str(task_dir), str(runs[1]), "--manifest", str(manifest), "--judge", spec,
+                 "--json", "--cache", str(cache)]) == 1  # fmt: skip
+    out = capsys.readouterr()
+    metrics = (runs[1] / "metrics.json").read_text()
+    assert json.loads(metrics)["judge_failure"] is True
+    assert "invalid api key" in metrics
+    for where, text in (("stdout", out.out), ("stderr", out.err), ("metrics.json", metrics),
+                        ("cache", cache.read_bytes().decode("utf-8", "replace"))):  # fmt: skip
+        assert SECRET not in text, where
