@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from grading.cli import main
-from grading.diffs import parse_diff
+from grading.diffs import FileChange, parse_diff
 from grading.errors import InputError
 from grading.integrity import check_integrity, integrity_for_run
 from grading.schema import GradeJson, TestsConfig
@@ -339,3 +340,24 @@ def test_a_missing_run_dir_is_bad_input(tmp_path: Path) -> None:
     (tmp_path / "m.yaml").write_text("{}\n")
     with pytest.raises(InputError, match="run: not a directory"):
         integrity_for_run(tmp_path, tmp_path / "run", tmp_path / "m.yaml")
+
+
+def test_a_diff_deleting_tens_of_thousands_of_files_is_checked_in_linear_time() -> None:
+    # An agent removing a vendored tree deletes that many files; a list-membership test per path made
+    # this quadratic (about a minute for 50,000 deletions).
+    count = 60_000
+    changes = [
+        FileChange(old_path=f"tests/d{i // 100}/test_{i}.py", new_path=None, status="deleted", removed=1)
+        for i in range(count)
+    ]
+    changes += [
+        FileChange(old_path=None, new_path=f"pkg{i}/conftest.py", status="added", added=1)
+        for i in range(count)
+    ]
+    started = time.perf_counter()
+    result = check_integrity(TESTS, changes, None, None, None, None)
+    elapsed = time.perf_counter() - started
+    assert len(result.violations) == count and len(result.config_edits) == count
+    assert result.violations[0].path == "tests/d0/test_0.py"
+    assert result.config_edits[-1] == f"pkg{count - 1}/conftest.py"
+    assert elapsed < 5, f"{elapsed:.1f} s"
