@@ -120,7 +120,8 @@ def _forget_queue(app: Any, queue: str) -> None:
 def _set_frozen_triggers(installed: bool) -> None:
     from django.db import connection
 
-    migration = importlib.import_module("rubrics_app.migrations.0002_frozen_revision_triggers")
+    # The latest migration that (re)defines the triggers.
+    migration = importlib.import_module("rubrics_app.migrations.0005_frozen_status_stays_frozen")
     install, uninstall = migration.trigger_sql(connection.vendor)
     with connection.cursor() as cursor:
         for sql in uninstall:

@@ -1,4 +1,4 @@
-"""The database, not only the code, refuses to edit an approved or admitted revision (migration 0002).
+"""The database, not only the code, refuses to edit an approved or admitted revision (migrations 0002, 0005).
 
 Every write here goes around the model methods (QuerySet.update/delete, raw cursor) to prove the trigger
 refuses it. Run on SQLite by default and on PostgreSQL when DATABASE_URL points at it.
@@ -128,6 +128,15 @@ def test_the_database_refuses_calibration_diff_updates(frozen_revision: RubricRe
     assert refused(lambda: CalibrationDiff.objects.filter(pk=diff.pk).update(content=b"rewritten"))
     assert refused(lambda: CalibrationDiff.objects.filter(pk=diff.pk).update(breaks=[]))
     assert bytes(CalibrationDiff.objects.get(pk=diff.pk).content) == bytes(diff.content)
+
+
+@pytest.mark.parametrize("status", ["retracted", ""])
+def test_the_database_refuses_any_status_that_would_unfreeze_it(
+    frozen_revision: RubricRevision, status: str
+) -> None:
+    # Any status outside approved/admitted would make the revision editable again (then set back).
+    assert refused(lambda: RubricRevision.objects.filter(pk=frozen_revision.pk).update(status=status))
+    assert RubricRevision.objects.get(pk=frozen_revision.pk).status == frozen_revision.status
 
 
 def test_the_legal_transitions_still_work(make_revision: MakeRevision) -> None:
