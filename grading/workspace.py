@@ -146,7 +146,15 @@ class CaptureResult(BaseModel):
     @field_serializer("ignored_created", "nested_repositories", "unrepresentable")
     def _json_safe(self, paths: list[str]) -> list[str]:
         # JSON cannot carry bytes that are not UTF-8: show them as \xNN, as grading.diffs.path_text does.
-        return [os.fsencode(p).decode("utf-8", "backslashreplace") for p in paths]
+        return [_text(p) for p in paths]
+
+    @field_serializer("diff_path")
+    def _json_safe_path(self, path: str) -> str:
+        return _text(path)
+
+
+def _text(path: str) -> str:
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 class _Git:

@@ -7,6 +7,7 @@ import json
 import os
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -720,3 +721,26 @@ def test_capture_parses_into_the_changes_git_reports(workspace: tuple[GitRepo, s
     assert {"empty_new.txt", "dir with space/second naïve.txt", "moved/dst.txt"} <= added
     deleted = {c.old_path for c in changes if c.status == "deleted"}
     assert {"delete_me.txt", "moved/src.txt"} <= deleted
+
+
+def test_a_run_directory_named_in_bytes_that_are_not_utf8(git_repo: GitRepo, tmp_path: Path) -> None:
+    # Under a UTF-8 locale Python's stdout is strict: printing the name was a UnicodeEncodeError traceback,
+    # and --json wrote the raw byte, which is not UTF-8, into the JSON.
+    base = git_repo.commit("base")
+    before = tmp_path / "before.txt"
+    write_snapshot(git_repo.path, before)
+    git_repo.write("new.txt", "x\n")
+    run = tmp_path / os.fsdecode(b"run\xff")
+    argv = ["capture", str(git_repo.path), "--base", base, "--before", str(before), "--out", str(run)]
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8:strict"}
+    for extra in ([], ["--json"]):
+        result = subprocess.run(
+            [sys.executable, "-m", "grading", *argv, *extra], env=env, capture_output=True, check=False
+        )
+        assert result.returncode == 0, result.stderr.decode(errors="replace")
+        out = result.stdout.decode("utf-8")  # valid UTF-8 in both forms
+        if extra:
+            assert json.loads(out)["diff_path"] == str(tmp_path) + "/run\\xff/workspace.diff"
+        else:
+            assert "1 file(s) changed" in out
+    assert (run / "workspace.diff").is_file()
