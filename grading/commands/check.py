@@ -13,6 +13,7 @@ from pathlib import Path
 from grading.admission import AdmissionReport, AdmissionStore, check_task, default_store_path
 from grading.commands._common import Subparsers, add_json_flag, existing_dir, print_json
 from grading.commands.grade import add_judge_cache_flags, judge_backend, judge_cache_and_settings
+from grading.commands.judge import printable
 
 
 def register(subparsers: Subparsers) -> None:
@@ -63,7 +64,8 @@ def print_report(report: AdmissionReport) -> None:
     width = max(len(f"{row.kind} {row.name}") for row in report.rows)
     for row in report.rows:
         label = f"{row.kind} {row.name}".ljust(width)
-        print(f"{'ok  ' if row.holds else 'FAIL'} {label}  expected: {row.expected}  actual: {row.actual}")
+        line = f"{'ok  ' if row.holds else 'FAIL'} {label}  expected: {row.expected}  actual: {row.actual}"
+        print(printable(line))
     failing = sum(1 for row in report.rows if not row.holds)
     print(
         "admitted" if report.admitted else f"not admitted: {failing} of {len(report.rows)} rows do not hold"

@@ -11,6 +11,7 @@ import argparse
 from pathlib import Path
 
 from grading.commands._common import Subparsers, add_json_flag, existing_dir, print_json
+from grading.commands.judge import printable
 from grading.judge.backend import Backend
 from grading.judge.cache import SqliteCache, default_cache_path
 from grading.judge.cost import load_price_table
@@ -90,7 +91,7 @@ def _verdict_line(label: str, metrics: RunMetrics, second: bool) -> str | None:
         return None
     tag = " (scripted)" if result.scripted else ""
     if result.failure is not None:
-        return f"{label}: {result.judge}{tag}: judge failure: {result.failure}"
+        return f"{label}: {result.judge}{tag}: judge failure: {printable(result.failure)}"
     verdicts = ", ".join(f"{v.item_id} {v.verdict}" for v in result.verdicts)
     skipped = f"; not measured: {', '.join(result.not_measured)}" if result.not_measured else ""
     hit = " [cache hit]" if result.cache_hit else ""
@@ -104,10 +105,10 @@ def print_summary(metrics: RunMetrics, path: Path) -> None:
     passed = str(metrics.grade_metrics["pass"]).lower()
     print(f"{d.status}: mergeable {mergeable}, merge_score {score}, pass {passed}")
     for reason in d.reasons:
-        print(f"  - {reason}")
+        print(f"  - {printable(reason)}")
     if d.judge_skipped:
-        print(f"judge {d.judge_skipped}")
+        print(f"judge {printable(d.judge_skipped)}")
     for line in (_verdict_line("judge", metrics, False), _verdict_line("second judge", metrics, True)):
         if line:
-            print(line)
+            print(printable(line))
     print(f"wrote {path}")

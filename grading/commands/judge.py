@@ -109,8 +109,9 @@ def _settings(args: argparse.Namespace) -> JudgeSettings:
                          prices=load_price_table(args.prices))
 
 
-def _printable(text: str) -> str:
-    # Reasons come from a model that read an untrusted diff: no terminal control sequences reach the tty.
+def printable(text: str) -> str:
+    """``text`` with control characters escaped: reasons and failures come from a model that read an
+    untrusted diff, so no terminal control sequence may reach the tty."""
     return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" if ord(c) < 256 else "?" for c in text)
 
 
@@ -118,11 +119,11 @@ def _print_text(label: str, result: JudgeResult, many: bool) -> None:
     tag = " (scripted judge)" if result.scripted else ""
     prefix = f"{label}: " if many else ""
     if result.failure is not None:
-        print(f"{prefix}judge failure{tag}: {_printable(result.failure)}")
+        print(f"{prefix}judge failure{tag}: {printable(result.failure)}")
     for v in result.verdicts:
         kind = "blocker" if v.kind == "blocker" else "non-blocker"
         flag = " [re-judged: reason argued the other way]" if v.flagged_inconsistent else ""
-        print(f"{prefix}{v.item_id} ({kind}) {v.verdict}{tag}{flag}: {_printable(v.reason)}")
+        print(f"{prefix}{v.item_id} ({kind}) {v.verdict}{tag}{flag}: {printable(v.reason)}")
     for item_id in result.not_measured:
         print(f"{prefix}{item_id} (blocker) not measured: needs the base tree (needs_tree)")
     cost = f"${result.usage.cost_usd:.4f}" + ("" if result.usage.cost_known else " (price unknown)")
@@ -135,7 +136,7 @@ def _progress(done: int, total: int, label: str, result: JudgeResult) -> None:
     filled = width * done // total
     state = "failed" if result.failure else ("cached" if result.cache_hit else "judged")
     sys.stderr.write(f"\rjudging [{'#' * filled}{'.' * (width - filled)}] {done}/{total} {state} "
-                     f"{_printable(label)[-40:]:<40}")
+                     f"{printable(label)[-40:]:<40}")
     if done == total:
         sys.stderr.write("\n")
     sys.stderr.flush()

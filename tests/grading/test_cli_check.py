@@ -17,8 +17,10 @@ from grading.cli import main
 from tests.grading.judge.fake_servers import (
     FakeProviderServer,
     fake_server_fixture,  # noqa: F401 - the fake_server fixture
+    text,
 )
 from tests.grading.test_admission import Task, answers
+from tests.grading.test_cli_grade import ESCAPE_REPLY
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -180,3 +182,18 @@ def test_prices_and_decoding_reach_the_judge(
     calls = fake_server.model_calls()
     assert len(calls) == 5 and all(call.body["temperature"] == 0 for call in calls)
     assert report["usage"]["cost_known"] is True and report["usage"]["cost_usd"] > 0
+
+
+def test_model_text_in_a_judge_failure_cannot_drive_the_terminal(
+    task: Task, monkeypatch: pytest.MonkeyPatch, fake_server: FakeProviderServer,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_server.anthropic_base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    fake_server.script(*[text(ESCAPE_REPLY)] * 15)  # every attempt of every row
+    argv = ["check", str(task.dir), "--manifest", str(task.manifest), "--judge",
+            "anthropic:claude-sonnet-4-5-20250929"]  # fmt: skip
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert "judge failure" in out and "\\x1b]0;owned\\x07" in out
+    assert "\x1b" not in out and "\x07" not in out

@@ -18,6 +18,7 @@ from tests.grading.judge.fake_servers import (
     FakeProviderServer,
     fake_server_fixture,  # noqa: F401 - the fake_server fixture
     refusal,
+    text,
     valid,
 )
 from tests.grading.test_admission import Task, answers
@@ -242,3 +243,27 @@ def test_price_table_and_decoding_reach_the_judge(
     result = json.loads(capsys.readouterr().out)["details"]["judge"]
     assert result["cache_hit"] is False  # another decoding is another key
     assert fake_server.model_calls()[-1].body["temperature"] == 0
+
+
+ESCAPE_REPLY = json.dumps(
+    {"verdicts": [{"id": "\x1b]0;owned\x07\x1b[2J", "verdict": "pass", "reason": "r", "locations": []}]}
+)
+
+
+def test_model_text_in_a_judge_failure_cannot_drive_the_terminal(
+    task: Task,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    fake_server: FakeProviderServer,
+) -> None:
+    """A reply's unknown id is quoted in the judge failure; the summary escapes its control characters."""
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_server.anthropic_base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    run = task.make_run("good", FIXED, {"pass": True})
+    fake_server.script(*[text(ESCAPE_REPLY)] * 3)
+    argv = ["grade", str(task.dir), str(run), "--manifest", str(task.manifest), "--judge",
+            "anthropic:claude-sonnet-4-5-20250929"]  # fmt: skip
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert "judge failure" in out and "\\x1b]0;owned\\x07" in out
+    assert "\x1b" not in out and "\x07" not in out
