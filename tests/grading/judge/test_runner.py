@@ -521,3 +521,43 @@ def test_a_broken_batch_fails_its_runs_instead_of_hanging() -> None:
     sweep = asyncio.run(asyncio.wait_for(judge_sweep(jobs, backend), timeout=10))
     assert sweep.failures == 3
     assert all(r.failure is not None and "connection reset" in r.failure for r in sweep.results)
+
+
+
+class RecordingBackend(FakeBackend):
+    """Records when each call starts and ends, with its static prefix."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.events: list[tuple[str, str]] = []
+
+    async def complete(self, request: JudgeRequest) -> BackendReply:
+        self.events.append(("start", request.rubric_text))
+        try:
+            return await super().complete(request)
+        finally:
+            self.events.append(("end", request.rubric_text))
+
+
+def test_a_sweep_sends_the_first_call_of_each_static_prefix_alone() -> None:
+    cache = MemoryCache()
+    backend = RecordingBackend(delay=0.02)
+    cached = SweepJob(label="cached", task=TASK, rubric=make_rubric(), diff_text=DIFF)
+    asyncio.run(judge_sweep([cached], backend, cache=cache))
+    backend.events.clear()
+    jobs = [cached] + [
+        SweepJob(label=f"run{i}", task=TASK, rubric=make_rubric(), diff_text=DIFF + f"+# {i}\n",
+                 config_edited=i % 2 == 1)  # the fixed blocker makes another prefix
+        for i in range(8)
+    ]  # fmt: skip
+    sweep = asyncio.run(judge_sweep(jobs, backend, cache=cache, settings=JudgeSettings(concurrency=8)))
+    assert sweep.calls == 8 and sweep.cache_hits == 1
+    prefixes = {prefix for _, prefix in backend.events}
+    assert len(prefixes) == 2
+    for prefix in prefixes:
+        mine = [event for event, p in backend.events if p == prefix]
+        # the first call (after the cache hit, which is no call) ends before the next one starts
+        assert mine[:3] == ["start", "end", "start"], mine
+    # the two leaders overlap, and the jobs after them run together
+    assert [event for event, _ in backend.events[:2]] == ["start", "start"]
+    assert backend.max_in_flight >= 4
