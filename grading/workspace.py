@@ -29,6 +29,9 @@ How the capture works, and why:
   scratch object directory in front of the repository's own, so neither the real index nor the object
   store changes. ``assume-unchanged`` and ``skip-worktree`` bits are cleared in the copy: they would hide
   edits to tracked files.
+- The diff itself runs with a scratch git directory whose ``info/attributes`` (``* !diff``) outranks the
+  workspace's ``.gitattributes`` and ``.git/info/attributes``: a ``binary`` or ``-diff`` attribute must not
+  turn a text change into a binary patch the judge cannot read and max_changed_lines does not count.
 - A nested repository the agent created (a directory with its own ``.git``, with or without commits, left
   untracked or staged/committed as a gitlink the base does not have) would be a gitlink, which ``git apply``
   cannot reproduce and which hides every file inside it. Its files (not its ``.git``) are therefore
@@ -540,6 +543,9 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
         if scan.nested_files:
             # git add would stop at the nested .git (a gitlink); update-index adds the files themselves.
             git.run("update-index", "--add", "-z", "--stdin", stdin=_nul_joined(scan.nested_files))
+        git.extra_env.update(
+            GIT_DIR=str(_diff_git_dir(git, scratch, real_index.parent)), GIT_WORK_TREE=str(git.workspace)
+        )
         diff = git.run("diff", *_DIFF_FLAGS, base_commit, "--")
         in_index = set(_split_z(git.run("ls-files", "-z")))
     # Names git refuses to track anywhere (a '.GIT' directory): no diff can carry them, so they are listed
@@ -569,6 +575,30 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
         nested_repositories=scan.nested_repositories,
         unrepresentable=unrepresentable,
     )
+
+
+def _diff_git_dir(git: _Git, scratch: Path, index_dir: Path) -> Path:
+    """A scratch git directory for the diff itself, whose ``info/attributes`` outranks the workspace's.
+
+    A ``-diff`` or ``binary`` attribute (in ``.gitattributes``, or in ``.git/info/attributes``, which no
+    diff shows) turns a text change into a binary patch: the judge could not read it and max_changed_lines
+    would not count it. ``!diff`` leaves git's own text-or-binary test in charge. Conversions (``text``,
+    ``eol``) stay as the repository sets them: they decide the content, not how it is shown.
+    """
+    object_format = git.run("rev-parse", "--show-object-format").decode("ascii", "replace").strip()
+    git_dir = scratch / "gitdir"
+    for sub in ("refs", "objects", "info"):
+        (git_dir / sub).mkdir(parents=True)
+    (git_dir / "HEAD").write_text("ref: refs/heads/main\n")
+    config = "[core]\n\trepositoryformatversion = 0\n"
+    if object_format and object_format != "sha1":
+        config = f"[core]\n\trepositoryformatversion = 1\n[extensions]\n\tobjectformat = {object_format}\n"
+    (git_dir / "config").write_text(config)
+    (git_dir / "info" / "attributes").write_text("* !diff\n")
+    # A split index names its shared part, which git looks for beside the index's git directory.
+    for shared in index_dir.glob("sharedindex.*"):
+        shutil.copyfile(shared, git_dir / shared.name)
+    return git_dir
 
 
 def _gitlinks(listing: bytes) -> list[str]:

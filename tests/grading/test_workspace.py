@@ -744,3 +744,29 @@ def test_a_run_directory_named_in_bytes_that_are_not_utf8(git_repo: GitRepo, tmp
         else:
             assert "1 file(s) changed" in out
     assert (run / "workspace.diff").is_file()
+
+
+@pytest.mark.parametrize("where", [".git/info/attributes", ".gitattributes"])
+def test_attributes_cannot_turn_a_text_change_into_a_binary_patch(
+    workspace: tuple[GitRepo, str], tmp_path: Path, where: str
+) -> None:
+    # `*.txt binary` (or -diff) would show modify.txt as a GIT binary patch: nothing for the judge to read
+    # and no line for max_changed_lines. .git/info/attributes is not even in the diff. `* diff` would
+    # force a real binary file into a text diff that no parser or `git apply` can take.
+    repo, base = workspace
+    before = tmp_path / "before.txt"
+    write_snapshot(repo.path, before)
+    agent_edits(repo)
+    (repo.path / where).parent.mkdir(exist_ok=True)
+    (repo.path / where).write_text("*.txt binary\n* diff\n")
+
+    capture(repo.path, base, before, tmp_path / "run")
+
+    changes = {c.new_path or c.old_path: c for c in load_diff(tmp_path / "run" / "workspace.diff")}
+    assert not changes["modify.txt"].binary and (
+        changes["modify.txt"].added,
+        changes["modify.txt"].removed,
+    ) == (1, 1)
+    assert changes["blob.bin"].binary and changes["new_binary.dat"].binary
+    clone = apply_on_base(repo, base, tmp_path / "run" / "workspace.diff", tmp_path / "clone")
+    assert listing(clone.path) == listing(repo.path)
