@@ -19,7 +19,8 @@ from grading.judge.prompt import (
     select_items,
     with_nonce,
 )
-from tests.grading.judge.judge_helpers import DIFF, EVIDENCE, LAZY_SOLUTION, TASK, make_rubric
+from grading.schema import parse_rubric
+from tests.grading.judge.judge_helpers import DIFF, EVIDENCE, LAZY_SOLUTION, TASK, make_rubric, rubric_data
 
 
 def full_text(request: JudgeRequest) -> str:
@@ -139,3 +140,14 @@ def test_a_binary_or_huge_diff_is_refused_with_a_clear_error() -> None:
         render_request(TASK, make_rubric(), items, DIFF + "\x00")
     with pytest.raises(InputError, match="over the judge's limit of 100"):
         render_request(TASK, make_rubric(), items, "x" * 101, max_diff_chars=100)
+
+
+def test_a_rubric_item_named_like_the_fixed_blocker_is_refused() -> None:
+    """Its id would be asked twice when a test config is edited, so no reply could ever be complete."""
+    data = rubric_data()
+    data["blockers"][0]["id"] = CONFIG_BLOCKER_ID
+    rubric = parse_rubric(data)
+    for edited in (True, False):  # refused either way: a rubric that works only until a conftest edit is not
+        with pytest.raises(InputError, match="reserved") as err:
+            select_items(rubric, config_edited=edited)
+        assert err.value.field == "blockers[0].id"
