@@ -48,7 +48,8 @@ def run_check(args: argparse.Namespace) -> int:
         store=store,
         cache=cache,
         settings=settings,
-        refresh=args.refresh,
+        # --no-cache asks for the judge to be called again: a stored report would answer without a call.
+        refresh=args.refresh or args.no_cache,
     )
     if args.json:
         print_json(report)

@@ -197,3 +197,12 @@ def test_model_text_in_a_judge_failure_cannot_drive_the_terminal(
     out = capsys.readouterr().out
     assert "judge failure" in out and "\\x1b]0;owned\\x07" in out
     assert "\x1b" not in out and "\x07" not in out
+
+
+def test_no_cache_judges_again_instead_of_reading_the_stored_report(
+    task: Task, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(check(task)) == 0
+    capsys.readouterr()
+    assert main(check(task, "--no-cache")) == 0  # asked to call the judge again: neither cache is read
+    assert capsys.readouterr().out.splitlines()[0].endswith(": 5 judge calls")
