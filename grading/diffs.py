@@ -126,12 +126,40 @@ def _header_path(rest: str) -> str | None:
         return _same_path(path_text(_raw(rest[:idx])), second) if second is not None else None
     # Both unquoted, and a name may hold spaces ("x b/y.txt"): like git apply, take the one split at which
     # both names denote the same path once their prefixes (of any length) are removed.
-    found = {
-        same
-        for k, c in enumerate(rest)
-        if c == " " and (same := _same_path(rest[:k], rest[k + 1 :])) is not None
-    }
+    found = _unquoted_splits(rest)
     return path_text(_raw(found.pop())) if len(found) == 1 else None
+
+
+def _unquoted_splits(rest: str) -> set[str]:
+    """Every path ``_same_path(rest[:k], rest[k + 1:])`` gives over the spaces ``k`` of ``rest``.
+
+    Linear in the line: slicing and comparing at every space was quadratic, minutes for a line of spaces.
+    """
+    found: set[str] = set()
+    n = len(rest)
+    mid = (n - 1) // 2
+    equal_at_mid = n % 2 == 1 and rest[mid] == " " and rest[:mid] == rest[mid + 1 :]
+    if equal_at_mid:
+        found.add(rest[:mid])  # --no-prefix: a == b
+    first_slash = rest.find("/")
+    next_slash = -1
+    k = rest.find(" ", first_slash + 1) if first_slash >= 0 else -1
+    while k >= 0:
+        if next_slash < k + 1:
+            next_slash = rest.find("/", k + 1)
+            if next_slash < 0:
+                break  # no later name b has a '/'
+        # a = P/X (X = rest[first_slash + 1 : k]), b = Q/Y (Y = rest[next_slash + 1 :]): X == Y, non-empty.
+        length = k - first_slash - 1
+        if (
+            length > 0
+            and length == n - next_slash - 1
+            and not (k == mid and equal_at_mid)
+            and rest[first_slash + 1 : k] == rest[next_slash + 1 :]
+        ):
+            found.add(rest[next_slash + 1 :])
+        k = rest.find(" ", k + 1)
+    return found
 
 
 def _same_path(a: str, b: str) -> str | None:

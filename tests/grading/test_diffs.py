@@ -396,3 +396,17 @@ def test_a_large_diff_parses_quickly(git_repo: GitRepo) -> None:
     elapsed = time.perf_counter() - started
     assert sum(c.added for c in changes) == 200_000
     assert elapsed < 10, f"{elapsed:.1f}s for 200k lines"
+
+
+def test_a_header_full_of_spaces_parses_in_linear_time() -> None:
+    # Each space of "diff --git a/N b/N" is a candidate split; slicing at every one was quadratic (about
+    # 7 s for 400,000 spaces). The diff is agent-written, so the line can be that long.
+    name = "d/" + " " * 300_000 + "x.txt"
+    data = f"diff --git a/{name} b/{name}\n--- a/{name}\n+++ b/{name}\n@@ -1 +1 @@\n-a\n+b\n"
+    started = time.perf_counter()
+    changes = parse_diff(data)
+    elapsed = time.perf_counter() - started
+    assert changes == [FileChange(old_path=name, new_path=name, status="modified", added=1, removed=1)]
+    assert elapsed < 1, f"{elapsed:.1f} s"
+    # --no-prefix and an ambiguous split still behave as before
+    assert parse_diff("diff --git a b a b\n--- a b\n+++ a b\n@@ -1 +1 @@\n-a\n+b\n")[0].new_path == "a b"
