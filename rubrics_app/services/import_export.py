@@ -98,6 +98,8 @@ def _decode_json(raw: bytes, label: str, problems: list[ImportProblem]) -> Any:
         return json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         problems.append(ImportProblem(label, "not UTF-8 text"))
+    except RecursionError:
+        problems.append(ImportProblem(label, "malformed JSON: nested too deeply"))
     except json.JSONDecodeError as exc:
         problems.append(
             ImportProblem(label, f"malformed JSON: {exc.msg}", f"line {exc.lineno} column {exc.colno}")
@@ -105,28 +107,50 @@ def _decode_json(raw: bytes, label: str, problems: list[ImportProblem]) -> Any:
     return None
 
 
-def _unstorable_text(value: Any, path: str = "") -> list[tuple[str, str]]:
-    """(JSON path, problem) for every string the database cannot store: PostgreSQL text refuses NUL, and a
-    lone surrogate (which JSON's \\uD800 escapes can produce) is not UTF-8 for either database."""
+# SQLite's JSON functions (a JSONField's CHECK constraint) refuse nesting deeper than 1000 levels; a
+# task.json or rubric.json needs a handful.
+MAX_JSON_DEPTH = 100
+
+
+def _unstorable_text(value: Any) -> list[tuple[str, str]]:
+    """(JSON path, problem) for every string the database cannot store (PostgreSQL text refuses NUL, and a
+    lone surrogate, which JSON's \\uD800 escapes can produce, is not UTF-8 for either database) and for
+    nesting deeper than MAX_JSON_DEPTH."""
     out: list[tuple[str, str]] = []
-    if isinstance(value, str):
-        if "\x00" in value:
-            out.append((path, "holds a NUL character (\\u0000)"))
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            out.append((path, "holds a lone surrogate (a \\uD800-\\uDFFF escape): not UTF-8 text"))
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            # The path is shown in a page: a bad key is spelled with escapes, never sent as it is.
-            name = str(key).encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
-            where = f"{path}.{name}" if path else name
-            out.extend((where, f"key {problem}") for _, problem in _unstorable_text(key))
-            out.extend(_unstorable_text(item, where))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            out.extend(_unstorable_text(item, f"{path}[{index}]"))
+    # A loop, not recursion: json.loads accepts nesting far deeper than Python's recursion limit. Children
+    # go on the stack last-first, so problems come out in the order of the document.
+    stack: list[tuple[str, Any, str | None, int]] = [("", value, None, 0)]  # (path, value, its key, depth)
+    while stack:
+        path, current, key, depth = stack.pop()
+        if key is not None:
+            out.extend((path, f"key {problem}") for problem in _string_problems(key))
+        if isinstance(current, str):
+            out.extend((path, problem) for problem in _string_problems(current))
+        elif isinstance(current, (dict, list)) and depth >= MAX_JSON_DEPTH:
+            where = path if len(path) < 80 else f"{path[:40]}..."
+            out.append((where, f"nested more than {MAX_JSON_DEPTH} levels deep"))
+        elif isinstance(current, dict):
+            for name, item in reversed(current.items()):
+                # The path is shown in a page: a bad key is spelled with escapes, never sent as it is.
+                shown = str(name).encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
+                stack.append((f"{path}.{shown}" if path else shown, item, str(name), depth + 1))
+        elif isinstance(current, list):
+            stack.extend(
+                (f"{path}[{index}]", item, None, depth + 1)
+                for index, item in reversed(list(enumerate(current)))
+            )
     return out
+
+
+def _string_problems(text: str) -> list[str]:
+    problems = []
+    if "\x00" in text:
+        problems.append("holds a NUL character (\\u0000)")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        problems.append("holds a lone surrogate (a \\uD800-\\uDFFF escape): not UTF-8 text")
+    return problems
 
 
 def _limit_problems(rubric: Rubric, label: str) -> list[ImportProblem]:

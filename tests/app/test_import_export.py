@@ -313,6 +313,36 @@ def test_text_no_database_can_store_is_a_problem_not_a_crash(repository: Reposit
     assert_nothing_imported()
 
 
+@pytest.mark.parametrize("depth", [150, 9_000, 30_000])
+def test_deeply_nested_json_is_a_problem_not_a_crash(
+    repository: Repository, maintainer: Any, depth: int
+) -> None:
+    # 9000 levels decode, but SQLite's JSON CHECK constraint refuses them (an IntegrityError) and a recursive
+    # walk would overflow Python's stack; 30000 levels overflow json.loads itself (RecursionError).
+    deep = "[" * depth + "]" * depth
+    spec = '{"id": "fix_fraction_gt1", "prompt": "p", "notes": ' + deep + "}"
+    members = {
+        "tasks/fix_fraction_gt1/rubric.json": json.dumps(RUBRIC).encode(),
+        "tasks/fix_fraction_gt1/task.json": spec.encode(),
+        "tasks/other/rubric.json": deep.encode(),
+        **{f"tasks/fix_fraction_gt1/{p}": c for p, c in CALIBRATION_FILES.items()},
+    }
+    with pytest.raises(ImportFailed) as exc:
+        import_export.import_rubric_zip(repository, upload(make_zip(members)), maintainer)
+    problems = problems_of(exc)
+    assert len(problems) == 2, problems
+    if depth == 30_000:
+        assert problems == [
+            "tasks/fix_fraction_gt1/task.json: malformed JSON: nested too deeply",
+            "tasks/other/rubric.json: malformed JSON: nested too deeply",
+        ]
+    else:
+        assert problems[0].startswith("tasks/fix_fraction_gt1/task.json: notes[0][0]")
+        assert problems[0].endswith(": nested more than 100 levels deep")
+        assert problems[1].startswith("tasks/other/rubric.json: [0][0]")
+    assert_nothing_imported()
+
+
 def test_values_beyond_what_the_columns_hold_are_problems(repository: Repository, maintainer: Any) -> None:
     long_path = "calib/" + "x" * 600 + ".diff"
     data = rubric_data(
