@@ -470,7 +470,7 @@ def read_checkout(root: Path) -> list[TaskFiles]:
         # Only the diffs the rubric names are read: a task directory may hold large unrelated files.
         try:
             names = [rel for _, rel in parse_rubric(json.loads(rubric), rubric_path).calibration.paths()]
-        except (InputError, ValueError):
+        except (InputError, ValueError, RecursionError):
             names = []  # the rubric's own problems are reported by import_task_files
         for rel in names:
             data = read(posixpath.normpath(rel))

@@ -554,6 +554,16 @@ def test_it_imports_every_task_of_a_checkout(
     ).read_text() + "\n"
 
 
+def test_a_checkout_with_a_too_deeply_nested_rubric_lists_it(
+    repository: Repository, git_repo: GitRepo, maintainer: Any
+) -> None:
+    git_repo.write("tasks/deep/rubric.json", "[" * 30_000 + "]" * 30_000)
+    with pytest.raises(ImportFailed) as exc:
+        import_export.import_checkout(repository, git_repo.path, maintainer)
+    assert problems_of(exc) == ["tasks/deep/rubric.json: malformed JSON: nested too deeply"]
+    assert_nothing_imported()
+
+
 def test_a_database_failure_halfway_rolls_back_every_task(
     repository: Repository, maintainer: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
