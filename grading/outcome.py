@@ -11,10 +11,11 @@ Rules, in the order they apply:
    other than a boolean or a number. A gate the grader cannot be held to is the grader's fault, and
    reporting ``false`` would blame the agent for it.
 2. No rubric.json: both null (not measured), never false.
-3. ``pass`` false: not mergeable, merge_score 0; the judge is not called, its verdict cannot change that.
+3. ``pass`` false, or a gate entry that does not hold (``mergeable`` and ``merge_score`` in the gate are the
+   framework's own and are skipped): not mergeable, merge_score 0. The test gate failed, so the judge is
+   not called: its verdict cannot change that (and a judge failure must not turn this false into null).
 4. Judge failure: both null.
-5. Otherwise mergeable when every gate entry holds (``mergeable`` and ``merge_score`` in the gate are
-   the framework's own and are skipped), scope and integrity pass and no blocker fails. A blocker the
+5. Otherwise mergeable when scope and integrity pass and no blocker fails. A blocker the
    judge could not see (``needs_tree``) is not measured and does not fail. merge_score is the weighted
    share of non-blockers that pass, 0 when not mergeable.
 """
@@ -107,7 +108,8 @@ def _gate_failures(gate: list[str], grade: GradeJson) -> list[str]:
 
 
 def settled_before_judging(gate: list[str], grade: GradeJson, rubric: Rubric | None) -> Outcome | None:
-    """The outcome when no verdict could change it (grader failure, no rubric, ``pass`` false), else None.
+    """The outcome when no verdict could change it (grader failure, no rubric, ``pass`` false, a gate entry
+    that does not hold), else None.
 
     :func:`grade_run` calls the judge only when this returns None.
     """
@@ -124,6 +126,9 @@ def settled_before_judging(gate: list[str], grade: GradeJson, rubric: Rubric | N
         return Outcome(status="not_measured", mergeable=None, merge_score=None, reasons=["no rubric.json"])
     if not grade.passed:
         return Outcome(status="not_mergeable", mergeable=False, merge_score=0.0, reasons=["pass is false"])
+    if failing := _gate_failures(gate, grade):
+        reasons = [f"gate entry {e!r} does not hold" for e in failing]
+        return Outcome(status="not_mergeable", mergeable=False, merge_score=0.0, reasons=reasons)
     return None
 
 
@@ -198,8 +203,7 @@ def decide_outcome(
             judge_failure=True,
             reasons=[f"judge failure: {assessment.judge_failure}"],
         )
-    reasons = [f"gate entry {e!r} does not hold" for e in _gate_failures(gate, grade)]
-    reasons += assessment.reasons()
+    reasons = assessment.reasons()
     if reasons:
         return Outcome(status="not_mergeable", mergeable=False, merge_score=0.0, reasons=reasons)
     assert assessment.non_blocker_share is not None

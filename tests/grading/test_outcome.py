@@ -106,6 +106,16 @@ CASES: list[tuple[str, dict[str, Any], tuple[str, bool | None, float | None]]] =
         ("not_mergeable", False, 0.0),
     ),  # fmt: skip
     (
+        "gate entry false settles it: a judge failure cannot null it",
+        {"gate": ["strict_pass"], "grade": grade(strict_pass=False), "judge": judge(failure="refused")},
+        ("not_mergeable", False, 0.0),
+    ),  # fmt: skip
+    (
+        "gate entry false, judge not needed",
+        {"gate": ["strict_pass", "mergeable"], "grade": grade(strict_pass=False), "judge": None},
+        ("not_mergeable", False, 0.0),
+    ),  # fmt: skip
+    (
         "gate entry true",
         {"gate": ["strict_pass", "mergeable"], "grade": grade(strict_pass=True)},
         ("mergeable", True, 1.0),
@@ -230,14 +240,13 @@ def test_it_decides_the_outcome(
 def test_reasons_name_what_failed() -> None:
     outcome = decide_outcome(
         ["strict_pass"],
-        grade(strict_pass=False),
+        grade(strict_pass=True),
         OUT_OF_SCOPE,
         INTEGRITY_BAD,
         judge(("B1", "B3")),
         make_rubric(),
     )
     assert outcome.reasons == [
-        "gate entry 'strict_pass' does not hold",
         "scope check failed",
         "test-integrity check failed",
         "blocker B1 fails",
@@ -261,6 +270,12 @@ def test_the_judge_is_needed_only_when_it_can_change_the_outcome() -> None:
         settled_before_judging(["mergeable"], GradeJson.model_validate({"pass": False}), rubric) is not None
     )
     assert settled_before_judging(["mergeable"], grade(), None) is not None
+    # a failing gate entry is the test gate failing, as pass false is: no verdict can make the run mergeable
+    failed = settled_before_judging(["strict_pass", "format_ok", "mergeable"],
+                                    grade(strict_pass=False, format_ok=0), rubric)  # fmt: skip
+    assert failed is not None and (failed.mergeable, failed.merge_score) == (False, 0.0)
+    assert failed.reasons == [f"gate entry {e!r} does not hold" for e in ("strict_pass", "format_ok")]
+    assert settled_before_judging(["strict_pass"], grade(strict_pass=True), rubric) is None
 
 
 def test_a_missing_judge_when_one_is_needed_is_a_caller_error() -> None:
@@ -328,6 +343,18 @@ def test_pass_false_does_not_call_the_judge(task: Task) -> None:
     assert metrics.details.judge is None and metrics.details.second_judge is None
     assert metrics.details.judge_skipped == "not called: pass is false"
     assert read_metrics(run)["mergeable"] is False
+
+
+def test_a_failing_gate_entry_does_not_call_the_judge(task: Task) -> None:
+    (task.dir / "task.json").write_text(
+        json.dumps({"id": "fix_add", "prompt": "add() subtracts.", "gate": ["strict_pass", "mergeable"]})
+    )
+    run = task.make_run("strict", FIXED, {"pass": True, "strict_pass": False})
+    backend = task.backend()
+    metrics = grade_run(task.dir, run, task.manifest, backend, task.backend())
+    assert backend.calls == 0 and metrics.details.judge is None
+    assert (metrics.mergeable, metrics.merge_score) == (False, 0.0)
+    assert metrics.details.judge_skipped == "not called: gate entry 'strict_pass' does not hold"
 
 
 def test_no_rubric_is_not_measured(task: Task) -> None:
