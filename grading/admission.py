@@ -60,6 +60,9 @@ _SEMICOLON = ("; ", "")
 _PERCENT = ("% ", "")
 _HTML = ("<!-- ", " -->")
 _BLOCK = ("/* ", " */")
+_RST = (".. ", "")
+_BANG = ("! ", "")
+_REM = ("REM ", "")
 
 _BY_SUFFIX: dict[str, tuple[str, str]] = {}
 for _style, _suffixes in (
@@ -71,13 +74,16 @@ for _style, _suffixes in (
     (
         _SLASHES,
         "c h cc cpp cxx hpp hh hxx cu cuh ipp inl js mjs cjs jsx ts tsx go rs java kt kts scala "
-        "swift cs php dart groovy gradle proto zig v sv scss less json5 jsonc",
+        "swift cs php dart groovy gradle proto zig v sv scss less json5 jsonc fs fsi fsx",
     ),  # fmt: skip
     (_DASHES, "sql lua hs elm ada"),
     (_SEMICOLON, "el lisp clj cljs scm asm s"),
     (_PERCENT, "tex sty m erl"),
-    (_HTML, "md markdown html htm xml svg vue rst"),
+    (_HTML, "md markdown html htm xml svg vue"),
     (_BLOCK, "css"),
+    (_RST, "rst"),
+    (_BANG, "f f90 f95 f03 f08 for"),
+    (_REM, "bat cmd"),
 ):
     for _suffix in _suffixes.split():
         _BY_SUFFIX[_suffix] = _style

@@ -174,6 +174,10 @@ def test_a_truncated_hunk_is_an_input_error() -> None:
         ("x.rs", ("// ", "")),
         ("X.java", ("// ", "")),
         ("README.md", ("<!-- ", " -->")),
+        ("docs/source/index.rst", (".. ", "")),  # reST has no HTML comments
+        ("solver.f90", ("! ", "")),
+        ("lib.fs", ("// ", "")),
+        ("build.bat", ("REM ", "")),
         ("page.html", ("<!-- ", " -->")),
         ("q.sql", ("-- ", "")),
         ("init.lua", ("-- ", "")),
