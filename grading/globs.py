@@ -130,6 +130,8 @@ def _bracket(pat: bytes, i: int) -> tuple[bytes, int]:
 
 
 _ANY_DIRS = rb"(?:.*/)?"
+_ANY = rb".*"
+_STAR = rb"[^/]*"
 
 
 def _translate(pat: bytes) -> bytes:
@@ -147,7 +149,7 @@ def _translate(pat: bytes) -> bytes:
             after_slash = i == 0 or pat[i - 1] == _SLASH
             if j - i >= 2 and after_slash and (j == n or pat[j] == _SLASH or pat[j : j + 2] == b"\\/"):
                 if j == n:
-                    out.append(rb".*")  # trailing "**" matches everything below
+                    out.append(_ANY)  # trailing "**" matches everything below
                     i = j
                 elif pat[j] == _SLASH:
                     # "**/" matches zero or more whole directories; "**/**/" is the same as "**/".
@@ -155,10 +157,10 @@ def _translate(pat: bytes) -> bytes:
                         out.append(_ANY_DIRS)
                     i = j + 1
                 else:
-                    out.append(rb".*")  # "**\/": no zero-directory shortcut in dowild()
+                    out.append(_ANY)  # "**\/": no zero-directory shortcut in dowild()
                     i = j
             else:
-                out.append(rb"[^/]*")
+                out.append(_STAR)
                 i = j
         elif c == ord("?"):
             out.append(rb"[^/]")
@@ -174,7 +176,31 @@ def _translate(pat: bytes) -> bytes:
         else:
             out.append(re.escape(pat[i : i + 1]))
             i += 1
-    return b"".join(out)
+    return _atomic_stars(out)
+
+
+def _atomic_stars(out: list[bytes]) -> bytes:
+    """Join the pieces, matching each ``*X*`` (X fixed-width) as an atomic group on X's leftmost end.
+
+    A backtracking regex tries every split of a name between the stars: ``*.*.*.*.x`` took seconds on a
+    name of 255 dots, and agents choose the names. Taking the leftmost X is always enough when another
+    ``*`` follows: a later X leaves only non-'/' text in between, which that star absorbs (the argument
+    behind fnmatch's own atomic translation). git's dowild() prunes the same search with its aborts.
+    """
+    joined: list[bytes] = []
+    i = 0
+    while i < len(out):
+        if out[i] == _STAR:
+            j = i + 1
+            while j < len(out) and out[j] not in (_STAR, _ANY_DIRS, _ANY):
+                j += 1
+            if j < len(out) and out[j] == _STAR and j > i + 1:
+                joined.append(rb"(?>[^/]*?" + b"".join(out[i + 1 : j]) + rb")")
+                i = j
+                continue
+        joined.append(out[i])
+        i += 1
+    return b"".join(joined)
 
 
 def _encode(text: str) -> bytes:

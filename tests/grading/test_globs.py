@@ -179,6 +179,17 @@ def test_many_double_stars_do_not_backtrack_forever() -> None:
     assert time.perf_counter() - started < 1.0
 
 
+def test_many_single_stars_in_a_name_do_not_backtrack_forever() -> None:
+    # The agent names the files: 255 dots against `*.*.*.*.x` took seconds, eight stars took hours.
+    started = time.perf_counter()
+    assert not match_glob("*.*.*.*.x", "." * 255)
+    assert not match_glob("**/*a*a*a*a*a*a*a*a*b", "d/" + "a" * 255)
+    assert match_glob("*a*a*a*a*a*a*a*a*b", "a" * 254 + "b")
+    assert not match_glob("*a*a*a*a*a*a*a*a*b", "a" * 254 + "/b")
+    assert match_glob("x/*a*/*b*/**/c", "x/" + "a" * 100 + "/" + "b" * 100 + "/c")
+    assert time.perf_counter() - started < 1.0
+
+
 @pytest.mark.parametrize(
     "pattern",
     [
