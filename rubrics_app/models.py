@@ -387,10 +387,16 @@ class RubricRevision(models.Model):
         errors = self.validation_errors()
         if errors:
             raise RubricInvalid(errors)
-        self.status = RevisionStatus.APPROVED
-        self.approved_at = timezone.now()
-        self.approved_by = by
-        self.save(update_fields=["status", "approved_at", "approved_by"])
+        now = timezone.now()
+        # Conditional on the stored status: a second approval racing this one (two maintainers, or the last
+        # item's approval and the "Approve revision" button) is refused here, rather than by the
+        # frozen-revision trigger as an IntegrityError (a 500).
+        approved = RubricRevision.objects.filter(pk=self.pk, status=RevisionStatus.DRAFT).update(
+            status=RevisionStatus.APPROVED, approved_at=now, approved_by=by
+        )
+        if not approved:
+            raise TransitionError(f"revision {self.number} was approved meanwhile")
+        self.status, self.approved_at, self.approved_by = RevisionStatus.APPROVED, now, by
 
     def admit(self, by: Any) -> RubricRevision | None:
         """approved -> admitted; the task's previously admitted revision goes back to approved.

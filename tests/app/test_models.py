@@ -262,3 +262,18 @@ def test_an_edit_audits_the_stored_text_as_before_whatever_the_instance_holds(
     event = AuditEvent.objects.get(revision=draft_revision, verb=AuditVerb.EDITED)
     assert event.detail["before"] == {"intent": stored}
     assert event.detail["after"] == {"intent": "typed into a form"}
+
+
+def test_a_second_approval_from_a_stale_copy_is_a_transition_error(
+    draft_revision: RubricRevision, maintainer: Any
+) -> None:
+    # Every item approved while the revision stays a draft (as after a fix to its intent or scope).
+    draft_revision.items.update(review_state=ReviewState.APPROVED)
+    mine = RubricRevision.objects.get(pk=draft_revision.pk)
+    theirs = RubricRevision.objects.get(pk=draft_revision.pk)
+    theirs.approve(by=maintainer)
+    # Before, the stale copy's save hit the frozen-revision trigger: an IntegrityError, a 500 in the view.
+    with pytest.raises(TransitionError, match="approved meanwhile"):
+        mine.approve(by=maintainer)
+    stored = RubricRevision.objects.get(pk=draft_revision.pk)
+    assert stored.status == RevisionStatus.APPROVED and stored.approved_at == theirs.approved_at
