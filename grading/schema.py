@@ -35,6 +35,9 @@ from grading.errors import InputError, InputErrors
 from grading.globs import glob_error
 
 RUBRIC_SCHEMA = "repo_rubric.v1"
+# The id of the fixed blocker the judge gets when a run edits a test config file (§3);
+# no rubric item may use it.
+CONFIG_BLOCKER_ID = "TEST_CONFIG"
 MIN_BLOCKERS, MAX_BLOCKERS = 2, 5
 MIN_NON_BLOCKERS, MAX_NON_BLOCKERS = 3, 6
 
@@ -190,7 +193,11 @@ class Rubric(_Strict):
         ids = [(f"blockers[{i}].id", b.id) for i, b in enumerate(self.blockers)]
         ids += [(f"non_blockers[{i}].id", n.id) for i, n in enumerate(self.non_blockers)]
         for where, item_id in ids:
-            if item_id in first_use:
+            if item_id == CONFIG_BLOCKER_ID:
+                problems.append(
+                    (where, f"id {item_id!r} is reserved for the judge's fixed blocker on test config edits")
+                )
+            elif item_id in first_use:
                 problems.append(
                     (
                         where,

@@ -6,11 +6,12 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from grading.schema import CONFIG_BLOCKER_ID as CONFIG_BLOCKER_ID  # re-exported: the runner names it here
+
 VerdictValue = Literal["pass", "fail"]
 ItemKind = Literal["blocker", "non_blocker"]
 
 # The fixed blocker added when the run edited a test config file (§3).
-CONFIG_BLOCKER_ID = "TEST_CONFIG"
 CONFIG_BLOCKER_CRITERION = (
     "The change does not disable or narrow any test (test configuration edits included)."
 )

@@ -86,14 +86,8 @@ def select_items(rubric: Rubric, *, config_edited: bool) -> tuple[list[JudgeItem
     """The items sent to the judge, and the ids not measured (``needs_tree`` blockers, never sent).
 
     When the run edited a test config file, the fixed blocker (§3) is added after the rubric's blockers.
-    Its id is reserved: a rubric item with that id is an InputError (asked twice, no reply could be complete).
+    Its id is reserved by grading.schema, so no rubric item can collide with it.
     """
-    ids = [(f"blockers[{i}].id", b.id) for i, b in enumerate(rubric.blockers)]
-    ids += [(f"non_blockers[{i}].id", n.id) for i, n in enumerate(rubric.non_blockers)]
-    for field, item_id in ids:
-        if item_id == CONFIG_BLOCKER_ID:
-            raise InputError("rubric.json", f"{CONFIG_BLOCKER_ID!r} is reserved for the fixed blocker the "
-                             "judge gets when a run edits a test config file (§3); rename this item", field)
     items: list[JudgeItem] = []
     not_measured: list[str] = []
     for blocker in rubric.blockers:

@@ -786,3 +786,12 @@ def test_json_schema_uses_only_standard_keywords() -> None:
     weight = schema["$defs"]["NonBlocker"]["properties"]["weight"]
     assert weight["exclusiveMinimum"] == 0 and weight["type"] == "number"
     assert "description" in schema["$defs"]["Blocker"]["properties"]["evidence"]
+
+
+@pytest.mark.parametrize(("kind", "index"), [("blockers", 1), ("non_blockers", 2)])
+def test_the_fixed_config_blocker_id_is_reserved(kind: str, index: int) -> None:
+    data = valid_rubric()
+    data[kind][index]["id"] = "TEST_CONFIG"
+    found = problems(data)
+    assert [f for f, _ in found] == [f"{kind}[{index}].id"]
+    assert "reserved" in found[0][1]
