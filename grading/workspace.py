@@ -3,7 +3,8 @@
 CONTRACT: ``snapshot_ignored(workspace) -> list[str]``, ``write_snapshot(workspace, out) -> int``,
 ``capture(workspace, base, before, out_dir) -> CaptureResult`` (writes ``workspace.diff`` and
 ``ignored_created.txt`` into ``out_dir``), ``read_path_list(path) -> list[str]`` to read
-``ignored_created.txt`` back, ``read_snapshot(path) -> list[str]``.
+``ignored_created.txt`` back, ``read_snapshot(path) -> list[str]`` (its ignored paths; the whole file, with
+the recorded exclusion rules, is ``read_snapshot_file(path) -> Snapshot``).
 
 Path-list files (the snapshot and ``ignored_created.txt``) hold one path per line, relative to the
 workspace root, ``/``-separated, UTF-8, each line ending in ``\\n``. A name that a plain line cannot carry
@@ -11,9 +12,18 @@ is written C-quoted between double quotes, as git quotes paths: a name containin
 (newline, tab, ...), ``"`` or ``\\``, bytes that are not UTF-8, leading or trailing white space, or a name
 starting with ``#``. Inside the quotes ``\\a \\b \\t \\n \\v \\f \\r \\" \\\\`` and three-digit octal
 ``\\ooo`` escape one byte each. Other non-ASCII UTF-8 (``naïve café.txt``) stays as it is. Lines starting
-with ``#`` are comments; the snapshot starts with the line ``# rubric snapshot v1``, which is how a wrong
-``--before`` file is told apart. Names that are not UTF-8 come back as ``str`` with surrogate escapes
+with ``#`` are comments. Names that are not UTF-8 come back as ``str`` with surrogate escapes
 (``os.fsdecode``).
+
+The snapshot starts with the line ``# rubric snapshot v2``, which is how a wrong ``--before`` file is told
+apart. Its second line is ``# info/exclude: "..."``: the bytes of the workspace's ``.git/info/exclude`` at
+snapshot time, always C-quoted as above (``""`` when the file is absent or empty). That file is an exclusion
+source outside the tree, so no diff shows an edit to it: the capture lists untracked and ignored files with
+the recorded content instead of the current one (see below). The ignored paths follow, one per line.
+Version 1 (``# rubric snapshot v1``, paths only) is still read, but it lacks the recorded exclusion rules,
+so a capture from a v1 snapshot falls back to the workspace's current ``info/exclude``: a file the agent
+excluded there during the run is then missing from the diff (``CaptureResult.exclude_rules_recorded`` is
+false, and the CLI says so).
 
 How the capture works, and why:
 
@@ -41,6 +51,13 @@ How the capture works, and why:
 - A new file git refuses to track anywhere (``.GIT/x``: git compares ``.git`` case-insensitively) cannot
   be in any diff; it is reported in ``unrepresentable`` and listed in ``ignored_created.txt`` too, so
   ``denied_globs`` still sees it.
+- "Untracked or ignored" is decided with the exclusion rules in force at snapshot time for every source
+  outside the tree: the scan, the ``git add -N`` and the diff run with a scratch git directory whose
+  ``info/exclude`` holds the recorded bytes, and ``core.excludesFile`` (the user's ``~/.config/git/ignore``
+  included) is ``/dev/null`` at both ends. Otherwise an agent could write ``NOTES.md``, append it to
+  ``.git/info/exclude`` and have it only in ``ignored_created.txt``, which scope checks against
+  ``denied_globs`` alone, so neither ``allowed_globs`` nor the judge would see it. ``.gitignore`` files are
+  in the tree: an edit to a tracked one, or a new one that is not itself ignored, is in the diff.
 - Ignored files are listed file by file (no ``--directory`` collapsing), so a new file inside a directory
   that was already ignored before the run shows up in ``ignored_created.txt``.
 """
@@ -58,7 +75,9 @@ from pydantic import BaseModel, field_serializer
 
 from grading.errors import InputError
 
-SNAPSHOT_HEADER = "# rubric snapshot v1"
+SNAPSHOT_HEADER = "# rubric snapshot v2"  # what write_snapshot writes
+SNAPSHOT_HEADER_V1 = "# rubric snapshot v1"  # still read: paths only, no recorded info/exclude
+_EXCLUDE_PREFIX = "# info/exclude: "
 DIFF_NAME = "workspace.diff"
 IGNORED_CREATED_NAME = "ignored_created.txt"
 
@@ -145,6 +164,10 @@ class CaptureResult(BaseModel):
     ignored_created: list[str]
     nested_repositories: list[str] = []  # their files are in the diff as ordinary added files
     unrepresentable: list[str] = []  # new files git refuses to track (.GIT/x); also in ignored_created
+    # False for a v1 snapshot: untracked vs ignored was then decided with the current .git/info/exclude
+    exclude_rules_recorded: bool = True
+    # .git/info/exclude differs from the snapshot's (the capture used the snapshot's)
+    info_exclude_changed: bool = False
 
     @field_serializer("ignored_created", "nested_repositories", "unrepresentable")
     def _json_safe(self, paths: list[str]) -> list[str]:
@@ -174,6 +197,9 @@ class _Git:
         env.update(
             GIT_CONFIG_NOSYSTEM="1",
             GIT_CONFIG_GLOBAL=os.devnull,
+            # $(prefix)/etc/gitattributes is host config like /etc/gitconfig; core.attributesFile is already
+            # /dev/null. Only attributes are lost, and the diff pins its own (`* !diff`, scratch git dir).
+            GIT_ATTR_NOSYSTEM="1",
             GIT_OPTIONAL_LOCKS="0",
             GIT_TERMINAL_PROMPT="0",
             LC_ALL="C",
@@ -294,16 +320,74 @@ def _scan(git: _Git, staged_repositories: Sequence[str] = ()) -> _Scan:
     )
 
 
+class Snapshot(BaseModel):
+    """A snapshot file: the ignored files before the run and, from v2 on, the exclusion rules then."""
+
+    version: int
+    ignored: list[str]
+    info_exclude: bytes | None  # the workspace's .git/info/exclude at snapshot time; None in a v1 file
+
+
+def _read_info_exclude(git: _Git) -> bytes:
+    """The current bytes of the workspace's ``info/exclude`` (the common one for a linked worktree)."""
+    path = _git_path(git, "info/exclude")
+    try:
+        return path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return b""  # git reads no patterns from it either
+    except OSError as exc:
+        raise InputError(path, f"cannot read: {exc.strerror or exc}") from exc
+
+
+def _use_scratch(git: _Git, scratch: Path, info_exclude: bytes) -> None:
+    """Point ``git`` at a scratch git directory, index copy and object directory inside ``scratch``.
+
+    The repository's objects stay readable (alternates) and its work tree is the work tree; nothing of its
+    git directory is written. The scratch directory's ``info/exclude`` holds ``info_exclude``.
+    """
+    real_index = _git_path(git, "index")
+    objects = _git_path(git, "objects").resolve()
+    scratch_index = scratch / "index"
+    if real_index.is_file():
+        shutil.copyfile(real_index, scratch_index)
+    (scratch / "objects").mkdir()
+    git_dir = _scratch_git_dir(git, scratch, real_index.parent, info_exclude)
+    git.extra_env = {
+        "GIT_DIR": str(git_dir),
+        "GIT_WORK_TREE": str(git.workspace),
+        "GIT_INDEX_FILE": str(scratch_index),
+        # git add -N writes the empty blob, update-index writes nested files' blobs: keep them out of
+        # the repository's object store, and read everything else from it.
+        "GIT_OBJECT_DIRECTORY": str(scratch / "objects"),
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES": _alternates_value([objects]),
+    }
+
+
+def take_snapshot(workspace: Path) -> Snapshot:
+    """The ignored files now in ``workspace`` (one entry per file, sorted) and its ``info/exclude``."""
+    git = _toplevel_git(workspace)
+    info_exclude = _read_info_exclude(git)
+    # The scan runs exactly as the capture's will, from a scratch git directory holding these same bytes.
+    with tempfile.TemporaryDirectory(prefix="rubric-snapshot-") as scratch_name:
+        _use_scratch(git, Path(scratch_name), info_exclude)
+        ignored = _scan(git).ignored
+    return Snapshot(version=2, ignored=ignored, info_exclude=info_exclude)
+
+
 def snapshot_ignored(workspace: Path) -> list[str]:
     """Every ignored file now in ``workspace``, one entry per file (no directory collapsing), sorted."""
-    return _scan(_toplevel_git(workspace)).ignored
+    return take_snapshot(workspace).ignored
 
 
 def write_snapshot(workspace: Path, out: Path) -> int:
-    """Write the ignored-file snapshot of ``workspace`` to ``out``; returns the number of paths."""
-    paths = snapshot_ignored(workspace)
-    _write_text(out, SNAPSHOT_HEADER + "\n" + format_path_list(paths))
-    return len(paths)
+    """Write the snapshot of ``workspace`` (v2: ignored files and ``info/exclude``) to ``out``.
+
+    Returns the number of ignored paths.
+    """
+    snap = take_snapshot(workspace)
+    exclude_line = _EXCLUDE_PREFIX + _c_quote(snap.info_exclude or b"")
+    _write_text(out, f"{SNAPSHOT_HEADER}\n{exclude_line}\n" + format_path_list(snap.ignored))
+    return len(snap.ignored)
 
 
 def _write_text(path: Path, text: str) -> None:
@@ -425,12 +509,7 @@ def _check_relative(path: str) -> str | None:
     return None
 
 
-def read_path_list(path: Path, header: str | None = None) -> list[str]:
-    """Read a path-list file (module docstring); ``header`` is the first line it must start with.
-
-    Raises InputError naming the file and line on a missing file, bad UTF-8, a bad quoted name or a path
-    that is not relative to the workspace.
-    """
+def _read_lines(path: Path) -> list[str]:
     try:
         data = path.read_bytes()
     except FileNotFoundError as exc:
@@ -447,8 +526,22 @@ def read_path_list(path: Path, header: str | None = None) -> list[str]:
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
+    return lines
+
+
+def read_path_list(path: Path, header: str | None = None) -> list[str]:
+    """Read a path-list file (module docstring); ``header`` is the first line it must start with.
+
+    Raises InputError naming the file and line on a missing file, bad UTF-8, a bad quoted name or a path
+    that is not relative to the workspace.
+    """
+    lines = _read_lines(path)
     if header is not None and (not lines or lines[0] != header):
         raise InputError(path, f"not a snapshot written by `rubric snapshot` (first line must be {header!r})")
+    return _parse_paths(path, lines)
+
+
+def _parse_paths(path: Path, lines: list[str]) -> list[str]:
     paths: list[str] = []
     for number, line in enumerate(lines, start=1):
         if line.startswith("#"):
@@ -466,9 +559,34 @@ def read_path_list(path: Path, header: str | None = None) -> list[str]:
     return paths
 
 
+def read_snapshot_file(path: Path) -> Snapshot:
+    """Read a file written by :func:`write_snapshot` (v2, or v1 of older versions); InputError if it is
+    missing or malformed."""
+    lines = _read_lines(path)
+    first = lines[0] if lines else ""
+    if first not in (SNAPSHOT_HEADER, SNAPSHOT_HEADER_V1):
+        raise InputError(
+            path,
+            "not a snapshot written by `rubric snapshot` "
+            f"(first line must be {SNAPSHOT_HEADER!r} or {SNAPSHOT_HEADER_V1!r})",
+        )
+    if first == SNAPSHOT_HEADER_V1:
+        return Snapshot(version=1, ignored=_parse_paths(path, lines), info_exclude=None)
+    second = lines[1] if len(lines) > 1 else ""
+    quoted = second[len(_EXCLUDE_PREFIX) :]
+    if not second.startswith(_EXCLUDE_PREFIX) or not quoted.startswith('"'):
+        raise InputError(path, f"second line must be {_EXCLUDE_PREFIX}followed by a quoted string", "line 2")
+    try:
+        info_exclude = os.fsencode(unquote_path(quoted))
+    except ValueError as exc:
+        raise InputError(path, f"info/exclude: {exc}", "line 2") from exc
+    return Snapshot(version=2, ignored=_parse_paths(path, lines), info_exclude=info_exclude)
+
+
 def read_snapshot(path: Path) -> list[str]:
-    """Read a file written by :func:`write_snapshot`; InputError if it is missing or malformed."""
-    return read_path_list(path, header=SNAPSHOT_HEADER)
+    """The ignored paths of a file written by :func:`write_snapshot`; InputError if it is missing or
+    malformed."""
+    return read_snapshot_file(path).ignored
 
 
 # ---- capture -----------------------------------------------------------------------------------------
@@ -504,27 +622,20 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
     """Write ``out_dir/workspace.diff`` (BASE to the working tree) and ``out_dir/ignored_created.txt``."""
     git = _toplevel_git(workspace)
     base_commit = _resolve_base(git, base)
-    before_paths = set(read_snapshot(before))
+    snap = read_snapshot_file(before)
+    before_paths = set(snap.ignored)
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(out_dir, "run directory is not a directory")
     staged_repositories = _new_gitlinks(git, base_commit)
-    scan = _scan(git, staged_repositories)
+    current_exclude = _read_info_exclude(git)
+    # A v1 snapshot did not record the rules: the current ones are all there is (module docstring).
+    info_exclude = current_exclude if snap.info_exclude is None else snap.info_exclude
 
-    real_index = _git_path(git, "index")
-    objects = _git_path(git, "objects").resolve()
     with tempfile.TemporaryDirectory(prefix="rubric-capture-") as scratch_name:
-        scratch = Path(scratch_name)
-        scratch_index = scratch / "index"
-        if real_index.is_file():
-            shutil.copyfile(real_index, scratch_index)
-        (scratch / "objects").mkdir()
-        git.extra_env = {
-            "GIT_INDEX_FILE": str(scratch_index),
-            # git add -N writes the empty blob, update-index writes nested files' blobs: keep them out of
-            # the repository's object store, and read everything else from it.
-            "GIT_OBJECT_DIRECTORY": str(scratch / "objects"),
-            "GIT_ALTERNATE_OBJECT_DIRECTORIES": _alternates_value([objects]),
-        }
+        # Everything from here on (the scan, git add -N, the diff) sees the same scratch git directory, so
+        # a file the scan calls untracked is one git add accepts and the diff shows.
+        _use_scratch(git, Path(scratch_name), info_exclude)
+        scan = _scan(git, staged_repositories)
         _clear_hiding_bits(git)
         if scan.untracked:
             # --literal-pathspecs: a file named '*.py' is that file, not a glob over the work tree.
@@ -543,9 +654,6 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
         if scan.nested_files:
             # git add would stop at the nested .git (a gitlink); update-index adds the files themselves.
             git.run("update-index", "--add", "-z", "--stdin", stdin=_nul_joined(scan.nested_files))
-        git.extra_env.update(
-            GIT_DIR=str(_diff_git_dir(git, scratch, real_index.parent)), GIT_WORK_TREE=str(git.workspace)
-        )
         diff = git.run("diff", *_DIFF_FLAGS, base_commit, "--")
         in_index = set(_split_z(git.run("ls-files", "-z")))
     # Names git refuses to track anywhere (a '.GIT' directory): no diff can carry them, so they are listed
@@ -574,11 +682,14 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
         ignored_created=ignored_created,
         nested_repositories=scan.nested_repositories,
         unrepresentable=unrepresentable,
+        exclude_rules_recorded=snap.info_exclude is not None,
+        info_exclude_changed=snap.info_exclude is not None and current_exclude != snap.info_exclude,
     )
 
 
-def _diff_git_dir(git: _Git, scratch: Path, index_dir: Path) -> Path:
-    """A scratch git directory for the diff itself, whose ``info/attributes`` outranks the workspace's.
+def _scratch_git_dir(git: _Git, scratch: Path, index_dir: Path, info_exclude: bytes) -> Path:
+    """A scratch git directory whose ``info/exclude`` is ``info_exclude`` and whose ``info/attributes``
+    outranks the workspace's.
 
     A ``-diff`` or ``binary`` attribute (in ``.gitattributes``, or in ``.git/info/attributes``, which no
     diff shows) turns a text change into a binary patch: the judge could not read it and max_changed_lines
@@ -595,6 +706,7 @@ def _diff_git_dir(git: _Git, scratch: Path, index_dir: Path) -> Path:
         config = f"[core]\n\trepositoryformatversion = 1\n[extensions]\n\tobjectformat = {object_format}\n"
     (git_dir / "config").write_text(config)
     (git_dir / "info" / "attributes").write_text("* !diff\n")
+    (git_dir / "info" / "exclude").write_bytes(info_exclude)
     # A split index names its shared part, which git looks for beside the index's git directory.
     for shared in index_dir.glob("sharedindex.*"):
         shutil.copyfile(shared, git_dir / shared.name)

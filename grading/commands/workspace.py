@@ -11,7 +11,8 @@ from grading.workspace import capture, write_snapshot
 
 def register(subparsers: Subparsers) -> None:
     snapshot = subparsers.add_parser(
-        "snapshot", help="list the ignored files present in a workspace before a run"
+        "snapshot",
+        help="record the ignored files present in a workspace before a run, and its .git/info/exclude",
     )
     snapshot.add_argument("workspace", type=Path, metavar="WORKSPACE", help="top level of the git work tree")
     snapshot.add_argument(
@@ -50,4 +51,12 @@ def run_capture(args: argparse.Namespace) -> int:
         print(f"note: {nested} is a nested git repository; its files are in the diff as added files")
     for name in result.unrepresentable:
         print(f"note: git cannot track {name!r}; it is listed in ignored_created.txt instead of the diff")
+    if not result.exclude_rules_recorded:
+        print(
+            "note: the snapshot is v1 and does not record .git/info/exclude; untracked vs ignored was "
+            "decided with the current one, so files excluded there during the run are not in the diff "
+            "(take snapshots with this version of `rubric snapshot`)"
+        )
+    if result.info_exclude_changed:
+        print("note: .git/info/exclude changed since the snapshot; the capture used the snapshot's rules")
     return 0

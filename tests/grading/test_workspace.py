@@ -17,6 +17,7 @@ from grading.diffs import load_diff, path_text
 from grading.errors import InputError
 from grading.workspace import (
     SNAPSHOT_HEADER,
+    SNAPSHOT_HEADER_V1,
     capture,
     quote_path,
     read_path_list,
@@ -27,6 +28,8 @@ from grading.workspace import (
 )
 from tests.gitrepo import GIT_ENV, GitRepo
 
+V1 = SNAPSHOT_HEADER_V1.encode()
+V2 = SNAPSHOT_HEADER.encode() + b'\n# info/exclude: ""'
 BINARY = bytes(range(256)) * 4 + b"\0\0tail"
 ODD_NAME = "dir with space/naïve café.txt"
 
@@ -540,14 +543,23 @@ def test_base_may_be_a_tag_or_branch_name(workspace: tuple[GitRepo, str], tmp_pa
         (b"", "not a snapshot"),
         (b"build/a.o\n", "not a snapshot"),
         (b'{"schema": "repo_rubric.v1"}\n', "not a snapshot"),
-        (SNAPSHOT_HEADER.encode() + b'\n"unterminated\n', "line 2: quoted name without its closing quote"),
-        (SNAPSHOT_HEADER.encode() + b'\nok\n"bad \\q escape"\n', "line 3: bad escape"),
-        (SNAPSHOT_HEADER.encode() + b"\n../outside\n", "line 2: path with an empty"),
-        (SNAPSHOT_HEADER.encode() + b"\n/etc/passwd\n", "line 2: absolute path"),
-        (SNAPSHOT_HEADER.encode() + b"\n\n", "line 2: empty path"),
-        (SNAPSHOT_HEADER.encode() + b"\nbad-\xff-bytes\n", "line 2: not UTF-8"),
-        (SNAPSHOT_HEADER.encode() + b"\r\nwindows.o\r\n", "not a snapshot"),
-        (SNAPSHOT_HEADER.encode() + b"\nwindows.o\r\n", "line 2: control character"),
+        (V1 + b'\n"unterminated\n', "line 2: quoted name without its closing quote"),
+        (V1 + b'\nok\n"bad \\q escape"\n', "line 3: bad escape"),
+        (V1 + b"\n../outside\n", "line 2: path with an empty"),
+        (V1 + b"\n/etc/passwd\n", "line 2: absolute path"),
+        (V1 + b"\n\n", "line 2: empty path"),
+        (V1 + b"\nbad-\xff-bytes\n", "line 2: not UTF-8"),
+        (V1 + b"\r\nwindows.o\r\n", "not a snapshot"),
+        (V1 + b"\nwindows.o\r\n", "line 2: control character"),
+        (V2 + b'\n"unterminated\n', "line 3: quoted name without its closing quote"),
+        (V2 + b"\n../outside\n", "line 3: path with an empty"),
+        (V2 + b"\nbad-\xff-bytes\n", "line 3: not UTF-8"),
+        (SNAPSHOT_HEADER.encode() + b"\n", "line 2: second line must be # info/exclude: "),
+        (SNAPSHOT_HEADER.encode() + b"\nbuild/a.o\n", "line 2: second line must be # info/exclude: "),
+        (SNAPSHOT_HEADER.encode() + b"\n# info/exclude: NOTES.md\n", "line 2: second line must be"),
+        (SNAPSHOT_HEADER.encode() + b'\n# info/exclude: "NOTES.md\n', "line 2: info/exclude: quoted name"),
+        (SNAPSHOT_HEADER.encode() + b'\n# info/exclude: "a\\qb"\n', "line 2: info/exclude: bad escape"),
+        (b"# rubric snapshot v3\n", "not a snapshot"),
     ],
 )
 def test_malformed_snapshot(
