@@ -39,9 +39,12 @@ How the capture works, and why:
   scratch object directory in front of the repository's own, so neither the real index nor the object
   store changes. ``assume-unchanged`` and ``skip-worktree`` bits are cleared in the copy: they would hide
   edits to tracked files.
-- The diff itself runs with a scratch git directory whose ``info/attributes`` (``* !diff``) outranks the
-  workspace's ``.gitattributes`` and ``.git/info/attributes``: a ``binary`` or ``-diff`` attribute must not
-  turn a text change into a binary patch the judge cannot read and max_changed_lines does not count.
+- Everything after the snapshot's or capture's first look at the repository (the file scan, ``git add -N``,
+  the diff) runs with one scratch git directory (``GIT_DIR``; the work tree is the workspace). Its
+  ``info/attributes`` (``* !diff``) outranks the workspace's ``.gitattributes`` and replaces its
+  ``.git/info/attributes``: a ``binary`` or ``-diff`` attribute must not turn a text change into a binary
+  patch the judge cannot read and max_changed_lines does not count. The system attributes file is not read
+  (``GIT_ATTR_NOSYSTEM``), as the system config is not.
 - A nested repository the agent created (a directory with its own ``.git``, with or without commits, left
   untracked or staged/committed as a gitlink the base does not have) would be a gitlink, which ``git apply``
   cannot reproduce and which hides every file inside it. Its files (not its ``.git``) are therefore
@@ -57,7 +60,9 @@ How the capture works, and why:
   included) is ``/dev/null`` at both ends. Otherwise an agent could write ``NOTES.md``, append it to
   ``.git/info/exclude`` and have it only in ``ignored_created.txt``, which scope checks against
   ``denied_globs`` alone, so neither ``allowed_globs`` nor the judge would see it. ``.gitignore`` files are
-  in the tree: an edit to a tracked one, or a new one that is not itself ignored, is in the diff.
+  in the tree: an edit to a tracked one, or a new one that is not itself ignored, is in the diff. A new
+  ``.gitignore`` that ignores itself (``.pytest_cache/.gitignore`` says ``*``) is not; it and the files it
+  hides are in ``ignored_created.txt`` only, as every newly ignored file is.
 - Ignored files are listed file by file (no ``--directory`` collapsing), so a new file inside a directory
   that was already ignored before the run shows up in ``ignored_created.txt``.
 """
