@@ -97,6 +97,21 @@ class ItemForm(_ItemModelForm):
         return {name: self.cleaned_data[name] for name in self.Meta.fields if name in self.fields}
 
 
+class NewItemForm(ItemForm):
+    """A blocker or non-blocker to add to a draft: ``instance`` is an unsaved item of that revision and kind.
+
+    The same checks as an edit (id format and uniqueness, non-blank criterion, evidence, weight above 0);
+    field ids are prefixed by kind so both add forms fit on one page.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("auto_id", f"id_add_{kwargs['instance'].kind}_%s")
+        super().__init__(*args, **kwargs)
+        # A new row has no version to lock against.
+        del self.fields["version"]
+        self.initial.pop("version", None)
+
+
 def _lines(value: str) -> list[str]:
     return [line.strip() for line in value.splitlines() if line.strip()]
 

@@ -46,7 +46,13 @@ app_urls = [
         exports.export_checkout,
         name="export_checkout",
     ),
+    path(
+        "repos/<int:repo_pk>/revisions/<int:rev_pk>/items/add/<str:kind>/",
+        items.item_add,
+        name="item_add",
+    ),
     path("repos/<int:repo_pk>/items/<int:item_pk>/", items.item_row, name="item_row"),
+    path("repos/<int:repo_pk>/items/<int:item_pk>/remove/", items.item_remove, name="item_remove"),
     path("repos/<int:repo_pk>/items/<int:item_pk>/edit/", items.item_edit, name="item_edit"),
     path("repos/<int:repo_pk>/items/<int:item_pk>/approve/", items.item_approve, name="item_approve"),
     path(

@@ -7,11 +7,13 @@ edit names the version it was made against, and a stale one raises :class:`Confl
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -242,6 +244,31 @@ def _require_draft(revision: RubricRevision) -> None:
         raise RevisionFrozen(revision)
 
 
+def _locked(revision_pk: int) -> RubricRevision:
+    """The revision as stored, locked (on PostgreSQL) until the caller's transaction ends: an approval
+    waits for the write to a draft's rows rather than racing it."""
+    return (
+        RubricRevision.objects.select_for_update(of=("self",))
+        .select_related("task__repository")
+        .get(pk=revision_pk)
+    )
+
+
+@contextmanager
+def _unless_frozen_meanwhile(revision_pk: int) -> Iterator[None]:
+    """Write to a draft's rows; if the revision was approved between the check and the write, the
+    frozen-revision trigger refuses it (IntegrityError): raise :class:`RevisionFrozen` then, not a 500.
+    Any other IntegrityError (a duplicate item id) is raised as it is."""
+    try:
+        with transaction.atomic():
+            yield
+    except IntegrityError:
+        current = RubricRevision.objects.select_related("task").get(pk=revision_pk)
+        if current.is_frozen:
+            raise RevisionFrozen(current) from None
+        raise
+
+
 def _clean_changes(changes: dict[str, Any], allowed: frozenset[str]) -> dict[str, Any]:
     unknown = set(changes) - allowed
     if unknown:
@@ -325,23 +352,34 @@ def edit_revision(
 
 @transaction.atomic
 def add_item(revision: RubricRevision, kind: ItemKind, fields: dict[str, Any], by: Any) -> RubricItem:
+    """A new blocker or non-blocker at the end of its list in a draft; its review starts pending.
+
+    The 2-5 blockers / 3-6 non-blockers rule is grading.schema's: a draft may break it for a while (the
+    revision then shows the error and cannot be approved). A duplicate id raises IntegrityError.
+    """
+    revision = _locked(revision.pk)
     _require_maintainer(revision, by)
     _require_draft(revision)
     fields = _clean_changes(fields, ITEM_EDITABLE_FIELDS)
-    position = max((i.position for i in revision.items.filter(kind=kind)), default=-1) + 1
-    item = RubricItem.objects.create(revision=revision, kind=kind, position=position, **fields)
+    with _unless_frozen_meanwhile(revision.pk):
+        position = max((i.position for i in revision.items.filter(kind=kind)), default=-1) + 1
+        item = RubricItem.objects.create(revision=revision, kind=kind, position=position, **fields)
     audit.record(AuditVerb.EDITED, actor=by, revision=revision, item=item, detail={"added": item.text()})
     return item
 
 
 @transaction.atomic
 def remove_item(item: RubricItem, by: Any) -> None:
-    revision = item.revision
+    """Drop a blocker or non-blocker (with its comments) from a draft, e.g. a questionable blocker (§6)."""
+    revision = _locked(item.revision_id)
     _require_maintainer(revision, by)
     _require_draft(revision)
     text = item.text()
-    item.delete()
-    audit.record(AuditVerb.EDITED, actor=by, revision=revision, detail={"removed": text})
+    with _unless_frozen_meanwhile(revision.pk):
+        item.delete()
+    audit.record(
+        AuditVerb.EDITED, actor=by, revision=revision, detail={"removed": text, "kind": str(item.kind)}
+    )
 
 
 # --- review -------------------------------------------------------------------------------------------------

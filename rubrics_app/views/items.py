@@ -1,5 +1,6 @@
 """Row actions on one blocker or non-blocker. Under htmx each returns just that row
-(``revision_detail.html#item-row``); a plain form post falls back to the page."""
+(``revision_detail.html#item-row``); a plain form post falls back to the page. Adding and removing an item
+change the lists themselves: under htmx they return the item sections (``#item-sections``)."""
 
 from __future__ import annotations
 
@@ -7,24 +8,35 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db import IntegrityError
-from django.http import HttpResponse
+from django.db import IntegrityError, transaction
+from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
-from rubrics_app.forms import CommentForm, ItemForm, RequestChangesForm
-from rubrics_app.models import RevisionFrozen, Role, RubricItem, TransitionError
+from rubrics_app.forms import CommentForm, ItemForm, NewItemForm, RequestChangesForm
+from rubrics_app.models import ItemKind, RevisionFrozen, Role, RubricItem, TransitionError
 from rubrics_app.services.revisions import (
     Conflict,
+    add_item,
     approve_item,
     comment,
     edit_item,
     new_draft_from,
+    remove_item,
     request_changes,
 )
 from rubrics_app.views.common import HtmxHttpRequest, ItemRow, load_item, load_revision, validation_report
 from rubrics_app.views.revisions import PAGE, redirect_to, render_partials, revision_context, revision_url
+
+
+def _meanwhile(exc: RevisionFrozen, what: str) -> str:
+    """The notice for a draft that turned approved (or admitted) while the maintainer was acting on it."""
+    revision = exc.revision
+    return (
+        f"Revision {revision.number} was {revision.status} meanwhile, so {what}. "
+        "Reload the page; to change it now, start a new draft from it."
+    )
 
 
 def _row(
@@ -176,3 +188,100 @@ def item_comment(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpRe
     # Comments are rows of their own, so a frozen revision can still be discussed.
     comment(item, by=request.user, text=form.cleaned_data["text"])
     return _respond(request, access, load_item(access.repository, item_pk))
+
+
+# --- adding and removing items ------------------------------------------------------------------------------
+
+
+def _respond_list(
+    request: HtmxHttpRequest,
+    access: RepositoryAccess,
+    rev_pk: int,
+    *,
+    adding: NewItemForm | None = None,
+    notice: str = "",
+    anchor: str = "item-sections",
+    status: int = 200,
+) -> HttpResponse:
+    """Under htmx the item sections, with the revision's status and calibration diffs out of band (the
+    counts, the validation errors and whether it can be approved all change with the lists); otherwise the
+    page: in full when an add form has errors, else a redirect to it."""
+    revision = load_revision(access.repository, rev_pk)
+    context = revision_context(access, revision, adding=adding, list_notice=notice)
+    if request.htmx:
+        context["oob"] = True
+        return render_partials(request, ["item-sections", "revision-status", "calibration-diffs"], context)
+    if adding is not None and (adding.errors or notice):
+        return render(request, PAGE, context, status=status)
+    if notice:
+        messages.error(request, notice)
+    return redirect_to(request, revision_url(revision, anchor))
+
+
+def _item_kind(value: str) -> ItemKind:
+    try:
+        return ItemKind(value)
+    except ValueError:
+        raise Http404("no such kind of item") from None
+
+
+@require_POST
+@login_required
+def item_add(request: HtmxHttpRequest, repo_pk: int, rev_pk: int, kind: str) -> HttpResponse:
+    """Add a blocker or non-blocker to a draft. On an approved or admitted revision, as with an edit, the
+    new item lands in a new draft made from it."""
+    access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
+    item_kind = _item_kind(kind)
+    revision = load_revision(access.repository, rev_pk)
+    form = NewItemForm(request.POST, instance=RubricItem(revision=revision, kind=item_kind))
+    if not form.is_valid():
+        return _respond_list(request, access, rev_pk, adding=form, status=400)
+    try:
+        # One transaction: a new draft is not left behind when adding to it fails.
+        with transaction.atomic():
+            target = new_draft_from(revision, by=request.user) if revision.is_frozen else revision
+            item = add_item(target, item_kind, form.text_fields(), by=request.user)
+    except RevisionFrozen as exc:
+        notice = _meanwhile(exc, "nothing was added")
+        return _respond_list(request, access, rev_pk, adding=form, notice=notice, status=409)
+    except IntegrityError:
+        # Another maintainer gave the same id to an item of this revision between our check and the save.
+        form.add_error(
+            "item_id", f"{form.cleaned_data['item_id']} was just taken by another item of this revision."
+        )
+        return _respond_list(request, access, rev_pk, adding=form, status=409)
+    if target.pk != revision.pk:
+        messages.success(
+            request,
+            f"Revision {revision.number} is {revision.status}; "
+            f"{item.item_id} was added in draft {target.number}.",
+        )
+        return redirect_to(request, revision_url(target, f"item-{item.pk}"))
+    messages.success(request, f"{item.get_kind_display()} {item.item_id} was added to this draft.")
+    return _respond_list(request, access, rev_pk, anchor=f"item-{item.pk}")
+
+
+@require_POST
+@login_required
+def item_remove(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpResponse:
+    """Remove a blocker or non-blocker from a draft (§6: review drops questionable blockers). On an approved
+    or admitted revision, as with an edit, the removal happens in a new draft made from it."""
+    access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
+    item = load_item(access.repository, item_pk)
+    revision = item.revision
+    try:
+        if revision.is_frozen:
+            with transaction.atomic():
+                draft = new_draft_from(revision, by=request.user)
+                remove_item(RubricItem.objects.get(revision=draft, item_id=item.item_id), by=request.user)
+            messages.success(
+                request,
+                f"Revision {revision.number} is {revision.status}; "
+                f"{item.item_id} was removed in draft {draft.number}.",
+            )
+            return redirect_to(request, revision_url(draft, "item-sections"))
+        remove_item(item, by=request.user)
+    except RevisionFrozen as exc:
+        return _respond_list(request, access, revision.pk, notice=_meanwhile(exc, "nothing was removed"))
+    messages.success(request, f"{item.get_kind_display()} {item.item_id} was removed from this draft.")
+    return _respond_list(request, access, revision.pk)

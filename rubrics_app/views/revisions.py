@@ -12,14 +12,16 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
-from rubrics_app.forms import RevisionForm
+from rubrics_app.forms import NewItemForm, RevisionForm
 from rubrics_app.models import (
     AuditEvent,
     AuditVerb,
     CalibrationDiff,
     ItemKind,
+    RevisionStatus,
     Role,
     RubricInvalid,
+    RubricItem,
     RubricRevision,
     TransitionError,
 )
@@ -56,6 +58,8 @@ def revision_context(
     editing: ItemRow | None = None,
     revision_form: RevisionForm | None = None,
     revision_conflict: dict[str, Any] | None = None,
+    adding: NewItemForm | None = None,
+    list_notice: str = "",
 ) -> dict[str, Any]:
     report = validation_report(revision)
     blockers, non_blockers = item_rows(revision, report)
@@ -73,6 +77,14 @@ def revision_context(
         .select_related("actor", "item")
         .order_by("-at", "-pk")[:50]
     )
+    # "Add blocker" / "Add non-blocker" forms: maintainers, on drafts (a frozen revision is changed through a
+    # new draft); a bound one (with its errors) replaces the empty form of its kind.
+    add_forms: dict[str, NewItemForm] = {}
+    if access.can_edit and revision.status == RevisionStatus.DRAFT:
+        for kind in ItemKind:
+            add_forms[kind] = NewItemForm(instance=RubricItem(revision=revision, kind=kind))
+    if adding is not None:
+        add_forms[adding.instance.kind] = adding
     return {
         "access": access,
         "repository": access.repository,
@@ -80,7 +92,11 @@ def revision_context(
         "revision": revision,
         "activity": activity,
         "report": report,
-        "sections": [("Blockers", blockers), ("Non-blockers", non_blockers)],
+        "sections": [
+            ("Blockers", blockers, ItemKind.BLOCKER, add_forms.get(ItemKind.BLOCKER)),
+            ("Non-blockers", non_blockers, ItemKind.NON_BLOCKER, add_forms.get(ItemKind.NON_BLOCKER)),
+        ],
+        "list_notice": list_notice,
         "diffs": revision.ordered_diffs(),
         "history": history,
         "revision_form": revision_form,
