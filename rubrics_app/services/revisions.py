@@ -283,19 +283,20 @@ def edit_item(item: RubricItem, expected_version: int, changes: dict[str, Any], 
     Raises :class:`Conflict` (with the current text) when someone saved the item since, and
     :class:`RevisionFrozen` when the revision is approved or admitted.
     """
-    revision = RubricRevision.objects.select_related("task__repository").get(pk=item.revision_id)
+    revision = _locked(item.revision_id)
     _require_maintainer(revision, by)
     _require_draft(revision)
     changes = _clean_changes(changes, ITEM_EDITABLE_FIELDS)
     before = item.text()
-    updated = RubricItem.objects.filter(pk=item.pk, version=expected_version).update(
-        **changes,
-        version=F("version") + 1,
-        review_state=ReviewState.PENDING,
-        reviewed_by=None,
-        reviewed_at=None,
-        review_note="",
-    )
+    with _unless_frozen_meanwhile(revision.pk):
+        updated = RubricItem.objects.filter(pk=item.pk, version=expected_version).update(
+            **changes,
+            version=F("version") + 1,
+            review_state=ReviewState.PENDING,
+            reviewed_by=None,
+            reviewed_at=None,
+            review_note="",
+        )
     if updated == 0:
         current = RubricItem.objects.get(pk=item.pk)
         last = (
@@ -406,9 +407,11 @@ def approve_item(item: RubricItem, by: Any, expected_version: int | None = None)
     if expected_version is not None:
         qs = qs.filter(version=expected_version)
     # Approving does not bump the version: it is a decision about the text, not a change of it.
-    if not qs.update(
-        review_state=ReviewState.APPROVED, reviewed_by=by, reviewed_at=timezone.now(), review_note=""
-    ):
+    with _unless_frozen_meanwhile(revision.pk):
+        approved = qs.update(
+            review_state=ReviewState.APPROVED, reviewed_by=by, reviewed_at=timezone.now(), review_note=""
+        )
+    if not approved:
         current = RubricItem.objects.get(pk=item.pk)
         raise Conflict(current.text(), current.version)
     item.refresh_from_db()
@@ -427,15 +430,17 @@ def approve_item(item: RubricItem, by: Any, expected_version: int | None = None)
 
 @transaction.atomic
 def request_changes(item: RubricItem, by: Any, note: str = "") -> RubricItem:
-    revision = RubricRevision.objects.select_related("task__repository").get(pk=item.revision_id)
+    """Raises :class:`RevisionFrozen` when the revision is (or was meanwhile) approved."""
+    revision = _locked(item.revision_id)
     _require_maintainer(revision, by)
     _require_draft(revision)
-    RubricItem.objects.filter(pk=item.pk).update(
-        review_state=ReviewState.CHANGES_REQUESTED,
-        reviewed_by=by,
-        reviewed_at=timezone.now(),
-        review_note=note,
-    )
+    with _unless_frozen_meanwhile(revision.pk):
+        RubricItem.objects.filter(pk=item.pk).update(
+            review_state=ReviewState.CHANGES_REQUESTED,
+            reviewed_by=by,
+            reviewed_at=timezone.now(),
+            review_note=note,
+        )
     item.refresh_from_db()
     audit.record(AuditVerb.CHANGES_REQUESTED, actor=by, revision=revision, item=item, detail={"note": note})
     return item

@@ -117,8 +117,11 @@ def item_edit(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpRespo
         row = _row(current, form=again, conflict={"text": conflict.current, "who": conflict.who or "Someone"})
         return _respond(request, access, current, row, status=409)
     except RevisionFrozen as exc:
-        messages.error(request, str(exc))
-        return redirect_to(request, revision_url(item.revision))
+        # Approved between loading the item and saving (or between the check and the write, where the
+        # database trigger refused it): the text stays in the form; saving again starts a new draft.
+        current = load_item(access.repository, item_pk)
+        row = _row(current, form=form, notice=_meanwhile(exc, "your edit was not saved"))
+        return _respond(request, access, current, row, status=409)
     except IntegrityError:
         # Another maintainer took the same id for another item between our check and the save.
         form.add_error(
@@ -147,6 +150,9 @@ def item_approve(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpRe
         notice = "Someone edited this item since you loaded it: read it again, then approve."
         row = _row(load_item(access.repository, item_pk), notice=notice)
         return _respond(request, access, row.item, row, status=409)
+    except RevisionFrozen as exc:
+        row = _row(load_item(access.repository, item_pk), notice=_meanwhile(exc, "nothing was approved"))
+        return _respond(request, access, row.item, row, status=409)
     except TransitionError as exc:
         row = _row(item, notice=str(exc))
         return _respond(request, access, item, row, status=409)
@@ -170,6 +176,11 @@ def item_request_changes(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -
         return _respond(request, access, item, row, status=400)
     try:
         request_changes(item, by=request.user, note=form.cleaned_data["note"])
+    except RevisionFrozen as exc:
+        row = _row(
+            load_item(access.repository, item_pk), notice=_meanwhile(exc, "your request was not recorded")
+        )
+        return _respond(request, access, row.item, row, status=409)
     except TransitionError as exc:
         row = _row(item, notice=str(exc))
         return _respond(request, access, item, row, status=409)

@@ -369,3 +369,95 @@ def test_an_id_taken_between_check_and_save_is_a_form_error(
     assert "N1 was just taken by another item of this revision." in response.content.decode()
     item.refresh_from_db()
     assert item.item_id == "B1" and item.version == 1
+
+
+# --- a revision approved while a maintainer acts on one of its items ----------------------------------------
+
+
+def approved_between_check_and_write(monkeypatch: pytest.MonkeyPatch, revision: RubricRevision) -> None:
+    """Another maintainer's approval of the last pending item lands after the service found a draft and
+    before it writes: the database trigger then refuses the write (in the same transaction here, so the
+    approval is rolled back with it; what matters is what the write meets)."""
+    check = revisions._require_draft
+    busy: list[bool] = []  # the approval below checks for a draft too: it must not approve again from inside
+
+    def then_approved(checked: RubricRevision) -> None:
+        check(checked)
+        if busy:
+            return
+        busy.append(True)
+        try:
+            pending = RubricItem.objects.filter(revision=revision).exclude(review_state=ReviewState.APPROVED)
+            for other in pending:
+                revisions.approve_item(other, by=checked.drafted_by)
+        finally:
+            busy.clear()
+        assert RubricRevision.objects.get(pk=revision.pk).status == RevisionStatus.APPROVED
+
+    monkeypatch.setattr(revisions, "_require_draft", then_approved)
+
+
+def test_request_changes_on_a_revision_approved_meanwhile_is_a_notice_not_a_500(
+    maintainer: User, draft_revision: RubricRevision, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    item = blocker(draft_revision)
+    approved_between_check_and_write(monkeypatch, draft_revision)
+    client = logged_in(maintainer)
+    url = item_url("item_request_changes", item)
+    response = client.post(url, {"note": "clamping is fine"}, headers=HX)
+    assert response.status_code == 200
+    only_the_row(response.content.decode(), item)
+    assert (
+        "Revision 1 was approved meanwhile, so your request was not recorded. Reload the page"
+        in response.content.decode()
+    )
+    plain = client.post(url, {"note": "clamping is fine"}, follow=True)
+    assert plain.status_code == 200
+    assert "was approved meanwhile, so your request was not recorded" in plain.content.decode()
+    item.refresh_from_db()
+    assert item.review_state == ReviewState.PENDING and item.review_note == ""
+
+
+def test_request_changes_from_a_page_loaded_before_the_approval_is_the_same_notice(
+    maintainer: User, draft_revision: RubricRevision
+) -> None:
+    item = blocker(draft_revision)
+    for each in draft_revision.items.all():
+        revisions.approve_item(each, by=maintainer)
+    response = logged_in(maintainer).post(
+        item_url("item_request_changes", item), {"note": "too late"}, headers=HX
+    )
+    assert response.status_code == 200
+    assert "Revision 1 was approved meanwhile, so your request was not recorded." in response.content.decode()
+    item.refresh_from_db()
+    assert item.review_state == ReviewState.APPROVED
+
+
+@pytest.mark.parametrize("htmx", [True, False])
+def test_an_edit_of_a_revision_approved_meanwhile_keeps_the_text_and_says_so(
+    maintainer: User, draft_revision: RubricRevision, monkeypatch: pytest.MonkeyPatch, htmx: bool
+) -> None:
+    item = blocker(draft_revision)
+    approved_between_check_and_write(monkeypatch, draft_revision)
+    response = logged_in(maintainer).post(
+        item_url("item_edit", item),
+        edit_data(item, criterion="Raise, never clamp."),
+        headers=HX if htmx else {},
+    )
+    assert response.status_code == (200 if htmx else 409)
+    html = response.content.decode()
+    assert "Revision 1 was approved meanwhile, so your edit was not saved. Reload the page" in html
+    assert "was just taken" not in html
+    assert "Raise, never clamp." in html  # still in the form
+    item.refresh_from_db()
+    assert item.criterion != "Raise, never clamp." and item.version == 1
+
+
+def test_approving_an_item_of_a_revision_approved_meanwhile_is_a_notice(
+    maintainer: User, draft_revision: RubricRevision, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    item = blocker(draft_revision)
+    approved_between_check_and_write(monkeypatch, draft_revision)
+    response = logged_in(maintainer).post(item_url("item_approve", item), headers=HX)
+    assert response.status_code == 200
+    assert "Revision 1 was approved meanwhile, so nothing was approved." in response.content.decode()
