@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 
 from grading.schema import parse_rubric
@@ -14,6 +16,7 @@ from rubrics_app.models import (
     ItemKind,
     Repository,
     ReviewState,
+    RevisionFrozen,
     RevisionStatus,
     Role,
     RubricInvalid,
@@ -277,3 +280,80 @@ def test_a_second_approval_from_a_stale_copy_is_a_transition_error(
         mine.approve(by=maintainer)
     stored = RubricRevision.objects.get(pk=draft_revision.pk)
     assert stored.status == RevisionStatus.APPROVED and stored.approved_at == theirs.approved_at
+
+
+def test_add_and_remove_items_of_a_draft(draft_revision: RubricRevision, maintainer: Any) -> None:
+    added = revisions.add_item(
+        draft_revision,
+        ItemKind.NON_BLOCKER,
+        {"item_id": "N4", "criterion": "x", "weight": 2.0},
+        by=maintainer,
+    )
+    assert (added.position, added.review_state, added.weight) == (3, ReviewState.PENDING, 2.0)
+    assert parse_rubric(draft_revision.to_rubric_dict()).item_ids()[-1] == "N4"
+    revisions.remove_item(RubricItem.objects.get(revision=draft_revision, item_id="N1"), by=maintainer)
+    assert [i.item_id for i in RubricRevision.objects.get(pk=draft_revision.pk).non_blockers()] == [
+        "N2",
+        "N3",
+        "N4",
+    ]
+    verbs = list(AuditEvent.objects.filter(revision=draft_revision).values_list("verb", "detail"))
+    details = [d for v, d in verbs if v == AuditVerb.EDITED]
+    assert {"added", "removed"} == {k for d in details for k in d if k in ("added", "removed")}
+    # A duplicate id is the database's refusal (the view turns it into a form error).
+    with pytest.raises(IntegrityError), transaction.atomic():
+        revisions.add_item(
+            draft_revision, ItemKind.BLOCKER, {"item_id": "N2", "criterion": "y"}, by=maintainer
+        )
+
+
+def test_add_and_remove_need_a_maintainer_and_a_draft(
+    make_revision: MakeRevision, maintainer: Any, reviewer: Any
+) -> None:
+    draft = make_revision()
+    with pytest.raises(PermissionDenied):
+        revisions.add_item(draft, ItemKind.BLOCKER, {"item_id": "B3", "criterion": "x"}, by=reviewer)
+    with pytest.raises(PermissionDenied):
+        revisions.remove_item(RubricItem.objects.get(revision=draft, item_id="B1"), by=reviewer)
+    # A stale copy that still says draft: the services read the stored status, and refuse.
+    stale = RubricRevision.objects.get(pk=draft.pk)
+    stale_item = RubricItem.objects.get(revision=draft, item_id="B1")
+    for item in draft.items.all():
+        revisions.approve_item(item, by=maintainer)
+    assert RubricRevision.objects.get(pk=draft.pk).status == RevisionStatus.APPROVED
+    assert stale.status == RevisionStatus.DRAFT
+    with pytest.raises(RevisionFrozen):
+        revisions.add_item(stale, ItemKind.BLOCKER, {"item_id": "B3", "criterion": "x"}, by=maintainer)
+    with pytest.raises(RevisionFrozen):
+        revisions.remove_item(stale_item, by=maintainer)
+    with pytest.raises(RevisionFrozen):
+        revisions.request_changes(stale_item, by=maintainer, note="late")
+    assert RubricItem.objects.filter(revision=draft).count() == 5
+
+
+def test_a_write_the_trigger_refuses_is_revision_frozen_not_integrity_error(
+    draft_revision: RubricRevision, maintainer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The approval lands between the service's draft check and its write.
+    check = revisions._require_draft
+
+    def then_approved(revision: RubricRevision) -> None:
+        check(revision)
+        RubricRevision.objects.filter(pk=revision.pk).update(status=RevisionStatus.APPROVED)
+
+    monkeypatch.setattr(revisions, "_require_draft", then_approved)
+    b1 = RubricItem.objects.get(revision=draft_revision, item_id="B1")
+    calls: list[Callable[[], object]] = [
+        lambda: revisions.edit_item(b1, 1, {"criterion": "new"}, by=maintainer),
+        lambda: revisions.request_changes(b1, by=maintainer, note="n"),
+        lambda: revisions.approve_item(b1, by=maintainer),
+        lambda: revisions.add_item(
+            draft_revision, ItemKind.BLOCKER, {"item_id": "B3", "criterion": "x"}, by=maintainer
+        ),
+        lambda: revisions.remove_item(b1, by=maintainer),
+    ]
+    for call in calls:
+        with pytest.raises(RevisionFrozen, match="is approved: it is never edited"):
+            call()
+    b1.refresh_from_db()
+    assert (b1.criterion, b1.review_state) == (RUBRIC["blockers"][0]["criterion"], ReviewState.PENDING)
