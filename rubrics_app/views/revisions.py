@@ -4,6 +4,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db import transaction
 from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
@@ -181,7 +182,13 @@ def revision_approve(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> Htt
     access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
     revision = load_revision(access.repository, rev_pk)
     try:
-        revision.approve(by=request.user)
+        with transaction.atomic():
+            # Checked on the stored items, under the revision's lock (which item edits, requests for
+            # changes, additions and removals take too), not on the ones the page was loaded with.
+            locked = (
+                RubricRevision.objects.select_for_update(of=("self",)).select_related("task").get(pk=revision.pk)
+            )
+            locked.approve(by=request.user)
     except RubricInvalid:
         messages.error(request, "The rubric does not validate yet; the problems are shown beside each field.")
     except TransitionError as exc:

@@ -442,3 +442,25 @@ def test_an_edit_of_an_admitted_revision_is_audited_on_the_draft_against_the_adm
     event = AuditEvent.objects.get(revision=draft, verb=AuditVerb.EDITED)
     assert event.detail["before"]["intent"] == admitted.intent
     assert event.detail["after"]["intent"] == "Changed after admission."
+
+
+def test_approve_revision_checks_the_stored_reviews_not_the_loaded_ones(
+    maintainer: User, draft_revision: RubricRevision, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rubrics_app.views.common import load_revision as load
+
+    for item in draft_revision.items.all():
+        RubricItem.objects.filter(pk=item.pk).update(review_state=ReviewState.APPROVED)
+    def loaded_then_changes_requested(repository: Any, pk: int) -> RubricRevision:
+        revision = load(repository, pk)
+        # Another maintainer requests changes on B1 after this request loaded the revision.
+        RubricItem.objects.filter(revision_id=pk, item_id="B1").update(
+            review_state=ReviewState.CHANGES_REQUESTED
+        )
+        return revision
+
+    monkeypatch.setattr("rubrics_app.views.revisions.load_revision", loaded_then_changes_requested)
+    response = logged_in(maintainer).post(url("revision_approve", draft_revision), follow=True)
+    assert "every blocker and non-blocker must be approved first" in response.content.decode()
+    draft_revision.refresh_from_db()
+    assert draft_revision.status == RevisionStatus.DRAFT
