@@ -96,10 +96,18 @@ def item_edit(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpRespo
     if not form.is_valid():
         return _respond(request, access, item, _row(item, form=form), status=400)
     if item.revision.is_frozen:
-        # Never edited in place: the edit lands in a new draft carrying every item over.
-        draft = new_draft_from(item.revision, by=request.user)
-        carried = RubricItem.objects.get(revision=draft, item_id=item.item_id)
-        edit_item(carried, carried.version, form.text_fields(), by=request.user)
+        # Never edited in place: the edit lands in a new draft carrying every item over. One transaction:
+        # no draft is left behind when the edit fails.
+        try:
+            with transaction.atomic():
+                draft = new_draft_from(item.revision, by=request.user)
+                carried = RubricItem.objects.get(revision=draft, item_id=item.item_id)
+                edit_item(carried, carried.version, form.text_fields(), by=request.user)
+        except IntegrityError:
+            form.add_error(
+                "item_id", f"{form.cleaned_data['item_id']} was just taken by another item of this revision."
+            )
+            return _respond(request, access, item, _row(item, form=form), status=409)
         messages.success(
             request,
             f"Revision {item.revision.number} is {item.revision.status}; your edit is draft {draft.number}.",

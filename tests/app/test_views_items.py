@@ -461,3 +461,18 @@ def test_approving_an_item_of_a_revision_approved_meanwhile_is_a_notice(
     response = logged_in(maintainer).post(item_url("item_approve", item), headers=HX)
     assert response.status_code == 200
     assert "Revision 1 was approved meanwhile, so nothing was approved." in response.content.decode()
+
+
+def test_a_failed_edit_of_an_approved_revision_leaves_no_draft_behind(
+    maintainer: User, make_revision: MakeRevision, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rubrics_app.forms import ItemForm
+
+    approved = make_revision(RevisionStatus.APPROVED)
+    # The form's uniqueness check is passed by (as in a race); the draft's unique constraint refuses N1.
+    monkeypatch.setattr(ItemForm, "clean_item_id", lambda self: self.cleaned_data["item_id"])
+    item = blocker(approved)
+    response = logged_in(maintainer).post(item_url("item_edit", item), edit_data(item, item_id="N1"))
+    assert response.status_code == 409
+    assert "N1 was just taken by another item of this revision." in response.content.decode()
+    assert not RubricRevision.objects.filter(parent=approved).exists()
