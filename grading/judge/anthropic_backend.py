@@ -13,19 +13,17 @@ once they are exhausted, or on any other API error, :class:`BackendError` is rai
 from __future__ import annotations
 
 import asyncio
-import functools
-import ssl
 from collections.abc import Sequence
 from typing import Any, cast
 
 import anthropic
-import httpx2
 from anthropic.types import Message
 from anthropic.types.messages import batch_create_params
 
 from grading.errors import InputError
 from grading.judge.backend import BackendError, BackendReply, JudgeRequest, redact_secrets
 from grading.judge.models import Usage
+from grading.judge.sdk_common import describe_sdk_error, shared_ssl_context
 
 DEFAULT_MAX_TOKENS = 8192
 CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
@@ -170,7 +168,7 @@ class AnthropicBackend:
             kwargs["api_key"] = self.api_key
         # A client of our own, sharing one SSL context: building the default one loads the CA bundle
         # again, which took about 0.1 s per call here.
-        kwargs["http_client"] = anthropic.DefaultAsyncHttpxClient(verify=_ssl_context())
+        kwargs["http_client"] = anthropic.DefaultAsyncHttpxClient(verify=shared_ssl_context())
         client = anthropic.AsyncAnthropic(**kwargs)
         if client.api_key is None and client.auth_token is None and client.credentials is None:
             # The SDK would raise a bare TypeError at the first call; name the fix instead.
@@ -186,18 +184,15 @@ class AnthropicBackend:
     def _describe_error(self, err: anthropic.AnthropicError) -> str:
         if isinstance(err, anthropic.CredentialsError):
             return f"anthropic: no usable credentials: set ANTHROPIC_API_KEY (or pass api_key): {err}"
-        if isinstance(err, anthropic.APITimeoutError):
-            return f"anthropic: timed out after {self.max_retries} retries ({self.timeout:g}s per attempt)"
-        if isinstance(err, anthropic.APIStatusError):
-            retried = (
-                f" after {self.max_retries} retries"
-                if err.status_code == 429 or err.status_code >= 500
-                else ""
-            )
-            return f"anthropic: HTTP {err.status_code}{retried}: {err.message}"
-        if isinstance(err, anthropic.APIConnectionError):
-            return f"anthropic: connection failed after {self.max_retries} retries: {err}"
-        return f"anthropic: {err}"
+        return describe_sdk_error(
+            "anthropic",
+            err,
+            max_retries=self.max_retries,
+            timeout=self.timeout,
+            timeout_error=anthropic.APITimeoutError,
+            status_error=anthropic.APIStatusError,
+            connection_error=anthropic.APIConnectionError,
+        )
 
 
 def reply_from_message(message: Message) -> BackendReply:
@@ -217,8 +212,3 @@ def reply_from_message(message: Message) -> BackendReply:
             output_tokens=usage.output_tokens,
         ),
     )
-
-
-@functools.cache
-def _ssl_context() -> ssl.SSLContext:
-    return httpx2.create_ssl_context()

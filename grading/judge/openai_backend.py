@@ -9,17 +9,15 @@ Retries on 429, 5xx and timeouts are the SDK's own; once exhausted, :class:`Back
 
 from __future__ import annotations
 
-import functools
-import ssl
 from typing import Any
 
-import httpx2
 import openai
 from openai.types.chat import ChatCompletion
 
 from grading.errors import InputError
 from grading.judge.backend import BackendError, BackendReply, JudgeRequest, redact_secrets
 from grading.judge.models import Usage
+from grading.judge.sdk_common import describe_sdk_error, shared_ssl_context
 
 SCHEMA_NAME = "judge_verdicts"
 
@@ -109,25 +107,22 @@ class OpenAIBackend:
             kwargs["api_key"] = self.api_key
         # A client of our own, sharing one SSL context: building the default one loads the CA bundle
         # again, which took about 0.1 s per call here.
-        kwargs["http_client"] = openai.DefaultAsyncHttpxClient(verify=_ssl_context())
+        kwargs["http_client"] = openai.DefaultAsyncHttpxClient(verify=shared_ssl_context())
         return openai.AsyncOpenAI(**kwargs)
 
     def _describe(self, err: openai.OpenAIError) -> str:
         return redact_secrets(self._describe_error(err), self.api_key, env=("OPENAI_API_KEY",))
 
     def _describe_error(self, err: openai.OpenAIError) -> str:
-        if isinstance(err, openai.APITimeoutError):
-            return f"openai: timed out after {self.max_retries} retries ({self.timeout:g}s per attempt)"
-        if isinstance(err, openai.APIStatusError):
-            retried = (
-                f" after {self.max_retries} retries"
-                if err.status_code == 429 or err.status_code >= 500
-                else ""
-            )
-            return f"openai: HTTP {err.status_code}{retried}: {err.message}"
-        if isinstance(err, openai.APIConnectionError):
-            return f"openai: connection failed after {self.max_retries} retries: {err}"
-        return f"openai: {err}"
+        return describe_sdk_error(
+            "openai",
+            err,
+            max_retries=self.max_retries,
+            timeout=self.timeout,
+            timeout_error=openai.APITimeoutError,
+            status_error=openai.APIStatusError,
+            connection_error=openai.APIConnectionError,
+        )
 
 
 def reply_from_completion(completion: ChatCompletion) -> BackendReply:
@@ -161,8 +156,3 @@ def _usage(completion: ChatCompletion) -> Usage:
         cache_read_tokens=cached,
         output_tokens=usage.completion_tokens,
     )
-
-
-@functools.cache
-def _ssl_context() -> ssl.SSLContext:
-    return httpx2.create_ssl_context()
