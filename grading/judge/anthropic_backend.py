@@ -20,10 +20,9 @@ import anthropic
 from anthropic.types import Message
 from anthropic.types.messages import batch_create_params
 
-from grading.errors import InputError
 from grading.judge.backend import BackendError, BackendReply, JudgeRequest, redact_secrets
 from grading.judge.models import Usage
-from grading.judge.sdk_common import describe_sdk_error, shared_ssl_context
+from grading.judge.sdk_common import checked_decoding, describe_sdk_error, shared_ssl_context
 
 DEFAULT_MAX_TOKENS = 8192
 CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
@@ -59,12 +58,7 @@ class AnthropicBackend:
     ) -> None:
         self.spec = f"anthropic:{model}"
         self.model = model
-        self.decoding: dict[str, Any] = dict(decoding or {})
-        for key in self.decoding:
-            if key in RESERVED_KEYS:
-                raise InputError(
-                    None, f"{key!r} is set by the judge runner, not a decoding parameter", f"decoding.{key}"
-                )
+        self.decoding: dict[str, Any] = checked_decoding(decoding, RESERVED_KEYS)
         self.base_url = base_url
         self.api_key = api_key
         self.max_retries = max_retries

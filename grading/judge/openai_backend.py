@@ -14,10 +14,9 @@ from typing import Any
 import openai
 from openai.types.chat import ChatCompletion
 
-from grading.errors import InputError
 from grading.judge.backend import BackendError, BackendReply, JudgeRequest, redact_secrets
 from grading.judge.models import Usage
-from grading.judge.sdk_common import describe_sdk_error, shared_ssl_context
+from grading.judge.sdk_common import checked_decoding, describe_sdk_error, shared_ssl_context
 
 SCHEMA_NAME = "judge_verdicts"
 
@@ -57,12 +56,7 @@ class OpenAIBackend:
     ) -> None:
         self.spec = f"openai:{model}"
         self.model = model
-        self.decoding: dict[str, Any] = dict(decoding or {})
-        for key in self.decoding:
-            if key in RESERVED_KEYS:
-                raise InputError(
-                    None, f"{key!r} is set by the judge runner, not a decoding parameter", f"decoding.{key}"
-                )
+        self.decoding: dict[str, Any] = checked_decoding(decoding, RESERVED_KEYS)
         self.base_url = base_url
         self.api_key = api_key
         self.max_retries = max_retries

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import functools
 import ssl
+from collections.abc import Mapping
+from typing import Any
 
 import httpx2
+
+from grading.errors import InputError
 
 
 @functools.cache
@@ -34,3 +38,14 @@ def describe_sdk_error(
     if isinstance(err, connection_error):
         return f"{provider}: connection failed after {max_retries} retries: {err}"
     return f"{provider}: {err}"
+
+
+def checked_decoding(decoding: Mapping[str, Any] | None, reserved: frozenset[str]) -> dict[str, Any]:
+    """A copy of the decoding parameters; InputError for a key the runner sets itself (model, messages...)."""
+    checked = dict(decoding or {})
+    for key in checked:
+        if key in reserved:
+            raise InputError(
+                None, f"{key!r} is set by the judge runner, not a decoding parameter", f"decoding.{key}"
+            )
+    return checked
