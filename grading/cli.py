@@ -20,6 +20,7 @@ COMMAND_MODULES = [
     "grading.commands.judge",
     "grading.commands.grade",
     "grading.commands.check",
+    "grading.commands.report",
 ]
 
 
