@@ -20,7 +20,6 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from datetime import date
-from operator import itemgetter
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -287,13 +286,28 @@ def _rates(sums: TaskSums) -> tuple[float, float, float]:
     return passed / n, merged / n, (passed - merged) / n
 
 
-def _resample(rng: random.Random, tasks: Sequence[TaskSums]) -> TaskSums:
-    """Sums over len(tasks) tasks drawn with replacement; a drawn task brings all its runs."""
+def resample_tasks(tasks: Sequence[TaskSums], replicates: int, rng: random.Random) -> list[TaskSums]:
+    """Bootstrap replicates of a cell: each draws len(tasks) tasks with replacement, and a drawn task brings
+    all its runs (its sums). The same replicates serve every rate of the cell, so a difference is paired."""
     k = len(tasks)
-    drawn = itemgetter(*[int(rng.random() * k) for _ in range(k)])(tasks)
-    if k == 1:
-        drawn = (drawn,)
-    return (sum(t[0] for t in drawn), sum(t[1] for t in drawn), sum(t[2] for t in drawn))
+    if k < 2:
+        return []
+    return [tuple(map(sum, zip(*rng.choices(tasks, k=k), strict=True))) for _ in range(replicates)]  # type: ignore[misc]
+
+
+def _rate_estimates(
+    tasks: Sequence[TaskSums], replicates: list[TaskSums]
+) -> tuple[Estimate, Estimate, Estimate]:
+    total: TaskSums = tuple(sum(t[i] for t in tasks) for i in range(3))  # type: ignore[assignment]
+    if total[0] == 0:
+        return Estimate(value=None), Estimate(value=None), Estimate(value=None)
+    point = _rates(total)
+    if not replicates:
+        return Estimate(value=point[0]), Estimate(value=point[1]), Estimate(value=point[2])
+    columns = [list(c) for c in zip(*map(_rates, replicates), strict=True)]
+    return tuple(  # type: ignore[return-value]
+        Estimate(value=v, ci=_interval(c, v)) for v, c in zip(point, columns, strict=True)
+    )
 
 
 def bootstrap_rates(
@@ -302,18 +316,7 @@ def bootstrap_rates(
     """Test-pass rate, mergeable rate and their difference over per-task sums, with paired task-level
     percentile bootstrap intervals (one resample of tasks gives all three, so the difference's interval
     accounts for their correlation). An interval needs at least two tasks."""
-    total: TaskSums = tuple(sum(t[i] for t in tasks) for i in range(3))  # type: ignore[assignment]
-    if total[0] == 0:
-        return Estimate(value=None), Estimate(value=None), Estimate(value=None)
-    point = _rates(total)
-    if len(tasks) < 2 or replicates <= 0:
-        return Estimate(value=point[0]), Estimate(value=point[1]), Estimate(value=point[2])
-    draws: list[list[float]] = [[], [], []]
-    for _ in range(replicates):
-        for acc, value in zip(draws, _rates(_resample(rng, tasks)), strict=True):
-            acc.append(value)
-    cis = [_interval(d, p) for d, p in zip(draws, point, strict=True)]
-    return tuple(Estimate(value=v, ci=ci) for v, ci in zip(point, cis, strict=True))  # type: ignore[return-value]
+    return _rate_estimates(tasks, resample_tasks(tasks, replicates, rng))
 
 
 # Per labelled task: (human-mergeable runs the judge called mergeable, human-mergeable runs,
@@ -340,7 +343,7 @@ def judge_accuracy(labelled: Sequence[GradedRun]) -> tuple[JudgeAccuracy, list[L
         else:
             sums[2] += not r.mergeable
             sums[3] += 1
-    per_task: list[LabelSums] = [tuple(s) for s in by_task.values()]  # type: ignore[misc]
+    per_task: list[LabelSums] = [tuple(s) for _, s in sorted(by_task.items())]  # type: ignore[misc]
     n = len(labelled)
     if n < MIN_LABELLED:
         needed = f"{n} labelled runs; at least {MIN_LABELLED} are needed ({MIN_LABELLED - n} more)"
@@ -365,25 +368,25 @@ def corrected_rate(
     tasks: Sequence[TaskSums],
     accuracy: JudgeAccuracy,
     labels: Sequence[LabelSums],
-    replicates: int,
+    replicates: list[TaskSums],
     rng: random.Random,
 ) -> Estimate | None:
-    """The Rogan-Gladen corrected mergeable rate of a cell. Its interval resamples the cell's tasks and,
-    independently, the labelled tasks, so it carries the uncertainty of sensitivity and specificity too;
-    replicates where the resampled judge is no better than chance are left out."""
+    """The Rogan-Gladen corrected mergeable rate of a cell. Its interval pairs each replicate of the cell's
+    tasks (from :func:`resample_tasks`) with an independent resample of the labelled tasks, so it carries
+    the uncertainty of sensitivity and specificity too; replicates where the resampled judge is no better
+    than chance, or has labels of one side only, are left out."""
     if accuracy.sensitivity is None or accuracy.specificity is None or accuracy.undefined_reason:
         return None
     n = sum(t[0] for t in tasks)
     if n == 0:
         return Estimate(value=None)
     value = rogan_gladen(sum(t[2] for t in tasks) / n, accuracy.sensitivity, accuracy.specificity)
-    if value is None or len(tasks) < 2 or replicates <= 0:
+    if value is None or not replicates:
         return Estimate(value=value)
     draws: list[float] = []
-    for _ in range(replicates):
-        cell = _resample(rng, tasks)
-        drawn = [labels[int(rng.random() * len(labels))] for _ in labels]
-        acc = _accuracy(tuple(sum(s[i] for s in drawn) for i in range(4)))  # type: ignore[arg-type]
+    for cell in replicates:
+        drawn = rng.choices(labels, k=len(labels))
+        acc = _accuracy(tuple(map(sum, zip(*drawn, strict=True))))  # type: ignore[arg-type]
         if acc is None:
             continue
         corrected = rogan_gladen(cell[2] / cell[0], *acc)
@@ -456,14 +459,16 @@ class _Context:
 
 def _cell_fields(runs: list[GradedRun], ctx: _Context, key: tuple[str | None, ...]) -> dict[str, Any]:
     sums = _task_sums(runs)
-    test_pass, mergeable, difference = bootstrap_rates(sums, ctx.replicates, ctx.rng("rates", *key))
+    rng = ctx.rng(*key)
+    replicates = resample_tasks(sums, ctx.replicates, rng)
+    test_pass, mergeable, difference = _rate_estimates(sums, replicates)
     scores = [r.merge_score for r in runs if r.mergeable and r.merge_score is not None]
     metric_values: dict[str, list[float]] = defaultdict(list)
     for r in runs:
         if r.status != "grader_failure":
             for name, value in r.metrics.items():
                 metric_values[name].append(value)
-    corrected = corrected_rate(sums, ctx.accuracy, ctx.labels, ctx.replicates, ctx.rng("corrected", *key))
+    corrected = corrected_rate(sums, ctx.accuracy, ctx.labels, replicates, rng)
     return {
         "runs": len(runs),
         "tasks": len({r.task for r in runs}),
