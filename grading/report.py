@@ -111,6 +111,8 @@ class GradedRun(BaseModel):
             raise ValueError(f"mergeable {self.mergeable} contradicts status {self.status!r}")
         if self.status in ("mergeable", "not_mergeable") and self.test_pass is None:
             raise ValueError(f"a {self.status} run has test_pass true or false")
+        if self.status == "mergeable" and not self.test_pass:
+            raise ValueError("a mergeable run passed the tests")
         return self
 
     @property

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 
 from grading.errors import InputError, InputErrors
 from grading.outcome import FRAMEWORK_METRICS, OutcomeStatus
-from grading.report import FORMAT, GradedRun, JudgeVerdicts, Verdict
+from grading.report import FORMAT, GradedRun, JudgeVerdicts, PromptStyle, Verdict
 from grading.schema import _messages, load_run, load_task, read_json
 
 # Top-level metrics.json keys that are the framework's, not grade.json metrics.
@@ -109,7 +109,7 @@ def read_metrics(path: Path) -> tuple[_MetricsFile, dict[str, float]]:
     data = read_json(path)
     if not isinstance(data, dict):
         raise InputError(path, "metrics.json is a JSON object")
-    if "format" in data and data["format"] != FORMAT:
+    if "format" in data and (type(data["format"]) is not int or data["format"] != FORMAT):
         raise InputError(
             path, f"format {data['format']!r} is not one this version reads ({FORMAT})", "format"
         )
@@ -138,14 +138,34 @@ def read_metrics(path: Path) -> tuple[_MetricsFile, dict[str, float]]:
     return m, numeric
 
 
-def _task_path(task: str, tasks_dirs: list[Path], run_json: Path) -> Path:
-    if task in (".", "..") or "/" in task or "\\" in task or "\0" in task:
-        raise InputError(run_json, f"{task!r} is not a task id (one path component)", "task")
-    for tasks_dir in tasks_dirs:
-        if (tasks_dir / task / "task.json").is_file():
-            return tasks_dir / task
-    where = ", ".join(str(d) for d in tasks_dirs)
-    raise InputError(run_json, f"no {task}/task.json under --tasks {where}", "task")
+class TaskIndex:
+    """The tasks directories given with ``--tasks``: ``<dir>/<task-id>/task.json``, the first directory
+    holding a task wins. Each task.json is read once, however many runs name it."""
+
+    def __init__(self, tasks_dirs: list[Path]) -> None:
+        self.tasks_dirs = tasks_dirs
+        self._tasks: dict[str, tuple[PromptStyle, date | None]] = {}
+
+    def get(self, task: str, run_json: Path) -> tuple[PromptStyle, date | None]:
+        """The task's prompt_style and base_date; InputError naming run.json when no directory holds it."""
+        if task not in self._tasks:
+            self._tasks[task] = self._load(task, run_json)
+        return self._tasks[task]
+
+    def _load(self, task: str, run_json: Path) -> tuple[PromptStyle, date | None]:
+        if task in (".", "..") or "/" in task or "\\" in task or "\0" in task:
+            raise InputError(run_json, f"{task!r} is not a task id (one path component)", "task")
+        task_dir = next((d / task for d in self.tasks_dirs if (d / task / "task.json").is_file()), None)
+        if task_dir is None:
+            where = ", ".join(str(d) for d in self.tasks_dirs)
+            raise InputError(run_json, f"no {task}/task.json under --tasks {where}", "task")
+        spec = load_task(task_dir)
+        if spec.id != task:
+            raise InputError(task_dir / "task.json", f"{spec.id!r} is not the task run.json names", "id")
+        base_date = None
+        if spec.base_date is not None:
+            base_date = parse_date(spec.base_date, task_dir / "task.json", "base_date")
+        return spec.prompt_style, base_date
 
 
 def parse_date(value: Any, source: str | Path, field: str) -> date:
@@ -161,23 +181,17 @@ def parse_date(value: Any, source: str | Path, field: str) -> date:
     raise InputError(source, f"{value!r} is not a date (YYYY-MM-DD)", field)
 
 
-def read_graded_run(run_dir: Path, tasks_dirs: list[Path] | None = None) -> GradedRun:
-    """A run directory as a :class:`GradedRun`: run.json and metrics.json, and, when ``tasks_dirs`` is
-    given, the task's ``<tasks dir>/<task>/task.json`` for its base_date and prompt_style (the first
-    tasks dir holding the task wins; run.json's prompt_style overrides the task's)."""
+def read_graded_run(run_dir: Path, tasks: TaskIndex | None = None) -> GradedRun:
+    """A run directory as a :class:`GradedRun`: run.json and metrics.json, and, when ``tasks`` is given,
+    the task's task.json for its base_date and prompt_style (run.json's prompt_style wins)."""
     run_json = run_dir / "run.json"
     record = load_run(run_json)
     metrics, numeric = read_metrics(run_dir / "metrics.json")
     prompt_style = record.prompt_style
     base_date: date | None = None
-    if tasks_dirs:
-        task_dir = _task_path(record.task, tasks_dirs, run_json)
-        task = load_task(task_dir)
-        if task.id != record.task:
-            raise InputError(task_dir / "task.json", f"{task.id!r} is not the task run.json names", "id")
-        if task.base_date is not None:
-            base_date = parse_date(task.base_date, task_dir / "task.json", "base_date")
-        prompt_style = prompt_style or task.prompt_style
+    if tasks is not None:
+        task_style, base_date = tasks.get(record.task, run_json)
+        prompt_style = prompt_style or task_style
     d = metrics.details
     checks = None if d.scope is None or d.integrity is None else d.scope.in_scope and d.integrity.ok
     families = d.judge_families or _Families()

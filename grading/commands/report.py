@@ -15,7 +15,7 @@ from pathlib import Path
 from grading.commands._common import Subparsers, print_json
 from grading.errors import InputError
 from grading.report import DEFAULT_BOOTSTRAP, DEFAULT_SEED, GradedRun, build_report
-from grading.report_files import load_cutoffs, load_labels, read_graded_run
+from grading.report_files import TaskIndex, load_cutoffs, load_labels, read_graded_run
 from grading.report_render import report_csv, report_markdown
 
 
@@ -82,6 +82,7 @@ def run_report(args: argparse.Namespace) -> int:
     for tasks_dir in args.tasks or []:
         if not tasks_dir.is_dir():
             raise InputError(tasks_dir, "not a directory", "--tasks")
+    tasks = TaskIndex(args.tasks) if args.tasks else None
     runs: list[GradedRun] = []
     seen: set[Path] = set()
     for run_dir in args.run_dirs:
@@ -91,7 +92,7 @@ def run_report(args: argparse.Namespace) -> int:
         if resolved in seen:
             raise InputError(run_dir, "given twice: each run counts once")
         seen.add(resolved)
-        run = read_graded_run(run_dir, args.tasks)
+        run = read_graded_run(run_dir, tasks)
         if resolved in labels:
             run = run.model_copy(update={"human_mergeable": labels[resolved]})
         runs.append(run)

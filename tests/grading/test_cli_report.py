@@ -239,6 +239,7 @@ def test_missing_metrics_json(graded: Graded, capsys: pytest.CaptureFixture[str]
         ({"grader_failure": True}, "grader_failure"),
         ({"mergeable": False}, "mergeable"),  # contradicts details.status "mergeable"
         ({"format": 2}, "format"),
+        ({"format": True}, "format"),
         ({"provisional": "no"}, "provisional"),
         ({"details": {"status": "fine"}}, "details.status"),
         ({"details": None}, "details"),

@@ -478,3 +478,5 @@ def test_graded_run_refuses_a_status_its_mergeable_contradicts() -> None:
         GradedRun(run="r", task="t", status="not_measured", test_pass=None, mergeable=False)
     with pytest.raises(ValueError, match="test_pass"):
         GradedRun(run="r", task="t", status="mergeable", test_pass=None, mergeable=True)
+    with pytest.raises(ValueError, match="passed the tests"):
+        GradedRun(run="r", task="t", status="mergeable", test_pass=False, mergeable=True)
