@@ -88,6 +88,10 @@ def run_report(args: argparse.Namespace) -> int:
     for run_dir in args.run_dirs:
         if not run_dir.is_dir():
             raise InputError(run_dir, "not a run directory")
+        if not (run_dir / "run.json").exists() and any((c / "run.json").is_file() for c in run_dir.iterdir()):
+            raise InputError(
+                run_dir / "run.json", f"file not found; to report the runs inside, give {run_dir}/*"
+            )
         resolved = run_dir.resolve()
         if resolved in seen:
             raise InputError(run_dir, "given twice: each run counts once")

@@ -225,6 +225,15 @@ def test_missing_run_json(graded: Graded, capsys: pytest.CaptureFixture[str], tm
     expect_error(capsys, ["report", str(run)], f"{run / 'run.json'}: file not found")
 
 
+def test_a_directory_of_runs_says_to_give_the_runs(
+    graded: Graded, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = graded.runs["good"].parent
+    expect_error(
+        capsys, ["report", str(runs)], f"{runs / 'run.json'}: file not found; to report the runs inside"
+    )
+
+
 def test_missing_metrics_json(graded: Graded, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     run = broken_run(graded, tmp_path)
     (run / "metrics.json").unlink()
