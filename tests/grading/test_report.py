@@ -195,6 +195,22 @@ def test_interval_contains_the_estimate_and_narrows_as_tasks_are_added() -> None
     assert 0.35 < widths[2] / widths[1] < 0.65
 
 
+def test_interval_covers_the_true_rate_about_95_percent_of_the_time() -> None:
+    # 300 simulated reports of 20 tasks x 4 runs; each task has its own mergeable probability, drawn from
+    # Beta(2, 3), so the true rate is 0.4 and runs of one task are correlated, as real tasks are.
+    covered = 0
+    for seed in range(300):
+        rng = random.Random(seed)
+        tasks = []
+        for _ in range(20):
+            q = rng.betavariate(2, 3)
+            tasks.append((4, 4, sum(rng.random() < q for _ in range(4))))
+        _, merged, _ = bootstrap_rates(tasks, 500, random.Random(seed + 10_000))
+        assert merged.ci is not None
+        covered += merged.ci[0] <= 0.4 <= merged.ci[1]
+    assert 0.9 <= covered / 300 <= 0.99
+
+
 def test_bootstrap_resamples_tasks_not_runs() -> None:
     # Every run of a task has the same outcome. Ten runs per task say no more than one run per task, so
     # the interval must not narrow (a run-level bootstrap would narrow it by sqrt(10)).
