@@ -21,6 +21,7 @@ COMMAND_MODULES = [
     "grading.commands.grade",
     "grading.commands.check",
     "grading.commands.draft",
+    "grading.commands.report",
 ]
 
 
