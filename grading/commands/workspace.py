@@ -59,4 +59,17 @@ def run_capture(args: argparse.Namespace) -> int:
         )
     if result.info_exclude_changed:
         print("note: .git/info/exclude changed since the snapshot; the capture used the snapshot's rules")
+    if not result.ignore_files_recorded:
+        print(
+            "note: the snapshot does not record the .gitignore files (v1/v2); the base commit's stood in "
+            "for the rules before the run"
+        )
+    for name in result.ignored_in_diff:
+        print(f"note: {name!r} is ignored only by rules written during the run; it is in the diff")
+    for directory in result.self_ignoring_dirs:
+        files = f"{directory.file_count} file{'' if directory.file_count == 1 else 's'}"
+        print(
+            f"note: {directory.path + '/'!r} is a new self-ignoring directory ({files}); "
+            "listed in ignored_created.txt as one line"
+        )
     return 0
