@@ -2,9 +2,10 @@
 
 CONTRACT: ``snapshot_ignored(workspace) -> list[str]``, ``write_snapshot(workspace, out) -> int``,
 ``capture(workspace, base, before, out_dir) -> CaptureResult`` (writes ``workspace.diff`` and
-``ignored_created.txt`` into ``out_dir``), ``read_path_list(path) -> list[str]`` to read
-``ignored_created.txt`` back, ``read_snapshot(path) -> list[str]`` (its ignored paths; the whole file, with
-the recorded exclusion rules, is ``read_snapshot_file(path) -> Snapshot``).
+``ignored_created.txt`` into ``out_dir``), ``read_ignored_created(path) -> IgnoredCreated`` to read
+``ignored_created.txt`` back (``read_path_list`` gives its lines only: files, and ``dir/`` entries),
+``read_snapshot(path) -> list[str]`` (its ignored paths; the whole file, with the recorded exclusion rules,
+is ``read_snapshot_file(path) -> Snapshot``).
 
 Path-list files (the snapshot and ``ignored_created.txt``) hold one path per line, relative to the
 workspace root, ``/``-separated, UTF-8, each line ending in ``\\n``. A name that a plain line cannot carry
@@ -15,11 +16,14 @@ starting with ``#``. Inside the quotes ``\\a \\b \\t \\n \\v \\f \\r \\" \\\\`` 
 with ``#`` are comments. Names that are not UTF-8 come back as ``str`` with surrogate escapes
 (``os.fsdecode``).
 
-The snapshot starts with the line ``# rubric snapshot v2``, which is how a wrong ``--before`` file is told
+The snapshot starts with the line ``# rubric snapshot v3``, which is how a wrong ``--before`` file is told
 apart. Its second line is ``# info/exclude: "..."``: the bytes of the workspace's ``.git/info/exclude`` at
 snapshot time, always C-quoted as above (``""`` when the file is absent or empty). That file is an exclusion
 source outside the tree, so no diff shows an edit to it: the capture lists untracked and ignored files with
-the recorded content instead of the current one (see below). The ignored paths follow, one per line.
+the recorded content instead of the current one (see below). Then, per ``.gitignore`` in the work tree, a
+``# ignore file: "<path>"`` line and a ``# ignore rules: "<bytes>"`` line (both C-quoted): the rules that
+existed before the run. The ignored paths follow, one per line. Version 2 (no ``.gitignore`` record) is
+still read.
 Version 1 (``# rubric snapshot v1``, paths only) is still read, but it lacks the recorded exclusion rules,
 so a capture from a v1 snapshot falls back to the workspace's current ``info/exclude``: a file the agent
 excluded there during the run is then missing from the diff (``CaptureResult.exclude_rules_recorded`` is
@@ -59,10 +63,22 @@ How the capture works, and why:
   ``info/exclude`` holds the recorded bytes, and ``core.excludesFile`` (the user's ``~/.config/git/ignore``
   included) is ``/dev/null`` at both ends. Otherwise an agent could write ``NOTES.md``, append it to
   ``.git/info/exclude`` and have it only in ``ignored_created.txt``, which scope checks against
-  ``denied_globs`` alone, so neither ``allowed_globs`` nor the judge would see it. ``.gitignore`` files are
-  in the tree: an edit to a tracked one, or a new one that is not itself ignored, is in the diff. A new
-  ``.gitignore`` that ignores itself (``.pytest_cache/.gitignore`` says ``*``) is not; it and the files it
-  hides are in ``ignored_created.txt`` only, as every newly ignored file is.
+  ``denied_globs`` alone, so neither ``allowed_globs`` nor the judge would see it.
+- ``.gitignore`` files are in the tree, and rules the run wrote hide nothing: a file the run created
+  that only rules which did not exist before the run ignore (a new or edited ``.gitignore`` anywhere,
+  one that ignores itself included) is added to the diff like any untracked file
+  (``CaptureResult.ignored_in_diff``). The rules before the run are the ``.gitignore`` files the v3
+  snapshot records byte for byte (tracked, untracked and ignored ones) plus the recorded
+  ``info/exclude``; ``git check-ignore`` decides in a shadow work tree holding only those files, so
+  git's own matching applies. A v1/v2 snapshot has no record: the base commit's ``.gitignore`` files
+  stand in (``ignore_files_recorded`` is false), which shows more, never less.
+- The exception is a tool cache or virtual environment: a directory with no path in it before the run
+  (base commit, snapshot, recorded ``.gitignore`` files) whose own new ``.gitignore`` has the single
+  pattern ``*`` (what pytest, mypy, ruff and venv write). Only the outermost such directory counts. It
+  is one ``dir/`` line of ``ignored_created.txt``, followed by ``# files: N`` and one ``# - path``
+  comment per file in it (:func:`format_ignored_created`, read back with :func:`read_ignored_created`),
+  so ``denied_globs`` and ``tests.config_globs`` still see every file while plain path-list readers
+  skip the comments.
 - Ignored files are listed file by file (no ``--directory`` collapsing), so a new file inside a directory
   that was already ignored before the run shows up in ``ignored_created.txt``.
 """
@@ -683,10 +699,11 @@ def read_path_list(path: Path, header: str | None = None) -> list[str]:
     lines = _read_lines(path)
     if header is not None and (not lines or lines[0] != header):
         raise InputError(path, f"not a snapshot written by `rubric snapshot` (first line must be {header!r})")
-    return _parse_paths(path, lines)
+    return _parse_paths(path, lines, allow_dirs=True)
 
 
-def _parse_paths(path: Path, lines: list[str]) -> list[str]:
+def _parse_paths(path: Path, lines: list[str], *, allow_dirs: bool = False) -> list[str]:
+    """The path lines; with ``allow_dirs`` a ``dir/`` line (a self-ignoring directory) is kept as it is."""
     paths: list[str] = []
     for number, line in enumerate(lines, start=1):
         if line.startswith("#"):
@@ -697,7 +714,7 @@ def _parse_paths(path: Path, lines: list[str]) -> list[str]:
             name = unquote_path(line)
         except ValueError as exc:
             raise InputError(path, str(exc), f"line {number}") from exc
-        problem = _check_relative(name)
+        problem = _check_relative(name[:-1] if allow_dirs and name.endswith("/") else name)
         if problem:
             raise InputError(path, f"{problem}: {line!r}", f"line {number}")
         paths.append(name)

@@ -25,7 +25,7 @@ from grading.workspace import capture, write_snapshot
 def register(subparsers: Subparsers) -> None:
     snapshot = subparsers.add_parser(
         "snapshot",
-        help="record the ignored files present in a workspace before a run, and its .git/info/exclude",
+        help="record the ignored files in a workspace before a run, its info/exclude and .gitignore files",
     )
     snapshot.add_argument("workspace", type=Path, metavar="WORKSPACE", help="top level of the git work tree")
     snapshot.add_argument(

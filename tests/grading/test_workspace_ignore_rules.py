@@ -235,9 +235,12 @@ def test_a_malformed_ignored_created_file_is_an_input_error(
         read_ignored_created(path)
 
 
-def test_plain_path_lists_skip_the_directory_comments(project: tuple[GitRepo, str], tmp_path: Path) -> None:
+def test_plain_path_list_readers_skip_the_directory_comments(
+    project: tuple[GitRepo, str], tmp_path: Path
+) -> None:
     repo, base = project
     before = snapshot(repo, tmp_path)
     repo.write("build/x.o", b"\0")
+    repo.write(".tox/.gitignore", "*\n")
     capture(repo.path, base, before, tmp_path / "run")
-    assert read_path_list(tmp_path / "run" / "ignored_created.txt") == ["build/x.o"]
+    assert read_path_list(tmp_path / "run" / "ignored_created.txt") == ["build/x.o", ".tox/"]
