@@ -21,6 +21,8 @@ from grading.testlist import (
 )
 from grading.workspace import capture, write_snapshot
 
+_NOTES_MAX = 20  # notes printed per kind; --json has them all
+
 
 def register(subparsers: Subparsers) -> None:
     snapshot = subparsers.add_parser(
@@ -166,8 +168,13 @@ def run_capture(args: argparse.Namespace) -> int:
             "note: the snapshot does not record the .gitignore files (v1/v2); the base commit's stood in "
             "for the rules before the run"
         )
-    for name in result.ignored_in_diff:
+    shown = result.ignored_in_diff[:_NOTES_MAX]
+    for name in shown:
         print(f"note: {name!r} is ignored only by rules written during the run; it is in the diff")
+    if len(result.ignored_in_diff) > len(shown):
+        print(
+            f"note: ... and {len(result.ignored_in_diff) - len(shown)} more such file(s) (--json lists them)"
+        )
     if listing is not None:
         print(f"{listing.path}: {listing.test_ids} test id(s)")
     elif args.manifest is not None and argv is None:

@@ -190,6 +190,13 @@ def test_capture_cli_reports_the_new_lines(
                  "--json"]) == 0  # fmt: skip
     report = json.loads(capsys.readouterr().out)
     assert report["ignored_in_diff"] == ["src/x.py"]
+    repo.write("src/.gitignore", "x.py\ngen/\n")
+    for i in range(25):
+        repo.write(f"src/gen/g{i:02}.py", "")
+    assert main(["capture", str(repo.path), "--base", base, "--before", str(before), "--out", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("is ignored only by rules written during the run") == 20
+    assert "note: ... and 6 more such file(s) (--json lists them)" in out
     assert report["self_ignoring_dirs"] == [{"path": ".ruff_cache", "files": [".ruff_cache/.gitignore"]}]
 
 
