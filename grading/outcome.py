@@ -9,7 +9,9 @@ Rules, in the order they apply:
    ``merge_score``, and, because metrics.json is flat, ``grader_failure``, ``judge_failure``,
    ``details``); or a gate entry names a metric grade.json does not report, or reports as something
    other than a boolean or a number. A gate the grader cannot be held to is the grader's fault, and
-   reporting ``false`` would blame the agent for it.
+   reporting ``false`` would blame the agent for it. Likewise when the task has a rubric and the
+   manifest declares ``tests.list`` but the run has no ``tests_list.txt``: the test-case check would
+   otherwise pass unmeasured.
 2. No rubric.json: both null (not measured), never false.
 3. ``pass`` false, or a gate entry that does not hold (``mergeable`` and ``merge_score`` in the gate are the
    framework's own and are skipped): not mergeable, merge_score 0. The test gate failed, so the judge is
@@ -25,20 +27,21 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from grading.errors import InputError
-from grading.integrity import IntegrityResult, integrity_for_run
+from grading.integrity import IntegrityResult, integrity_for_run, missing_test_list
 from grading.judge.backend import Backend
 from grading.judge.cache import VerdictCache
 from grading.judge.models import CONFIG_BLOCKER_ID, JudgeResult
 from grading.judge.runner import JudgeSettings, judge_run
 from grading.judge.specs import make_backend
-from grading.schema import GradeJson, Rubric, load_grade, load_rubric, load_task
-from grading.scope import ScopeResult, scope_for_run
+from grading.schema import GradeJson, Rubric, load_grade, load_manifest, load_rubric, load_task
+from grading.scope import IGNORED_CREATED_NAME, ScopeResult, read_ignored_created_shown, scope_for_run
 
 # Keys the framework adds to metrics.json; a grade.json holding one of them is a grader failure.
 FRAMEWORK_METRICS = ("mergeable", "merge_score", "grader_failure", "judge_failure", "details")
@@ -107,9 +110,12 @@ def _gate_failures(gate: list[str], grade: GradeJson) -> list[str]:
     return [e for e in gate if e not in FRAMEWORK_GATE_ENTRIES and not metrics[e]]
 
 
-def settled_before_judging(gate: list[str], grade: GradeJson, rubric: Rubric | None) -> Outcome | None:
+def settled_before_judging(
+    gate: list[str], grade: GradeJson, rubric: Rubric | None, grader_problems: Sequence[str] = ()
+) -> Outcome | None:
     """The outcome when no verdict could change it (grader failure, no rubric, ``pass`` false, a gate entry
-    that does not hold), else None.
+    that does not hold), else None. ``grader_problems`` are the caller's reasons for a grader failure
+    (a missing ``tests_list.txt``).
 
     :func:`grade_run` calls the judge only when this returns None.
     """
@@ -118,6 +124,7 @@ def settled_before_judging(gate: list[str], grade: GradeJson, rubric: Rubric | N
         f"grade.json holds {k!r}, which the framework writes" for k in FRAMEWORK_METRICS if k in metrics
     ]
     problems += [p for e in gate if e not in FRAMEWORK_GATE_ENTRIES if (p := _gate_problem(e, grade))]
+    problems += grader_problems
     if problems:
         return Outcome(
             status="grader_failure", mergeable=None, merge_score=None, grader_failure=True, reasons=problems
@@ -221,6 +228,9 @@ class RunDetails(BaseModel):
     judge_skipped: str | None = None  # why the judge was not called
     scope: ScopeResult | None = None
     integrity: IntegrityResult | None = None
+    # the integrity parts not measured (integrity.not_measured's keys), so reports can count those runs
+    # apart; empty when every part was measured or when there is no rubric (nothing was checked)
+    integrity_not_measured: list[str] = []
     assessment: RubricAssessment | None = None  # blockers failed/passed/not measured, per the primary judge
     judge: JudgeResult | None = None  # the primary judge: only its verdicts count
     second_judge: JudgeResult | None = None  # another model family; never changes the outcome
@@ -299,11 +309,14 @@ def grade_run(
 
     scope: ScopeResult | None = None
     integrity: IntegrityResult | None = None
+    grader_problems: list[str] = []
     if rubric is not None:
         scope = scope_for_run(task_dir, run_dir)
         integrity = integrity_for_run(task_dir, run_dir, manifest_path)
+        if problem := missing_test_list(load_manifest(manifest_path).tests, run_dir):
+            grader_problems.append(problem)
 
-    settled = settled_before_judging(task.gate, grade, rubric)
+    settled = settled_before_judging(task.gate, grade, rubric, grader_problems)
     primary_result: JudgeResult | None = None
     second_result: JudgeResult | None = None
     assessment: RubricAssessment | None = None
@@ -311,7 +324,13 @@ def grade_run(
         assert rubric is not None and scope is not None and integrity is not None
         diff_text = _read_diff_text(run_dir / "workspace.diff")
         config_edited = bool(integrity.config_edits)
-        judge_args: dict[str, Any] = {"config_edited": config_edited, "cache": cache, "settings": settings}
+        ignored = read_ignored_created_shown(run_dir / IGNORED_CREATED_NAME)
+        judge_args: dict[str, Any] = {
+            "config_edited": config_edited,
+            "cache": cache,
+            "settings": settings,
+            "self_ignoring_dirs": ignored.self_ignoring_dirs,
+        }
         primary_result = judge_run(task, rubric, diff_text, primary, **judge_args)
         if second is not None:
             second_result = judge_run(task, rubric, diff_text, second, **judge_args)
@@ -330,6 +349,7 @@ def grade_run(
             judge_skipped=f"not called: {outcome.reasons[0]}" if settled is not None else None,
             scope=scope,
             integrity=integrity,
+            integrity_not_measured=sorted(integrity.not_measured) if integrity is not None else [],
             assessment=assessment,
             judge=primary_result,
             second_judge=second_result,

@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +21,17 @@ from grading.integrity import check_integrity
 from grading.judge.cache import SqliteCache, cache_key, default_cache_path
 from grading.judge.cost import load_price_table
 from grading.judge.models import JudgeResult
-from grading.judge.prompt import DEFAULT_MAX_DIFF_CHARS, check_diff_text, render_request, select_items
+from grading.judge.prompt import (
+    DEFAULT_MAX_DIFF_CHARS,
+    check_diff_text,
+    render_request,
+    select_items,
+    self_ignoring_note,
+)
 from grading.judge.runner import JudgeSettings, SweepJob, judge_sweep
 from grading.judge.specs import make_backend, parse_decoding
 from grading.schema import Rubric, TaskSpec, load_manifest, load_rubric, load_task
+from grading.scope import IGNORED_CREATED_NAME, read_ignored_created_shown
 
 DIFF_NAME = "workspace.diff"
 
@@ -88,14 +96,18 @@ def _manifest_path(args: argparse.Namespace) -> Path | None:
     return default if default.is_file() else None
 
 
-def config_edited(diff_text: str, manifest: Path | None, source: Path) -> bool:
-    """Whether the diff edits a file matching the manifest's tests.config_globs (§3), as integrity sees it."""
+def config_edited(
+    diff_text: str, manifest: Path | None, source: Path, ignored_created: Sequence[str] = ()
+) -> bool:
+    """Whether the diff edits, or the run created as an ignored file, a file matching the manifest's
+    tests.config_globs (§3), as integrity sees it."""
     if manifest is None:
         return False
     tests = load_manifest(manifest).tests
     if tests is None:
         return False
-    result = check_integrity(tests, parse_diff(diff_text, str(source)), None, None, None, None)
+    changes = parse_diff(diff_text, str(source))
+    result = check_integrity(tests, changes, None, None, None, None, ignored_created)
     return bool(result.config_edits)
 
 
@@ -151,8 +163,10 @@ def run_judge(args: argparse.Namespace) -> int:
     for run_dir in args.run_dirs:
         diff_text = _read_diff(run_dir)
         check_diff_text(diff_text, source=str(run_dir / DIFF_NAME))
+        ignored = read_ignored_created_shown(run_dir / IGNORED_CREATED_NAME)
+        edited = config_edited(diff_text, manifest, run_dir / DIFF_NAME, ignored.all_files())
         jobs.append(SweepJob(label=str(run_dir), task=task, rubric=rubric, diff_text=diff_text,
-                             config_edited=config_edited(diff_text, manifest, run_dir / DIFF_NAME)))
+                             config_edited=edited, self_ignoring_dirs=ignored.self_ignoring_dirs))
     settings = _settings(args)
     backend = make_backend(args.judge, decoding=parse_decoding(args.decoding), batch=args.batch)
 
@@ -161,7 +175,8 @@ def run_judge(args: argparse.Namespace) -> int:
         for job in jobs:
             items, _ = select_items(rubric, config_edited=job.config_edited)
             request = render_request(task, rubric, items, job.diff_text,
-                                     max_diff_chars=settings.max_diff_chars)
+                                     max_diff_chars=settings.max_diff_chars,
+                                     ignored_note=self_ignoring_note(job.self_ignoring_dirs))
             requests.append({"run_dir": job.label, "cache_key": cache_key(backend, request),
                              "request": backend.render(request)})
         print(json.dumps({"requests": requests}, indent=2, ensure_ascii=False))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
@@ -31,8 +31,10 @@ from grading.judge.prompt import (
     render_request,
     render_rubric_text,
     select_items,
+    self_ignoring_note,
 )
 from grading.schema import Rubric, TaskSpec
+from grading.workspace import SelfIgnoringDir
 
 # stop reasons that mean the reply was cut off (Anthropic, OpenAI)
 TRUNCATED_STOP_REASONS = {"max_tokens", "length", "model_context_window_exceeded"}
@@ -345,12 +347,17 @@ async def judge_diff(
     config_edited: bool,
     cache: VerdictCache | None = None,
     settings: JudgeSettings | None = None,
+    self_ignoring_dirs: Sequence[SelfIgnoringDir] = (),
 ) -> JudgeResult:
-    """Judge one workspace diff against the rubric. Raises InputError for a diff the judge cannot be shown."""
+    """Judge one workspace diff against the rubric. Raises InputError for a diff the judge cannot be shown.
+
+    ``self_ignoring_dirs`` (from ignored_created.txt) are named after the diff (§3)."""
     settings = settings or JudgeSettings()
     items, not_measured = select_items(rubric, config_edited=config_edited)
     by_id = {item.id: item for item in items}
-    request = render_request(task, rubric, items, diff_text, max_diff_chars=settings.max_diff_chars)
+    note = self_ignoring_note(self_ignoring_dirs)
+    request = render_request(task, rubric, items, diff_text, max_diff_chars=settings.max_diff_chars,
+                             ignored_note=note)
     key = cache_key(backend, request)
     result = JudgeResult(judge=backend.spec, scripted=backend.scripted, not_measured=not_measured,
                          cache_key=key, config_blocker=config_edited)
@@ -386,7 +393,7 @@ async def judge_diff(
             result.consistency_flags = len(flagged)
             again_items = [by_id[item_id] for item_id in flagged]
             again_request = render_request(task, rubric, again_items, diff_text,
-                                           max_diff_chars=settings.max_diff_chars)
+                                           max_diff_chars=settings.max_diff_chars, ignored_note=note)
             again = await session.ask(again_request)
             if again is None:
                 failure = "re-judging the items whose reason argued the other way failed: " + (
@@ -428,10 +435,11 @@ def judge_run(
     config_edited: bool,
     cache: VerdictCache | None = None,
     settings: JudgeSettings | None = None,
+    self_ignoring_dirs: Sequence[SelfIgnoringDir] = (),
 ) -> JudgeResult:
     """Synchronous :func:`judge_diff` (for callers outside an event loop: the CLI, Celery tasks)."""
     return asyncio.run(judge_diff(task, rubric, diff_text, backend, config_edited=config_edited,
-                                  cache=cache, settings=settings))
+                                  cache=cache, settings=settings, self_ignoring_dirs=self_ignoring_dirs))
 
 
 # --- sweeps ------------------------------------------------------------------------------------------------
@@ -445,6 +453,7 @@ class SweepJob(BaseModel):
     rubric: Rubric
     diff_text: str
     config_edited: bool = False
+    self_ignoring_dirs: list[SelfIgnoringDir] = []  # named after the diff (§3)
 
 
 class SweepResult(BaseModel):
@@ -536,7 +545,8 @@ async def judge_sweep(
         async with limit:
             try:
                 return await judge_diff(job.task, job.rubric, job.diff_text, backend,
-                                        config_edited=job.config_edited, cache=cache, settings=settings)
+                                        config_edited=job.config_edited, cache=cache, settings=settings,
+                                        self_ignoring_dirs=job.self_ignoring_dirs)
             except InputError as exc:
                 return JudgeResult(judge=backend.spec, scripted=backend.scripted, failure=f"bad input: {exc}")
 
