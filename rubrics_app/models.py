@@ -634,3 +634,8 @@ class Job(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in (JobStatus.DONE, JobStatus.FAILED)
+
+
+# Agent runs, verdicts, the review queue and re-review flags (a module of their own; imported here so Django
+# finds them).
+from rubrics_app.models_runs import *  # noqa: E402, F403

@@ -165,3 +165,9 @@ if _EMBEDDED_BROKER:
 RUBRIC_UPLOAD_MAX_BYTES = env_int("RUBRIC_UPLOAD_MAX_BYTES", 5 * 1024 * 1024)
 RUBRIC_ZIP_MAX_UNCOMPRESSED_BYTES = env_int("RUBRIC_ZIP_MAX_UNCOMPRESSED_BYTES", 50 * 1024 * 1024)
 RUBRIC_ZIP_MAX_MEMBERS = env_int("RUBRIC_ZIP_MAX_MEMBERS", 200)
+# Agent-run uploads (zips of run directories): diffs can be tens of MB each.
+RUNS_UPLOAD_MAX_BYTES = env_int("RUNS_UPLOAD_MAX_BYTES", 200 * 1024 * 1024)
+RUNS_ZIP_MAX_UNCOMPRESSED_BYTES = env_int("RUNS_ZIP_MAX_UNCOMPRESSED_BYTES", 1024 * 1024 * 1024)
+RUNS_ZIP_MAX_MEMBERS = env_int("RUNS_ZIP_MAX_MEMBERS", 20000)
+# Percent of the (run, item) pairs where the judges agree that the review queue offers for labelling.
+RUNS_AGREED_SAMPLE_PERCENT = env_int("RUNS_AGREED_SAMPLE_PERCENT", 10)
