@@ -286,6 +286,14 @@ def test_a_dispute_from_a_comment_starts_from_its_text(
     b1 = graded.items.get(item_id="B1")
     comment = b1.comments.create(author=reviewer, text="B1 <b>penalizes</b> the alt solution")
     url = reverse("rubrics:item_dispute", args=[repository.pk, b1.pk]) + f"?comment={comment.pk}"
+    revision_page = logged_in(maintainer).get(
+        reverse("rubrics:revision_detail", args=[repository.pk, graded.pk])
+    )
+    assert url in revision_page.content.decode()
+    reviewer_page = logged_in(reviewer).get(
+        reverse("rubrics:revision_detail", args=[repository.pk, graded.pk])
+    )
+    assert url not in reviewer_page.content.decode()
     html = logged_in(maintainer).get(url).content.decode()
     assert "B1 &lt;b&gt;penalizes&lt;/b&gt; the alt solution" in html
     logged_in(maintainer).post(url.split("?")[0], {"reason": comment.text, "comment": comment.pk})
