@@ -588,6 +588,7 @@ class AuditEvent(models.Model):
 class JobKind(models.TextChoices):
     VALIDATE_REVISION = "validate_revision", "Validate a revision"
     EXPORT_REVISION = "export_revision", "Export a revision to the checkout"
+    CHECK_EVIDENCE = "check_evidence", "Check blockers' cited code against the checkout"
 
 
 class JobStatus(models.TextChoices):
