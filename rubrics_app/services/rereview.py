@@ -53,6 +53,8 @@ def open_dispute(
 ) -> Dispute:
     if item.kind != ItemKind.BLOCKER:
         raise TransitionError("only a blocker is disputed (a non-blocker never decides mergeable)")
+    if not item.revision.is_frozen:
+        raise TransitionError("a draft is edited, not disputed")
     return Dispute.objects.create(
         revision_id=item.revision_id, item=item, source=source, grade=grade, reason=reason, opened_by=by
     )

@@ -575,3 +575,17 @@ def repository_runs_summary(repository: Repository) -> dict[str, Any]:
         "queue_counts": disagreement_counts(repository) if per_task else {},
         "re_review_task_ids": {admitted[pk] for pk in flagged},
     }
+
+
+def task_runs(task: Task) -> list[AgentRun]:
+    """The task's runs with their grades for a list: the diff table is never read, and each grade's
+    metrics.json copy is left unloaded."""
+    from django.db.models import Prefetch
+
+    grades = RunGrade.objects.defer("metrics").select_related("revision").order_by("pk")
+    return list(
+        AgentRun.objects.filter(task=task)
+        .defer("run_json", "grade_json", "ignored_created", "tests_list")
+        .prefetch_related(Prefetch("grades", queryset=grades))
+        .order_by("arm", "model", "repetition")
+    )

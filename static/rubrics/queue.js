@@ -1,9 +1,14 @@
 // The review queue's keyboard flow (as in Argilla or Label Studio): p / f / u record pass / fail / unsure
-// and move on; j / k go to the next / previous pair; n focuses the note. Keys typed into a field are text.
+// and move on; j / k go to the next / previous pair; n focuses the note, Escape leaves it. Keys typed into a
+// field are text.
 document.addEventListener("keydown", (event) => {
   if (event.ctrlKey || event.metaKey || event.altKey) return;
   const target = event.target;
-  if (target instanceof HTMLElement && target.closest("input, textarea, select, [contenteditable]")) return;
+  if (target instanceof HTMLElement && target.closest("input, textarea, select, [contenteditable]")) {
+    // Escape leaves the note, so the next key is a verdict again.
+    if (event.key === "Escape") target.blur();
+    return;
+  }
   const key = event.key.toLowerCase();
   const button = document.querySelector(`#human-verdict button[data-key="${key}"]`);
   if (button) {

@@ -245,3 +245,24 @@ def test_outsiders_get_404_on_upload(
     client.force_login(outsider)
     assert upload(client, repository, zip_dir(graded_runs)).status_code == 404  # type: ignore[attr-defined]
     assert not HumanVerdict.objects.exists()
+
+
+def test_the_task_page_lists_runs_and_grades_without_reading_diffs_or_metrics(
+    tmp_path: Path, client: Client, viewer: User, graded_runs: Path, repository: Repository, task: Task
+) -> None:
+    run_command(str(graded_runs), "--repository", repository.name)
+    client.force_login(viewer)
+    url = reverse("rubrics:task_detail", args=[repository.pk, task.pk])
+    with CaptureQueriesContext(connection) as queries:
+        html = client.get(url).content.decode()
+    assert html.count("0.500") == 2 and "not graded yet" in html
+    sql = [q["sql"].lower() for q in queries.captured_queries]
+    assert not any("agentrundiff" in q for q in sql)
+    assert not any('"rubrics_app_rungrade"."metrics"' in q for q in sql)
+    # More runs, the same number of queries.
+    for repetition in (5, 6, 7):
+        write_run(graded_runs, f"more{repetition}", repetition=repetition)
+    run_command(str(graded_runs), "--repository", repository.name)
+    with CaptureQueriesContext(connection) as more:
+        client.get(url)
+    assert len(more.captured_queries) == len(queries.captured_queries)

@@ -165,7 +165,12 @@ def test_outsiders_get_404_everywhere(outsider: User, repository: Repository, gr
     assert client.get(queue_url(repository)).status_code == 404
     assert client.get(entry_url(repository, first, "B1")).status_code == 404
     assert client.post(entry_url(repository, first, "B1", "label"), {"verdict": "pass"}).status_code == 404
-    assert not HumanVerdict.objects.exists()
+    b1 = graded.items.get(item_id="B1")
+    assert (
+        client.post(reverse("rubrics:item_dispute", args=[repository.pk, b1.pk]), {"reason": "x"}).status_code
+        == 404
+    )
+    assert not HumanVerdict.objects.exists() and not Dispute.objects.exists()
 
 
 def test_an_item_the_grade_does_not_have_is_404(
@@ -245,6 +250,17 @@ def test_a_dispute_needs_a_reason_and_a_maintainer(
         reverse("rubrics:item_dispute", args=[repository.pk, n1.pk]), {"reason": "x"}
     )
     assert response.status_code == 400 and "only a blocker is disputed" in response.content.decode()
+    assert not Dispute.objects.exists()
+
+
+def test_a_drafts_blocker_is_edited_not_disputed(
+    maintainer: User, repository: Repository, graded: RubricRevision, draft_revision: RubricRevision
+) -> None:
+    b1 = draft_revision.items.get(item_id="B1")
+    response = logged_in(maintainer).post(
+        reverse("rubrics:item_dispute", args=[repository.pk, b1.pk]), {"reason": "x"}
+    )
+    assert response.status_code == 400 and "a draft is edited, not disputed" in response.content.decode()
     assert not Dispute.objects.exists()
 
 
