@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -27,6 +28,7 @@ from rubrics_app.models_runs import (
     JudgeRole,
     RunGrade,
 )
+from rubrics_app.services.queue import build_queue
 from rubrics_app.services.runs import revision_sha256
 from tests.app.runs_helpers import (
     DISAGREEING,
@@ -266,3 +268,25 @@ def test_the_task_page_lists_runs_and_grades_without_reading_diffs_or_metrics(
     with CaptureQueriesContext(connection) as more:
         client.get(url)
     assert len(more.captured_queries) == len(queries.captured_queries)
+
+
+def test_the_demo_imports_the_example_runs_with_two_judges_for_the_queue(
+    settings: Any, tmp_path: Path
+) -> None:
+    settings.VAR_DIR = tmp_path / "var"
+    out = io.StringIO()
+    call_command("load_demo", stdout=out)
+    assert "agent runs: 2 run(s) imported" in out.getvalue()
+    repository = Repository.objects.get(name="shapes")
+    assert AgentRun.objects.filter(task__repository=repository).count() == 2
+    second = JudgeGrade.objects.filter(role=JudgeRole.SECOND)
+    assert second.count() == 2 and all(j.scripted for j in second)
+    entries = build_queue(repository, "judges", {}).entries
+    assert sorted((e.arm, e.item_id) for e in entries) == [
+        ("baseline", "B1"),
+        ("baseline", "N1"),
+        ("guidance", "B1"),
+        ("guidance", "N1"),
+    ]
+    call_command("load_demo", stdout=io.StringIO())
+    assert AgentRun.objects.count() == 2
