@@ -25,7 +25,7 @@ from typing import IO, Annotated, Any
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from pydantic import BaseModel, ConfigDict, StrictBool, StringConstraints, ValidationError
 
 from grading.errors import InputError, InputErrors
@@ -56,6 +56,7 @@ REQUIRED_FILES = ("run.json", "grade.json", "workspace.diff", "ignored_created.t
 
 MAX_NAME = 200  # AgentRun.arm and .model
 MAX_ITEM_ID = 40  # ItemVerdict.item_id, as RubricItem.item_id
+MAX_JUDGE_SPEC = 500  # RunGrade.primary_judge, JudgeGrade.judge
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 
 
@@ -224,6 +225,16 @@ def _prepare_metrics(
             if len(verdict.item_id) > longest:
                 where = f"details.{role}.verdicts[{index}].item_id"
                 problems.append(ImportProblem(label, f"an item id is at most {longest} characters", where))
+        if len(result.judge) > MAX_JUDGE_SPEC:
+            problems.append(
+                ImportProblem(label, f"at most {MAX_JUDGE_SPEC} characters", f"details.{role}.judge")
+            )
+        if len(result.model_id or "") > MAX_NAME or any(
+            len(v.model_id or "") > MAX_NAME for v in result.verdicts
+        ):
+            problems.append(
+                ImportProblem(label, f"a model id is at most {MAX_NAME} characters", f"details.{role}")
+            )
         if len({v.item_id for v in result.verdicts}) != len(result.verdicts):
             problems.append(ImportProblem(label, "more than one verdict for an item", f"details.{role}"))
     if len(problems) > before:
@@ -449,6 +460,16 @@ def _require_maintainer(repository: Repository, user: Any) -> None:
 def import_run_dirs(repository: Repository, root: Path, label_root: str, user: Any = None) -> RunImport:
     """Every run directory under ``root`` (or ``root`` itself), all or nothing."""
     _require_maintainer(repository, user)
+    try:
+        return _import_run_dirs(repository, root, label_root, user)
+    except IntegrityError:
+        # Another import stored one of these runs between our check and our insert: nothing of this one
+        # was kept (one transaction), and trying again finds those runs stored.
+        message = "another import stored some of these runs at the same time; nothing imported, try again"
+        raise ImportFailed([ImportProblem(label_root or "upload", message)]) from None
+
+
+def _import_run_dirs(repository: Repository, root: Path, label_root: str, user: Any) -> RunImport:
     with transaction.atomic():
         prepared = prepare_runs(repository, root, label_root)
         problems: list[ImportProblem] = []

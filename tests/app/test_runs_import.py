@@ -290,3 +290,16 @@ def test_the_demo_imports_the_example_runs_with_two_judges_for_the_queue(
     ]
     call_command("load_demo", stdout=io.StringIO())
     assert AgentRun.objects.count() == 2
+
+
+def test_a_run_stored_by_a_concurrent_import_is_a_problem_not_a_crash(
+    graded_runs: Path, repository: Repository, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_command(str(graded_runs), "--repository", repository.name)
+    # As if another import stored these runs after this one looked: the insert hits the unique key.
+    monkeypatch.setattr("rubrics_app.services.runs._check_against_stored", lambda runs, problems: {})
+    err = io.StringIO()
+    with pytest.raises(CommandError) as exc:
+        call_command("import_runs", str(graded_runs), "--repository", repository.name, stderr=err)
+    assert exc.value.returncode == 2 and "at the same time; nothing imported" in err.getvalue()
+    assert AgentRun.objects.count() == 3
