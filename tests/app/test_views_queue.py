@@ -19,6 +19,11 @@ from rubrics_app.services import revisions as revision_services
 from rubrics_app.services.runs import revision_sha256
 from tests.app.conftest import MakeRevision
 from tests.app.runs_helpers import DISAGREEING, PASSING, grade, write_run, write_scripted, write_task_dir
+from tests.grading.judge.fake_servers import (
+    FakeProviderServer,
+    fake_server_fixture,  # noqa: F401 - the fake_server fixture
+    valid,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -314,3 +319,40 @@ def test_a_dispute_from_a_comment_starts_from_its_text(
     assert "B1 &lt;b&gt;penalizes&lt;/b&gt; the alt solution" in html
     logged_in(maintainer).post(url.split("?")[0], {"reason": comment.text, "comment": comment.pk})
     assert Dispute.objects.get().source == "comment"
+
+
+def test_real_sdk_judges_over_http_land_in_the_queue_with_their_reported_model_ids(
+    tmp_path: Path,
+    reviewer: User,
+    repository: Repository,
+    admitted_revision: RubricRevision,
+    monkeypatch: pytest.MonkeyPatch,
+    fake_server: FakeProviderServer,
+) -> None:
+    for name, value in (
+        ("ANTHROPIC_BASE_URL", fake_server.anthropic_base_url),
+        ("OPENAI_BASE_URL", fake_server.openai_base_url),
+        ("ANTHROPIC_API_KEY", "test-key"),
+        ("OPENAI_API_KEY", "test-key"),
+    ):
+        monkeypatch.setenv(name, value)
+    fake_server.script(valid("pass"), valid("fail"))
+    task_dir = write_task_dir(tmp_path / "checkout")
+    run_dir = write_run(tmp_path / "runs", "rep0")
+    grade(task_dir, run_dir, "anthropic:claude-sonnet-4-5-20250929", "openai:gpt-4o-2024-08-06")
+    call_command("import_runs", str(tmp_path / "runs"), "--repository", repository.name, stdout=io.StringIO())
+    graded = RunGrade.objects.get()
+    primary, second = graded.judges.order_by("role")
+    assert (primary.role, primary.model_id, primary.scripted) == (
+        "primary",
+        "claude-sonnet-4-5-20250929",
+        False,
+    )
+    assert (second.role, second.model_id) == ("second", "gpt-4o-2024-08-06")
+    assert primary.calls == 1 and second.calls == 1
+    # Every judged item disagrees: B1 (B2 needs the tree), N1, N2, N3.
+    html = logged_in(reviewer).get(queue_url(repository)).content.decode()
+    assert "0 of 4 reviewed" in html
+    page = logged_in(reviewer).get(entry_url(repository, graded, "B1")).content.decode()
+    assert "<code>claude-sonnet-4-5-20250929</code>" in page and "<code>gpt-4o-2024-08-06</code>" in page
+    assert 'class="badge scripted"' not in page
