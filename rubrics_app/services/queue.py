@@ -161,3 +161,28 @@ def label(grade: RunGrade, item_id: str, verdict: str, note: str, queue: str, by
 
 def disagreement_counts(repository: Repository) -> dict[str, int]:
     return {kind: len(build_queue(repository, kind, {}).entries) for kind in QueueKind.values}
+
+
+def human_mergeable(grade: RunGrade, labels: dict[str, str]) -> bool | None:
+    """A human's verdict on whether the run is mergeable, from the pairs they labelled (``labels``: item id ->
+    pass / fail / unsure), for the report's judge-error figures.
+
+    Defined only where the primary judge decided the outcome (the test gate held and the judge ran) and a
+    human gave pass or fail on every blocker the judge measured: then the run is mergeable to the human when
+    the deterministic checks (scope, test integrity) passed and no blocker failed. Anything less (an unsure,
+    an unlabelled blocker, a run settled before judging) is None: a judge-free or half-labelled run would
+    say nothing about the judge's error.
+    """
+    from grading.outcome import RunDetails
+
+    details_data = (grade.metrics or {}).get("details")
+    if grade.status not in ("mergeable", "not_mergeable") or not isinstance(details_data, dict):
+        return None
+    assessment = RunDetails.model_validate(details_data).assessment
+    if assessment is None or assessment.judge_failure is not None:
+        return None
+    judged = assessment.blockers_passed + assessment.blockers_failed
+    human = [labels.get(item_id) for item_id in judged]
+    if not judged or any(verdict not in ("pass", "fail") for verdict in human):
+        return None
+    return assessment.in_scope and assessment.integrity_ok and all(v == "pass" for v in human)

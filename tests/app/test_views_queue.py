@@ -356,3 +356,26 @@ def test_real_sdk_judges_over_http_land_in_the_queue_with_their_reported_model_i
     page = logged_in(reviewer).get(entry_url(repository, graded, "B1")).content.decode()
     assert "<code>claude-sonnet-4-5-20250929</code>" in page and "<code>gpt-4o-2024-08-06</code>" in page
     assert 'class="badge scripted"' not in page
+
+
+# --- human verdicts as report labels ------------------------------------------------------------------
+
+
+def test_export_labels_turns_fully_labelled_runs_into_human_mergeable_verdicts(
+    tmp_path: Path, reviewer: User, repository: Repository, graded: RubricRevision
+) -> None:
+    first, second = grades()
+    client = logged_in(reviewer)
+    client.post(
+        entry_url(repository, first, "B1", "label"), {"verdict": "fail"}
+    )  # B1 is the only judged blocker
+    client.post(entry_url(repository, first, "N2", "label"), {"verdict": "pass"})  # a non-blocker: no effect
+    client.post(entry_url(repository, second, "B1", "label"), {"verdict": "unsure"})  # says nothing
+    out = io.StringIO()
+    call_command("export_labels", "--repository", repository.name, stdout=out)
+    assert json.loads(out.getvalue()) == {first.run.source: False}
+    client.post(entry_url(repository, second, "B1", "label"), {"verdict": "pass"})
+    target = tmp_path / "labels.json"
+    call_command("export_labels", "--repository", repository.name, "--out", str(target), stdout=io.StringIO())
+    assert json.loads(target.read_text()) == {first.run.source: False, second.run.source: True}
+    assert first.run.source.endswith("/runs/rep0")
