@@ -51,6 +51,7 @@ from rubrics_app.services.import_export import (
     rubric_json_bytes,
 )
 
+DIFF_FILE = "workspace.diff"
 RUN_FILES = ("run.json", "grade.json", "workspace.diff", "ignored_created.txt", "tests_list.txt")
 REQUIRED_FILES = ("run.json", "grade.json", "workspace.diff", "ignored_created.txt")
 
@@ -110,7 +111,8 @@ class PreparedRun:
     task: Task
     record: RunRecord
     grade: GradeJson
-    diff: bytes
+    diff_path: Path  # read again only when the run is stored
+    diff_size: int
     ignored_created: str
     tests_list: str | None
     files_sha256: dict[str, str]
@@ -154,15 +156,25 @@ def _inside(path: Path, run_dir: Path) -> bool:
     return path.resolve().is_relative_to(run_dir.resolve())
 
 
-def _read_bytes(path: Path, label: str, problems: list[ImportProblem], required: bool) -> bytes | None:
+def _present(path: Path, label: str, problems: list[ImportProblem], required: bool) -> bool:
     if not path.exists() and not path.is_symlink():
         if required:
             problems.append(ImportProblem(label, "file not found"))
-        return None
+        return False
     if not _inside(path, path.parent) or not path.is_file():
         problems.append(ImportProblem(label, "not a regular file inside the run directory (symbolic link?)"))
-        return None
-    return path.read_bytes()
+        return False
+    return True
+
+
+def _file_sha256(path: Path) -> tuple[str, int]:
+    """sha256 and size of a file read in chunks: a diff of tens of MB is not held while runs are checked."""
+    digest, size = hashlib.sha256(), 0
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
 
 
 def _text(raw: bytes, label: str, problems: list[ImportProblem]) -> str | None:
@@ -250,11 +262,18 @@ def _prepare_run(
     def name(file: str) -> str:
         return posixpath.join(label, file) if label else file
 
-    raw: dict[str, bytes] = {}
+    raw: dict[str, bytes] = {}  # the small files
+    hashes: dict[str, str] = {}
+    diff_size = 0
     for file in RUN_FILES:
-        data = _read_bytes(run_dir / file, name(file), problems, required=file in REQUIRED_FILES)
-        if data is not None:
-            raw[file] = data
+        path = run_dir / file
+        if not _present(path, name(file), problems, required=file in REQUIRED_FILES):
+            continue
+        if file == DIFF_FILE:
+            hashes[file], diff_size = _file_sha256(path)
+        else:
+            raw[file] = path.read_bytes()
+            hashes[file] = _sha256(raw[file])
     if len(problems) > before:
         return None
     record = grade = None
@@ -296,10 +315,11 @@ def _prepare_run(
         task=task,
         record=record,
         grade=grade,
-        diff=raw["workspace.diff"],
+        diff_path=run_dir / DIFF_FILE,
+        diff_size=diff_size,
         ignored_created=ignored,
         tests_list=tests_list,
-        files_sha256={file: _sha256(data) for file, data in raw.items()},
+        files_sha256=hashes,
         metrics=metrics,
     )
 
@@ -492,12 +512,16 @@ def _import_run_dirs(repository: Repository, root: Path, label_root: str, user: 
                     ignored_created=run.ignored_created,
                     tests_list=run.tests_list,
                     diff_sha256=run.files_sha256["workspace.diff"],
-                    diff_bytes=len(run.diff),
+                    diff_bytes=run.diff_size,
                     files_sha256=run.files_sha256,
                     source=run.label,
                     imported_by=user,
                 )
-                AgentRunDiff.objects.create(run=agent_run, content=run.diff)
+                content = run.diff_path.read_bytes()
+                if _sha256(content) != run.files_sha256[DIFF_FILE]:
+                    label = posixpath.join(run.label, DIFF_FILE) if run.label else DIFF_FILE
+                    raise ImportFailed([ImportProblem(label, "changed while it was being imported")])
+                AgentRunDiff.objects.create(run=agent_run, content=content)
                 outcome.created.append(agent_run)
             else:
                 outcome.unchanged.append(agent_run)
