@@ -15,6 +15,7 @@ from django.urls import reverse
 
 from rubrics_app.models import Repository, RevisionStatus, RubricRevision
 from rubrics_app.models_runs import Dispute, HumanVerdict, ItemVerdict, RunGrade
+from rubrics_app.services import queue as review_queue
 from rubrics_app.services import revisions as revision_services
 from rubrics_app.services.runs import revision_sha256
 from tests.app.conftest import MakeRevision
@@ -379,3 +380,25 @@ def test_export_labels_turns_fully_labelled_runs_into_human_mergeable_verdicts(
     call_command("export_labels", "--repository", repository.name, "--out", str(target), stdout=io.StringIO())
     assert json.loads(target.read_text()) == {first.run.source: False, second.run.source: True}
     assert first.run.source.endswith("/runs/rep0")
+
+
+def test_a_run_settled_before_judging_gets_no_label(
+    tmp_path: Path, reviewer: User, repository: Repository, admitted_revision: RubricRevision
+) -> None:
+    task_dir = write_task_dir(tmp_path / "checkout")
+    run_dir = write_run(tmp_path / "runs", "failed", passed=False)
+    data = grade(task_dir, run_dir, write_scripted(tmp_path / "p.json", PASSING))
+    assert data["details"]["status"] == "not_mergeable" and data["details"]["judge"] is None
+    call_command("import_runs", str(tmp_path / "runs"), "--repository", repository.name, stdout=io.StringIO())
+    graded = RunGrade.objects.get()
+    assert review_queue.human_mergeable(graded, {"B1": "fail"}) is None
+
+
+def test_a_judged_run_with_every_blocker_labelled_gets_a_label(
+    reviewer: User, repository: Repository, graded: RubricRevision
+) -> None:
+    first = grades()[0]
+    assert review_queue.human_mergeable(first, {"B1": "pass"}) is True
+    assert review_queue.human_mergeable(first, {"B1": "fail"}) is False
+    assert review_queue.human_mergeable(first, {"B1": "unsure"}) is None
+    assert review_queue.human_mergeable(first, {"N1": "fail"}) is None
