@@ -151,8 +151,17 @@ def _highlight(diff_file: DiffFile) -> None:
 _MARKERS = {"add": "+", "del": "-", "ctx": " "}
 
 
-def render_diff(text: str | bytes | None, *, empty: str = "(empty diff)") -> SafeString:
-    """The diff as HTML: one table per file with old/new line numbers, highlighted by the file's language."""
+def render_diff(
+    text: str | bytes | None,
+    *,
+    empty: str = "(empty diff)",
+    cited: dict[tuple[str, str, int], list[str]] | None = None,
+) -> SafeString:
+    """The diff as HTML: one table per file with old/new line numbers, highlighted by the file's language.
+
+    ``cited`` marks lines a judge cited: (path, "new" | "old", line number) -> names (letters only, e.g.
+    "primary"), each added as a ``cited-<name>`` class on the line's row.
+    """
     if text is None or text == "" or text == b"":
         return format_html('<p class="diff-empty">{}</p>', empty)
     if isinstance(text, bytes):
@@ -169,9 +178,15 @@ def render_diff(text: str | bytes | None, *, empty: str = "(empty diff)") -> Saf
             old = "" if ln.old_no is None else str(ln.old_no)
             new = "" if ln.new_no is None else str(ln.new_no)
             marker = _MARKERS.get(ln.kind, "")
+            row_class = f"diff-{ln.kind}"
+            if cited:
+                names = cited.get((diff_file.path, "new", ln.new_no or 0), []) + cited.get(
+                    (diff_file.path, "old", ln.old_no or 0), []
+                )
+                row_class += "".join(f" cited cited-{name}" for name in sorted(set(names)) if name.isalpha())
             # ln.html is pygments output (escaped by the formatter) or escape()d text.
             parts.append(
-                f'<tr class="diff-{ln.kind}"><td class="ln">{old}</td><td class="ln">{new}</td>'
+                f'<tr class="{row_class}"><td class="ln">{old}</td><td class="ln">{new}</td>'
                 f'<td class="code"><span class="marker">{marker}</span>{ln.html}</td></tr>'
             )
         parts.append("</tbody></table></section>")

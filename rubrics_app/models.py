@@ -588,6 +588,7 @@ class AuditEvent(models.Model):
 class JobKind(models.TextChoices):
     VALIDATE_REVISION = "validate_revision", "Validate a revision"
     EXPORT_REVISION = "export_revision", "Export a revision to the checkout"
+    CHECK_EVIDENCE = "check_evidence", "Check blockers' cited code against the checkout"
 
 
 class JobStatus(models.TextChoices):
@@ -634,3 +635,8 @@ class Job(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in (JobStatus.DONE, JobStatus.FAILED)
+
+
+# Agent runs, verdicts, the review queue and re-review flags (a module of their own; imported here so Django
+# finds them).
+from rubrics_app.models_runs import *  # noqa: E402, F403

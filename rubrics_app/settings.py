@@ -165,3 +165,22 @@ if _EMBEDDED_BROKER:
 RUBRIC_UPLOAD_MAX_BYTES = env_int("RUBRIC_UPLOAD_MAX_BYTES", 5 * 1024 * 1024)
 RUBRIC_ZIP_MAX_UNCOMPRESSED_BYTES = env_int("RUBRIC_ZIP_MAX_UNCOMPRESSED_BYTES", 50 * 1024 * 1024)
 RUBRIC_ZIP_MAX_MEMBERS = env_int("RUBRIC_ZIP_MAX_MEMBERS", 200)
+# Agent-run uploads (zips of run directories): diffs can be tens of MB each.
+RUNS_UPLOAD_MAX_BYTES = env_int("RUNS_UPLOAD_MAX_BYTES", 200 * 1024 * 1024)
+RUNS_ZIP_MAX_UNCOMPRESSED_BYTES = env_int("RUNS_ZIP_MAX_UNCOMPRESSED_BYTES", 1024 * 1024 * 1024)
+RUNS_ZIP_MAX_MEMBERS = env_int("RUNS_ZIP_MAX_MEMBERS", 20000)
+# Percent of the (run, item) pairs where the judges agree that the review queue offers for labelling.
+RUNS_AGREED_SAMPLE_PERCENT = env_int("RUNS_AGREED_SAMPLE_PERCENT", 10)
+# Hours between the evidence checks Celery beat sends (re-review, §6) for every repository with a
+# checkout; 0: never.
+RUNS_EVIDENCE_CHECK_HOURS = env_int("RUNS_EVIDENCE_CHECK_HOURS", 24)
+CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = (
+    {
+        "check-evidence": {
+            "task": "rubrics_app.tasks.check_evidence_everywhere",
+            "schedule": RUNS_EVIDENCE_CHECK_HOURS * 3600.0,
+        }
+    }
+    if RUNS_EVIDENCE_CHECK_HOURS > 0
+    else {}
+)

@@ -12,13 +12,20 @@ from django.core.exceptions import PermissionDenied
 from django.utils import timezone
 
 from rubrics_app.celery import app
-from rubrics_app.models import Job, JobStatus, RubricRevision, TransitionError
+from rubrics_app.models import Job, JobStatus, Repository, RubricRevision, TransitionError
 from rubrics_app.services.import_export import ExportError, write_to_checkout
+from rubrics_app.services.rereview import EvidenceCheckError, check_evidence
 
 log = logging.getLogger(__name__)
 
 # Failures a maintainer can act on; their message is shown as is. Anything else is a bug and is logged.
-EXPECTED_FAILURES = (ExportError, TransitionError, PermissionDenied, RubricRevision.DoesNotExist)
+EXPECTED_FAILURES = (
+    ExportError,
+    TransitionError,
+    PermissionDenied,
+    RubricRevision.DoesNotExist,
+    EvidenceCheckError,
+)
 
 
 def _claim(job_id: int) -> Job | None:
@@ -98,3 +105,42 @@ def validate_revision(job_id: int) -> None:
 def export_revision_to_checkout(job_id: int) -> None:
     """Write an admitted revision into its repository's checkout (or private path), optionally on a branch."""
     _run(job_id, _export)
+
+
+def _check_evidence(job: Job) -> dict[str, Any]:
+    if job.repository is None:
+        raise EvidenceCheckError("the repository of this job is gone")
+    report = check_evidence(job.repository)
+    return {
+        "head": report.head,
+        "open": len(report.changes),
+        "new": report.new,
+        "changes": [
+            {
+                "task": c.revision.task.task_id,
+                "revision": c.revision.number,
+                "item": c.item.item_id,
+                "cite": f"{c.path}:{c.line_start}-{c.line_end}",
+                "old": c.old_text,
+                "new": None if c.new_missing else c.new_text,
+            }
+            for c in report.changes
+        ],
+        "notes": report.notes,
+    }
+
+
+@app.task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def check_repository_evidence(job_id: int) -> None:
+    """Compare every admitted blocker's cited lines at the base commit with the checkout's HEAD (§6)."""
+    _run(job_id, _check_evidence)
+
+
+@app.task(ignore_result=True)
+def check_evidence_everywhere() -> None:
+    """The periodic job (Celery beat, RUNS_EVIDENCE_CHECK_HOURS): one evidence check per repository that has
+    a checkout path."""
+    from rubrics_app.services.jobs import start_evidence_check
+
+    for repository in Repository.objects.exclude(checkout_path=""):
+        start_evidence_check(repository, by=None)

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from rubrics_app.views import exports, imports, items, repositories, revisions, tasks
+from rubrics_app.views import exports, imports, items, repositories, revisions, runs, tasks
 
 app_urls = [
     path("", repositories.repository_list, name="repository_list"),
@@ -61,6 +61,15 @@ app_urls = [
         name="item_request_changes",
     ),
     path("repos/<int:repo_pk>/items/<int:item_pk>/comment/", items.item_comment, name="item_comment"),
+    # Agent runs, the disagreement queue and re-review.
+    path("repos/<int:repo_pk>/runs/import/", runs.runs_upload, name="runs_upload"),
+    path("repos/<int:repo_pk>/queue/", runs.queue_list, name="queue"),
+    path("repos/<int:repo_pk>/queue/<int:grade_pk>/<str:item_id>/", runs.queue_entry, name="queue_entry"),
+    path(
+        "repos/<int:repo_pk>/queue/<int:grade_pk>/<str:item_id>/label/", runs.queue_label, name="queue_label"
+    ),
+    path("repos/<int:repo_pk>/items/<int:item_pk>/dispute/", runs.item_dispute, name="item_dispute"),
+    path("repos/<int:repo_pk>/flags/<str:what>/<int:pk>/dismiss/", runs.flag_dismiss, name="flag_dismiss"),
 ]
 
 urlpatterns = [

@@ -347,6 +347,27 @@ def _name(uploaded: Any) -> str:
     return PurePosixPath(str(getattr(uploaded, "name", "") or "upload")).name
 
 
+def checked_zip_members(
+    archive: zipfile.ZipFile, label: str, *, max_members: int, max_total: int
+) -> list[zipfile.ZipInfo]:
+    """The archive's members, once none is unsafe (absolute, '..', link, encrypted, duplicate) and the
+    declared sizes are within the limits; ImportFailed listing every problem otherwise. Shared by rubric
+    and agent-run uploads."""
+    infos = archive.infolist()
+    if len(infos) > max_members:
+        raise ImportFailed([ImportProblem(label, f"{len(infos)} members; the limit is {max_members}")])
+    problems = [ImportProblem(f"{label}: {i.filename}", p) for i in infos if (p := _member_problem(i))]
+    total = sum(i.file_size for i in infos)
+    if total > max_total:
+        problems.append(ImportProblem(label, f"{total} bytes uncompressed; the limit is {max_total}"))
+    names = [i.filename for i in infos if not i.is_dir()]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    problems.extend(ImportProblem(f"{label}: {n}", "appears twice in the archive") for n in duplicates)
+    if problems:
+        raise ImportFailed(problems)
+    return infos
+
+
 def read_zip(raw: bytes, label: str = "upload.zip") -> list[TaskFiles]:
     """The task directories of a zip: every directory holding a rubric.json. Raises ImportFailed on an unsafe
     or oversized archive."""
@@ -355,20 +376,13 @@ def read_zip(raw: bytes, label: str = "upload.zip") -> list[TaskFiles]:
     except (zipfile.BadZipFile, OSError):
         raise ImportFailed([ImportProblem(label, "not a zip file")]) from None
     with archive:
-        infos = archive.infolist()
-        max_members = settings.RUBRIC_ZIP_MAX_MEMBERS
-        if len(infos) > max_members:
-            raise ImportFailed([ImportProblem(label, f"{len(infos)} members; the limit is {max_members}")])
-        problems = [ImportProblem(f"{label}: {i.filename}", p) for i in infos if (p := _member_problem(i))]
-        total = sum(i.file_size for i in infos)
+        infos = checked_zip_members(
+            archive,
+            label,
+            max_members=settings.RUBRIC_ZIP_MAX_MEMBERS,
+            max_total=settings.RUBRIC_ZIP_MAX_UNCOMPRESSED_BYTES,
+        )
         max_total = settings.RUBRIC_ZIP_MAX_UNCOMPRESSED_BYTES
-        if total > max_total:
-            problems.append(ImportProblem(label, f"{total} bytes uncompressed; the limit is {max_total}"))
-        names = [i.filename for i in infos if not i.is_dir()]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        problems.extend(ImportProblem(f"{label}: {n}", "appears twice in the archive") for n in duplicates)
-        if problems:
-            raise ImportFailed(problems)
         contents: dict[str, bytes] = {}
         read_total = 0
         for info in infos:

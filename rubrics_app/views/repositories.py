@@ -10,7 +10,9 @@ from django.views.decorators.http import require_GET
 
 from rubrics_app.access import RepositoryAccess, get_repository_for_user, repositories_for_user
 from rubrics_app.forms import RubricUploadForm
+from rubrics_app.forms_runs import RunsUploadForm
 from rubrics_app.models import RevisionStatus, RubricRevision, Task
+from rubrics_app.services.runs import repository_runs_summary
 from rubrics_app.views.common import HtmxHttpRequest
 
 
@@ -36,6 +38,8 @@ def repository_context(access: RepositoryAccess) -> dict[str, Any]:
         "repository": access.repository,
         "tasks": tasks,
         "upload_form": RubricUploadForm(),
+        "runs_form": RunsUploadForm(),
+        **repository_runs_summary(access.repository),
     }
 
 

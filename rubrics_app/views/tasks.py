@@ -7,6 +7,8 @@ from django.views.decorators.http import require_GET
 
 from rubrics_app.access import get_repository_for_user
 from rubrics_app.models import RevisionStatus, RubricRevision, Task
+from rubrics_app.services.rereview import re_review_context
+from rubrics_app.services.runs import task_runs
 from rubrics_app.views.common import HtmxHttpRequest
 
 
@@ -32,5 +34,7 @@ def task_detail(request: HtmxHttpRequest, repo_pk: int, task_pk: int) -> HttpRes
             "revisions": revisions,
             "admitted": admitted,
             "drafts": drafts,
+            **re_review_context(admitted),
+            "agent_runs": task_runs(task),
         },
     )
