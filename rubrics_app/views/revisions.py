@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
 from rubrics_app.forms import NewItemForm, RevisionForm
@@ -103,6 +103,8 @@ def revision_context(
         "revision_form": revision_form,
         "revision_conflict": revision_conflict,
         "all_items_approved": revision.all_items_approved(),
+        "item_count": len(blockers) + len(non_blockers),
+        "approved_count": sum(row.is_approved for row in blockers + non_blockers),
     }
 
 
@@ -334,3 +336,15 @@ def render_partials(request: HtmxHttpRequest, names: list[str], context: dict[st
     """Several partials of the revision page in one htmx response (the extra ones swap out of band)."""
     body = "".join(render_to_string(f"{PAGE}#{name}", context, request=request) for name in names)
     return HttpResponse(body)
+
+
+# What a change of the revision's status (a draft turning approved) changes on its page besides the item
+# that was acted on: every row's buttons, the add forms, the status card, Activity and History.
+TRANSITION_PARTIALS = ["item-sections", "revision-status", "activity", "history"]
+
+
+def render_transition(request: HtmxHttpRequest, context: dict[str, Any]) -> HttpResponse:
+    """The item sections in place of the element the action targeted (one row, or the sections), and the
+    rest of what the transition changed out of band."""
+    response = render_partials(request, TRANSITION_PARTIALS, {**context, "oob": True})
+    return reswap(retarget(response, "#item-sections"), "outerHTML")
