@@ -19,6 +19,7 @@ from rubrics_app.models import (
     AuditVerb,
     CalibrationDiff,
     ItemKind,
+    ReviewState,
     RevisionStatus,
     Role,
     RubricInvalid,
@@ -269,16 +270,26 @@ _ITEM_FIELDS = [
 ]
 
 
-def _shown(value: Any) -> str:
+def _shown(name: str, value: Any) -> str:
+    """A value as the page and its edit form put it: globs one per line, a weight as rubric.json writes it
+    (2, not 2.0), yes/no for a flag, "no limit" for an absent limit, the review state in words."""
     if isinstance(value, list):
         return "\n".join(str(v) for v in value)
-    return "" if value is None else str(value)
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    if value is None:
+        return "no limit" if name.startswith("max_") else ""
+    if name == "review_state":
+        return str(ReviewState(value).label)
+    return str(value)
 
 
 def compare_fields(old: RubricRevision, new: RubricRevision) -> list[dict[str, Any]]:
     out = []
     for label, name in _REVISION_FIELDS:
-        a, b = _shown(getattr(old, name)), _shown(getattr(new, name))
+        a, b = _shown(name, getattr(old, name)), _shown(name, getattr(new, name))
         out.append({"label": label, "old": a, "new": b, "changed": a != b})
     return out
 
@@ -299,8 +310,8 @@ def compare_rows(old: RubricRevision, new: RubricRevision) -> list[dict[str, Any
                 continue
             if name in ("evidence", "needs_tree") and either.kind != ItemKind.BLOCKER:
                 continue
-            va = _shown(getattr(a, name)) if a is not None else None
-            vb = _shown(getattr(b, name)) if b is not None else None
+            va = _shown(name, getattr(a, name)) if a is not None else None
+            vb = _shown(name, getattr(b, name)) if b is not None else None
             fields.append({"label": label, "old": va, "new": vb, "changed": va != vb})
         rows.append(
             {
