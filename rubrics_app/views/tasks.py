@@ -22,6 +22,8 @@ def task_detail(request: HtmxHttpRequest, repo_pk: int, task_pk: int) -> HttpRes
     )
     admitted = next((r for r in revisions if r.status == RevisionStatus.ADMITTED), None)
     drafts = [r for r in revisions if r.status == RevisionStatus.DRAFT]
+    # The newest approved revision, shown while nothing is admitted (revisions are newest first).
+    approved = next((r for r in revisions if r.status == RevisionStatus.APPROVED), None)
     return render(
         request,
         "rubrics/task_detail.html",
@@ -32,5 +34,6 @@ def task_detail(request: HtmxHttpRequest, repo_pk: int, task_pk: int) -> HttpRes
             "revisions": revisions,
             "admitted": admitted,
             "drafts": drafts,
+            "approved": approved,
         },
     )
