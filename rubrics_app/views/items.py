@@ -18,10 +18,8 @@ from rubrics_app.forms import CommentForm, ItemForm, NewItemForm, RequestChanges
 from rubrics_app.models import (
     ItemKind,
     RevisionFrozen,
-    RevisionStatus,
     Role,
     RubricItem,
-    RubricRevision,
     TransitionError,
 )
 from rubrics_app.services.revisions import (
@@ -34,7 +32,14 @@ from rubrics_app.services.revisions import (
     remove_item,
     request_changes,
 )
-from rubrics_app.views.common import HtmxHttpRequest, ItemRow, load_item, load_revision, validation_report
+from rubrics_app.views.common import (
+    HtmxHttpRequest,
+    ItemRow,
+    form_is_stale,
+    load_item,
+    load_revision,
+    validation_report,
+)
 from rubrics_app.views.revisions import (
     PAGE,
     redirect_to,
@@ -115,6 +120,13 @@ def item_edit(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpRespo
     form = ItemForm(request.POST, instance=load_item(access.repository, item_pk))
     if not form.is_valid():
         return _respond(request, access, item, _row(item, form=form), status=400)
+    if form_is_stale(request, item.revision):
+        # Opened on a draft approved since: the text stays in the form, which now says that saving again
+        # starts a new draft.
+        row = _row(
+            item, form=form, notice=_meanwhile(RevisionFrozen(item.revision), "your edit was not saved")
+        )
+        return _respond(request, access, item, row, status=409)
     if item.revision.is_frozen:
         # Never edited in place: the edit lands in a new draft carrying every item over. One transaction:
         # no draft is left behind when the edit fails.
@@ -259,13 +271,6 @@ def _respond_list(
     return redirect_to(request, revision_url(revision, anchor))
 
 
-def _stale(request: HtmxHttpRequest, revision: RubricRevision) -> bool:
-    """The form was on the page of a draft that has been approved (or admitted) since. Acting on it would
-    quietly fork a new draft the maintainer never asked for; they are told instead. A form shown on a frozen
-    revision's page (or no ``seen_status`` at all) keeps the fork: there, it is what was asked for."""
-    return request.POST.get("seen_status") == RevisionStatus.DRAFT and revision.is_frozen
-
-
 def _item_kind(value: str) -> ItemKind:
     try:
         return ItemKind(value)
@@ -284,7 +289,7 @@ def item_add(request: HtmxHttpRequest, repo_pk: int, rev_pk: int, kind: str) -> 
     form = NewItemForm(request.POST, instance=RubricItem(revision=revision, kind=item_kind))
     if not form.is_valid():
         return _respond_list(request, access, rev_pk, adding=form, status=400)
-    if _stale(request, revision):
+    if form_is_stale(request, revision):
         notice = _meanwhile(RevisionFrozen(revision), "nothing was added")
         return _respond_list(request, access, rev_pk, adding=form, notice=notice, status=409)
     try:
@@ -326,7 +331,7 @@ def item_remove(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpRes
         context = {"access": access, "repository": access.repository, "task": revision.task}
         context.update({"revision": revision, "item": item})
         return render(request, "rubrics/item_remove.html", context)
-    if _stale(request, revision):
+    if form_is_stale(request, revision):
         return _respond_list(
             request, access, revision.pk, notice=_meanwhile(RevisionFrozen(revision), "nothing was removed")
         )

@@ -32,6 +32,7 @@ from rubrics_app.services.revisions import Conflict, admit, edit_revision, new_d
 from rubrics_app.views.common import (
     HtmxHttpRequest,
     ItemRow,
+    form_is_stale,
     item_rows,
     load_revision,
     revisions_of,
@@ -142,6 +143,14 @@ def revision_edit(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpRe
     form = RevisionForm(request.POST, instance=RubricRevision.objects.get(pk=revision.pk))
     if not form.is_valid():
         return render(request, partial, revision_context(access, revision, revision_form=form))
+    if form_is_stale(request, revision):
+        form.add_error(
+            None,
+            f"Revision {revision.number} was {revision.status} meanwhile, so your edit was not saved. "
+            "Saving again starts a new draft from it.",
+        )
+        context = revision_context(access, revision, revision_form=form)
+        return render(request, partial, context, status=200 if request.htmx else 409)
     target = revision
     if revision.is_frozen:
         # An approved or admitted revision is never edited: the edit goes into a new draft made from it.

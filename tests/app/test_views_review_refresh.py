@@ -133,3 +133,51 @@ def test_drafts_count_approved_items_and_frozen_revisions_do_not(
 
     assert "<strong>0 of 5 items approved</strong>" in status(draft_revision)
     assert "items approved" not in status(admitted_revision)
+
+
+def test_a_stale_item_edit_keeps_the_text_and_forks_only_when_saved_again(
+    maintainer: User, approved_revision: RubricRevision
+) -> None:
+    b1 = RubricItem.objects.select_related("revision__task").get(revision=approved_revision, item_id="B1")
+    url = reverse("rubrics:item_edit", args=[approved_revision.task.repository_id, b1.pk])
+    data = {
+        "seen_status": "draft",
+        "version": b1.version,
+        "item_id": "B1",
+        "criterion": "Mine.",
+        "evidence": "a.py:1",
+    }
+    client = logged_in(maintainer)
+    html = client.post(url, data, headers=HX).content.decode()
+    assert "Revision 1 was approved meanwhile, so your edit was not saved." in html
+    assert "Mine.</textarea>" in html  # still in the form
+    assert 'name="seen_status" value="approved"' in html  # which now says saving starts a new draft
+    assert "saving starts a new draft from it" in html
+    assert not RubricRevision.objects.filter(parent=approved_revision).exists()
+    # Saving that form again is a deliberate edit of an approved revision: it goes into a new draft.
+    client.post(url, {**data, "seen_status": "approved"}, headers=HX)
+    draft = RubricRevision.objects.get(parent=approved_revision)
+    assert RubricItem.objects.get(revision=draft, item_id="B1").criterion == "Mine."
+
+
+def test_a_stale_revision_edit_is_refused_with_the_text_kept(
+    maintainer: User, approved_revision: RubricRevision
+) -> None:
+    url = reverse("rubrics:revision_edit", args=[approved_revision.task.repository_id, approved_revision.pk])
+    data = {
+        "seen_status": "draft",
+        "version": approved_revision.version,
+        "intent": "My new intent.",
+        "allowed_globs": "src/**",
+        "denied_globs": "",
+        "max_changed_lines": "",
+        "max_files": "",
+        "lazy_solution": approved_revision.lazy_solution,
+        "alt_valid_solution": approved_revision.alt_valid_solution,
+    }
+    response = logged_in(maintainer).post(url, data)
+    assert response.status_code == 409
+    html = response.content.decode()
+    assert "Revision 1 was approved meanwhile, so your edit was not saved." in html
+    assert "My new intent." in html
+    assert not RubricRevision.objects.filter(parent=approved_revision).exists()
