@@ -21,8 +21,8 @@ class LoginRequiredMiddleware(middleware.LoginRequiredMiddleware):
     is on this site), never to the endpoint of the action.
     """
 
-    # django-stubs says HttpResponseRedirect; HttpResponseClientRedirect is a 200 (htmx does not follow
-    # a 3xx's HX-Redirect), so it is only a redirect base.
+    # django-stubs says HttpResponseRedirect. HttpResponseClientRedirect must be a 200 (the browser would
+    # follow a 3xx itself before htmx saw its HX-Redirect header), so it only shares the redirect base.
     def handle_no_permission(  # type: ignore[override]
         self, request: HttpRequest, view_func: Callable[..., Any]
     ) -> HttpResponse:
