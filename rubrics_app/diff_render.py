@@ -6,12 +6,15 @@ through pygments' HTML formatter or ``escape``; nothing from the diff is ever ma
 
 from __future__ import annotations
 
+import io
 import re
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
-from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexer import Lexer
 from pygments.lexers import TextLexer, get_lexer_for_filename
@@ -20,6 +23,10 @@ from pygments.util import ClassNotFound
 # A diff beyond these is cut, with a note: a page must stay readable (and fast) whatever the agent wrote.
 MAX_DIFF_CHARS = 400_000
 MAX_DIFF_LINES = 8_000
+# Longer lines are shown plain (minified code, generated data): no lexer ever sees them.
+MAX_HIGHLIGHT_LINE = 1_000
+# What one page may spend on syntax highlighting (HighlightBudget).
+HIGHLIGHT_SECONDS = 0.3
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _GIT_HEADER = re.compile(r"^diff --git a/(.*) b/(.*)$")
@@ -126,26 +133,73 @@ def parse_for_display(text: str) -> tuple[list[DiffFile], bool]:
             if path and (line.startswith("+++ ") or not current.path):
                 current.path = path
             current.lines.append(DiffLine("meta", line))
-    for diff_file in files:
-        _highlight(diff_file)
     return files, truncated
 
 
-def _highlight(diff_file: DiffFile) -> None:
-    code_lines = [ln for ln in diff_file.lines if ln.kind in ("add", "del", "ctx")]
-    if code_lines:
-        source = "\n".join(ln.text for ln in code_lines) + "\n"
-        formatted = highlight(source, _lexer_for(diff_file.path or "x.txt"), HtmlFormatter(nowrap=True))
-        html_lines = formatted.split("\n")
-        for ln, html in zip(code_lines, html_lines, strict=False):
-            ln.html = html
-        # A lexer that ate or added a line break would shift every later line: fall back to plain text.
-        if len(html_lines) - 1 != len(code_lines):
-            for ln in code_lines:
-                ln.html = str(escape(ln.text))
+class HighlightBudget:
+    """How long one page may spend on syntax highlighting; what is left over is shown plain.
+
+    A time budget, not a size one: pygments' lexers are fast on ordinary code but some are quadratic on
+    hostile input (JavaScript, Rust, XML and PHP on a long line; any lexer whose patterns cross lines on the
+    right text), so no size cap that lets a real diff be highlighted bounds their time. Plain text is always
+    a correct rendering, so running out only costs colour.
+    """
+
+    def __init__(self, seconds: float = HIGHLIGHT_SECONDS) -> None:
+        self.deadline = time.monotonic() + seconds
+        self.exhausted = False
+
+    def spent(self) -> bool:
+        if not self.exhausted and time.monotonic() >= self.deadline:
+            self.exhausted = True
+        return self.exhausted
+
+
+def _lex_within(lexer: Lexer, source: str, budget: HighlightBudget) -> list[tuple[Any, str]] | None:
+    """The tokens of ``source``, or None when the budget runs out first (checked between tokens, so one
+    token's regex scan, bounded by the segment's length, is the most a page overruns by)."""
+    tokens: list[tuple[Any, str]] = []
+    for count, token in enumerate(lexer.get_tokens(source)):
+        if count % 64 == 0 and budget.spent():
+            return None
+        tokens.append(token)
+    return tokens
+
+
+def _segments(lines: list[DiffLine]) -> Iterator[list[DiffLine]]:
+    """Runs of consecutive code lines short enough to highlight; a long line ends a run (and is shown
+    plain), so the lexer never sees it."""
+    run: list[DiffLine] = []
+    for ln in lines:
+        if len(ln.text) > MAX_HIGHLIGHT_LINE:
+            if run:
+                yield run
+            run = []
+        else:
+            run.append(ln)
+    if run:
+        yield run
+
+
+def highlight_file(diff_file: DiffFile, budget: HighlightBudget) -> None:
+    """Fill in ``html`` of every line: pygments' markup while the budget lasts, else escaped text."""
     for ln in diff_file.lines:
-        if ln.kind not in ("add", "del", "ctx"):
-            ln.html = str(escape(ln.text))
+        ln.html = str(escape(ln.text))
+    code_lines = [ln for ln in diff_file.lines if ln.kind in ("add", "del", "ctx")]
+    for segment in _segments(code_lines):
+        if budget.spent():
+            return
+        source = "\n".join(ln.text for ln in segment) + "\n"
+        tokens = _lex_within(_lexer_for(diff_file.path or "x.txt"), source, budget)
+        if tokens is None:
+            return
+        out = io.StringIO()
+        HtmlFormatter(nowrap=True).format(tokens, out)
+        html_lines = out.getvalue().split("\n")
+        # A lexer that ate or added a line break would shift every later line: keep this run plain.
+        if len(html_lines) - 1 == len(segment):
+            for ln, html in zip(segment, html_lines, strict=False):
+                ln.html = html
 
 
 _MARKERS = {"add": "+", "del": "-", "ctx": " "}
@@ -156,8 +210,10 @@ def render_diff(
     *,
     empty: str = "(empty diff)",
     cited: dict[tuple[str, str, int], list[str]] | None = None,
+    highlight_seconds: float = HIGHLIGHT_SECONDS,
 ) -> SafeString:
-    """The diff as HTML: one table per file with old/new line numbers, highlighted by the file's language.
+    """The diff as HTML: one table per file with old/new line numbers, highlighted by the file's language
+    within ``highlight_seconds`` (the rest plain).
 
     ``cited`` marks lines a judge cited: (path, "new" | "old", line number) -> names (letters only, e.g.
     "primary"), each added as a ``cited-<name>`` class on the line's row.
@@ -168,7 +224,19 @@ def render_diff(
         # Non-UTF-8 bytes are shown as replacement characters, never guessed at.
         text = text.decode("utf-8", errors="replace")
     files, truncated = parse_for_display(text)
+    budget = HighlightBudget(highlight_seconds)
+    for diff_file in files:
+        highlight_file(diff_file, budget)
     parts: list[str] = ['<div class="diff">']
+    if any(len(ln.text) > MAX_HIGHLIGHT_LINE for f in files for ln in f.lines if ln.kind in _MARKERS):
+        parts.append(
+            f'<p class="diff-plain">Lines over {MAX_HIGHLIGHT_LINE:,} characters are shown without '
+            "colours.</p>"
+        )
+    if budget.exhausted:
+        parts.append(
+            '<p class="diff-plain">This diff takes too long to colour: part of it is shown plain.</p>'
+        )
     for diff_file in files:
         parts.append('<section class="diff-file">')
         if diff_file.path:

@@ -584,6 +584,13 @@ class AuditEvent(models.Model):
         who = self.actor or self.actor_label or "system"
         return f"{who} {self.get_verb_display()} {self.object_repr}"
 
+    @property
+    def item_label(self) -> str:
+        """The id of the item acted on ("" for a revision-level event), also once it left its draft."""
+        if self.item is not None:
+            return self.item.item_id
+        return str((self.detail or {}).get("item_id") or "")
+
 
 class JobKind(models.TextChoices):
     VALIDATE_REVISION = "validate_revision", "Validate a revision"

@@ -1,6 +1,9 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_not_required
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 from rubrics_app.views import exports, imports, items, repositories, revisions, runs, tasks
 
@@ -76,5 +79,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # Browsers ask for /favicon.ico whatever the page links to; the login page shows it too.
+    path("favicon.ico", login_not_required(RedirectView.as_view(url=static("rubrics/favicon.ico")))),
     path("", include((app_urls, "rubrics"))),
 ]

@@ -21,6 +21,7 @@ from rubrics_app.models import (
     ItemKind,
     Repository,
     ReviewState,
+    RevisionStatus,
     RubricItem,
     RubricRevision,
 )
@@ -52,6 +53,15 @@ def load_revision(repository: Repository, pk: int) -> RubricRevision:
         ),
         pk=pk,
     )
+
+
+def form_is_stale(request: HttpRequest, revision: RubricRevision) -> bool:
+    """The form was on the page of a draft that has been approved (or admitted) since.
+
+    Acting on a frozen revision makes a new draft from it, which is what a form shown on that revision's own
+    page asks for; a draft's forms (they post ``seen_status=draft``) meeting a frozen revision would fork one
+    the maintainer never asked for, so they are told instead."""
+    return request.POST.get("seen_status") == RevisionStatus.DRAFT and revision.is_frozen
 
 
 def load_item(repository: Repository, pk: int) -> RubricItem:

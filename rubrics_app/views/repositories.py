@@ -24,13 +24,18 @@ def repository_list(request: HtmxHttpRequest) -> HttpResponse:
 
 def repository_context(access: RepositoryAccess) -> dict[str, Any]:
     admitted = RubricRevision.objects.filter(status=RevisionStatus.ADMITTED)
+    # A task whose newest rubric is approved but not admitted yet shows that one, not "none yet".
+    approved = RubricRevision.objects.filter(status=RevisionStatus.APPROVED).order_by("-number")
     tasks = (
         Task.objects.filter(repository=access.repository)
         .annotate(
             draft_count=Count("revisions", filter=Q(revisions__status=RevisionStatus.DRAFT)),
             revision_count=Count("revisions"),
         )
-        .prefetch_related(Prefetch("revisions", queryset=admitted, to_attr="admitted_revisions"))
+        .prefetch_related(
+            Prefetch("revisions", queryset=admitted, to_attr="admitted_revisions"),
+            Prefetch("revisions", queryset=approved, to_attr="approved_revisions"),
+        )
         .order_by("task_id")
     )
     return {

@@ -24,6 +24,8 @@ def task_detail(request: HtmxHttpRequest, repo_pk: int, task_pk: int) -> HttpRes
     )
     admitted = next((r for r in revisions if r.status == RevisionStatus.ADMITTED), None)
     drafts = [r for r in revisions if r.status == RevisionStatus.DRAFT]
+    # The newest approved revision, shown while nothing is admitted (revisions are newest first).
+    approved = next((r for r in revisions if r.status == RevisionStatus.APPROVED), None)
     return render(
         request,
         "rubrics/task_detail.html",
@@ -36,5 +38,6 @@ def task_detail(request: HtmxHttpRequest, repo_pk: int, task_pk: int) -> HttpRes
             "drafts": drafts,
             **re_review_context(admitted),
             "agent_runs": task_runs(task),
+            "approved": approved,
         },
     )

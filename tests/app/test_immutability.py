@@ -174,11 +174,13 @@ def test_editing_starts_a_new_draft_carrying_every_item(
     assert draft.parent_id == frozen_revision.pk
     assert draft.number == frozen_revision.number + 1
     assert draft.to_rubric_dict() == frozen_revision.to_rubric_dict()
-    assert {i.review_state for i in draft.items.all()} == {ReviewState.PENDING}
-    assert {i.reviewed_by_id for i in draft.items.all()} == {None}
+    # Unchanged text keeps its approval (issue 8 §6); an edit puts the edited item back to pending.
+    assert {i.review_state for i in draft.items.all()} == {ReviewState.APPROVED}
+    assert {i.reviewed_by_id for i in draft.items.all()} == {maintainer.pk}
     b1 = draft.items.get(item_id="B1")
     revisions.edit_item(b1, b1.version, {"criterion": "sharper"}, by=maintainer)
     assert frozen_revision.items.get(item_id="B1").criterion != "sharper"
+    assert draft.items.get(item_id="B1").review_state == ReviewState.PENDING
 
 
 def test_the_vendor_is_one_the_triggers_cover() -> None:

@@ -276,7 +276,7 @@ def test_a_reviewer_comments_and_the_row_shows_it(reviewer: User, draft_revision
     page = logged_in(reviewer).get(
         reverse("rubrics:revision_detail", args=[draft_revision.task.repository_id, draft_revision.pk])
     )
-    assert "commented on <code>B1</code> of this revision: The judge disagrees here." in page.content.decode()
+    assert "commented on <code>B1</code>: The judge disagrees here." in page.content.decode()
 
 
 def test_a_blank_comment_is_refused(reviewer: User, draft_revision: RubricRevision) -> None:
