@@ -78,6 +78,7 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, field_serializer
 
+from grading.diffs import c_quote, read_quoted
 from grading.errors import InputError
 
 SNAPSHOT_HEADER = "# rubric snapshot v2"  # what write_snapshot writes
@@ -390,7 +391,7 @@ def write_snapshot(workspace: Path, out: Path) -> int:
     Returns the number of ignored paths.
     """
     snap = take_snapshot(workspace)
-    exclude_line = _EXCLUDE_PREFIX + _c_quote(snap.info_exclude or b"")
+    exclude_line = _EXCLUDE_PREFIX + c_quote(snap.info_exclude or b"")
     _write_text(out, f"{SNAPSHOT_HEADER}\n{exclude_line}\n" + format_path_list(snap.ignored))
     return len(snap.ignored)
 
@@ -404,17 +405,6 @@ def _write_text(path: Path, text: str) -> None:
 
 # ---- path-list files ----------------------------------------------------------------------------------
 
-_ESCAPES = {7: "a", 8: "b", 9: "t", 10: "n", 11: "v", 12: "f", 13: "r", 34: '"', 92: "\\"}
-_UNESCAPES = {v: k for k, v in _ESCAPES.items()}
-
-
-def _is_utf8(path: str) -> bool:
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
 
 def quote_path(path: str) -> str:
     """One line of a path-list file: the name as is, or C-quoted when a plain line cannot carry it."""
@@ -422,81 +412,24 @@ def quote_path(path: str) -> str:
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError:
-        return _c_quote(raw)
+        return c_quote(raw)
     if (
         any(b < 0x20 or b == 0x7F or b in (0x22, 0x5C) for b in raw)
         or path.startswith("#")
         or path != path.strip()
     ):
-        return _c_quote(raw)
+        return c_quote(raw)
     return path
-
-
-def _utf8_length(raw: bytes, i: int) -> int:
-    """Length of the valid UTF-8 sequence starting at ``raw[i]`` (a byte >= 0x80), 0 if it is not one."""
-    b = raw[i]
-    length = 2 if b >> 5 == 0b110 else 3 if b >> 4 == 0b1110 else 4 if b >> 3 == 0b11110 else 0
-    if not length:
-        return 0
-    try:
-        raw[i : i + length].decode("utf-8")
-    except UnicodeDecodeError:
-        return 0
-    return length
-
-
-def _c_quote(raw: bytes) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(raw):
-        b = raw[i]
-        if b in _ESCAPES:
-            out.append("\\" + _ESCAPES[b])
-        elif b < 0x20 or b == 0x7F:
-            out.append(f"\\{b:03o}")
-        elif b < 0x80:
-            out.append(chr(b))
-        elif length := _utf8_length(raw, i):
-            # Keep valid UTF-8 readable; escape only the bytes that are not UTF-8.
-            out.append(raw[i : i + length].decode("utf-8"))
-            i += length
-            continue
-        else:
-            out.append(f"\\{b:03o}")
-        i += 1
-    return '"' + "".join(out) + '"'
 
 
 def unquote_path(line: str) -> str:
     """Inverse of :func:`quote_path`; raises ValueError on a malformed quoted name."""
     if not line.startswith('"'):
         return line
-    if len(line) < 2 or not line.endswith('"'):
-        raise ValueError("quoted name without its closing quote")
-    body = line[1:-1]
-    out = bytearray()
-    i = 0
-    while i < len(body):
-        ch = body[i]
-        if ch == '"':
-            raise ValueError("unescaped quote inside a quoted name")
-        if ch != "\\":
-            out.extend(ch.encode("utf-8", "surrogateescape"))
-            i += 1
-            continue
-        nxt = body[i + 1 : i + 2]
-        if nxt in _UNESCAPES:
-            out.append(_UNESCAPES[nxt])
-            i += 2
-        elif len(body) >= i + 4 and all(c in "01234567" for c in body[i + 1 : i + 4]):
-            value = int(body[i + 1 : i + 4], 8)
-            if value > 0xFF:
-                raise ValueError(f"octal escape out of range: \\{body[i + 1 : i + 4]}")
-            out.append(value)
-            i += 4
-        else:
-            raise ValueError(f"bad escape {body[i : i + 2]!r}")
-    return os.fsdecode(bytes(out))
+    raw, end = read_quoted(line)
+    if end != len(line):
+        raise ValueError("unescaped quote inside a quoted name")
+    return os.fsdecode(raw)
 
 
 def format_path_list(paths: Sequence[str]) -> str:
@@ -619,7 +552,7 @@ def _alternates_value(paths: Sequence[Path]) -> str:
     entries = []
     for p in paths:
         raw = os.fsencode(p)
-        entries.append(_c_quote(raw) if b":" in raw or raw.startswith(b'"') else os.fsdecode(raw))
+        entries.append(c_quote(raw) if b":" in raw or raw.startswith(b'"') else os.fsdecode(raw))
     return ":".join(entries)
 
 
