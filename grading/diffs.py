@@ -379,6 +379,9 @@ class _Scanner:
         self.n = len(lines)
         self.files: list[ParsedFile] = []
         self.cut: InputError | None = None  # lenient: the input ended inside a hunk, kept as far as it goes
+        # The first character of every line ("\0" for an empty one; NUL bytes never get this far), so
+        # that a hunk's lines are counted by str.count in C rather than one by one (see _counted_hunk).
+        self.firsts = "".join([line[:1] or "\0" for line in lines])
 
     def error(self, index: int, message: str) -> InputError:
         return InputError(self.source, message, f"line {min(index, self.n - 1) + 1}")
@@ -605,6 +608,12 @@ class _Scanner:
             old_left, new_left = old_count, new_count
             header_index = i
             i += 1
+            counted = self._counted_hunk(i, old_count, new_count)
+            if counted is not None:
+                i, hunk_added, hunk_removed = counted
+                added += hunk_added
+                removed += hunk_removed
+                old_left = new_left = 0
             while old_left > 0 or new_left > 0:
                 if i >= n:
                     cut = self.error(
@@ -649,6 +658,37 @@ class _Scanner:
                     section=match[5],
                 )
             )
+        return i, added, removed
+
+    def _counted_hunk(self, start: int, old_count: int, new_count: int) -> tuple[int, int, int] | None:
+        """(end, added, removed) of the hunk body at ``start`` when it is plainly well-formed, else None
+        and the line-by-line walk reads it (and names what is wrong).
+
+        Each round counts the next ``max(old_left, new_left)`` lines: a line lowers each count by at most
+        one, so the body cannot end sooner, and it ends exactly there when both counts reach zero. A body
+        with any other kind of line, a "\\" line, an overshoot or too few lines is left to the walk.
+        """
+        firsts = self.firsts
+        old_left, new_left = old_count, new_count
+        added = removed = 0
+        i = start
+        while old_left > 0 or new_left > 0:
+            step = old_left if old_left > new_left else new_left
+            end = i + step
+            if end > self.n:
+                return None
+            plus = firsts.count("+", i, end)
+            minus = firsts.count("-", i, end)
+            context = firsts.count(" ", i, end) + firsts.count("\0", i, end)
+            if plus + minus + context != step:
+                return None
+            added += plus
+            removed += minus
+            old_left -= minus + context
+            new_left -= plus + context
+            if old_left < 0 or new_left < 0:
+                return None
+            i = end
         return i, added, removed
 
     def binary_patch(self, start: int) -> int:
@@ -720,7 +760,8 @@ def read_diff(data: bytes | str, source: str = "workspace.diff", *, strict: bool
         # A UTF-8 byte order mark would hide the first file's header.
         lines[0] = lines[0][1:]
     parsed = ParsedDiff(lines=lines)
-    nul_line = next((index for index, line in enumerate(lines) if "\x00" in line), None)
+    has_nul = "\x00" in data if isinstance(data, str) else b"\x00" in data
+    nul_line = next((index for index, line in enumerate(lines) if "\x00" in line), None) if has_nul else None
     if nul_line is not None:
         error = InputError(source, "NUL byte: binary data, not a diff", f"line {nul_line + 1}")
         if strict:

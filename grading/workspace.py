@@ -611,7 +611,7 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
     _write_text(out_dir / IGNORED_CREATED_NAME, format_path_list(ignored_created))
     # Every file section starts with this header line; content lines start with ' ', '+', '-' and base85
     # lines of binary patches cannot contain a space, so the count is exact.
-    files_changed = sum(1 for line in diff.split(b"\n") if line.startswith(b"diff --git "))
+    files_changed = diff.count(b"\ndiff --git ") + diff.startswith(b"diff --git ")
     return CaptureResult(
         base_commit=base_commit,
         diff_path=str(diff_path),

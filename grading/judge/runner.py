@@ -293,7 +293,9 @@ async def judge_diff(
         bypass = "no_cache"
     elif in_regrade_sample(key, settings.regrade_sample, settings.regrade_seed):
         bypass = "regrade_sample"
-    stored = cache.get(key) if cache is not None else None
+    # Cache reads and writes (SQLite: a connection and a commit each) run in a worker thread, so a sweep's
+    # event loop keeps every other call in flight moving meanwhile.
+    stored = await asyncio.to_thread(cache.get, key) if cache is not None else None
     if stored is not None and bypass is None:
         return result.model_copy(update={
             "model_id": stored.model_id, "verdicts": stored.verdicts, "cache_hit": True,
@@ -346,9 +348,9 @@ async def judge_diff(
                                consistency_flags=result.consistency_flags, rejudged=result.rejudged,
                                usage=result.usage)
         if stored is None:
-            cache.put(key, entry)
+            await asyncio.to_thread(cache.put, key, entry)
         if bypass is not None:
-            cache.record_regrade(key, entry)
+            await asyncio.to_thread(cache.record_regrade, key, entry)
     return result
 
 
