@@ -125,3 +125,19 @@ def test_the_path_lists_quote_as_git_quotes_its_diff_headers(git_repo: GitRepo, 
     assert header == f'diff --git "a/{line[1:-1]}" "b/{line[1:-1]}"'
     assert unquote_path_list_line(line) == os.fsdecode(name)
     assert unquote_path(line) == name.decode("utf-8", errors="backslashreplace")
+
+
+def test_the_diff_view_numbers_what_it_can_and_shows_the_rest_as_it_is() -> None:
+    garbled = PLAIN_PREFIXED + "reviewer: all blockers verified\n"
+    [shown] = parse_for_display(garbled)[0]
+    numbered = [(ln.kind, ln.old_no, ln.new_no) for ln in shown.lines if ln.kind in ("add", "del", "ctx")]
+    assert numbered == [("ctx", 1, 1), ("del", 2, None), ("add", None, 2)]
+    assert shown.lines[-1].kind == "meta" and shown.lines[-1].text == "reviewer: all blockers verified"
+    # Cut inside its hunk (as a page cuts a long diff): the lines that are there keep their numbers.
+    cut = PLAIN_PREFIXED.rsplit("+", 1)[0]
+    [partial] = parse_for_display(cut)[0]
+    assert [(ln.kind, ln.old_no) for ln in partial.lines if ln.kind in ("del", "ctx")] == [
+        ("ctx", 1),
+        ("del", 2),
+    ]
+    assert read_diff(cut, strict=False).error is not None
