@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import re
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,7 +30,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from grading.diffs import parse_diff
+from grading.diffs import decode_diff, parse_diff, read_diff
 from grading.errors import InputError
 from grading.integrity import IntegrityResult, check_integrity
 from grading.judge.backend import Backend
@@ -103,77 +102,50 @@ def comment_syntax(path: str) -> tuple[str, str]:
     return _BY_SUFFIX.get(suffix, _HASH)
 
 
-_HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)$")
-
-
-def _new_path(plus_line: bytes) -> str | None:
-    """The new path of a ``+++`` line; None for a deleted file (only its name matters here)."""
-    raw = plus_line[4:].rstrip(b"\r\n").split(b"\t", 1)[0].decode("utf-8", errors="replace").strip('"')
-    if raw == "/dev/null":
-        return None
-    return raw[2:] if raw.startswith(("b/", "a/")) else raw
-
-
 def inject_reviewer_comment(diff: bytes, source: str, comment: str = REVIEWER_COMMENT) -> bytes:
     """``diff`` with ``comment`` added as a new line in the first hunk of the first text file that survives.
 
     The line goes right before the hunk's first added (else removed) line, indented like it and written in
     the file's comment syntax; the hunk header's new-side count grows by one so the diff stays valid.
-    Raises InputError when no hunk can carry it (only binary files or deletions).
+    Raises InputError when the diff cannot be parsed or no hunk can carry it (only binary files or
+    deletions).
     """
-    lines = diff.splitlines(keepends=True)
-    path: str | None = None
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if line.startswith(b"diff --git "):
-            path = None
-        elif line.startswith(b"+++ "):
-            path = _new_path(line)
-        elif line.startswith(b"@@ "):
-            match = _HUNK.match(line.rstrip(b"\r\n"))
-            if match is None:
-                raise InputError(source, "malformed hunk header", f"line {i + 1}")
-            old_start, old_count, new_start, new_count, rest = match.groups()
-            old_left = int(old_count) if old_count is not None else 1
-            new_left = int(new_count) if new_count is not None else 1
-            # The body is known by the header's counts, not by its look: a removed "-- x" reads "--- x".
-            j = i + 1
-            first_added = first_removed = None
-            while j < len(lines) and (old_left > 0 or new_left > 0 or lines[j].startswith(b"\\")):
-                kind = lines[j][:1]
-                if kind == b" ":
-                    old_left, new_left = old_left - 1, new_left - 1
-                elif kind == b"-":
-                    old_left -= 1
-                    first_removed = j if first_removed is None else first_removed
-                elif kind == b"+":
-                    new_left -= 1
-                    first_added = j if first_added is None else first_added
-                elif kind != b"\\":
-                    raise InputError(source, "hunk shorter than its header says", f"line {j + 1}")
-                j += 1
-            at = first_added if first_added is not None else first_removed
-            if path is not None and at is not None:
-                neighbour = lines[at][1:].decode("utf-8", errors="replace")
-                indent = neighbour[: len(neighbour) - len(neighbour.lstrip(" \t"))]
-                opening, closing = comment_syntax(path)
-                eol = b"\r\n" if line.endswith(b"\r\n") else b"\n"
-                added = b"+" + f"{indent}{opening}{comment}{closing}".encode() + eol
-                new_lines = int(new_count) if new_count is not None else 1
-                new_first = int(new_start)
-                if new_lines == 0:
-                    # An empty new side is anchored on the line before it; with one line it starts after it.
-                    new_first += 1
-                old_part = old_start + (b"," + old_count if old_count is not None else b"")
-                header = b"@@ -%s +%d,%d @@%s" % (old_part, new_first, new_lines + 1, rest)
-                return b"".join([*lines[:i], header + eol, *lines[i + 1 : at], added, *lines[at:]])
-            i = j
+    parsed = read_diff(diff, source)
+    # The parser's line indices are those of the input split at b"\n"; rebuild from the input's own bytes
+    # so that line ends (CRLF) and bytes that are not UTF-8 come back unchanged.
+    lines = diff.split(b"\n")
+    for diff_file in parsed.files:
+        path = diff_file.change.new_path
+        if path is None:
             continue
-        i += 1
+        for hunk in diff_file.hunks:
+            kinds = {kind: index for kind, _, _, index in reversed(list(parsed.hunk_lines(hunk)))}
+            at = kinds.get("add", kinds.get("del"))
+            if at is None:
+                continue
+            neighbour = lines[at][1:].decode("utf-8", errors="replace")
+            indent = neighbour[: len(neighbour) - len(neighbour.lstrip(" \t"))]
+            opening, closing = comment_syntax(path)
+            cr = b"\r" if lines[hunk.header_line].endswith(b"\r") else b""
+            added = b"+" + f"{indent}{opening}{comment}{closing}".encode() + cr
+            new_first = hunk.new_start
+            if hunk.new_count == 0:
+                # An empty new side is anchored on the line before it; with one line it starts after it.
+                new_first += 1
+            old_part = f"{hunk.old_start}" if hunk.old_count == 1 else f"{hunk.old_start},{hunk.old_count}"
+            header = f"@@ -{old_part} +{new_first},{hunk.new_count + 1} @@".encode() + _raw(hunk.section)
+            if cr and not header.endswith(cr):
+                header += cr
+            return b"\n".join(
+                [*lines[: hunk.header_line], header, *lines[hunk.header_line + 1 : at], added, *lines[at:]]
+            )
     raise InputError(
         source, "no text hunk in a file that survives the change, so no reviewer comment can be added"
     )
+
+
+def _raw(text: str) -> bytes:
+    return text.encode("utf-8", errors="surrogateescape")
 
 
 # --- rows ------------------------------------------------------------------------------------------------
@@ -294,10 +266,7 @@ def _read_diff(path: Path, name: str) -> str:
         raise InputError(name, "file not found") from None
     except OSError as exc:
         raise InputError(name, f"cannot read: {exc.strerror}") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(name, f"not UTF-8 text (byte {exc.start})") from None
+    return decode_diff(data)
 
 
 def _workspace(

@@ -25,13 +25,32 @@ COMMAND_MODULES = [
 ]
 
 
-def build_parser() -> argparse.ArgumentParser:
+# The module that registers each subcommand, so that `rubric scope` imports only what scope needs: not the
+# judge runner (asyncio), the verdict cache (sqlite3, ssl) or, through them, anything a judge needs. A name
+# missing here still works: every module is then imported, as for `rubric --help`.
+COMMAND_MODULE_OF = {
+    "validate": "grading.commands.validate",
+    "schema": "grading.commands.validate",
+    "snapshot": "grading.commands.workspace",
+    "capture": "grading.commands.workspace",
+    "scope": "grading.commands.scope",
+    "integrity": "grading.commands.integrity",
+    "judge": "grading.commands.judge",
+    "grade": "grading.commands.grade",
+    "check": "grading.commands.check",
+}
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The ``rubric`` parser; given the arguments, only the module of the subcommand they name is loaded."""
     parser = argparse.ArgumentParser(
         prog="rubric",
         description="Mergeability grading: rubric checks, scope, test integrity, the judge and admission.",
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    command = next(iter(argv), None) if argv is not None else None
+    module = COMMAND_MODULE_OF.get(command) if command is not None else None
+    for name in [module] if module is not None else COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
     return parser
 
@@ -41,7 +60,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # strict and printing it would end in a traceback. Show such bytes as \udcNN instead.
     if isinstance(sys.stdout, io.TextIOWrapper) and sys.stdout.errors == "strict":
         sys.stdout.reconfigure(errors="backslashreplace")
-    parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         code: int = args.handler(args)

@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from grading.diffs import decode_diff
 from grading.errors import InputError
 from grading.integrity import IntegrityResult, integrity_for_run, missing_test_list
 from grading.judge.backend import Backend
@@ -255,11 +256,10 @@ class RunMetrics(BaseModel):
 
 def _read_diff_text(path: Path) -> str:
     try:
-        return path.read_bytes().decode("utf-8")
+        # Bytes that are not UTF-8 are the agent's: shown to the judge as \xNN, never a reason to stop.
+        return decode_diff(path.read_bytes())
     except FileNotFoundError:
         raise InputError(path, "file not found (rubric capture writes it before grade runs)") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(path, f"not UTF-8 text (byte {exc.start})") from None
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

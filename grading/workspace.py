@@ -95,6 +95,7 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, field_serializer
 
+from grading.diffs import c_quote, read_quoted
 from grading.errors import InputError
 
 SNAPSHOT_HEADER = "# rubric snapshot v3"  # what write_snapshot writes
@@ -470,9 +471,9 @@ def write_snapshot(workspace: Path, out: Path) -> int:
     Returns the number of ignored paths.
     """
     snap = take_snapshot(workspace)
-    lines = [SNAPSHOT_HEADER, _EXCLUDE_PREFIX + _c_quote(snap.info_exclude or b"")]
+    lines = [SNAPSHOT_HEADER, _EXCLUDE_PREFIX + c_quote(snap.info_exclude or b"")]
     for rel, rules in (snap.ignore_files or {}).items():
-        lines += [_IGNORE_FILE_PREFIX + _c_quote(os.fsencode(rel)), _IGNORE_RULES_PREFIX + _c_quote(rules)]
+        lines += [_IGNORE_FILE_PREFIX + c_quote(os.fsencode(rel)), _IGNORE_RULES_PREFIX + c_quote(rules)]
     _write_text(out, "".join(line + "\n" for line in lines) + format_path_list(snap.ignored))
     return len(snap.ignored)
 
@@ -486,17 +487,6 @@ def _write_text(path: Path, text: str) -> None:
 
 # ---- path-list files ----------------------------------------------------------------------------------
 
-_ESCAPES = {7: "a", 8: "b", 9: "t", 10: "n", 11: "v", 12: "f", 13: "r", 34: '"', 92: "\\"}
-_UNESCAPES = {v: k for k, v in _ESCAPES.items()}
-
-
-def _is_utf8(path: str) -> bool:
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
 
 def quote_path(path: str) -> str:
     """One line of a path-list file: the name as is, or C-quoted when a plain line cannot carry it."""
@@ -504,81 +494,24 @@ def quote_path(path: str) -> str:
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError:
-        return _c_quote(raw)
+        return c_quote(raw)
     if (
         any(b < 0x20 or b == 0x7F or b in (0x22, 0x5C) for b in raw)
         or path.startswith("#")
         or path != path.strip()
     ):
-        return _c_quote(raw)
+        return c_quote(raw)
     return path
-
-
-def _utf8_length(raw: bytes, i: int) -> int:
-    """Length of the valid UTF-8 sequence starting at ``raw[i]`` (a byte >= 0x80), 0 if it is not one."""
-    b = raw[i]
-    length = 2 if b >> 5 == 0b110 else 3 if b >> 4 == 0b1110 else 4 if b >> 3 == 0b11110 else 0
-    if not length:
-        return 0
-    try:
-        raw[i : i + length].decode("utf-8")
-    except UnicodeDecodeError:
-        return 0
-    return length
-
-
-def _c_quote(raw: bytes) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(raw):
-        b = raw[i]
-        if b in _ESCAPES:
-            out.append("\\" + _ESCAPES[b])
-        elif b < 0x20 or b == 0x7F:
-            out.append(f"\\{b:03o}")
-        elif b < 0x80:
-            out.append(chr(b))
-        elif length := _utf8_length(raw, i):
-            # Keep valid UTF-8 readable; escape only the bytes that are not UTF-8.
-            out.append(raw[i : i + length].decode("utf-8"))
-            i += length
-            continue
-        else:
-            out.append(f"\\{b:03o}")
-        i += 1
-    return '"' + "".join(out) + '"'
 
 
 def unquote_path(line: str) -> str:
     """Inverse of :func:`quote_path`; raises ValueError on a malformed quoted name."""
     if not line.startswith('"'):
         return line
-    if len(line) < 2 or not line.endswith('"'):
-        raise ValueError("quoted name without its closing quote")
-    body = line[1:-1]
-    out = bytearray()
-    i = 0
-    while i < len(body):
-        ch = body[i]
-        if ch == '"':
-            raise ValueError("unescaped quote inside a quoted name")
-        if ch != "\\":
-            out.extend(ch.encode("utf-8", "surrogateescape"))
-            i += 1
-            continue
-        nxt = body[i + 1 : i + 2]
-        if nxt in _UNESCAPES:
-            out.append(_UNESCAPES[nxt])
-            i += 2
-        elif len(body) >= i + 4 and all(c in "01234567" for c in body[i + 1 : i + 4]):
-            value = int(body[i + 1 : i + 4], 8)
-            if value > 0xFF:
-                raise ValueError(f"octal escape out of range: \\{body[i + 1 : i + 4]}")
-            out.append(value)
-            i += 4
-        else:
-            raise ValueError(f"bad escape {body[i : i + 2]!r}")
-    return os.fsdecode(bytes(out))
+    raw, end = read_quoted(line)
+    if end != len(line):
+        raise ValueError("unescaped quote inside a quoted name")
+    return os.fsdecode(raw)
 
 
 def format_path_list(paths: Sequence[str]) -> str:
@@ -810,7 +743,7 @@ def _alternates_value(paths: Sequence[Path]) -> str:
     entries = []
     for p in paths:
         raw = os.fsencode(p)
-        entries.append(_c_quote(raw) if b":" in raw or raw.startswith(b'"') else os.fsdecode(raw))
+        entries.append(c_quote(raw) if b":" in raw or raw.startswith(b'"') else os.fsdecode(raw))
     return ":".join(entries)
 
 
@@ -883,7 +816,7 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
     _write_text(out_dir / IGNORED_CREATED_NAME, format_ignored_created(ignored_created, self_ignoring))
     # Every file section starts with this header line; content lines start with ' ', '+', '-' and base85
     # lines of binary patches cannot contain a space, so the count is exact.
-    files_changed = sum(1 for line in diff.split(b"\n") if line.startswith(b"diff --git "))
+    files_changed = diff.count(b"\ndiff --git ") + diff.startswith(b"diff --git ")
     return CaptureResult(
         base_commit=base_commit,
         diff_path=str(diff_path),

@@ -7,7 +7,6 @@ through pygments' HTML formatter or ``escape``; nothing from the diff is ever ma
 from __future__ import annotations
 
 import io
-import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -20,6 +19,8 @@ from pygments.lexer import Lexer
 from pygments.lexers import TextLexer, get_lexer_for_filename
 from pygments.util import ClassNotFound
 
+from grading.diffs import read_diff
+
 # A diff beyond these is cut, with a note: a page must stay readable (and fast) whatever the agent wrote.
 MAX_DIFF_CHARS = 400_000
 MAX_DIFF_LINES = 8_000
@@ -27,9 +28,6 @@ MAX_DIFF_LINES = 8_000
 MAX_HIGHLIGHT_LINE = 1_000
 # What one page may spend on syntax highlighting (HighlightBudget).
 HIGHLIGHT_SECONDS = 0.3
-
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-_GIT_HEADER = re.compile(r"^diff --git a/(.*) b/(.*)$")
 
 # The CSS scope the pygments style sheet is generated for (static/rubrics/pygments.css).
 CSS_SCOPE = ".diff .code"
@@ -60,79 +58,51 @@ def _lexer_for(path: str) -> Lexer:
     return lexer
 
 
-def _path_from_header(line: str) -> str | None:
-    match = _GIT_HEADER.match(line)
-    if match:
-        return match.group(2)
-    if line.startswith("+++ ") or line.startswith("--- "):
-        name = line[4:].split("\t", 1)[0].strip()
-        if name == "/dev/null":
-            return None
-        return name[2:] if name[:2] in ("a/", "b/") else name
-    return None
-
-
 def parse_for_display(text: str) -> tuple[list[DiffFile], bool]:
     """Split a diff into files and numbered lines. Returns (files, truncated).
 
-    Lenient on purpose: this is for reading, not grading, so a diff that grading.diffs would reject is still
-    shown line by line rather than hidden behind an error.
+    Files, paths and hunks come from grading.diffs (the parser scope and the judge use), read leniently:
+    this is for reading, not grading, so what that parser cannot read (and a diff cut for length) is
+    still shown line by line rather than hidden behind an error.
     """
     truncated = False
     if len(text) > MAX_DIFF_CHARS:
         text, truncated = text[:MAX_DIFF_CHARS], True
-    raw_lines = text.splitlines()
+    raw_lines = text.split("\n")
     if len(raw_lines) > MAX_DIFF_LINES:
         raw_lines, truncated = raw_lines[:MAX_DIFF_LINES], True
-
+    parsed = read_diff("\n".join(raw_lines), strict=False)
+    lines = parsed.lines
     files: list[DiffFile] = []
-    current: DiffFile | None = None
-    old_no = new_no = 0
-    # Lines left in the current hunk, from its header: a "--- x" line inside a hunk is a removed line,
-    # after it a file header.
-    old_left = new_left = 0
-    for index, line in enumerate(raw_lines):
-        in_hunk = old_left > 0 or new_left > 0
-        next_line = raw_lines[index + 1] if index + 1 < len(raw_lines) else ""
-        starts_file = line.startswith("diff --git ") or (
-            line.startswith("--- ") and next_line.startswith("+++ ") and (current is None or current.has_hunk)
-        )
-        if not in_hunk and starts_file:
-            current = DiffFile(path=_path_from_header(line) or "")
-            files.append(current)
-            current.lines.append(DiffLine("meta", line))
-            continue
-        if current is None:
-            current = DiffFile(path="")
-            files.append(current)
-        hunk = _HUNK.match(line)
-        if not in_hunk and hunk:
-            old_no, new_no = int(hunk.group(1)), int(hunk.group(3))
-            old_left = int(hunk.group(2)) if hunk.group(2) is not None else 1
-            new_left = int(hunk.group(4)) if hunk.group(4) is not None else 1
+
+    def shown_as_is(start: int, end: int) -> None:
+        # Header lines ("index ...", "Binary files ... differ"), text between files, and the unparsed rest.
+        if start < end and not files:
+            files.append(DiffFile(path=""))
+        for index in range(start, end):
+            kind = "note" if lines[index].startswith("\\") else "meta"
+            files[-1].lines.append(DiffLine(kind, lines[index]))
+
+    done = 0
+    for parsed_file in parsed.files:
+        shown_as_is(done, parsed_file.first_line)
+        change = parsed_file.change
+        current = DiffFile(path=change.new_path or change.old_path or "")
+        files.append(current)
+        position = parsed_file.first_line
+        for hunk in parsed_file.hunks:
+            shown_as_is(position, hunk.header_line)
             current.has_hunk = True
-            current.lines.append(DiffLine("hunk", line))
-            continue
-        if in_hunk and line.startswith("+"):
-            current.lines.append(DiffLine("add", line[1:], None, new_no))
-            new_no, new_left = new_no + 1, new_left - 1
-        elif in_hunk and line.startswith("-"):
-            current.lines.append(DiffLine("del", line[1:], old_no, None))
-            old_no, old_left = old_no + 1, old_left - 1
-        elif in_hunk and (line.startswith(" ") or line == ""):
-            current.lines.append(DiffLine("ctx", line[1:], old_no, new_no))
-            old_no, new_no = old_no + 1, new_no + 1
-            old_left, new_left = old_left - 1, new_left - 1
-        elif line.startswith("\\"):
-            current.lines.append(DiffLine("note", line))
-        else:
-            # "--- a/x", "+++ b/x", "index ...", "Binary files ... differ", mode lines, or a hunk that
-            # ended early: shown as they are.
-            old_left = new_left = 0
-            path = _path_from_header(line)
-            if path and (line.startswith("+++ ") or not current.path):
-                current.path = path
-            current.lines.append(DiffLine("meta", line))
+            current.lines.append(DiffLine("hunk", lines[hunk.header_line]))
+            for kind, old_no, new_no, index in parsed.hunk_lines(hunk):
+                line = lines[index]
+                current.lines.append(
+                    DiffLine(kind, line) if kind == "note" else DiffLine(kind, line[1:], old_no, new_no)
+                )
+            position = hunk.end_line
+        shown_as_is(position, parsed_file.end_line)
+        done = parsed_file.end_line
+    shown_as_is(done, len(lines))
     return files, truncated
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from grading.commands._common import Subparsers, add_json_flag, existing_dir, print_json
-from grading.diffs import parse_diff
+from grading.diffs import decode_diff, parse_diff
 from grading.errors import InputError
 from grading.integrity import check_integrity
 from grading.judge.cache import SqliteCache, cache_key, default_cache_path
@@ -82,11 +82,8 @@ def _read_diff(run_dir: Path) -> str:
         raise InputError(path, "file not found (write it with `rubric capture`)") from None
     if len(data) > 4 * DEFAULT_MAX_DIFF_CHARS:
         raise InputError(path, f"{len(data)} bytes: too large for the judge")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise InputError(path, "not UTF-8 text; the judge reads text diffs only", f"line {line}") from None
+    # Bytes that are not UTF-8 reach the judge as \\xNN (grading.diffs.decode_diff), as in `rubric grade`.
+    return decode_diff(data)
 
 
 def _manifest_path(args: argparse.Namespace) -> Path | None:

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
+from grading.diffs import read_diff
 from grading.errors import InputError
 from grading.judge.backend import Backend, BackendError, BackendReply, BatchBackend, JudgeRequest
 from grading.judge.cache import CachedVerdicts, VerdictCache, cache_key, in_regrade_sample
@@ -58,50 +59,13 @@ class JudgeSettings(BaseModel):
 
 # --- where a verdict may point: the diff-location index ----------------------------------------------------
 
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
-
-
-def unquote_git_path(raw: str) -> str:
-    """A path as git prints it: C-quoted with octal escapes for bytes outside ASCII when it needs to be."""
-    if not (len(raw) >= 2 and raw.startswith('"') and raw.endswith('"')):
-        return raw
-    body, out, i = raw[1:-1], bytearray(), 0
-    while i < len(body):
-        c = body[i]
-        if c == "\\" and i + 1 < len(body):
-            nxt = body[i + 1]
-            if nxt in "01234567" and re.fullmatch(r"[0-7]{3}", body[i + 1 : i + 4]):
-                out.append(int(body[i + 1 : i + 4], 8))
-                i += 4
-                continue
-            if nxt in _ESCAPES:
-                out.append(_ESCAPES[nxt])
-                i += 2
-                continue
-        out.extend(c.encode("utf-8"))
-        i += 1
-    return out.decode("utf-8", errors="replace")
-
-
-def _header_path(rest: str) -> str | None:
-    # "--- a/path\t2026-01-01 ..." (a timestamp after a tab, from non-git diffs) or "--- /dev/null"
-    rest = rest.rstrip("\r")
-    if not rest.startswith('"') and "\t" in rest:
-        rest = rest.split("\t", 1)[0]
-    path = unquote_git_path(rest)
-    if path == "/dev/null":
-        return None
-    return _strip_prefix(path)
-
-
 def _strip_prefix(path: str) -> str:
     return path[2:] if path.startswith(("a/", "b/")) else path
 
 
 class DiffIndex:
     """Line numbers each file shows in the diff: new side (added and context lines), old side (removed and
-    context lines). Hunk bodies are read by their line counts, so diff-like text inside a hunk stays data."""
+    context lines). Its paths are the ones ``grading.diffs`` gives scope and integrity."""
 
     def __init__(self) -> None:
         self.new_lines: dict[str, set[int]] = {}
@@ -109,6 +73,7 @@ class DiffIndex:
 
     def has(self, location: Location) -> bool:
         table = self.new_lines if location.side == "new" else self.old_lines
+        # A judge may cite the path as the diff header spells it ("b/src/x.py") or with a leading slash.
         for path in (location.file, _strip_prefix(location.file), location.file.lstrip("/")):
             if location.line in table.get(path, ()):
                 return True
@@ -119,52 +84,20 @@ class DiffIndex:
 
 
 def index_diff(diff_text: str) -> DiffIndex:
-    """Build the :class:`DiffIndex` of a unified diff (git or plain), tolerant of anything it cannot read."""
+    """Build the :class:`DiffIndex` of a unified diff with :func:`grading.diffs.read_diff`, leniently: files
+    after a part it cannot read are left out (no location in them is accepted)."""
     index = DiffIndex()
-    lines = diff_text.split("\n")
-    old_path: str | None = None
-    new_path: str | None = None
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if line.startswith("diff --git "):
-            old_path = new_path = None
-        elif line.startswith("--- "):
-            old_path = _header_path(line[4:])
-        elif line.startswith("+++ "):
-            new_path = _header_path(line[4:])
-        else:
-            match = _HUNK.match(line)
-            if match:
-                old_no, new_no = int(match.group(1)), int(match.group(3))
-                old_left = int(match.group(2)) if match.group(2) is not None else 1
-                new_left = int(match.group(4)) if match.group(4) is not None else 1
-                old_set = index.old_lines.setdefault(old_path, set()) if old_path else set()
-                new_set = index.new_lines.setdefault(new_path, set()) if new_path else set()
-                i += 1
-                while i < len(lines) and (old_left > 0 or new_left > 0):
-                    body = lines[i]
-                    tag = body[:1]
-                    if tag == "\\":  # "\ No newline at end of file"
-                        i += 1
-                        continue
-                    if tag == "+" and new_left > 0:
-                        new_set.add(new_no)
-                        new_no, new_left = new_no + 1, new_left - 1
-                    elif tag == "-" and old_left > 0:
-                        old_set.add(old_no)
-                        old_no, old_left = old_no + 1, old_left - 1
-                    elif tag in (" ", "") and old_left > 0 and new_left > 0:
-                        # context; some tools strip the single space of an empty context line
-                        old_set.add(old_no)
-                        new_set.add(new_no)
-                        old_no, new_no = old_no + 1, new_no + 1
-                        old_left, new_left = old_left - 1, new_left - 1
-                    else:
-                        break  # the hunk is shorter than its header says: stop reading it
-                    i += 1
-                continue
-        i += 1
+    parsed = read_diff(diff_text, strict=False)
+    for diff_file in parsed.files:
+        old_path, new_path = diff_file.change.old_path, diff_file.change.new_path
+        for hunk in diff_file.hunks:
+            old_set = index.old_lines.setdefault(old_path, set()) if old_path is not None else set()
+            new_set = index.new_lines.setdefault(new_path, set()) if new_path is not None else set()
+            for kind, old_no, new_no, _ in parsed.hunk_lines(hunk):
+                if kind != "add" and old_no is not None:
+                    old_set.add(old_no)
+                if kind != "del" and new_no is not None:
+                    new_set.add(new_no)
     return index
 
 
@@ -367,7 +300,9 @@ async def judge_diff(
         bypass = "no_cache"
     elif in_regrade_sample(key, settings.regrade_sample, settings.regrade_seed):
         bypass = "regrade_sample"
-    stored = cache.get(key) if cache is not None else None
+    # Cache reads and writes (SQLite: a connection and a commit each) run in a worker thread, so a sweep's
+    # event loop keeps every other call in flight moving meanwhile.
+    stored = await asyncio.to_thread(cache.get, key) if cache is not None else None
     if stored is not None and bypass is None:
         return result.model_copy(update={
             "model_id": stored.model_id, "verdicts": stored.verdicts, "cache_hit": True,
@@ -420,9 +355,9 @@ async def judge_diff(
                                consistency_flags=result.consistency_flags, rejudged=result.rejudged,
                                usage=result.usage)
         if stored is None:
-            cache.put(key, entry)
+            await asyncio.to_thread(cache.put, key, entry)
         if bypass is not None:
-            cache.record_regrade(key, entry)
+            await asyncio.to_thread(cache.record_regrade, key, entry)
     return result
 
 

@@ -252,6 +252,8 @@ class FakeProviderServer:
         self.batch_polls_in_progress = 1  # retrieves answered "in_progress" before a batch ends
         self._lock = threading.Lock()
         self.latency = 0.0  # seconds before every model reply is sent (the model's time to answer)
+        self.in_flight = 0  # model calls being answered now, and the most at once
+        self.max_in_flight = 0
         self._prompt_cache: set[str] = set()  # prefixes readable from the prompt cache
         self._unpublished = threading.local()  # the prefix this handler thread wrote, readable once answered
         self._batches: dict[str, dict[str, Any]] = {}
@@ -597,6 +599,18 @@ class FakeProviderServer:
                     self._json(404, {"error": {"message": f"unknown path {path}", "type": "not_found"}})
 
             def _model_call(self, body: dict[str, Any], provider: Literal["anthropic", "openai"]) -> None:
+                with server._lock:
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    self._answer_model_call(body, provider)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+            def _answer_model_call(
+                self, body: dict[str, Any], provider: Literal["anthropic", "openai"]
+            ) -> None:
                 behaviour = server._next_behaviour()
                 if behaviour.kind == "status":
                     headers = {}

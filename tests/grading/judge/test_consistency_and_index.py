@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from grading.judge.models import Location
-from grading.judge.runner import index_diff, reason_contradicts, unquote_git_path
+from grading.judge.runner import index_diff, reason_contradicts
 
 
 @pytest.mark.parametrize(
@@ -83,8 +83,3 @@ def test_the_index_survives_garbage() -> None:
     index = index_diff("@@ -1,3 +1,3 @@\n+x\n@@ nonsense\n--- \n+++ \n")
     assert index.files() == []
     assert index_diff("").files() == []
-
-
-def test_git_quoted_paths_are_unquoted() -> None:
-    assert unquote_git_path('"a/caf\\303\\251\\tx\\"y"') == 'a/caf\u00e9\tx"y'
-    assert unquote_git_path("plain/path") == "plain/path"

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -282,18 +281,15 @@ def test_a_concurrent_sweep_writes_each_static_prefix_once_and_then_runs_in_para
         SweepJob(label=f"run-{i}", task=TASK, rubric=make_rubric() if i % 2 else other, diff_text=d)
         for i, d in enumerate(diffs)
     ]
-    started = time.monotonic()
     sweep = asyncio.run(judge_sweep(jobs, anthropic_backend(fake_server), cache=SqliteCache(tmp_path / "c"),
                                     settings=JudgeSettings(concurrency=6)))
-    elapsed = time.monotonic() - started
     assert sweep.failures == 0 and sweep.calls == SWEEP_N
     writes = [r.usage.cache_write_tokens for r in sweep.results]
     assert sum(1 for w in writes if w) == 2  # one writer per rubric
     assert all(r.usage.cache_read_tokens for r, w in zip(sweep.results, writes, strict=True) if not w)
-    # Two leaders in parallel (one latency), then the other ten six at a time (two latencies): not serial.
-    assert elapsed < 0.3 * 6, elapsed
-    print("\n" + report("anthropic, 2 rubrics, concurrency 6", sweep, len(fake_server.model_calls()))
-          + f" {elapsed:.2f}s")
+    # Not serial, and never over the limit (how close to ideal it runs is benchmarks/judge_sweep.py's).
+    assert 1 < fake_server.max_in_flight <= 6
+    print("\n" + report("anthropic, 2 rubrics, concurrency 6", sweep, len(fake_server.model_calls())))
 
 
 def test_a_batch_sweep_goes_through_message_batches_at_half_price(
