@@ -14,6 +14,9 @@ import os
 import stat
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -182,8 +185,57 @@ def _recording_cli(tmp_path: Path) -> tuple[Path, Path]:
     return program, log
 
 
+class RecordingProxy:
+    """An HTTP(S) proxy that records where the CLI tried to go and lets nothing through."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _refuse(self) -> None:
+                proxy.seen.append(f"{self.command} {self.path}")
+                self.send_response(403)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            do_CONNECT = do_GET = do_POST = _refuse
+
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the stdlib's name
+                pass
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
 @pytest.fixture
-def caller(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_server: FakeProviderServer) -> Path:
+def proxy(monkeypatch: pytest.MonkeyPatch) -> Iterator[RecordingProxy]:
+    """Every connection the CLI makes to anything but the local server goes here (and is refused)."""
+    recording = RecordingProxy()
+    for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
+        monkeypatch.setenv(name, recording.url)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.delenv("no_proxy", raising=False)
+    try:
+        yield recording
+    finally:
+        recording.stop()
+
+
+@pytest.fixture
+def caller(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_server: FakeProviderServer, proxy: RecordingProxy
+) -> Path:
     """The caller's world, full of context the judge must not see: a CLAUDE.md in its directory and in the
     parent, user settings and memory in its HOME, Claude Code variables in its environment."""
     parent = tmp_path / "checkout"
@@ -208,7 +260,11 @@ def caller(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_server: FakePro
 
 @needs_cli
 def test_the_cli_judges_through_the_runner_isolated_from_the_callers_context(
-    caller: Path, fake_server: FakeProviderServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    caller: Path,
+    fake_server: FakeProviderServer,
+    proxy: RecordingProxy,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     program, log = _recording_cli(tmp_path)
     monkeypatch.setenv(CLI_ENV, str(program))
@@ -246,8 +302,9 @@ def test_the_cli_judges_through_the_runner_isolated_from_the_callers_context(
     )
     assert LEAK not in everything
     assert "claude-leaked-model" not in everything
-    # Only the Messages API was called: no telemetry, update check or other traffic reached the endpoint.
+    # Only the Messages API was called, and nothing else anywhere: no telemetry, no update check.
     assert {r.path.split("?")[0] for r in fake_server.requests} == {"/v1/messages"}
+    assert proxy.seen == []
 
     runs = [json.loads(line) for line in log.read_text().splitlines()]
     (run,) = [r for r in runs if "--print" in r["argv"]]  # the other one asked for --version
@@ -273,11 +330,12 @@ def test_the_cli_judges_through_the_runner_isolated_from_the_callers_context(
 
 
 @needs_cli
-def test_without_the_isolation_the_callers_claude_md_does_reach_the_request(
-    caller: Path, fake_server: FakeProviderServer
+def test_without_the_isolation_the_callers_context_does_reach_the_request_and_the_network(
+    caller: Path, fake_server: FakeProviderServer, proxy: RecordingProxy
 ) -> None:
-    # The control for the test above: the same CLI, run in the caller's directory with its settings, sends
-    # the CLAUDE.md files to the server, so the absence of the marker there is the isolation's doing.
+    # The control for the test above: the same CLI, run in the caller's directory with its settings and
+    # environment, sends the CLAUDE.md files to the server and calls home, so the absence of both there is
+    # the isolation's doing.
     assert REAL_CLI is not None
     subprocess.run(
         [str(REAL_CLI), "--print", "--model", MODEL, "--tools", "", "--output-format", "json"],
@@ -286,10 +344,11 @@ def test_without_the_isolation_the_callers_claude_md_does_reach_the_request(
         text=True,
         timeout=120,
         check=True,
-        env={**os.environ, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"},
+        env={k: v for k, v in os.environ.items() if k != "CLAUDE_CODE_EXTRA_BODY"},
     )
     bodies = json.dumps([r.body for r in fake_server.model_calls()])
     assert f"{LEAK} here" in bodies and f"{LEAK} parent" in bodies
+    assert any("api.anthropic.com" in line for line in proxy.seen)
 
 
 @needs_cli
