@@ -99,6 +99,7 @@ STRUCTURED_OUTPUT_TOOL = "StructuredOutput"
 
 # Claude Code takes no sampling parameters; effort is the one decoding knob it exposes.
 DECODING_FLAGS = {"effort": "--effort"}
+EFFORT_LEVELS = ("low", "medium", "high", "xhigh", "max")
 
 
 class _ModelUsage(BaseModel):
@@ -202,6 +203,11 @@ class ClaudeCodeBackend:
                     "exposes no sampling parameters)",
                     f"decoding.{key}",
                 )
+        effort = self.decoding.get("effort")
+        if effort is not None and effort not in EFFORT_LEVELS:
+            raise InputError(
+                None, f"effort {effort!r}: use one of " + ", ".join(EFFORT_LEVELS), "decoding.effort"
+            )
         self.base_url = base_url
         self.api_key = api_key
         self.cli = cli

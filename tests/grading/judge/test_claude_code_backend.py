@@ -54,7 +54,7 @@ LEAK = "LEAK-MARKER-7f3a"  # written into every file the judge must never read
 
 REAL_CLI = find_cli()
 needs_cli = pytest.mark.skipif(
-    REAL_CLI is None,
+    REAL_CLI is None or not REAL_CLI.is_file(),
     reason="the Claude Code CLI is not installed: run `npm ci` at the repository root (needs node and npm)",
 )
 
@@ -87,6 +87,8 @@ def test_aliases_are_refused_as_for_the_other_providers(model: str) -> None:
 def test_sampling_parameters_and_batch_mode_are_refused() -> None:
     with pytest.raises(InputError, match="takes only effort"):
         make_backend(f"claude-code:{MODEL}", decoding={"temperature": 0})
+    with pytest.raises(InputError, match="decoding.effort.*low, medium"):
+        make_backend(f"claude-code:{MODEL}", decoding={"effort": "extreme"})
     with pytest.raises(InputError, match="--batch"):
         make_backend(f"claude-code:{MODEL}", batch=True)
 
@@ -140,6 +142,30 @@ def test_a_missing_cli_is_a_judge_failure_that_says_how_to_install_it(
     assert result.failure is not None and not result.verdicts
     assert "Claude Code CLI was not found" in result.failure
     assert "npm ci" in result.failure and "@anthropic-ai/claude-code" in result.failure
+
+
+def _task_and_run(tmp_path: Path) -> tuple[Path, Path]:
+    task_dir, run_dir = tmp_path / "repo" / "tasks" / "fix_area", tmp_path / "run"
+    task_dir.mkdir(parents=True)
+    run_dir.mkdir()
+    (task_dir / "task.json").write_text(json.dumps(TASK.model_dump(mode="json")))
+    (task_dir / "rubric.json").write_text(json.dumps(rubric_data()))
+    (run_dir / "workspace.diff").write_text(DIFF)
+    return task_dir, run_dir
+
+
+def test_render_only_prints_the_command_without_the_cli_installed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(CLI_ENV, str(tmp_path / "no-such-claude"))
+    task_dir, run_dir = _task_and_run(tmp_path)
+    code = main(["judge", str(task_dir), str(run_dir), "--judge", f"claude-code:{MODEL}", "--render-only"])
+    assert code == 0
+    (entry,) = json.loads(capsys.readouterr().out)["requests"]
+    command = entry["request"]
+    assert command["cli_version"] is None
+    assert command["argv"][command["argv"].index("--model") + 1] == MODEL
+    assert "return abs(total) / 2" in command["stdin"]
 
 
 @pytest.mark.parametrize("marker", ["CLAUDE.md", ".git", ".claude"])
@@ -382,14 +408,10 @@ def test_an_api_error_is_a_judge_failure_with_the_key_redacted(
 def test_rubric_judge_runs_the_claude_code_judge_from_the_command_line(
     caller: Path, fake_server: FakeProviderServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    task_dir, run_dir = tmp_path / "repo" / "tasks" / "fix_area", tmp_path / "run"
-    task_dir.mkdir(parents=True)
-    run_dir.mkdir()
-    (task_dir / "task.json").write_text(json.dumps(TASK.model_dump(mode="json")))
-    (task_dir / "rubric.json").write_text(json.dumps(rubric_data()))
-    (run_dir / "workspace.diff").write_text(DIFF)
+    task_dir, run_dir = _task_and_run(tmp_path)
     code = main(
-        ["judge", str(task_dir), str(run_dir), "--judge", f"claude-code:{MODEL}", "--no-cache", "--json"]
+        ["judge", str(task_dir), str(run_dir), "--judge", f"claude-code:{MODEL}", "--json"]
+        + ["--cache", str(tmp_path / "cache.sqlite3")]
     )
     out = json.loads(capsys.readouterr().out)
     assert code == 0, out
