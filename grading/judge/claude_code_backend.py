@@ -57,6 +57,7 @@ INSTALL_HINT = (
 SCRATCH = "{scratch}"
 CONFIG_DIR = f"{SCRATCH}/config"
 HOME_DIR = f"{SCRATCH}/home"
+TMP_DIR = f"{SCRATCH}/tmp"
 WORK_DIR = f"{SCRATCH}/cwd"
 SYSTEM_PROMPT_FILE = f"{SCRATCH}/system-prompt.md"
 
@@ -88,6 +89,7 @@ PASSED_ENV_PREFIXES = ("AWS_",)
 FIXED_ENV = {
     "CLAUDE_CONFIG_DIR": CONFIG_DIR,
     "HOME": HOME_DIR,
+    "TMPDIR": TMP_DIR,  # its own temp files (shell snapshots, task output) go with the call, not to /tmp
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     "DISABLE_AUTOUPDATER": "1",
 }
@@ -281,7 +283,7 @@ class ClaudeCodeBackend:
                 env["ANTHROPIC_BASE_URL"] = self.base_url
             if self.api_key is not None:
                 env["ANTHROPIC_API_KEY"] = self.api_key
-            for name in ("config", "home", "cwd"):
+            for name in ("config", "home", "tmp", "cwd"):
                 (scratch / name).mkdir()
             for path, text in rendered["files"].items():
                 Path(_fill(path, scratch)).write_text(text, encoding="utf-8")

@@ -347,6 +347,7 @@ def test_the_cli_judges_through_the_runner_isolated_from_the_callers_context(
     assert env["CLAUDE_CONFIG_DIR"] == str(scratch / "config")
     assert run["config_listing"] == []  # fresh: empty when the CLI starts
     assert env["HOME"] == str(scratch / "home")
+    assert env["TMPDIR"] == str(scratch / "tmp")
     assert env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
     assert env["ANTHROPIC_BASE_URL"] == fake_server.anthropic_base_url
     assert "ANTHROPIC_MODEL" not in env and "CLAUDE_CODE_EXTRA_BODY" not in env
