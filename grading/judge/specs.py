@@ -157,6 +157,16 @@ def make_backend(
         from grading.judge.scripted import ScriptedBackend
 
         return ScriptedBackend(Path(model))
+    if provider == "claude-code":
+        from grading.judge.claude_code_backend import ClaudeCodeBackend
+
+        if batch:
+            raise InputError(None, "batch mode is available for anthropic judges only", "--batch")
+        # The CLI has its own retries and credentials (ANTHROPIC_* in the environment); ``timeout`` bounds
+        # one whole CLI run, so it gets the SDK backends' time for every attempt.
+        return ClaudeCodeBackend(
+            model, decoding=decoding, base_url=base_url, api_key=api_key, timeout=timeout * (max_retries + 1)
+        )
     if provider == "anthropic":
         from grading.judge.anthropic_backend import AnthropicBackend
 
@@ -168,16 +178,6 @@ def make_backend(
             max_retries=max_retries,
             timeout=timeout,
             batch=batch,
-        )
-    if provider == "claude-code":
-        from grading.judge.claude_code_backend import ClaudeCodeBackend
-
-        if batch:
-            raise InputError(None, "batch mode is available for anthropic judges only", "--batch")
-        # The CLI has its own retries and credentials (ANTHROPIC_* in the environment); ``timeout`` bounds
-        # one whole CLI run, so it gets the SDK backends' time for every attempt.
-        return ClaudeCodeBackend(
-            model, decoding=decoding, base_url=base_url, api_key=api_key, timeout=timeout * (max_retries + 1)
         )
     from grading.judge.openai_backend import OpenAIBackend
 
