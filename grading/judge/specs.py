@@ -1,4 +1,5 @@
-"""Judge specs: ``anthropic:<full-model-id>``, ``openai:<full-model-id>``, ``scripted:<file>``.
+"""Judge specs: ``anthropic:<full-model-id>``, ``openai:<full-model-id>``, ``claude-code:<full-model-id>``
+(the Claude Code CLI, a Claude model: family anthropic), ``scripted:<file>``.
 
 Judges are named by full model id, never by alias (§4: on Bedrock the ``sonnet`` alias hung with no error,
 and an alias moves to a new snapshot without notice, which would silently change cached verdicts). The rule:
@@ -25,8 +26,8 @@ from typing import Any, Literal
 from grading.errors import InputError
 from grading.judge.backend import Backend
 
-Provider = Literal["anthropic", "openai", "scripted"]
-PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai", "scripted")
+Provider = Literal["anthropic", "openai", "claude-code", "scripted"]
+PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai", "claude-code", "scripted")
 
 # Undated ids that providers document as aliases of a dated snapshot (they move when a new one ships).
 ALIASES = frozenset({
@@ -105,6 +106,16 @@ def make_backend(spec: str, *, decoding: dict[str, Any] | None = None, base_url:
         from grading.judge.scripted import ScriptedBackend
 
         return ScriptedBackend(Path(model))
+    if provider == "claude-code":
+        from grading.judge.claude_code_backend import ClaudeCodeBackend
+
+        if batch:
+            raise InputError(None, "batch mode is available for anthropic judges only", "--batch")
+        # The CLI has its own retries and credentials (ANTHROPIC_* in the environment); ``timeout`` bounds
+        # one whole CLI run, so it gets the SDK backends' time for every attempt.
+        return ClaudeCodeBackend(
+            model, decoding=decoding, base_url=base_url, api_key=api_key, timeout=timeout * (max_retries + 1)
+        )
     if provider == "anthropic":
         from grading.judge.anthropic_backend import AnthropicBackend
 
