@@ -106,10 +106,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The embedded default has two writers, the web server and the worker: WAL lets readers run beside a
     # writer, IMMEDIATE takes the write lock when a transaction starts (no failed lock upgrade halfway), and
     # the timeout makes the other writer wait instead of failing with "database is locked".
+    # recursive_triggers: the rows a REPLACE deletes fire DELETE triggers, so the frozen-revision triggers
+    # see them (migration 0006). Django turns foreign_keys on for every connection itself.
     DATABASES["default"]["OPTIONS"] = {
         "transaction_mode": "IMMEDIATE",
         "timeout": 20,
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA recursive_triggers=ON",
     }
 
 AUTH_PASSWORD_VALIDATORS: list[dict[str, str]] = []

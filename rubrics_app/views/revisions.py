@@ -205,11 +205,11 @@ def revision_admit(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpR
     access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
     revision = load_revision(access.repository, rev_pk)
     try:
-        demoted = admit(revision, by=request.user)
+        retired = admit(revision, by=request.user)
     except TransitionError as exc:
         messages.error(request, str(exc))
     else:
-        note = f" (revision {demoted.number} is no longer admitted)" if demoted is not None else ""
+        note = f" (revision {retired.number} is retired)" if retired is not None else ""
         messages.success(request, f"Revision {revision.number} is admitted{note}.")
     return redirect_to(request, revision_url(revision))
 
