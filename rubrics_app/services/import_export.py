@@ -27,7 +27,7 @@ from django.db import IntegrityError, connection, transaction
 from pydantic import ValidationError as PydanticValidationError
 
 from grading.errors import InputError, InputErrors
-from grading.schema import Rubric, TaskSpec, load_manifest, parse_rubric
+from grading.schema import Rubric, TaskSpec, load_manifest, parse_json, parse_rubric
 from rubrics_app.models import (
     ITEM_ID_RE,
     AuditVerb,
@@ -94,16 +94,11 @@ class PreparedTask:
 
 
 def _decode_json(raw: bytes, label: str, problems: list[ImportProblem]) -> Any:
+    # grading's strict reader, as `rubric validate` reads files: no duplicate keys, NaN or 1e400.
     try:
-        return json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        problems.append(ImportProblem(label, "not UTF-8 text"))
-    except RecursionError:
-        problems.append(ImportProblem(label, "malformed JSON: nested too deeply"))
-    except json.JSONDecodeError as exc:
-        problems.append(
-            ImportProblem(label, f"malformed JSON: {exc.msg}", f"line {exc.lineno} column {exc.colno}")
-        )
+        return parse_json(raw, label)
+    except InputError as exc:
+        problems.append(ImportProblem(label, exc.message, exc.field or ""))
     return None
 
 
@@ -496,8 +491,9 @@ def read_checkout(root: Path) -> list[TaskFiles]:
         files: dict[str, bytes] = {}
         # Only the diffs the rubric names are read: a task directory may hold large unrelated files.
         try:
-            names = [rel for _, rel in parse_rubric(json.loads(rubric), rubric_path).calibration.paths()]
-        except (InputError, ValueError, RecursionError):
+            parsed = parse_rubric(parse_json(rubric, rubric_path), rubric_path)
+            names = [rel for _, rel in parsed.calibration.paths()]
+        except InputError:
             names = []  # the rubric's own problems are reported by import_task_files
         for rel in names:
             data = read(posixpath.normpath(rel))

@@ -5,7 +5,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
-from django.http import HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -33,6 +33,7 @@ from rubrics_app.views.common import (
     ItemRow,
     item_rows,
     load_revision,
+    request_int,
     revisions_of,
     validation_report,
 )
@@ -225,8 +226,11 @@ def revision_compare(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> Htt
         RubricRevision.objects.filter(task_id=left.task_id).only("pk", "number", "status").order_by("-number")
     )
     right = None
-    if other_pk.isdigit():
-        right = load_revision(access.repository, int(other_pk))
+    if other_pk:
+        other = request_int(other_pk)
+        if other is None:
+            raise Http404("no such revision")
+        right = load_revision(access.repository, other)
         if right.task_id != left.task_id:
             right = None
     if right is None:
