@@ -637,6 +637,11 @@ class Job(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The worker running the job touches this every JOB_HEARTBEAT_SECONDS; a running job whose heartbeat is
+    # older than JOB_LOST_AFTER_SECONDS lost its worker, and the reaper (tasks.reap_lost_jobs) re-queues it
+    # or, after JOB_MAX_ATTEMPTS claims, fails it with "worker lost".
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)  # claims by a worker
 
     class Meta:
         ordering = ["-created_at", "-pk"]

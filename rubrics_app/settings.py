@@ -155,6 +155,24 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
+# Jobs never hang: a running job's worker touches Job.heartbeat_at every JOB_HEARTBEAT_SECONDS; every worker
+# also runs the reaper every JOB_REAP_EVERY_SECONDS (and once when it starts), which queues again a job whose
+# heartbeat is older than JOB_LOST_AFTER_SECONDS (its worker died: kill -9, OOM, a lost machine), or fails
+# it with "worker lost" once it has been claimed JOB_MAX_ATTEMPTS times. A thread of each worker rather than
+# Celery beat: no extra process to run (and exactly once), and no broker traffic every few seconds (kombu's
+# filesystem transport can read a message file before its writer has filled it).
+JOB_HEARTBEAT_SECONDS = env_int("JOB_HEARTBEAT_SECONDS", 10)
+JOB_LOST_AFTER_SECONDS = env_int("JOB_LOST_AFTER_SECONDS", 60)
+JOB_REAP_EVERY_SECONDS = env_int("JOB_REAP_EVERY_SECONDS", 30)
+JOB_MAX_ATTEMPTS = env_int("JOB_MAX_ATTEMPTS", 2)
+if not 0 < JOB_HEARTBEAT_SECONDS * 2 <= JOB_LOST_AFTER_SECONDS:
+    raise ImproperlyConfiguredEnv(
+        f"JOB_LOST_AFTER_SECONDS={JOB_LOST_AFTER_SECONDS} must be at least twice "
+        f"JOB_HEARTBEAT_SECONDS={JOB_HEARTBEAT_SECONDS} (and both above 0), or live jobs look lost"
+    )
+if JOB_REAP_EVERY_SECONDS <= 0 or JOB_MAX_ATTEMPTS <= 0:
+    raise ImproperlyConfiguredEnv("JOB_REAP_EVERY_SECONDS and JOB_MAX_ATTEMPTS must be above 0")
+
 # SQLite will not create its file's folder, nor kombu its queue folders: make them on first start.
 _EMBEDDED_BROKER = CELERY_BROKER_URL.startswith("filesystem")
 if _EMBEDDED_BROKER or DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from rubrics_app.views import exports, imports, items, repositories, revisions, tasks
+from rubrics_app.views import exports, imports, items, jobs, repositories, revisions, tasks
 
 app_urls = [
     path("", repositories.repository_list, name="repository_list"),
@@ -61,6 +61,7 @@ app_urls = [
         name="item_request_changes",
     ),
     path("repos/<int:repo_pk>/items/<int:item_pk>/comment/", items.item_comment, name="item_comment"),
+    path("repos/<int:repo_pk>/jobs/<int:job_pk>/", jobs.job_detail, name="job_detail"),
 ]
 
 urlpatterns = [
