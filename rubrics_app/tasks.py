@@ -47,18 +47,19 @@ def _claim(job_id: int) -> Job | None:
 class _Heartbeat(threading.Thread):
     """Touches a running job's heartbeat until stopped: the reaper tells a live job from a lost one by it."""
 
-    def __init__(self, job_id: int) -> None:
-        super().__init__(name=f"job-{job_id}-heartbeat", daemon=True)
-        self.job_id = job_id
+    def __init__(self, job: Job) -> None:
+        super().__init__(name=f"job-{job.pk}-heartbeat", daemon=True)
+        self.job_id = job.pk
+        self.attempts = job.attempts
         self.stopped = threading.Event()
 
     def run(self) -> None:
         try:
             while not self.stopped.wait(settings.JOB_HEARTBEAT_SECONDS):
                 try:
-                    Job.objects.filter(pk=self.job_id, status=JobStatus.RUNNING).update(
-                        heartbeat_at=timezone.now()
-                    )
+                    Job.objects.filter(
+                        pk=self.job_id, status=JobStatus.RUNNING, attempts=self.attempts
+                    ).update(heartbeat_at=timezone.now())
                 except Exception:
                     # A missed beat is retried at the next one; the reaper allows for several.
                     log.warning("job %s: heartbeat not recorded", self.job_id, exc_info=True)
@@ -75,7 +76,7 @@ def _run(job_id: int, body: Callable[[Job], dict[str, Any]]) -> None:
     if job is None:
         log.info("job %s was not queued (already taken or gone); skipping", job_id)
         return
-    heartbeat = _Heartbeat(job_id)
+    heartbeat = _Heartbeat(job)
     heartbeat.start()
     try:
         result = body(job)
@@ -92,7 +93,8 @@ def _run(job_id: int, body: Callable[[Job], dict[str, Any]]) -> None:
 
 
 def _finish(job: Job, status: JobStatus, *, result: dict[str, Any] | None = None, error: str = "") -> None:
-    Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(
+    # Only this claim's run: a run the reaper took for lost (and queued again) does not overwrite the next.
+    Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING, attempts=job.attempts).update(
         status=status, result=result, error=error, progress=100, finished_at=timezone.now()
     )
 

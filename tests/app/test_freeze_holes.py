@@ -8,6 +8,7 @@ when DATABASE_URL points at it; the vendor-specific holes are skipped on the oth
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from typing import Any
 
@@ -314,3 +315,61 @@ def test_deletes_are_refused_with_foreign_keys_off_in_a_raw_connection(make_revi
     assert Task.objects.filter(pk=task.pk).exists()
     fresh = RubricRevision.objects.get(pk=revision.pk)
     assert (fresh.intent, fresh.items.count()) == (revision.intent, 5)
+
+
+# --- PostgreSQL: the app's role, as docs/deployment.md sets it up, cannot lift the triggers ---------------
+
+
+@postgresql_only
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("flushable_transactional_db")
+def test_a_role_that_does_not_own_the_tables_cannot_lift_the_freeze(make_revision: MakeRevision) -> None:
+    import psycopg
+    from psycopg import sql
+
+    frozen = make_revision(RevisionStatus.ADMITTED)
+    draft = make_revision(RevisionStatus.DRAFT)
+    settings = connection.settings_dict
+    role = f"rubrics_app_test_{os.getpid()}"
+    grants = [
+        sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)),
+        sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(
+            sql.Identifier(settings["NAME"]), sql.Identifier(role)
+        ),
+        sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(sql.Identifier(role)),
+        sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {}").format(
+            sql.Identifier(role)
+        ),
+        sql.SQL("GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {}").format(sql.Identifier(role)),
+    ]
+    with connection.cursor() as cursor:
+        for statement in grants:
+            cursor.execute(statement.as_string(cursor.connection))
+    try:
+        app = psycopg.connect(
+            host=settings["HOST"] or "127.0.0.1",
+            port=settings["PORT"] or 5432,
+            dbname=settings["NAME"],
+            user=role,
+            autocommit=True,
+        )
+        with app:
+            for statement in (
+                f"ALTER TABLE {REVISION} DISABLE TRIGGER ALL",
+                "SET session_replication_role = replica",
+                f"TRUNCATE {ITEM}",
+            ):
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    app.execute(statement)
+            with pytest.raises(psycopg.errors.RestrictViolation):
+                app.execute(f"UPDATE {REVISION} SET intent = 'HACKED' WHERE id = %s", [frozen.pk])
+            # What the app does every day, it may.
+            app.execute(f"UPDATE {REVISION} SET intent = 'edited' WHERE id = %s", [draft.pk])
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)).as_string(cursor.connection)
+            )
+            cursor.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)).as_string(cursor.connection))
+    assert RubricRevision.objects.get(pk=frozen.pk).intent == frozen.intent
+    assert RubricRevision.objects.get(pk=draft.pk).intent == "edited"

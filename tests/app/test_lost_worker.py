@@ -24,7 +24,7 @@ from django.utils import timezone
 from rubrics_app import celery_app
 from rubrics_app.models import Job, JobKind, JobStatus, RevisionStatus, RubricRevision
 from rubrics_app.services import jobs
-from rubrics_app.tasks import reap
+from rubrics_app.tasks import _finish, reap
 from tests.app.conftest import MakeRevision
 from tests.app.test_celery_worker import CELERY, ROOT, WAIT_SECONDS, database_url, wait_for
 from tests.gitrepo import GitRepo
@@ -235,3 +235,17 @@ def test_the_reap_command_sends_the_reaper(
 
 def test_the_vendor_is_one_the_worker_tests_cover() -> None:
     assert connection.vendor in {"sqlite", "postgresql"}
+
+
+def test_a_run_taken_for_lost_does_not_overwrite_the_run_after_it(draft_revision: RubricRevision) -> None:
+    # The reaper queued the job again and another worker claimed it (attempt 2); the first worker was only
+    # slow, and now finishes its attempt 1.
+    job = running_job(draft_revision, beat_seconds_ago=0, attempts=2)
+    first_attempt = Job.objects.get(pk=job.pk)
+    first_attempt.attempts = 1
+    _finish(first_attempt, JobStatus.DONE, result={"valid": True})
+    job.refresh_from_db()
+    assert (job.status, job.result) == (JobStatus.RUNNING, None)
+    _finish(job, JobStatus.DONE, result={"valid": True})
+    job.refresh_from_db()
+    assert (job.status, job.result) == (JobStatus.DONE, {"valid": True})
