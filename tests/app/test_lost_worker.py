@@ -249,3 +249,21 @@ def test_a_run_taken_for_lost_does_not_overwrite_the_run_after_it(draft_revision
     _finish(job, JobStatus.DONE, result={"valid": True})
     job.refresh_from_db()
     assert (job.status, job.result) == (JobStatus.DONE, {"valid": True})
+
+
+def test_the_reap_command_waits_and_prints_what_became_of_each_job(
+    draft_revision: RubricRevision, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The job runs in this process (as CELERY_TASK_ALWAYS_EAGER would); --wait reads what it left.
+    monkeypatch.setitem(celery_app.conf, "task_always_eager", True)
+    lost = running_job(draft_revision, beat_seconds_ago=settings.JOB_LOST_AFTER_SECONDS + 1)
+    done = running_job(
+        draft_revision,
+        beat_seconds_ago=settings.JOB_LOST_AFTER_SECONDS + 1,
+        attempts=settings.JOB_MAX_ATTEMPTS,
+    )
+    call_command("reap_jobs", "--wait", "--timeout", "30")
+    out = capsys.readouterr().out.splitlines()
+    assert f"job {lost.pk} (validate_revision): queued again (now queued)" in out
+    assert any(line.startswith(f"job {done.pk} (validate_revision): failed: worker lost") for line in out)
+    assert out[-1] == "reaped 2 lost job(s)"
