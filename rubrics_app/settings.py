@@ -184,7 +184,7 @@ AUTH_PASSWORD_VALIDATORS: list[dict[str, str]] = []
 # Login throttling (django-axes): AXES_FAILURE_LIMIT failed logins for one username from one address lock
 # that pair out for AXES_COOLOFF_MINUTES. Per pair, so nobody locks a maintainer out from elsewhere.
 AUTHENTICATION_BACKENDS = [
-    "axes.backends.AxesStandaloneBackend",
+    "rubrics_app.auth.LoginThrottleBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
 AXES_ENABLED = env_bool("AXES_ENABLED", True)

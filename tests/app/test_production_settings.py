@@ -242,3 +242,9 @@ def test_a_bad_content_length_is_a_400(maintainer: User, length: str) -> None:
     client = Client()
     client.force_login(maintainer)
     assert client.post(reverse("rubrics:repository_list"), {}, CONTENT_LENGTH=length).status_code == 400
+
+
+def test_a_login_without_a_request_is_not_throttled_but_still_checked(maintainer: User) -> None:
+    # No address to count by (the test client's login(), a management command): the password decides.
+    assert Client().login(username="maintainer", password=PASSWORD)
+    assert not Client().login(username="maintainer", password="wrong")
