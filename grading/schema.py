@@ -314,6 +314,24 @@ def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def _finite_float(text: str) -> float:
+    # 1e400 is valid JSON but parses to infinity, which no JSON writer (nor SQLite's JSON_VALID) takes back.
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:20]} is out of range for a number")
+    return value
+
+
+# Python refuses to convert longer digit strings (sys.get_int_max_str_digits); say so in a file's words.
+_MAX_INT_DIGITS = 4300
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > _MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {len(text.lstrip('-'))} digits is too long")
+    return int(text)
+
+
 def read_json(path: Path) -> Any:
     """Parse a JSON file strictly (UTF-8, no duplicate keys, no NaN/Infinity); InputError on any problem."""
     try:
@@ -324,23 +342,35 @@ def read_json(path: Path) -> Any:
         raise InputError(path, "is a directory, not a file") from None
     except OSError as exc:
         raise InputError(path, f"cannot read: {exc.strerror}") from None
+    return parse_json(raw, path)
+
+
+def parse_json(raw: bytes, source: str | Path) -> Any:
+    """Parse JSON bytes strictly, as ``read_json`` does a file (UTF-8, no duplicate keys, no NaN, Infinity
+    or number out of range); InputError naming ``source`` on any problem."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(path, f"not UTF-8 text (byte {exc.start})") from None
+        raise InputError(source, f"not UTF-8 text (byte {exc.start})") from None
     if not text.strip():
-        raise InputError(path, "empty file; expected JSON")
+        raise InputError(source, "empty file; expected JSON")
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constants)
+        return json.loads(
+            text,
+            object_pairs_hook=_no_duplicate_keys,
+            parse_constant=_no_constants,
+            parse_float=_finite_float,
+            parse_int=_bounded_int,
+        )
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno} column {exc.colno}"
-        raise InputError(path, f"malformed JSON: {exc.msg}", where) from None
+        raise InputError(source, f"malformed JSON: {exc.msg}", where) from None
     except _DuplicateKey as exc:
-        raise InputError(path, f"duplicate key {exc.args[0]!r} in one object") from None
+        raise InputError(source, f"duplicate key {exc.args[0]!r} in one object") from None
     except ValueError as exc:
-        raise InputError(path, f"malformed JSON: {exc}") from None
+        raise InputError(source, f"malformed JSON: {exc}") from None
     except RecursionError:
-        raise InputError(path, "malformed JSON: nested too deeply") from None
+        raise InputError(source, "malformed JSON: nested too deeply") from None
 
 
 def parse_rubric(data: Any, source: str | Path = "rubric.json") -> Rubric:

@@ -21,10 +21,14 @@ else:
     _ItemModelForm = _RevisionModelForm = forms.ModelForm
 
 
+# A version past this is no version this app wrote; passed on, it would overflow the column (a 500).
+MAX_VERSION = 2**31 - 1
+
+
 class ItemForm(_ItemModelForm):
     """Edit one blocker or non-blocker. ``version`` is the one the editor started from (optimistic lock)."""
 
-    version = forms.IntegerField(widget=forms.HiddenInput, min_value=1)
+    version = forms.IntegerField(widget=forms.HiddenInput, min_value=1, max_value=MAX_VERSION)
 
     class Meta:
         model = RubricItem
@@ -140,7 +144,7 @@ class GlobsField(forms.CharField):
 class RevisionForm(_RevisionModelForm):
     """Intent, scope and hack report of a draft revision."""
 
-    version = forms.IntegerField(widget=forms.HiddenInput, min_value=1)
+    version = forms.IntegerField(widget=forms.HiddenInput, min_value=1, max_value=MAX_VERSION)
     allowed_globs = GlobsField(required=True, help_text="one per line; ** crosses /, * and ? do not")
     denied_globs = GlobsField(required=False, help_text="one per line, carved out of the allowed globs")
 

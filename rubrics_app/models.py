@@ -1,8 +1,10 @@
 """What maintainers decide, held in the database: repositories, tasks, rubric revisions and their review.
 
-An approved or admitted revision is frozen. The code refuses to edit it (``RubricRevision.is_frozen``), and
-so does the database: migration 0002 installs triggers on SQLite and PostgreSQL that reject UPDATE/DELETE of
-a frozen revision's content, items and calibration diffs. Editing one means a new draft revision
+An approved, admitted or retired revision is frozen. The code refuses to edit it
+(``RubricRevision.is_frozen``), and so does the database: triggers on SQLite and PostgreSQL (migration
+0006) reject every write to a frozen revision's content, items and calibration diffs (REPLACE and TRUNCATE
+included), to the columns of its task that say what it means, and any status move other than draft ->
+approved -> admitted -> retired. Editing one means a new draft revision
 (``rubrics_app.services.revisions.new_draft_from``).
 """
 
@@ -117,8 +119,23 @@ class Task(models.Model):
     def __str__(self) -> str:
         return self.task_id
 
+    # What a rubric means depends on these: frozen (by the database too) while the task holds an approved,
+    # admitted or retired revision.
+    FROZEN_FIELDS = (
+        "repository",
+        "task_id",
+        "spec_prompt",
+        "issue_prompt",
+        "gate",
+        "base_commit",
+        "base_date",
+    )
+
     def admitted_revision(self) -> RubricRevision | None:
         return self.revisions.filter(status=RevisionStatus.ADMITTED).first()
+
+    def holds_frozen_revision(self) -> bool:
+        return self.revisions.filter(status__in=FROZEN_STATUSES).exists()
 
     def next_revision_number(self) -> int:
         last = self.revisions.aggregate(n=models.Max("number"))["n"]
@@ -129,9 +146,10 @@ class RevisionStatus(models.TextChoices):
     DRAFT = "draft", "Draft"
     APPROVED = "approved", "Approved"
     ADMITTED = "admitted", "Admitted"
+    RETIRED = "retired", "Retired"  # was admitted, superseded by a newer admitted revision of its task
 
 
-FROZEN_STATUSES = (RevisionStatus.APPROVED, RevisionStatus.ADMITTED)
+FROZEN_STATUSES = (RevisionStatus.APPROVED, RevisionStatus.ADMITTED, RevisionStatus.RETIRED)
 
 
 class Origin(models.TextChoices):
@@ -399,20 +417,21 @@ class RubricRevision(models.Model):
         self.status, self.approved_at, self.approved_by = RevisionStatus.APPROVED, now, by
 
     def admit(self, by: Any) -> RubricRevision | None:
-        """approved -> admitted; the task's previously admitted revision goes back to approved.
+        """approved -> admitted; the task's previously admitted revision is retired (status only moves
+        forward, so it never goes back to approved).
 
-        Returns the revision that was demoted, if any.
+        Returns the revision that was retired, if any.
         """
         if self.status != RevisionStatus.APPROVED:
             raise TransitionError(f"only an approved revision can be admitted (this one is {self.status})")
         with transaction.atomic():
-            # Lock the task's revisions so two admissions cannot race past the demotion.
+            # Lock the task's revisions so two admissions cannot race past the retirement.
             list(RubricRevision.objects.select_for_update().filter(task_id=self.task_id).values_list("pk"))
             previous = RubricRevision.objects.filter(
                 task_id=self.task_id, status=RevisionStatus.ADMITTED
             ).first()
             if previous is not None:
-                previous.status = RevisionStatus.APPROVED
+                previous.status = RevisionStatus.RETIRED
                 previous.save(update_fields=["status"])
             self.status = RevisionStatus.ADMITTED
             self.admitted_at = timezone.now()
@@ -626,6 +645,11 @@ class Job(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The worker running the job touches this every JOB_HEARTBEAT_SECONDS; a running job whose heartbeat is
+    # older than JOB_LOST_AFTER_SECONDS lost its worker, and the reaper (tasks.reap_lost_jobs) re-queues it
+    # or, after JOB_MAX_ATTEMPTS claims, fails it with "worker lost".
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)  # claims by a worker
 
     class Meta:
         ordering = ["-created_at", "-pk"]

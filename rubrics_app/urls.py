@@ -5,7 +5,7 @@ from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-from rubrics_app.views import exports, imports, items, repositories, revisions, runs, tasks
+from rubrics_app.views import exports, imports, items, jobs, repositories, revisions, runs, tasks
 
 app_urls = [
     path("", repositories.repository_list, name="repository_list"),
@@ -73,6 +73,7 @@ app_urls = [
     ),
     path("repos/<int:repo_pk>/items/<int:item_pk>/dispute/", runs.item_dispute, name="item_dispute"),
     path("repos/<int:repo_pk>/flags/<str:what>/<int:pk>/dismiss/", runs.flag_dismiss, name="flag_dismiss"),
+    path("repos/<int:repo_pk>/jobs/<int:job_pk>/", jobs.job_detail, name="job_detail"),
 ]
 
 urlpatterns = [

@@ -8,7 +8,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("rubrics_app", "0005_frozen_status_stays_frozen"),
+        ("rubrics_app", "0007_job_heartbeat"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

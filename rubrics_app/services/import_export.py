@@ -23,11 +23,11 @@ from typing import IO, Any
 
 from django.conf import settings
 from django.core.exceptions import NON_FIELD_ERRORS, PermissionDenied, ValidationError
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from pydantic import ValidationError as PydanticValidationError
 
 from grading.errors import InputError, InputErrors
-from grading.schema import Rubric, TaskSpec, load_manifest, parse_rubric
+from grading.schema import Rubric, TaskSpec, load_manifest, parse_json, parse_rubric
 from rubrics_app.models import (
     ITEM_ID_RE,
     AuditVerb,
@@ -94,16 +94,11 @@ class PreparedTask:
 
 
 def _decode_json(raw: bytes, label: str, problems: list[ImportProblem]) -> Any:
+    # grading's strict reader, as `rubric validate` reads files: no duplicate keys, NaN or 1e400.
     try:
-        return json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        problems.append(ImportProblem(label, "not UTF-8 text"))
-    except RecursionError:
-        problems.append(ImportProblem(label, "malformed JSON: nested too deeply"))
-    except json.JSONDecodeError as exc:
-        problems.append(
-            ImportProblem(label, f"malformed JSON: {exc.msg}", f"line {exc.lineno} column {exc.colno}")
-        )
+        return parse_json(raw, label)
+    except InputError as exc:
+        problems.append(ImportProblem(label, exc.message, exc.field or ""))
     return None
 
 
@@ -292,21 +287,48 @@ def import_task_files(
                 ImportProblem(label, f"task {p.rubric.task!r} is also in {seen[p.rubric.task]}", "task")
             )
         seen[p.rubric.task] = label
+        problems.extend(_frozen_task_problems(repository, p))
     if problems:
         raise ImportFailed(problems)
     created: list[RubricRevision] = []
-    with transaction.atomic():
-        for p in prepared:
-            task, _ = Task.objects.select_for_update().get_or_create(
-                repository=repository, task_id=p.rubric.task
-            )
-            if p.spec is not None:
-                for name, value in _task_fields(p.spec).items():
-                    setattr(task, name, value)
-                task.full_clean(exclude=["repository"], validate_unique=False)
-                task.save()
-            created.append(create_revision(task, p.rubric, p.calibration, by=user, origin=Origin.IMPORTED))
+    try:
+        with transaction.atomic():
+            for p in prepared:
+                task, _ = Task.objects.select_for_update().get_or_create(
+                    repository=repository, task_id=p.rubric.task
+                )
+                if p.spec is not None:
+                    for name, value in _task_fields(p.spec).items():
+                        setattr(task, name, value)
+                    task.full_clean(exclude=["repository"], validate_unique=False)
+                    task.save()
+                created.append(
+                    create_revision(task, p.rubric, p.calibration, by=user, origin=Origin.IMPORTED)
+                )
+    except IntegrityError as exc:
+        # A revision of the task was approved between the check above and the write (the trigger refused).
+        raise ImportFailed([ImportProblem("", str(exc).splitlines()[0])]) from None
     return created
+
+
+def _frozen_task_problems(repository: Repository, prepared: PreparedTask) -> list[ImportProblem]:
+    """task.json may not change what a stored task's approved, admitted or retired rubrics mean."""
+    if prepared.spec is None:
+        return []
+    task = Task.objects.filter(repository=repository, task_id=prepared.rubric.task).first()
+    if task is None or not task.holds_frozen_revision():
+        return []
+    label = prepared.files.label("task.json")
+    return [
+        ImportProblem(
+            label,
+            f"differs from the stored task's {name}, which is frozen: the task holds an approved, admitted "
+            "or retired revision (import the change under a new task id)",
+            name,
+        )
+        for name, value in _task_fields(prepared.spec).items()
+        if name in Task.FROZEN_FIELDS and getattr(task, name) != value
+    ]
 
 
 # --- zip uploads ----------------------------------------------------------------------------------
@@ -483,8 +505,9 @@ def read_checkout(root: Path) -> list[TaskFiles]:
         files: dict[str, bytes] = {}
         # Only the diffs the rubric names are read: a task directory may hold large unrelated files.
         try:
-            names = [rel for _, rel in parse_rubric(json.loads(rubric), rubric_path).calibration.paths()]
-        except (InputError, ValueError, RecursionError):
+            parsed = parse_rubric(parse_json(rubric, rubric_path), rubric_path)
+            names = [rel for _, rel in parsed.calibration.paths()]
+        except InputError:
             names = []  # the rubric's own problems are reported by import_task_files
         for rel in names:
             data = read(posixpath.normpath(rel))

@@ -486,16 +486,16 @@ def comment(item: RubricItem, by: Any, text: str) -> ItemComment:
 
 @transaction.atomic
 def admit(revision: RubricRevision, by: Any) -> RubricRevision | None:
-    """approved -> admitted (the task's previous admitted revision goes back to approved)."""
+    """approved -> admitted (the task's previous admitted revision is retired)."""
     revision = RubricRevision.objects.select_related("task__repository").get(pk=revision.pk)
     _require_maintainer(revision, by)
     if revision.status != RevisionStatus.APPROVED:
         raise TransitionError(f"only an approved revision can be admitted (this one is {revision.status})")
-    demoted = revision.admit(by=by)
+    retired = revision.admit(by=by)
     audit.record(
         AuditVerb.ADMITTED,
         actor=by,
         revision=revision,
-        detail={"replaced_revision": demoted.number} if demoted is not None else {},
+        detail={"replaced_revision": retired.number} if retired is not None else {},
     )
-    return demoted
+    return retired

@@ -34,6 +34,17 @@ class HtmxHttpRequest(HttpRequest):
     user: User
 
 
+_ROW_ID = re.compile(r"[0-9]{1,18}")
+
+
+def request_int(raw: str | None) -> int | None:
+    """An id or version sent in a request, or None when it is not one: ASCII digits that fit a 64-bit
+    column. (``str.isdigit`` accepts '²', which ``int`` refuses; 5,000 digits overflow the column.)"""
+    if raw is None or not _ROW_ID.fullmatch(raw):
+        return None
+    return int(raw)
+
+
 def revisions_of(repository: Repository) -> QuerySet[RubricRevision]:
     return RubricRevision.objects.filter(task__repository=repository)
 

@@ -38,6 +38,7 @@ from rubrics_app.views.common import (
     form_is_stale,
     load_item,
     load_revision,
+    request_int,
     validation_report,
 )
 from rubrics_app.views.revisions import (
@@ -181,11 +182,13 @@ def item_approve(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpRe
         # A revision that would not validate cannot be approved, so neither can the item at fault.
         row = _row(item, notice="Fix the problems shown before approving this item.")
         return _respond(request, access, item, row, status=400)
-    version = request.POST.get("version", "")
+    version = request_int(request.POST.get("version"))
+    if version is None:
+        # An approval is of the text the maintainer read: without its version it could approve another.
+        row = _row(item, notice="Reload the page and approve again: this approval did not say which text.")
+        return _respond(request, access, item, row, status=400)
     try:
-        outcome = approve_item(
-            item, by=request.user, expected_version=int(version) if version.isdigit() else None
-        )
+        outcome = approve_item(item, by=request.user, expected_version=version)
     except Conflict:
         notice = "Someone edited this item since you loaded it: read it again, then approve."
         row = _row(load_item(access.repository, item_pk), notice=notice)

@@ -5,7 +5,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
-from django.http import HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -35,6 +35,7 @@ from rubrics_app.views.common import (
     form_is_stale,
     item_rows,
     load_revision,
+    request_int,
     revisions_of,
     validation_report,
 )
@@ -217,11 +218,11 @@ def revision_admit(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpR
     access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
     revision = load_revision(access.repository, rev_pk)
     try:
-        demoted = admit(revision, by=request.user)
+        retired = admit(revision, by=request.user)
     except TransitionError as exc:
         messages.error(request, str(exc))
     else:
-        note = f" (revision {demoted.number} is no longer admitted)" if demoted is not None else ""
+        note = f" (revision {retired.number} is retired)" if retired is not None else ""
         messages.success(request, f"Revision {revision.number} is admitted{note}.")
     return redirect_to(request, revision_url(revision))
 
@@ -237,8 +238,11 @@ def revision_compare(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> Htt
         RubricRevision.objects.filter(task_id=left.task_id).only("pk", "number", "status").order_by("-number")
     )
     right = None
-    if other_pk.isdigit():
-        right = load_revision(access.repository, int(other_pk))
+    if other_pk:
+        other = request_int(other_pk)
+        if other is None:
+            raise Http404("no such revision")
+        right = load_revision(access.repository, other)
         if right.task_id != left.task_id:
             right = None
     if right is None:

@@ -1,4 +1,4 @@
-"""The database, not only the code, refuses to edit an approved or admitted revision (migrations 0002, 0005).
+"""The database, not only the code, refuses to edit an approved, admitted or retired revision (0006).
 
 Every write here goes around the model methods (QuerySet.update/delete, raw cursor) to prove the trigger
 refuses it. Run on SQLite by default and on PostgreSQL when DATABASE_URL points at it.
@@ -35,8 +35,13 @@ def refused(action: Any) -> bool:
     return False
 
 
-@pytest.fixture(params=[RevisionStatus.APPROVED, RevisionStatus.ADMITTED])
+@pytest.fixture(params=[RevisionStatus.APPROVED, RevisionStatus.ADMITTED, RevisionStatus.RETIRED])
 def frozen_revision(request: pytest.FixtureRequest, make_revision: MakeRevision) -> RubricRevision:
+    if request.param == RevisionStatus.RETIRED:
+        retired = make_revision(RevisionStatus.ADMITTED)
+        make_revision(RevisionStatus.ADMITTED)  # supersedes it
+        retired.refresh_from_db()
+        return retired
     return make_revision(request.param)
 
 
@@ -141,11 +146,11 @@ def test_the_database_refuses_any_status_that_would_unfreeze_it(
 
 def test_the_legal_transitions_still_work(make_revision: MakeRevision) -> None:
     approved = make_revision(RevisionStatus.APPROVED)
-    # approved -> admitted, and the single demotion admitted -> approved, are allowed by the triggers.
-    RubricRevision.objects.filter(pk=approved.pk).update(status=RevisionStatus.ADMITTED)
-    RubricRevision.objects.filter(pk=approved.pk).update(status=RevisionStatus.APPROVED)
+    # approved -> admitted -> retired are allowed by the triggers (and nothing backwards: test_freeze_holes).
     RubricRevision.objects.filter(pk=approved.pk).update(status=RevisionStatus.ADMITTED)
     assert RubricRevision.objects.get(pk=approved.pk).status == RevisionStatus.ADMITTED
+    RubricRevision.objects.filter(pk=approved.pk).update(status=RevisionStatus.RETIRED)
+    assert RubricRevision.objects.get(pk=approved.pk).status == RevisionStatus.RETIRED
 
 
 def test_a_draft_is_freely_editable_at_the_database_level(draft_revision: RubricRevision) -> None:
@@ -172,7 +177,7 @@ def test_editing_starts_a_new_draft_carrying_every_item(
     draft = revisions.new_draft_from(frozen_revision, by=maintainer)
     assert draft.status == RevisionStatus.DRAFT
     assert draft.parent_id == frozen_revision.pk
-    assert draft.number == frozen_revision.number + 1
+    assert draft.number == frozen_revision.task.revisions.count()  # the next number of the task
     assert draft.to_rubric_dict() == frozen_revision.to_rubric_dict()
     # Unchanged text keeps its approval (issue 8 §6); an edit puts the edited item back to pending.
     assert {i.review_state for i in draft.items.all()} == {ReviewState.APPROVED}

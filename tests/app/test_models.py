@@ -112,16 +112,17 @@ def test_one_admitted_revision_per_task_is_a_constraint(make_revision: MakeRevis
     assert first.status == RevisionStatus.ADMITTED
 
 
-def test_admitting_demotes_the_previous_admitted_revision(
+def test_admitting_retires_the_previous_admitted_revision(
     make_revision: MakeRevision, maintainer: Any
 ) -> None:
     first = make_revision(RevisionStatus.ADMITTED)
     second = make_revision(RevisionStatus.APPROVED)
-    demoted = revisions.admit(second, by=maintainer)
-    assert demoted is not None and demoted.pk == first.pk
+    retired = revisions.admit(second, by=maintainer)
+    assert retired is not None and retired.pk == first.pk
     first.refresh_from_db()
     second.refresh_from_db()
-    assert (first.status, second.status) == (RevisionStatus.APPROVED, RevisionStatus.ADMITTED)
+    assert (first.status, second.status) == (RevisionStatus.RETIRED, RevisionStatus.ADMITTED)
+    assert first.is_frozen
     assert second.task.admitted_revision() == second
 
 

@@ -152,7 +152,11 @@ def test_upload_review_admit_download_round_trip(maintainer: User, repository: R
     )
     revision = RubricRevision.objects.get()
     for item in revision.ordered_items():
-        client.post(reverse("rubrics:item_approve", args=[revision.task.repository_id, item.pk]), headers=HX)
+        client.post(
+            reverse("rubrics:item_approve", args=[revision.task.repository_id, item.pk]),
+            {"version": item.version},
+            headers=HX,
+        )
     client.post(url("revision_admit", revision))
     revision.refresh_from_db()
     assert revision.status == RevisionStatus.ADMITTED

@@ -164,7 +164,7 @@ class Command(BaseCommand):
                 self._runs(repository)
         counts = ", ".join(
             f"{status}: {RubricRevision.objects.filter(task__repository=repository, status=status).count()}"
-            for status in ("draft", "approved", "admitted")
+            for status in ("draft", "approved", "admitted", "retired")
         )
         self.stdout.write(
             f"repository {repository.name}: {repository.tasks.count()} tasks; revisions {counts}"
