@@ -380,8 +380,9 @@ def _encodable(text: str) -> bool:
     return True
 
 
-# Input files are small; the cap stops a rubric.json symlinked to a huge or endless file.
-MAX_INPUT_BYTES = 16 * 1024 * 1024
+# Input files are small (a PR export for the drafter is the largest); the cap stops a huge one from being read
+# whole, and the regular-file check stops an endless one (a rubric.json symlinked to /dev/zero).
+MAX_INPUT_BYTES = 64 * 1024 * 1024
 
 
 def read_input_bytes(path: Path, max_bytes: int = MAX_INPUT_BYTES) -> bytes:
