@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from grading.diffs import decode_diff, parse_diff, read_diff
+from grading.diffs import MAX_DIFF_BYTES, decode_diff, parse_diff, read_diff
 from grading.errors import InputError
 from grading.integrity import IntegrityResult, check_integrity
 from grading.judge.backend import Backend
@@ -271,11 +271,10 @@ class _Workspace(BaseModel):
 
 def _read_diff(path: Path, name: str) -> str:
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(name, "file not found") from None
-    except OSError as exc:
-        raise InputError(name, f"cannot read: {exc.strerror}") from None
+        # A regular file of bounded size: an oracle.diff symlinked to /dev/zero is refused, not read forever.
+        data = read_input_bytes(path, MAX_DIFF_BYTES)
+    except InputError as exc:
+        raise InputError(name, exc.message) from None
     return decode_diff(data)
 
 

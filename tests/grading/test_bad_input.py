@@ -10,7 +10,7 @@ import pytest
 
 from grading.cli import main
 from grading.errors import InputError, InputErrors
-from grading.schema import parse_rubric, read_json
+from grading.schema import parse_rubric, read_json, rubric_json_schema
 from tests.grading.test_admission import Task, answers
 from tests.grading.test_outcome import FIXED, answer_run
 
@@ -253,6 +253,21 @@ def test_a_rubric_symlinked_to_an_endless_device(
     exit_2_one_line(["validate", str(rubric)], capsys, "rubric.json", "not a regular file")
     run = good_run(task)
     exit_2_one_line(["scope", str(task.dir), str(run)], capsys, "rubric.json", "not a regular file")
+
+
+def test_an_oracle_diff_symlinked_to_an_endless_device(
+    task: Task, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (task.dir / "oracle.diff").unlink()
+    (task.dir / "oracle.diff").symlink_to("/dev/zero")
+    task.backend()
+    argv = ["check", str(task.dir), "--manifest", str(task.manifest), "--judge", f"scripted:{task.judge}"]
+    exit_2_one_line(argv, capsys, "oracle.diff", "not a regular file")
+
+
+def test_the_published_schema_bounds_weights() -> None:
+    weight = rubric_json_schema()["$defs"]["NonBlocker"]["properties"]["weight"]
+    assert (weight["exclusiveMinimum"], weight["maximum"]) == (0, 100)
 
 
 def test_an_oversized_json_file_is_refused(tmp_path: Path) -> None:
