@@ -544,5 +544,8 @@ def is_admitted(rubric_sha256: str, judge: str, store: AdmissionStore | Path | N
     rubric.json bytes) with this judge spec (``anthropic:<model-id>``...). ``store`` is a store or its path;
     by default the command line's store (``$RUBRIC_ADMISSION_STORE``, else under ``$XDG_CACHE_HOME``)."""
     if not isinstance(store, AdmissionStore):
-        store = AdmissionStore(store if store is not None else default_store_path())
+        path = store if store is not None else default_store_path()
+        if not path.exists():
+            return False  # no check was ever stored there; asking creates nothing
+        store = AdmissionStore(path)
     return store.admits(rubric_sha256, judge)

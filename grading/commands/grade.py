@@ -96,9 +96,9 @@ def run_grade(args: argparse.Namespace) -> int:
     primary = judge_backend(args.judge, args.decoding)
     second = None
     if args.second_judge:
+        second = judge_backend(args.second_judge, args.second_decoding, "--second-decoding")
         # Refused before anything is read or called: a same-family pair would be paid for and then useless.
         check_second_judge(args.judge, args.second_judge, allow_same_family=args.allow_same_family)
-        second = judge_backend(args.second_judge, args.second_decoding, "--second-decoding")
     cache, settings = judge_cache_and_settings(args)
     metrics = grade_run(
         args.task_dir,

@@ -65,6 +65,8 @@ def test_metrics_are_provisional_until_the_rubric_content_is_admitted_with_this_
     assert main(grade(task, run, *store)) == 0
     assert metrics_of(capsys)["provisional"] is False
     assert is_admitted(content, f"scripted:{task.judge}", tmp_path / "admission.sqlite3")
+    assert not is_admitted(content, f"scripted:{task.judge}", tmp_path / "absent.sqlite3")
+    assert not (tmp_path / "absent.sqlite3").exists()
 
     # Another judge: provisional again. The admission was for the scripted one.
     other = tmp_path / "other-judge.json"
