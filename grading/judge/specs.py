@@ -53,6 +53,9 @@ def model_id_error(model: str) -> str | None:
     """Why ``model`` is not a full model id, or None when it is."""
     if not model.strip():
         return "no model id given"
+    if not model.isascii() or not model.isprintable():
+        # Non-UTF-8 bytes on the command line come in as surrogate escapes: no provider has such an id.
+        return f"model id {model!r} holds characters outside printable ASCII"
     if model != model.strip() or any(c.isspace() for c in model):
         return f"model id {model!r} contains whitespace"
     lowered = model.lower()

@@ -255,6 +255,13 @@ def test_a_rubric_symlinked_to_an_endless_device(
     exit_2_one_line(["scope", str(task.dir), str(run)], capsys, "rubric.json", "not a regular file")
 
 
+def test_a_model_id_that_is_not_text(task: Task, capsys: pytest.CaptureFixture[str]) -> None:
+    run = good_run(task)
+    argv = judge_argv(task, run, "--render-only")
+    argv[argv.index("--judge") + 1] = "anthropic:claude-\udcff-4-5-20250929"  # a non-UTF-8 byte in argv
+    exit_2_one_line(argv, capsys, "--judge", "printable ASCII")
+
+
 def test_an_oracle_diff_symlinked_to_an_endless_device(
     task: Task, capsys: pytest.CaptureFixture[str]
 ) -> None:
