@@ -150,24 +150,24 @@ def make_backend(spec: str, *, decoding: dict[str, Any] | None = None, base_url:
 
 SCRIPTED_FAMILY = "scripted"
 
-# Model-id patterns of the families we know, matched against the id's last path segment (after any "org/")
-# and, for ids such as "meta-llama/Llama-3.3-70B", against the organisation as well. An OpenAI-compatible
-# server may serve any family, so the id decides, not the provider; the anthropic provider is Claude.
+# Model-id patterns of the families we know, searched at the start of the id or after "/", ":" or ".", so
+# "meta-llama/Llama-3.3-70B" and Bedrock's "us.anthropic.claude-..." are found. An OpenAI-compatible server
+# may serve any family, so the id decides, not the provider; the anthropic provider is Claude.
 _FAMILY_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (family, re.compile(pattern))
+    (family, re.compile(r"(?:^|[/:.])(?:" + pattern + ")"))
     for family, pattern in (
-        ("anthropic", r"^(claude|anthropic)"),
-        ("openai", r"^(gpt|chatgpt|o\d|text-davinci|davinci|codex|openai)"),
-        ("google", r"^(gemini|gemma|palm|google)"),
-        ("meta", r"^(llama|meta-llama|codellama|meta)"),
-        ("mistral", r"^(mistral|mixtral|codestral|devstral|magistral|ministral|pixtral|mistralai)"),
-        ("qwen", r"^(qwen|qwq)"),
-        ("deepseek", r"^deepseek"),
-        ("xai", r"^(grok|xai)"),
-        ("microsoft", r"^(phi|microsoft)"),
-        ("zhipu", r"^(glm|chatglm|thudm|zai)"),
-        ("moonshot", r"^(kimi|moonshot)"),
-        ("cohere", r"^(command|cohere)"),
+        ("anthropic", r"claude|anthropic"),
+        ("openai", r"gpt|chatgpt|o\d|text-davinci|davinci|codex|openai"),
+        ("google", r"gemini|gemma|palm|google"),
+        ("meta", r"llama|meta-llama|codellama|meta"),
+        ("mistral", r"mistral|mixtral|codestral|devstral|magistral|ministral|pixtral|mistralai"),
+        ("qwen", r"qwen|qwq"),
+        ("deepseek", r"deepseek"),
+        ("xai", r"grok|xai"),
+        ("microsoft", r"phi|microsoft"),
+        ("zhipu", r"glm|chatglm|thudm|zai"),
+        ("moonshot", r"kimi|moonshot"),
+        ("cohere", r"command|cohere"),
     )
 )
 
@@ -181,12 +181,12 @@ def judge_family(spec: str) -> str:
     if provider == SCRIPTED_FAMILY:
         return SCRIPTED_FAMILY
     lowered = model.strip().lower()
-    org, _, name = lowered.rpartition("/")
     for family, pattern in _FAMILY_PATTERNS:
-        if pattern.match(name) or (org and pattern.match(org.rsplit("/", 1)[-1])):
+        if pattern.search(lowered):
             return family
     if provider == "anthropic":
         return "anthropic"
+    org, _, name = lowered.rpartition("/")
     if org:
         return org.rsplit("/", 1)[-1]
     word = re.match(r"[a-z]+", name)

@@ -36,6 +36,7 @@ GPT = "openai:gpt-4o-2024-08-06"
         ("openai:deepseek-ai/DeepSeek-V3.1", "deepseek"),
         ("openai:gemini-2.5-pro", "google"),
         ("openai:mistral-large-2411", "mistral"),
+        ("openai:us.anthropic.claude-sonnet-4-5-20250929-v1:0", "anthropic"),  # a Bedrock id via a proxy
         ("openai:acme/coder-1.2", "acme"),  # unknown: its organisation
         ("openai:house-model-1.2", "house"),  # unknown, no organisation: its leading word
         ("scripted:/tmp/judge.json", "scripted"),
