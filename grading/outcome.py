@@ -258,7 +258,9 @@ class RunDetails(BaseModel):
     assessment: RubricAssessment | None = None  # blockers failed/passed/not measured, per the primary judge
     judge: JudgeResult | None = None  # the primary judge: only its verdicts count
     second_judge: JudgeResult | None = None  # another model family; never changes the outcome
-    judge_families: JudgeFamilies  # the model family of each judge (§4: the second is of another family)
+    # The model family of each judge (§4: the second is of another family); always written by grade_run, None
+    # only in metrics.json files written before it was recorded.
+    judge_families: JudgeFamilies | None = None
 
 
 class JudgeFamilies(BaseModel):

@@ -103,7 +103,8 @@ class ScriptedBackend:
         answers = self.answers_for(request.diff_text)
         verdicts = [
             {"id": item_id, "reason": answer.reason, "finding": answer.finding_text(),
-             "verdict": answer.verdict, "locations": [loc.model_dump(mode="json") for loc in answer.locations]}
+             "verdict": answer.verdict,
+             "locations": [loc.model_dump(mode="json") for loc in answer.locations]}
             for item_id in request.item_ids
             if (answer := answers.get(item_id)) is not None
         ]
