@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import re
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal, cast
 
