@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from grading.diffs import decode_diff, parse_diff, read_diff
+from grading.diffs import MAX_DIFF_BYTES, decode_diff, parse_diff, read_diff
 from grading.errors import InputError
 from grading.integrity import IntegrityResult, check_integrity
 from grading.judge.backend import Backend
@@ -41,7 +41,16 @@ from grading.judge.runner import JudgeSettings, SweepJob, judge_sweep
 from grading.judge.specs import make_backend
 from grading.outcome import RubricAssessment, assess
 from grading.paths import user_cache_file
-from grading.schema import Rubric, TaskSpec, TestsConfig, load_manifest, load_rubric, load_task
+from grading.schema import (
+    Rubric,
+    TaskSpec,
+    TestsConfig,
+    load_manifest,
+    load_rubric,
+    load_task,
+    read_input_bytes,
+    rubric_sha256,
+)
 from grading.scope import ScopeResult, check_scope
 
 RowKind = Literal["empty", "oracle", "lazy", "lazy_comment", "alt"]
@@ -243,6 +252,7 @@ class AdmissionReport(BaseModel):
     judge: str
     scripted: bool
     key: str  # the content hash the report is stored under (:func:`admission_key`)
+    rubric_sha256: str = ""  # sha256 of the rubric.json bytes; empty in reports stored before it was kept
     admitted: bool
     rows: list[AdmissionRow]
     from_store: bool = False  # True when this report was read back, no judge call made
@@ -261,11 +271,10 @@ class _Workspace(BaseModel):
 
 def _read_diff(path: Path, name: str) -> str:
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(name, "file not found") from None
-    except OSError as exc:
-        raise InputError(name, f"cannot read: {exc.strerror}") from None
+        # A regular file of bounded size: an oracle.diff symlinked to /dev/zero is refused, not read forever.
+        data = read_input_bytes(path, MAX_DIFF_BYTES)
+    except InputError as exc:
+        raise InputError(name, exc.message) from None
     return decode_diff(data)
 
 
@@ -293,21 +302,30 @@ def _workspace(
 
 
 def collect_workspaces(
-    task_dir: Path, rubric: Rubric, tests: TestsConfig | None, max_chars: int = DEFAULT_MAX_DIFF_CHARS
+    task_dir: Path,
+    rubric: Rubric,
+    tests: TestsConfig | None,
+    max_chars: int = DEFAULT_MAX_DIFF_CHARS,
+    calib_dir: Path | None = None,
 ) -> list[_Workspace]:
-    """The §5 workspaces in row order: empty, oracle, each lazy diff and its commented copy, each alt diff."""
+    """The §5 workspaces in row order: empty, oracle, each lazy diff and its commented copy, each alt diff.
+
+    ``oracle.diff`` is read from ``task_dir``; calibration diffs from ``calib_dir`` (the rubric's own
+    folder, ``task_dir`` by default).
+    """
+    calib_dir = task_dir if calib_dir is None else calib_dir
     out = [_workspace("empty", EMPTY_NAME, "", rubric, tests, [], max_chars)]
     oracle = _read_diff(task_dir / "oracle.diff", "oracle.diff")
     out.append(_workspace("oracle", "oracle.diff", oracle, rubric, tests, [], max_chars))
     for entry in rubric.calibration.lazy_entries():
-        text = _read_diff(task_dir / entry.path, entry.path)
+        text = _read_diff(calib_dir / entry.path, entry.path)
         breaks = list(entry.breaks)
         out.append(_workspace("lazy", entry.path, text, rubric, tests, breaks, max_chars))
         commented = inject_reviewer_comment(text.encode("utf-8"), entry.path).decode("utf-8")
         name = f"{entry.path} + reviewer comment"
         out.append(_workspace("lazy_comment", name, commented, rubric, tests, breaks, max_chars))
     for path in rubric.calibration.alt:
-        out.append(_workspace("alt", path, _read_diff(task_dir / path, path), rubric, tests, [], max_chars))
+        out.append(_workspace("alt", path, _read_diff(calib_dir / path, path), rubric, tests, [], max_chars))
     return out
 
 
@@ -337,7 +355,7 @@ def admission_key(
         request_keys.append(cache_key(backend, request))
     payload = {
         "v": ADMISSION_VERSION,
-        "rubric": _sha256(rubric_bytes),
+        "rubric": rubric_sha256(rubric_bytes),
         "tests": manifest_tests,
         "judge": backend.spec,
         "diffs": [[ws.kind, ws.name, _sha256(ws.diff_text.encode("utf-8"))] for ws in workspaces],
@@ -368,30 +386,45 @@ def check_task(
     cache: VerdictCache | None = None,
     settings: JudgeSettings | None = None,
     refresh: bool = False,
+    rubric_path: Path | None = None,
+    task_json: Path | None = None,
 ) -> AdmissionReport:
     """Run the §5 admission rows for ``task_dir`` with ``judge`` (a backend or a judge spec).
 
-    With a ``store``, a report for the same content hash is returned without any judge call (unless
-    ``refresh``), and a fresh report is kept when no row had a judge failure (a failure may be transient).
-    Raises InputError for a missing or bad rubric.json, oracle.diff, calibration diff or manifest.
+    ``rubric_path`` and ``task_json`` replace ``task_dir/rubric.json`` and ``task_dir/task.json`` (a
+    held-out rubric, §7); calibration diffs are read from the rubric's own folder, ``oracle.diff`` from
+    ``task_dir``. With a ``store``, a report for the same content hash is returned without any judge call
+    (unless ``refresh``), and a fresh report is kept when no row had a judge failure (a failure may be
+    transient). Raises InputError for a missing or bad rubric.json, oracle.diff, calibration diff or manifest.
     """
     backend = make_backend(judge) if isinstance(judge, str) else judge
-    task = load_task(task_dir)
-    rubric_path = task_dir / "rubric.json"
+    task = load_task(task_dir, task_json)
+    rubric_path = task_dir / "rubric.json" if rubric_path is None else rubric_path
     rubric = load_rubric(rubric_path)
+    rubric_bytes = read_input_bytes(rubric_path)
     manifest_tests = load_manifest(manifest_path).tests
     max_chars = (settings or JudgeSettings()).max_diff_chars
-    workspaces = collect_workspaces(task_dir, rubric, manifest_tests, max_chars)
+    workspaces = collect_workspaces(task_dir, rubric, manifest_tests, max_chars, calib_dir=rubric_path.parent)
     tests_json = manifest_tests.model_dump(mode="json", by_alias=True) if manifest_tests is not None else None
-    key = admission_key(task, rubric_path.read_bytes(), tests_json, workspaces, backend, rubric, max_chars)
+    key = admission_key(task, rubric_bytes, tests_json, workspaces, backend, rubric, max_chars)
+    content_sha256 = rubric_sha256(rubric_bytes)
     if store is not None and not refresh:
         stored = store.get(key)
         if stored is not None:
+            if stored.rubric_sha256 != content_sha256:
+                # Stored before reports kept the rubric's hash: keep it now, so grading can find it.
+                stored = stored.model_copy(update={"rubric_sha256": content_sha256})
+                store.put(stored)
             return stored.model_copy(update={"from_store": True, "calls": 0, "usage": Usage()})
 
     jobs = [
-        SweepJob(label=ws.name, task=task, rubric=rubric, diff_text=ws.diff_text,
-                 config_edited=bool(ws.integrity.config_edits))
+        SweepJob(
+            label=ws.name,
+            task=task,
+            rubric=rubric,
+            diff_text=ws.diff_text,
+            config_edited=bool(ws.integrity.config_edits),
+        )
         for ws in workspaces
     ]  # fmt: skip
     sweep = asyncio.run(judge_sweep(jobs, backend, cache=cache, settings=settings))
@@ -401,6 +434,7 @@ def check_task(
         judge=backend.spec,
         scripted=backend.scripted,
         key=key,
+        rubric_sha256=content_sha256,
         admitted=all(row.holds for row in rows),
         rows=rows,
         calls=sweep.calls,
@@ -426,9 +460,13 @@ CREATE TABLE IF NOT EXISTS admissions (
     judge TEXT NOT NULL,
     admitted INTEGER NOT NULL,
     report TEXT NOT NULL,
-    created TEXT NOT NULL
+    created TEXT NOT NULL,
+    rubric_sha256 TEXT
 )
 """
+# Stores made before the rubric's hash was kept get the column (NULL: never matches, so provisional).
+_STORE_MIGRATIONS = ("ALTER TABLE admissions ADD COLUMN rubric_sha256 TEXT",)
+_STORE_INDEX = "CREATE INDEX IF NOT EXISTS admissions_rubric_judge ON admissions (rubric_sha256, judge)"
 
 
 class AdmissionStore:
@@ -440,6 +478,11 @@ class AdmissionStore:
             path.parent.mkdir(parents=True, exist_ok=True)
             with self._connect() as conn:
                 conn.execute(_STORE_SCHEMA)
+                columns = {row[1] for row in conn.execute("PRAGMA table_info(admissions)")}
+                if "rubric_sha256" not in columns:
+                    for statement in _STORE_MIGRATIONS:
+                        conn.execute(statement)
+                conn.execute(_STORE_INDEX)
         except sqlite3.DatabaseError as exc:
             raise InputError(path, f"not a usable admission store (SQLite): {exc}") from None
         except OSError as exc:
@@ -467,8 +510,8 @@ class AdmissionStore:
         created = datetime.now(UTC).isoformat(timespec="seconds")
         with self._connect() as conn:
             conn.execute(
-                "INSERT OR REPLACE INTO admissions (key, task, judge, admitted, report, created) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO admissions "
+                "(key, task, judge, admitted, report, created, rubric_sha256) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (
                     report.key,
                     report.task,
@@ -476,10 +519,33 @@ class AdmissionStore:
                     int(report.admitted),
                     report.model_dump_json(),
                     created,
+                    report.rubric_sha256 or None,
                 ),
             )
+
+    def admits(self, rubric_sha256: str, judge: str) -> bool:
+        """Whether a passing ``rubric check`` of this rubric content (sha256 of its bytes) with this judge
+        spec is stored. Until one is, results graded with the rubric are provisional (§6)."""
+        with self._connect() as conn:
+            row = conn.execute(
+                "SELECT 1 FROM admissions WHERE rubric_sha256 = ? AND judge = ? AND admitted = 1 LIMIT 1",
+                (rubric_sha256, judge),
+            ).fetchone()
+        return row is not None
 
     def count(self) -> int:
         with self._connect() as conn:
             (n,) = conn.execute("SELECT COUNT(*) FROM admissions").fetchone()
         return int(n)
+
+
+def is_admitted(rubric_sha256: str, judge: str, store: AdmissionStore | Path | None = None) -> bool:
+    """Whether ``rubric check`` admitted this rubric content (:func:`grading.schema.rubric_sha256` of the
+    rubric.json bytes) with this judge spec (``anthropic:<model-id>``...). ``store`` is a store or its path;
+    by default the command line's store (``$RUBRIC_ADMISSION_STORE``, else under ``$XDG_CACHE_HOME``)."""
+    if not isinstance(store, AdmissionStore):
+        path = store if store is not None else default_store_path()
+        if not path.exists():
+            return False  # no check was ever stored there; asking creates nothing
+        store = AdmissionStore(path)
+    return store.admits(rubric_sha256, judge)

@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from grading.errors import InputError, InputErrors
+from grading.errors import InputError, InputErrors, one_line
 
 # Each module defines register(subparsers) and sets a handler returning the exit code.
 COMMAND_MODULES = [
@@ -68,10 +68,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.handler(args)
     except InputErrors as exc:
         for line in exc.lines():
-            print(f"rubric: error: {line}", file=sys.stderr)
+            print(f"rubric: error: {one_line(line)}", file=sys.stderr)
         return 2
     except InputError as exc:
-        print(f"rubric: error: {exc}", file=sys.stderr)
+        print(f"rubric: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("rubric: interrupted", file=sys.stderr)

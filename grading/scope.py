@@ -115,14 +115,15 @@ def read_ignored_created_shown(path: Path) -> IgnoredCreated:
     )
 
 
-def scope_for_run(task_dir: Path, run_dir: Path) -> ScopeResult:
-    """Scope of one run: ``task_dir/rubric.json`` against ``run_dir/workspace.diff`` and
-    ``run_dir/ignored_created.txt`` (absent means no ignored file was created). InputError on bad input.
+def scope_for_run(task_dir: Path, run_dir: Path, rubric_path: Path | None = None) -> ScopeResult:
+    """Scope of one run: ``task_dir/rubric.json`` (or ``rubric_path``, a rubric kept elsewhere) against
+    ``run_dir/workspace.diff`` and ``run_dir/ignored_created.txt`` (absent means no ignored file was
+    created). InputError on bad input.
     """
     for directory in (task_dir, run_dir):
         if not directory.is_dir():
             raise InputError(directory, "not a directory")
-    rubric = load_rubric(task_dir / RUBRIC_NAME, check_files=False)
+    rubric = load_rubric(rubric_path or task_dir / RUBRIC_NAME, check_files=False)
     changes = load_diff(run_dir / DIFF_NAME)
     ignored = read_ignored_created_shown(run_dir / IGNORED_CREATED_NAME)
     return check_scope(rubric.scope, changes, ignored.files, ignored.self_ignoring_dirs)

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
 from grading.globs import glob_error
+from grading.schema import MAX_WEIGHT
 from rubrics_app.models import ITEM_ID_RE, ItemKind, RubricItem, RubricRevision
 
 # ModelForm is generic only in django-stubs; at run time it cannot be subscripted (no django_stubs_ext patch).
@@ -94,6 +95,8 @@ class ItemForm(_ItemModelForm):
         value = self.cleaned_data.get("weight")
         if value is None or float(value) <= 0:
             raise forms.ValidationError("A weight is a number above 0.")
+        if float(value) > MAX_WEIGHT:  # grading.schema's bound: weights this large made merge_score NaN
+            raise forms.ValidationError(f"A weight is at most {MAX_WEIGHT}.")
         return float(value)
 
     def text_fields(self) -> dict[str, Any]:

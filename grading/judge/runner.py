@@ -3,16 +3,17 @@
 :func:`judge_diff` renders the request, answers from the cache when it can, calls the backend otherwise,
 and accepts a reply only when it covers every item id exactly once, with a reason and with locations that
 exist in the diff. A rejected reply is asked again (``attempts``); when every attempt is rejected the result
-is a judge failure: no verdicts, never a pass and never a fail. A verdict whose reason argues the other way
-is flagged and its item judged once more. ``needs_tree`` blockers are not sent and are listed as not
-measured. :func:`judge_sweep` judges many diffs under a concurrency limit.
+is a judge failure: no verdicts, never a pass and never a fail. Each verdict comes with the judge's own
+finding on its reason (``satisfied`` / ``violated``); a verdict that disagrees with its finding is flagged
+and its item judged once more, and a second disagreement is a judge failure. ``needs_tree`` blockers are
+not sent and are listed as not measured; a diff over the judge's size limit is a ``diff_too_large`` judge
+failure, with no call. :func:`judge_sweep` judges many diffs under a concurrency limit.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-import re
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal, cast
 
@@ -23,11 +24,20 @@ from grading.errors import InputError
 from grading.judge.backend import Backend, BackendError, BackendReply, BatchBackend, JudgeRequest
 from grading.judge.cache import CachedVerdicts, VerdictCache, cache_key, in_regrade_sample
 from grading.judge.cost import PriceTable
-from grading.judge.models import ItemVerdict, JudgeResult, Location, Usage, VerdictValue
+from grading.judge.models import (
+    FINDING_VERDICT,
+    Finding,
+    ItemVerdict,
+    JudgeResult,
+    Location,
+    Usage,
+    VerdictValue,
+)
 from grading.judge.prompt import (
     DEFAULT_MAX_DIFF_CHARS,
     INSTRUCTIONS,
     JudgeItem,
+    diff_too_large,
     redraw_nonce,
     render_request,
     render_rubric_text,
@@ -116,8 +126,9 @@ class _ReplyVerdict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str
-    verdict: VerdictValue
     reason: Annotated[str, Field(min_length=1)]
+    finding: Finding
+    verdict: VerdictValue
     locations: list[_ReplyLocation]
 
 
@@ -174,49 +185,13 @@ def check_reply(reply: BackendReply, item_ids: list[str], index: DiffIndex) -> l
 
 # --- consistency ---------------------------------------------------------------------------------------
 
-# Words that argue a verdict: positive ones say the item is met, negative ones that it is not. A negator in
-# the three words before a cue flips it ("does not satisfy", "does not break").
-_POSITIVE = re.compile(
-    r"^(satisf(y|ies|ied|ying)|meets?|met|correct(ly)?|compl(y|ies|ied|iant)|address(es|ed)?|handles?|"
-    r"handled|fulfil(l)?s?|fulfilled|adheres?|covers?|covered|respects?|preserves?|keeps?)$"
-)
-_NEGATIVE = re.compile(
-    r"^(violat\w*|breaks?|broken|broke|fail(s|ed|ing)?|missing|misses|missed|incorrect(ly)?|wrong(ly)?|"
-    r"omits?|omitted|neglects?|ignores?|lacks?|lacking|unmet|unsatisfied|insufficient)$"
-)
-_NEGATORS = {"not", "never", "no", "without", "nor", "cannot", "neither", "nothing", "none", "nowhere"}
 
-
-def _negated(tokens: list[str], at: int) -> bool:
-    window = tokens[max(0, at - 3) : at]
-    return any(t in _NEGATORS or t.endswith("n't") for t in window) or (
-        # "fails to satisfy": a failing verb before a positive cue negates it
-        bool(_POSITIVE.match(tokens[at])) and any(t in {"fails", "failed", "fail"} for t in window)
-    )
-
-
-def reason_polarity(reason: str) -> tuple[int, int]:
-    """(cues arguing pass, cues arguing fail) in ``reason``."""
-    tokens = re.findall(r"[a-z]+(?:'[a-z]+)?", reason.lower().replace("\u2019", "'"))
-    pro = con = 0
-    for at, token in enumerate(tokens):
-        positive = bool(_POSITIVE.match(token))
-        negative = bool(_NEGATIVE.match(token))
-        if not (positive or negative):
-            continue
-        flipped = _negated(tokens, at)
-        if positive != flipped:
-            pro += 1
-        else:
-            con += 1
-    return pro, con
-
-
-def reason_contradicts(verdict: VerdictValue, reason: str) -> bool:
-    """True when the reason argues only the other way: cues for the opposite verdict and none for this one.
-    Mixed reasons ("handles float but not double") are not flagged."""
-    pro, con = reason_polarity(reason)
-    return con > 0 and pro == 0 if verdict == "pass" else pro > 0 and con == 0
+def finding_disagrees(verdict: VerdictValue, finding: Finding) -> bool:
+    """True when the verdict is not the one the judge's own finding on its reason implies (§4 consistency):
+    "satisfied" goes with "pass", "violated" with "fail". The judge states the finding right after the
+    reason and before the verdict, so a reason that argues the other way shows up here, in the judge's own
+    words, instead of through a keyword guess at the reason's polarity."""
+    return FINDING_VERDICT[finding] != verdict
 
 
 # --- the runner ------------------------------------------------------------------------------------------
@@ -264,6 +239,7 @@ def _item_verdict(v: _ReplyVerdict, item: JudgeItem, model_id: str, flagged: boo
         item_id=v.id,
         kind=item.kind,
         verdict=v.verdict,
+        finding=v.finding,
         reason=v.reason,
         locations=[Location(file=loc.file, line=loc.line, side=loc.side) for loc in v.locations],
         flagged_inconsistent=flagged,
@@ -282,12 +258,18 @@ async def judge_diff(
     settings: JudgeSettings | None = None,
     self_ignoring_dirs: Sequence[SelfIgnoringDir] = (),
 ) -> JudgeResult:
-    """Judge one workspace diff against the rubric. Raises InputError for a diff the judge cannot be shown.
+    """Judge one workspace diff against the rubric. A diff over ``settings.max_diff_chars`` is a
+    ``diff_too_large`` judge failure without a call (the agent wrote it: it must not stop the run from being
+    graded); InputError for a diff the judge cannot be shown at all (NUL bytes).
 
     ``self_ignoring_dirs`` (from ignored_created.txt) are named after the diff (§3)."""
     settings = settings or JudgeSettings()
     items, not_measured = select_items(rubric, config_edited=config_edited)
     by_id = {item.id: item for item in items}
+    if len(diff_text) > settings.max_diff_chars:
+        return JudgeResult(judge=backend.spec, scripted=backend.scripted, not_measured=not_measured,
+                           config_blocker=config_edited,
+                           failure=diff_too_large(len(diff_text), settings.max_diff_chars))
     note = self_ignoring_note(self_ignoring_dirs)
     request = render_request(task, rubric, items, diff_text, max_diff_chars=settings.max_diff_chars,
                              ignored_note=note)
@@ -323,7 +305,7 @@ async def judge_diff(
         result.model_id = model_id
         verdicts = [_item_verdict(v, by_id[v.id], model_id, False) for v in replies]
         flagged = [v.item_id for v in verdicts if settings.consistency_check
-                   and reason_contradicts(v.verdict, v.reason)]
+                   and v.finding is not None and finding_disagrees(v.verdict, v.finding)]
         if flagged:
             result.consistency_flags = len(flagged)
             again_items = [by_id[item_id] for item_id in flagged]
@@ -331,16 +313,20 @@ async def judge_diff(
                                            max_diff_chars=settings.max_diff_chars, ignored_note=note)
             again = await session.ask(again_request)
             if again is None:
-                failure = "re-judging the items whose reason argued the other way failed: " + (
+                failure = "re-judging the items whose verdict disagreed with their finding failed: " + (
                     session.errors[-1] if session.errors else "no call made")
             else:
                 result.rejudged = len(flagged)
                 again_replies, again_model = again
                 fresh = {v.id: _item_verdict(v, by_id[v.id], again_model, True) for v in again_replies}
                 verdicts = [fresh.get(v.item_id, v) for v in verdicts]
-                # A second contradiction is counted, not chased: one more call per flagged item at most.
-                result.consistency_flags += sum(
-                    1 for v in fresh.values() if reason_contradicts(v.verdict, v.reason))
+                # A verdict that disagrees with its own finding a second time cannot be counted either way.
+                twice = [v.item_id for v in fresh.values()
+                         if v.finding is not None and finding_disagrees(v.verdict, v.finding)]
+                result.consistency_flags += len(twice)
+                if twice:
+                    failure = (f"inconsistent: the verdict on {', '.join(twice)} disagreed with its own "
+                               "finding again after re-judging")
 
     result.calls = session.calls
     result.retries = session.retries

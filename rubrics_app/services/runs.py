@@ -445,9 +445,10 @@ def store_grade(
     if existing is not None:
         return existing, False
     revision = _revision_for(run.task, rubric_sha)
-    provisional = metrics.provisional
-    if provisional is None:
-        provisional = revision is None or revision.is_provisional
+    # metrics.json says provisional: false when the grader's admission store held a passing check of this
+    # content with this judge; true only means that store held none. A revision of the same content that this
+    # app approved or admitted counts as well, so only then does the revision decide.
+    provisional = False if metrics.provisional is False else (revision is None or revision.is_provisional)
     grade = RunGrade.objects.create(
         run=run,
         rubric_sha256=rubric_sha,

@@ -113,6 +113,8 @@ def test_a_non_blocker_gets_its_weight_and_a_plain_post_redirects_to_it(
         ("blocker", {"evidence": ""}, "A blocker cites evidence"),
         ("non_blocker", {"weight": "0"}, "A weight is a number above 0."),
         ("non_blocker", {"weight": "-1"}, "A weight is a number above 0."),
+        ("non_blocker", {"weight": "100.5"}, "A weight is at most 100."),
+        ("non_blocker", {"weight": "1e400"}, "Enter a number."),
         ("non_blocker", {"weight": "heavy"}, "Enter a number."),
     ],
 )

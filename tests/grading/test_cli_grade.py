@@ -266,7 +266,17 @@ def test_price_table_and_decoding_reach_the_judge(
 
 
 ESCAPE_REPLY = json.dumps(
-    {"verdicts": [{"id": "\x1b]0;owned\x07\x1b[2J", "verdict": "pass", "reason": "r", "locations": []}]}
+    {
+        "verdicts": [
+            {
+                "id": "\x1b]0;owned\x07\x1b[2J",
+                "reason": "r",
+                "finding": "satisfied",
+                "verdict": "pass",
+                "locations": [],
+            }
+        ]
+    }
 )
 
 

@@ -212,17 +212,18 @@ def ids_in_schema(schema: Any) -> list[str] | None:
 
 
 def default_reply(prompt: ParsedPrompt, behaviour: Behaviour) -> dict[str, Any]:
-    """``{"verdicts": [{"id", "verdict", "reason", "locations": [{"file", "line", "side"}]}]}``."""
+    """``{"verdicts": [{"id", "reason", "finding", "verdict", "locations": [{"file", "line", "side"}]}]}``."""
     lines = sorted(diff_lines(prompt.user_text), key=lambda d: d.side != "new")  # an added line first
     locations = [{"file": lines[0].file, "line": lines[0].line, "side": lines[0].side}] if lines else []
     return {
         "verdicts": [
             {
                 "id": item_id,
-                "verdict": behaviour.verdict,
                 "reason": f"The change meets {item_id}."
                 if behaviour.verdict == "pass"
                 else f"Misses {item_id}.",
+                "finding": "satisfied" if behaviour.verdict == "pass" else "violated",
+                "verdict": behaviour.verdict,
                 "locations": locations,
             }
             for item_id in prompt.ids

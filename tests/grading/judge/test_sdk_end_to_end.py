@@ -159,15 +159,13 @@ def test_an_exhausted_storm_is_a_judge_failure(fake_server: FakeProviderServer, 
 
 
 @BACKENDS
-def test_a_reason_arguing_the_other_way_is_judged_again(
+def test_a_verdict_disagreeing_with_its_finding_is_judged_again(
     fake_server: FakeProviderServer, make: MakeBackend
 ) -> None:
     def contradict_once(prompt: ParsedPrompt, behaviour: Behaviour) -> dict[str, Any]:
         reply = default_reply(prompt, behaviour)
         if len(fake_server.model_calls()) == 1:
-            reply["verdicts"][0]["reason"] = (
-                "The change violates the sign convention."  # says fail, verdict pass
-            )
+            reply["verdicts"][0]["finding"] = "violated"  # the verdict says pass
         return reply
 
     fake_server.reply_builder = contradict_once
@@ -181,6 +179,21 @@ def test_a_reason_arguing_the_other_way_is_judged_again(
     )
     assert parsed.ids == ["B1"]  # only the flagged item is sent again
     assert result.verdicts[0].flagged_inconsistent and result.verdicts[0].reason == "The change meets B1."
+    assert result.verdicts[0].finding == "satisfied"
+
+
+@BACKENDS
+def test_a_second_disagreement_is_a_judge_failure(fake_server: FakeProviderServer, make: MakeBackend) -> None:
+    def contradict(prompt: ParsedPrompt, behaviour: Behaviour) -> dict[str, Any]:
+        reply = default_reply(prompt, behaviour)
+        reply["verdicts"][0]["finding"] = "violated"  # the verdict says pass, every time
+        return reply
+
+    fake_server.reply_builder = contradict
+    result = judge(make(fake_server))
+
+    assert result.failure is not None and "disagreed with its own finding again" in result.failure
+    assert result.verdicts == [] and (result.consistency_flags, result.rejudged, result.calls) == (2, 1, 2)
 
 
 # --- sweeps: request count and cost, with and without the verdict cache ------------------------------------
