@@ -14,11 +14,17 @@ from grading.schema import parse_json, read_json
     ("raw", "message"),
     [
         (b'{"a": 1, "a": 2}', "duplicate key 'a' in one object"),
-        (b'{"a": NaN}', "malformed JSON: NaN is not valid JSON"),
-        (b'{"a": 1e400}', "malformed JSON: 1e400 is out of range for a number"),
-        (b'{"a": -1e400}', "malformed JSON: -1e400 is out of range for a number"),
-        (b'{"a": ' + b"7" * 5000 + b"}", "malformed JSON: an integer of 5000 digits is too long"),
-        (b'{"a": -' + b"7" * 5000 + b"}", "malformed JSON: an integer of 5000 digits is too long"),
+        (b'{"a": NaN}', "malformed JSON: NaN is not valid JSON (numbers must be finite)"),
+        (b'{"a": 1e400}', "number 1e400 is out of range (a JSON number must fit a double)"),
+        (b'{"a": -1e400}', "number -1e400 is out of range (a JSON number must fit a double)"),
+        (
+            b'{"a": ' + b"7" * 5000 + b"}",
+            "number 777777777777...(5000 chars) is out of range (a JSON number must fit a double)",
+        ),
+        (
+            b'{"a": -' + b"7" * 5000 + b"}",
+            "number -77777777777...(5001 chars) is out of range (a JSON number must fit a double)",
+        ),
         (b"\xff", "not UTF-8 text (byte 0)"),
     ],
 )
@@ -34,8 +40,8 @@ def test_it_refuses_what_no_json_writer_gives_back(raw: bytes, message: str, tmp
 
 
 def test_it_keeps_large_finite_numbers() -> None:
-    assert parse_json(b'{"a": 1e300, "b": ' + b"9" * 4000 + b', "c": -0.5}', "x.json") == {
+    assert parse_json(b'{"a": 1e300, "b": ' + b"9" * 300 + b', "c": -0.5}', "x.json") == {
         "a": 1e300,
-        "b": int("9" * 4000),
+        "b": int("9" * 300),
         "c": -0.5,
     }
