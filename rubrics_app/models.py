@@ -51,6 +51,9 @@ class Repository(models.Model):
     # The manifest's `tests` block (§3), read through grading.schema.TestsConfig.
     tests_config = models.JSONField(default=dict, blank=True)
     guidance = models.TextField(blank=True)
+    # §7 contamination: full model id -> its training cutoff "YYYY-MM-DD" (the report page splits cells by
+    # each task's base_date against it). Edited by maintainers through forms_report.CutoffsForm.
+    training_cutoffs = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     objects = RepositoryQuerySet.as_manager()

@@ -5,7 +5,7 @@ from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-from rubrics_app.views import exports, imports, items, jobs, repositories, revisions, runs, tasks
+from rubrics_app.views import exports, imports, items, jobs, report, repositories, revisions, runs, tasks
 
 app_urls = [
     path("", repositories.repository_list, name="repository_list"),
@@ -74,6 +74,11 @@ app_urls = [
     path("repos/<int:repo_pk>/items/<int:item_pk>/dispute/", runs.item_dispute, name="item_dispute"),
     path("repos/<int:repo_pk>/flags/<str:what>/<int:pk>/dismiss/", runs.flag_dismiss, name="flag_dismiss"),
     path("repos/<int:repo_pk>/jobs/<int:job_pk>/", jobs.job_detail, name="job_detail"),
+    # The report (§7) and its downloads.
+    path("repos/<int:repo_pk>/report/", report.report_page, name="report"),
+    path("repos/<int:repo_pk>/report.json", report.report_json, name="report_json"),
+    path("repos/<int:repo_pk>/report.csv", report.report_csv_view, name="report_csv"),
+    path("repos/<int:repo_pk>/report/cutoffs/", report.report_cutoffs, name="report_cutoffs"),
 ]
 
 urlpatterns = [

@@ -1,0 +1,128 @@
+"""The report page (§7): mergeable against test-pass per arm and model, filterable, with its CSV and JSON
+downloads and the training-cutoffs form.
+
+Everyone with a role reads the report; maintainers edit the cutoffs; anyone without a role gets 404.
+The numbers come from ``grading.report`` through services.report (cached: see there).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from grading.report_render import report_csv
+from rubrics_app.access import RepositoryAccess, get_repository_for_user
+from rubrics_app.forms_report import CutoffsForm
+from rubrics_app.models import Role
+from rubrics_app.models_runs import QueueKind
+from rubrics_app.report_chart import blocker_histogram, rates_chart
+from rubrics_app.services.report import ReportResult, clean_filters, filter_choices, repository_report
+from rubrics_app.views.common import HtmxHttpRequest
+from rubrics_app.views.revisions import redirect_to
+
+
+def _queue_url(access: RepositoryAccess, **params: str) -> str:
+    query = urlencode({"kind": QueueKind.JUDGES, **{k: v for k, v in params.items() if v}})
+    return f"{reverse('rubrics:queue', args=[access.repository.pk])}?{query}"
+
+
+def _page_context(
+    access: RepositoryAccess, filters: dict[str, str], result: ReportResult, form: CutoffsForm | None = None
+) -> dict[str, Any]:
+    report = result.report
+    pk = access.repository.pk
+    query = urlencode(filters)
+    agreement_items = [
+        (item, a, _queue_url(access, task=item.partition("/")[0], item=item.partition("/")[2],
+                             arm=filters.get("arm", ""), model=filters.get("model", "")))
+        for item, a in report.agreement.items.items()
+    ]  # fmt: skip
+    disagreements = []
+    for d in report.disagreements:
+        grade = result.grade_of_run.get(d.run)
+        url = reverse("rubrics:queue_entry", args=[pk, grade, d.item]) if grade is not None else None
+        disagreements.append((d, f"{url}?kind={QueueKind.JUDGES}" if url else None))
+    scripted = {j.judge for j in report.judges if j.scripted}
+    return {
+        "access": access,
+        "repository": access.repository,
+        "filters": filters,
+        "choices": filter_choices(access.repository),
+        "result": result,
+        "report": report,
+        "warnings": result.notes + report.warnings,
+        "chart": rates_chart(report.cells) if report.cells else None,
+        "histograms": [(t, blocker_histogram(t)) for t in report.tasks if t.failed_blockers],
+        "agreement_items": agreement_items,
+        "disagreements": disagreements,
+        "queue_url": _queue_url(
+            access, task=filters.get("task", ""), arm=filters.get("arm", ""), model=filters.get("model", "")
+        ),  # fmt: skip
+        "scripted_judges": scripted,
+        "json_url": f"{reverse('rubrics:report_json', args=[pk])}?{query}",
+        "csv_url": f"{reverse('rubrics:report_csv', args=[pk])}?{query}",
+        "cutoffs_form": form
+        or CutoffsForm(
+            initial={"cutoffs": CutoffsForm.initial_text(access.repository.training_cutoffs or {})}
+        ),
+    }
+
+
+@require_GET
+@login_required
+def report_page(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
+    access = get_repository_for_user(request, repo_pk)
+    filters = clean_filters(request.GET)
+    result = repository_report(access.repository, filters)
+    return render(request, "rubrics/report.html", _page_context(access, filters, result))
+
+
+def _download_name(access: RepositoryAccess, ext: str) -> str:
+    # Repository names match [A-Za-z0-9._-]+ (name_validator): nothing to quote in the header.
+    return f'attachment; filename="{access.repository.name}-report.{ext}"'
+
+
+@require_GET
+@login_required
+def report_json(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
+    access = get_repository_for_user(request, repo_pk)
+    result = repository_report(access.repository, clean_filters(request.GET))
+    # The same bytes `rubric report --json` prints for the same runs.
+    body = json.dumps(result.report.to_json_dict(), indent=2, ensure_ascii=False) + "\n"
+    response = HttpResponse(body, content_type="application/json; charset=utf-8")
+    response["Content-Disposition"] = _download_name(access, "json")
+    return response
+
+
+@require_GET
+@login_required
+def report_csv_view(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
+    access = get_repository_for_user(request, repo_pk)
+    result = repository_report(access.repository, clean_filters(request.GET))
+    response = HttpResponse(report_csv(result.report), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = _download_name(access, "csv")
+    return response
+
+
+@require_POST
+@login_required
+def report_cutoffs(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
+    access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
+    form = CutoffsForm(request.POST)
+    if form.is_valid():
+        repository = access.repository
+        repository.training_cutoffs = form.cleaned_data["cutoffs"]
+        repository.save(update_fields=["training_cutoffs"])
+        messages.success(request, f"Training cutoffs saved ({len(repository.training_cutoffs)} models).")
+        return redirect_to(request, reverse("rubrics:report", args=[repository.pk]))
+    result = repository_report(access.repository, {})
+    context = _page_context(access, {}, result, form)
+    return render(request, "rubrics/report.html", context, status=400)

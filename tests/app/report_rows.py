@@ -1,0 +1,76 @@
+"""Graded runs written straight into the tables with bulk_create, for the report page at sizes where
+grading real run directories would take minutes (query counts, escaping, the benchmark)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rubrics_app.models import Task
+from rubrics_app.models_runs import AgentRun, ItemVerdict, JudgeGrade, RunGrade
+
+BATCH = 2000
+
+
+def _details(mergeable: bool) -> dict[str, object]:
+    return {
+        "status": "mergeable" if mergeable else "not_mergeable",
+        "scope": {"in_scope": True},
+        "integrity": {"ok": True},
+        "judge_skipped": None,
+        "judge_families": {"primary": "claude", "second": "gpt"},
+    }
+
+
+def bulk_runs(tasks: Sequence[Task], arms: Sequence[str], models: Sequence[str], reps: int) -> int:
+    """len(tasks) x len(arms) x len(models) x reps runs, each graded once with two judges and two items.
+    Every third repetition fails blocker B1 (not mergeable); the second judge disagrees on N1 of odd ones."""
+    runs = AgentRun.objects.bulk_create(
+        [
+            AgentRun(
+                task=task,
+                arm=arm,
+                model=model,
+                repetition=rep,
+                passed=True,
+                grade_json={"pass": True, "tests_skipped": rep % 2},
+                diff_sha256="0" * 64,
+                diff_bytes=0,
+            )  # fmt: skip
+            for task in tasks
+            for arm in arms
+            for model in models
+            for rep in range(reps)
+        ],
+        batch_size=BATCH,
+    )
+    grades = RunGrade.objects.bulk_create(
+        [
+            RunGrade(
+                run=run,
+                primary_judge="anthropic:claude-judge",
+                status=_details(run.repetition % 3 != 2)["status"],
+                mergeable=run.repetition % 3 != 2,
+                merge_score=0.8 if run.repetition % 3 != 2 else None,
+                provisional=False,
+                metrics={"details": _details(run.repetition % 3 != 2)},
+            )  # fmt: skip
+            for run in runs
+        ],
+        batch_size=BATCH,
+    )
+    judges = JudgeGrade.objects.bulk_create(
+        [JudgeGrade(grade=g, role=role, judge=spec) for g in grades
+         for role, spec in (("primary", "anthropic:claude-judge"), ("second", "openai:gpt-judge"))],
+        batch_size=BATCH,
+    )  # fmt: skip
+    verdicts = []
+    for j in judges:
+        rep = j.grade.run.repetition
+        b1 = "fail" if rep % 3 == 2 else "pass"
+        n1 = "fail" if j.role == "second" and rep % 2 else "pass"
+        verdicts += [
+            ItemVerdict(judge=j, item_id="B1", kind="blocker", verdict=b1, reason="r"),
+            ItemVerdict(judge=j, item_id="N1", kind="non_blocker", verdict=n1, reason="r"),
+        ]
+    ItemVerdict.objects.bulk_create(verdicts, batch_size=BATCH)
+    return len(runs)

@@ -1,0 +1,299 @@
+"""The report page: the same report as `rubric report --json` on the same runs, filters, role rules, the
+training-cutoffs form, escaping in the SVG chart."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.cache import cache
+from django.core.management import call_command
+from django.test import Client
+from django.urls import reverse
+
+from rubrics_app.models import Repository, Task
+from rubrics_app.models_runs import AgentRun, HumanVerdict, RunGrade
+from tests.app.runs_helpers import DISAGREEING, PASSING, RUN_DIFF, grade, sha256_of, write_run, write_task_dir
+
+pytestmark = pytest.mark.django_db
+
+ROOT = Path(__file__).resolve().parents[2]
+FAIL_DIFF = RUN_DIFF.replace(b'"fraction must be <= 1"', b'"bad fraction"')
+FAILING = {**PASSING, "B1": {"verdict": "fail", "reason": "message not the one asked for"}}
+# task id -> (base_date, prompt_style of its task.json)
+TASKS = {
+    "t_alpha": ("2025-01-10", "spec"),
+    "t_beta": ("2025-06-01", "spec"),
+    "t_gamma": ("2025-09-01", "issue"),
+}
+CUTOFFS = {"model-a": "2025-05-01"}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache() -> None:
+    # Test databases reuse row ids; a report cached by an earlier test must not answer for this one.
+    cache.clear()
+
+
+def logged_in(user: User) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def build_runs(tmp_path: Path, repository: Repository) -> list[Path]:
+    """24 runs (3 tasks x 2 arms x 4 repetitions) graded by the real grader with scripted judges: the
+    primary fails B1 on one diff, the second judge disagrees on B1 and N2; task t_gamma's runs are graded
+    with a rubric the grader did not admit (provisional); repetition 3 of arm 'plain' fails the tests."""
+    checkout = tmp_path / "checkout"
+    primary = tmp_path / "primary.json"
+    primary.write_text(json.dumps({"default": PASSING, "by_diff_sha256": {sha256_of(FAIL_DIFF): FAILING}}))
+    second = tmp_path / "second.json"
+    second.write_text(json.dumps({"default": DISAGREEING}))
+    run_dirs = []
+    for task_id, (base_date, style) in TASKS.items():
+        task_dir = write_task_dir(checkout, task_id)
+        spec = {
+            "id": task_id,
+            "prompt": "Fix it.",
+            "prompt_style": style,
+            "gate": ["pass"],
+            "base_date": base_date,
+        }
+        (task_dir / "task.json").write_text(json.dumps(spec))
+        Task.objects.create(
+            repository=repository,
+            task_id=task_id,
+            base_date=base_date,
+            gate=["pass"],
+            **{"issue_prompt" if style == "issue" else "spec_prompt": "Fix it."},
+        )
+        for arm in ("guidance", "plain"):
+            for rep in range(4):
+                run_dir = write_run(
+                    tmp_path / "runs", f"{task_id}-{arm}-{rep}", task_id=task_id, arm=arm, repetition=rep,
+                    diff=FAIL_DIFF if rep == 2 else RUN_DIFF, passed=not (arm == "plain" and rep == 3),
+                )  # fmt: skip
+                grade(task_dir, run_dir, f"scripted:{primary}", f"scripted:{second}",
+                      provisional=task_id == "t_gamma")  # fmt: skip
+                run_dirs.append(run_dir)
+    call_command("import_runs", str(tmp_path / "runs"), "--repository", repository.name, stdout=io.StringIO())
+    return run_dirs
+
+
+def label_runs(repository: Repository) -> None:
+    """Human verdicts on B1 from the review queue: the human agrees with the primary judge except on
+    repetition 1 of t_beta (where the human fails B1)."""
+    for g in RunGrade.objects.filter(status__in=["mergeable", "not_mergeable"]).select_related("run__task"):
+        if g.metrics["details"].get("judge_skipped"):
+            continue
+        fails = g.run.repetition == 2 or (g.run.task.task_id == "t_beta" and g.run.repetition == 1)
+        HumanVerdict.objects.create(
+            grade=g, item_id="B1", verdict="fail" if fails else "pass", queue="judges"
+        )
+
+
+def rubric_report_json(run_dirs: list[Path], *extra: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-m", "grading", "report", "--json", *extra, *map(str, run_dirs)],
+        capture_output=True, text=True, cwd=ROOT, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data: dict[str, Any] = json.loads(done.stdout)
+    return data
+
+
+@pytest.fixture
+def graded_repository(tmp_path: Path, repository: Repository) -> tuple[Repository, list[Path], Path]:
+    run_dirs = build_runs(tmp_path, repository)
+    label_runs(repository)
+    repository.training_cutoffs = CUTOFFS
+    repository.save()
+    labels = tmp_path / "labels.json"
+    call_command("export_labels", "--repository", repository.name, "--out", str(labels), stdout=io.StringIO())
+    return repository, run_dirs, labels
+
+
+def test_it_downloads_what_rubric_report_json_prints_on_the_same_runs(
+    graded_repository: tuple[Repository, list[Path], Path], viewer: User, tmp_path: Path
+) -> None:
+    repository, run_dirs, labels = graded_repository
+    cutoffs = tmp_path / "cutoffs.json"
+    cutoffs.write_text(json.dumps(CUTOFFS))
+    expected = rubric_report_json(
+        run_dirs,
+        "--tasks",
+        str(tmp_path / "checkout" / "tasks"),
+        "--cutoffs",
+        str(cutoffs),
+        "--labels",
+        str(labels),
+    )
+    response = logged_in(viewer).get(reverse("rubrics:report_json", args=[repository.pk]))
+    assert response.status_code == 200
+    assert response["Content-Disposition"] == 'attachment; filename="example-project-report.json"'
+    got = json.loads(response.content)
+    assert got == expected
+    # The data exercises what the page is for: labels enough for the correction, two judges, the split.
+    assert got["judge_accuracy"]["labelled"] >= 20 and got["judge_accuracy"]["sensitivity"] is not None
+    assert got["cells"][0]["corrected_mergeable_rate"] is not None
+    assert got["disagreements"] and {c["split"] for c in got["by_contamination"]} == {
+        "before_cutoff",
+        "after_cutoff",
+    }
+    assert any(c["provisional"] for c in got["cells"])
+
+
+def test_the_csv_download_is_the_same_report(
+    graded_repository: tuple[Repository, list[Path], Path], maintainer: User
+) -> None:
+    from grading.report import Report
+    from grading.report_render import report_csv
+
+    repository = graded_repository[0]
+    client = logged_in(maintainer)
+    data = json.loads(client.get(reverse("rubrics:report_json", args=[repository.pk])).content)
+    response = client.get(reverse("rubrics:report_csv", args=[repository.pk]))
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
+    assert response.content.decode() == report_csv(Report.model_validate(data))
+
+
+def test_filters_narrow_the_report(
+    graded_repository: tuple[Repository, list[Path], Path], viewer: User
+) -> None:
+    repository = graded_repository[0]
+    client = logged_in(viewer)
+    url = reverse("rubrics:report_json", args=[repository.pk])
+    full = json.loads(client.get(url).content)
+    by_arm = json.loads(client.get(url, {"arm": "guidance"}).content)
+    assert [c["arm"] for c in by_arm["cells"]] == ["guidance"]
+    whole = next(c for c in full["cells"] if c["arm"] == "guidance")
+    assert by_arm["cells"][0]["runs"] == whole["runs"] == 12
+    assert by_arm["cells"][0]["mergeable_rate"]["value"] == whole["mergeable_rate"]["value"]
+    by_task = json.loads(client.get(url, {"task": "t_beta", "model": "model-a"}).content)
+    assert [t["task"] for t in by_task["tasks"]] == ["t_beta"]
+    # t_gamma is posed as an issue only: the task's style applies to its runs.
+    by_style = json.loads(client.get(url, {"prompt_style": "issue"}).content)
+    assert [t["task"] for t in by_style["tasks"]] == ["t_gamma"]
+    assert {c["prompt_style"] for c in by_style["by_prompt_style"]} == {"issue"}
+    nothing = json.loads(client.get(url, {"model": "no-such-model"}).content)
+    assert nothing["cells"] == []
+    page = client.get(reverse("rubrics:report", args=[repository.pk]), {"arm": "guidance"})
+    assert page.status_code == 200
+    assert b'href="/repos/%d/report.json?arm=guidance"' % repository.pk in page.content
+
+
+def test_the_page_shows_the_report(
+    graded_repository: tuple[Repository, list[Path], Path], viewer: User
+) -> None:
+    repository = graded_repository[0]
+    page = logged_in(viewer).get(reverse("rubrics:report", args=[repository.pk]))
+    assert page.status_code == 200
+    html = page.content.decode()
+    # Warnings come first; provisional is said next to the number; the scripted judge is labelled.
+    assert html.index('id="report-warnings"') < html.index('id="report-cells"')
+    assert "provisional</span>" in html.split('id="report-cells"')[1].split("</table>")[0]
+    assert '<span class="badge provisional">scripted</span>' in html
+    assert 'class="report-chart"' in html and 'class="report-histogram"' in html
+    assert "before_cutoff" in html and "sensitivity" in html
+    # Disagreements link into the queue, at the pair's own screen.
+    grade = RunGrade.objects.filter(
+        run__task__task_id="t_alpha", run__arm="guidance", run__repetition=0
+    ).get()
+    assert reverse("rubrics:queue_entry", args=[repository.pk, grade.pk, "B1"]) + "?kind=judges" in html
+    assert (
+        reverse("rubrics:queue", args=[repository.pk]) + "?kind=judges&amp;task=t_alpha&amp;item=B1" in html
+    )
+    detail = logged_in(viewer).get(reverse("rubrics:repository_detail", args=[repository.pk]))
+    assert reverse("rubrics:report", args=[repository.pk]).encode() in detail.content
+
+
+def test_a_new_label_changes_the_cached_report(
+    graded_repository: tuple[Repository, list[Path], Path], viewer: User
+) -> None:
+    repository = graded_repository[0]
+    client = logged_in(viewer)
+    url = reverse("rubrics:report_json", args=[repository.pk])
+    before = json.loads(client.get(url).content)["judge_accuracy"]
+    HumanVerdict.objects.filter(verdict="fail").update(verdict="pass")
+    after = json.loads(client.get(url).content)["judge_accuracy"]
+    assert after["labelled"] == before["labelled"] and after != before
+
+
+@pytest.mark.parametrize("name", ["report", "report_json", "report_csv"])
+def test_roles_read_and_outsiders_get_404(
+    repository: Repository, maintainer: User, reviewer: User, viewer: User, outsider: User, name: str
+) -> None:
+    url = reverse(f"rubrics:{name}", args=[repository.pk])
+    for user in (maintainer, reviewer, viewer):
+        assert logged_in(user).get(url).status_code == 200
+    assert logged_in(outsider).get(url).status_code == 404
+    assert Client().get(url).status_code == 302  # to the login page
+
+
+def test_maintainers_edit_the_cutoffs(repository: Repository, maintainer: User, reviewer: User) -> None:
+    url = reverse("rubrics:report_cutoffs", args=[repository.pk])
+    assert logged_in(reviewer).post(url, {"cutoffs": json.dumps(CUTOFFS)}).status_code == 403
+    response = logged_in(maintainer).post(url, {"cutoffs": '{"model-a": "2025-05-01T10:00:00"}'})
+    assert response.status_code == 302
+    repository.refresh_from_db()
+    assert repository.training_cutoffs == {"model-a": "2025-05-01"}
+    page = logged_in(maintainer).get(reverse("rubrics:report", args=[repository.pk]))
+    assert "2025-05-01" in page.content.decode()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"model-a": "May 2025"}', "cutoffs: model-a: &#x27;May 2025&#x27; is not a date (YYYY-MM-DD)"),
+        ('{"model-a": "2025-05-01", "model-a": "2025-06-01"}', "duplicate key"),
+        ('["model-a"]', "expected a JSON object"),
+        ("{", "malformed JSON"),
+        ('{"": "2025-05-01"}', "a model id is printable text"),
+    ],
+)
+def test_bad_cutoffs_are_a_form_error_and_nothing_is_saved(
+    repository: Repository, maintainer: User, text: str, message: str
+) -> None:
+    repository.training_cutoffs = CUTOFFS
+    repository.save()
+    response = logged_in(maintainer).post(
+        reverse("rubrics:report_cutoffs", args=[repository.pk]), {"cutoffs": text}
+    )
+    assert response.status_code == 400
+    assert message in response.content.decode()
+    repository.refresh_from_db()
+    assert repository.training_cutoffs == CUTOFFS
+
+
+HOSTILE = '<script>alert("x")</script>&"\''
+
+
+def test_hostile_names_are_escaped_in_the_chart_and_tables(
+    tmp_path: Path, repository: Repository, viewer: User
+) -> None:
+    from tests.app.report_rows import bulk_runs
+
+    task = Task.objects.create(repository=repository, task_id=f"t{HOSTILE}", spec_prompt="x")
+    other = Task.objects.create(repository=repository, task_id="t2", spec_prompt="x")
+    bulk_runs(
+        [task, other], arms=[f"arm{HOSTILE}"], models=[f"claude-{HOSTILE}</svg><svg onload=alert(1)>"], reps=3
+    )
+    page = logged_in(viewer).get(reverse("rubrics:report", args=[repository.pk]))
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "<script>alert" not in html and "<svg onload" not in html
+    chart = html.split('class="report-chart"')[1].split("</svg>")[0]
+    assert "arm&lt;script&gt;alert(&quot;x&quot;)" in chart
+    assert html.count('class="report-histogram"') == 2
+    assert (
+        "<title>Failed blockers of t&lt;script&gt;alert(&quot;x&quot;)"
+        "&lt;/script&gt;&amp;&quot;&#x27;</title>" in html
+    )
+    assert AgentRun.objects.count() == 6
