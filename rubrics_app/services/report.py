@@ -51,7 +51,6 @@ class ReportResult:
     runs: int  # runs in the report
     ungraded: int  # runs under the filters with no grade yet: not in the report
     grade_of_run: dict[str, int] = field(default_factory=dict)  # run id -> grade pk (queue links)
-    notes: list[str] = field(default_factory=list)  # the app's own warnings (bad base_date...)
 
 
 def clean_filters(raw: Any) -> dict[str, str]:
@@ -69,15 +68,19 @@ def task_prompt_style(spec_prompt: bool, issue_prompt: bool) -> str | None:
     return None
 
 
-def cutoff_dates(repository: Repository) -> dict[str, date] | None:
-    """The repository's training cutoffs as dates (the form only saves valid ones); None when there are none,
-    so the report has no contamination split, as ``rubric report`` without ``--cutoffs``."""
+def cutoff_dates(repository: Repository, notes: list[str]) -> dict[str, date] | None:
+    """The repository's training cutoffs as dates; None when there are none, so the report has no
+    contamination split (as ``rubric report`` without ``--cutoffs``). The form saves only dates; a value
+    written some other way (the admin) that is not one is left out, with a note."""
     if not repository.training_cutoffs:
         return None
-    return {
-        model: parse_date(value, "training cutoffs", model)
-        for model, value in repository.training_cutoffs.items()
-    }
+    dates: dict[str, date] = {}
+    for model, value in repository.training_cutoffs.items():
+        try:
+            dates[model] = parse_date(value, "training cutoffs", model)
+        except InputError as exc:
+            notes.append(f"{exc}: left out of the contamination split")
+    return dates
 
 
 # --- the cache key --------------------------------------------------------------------------------------
@@ -325,16 +328,15 @@ def repository_report(repository: Repository, filters: dict[str, str]) -> Report
     if isinstance(cached, ReportResult):
         return cached
     runs, grade_of_run, notes = graded_runs(repository, filters, state)
-    report = build_report(
-        runs, cutoffs=cutoff_dates(repository), bootstrap=DEFAULT_BOOTSTRAP, seed=DEFAULT_SEED
-    )
-    result = ReportResult(
-        report=report,
-        runs=len(runs),
-        ungraded=_ungraded(repository, filters),
-        grade_of_run=grade_of_run,
-        notes=notes,
-    )
+    cutoffs = cutoff_dates(repository, notes)
+    report = build_report(runs, cutoffs=cutoffs, bootstrap=DEFAULT_BOOTSTRAP, seed=DEFAULT_SEED)
+    ungraded = _ungraded(repository, filters)
+    if ungraded:
+        notes.append(f"{ungraded} runs have no grade yet (no metrics.json imported): not in this report")
+    # The app's own warnings travel with the report, so the downloads say them too (the command line
+    # refuses such input instead: there is nothing of it to compare).
+    report.warnings[:0] = notes
+    result = ReportResult(report=report, runs=len(runs), ungraded=ungraded, grade_of_run=grade_of_run)
     cache.set(key, result, CACHE_SECONDS)
     return result
 

@@ -58,7 +58,7 @@ def _page_context(
         "choices": filter_choices(access.repository),
         "result": result,
         "report": report,
-        "warnings": result.notes + report.warnings,
+        "warnings": report.warnings,
         "chart": rates_chart(report.cells) if report.cells else None,
         "histograms": [(t, blocker_histogram(t)) for t in report.tasks if t.failed_blockers],
         "agreement_items": agreement_items,

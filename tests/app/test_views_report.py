@@ -297,3 +297,32 @@ def test_hostile_names_are_escaped_in_the_chart_and_tables(
         "&lt;/script&gt;&amp;&quot;&#x27;</title>" in html
     )
     assert AgentRun.objects.count() == 6
+
+
+def test_a_cutoff_that_is_not_a_date_is_left_out_with_a_warning(
+    tmp_path: Path, repository: Repository, viewer: User
+) -> None:
+    from tests.app.report_rows import bulk_runs
+
+    tasks = [
+        Task.objects.create(repository=repository, task_id=f"t{i}", base_date="2025-03-01") for i in (1, 2)
+    ]
+    bulk_runs(tasks, ["a"], ["m1", "m2"], 3)
+    # Written around the form (the admin, a shell): the page still renders.
+    repository.training_cutoffs = {"m1": "2025-01-01", "m2": "soon"}
+    repository.save()
+    data = json.loads(logged_in(viewer).get(reverse("rubrics:report_json", args=[repository.pk])).content)
+    assert {(c["model"], c["split"]) for c in data["by_contamination"]} == {
+        ("m1", "after_cutoff"),
+        ("m2", "unknown"),
+    }
+    assert (
+        "training cutoffs: m2: 'soon' is not a date (YYYY-MM-DD): left out of the contamination split"
+        in (data["warnings"])
+    )
+    AgentRun.objects.create(
+        task=tasks[0], arm="a", model="m1", repetition=9, passed=True, diff_sha256="0" * 64, diff_bytes=0
+    )
+    page = logged_in(viewer).get(reverse("rubrics:report", args=[repository.pk])).content.decode()
+    assert "&#x27;soon&#x27; is not a date" in page.split('id="report-warnings"')[1].split("</section>")[0]
+    assert "1 runs have no grade yet" in page and "1 run not graded yet, left out" in page
