@@ -10,6 +10,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="repository",
             name="training_cutoffs",
-            field=models.JSONField(blank=True, default=dict),
+            field=models.JSONField(blank=True, null=True),
         ),
     ]

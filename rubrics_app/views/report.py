@@ -119,9 +119,10 @@ def report_cutoffs(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     form = CutoffsForm(request.POST)
     if form.is_valid():
         repository = access.repository
-        repository.training_cutoffs = form.cleaned_data["cutoffs"]
+        cutoffs = form.cleaned_data["cutoffs"]
+        repository.training_cutoffs = cutoffs or None
         repository.save(update_fields=["training_cutoffs"])
-        messages.success(request, f"Training cutoffs saved ({len(repository.training_cutoffs)} models).")
+        messages.success(request, f"Training cutoffs saved ({len(cutoffs)} models).")
         return redirect_to(request, reverse("rubrics:report", args=[repository.pk]))
     result = repository_report(access.repository, {})
     context = _page_context(access, {}, result, form)

@@ -237,7 +237,10 @@ def test_roles_read_and_outsiders_get_404(
     assert Client().get(url).status_code == 302  # to the login page
 
 
-def test_maintainers_edit_the_cutoffs(repository: Repository, maintainer: User, reviewer: User) -> None:
+def test_maintainers_edit_the_cutoffs(
+    repository: Repository, maintainer: User, reviewer: User, admitted_revision: Any
+) -> None:
+    # A repository holding an admitted revision is frozen against deletion, not against its settings.
     url = reverse("rubrics:report_cutoffs", args=[repository.pk])
     assert logged_in(reviewer).post(url, {"cutoffs": json.dumps(CUTOFFS)}).status_code == 403
     response = logged_in(maintainer).post(url, {"cutoffs": '{"model-a": "2025-05-01T10:00:00"}'})
@@ -246,6 +249,9 @@ def test_maintainers_edit_the_cutoffs(repository: Repository, maintainer: User, 
     assert repository.training_cutoffs == {"model-a": "2025-05-01"}
     page = logged_in(maintainer).get(reverse("rubrics:report", args=[repository.pk]))
     assert "2025-05-01" in page.content.decode()
+    assert logged_in(maintainer).post(url, {"cutoffs": "  "}).status_code == 302
+    repository.refresh_from_db()
+    assert repository.training_cutoffs is None
 
 
 @pytest.mark.parametrize(
