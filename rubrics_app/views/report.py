@@ -28,6 +28,9 @@ from rubrics_app.services.report import ReportResult, clean_filters, filter_choi
 from rubrics_app.views.common import HtmxHttpRequest
 from rubrics_app.views.revisions import redirect_to
 
+# The page lists this many (sorted by task); the review queue and the JSON download hold every one.
+MAX_DISAGREEMENTS_SHOWN = 200
+
 
 def _queue_url(access: RepositoryAccess, **params: str) -> str:
     query = urlencode({"kind": QueueKind.JUDGES, **{k: v for k, v in params.items() if v}})
@@ -46,7 +49,7 @@ def _page_context(
         for item, a in report.agreement.items.items()
     ]  # fmt: skip
     disagreements = []
-    for d in report.disagreements:
+    for d in report.disagreements[:MAX_DISAGREEMENTS_SHOWN]:
         grade = result.grade_of_run.get(d.run)
         url = reverse("rubrics:queue_entry", args=[pk, grade, d.item]) if grade is not None else None
         disagreements.append((d, f"{url}?kind={QueueKind.JUDGES}" if url else None))

@@ -332,3 +332,19 @@ def test_a_cutoff_that_is_not_a_date_is_left_out_with_a_warning(
     page = logged_in(viewer).get(reverse("rubrics:report", args=[repository.pk])).content.decode()
     assert "&#x27;soon&#x27; is not a date" in page.split('id="report-warnings"')[1].split("</section>")[0]
     assert "1 runs have no grade yet" in page and "1 run not graded yet, left out" in page
+
+
+def test_the_page_lists_the_first_disagreements_and_points_to_the_rest(
+    repository: Repository, viewer: User
+) -> None:
+    from rubrics_app.views.report import MAX_DISAGREEMENTS_SHOWN
+    from tests.app.report_rows import bulk_runs
+
+    tasks = [
+        Task.objects.create(repository=repository, task_id=f"t{i:02d}", spec_prompt="x") for i in range(40)
+    ]
+    bulk_runs(tasks, ["a"], ["m"], 12)  # the second judge disagrees on N1 of 6 runs per task: 240
+    page = logged_in(viewer).get(reverse("rubrics:report", args=[repository.pk])).content.decode()
+    table = page.split('id="report-disagreements"')[1].split("</table>")[0]
+    assert table.count("<tr>") - 1 == MAX_DISAGREEMENTS_SHOWN
+    assert f"240 item disagreements between the two judges (the first {MAX_DISAGREEMENTS_SHOWN} here" in page
