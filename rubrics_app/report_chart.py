@@ -36,7 +36,7 @@ def _pct(value: float | None) -> str:
 def _estimate(e: Estimate, y: float, colour: str, marker: str) -> SafeString:
     if e.value is None:
         return format_html(
-            '<text x="{}" y="{}" class="muted" font-size="11">not measured</text>', _x(0), f"{y + 4:.1f}"
+            '<text x="{}" y="{}" fill="#6b7280" font-size="11">not measured</text>', _x(0), f"{y + 4:.1f}"
         )
     parts = []
     if e.ci is not None:
