@@ -450,8 +450,9 @@ def check_task(
     if store is not None and not refresh:
         stored = store.get(key)
         if stored is not None:
-            for n, row in enumerate(stored.rows if on_row is not None else []):
-                on_row(n, len(stored.rows), row)
+            if on_row is not None:
+                for n, row in enumerate(stored.rows):
+                    on_row(n, len(stored.rows), row)
             return stored.model_copy(update={"from_store": True, "calls": 0, "usage": Usage()})
 
     jobs = [

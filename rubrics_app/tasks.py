@@ -12,13 +12,22 @@ from django.core.exceptions import PermissionDenied
 from django.utils import timezone
 
 from rubrics_app.celery import app
-from rubrics_app.models import Job, JobStatus, RubricRevision, TransitionError
+from rubrics_app.models import CalibrationRun, Job, JobStatus, RubricRevision, TransitionError
+from rubrics_app.services import calibration
+from rubrics_app.services.calibration import CalibrationError
 from rubrics_app.services.import_export import ExportError, write_to_checkout
 
 log = logging.getLogger(__name__)
 
 # Failures a maintainer can act on; their message is shown as is. Anything else is a bug and is logged.
-EXPECTED_FAILURES = (ExportError, TransitionError, PermissionDenied, RubricRevision.DoesNotExist)
+EXPECTED_FAILURES = (
+    ExportError,
+    TransitionError,
+    PermissionDenied,
+    RubricRevision.DoesNotExist,
+    CalibrationError,
+    CalibrationRun.DoesNotExist,
+)
 
 
 def _claim(job_id: int) -> Job | None:
@@ -98,3 +107,25 @@ def validate_revision(job_id: int) -> None:
 def export_revision_to_checkout(job_id: int) -> None:
     """Write an admitted revision into its repository's checkout (or private path), optionally on a branch."""
     _run(job_id, _export)
+
+
+def _calibrate(job: Job) -> dict[str, Any]:
+    run = CalibrationRun.objects.get(job=job)
+    if not calibration.claim(run):
+        raise CalibrationError(f"calibration #{run.pk} is {run.status}, not queued: not run again")
+    run = calibration.run_calibration(run.pk)
+    run.revision.refresh_from_db()
+    return {
+        "calibration": run.pk,
+        "status": run.status,
+        "admitted": run.revision.status == "admitted",
+        "calls": run.calls,
+        "cost_usd": run.cost_usd,
+    }
+
+
+@app.task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def calibrate_revision(job_id: int) -> None:
+    """Judge a revision's admission rows (§5) with the repository's judges, storing each row as it finishes;
+    admit the revision when it passes and the run was started by "Admit"."""
+    _run(job_id, _calibrate)

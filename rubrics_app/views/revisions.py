@@ -18,7 +18,9 @@ from rubrics_app.models import (
     AuditEvent,
     AuditVerb,
     CalibrationDiff,
+    CalibrationRun,
     ItemKind,
+    JudgeSetting,
     RevisionStatus,
     Role,
     RubricInvalid,
@@ -26,8 +28,8 @@ from rubrics_app.models import (
     RubricRevision,
     TransitionError,
 )
-from rubrics_app.services import audit
-from rubrics_app.services.revisions import Conflict, admit, edit_revision, new_draft_from
+from rubrics_app.services import audit, calibration
+from rubrics_app.services.revisions import Conflict, NotCalibrated, admit, edit_revision, new_draft_from
 from rubrics_app.views.common import (
     HtmxHttpRequest,
     ItemRow,
@@ -103,6 +105,10 @@ def revision_context(
         "revision_form": revision_form,
         "revision_conflict": revision_conflict,
         "all_items_approved": revision.all_items_approved(),
+        "calibrations": list(
+            CalibrationRun.objects.filter(revision=revision).select_related("created_by").order_by("-pk")[:10]
+        ),
+        "judges": JudgeSetting.objects.filter(repository=access.repository).first(),
     }
 
 
@@ -186,7 +192,9 @@ def revision_approve(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> Htt
             # Checked on the stored items, under the revision's lock (which item edits, requests for
             # changes, additions and removals take too), not on the ones the page was loaded with.
             locked = (
-                RubricRevision.objects.select_for_update(of=("self",)).select_related("task").get(pk=revision.pk)
+                RubricRevision.objects.select_for_update(of=("self",))
+                .select_related("task")
+                .get(pk=revision.pk)
             )
             locked.approve(by=request.user)
     except RubricInvalid:
@@ -202,14 +210,29 @@ def revision_approve(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> Htt
 @require_POST
 @login_required
 def revision_admit(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
+    """Admit through a passing calibration of this exact content; without one, run the calibration, which
+    admits the revision when every row holds."""
     access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
     revision = load_revision(access.repository, rev_pk)
     try:
-        demoted = admit(revision, by=request.user)
+        retired = admit(revision, by=request.user)
+    except NotCalibrated:
+        try:
+            run = calibration.start(revision, request.user, admit=True)
+        except TransitionError as exc:
+            messages.error(request, str(exc))
+            return redirect_to(request, revision_url(revision))
+        messages.info(
+            request,
+            f"Calibrating revision {revision.number}: admitted when every row holds with the primary judge.",
+        )
+        return redirect_to(
+            request, reverse("rubrics:calibration_detail", args=[access.repository.pk, run.pk])
+        )
     except TransitionError as exc:
         messages.error(request, str(exc))
     else:
-        note = f" (revision {demoted.number} is no longer admitted)" if demoted is not None else ""
+        note = f" (revision {retired.number} is retired)" if retired is not None else ""
         messages.success(request, f"Revision {revision.number} is admitted{note}.")
     return redirect_to(request, revision_url(revision))
 

@@ -1,4 +1,4 @@
-"""The database, not only the code, refuses to edit an approved or admitted revision (migrations 0002, 0005).
+"""The database, not only the code, refuses to edit an approved, admitted or retired revision (0002-0011).
 
 Every write here goes around the model methods (QuerySet.update/delete, raw cursor) to prove the trigger
 refuses it. Run on SQLite by default and on PostgreSQL when DATABASE_URL points at it.
@@ -22,7 +22,7 @@ from rubrics_app.models import (
     RubricRevision,
 )
 from rubrics_app.services import revisions
-from tests.app.conftest import MakeRevision
+from tests.app.conftest import MakeRevision, calibrate
 
 
 def refused(action: Any) -> bool:
@@ -35,8 +35,15 @@ def refused(action: Any) -> bool:
     return False
 
 
-@pytest.fixture(params=[RevisionStatus.APPROVED, RevisionStatus.ADMITTED])
+@pytest.fixture(params=[RevisionStatus.APPROVED, RevisionStatus.ADMITTED, RevisionStatus.RETIRED])
 def frozen_revision(request: pytest.FixtureRequest, make_revision: MakeRevision) -> RubricRevision:
+    if request.param == RevisionStatus.RETIRED:
+        # Retired: admitted until a later revision of the task was (migration 0011 keeps it frozen).
+        retired = make_revision(RevisionStatus.ADMITTED)
+        make_revision(RevisionStatus.ADMITTED)
+        retired.refresh_from_db()
+        assert retired.status == RevisionStatus.RETIRED
+        return retired
     return make_revision(request.param)
 
 
@@ -139,8 +146,9 @@ def test_the_database_refuses_any_status_that_would_unfreeze_it(
     assert RubricRevision.objects.get(pk=frozen_revision.pk).status == frozen_revision.status
 
 
-def test_the_legal_transitions_still_work(make_revision: MakeRevision) -> None:
+def test_the_legal_transitions_still_work(make_revision: MakeRevision, maintainer: Any) -> None:
     approved = make_revision(RevisionStatus.APPROVED)
+    calibrate(approved, maintainer)  # admitted means calibrated (migration 0011)
     # approved -> admitted, and the single demotion admitted -> approved, are allowed by the triggers.
     RubricRevision.objects.filter(pk=approved.pk).update(status=RevisionStatus.ADMITTED)
     RubricRevision.objects.filter(pk=approved.pk).update(status=RevisionStatus.APPROVED)
@@ -172,7 +180,7 @@ def test_editing_starts_a_new_draft_carrying_every_item(
     draft = revisions.new_draft_from(frozen_revision, by=maintainer)
     assert draft.status == RevisionStatus.DRAFT
     assert draft.parent_id == frozen_revision.pk
-    assert draft.number == frozen_revision.number + 1
+    assert draft.number == frozen_revision.task.next_revision_number() - 1
     assert draft.to_rubric_dict() == frozen_revision.to_rubric_dict()
     assert {i.review_state for i in draft.items.all()} == {ReviewState.PENDING}
     assert {i.reviewed_by_id for i in draft.items.all()} == {None}

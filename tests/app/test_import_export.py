@@ -25,7 +25,14 @@ from rubrics_app.models import (
 )
 from rubrics_app.services import import_export, revisions
 from rubrics_app.services.import_export import ExportError, ImportFailed
-from tests.app.conftest import CALIBRATION_FILES, RUBRIC, MakeRevision, rubric_data
+from tests.app.conftest import (
+    CALIBRATION_FILES,
+    ORACLE_DIFF,
+    RUBRIC,
+    MakeRevision,
+    calibrate,
+    rubric_data,
+)
 from tests.gitrepo import GitRepo
 
 
@@ -55,6 +62,10 @@ def approve_and_admit(revision: RubricRevision, by: Any) -> RubricRevision:
     for item in revision.ordered_items():
         revisions.approve_item(item, by=by)
     revision.refresh_from_db()
+    if not revision.task.oracle_diff:  # imported without the task's own files and prompt
+        Task.objects.filter(pk=revision.task_id).update(oracle_diff=ORACLE_DIFF, spec_prompt="Fix it.")
+        revision.task.refresh_from_db()
+    calibrate(revision, by)
     revisions.admit(revision, by=by)
     revision.refresh_from_db()
     return revision

@@ -26,7 +26,7 @@ from rubrics_app.models import (
     TransitionError,
 )
 from rubrics_app.services import revisions
-from tests.app.conftest import RUBRIC, MakeRevision, rubric_data
+from tests.app.conftest import RUBRIC, MakeRevision, calibrate, rubric_data
 
 
 def test_it_builds_the_rubric_dict_the_rubric_came_from(draft_revision: RubricRevision) -> None:
@@ -112,16 +112,17 @@ def test_one_admitted_revision_per_task_is_a_constraint(make_revision: MakeRevis
     assert first.status == RevisionStatus.ADMITTED
 
 
-def test_admitting_demotes_the_previous_admitted_revision(
+def test_admitting_retires_the_previous_admitted_revision(
     make_revision: MakeRevision, maintainer: Any
 ) -> None:
     first = make_revision(RevisionStatus.ADMITTED)
     second = make_revision(RevisionStatus.APPROVED)
-    demoted = revisions.admit(second, by=maintainer)
-    assert demoted is not None and demoted.pk == first.pk
+    calibrate(second, maintainer)
+    retired = revisions.admit(second, by=maintainer)
+    assert retired is not None and retired.pk == first.pk
     first.refresh_from_db()
     second.refresh_from_db()
-    assert (first.status, second.status) == (RevisionStatus.APPROVED, RevisionStatus.ADMITTED)
+    assert (first.status, second.status) == (RevisionStatus.RETIRED, RevisionStatus.ADMITTED)
     assert second.task.admitted_revision() == second
 
 
@@ -226,6 +227,7 @@ def test_the_audit_trail_records_who_did_what(
     for item in revision.ordered_items():
         revisions.approve_item(item, by=maintainer)
     revision.refresh_from_db()
+    calibrate(revision, maintainer)
     revisions.admit(revision, by=maintainer)
     revision.refresh_from_db()
     import_export.export_rubric_json(revision, by=maintainer)
@@ -236,6 +238,7 @@ def test_the_audit_trail_records_who_did_what(
         AuditVerb.EDITED,
         *[AuditVerb.ITEM_APPROVED] * 5,
         AuditVerb.APPROVED,
+        AuditVerb.CALIBRATED,
         AuditVerb.ADMITTED,
         AuditVerb.EXPORTED,
     ]

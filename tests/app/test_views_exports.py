@@ -14,8 +14,16 @@ from django.test import Client
 from django.urls import reverse
 
 from grading.schema import load_rubric
-from rubrics_app.models import AuditEvent, AuditVerb, Repository, RevisionStatus, RubricRevision
-from tests.app.conftest import CALIBRATION_FILES, RUBRIC, MakeRevision
+from rubrics_app.models import (
+    AuditEvent,
+    AuditVerb,
+    CalibrationRun,
+    CalibrationStatus,
+    Repository,
+    RevisionStatus,
+    RubricRevision,
+)
+from tests.app.conftest import CALIBRATION_FILES, ORACLE_DIFF, RUBRIC, MakeRevision, run_queued_calibration
 from tests.gitrepo import GitRepo
 
 HX = {"HX-Request": "true"}
@@ -141,6 +149,11 @@ def test_upload_review_admit_download_round_trip(maintainer: User, repository: R
     original = json.dumps(RUBRIC, indent=2).encode()
     members = {"tasks/fix_fraction_gt1/rubric.json": original}
     members.update({f"tasks/fix_fraction_gt1/{p}": d for p, d in CALIBRATION_FILES.items()})
+    # The task's prompt and its own files: calibration needs them to admit.
+    members["tasks/fix_fraction_gt1/task.json"] = json.dumps(
+        {"id": "fix_fraction_gt1", "prompt": "Fix it."}
+    ).encode()
+    members["tasks/fix_fraction_gt1/oracle.diff"] = ORACLE_DIFF
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         for name, data in members.items():
@@ -153,7 +166,11 @@ def test_upload_review_admit_download_round_trip(maintainer: User, repository: R
     revision = RubricRevision.objects.get()
     for item in revision.ordered_items():
         client.post(reverse("rubrics:item_approve", args=[revision.task.repository_id, item.pk]), headers=HX)
-    client.post(url("revision_admit", revision))
+    # No passing calibration yet: "Admit" runs one, which admits the revision when every row holds.
+    response = client.post(url("revision_admit", revision))
+    run = CalibrationRun.objects.get(revision=revision)
+    assert response["Location"] == reverse("rubrics:calibration_detail", args=[repository.pk, run.pk])
+    assert run_queued_calibration().status == CalibrationStatus.PASSED
     revision.refresh_from_db()
     assert revision.status == RevisionStatus.ADMITTED
     downloaded = client.get(url("export_json", revision)).content
