@@ -155,6 +155,8 @@ def spent_this_month(repository_id: int) -> float:
 def passing_run(revision: RubricRevision) -> CalibrationRun | None:
     """The latest passing calibration of the revision's exact content (rubric.json and every input file)
     with the repository's primary judge and its decoding; None when there is none."""
+    # As stored now, not as the caller loaded it: the task's files may have changed since.
+    revision = RubricRevision.objects.select_related("task__repository").get(pk=revision.pk)
     judges = JudgeSetting.objects.filter(repository_id=revision.task.repository_id).first()
     if judges is None:
         return None
@@ -321,7 +323,8 @@ class DatabaseVerdictCache:
         return None
 
     def close(self) -> None:
-        self._call(connection.close)
+        # The lambda resolves `connection` on the cache's thread: its own connection is the one to close.
+        self._call(lambda: connection.close())
         self._pool.shutdown()
 
 
