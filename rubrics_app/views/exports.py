@@ -5,12 +5,16 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseStopPolling
 
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
 from rubrics_app.forms import CheckoutExportForm
-from rubrics_app.models import RevisionStatus, Role, RubricRevision
-from rubrics_app.services.import_export import ExportError, export_rubric_json, export_zip, write_to_checkout
+from rubrics_app.models import Job, RevisionStatus, Role, RubricRevision, TransitionError
+from rubrics_app.services.import_export import export_rubric_json, export_zip
+from rubrics_app.services.jobs import start_export
 from rubrics_app.views.common import HtmxHttpRequest, load_revision
 from rubrics_app.views.revisions import redirect_to, revision_url
 
@@ -47,6 +51,7 @@ def export_zip_view(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> Http
 @require_POST
 @login_required
 def export_checkout(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
+    """Writing into the checkout runs git: it is a job, and its page shows how it went."""
     access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
     revision = _admitted(access, rev_pk)
     form = CheckoutExportForm(request.POST)
@@ -55,12 +60,29 @@ def export_checkout(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> Http
         messages.error(request, f"Nothing was written: {problems}")
         return redirect_to(request, revision_url(revision))
     try:
-        written = write_to_checkout(
-            revision, form.cleaned_data["private"], form.cleaned_data["branch"] or None, by=request.user
+        job = start_export(
+            revision,
+            request.user,
+            private=form.cleaned_data["private"],
+            branch=form.cleaned_data["branch"] or None,
         )
-    except (ExportError, OSError) as exc:
+    except TransitionError as exc:
         messages.error(request, f"Nothing was written: {exc}")
-    else:
-        where = f" on branch {written.branch} (commit {written.commit[:12]})" if written.commit else ""
-        messages.success(request, f"Wrote {', '.join(written.paths)} under {written.root}{where}.")
-    return redirect_to(request, revision_url(revision))
+        return redirect_to(request, revision_url(revision))
+    return redirect_to(request, reverse("rubrics:job_detail", args=[access.repository.pk, job.pk]))
+
+
+@require_GET
+@login_required
+def job_detail(request: HtmxHttpRequest, repo_pk: int, job_pk: int) -> HttpResponse:
+    """A job's progress; the htmx partial polls until it ends (then 286 stops it)."""
+    access = get_repository_for_user(request, repo_pk)
+    job = get_object_or_404(
+        Job.objects.select_related("revision__task", "created_by").filter(repository=access.repository),
+        pk=job_pk,
+    )
+    context = {"access": access, "repository": access.repository, "job": job}
+    if request.htmx:
+        response = render(request, "rubrics/job_detail.html#job-status", context)
+        return HttpResponseStopPolling(response.content) if job.is_finished else response
+    return render(request, "rubrics/job_detail.html", context)
