@@ -450,3 +450,27 @@ def test_both_providers_over_http_and_the_cache_answers_a_repeat_with_no_calls(
     assert second.calls == 0 and second.cost_usd == 0
     assert all(row.cache_hit for row in second.rows.all())
     assert second.model_ids == first.model_ids
+
+
+@pytest.mark.django_db
+def test_run_calibration_is_for_maintainers_on_approved_revisions(
+    make_revision: MakeRevision, maintainer: User, viewer: User, repository: Repository
+) -> None:
+    draft = make_revision()
+    approved = make_revision(RevisionStatus.APPROVED)
+    page = logged_in(maintainer).get(reverse("rubrics:revision_detail", args=[repository.pk, approved.pk]))
+    assert "Run calibration" in page.content.decode()
+    start = reverse("rubrics:revision_calibration_start", args=[repository.pk, approved.pk])
+    assert logged_in(viewer).post(start).status_code == 403
+    response = logged_in(maintainer).post(start, headers=HX)
+    run = CalibrationRun.objects.get(revision=approved)
+    assert response["HX-Redirect"] == reverse("rubrics:calibration_detail", args=[repository.pk, run.pk])
+    assert not run.admit_when_passed and run.status == CalibrationStatus.QUEUED
+    # A second click joins the calibration under way.
+    logged_in(maintainer).post(start)
+    assert CalibrationRun.objects.filter(revision=approved).count() == 1
+    refused = logged_in(maintainer).post(
+        reverse("rubrics:revision_calibration_start", args=[repository.pk, draft.pk]), follow=True
+    )
+    assert "only an approved revision is calibrated" in refused.content.decode()
+    assert not CalibrationRun.objects.filter(revision=draft).exists()
