@@ -35,12 +35,8 @@ def register(subparsers: Subparsers) -> None:
         "--second-judge", metavar="SPEC", help="a judge of another model family; recorded only"
     )
     add_judge_cache_flags(grade)
-    grade.add_argument(
-        "--second-decoding",
-        action="append",
-        metavar="NAME=VALUE",
-        help="a decoding parameter for the second judge (repeatable; none by default)",
-    )
+    grade.add_argument("--second-decoding", action="append", metavar="NAME=VALUE",
+                       help="a decoding parameter for the second judge (repeatable; none by default)")
     add_json_flag(grade)
     grade.set_defaults(handler=run_grade)
 
@@ -50,19 +46,11 @@ def add_judge_cache_flags(parser: argparse.ArgumentParser) -> None:
         "--cache", type=Path, metavar="PATH", help="verdict cache (SQLite); default under $XDG_CACHE_HOME"
     )
     parser.add_argument("--no-cache", action="store_true", help="call the judge even on a cached verdict")
-    parser.add_argument(
-        "--prices",
-        type=Path,
-        metavar="FILE",
-        help="price table JSON (default: built-in, or $RUBRIC_JUDGE_PRICES)",
-    )
-    parser.add_argument(
-        "--decoding",
-        action="append",
-        metavar="NAME=VALUE",
-        help="a decoding parameter sent to the judge, e.g. temperature=0 (repeatable; "
-        "none is sent by default)",
-    )
+    parser.add_argument("--prices", type=Path, metavar="FILE",
+                        help="price table JSON (default: built-in, or $RUBRIC_JUDGE_PRICES)")
+    parser.add_argument("--decoding", action="append", metavar="NAME=VALUE",
+                        help="a decoding parameter sent to the judge, e.g. temperature=0 (repeatable; "
+                        "none is sent by default)")
 
 
 def judge_cache_and_settings(args: argparse.Namespace) -> tuple[SqliteCache, JudgeSettings]:

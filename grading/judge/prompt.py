@@ -94,30 +94,15 @@ def select_items(rubric: Rubric, *, config_edited: bool) -> tuple[list[JudgeItem
         if blocker.needs_tree:
             not_measured.append(blocker.id)
         else:
-            items.append(
-                JudgeItem(
-                    id=blocker.id, kind="blocker", criterion=blocker.criterion, rationale=blocker.rationale
-                )
-            )
+            items.append(JudgeItem(id=blocker.id, kind="blocker", criterion=blocker.criterion,
+                                   rationale=blocker.rationale))
     if config_edited:
-        items.append(
-            JudgeItem(
-                id=CONFIG_BLOCKER_ID,
-                kind="blocker",
-                criterion=CONFIG_BLOCKER_CRITERION,
-                rationale="The run edited a test configuration file (conftest, pytest.ini, "
-                "BUILD and the like); such an edit can skip or deselect tests.",
-            )
-        )
+        items.append(JudgeItem(id=CONFIG_BLOCKER_ID, kind="blocker", criterion=CONFIG_BLOCKER_CRITERION,
+                               rationale="The run edited a test configuration file (conftest, pytest.ini, "
+                               "BUILD and the like); such an edit can skip or deselect tests."))
     for non_blocker in rubric.non_blockers:
-        items.append(
-            JudgeItem(
-                id=non_blocker.id,
-                kind="non_blocker",
-                criterion=non_blocker.criterion,
-                rationale=non_blocker.rationale,
-            )
-        )
+        items.append(JudgeItem(id=non_blocker.id, kind="non_blocker", criterion=non_blocker.criterion,
+                               rationale=non_blocker.rationale))
     return items, not_measured
 
 
@@ -208,29 +193,18 @@ def draw_nonce(*texts: str) -> str:
             return nonce
 
 
-def check_diff_text(
-    diff_text: str, *, source: str = "workspace.diff", max_chars: int = DEFAULT_MAX_DIFF_CHARS
-) -> None:
+def check_diff_text(diff_text: str, *, source: str = "workspace.diff",
+                    max_chars: int = DEFAULT_MAX_DIFF_CHARS) -> None:
     """Refuse a diff the judge cannot be shown faithfully: NUL bytes (binary content) or too large."""
     if "\x00" in diff_text:
         raise InputError(source, "the diff holds NUL bytes (binary content); the judge reads text diffs only")
     if len(diff_text) > max_chars:
-        raise InputError(
-            source,
-            f"the diff is {len(diff_text)} characters, over the judge's limit of "
-            f"{max_chars}; it is not truncated, because hidden lines could hide a blocker",
-        )
+        raise InputError(source, f"the diff is {len(diff_text)} characters, over the judge's limit of "
+                         f"{max_chars}; it is not truncated, because hidden lines could hide a blocker")
 
 
-def render_request(
-    task: TaskSpec,
-    rubric: Rubric,
-    items: list[JudgeItem],
-    diff_text: str,
-    *,
-    nonce: str | None = None,
-    max_diff_chars: int = DEFAULT_MAX_DIFF_CHARS,
-) -> JudgeRequest:
+def render_request(task: TaskSpec, rubric: Rubric, items: list[JudgeItem], diff_text: str, *,
+                   nonce: str | None = None, max_diff_chars: int = DEFAULT_MAX_DIFF_CHARS) -> JudgeRequest:
     """Render the judge request for ``items``. The nonce is drawn here, after the diff is fixed."""
     if not items:
         raise ValueError("no items to judge")

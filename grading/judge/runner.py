@@ -352,13 +352,8 @@ async def judge_diff(
     by_id = {item.id: item for item in items}
     request = render_request(task, rubric, items, diff_text, max_diff_chars=settings.max_diff_chars)
     key = cache_key(backend, request)
-    result = JudgeResult(
-        judge=backend.spec,
-        scripted=backend.scripted,
-        not_measured=not_measured,
-        cache_key=key,
-        config_blocker=config_edited,
-    )
+    result = JudgeResult(judge=backend.spec, scripted=backend.scripted, not_measured=not_measured,
+                         cache_key=key, config_blocker=config_edited)
 
     bypass: Literal["no_cache", "regrade_sample"] | None = None
     if settings.no_cache:
@@ -367,15 +362,10 @@ async def judge_diff(
         bypass = "regrade_sample"
     stored = cache.get(key) if cache is not None else None
     if stored is not None and bypass is None:
-        return result.model_copy(
-            update={
-                "model_id": stored.model_id,
-                "verdicts": stored.verdicts,
-                "cache_hit": True,
-                "consistency_flags": stored.consistency_flags,
-                "rejudged": stored.rejudged,
-            }
-        )
+        return result.model_copy(update={
+            "model_id": stored.model_id, "verdicts": stored.verdicts, "cache_hit": True,
+            "consistency_flags": stored.consistency_flags, "rejudged": stored.rejudged,
+        })
     result.cache_bypass = bypass
     if bypass is not None and stored is not None:
         result.previous_verdicts = {v.item_id: v.verdict for v in stored.verdicts}
@@ -390,22 +380,17 @@ async def judge_diff(
         replies, model_id = answer
         result.model_id = model_id
         verdicts = [_item_verdict(v, by_id[v.id], model_id, False) for v in replies]
-        flagged = [
-            v.item_id
-            for v in verdicts
-            if settings.consistency_check and reason_contradicts(v.verdict, v.reason)
-        ]
+        flagged = [v.item_id for v in verdicts if settings.consistency_check
+                   and reason_contradicts(v.verdict, v.reason)]
         if flagged:
             result.consistency_flags = len(flagged)
             again_items = [by_id[item_id] for item_id in flagged]
-            again_request = render_request(
-                task, rubric, again_items, diff_text, max_diff_chars=settings.max_diff_chars
-            )
+            again_request = render_request(task, rubric, again_items, diff_text,
+                                           max_diff_chars=settings.max_diff_chars)
             again = await session.ask(again_request)
             if again is None:
                 failure = "re-judging the items whose reason argued the other way failed: " + (
-                    session.errors[-1] if session.errors else "no call made"
-                )
+                    session.errors[-1] if session.errors else "no call made")
             else:
                 result.rejudged = len(flagged)
                 again_replies, again_model = again
@@ -413,8 +398,7 @@ async def judge_diff(
                 verdicts = [fresh.get(v.item_id, v) for v in verdicts]
                 # A second contradiction is counted, not chased: one more call per flagged item at most.
                 result.consistency_flags += sum(
-                    1 for v in fresh.values() if reason_contradicts(v.verdict, v.reason)
-                )
+                    1 for v in fresh.values() if reason_contradicts(v.verdict, v.reason))
 
     result.calls = session.calls
     result.retries = session.retries
@@ -425,14 +409,9 @@ async def judge_diff(
         return result
     result.verdicts = verdicts
     if cache is not None:
-        entry = CachedVerdicts(
-            judge=backend.spec,
-            model_id=result.model_id,
-            verdicts=verdicts,
-            consistency_flags=result.consistency_flags,
-            rejudged=result.rejudged,
-            usage=result.usage,
-        )
+        entry = CachedVerdicts(judge=backend.spec, model_id=result.model_id, verdicts=verdicts,
+                               consistency_flags=result.consistency_flags, rejudged=result.rejudged,
+                               usage=result.usage)
         if stored is None:
             cache.put(key, entry)
         if bypass is not None:
@@ -451,11 +430,8 @@ def judge_run(
     settings: JudgeSettings | None = None,
 ) -> JudgeResult:
     """Synchronous :func:`judge_diff` (for callers outside an event loop: the CLI, Celery tasks)."""
-    return asyncio.run(
-        judge_diff(
-            task, rubric, diff_text, backend, config_edited=config_edited, cache=cache, settings=settings
-        )
-    )
+    return asyncio.run(judge_diff(task, rubric, diff_text, backend, config_edited=config_edited,
+                                  cache=cache, settings=settings))
 
 
 # --- sweeps ------------------------------------------------------------------------------------------------
@@ -542,11 +518,8 @@ async def judge_sweep(
     """Judge many diffs, at most ``settings.concurrency`` at once; ``progress(done, total, label, result)``
     after each. A diff the judge cannot be shown becomes a judge failure for that run, not an abort."""
     settings = settings or JudgeSettings()
-    if (
-        getattr(backend, "batch", False)
-        and hasattr(backend, "complete_many")
-        and not isinstance(backend, BatchingBackend)
-    ):
+    if getattr(backend, "batch", False) and hasattr(backend, "complete_many") \
+            and not isinstance(backend, BatchingBackend):
         backend = BatchingBackend(cast(BatchBackend, backend))
     limit = asyncio.Semaphore(settings.concurrency)
     results: list[JudgeResult | None] = [None] * len(jobs)
@@ -562,15 +535,8 @@ async def judge_sweep(
     async def judge(job: SweepJob) -> JudgeResult:
         async with limit:
             try:
-                return await judge_diff(
-                    job.task,
-                    job.rubric,
-                    job.diff_text,
-                    backend,
-                    config_edited=job.config_edited,
-                    cache=cache,
-                    settings=settings,
-                )
+                return await judge_diff(job.task, job.rubric, job.diff_text, backend,
+                                        config_edited=job.config_edited, cache=cache, settings=settings)
             except InputError as exc:
                 return JudgeResult(judge=backend.spec, scripted=backend.scripted, failure=f"bad input: {exc}")
 

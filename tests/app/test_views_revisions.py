@@ -452,7 +452,6 @@ def test_approve_revision_checks_the_stored_reviews_not_the_loaded_ones(
 
     for item in draft_revision.items.all():
         RubricItem.objects.filter(pk=item.pk).update(review_state=ReviewState.APPROVED)
-
     def loaded_then_changes_requested(repository: Any, pk: int) -> RubricRevision:
         revision = load(repository, pk)
         # Another maintainer requests changes on B1 after this request loaded the revision.

@@ -283,14 +283,8 @@ def test_a_concurrent_sweep_writes_each_static_prefix_once_and_then_runs_in_para
         for i, d in enumerate(diffs)
     ]
     started = time.monotonic()
-    sweep = asyncio.run(
-        judge_sweep(
-            jobs,
-            anthropic_backend(fake_server),
-            cache=SqliteCache(tmp_path / "c"),
-            settings=JudgeSettings(concurrency=6),
-        )
-    )
+    sweep = asyncio.run(judge_sweep(jobs, anthropic_backend(fake_server), cache=SqliteCache(tmp_path / "c"),
+                                    settings=JudgeSettings(concurrency=6)))
     elapsed = time.monotonic() - started
     assert sweep.failures == 0 and sweep.calls == SWEEP_N
     writes = [r.usage.cache_write_tokens for r in sweep.results]
@@ -298,11 +292,8 @@ def test_a_concurrent_sweep_writes_each_static_prefix_once_and_then_runs_in_para
     assert all(r.usage.cache_read_tokens for r, w in zip(sweep.results, writes, strict=True) if not w)
     # Two leaders in parallel (one latency), then the other ten six at a time (two latencies): not serial.
     assert elapsed < 0.3 * 6, elapsed
-    print(
-        "\n"
-        + report("anthropic, 2 rubrics, concurrency 6", sweep, len(fake_server.model_calls()))
-        + f" {elapsed:.2f}s"
-    )
+    print("\n" + report("anthropic, 2 rubrics, concurrency 6", sweep, len(fake_server.model_calls()))
+          + f" {elapsed:.2f}s")
 
 
 def test_a_batch_sweep_goes_through_message_batches_at_half_price(
