@@ -26,10 +26,14 @@ PATTERNS = [
     "cpp/oneapi/dal/algo/**", ".github/**", "**/BUILD", "**/BUILD.bazel", "tests/**/*_test.cc",
     "shapes/*", "**/*.[ch]", "lib/?/x.py", "**/.gitignore", "a/**/b/**/c", "**/*.min.js",
 ]  # fmt: skip
-DIRS = ["src", "src/app", "src/app/deep/er", "tests", "tests/unit", "docs", "docs/dev", "cpp/oneapi/dal/algo/df",
-        ".github/workflows", "lib/x", "a/b/c", "a/x/b/y/c", "node_modules/pkg/dist", ""]  # fmt: skip
-NAMES = ["main.py", "test_main.py", "README.md", "conftest.py", "BUILD", "x.py", "util.h", "util.c", "app.min.js",
-         ".gitignore", "notes.txt", "kernel_test.cc", "c", "naïve café.md"]  # fmt: skip
+DIRS = [
+    "src", "src/app", "src/app/deep/er", "tests", "tests/unit", "docs", "docs/dev", "cpp/oneapi/dal/algo/df",
+    ".github/workflows", "lib/x", "a/b/c", "a/x/b/y/c", "node_modules/pkg/dist", "",
+]  # fmt: skip
+NAMES = [
+    "main.py", "test_main.py", "README.md", "conftest.py", "BUILD", "x.py", "util.h", "util.c", "app.min.js",
+    ".gitignore", "notes.txt", "kernel_test.cc", "c", "naïve café.md",
+]  # fmt: skip
 
 
 def pairs(count: int, seed: int = 0) -> list[tuple[str, str]]:
@@ -43,14 +47,16 @@ def pairs(count: int, seed: int = 0) -> list[tuple[str, str]]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--pairs", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     try:
         from wcmatch import glob as wcglob
     except ImportError:
-        print("benchmarks/globs.py needs the reference matcher: .venv/bin/pip install wcmatch", file=sys.stderr)
+        print("benchmarks/globs.py needs the reference matcher: pip install -e '.[bench]'", file=sys.stderr)
         return 2
     flags = wcglob.GLOBSTAR | wcglob.DOTGLOB | wcglob.FORCEUNIX
 
