@@ -71,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     judge = f"scripted:{JUDGE_SCRIPTED}"
     cache: list[str | Path] = ["--cache", work / "verdicts.sqlite"]
+    store: list[str | Path] = ["--store", work / "admission.sqlite"]
     ok = _step("the rubric's authoring rules", ["validate", TASK_DIR / "rubric.json"], 0)
     ok &= _step(
         "admission: empty, oracle, lazy, lazy + reviewer comment, alt",
@@ -81,8 +82,7 @@ def main(argv: list[str] | None = None) -> int:
             MANIFEST,
             "--judge",
             judge,
-            "--store",
-            work / "admission.sqlite",
+            *store,
             *cache,
         ],
         0,
@@ -97,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         ok &= _step(
             "mergeable",
-            ["grade", TASK_DIR, run_dir, "--manifest", MANIFEST, "--judge", judge, *cache],
+            # The same admission store as the check above, so the results are not provisional.
+            ["grade", TASK_DIR, run_dir, "--manifest", MANIFEST, "--judge", judge, *cache, *store],
             grade_code,
         )
     print("\ndemo:", "every step as expected" if ok else "SOME STEP WAS NOT AS EXPECTED")

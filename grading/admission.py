@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import re
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -31,7 +30,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from grading.diffs import parse_diff
+from grading.diffs import MAX_DIFF_BYTES, decode_diff, parse_diff, read_diff
 from grading.errors import InputError
 from grading.integrity import IntegrityResult, check_integrity
 from grading.judge.backend import Backend
@@ -42,7 +41,16 @@ from grading.judge.runner import JudgeSettings, SweepJob, judge_sweep
 from grading.judge.specs import make_backend
 from grading.outcome import RubricAssessment, assess
 from grading.paths import user_cache_file
-from grading.schema import Rubric, TaskSpec, TestsConfig, load_manifest, load_rubric, load_task
+from grading.schema import (
+    Rubric,
+    TaskSpec,
+    TestsConfig,
+    load_manifest,
+    load_rubric,
+    load_task,
+    read_input_bytes,
+    rubric_sha256,
+)
 from grading.scope import ScopeResult, check_scope
 
 RowKind = Literal["empty", "oracle", "lazy", "lazy_comment", "alt"]
@@ -103,77 +111,50 @@ def comment_syntax(path: str) -> tuple[str, str]:
     return _BY_SUFFIX.get(suffix, _HASH)
 
 
-_HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)$")
-
-
-def _new_path(plus_line: bytes) -> str | None:
-    """The new path of a ``+++`` line; None for a deleted file (only its name matters here)."""
-    raw = plus_line[4:].rstrip(b"\r\n").split(b"\t", 1)[0].decode("utf-8", errors="replace").strip('"')
-    if raw == "/dev/null":
-        return None
-    return raw[2:] if raw.startswith(("b/", "a/")) else raw
-
-
 def inject_reviewer_comment(diff: bytes, source: str, comment: str = REVIEWER_COMMENT) -> bytes:
     """``diff`` with ``comment`` added as a new line in the first hunk of the first text file that survives.
 
     The line goes right before the hunk's first added (else removed) line, indented like it and written in
     the file's comment syntax; the hunk header's new-side count grows by one so the diff stays valid.
-    Raises InputError when no hunk can carry it (only binary files or deletions).
+    Raises InputError when the diff cannot be parsed or no hunk can carry it (only binary files or
+    deletions).
     """
-    lines = diff.splitlines(keepends=True)
-    path: str | None = None
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if line.startswith(b"diff --git "):
-            path = None
-        elif line.startswith(b"+++ "):
-            path = _new_path(line)
-        elif line.startswith(b"@@ "):
-            match = _HUNK.match(line.rstrip(b"\r\n"))
-            if match is None:
-                raise InputError(source, "malformed hunk header", f"line {i + 1}")
-            old_start, old_count, new_start, new_count, rest = match.groups()
-            old_left = int(old_count) if old_count is not None else 1
-            new_left = int(new_count) if new_count is not None else 1
-            # The body is known by the header's counts, not by its look: a removed "-- x" reads "--- x".
-            j = i + 1
-            first_added = first_removed = None
-            while j < len(lines) and (old_left > 0 or new_left > 0 or lines[j].startswith(b"\\")):
-                kind = lines[j][:1]
-                if kind == b" ":
-                    old_left, new_left = old_left - 1, new_left - 1
-                elif kind == b"-":
-                    old_left -= 1
-                    first_removed = j if first_removed is None else first_removed
-                elif kind == b"+":
-                    new_left -= 1
-                    first_added = j if first_added is None else first_added
-                elif kind != b"\\":
-                    raise InputError(source, "hunk shorter than its header says", f"line {j + 1}")
-                j += 1
-            at = first_added if first_added is not None else first_removed
-            if path is not None and at is not None:
-                neighbour = lines[at][1:].decode("utf-8", errors="replace")
-                indent = neighbour[: len(neighbour) - len(neighbour.lstrip(" \t"))]
-                opening, closing = comment_syntax(path)
-                eol = b"\r\n" if line.endswith(b"\r\n") else b"\n"
-                added = b"+" + f"{indent}{opening}{comment}{closing}".encode() + eol
-                new_lines = int(new_count) if new_count is not None else 1
-                new_first = int(new_start)
-                if new_lines == 0:
-                    # An empty new side is anchored on the line before it; with one line it starts after it.
-                    new_first += 1
-                old_part = old_start + (b"," + old_count if old_count is not None else b"")
-                header = b"@@ -%s +%d,%d @@%s" % (old_part, new_first, new_lines + 1, rest)
-                return b"".join([*lines[:i], header + eol, *lines[i + 1 : at], added, *lines[at:]])
-            i = j
+    parsed = read_diff(diff, source)
+    # The parser's line indices are those of the input split at b"\n"; rebuild from the input's own bytes
+    # so that line ends (CRLF) and bytes that are not UTF-8 come back unchanged.
+    lines = diff.split(b"\n")
+    for diff_file in parsed.files:
+        path = diff_file.change.new_path
+        if path is None:
             continue
-        i += 1
+        for hunk in diff_file.hunks:
+            kinds = {kind: index for kind, _, _, index in reversed(list(parsed.hunk_lines(hunk)))}
+            at = kinds.get("add", kinds.get("del"))
+            if at is None:
+                continue
+            neighbour = lines[at][1:].decode("utf-8", errors="replace")
+            indent = neighbour[: len(neighbour) - len(neighbour.lstrip(" \t"))]
+            opening, closing = comment_syntax(path)
+            cr = b"\r" if lines[hunk.header_line].endswith(b"\r") else b""
+            added = b"+" + f"{indent}{opening}{comment}{closing}".encode() + cr
+            new_first = hunk.new_start
+            if hunk.new_count == 0:
+                # An empty new side is anchored on the line before it; with one line it starts after it.
+                new_first += 1
+            old_part = f"{hunk.old_start}" if hunk.old_count == 1 else f"{hunk.old_start},{hunk.old_count}"
+            header = f"@@ -{old_part} +{new_first},{hunk.new_count + 1} @@".encode() + _raw(hunk.section)
+            if cr and not header.endswith(cr):
+                header += cr
+            return b"\n".join(
+                [*lines[: hunk.header_line], header, *lines[hunk.header_line + 1 : at], added, *lines[at:]]
+            )
     raise InputError(
         source, "no text hunk in a file that survives the change, so no reviewer comment can be added"
     )
+
+
+def _raw(text: str) -> bytes:
+    return text.encode("utf-8", errors="surrogateescape")
 
 
 # --- rows ------------------------------------------------------------------------------------------------
@@ -271,6 +252,7 @@ class AdmissionReport(BaseModel):
     judge: str
     scripted: bool
     key: str  # the content hash the report is stored under (:func:`admission_key`)
+    rubric_sha256: str = ""  # sha256 of the rubric.json bytes; empty in reports stored before it was kept
     admitted: bool
     rows: list[AdmissionRow]
     from_store: bool = False  # True when this report was read back, no judge call made
@@ -289,15 +271,11 @@ class _Workspace(BaseModel):
 
 def _read_diff(path: Path, name: str) -> str:
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(name, "file not found") from None
-    except OSError as exc:
-        raise InputError(name, f"cannot read: {exc.strerror}") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(name, f"not UTF-8 text (byte {exc.start})") from None
+        # A regular file of bounded size: an oracle.diff symlinked to /dev/zero is refused, not read forever.
+        data = read_input_bytes(path, MAX_DIFF_BYTES)
+    except InputError as exc:
+        raise InputError(name, exc.message) from None
+    return decode_diff(data)
 
 
 def _workspace(
@@ -324,21 +302,30 @@ def _workspace(
 
 
 def collect_workspaces(
-    task_dir: Path, rubric: Rubric, tests: TestsConfig | None, max_chars: int = DEFAULT_MAX_DIFF_CHARS
+    task_dir: Path,
+    rubric: Rubric,
+    tests: TestsConfig | None,
+    max_chars: int = DEFAULT_MAX_DIFF_CHARS,
+    calib_dir: Path | None = None,
 ) -> list[_Workspace]:
-    """The §5 workspaces in row order: empty, oracle, each lazy diff and its commented copy, each alt diff."""
+    """The §5 workspaces in row order: empty, oracle, each lazy diff and its commented copy, each alt diff.
+
+    ``oracle.diff`` is read from ``task_dir``; calibration diffs from ``calib_dir`` (the rubric's own
+    folder, ``task_dir`` by default).
+    """
+    calib_dir = task_dir if calib_dir is None else calib_dir
     out = [_workspace("empty", EMPTY_NAME, "", rubric, tests, [], max_chars)]
     oracle = _read_diff(task_dir / "oracle.diff", "oracle.diff")
     out.append(_workspace("oracle", "oracle.diff", oracle, rubric, tests, [], max_chars))
     for entry in rubric.calibration.lazy_entries():
-        text = _read_diff(task_dir / entry.path, entry.path)
+        text = _read_diff(calib_dir / entry.path, entry.path)
         breaks = list(entry.breaks)
         out.append(_workspace("lazy", entry.path, text, rubric, tests, breaks, max_chars))
         commented = inject_reviewer_comment(text.encode("utf-8"), entry.path).decode("utf-8")
         name = f"{entry.path} + reviewer comment"
         out.append(_workspace("lazy_comment", name, commented, rubric, tests, breaks, max_chars))
     for path in rubric.calibration.alt:
-        out.append(_workspace("alt", path, _read_diff(task_dir / path, path), rubric, tests, [], max_chars))
+        out.append(_workspace("alt", path, _read_diff(calib_dir / path, path), rubric, tests, [], max_chars))
     return out
 
 
@@ -368,7 +355,7 @@ def admission_key(
         request_keys.append(cache_key(backend, request))
     payload = {
         "v": ADMISSION_VERSION,
-        "rubric": _sha256(rubric_bytes),
+        "rubric": rubric_sha256(rubric_bytes),
         "tests": manifest_tests,
         "judge": backend.spec,
         "diffs": [[ws.kind, ws.name, _sha256(ws.diff_text.encode("utf-8"))] for ws in workspaces],
@@ -428,28 +415,37 @@ def check_task(
     settings: JudgeSettings | None = None,
     refresh: bool = False,
     on_row: RowCallback | None = None,
+    rubric_path: Path | None = None,
+    task_json: Path | None = None,
 ) -> AdmissionReport:
     """Run the §5 admission rows for ``task_dir`` with ``judge`` (a backend or a judge spec).
 
-    ``on_row(index, total, row)`` is called for each row as soon as it is known (a stored report calls it for
-    every row at once), so a caller can show rows while the others are still being judged.
-
-    With a ``store``, a report for the same content hash is returned without any judge call (unless
-    ``refresh``), and a fresh report is kept when no row had a judge failure (a failure may be transient).
-    Raises InputError for a missing or bad rubric.json, oracle.diff, calibration diff or manifest.
+    ``rubric_path`` and ``task_json`` replace ``task_dir/rubric.json`` and ``task_dir/task.json`` (a
+    held-out rubric, §7); calibration diffs are read from the rubric's own folder, ``oracle.diff`` from
+    ``task_dir``. ``on_row(index, total, row)`` is called for each row as soon as it is known (a stored
+    report calls it for every row at once), so a caller can show rows while the others are still being
+    judged. With a ``store``, a report for the same content hash is returned without any judge call
+    (unless ``refresh``), and a fresh report is kept when no row had a judge failure (a failure may be
+    transient). Raises InputError for a missing or bad rubric.json, oracle.diff, calibration diff or manifest.
     """
     backend = make_backend(judge) if isinstance(judge, str) else judge
-    task = load_task(task_dir)
-    rubric_path = task_dir / "rubric.json"
+    task = load_task(task_dir, task_json)
+    rubric_path = task_dir / "rubric.json" if rubric_path is None else rubric_path
     rubric = load_rubric(rubric_path)
+    rubric_bytes = read_input_bytes(rubric_path)
     manifest_tests = load_manifest(manifest_path).tests
     max_chars = (settings or JudgeSettings()).max_diff_chars
-    workspaces = collect_workspaces(task_dir, rubric, manifest_tests, max_chars)
+    workspaces = collect_workspaces(task_dir, rubric, manifest_tests, max_chars, calib_dir=rubric_path.parent)
     tests_json = manifest_tests.model_dump(mode="json", by_alias=True) if manifest_tests is not None else None
-    key = admission_key(task, rubric_path.read_bytes(), tests_json, workspaces, backend, rubric, max_chars)
+    key = admission_key(task, rubric_bytes, tests_json, workspaces, backend, rubric, max_chars)
+    content_sha256 = rubric_sha256(rubric_bytes)
     if store is not None and not refresh:
         stored = store.get(key)
         if stored is not None:
+            if stored.rubric_sha256 != content_sha256:
+                # Stored before reports kept the rubric's hash: keep it now, so grading can find it.
+                stored = stored.model_copy(update={"rubric_sha256": content_sha256})
+                store.put(stored)
             if on_row is not None:
                 for n, row in enumerate(stored.rows):
                     on_row(n, len(stored.rows), row)
@@ -457,8 +453,13 @@ def check_task(
 
     jobs = [
         # The label carries the row's index: two rows may judge diffs of the same name.
-        SweepJob(label=f"{n}:{ws.name}", task=task, rubric=rubric, diff_text=ws.diff_text,
-                 config_edited=bool(ws.integrity.config_edits))
+        SweepJob(
+            label=f"{n}:{ws.name}",
+            task=task,
+            rubric=rubric,
+            diff_text=ws.diff_text,
+            config_edited=bool(ws.integrity.config_edits),
+        )
         for n, ws in enumerate(workspaces)
     ]  # fmt: skip
     live = _LiveRows(rubric, workspaces, on_row) if on_row is not None else None
@@ -474,6 +475,7 @@ def check_task(
         judge=backend.spec,
         scripted=backend.scripted,
         key=key,
+        rubric_sha256=content_sha256,
         admitted=all(row.holds for row in rows),
         rows=rows,
         calls=sweep.calls,
@@ -499,9 +501,13 @@ CREATE TABLE IF NOT EXISTS admissions (
     judge TEXT NOT NULL,
     admitted INTEGER NOT NULL,
     report TEXT NOT NULL,
-    created TEXT NOT NULL
+    created TEXT NOT NULL,
+    rubric_sha256 TEXT
 )
 """
+# Stores made before the rubric's hash was kept get the column (NULL: never matches, so provisional).
+_STORE_MIGRATIONS = ("ALTER TABLE admissions ADD COLUMN rubric_sha256 TEXT",)
+_STORE_INDEX = "CREATE INDEX IF NOT EXISTS admissions_rubric_judge ON admissions (rubric_sha256, judge)"
 
 
 class AdmissionStore:
@@ -513,6 +519,11 @@ class AdmissionStore:
             path.parent.mkdir(parents=True, exist_ok=True)
             with self._connect() as conn:
                 conn.execute(_STORE_SCHEMA)
+                columns = {row[1] for row in conn.execute("PRAGMA table_info(admissions)")}
+                if "rubric_sha256" not in columns:
+                    for statement in _STORE_MIGRATIONS:
+                        conn.execute(statement)
+                conn.execute(_STORE_INDEX)
         except sqlite3.DatabaseError as exc:
             raise InputError(path, f"not a usable admission store (SQLite): {exc}") from None
         except OSError as exc:
@@ -540,8 +551,8 @@ class AdmissionStore:
         created = datetime.now(UTC).isoformat(timespec="seconds")
         with self._connect() as conn:
             conn.execute(
-                "INSERT OR REPLACE INTO admissions (key, task, judge, admitted, report, created) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO admissions "
+                "(key, task, judge, admitted, report, created, rubric_sha256) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (
                     report.key,
                     report.task,
@@ -549,10 +560,33 @@ class AdmissionStore:
                     int(report.admitted),
                     report.model_dump_json(),
                     created,
+                    report.rubric_sha256 or None,
                 ),
             )
+
+    def admits(self, rubric_sha256: str, judge: str) -> bool:
+        """Whether a passing ``rubric check`` of this rubric content (sha256 of its bytes) with this judge
+        spec is stored. Until one is, results graded with the rubric are provisional (§6)."""
+        with self._connect() as conn:
+            row = conn.execute(
+                "SELECT 1 FROM admissions WHERE rubric_sha256 = ? AND judge = ? AND admitted = 1 LIMIT 1",
+                (rubric_sha256, judge),
+            ).fetchone()
+        return row is not None
 
     def count(self) -> int:
         with self._connect() as conn:
             (n,) = conn.execute("SELECT COUNT(*) FROM admissions").fetchone()
         return int(n)
+
+
+def is_admitted(rubric_sha256: str, judge: str, store: AdmissionStore | Path | None = None) -> bool:
+    """Whether ``rubric check`` admitted this rubric content (:func:`grading.schema.rubric_sha256` of the
+    rubric.json bytes) with this judge spec (``anthropic:<model-id>``...). ``store`` is a store or its path;
+    by default the command line's store (``$RUBRIC_ADMISSION_STORE``, else under ``$XDG_CACHE_HOME``)."""
+    if not isinstance(store, AdmissionStore):
+        path = store if store is not None else default_store_path()
+        if not path.exists():
+            return False  # no check was ever stored there; asking creates nothing
+        store = AdmissionStore(path)
+    return store.admits(rubric_sha256, judge)

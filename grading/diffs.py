@@ -1,14 +1,23 @@
-"""Unified diff (``workspace.diff``) -> :class:`FileChange` per changed file.
+"""The one reader of unified diffs (``workspace.diff``, calibration diffs, oracle diffs).
 
 CONTRACT (other modules rely on it): ``parse_diff(data: bytes | str, source: str = "workspace.diff")
--> list[FileChange]`` raising InputError on a diff that cannot be parsed;
-``load_diff(path) -> list[FileChange]``.
+-> list[FileChange]`` raising InputError on a diff that cannot be parsed; ``load_diff(path) ->
+list[FileChange]``; ``read_diff(data, source, strict=True) -> ParsedDiff``: the same parse with every
+file's hunks (old and new line numbers, the diff line each starts on), for the judge's location check,
+admission's reviewer comment and the web app's diff view. ``decode_diff(data) -> str``: the text the
+judge sees. ``c_quote`` / ``read_quoted``: git's C-quoting of names, shared with the path-list files of
+``grading.workspace``.
+
+Scope, integrity, the judge's location check and the diff view all take their paths from here, so they
+cannot disagree about which file a line belongs to.
 
 The agent writes every byte of the diff, so parsing is strict and total: every line of the input is a
 preamble line before the first file, a file header, a hunk line, a binary-patch line, or an error naming
-its line number. File headers are read here, not by unidiff, because unidiff splits
-``diff --git a/x b/y.txt b/x b/y.txt`` (a file named ``x b/y.txt``) at the wrong space and then rejects the
-diff. unidiff parses the hunks of each file and counts their lines.
+its line number. Hunk bodies are read by the counts in their headers, so diff-like text inside a hunk
+(``--- a/fake``) stays content. ``diff --git a/x b/y.txt b/x b/y.txt`` (a file named ``x b/y.txt``) is split
+the way git apply splits it. A ``GIT binary patch`` is checked line by line (length, base85 alphabet, the
+start of its zlib stream) but never inflated: scope and integrity need its paths only, and a 1 MB literal
+can inflate to a gigabyte.
 """
 
 from __future__ import annotations
@@ -16,17 +25,17 @@ from __future__ import annotations
 import base64
 import re
 import zlib
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
-from unidiff.errors import UnidiffParseError
-from unidiff.patch import PatchSet
 
 from grading.errors import InputError
 
 ChangeStatus = Literal["added", "deleted", "modified"]
+HunkLineKind = Literal["ctx", "add", "del", "note"]
 
 # Far above any real workspace diff; a larger file is refused rather than read into memory.
 MAX_DIFF_BYTES = 256 * 1024 * 1024
@@ -54,9 +63,76 @@ class FileChange(BaseModel):
         return out
 
 
-# --- paths ------------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Hunk:
+    """One ``@@ -old_start,old_count +new_start,new_count @@section`` and where it sits in the diff."""
 
-_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+    header_line: int  # index of the header in ParsedDiff.lines
+    end_line: int  # index after its last body line ("\ No newline at end of file" included)
+    old_start: int
+    old_count: int
+    new_start: int
+    new_count: int
+    section: str  # the text after the closing "@@" (often the enclosing function)
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedFile:
+    change: FileChange
+    first_line: int  # index of its first header line ("diff --git" or "---")
+    end_line: int  # index after its last line
+    hunks: tuple[Hunk, ...]
+
+
+@dataclass
+class ParsedDiff:
+    """A parsed diff: its lines (no line ends; CRLF undone when the whole file was converted) and files.
+
+    In lenient mode (``read_diff(..., strict=False)``) parsing stops at the first problem: ``files`` holds
+    the files before it, ``error`` the problem, and ``lines[unparsed_from:]`` the text not understood. A diff
+    that ends inside a hunk (cut for display) keeps that file and hunk as far as they go.
+    """
+
+    lines: list[str]
+    files: list[ParsedFile] = field(default_factory=list)
+    error: InputError | None = None
+    unparsed_from: int | None = None
+
+    def changes(self) -> list[FileChange]:
+        return [f.change for f in self.files]
+
+    def hunk_lines(self, hunk: Hunk) -> Iterator[tuple[HunkLineKind, int | None, int | None, int]]:
+        """``(kind, old line number, new line number, index in lines)`` for each body line of ``hunk``."""
+        old_no, new_no = hunk.old_start, hunk.new_start
+        for index in range(hunk.header_line + 1, hunk.end_line):
+            kind = self.lines[index][:1]
+            if kind == "+":
+                yield "add", None, new_no, index
+                new_no += 1
+            elif kind == "-":
+                yield "del", old_no, None, index
+                old_no += 1
+            elif kind == "\\":
+                yield "note", None, None, index
+            else:  # " ", or an empty context line whose single space a tool stripped
+                yield "ctx", old_no, new_no, index
+                old_no += 1
+                new_no += 1
+
+
+# --- text and paths ----------------------------------------------------------------------------------
+
+
+def decode_diff(data: bytes) -> str:
+    """The diff as the judge sees it: UTF-8, with bytes that are not UTF-8 escaped as ``\\xNN``.
+
+    The agent may write any bytes into a file (Latin-1 source, a stray byte); the run must still be
+    judged, and the same bytes must always give the same text (the cache key is computed on it).
+    """
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("utf-8", errors="backslashreplace")
 
 
 def path_text(raw: bytes) -> str:
@@ -72,8 +148,51 @@ def _raw(text: str) -> bytes:
     return text.encode("utf-8", errors="surrogateescape")
 
 
-def _unquote_at(text: str, start: int) -> tuple[bytes, int] | None:
-    """Read git's C-style quoted name starting at ``text[start] == '"'``; (bytes, index after the quote)."""
+# git's C-style quoting (quote.c): these bytes get a letter, other control bytes three octal digits.
+_QUOTE_LETTERS = {7: "a", 8: "b", 9: "t", 10: "n", 11: "v", 12: "f", 13: "r", 34: '"', 92: "\\"}
+_UNQUOTE_LETTERS = {letter: byte for byte, letter in _QUOTE_LETTERS.items()}
+_OCTAL = frozenset("01234567")
+
+
+def _utf8_length(raw: bytes, i: int) -> int:
+    """Length of the valid UTF-8 sequence starting at ``raw[i]`` (a byte >= 0x80), 0 if it is not one."""
+    b = raw[i]
+    length = 2 if b >> 5 == 0b110 else 3 if b >> 4 == 0b1110 else 4 if b >> 3 == 0b11110 else 0
+    if not length:
+        return 0
+    try:
+        raw[i : i + length].decode("utf-8")
+    except UnicodeDecodeError:
+        return 0
+    return length
+
+
+def c_quote(raw: bytes) -> str:
+    """``raw`` between double quotes, C-escaped as git quotes names; valid non-ASCII UTF-8 stays readable
+    and only bytes that are not UTF-8 become octal escapes."""
+    out: list[str] = []
+    i = 0
+    while i < len(raw):
+        b = raw[i]
+        if b in _QUOTE_LETTERS:
+            out.append("\\" + _QUOTE_LETTERS[b])
+        elif b < 0x20 or b == 0x7F:
+            out.append(f"\\{b:03o}")
+        elif b < 0x80:
+            out.append(chr(b))
+        elif length := _utf8_length(raw, i):
+            out.append(raw[i : i + length].decode("utf-8"))
+            i += length
+            continue
+        else:
+            out.append(f"\\{b:03o}")
+        i += 1
+    return '"' + "".join(out) + '"'
+
+
+def read_quoted(text: str, start: int = 0) -> tuple[bytes, int]:
+    """Read the C-quoted name starting at ``text[start] == '"'``: (its bytes, the index after the closing
+    quote). Raises ValueError naming what is wrong (no closing quote, an unknown escape, octal over 377)."""
     out = bytearray()
     i = start + 1
     n = len(text)
@@ -85,18 +204,25 @@ def _unquote_at(text: str, start: int) -> tuple[bytes, int] | None:
             out += _raw(c)
             i += 1
             continue
-        if i + 1 >= n:
-            return None
-        e = text[i + 1]
-        if e in _ESCAPES:
-            out.append(_ESCAPES[e])
+        e = text[i + 1 : i + 2]
+        if e in _UNQUOTE_LETTERS:
+            out.append(_UNQUOTE_LETTERS[e])
             i += 2
-        elif re.fullmatch(r"[0-3][0-7][0-7]", text[i + 1 : i + 4]):
-            out.append(int(text[i + 1 : i + 4], 8))
+        elif len(digits := text[i + 1 : i + 4]) == 3 and set(digits) <= _OCTAL:
+            if digits[0] not in "0123":
+                raise ValueError(f"octal escape out of range: \\{digits}")
+            out.append(int(digits, 8))
             i += 4
         else:
-            return None
-    return None
+            raise ValueError(f"bad escape {text[i : i + 2]!r}")
+    raise ValueError("quoted name without its closing quote")
+
+
+def _unquote_at(text: str, start: int) -> tuple[bytes, int] | None:
+    try:
+        return read_quoted(text, start)
+    except ValueError:
+        return None
 
 
 def unquote_path(text: str) -> str | None:
@@ -189,9 +315,14 @@ def _file_header_name(text: str) -> str | None:
 
 # --- the scanner ------------------------------------------------------------------------------------
 
-_HUNK_HEADER = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-_BINARY_BLOCK = re.compile(r"(literal|delta) (\d+)")
+_HUNK_HEADER = re.compile(r"@@ -(\d{1,18})(?:,(\d{1,18}))? \+(\d{1,18})(?:,(\d{1,18}))? @@(.*)", re.DOTALL)
+_BINARY_BLOCK = re.compile(r"(literal|delta) (\d{1,18})")
+_BASE85_LINE = re.compile(r"[A-Za-z][0-9A-Za-z!#$%&()*+\-;<=>?@^_`{|}~]+")
 _INDEX = re.compile(r"index ([0-9a-f]+)\.\.([0-9a-f]+)")
+# How much of a binary patch's data is inflated to see that it is a zlib stream: enough to catch garbage,
+# far too little for a compression bomb to matter.
+_BINARY_PROBE_LINES = 64
+_BINARY_PROBE_BYTES = 64 * 1024
 # The empty blob in SHA-1 and SHA-256 repositories: a new or deleted empty file has no hunks.
 _EMPTY_BLOBS = (
     "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391",
@@ -234,26 +365,26 @@ class _Header:
 def _split_lines(data: bytes | str) -> list[str]:
     text = data.decode("utf-8", errors="surrogateescape") if isinstance(data, bytes) else data
     # Only "\n" ends a line, as in git; str.splitlines() would also split at "\r", "\x0c", "\u2028"...
-    pieces = text.split("\n")
-    lines = [p + "\n" for p in pieces[:-1]]
-    if pieces[-1]:
-        lines.append(pieces[-1])
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
     return lines
 
 
 class _Scanner:
-    def __init__(self, lines: list[str], source: str) -> None:
+    def __init__(self, lines: list[str], source: str, strict: bool) -> None:
         self.lines = lines
         self.source = source
+        self.strict = strict
         self.n = len(lines)
-        self.changes: list[FileChange] = []
+        self.files: list[ParsedFile] = []
+        self.cut: InputError | None = None  # lenient: the input ended inside a hunk, kept as far as it goes
+        # The first character of every line ("\0" for an empty one; NUL bytes never get this far), so
+        # that a hunk's lines are counted by str.count in C rather than one by one (see _counted_hunk).
+        self.firsts = "".join([line[:1] or "\0" for line in lines])
 
     def error(self, index: int, message: str) -> InputError:
         return InputError(self.source, message, f"line {min(index, self.n - 1) + 1}")
-
-    def text(self, index: int) -> str:
-        line = self.lines[index]
-        return line[:-1] if line.endswith("\n") else line
 
     def is_git_start(self, i: int) -> bool:
         return self.lines[i].startswith("diff --git ")
@@ -268,9 +399,9 @@ class _Scanner:
     def at_boundary(self, i: int) -> bool:
         """Where a file's diff may end: the next file, a blank line, or a format-patch signature."""
         line = self.lines[i]
-        return self.is_git_start(i) or self.is_plain_start(i) or not line.strip() or line == "-- \n"
+        return self.is_git_start(i) or self.is_plain_start(i) or not line.strip() or line == "-- "
 
-    def scan(self) -> list[FileChange]:
+    def scan(self, parsed: ParsedDiff, strict: bool) -> None:
         i = 0
         # Preamble: anything before the first file (a format-patch message, a commit header).
         while i < self.n and not (self.is_git_start(i) or self.is_plain_start(i)):
@@ -278,43 +409,58 @@ class _Scanner:
         if i == self.n:
             if any(line.strip() for line in self.lines):
                 first = next(k for k, line in enumerate(self.lines) if line.strip())
-                raise self.error(first, "not a diff: no file header ('diff --git' or '---'/'+++') found")
-            return []
+                self.fail(
+                    parsed,
+                    strict,
+                    first,
+                    self.error(first, "not a diff: no file header ('diff --git' or '---'/'+++') found"),
+                )
+            return
         while i < self.n:
-            if self.is_git_start(i):
-                i = self.git_file(i)
-            elif self.is_plain_start(i):
-                i = self.plain_file(i)
-            elif not self.lines[i].strip() or self.lines[i].startswith(_PLAIN_NOISE):
-                i += 1
-            elif self.lines[i] == "-- \n":
-                break  # git format-patch signature: the rest is the git version
-            else:
-                raise self.error(i, "unexpected line between files (not a file header or hunk)")
-        return self.changes
+            try:
+                if self.is_git_start(i):
+                    i = self.git_file(i)
+                elif self.is_plain_start(i):
+                    i = self.plain_file(i)
+                elif not self.lines[i].strip() or self.lines[i].startswith(_PLAIN_NOISE):
+                    i += 1
+                elif self.lines[i] == "-- ":
+                    break  # git format-patch signature: the rest is the git version
+                else:
+                    raise self.error(i, "unexpected line between files (not a file header or hunk)")
+            except InputError as exc:
+                self.fail(parsed, strict, i, exc)
+                return
+
+    @staticmethod
+    def fail(parsed: ParsedDiff, strict: bool, at: int, exc: InputError) -> None:
+        if strict:
+            raise exc
+        parsed.error = exc
+        parsed.unparsed_from = at
 
     # A file in git's format: "diff --git", extended header lines, then ---/+++ and hunks, or a binary patch.
     def git_file(self, start: int) -> int:
-        header = _Header(path=_header_path(self.text(start)[len("diff --git ") :]))
+        header = _Header(path=_header_path(self.lines[start][len("diff --git ") :]))
         i = start + 1
         while i < self.n and self.lines[i].startswith(_EXTENDED_HEADER):
-            self.extended(header, self.text(i), i)
+            self.extended(header, self.lines[i], i)
             i += 1
         if i < self.n and self.is_file_lines(i):
             header.minus = self.name_of(i, 4)
             header.plus = self.name_of(i + 1, 4)
             i += 2
         hunks_start = i
-        if i < self.n and self.text(i) == "GIT binary patch":
+        hunks: list[Hunk] = []
+        added = removed = 0
+        if i < self.n and self.lines[i] == "GIT binary patch":
             header.binary = True
             i = self.binary_patch(i + 1)
-            added = removed = 0
-        elif i < self.n and self.text(i).startswith("Binary files ") and self.text(i).endswith(" differ"):
+        elif i < self.n and self.lines[i].startswith("Binary files ") and self.lines[i].endswith(" differ"):
             header.binary = True
             i += 1
-            added = removed = 0
         else:
-            i, added, removed = self.hunks(i)
+            i, added, removed = self.hunks(i, hunks)
             if i == hunks_start and self.content_missing(header):
                 raise self.error(i, "the file's content change is missing: truncated diff")
         if i < self.n and not self.at_boundary(i):
@@ -332,7 +478,7 @@ class _Scanner:
             old_path = None  # the copy's source is not changed
         if old_path is None and new_path is None:
             raise self.error(start, "a file that is neither old nor new")
-        self.add(old_path, new_path, added, removed, header.binary, header)
+        self.add(old_path, new_path, added, removed, header.binary, header, start, i, hunks)
         return i
 
     def extended(self, header: _Header, text: str, i: int) -> None:
@@ -376,7 +522,7 @@ class _Scanner:
         return name
 
     def name_of(self, i: int, skip: int) -> str:
-        name = _file_header_name(self.text(i)[skip:])
+        name = _file_header_name(self.lines[i][skip:])
         if name is None or not name:
             raise self.error(i, "malformed file name")
         return name
@@ -398,7 +544,8 @@ class _Scanner:
     def plain_file(self, start: int) -> int:
         minus = self.name_of(start, 4)
         plus = self.name_of(start + 1, 4)
-        i, added, removed = self.hunks(start + 2)
+        hunks: list[Hunk] = []
+        i, added, removed = self.hunks(start + 2, hunks)
         old = None if minus == DEV_NULL else minus
         new = None if plus == DEV_NULL else plus
         if old is None and new is None:
@@ -413,7 +560,7 @@ class _Scanner:
                 old = old[2:]
             if new is not None and new.startswith("b/"):
                 new = new[2:]
-        self.add(old, new, added, removed, False, None)
+        self.add(old, new, added, removed, False, None, start, i, hunks)
         return i
 
     def add(
@@ -424,6 +571,9 @@ class _Scanner:
         removed: int,
         binary: bool,
         header: _Header | None,
+        start: int,
+        end: int,
+        hunks: list[Hunk],
     ) -> None:
         status: ChangeStatus = "added" if old_path is None else "deleted" if new_path is None else "modified"
         mode_change = bool(
@@ -432,44 +582,58 @@ class _Scanner:
             and header.new_mode is not None
             and header.old_mode != header.new_mode
         )
-        self.changes.append(
-            FileChange(
-                old_path=old_path,
-                new_path=new_path,
-                status=status,
-                added=added,
-                removed=removed,
-                binary=binary,
-                mode_change=mode_change,
-            )
+        change = FileChange(
+            old_path=old_path,
+            new_path=new_path,
+            status=status,
+            added=added,
+            removed=removed,
+            binary=binary,
+            mode_change=mode_change,
         )
+        self.files.append(ParsedFile(change=change, first_line=start, end_line=end, hunks=tuple(hunks)))
 
-    def hunks(self, start: int) -> tuple[int, int, int]:
-        """Find the extent of the hunks at ``start`` from their headers' line counts; unidiff counts them."""
+    def hunks(self, start: int, out: list[Hunk]) -> tuple[int, int, int]:
+        """Read the hunks at ``start`` by their headers' line counts; (next line, added, removed)."""
+        lines = self.lines
+        n = self.n
         i = start
-        hunk_count = 0
-        while i < self.n and self.lines[i].startswith("@@ "):
-            match = _HUNK_HEADER.match(self.lines[i])
+        added = removed = 0
+        while i < n and lines[i].startswith("@@ "):
+            match = _HUNK_HEADER.match(lines[i])
             if match is None:
                 raise self.error(i, "malformed hunk header")
-            old_left = int(match[2]) if match[2] is not None else 1
-            new_left = int(match[4]) if match[4] is not None else 1
+            old_count = int(match[2]) if match[2] is not None else 1
+            new_count = int(match[4]) if match[4] is not None else 1
+            old_left, new_left = old_count, new_count
             header_index = i
-            hunk_count += 1
             i += 1
+            counted = self._counted_hunk(i, old_count, new_count)
+            if counted is not None:
+                i, hunk_added, hunk_removed = counted
+                added += hunk_added
+                removed += hunk_removed
+                old_left = new_left = 0
             while old_left > 0 or new_left > 0:
-                if i >= self.n:
-                    raise self.error(
-                        self.n - 1,
+                if i >= n:
+                    cut = self.error(
+                        n - 1,
                         f"the diff ends inside the hunk of line {header_index + 1} "
                         f"({old_left} old and {new_left} new lines missing): truncated diff",
                     )
-                kind = self.lines[i][:1]
+                    if self.strict:
+                        raise cut
+                    self.cut = cut
+                    break
+                line = lines[i]
+                kind = line[:1]
                 if kind == "+":
                     new_left -= 1
+                    added += 1
                 elif kind == "-":
                     old_left -= 1
-                elif kind == " " or self.lines[i] in ("\n", "\r\n"):
+                    removed += 1
+                elif kind == " " or line == "" or line == "\r":
                     old_left -= 1
                     new_left -= 1
                 elif kind != "\\":
@@ -481,64 +645,143 @@ class _Scanner:
                 if old_left < 0 or new_left < 0:
                     raise self.error(i, f"the hunk of line {header_index + 1} is longer than its header says")
                 i += 1
-            if i < self.n and self.lines[i].startswith("\\"):
+            if i < n and lines[i].startswith("\\"):
                 i += 1  # "\ No newline at end of file" after the last line
-        if i == start:
-            return i, 0, 0
-        try:
-            # metadata_only: counts without a Line object per line, several times faster on big diffs.
-            patch = PatchSet(["--- a/file\n", "+++ b/file\n", *self.lines[start:i]], metadata_only=True)
-        except UnidiffParseError as exc:
-            raise self.error(start, f"unparsable hunk: {exc}") from None
-        if len(patch) != 1 or len(patch[0]) != hunk_count:
-            # Every line was accounted for above, so unidiff must have found exactly these hunks.
-            raise self.error(start, "unparsable hunks")
-        return i, patch[0].added, patch[0].removed
+            out.append(
+                Hunk(
+                    header_line=header_index,
+                    end_line=i,
+                    old_start=int(match[1]),
+                    old_count=old_count,
+                    new_start=int(match[3]),
+                    new_count=new_count,
+                    section=match[5],
+                )
+            )
+        return i, added, removed
+
+    def _counted_hunk(self, start: int, old_count: int, new_count: int) -> tuple[int, int, int] | None:
+        """(end, added, removed) of the hunk body at ``start`` when it is plainly well-formed, else None
+        and the line-by-line walk reads it (and names what is wrong).
+
+        Each round counts the next ``max(old_left, new_left)`` lines: a line lowers each count by at most
+        one, so the body cannot end sooner, and it ends exactly there when both counts reach zero. A body
+        with any other kind of line, a "\\" line, an overshoot or too few lines is left to the walk.
+        """
+        firsts = self.firsts
+        old_left, new_left = old_count, new_count
+        added = removed = 0
+        i = start
+        while old_left > 0 or new_left > 0:
+            step = old_left if old_left > new_left else new_left
+            end = i + step
+            if end > self.n:
+                return None
+            plus = firsts.count("+", i, end)
+            minus = firsts.count("-", i, end)
+            context = firsts.count(" ", i, end) + firsts.count("\0", i, end)
+            if plus + minus + context != step:
+                return None
+            added += plus
+            removed += minus
+            old_left -= minus + context
+            new_left -= plus + context
+            if old_left < 0 or new_left < 0:
+                return None
+            i = end
+        return i, added, removed
 
     def binary_patch(self, start: int) -> int:
-        """Check a ``GIT binary patch`` (literal/delta blocks of base85 zlib data); return the next line."""
+        """Check a ``GIT binary patch`` (literal/delta blocks of base85 zlib data); return the next line.
+
+        Every data line is checked for its length and alphabet, and the start of each block is inflated
+        (at most ``_BINARY_PROBE_BYTES``) to see a zlib stream; the block is never inflated whole.
+        """
         i = start
         blocks = 0
         while i < self.n:
-            match = _BINARY_BLOCK.fullmatch(self.text(i))
+            match = _BINARY_BLOCK.fullmatch(self.lines[i])
             if match is None:
                 break
-            size = int(match[2])
             i += 1
-            data = bytearray()
-            while i < self.n and self.text(i):
-                data += self.base85_line(i)
+            block_start = i
+            while i < self.n and self.lines[i]:
+                self.check_base85_line(i)
                 i += 1
             if i >= self.n:
                 raise self.error(self.n - 1, "the diff ends inside a binary patch: truncated diff")
-            try:
-                inflated = zlib.decompress(bytes(data))
-            except zlib.error:
-                raise self.error(i - 1, "corrupt binary patch (its data does not inflate)") from None
-            if match[1] == "literal" and len(inflated) != size:
-                raise self.error(i - 1, f"corrupt binary patch: {len(inflated)} bytes, {size} announced")
+            self.probe_zlib(block_start, i)
             i += 1  # the blank line that ends a block
             blocks += 1
         if blocks == 0:
             raise self.error(i, "'GIT binary patch' without a literal or delta block")
         return i
 
-    def base85_line(self, i: int) -> bytes:
-        text = self.text(i)
-        length_char = text[:1]
-        if "A" <= length_char <= "Z":
-            length = ord(length_char) - ord("A") + 1
-        elif "a" <= length_char <= "z":
-            length = ord(length_char) - ord("a") + 27
-        else:
-            raise self.error(i, "corrupt binary patch line")
-        body = text[1:]
-        if len(body) != (length + 3) // 4 * 5:
+    def check_base85_line(self, i: int) -> None:
+        text = self.lines[i]
+        if _BASE85_LINE.fullmatch(text) is None:
+            raise self.error(i, "corrupt binary patch line (not base85)")
+        length_char = text[0]
+        length = ord(length_char) - (ord("A") - 1 if length_char <= "Z" else ord("a") - 27)
+        if len(text) - 1 != (length + 3) // 4 * 5:
             raise self.error(i, "corrupt binary patch line (wrong length): truncated diff?")
+
+    def probe_zlib(self, first: int, end: int) -> None:
+        data = bytearray()
+        for index in range(first, min(end, first + _BINARY_PROBE_LINES)):
+            text = self.lines[index]
+            length = ord(text[0]) - (ord("A") - 1 if text[0] <= "Z" else ord("a") - 27)
+            try:
+                data += base64.b85decode(text[1:])[:length]
+            except ValueError:
+                raise self.error(index, "corrupt binary patch line (not base85)") from None
         try:
-            return base64.b85decode(body)[:length]
-        except ValueError:
-            raise self.error(i, "corrupt binary patch line (not base85)") from None
+            zlib.decompressobj().decompress(bytes(data), _BINARY_PROBE_BYTES)
+        except zlib.error:
+            raise self.error(first, "corrupt binary patch (its data is not a zlib stream)") from None
+
+
+def read_diff(data: bytes | str, source: str = "workspace.diff", *, strict: bool = True) -> ParsedDiff:
+    """Parse a unified diff (git's format, or a plain ``diff -u``) with every file's hunks.
+
+    Strict (the default): an InputError naming ``source`` and the line for anything that is not a complete
+    diff (binary garbage, a truncated hunk or binary patch, a malformed header). Lenient: the files before
+    the first problem, and the problem in ``ParsedDiff.error`` (for showing a diff, never for grading).
+    """
+    if isinstance(data, bytes) and data.startswith((b"\xff\xfe", b"\xfe\xff")) and b"\0" in data[:256]:
+        error = InputError(
+            source, "UTF-16 text (a shell redirect on Windows?); a diff is UTF-8 bytes", "line 1"
+        )
+        if strict:
+            raise error
+        return ParsedDiff(lines=_split_lines(data), error=error, unparsed_from=0)
+    lines = _split_lines(data)
+    if lines and lines[0].startswith("\ufeff"):
+        # A UTF-8 byte order mark would hide the first file's header.
+        lines[0] = lines[0][1:]
+    parsed = ParsedDiff(lines=lines)
+    has_nul = "\x00" in data if isinstance(data, str) else b"\x00" in data
+    nul_line = next((index for index, line in enumerate(lines) if "\x00" in line), None) if has_nul else None
+    if nul_line is not None:
+        error = InputError(source, "NUL byte: binary data, not a diff", f"line {nul_line + 1}")
+        if strict:
+            raise error
+        # Parse what comes before it, as for any other problem.
+        parsed.error, parsed.unparsed_from = error, nul_line
+        lines = lines[:nul_line]
+    first_header = next((line for line in lines if line.startswith(("diff --git ", "--- "))), None)
+    if first_header is not None and first_header.endswith("\r"):
+        # The whole file went through a CRLF conversion (saved on Windows): undo it so headers parse.
+        lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+        parsed.lines = lines + parsed.lines[len(lines) :]
+    scanner = _Scanner(lines, source, strict)
+    scanner.scan(parsed, strict)
+    parsed.files = scanner.files
+    if scanner.cut is not None and parsed.error is None:
+        parsed.error = scanner.cut
+    if nul_line is not None and parsed.unparsed_from is not None and parsed.unparsed_from > nul_line:
+        parsed.unparsed_from = nul_line
+    return parsed
 
 
 def parse_diff(data: bytes | str, source: str = "workspace.diff") -> list[FileChange]:
@@ -547,25 +790,7 @@ def parse_diff(data: bytes | str, source: str = "workspace.diff") -> list[FileCh
     An empty diff is no change. Raises InputError naming ``source`` and the line for anything else that
     is not a complete diff (binary garbage, a truncated hunk or binary patch, a malformed header).
     """
-    if isinstance(data, bytes) and data.startswith((b"\xff\xfe", b"\xfe\xff")) and b"\0" in data[:256]:
-        raise InputError(
-            source, "UTF-16 text (a shell redirect on Windows?); a diff is UTF-8 bytes", "line 1"
-        )
-    lines = _split_lines(data)
-    if lines and lines[0].startswith("\ufeff"):
-        # A UTF-8 byte order mark would hide the first file's header.
-        lines[0] = lines[0][1:]
-    for index, line in enumerate(lines):
-        if "\x00" in line:
-            raise InputError(source, "NUL byte: binary data, not a diff", f"line {index + 1}")
-    first_header = next(
-        (line for line in lines if line.startswith(("diff --git ", "--- "))),
-        None,
-    )
-    if first_header is not None and first_header.endswith("\r\n"):
-        # The whole file went through a CRLF conversion (saved on Windows): undo it so headers parse.
-        lines = [line[:-2] + "\n" if line.endswith("\r\n") else line for line in lines]
-    return _Scanner(lines, source).scan()
+    return read_diff(data, source).changes()
 
 
 def load_diff(path: Path) -> list[FileChange]:

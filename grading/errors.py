@@ -32,3 +32,12 @@ class InputErrors(InputError):
 
     def lines(self) -> list[str]:
         return [": ".join(p for p in (self.file, f, m) if p) for f, m in self.errors]
+
+
+def one_line(text: str) -> str:
+    """``text`` as one line for stderr: trailing whitespace dropped, control characters (newlines included)
+    escaped, so a message quoting a diff line or a library's multi-line error stays one line."""
+    return "".join(
+        c if c.isprintable() or c == " " else c.encode("unicode_escape").decode("ascii")
+        for c in text.rstrip()
+    )

@@ -9,13 +9,16 @@ Three parts, each measured only when its inputs exist; a part that cannot be mea
 
 - ``deleted_files``: no file matching ``tests.globs`` or ``tests.config_globs`` is deleted. Diffs are taken
   with ``--no-renames``, so a moved test file is a deletion. Edits to config files (new ones included: a
-  root conftest.py can disable tests) are listed in ``config_edits`` for the judge's fixed blocker.
+  root conftest.py can disable tests) are listed in ``config_edits`` for the judge's fixed blocker, and so
+  is every ignored file the run created that matches ``tests.config_globs`` (ignored_created.txt,
+  self-ignoring directories included): a conftest.py hidden from the diff still runs.
 - ``tests_skipped``: grade.json's ``tests_skipped`` is not above the oracle run's.
 - ``test_cases``: every test id of the base list (``tests.list`` on the base) is in the run's list.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -25,6 +28,7 @@ from grading.diffs import FileChange, load_diff
 from grading.errors import InputError
 from grading.globs import match_any
 from grading.schema import GradeJson, TestsConfig, load_grade, load_manifest
+from grading.scope import IGNORED_CREATED_NAME, read_ignored_created_shown
 
 IntegrityRule = Literal["test_file_deleted", "config_file_deleted", "more_tests_skipped", "test_case_removed"]
 IntegrityPart = Literal["deleted_files", "tests_skipped", "test_cases"]
@@ -66,7 +70,9 @@ def deleted_paths(changes: list[FileChange]) -> list[str]:
     return list(out)
 
 
-def _check_files(tests: TestsConfig, changes: list[FileChange]) -> tuple[list[IntegrityViolation], list[str]]:
+def _check_files(
+    tests: TestsConfig, changes: list[FileChange], ignored_created: Sequence[str]
+) -> tuple[list[IntegrityViolation], list[str]]:
     violations: list[IntegrityViolation] = []
     for path in deleted_paths(changes):
         if match_any(tests.globs, path):
@@ -78,7 +84,7 @@ def _check_files(tests: TestsConfig, changes: list[FileChange]) -> tuple[list[In
                 IntegrityViolation(rule="config_file_deleted", path=path, detail="matches tests.config_globs")
             )
     # A new config file counts too: a root conftest.py can disable tests without touching one.
-    new_paths = dict.fromkeys(c.new_path for c in changes if c.new_path is not None)
+    new_paths = dict.fromkeys([*(c.new_path for c in changes if c.new_path is not None), *ignored_created])
     config_edits = [p for p in new_paths if match_any(tests.config_globs, p)]
     return violations, config_edits
 
@@ -90,8 +96,13 @@ def check_integrity(
     oracle_grade: GradeJson | None,
     base_list: list[str] | None,
     run_list: list[str] | None,
+    ignored_created: Sequence[str] = (),
 ) -> IntegrityResult:
-    """Test integrity of one diff; an input given as None does not exist, and its part is not measured."""
+    """Test integrity of one diff; an input given as None does not exist, and its part is not measured.
+
+    ``ignored_created`` are the ignored files the run created (every one, inside self-ignoring directories
+    too): those matching ``tests.config_globs`` count as config edits.
+    """
     violations: list[IntegrityViolation] = []
     config_edits: list[str] = []
     measured: list[IntegrityPart] = []
@@ -103,7 +114,7 @@ def check_integrity(
         not_measured["deleted_files"] = "the manifest's tests block has neither globs nor config_globs"
     else:
         measured.append("deleted_files")
-        file_violations, config_edits = _check_files(tests, changes)
+        file_violations, config_edits = _check_files(tests, changes, ignored_created)
         violations += file_violations
 
     if grade is None:
@@ -191,4 +202,26 @@ def integrity_for_run(task_dir: Path, run_dir: Path, manifest_path: Path) -> Int
         _optional_grade(task_dir / ORACLE_GRADE_NAME),
         read_test_list(task_dir / TESTS_BASE_NAME),
         read_test_list(run_dir / TESTS_LIST_NAME),
+        ignored_created_files(run_dir),
+    )
+
+
+def ignored_created_files(run_dir: Path) -> list[str]:
+    """Every ignored file the run created (``run_dir/ignored_created.txt``, absent means none), shown as
+    the diff parser shows names."""
+    return read_ignored_created_shown(run_dir / IGNORED_CREATED_NAME).all_files()
+
+
+def missing_test_list(tests: TestsConfig | None, run_dir: Path) -> str | None:
+    """Why the run cannot be graded for want of its test list, or None.
+
+    When the manifest declares ``tests.list``, ``rubric capture --manifest`` writes ``tests_list.txt``; a
+    run without one was captured without it, or its listing failed: a grader failure, never a check that
+    silently passes.
+    """
+    if tests is None or tests.list_command is None or (run_dir / TESTS_LIST_NAME).exists():
+        return None
+    return (
+        f"the manifest declares tests.list but the run has no {TESTS_LIST_NAME} "
+        "(`rubric capture --manifest` writes it; see its output for why it did not)"
     )

@@ -9,12 +9,16 @@ Rules, in the order they apply:
    ``merge_score``, and, because metrics.json is flat, ``grader_failure``, ``judge_failure``,
    ``details``); or a gate entry names a metric grade.json does not report, or reports as something
    other than a boolean or a number. A gate the grader cannot be held to is the grader's fault, and
-   reporting ``false`` would blame the agent for it.
+   reporting ``false`` would blame the agent for it. Likewise when the task has a rubric and the
+   manifest declares ``tests.list`` but the run has no ``tests_list.txt``: the test-case check would
+   otherwise pass unmeasured.
 2. No rubric.json: both null (not measured), never false.
 3. ``pass`` false, or a gate entry that does not hold (``mergeable`` and ``merge_score`` in the gate are the
    framework's own and are skipped): not mergeable, merge_score 0. The test gate failed, so the judge is
    not called: its verdict cannot change that (and a judge failure must not turn this false into null).
 4. Judge failure: both null.
+   A diff over the judge's size limit is a judge failure (``diff_too_large``) too, unless scope or
+   integrity already fail: then the run is not mergeable and the judge is not called.
 5. Otherwise mergeable when scope and integrity pass and no blocker fails. A blocker the
    judge could not see (``needs_tree``) is not measured and does not fail. merge_score is the weighted
    share of non-blockers that pass, 0 when not mergeable.
@@ -25,23 +29,46 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
+from grading.diffs import decode_diff
 from grading.errors import InputError
-from grading.integrity import IntegrityResult, integrity_for_run
+from grading.integrity import IntegrityResult, integrity_for_run, missing_test_list
 from grading.judge.backend import Backend
 from grading.judge.cache import VerdictCache
 from grading.judge.models import CONFIG_BLOCKER_ID, JudgeResult
+from grading.judge.prompt import diff_too_large
 from grading.judge.runner import JudgeSettings, judge_run
-from grading.judge.specs import make_backend
-from grading.schema import GradeJson, Rubric, load_grade, load_rubric, load_task
-from grading.scope import ScopeResult, scope_for_run
+from grading.judge.specs import check_second_judge, judge_family, make_backend
+from grading.schema import (
+    GradeJson,
+    Rubric,
+    load_grade,
+    load_manifest,
+    load_rubric,
+    load_task,
+    read_input_bytes,
+    rubric_sha256,
+)
+from grading.scope import IGNORED_CREATED_NAME, ScopeResult, read_ignored_created_shown, scope_for_run
 
+# The layout version of metrics.json; bumped when a key changes meaning or goes away.
+METRICS_FORMAT = 1
 # Keys the framework adds to metrics.json; a grade.json holding one of them is a grader failure.
-FRAMEWORK_METRICS = ("mergeable", "merge_score", "grader_failure", "judge_failure", "details")
+FRAMEWORK_METRICS = (
+    "mergeable",
+    "merge_score",
+    "grader_failure",
+    "judge_failure",
+    "details",
+    "format",
+    "rubric_sha256",
+    "provisional",
+)
 # Gate entries the framework computes itself: never looked up in grade.json.
 FRAMEWORK_GATE_ENTRIES = frozenset({"mergeable", "merge_score"})
 
@@ -107,9 +134,12 @@ def _gate_failures(gate: list[str], grade: GradeJson) -> list[str]:
     return [e for e in gate if e not in FRAMEWORK_GATE_ENTRIES and not metrics[e]]
 
 
-def settled_before_judging(gate: list[str], grade: GradeJson, rubric: Rubric | None) -> Outcome | None:
+def settled_before_judging(
+    gate: list[str], grade: GradeJson, rubric: Rubric | None, grader_problems: Sequence[str] = ()
+) -> Outcome | None:
     """The outcome when no verdict could change it (grader failure, no rubric, ``pass`` false, a gate entry
-    that does not hold), else None.
+    that does not hold), else None. ``grader_problems`` are the caller's reasons for a grader failure
+    (a missing ``tests_list.txt``).
 
     :func:`grade_run` calls the judge only when this returns None.
     """
@@ -118,6 +148,7 @@ def settled_before_judging(gate: list[str], grade: GradeJson, rubric: Rubric | N
         f"grade.json holds {k!r}, which the framework writes" for k in FRAMEWORK_METRICS if k in metrics
     ]
     problems += [p for e in gate if e not in FRAMEWORK_GATE_ENTRIES if (p := _gate_problem(e, grade))]
+    problems += grader_problems
     if problems:
         return Outcome(
             status="grader_failure", mergeable=None, merge_score=None, grader_failure=True, reasons=problems
@@ -221,14 +252,39 @@ class RunDetails(BaseModel):
     judge_skipped: str | None = None  # why the judge was not called
     scope: ScopeResult | None = None
     integrity: IntegrityResult | None = None
+    # the integrity parts not measured (integrity.not_measured's keys), so reports can count those runs
+    # apart; empty when every part was measured or when there is no rubric (nothing was checked)
+    integrity_not_measured: list[str] = []
     assessment: RubricAssessment | None = None  # blockers failed/passed/not measured, per the primary judge
     judge: JudgeResult | None = None  # the primary judge: only its verdicts count
     second_judge: JudgeResult | None = None  # another model family; never changes the outcome
+    # The model family of each judge (§4: the second is of another family); always written by grade_run, None
+    # only in metrics.json files written before it was recorded.
+    judge_families: JudgeFamilies | None = None
+
+
+class JudgeFamilies(BaseModel):
+    primary: str
+    second: str | None = None
+
+
+class AdmissionLookup(Protocol):
+    """Where ``rubric check`` results are kept (grading.admission.AdmissionStore)."""
+
+    def admits(self, rubric_sha256: str, judge: str) -> bool: ...
 
 
 class RunMetrics(BaseModel):
-    """metrics.json: the grade.json metrics unchanged, plus the framework's outcome keys and details."""
+    """metrics.json: the grade.json metrics unchanged, plus the framework's outcome keys and details.
 
+    Provenance (§6): ``format`` is the layout version; ``rubric_sha256`` the sha256 of the rubric.json bytes
+    (null without a rubric), as admission keys it; ``provisional`` is true unless the admission store holds
+    a passing ``rubric check`` of that rubric content with the primary judge.
+    """
+
+    format: Literal[1] = 1  # METRICS_FORMAT
+    rubric_sha256: str | None
+    provisional: bool
     grade_metrics: dict[str, Any]
     mergeable: bool | None
     merge_score: float | None
@@ -243,21 +299,29 @@ class RunMetrics(BaseModel):
         return {**self.grade_metrics, **own}
 
 
+RunDetails.model_rebuild()
+
+
 def _read_diff_text(path: Path) -> str:
     try:
-        return path.read_bytes().decode("utf-8")
+        # Bytes that are not UTF-8 are the agent's: shown to the judge as \xNN, never a reason to stop.
+        return decode_diff(path.read_bytes())
     except FileNotFoundError:
         raise InputError(path, "file not found (rubric capture writes it before grade runs)") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(path, f"not UTF-8 text (byte {exc.start})") from None
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write ``data`` as JSON through a temp file and os.replace, so readers never see half a file."""
+    """Write ``data`` as JSON through a temp file and os.replace, so readers never see half a file.
+
+    InputError when ``path`` is a directory; ValueError (nothing written) for NaN or Infinity in ``data``,
+    which JSON cannot carry."""
+    if path.is_dir():
+        raise InputError(path, "is a directory; it cannot be replaced by the file")
+    text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(data, out, indent=2, ensure_ascii=False)
+            out.write(text)
             out.write("\n")
             out.flush()
             os.fsync(out.fileno())
@@ -281,44 +345,86 @@ def grade_run(
     cache: VerdictCache | None = None,
     settings: JudgeSettings | None = None,
     write: bool = True,
+    rubric_path: Path | None = None,
+    task_json: Path | None = None,
+    admissions: AdmissionLookup | None = None,
+    allow_same_family: bool = False,
 ) -> RunMetrics:
     """All of §1 for one run: read task.json, grade.json and rubric.json, run scope, integrity and the
     judge(s), decide the outcome and write ``run_dir/metrics.json`` atomically.
 
     ``judge`` and ``second_judge`` are backends or judge specs (``anthropic:<id>``, ``openai:<id>``,
-    ``scripted:<file>``). Neither judge is called when no verdict could change the outcome.
+    ``scripted:<file>``); a second judge of the primary's model family is refused unless
+    ``allow_same_family``. Neither judge is called when no verdict could change the outcome.
+    ``rubric_path`` and ``task_json`` replace ``task_dir/rubric.json`` and ``task_dir/task.json`` (held-out
+    rubrics, §7); with ``rubric_path`` given the rubric must exist. ``admissions`` answers whether the rubric
+    content was admitted with the primary judge (``provisional`` is true without it).
     Raises InputError for bad input; nothing is written then.
     """
-    task = load_task(task_dir)
+    task = load_task(task_dir, task_json)
     grade = load_grade(run_dir / "grade.json")
-    rubric_path = task_dir / "rubric.json"
-    # Calibration files are admission's business; grading a run needs only the rubric itself.
-    rubric = load_rubric(rubric_path, check_files=False) if rubric_path.is_file() else None
+    explicit_rubric = rubric_path is not None
+    rubric_file = rubric_path if rubric_path is not None else task_dir / "rubric.json"
+    rubric: Rubric | None = None
+    content_sha256: str | None = None
+    if explicit_rubric or rubric_file.exists():
+        # Calibration files are admission's business; grading a run needs only the rubric itself.
+        rubric = load_rubric(rubric_file, check_files=False)
+        content_sha256 = rubric_sha256(read_input_bytes(rubric_file))
     primary = _backend(judge)
     second = _backend(second_judge) if second_judge is not None else None
+    if second is not None:
+        check_second_judge(primary.spec, second.spec, allow_same_family=allow_same_family)
+    metrics_path = run_dir / "metrics.json"
+    if write and metrics_path.is_dir():
+        raise InputError(metrics_path, "is a directory; it cannot be replaced by the file")
 
     scope: ScopeResult | None = None
     integrity: IntegrityResult | None = None
+    grader_problems: list[str] = []
     if rubric is not None:
-        scope = scope_for_run(task_dir, run_dir)
+        scope = scope_for_run(task_dir, run_dir, rubric_file)
         integrity = integrity_for_run(task_dir, run_dir, manifest_path)
+        if problem := missing_test_list(load_manifest(manifest_path).tests, run_dir):
+            grader_problems.append(problem)
 
-    settled = settled_before_judging(task.gate, grade, rubric)
+    settled = settled_before_judging(task.gate, grade, rubric, grader_problems)
     primary_result: JudgeResult | None = None
     second_result: JudgeResult | None = None
     assessment: RubricAssessment | None = None
+    judge_skipped: str | None = f"not called: {settled.reasons[0]}" if settled is not None else None
     if settled is None:
         assert rubric is not None and scope is not None and integrity is not None
         diff_text = _read_diff_text(run_dir / "workspace.diff")
-        config_edited = bool(integrity.config_edits)
-        judge_args: dict[str, Any] = {"config_edited": config_edited, "cache": cache, "settings": settings}
-        primary_result = judge_run(task, rubric, diff_text, primary, **judge_args)
-        if second is not None:
-            second_result = judge_run(task, rubric, diff_text, second, **judge_args)
-        assessment = assess(rubric, scope, integrity, primary_result)
+        max_chars = (settings or JudgeSettings()).max_diff_chars
+        if len(diff_text) > max_chars and not (scope.in_scope and integrity.ok):
+            # No verdict could make this run mergeable, and the judge could not be shown the diff anyway.
+            reasons = RubricAssessment(in_scope=scope.in_scope, integrity_ok=integrity.ok).reasons()
+            settled = Outcome(status="not_mergeable", mergeable=False, merge_score=0.0, reasons=reasons)
+            judge_skipped = f"not called: {diff_too_large(len(diff_text), max_chars)}"
+        else:
+            config_edited = bool(integrity.config_edits)
+            ignored = read_ignored_created_shown(run_dir / IGNORED_CREATED_NAME)
+            judge_args: dict[str, Any] = {
+                "config_edited": config_edited,
+                "cache": cache,
+                "settings": settings,
+                "self_ignoring_dirs": ignored.self_ignoring_dirs,
+            }
+            primary_result = judge_run(task, rubric, diff_text, primary, **judge_args)
+            if second is not None:
+                second_result = judge_run(task, rubric, diff_text, second, **judge_args)
+            assessment = assess(rubric, scope, integrity, primary_result)
     outcome = settled or decide_outcome(task.gate, grade, scope, integrity, primary_result, rubric)
+    admitted = (
+        content_sha256 is not None
+        and admissions is not None
+        and admissions.admits(content_sha256, primary.spec)
+    )
 
     metrics = RunMetrics(
+        rubric_sha256=content_sha256,
+        provisional=not admitted,
         grade_metrics=grade.metrics(),
         mergeable=outcome.mergeable,
         merge_score=outcome.merge_score,
@@ -327,14 +433,19 @@ def grade_run(
         details=RunDetails(
             status=outcome.status,
             reasons=outcome.reasons,
-            judge_skipped=f"not called: {outcome.reasons[0]}" if settled is not None else None,
+            judge_skipped=judge_skipped,
             scope=scope,
             integrity=integrity,
+            integrity_not_measured=sorted(integrity.not_measured) if integrity is not None else [],
             assessment=assessment,
             judge=primary_result,
             second_judge=second_result,
+            judge_families=JudgeFamilies(
+                primary=judge_family(primary.spec),
+                second=judge_family(second.spec) if second is not None else None,
+            ),
         ),
     )
     if write:
-        write_json_atomic(run_dir / "metrics.json", metrics.to_json_dict())
+        write_json_atomic(metrics_path, metrics.to_json_dict())
     return metrics

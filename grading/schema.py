@@ -8,8 +8,11 @@ naming the file and the JSON path of each problem, so no caller ever sees a pyda
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 import math
+import os
+import stat
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
@@ -68,12 +71,17 @@ def _relative_inside(value: str) -> str:
     return value
 
 
-def _positive_number(value: Any) -> Any:
-    # One clear message instead of pydantic's per-member union errors; bool is not a number here.
+MAX_WEIGHT = 100
+
+
+def _weight(value: Any) -> Any:
+    # One clear message instead of pydantic's per-member union errors; bool is not a number here. The upper
+    # bound keeps the weighted sum finite: two weights of 1.7e308 made merge_score NaN.
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError("must be a number greater than 0")
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"must be a number greater than 0, not {value!r}")
+        raise ValueError(f"must be a number greater than 0 and at most {MAX_WEIGHT}")
+    if not 0 < value <= MAX_WEIGHT:  # false for NaN too; a comparison, so no int is too large for it
+        shown = repr(value) if len(repr(value)) <= 40 else f"{repr(value)[:20]}..."
+        raise ValueError(f"must be a number greater than 0 and at most {MAX_WEIGHT}, not {shown}")
     return value
 
 
@@ -81,11 +89,11 @@ NonBlank = Annotated[str, AfterValidator(_not_blank)]
 Glob = Annotated[str, AfterValidator(_valid_glob)]
 CalibPath = Annotated[str, AfterValidator(_relative_inside)]
 PositiveCount = Annotated[StrictInt, Field(gt=0)]
-# The validator enforces > 0 (a Field(gt=0) on the union would emit a non-standard "gt" in the schema).
+# The validator enforces 0 < weight <= MAX_WEIGHT (a Field(gt=0) on the union would emit a non-standard "gt").
 Weight = Annotated[
     StrictInt | StrictFloat,
-    BeforeValidator(_positive_number),
-    WithJsonSchema({"type": "number", "exclusiveMinimum": 0}),
+    BeforeValidator(_weight),
+    WithJsonSchema({"type": "number", "exclusiveMinimum": 0, "maximum": MAX_WEIGHT}),
 ]
 ItemId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=40)]
 
@@ -124,7 +132,9 @@ class Blocker(_Strict):
 class NonBlocker(_Strict):
     id: ItemId = Field(description="unique across blockers and non_blockers")
     criterion: NonBlank
-    weight: Weight = Field(default=1, description="share of merge_score; a number greater than 0")
+    weight: Weight = Field(
+        default=1, description=f"share of merge_score; a number greater than 0 and at most {MAX_WEIGHT}"
+    )
     rationale: str = ""
 
 
@@ -311,41 +321,156 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
+    raise ValueError(f"{name} is not valid JSON (numbers must be finite)")
 
 
-def read_json(path: Path) -> Any:
-    """Parse a JSON file strictly (UTF-8, no duplicate keys, no NaN/Infinity); InputError on any problem."""
+class _OutOfRange(ValueError):
+    pass
+
+
+# A JSON number is read by most tools as an IEEE double: a number beyond its range cannot travel on (Python
+# would turn 1e400 into inf, written back as null or Infinity), and ints past 4,300 digits do not parse.
+_MAX_INT_DIGITS = 309
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _OutOfRange(text)
+    return value
+
+
+def _double_sized_int(text: str) -> int:
+    digits = text.lstrip("-")
+    if len(digits) > _MAX_INT_DIGITS:
+        raise _OutOfRange(text)
+    value = int(text)
     try:
-        raw = path.read_bytes()
+        float(value)
+    except OverflowError:
+        raise _OutOfRange(text) from None
+    return value
+
+
+def lone_surrogate_path(data: Any) -> str | None:
+    """The JSON path of the first string (key or value) in ``data`` holding a lone surrogate (a ``"\\ud800"``
+    escape), else None. Such a string is not Unicode text: it cannot be written as UTF-8, hashed or sent."""
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, str) and not _encodable(value):
+            return where or "(top level)"
+        if isinstance(value, dict):
+            for key, item in reversed(list(value.items())):
+                shown = key if _encodable(key) else key.encode("utf-8", "backslashreplace").decode("ascii")
+                here = f"{where}.{shown}" if where else shown
+                if shown != key:
+                    return here
+                stack.append((here, item))
+        elif isinstance(value, list):
+            stack.extend((f"{where}[{i}]", item) for i, item in reversed(list(enumerate(value))))
+    return None
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+# Input files are small (a PR export for the drafter is the largest); the cap stops a huge one from being read
+# whole, and the regular-file check stops an endless one (a rubric.json symlinked to /dev/zero).
+MAX_INPUT_BYTES = 64 * 1024 * 1024
+
+
+def read_input_bytes(path: Path, max_bytes: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of an input file: a regular file (symlinks followed) of at most ``max_bytes``; InputError
+    otherwise (missing, a directory, a device such as /dev/zero, a pipe, too large, unreadable)."""
+    try:
+        info = os.stat(path)
     except FileNotFoundError:
         raise InputError(path, "file not found") from None
-    except IsADirectoryError:
-        raise InputError(path, "is a directory, not a file") from None
     except OSError as exc:
         raise InputError(path, f"cannot read: {exc.strerror}") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise InputError(path, "is a directory, not a file")
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(path, "not a regular file (a device, a pipe or a socket)")
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except OSError as exc:
+        raise InputError(path, f"cannot read: {exc.strerror}") from None
+    if len(data) > max_bytes:
+        raise InputError(path, f"larger than {max_bytes} bytes; refused")
+    return data
+
+
+class JsonProblem(ValueError):
+    """JSON that parses but that the framework refuses (see :func:`strict_json_loads`)."""
+
+
+def strict_json_loads(text: str) -> Any:
+    """``json.loads`` made strict: no duplicate keys, no NaN/Infinity, every number within a double's range,
+    no nesting deeper than the parser can go, and no lone surrogate (``"\\ud800"``) in any string.
+    Raises json.JSONDecodeError for malformed JSON and :class:`JsonProblem` for the rest."""
+    try:
+        data = json.loads(
+            text,
+            object_pairs_hook=_no_duplicate_keys,
+            parse_constant=_no_constants,
+            parse_float=_finite_float,
+            parse_int=_double_sized_int,
+        )
+    except json.JSONDecodeError:
+        raise
+    except _DuplicateKey as exc:
+        raise JsonProblem(f"duplicate key {exc.args[0]!r} in one object") from None
+    except _OutOfRange as exc:
+        shown = exc.args[0] if len(exc.args[0]) <= 24 else f"{exc.args[0][:12]}...({len(exc.args[0])} chars)"
+        raise JsonProblem(f"number {shown} is out of range (a JSON number must fit a double)") from None
+    except ValueError as exc:
+        raise JsonProblem(f"malformed JSON: {exc}") from None
+    except RecursionError:
+        raise JsonProblem("malformed JSON: nested too deeply") from None
+    if (where := lone_surrogate_path(data)) is not None:
+        raise JsonProblem(f"{where}: a lone surrogate escape (such as \\ud800) is not Unicode text")
+    return data
+
+
+def read_json(path: Path, max_bytes: int = MAX_INPUT_BYTES) -> Any:
+    """Parse a JSON file strictly (:func:`strict_json_loads`; UTF-8, a regular file of at most
+    ``max_bytes``); InputError naming the file on any problem."""
+    raw = read_input_bytes(path, max_bytes)
+    return parse_json(raw, path)
+
+
+def parse_json(raw: bytes, source: str | Path) -> Any:
+    """Parse JSON bytes strictly, as :func:`read_json` does a file (UTF-8, :func:`strict_json_loads`);
+    InputError naming ``source`` on any problem."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(path, f"not UTF-8 text (byte {exc.start})") from None
+        raise InputError(source, f"not UTF-8 text (byte {exc.start})") from None
     if not text.strip():
-        raise InputError(path, "empty file; expected JSON")
+        raise InputError(source, "empty file; expected JSON")
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constants)
+        return strict_json_loads(text)
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno} column {exc.colno}"
-        raise InputError(path, f"malformed JSON: {exc.msg}", where) from None
-    except _DuplicateKey as exc:
-        raise InputError(path, f"duplicate key {exc.args[0]!r} in one object") from None
-    except ValueError as exc:
-        raise InputError(path, f"malformed JSON: {exc}") from None
-    except RecursionError:
-        raise InputError(path, "malformed JSON: nested too deeply") from None
+        raise InputError(source, f"malformed JSON: {exc.msg}", where) from None
+    except JsonProblem as exc:
+        raise InputError(source, str(exc)) from None
 
 
 def parse_rubric(data: Any, source: str | Path = "rubric.json") -> Rubric:
     if not isinstance(data, dict):
         raise InputError(source, "a rubric is a JSON object")
+    if (where := lone_surrogate_path(data)) is not None:
+        # The judge hashes and sends this text as UTF-8; a lone surrogate would crash it there.
+        raise InputErrors(source, [(where, "a lone surrogate (such as \\ud800) is not Unicode text")])
     try:
         return Rubric.model_validate(data)
     except ValidationError as exc:
@@ -372,6 +497,12 @@ def load_rubric(path: Path, *, check_files: bool = True) -> Rubric:
     return rubric
 
 
+def rubric_sha256(data: bytes) -> str:
+    """The content hash of a rubric: sha256 of the rubric.json bytes, as admission keys it and metrics.json
+    records it (§6 provenance)."""
+    return hashlib.sha256(data).hexdigest()
+
+
 def rubric_json_schema() -> dict[str, Any]:
     return Rubric.model_json_schema(by_alias=True)
 
@@ -392,8 +523,10 @@ class TaskSpec(BaseModel):
     base_date: str | None = None
 
 
-def load_task(task_dir: Path) -> TaskSpec:
-    path = task_dir / "task.json"
+def load_task(task_dir: Path, task_json: Path | None = None) -> TaskSpec:
+    """``task_dir/task.json``, or ``task_json`` when given (a task kept outside the public tree, §7); a
+    missing ``prompt`` is read from ``prompt.md`` beside that file."""
+    path = task_json if task_json is not None else task_dir / "task.json"
     data = read_json(path)
     if not isinstance(data, dict):
         raise InputError(path, "task.json is a JSON object")
@@ -402,13 +535,14 @@ def load_task(task_dir: Path) -> TaskSpec:
     except ValidationError as exc:
         raise InputErrors(path, _messages(exc)) from None
     if task.prompt is None:
-        prompt_md = task_dir / "prompt.md"
-        if not prompt_md.is_file():
+        prompt_md = path.parent / "prompt.md"
+        if not prompt_md.exists():
             raise InputError(path, "no prompt: give 'prompt' or a prompt.md beside task.json", "prompt")
         try:
-            task = task.model_copy(update={"prompt": prompt_md.read_text(encoding="utf-8")})
+            prompt = read_input_bytes(prompt_md).decode("utf-8")
         except UnicodeDecodeError:
             raise InputError(prompt_md, "not UTF-8 text") from None
+        task = task.model_copy(update={"prompt": prompt})
     return task
 
 
@@ -476,19 +610,50 @@ class Manifest(BaseModel):
     tests: TestsConfig | None = None
 
 
+class _ManifestLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, strict where the JSON reader is: a key given twice in one mapping is an error
+    (PyYAML keeps the last silently: a second ``tests:`` would hide the first), and an integer too long to
+    convert is a YAML error, not a ValueError from deep inside the constructor."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in seen
+            except TypeError:
+                continue  # an unhashable key: the base constructor reports it
+            if duplicate:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping",
+                    node.start_mark,
+                    f"duplicate key {key!r}",
+                    key_node.start_mark,
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        try:
+            return super().construct_yaml_int(node)
+        except ValueError:
+            raise yaml.constructor.ConstructorError(
+                None, None, "integer too long (more than 4,300 digits)", node.start_mark
+            ) from None
+
+
+_ManifestLoader.add_constructor("tag:yaml.org,2002:int", _ManifestLoader.construct_yaml_int)
+
+
 def load_manifest(path: Path) -> Manifest:
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(path, "file not found") from None
-    except IsADirectoryError:
-        raise InputError(path, "is a directory, not a file") from None
-    except OSError as exc:
-        raise InputError(path, f"cannot read: {exc.strerror}") from None
+        text = read_input_bytes(path).decode("utf-8")
     except UnicodeDecodeError:
         raise InputError(path, "not UTF-8 text") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_ManifestLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else None
@@ -500,6 +665,8 @@ def load_manifest(path: Path) -> Manifest:
         data = {}
     if not isinstance(data, dict):
         raise InputError(path, "a manifest is a YAML mapping")
+    if (where := lone_surrogate_path(data)) is not None:
+        raise InputError(path, "a lone surrogate escape (such as \\ud800) is not Unicode text", where)
     try:
         return Manifest.model_validate(data)
     except ValidationError as exc:

@@ -1,12 +1,14 @@
 """Scope check (§3): changed paths within allowed_globs, outside denied_globs, within the size limits.
 
-CONTRACT: ``check_scope(scope: Scope, changes: list[FileChange], ignored_created: list[str]) -> ScopeResult``
-and ``scope_for_run(task_dir: Path, run_dir: Path) -> ScopeResult`` (reads rubric.json, workspace.diff,
+CONTRACT: ``check_scope(scope: Scope, changes: list[FileChange], ignored_created: list[str],
+self_ignoring_dirs: Sequence[SelfIgnoringDir] = ()) -> ScopeResult`` and
+``scope_for_run(task_dir: Path, run_dir: Path) -> ScopeResult`` (reads rubric.json, workspace.diff,
 ignored_created.txt).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -16,7 +18,7 @@ from grading.diffs import FileChange, load_diff, path_text
 from grading.errors import InputError
 from grading.globs import match_any
 from grading.schema import Scope, load_rubric
-from grading.workspace import read_path_list
+from grading.workspace import IgnoredCreated, SelfIgnoringDir, read_ignored_created
 
 ScopeRule = Literal["outside_allowed", "denied", "ignored_in_denied", "too_many_files", "too_many_lines"]
 
@@ -47,9 +49,17 @@ def changed_lines(changes: list[FileChange]) -> int:
     return sum(c.added + c.removed for c in changes if not c.binary)
 
 
-def check_scope(scope: Scope, changes: list[FileChange], ignored_created: list[str]) -> ScopeResult:
+def check_scope(
+    scope: Scope,
+    changes: list[FileChange],
+    ignored_created: list[str],
+    self_ignoring_dirs: Sequence[SelfIgnoringDir] = (),
+) -> ScopeResult:
     """Check the old and new path of every change against the globs, ignored files against denied_globs,
     and the size limits. Globs are the rubric dialect (``grading.globs``), never fnmatch.
+
+    A self-ignoring directory the run created is checked against denied_globs as a path (``.ci/cache``
+    under ``.ci/**``, reported as ``.ci/cache/``) and file by file.
     """
     violations: list[ScopeViolation] = []
     seen: set[tuple[str | None, str]] = set()
@@ -70,6 +80,12 @@ def check_scope(scope: Scope, changes: list[FileChange], ignored_created: list[s
     for path in ignored_created:
         if match_any(scope.denied_globs, path):
             add(path, "ignored_in_denied")
+    for directory in self_ignoring_dirs:
+        if match_any(scope.denied_globs, directory.path):
+            add(directory.path + "/", "ignored_in_denied")
+        for path in directory.files:
+            if match_any(scope.denied_globs, path):
+                add(path, "ignored_in_denied")
     files = changed_files(changes)
     lines = changed_lines(changes)
     if scope.max_files is not None and files > scope.max_files:
@@ -81,22 +97,33 @@ def check_scope(scope: Scope, changes: list[FileChange], ignored_created: list[s
     )
 
 
-def read_ignored_created(path: Path) -> list[str]:
-    """``ignored_created.txt`` as `rubric capture` writes it; an absent file is an empty list."""
-    if not path.exists():
-        return []
+def _shown(name: str) -> str:
     # Names that are not UTF-8 come back with surrogate escapes; show them as the diff parser does.
-    return [path_text(name.encode("utf-8", errors="surrogateescape")) for name in read_path_list(path)]
+    return path_text(name.encode("utf-8", errors="surrogateescape"))
 
 
-def scope_for_run(task_dir: Path, run_dir: Path) -> ScopeResult:
-    """Scope of one run: ``task_dir/rubric.json`` against ``run_dir/workspace.diff`` and
-    ``run_dir/ignored_created.txt`` (absent means no ignored file was created). InputError on bad input.
+def read_ignored_created_shown(path: Path) -> IgnoredCreated:
+    """``ignored_created.txt`` as `rubric capture` writes it, names shown as the diff parser shows them;
+    an absent file is an empty one."""
+    found = read_ignored_created(path)
+    return IgnoredCreated(
+        files=[_shown(f) for f in found.files],
+        self_ignoring_dirs=[
+            SelfIgnoringDir(path=_shown(d.path), files=[_shown(f) for f in d.files])
+            for d in found.self_ignoring_dirs
+        ],
+    )
+
+
+def scope_for_run(task_dir: Path, run_dir: Path, rubric_path: Path | None = None) -> ScopeResult:
+    """Scope of one run: ``task_dir/rubric.json`` (or ``rubric_path``, a rubric kept elsewhere) against
+    ``run_dir/workspace.diff`` and ``run_dir/ignored_created.txt`` (absent means no ignored file was
+    created). InputError on bad input.
     """
     for directory in (task_dir, run_dir):
         if not directory.is_dir():
             raise InputError(directory, "not a directory")
-    rubric = load_rubric(task_dir / RUBRIC_NAME, check_files=False)
+    rubric = load_rubric(rubric_path or task_dir / RUBRIC_NAME, check_files=False)
     changes = load_diff(run_dir / DIFF_NAME)
-    ignored_created = read_ignored_created(run_dir / IGNORED_CREATED_NAME)
-    return check_scope(rubric.scope, changes, ignored_created)
+    ignored = read_ignored_created_shown(run_dir / IGNORED_CREATED_NAME)
+    return check_scope(rubric.scope, changes, ignored.files, ignored.self_ignoring_dirs)

@@ -2,9 +2,10 @@
 
 CONTRACT: ``snapshot_ignored(workspace) -> list[str]``, ``write_snapshot(workspace, out) -> int``,
 ``capture(workspace, base, before, out_dir) -> CaptureResult`` (writes ``workspace.diff`` and
-``ignored_created.txt`` into ``out_dir``), ``read_path_list(path) -> list[str]`` to read
-``ignored_created.txt`` back, ``read_snapshot(path) -> list[str]`` (its ignored paths; the whole file, with
-the recorded exclusion rules, is ``read_snapshot_file(path) -> Snapshot``).
+``ignored_created.txt`` into ``out_dir``), ``read_ignored_created(path) -> IgnoredCreated`` to read
+``ignored_created.txt`` back (``read_path_list`` gives its lines only: files, and ``dir/`` entries),
+``read_snapshot(path) -> list[str]`` (its ignored paths; the whole file, with the recorded exclusion rules,
+is ``read_snapshot_file(path) -> Snapshot``).
 
 Path-list files (the snapshot and ``ignored_created.txt``) hold one path per line, relative to the
 workspace root, ``/``-separated, UTF-8, each line ending in ``\\n``. A name that a plain line cannot carry
@@ -15,11 +16,14 @@ starting with ``#``. Inside the quotes ``\\a \\b \\t \\n \\v \\f \\r \\" \\\\`` 
 with ``#`` are comments. Names that are not UTF-8 come back as ``str`` with surrogate escapes
 (``os.fsdecode``).
 
-The snapshot starts with the line ``# rubric snapshot v2``, which is how a wrong ``--before`` file is told
+The snapshot starts with the line ``# rubric snapshot v3``, which is how a wrong ``--before`` file is told
 apart. Its second line is ``# info/exclude: "..."``: the bytes of the workspace's ``.git/info/exclude`` at
 snapshot time, always C-quoted as above (``""`` when the file is absent or empty). That file is an exclusion
 source outside the tree, so no diff shows an edit to it: the capture lists untracked and ignored files with
-the recorded content instead of the current one (see below). The ignored paths follow, one per line.
+the recorded content instead of the current one (see below). Then, per ``.gitignore`` in the work tree, a
+``# ignore file: "<path>"`` line and a ``# ignore rules: "<bytes>"`` line (both C-quoted): the rules that
+existed before the run. The ignored paths follow, one per line. Version 2 (no ``.gitignore`` record) is
+still read.
 Version 1 (``# rubric snapshot v1``, paths only) is still read, but it lacks the recorded exclusion rules,
 so a capture from a v1 snapshot falls back to the workspace's current ``info/exclude``: a file the agent
 excluded there during the run is then missing from the diff (``CaptureResult.exclude_rules_recorded`` is
@@ -59,10 +63,22 @@ How the capture works, and why:
   ``info/exclude`` holds the recorded bytes, and ``core.excludesFile`` (the user's ``~/.config/git/ignore``
   included) is ``/dev/null`` at both ends. Otherwise an agent could write ``NOTES.md``, append it to
   ``.git/info/exclude`` and have it only in ``ignored_created.txt``, which scope checks against
-  ``denied_globs`` alone, so neither ``allowed_globs`` nor the judge would see it. ``.gitignore`` files are
-  in the tree: an edit to a tracked one, or a new one that is not itself ignored, is in the diff. A new
-  ``.gitignore`` that ignores itself (``.pytest_cache/.gitignore`` says ``*``) is not; it and the files it
-  hides are in ``ignored_created.txt`` only, as every newly ignored file is.
+  ``denied_globs`` alone, so neither ``allowed_globs`` nor the judge would see it.
+- ``.gitignore`` files are in the tree, and rules the run wrote hide nothing: a file the run created
+  that only rules which did not exist before the run ignore (a new or edited ``.gitignore`` anywhere,
+  one that ignores itself included) is added to the diff like any untracked file
+  (``CaptureResult.ignored_in_diff``). The rules before the run are the ``.gitignore`` files the v3
+  snapshot records byte for byte (tracked, untracked and ignored ones) plus the recorded
+  ``info/exclude``; ``git check-ignore`` decides in a shadow work tree holding only those files, so
+  git's own matching applies. A v1/v2 snapshot has no record: the base commit's ``.gitignore`` files
+  stand in (``ignore_files_recorded`` is false), which shows more, never less.
+- The exception is a tool cache or virtual environment: a directory with no path in it before the run
+  (base commit, snapshot, recorded ``.gitignore`` files) whose own new ``.gitignore`` has the single
+  pattern ``*`` (what pytest, mypy, ruff and venv write). Only the outermost such directory counts. It
+  is one ``dir/`` line of ``ignored_created.txt``, followed by ``# files: N`` and one ``# - path``
+  comment per file in it (:func:`format_ignored_created`, read back with :func:`read_ignored_created`),
+  so ``denied_globs`` and ``tests.config_globs`` still see every file while plain path-list readers
+  skip the comments.
 - Ignored files are listed file by file (no ``--directory`` collapsing), so a new file inside a directory
   that was already ignored before the run shows up in ``ignored_created.txt``.
 """
@@ -71,6 +87,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -78,11 +95,20 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, field_serializer
 
+from grading.diffs import c_quote, read_quoted
 from grading.errors import InputError
 
-SNAPSHOT_HEADER = "# rubric snapshot v2"  # what write_snapshot writes
+SNAPSHOT_HEADER = "# rubric snapshot v3"  # what write_snapshot writes
+SNAPSHOT_HEADER_V2 = "# rubric snapshot v2"  # still read: no recorded .gitignore files
 SNAPSHOT_HEADER_V1 = "# rubric snapshot v1"  # still read: paths only, no recorded info/exclude
 _EXCLUDE_PREFIX = "# info/exclude: "
+_IGNORE_FILE_PREFIX = "# ignore file: "
+_IGNORE_RULES_PREFIX = "# ignore rules: "
+_GITIGNORE = ".gitignore"
+_MAX_SELF_IGNORE_BYTES = 64 * 1024  # a tool's "*" file is a few bytes; a bigger one is not read as one
+# ignored_created.txt: the comment lines that follow a self-ignoring directory's line
+_DIR_COUNT_PREFIX = "# files: "
+_DIR_FILE_PREFIX = "# - "
 DIFF_NAME = "workspace.diff"
 IGNORED_CREATED_NAME = "ignored_created.txt"
 
@@ -159,6 +185,26 @@ _DIFF_FLAGS: tuple[str, ...] = (
 )
 
 
+class SelfIgnoringDir(BaseModel):
+    """A directory the run created whose own new ``.gitignore`` ignores everything in it (a tool cache or a
+    virtual environment): one entry of ``ignored_created.txt``, not shown in the diff."""
+
+    path: str  # relative to the workspace root, without the trailing '/'
+    files: list[str]  # every file in it, relative to the workspace root
+
+    @property
+    def file_count(self) -> int:
+        return len(self.files)
+
+    @field_serializer("path")
+    def _json_safe_path(self, path: str) -> str:
+        return _text(path)
+
+    @field_serializer("files")
+    def _json_safe_files(self, paths: list[str]) -> list[str]:
+        return [_text(p) for p in paths]
+
+
 class CaptureResult(BaseModel):
     """What ``capture`` wrote into the run directory."""
 
@@ -173,8 +219,12 @@ class CaptureResult(BaseModel):
     exclude_rules_recorded: bool = True
     # .git/info/exclude differs from the snapshot's (the capture used the snapshot's)
     info_exclude_changed: bool = False
+    # False for a v1/v2 snapshot: the base commit's .gitignore files stood in for the ones before the run
+    ignore_files_recorded: bool = True
+    self_ignoring_dirs: list[SelfIgnoringDir] = []  # in ignored_created.txt as one "dir/" line each
+    ignored_in_diff: list[str] = []  # ignored only by rules written during the run: in the diff
 
-    @field_serializer("ignored_created", "nested_repositories", "unrepresentable")
+    @field_serializer("ignored_created", "nested_repositories", "unrepresentable", "ignored_in_diff")
     def _json_safe(self, paths: list[str]) -> list[str]:
         # JSON cannot carry bytes that are not UTF-8: show them as \xNN, as grading.diffs.path_text does.
         return [_text(p) for p in paths]
@@ -331,6 +381,33 @@ class Snapshot(BaseModel):
     version: int
     ignored: list[str]
     info_exclude: bytes | None  # the workspace's .git/info/exclude at snapshot time; None in a v1 file
+    # every .gitignore in the work tree at snapshot time (path -> bytes); None in a v1 or v2 file
+    ignore_files: dict[str, bytes] | None = None
+
+
+def _is_gitignore(path: str) -> bool:
+    return path == _GITIGNORE or path.endswith("/" + _GITIGNORE)
+
+
+def _read_ignore_files(git: _Git, scan: _Scan) -> dict[str, bytes]:
+    """The bytes of every ``.gitignore`` in the work tree: tracked, untracked and ignored ones.
+
+    git does not follow a ``.gitignore`` that is a symbolic link, so neither does this.
+    """
+    tracked = _split_z(git.run("ls-files", "-z", "--cached", "--", f":(top,glob)**/{_GITIGNORE}"))
+    found: dict[str, bytes] = {}
+    for rel in sorted({*tracked, *scan.untracked, *scan.nested_files, *scan.ignored}):
+        if not _is_gitignore(rel):
+            continue
+        try:
+            fd = os.open(git.workspace / rel, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue  # deleted from the work tree, or a symlink: git reads no rules from it either
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                continue
+            found[rel] = handle.read()
+    return found
 
 
 def _read_info_exclude(git: _Git) -> bytes:
@@ -354,7 +431,10 @@ def _use_scratch(git: _Git, scratch: Path, info_exclude: bytes) -> None:
     objects = _git_path(git, "objects").resolve()
     scratch_index = scratch / "index"
     if real_index.is_file():
-        shutil.copyfile(real_index, scratch_index)
+        # copy2 keeps the index's mtime: git takes an entry whose file changed in the same second as the
+        # index was written ("racily clean") for unchanged unless the index is older than that change, so a
+        # fresh mtime on the copy would hide a same-size edit made right after `git status` or a checkout.
+        shutil.copy2(real_index, scratch_index)
     (scratch / "objects").mkdir()
     git_dir = _scratch_git_dir(git, scratch, real_index.parent, info_exclude)
     git.extra_env = {
@@ -375,8 +455,9 @@ def take_snapshot(workspace: Path) -> Snapshot:
     # The scan runs exactly as the capture's will, from a scratch git directory holding these same bytes.
     with tempfile.TemporaryDirectory(prefix="rubric-snapshot-") as scratch_name:
         _use_scratch(git, Path(scratch_name), info_exclude)
-        ignored = _scan(git).ignored
-    return Snapshot(version=2, ignored=ignored, info_exclude=info_exclude)
+        scan = _scan(git)
+        ignore_files = _read_ignore_files(git, scan)
+    return Snapshot(version=3, ignored=scan.ignored, info_exclude=info_exclude, ignore_files=ignore_files)
 
 
 def snapshot_ignored(workspace: Path) -> list[str]:
@@ -390,8 +471,10 @@ def write_snapshot(workspace: Path, out: Path) -> int:
     Returns the number of ignored paths.
     """
     snap = take_snapshot(workspace)
-    exclude_line = _EXCLUDE_PREFIX + _c_quote(snap.info_exclude or b"")
-    _write_text(out, f"{SNAPSHOT_HEADER}\n{exclude_line}\n" + format_path_list(snap.ignored))
+    lines = [SNAPSHOT_HEADER, _EXCLUDE_PREFIX + c_quote(snap.info_exclude or b"")]
+    for rel, rules in (snap.ignore_files or {}).items():
+        lines += [_IGNORE_FILE_PREFIX + c_quote(os.fsencode(rel)), _IGNORE_RULES_PREFIX + c_quote(rules)]
+    _write_text(out, "".join(line + "\n" for line in lines) + format_path_list(snap.ignored))
     return len(snap.ignored)
 
 
@@ -404,17 +487,6 @@ def _write_text(path: Path, text: str) -> None:
 
 # ---- path-list files ----------------------------------------------------------------------------------
 
-_ESCAPES = {7: "a", 8: "b", 9: "t", 10: "n", 11: "v", 12: "f", 13: "r", 34: '"', 92: "\\"}
-_UNESCAPES = {v: k for k, v in _ESCAPES.items()}
-
-
-def _is_utf8(path: str) -> bool:
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
 
 def quote_path(path: str) -> str:
     """One line of a path-list file: the name as is, or C-quoted when a plain line cannot carry it."""
@@ -422,86 +494,103 @@ def quote_path(path: str) -> str:
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError:
-        return _c_quote(raw)
+        return c_quote(raw)
     if (
         any(b < 0x20 or b == 0x7F or b in (0x22, 0x5C) for b in raw)
         or path.startswith("#")
         or path != path.strip()
     ):
-        return _c_quote(raw)
+        return c_quote(raw)
     return path
-
-
-def _utf8_length(raw: bytes, i: int) -> int:
-    """Length of the valid UTF-8 sequence starting at ``raw[i]`` (a byte >= 0x80), 0 if it is not one."""
-    b = raw[i]
-    length = 2 if b >> 5 == 0b110 else 3 if b >> 4 == 0b1110 else 4 if b >> 3 == 0b11110 else 0
-    if not length:
-        return 0
-    try:
-        raw[i : i + length].decode("utf-8")
-    except UnicodeDecodeError:
-        return 0
-    return length
-
-
-def _c_quote(raw: bytes) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(raw):
-        b = raw[i]
-        if b in _ESCAPES:
-            out.append("\\" + _ESCAPES[b])
-        elif b < 0x20 or b == 0x7F:
-            out.append(f"\\{b:03o}")
-        elif b < 0x80:
-            out.append(chr(b))
-        elif length := _utf8_length(raw, i):
-            # Keep valid UTF-8 readable; escape only the bytes that are not UTF-8.
-            out.append(raw[i : i + length].decode("utf-8"))
-            i += length
-            continue
-        else:
-            out.append(f"\\{b:03o}")
-        i += 1
-    return '"' + "".join(out) + '"'
 
 
 def unquote_path(line: str) -> str:
     """Inverse of :func:`quote_path`; raises ValueError on a malformed quoted name."""
     if not line.startswith('"'):
         return line
-    if len(line) < 2 or not line.endswith('"'):
-        raise ValueError("quoted name without its closing quote")
-    body = line[1:-1]
-    out = bytearray()
-    i = 0
-    while i < len(body):
-        ch = body[i]
-        if ch == '"':
-            raise ValueError("unescaped quote inside a quoted name")
-        if ch != "\\":
-            out.extend(ch.encode("utf-8", "surrogateescape"))
-            i += 1
-            continue
-        nxt = body[i + 1 : i + 2]
-        if nxt in _UNESCAPES:
-            out.append(_UNESCAPES[nxt])
-            i += 2
-        elif len(body) >= i + 4 and all(c in "01234567" for c in body[i + 1 : i + 4]):
-            value = int(body[i + 1 : i + 4], 8)
-            if value > 0xFF:
-                raise ValueError(f"octal escape out of range: \\{body[i + 1 : i + 4]}")
-            out.append(value)
-            i += 4
-        else:
-            raise ValueError(f"bad escape {body[i : i + 2]!r}")
-    return os.fsdecode(bytes(out))
+    raw, end = read_quoted(line)
+    if end != len(line):
+        raise ValueError("unescaped quote inside a quoted name")
+    return os.fsdecode(raw)
 
 
 def format_path_list(paths: Sequence[str]) -> str:
     """The text of a path-list file (no header)."""
     return "".join(quote_path(p) + "\n" for p in paths)
+
+
+def format_ignored_created(files: Sequence[str], self_ignoring: Sequence[SelfIgnoringDir] = ()) -> str:
+    """The text of ``ignored_created.txt``: the ignored files the run created, one per line, then one
+    ``dir/`` line per self-ignoring directory followed by ``# files: N`` and one ``# - path`` comment per
+    file in it (comments, so a reader of plain path lists skips them)."""
+    text = format_path_list(files)
+    for directory in self_ignoring:
+        text += quote_path(directory.path + "/") + "\n" + f"{_DIR_COUNT_PREFIX}{directory.file_count}\n"
+        text += "".join(f"{_DIR_FILE_PREFIX}{quote_path(f)}\n" for f in directory.files)
+    return text
+
+
+class IgnoredCreated(BaseModel):
+    """``ignored_created.txt`` read back."""
+
+    files: list[str] = []
+    self_ignoring_dirs: list[SelfIgnoringDir] = []
+
+    def all_files(self) -> list[str]:
+        """Every ignored file the run created, those inside self-ignoring directories included."""
+        return [*self.files, *(f for d in self.self_ignoring_dirs for f in d.files)]
+
+
+def read_ignored_created(path: Path) -> IgnoredCreated:
+    """Read ``ignored_created.txt`` (:func:`format_ignored_created`); an absent file is an empty one.
+
+    InputError naming the file and line on a malformed line, a path outside the workspace, a file listed
+    under a directory it is not in, or a file count that does not match the files listed.
+    """
+    if not path.exists():
+        return IgnoredCreated()
+    files: list[str] = []
+    dirs: list[SelfIgnoringDir] = []
+    counts: list[tuple[int, int]] = []  # (declared count, line) per directory
+
+    def name_at(number: int, line: str) -> str:
+        try:
+            name = unquote_path(line)
+        except ValueError as exc:
+            raise InputError(path, str(exc), f"line {number}") from exc
+        if not line.startswith('"') and any(ord(c) < 0x20 or ord(c) == 0x7F for c in line):
+            raise InputError(path, f"control character in an unquoted name: {line!r}", f"line {number}")
+        if problem := _check_relative(name.removesuffix("/") if name.endswith("/") else name):
+            raise InputError(path, f"{problem}: {line!r}", f"line {number}")
+        return name
+
+    for number, line in enumerate(_read_lines(path), start=1):
+        if line.startswith(_DIR_COUNT_PREFIX) and dirs and counts[-1][0] < 0:
+            value = line[len(_DIR_COUNT_PREFIX) :]
+            if not value.isascii() or not value.isdigit() or len(value) > 12:
+                raise InputError(path, f"file count is not a number: {value!r}", f"line {number}")
+            counts[-1] = (int(value), number)
+        elif line.startswith(_DIR_FILE_PREFIX) and dirs:
+            name = name_at(number, line[len(_DIR_FILE_PREFIX) :])
+            if not name.startswith(dirs[-1].path + "/"):
+                raise InputError(path, f"{name!r} is not inside {dirs[-1].path + '/'!r}", f"line {number}")
+            dirs[-1].files.append(name)
+        elif line.startswith("#"):
+            continue
+        elif (name := name_at(number, line)).endswith("/"):
+            dirs.append(SelfIgnoringDir(path=name[:-1], files=[]))
+            counts.append((-1, number))
+        else:
+            files.append(name)
+    for directory, (count, number) in zip(dirs, counts, strict=True):
+        if count != len(directory.files):
+            declared = "no count" if count < 0 else f"a count of {count}"
+            raise InputError(
+                path,
+                f"{directory.path + '/'!r} has {declared} but lists {len(directory.files)} file(s)",
+                f"line {number}",
+            )
+    return IgnoredCreated(files=files, self_ignoring_dirs=dirs)
 
 
 def _check_relative(path: str) -> str | None:
@@ -543,10 +632,11 @@ def read_path_list(path: Path, header: str | None = None) -> list[str]:
     lines = _read_lines(path)
     if header is not None and (not lines or lines[0] != header):
         raise InputError(path, f"not a snapshot written by `rubric snapshot` (first line must be {header!r})")
-    return _parse_paths(path, lines)
+    return _parse_paths(path, lines, allow_dirs=True)
 
 
-def _parse_paths(path: Path, lines: list[str]) -> list[str]:
+def _parse_paths(path: Path, lines: list[str], *, allow_dirs: bool = False) -> list[str]:
+    """The path lines; with ``allow_dirs`` a ``dir/`` line (a self-ignoring directory) is kept as it is."""
     paths: list[str] = []
     for number, line in enumerate(lines, start=1):
         if line.startswith("#"):
@@ -557,7 +647,7 @@ def _parse_paths(path: Path, lines: list[str]) -> list[str]:
             name = unquote_path(line)
         except ValueError as exc:
             raise InputError(path, str(exc), f"line {number}") from exc
-        problem = _check_relative(name)
+        problem = _check_relative(name[:-1] if allow_dirs and name.endswith("/") else name)
         if problem:
             raise InputError(path, f"{problem}: {line!r}", f"line {number}")
         paths.append(name)
@@ -569,23 +659,57 @@ def read_snapshot_file(path: Path) -> Snapshot:
     missing or malformed."""
     lines = _read_lines(path)
     first = lines[0] if lines else ""
-    if first not in (SNAPSHOT_HEADER, SNAPSHOT_HEADER_V1):
+    versions = {SNAPSHOT_HEADER: 3, SNAPSHOT_HEADER_V2: 2, SNAPSHOT_HEADER_V1: 1}
+    if first not in versions:
         raise InputError(
             path,
             "not a snapshot written by `rubric snapshot` "
-            f"(first line must be {SNAPSHOT_HEADER!r} or {SNAPSHOT_HEADER_V1!r})",
+            f"(first line must be {SNAPSHOT_HEADER!r}, {SNAPSHOT_HEADER_V2!r} or {SNAPSHOT_HEADER_V1!r})",
         )
-    if first == SNAPSHOT_HEADER_V1:
+    version = versions[first]
+    if version == 1:
         return Snapshot(version=1, ignored=_parse_paths(path, lines), info_exclude=None)
     second = lines[1] if len(lines) > 1 else ""
-    quoted = second[len(_EXCLUDE_PREFIX) :]
-    if not second.startswith(_EXCLUDE_PREFIX) or not quoted.startswith('"'):
+    if not second.startswith(_EXCLUDE_PREFIX) or not second[len(_EXCLUDE_PREFIX) :].startswith('"'):
         raise InputError(path, f"second line must be {_EXCLUDE_PREFIX}followed by a quoted string", "line 2")
+    info_exclude = _quoted_bytes(path, 2, second[len(_EXCLUDE_PREFIX) :], "info/exclude")
+    ignore_files: dict[str, bytes] | None = None
+    if version == 3:
+        ignore_files = {}
+        number = 3
+        while number <= len(lines) and lines[number - 1].startswith(_IGNORE_FILE_PREFIX):
+            name = os.fsdecode(
+                _quoted_bytes(path, number, lines[number - 1][len(_IGNORE_FILE_PREFIX) :], "ignore file")
+            )
+            rules_line = lines[number] if number < len(lines) else ""
+            if not rules_line.startswith(_IGNORE_RULES_PREFIX):
+                raise InputError(
+                    path,
+                    f"an ignore file line must be followed by {_IGNORE_RULES_PREFIX!r}",
+                    f"line {number + 1}",
+                )
+            if (problem := _check_relative(name)) or not _is_gitignore(name):
+                raise InputError(
+                    path, f"ignore file: {problem or 'not a .gitignore'}: {name!r}", f"line {number}"
+                )
+            rules = _quoted_bytes(path, number + 1, rules_line[len(_IGNORE_RULES_PREFIX) :], "ignore rules")
+            ignore_files[name] = rules
+            number += 2
+    return Snapshot(
+        version=version,
+        ignored=_parse_paths(path, lines),
+        info_exclude=info_exclude,
+        ignore_files=ignore_files,
+    )
+
+
+def _quoted_bytes(path: Path, number: int, quoted: str, what: str) -> bytes:
+    if not quoted.startswith('"'):
+        raise InputError(path, f"{what}: not a quoted string", f"line {number}")
     try:
-        info_exclude = os.fsencode(unquote_path(quoted))
+        return os.fsencode(unquote_path(quoted))
     except ValueError as exc:
-        raise InputError(path, f"info/exclude: {exc}", "line 2") from exc
-    return Snapshot(version=2, ignored=_parse_paths(path, lines), info_exclude=info_exclude)
+        raise InputError(path, f"{what}: {exc}", f"line {number}") from exc
 
 
 def read_snapshot(path: Path) -> list[str]:
@@ -619,7 +743,7 @@ def _alternates_value(paths: Sequence[Path]) -> str:
     entries = []
     for p in paths:
         raw = os.fsencode(p)
-        entries.append(_c_quote(raw) if b":" in raw or raw.startswith(b'"') else os.fsdecode(raw))
+        entries.append(c_quote(raw) if b":" in raw or raw.startswith(b'"') else os.fsdecode(raw))
     return ":".join(entries)
 
 
@@ -635,12 +759,24 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
     current_exclude = _read_info_exclude(git)
     # A v1 snapshot did not record the rules: the current ones are all there is (module docstring).
     info_exclude = current_exclude if snap.info_exclude is None else snap.info_exclude
+    # A v1 or v2 snapshot did not record the .gitignore files: the base commit's stand in for them.
+    old_ignore_files = (
+        snap.ignore_files if snap.ignore_files is not None else _base_ignore_files(git, base_commit)
+    )
 
     with tempfile.TemporaryDirectory(prefix="rubric-capture-") as scratch_name:
         # Everything from here on (the scan, git add -N, the diff) sees the same scratch git directory, so
         # a file the scan calls untracked is one git add accepts and the diff shows.
-        _use_scratch(git, Path(scratch_name), info_exclude)
+        scratch = Path(scratch_name)
+        _use_scratch(git, scratch, info_exclude)
         scan = _scan(git, staged_repositories)
+        created = sorted(set(scan.ignored) - before_paths)
+        self_ignoring = _self_ignoring_dirs(git, base_commit, created, before_paths, old_ignore_files)
+        in_dirs = {f for d in self_ignoring for f in d.files}
+        rest = [p for p in created if p not in in_dirs]
+        # A file that only rules written during the run ignore is an ordinary new file (module docstring).
+        still_ignored = _ignored_by(git, scratch, info_exclude, old_ignore_files, rest, before)
+        surfaced = [p for p in rest if p not in still_ignored]
         _clear_hiding_bits(git)
         if scan.untracked:
             # --literal-pathspecs: a file named '*.py' is that file, not a glob over the work tree.
@@ -656,16 +792,18 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
             )
         if staged_repositories:
             git.run("update-index", "--force-remove", "-z", "--stdin", stdin=_nul_joined(staged_repositories))
-        if scan.nested_files:
-            # git add would stop at the nested .git (a gitlink); update-index adds the files themselves.
-            git.run("update-index", "--add", "-z", "--stdin", stdin=_nul_joined(scan.nested_files))
+        if scan.nested_files or surfaced:
+            # git add would stop at a nested .git (a gitlink) and refuses ignored files; update-index adds
+            # the files themselves and reads no ignore rule.
+            files = [*scan.nested_files, *surfaced]
+            git.run("update-index", "--add", "-z", "--stdin", stdin=_nul_joined(files))
         diff = git.run("diff", *_DIFF_FLAGS, base_commit, "--")
         in_index = set(_split_z(git.run("ls-files", "-z")))
     # Names git refuses to track anywhere (a '.GIT' directory): no diff can carry them, so they are listed
     # with the ignored files, where denied_globs still sees them.
-    unrepresentable = sorted(p for p in (*scan.untracked, *scan.nested_files) if p not in in_index)
+    unrepresentable = sorted(p for p in (*scan.untracked, *scan.nested_files, *surfaced) if p not in in_index)
 
-    ignored_created = sorted((set(scan.ignored) - before_paths) | set(unrepresentable))
+    ignored_created = sorted(set(still_ignored) | set(unrepresentable))
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -675,10 +813,10 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
         diff_path.write_bytes(diff)
     except OSError as exc:
         raise InputError(diff_path, f"cannot write: {exc.strerror or exc}") from exc
-    _write_text(out_dir / IGNORED_CREATED_NAME, format_path_list(ignored_created))
+    _write_text(out_dir / IGNORED_CREATED_NAME, format_ignored_created(ignored_created, self_ignoring))
     # Every file section starts with this header line; content lines start with ' ', '+', '-' and base85
     # lines of binary patches cannot contain a space, so the count is exact.
-    files_changed = sum(1 for line in diff.split(b"\n") if line.startswith(b"diff --git "))
+    files_changed = diff.count(b"\ndiff --git ") + diff.startswith(b"diff --git ")
     return CaptureResult(
         base_commit=base_commit,
         diff_path=str(diff_path),
@@ -689,7 +827,116 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
         unrepresentable=unrepresentable,
         exclude_rules_recorded=snap.info_exclude is not None,
         info_exclude_changed=snap.info_exclude is not None and current_exclude != snap.info_exclude,
+        ignore_files_recorded=snap.ignore_files is not None,
+        self_ignoring_dirs=self_ignoring,
+        ignored_in_diff=sorted(p for p in surfaced if p in in_index),
     )
+
+
+def _base_ignore_files(git: _Git, base_commit: str) -> dict[str, bytes]:
+    """The ``.gitignore`` files of the base commit (path -> bytes): the old rules for a v1/v2 snapshot."""
+    listing = git.run("ls-tree", "-r", "-z", "--full-tree", base_commit)
+    wanted: list[tuple[str, str]] = []
+    for entry in listing.split(b"\0"):
+        meta, _, raw_name = entry.partition(b"\t")
+        name = os.fsdecode(raw_name)
+        parts = meta.split(b" ")
+        if len(parts) == 3 and parts[1] == b"blob" and parts[0] != b"120000" and _is_gitignore(name):
+            wanted.append((name, parts[2].decode("ascii")))
+    if not wanted:
+        return {}
+    out = git.run("cat-file", "--batch", stdin="".join(oid + "\n" for _, oid in wanted).encode("ascii"))
+    found: dict[str, bytes] = {}
+    pos = 0
+    for name, _ in wanted:
+        header_end = out.index(b"\n", pos)
+        size = int(out[pos:header_end].split(b" ")[2])
+        found[name] = out[header_end + 1 : header_end + 1 + size]
+        pos = header_end + 1 + size + 1
+    return found
+
+
+def _ignores_everything(rules: bytes) -> bool:
+    """True for a ``.gitignore`` whose one pattern is ``*`` (what pytest, mypy, ruff and venv write)."""
+    patterns = [line.rstrip(b" ") for line in rules.split(b"\n")]
+    return [p for p in patterns if p and not p.startswith(b"#")] == [b"*"]
+
+
+def _self_ignoring_dirs(
+    git: _Git,
+    base_commit: str,
+    created: Sequence[str],
+    before: set[str],
+    old_ignore_files: Mapping[str, bytes],
+) -> list[SelfIgnoringDir]:
+    """New directories whose own new ``.gitignore`` ignores everything in them (outermost ones only).
+
+    New means nothing was there before the run: no path of the base commit, no ignored file of the
+    snapshot and no recorded ``.gitignore`` under it.
+    """
+    candidates: list[str] = []
+    for path in created:
+        if "/" not in path or not _is_gitignore(path) or path in old_ignore_files:
+            continue
+        try:
+            fd = os.open(git.workspace / path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        with os.fdopen(fd, "rb") as handle:
+            rules = handle.read(_MAX_SELF_IGNORE_BYTES + 1) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+        if len(rules) <= _MAX_SELF_IGNORE_BYTES and _ignores_everything(rules):
+            candidates.append(path[: -len(_GITIGNORE) - 1])
+    if not candidates:
+        return []
+    in_base = set(
+        _split_z(
+            git.run("--literal-pathspecs", "ls-tree", "-z", "--name-only", base_commit, "--", *candidates)
+        )
+    )
+    earlier = [*before, *old_ignore_files]
+    chosen: list[str] = []
+    for directory in sorted(candidates, key=lambda d: (d.count("/"), d)):
+        prefix = directory + "/"
+        if any(directory.startswith(c + "/") for c in chosen) or directory in in_base:
+            continue
+        if any(p.startswith(prefix) for p in earlier):
+            continue
+        chosen.append(directory)
+    return [
+        SelfIgnoringDir(path=d, files=[p for p in created if p.startswith(d + "/")]) for d in sorted(chosen)
+    ]
+
+
+def _ignored_by(
+    git: _Git,
+    scratch: Path,
+    info_exclude: bytes,
+    ignore_files: Mapping[str, bytes],
+    paths: Sequence[str],
+    source: Path,
+) -> set[str]:
+    """Those of ``paths`` that the old rules ignore: ``ignore_files`` (the ``.gitignore`` files before the
+    run) and ``info_exclude``, asked of git in a shadow work tree that holds only those files."""
+    if not paths:
+        return set()
+    shadow = scratch / "old-rules-tree"
+    try:
+        shadow.mkdir()
+        for rel, rules in ignore_files.items():
+            target = shadow / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(rules)
+    except OSError as exc:
+        raise InputError(source, f"the recorded .gitignore files do not form a tree: {exc}") from exc
+    home = scratch / "old-rules"
+    home.mkdir()
+    git_dir = _scratch_git_dir(git, home, home, info_exclude)
+    old = _Git(shadow, {"GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(shadow),
+                        "GIT_INDEX_FILE": str(home / "index")})  # fmt: skip
+    old.config = list(git.config)
+    # exit 1 means "none of them is ignored"
+    out = old.run("check-ignore", "--no-index", "-z", "--stdin", stdin=_nul_joined(paths), ok_codes=(0, 1))
+    return set(_split_z(out))
 
 
 def _scratch_git_dir(git: _Git, scratch: Path, index_dir: Path, info_exclude: bytes) -> Path:

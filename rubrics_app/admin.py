@@ -41,6 +41,17 @@ class TaskAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_filter = ["repository"]
     search_fields = ["task_id"]
 
+    # The database refuses these changes (migration 0006): show them read-only rather than fail on save.
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        if obj is not None and obj.holds_frozen_revision():
+            return Task.FROZEN_FIELDS
+        return ()
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        if obj is not None and obj.holds_frozen_revision():
+            return False
+        return super().has_delete_permission(request, obj)
+
 
 class ReadOnlyAdmin[M: Any](admin.ModelAdmin):  # type: ignore[type-arg]
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:

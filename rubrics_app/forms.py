@@ -11,6 +11,7 @@ from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
 from grading.globs import glob_error
+from grading.schema import MAX_WEIGHT
 from rubrics_app.models import ITEM_ID_RE, ItemKind, RubricItem, RubricRevision
 
 # ModelForm is generic only in django-stubs; at run time it cannot be subscripted (no django_stubs_ext patch).
@@ -21,10 +22,14 @@ else:
     _ItemModelForm = _RevisionModelForm = forms.ModelForm
 
 
+# A version past this is no version this app wrote; passed on, it would overflow the column (a 500).
+MAX_VERSION = 2**31 - 1
+
+
 class ItemForm(_ItemModelForm):
     """Edit one blocker or non-blocker. ``version`` is the one the editor started from (optimistic lock)."""
 
-    version = forms.IntegerField(widget=forms.HiddenInput, min_value=1)
+    version = forms.IntegerField(widget=forms.HiddenInput, min_value=1, max_value=MAX_VERSION)
 
     class Meta:
         model = RubricItem
@@ -90,6 +95,8 @@ class ItemForm(_ItemModelForm):
         value = self.cleaned_data.get("weight")
         if value is None or float(value) <= 0:
             raise forms.ValidationError("A weight is a number above 0.")
+        if float(value) > MAX_WEIGHT:  # grading.schema's bound: weights this large made merge_score NaN
+            raise forms.ValidationError(f"A weight is at most {MAX_WEIGHT}.")
         return float(value)
 
     def text_fields(self) -> dict[str, Any]:
@@ -140,7 +147,7 @@ class GlobsField(forms.CharField):
 class RevisionForm(_RevisionModelForm):
     """Intent, scope and hack report of a draft revision."""
 
-    version = forms.IntegerField(widget=forms.HiddenInput, min_value=1)
+    version = forms.IntegerField(widget=forms.HiddenInput, min_value=1, max_value=MAX_VERSION)
     allowed_globs = GlobsField(required=True, help_text="one per line; ** crosses /, * and ? do not")
     denied_globs = GlobsField(required=False, help_text="one per line, carved out of the allowed globs")
 

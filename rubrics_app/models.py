@@ -1,8 +1,10 @@
 """What maintainers decide, held in the database: repositories, tasks, rubric revisions and their review.
 
-An approved or admitted revision is frozen. The code refuses to edit it (``RubricRevision.is_frozen``), and
-so does the database: migration 0002 installs triggers on SQLite and PostgreSQL that reject UPDATE/DELETE of
-a frozen revision's content, items and calibration diffs. Editing one means a new draft revision
+An approved, admitted or retired revision is frozen. The code refuses to edit it
+(``RubricRevision.is_frozen``), and so does the database: triggers on SQLite and PostgreSQL (migration
+0006) reject every write to a frozen revision's content, items and calibration diffs (REPLACE and TRUNCATE
+included), to the columns of its task that say what it means, and any status move other than draft ->
+approved -> admitted -> retired. Editing one means a new draft revision
 (``rubrics_app.services.revisions.new_draft_from``).
 """
 
@@ -124,12 +126,27 @@ class Task(models.Model):
     def __str__(self) -> str:
         return self.task_id
 
+    # What a rubric means depends on these: frozen (by the database too) while the task holds an approved,
+    # admitted or retired revision.
+    FROZEN_FIELDS = (
+        "repository",
+        "task_id",
+        "spec_prompt",
+        "issue_prompt",
+        "gate",
+        "base_commit",
+        "base_date",
+    )
+
     def admitted_revision(self) -> RubricRevision | None:
         return self.revisions.filter(status=RevisionStatus.ADMITTED).first()
 
     def task_file(self, name: str) -> bytes:
         """The bytes of one of TASK_FILES (empty when the task has none)."""
         return bytes(getattr(self, TASK_FILES[name]) or b"")
+
+    def holds_frozen_revision(self) -> bool:
+        return self.revisions.filter(status__in=FROZEN_STATUSES).exists()
 
     def next_revision_number(self) -> int:
         last = self.revisions.aggregate(n=models.Max("number"))["n"]
@@ -148,8 +165,7 @@ class RevisionStatus(models.TextChoices):
     DRAFT = "draft", "Draft"
     APPROVED = "approved", "Approved"
     ADMITTED = "admitted", "Admitted"
-    # Was admitted until a later revision of the task was: kept, frozen, never admitted again.
-    RETIRED = "retired", "Retired"
+    RETIRED = "retired", "Retired"  # was admitted, superseded by a newer admitted revision of its task
 
 
 FROZEN_STATUSES = (RevisionStatus.APPROVED, RevisionStatus.ADMITTED, RevisionStatus.RETIRED)
@@ -636,10 +652,18 @@ class AuditEvent(models.Model):
         who = self.actor or self.actor_label or "system"
         return f"{who} {self.get_verb_display()} {self.object_repr}"
 
+    @property
+    def item_label(self) -> str:
+        """The id of the item acted on ("" for a revision-level event), also once it left its draft."""
+        if self.item is not None:
+            return self.item.item_id
+        return str((self.detail or {}).get("item_id") or "")
+
 
 class JobKind(models.TextChoices):
     VALIDATE_REVISION = "validate_revision", "Validate a revision"
     EXPORT_REVISION = "export_revision", "Export a revision to the checkout"
+    CHECK_EVIDENCE = "check_evidence", "Check blockers' cited code against the checkout"
     CALIBRATE_REVISION = "calibrate_revision", "Calibrate a revision (§5 admission rows)"
 
 
@@ -671,6 +695,11 @@ class Job(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The worker running the job touches this every JOB_HEARTBEAT_SECONDS; a running job whose heartbeat is
+    # older than JOB_LOST_AFTER_SECONDS lost its worker, and the reaper (tasks.reap_lost_jobs) re-queues it
+    # or, after JOB_MAX_ATTEMPTS claims, fails it with "worker lost".
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)  # claims by a worker
 
     class Meta:
         ordering = ["-created_at", "-pk"]
@@ -815,8 +844,10 @@ class CalibrationRow(models.Model):
 
 
 class JudgeRole(models.TextChoices):
-    PRIMARY = "primary", "Primary"
-    SECOND = "second", "Second"
+    """Which of a repository's judges gave a verdict (calibration here; agent runs in models_runs)."""
+
+    PRIMARY = "primary", "Primary judge"
+    SECOND = "second", "Second judge"
 
 
 class CalibrationVerdict(models.Model):
@@ -847,3 +878,8 @@ class JudgeCacheEntry(models.Model):
     model_id = models.CharField(max_length=200, blank=True)
     entry = models.JSONField()  # grading.judge.cache.CachedVerdicts
     created_at = models.DateTimeField(default=timezone.now)
+
+
+# Agent runs, verdicts, the review queue and re-review flags (a module of their own; imported here so Django
+# finds them).
+from rubrics_app.models_runs import *  # noqa: E402, F403

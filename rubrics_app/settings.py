@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from django.utils.csp import CSP
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -46,12 +49,69 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [part.strip() for part in raw.split(",") if part.strip()]
 
 
-# Runtime data of the embedded default (SQLite file, broker folders) lives here.
+# Runtime data of the embedded default (SQLite file, broker folders, its secret key) lives here.
 VAR_DIR = Path(env_str("RUBRICS_VAR_DIR", str(BASE_DIR / "var")))
 
 DEBUG = env_bool("DEBUG", False)
-SECRET_KEY = env_str("SECRET_KEY", "dev-only-not-secret-set-SECRET_KEY-in-production")
+
+# The key this project once shipped as its default: public, so it signs nothing outside DEBUG.
+DEVELOPMENT_SECRET_KEY = "dev-only-not-secret-set-SECRET_KEY-in-production"
+
+
+def _weak_secret_key(key: str) -> bool:
+    # Django's own measure of a weak key (security.W009), made a refusal to start.
+    return (
+        key == DEVELOPMENT_SECRET_KEY
+        or key.startswith("django-insecure-")
+        or len(key) < 50
+        or len(set(key)) < 5
+    )
+
+
+def _local_secret_key(path: Path) -> str:
+    """A random key made on first start and kept in VAR_DIR (readable by this account only): the embedded
+    default never signs sessions with a key anyone else knows. Machines that share sessions set SECRET_KEY."""
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_urlsafe(48)
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another process (the worker, the web server) made it first
+        return path.read_text().strip()
+    with os.fdopen(descriptor, "w") as out:
+        out.write(key + "\n")
+    return key
+
+
+if os.environ.get("SECRET_KEY"):
+    SECRET_KEY = os.environ["SECRET_KEY"]
+    if not DEBUG and _weak_secret_key(SECRET_KEY):
+        raise ImproperlyConfiguredEnv(
+            "SECRET_KEY is the development key or a weak one (under 50 characters, under 5 distinct, or "
+            "django-insecure-...): with DEBUG=false set a long random one, e.g. "
+            "python -c 'import secrets; print(secrets.token_urlsafe(48))'"
+        )
+else:
+    SECRET_KEY = _local_secret_key(VAR_DIR / "secret_key")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+# HTTPS, off by default (the embedded default serves plain HTTP on localhost); see docs/deployment.md.
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", False)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+# Behind a proxy that terminates TLS and sets X-Forwarded-Proto (and strips it from clients' requests).
+if env_bool("SECURE_PROXY_SSL_HEADER", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+SECURE_REFERRER_POLICY = "same-origin"
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -61,20 +121,26 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_htmx",
+    "axes",
     "rubrics_app",
 ]
 
 MIDDLEWARE = [
+    # First: a body over REQUEST_MAX_BYTES is refused before anything reads it.
+    "rubrics_app.middleware.RequestBodyLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # A backstop: every view also says @login_required; a new view that forgets is still closed.
-    "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "rubrics_app.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: turns a locked-out login into its 429 response.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "rubrics_app.urls"
@@ -106,13 +172,31 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The embedded default has two writers, the web server and the worker: WAL lets readers run beside a
     # writer, IMMEDIATE takes the write lock when a transaction starts (no failed lock upgrade halfway), and
     # the timeout makes the other writer wait instead of failing with "database is locked".
+    # recursive_triggers: the rows a REPLACE deletes fire DELETE triggers, so the frozen-revision triggers
+    # see them (migration 0006). Django turns foreign_keys on for every connection itself.
     DATABASES["default"]["OPTIONS"] = {
         "transaction_mode": "IMMEDIATE",
         "timeout": 20,
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA recursive_triggers=ON",
     }
 
 AUTH_PASSWORD_VALIDATORS: list[dict[str, str]] = []
+# Login throttling (django-axes): AXES_FAILURE_LIMIT failed logins for one username from one address lock
+# that pair out for AXES_COOLOFF_MINUTES. Per pair, so nobody locks a maintainer out from elsewhere.
+AUTHENTICATION_BACKENDS = [
+    "rubrics_app.auth.LoginThrottleBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_ENABLED = env_bool("AXES_ENABLED", True)
+AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("AXES_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+# How many proxies in front of the app set X-Forwarded-For (0: use the connection's address).
+AXES_IPWARE_PROXY_COUNT = env_int("AXES_PROXY_COUNT", 0) or None
+AXES_IPWARE_META_PRECEDENCE_ORDER = (
+    ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"] if AXES_IPWARE_PROXY_COUNT else ["REMOTE_ADDR"]
+)
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "login"
@@ -125,6 +209,20 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
+
+# Content-Security-Policy (Django's own middleware): only this origin's scripts, styles and images, no
+# inline script or style (htmx is a static file; its indicator styles are off, see base.html), no framing.
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF],
+    "img-src": [CSP.SELF, "data:"],
+    "connect-src": [CSP.SELF],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+    "object-src": [CSP.NONE],
+}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -153,6 +251,24 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
+# Jobs never hang: a running job's worker touches Job.heartbeat_at every JOB_HEARTBEAT_SECONDS; every worker
+# also runs the reaper every JOB_REAP_EVERY_SECONDS (and once when it starts), which queues again a job whose
+# heartbeat is older than JOB_LOST_AFTER_SECONDS (its worker died: kill -9, OOM, a lost machine), or fails
+# it with "worker lost" once it has been claimed JOB_MAX_ATTEMPTS times. A thread of each worker rather than
+# Celery beat: no extra process to run (and exactly once), and no broker traffic every few seconds (kombu's
+# filesystem transport can read a message file before its writer has filled it).
+JOB_HEARTBEAT_SECONDS = env_int("JOB_HEARTBEAT_SECONDS", 10)
+JOB_LOST_AFTER_SECONDS = env_int("JOB_LOST_AFTER_SECONDS", 60)
+JOB_REAP_EVERY_SECONDS = env_int("JOB_REAP_EVERY_SECONDS", 30)
+JOB_MAX_ATTEMPTS = env_int("JOB_MAX_ATTEMPTS", 2)
+if not 0 < JOB_HEARTBEAT_SECONDS * 2 <= JOB_LOST_AFTER_SECONDS:
+    raise ImproperlyConfiguredEnv(
+        f"JOB_LOST_AFTER_SECONDS={JOB_LOST_AFTER_SECONDS} must be at least twice "
+        f"JOB_HEARTBEAT_SECONDS={JOB_HEARTBEAT_SECONDS} (and both above 0), or live jobs look lost"
+    )
+if JOB_REAP_EVERY_SECONDS <= 0 or JOB_MAX_ATTEMPTS <= 0:
+    raise ImproperlyConfiguredEnv("JOB_REAP_EVERY_SECONDS and JOB_MAX_ATTEMPTS must be above 0")
+
 # SQLite will not create its file's folder, nor kombu its queue folders: make them on first start.
 _EMBEDDED_BROKER = CELERY_BROKER_URL.startswith("filesystem")
 if _EMBEDDED_BROKER or DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -163,5 +279,31 @@ if _EMBEDDED_BROKER:
 
 # Uploads of rubric zips.
 RUBRIC_UPLOAD_MAX_BYTES = env_int("RUBRIC_UPLOAD_MAX_BYTES", 5 * 1024 * 1024)
+# Request bodies: the largest upload plus room for the form around it, refused by its Content-Length before
+# Django reads or spools a byte (the front server should cap at the same size: docs/deployment.md).
+REQUEST_MAX_BYTES = env_int("REQUEST_MAX_BYTES", RUBRIC_UPLOAD_MAX_BYTES + 256 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024  # a form's fields, without its files
+DATA_UPLOAD_MAX_NUMBER_FIELDS = 200
+DATA_UPLOAD_MAX_NUMBER_FILES = 1  # the one rubric upload
+FILE_UPLOAD_MAX_MEMORY_SIZE = RUBRIC_UPLOAD_MAX_BYTES  # never spooled to disk, since capped anyway
 RUBRIC_ZIP_MAX_UNCOMPRESSED_BYTES = env_int("RUBRIC_ZIP_MAX_UNCOMPRESSED_BYTES", 50 * 1024 * 1024)
 RUBRIC_ZIP_MAX_MEMBERS = env_int("RUBRIC_ZIP_MAX_MEMBERS", 200)
+# Agent-run uploads (zips of run directories): diffs can be tens of MB each.
+RUNS_UPLOAD_MAX_BYTES = env_int("RUNS_UPLOAD_MAX_BYTES", 200 * 1024 * 1024)
+RUNS_ZIP_MAX_UNCOMPRESSED_BYTES = env_int("RUNS_ZIP_MAX_UNCOMPRESSED_BYTES", 1024 * 1024 * 1024)
+RUNS_ZIP_MAX_MEMBERS = env_int("RUNS_ZIP_MAX_MEMBERS", 20000)
+# Percent of the (run, item) pairs where the judges agree that the review queue offers for labelling.
+RUNS_AGREED_SAMPLE_PERCENT = env_int("RUNS_AGREED_SAMPLE_PERCENT", 10)
+# Hours between the evidence checks Celery beat sends (re-review, §6) for every repository with a
+# checkout; 0: never.
+RUNS_EVIDENCE_CHECK_HOURS = env_int("RUNS_EVIDENCE_CHECK_HOURS", 24)
+CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = (
+    {
+        "check-evidence": {
+            "task": "rubrics_app.tasks.check_evidence_everywhere",
+            "schedule": RUNS_EVIDENCE_CHECK_HOURS * 3600.0,
+        }
+    }
+    if RUNS_EVIDENCE_CHECK_HOURS > 0
+    else {}
+)

@@ -1,8 +1,21 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_not_required
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic import RedirectView
 
-from rubrics_app.views import calibration, exports, imports, items, repositories, revisions, tasks
+from rubrics_app.views import (
+    calibration,
+    exports,
+    imports,
+    items,
+    jobs,
+    repositories,
+    revisions,
+    runs,
+    tasks,
+)
 
 app_urls = [
     path("", repositories.repository_list, name="repository_list"),
@@ -11,7 +24,6 @@ app_urls = [
     path("repos/<int:repo_pk>/tasks/<int:task_pk>/", tasks.task_detail, name="task_detail"),
     path("repos/<int:repo_pk>/tasks/<int:task_pk>/files/", calibration.task_files, name="task_files"),
     path("repos/<int:repo_pk>/judges/", calibration.judge_settings, name="judge_settings"),
-    path("repos/<int:repo_pk>/jobs/<int:job_pk>/", exports.job_detail, name="job_detail"),
     path(
         "repos/<int:repo_pk>/revisions/<int:rev_pk>/calibrate/",
         calibration.calibration_start,
@@ -79,11 +91,23 @@ app_urls = [
         name="item_request_changes",
     ),
     path("repos/<int:repo_pk>/items/<int:item_pk>/comment/", items.item_comment, name="item_comment"),
+    # Agent runs, the disagreement queue and re-review.
+    path("repos/<int:repo_pk>/runs/import/", runs.runs_upload, name="runs_upload"),
+    path("repos/<int:repo_pk>/queue/", runs.queue_list, name="queue"),
+    path("repos/<int:repo_pk>/queue/<int:grade_pk>/<str:item_id>/", runs.queue_entry, name="queue_entry"),
+    path(
+        "repos/<int:repo_pk>/queue/<int:grade_pk>/<str:item_id>/label/", runs.queue_label, name="queue_label"
+    ),
+    path("repos/<int:repo_pk>/items/<int:item_pk>/dispute/", runs.item_dispute, name="item_dispute"),
+    path("repos/<int:repo_pk>/flags/<str:what>/<int:pk>/dismiss/", runs.flag_dismiss, name="flag_dismiss"),
+    path("repos/<int:repo_pk>/jobs/<int:job_pk>/", jobs.job_detail, name="job_detail"),
 ]
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # Browsers ask for /favicon.ico whatever the page links to; the login page shows it too.
+    path("favicon.ico", login_not_required(RedirectView.as_view(url=static("rubrics/favicon.ico")))),
     path("", include((app_urls, "rubrics"))),
 ]

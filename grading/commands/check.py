@@ -11,7 +11,14 @@ import argparse
 from pathlib import Path
 
 from grading.admission import AdmissionReport, AdmissionStore, check_task, default_store_path
-from grading.commands._common import Subparsers, add_json_flag, existing_dir, print_json
+from grading.commands._common import (
+    JUDGE_SPEC_HELP,
+    Subparsers,
+    add_held_out_flags,
+    add_json_flag,
+    existing_dir,
+    print_json,
+)
 from grading.commands.grade import add_judge_cache_flags, judge_backend, judge_cache_and_settings
 from grading.commands.judge import printable
 
@@ -25,7 +32,12 @@ def register(subparsers: Subparsers) -> None:
     )
     check.add_argument("task_dir", type=existing_dir, metavar="TASK_DIR")
     check.add_argument("--manifest", type=Path, required=True, metavar="FILE", help="repo_manifest.yaml")
-    check.add_argument("--judge", required=True, metavar="SPEC", help="the judge spec (full model id)")
+    check.add_argument(
+        "--judge",
+        required=True,
+        metavar="SPEC",
+        help="the judge that will grade the agents: " + JUDGE_SPEC_HELP,
+    )
     check.add_argument(
         "--store",
         type=Path,
@@ -33,6 +45,7 @@ def register(subparsers: Subparsers) -> None:
         help="admission reports (SQLite); default $RUBRIC_ADMISSION_STORE or under $XDG_CACHE_HOME",
     )
     check.add_argument("--refresh", action="store_true", help="judge again even when a report is stored")
+    add_held_out_flags(check)
     add_judge_cache_flags(check)
     add_json_flag(check)
     check.set_defaults(handler=run_check)
@@ -50,6 +63,8 @@ def run_check(args: argparse.Namespace) -> int:
         settings=settings,
         # --no-cache asks for the judge to be called again: a stored report would answer without a call.
         refresh=args.refresh or args.no_cache,
+        rubric_path=args.rubric,
+        task_json=args.task_json,
     )
     if args.json:
         print_json(report)

@@ -8,15 +8,26 @@ no metrics.json is written. In every other case metrics.json is written before t
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
-from grading.commands._common import Subparsers, add_json_flag, existing_dir, print_json
+from grading.admission import AdmissionStore, default_store_path
+from grading.commands._common import (
+    JUDGE_SPEC_HELP,
+    Subparsers,
+    add_held_out_flags,
+    add_json_flag,
+    add_regrade_flags,
+    existing_dir,
+    print_json,
+    regrade_rate,
+)
 from grading.commands.judge import printable
 from grading.judge.backend import Backend
-from grading.judge.cache import SqliteCache, default_cache_path
+from grading.judge.cache import SqliteCache, default_cache_path, describe_repeat_agreement
 from grading.judge.cost import load_price_table
 from grading.judge.runner import JudgeSettings
-from grading.judge.specs import make_backend, parse_decoding
+from grading.judge.specs import check_second_judge, make_backend, parse_decoding
 from grading.outcome import RunMetrics, grade_run
 
 
@@ -30,13 +41,38 @@ def register(subparsers: Subparsers) -> None:
     grade.add_argument("task_dir", type=existing_dir, metavar="TASK_DIR")
     grade.add_argument("run_dir", type=existing_dir, metavar="RUN_DIR")
     grade.add_argument("--manifest", type=Path, required=True, metavar="FILE", help="repo_manifest.yaml")
-    grade.add_argument("--judge", required=True, metavar="SPEC", help="primary judge: its verdicts count")
     grade.add_argument(
-        "--second-judge", metavar="SPEC", help="a judge of another model family; recorded only"
+        "--judge",
+        required=True,
+        metavar="SPEC",
+        help="the primary judge, whose verdicts count: " + JUDGE_SPEC_HELP,
+    )
+    grade.add_argument(
+        "--second-judge",
+        metavar="SPEC",
+        help="a judge of another model family, recorded only (the same forms as --judge)",
+    )
+    grade.add_argument(
+        "--allow-same-family",
+        action="store_true",
+        help="accept a second judge of the primary judge's model family (refused by default)",
+    )
+    add_held_out_flags(grade)
+    grade.add_argument(
+        "--store",
+        type=Path,
+        metavar="PATH",
+        help="admission reports (SQLite) that decide 'provisional'; default $RUBRIC_ADMISSION_STORE or "
+        "under $XDG_CACHE_HOME",
     )
     add_judge_cache_flags(grade)
-    grade.add_argument("--second-decoding", action="append", metavar="NAME=VALUE",
-                       help="a decoding parameter for the second judge (repeatable; none by default)")
+    add_regrade_flags(grade)
+    grade.add_argument(
+        "--second-decoding",
+        action="append",
+        metavar="NAME=VALUE",
+        help="a decoding parameter for the second judge (repeatable; none by default)",
+    )
     add_json_flag(grade)
     grade.set_defaults(handler=run_grade)
 
@@ -46,27 +82,44 @@ def add_judge_cache_flags(parser: argparse.ArgumentParser) -> None:
         "--cache", type=Path, metavar="PATH", help="verdict cache (SQLite); default under $XDG_CACHE_HOME"
     )
     parser.add_argument("--no-cache", action="store_true", help="call the judge even on a cached verdict")
-    parser.add_argument("--prices", type=Path, metavar="FILE",
-                        help="price table JSON (default: built-in, or $RUBRIC_JUDGE_PRICES)")
-    parser.add_argument("--decoding", action="append", metavar="NAME=VALUE",
-                        help="a decoding parameter sent to the judge, e.g. temperature=0 (repeatable; "
-                        "none is sent by default)")
+    parser.add_argument(
+        "--prices",
+        type=Path,
+        metavar="FILE",
+        help="price table JSON (default: built-in, or $RUBRIC_JUDGE_PRICES)",
+    )
+    parser.add_argument(
+        "--decoding",
+        action="append",
+        metavar="NAME=VALUE",
+        help="a decoding parameter sent to the judge, e.g. temperature=0 (repeatable; "
+        "none is sent by default)",
+    )
 
 
 def judge_cache_and_settings(args: argparse.Namespace) -> tuple[SqliteCache, JudgeSettings]:
-    cache = SqliteCache(args.cache or default_cache_path())
-    return cache, JudgeSettings(no_cache=args.no_cache, prices=load_price_table(args.prices))
+    settings = JudgeSettings(
+        no_cache=args.no_cache,
+        prices=load_price_table(args.prices),
+        regrade_sample=regrade_rate(args),
+        regrade_seed=getattr(args, "regrade_seed", 0),
+    )
+    return SqliteCache(args.cache or default_cache_path()), settings
 
 
-def judge_backend(spec: str, decoding: list[str] | None) -> Backend:
+def judge_backend(spec: str, decoding: list[str] | None, flag: str = "--decoding") -> Backend:
     """The backend for a judge spec with its ``NAME=VALUE`` decoding parameters (InputError when bad)."""
-    return make_backend(spec, decoding=parse_decoding(decoding))
+    return make_backend(spec, decoding=parse_decoding(decoding, flag))
 
 
 def run_grade(args: argparse.Namespace) -> int:
-    cache, settings = judge_cache_and_settings(args)
     primary = judge_backend(args.judge, args.decoding)
-    second = judge_backend(args.second_judge, args.second_decoding) if args.second_judge else None
+    second = None
+    if args.second_judge:
+        second = judge_backend(args.second_judge, args.second_decoding, "--second-decoding")
+        # Refused before anything is read or called: a same-family pair would be paid for and then useless.
+        check_second_judge(args.judge, args.second_judge, allow_same_family=args.allow_same_family)
+    cache, settings = judge_cache_and_settings(args)
     metrics = grade_run(
         args.task_dir,
         args.run_dir,
@@ -75,11 +128,20 @@ def run_grade(args: argparse.Namespace) -> int:
         second,
         cache=cache,
         settings=settings,
+        rubric_path=args.rubric,
+        task_json=args.task_json,
+        admissions=AdmissionStore(args.store or default_store_path()),
+        allow_same_family=args.allow_same_family,
     )
     if args.json:
         print_json(metrics.to_json_dict())
     else:
         print_summary(metrics, args.run_dir / "metrics.json")
+    for label, result in (("judge", metrics.details.judge), ("second judge", metrics.details.second_judge)):
+        line = describe_repeat_agreement([result]) if result is not None else None
+        if line is not None:
+            # On stderr with --json, so stdout stays one JSON object.
+            print(f"{label}: {line}", file=sys.stderr if args.json else sys.stdout)
     if metrics.mergeable is True or metrics.details.status == "not_measured":
         return 0
     return 1
@@ -104,6 +166,11 @@ def print_summary(metrics: RunMetrics, path: Path) -> None:
     mergeable = "null" if metrics.mergeable is None else str(metrics.mergeable).lower()
     passed = str(metrics.grade_metrics["pass"]).lower()
     print(f"{d.status}: mergeable {mergeable}, merge_score {score}, pass {passed}")
+    if metrics.provisional:
+        print(
+            "  provisional: the admission store holds no passing `rubric check` "
+            "of this rubric with this judge"
+        )
     for reason in d.reasons:
         print(f"  - {printable(reason)}")
     if d.judge_skipped:

@@ -8,22 +8,41 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from grading.commands._common import Subparsers, add_json_flag, existing_dir, print_json
-from grading.diffs import parse_diff
+from grading.commands._common import (
+    JUDGE_SPEC_HELP,
+    Subparsers,
+    add_held_out_flags,
+    add_json_flag,
+    add_regrade_flags,
+    existing_dir,
+    print_json,
+    regrade_rate,
+)
+from grading.diffs import MAX_DIFF_BYTES, decode_diff, parse_diff
 from grading.errors import InputError
 from grading.integrity import check_integrity
-from grading.judge.cache import SqliteCache, cache_key, default_cache_path
+from grading.judge.cache import SqliteCache, cache_key, default_cache_path, describe_repeat_agreement
 from grading.judge.cost import load_price_table
 from grading.judge.models import JudgeResult
-from grading.judge.prompt import DEFAULT_MAX_DIFF_CHARS, check_diff_text, render_request, select_items
+from grading.judge.prompt import (
+    DiffTooLarge,
+    check_diff_text,
+    diff_too_large,
+    render_request,
+    select_items,
+    self_ignoring_note,
+)
 from grading.judge.runner import JudgeSettings, SweepJob, judge_sweep
 from grading.judge.specs import make_backend, parse_decoding
-from grading.schema import Rubric, TaskSpec, load_manifest, load_rubric, load_task
+from grading.schema import Rubric, TaskSpec, load_manifest, load_rubric, load_task, read_input_bytes
+from grading.scope import IGNORED_CREATED_NAME, read_ignored_created_shown
 
 DIFF_NAME = "workspace.diff"
 
@@ -37,48 +56,73 @@ def register(subparsers: Subparsers) -> None:
     )
     parser.add_argument("task_dir", type=existing_dir, metavar="TASK_DIR")
     parser.add_argument("run_dirs", type=existing_dir, nargs="+", metavar="RUN_DIR")
-    parser.add_argument("--judge", required=True, metavar="SPEC",
-                        help="anthropic:<full-model-id>, openai:<full-model-id> or scripted:<file>")
-    parser.add_argument("--render-only", action="store_true",
-                        help="print the exact request body per run and its cache key; call nothing")
+    parser.add_argument("--judge", required=True, metavar="SPEC", help=JUDGE_SPEC_HELP)
+    parser.add_argument(
+        "--render-only",
+        action="store_true",
+        help="print the exact request body per run and its cache key; call nothing",
+    )
     add_json_flag(parser)
-    parser.add_argument("--manifest", type=Path, metavar="FILE",
-                        help="repo_manifest.yaml for tests.config_globs (default: ../../repo_manifest.yaml "
-                        "from TASK_DIR when it exists)")
-    parser.add_argument("--decoding", action="append", metavar="NAME=VALUE",
-                        help="a decoding parameter sent to the model, e.g. temperature=0 (repeatable; "
-                        "none is sent by default)")
-    parser.add_argument("--cache", type=Path, metavar="PATH",
-                        help="SQLite verdict cache (default: $RUBRIC_JUDGE_CACHE, else "
-                        "$XDG_CACHE_HOME/mergeability-grading/judge-cache.sqlite3)")
-    parser.add_argument("--no-cache", action="store_true",
-                        help="do not read cached verdicts (the new ones are recorded as a regrade)")
-    parser.add_argument("--regrade-sample", type=float, default=0.0, metavar="RATE",
-                        help="share of cached diffs judged again to measure repeat agreement (§9)")
-    parser.add_argument("--regrade-seed", type=int, default=0, metavar="N")
-    parser.add_argument("--concurrency", type=int, default=8, metavar="N", help="diffs judged at once")
-    parser.add_argument("--attempts", type=int, default=3, metavar="N",
-                        help="calls per request before a judge failure")
-    parser.add_argument("--prices", type=Path, metavar="FILE",
-                        help="price table JSON (default: built-in, or $RUBRIC_JUDGE_PRICES)")
-    parser.add_argument("--batch", action="store_true",
-                        help="anthropic only: send the sweep as Message Batches (half price, slower)")
+    parser.add_argument(
+        "--manifest",
+        type=Path,
+        metavar="FILE",
+        help="repo_manifest.yaml for tests.config_globs (default: ../../repo_manifest.yaml "
+        "from TASK_DIR when it exists)",
+    )
+    parser.add_argument(
+        "--decoding",
+        action="append",
+        metavar="NAME=VALUE",
+        help="a decoding parameter sent to the model, e.g. temperature=0 (repeatable; "
+        "none is sent by default)",
+    )
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        metavar="PATH",
+        help="SQLite verdict cache (default: $RUBRIC_JUDGE_CACHE, else "
+        "$XDG_CACHE_HOME/mergeability-grading/judge-cache.sqlite3)",
+    )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="do not read cached verdicts (the new ones are recorded as a regrade)",
+    )
+    add_regrade_flags(parser)
+    add_held_out_flags(parser)
+    parser.add_argument(
+        "--concurrency", type=int, default=8, metavar="N", help="diffs judged at once (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--attempts",
+        type=int,
+        default=3,
+        metavar="N",
+        help="calls per request before a judge failure (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--prices",
+        type=Path,
+        metavar="FILE",
+        help="price table JSON (default: built-in, or $RUBRIC_JUDGE_PRICES)",
+    )
+    parser.add_argument(
+        "--batch",
+        action="store_true",
+        help="anthropic only: send the sweep as Message Batches (half price, slower)",
+    )
     parser.set_defaults(handler=run_judge)
 
 
 def _read_diff(run_dir: Path) -> str:
     path = run_dir / DIFF_NAME
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(path, "file not found (write it with `rubric capture`)") from None
-    if len(data) > 4 * DEFAULT_MAX_DIFF_CHARS:
-        raise InputError(path, f"{len(data)} bytes: too large for the judge")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise InputError(path, "not UTF-8 text; the judge reads text diffs only", f"line {line}") from None
+    if not path.exists():
+        raise InputError(path, "file not found (write it with `rubric capture`)")
+    # A diff over the judge's limit is still read: it is a judge failure for this run, not bad input (§1).
+    data = read_input_bytes(path, MAX_DIFF_BYTES)
+    # Bytes that are not UTF-8 reach the judge as \\xNN (grading.diffs.decode_diff), as in `rubric grade`.
+    return decode_diff(data)
 
 
 def _manifest_path(args: argparse.Namespace) -> Path | None:
@@ -88,25 +132,33 @@ def _manifest_path(args: argparse.Namespace) -> Path | None:
     return default if default.is_file() else None
 
 
-def config_edited(diff_text: str, manifest: Path | None, source: Path) -> bool:
-    """Whether the diff edits a file matching the manifest's tests.config_globs (§3), as integrity sees it."""
+def config_edited(
+    diff_text: str, manifest: Path | None, source: Path, ignored_created: Sequence[str] = ()
+) -> bool:
+    """Whether the diff edits, or the run created as an ignored file, a file matching the manifest's
+    tests.config_globs (§3), as integrity sees it."""
     if manifest is None:
         return False
     tests = load_manifest(manifest).tests
     if tests is None:
         return False
-    result = check_integrity(tests, parse_diff(diff_text, str(source)), None, None, None, None)
+    changes = parse_diff(diff_text, str(source))
+    result = check_integrity(tests, changes, None, None, None, None, ignored_created)
     return bool(result.config_edits)
 
 
 def _settings(args: argparse.Namespace) -> JudgeSettings:
-    if not 0.0 <= args.regrade_sample <= 1.0:
-        raise InputError(None, "must be between 0 and 1", "--regrade-sample")
+    regrade_rate(args)
     if args.concurrency < 1 or args.attempts < 1:
         raise InputError(None, "--concurrency and --attempts must be at least 1")
-    return JudgeSettings(attempts=args.attempts, concurrency=args.concurrency, no_cache=args.no_cache,
-                         regrade_sample=args.regrade_sample, regrade_seed=args.regrade_seed,
-                         prices=load_price_table(args.prices))
+    return JudgeSettings(
+        attempts=args.attempts,
+        concurrency=args.concurrency,
+        no_cache=args.no_cache,
+        regrade_sample=args.regrade_sample,
+        regrade_seed=args.regrade_seed,
+        prices=load_price_table(args.prices),
+    )
 
 
 def printable(text: str) -> str:
@@ -122,21 +174,25 @@ def _print_text(label: str, result: JudgeResult, many: bool) -> None:
         print(f"{prefix}judge failure{tag}: {printable(result.failure)}")
     for v in result.verdicts:
         kind = "blocker" if v.kind == "blocker" else "non-blocker"
-        flag = " [re-judged: reason argued the other way]" if v.flagged_inconsistent else ""
+        flag = " [re-judged: verdict disagreed with its finding]" if v.flagged_inconsistent else ""
         print(f"{prefix}{v.item_id} ({kind}) {v.verdict}{tag}{flag}: {printable(v.reason)}")
     for item_id in result.not_measured:
         print(f"{prefix}{item_id} (blocker) not measured: needs the base tree (needs_tree)")
     cost = f"${result.usage.cost_usd:.4f}" + ("" if result.usage.cost_known else " (price unknown)")
-    print(f"{prefix}judge {result.judge}{tag}, model {result.model_id or '-'}, calls {result.calls}, "
-          f"cache {'hit' if result.cache_hit else 'miss'}, cost {cost}")
+    print(
+        f"{prefix}judge {result.judge}{tag}, model {result.model_id or '-'}, calls {result.calls}, "
+        f"cache {'hit' if result.cache_hit else 'miss'}, cost {cost}"
+    )
 
 
 def _progress(done: int, total: int, label: str, result: JudgeResult) -> None:
     width = 30
     filled = width * done // total
     state = "failed" if result.failure else ("cached" if result.cache_hit else "judged")
-    sys.stderr.write(f"\rjudging [{'#' * filled}{'.' * (width - filled)}] {done}/{total} {state} "
-                     f"{printable(label)[-40:]:<40}")
+    sys.stderr.write(
+        f"\rjudging [{'#' * filled}{'.' * (width - filled)}] {done}/{total} {state} "
+        f"{printable(label)[-40:]:<40}"
+    )
     if done == total:
         sys.stderr.write("\n")
     sys.stderr.flush()
@@ -144,41 +200,77 @@ def _progress(done: int, total: int, label: str, result: JudgeResult) -> None:
 
 def run_judge(args: argparse.Namespace) -> int:
     task_dir = Path(args.task_dir)
-    task: TaskSpec = load_task(task_dir)
-    rubric: Rubric = load_rubric(task_dir / "rubric.json", check_files=False)
+    task: TaskSpec = load_task(task_dir, args.task_json)
+    rubric: Rubric = load_rubric(args.rubric or task_dir / "rubric.json", check_files=False)
     manifest = _manifest_path(args)
+    settings = _settings(args)
     jobs: list[SweepJob] = []
     for run_dir in args.run_dirs:
         diff_text = _read_diff(run_dir)
-        check_diff_text(diff_text, source=str(run_dir / DIFF_NAME))
-        jobs.append(SweepJob(label=str(run_dir), task=task, rubric=rubric, diff_text=diff_text,
-                             config_edited=config_edited(diff_text, manifest, run_dir / DIFF_NAME)))
-    settings = _settings(args)
+        # Too large is no bad input: the runner makes it a diff_too_large judge failure for this run.
+        with contextlib.suppress(DiffTooLarge):
+            check_diff_text(diff_text, source=str(run_dir / DIFF_NAME), max_chars=settings.max_diff_chars)
+        ignored = read_ignored_created_shown(run_dir / IGNORED_CREATED_NAME)
+        edited = config_edited(diff_text, manifest, run_dir / DIFF_NAME, ignored.all_files())
+        jobs.append(
+            SweepJob(
+                label=str(run_dir),
+                task=task,
+                rubric=rubric,
+                diff_text=diff_text,
+                config_edited=edited,
+                self_ignoring_dirs=ignored.self_ignoring_dirs,
+            )
+        )
     backend = make_backend(args.judge, decoding=parse_decoding(args.decoding), batch=args.batch)
 
     if args.render_only:
         requests: list[dict[str, Any]] = []
         for job in jobs:
+            if len(job.diff_text) > settings.max_diff_chars:
+                failure = diff_too_large(len(job.diff_text), settings.max_diff_chars)
+                requests.append(
+                    {"run_dir": job.label, "cache_key": None, "request": None, "failure": failure}
+                )
+                continue
             items, _ = select_items(rubric, config_edited=job.config_edited)
-            request = render_request(task, rubric, items, job.diff_text,
-                                     max_diff_chars=settings.max_diff_chars)
-            requests.append({"run_dir": job.label, "cache_key": cache_key(backend, request),
-                             "request": backend.render(request)})
+            request = render_request(
+                task,
+                rubric,
+                items,
+                job.diff_text,
+                max_diff_chars=settings.max_diff_chars,
+                ignored_note=self_ignoring_note(job.self_ignoring_dirs),
+            )
+            requests.append(
+                {
+                    "run_dir": job.label,
+                    "cache_key": cache_key(backend, request),
+                    "request": backend.render(request),
+                }
+            )
         print(json.dumps({"requests": requests}, indent=2, ensure_ascii=False))
         return 0
 
     cache = SqliteCache(args.cache or default_cache_path())
     many = len(jobs) > 1
-    sweep = asyncio.run(judge_sweep(jobs, backend, cache=cache, settings=settings,
-                                    progress=_progress if many else None))
+    sweep = asyncio.run(
+        judge_sweep(jobs, backend, cache=cache, settings=settings, progress=_progress if many else None)
+    )
     if args.json:
         if many:
-            print_json({
-                "runs": [{"run_dir": label, "result": r.model_dump(mode="json")}
-                         for label, r in zip(sweep.labels, sweep.results, strict=True)],
-                "calls": sweep.calls, "cache_hits": sweep.cache_hits, "failures": sweep.failures,
-                "usage": sweep.usage.model_dump(mode="json"),
-            })
+            print_json(
+                {
+                    "runs": [
+                        {"run_dir": label, "result": r.model_dump(mode="json")}
+                        for label, r in zip(sweep.labels, sweep.results, strict=True)
+                    ],
+                    "calls": sweep.calls,
+                    "cache_hits": sweep.cache_hits,
+                    "failures": sweep.failures,
+                    "usage": sweep.usage.model_dump(mode="json"),
+                }
+            )
         else:
             print_json(sweep.results[0])
     else:
@@ -187,6 +279,12 @@ def run_judge(args: argparse.Namespace) -> int:
         if many:
             unknown = "" if sweep.usage.cost_known else " (some prices unknown)"
             cost = f"${sweep.usage.cost_usd:.4f}{unknown}"
-            print(f"sweep: {len(jobs)} runs, {sweep.calls} calls, {sweep.cache_hits} cache hits, "
-                  f"{sweep.failures} judge failures, cost {cost}")
+            print(
+                f"sweep: {len(jobs)} runs, {sweep.calls} calls, {sweep.cache_hits} cache hits, "
+                f"{sweep.failures} judge failures, cost {cost}"
+            )
+    agreement = describe_repeat_agreement(sweep.results)
+    if agreement is not None:
+        # On stderr with --json, so stdout stays one JSON object.
+        print(agreement, file=sys.stderr if args.json else sys.stdout)
     return 1 if sweep.failures else 0

@@ -24,12 +24,18 @@ def register(subparsers: Subparsers) -> None:
     )
     scope.add_argument("task_dir", type=Path, metavar="TASK_DIR")
     scope.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    scope.add_argument(
+        "--rubric",
+        type=Path,
+        metavar="PATH",
+        help="the rubric.json to use instead of TASK_DIR/rubric.json (a held-out rubric)",
+    )
     add_json_flag(scope)
     scope.set_defaults(handler=run_scope)
 
 
 def run_scope(args: argparse.Namespace) -> int:
-    result = scope_for_run(args.task_dir, args.run_dir)
+    result = scope_for_run(args.task_dir, args.run_dir, args.rubric)
     if args.json:
         print_json(result)
     else:

@@ -1,18 +1,37 @@
-"""``rubric snapshot`` (before a run) and ``rubric capture`` (after it, before grade): spec §3."""
+"""``rubric snapshot`` (before a run), ``rubric capture`` (after it, before grade) and ``rubric list-tests``
+(tests.list on the base, for the task's tests_base.txt): spec §3."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from grading.commands._common import Subparsers, add_json_flag, print_json
+from grading.errors import InputError
+from grading.schema import load_manifest
+from grading.testlist import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_TIMEOUT,
+    TESTS_LIST_NAME,
+    ListingFailed,
+    TestListing,
+    list_command,
+    run_test_list,
+)
 from grading.workspace import capture, write_snapshot
+
+_NOTES_MAX = 20  # notes printed per kind; --json has them all
 
 
 def register(subparsers: Subparsers) -> None:
     snapshot = subparsers.add_parser(
         "snapshot",
-        help="record the ignored files present in a workspace before a run, and its .git/info/exclude",
+        help="record the ignored files in a workspace before a run, its info/exclude and .gitignore files",
+        description="Before the agent runs: record the ignored files present in WORKSPACE, its "
+        ".git/info/exclude and every .gitignore, so that capture can tell what the run created and which "
+        "ignore rules the run wrote. Exit 0 written, 2 bad input (not the top of a git work tree, an "
+        "unwritable FILE).",
     )
     snapshot.add_argument("workspace", type=Path, metavar="WORKSPACE", help="top level of the git work tree")
     snapshot.add_argument(
@@ -22,7 +41,12 @@ def register(subparsers: Subparsers) -> None:
     snapshot.set_defaults(handler=run_snapshot)
 
     cap = subparsers.add_parser(
-        "capture", help="write workspace.diff and ignored_created.txt into a run directory"
+        "capture",
+        help="write workspace.diff and ignored_created.txt into a run directory",
+        description="After the agent runs and before the repository's grader: write RUN_DIR/workspace.diff "
+        "(every change against --base, untracked files included, renames off, binary patches) and "
+        "RUN_DIR/ignored_created.txt (ignored files the run created), and with --manifest the run's "
+        "tests_list.txt. Exit 0 written, 1 the test listing failed (the diff is still written), 2 bad input.",
     )
     cap.add_argument("workspace", type=Path, metavar="WORKSPACE", help="top level of the git work tree")
     cap.add_argument("--base", required=True, metavar="REV", help="the task's base commit")
@@ -30,8 +54,71 @@ def register(subparsers: Subparsers) -> None:
         "--before", required=True, type=Path, metavar="FILE", help="snapshot written by `rubric snapshot`"
     )
     cap.add_argument("--out", required=True, type=Path, metavar="RUN_DIR", help="run directory to write into")
+    cap.add_argument(
+        "--manifest", type=Path, metavar="FILE",
+        help="repo_manifest.yaml (the harness's copy, not the workspace's): when it declares tests.list, run "
+        "it in the workspace after the diff is taken and write RUN_DIR/tests_list.txt (exit 1 if it fails)",
+    )  # fmt: skip
+    _add_listing_limits(cap)
     add_json_flag(cap)
     cap.set_defaults(handler=run_capture)
+
+    listing = subparsers.add_parser(
+        "list-tests",
+        help="run the manifest's tests.list in a checkout of the base and write the task's tests_base.txt",
+        description="Run tests.list (split into words, no shell; pinned environment, timeout, output cap) "
+        "in CHECKOUT and write what it prints to FILE, normally TASK_DIR/tests_base.txt. "
+        "Exit 0 written, 1 the command failed (nothing written), 2 bad input.",
+    )
+    listing.add_argument(
+        "checkout", type=Path, metavar="CHECKOUT", help="a clean checkout of the base commit"
+    )
+    listing.add_argument("--manifest", type=Path, required=True, metavar="FILE", help="repo_manifest.yaml")
+    listing.add_argument(
+        "-o", "--output", type=Path, required=True, metavar="FILE", help="e.g. TASK_DIR/tests_base.txt"
+    )
+    _add_listing_limits(listing)
+    add_json_flag(listing)
+    listing.set_defaults(handler=run_list_tests)
+
+
+def _add_listing_limits(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--tests-timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+        help=f"stop tests.list after this long (default {DEFAULT_TIMEOUT:g})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--tests-max-bytes", type=int, default=DEFAULT_MAX_BYTES, metavar="N",
+        help=f"stop tests.list when it prints more than this (default {DEFAULT_MAX_BYTES})",
+    )  # fmt: skip
+
+
+def _listing_argv(args: argparse.Namespace) -> list[str] | None:
+    if not (0 < args.tests_timeout <= 86_400) or args.tests_timeout != args.tests_timeout:
+        raise InputError(None, "must be more than 0 and at most 86400 seconds", "--tests-timeout")
+    if args.tests_max_bytes < 1:
+        raise InputError(None, "must be at least 1", "--tests-max-bytes")
+    return list_command(load_manifest(args.manifest).tests, args.manifest)
+
+
+def run_list_tests(args: argparse.Namespace) -> int:
+    argv = _listing_argv(args)
+    if argv is None:
+        raise InputError(args.manifest, "the manifest declares no tests.list", "tests.list")
+    try:
+        listing = run_test_list(
+            args.checkout, argv, args.output, timeout=args.tests_timeout, max_bytes=args.tests_max_bytes
+        )
+    except ListingFailed as exc:
+        if args.json:
+            print_json({"written": False, "error": str(exc)})
+        print(f"rubric: tests.list failed: {exc}; {args.output} not written", file=sys.stderr)
+        return 1
+    if args.json:
+        print_json({"written": True, **listing.model_dump(mode="json")})
+    else:
+        print(f"{listing.path}: {listing.test_ids} test id(s)")
+    return 0
 
 
 def run_snapshot(args: argparse.Namespace) -> int:
@@ -41,10 +128,36 @@ def run_snapshot(args: argparse.Namespace) -> int:
 
 
 def run_capture(args: argparse.Namespace) -> int:
+    # The manifest is read first: a bad one is bad input, and nothing is written then.
+    argv = _listing_argv(args) if args.manifest is not None else None
     result = capture(args.workspace, args.base, args.before, args.out)
+    tests_list = args.out / TESTS_LIST_NAME
+    listing: TestListing | None = None
+    listing_error: str | None = None
+    if argv is not None:
+        # After the diff: whatever the listing writes into the workspace (caches, bytecode) is not in it.
+        tests_list.unlink(missing_ok=True)  # a list from an earlier capture must not stand in for this one
+        try:
+            listing = run_test_list(
+                args.workspace, argv, tests_list, timeout=args.tests_timeout, max_bytes=args.tests_max_bytes
+            )
+        except ListingFailed as exc:
+            listing_error = str(exc)
+    if listing_error is not None:
+        print(
+            f"rubric: tests.list failed in the workspace: {listing_error}; {tests_list} not written, "
+            "so `rubric grade` reports a grader failure for this run",
+            file=sys.stderr,
+        )
+    code = 1 if listing_error is not None else 0
     if args.json:
-        print_json(result)
-        return 0
+        report = result.model_dump(mode="json")
+        if argv is not None:
+            report["tests_list"] = listing.model_dump(mode="json") if listing else {"error": listing_error}
+        elif args.manifest is not None:
+            report["tests_list"] = None  # the manifest declares no tests.list
+        print_json(report)
+        return code
     print(f"{result.diff_path}: {result.files_changed} file(s) changed, {result.diff_bytes} bytes")
     print(f"{args.out / 'ignored_created.txt'}: {len(result.ignored_created)} ignored file(s) created")
     for nested in result.nested_repositories:
@@ -59,4 +172,26 @@ def run_capture(args: argparse.Namespace) -> int:
         )
     if result.info_exclude_changed:
         print("note: .git/info/exclude changed since the snapshot; the capture used the snapshot's rules")
-    return 0
+    if not result.ignore_files_recorded:
+        print(
+            "note: the snapshot does not record the .gitignore files (v1/v2); the base commit's stood in "
+            "for the rules before the run"
+        )
+    shown = result.ignored_in_diff[:_NOTES_MAX]
+    for name in shown:
+        print(f"note: {name!r} is ignored only by rules written during the run; it is in the diff")
+    if len(result.ignored_in_diff) > len(shown):
+        print(
+            f"note: ... and {len(result.ignored_in_diff) - len(shown)} more such file(s) (--json lists them)"
+        )
+    if listing is not None:
+        print(f"{listing.path}: {listing.test_ids} test id(s)")
+    elif args.manifest is not None and argv is None:
+        print("note: the manifest declares no tests.list; removed test cases are not measured for this run")
+    for directory in result.self_ignoring_dirs:
+        files = f"{directory.file_count} file{'' if directory.file_count == 1 else 's'}"
+        print(
+            f"note: {directory.path + '/'!r} is a new self-ignoring directory ({files}); "
+            "listed in ignored_created.txt as one line"
+        )
+    return code

@@ -23,6 +23,7 @@ class JudgeRequest(BaseModel):
     item_ids: list[str]
     output_schema: dict[str, Any]  # JSON schema of the reply
     diff_text: str  # the raw diff, for backends that key on it (scripted)
+    ignored_note: str = ""  # the self-ignoring directories the run created, shown after the diff (§3)
 
 
 class BackendReply(BaseModel):

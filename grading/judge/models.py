@@ -9,6 +9,9 @@ from pydantic import BaseModel
 from grading.schema import CONFIG_BLOCKER_ID as CONFIG_BLOCKER_ID  # re-exported: the runner names it here
 
 VerdictValue = Literal["pass", "fail"]
+# The judge's one-word finding on its own reason, stated before the verdict (§4 consistency).
+Finding = Literal["satisfied", "violated"]
+FINDING_VERDICT: dict[str, VerdictValue] = {"satisfied": "pass", "violated": "fail"}
 ItemKind = Literal["blocker", "non_blocker"]
 
 # The fixed blocker added when the run edited a test config file (§3).
@@ -47,9 +50,10 @@ class ItemVerdict(BaseModel):
     item_id: str
     kind: ItemKind
     verdict: VerdictValue
+    finding: Finding | None = None  # the judge's finding on its reason; None only in older stored results
     reason: str
     locations: list[Location] = []
-    flagged_inconsistent: bool = False  # the reason argued the other way; the item was judged again
+    flagged_inconsistent: bool = False  # the verdict disagreed with its finding; the item was judged again
     model_id: str | None = None  # the model id the API reported for the call that gave this verdict
 
 

@@ -3,36 +3,49 @@
 :func:`judge_diff` renders the request, answers from the cache when it can, calls the backend otherwise,
 and accepts a reply only when it covers every item id exactly once, with a reason and with locations that
 exist in the diff. A rejected reply is asked again (``attempts``); when every attempt is rejected the result
-is a judge failure: no verdicts, never a pass and never a fail. A verdict whose reason argues the other way
-is flagged and its item judged once more. ``needs_tree`` blockers are not sent and are listed as not
-measured. :func:`judge_sweep` judges many diffs under a concurrency limit.
+is a judge failure: no verdicts, never a pass and never a fail. Each verdict comes with the judge's own
+finding on its reason (``satisfied`` / ``violated``); a verdict that disagrees with its finding is flagged
+and its item judged once more, and a second disagreement is a judge failure. ``needs_tree`` blockers are
+not sent and are listed as not measured; a diff over the judge's size limit is a ``diff_too_large`` judge
+failure, with no call. :func:`judge_sweep` judges many diffs under a concurrency limit.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
+from grading.diffs import read_diff
 from grading.errors import InputError
 from grading.judge.backend import Backend, BackendError, BackendReply, BatchBackend, JudgeRequest
 from grading.judge.cache import CachedVerdicts, VerdictCache, cache_key, in_regrade_sample
 from grading.judge.cost import PriceTable
-from grading.judge.models import ItemVerdict, JudgeResult, Location, Usage, VerdictValue
+from grading.judge.models import (
+    FINDING_VERDICT,
+    Finding,
+    ItemVerdict,
+    JudgeResult,
+    Location,
+    Usage,
+    VerdictValue,
+)
 from grading.judge.prompt import (
     DEFAULT_MAX_DIFF_CHARS,
     INSTRUCTIONS,
     JudgeItem,
+    diff_too_large,
     redraw_nonce,
     render_request,
     render_rubric_text,
     select_items,
+    self_ignoring_note,
 )
 from grading.schema import Rubric, TaskSpec
+from grading.workspace import SelfIgnoringDir
 
 # stop reasons that mean the reply was cut off (Anthropic, OpenAI)
 TRUNCATED_STOP_REASONS = {"max_tokens", "length", "model_context_window_exceeded"}
@@ -56,50 +69,13 @@ class JudgeSettings(BaseModel):
 
 # --- where a verdict may point: the diff-location index ----------------------------------------------------
 
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
-
-
-def unquote_git_path(raw: str) -> str:
-    """A path as git prints it: C-quoted with octal escapes for bytes outside ASCII when it needs to be."""
-    if not (len(raw) >= 2 and raw.startswith('"') and raw.endswith('"')):
-        return raw
-    body, out, i = raw[1:-1], bytearray(), 0
-    while i < len(body):
-        c = body[i]
-        if c == "\\" and i + 1 < len(body):
-            nxt = body[i + 1]
-            if nxt in "01234567" and re.fullmatch(r"[0-7]{3}", body[i + 1 : i + 4]):
-                out.append(int(body[i + 1 : i + 4], 8))
-                i += 4
-                continue
-            if nxt in _ESCAPES:
-                out.append(_ESCAPES[nxt])
-                i += 2
-                continue
-        out.extend(c.encode("utf-8"))
-        i += 1
-    return out.decode("utf-8", errors="replace")
-
-
-def _header_path(rest: str) -> str | None:
-    # "--- a/path\t2026-01-01 ..." (a timestamp after a tab, from non-git diffs) or "--- /dev/null"
-    rest = rest.rstrip("\r")
-    if not rest.startswith('"') and "\t" in rest:
-        rest = rest.split("\t", 1)[0]
-    path = unquote_git_path(rest)
-    if path == "/dev/null":
-        return None
-    return _strip_prefix(path)
-
-
 def _strip_prefix(path: str) -> str:
     return path[2:] if path.startswith(("a/", "b/")) else path
 
 
 class DiffIndex:
     """Line numbers each file shows in the diff: new side (added and context lines), old side (removed and
-    context lines). Hunk bodies are read by their line counts, so diff-like text inside a hunk stays data."""
+    context lines). Its paths are the ones ``grading.diffs`` gives scope and integrity."""
 
     def __init__(self) -> None:
         self.new_lines: dict[str, set[int]] = {}
@@ -107,6 +83,7 @@ class DiffIndex:
 
     def has(self, location: Location) -> bool:
         table = self.new_lines if location.side == "new" else self.old_lines
+        # A judge may cite the path as the diff header spells it ("b/src/x.py") or with a leading slash.
         for path in (location.file, _strip_prefix(location.file), location.file.lstrip("/")):
             if location.line in table.get(path, ()):
                 return True
@@ -117,52 +94,20 @@ class DiffIndex:
 
 
 def index_diff(diff_text: str) -> DiffIndex:
-    """Build the :class:`DiffIndex` of a unified diff (git or plain), tolerant of anything it cannot read."""
+    """Build the :class:`DiffIndex` of a unified diff with :func:`grading.diffs.read_diff`, leniently: files
+    after a part it cannot read are left out (no location in them is accepted)."""
     index = DiffIndex()
-    lines = diff_text.split("\n")
-    old_path: str | None = None
-    new_path: str | None = None
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if line.startswith("diff --git "):
-            old_path = new_path = None
-        elif line.startswith("--- "):
-            old_path = _header_path(line[4:])
-        elif line.startswith("+++ "):
-            new_path = _header_path(line[4:])
-        else:
-            match = _HUNK.match(line)
-            if match:
-                old_no, new_no = int(match.group(1)), int(match.group(3))
-                old_left = int(match.group(2)) if match.group(2) is not None else 1
-                new_left = int(match.group(4)) if match.group(4) is not None else 1
-                old_set = index.old_lines.setdefault(old_path, set()) if old_path else set()
-                new_set = index.new_lines.setdefault(new_path, set()) if new_path else set()
-                i += 1
-                while i < len(lines) and (old_left > 0 or new_left > 0):
-                    body = lines[i]
-                    tag = body[:1]
-                    if tag == "\\":  # "\ No newline at end of file"
-                        i += 1
-                        continue
-                    if tag == "+" and new_left > 0:
-                        new_set.add(new_no)
-                        new_no, new_left = new_no + 1, new_left - 1
-                    elif tag == "-" and old_left > 0:
-                        old_set.add(old_no)
-                        old_no, old_left = old_no + 1, old_left - 1
-                    elif tag in (" ", "") and old_left > 0 and new_left > 0:
-                        # context; some tools strip the single space of an empty context line
-                        old_set.add(old_no)
-                        new_set.add(new_no)
-                        old_no, new_no = old_no + 1, new_no + 1
-                        old_left, new_left = old_left - 1, new_left - 1
-                    else:
-                        break  # the hunk is shorter than its header says: stop reading it
-                    i += 1
-                continue
-        i += 1
+    parsed = read_diff(diff_text, strict=False)
+    for diff_file in parsed.files:
+        old_path, new_path = diff_file.change.old_path, diff_file.change.new_path
+        for hunk in diff_file.hunks:
+            old_set = index.old_lines.setdefault(old_path, set()) if old_path is not None else set()
+            new_set = index.new_lines.setdefault(new_path, set()) if new_path is not None else set()
+            for kind, old_no, new_no, _ in parsed.hunk_lines(hunk):
+                if kind != "add" and old_no is not None:
+                    old_set.add(old_no)
+                if kind != "del" and new_no is not None:
+                    new_set.add(new_no)
     return index
 
 
@@ -181,8 +126,9 @@ class _ReplyVerdict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str
-    verdict: VerdictValue
     reason: Annotated[str, Field(min_length=1)]
+    finding: Finding
+    verdict: VerdictValue
     locations: list[_ReplyLocation]
 
 
@@ -239,49 +185,13 @@ def check_reply(reply: BackendReply, item_ids: list[str], index: DiffIndex) -> l
 
 # --- consistency ---------------------------------------------------------------------------------------
 
-# Words that argue a verdict: positive ones say the item is met, negative ones that it is not. A negator in
-# the three words before a cue flips it ("does not satisfy", "does not break").
-_POSITIVE = re.compile(
-    r"^(satisf(y|ies|ied|ying)|meets?|met|correct(ly)?|compl(y|ies|ied|iant)|address(es|ed)?|handles?|"
-    r"handled|fulfil(l)?s?|fulfilled|adheres?|covers?|covered|respects?|preserves?|keeps?)$"
-)
-_NEGATIVE = re.compile(
-    r"^(violat\w*|breaks?|broken|broke|fail(s|ed|ing)?|missing|misses|missed|incorrect(ly)?|wrong(ly)?|"
-    r"omits?|omitted|neglects?|ignores?|lacks?|lacking|unmet|unsatisfied|insufficient)$"
-)
-_NEGATORS = {"not", "never", "no", "without", "nor", "cannot", "neither", "nothing", "none", "nowhere"}
 
-
-def _negated(tokens: list[str], at: int) -> bool:
-    window = tokens[max(0, at - 3) : at]
-    return any(t in _NEGATORS or t.endswith("n't") for t in window) or (
-        # "fails to satisfy": a failing verb before a positive cue negates it
-        bool(_POSITIVE.match(tokens[at])) and any(t in {"fails", "failed", "fail"} for t in window)
-    )
-
-
-def reason_polarity(reason: str) -> tuple[int, int]:
-    """(cues arguing pass, cues arguing fail) in ``reason``."""
-    tokens = re.findall(r"[a-z]+(?:'[a-z]+)?", reason.lower().replace("\u2019", "'"))
-    pro = con = 0
-    for at, token in enumerate(tokens):
-        positive = bool(_POSITIVE.match(token))
-        negative = bool(_NEGATIVE.match(token))
-        if not (positive or negative):
-            continue
-        flipped = _negated(tokens, at)
-        if positive != flipped:
-            pro += 1
-        else:
-            con += 1
-    return pro, con
-
-
-def reason_contradicts(verdict: VerdictValue, reason: str) -> bool:
-    """True when the reason argues only the other way: cues for the opposite verdict and none for this one.
-    Mixed reasons ("handles float but not double") are not flagged."""
-    pro, con = reason_polarity(reason)
-    return con > 0 and pro == 0 if verdict == "pass" else pro > 0 and con == 0
+def finding_disagrees(verdict: VerdictValue, finding: Finding) -> bool:
+    """True when the verdict is not the one the judge's own finding on its reason implies (§4 consistency):
+    "satisfied" goes with "pass", "violated" with "fail". The judge states the finding right after the
+    reason and before the verdict, so a reason that argues the other way shows up here, in the judge's own
+    words, instead of through a keyword guess at the reason's polarity."""
+    return FINDING_VERDICT[finding] != verdict
 
 
 # --- the runner ------------------------------------------------------------------------------------------
@@ -329,6 +239,7 @@ def _item_verdict(v: _ReplyVerdict, item: JudgeItem, model_id: str, flagged: boo
         item_id=v.id,
         kind=item.kind,
         verdict=v.verdict,
+        finding=v.finding,
         reason=v.reason,
         locations=[Location(file=loc.file, line=loc.line, side=loc.side) for loc in v.locations],
         flagged_inconsistent=flagged,
@@ -345,12 +256,23 @@ async def judge_diff(
     config_edited: bool,
     cache: VerdictCache | None = None,
     settings: JudgeSettings | None = None,
+    self_ignoring_dirs: Sequence[SelfIgnoringDir] = (),
 ) -> JudgeResult:
-    """Judge one workspace diff against the rubric. Raises InputError for a diff the judge cannot be shown."""
+    """Judge one workspace diff against the rubric. A diff over ``settings.max_diff_chars`` is a
+    ``diff_too_large`` judge failure without a call (the agent wrote it: it must not stop the run from being
+    graded); InputError for a diff the judge cannot be shown at all (NUL bytes).
+
+    ``self_ignoring_dirs`` (from ignored_created.txt) are named after the diff (§3)."""
     settings = settings or JudgeSettings()
     items, not_measured = select_items(rubric, config_edited=config_edited)
     by_id = {item.id: item for item in items}
-    request = render_request(task, rubric, items, diff_text, max_diff_chars=settings.max_diff_chars)
+    if len(diff_text) > settings.max_diff_chars:
+        return JudgeResult(judge=backend.spec, scripted=backend.scripted, not_measured=not_measured,
+                           config_blocker=config_edited,
+                           failure=diff_too_large(len(diff_text), settings.max_diff_chars))
+    note = self_ignoring_note(self_ignoring_dirs)
+    request = render_request(task, rubric, items, diff_text, max_diff_chars=settings.max_diff_chars,
+                             ignored_note=note)
     key = cache_key(backend, request)
     result = JudgeResult(judge=backend.spec, scripted=backend.scripted, not_measured=not_measured,
                          cache_key=key, config_blocker=config_edited)
@@ -360,7 +282,9 @@ async def judge_diff(
         bypass = "no_cache"
     elif in_regrade_sample(key, settings.regrade_sample, settings.regrade_seed):
         bypass = "regrade_sample"
-    stored = cache.get(key) if cache is not None else None
+    # Cache reads and writes (SQLite: a connection and a commit each) run in a worker thread, so a sweep's
+    # event loop keeps every other call in flight moving meanwhile.
+    stored = await asyncio.to_thread(cache.get, key) if cache is not None else None
     if stored is not None and bypass is None:
         return result.model_copy(update={
             "model_id": stored.model_id, "verdicts": stored.verdicts, "cache_hit": True,
@@ -381,24 +305,28 @@ async def judge_diff(
         result.model_id = model_id
         verdicts = [_item_verdict(v, by_id[v.id], model_id, False) for v in replies]
         flagged = [v.item_id for v in verdicts if settings.consistency_check
-                   and reason_contradicts(v.verdict, v.reason)]
+                   and v.finding is not None and finding_disagrees(v.verdict, v.finding)]
         if flagged:
             result.consistency_flags = len(flagged)
             again_items = [by_id[item_id] for item_id in flagged]
             again_request = render_request(task, rubric, again_items, diff_text,
-                                           max_diff_chars=settings.max_diff_chars)
+                                           max_diff_chars=settings.max_diff_chars, ignored_note=note)
             again = await session.ask(again_request)
             if again is None:
-                failure = "re-judging the items whose reason argued the other way failed: " + (
+                failure = "re-judging the items whose verdict disagreed with their finding failed: " + (
                     session.errors[-1] if session.errors else "no call made")
             else:
                 result.rejudged = len(flagged)
                 again_replies, again_model = again
                 fresh = {v.id: _item_verdict(v, by_id[v.id], again_model, True) for v in again_replies}
                 verdicts = [fresh.get(v.item_id, v) for v in verdicts]
-                # A second contradiction is counted, not chased: one more call per flagged item at most.
-                result.consistency_flags += sum(
-                    1 for v in fresh.values() if reason_contradicts(v.verdict, v.reason))
+                # A verdict that disagrees with its own finding a second time cannot be counted either way.
+                twice = [v.item_id for v in fresh.values()
+                         if v.finding is not None and finding_disagrees(v.verdict, v.finding)]
+                result.consistency_flags += len(twice)
+                if twice:
+                    failure = (f"inconsistent: the verdict on {', '.join(twice)} disagreed with its own "
+                               "finding again after re-judging")
 
     result.calls = session.calls
     result.retries = session.retries
@@ -413,9 +341,9 @@ async def judge_diff(
                                consistency_flags=result.consistency_flags, rejudged=result.rejudged,
                                usage=result.usage)
         if stored is None:
-            cache.put(key, entry)
+            await asyncio.to_thread(cache.put, key, entry)
         if bypass is not None:
-            cache.record_regrade(key, entry)
+            await asyncio.to_thread(cache.record_regrade, key, entry)
     return result
 
 
@@ -428,10 +356,11 @@ def judge_run(
     config_edited: bool,
     cache: VerdictCache | None = None,
     settings: JudgeSettings | None = None,
+    self_ignoring_dirs: Sequence[SelfIgnoringDir] = (),
 ) -> JudgeResult:
     """Synchronous :func:`judge_diff` (for callers outside an event loop: the CLI, Celery tasks)."""
     return asyncio.run(judge_diff(task, rubric, diff_text, backend, config_edited=config_edited,
-                                  cache=cache, settings=settings))
+                                  cache=cache, settings=settings, self_ignoring_dirs=self_ignoring_dirs))
 
 
 # --- sweeps ------------------------------------------------------------------------------------------------
@@ -445,6 +374,7 @@ class SweepJob(BaseModel):
     rubric: Rubric
     diff_text: str
     config_edited: bool = False
+    self_ignoring_dirs: list[SelfIgnoringDir] = []  # named after the diff (§3)
 
 
 class SweepResult(BaseModel):
@@ -536,7 +466,8 @@ async def judge_sweep(
         async with limit:
             try:
                 return await judge_diff(job.task, job.rubric, job.diff_text, backend,
-                                        config_edited=job.config_edited, cache=cache, settings=settings)
+                                        config_edited=job.config_edited, cache=cache, settings=settings,
+                                        self_ignoring_dirs=job.self_ignoring_dirs)
             except InputError as exc:
                 return JudgeResult(judge=backend.spec, scripted=backend.scripted, failure=f"bad input: {exc}")
 

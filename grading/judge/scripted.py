@@ -2,11 +2,13 @@
 
 Format (ARCHITECTURE.md)::
 
-    {"default": {"B1": {"verdict": "pass", "reason": "...", "locations": [...]}, ...},
+    {"default": {"B1": {"verdict": "pass", "reason": "...", "locations": [...], "finding": ...}, ...},
      "by_diff_sha256": {"<sha256 of the diff's bytes>": {"B1": {"verdict": "fail", "reason": "..."}}}}
 
 The answer for a diff is ``default`` updated with the entry for the diff's sha256 (when there is one), cut
-to the ids the request asks for. An id the file does not answer is left out of the reply, which the runner
+to the ids the request asks for. ``finding`` is optional: by default the one the verdict implies
+(``satisfied`` for pass, ``violated`` for fail); giving the other one scripts a judge whose verdict disagrees
+with its own finding. An id the file does not answer is left out of the reply, which the runner
 then treats like any incomplete reply: a judge failure. It goes through the same runner as a real model
 (coverage check, consistency check, cache) and is labelled as scripted wherever its verdicts are shown.
 """
@@ -22,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 
 from grading.errors import InputError
 from grading.judge.backend import BackendReply, JudgeRequest
-from grading.judge.models import Location, VerdictValue
+from grading.judge.models import Finding, Location, VerdictValue
 from grading.schema import read_json
 
 SCRIPTED_MODEL_ID = "scripted"
@@ -36,6 +38,12 @@ class ScriptedVerdict(BaseModel):
     verdict: VerdictValue
     reason: Annotated[str, StringConstraints(min_length=1, strip_whitespace=False)]
     locations: list[Location] = []
+    finding: Finding | None = None  # default: the finding the verdict implies
+
+    def finding_text(self) -> Finding:
+        if self.finding is not None:
+            return self.finding
+        return "satisfied" if self.verdict == "pass" else "violated"
 
 
 class ScriptedFile(BaseModel):
@@ -94,7 +102,8 @@ class ScriptedBackend:
         self.calls += 1
         answers = self.answers_for(request.diff_text)
         verdicts = [
-            {"id": item_id, "verdict": answer.verdict, "reason": answer.reason,
+            {"id": item_id, "reason": answer.reason, "finding": answer.finding_text(),
+             "verdict": answer.verdict,
              "locations": [loc.model_dump(mode="json") for loc in answer.locations]}
             for item_id in request.item_ids
             if (answer := answers.get(item_id)) is not None

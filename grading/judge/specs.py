@@ -1,4 +1,5 @@
-"""Judge specs: ``anthropic:<full-model-id>``, ``openai:<full-model-id>``, ``scripted:<file>``.
+"""Judge specs: ``anthropic:<full-model-id>``, ``openai:<full-model-id>``, ``claude-code:<full-model-id>``
+(the Claude Code CLI, a Claude model: family anthropic), ``scripted:<file>``.
 
 Judges are named by full model id, never by alias (§4: on Bedrock the ``sonnet`` alias hung with no error,
 and an alias moves to a new snapshot without notice, which would silently change cached verdicts). The rule:
@@ -10,6 +11,10 @@ and an alias moves to a new snapshot without notice, which would silently change
 3. accepted: an id with a version of at least two numbers (``claude-opus-4-6``, whose undated id is the
    full id; ``Qwen/Qwen2.5-Coder-32B-Instruct`` on an OpenAI-compatible server);
 4. refused: anything else, such as ``claude-sonnet-4``, ``gpt-5`` or ``my-model``: no version pins it.
+
+Two judges must come from different model families (§4, §9: a judge prefers its own family's work), so
+``--second-judge`` of the primary's family is refused unless asked for (:func:`second_judge_problem`);
+:func:`judge_family` names the family of a spec from its model id.
 
 Decoding parameters are per model and optional: ``parse_decoding(["temperature=0"])`` gives
 ``{"temperature": 0}``; with none given, none is sent (some models refuse a non-default temperature).
@@ -24,9 +29,10 @@ from typing import Any, Literal
 
 from grading.errors import InputError
 from grading.judge.backend import Backend
+from grading.schema import JsonProblem, strict_json_loads
 
-Provider = Literal["anthropic", "openai", "scripted"]
-PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai", "scripted")
+Provider = Literal["anthropic", "openai", "claude-code", "scripted"]
+PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai", "claude-code", "scripted")
 
 # Undated ids that providers document as aliases of a dated snapshot (they move when a new one ships).
 ALIASES = frozenset({
@@ -47,6 +53,9 @@ def model_id_error(model: str) -> str | None:
     """Why ``model`` is not a full model id, or None when it is."""
     if not model.strip():
         return "no model id given"
+    if not model.isascii() or not model.isprintable():
+        # Non-UTF-8 bytes on the command line come in as surrogate escapes: no provider has such an id.
+        return f"model id {model!r} holds characters outside printable ASCII"
     if model != model.strip() or any(c.isspace() for c in model):
         return f"model id {model!r} contains whitespace"
     lowered = model.lower()
@@ -79,21 +88,30 @@ def parse_judge_spec(spec: str) -> tuple[Provider, str]:
     return provider, rest
 
 
-def parse_decoding(pairs: list[str] | None) -> dict[str, Any]:
+def parse_decoding(pairs: list[str] | None, flag: str = "--decoding") -> dict[str, Any]:
     """``["temperature=0", "top_p=0.9"]`` -> ``{"temperature": 0, "top_p": 0.9}``; values are read as JSON
-    when they parse (numbers, booleans, null), else kept as text."""
+    when they parse (numbers, booleans, null), else kept as text. JSON the framework refuses anywhere
+    (NaN, Infinity, a number beyond a double, nesting too deep) is an InputError, never sent."""
     out: dict[str, Any] = {}
     for pair in pairs or []:
         name, sep, raw = pair.partition("=")
         name = name.strip()
         if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-            raise InputError(None, f"decoding parameter {pair!r}: expected NAME=VALUE", "--decoding")
+            raise InputError(None, f"decoding parameter {_short(pair)}: expected NAME=VALUE", flag)
         try:
-            value: Any = json.loads(raw)
+            value: Any = strict_json_loads(raw)
         except json.JSONDecodeError:
             value = raw
+        except JsonProblem as exc:
+            raise InputError(None, f"decoding parameter {name}: {exc}", flag) from None
+        if raw.strip() in ("NaN", "Infinity", "-Infinity", "inf", "-inf", "nan"):
+            raise InputError(None, f"decoding parameter {name}: {raw.strip()} is not a finite number", flag)
         out[name] = value
     return out
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text)} chars)"
 
 
 def make_backend(spec: str, *, decoding: dict[str, Any] | None = None, base_url: str | None = None,
@@ -105,6 +123,16 @@ def make_backend(spec: str, *, decoding: dict[str, Any] | None = None, base_url:
         from grading.judge.scripted import ScriptedBackend
 
         return ScriptedBackend(Path(model))
+    if provider == "claude-code":
+        from grading.judge.claude_code_backend import ClaudeCodeBackend
+
+        if batch:
+            raise InputError(None, "batch mode is available for anthropic judges only", "--batch")
+        # The CLI has its own retries and credentials (ANTHROPIC_* in the environment); ``timeout`` bounds
+        # one whole CLI run, so it gets the SDK backends' time for every attempt.
+        return ClaudeCodeBackend(
+            model, decoding=decoding, base_url=base_url, api_key=api_key, timeout=timeout * (max_retries + 1)
+        )
     if provider == "anthropic":
         from grading.judge.anthropic_backend import AnthropicBackend
 
@@ -116,3 +144,75 @@ def make_backend(spec: str, *, decoding: dict[str, Any] | None = None, base_url:
         raise InputError(None, "batch mode is available for anthropic judges only", "--batch")
     return OpenAIBackend(model, decoding=decoding, base_url=base_url, api_key=api_key,
                          max_retries=max_retries, timeout=timeout)
+
+
+# --- model families (§4 "Two judges", §9 "Self-preference") ------------------------------------------------
+
+SCRIPTED_FAMILY = "scripted"
+
+# Model-id patterns of the families we know, searched at the start of the id or after "/", ":" or ".", so
+# "meta-llama/Llama-3.3-70B" and Bedrock's "us.anthropic.claude-..." are found. An OpenAI-compatible server
+# may serve any family, so the id decides, not the provider; the anthropic provider is Claude.
+_FAMILY_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (family, re.compile(r"(?:^|[/:.])(?:" + pattern + ")"))
+    for family, pattern in (
+        ("anthropic", r"claude|anthropic"),
+        ("openai", r"gpt|chatgpt|o\d|text-davinci|davinci|codex|openai"),
+        ("google", r"gemini|gemma|palm|google"),
+        ("meta", r"llama|meta-llama|codellama|meta"),
+        ("mistral", r"mistral|mixtral|codestral|devstral|magistral|ministral|pixtral|mistralai"),
+        ("qwen", r"qwen|qwq"),
+        ("deepseek", r"deepseek"),
+        ("xai", r"grok|xai"),
+        ("microsoft", r"phi|microsoft"),
+        ("zhipu", r"glm|chatglm|thudm|zai"),
+        ("moonshot", r"kimi|moonshot"),
+        ("cohere", r"command|cohere"),
+    )
+)
+
+
+def judge_family(spec: str) -> str:
+    """The model family of a judge spec: ``"scripted"`` for scripted judges; for the others the family its
+    model id names (``anthropic``, ``openai``, ``google``, ``meta``, ``mistral``, ``qwen``, ``deepseek``,
+    ...), whatever server speaks for it; an id of no known family is its own family, named by the id's
+    organisation (``org/model``) or its leading word. The spec is not validated here."""
+    provider, _, model = spec.partition(":")
+    if provider == SCRIPTED_FAMILY:
+        return SCRIPTED_FAMILY
+    lowered = model.strip().lower()
+    for family, pattern in _FAMILY_PATTERNS:
+        if pattern.search(lowered):
+            return family
+    if provider in ("anthropic", "claude-code"):
+        return "anthropic"
+    org, _, name = lowered.rpartition("/")
+    if org:
+        return org.rsplit("/", 1)[-1]
+    word = re.match(r"[a-z]+", name)
+    return word.group(0) if word else lowered or provider
+
+
+def second_judge_problem(primary: str, second: str, *, allow_same_family: bool = False) -> str | None:
+    """Why ``second`` may not be the second judge beside ``primary``, or None when it may.
+
+    The second judge's agreement (κ) is only informative from another model family, so one of the same
+    family is refused unless ``allow_same_family``. Scripted judges are test stand-ins and exempt.
+    """
+    first_family, second_family = judge_family(primary), judge_family(second)
+    if allow_same_family or SCRIPTED_FAMILY in (first_family, second_family):
+        return None
+    if first_family == second_family:
+        return (
+            f"the second judge {second!r} is of the same model family ({first_family}) as the primary "
+            f"judge {primary!r}; agreement between them says little (§4: a second judge of another "
+            "family); pass --allow-same-family to grade with it anyway"
+        )
+    return None
+
+
+def check_second_judge(primary: str, second: str, *, allow_same_family: bool = False) -> None:
+    """:func:`second_judge_problem` as an InputError (the CLI's exit 2)."""
+    problem = second_judge_problem(primary, second, allow_same_family=allow_same_family)
+    if problem is not None:
+        raise InputError(None, problem, "--second-judge")

@@ -1,25 +1,19 @@
-"""Admitted means calibrated, in the database itself (SQLite and PostgreSQL); retired revisions stay frozen.
+"""Admitted means calibrated, in the database itself (SQLite and PostgreSQL).
 
-1. A revision's status becomes 'admitted' (UPDATE or INSERT) only when a passing calibration run of that
-   revision with the repository's primary judge exists: a raw ``UPDATE ... SET status = 'admitted'`` without
-   one is refused, as an integrity error, by the trigger ``rubrics_admitted_requires_calibration``.
-2. Admitting a revision retires the task's previously admitted one ('retired'), so the frozen-revision
-   triggers of 0005 are reinstalled with 'retired' among the frozen statuses: a retired revision's content,
-   items and calibration diffs are never edited either, and its status stays among the frozen ones.
+A revision's status becomes 'admitted' (UPDATE or INSERT) only when a passing calibration run of that
+revision with the repository's primary judge exists: a raw ``UPDATE ... SET status = 'admitted'`` without
+one is refused, as an integrity error, by the trigger ``rubrics_admitted_requires_calibration`` (and
+``..._insert`` on SQLite). The frozen-revision triggers ('retired' included, forward-only status) are
+0006's ``rubrics_freeze_*``; this migration leaves them alone.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from django.db import migrations
 
-_0005 = importlib.import_module("rubrics_app.migrations.0005_frozen_status_stays_frozen")
-
 REVISION = "rubrics_app_rubricrevision"
-_FROZEN = "('approved', 'admitted')"
-_FROZEN_WITH_RETIRED = "('approved', 'admitted', 'retired')"
 
 MESSAGE = (
     "a rubric revision is admitted only through a passing calibration run of it "
@@ -32,14 +26,6 @@ _CALIBRATED = """EXISTS (
     JOIN rubrics_app_judgesetting AS j ON j.repository_id = t.repository_id
     WHERE c.revision_id = NEW.id AND c.status = 'passed' AND c.judge = j.judge
 )"""
-
-
-def frozen_trigger_sql(vendor: str) -> tuple[list[str], list[str]]:
-    """0005's frozen-revision triggers with 'retired' among the frozen statuses (install, remove)."""
-    forward, backward = _0005.trigger_sql(vendor)
-    widened = [sql.replace(_FROZEN, _FROZEN_WITH_RETIRED) for sql in forward]
-    assert all(_FROZEN not in sql for sql in widened), "0005's triggers changed shape"
-    return widened, backward
 
 
 def calibration_trigger_sql(vendor: str) -> tuple[list[str], list[str]]:
@@ -84,24 +70,13 @@ def calibration_trigger_sql(vendor: str) -> tuple[list[str], list[str]]:
 
 
 def install(apps: Any, schema_editor: Any) -> None:
-    vendor = schema_editor.connection.vendor
-    for sql in (
-        _0005.trigger_sql(vendor)[1] + frozen_trigger_sql(vendor)[0] + calibration_trigger_sql(vendor)[0]
-    ):
+    for sql in calibration_trigger_sql(schema_editor.connection.vendor)[0]:
         schema_editor.execute(sql)
 
 
 def uninstall(apps: Any, schema_editor: Any) -> None:
-    vendor = schema_editor.connection.vendor
-    for sql in (
-        calibration_trigger_sql(vendor)[1] + frozen_trigger_sql(vendor)[1] + _0005.trigger_sql(vendor)[0]
-    ):
+    for sql in calibration_trigger_sql(schema_editor.connection.vendor)[1]:
         schema_editor.execute(sql)
-
-
-def trigger_sql(vendor: str) -> tuple[list[str], list[str]]:
-    """The frozen-revision triggers as this migration leaves them (tests lift them for a flush)."""
-    return frozen_trigger_sql(vendor)
 
 
 class Migration(migrations.Migration):

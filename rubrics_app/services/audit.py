@@ -25,6 +25,11 @@ def record(
         object_repr = str(revision)
     else:
         object_repr = str(repository) if repository is not None else ""
+    detail = dict(detail or {})
+    if item is not None:
+        # Kept in the row itself: the item may later be removed from its draft (the foreign key goes null),
+        # and the activity list still says which one was approved or commented on.
+        detail.setdefault("item_id", item.item_id)
     user = actor if getattr(actor, "is_authenticated", False) else None
     return AuditEvent.objects.create(
         actor=user,
@@ -34,5 +39,5 @@ def record(
         revision=revision,
         item=item,
         object_repr=object_repr[:300],
-        detail=detail or {},
+        detail=detail,
     )

@@ -4,8 +4,9 @@ The job writes the revision's task directory (rubric.json, task.json, oracle.dif
 the manifest's tests block) into a scratch folder and runs ``grading.admission.check_task`` on it, once per
 judge, in threads of its own; the job's own thread stores each row, with every verdict of both judges, in
 one transaction as soon as both judges are done with it, so a killed worker never leaves half a row. It
-also writes a heartbeat: a run whose heartbeat stopped is failed by :func:`fail_stale_runs` with its
-reason, and calibrating again answers the rows already judged from the verdict cache, with no calls.
+runs as a Job, so the job reaper watches it: a run whose worker was lost is queued again and taken over (rows
+stored before are kept), or failed by :func:`fail_stale_runs` with the job's reason; calibrating again
+answers the rows already judged from the verdict cache, with no calls.
 
 A revision is admitted only through a passing run of its exact content (rubric.json and every input file)
 with the repository's primary judge and decoding (:func:`passing_run`); the database checks the same
@@ -49,6 +50,7 @@ from rubrics_app.models import (
     CalibrationVerdict,
     Job,
     JobKind,
+    JobStatus,
     JudgeCacheEntry,
     JudgeRole,
     JudgeSetting,
@@ -246,7 +248,7 @@ def admit_with(revision: RubricRevision, run: CalibrationRun, by: Any) -> Rubric
             detail={
                 "calibration": run.pk,
                 "judge": run.judge,
-                **({"retired_revision": retired.number} if retired is not None else {}),
+                **({"replaced_revision": retired.number} if retired is not None else {}),
             },
         )
         if retired is not None:
@@ -257,25 +259,41 @@ def admit_with(revision: RubricRevision, run: CalibrationRun, by: Any) -> Rubric
 
 
 def fail_stale_runs(now: Any = None) -> int:
-    """Fail every running calibration whose heartbeat stopped (its worker was killed); returns how many.
-    Rows stored before it stopped are kept; calibrating again answers them from the verdict cache."""
+    """Fail every unfinished calibration whose worker is gone; returns how many.
+
+    A calibration runs as a Job, and the job reaper (rubrics_app.tasks.reap) is what decides that a job's
+    worker was lost: it queues the job again (the run is taken over and finishes) or fails it with "worker
+    lost". So a queued or running calibration whose Job failed is failed here with the job's reason. A
+    running calibration whose own heartbeat stopped while its Job is not running (a calibration run in the
+    command's own process, whose Job is never sent) is failed as well. Rows stored before are kept;
+    calibrating again answers them from the verdict cache.
+    """
     now = now or timezone.now()
-    stale = CalibrationRun.objects.filter(
-        status=CalibrationStatus.RUNNING, heartbeat_at__lt=now - STALE_AFTER
+    kept = "the rows stored before are kept: calibrate again, and the rows already judged come from the cache"
+    failed_jobs = CalibrationRun.objects.filter(
+        status__in=[CalibrationStatus.QUEUED, CalibrationStatus.RUNNING], job__status=JobStatus.FAILED
+    ).select_related("job")
+    count = 0
+    for run in failed_jobs:
+        assert run.job is not None
+        reason = f"the calibration job failed ({run.job.error or 'no reason given'}); {kept}"
+        count += CalibrationRun.objects.filter(
+            pk=run.pk, status__in=[CalibrationStatus.QUEUED, CalibrationStatus.RUNNING]
+        ).update(status=CalibrationStatus.ERROR, reason=reason, finished_at=now)
+    stale = (
+        CalibrationRun.objects.filter(status=CalibrationStatus.RUNNING, heartbeat_at__lt=now - STALE_AFTER)
+        .exclude(job__status=JobStatus.RUNNING)
+        .select_related("job")
     )
     seconds = int(STALE_AFTER.total_seconds())
-    reason = (
-        f"the worker stopped mid-run (no heartbeat for {seconds} s); the rows stored before are kept: "
-        "calibrate again, and the rows already judged come from the verdict cache"
-    )
-    count = 0
-    for run in stale.select_related("job"):
+    reason = f"the worker stopped mid-run (no heartbeat for {seconds} s); {kept}"
+    for run in stale:
         updated = CalibrationRun.objects.filter(pk=run.pk, status=CalibrationStatus.RUNNING).update(
             status=CalibrationStatus.ERROR, reason=reason, finished_at=now
         )
         if updated and run.job is not None:
-            Job.objects.filter(pk=run.job.pk, status__in=["queued", "running"]).update(
-                status="failed", error=reason, finished_at=now
+            Job.objects.filter(pk=run.job.pk, status=JobStatus.QUEUED).update(
+                status=JobStatus.FAILED, error=reason, finished_at=now
             )
         count += updated
     return count
@@ -495,6 +513,8 @@ def run_calibration(
             for thread in threads:
                 thread.start()
             pending: dict[int, _Pending] = {}
+            # Rows a lost worker stored before the run was taken over stay as they are (whole rows).
+            stored = set(CalibrationRow.objects.filter(run=run).values_list("position", flat=True))
             finished = 0
             while finished < len(threads):
                 try:
@@ -506,7 +526,7 @@ def run_calibration(
                     index, total, row = payload
                     entry = pending.setdefault(index, _Pending())
                     entry.rows[role] = row
-                    if not errors and len(entry.rows) == len(roles):
+                    if not errors and len(entry.rows) == len(roles) and index not in stored:
                         _store_row(run, index, total, entry, files)
                         if on_stored is not None:
                             on_stored(index)
@@ -583,11 +603,14 @@ def _finish(run: CalibrationRun, reports: dict[str, AdmissionReport]) -> Calibra
     return run
 
 
-def claim(run: CalibrationRun) -> bool:
-    """QUEUED -> RUNNING, once: a redelivered message finds it taken."""
+def claim(run: CalibrationRun, *, takeover: bool = False) -> bool:
+    """QUEUED -> RUNNING, once: a redelivered message finds it taken. ``takeover``: the run's Job was queued
+    again by the job reaper (its worker was lost mid-run), so a RUNNING run is taken over too; the Job's own
+    conditional claim is what makes sure only one worker runs it."""
     now = timezone.now()
+    statuses = [CalibrationStatus.QUEUED] + ([CalibrationStatus.RUNNING] if takeover else [])
     return bool(
-        CalibrationRun.objects.filter(pk=run.pk, status=CalibrationStatus.QUEUED).update(
+        CalibrationRun.objects.filter(pk=run.pk, status__in=statuses).update(
             status=CalibrationStatus.RUNNING, started_at=now, heartbeat_at=now
         )
     )

@@ -9,7 +9,6 @@ revisions created, in one transaction. Export reads only admitted revisions and 
 from __future__ import annotations
 
 import io
-import json
 import os
 import posixpath
 import re
@@ -23,12 +22,12 @@ from typing import IO, Any
 
 from django.conf import settings
 from django.core.exceptions import NON_FIELD_ERRORS, PermissionDenied, ValidationError
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from pydantic import ValidationError as PydanticValidationError
 
 from grading.errors import InputError, InputErrors
-from grading.schema import Rubric, TaskSpec, load_manifest, parse_rubric
+from grading.schema import Rubric, TaskSpec, load_manifest, parse_json, parse_rubric
 from rubrics_app.models import (
     ITEM_ID_RE,
     TASK_FILES,
@@ -100,16 +99,11 @@ class PreparedTask:
 
 
 def _decode_json(raw: bytes, label: str, problems: list[ImportProblem]) -> Any:
+    # grading's strict reader, as `rubric validate` reads files: no duplicate keys, NaN or 1e400.
     try:
-        return json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        problems.append(ImportProblem(label, "not UTF-8 text"))
-    except RecursionError:
-        problems.append(ImportProblem(label, "malformed JSON: nested too deeply"))
-    except json.JSONDecodeError as exc:
-        problems.append(
-            ImportProblem(label, f"malformed JSON: {exc.msg}", f"line {exc.lineno} column {exc.colno}")
-        )
+        return parse_json(raw, label)
+    except InputError as exc:
+        problems.append(ImportProblem(label, exc.message, exc.field or ""))
     return None
 
 
@@ -325,27 +319,32 @@ def import_task_files(
                 ImportProblem(label, f"task {p.rubric.task!r} is also in {seen[p.rubric.task]}", "task")
             )
         seen[p.rubric.task] = label
+        problems.extend(_frozen_task_problems(repository, p))
     if problems:
         raise ImportFailed(problems)
     created: list[RubricRevision] = []
-    with transaction.atomic():
-        for p in prepared:
-            task, _ = Task.objects.select_for_update().get_or_create(
-                repository=repository, task_id=p.rubric.task
-            )
-            if p.spec is not None:
-                for name, value in _task_fields(p.spec).items():
-                    setattr(task, name, value)
-                task.full_clean(exclude=["repository"], validate_unique=False)
-                task.save()
-            if p.task_files:
-                for name, data in p.task_files.items():
-                    setattr(task, TASK_FILES[name], data)
-                task.save(update_fields=[TASK_FILES[name] for name in p.task_files])
-            revision = create_revision(task, p.rubric, p.calibration, by=user, origin=Origin.IMPORTED)
-            if approved_by is not None:
-                _approve_imported(revision, approved_by)
-            created.append(revision)
+    try:
+        with transaction.atomic():
+            for p in prepared:
+                task, _ = Task.objects.select_for_update().get_or_create(
+                    repository=repository, task_id=p.rubric.task
+                )
+                if p.spec is not None:
+                    for name, value in _task_fields(p.spec).items():
+                        setattr(task, name, value)
+                    task.full_clean(exclude=["repository"], validate_unique=False)
+                    task.save()
+                if p.task_files:
+                    for name, data in p.task_files.items():
+                        setattr(task, TASK_FILES[name], data)
+                    task.save(update_fields=[TASK_FILES[name] for name in p.task_files])
+                revision = create_revision(task, p.rubric, p.calibration, by=user, origin=Origin.IMPORTED)
+                if approved_by is not None:
+                    _approve_imported(revision, approved_by)
+                created.append(revision)
+    except IntegrityError as exc:
+        # A revision of the task was approved between the check above and the write (the trigger refused).
+        raise ImportFailed([ImportProblem("", str(exc).splitlines()[0])]) from None
     return created
 
 
@@ -365,6 +364,26 @@ def _approve_imported(revision: RubricRevision, by: Any) -> None:
             ]
         ) from None
     audit.record(AuditVerb.IMPORTED_APPROVED, actor=by, revision=revision, detail={"approved_by": str(by)})
+
+
+def _frozen_task_problems(repository: Repository, prepared: PreparedTask) -> list[ImportProblem]:
+    """task.json may not change what a stored task's approved, admitted or retired rubrics mean."""
+    if prepared.spec is None:
+        return []
+    task = Task.objects.filter(repository=repository, task_id=prepared.rubric.task).first()
+    if task is None or not task.holds_frozen_revision():
+        return []
+    label = prepared.files.label("task.json")
+    return [
+        ImportProblem(
+            label,
+            f"differs from the stored task's {name}, which is frozen: the task holds an approved, admitted "
+            "or retired revision (import the change under a new task id)",
+            name,
+        )
+        for name, value in _task_fields(prepared.spec).items()
+        if name in Task.FROZEN_FIELDS and getattr(task, name) != value
+    ]
 
 
 # --- zip uploads ----------------------------------------------------------------------------------
@@ -405,6 +424,27 @@ def _name(uploaded: Any) -> str:
     return PurePosixPath(str(getattr(uploaded, "name", "") or "upload")).name
 
 
+def checked_zip_members(
+    archive: zipfile.ZipFile, label: str, *, max_members: int, max_total: int
+) -> list[zipfile.ZipInfo]:
+    """The archive's members, once none is unsafe (absolute, '..', link, encrypted, duplicate) and the
+    declared sizes are within the limits; ImportFailed listing every problem otherwise. Shared by rubric
+    and agent-run uploads."""
+    infos = archive.infolist()
+    if len(infos) > max_members:
+        raise ImportFailed([ImportProblem(label, f"{len(infos)} members; the limit is {max_members}")])
+    problems = [ImportProblem(f"{label}: {i.filename}", p) for i in infos if (p := _member_problem(i))]
+    total = sum(i.file_size for i in infos)
+    if total > max_total:
+        problems.append(ImportProblem(label, f"{total} bytes uncompressed; the limit is {max_total}"))
+    names = [i.filename for i in infos if not i.is_dir()]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    problems.extend(ImportProblem(f"{label}: {n}", "appears twice in the archive") for n in duplicates)
+    if problems:
+        raise ImportFailed(problems)
+    return infos
+
+
 def read_zip(raw: bytes, label: str = "upload.zip") -> list[TaskFiles]:
     """The task directories of a zip: every directory holding a rubric.json. Raises ImportFailed on an unsafe
     or oversized archive."""
@@ -413,20 +453,13 @@ def read_zip(raw: bytes, label: str = "upload.zip") -> list[TaskFiles]:
     except (zipfile.BadZipFile, OSError):
         raise ImportFailed([ImportProblem(label, "not a zip file")]) from None
     with archive:
-        infos = archive.infolist()
-        max_members = settings.RUBRIC_ZIP_MAX_MEMBERS
-        if len(infos) > max_members:
-            raise ImportFailed([ImportProblem(label, f"{len(infos)} members; the limit is {max_members}")])
-        problems = [ImportProblem(f"{label}: {i.filename}", p) for i in infos if (p := _member_problem(i))]
-        total = sum(i.file_size for i in infos)
+        infos = checked_zip_members(
+            archive,
+            label,
+            max_members=settings.RUBRIC_ZIP_MAX_MEMBERS,
+            max_total=settings.RUBRIC_ZIP_MAX_UNCOMPRESSED_BYTES,
+        )
         max_total = settings.RUBRIC_ZIP_MAX_UNCOMPRESSED_BYTES
-        if total > max_total:
-            problems.append(ImportProblem(label, f"{total} bytes uncompressed; the limit is {max_total}"))
-        names = [i.filename for i in infos if not i.is_dir()]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        problems.extend(ImportProblem(f"{label}: {n}", "appears twice in the archive") for n in duplicates)
-        if problems:
-            raise ImportFailed(problems)
         contents: dict[str, bytes] = {}
         read_total = 0
         for info in infos:
@@ -527,8 +560,9 @@ def read_checkout(root: Path) -> list[TaskFiles]:
         files: dict[str, bytes] = {}
         # Only the diffs the rubric names are read: a task directory may hold large unrelated files.
         try:
-            names = [rel for _, rel in parse_rubric(json.loads(rubric), rubric_path).calibration.paths()]
-        except (InputError, ValueError, RecursionError):
+            parsed = parse_rubric(parse_json(rubric, rubric_path), rubric_path)
+            names = [rel for _, rel in parsed.calibration.paths()]
+        except InputError:
             names = []  # the rubric's own problems are reported by import_task_files
         # The task's own files that calibration reads (oracle.diff, oracle_grade.json, tests_base.txt).
         for rel in [*names, *TASK_FILES]:
@@ -593,24 +627,37 @@ def export_rubric_json(revision: RubricRevision, *, by: Any = None) -> bytes:
     return rubric_json_bytes(revision)
 
 
-def _task_files_out(revision: RubricRevision) -> dict[str, bytes]:
+def _task_files_out(revision: RubricRevision, private: bool = False) -> dict[str, bytes]:
+    """The files of tasks/<task-id>/: rubric.json and its calib diffs; ``private`` (the held-out set, which
+    no public checkout holds) adds what `rubric check` reads besides: task.json, oracle.diff,
+    oracle_grade.json and tests_base.txt, as calibration writes them (the ones the task has)."""
     files = {"rubric.json": rubric_json_bytes(revision)}
     for diff in revision.ordered_diffs():
         files[posixpath.normpath(diff.path)] = bytes(diff.content)
+    if private:
+        from rubrics_app.services.calibration import calibration_files
+
+        for path, data in calibration_files(revision).items():
+            name = path.removeprefix("task/")
+            if name in ("task.json", *TASK_FILES) and data:
+                files[name] = data
     return files
 
 
-def export_zip(revision: RubricRevision, *, by: Any = None) -> bytes:
-    """A zip of tasks/<task-id>/rubric.json and its calib diffs (unzips into a checkout; imports back)."""
+def export_zip(revision: RubricRevision, *, by: Any = None, private: bool = False) -> bytes:
+    """A zip of tasks/<task-id>/rubric.json and its calib diffs (unzips into a checkout; imports back);
+    ``private`` adds the task's own files (see _task_files_out)."""
     _require_admitted(revision)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for rel, data in _task_files_out(revision).items():
+        for rel, data in _task_files_out(revision, private).items():
             # A fixed timestamp: the same revision always gives the same bytes.
             info = zipfile.ZipInfo(f"tasks/{revision.task.task_id}/{rel}", date_time=(1980, 1, 1, 0, 0, 0))
             info.external_attr = (stat.S_IFREG | 0o644) << 16
             archive.writestr(info, data, compress_type=zipfile.ZIP_DEFLATED)
-    audit.record(AuditVerb.EXPORTED, actor=by, revision=revision, detail={"as": "zip"})
+    audit.record(
+        AuditVerb.EXPORTED, actor=by, revision=revision, detail={"as": "private zip" if private else "zip"}
+    )
     return buffer.getvalue()
 
 
@@ -701,7 +748,7 @@ def write_many_to_checkout(
     target_root = root.resolve() if root is not None else _export_root(repository, private)
     writes: list[tuple[str, bytes]] = []
     for revision in revisions:
-        for rel, data in _task_files_out(revision).items():
+        for rel, data in _task_files_out(revision, private).items():
             path = posixpath.join("tasks", revision.task.task_id, rel)
             target = (target_root / path).parent.resolve()
             if not target.is_relative_to(target_root):

@@ -7,8 +7,8 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
-from rubrics_app.models import Job, JobKind, RevisionStatus, Role, RubricRevision, TransitionError
-from rubrics_app.tasks import export_revision_to_checkout, validate_revision
+from rubrics_app.models import Job, JobKind, Repository, RevisionStatus, Role, RubricRevision, TransitionError
+from rubrics_app.tasks import check_repository_evidence, export_revision_to_checkout, validate_revision
 
 
 def _user(by: Any) -> Any:
@@ -43,4 +43,14 @@ def start_export(
         params={"private": private, "branch": branch},
     )
     export_revision_to_checkout.delay_on_commit(job.pk)
+    return job
+
+
+@transaction.atomic
+def start_evidence_check(repository: Repository, by: Any) -> Job:
+    """`by=None` is the command line or the periodic job."""
+    if by is not None and repository.role_of(by) != Role.MAINTAINER:
+        raise PermissionDenied("only a maintainer of this repository may check evidence")
+    job = Job.objects.create(kind=JobKind.CHECK_EVIDENCE, repository=repository, created_by=_user(by))
+    check_repository_evidence.delay_on_commit(job.pk)
     return job

@@ -5,7 +5,6 @@ API keys are never stored or shown: the SDKs read them from the worker's environ
 
 from __future__ import annotations
 
-import re
 from decimal import Decimal
 from typing import Any
 
@@ -14,7 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from grading.errors import InputError
-from grading.judge.specs import make_backend, parse_judge_spec
+from grading.judge.specs import judge_family, make_backend, second_judge_problem
 from rubrics_app.models import AuditVerb, JudgeSetting, Repository, Role
 from rubrics_app.services import audit
 
@@ -26,34 +25,6 @@ class JudgeSettingError(ValueError):
         self.field = field
         self.message = message
         super().__init__(f"{field}: {message}")
-
-
-# Model-id prefixes of the families an OpenAI-compatible server may serve. Anything else is its own family,
-# named by the leading letters of its id (qwen, llama, mistral, deepseek...).
-_FAMILY_BY_PREFIX = (
-    (("claude",), "anthropic"),
-    (("gpt", "chatgpt", "o1", "o3", "o4", "davinci"), "openai"),
-    (("gemini", "gemma"), "google"),
-)
-
-
-def judge_family(spec: str) -> str:
-    """The model family a judge spec belongs to (§4: the second judge comes from another family).
-
-    A small call of its own so it can be swapped for grading's public one. A scripted judge is its own
-    family per file: it is a deterministic stand-in, and two different scripts are two different judges.
-    """
-    provider, model = parse_judge_spec(spec)
-    if provider == "scripted":
-        return f"scripted:{model}"
-    if provider == "anthropic":
-        return "anthropic"
-    bare = model.lower().rsplit("/", 1)[-1]
-    for prefixes, family in _FAMILY_BY_PREFIX:
-        if bare.startswith(prefixes):
-            return family
-    match = re.match(r"[a-z]+", bare)
-    return match.group(0) if match else bare
 
 
 def _checked(spec: str, decoding: dict[str, Any], field: str) -> str:
@@ -87,7 +58,8 @@ def set_judges(
     second_judge = second_judge.strip()
     if second_judge:
         second_judge = _checked(second_judge, second_decoding, "second_judge")
-        if judge_family(second_judge) == judge_family(judge):
+        # grading's one family rule (scripted judges are test stand-ins, exempt).
+        if second_judge_problem(judge, second_judge) is not None:
             raise JudgeSettingError(
                 "second_judge",
                 f"{second_judge} is of the same model family as the primary judge ({judge_family(judge)}); "

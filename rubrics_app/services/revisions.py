@@ -7,11 +7,12 @@ edit names the version it was made against, and a stale one raises :class:`Confl
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.db.models import F
@@ -181,8 +182,14 @@ def create_revision(
 
 
 @transaction.atomic
-def new_draft_from(revision: RubricRevision, by: Any) -> RubricRevision:
-    """A new draft (number + 1, parent ``revision``) with every item's text and calib diff; reviews reset."""
+def new_draft_from(revision: RubricRevision, by: Any, *, changing: Collection[str] = ()) -> RubricRevision:
+    """A new draft (number + 1, parent ``revision``) with every item's text and calib diff.
+
+    An item keeps its approval: the draft starts as a copy, so its text is the text that was approved (an
+    edit later puts it back to pending, as any edit does). Each carried approval is recorded in the audit
+    trail as carried over from ``revision``. Items named in ``changing`` (ids of ``revision`` the caller is
+    about to edit or remove) start pending and carry nothing.
+    """
     task = Task.objects.select_for_update().get(pk=revision.task_id)
     draft = RubricRevision.objects.create(
         task=task,
@@ -199,8 +206,10 @@ def new_draft_from(revision: RubricRevision, by: Any) -> RubricRevision:
         alt_valid_solution=revision.alt_valid_solution,
         omitted_keys=list(revision.omitted_keys),
     )
-    RubricItem.objects.bulk_create(
-        RubricItem(
+    carried: list[tuple[RubricItem, RubricItem]] = []  # (the approved item, its copy)
+    copies: list[RubricItem] = []
+    for item in revision.ordered_items():
+        copy = RubricItem(
             revision=draft,
             kind=item.kind,
             item_id=item.item_id,
@@ -212,8 +221,13 @@ def new_draft_from(revision: RubricRevision, by: Any) -> RubricRevision:
             position=item.position,
             omitted_keys=list(item.omitted_keys),
         )
-        for item in revision.ordered_items()
-    )
+        if item.review_state == ReviewState.APPROVED and item.item_id not in changing:
+            copy.review_state = ReviewState.APPROVED
+            copy.reviewed_by_id = item.reviewed_by_id
+            copy.reviewed_at = item.reviewed_at
+            carried.append((item, copy))
+        copies.append(copy)
+    RubricItem.objects.bulk_create(copies)
     CalibrationDiff.objects.bulk_create(
         CalibrationDiff(
             revision=draft,
@@ -228,6 +242,20 @@ def new_draft_from(revision: RubricRevision, by: Any) -> RubricRevision:
         for diff in revision.ordered_diffs()
     )
     audit.record(AuditVerb.DRAFTED, actor=by, revision=draft, detail={"from_revision": revision.number})
+    approvers = {
+        u.pk: str(u) for u in get_user_model().objects.filter(pk__in={i.reviewed_by_id for i, _ in carried})
+    }
+    for item, copy in carried:
+        audit.record(
+            AuditVerb.ITEM_APPROVED,
+            actor=by,
+            revision=draft,
+            item=copy,
+            detail={
+                "carried_over_from": revision.number,
+                "approved_by": approvers.get(item.reviewed_by_id or 0, ""),
+            },
+        )
     return draft
 
 

@@ -14,10 +14,23 @@ register = template.Library()
 
 # Evidence cites a review comment (an http(s) URL), a guidance line or a line of the base source
 # (`path:line`, optionally `path:line-line`). Anything else stays plain text.
+#
+# Linear time whatever the text (a maintainer or an imported rubric may put 100 KB of letters there: the
+# backtracking pattern this replaces took 33 s on it). Possessive quantifiers never give back what they took,
+# and a reference may only start where a run of path characters starts (the lookbehind), so each character is
+# scanned a bounded number of times. A URL takes the whole run of non-space characters; the closing
+# punctuation of the sentence is given back to the text afterwards, in _url_end.
 _EVIDENCE_TOKEN = re.compile(
-    r"(?P<url>https?://[^\s<>\"'`]+[^\s<>\"'`.,;:)\]])"
-    r"|(?<![\w/.:-])(?P<ref>[\w./-]*[A-Za-z_][\w./-]*:\d+(?:-\d+)?)(?![\w/])"
+    r"(?P<url>https?://[^\s<>\"'`]++)"
+    r"|(?<![\w/.:-])(?P<ref>[\w./-]++:\d++(?:-\d++)?)(?![\w/])"
 )
+_URL_TRAILING = ".,;:)]"
+_HAS_LETTER = re.compile(r"[A-Za-z_]")
+
+
+def _url_end(url: str) -> int:
+    """Where a URL taken from running text ends: not on the sentence's closing punctuation."""
+    return len(url.rstrip(_URL_TRAILING))
 
 
 @register.filter(is_safe=True)
@@ -28,13 +41,21 @@ def evidence(value: str | None) -> SafeString:
     parts: list[str] = []
     last = 0
     for match in _EVIDENCE_TOKEN.finditer(value):
-        parts.append(str(escape(value[last : match.start()])))
         if match.group("url"):
             url = match.group("url")
+            url = url[: _url_end(url)]
+            if url.endswith("://"):
+                continue  # a scheme and nothing after it: plain text
+            parts.append(str(escape(value[last : match.start()])))
             parts.append(str(format_html('<a href="{}" rel="noopener noreferrer nofollow">{}</a>', url, url)))
+            last = match.start() + len(url)
         else:
-            parts.append(str(format_html('<code class="ref">{}</code>', match.group("ref"))))
-        last = match.end()
+            ref = match.group("ref")
+            if not _HAS_LETTER.search(ref):
+                continue  # "10:30" is a time, not a file
+            parts.append(str(escape(value[last : match.start()])))
+            parts.append(str(format_html('<code class="ref">{}</code>', ref)))
+            last = match.end()
     parts.append(str(escape(value[last:])))
     return mark_safe("".join(parts))  # every piece is escaped above
 

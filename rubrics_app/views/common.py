@@ -21,6 +21,7 @@ from rubrics_app.models import (
     ItemKind,
     Repository,
     ReviewState,
+    RevisionStatus,
     RubricItem,
     RubricRevision,
 )
@@ -31,6 +32,17 @@ class HtmxHttpRequest(HttpRequest):
 
     htmx: HtmxDetails
     user: User
+
+
+_ROW_ID = re.compile(r"[0-9]{1,18}")
+
+
+def request_int(raw: str | None) -> int | None:
+    """An id or version sent in a request, or None when it is not one: ASCII digits that fit a 64-bit
+    column. (``str.isdigit`` accepts '²', which ``int`` refuses; 5,000 digits overflow the column.)"""
+    if raw is None or not _ROW_ID.fullmatch(raw):
+        return None
+    return int(raw)
 
 
 def revisions_of(repository: Repository) -> QuerySet[RubricRevision]:
@@ -52,6 +64,15 @@ def load_revision(repository: Repository, pk: int) -> RubricRevision:
         ),
         pk=pk,
     )
+
+
+def form_is_stale(request: HttpRequest, revision: RubricRevision) -> bool:
+    """The form was on the page of a draft that has been approved (or admitted) since.
+
+    Acting on a frozen revision makes a new draft from it, which is what a form shown on that revision's own
+    page asks for; a draft's forms (they post ``seen_status=draft``) meeting a frozen revision would fork one
+    the maintainer never asked for, so they are told instead."""
+    return request.POST.get("seen_status") == RevisionStatus.DRAFT and revision.is_frozen
 
 
 def load_item(repository: Repository, pk: int) -> RubricItem:

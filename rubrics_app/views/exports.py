@@ -5,14 +5,12 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
-from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.http import HttpResponseStopPolling
 
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
 from rubrics_app.forms import CheckoutExportForm
-from rubrics_app.models import Job, RevisionStatus, Role, RubricRevision, TransitionError
+from rubrics_app.models import RevisionStatus, Role, RubricRevision, TransitionError
 from rubrics_app.services.import_export import export_rubric_json, export_zip
 from rubrics_app.services.jobs import start_export
 from rubrics_app.views.common import HtmxHttpRequest, load_revision
@@ -42,9 +40,16 @@ def export_json(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResp
 def export_zip_view(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
     access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
     revision = _admitted(access, rev_pk)
-    response = HttpResponse(export_zip(revision, by=request.user), content_type="application/zip")
+    # ?private=1: the held-out set's zip, with the task's own files that `rubric check` reads.
+    private = request.GET.get("private") == "1"
+    response = HttpResponse(
+        export_zip(revision, by=request.user, private=private), content_type="application/zip"
+    )
     # task ids match [A-Za-z0-9._-]+ (name_validator), so the header needs no quoting.
-    response["Content-Disposition"] = f'attachment; filename="{revision.task.task_id}-r{revision.number}.zip"'
+    suffix = "-private" if private else ""
+    response["Content-Disposition"] = (
+        f'attachment; filename="{revision.task.task_id}-r{revision.number}{suffix}.zip"'
+    )
     return response
 
 
@@ -70,19 +75,3 @@ def export_checkout(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> Http
         messages.error(request, f"Nothing was written: {exc}")
         return redirect_to(request, revision_url(revision))
     return redirect_to(request, reverse("rubrics:job_detail", args=[access.repository.pk, job.pk]))
-
-
-@require_GET
-@login_required
-def job_detail(request: HtmxHttpRequest, repo_pk: int, job_pk: int) -> HttpResponse:
-    """A job's progress; the htmx partial polls until it ends (then 286 stops it)."""
-    access = get_repository_for_user(request, repo_pk)
-    job = get_object_or_404(
-        Job.objects.select_related("revision__task", "created_by").filter(repository=access.repository),
-        pk=job_pk,
-    )
-    context = {"access": access, "repository": access.repository, "job": job}
-    if request.htmx:
-        response = render(request, "rubrics/job_detail.html#job-status", context)
-        return HttpResponseStopPolling(response.content) if job.is_finished else response
-    return render(request, "rubrics/job_detail.html", context)

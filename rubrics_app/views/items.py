@@ -15,7 +15,13 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
 from rubrics_app.forms import CommentForm, ItemForm, NewItemForm, RequestChangesForm
-from rubrics_app.models import ItemKind, RevisionFrozen, Role, RubricItem, TransitionError
+from rubrics_app.models import (
+    ItemKind,
+    RevisionFrozen,
+    Role,
+    RubricItem,
+    TransitionError,
+)
 from rubrics_app.services.revisions import (
     Conflict,
     add_item,
@@ -26,8 +32,23 @@ from rubrics_app.services.revisions import (
     remove_item,
     request_changes,
 )
-from rubrics_app.views.common import HtmxHttpRequest, ItemRow, load_item, load_revision, validation_report
-from rubrics_app.views.revisions import PAGE, redirect_to, render_partials, revision_context, revision_url
+from rubrics_app.views.common import (
+    HtmxHttpRequest,
+    ItemRow,
+    form_is_stale,
+    load_item,
+    load_revision,
+    request_int,
+    validation_report,
+)
+from rubrics_app.views.revisions import (
+    PAGE,
+    redirect_to,
+    render_partials,
+    render_transition,
+    revision_context,
+    revision_url,
+)
 
 
 def _meanwhile(exc: RevisionFrozen, what: str) -> str:
@@ -58,14 +79,19 @@ def _respond(
     row: ItemRow | None = None,
     *,
     status: int = 200,
+    transition: bool = False,
 ) -> HttpResponse:
-    """The row under htmx (plus the revision's status, out of band); otherwise the page, at the row."""
+    """The row under htmx (plus the revision's status and activity, out of band); otherwise the page, at
+    the row. After a ``transition`` of the revision (its last item approved) the whole review changes:
+    every row, the add forms, the status, Activity and History."""
     if request.htmx:
         revision = load_revision(access.repository, item.revision_id)
+        if transition:
+            return render_transition(request, revision_context(access, revision, editing=row))
         fresh = row or _row(next(i for i in revision.ordered_items() if i.pk == item.pk))
         context = revision_context(access, revision)
         context.update({"row": fresh, "oob": True})
-        return render_partials(request, ["item-row", "revision-status"], context)
+        return render_partials(request, ["item-row", "revision-status", "activity"], context)
     if row is not None and row.notice:
         messages.error(request, row.notice)
     if row is not None and (row.form is not None or row.comment_form is not None):
@@ -95,12 +121,19 @@ def item_edit(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpRespo
     form = ItemForm(request.POST, instance=load_item(access.repository, item_pk))
     if not form.is_valid():
         return _respond(request, access, item, _row(item, form=form), status=400)
+    if form_is_stale(request, item.revision):
+        # Opened on a draft approved since: the text stays in the form, which now says that saving again
+        # starts a new draft.
+        row = _row(
+            item, form=form, notice=_meanwhile(RevisionFrozen(item.revision), "your edit was not saved")
+        )
+        return _respond(request, access, item, row, status=409)
     if item.revision.is_frozen:
         # Never edited in place: the edit lands in a new draft carrying every item over. One transaction:
         # no draft is left behind when the edit fails.
         try:
             with transaction.atomic():
-                draft = new_draft_from(item.revision, by=request.user)
+                draft = new_draft_from(item.revision, by=request.user, changing={item.item_id})
                 carried = RubricItem.objects.get(revision=draft, item_id=item.item_id)
                 edit_item(carried, carried.version, form.text_fields(), by=request.user)
         except IntegrityError:
@@ -149,11 +182,13 @@ def item_approve(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpRe
         # A revision that would not validate cannot be approved, so neither can the item at fault.
         row = _row(item, notice="Fix the problems shown before approving this item.")
         return _respond(request, access, item, row, status=400)
-    version = request.POST.get("version", "")
+    version = request_int(request.POST.get("version"))
+    if version is None:
+        # An approval is of the text the maintainer read: without its version it could approve another.
+        row = _row(item, notice="Reload the page and approve again: this approval did not say which text.")
+        return _respond(request, access, item, row, status=400)
     try:
-        outcome = approve_item(
-            item, by=request.user, expected_version=int(version) if version.isdigit() else None
-        )
+        outcome = approve_item(item, by=request.user, expected_version=version)
     except Conflict:
         notice = "Someone edited this item since you loaded it: read it again, then approve."
         row = _row(load_item(access.repository, item_pk), notice=notice)
@@ -170,7 +205,7 @@ def item_approve(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpRe
         messages.error(
             request, "Every item is approved, but the rubric does not validate yet (see the errors)."
         )
-    return _respond(request, access, outcome.item)
+    return _respond(request, access, outcome.item, transition=outcome.revision_approved)
 
 
 @require_POST
@@ -229,7 +264,9 @@ def _respond_list(
     context = revision_context(access, revision, adding=adding, list_notice=notice)
     if request.htmx:
         context["oob"] = True
-        return render_partials(request, ["item-sections", "revision-status", "calibration-diffs"], context)
+        return render_partials(
+            request, ["item-sections", "revision-status", "calibration-diffs", "activity"], context
+        )
     if adding is not None and (adding.errors or notice):
         return render(request, PAGE, context, status=status)
     if notice:
@@ -255,6 +292,9 @@ def item_add(request: HtmxHttpRequest, repo_pk: int, rev_pk: int, kind: str) -> 
     form = NewItemForm(request.POST, instance=RubricItem(revision=revision, kind=item_kind))
     if not form.is_valid():
         return _respond_list(request, access, rev_pk, adding=form, status=400)
+    if form_is_stale(request, revision):
+        notice = _meanwhile(RevisionFrozen(revision), "nothing was added")
+        return _respond_list(request, access, rev_pk, adding=form, notice=notice, status=409)
     try:
         # One transaction: a new draft is not left behind when adding to it fails.
         with transaction.atomic():
@@ -280,18 +320,28 @@ def item_add(request: HtmxHttpRequest, repo_pk: int, rev_pk: int, kind: str) -> 
     return _respond_list(request, access, rev_pk, anchor=f"item-{item.pk}")
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @login_required
 def item_remove(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpResponse:
     """Remove a blocker or non-blocker from a draft (§6: review drops questionable blockers). On an approved
-    or admitted revision, as with an edit, the removal happens in a new draft made from it."""
+    or admitted revision, as with an edit, the removal happens in a new draft made from it.
+
+    GET is the confirmation step for a browser without JavaScript (htmx asks with a dialog and posts)."""
     access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
     item = load_item(access.repository, item_pk)
     revision = item.revision
+    if request.method == "GET":
+        context = {"access": access, "repository": access.repository, "task": revision.task}
+        context.update({"revision": revision, "item": item})
+        return render(request, "rubrics/item_remove.html", context)
+    if form_is_stale(request, revision):
+        return _respond_list(
+            request, access, revision.pk, notice=_meanwhile(RevisionFrozen(revision), "nothing was removed")
+        )
     try:
         if revision.is_frozen:
             with transaction.atomic():
-                draft = new_draft_from(revision, by=request.user)
+                draft = new_draft_from(revision, by=request.user, changing={item.item_id})
                 remove_item(RubricItem.objects.get(revision=draft, item_id=item.item_id), by=request.user)
             messages.success(
                 request,

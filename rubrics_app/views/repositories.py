@@ -10,7 +10,9 @@ from django.views.decorators.http import require_GET
 
 from rubrics_app.access import RepositoryAccess, get_repository_for_user, repositories_for_user
 from rubrics_app.forms import RubricUploadForm
+from rubrics_app.forms_runs import RunsUploadForm
 from rubrics_app.models import RevisionStatus, RubricRevision, Task
+from rubrics_app.services.runs import repository_runs_summary
 from rubrics_app.views.common import HtmxHttpRequest
 
 
@@ -22,13 +24,18 @@ def repository_list(request: HtmxHttpRequest) -> HttpResponse:
 
 def repository_context(access: RepositoryAccess) -> dict[str, Any]:
     admitted = RubricRevision.objects.filter(status=RevisionStatus.ADMITTED)
+    # A task whose newest rubric is approved but not admitted yet shows that one, not "none yet".
+    approved = RubricRevision.objects.filter(status=RevisionStatus.APPROVED).order_by("-number")
     tasks = (
         Task.objects.filter(repository=access.repository)
         .annotate(
             draft_count=Count("revisions", filter=Q(revisions__status=RevisionStatus.DRAFT)),
             revision_count=Count("revisions"),
         )
-        .prefetch_related(Prefetch("revisions", queryset=admitted, to_attr="admitted_revisions"))
+        .prefetch_related(
+            Prefetch("revisions", queryset=admitted, to_attr="admitted_revisions"),
+            Prefetch("revisions", queryset=approved, to_attr="approved_revisions"),
+        )
         .order_by("task_id")
     )
     return {
@@ -36,6 +43,8 @@ def repository_context(access: RepositoryAccess) -> dict[str, Any]:
         "repository": access.repository,
         "tasks": tasks,
         "upload_form": RubricUploadForm(),
+        "runs_form": RunsUploadForm(),
+        **repository_runs_summary(access.repository),
     }
 
 

@@ -5,12 +5,12 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
-from django.http import HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
 from rubrics_app.forms import NewItemForm, RevisionForm
@@ -21,6 +21,7 @@ from rubrics_app.models import (
     CalibrationRun,
     ItemKind,
     JudgeSetting,
+    ReviewState,
     RevisionStatus,
     Role,
     RubricInvalid,
@@ -33,8 +34,10 @@ from rubrics_app.services.revisions import Conflict, NotCalibrated, admit, edit_
 from rubrics_app.views.common import (
     HtmxHttpRequest,
     ItemRow,
+    form_is_stale,
     item_rows,
     load_revision,
+    request_int,
     revisions_of,
     validation_report,
 )
@@ -109,6 +112,8 @@ def revision_context(
             CalibrationRun.objects.filter(revision=revision).select_related("created_by").order_by("-pk")[:10]
         ),
         "judges": JudgeSetting.objects.filter(repository=access.repository).first(),
+        "item_count": len(blockers) + len(non_blockers),
+        "approved_count": sum(row.is_approved for row in blockers + non_blockers),
     }
 
 
@@ -145,6 +150,14 @@ def revision_edit(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpRe
     form = RevisionForm(request.POST, instance=RubricRevision.objects.get(pk=revision.pk))
     if not form.is_valid():
         return render(request, partial, revision_context(access, revision, revision_form=form))
+    if form_is_stale(request, revision):
+        form.add_error(
+            None,
+            f"Revision {revision.number} was {revision.status} meanwhile, so your edit was not saved. "
+            "Saving again starts a new draft from it.",
+        )
+        context = revision_context(access, revision, revision_form=form)
+        return render(request, partial, context, status=200 if request.htmx else 409)
     target = revision
     if revision.is_frozen:
         # An approved or admitted revision is never edited: the edit goes into a new draft made from it.
@@ -246,8 +259,11 @@ def revision_compare(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> Htt
         RubricRevision.objects.filter(task_id=left.task_id).only("pk", "number", "status").order_by("-number")
     )
     right = None
-    if other_pk.isdigit():
-        right = load_revision(access.repository, int(other_pk))
+    if other_pk:
+        other = request_int(other_pk)
+        if other is None:
+            raise Http404("no such revision")
+        right = load_revision(access.repository, other)
         if right.task_id != left.task_id:
             right = None
     if right is None:
@@ -288,16 +304,26 @@ _ITEM_FIELDS = [
 ]
 
 
-def _shown(value: Any) -> str:
+def _shown(name: str, value: Any) -> str:
+    """A value as the page and its edit form put it: globs one per line, a weight as rubric.json writes it
+    (2, not 2.0), yes/no for a flag, "no limit" for an absent limit, the review state in words."""
     if isinstance(value, list):
         return "\n".join(str(v) for v in value)
-    return "" if value is None else str(value)
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    if value is None:
+        return "no limit" if name.startswith("max_") else ""
+    if name == "review_state":
+        return str(ReviewState(value).label)
+    return str(value)
 
 
 def compare_fields(old: RubricRevision, new: RubricRevision) -> list[dict[str, Any]]:
     out = []
     for label, name in _REVISION_FIELDS:
-        a, b = _shown(getattr(old, name)), _shown(getattr(new, name))
+        a, b = _shown(name, getattr(old, name)), _shown(name, getattr(new, name))
         out.append({"label": label, "old": a, "new": b, "changed": a != b})
     return out
 
@@ -318,8 +344,8 @@ def compare_rows(old: RubricRevision, new: RubricRevision) -> list[dict[str, Any
                 continue
             if name in ("evidence", "needs_tree") and either.kind != ItemKind.BLOCKER:
                 continue
-            va = _shown(getattr(a, name)) if a is not None else None
-            vb = _shown(getattr(b, name)) if b is not None else None
+            va = _shown(name, getattr(a, name)) if a is not None else None
+            vb = _shown(name, getattr(b, name)) if b is not None else None
             fields.append({"label": label, "old": va, "new": vb, "changed": va != vb})
         rows.append(
             {
@@ -355,3 +381,15 @@ def render_partials(request: HtmxHttpRequest, names: list[str], context: dict[st
     """Several partials of the revision page in one htmx response (the extra ones swap out of band)."""
     body = "".join(render_to_string(f"{PAGE}#{name}", context, request=request) for name in names)
     return HttpResponse(body)
+
+
+# What a change of the revision's status (a draft turning approved) changes on its page besides the item
+# that was acted on: every row's buttons, the add forms, the status card, Activity and History.
+TRANSITION_PARTIALS = ["item-sections", "revision-status", "activity", "history"]
+
+
+def render_transition(request: HtmxHttpRequest, context: dict[str, Any]) -> HttpResponse:
+    """The item sections in place of the element the action targeted (one row, or the sections), and the
+    rest of what the transition changed out of band."""
+    response = render_partials(request, TRANSITION_PARTIALS, {**context, "oob": True})
+    return reswap(retarget(response, "#item-sections"), "outerHTML")

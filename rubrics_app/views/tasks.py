@@ -7,6 +7,8 @@ from django.views.decorators.http import require_GET
 
 from rubrics_app.access import get_repository_for_user
 from rubrics_app.models import RevisionStatus, RubricRevision, Task
+from rubrics_app.services.rereview import re_review_context
+from rubrics_app.services.runs import task_runs
 from rubrics_app.views.common import HtmxHttpRequest
 
 
@@ -22,6 +24,8 @@ def task_detail(request: HtmxHttpRequest, repo_pk: int, task_pk: int) -> HttpRes
     )
     admitted = next((r for r in revisions if r.status == RevisionStatus.ADMITTED), None)
     drafts = [r for r in revisions if r.status == RevisionStatus.DRAFT]
+    # The newest approved revision, shown while nothing is admitted (revisions are newest first).
+    approved = next((r for r in revisions if r.status == RevisionStatus.APPROVED), None)
     return render(
         request,
         "rubrics/task_detail.html",
@@ -32,5 +36,8 @@ def task_detail(request: HtmxHttpRequest, repo_pk: int, task_pk: int) -> HttpRes
             "revisions": revisions,
             "admitted": admitted,
             "drafts": drafts,
+            **re_review_context(admitted),
+            "agent_runs": task_runs(task),
+            "approved": approved,
         },
     )

@@ -167,7 +167,7 @@ def _set_frozen_triggers(installed: bool) -> None:
     from django.db import connection
 
     # The latest migration that (re)defines the triggers.
-    migration = importlib.import_module("rubrics_app.migrations.0011_admitted_means_calibrated")
+    migration = importlib.import_module("rubrics_app.migrations.0006_freeze_holes_closed")
     install, uninstall = migration.trigger_sql(connection.vendor)
     with connection.cursor() as cursor:
         for sql in uninstall:
@@ -187,15 +187,10 @@ def _frozen_triggers_restored(django_db_setup: None, django_db_blocker: Any) -> 
 def flushable_transactional_db(_frozen_triggers_restored: None, transactional_db: None) -> Iterator[None]:
     """transactional_db for tests that leave approved/admitted revisions behind.
 
-    On SQLite the flush after a transactional test is DELETE FROM every table, which the frozen-revision
-    triggers refuse; they are lifted just for that flush and put back before the next test (PostgreSQL
-    flushes with TRUNCATE, which row triggers do not see).
+    The flush after a transactional test (DELETE FROM every table on SQLite, TRUNCATE on PostgreSQL) is
+    refused by the frozen-revision triggers; they are lifted just for that flush and put back before the next
+    test.
     """
-    from django.db import connection
-
-    if connection.vendor != "sqlite":
-        yield
-        return
     _set_frozen_triggers(installed=True)
     yield
     _set_frozen_triggers(installed=False)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +15,10 @@ from django.contrib.auth.models import User
 from django.db import IntegrityError, connection, transaction
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from grading.judge.cache import MemoryCache
+from rubrics_app import tasks
 from rubrics_app.models import (
     AuditEvent,
     AuditVerb,
@@ -23,6 +26,8 @@ from rubrics_app.models import (
     CalibrationRun,
     CalibrationStatus,
     CalibrationVerdict,
+    Job,
+    JobStatus,
     JudgeCacheEntry,
     JudgeRole,
     JudgeSetting,
@@ -32,7 +37,7 @@ from rubrics_app.models import (
     TransitionError,
 )
 from rubrics_app.services import calibration, revisions
-from rubrics_app.services.judges import JudgeSettingError, judge_family, set_judges
+from rubrics_app.services.judges import JudgeSettingError, set_judges
 from rubrics_app.services.revisions import NotCalibrated
 from rubrics_app.services.tasks import set_task_files
 from tests.app.conftest import (
@@ -241,20 +246,6 @@ def test_the_second_judge_is_compared_side_by_side_and_never_admits(
     assert "Cohen&#x27;s κ" in page.content.decode() or "Cohen's κ" in page.content.decode()
 
 
-@pytest.mark.parametrize(
-    ("primary", "second", "same"),
-    [
-        ("anthropic:claude-sonnet-4-5-20250929", "anthropic:claude-opus-4-1-20250805", True),
-        ("anthropic:claude-sonnet-4-5-20250929", "openai:claude-sonnet-4-5-20250929", True),
-        ("anthropic:claude-sonnet-4-5-20250929", "openai:gpt-4o-2024-08-06", False),
-        ("openai:gpt-4o-2024-08-06", "openai:o3-2025-04-16", True),
-        ("openai:gpt-4o-2024-08-06", "openai:Qwen/Qwen2.5-Coder-32B-Instruct", False),
-    ],
-)
-def test_judge_families(primary: str, second: str, same: bool) -> None:
-    assert (judge_family(primary) == judge_family(second)) is same
-
-
 @pytest.mark.django_db
 def test_set_judges_checks_specs_as_the_command_line_does(repository: Repository, maintainer: User) -> None:
     with pytest.raises(JudgeSettingError, match="alias") as alias:
@@ -406,7 +397,9 @@ def calibration_replies(prompt: ParsedPrompt, behaviour: Behaviour) -> dict[str,
     reply = default_reply(prompt, behaviour)
     for verdict in reply["verdicts"]:
         if verdict["id"] == "B1" and "raise ValueError" not in prompt.user_text:
-            verdict.update(verdict="fail", reason="Misses B1: the fraction is clamped or unchecked.")
+            verdict.update(
+                verdict="fail", finding="violated", reason="Misses B1: the fraction is clamped or unchecked."
+            )
     return reply
 
 
@@ -474,3 +467,26 @@ def test_run_calibration_is_for_maintainers_on_approved_revisions(
     )
     assert "only an approved revision is calibrated" in refused.content.decode()
     assert not CalibrationRun.objects.filter(revision=draft).exists()
+
+
+@pytest.mark.django_db
+def test_a_calibration_whose_job_the_reaper_fails_is_failed_with_the_jobs_reason(
+    make_revision: MakeRevision, maintainer: User, settings: Any
+) -> None:
+    revision = make_revision(RevisionStatus.APPROVED)
+    run, _ = calibration.new_run(revision, maintainer)
+    assert run.job is not None
+    # Claimed by a worker (twice already) that then died: the reaper has no attempt left to give it.
+    settings.JOB_MAX_ATTEMPTS = 2
+    Job.objects.filter(pk=run.job.pk).update(
+        status=JobStatus.RUNNING, attempts=2, started_at=timezone.now(), heartbeat_at=timezone.now()
+    )
+    assert calibration.claim(run)
+    assert calibration.fail_stale_runs() == 0  # its job is still running as far as anyone knows
+    reaped = tasks.reap(now=timezone.now() + timedelta(minutes=5))
+    assert reaped.failed == [run.job.pk]
+    assert calibration.fail_stale_runs() == 1
+    run.refresh_from_db()
+    assert run.status == CalibrationStatus.ERROR and "worker lost" in run.reason
+    revision.refresh_from_db()
+    assert revision.status == RevisionStatus.APPROVED

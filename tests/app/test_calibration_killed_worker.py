@@ -1,5 +1,5 @@
-"""A worker killed (SIGKILL) mid-calibration: only whole rows are stored, the run is failed with its reason
-once its heartbeat is stale, and calibrating again pays only for the rows not judged before.
+"""A worker killed (SIGKILL) mid-calibration: only whole rows are stored; the job reaper queues the job again
+and the next worker takes the run over, keeping the rows stored before and paying only for the rest.
 
 A module of its own: no other worker may listen on the test queue while this one is killed (another would
 take the job, or finish it after the test)."""
@@ -9,16 +9,18 @@ from __future__ import annotations
 import time
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
+from rubrics_app import tasks
 from rubrics_app.models import (
     CalibrationRow,
-    CalibrationRun,
     CalibrationStatus,
     Job,
+    JobKind,
     JobStatus,
     JudgeSetting,
     Repository,
@@ -42,6 +44,7 @@ def test_a_worker_killed_mid_calibration_leaves_whole_rows_and_the_rerun_pays_on
     repository: Repository,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
+    settings: Any,
 ) -> None:
     use_fake_providers(repository, maintainer)
     JudgeSetting.objects.filter(repository=repository).update(second_judge="")  # one judge: 5 calls in all
@@ -63,20 +66,26 @@ def test_a_worker_killed_mid_calibration_leaves_whole_rows_and_the_rerun_pays_on
     assert run.status == CalibrationStatus.RUNNING and 1 <= len(stored) < 5
     for row in stored:  # whole rows only: every judged item's verdict is there
         assert row.verdicts.count() == 4, row
-    # Its heartbeat stops; once stale, the run is failed with its reason (the page and commands do this).
-    CalibrationRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - timedelta(minutes=5))
-    assert calibration.fail_stale_runs() == 1
-    run.refresh_from_db()
-    assert run.status == CalibrationStatus.ERROR and "worker stopped mid-run" in run.reason
-    assert run.job is not None and Job.objects.get(pk=run.job.pk).status == JobStatus.FAILED
-    revision.refresh_from_db()
-    assert revision.status == RevisionStatus.APPROVED
-    # Calibrating again (here, in this process): the rows judged before the kill come from the verdict cache.
+    # The job reaper (every worker runs it) finds the job lost once its heartbeat is stale, and queues it
+    # again: the message is caught here and the job run in this process, as the next worker would.
+    assert tasks.TASK_OF_KIND[JobKind.CALIBRATE_REVISION] is tasks.calibrate_revision
+    sent: list[int] = []
+    monkeypatch.setattr(tasks.calibrate_revision, "delay_on_commit", sent.append)
+    settings.JOB_MAX_ATTEMPTS = 2
+    reaped = tasks.reap(now=timezone.now() + timedelta(minutes=5))
+    assert run.job is not None and reaped.requeued == [run.job.pk] and sent == [run.job.pk]
+    assert calibration.fail_stale_runs() == 0  # its job is queued again, not failed: the run is not lost
     monkeypatch.setenv("ANTHROPIC_BASE_URL", provider.anthropic_base_url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-anthropic-key")
     before = len(provider.model_calls())
-    again = calibration.calibrate_now(revision, maintainer, admit=True)
-    assert again.status == CalibrationStatus.PASSED, again.reason
-    assert again.calls == len(provider.model_calls()) - before <= 5 - len(stored)
+    tasks.calibrate_revision(run.job.pk)
+    run.refresh_from_db()
+    assert run.status == CalibrationStatus.PASSED, run.reason
+    job = Job.objects.get(pk=run.job.pk)
+    assert (job.status, job.attempts) == (JobStatus.DONE, 2)
+    rows = list(run.rows.all())
+    assert [r.position for r in rows] == list(range(5))
+    assert {r.pk for r in stored} <= {r.pk for r in rows}  # the rows stored before the kill are kept
+    assert len(provider.model_calls()) - before <= 5 - len(stored)
     revision.refresh_from_db()
-    assert revision.status == RevisionStatus.ADMITTED
+    assert revision.status == RevisionStatus.APPROVED  # "Run calibration", not "Admit"

@@ -1,4 +1,4 @@
-"""The database, not only the code, refuses to edit an approved, admitted or retired revision (0002-0011).
+"""The database, not only the code, refuses to edit an approved, admitted or retired revision (0006).
 
 Every write here goes around the model methods (QuerySet.update/delete, raw cursor) to prove the trigger
 refuses it. Run on SQLite by default and on PostgreSQL when DATABASE_URL points at it.
@@ -149,11 +149,11 @@ def test_the_database_refuses_any_status_that_would_unfreeze_it(
 def test_the_legal_transitions_still_work(make_revision: MakeRevision, maintainer: Any) -> None:
     approved = make_revision(RevisionStatus.APPROVED)
     calibrate(approved, maintainer)  # admitted means calibrated (migration 0011)
-    # approved -> admitted, and the single demotion admitted -> approved, are allowed by the triggers.
-    RubricRevision.objects.filter(pk=approved.pk).update(status=RevisionStatus.ADMITTED)
-    RubricRevision.objects.filter(pk=approved.pk).update(status=RevisionStatus.APPROVED)
+    # approved -> admitted -> retired are allowed by the triggers (and nothing backwards: test_freeze_holes).
     RubricRevision.objects.filter(pk=approved.pk).update(status=RevisionStatus.ADMITTED)
     assert RubricRevision.objects.get(pk=approved.pk).status == RevisionStatus.ADMITTED
+    RubricRevision.objects.filter(pk=approved.pk).update(status=RevisionStatus.RETIRED)
+    assert RubricRevision.objects.get(pk=approved.pk).status == RevisionStatus.RETIRED
 
 
 def test_a_draft_is_freely_editable_at_the_database_level(draft_revision: RubricRevision) -> None:
@@ -180,13 +180,15 @@ def test_editing_starts_a_new_draft_carrying_every_item(
     draft = revisions.new_draft_from(frozen_revision, by=maintainer)
     assert draft.status == RevisionStatus.DRAFT
     assert draft.parent_id == frozen_revision.pk
-    assert draft.number == frozen_revision.task.next_revision_number() - 1
+    assert draft.number == frozen_revision.task.revisions.count()  # the next number of the task
     assert draft.to_rubric_dict() == frozen_revision.to_rubric_dict()
-    assert {i.review_state for i in draft.items.all()} == {ReviewState.PENDING}
-    assert {i.reviewed_by_id for i in draft.items.all()} == {None}
+    # Unchanged text keeps its approval (issue 8 §6); an edit puts the edited item back to pending.
+    assert {i.review_state for i in draft.items.all()} == {ReviewState.APPROVED}
+    assert {i.reviewed_by_id for i in draft.items.all()} == {maintainer.pk}
     b1 = draft.items.get(item_id="B1")
     revisions.edit_item(b1, b1.version, {"criterion": "sharper"}, by=maintainer)
     assert frozen_revision.items.get(item_id="B1").criterion != "sharper"
+    assert draft.items.get(item_id="B1").review_state == ReviewState.PENDING
 
 
 def test_the_vendor_is_one_the_triggers_cover() -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from django.core.exceptions import PermissionDenied
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
 
 from grading.cli import main as rubric_cli
 from grading.schema import load_rubric
@@ -32,6 +33,7 @@ from tests.app.conftest import (
     MakeRevision,
     calibrate,
     rubric_data,
+    sound_script,
 )
 from tests.gitrepo import GitRepo
 
@@ -59,12 +61,13 @@ def upload(raw: bytes, name: str = "rubrics.zip") -> SimpleUploadedFile:
 
 
 def approve_and_admit(revision: RubricRevision, by: Any) -> RubricRevision:
+    if not revision.task.oracle_diff:  # imported without the task's own files and prompt
+        # Before approval: the prompt of a task holding an approved revision is frozen (0006).
+        Task.objects.filter(pk=revision.task_id).update(oracle_diff=ORACLE_DIFF, spec_prompt="Fix it.")
+        revision.task.refresh_from_db()
     for item in revision.ordered_items():
         revisions.approve_item(item, by=by)
     revision.refresh_from_db()
-    if not revision.task.oracle_diff:  # imported without the task's own files and prompt
-        Task.objects.filter(pk=revision.task_id).update(oracle_diff=ORACLE_DIFF, spec_prompt="Fix it.")
-        revision.task.refresh_from_db()
     calibrate(revision, by)
     revisions.admit(revision, by=by)
     revision.refresh_from_db()
@@ -237,7 +240,7 @@ def test_it_refuses_what_is_not_a_zip_or_json(repository: Repository, maintainer
     assert problems_of(exc) == ["rubric.json: line 1 column 12: malformed JSON: Expecting value"]
     with pytest.raises(ImportFailed) as exc:
         import_export.import_rubric_zip(repository, upload(b"\xff\xfe", "rubric.json"), maintainer)
-    assert problems_of(exc) == ["rubric.json: not UTF-8 text"]
+    assert problems_of(exc) == ["rubric.json: not UTF-8 text (byte 0)"]  # grading's reader's words
 
 
 def test_one_invalid_task_imports_nothing_and_lists_every_problem(
@@ -304,23 +307,33 @@ def test_text_no_database_can_store_is_a_problem_not_a_crash(repository: Reposit
     # json.loads turns "\\ud800" into a lone surrogate (not UTF-8: both databases fail to encode it) and
     # "\\u0000" into NUL (PostgreSQL text refuses it); both used to end the upload in a 500.
     data = rubric_data(intent="bad \ud800 text")
-    data["blockers"] = [{**RUBRIC["blockers"][0], "criterion": "a\x00b"}, *RUBRIC["blockers"][1:]]
+    second = rubric_data(task="second")
+    second["blockers"] = [{**RUBRIC["blockers"][0], "criterion": "a\x00b"}, *RUBRIC["blockers"][1:]]
     task_json = json.dumps({"id": "fix_fraction_gt1", "prompt": "p", "note\udc80": "x"}).encode()
     members = {
         "tasks/fix_fraction_gt1/rubric.json": json.dumps(data).encode(),
-        "tasks/second/rubric.json": json.dumps(rubric_data(task="second")).encode(),
-        "tasks/second/task.json": task_json.replace(b"fix_fraction_gt1", b"second"),
-        **{f"tasks/{t}/{p}": c for t in ("fix_fraction_gt1", "second") for p, c in CALIBRATION_FILES.items()},
+        "tasks/second/rubric.json": json.dumps(second).encode(),
+        "tasks/third/rubric.json": json.dumps(rubric_data(task="third")).encode(),
+        "tasks/third/task.json": task_json.replace(b"fix_fraction_gt1", b"third"),
+        **{
+            f"tasks/{t}/{p}": c
+            for t in ("fix_fraction_gt1", "second", "third")
+            for p, c in CALIBRATION_FILES.items()
+        },
     }
     with pytest.raises(ImportFailed) as exc:
         import_export.import_rubric_zip(repository, upload(make_zip(members)), maintainer)
-    assert problems_of(exc) == [
-        "tasks/fix_fraction_gt1/rubric.json: intent: holds a lone surrogate (a \\uD800-\\uDFFF escape): "
-        "not UTF-8 text",
-        "tasks/fix_fraction_gt1/rubric.json: blockers[0].criterion: holds a NUL character (\\u0000)",
-        "tasks/second/task.json: note\\udc80: key holds a lone surrogate (a \\uD800-\\uDFFF escape): "
-        "not UTF-8 text",
-    ]
+    # The strict JSON reader refuses a lone surrogate where it reads the file; NUL is valid JSON that
+    # PostgreSQL's text cannot hold, refused when the rubric's text is checked.
+    assert sorted(problems_of(exc)) == sorted(
+        [
+            "tasks/fix_fraction_gt1/rubric.json: intent: a lone surrogate escape (such as \\ud800) is not "
+            "Unicode text",
+            "tasks/second/rubric.json: blockers[0].criterion: holds a NUL character (\\u0000)",
+            "tasks/third/task.json: note\\udc80: a lone surrogate escape (such as \\ud800) is not "
+            "Unicode text",
+        ]
+    )
     assert_nothing_imported()
 
 
@@ -501,6 +514,43 @@ def test_held_out_rubrics_go_to_the_private_path(
     import_export.write_to_checkout(admitted_revision, private=True, by=maintainer)
     assert snapshot(checkout.path) == before
     assert json.loads((private / "tasks/fix_fraction_gt1/rubric.json").read_bytes()) == RUBRIC
+
+
+def test_the_private_export_holds_everything_rubric_check_reads(
+    admitted_revision: RubricRevision,
+    checkout: GitRepo,
+    maintainer: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Issue 7 §5: the held-out set lives only in the private path, so its export carries the task's own
+    # files too; the public one stays rubric.json and calib diffs.
+    task = admitted_revision.task
+    private = Path(task.repository.private_path)
+    private.mkdir()
+    call_command("export_rubrics", "--repository", task.repository.name, "--private", stdout=io.StringIO())
+    call_command("export_rubrics", "--repository", task.repository.name, stdout=io.StringIO())
+    folder = private / "tasks" / task.task_id
+    assert sorted(p.name for p in folder.iterdir()) == ["calib", "oracle.diff", "rubric.json", "task.json"]
+    assert (folder / "oracle.diff").read_bytes() == ORACLE_DIFF
+    assert json.loads((folder / "task.json").read_bytes())["base_commit"] == task.base_commit
+    public = checkout.path / "tasks" / task.task_id
+    assert (public / "rubric.json").exists() and not (public / "oracle.diff").exists()
+    # The download: the same files in the private zip, none of them in the public one.
+    with zipfile.ZipFile(io.BytesIO(import_export.export_zip(admitted_revision, private=True))) as archive:
+        names = set(archive.namelist())
+    assert {f"tasks/{task.task_id}/{n}" for n in ("task.json", "oracle.diff", "rubric.json")} <= names
+    with zipfile.ZipFile(io.BytesIO(import_export.export_zip(admitted_revision))) as archive:
+        assert f"tasks/{task.task_id}/oracle.diff" not in archive.namelist()
+    # `rubric check` runs from the exported folder alone, the rubric named as a held-out one.
+    judge = tmp_path / "judge.json"
+    judge.write_text(json.dumps(sound_script()))
+    manifest = tmp_path / "repo_manifest.yaml"
+    manifest.write_text("{}\n")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    argv = ["check", str(folder), "--rubric", str(folder / "rubric.json"), "--manifest", str(manifest)]
+    argv += ["--judge", f"scripted:{judge}", "--store", str(tmp_path / "store.sqlite"), "--json"]
+    assert rubric_cli(argv) == 0
 
 
 def test_a_failed_write_leaves_the_old_file_and_no_temp_file(

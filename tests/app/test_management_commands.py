@@ -9,6 +9,7 @@ import pytest
 from django.contrib.auth import authenticate
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.test import RequestFactory
 
 from examples.build import TASK_ID, TASKS
 from grading.schema import load_rubric
@@ -168,9 +169,10 @@ def test_load_demo_loads_every_state_once(settings: Any, tmp_path: Path) -> None
     settings.VAR_DIR = tmp_path / "var"
     out, _ = run("load_demo")
     assert "Demo login: demo / demo" in out
-    assert authenticate(username="demo", password="demo") is not None
+    login = RequestFactory().post("/accounts/login/")  # django-axes throttles per request
+    assert authenticate(login, username="demo", password="demo") is not None
     repository = Repository.objects.get(name="shapes")
-    assert repository.role_of(authenticate(username="demo", password="demo")) == "maintainer"
+    assert repository.role_of(authenticate(login, username="demo", password="demo")) == "maintainer"
     assert repository.tasks.count() == 3
     statuses = sorted(RubricRevision.objects.values_list("status", flat=True))
     assert statuses == ["admitted", "approved", "draft", "draft"]

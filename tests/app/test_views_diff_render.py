@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from rubrics_app.diff_render import MAX_DIFF_LINES, parse_for_display, render_diff
+import pytest
+
+from rubrics_app.diff_render import (
+    MAX_DIFF_LINES,
+    MAX_HIGHLIGHT_LINE,
+    HighlightBudget,
+    highlight_file,
+    parse_for_display,
+    render_diff,
+)
 from rubrics_app.templatetags.rubrics import evidence
 
 HOSTILE = """diff --git a/src/app.py b/src/app.py
@@ -77,3 +86,81 @@ def test_evidence_does_not_link_other_schemes() -> None:
     html = evidence("javascript:alert(1) data:text/html,<x>")
     assert "<a " not in html
     assert "&lt;x&gt;" in html
+
+
+# --- no input makes a page slow (issue 8 §2; the timings are in benchmarks/app_pages.py) -------------------
+
+# The issue's input: one 390 KB JavaScript line on which pygments' lexer is quadratic (120 s to highlight).
+LONG_JS_LINE = '/*"\\\\' * 78_000
+
+
+def js_diff(*added: str) -> str:
+    body = "".join(f"+{line}\n" for line in added)
+    return f"--- a/app.js\n+++ b/app.js\n@@ -0,0 +1,{len(added)} @@\n{body}"
+
+
+def test_a_long_line_is_shown_plain_and_the_short_ones_around_it_highlighted() -> None:
+    html = render_diff(js_diff("var a = 1; // short", LONG_JS_LINE, "var b = '<b>';"))
+    row = next(r for r in html.split("<tr ") if "/*&quot;\\\\/*" in r)
+    assert "<span" not in row.split('<span class="marker">+</span>', 1)[1]  # no pygments token markup
+    assert LONG_JS_LINE.replace('"', "&quot;") in row  # every character, escaped
+    assert f"Lines over {MAX_HIGHLIGHT_LINE:,} characters are shown without colours." in html
+    # The lines before and after it are still lexed as JavaScript (each run on its own).
+    assert '<span class="c1">// short</span>' in html
+    assert "<span class=\"s1\">'&lt;b&gt;'</span>" in html
+
+
+def test_a_line_at_the_limit_is_still_highlighted() -> None:
+    line = "var x = 1; //" + "y" * (MAX_HIGHLIGHT_LINE - 13)
+    assert len(line) == MAX_HIGHLIGHT_LINE
+    html = render_diff(js_diff(line))
+    assert '<span class="c1">//yyy' in html
+    assert "shown without colours" not in html
+
+
+def test_out_of_highlighting_time_the_rest_is_plain_and_the_page_says_so() -> None:
+    html = render_diff(HOSTILE, highlight_seconds=0)
+    assert '<span class="c1">' not in html  # not one token coloured
+    assert "# &lt;/td&gt;&lt;/tr&gt;&lt;/table&gt;&lt;img src=x onerror=alert(1)&gt;" in html
+    assert "This diff takes too long to colour: part of it is shown plain." in html
+    files, _ = parse_for_display(HOSTILE)
+    # Every line is still there, numbered as before.
+    assert html.count("<tr ") == sum(len(f.lines) for f in files)
+    assert "takes too long" not in render_diff(HOSTILE)
+
+
+def test_the_budget_is_shared_by_every_file_of_the_diff() -> None:
+    budget = HighlightBudget(seconds=60)
+    first, second = parse_for_display(HOSTILE)[0]
+    highlight_file(first, budget)
+    assert any("<span" in ln.html for ln in first.lines)
+    budget.deadline = 0  # spent on the first file
+    highlight_file(second, budget)
+    assert budget.exhausted
+    assert [ln.html for ln in second.lines if ln.kind == "add"] == ["int b;", "int c;"]
+
+
+# The issue's other input: 100 KB of letters in a blocker's evidence (the old pattern took 33 s).
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a" * 100_000,
+        "http://." * 12_500,  # a URL start on every 8th character of one run
+        "a:1:" * 25_000,  # a reference on every 4th
+        "a/" * 50_000 + ":x",  # one path run that is not a reference after all
+    ],
+)
+def test_evidence_of_100_kb_is_shown_whole_and_escaped(text: str) -> None:
+    html = evidence(text + " <b>")
+    assert html.endswith(" &lt;b&gt;")
+    assert len(html) >= len(text)
+
+
+def test_evidence_keeps_its_meaning_with_the_linear_pattern() -> None:
+    html = evidence("(see a.py:3-9), http://x.org/p?q=1). x.c:12a https://... 12:30 b/c:4/")
+    assert '(see <code class="ref">a.py:3-9</code>), ' in html
+    assert '<a href="http://x.org/p?q=1" rel="noopener noreferrer nofollow">http://x.org/p?q=1</a>). ' in html
+    assert "x.c:12a" in html and "x.c:12a</code>" not in html  # not a line number
+    assert "https://..." in html and 'href="https://' not in html  # a scheme and punctuation only
+    assert "12:30" in html and "12:30</code>" not in html  # a time, not a file
+    assert "b/c:4/" in html and "b/c:4</code>" not in html

@@ -117,7 +117,7 @@ def test_write_to_the_checkout(maintainer: User, make_revision: MakeRevision, tm
     job = Job.objects.get(kind=JobKind.EXPORT_REVISION)
     job_url = reverse("rubrics:job_detail", args=[admitted.task.repository_id, job.pk])
     assert response["HX-Redirect"] == job_url
-    assert 'hx-trigger="every 1s"' in client.get(job_url, headers=HX).content.decode()
+    assert 'hx-trigger="every 2s"' in client.get(job_url, headers=HX).content.decode()
     run_job(job)
     task_dir = checkout / "tasks" / "fix_fraction_gt1"
     assert json.loads((task_dir / "rubric.json").read_text()) == RUBRIC
@@ -186,7 +186,11 @@ def test_upload_review_admit_download_round_trip(maintainer: User, repository: R
     )
     revision = RubricRevision.objects.get()
     for item in revision.ordered_items():
-        client.post(reverse("rubrics:item_approve", args=[revision.task.repository_id, item.pk]), headers=HX)
+        client.post(
+            reverse("rubrics:item_approve", args=[revision.task.repository_id, item.pk]),
+            {"version": item.version},
+            headers=HX,
+        )
     # No passing calibration yet: "Admit" runs one, which admits the revision when every row holds.
     response = client.post(url("revision_admit", revision))
     run = CalibrationRun.objects.get(revision=revision)

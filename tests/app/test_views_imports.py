@@ -150,7 +150,11 @@ def test_only_maintainers_import(
 
 
 @pytest.mark.parametrize(
-    ("intent", "problem"), [("bad \ud800 text", "lone surrogate"), ("bad \x00 text", "NUL character")]
+    ("intent", "problem"),
+    [
+        ("bad \ud800 text", "intent: a lone surrogate escape"),
+        ("bad \x00 text", "intent: holds a NUL character"),
+    ],
 )
 def test_text_the_database_cannot_store_is_a_form_error(
     maintainer: User, repository: Repository, intent: str, problem: str
@@ -161,5 +165,5 @@ def test_text_the_database_cannot_store_is_a_form_error(
         response = upload(client, repository, task_zip(intent=intent), headers=headers)
         html = response.content.decode()
         assert response.status_code == (200 if headers else 400)
-        assert "tasks/fix_fraction_gt1/rubric.json: intent: holds a" in html and problem in html
+        assert f"tasks/fix_fraction_gt1/rubric.json: {problem}" in html
     assert not RubricRevision.objects.exists() and not Task.objects.exists()

@@ -113,6 +113,8 @@ def test_a_non_blocker_gets_its_weight_and_a_plain_post_redirects_to_it(
         ("blocker", {"evidence": ""}, "A blocker cites evidence"),
         ("non_blocker", {"weight": "0"}, "A weight is a number above 0."),
         ("non_blocker", {"weight": "-1"}, "A weight is a number above 0."),
+        ("non_blocker", {"weight": "100.5"}, "A weight is at most 100."),
+        ("non_blocker", {"weight": "1e400"}, "Enter a number."),
         ("non_blocker", {"weight": "heavy"}, "Enter a number."),
     ],
 )
@@ -313,10 +315,41 @@ def test_reviewers_and_viewers_get_403_and_outsiders_404(
     assert ids(draft_revision) == ["B1", "B2", "N1", "N2", "N3"]
 
 
-@pytest.mark.parametrize("action", ["add", "remove"])
-def test_get_is_refused(maintainer: User, draft_revision: RubricRevision, action: str) -> None:
-    url = add_url(draft_revision) if action == "add" else remove_url(item(draft_revision, "B1"))
-    assert logged_in(maintainer).get(url).status_code == 405
+def test_get_is_refused_for_add(maintainer: User, draft_revision: RubricRevision) -> None:
+    assert logged_in(maintainer).get(add_url(draft_revision)).status_code == 405
+
+
+def test_get_of_remove_is_the_confirmation_step_and_removes_nothing(
+    maintainer: User, viewer: User, draft_revision: RubricRevision
+) -> None:
+    b1 = item(draft_revision, "B1")
+    # Without JavaScript the Remove button is a GET form to this page.
+    page = logged_in(maintainer).get(page_url(draft_revision)).content.decode()
+    assert f'<form class="inline" method="get" action="{remove_url(b1)}"' in page
+    response = logged_in(maintainer).get(remove_url(b1))
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "Remove blocker <code>B1</code>?" in html
+    assert f'<form method="post" action="{remove_url(b1)}">' in html
+    assert 'name="csrfmiddlewaretoken"' in html and 'name="seen_status" value="draft"' in html
+    assert f'href="{page_url(draft_revision)}#item-{b1.pk}">Cancel</a>' in html
+    assert ids(draft_revision) == ["B1", "B2", "N1", "N2", "N3"]
+    assert logged_in(viewer).get(remove_url(b1)).status_code == 403
+    # Confirming removes it.
+    confirmed = logged_in(maintainer).post(remove_url(b1), {"seen_status": "draft"})
+    assert confirmed.status_code == 302
+    assert ids(draft_revision) == ["B2", "N1", "N2", "N3"]
+
+
+def test_the_confirmation_on_an_approved_revision_says_a_draft_is_made(
+    maintainer: User, approved_revision: RubricRevision
+) -> None:
+    html = logged_in(maintainer).get(remove_url(item(approved_revision, "N3"))).content.decode()
+    assert "removing starts a new draft from it without <code>N3</code>" in html
+    assert 'name="seen_status" value="approved"' in html
+    assert ">Start a new draft without N3</button>" in html
+    logged_in(maintainer).post(remove_url(item(approved_revision, "N3")), {"seen_status": "approved"})
+    assert ids(RubricRevision.objects.get(parent=approved_revision)) == ["B1", "B2", "N1", "N2"]
 
 
 def test_add_and_remove_need_the_csrf_token(maintainer: User, draft_revision: RubricRevision) -> None:

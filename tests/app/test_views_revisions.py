@@ -258,7 +258,9 @@ def test_editing_an_admitted_revision_makes_a_new_draft(
     assert draft.status == RevisionStatus.DRAFT and draft.intent == "Changed after admission."
     admitted.refresh_from_db()
     assert admitted.status == RevisionStatus.ADMITTED and admitted.intent != "Changed after admission."
-    assert {i.review_state for i in draft.items.all()} == {ReviewState.PENDING}
+    # No item's text changed, so their approvals carry over; the new intent waits for "Approve revision".
+    assert {i.review_state for i in draft.items.all()} == {ReviewState.APPROVED}
+    assert ">Approve revision<" in logged_in(maintainer).get(url("revision_detail", draft)).content.decode()
 
 
 def test_reviewer_and_viewer_may_not_edit(
@@ -415,9 +417,7 @@ def test_the_page_shows_who_did_what(maintainer: User, viewer: User, draft_revis
     revisions.request_changes(item, by=maintainer, note="Is <GPU> really in scope?")
     html = logged_in(viewer).get(url("revision_detail", draft_revision)).content.decode()
     activity = html[html.index("<h2>Activity</h2>") : html.index("<h2>History</h2>")]
-    assert (
-        "requested changes on <code>B2</code> of this revision: Is &lt;GPU&gt; really in scope?" in activity
-    )
+    assert "requested changes on <code>B2</code>: Is &lt;GPU&gt; really in scope?" in activity
     assert "drafted this revision" in activity and "<td>maintainer</td>" in activity
 
 
@@ -452,6 +452,7 @@ def test_approve_revision_checks_the_stored_reviews_not_the_loaded_ones(
 
     for item in draft_revision.items.all():
         RubricItem.objects.filter(pk=item.pk).update(review_state=ReviewState.APPROVED)
+
     def loaded_then_changes_requested(repository: Any, pk: int) -> RubricRevision:
         revision = load(repository, pk)
         # Another maintainer requests changes on B1 after this request loaded the revision.

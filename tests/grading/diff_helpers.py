@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -65,3 +67,24 @@ def write_task(task_dir: Path, scope: dict[str, Any]) -> Path:
     task_dir.mkdir(parents=True, exist_ok=True)
     (task_dir / "rubric.json").write_text(json.dumps(rubric_data(scope)), encoding="utf-8")
     return task_dir
+
+
+def zeros_literal_diff(path: str, size: int) -> bytes:
+    """A git diff adding ``path`` as a ``GIT binary patch`` literal of ``size`` zero bytes: a compression
+    bomb (about 1 KB of diff per MB inflated), built without ever holding the inflated bytes."""
+    packer = zlib.compressobj(9)
+    chunk = bytes(1 << 20)
+    parts = [packer.compress(chunk) for _ in range(size >> 20)]
+    parts += [packer.compress(bytes(size & ((1 << 20) - 1))), packer.flush()]
+    deflated = b"".join(parts)
+    lines = []
+    for start in range(0, len(deflated), 52):
+        piece = deflated[start : start + 52]
+        length = chr(ord("A") + len(piece) - 1) if len(piece) <= 26 else chr(ord("a") + len(piece) - 27)
+        lines.append(length.encode() + base64.b85encode(piece, pad=True))
+    header = (
+        f"diff --git a/{path} b/{path}\nnew file mode 100644\n"
+        f"index 0000000000000000000000000000000000000000..1111111111111111111111111111111111111111\n"
+        f"GIT binary patch\nliteral {size}\n"
+    ).encode()
+    return header + b"\n".join(lines) + b"\n\nliteral 0\nHcmV?d00001\n\n"

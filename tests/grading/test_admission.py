@@ -154,7 +154,7 @@ def test_a_diff_with_nothing_to_carry_the_comment_is_an_input_error(base: GitRep
 
 def test_a_truncated_hunk_is_an_input_error() -> None:
     diff = b"--- a/x.py\n+++ b/x.py\n@@ -1,3 +1,3 @@\n a\n-b\n"
-    with pytest.raises(InputError, match="shorter than its header"):
+    with pytest.raises(InputError, match="line 6: expected a hunk line"):
         inject_reviewer_comment(diff + b"garbage\n", "lazy.diff")
 
 
@@ -551,11 +551,15 @@ def test_bad_inputs_are_input_errors(task: Task) -> None:
     assert err.value.file == "oracle.diff"
 
 
-def test_a_non_utf8_calibration_diff_is_an_input_error(task: Task) -> None:
-    (task.dir / "calib/alt.diff").write_bytes(b"--- a/x\n+++ b/x\n@@ -1 +1 @@\n-\xff\n+\xfe\n")
-    with pytest.raises(InputError, match="not UTF-8") as err:
-        task.check()
-    assert err.value.file == "calib/alt.diff"
+def test_a_calibration_diff_that_is_not_utf8_is_judged_with_those_bytes_escaped(task: Task) -> None:
+    # Runs are judged on that text (grading.diffs.decode_diff), so admission calibrates on the same.
+    data = b"--- a/src/calc.py\n+++ b/src/calc.py\n@@ -1 +1 @@\n-\xff\n+caf\xe9\n"
+    (task.dir / "calib/alt.diff").write_bytes(data)
+    escaped = "--- a/src/calc.py\n+++ b/src/calc.py\n@@ -1 +1 @@\n-\\xff\n+caf\\xe9\n"
+    task.script["by_diff_sha256"][hashlib.sha256(escaped.encode()).hexdigest()] = answers(("N2",))
+    alt = rows_by_kind(task.check())["alt"]
+    assert alt.judge is not None and alt.judge.failure is None
+    assert [v.item_id for v in alt.judge.verdicts if v.verdict == "fail"] == ["N2"]
 
 
 def test_a_lazy_diff_that_cannot_carry_the_comment_is_an_input_error(task: Task) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -122,6 +123,25 @@ def test_bad_input_is_one_line_and_exit_2(
     assert len(lines) >= 1 and all(line.startswith("rubric: error: ") for line in lines)
     assert message in captured.err
     assert not (run / "metrics.json").exists()
+
+
+def test_a_changed_file_that_is_not_utf8_is_graded_with_those_bytes_escaped(
+    task: Task, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The agent wrote a Latin-1 byte: the run still gets its metrics.json (it used to exit 2), and the
+    # judge reads the byte as \\xe9: the scripted answer keyed on that escaped text is the one used.
+    fixed = {"src/calc.py": b"def add(a, b):\n    return a + b  # caf\xe9\n"}
+    run = task.make_run("latin1", fixed, {"pass": True})  # type: ignore[dict-item]
+    raw = (run / "workspace.diff").read_bytes()
+    assert b"caf\xe9" in raw
+    escaped = raw.decode("utf-8", errors="backslashreplace")
+    assert "caf\\xe9" in escaped
+    task.script["by_diff_sha256"][hashlib.sha256(escaped.encode()).hexdigest()] = answers(("N3",))
+    assert main(grade(task, run, "--json")) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == json.loads((run / "metrics.json").read_text())
+    assert printed["mergeable"] is True
+    assert printed["details"]["assessment"]["non_blockers_failed"] == ["N3"]
 
 
 def run_rubric(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -246,7 +266,17 @@ def test_price_table_and_decoding_reach_the_judge(
 
 
 ESCAPE_REPLY = json.dumps(
-    {"verdicts": [{"id": "\x1b]0;owned\x07\x1b[2J", "verdict": "pass", "reason": "r", "locations": []}]}
+    {
+        "verdicts": [
+            {
+                "id": "\x1b]0;owned\x07\x1b[2J",
+                "reason": "r",
+                "finding": "satisfied",
+                "verdict": "pass",
+                "locations": [],
+            }
+        ]
+    }
 )
 
 

@@ -38,7 +38,8 @@ def test_an_invalid_rubric_names_file_and_json_path(
     assert code == 2 and out == ""
     assert err.splitlines() == [
         f"rubric: error: {path}: blockers[1].evidence: must not be blank",
-        f"rubric: error: {path}: non_blockers[0].weight: must be a number greater than 0, not 0",
+        f"rubric: error: {path}: non_blockers[0].weight: "
+        "must be a number greater than 0 and at most 100, not 0",
     ]
 
 

@@ -181,6 +181,8 @@ def test_the_demo_replays_and_grades_both_runs(tmp_path: Path, capsys: pytest.Ca
     creep = json.loads((tmp_path / "work" / "runs" / "scope_creep" / "metrics.json").read_text())
     assert good["mergeable"] is True and good["pass"] is True and 0 < good["merge_score"] < 1
     assert creep["mergeable"] is False and creep["pass"] is True and creep["merge_score"] == 0
+    # The demo admits the rubric first, with the same judge and store: the results are not provisional.
+    assert good["provisional"] is False and creep["provisional"] is False
 
 
 def test_the_demo_needs_a_work_directory(capsys: pytest.CaptureFixture[str]) -> None:

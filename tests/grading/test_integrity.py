@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -354,10 +353,7 @@ def test_a_diff_deleting_tens_of_thousands_of_files_is_checked_in_linear_time() 
         FileChange(old_path=None, new_path=f"pkg{i}/conftest.py", status="added", added=1)
         for i in range(count)
     ]
-    started = time.perf_counter()
     result = check_integrity(TESTS, changes, None, None, None, None)
-    elapsed = time.perf_counter() - started
     assert len(result.violations) == count and len(result.config_edits) == count
     assert result.violations[0].path == "tests/d0/test_0.py"
     assert result.config_edits[-1] == f"pkg{count - 1}/conftest.py"
-    assert elapsed < 5, f"{elapsed:.1f} s"

@@ -8,6 +8,7 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from grading.errors import InputError
 from grading.workspace import (
     SNAPSHOT_HEADER,
     SNAPSHOT_HEADER_V1,
+    SNAPSHOT_HEADER_V2,
     capture,
     quote_path,
     read_path_list,
@@ -29,7 +31,7 @@ from grading.workspace import (
 from tests.gitrepo import GIT_ENV, GitRepo
 
 V1 = SNAPSHOT_HEADER_V1.encode()
-V2 = SNAPSHOT_HEADER.encode() + b'\n# info/exclude: ""'
+V2 = SNAPSHOT_HEADER_V2.encode() + b'\n# info/exclude: ""'
 BINARY = bytes(range(256)) * 4 + b"\0\0tail"
 ODD_NAME = "dir with space/naïve café.txt"
 
@@ -559,7 +561,7 @@ def test_base_may_be_a_tag_or_branch_name(workspace: tuple[GitRepo, str], tmp_pa
         (SNAPSHOT_HEADER.encode() + b"\n# info/exclude: NOTES.md\n", "line 2: second line must be"),
         (SNAPSHOT_HEADER.encode() + b'\n# info/exclude: "NOTES.md\n', "line 2: info/exclude: quoted name"),
         (SNAPSHOT_HEADER.encode() + b'\n# info/exclude: "a\\qb"\n', "line 2: info/exclude: bad escape"),
-        (b"# rubric snapshot v3\n", "not a snapshot"),
+        (b"# rubric snapshot v4\n", "not a snapshot"),
     ],
 )
 def test_malformed_snapshot(
@@ -782,3 +784,30 @@ def test_attributes_cannot_turn_a_text_change_into_a_binary_patch(
     assert changes["blob.bin"].binary and changes["new_binary.dat"].binary
     clone = apply_on_base(repo, base, tmp_path / "run" / "workspace.diff", tmp_path / "clone")
     assert listing(clone.path) == listing(repo.path)
+
+
+def test_a_same_size_edit_right_after_the_index_was_written_is_in_the_diff(
+    git_repo: GitRepo, tmp_path: Path
+) -> None:
+    """git's racily-clean rule: an entry whose file is not older than the index is checked by content.
+    The capture's copy of the index must keep the index's mtime, or such an edit looks unchanged."""
+    past = 1_700_000_000_000_000_000  # ns; the file and the index look written in the same second
+    git_repo.write("calc.py", "a - b\n")
+    base = git_repo.commit("base")
+    before = tmp_path / "before.txt"
+    write_snapshot(git_repo.path, before)
+    target, index = git_repo.path / "calc.py", git_repo.path / ".git" / "index"
+    for _ in range(5):  # the file's ctime (not settable) must stay in the second the index recorded
+        start = int(time.time())
+        git_repo.write("calc.py", "a - b\n")
+        os.utime(target, ns=(past, past))
+        git_repo.git("add", "calc.py")
+        git_repo.write("calc.py", "a + b\n")  # same size, same inode
+        os.utime(target, ns=(past, past))
+        os.utime(index, ns=(past, past))
+        if int(time.time()) == start:
+            break
+
+    capture(git_repo.path, base, before, tmp_path / "run")
+
+    assert b"+a + b" in (tmp_path / "run" / "workspace.diff").read_bytes()

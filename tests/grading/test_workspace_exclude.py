@@ -137,8 +137,9 @@ def test_removing_a_rule_from_info_exclude_does_not_turn_old_files_into_addition
     assert result.ignored_created == [] and result.info_exclude_changed
 
 
-def test_gitignore_edits_behave_as_before(project: tuple[GitRepo, str], tmp_path: Path) -> None:
-    """.gitignore is in the tree: its edit is in the diff, and the files it now ignores are ignored."""
+def test_a_gitignore_edit_hides_nothing(project: tuple[GitRepo, str], tmp_path: Path) -> None:
+    """.gitignore is in the tree: its edit is in the diff, and a file only the new rule ignores is in the
+    diff too; a file the old rules ignore stays an ignored file."""
     repo, base = project
     before = tmp_path / "before.txt"
     write_snapshot(repo.path, before)
@@ -148,9 +149,9 @@ def test_gitignore_edits_behave_as_before(project: tuple[GitRepo, str], tmp_path
 
     result = capture(repo.path, base, before, tmp_path / "run")
 
-    assert changed_paths(tmp_path / "run") == [".gitignore"]
+    assert changed_paths(tmp_path / "run") == [".gitignore", "NOTES.md"]
     assert "+NOTES.md\n" in (tmp_path / "run" / "workspace.diff").read_text()
-    assert result.ignored_created == ["NOTES.md", "debug.log"]
+    assert result.ignored_created == ["debug.log"] and result.ignored_in_diff == ["NOTES.md"]
     assert not result.info_exclude_changed
 
 
@@ -200,11 +201,12 @@ def test_snapshot_v2_records_info_exclude_byte_for_byte(project: tuple[GitRepo, 
     write_snapshot(repo.path, before)
 
     lines = before.read_bytes().split(b"\n")
-    assert lines[0] == SNAPSHOT_HEADER.encode() == b"# rubric snapshot v2"
-    assert lines[1].startswith(b'# info/exclude: "# comment\\n*.o\\n') and len(lines) == 4  # one line
-    assert lines[2:] == [b"a.o", b""]
+    assert lines[0] == SNAPSHOT_HEADER.encode() == b"# rubric snapshot v3"
+    assert lines[1].startswith(b'# info/exclude: "# comment\\n*.o\\n') and len(lines) == 6  # one line
+    assert lines[2:] == [b'# ignore file: ".gitignore"', b'# ignore rules: "*.log\\n"', b"a.o", b""]
     snap = read_snapshot_file(before)
-    assert snap.version == 2 and snap.info_exclude == content and snap.ignored == ["a.o"]
+    assert snap.version == 3 and snap.info_exclude == content and snap.ignored == ["a.o"]
+    assert snap.ignore_files == {".gitignore": b"*.log\n"}
 
 
 def test_snapshot_of_a_repository_without_info_exclude(project: tuple[GitRepo, str], tmp_path: Path) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -170,9 +172,10 @@ class Command(BaseCommand):
                 self.stdout.write("demo data already loaded; nothing changed")
             else:
                 self._tasks(repository, users["demo"])
+                self._runs(repository)
         counts = ", ".join(
             f"{status}: {RubricRevision.objects.filter(task__repository=repository, status=status).count()}"
-            for status in ("draft", "approved", "admitted")
+            for status in ("draft", "approved", "admitted", "retired")
         )
         self.stdout.write(
             f"repository {repository.name}: {repository.tasks.count()} tasks; revisions {counts}"
@@ -281,6 +284,42 @@ class Command(BaseCommand):
 
         # 3. A third drafted by a model: provisional until a maintainer reviews it.
         self._create(repository, NAN_RUBRIC, None, NAN_LAZY, model="scripted:demo-drafter")
+
+    def _runs(self, repository: Repository) -> None:
+        """The example runs graded by the `rubric grade` code with two scripted judges (the example's, and a
+        second that disagrees on B1 and N1), imported for the review queue."""
+        from grading.outcome import grade_run
+        from rubrics_app.services.runs import import_run_dirs
+
+        runs, judge = EXAMPLES / "runs", EXAMPLES / "judge_scripted.json"
+        if not runs.is_dir() or not judge.is_file() or not (EXAMPLE_TASK / "rubric.json").is_file():
+            return
+        second = Path(settings.VAR_DIR) / "demo" / "second_judge_scripted.json"
+        script = json.loads(judge.read_text(encoding="utf-8"))
+        for answers in [script.get("default", {}), *script.get("by_diff_sha256", {}).values()]:
+            for item_id in ("B1", "N1"):
+                if item_id in answers:
+                    flipped = "fail" if answers[item_id]["verdict"] == "pass" else "pass"
+                    reason = (
+                        "The diff meets this criterion."
+                        if flipped == "pass"
+                        else "The diff falls short here."
+                    )
+                    answers[item_id] = {"verdict": flipped, "reason": f"{reason} (scripted second judge)"}
+        second.write_text(json.dumps(script, indent=2), encoding="utf-8")
+        with tempfile.TemporaryDirectory(prefix="demo-runs-") as scratch:
+            copied = Path(shutil.copytree(runs, Path(scratch) / "runs"))
+            for run_dir in sorted(p.parent for p in copied.glob("*/run.json")):
+                grade_run(
+                    EXAMPLE_TASK,
+                    run_dir,
+                    EXAMPLES / "repo_manifest.yaml",
+                    f"scripted:{judge}",
+                    f"scripted:{second}",
+                    cache=None,
+                )
+            result = import_run_dirs(repository, copied, "examples/runs")
+        self.stdout.write(f"agent runs: {result.summary()}")
 
     def _create(
         self,

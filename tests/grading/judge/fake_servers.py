@@ -10,6 +10,11 @@ A valid reply covers the item ids found in the request (``FakeProviderServer.ite
 the diff in the user message (the first removed line when nothing was added).
 ``reply_builder`` may be replaced to speak another reply shape.
 
+Claude Code (the ``claude-code`` judge) speaks the same Messages API with two differences the server
+follows: its structured output is a tool, ``StructuredOutput``, whose ``input_schema`` is the reply schema
+(the server then answers with a ``tool_use`` block, and with a short closing text once the tool result
+comes back), and it asks for ``"stream": true`` (the server then answers with server-sent events).
+
 Usage is simulated the way the providers bill it: Anthropic writes the static prefix (every system block
 up to the one carrying ``cache_control``) to a prompt cache on first sight and reads it afterwards;
 OpenAI reports the system message as ``cached_tokens`` when the same one was seen before. A prefix becomes
@@ -207,17 +212,18 @@ def ids_in_schema(schema: Any) -> list[str] | None:
 
 
 def default_reply(prompt: ParsedPrompt, behaviour: Behaviour) -> dict[str, Any]:
-    """``{"verdicts": [{"id", "verdict", "reason", "locations": [{"file", "line", "side"}]}]}``."""
+    """``{"verdicts": [{"id", "reason", "finding", "verdict", "locations": [{"file", "line", "side"}]}]}``."""
     lines = sorted(diff_lines(prompt.user_text), key=lambda d: d.side != "new")  # an added line first
     locations = [{"file": lines[0].file, "line": lines[0].line, "side": lines[0].side}] if lines else []
     return {
         "verdicts": [
             {
                 "id": item_id,
-                "verdict": behaviour.verdict,
                 "reason": f"The change meets {item_id}."
                 if behaviour.verdict == "pass"
                 else f"Misses {item_id}.",
+                "finding": "satisfied" if behaviour.verdict == "pass" else "violated",
+                "verdict": behaviour.verdict,
                 "locations": locations,
             }
             for item_id in prompt.ids
@@ -252,6 +258,8 @@ class FakeProviderServer:
         self.batch_polls_in_progress = 1  # retrieves answered "in_progress" before a batch ends
         self._lock = threading.Lock()
         self.latency = 0.0  # seconds before every model reply is sent (the model's time to answer)
+        self.in_flight = 0  # model calls being answered now, and the most at once
+        self.max_in_flight = 0
         self._prompt_cache: set[str] = set()  # prefixes readable from the prompt cache
         self._unpublished = threading.local()  # the prefix this handler thread wrote, readable once answered
         self._batches: dict[str, dict[str, Any]] = {}
@@ -304,7 +312,8 @@ class FakeProviderServer:
         return [
             r
             for r in self.requests
-            if r.method == "POST" and r.path.rstrip("/").endswith(("/v1/messages", "/chat/completions"))
+            if r.method == "POST"
+            and r.path.split("?")[0].rstrip("/").endswith(("/v1/messages", "/chat/completions"))
         ]
 
     def _publish_prompt_cache(self) -> None:
@@ -336,6 +345,9 @@ class FakeProviderServer:
             _block_text(m.get("content")) for m in body.get("messages", []) if m.get("role") == "user"
         )
         schema = ((body.get("output_config") or {}).get("format") or {}).get("schema") or {}
+        tool = structured_output_tool(body)
+        if tool is not None:
+            schema = tool.get("input_schema") or {}
         model = str(body.get("model"))
         return ParsedPrompt(
             "anthropic", model, static_text, cached_prefix, user_text, self._ids_for(schema), schema
@@ -409,13 +421,23 @@ class FakeProviderServer:
         uncached, write, read = self._prompt_usage(prompt)
         stop_reason = "end_turn"
         content: list[dict[str, Any]] = []
+        tool = structured_output_tool(body)
         if behaviour.kind == "refusal":
             stop_reason = "refusal"
+        elif tool is not None and answered_tool(body, tool["name"]):
+            content = [{"type": "text", "text": "Done."}]  # the turn after the tool result closes the session
         else:
             reply = self.reply_text(prompt, behaviour)
             content = [{"type": "text", "text": reply}]
             if behaviour.kind == "truncated":
                 stop_reason = "max_tokens"
+            elif tool is not None and behaviour.kind != "text":
+                # tool-style structured output: the reply is the tool call's input
+                content = [
+                    {"type": "tool_use", "id": f"toolu_{next(self._ids):06d}", "name": tool["name"],
+                     "input": json.loads(reply)}
+                ]  # fmt: skip
+                stop_reason = "tool_use"
         return {
             "id": f"msg_{next(self._ids):06d}",
             "type": "message",
@@ -428,7 +450,8 @@ class FakeProviderServer:
                 "input_tokens": uncached,
                 "cache_creation_input_tokens": write,
                 "cache_read_input_tokens": read,
-                "output_tokens": sum(tokens(c["text"]) for c in content) or 1,
+                "output_tokens": sum(tokens(c.get("text") or json.dumps(c.get("input"))) for c in content)
+                or 1,
             },
         }
 
@@ -597,6 +620,18 @@ class FakeProviderServer:
                     self._json(404, {"error": {"message": f"unknown path {path}", "type": "not_found"}})
 
             def _model_call(self, body: dict[str, Any], provider: Literal["anthropic", "openai"]) -> None:
+                with server._lock:
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    self._answer_model_call(body, provider)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+            def _answer_model_call(
+                self, body: dict[str, Any], provider: Literal["anthropic", "openai"]
+            ) -> None:
                 behaviour = server._next_behaviour()
                 if behaviour.kind == "status":
                     headers = {}
@@ -627,7 +662,13 @@ class FakeProviderServer:
                     reply = server.openai_completion(body, behaviour)
                 if server.latency and server._stopping.wait(server.latency):
                     return
-                self._json(200, reply)
+                if provider == "anthropic" and body.get("stream") is True:
+                    data = "".join(
+                        f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in message_events(reply)
+                    )
+                    self._send(200, data.encode(), "text/event-stream")
+                else:
+                    self._json(200, reply)
                 server._publish_prompt_cache()
 
             def _json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
@@ -654,6 +695,64 @@ class FakeProviderServer:
         headers = {k.lower(): v for k, v in handler.headers.items()}
         with self._lock:
             self.requests.append(RecordedRequest(handler.command, handler.path, headers, body))
+
+
+STRUCTURED_OUTPUT_TOOL = "StructuredOutput"
+
+
+def structured_output_tool(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The tool Claude Code declares for ``--json-schema`` (its reply schema is the tool's input schema)."""
+    for tool in body.get("tools") or []:
+        if isinstance(tool, dict) and tool.get("name") == STRUCTURED_OUTPUT_TOOL:
+            return tool
+    return None
+
+
+def answered_tool(body: dict[str, Any], name: str) -> bool:
+    """True when the last user message carries the result of a call to tool ``name``."""
+    messages = body.get("messages") or []
+    called = {
+        block.get("id")
+        for m in messages
+        if m.get("role") == "assistant" and isinstance(m.get("content"), list)
+        for block in m["content"]
+        if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") == name
+    }
+    last = messages[-1] if messages else {}
+    content = last.get("content") if last.get("role") == "user" else None
+    return isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") in called
+        for b in content
+    )
+
+
+def message_events(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """A Messages API reply as the server-sent events of ``"stream": true``."""
+    usage = message["usage"]
+    start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
+    for index, block in enumerate(message["content"]):
+        if block["type"] == "tool_use":
+            events.append(
+                {"type": "content_block_start", "index": index, "content_block": {**block, "input": {}}}
+            )
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        else:
+            events.append(
+                {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}
+            )
+            delta = {"type": "text_delta", "text": block["text"]}
+        events.append({"type": "content_block_delta", "index": index, "delta": delta})
+        events.append({"type": "content_block_stop", "index": index})
+    events.append(
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+            "usage": {"output_tokens": usage["output_tokens"]},
+        }
+    )
+    events.append({"type": "message_stop"})
+    return events
 
 
 def _verdict_list(reply: dict[str, Any]) -> list[dict[str, Any]]:
@@ -689,6 +788,7 @@ __all__ = [
     "extra_id",
     "fake_server_fixture",
     "malformed",
+    "message_events",
     "missing_id",
     "refusal",
     "slow",

@@ -72,11 +72,21 @@ def verdicts_json(
     verdict: str = "pass",
     reason: str = "The change keeps the convention.",
     locations: list[dict[str, Any]] | None = None,
+    finding: str | None = None,
 ) -> str:
+    """A reply; ``finding`` defaults to the one the verdict implies."""
+    found = finding or ("satisfied" if verdict == "pass" else "violated")
     return json.dumps(
         {
             "verdicts": [
-                {"id": i, "verdict": verdict, "reason": reason, "locations": locations or []} for i in ids
+                {
+                    "id": i,
+                    "reason": reason,
+                    "finding": found,
+                    "verdict": verdict,
+                    "locations": locations or [],
+                }
+                for i in ids
             ]
         }
     )

@@ -279,8 +279,9 @@ def test_batches_create_poll_and_map_results_by_custom_id(fake_server: FakeProvi
     first, errored, refused, gone, last = out
     assert isinstance(first, BackendReply) and json.loads(first.text or "")["verdicts"][0] == {
         "id": "B0",
-        "verdict": "fail",
         "reason": "Misses B0.",
+        "finding": "violated",
+        "verdict": "fail",
         "locations": [{"file": "src/calc.py", "line": 2, "side": "new"}],
     }
     assert isinstance(errored, BackendError) and "errored: api_error" in str(errored)

@@ -230,7 +230,6 @@ def test_a_judge_failure_exits_1(layout: dict[str, Path], capsys: pytest.Capture
     ("setup", "message"),
     [
         ("alias", "is an alias"),
-        ("non_utf8", "not UTF-8"),
         ("nul", "NUL"),
         ("no_diff", "workspace.diff: file not found"),
         ("bad_script", "judge.json: default.B1.verdict"),
@@ -248,8 +247,6 @@ def test_bad_input_exits_2_with_one_line(
     diff = layout["run1"] / "workspace.diff"
     if setup == "alias":
         spec = "anthropic:sonnet"
-    elif setup == "non_utf8":
-        diff.write_bytes(DIFF.encode() + b"+caf\xe9\n")
     elif setup == "nul":
         diff.write_bytes(DIFF.encode() + b"+\x00\n")
     elif setup == "no_diff":
@@ -287,3 +284,23 @@ def test_reasons_with_control_characters_are_escaped_on_the_terminal(
         ["judge", layout["task"], layout["run1"], "--judge", f"scripted:{layout['script']}"], capsys
     )
     assert code == 0 and "\x1b" not in out and "ok \\x1b[2J cleared" in out
+
+
+def test_bytes_that_are_not_utf8_reach_the_judge_escaped_and_key_the_cache_as_that_text(
+    layout: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    latin1 = DIFF.encode().replace(b"abs(total) / 2", b"abs(total) / 2  # caf\xe9")
+    written_out = DIFF.replace("abs(total) / 2", "abs(total) / 2  # caf\\xe9")  # the four characters
+    rendered = []
+    for data in (latin1, written_out.encode()):
+        (layout["run1"] / "workspace.diff").write_bytes(data)
+        code, out, _ = rubric(["judge", layout["task"], layout["run1"], "--judge",
+                               f"scripted:{layout['script']}", "--render-only"], capsys)  # fmt: skip
+        assert code == 0
+        rendered.append(json.loads(out)["requests"][0])
+    assert rendered[0]["cache_key"] == rendered[1]["cache_key"]
+    assert r"caf\\xe9" in json.dumps(rendered[0]["request"])  # one backslash, JSON-escaped
+    (layout["run1"] / "workspace.diff").write_bytes(latin1)
+    judge = ["judge", layout["task"], layout["run1"], "--judge", f"scripted:{layout['script']}"]
+    code, out, _ = rubric(judge, capsys)
+    assert code == 0 and "B1 (blocker)" in out

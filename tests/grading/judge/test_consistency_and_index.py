@@ -3,32 +3,18 @@ from __future__ import annotations
 import pytest
 
 from grading.judge.models import Location
-from grading.judge.runner import index_diff, reason_contradicts, unquote_git_path
+from grading.judge.runner import finding_disagrees, index_diff
 
 
 @pytest.mark.parametrize(
-    ("verdict", "reason", "flagged"),
-    [
-        ("pass", "The change does not satisfy the criterion.", True),
-        ("pass", "It violates the sign convention.", True),
-        ("pass", "signed_area fails to keep its sign; this should fail.", True),
-        ("pass", "The change doesn't handle Polygon.area.", True),
-        ("pass", "The change satisfies the criterion.", False),
-        ("pass", "It does not break the public API.", False),  # a negated negative argues pass
-        ("pass", "Nothing is missing: both paths are covered.", False),
-        ("pass", "polygon_area returns abs(signed_area(points)).", False),  # no cue either way
-        ("pass", "The first attempt missed Polygon.area, but the change covers it now.", False),  # mixed
-        ("fail", "The change correctly meets the criterion.", True),
-        ("fail", "It satisfies B1 and complies with the convention.", True),
-        ("fail", "The change does not correctly handle clockwise input.", False),
-        ("fail", "It breaks centroid for clockwise polygons.", False),
-        ("fail", "It handles float but does not handle double.", False),  # mixed: not flagged
-        ("fail", "CHANGELOG.md is untouched.", False),
-        ("fail", "The fix isn\u2019t correct for clockwise vertices.", False),
-    ],
-)
-def test_a_reason_arguing_only_the_other_way_is_flagged(verdict: str, reason: str, flagged: bool) -> None:
-    assert reason_contradicts(verdict, reason) is flagged  # type: ignore[arg-type]
+    ("verdict", "finding", "disagrees"),
+    [("pass", "satisfied", False), ("fail", "violated", False), ("pass", "violated", True),
+     ("fail", "satisfied", True)],
+)  # fmt: skip
+def test_a_verdict_disagreeing_with_its_own_finding_is_flagged(
+    verdict: str, finding: str, disagrees: bool
+) -> None:
+    assert finding_disagrees(verdict, finding) is disagrees  # type: ignore[arg-type]
 
 
 DIFF = """\
@@ -83,8 +69,3 @@ def test_the_index_survives_garbage() -> None:
     index = index_diff("@@ -1,3 +1,3 @@\n+x\n@@ nonsense\n--- \n+++ \n")
     assert index.files() == []
     assert index_diff("").files() == []
-
-
-def test_git_quoted_paths_are_unquoted() -> None:
-    assert unquote_git_path('"a/caf\\303\\251\\tx\\"y"') == 'a/caf\u00e9\tx"y'
-    assert unquote_git_path("plain/path") == "plain/path"

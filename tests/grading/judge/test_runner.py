@@ -173,46 +173,32 @@ def test_every_call_has_its_own_nonce_and_the_diff_intact() -> None:
         assert fenced_diff(request.diff_block, request.nonce) == DIFF
 
 
+def _verdict(item_id: str, verdict: str, finding: str, reason: str) -> dict[str, Any]:
+    return {"id": item_id, "reason": reason, "finding": finding, "verdict": verdict, "locations": []}
+
+
 def _mixed(request: JudgeRequest) -> BackendReply:
+    """B1 and N1 disagree with their own finding; the others do not, whatever their reasons sound like."""
     verdicts = []
     for item_id in request.item_ids:
         if item_id == "B1":
-            verdicts.append(
-                {
-                    "id": "B1",
-                    "verdict": "pass",
-                    "locations": [],
-                    "reason": "The change does not satisfy B1: it violates the sign convention.",
-                }
-            )
+            verdicts.append(_verdict("B1", "pass", "violated", "It flips the sign convention."))
         elif item_id == "N1":
-            verdicts.append(
-                {
-                    "id": "N1",
-                    "verdict": "fail",
-                    "locations": [],
-                    "reason": "The change correctly meets the criterion.",
-                }
-            )
+            verdicts.append(_verdict("N1", "fail", "satisfied", "It adds a regression test."))
         else:
-            verdicts.append(
-                {"id": item_id, "verdict": "pass", "reason": "It keeps the API.", "locations": []}
-            )
+            # The old keyword check flagged ordinary reasons like this one ("negative", "fails").
+            reason = "It keeps a negative area for clockwise input, so nothing fails."
+            verdicts.append(_verdict(item_id, "pass", "satisfied", reason))
     return FakeBackend().reply(json.dumps({"verdicts": verdicts}))
 
 
-def test_a_reason_arguing_the_other_way_is_flagged_and_the_item_judged_again() -> None:
+def test_a_verdict_disagreeing_with_its_finding_is_flagged_and_the_item_judged_again() -> None:
     rejudge = FakeBackend().reply(
         json.dumps(
             {
                 "verdicts": [
-                    {
-                        "id": "B1",
-                        "verdict": "fail",
-                        "reason": "It breaks the sign convention.",
-                        "locations": [],
-                    },
-                    {"id": "N1", "verdict": "pass", "reason": "It adds a regression test.", "locations": []},
+                    _verdict("B1", "fail", "violated", "It breaks the sign convention."),
+                    _verdict("N1", "pass", "satisfied", "It adds a regression test."),
                 ]
             }
         ),
@@ -227,10 +213,29 @@ def test_a_reason_arguing_the_other_way_is_flagged_and_the_item_judged_again() -
     assert (
         b1 is not None and b1.verdict == "fail" and b1.flagged_inconsistent and b1.model_id == "rejudge-model"
     )
+    assert b1.finding == "violated"
     assert n1 is not None and n1.verdict == "pass" and n1.flagged_inconsistent
     other = result.verdict("N2")
     assert other is not None and not other.flagged_inconsistent
     assert result.calls == 2
+
+
+def test_a_second_disagreement_is_a_judge_failure_and_nothing_is_cached() -> None:
+    cache = MemoryCache()
+    backend = FakeBackend([_mixed, _mixed])
+    result = run(backend, cache=cache)
+    assert result.failure is not None and "B1, N1" in result.failure and "again" in result.failure
+    assert result.verdicts == [] and result.consistency_flags == 4 and result.calls == 2
+    assert cache.entries == {}
+
+
+def test_a_reply_without_a_finding_is_rejected() -> None:
+    no_finding = json.dumps({"verdicts": [{"id": i, "verdict": "pass", "reason": "r", "locations": []}
+                                          for i in ("B1", "N1", "N2", "N3")]})  # fmt: skip
+    backend = FakeBackend([FakeBackend().reply(no_finding)])
+    result = run(backend)
+    assert result.failure is None and result.retries == 1
+    assert "finding" in result.attempt_errors[0]
 
 
 def test_a_failed_rejudgement_is_a_judge_failure() -> None:

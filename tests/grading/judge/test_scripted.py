@@ -78,9 +78,21 @@ def test_an_id_the_script_does_not_answer_is_a_judge_failure(tmp_path: Path) -> 
 
 
 def test_the_scripted_judge_goes_through_the_consistency_check(tmp_path: Path) -> None:
-    answers = {**ANSWERS, "B1": {"verdict": "pass", "reason": "It violates the convention."}}
+    # A reason that reads like a fail is no longer second-guessed: only the judge's own finding counts.
+    answers = {
+        **ANSWERS,
+        "B1": {"verdict": "pass", "reason": "It keeps a negative area for clockwise input."},
+    }
     result = judge(ScriptedBackend(write(tmp_path, {"default": answers})))
-    assert result.consistency_flags == 2 and result.rejudged == 1  # flagged again on the re-judgement
+    assert result.failure is None and result.consistency_flags == 0
+    answers = {
+        **ANSWERS,
+        "B1": {"verdict": "pass", "finding": "violated", "reason": "It breaks the convention."},
+    }
+    result = judge(ScriptedBackend(write(tmp_path, {"default": answers})))
+    # flagged, judged again, and the same disagreement again: a judge failure, never a pass
+    assert result.consistency_flags == 2 and result.rejudged == 1
+    assert result.failure is not None and "B1" in result.failure and result.verdicts == []
 
 
 def test_a_bad_location_in_the_script_is_rejected_like_a_models(tmp_path: Path) -> None:

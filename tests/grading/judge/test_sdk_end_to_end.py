@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -160,15 +159,13 @@ def test_an_exhausted_storm_is_a_judge_failure(fake_server: FakeProviderServer, 
 
 
 @BACKENDS
-def test_a_reason_arguing_the_other_way_is_judged_again(
+def test_a_verdict_disagreeing_with_its_finding_is_judged_again(
     fake_server: FakeProviderServer, make: MakeBackend
 ) -> None:
     def contradict_once(prompt: ParsedPrompt, behaviour: Behaviour) -> dict[str, Any]:
         reply = default_reply(prompt, behaviour)
         if len(fake_server.model_calls()) == 1:
-            reply["verdicts"][0]["reason"] = (
-                "The change violates the sign convention."  # says fail, verdict pass
-            )
+            reply["verdicts"][0]["finding"] = "violated"  # the verdict says pass
         return reply
 
     fake_server.reply_builder = contradict_once
@@ -182,6 +179,21 @@ def test_a_reason_arguing_the_other_way_is_judged_again(
     )
     assert parsed.ids == ["B1"]  # only the flagged item is sent again
     assert result.verdicts[0].flagged_inconsistent and result.verdicts[0].reason == "The change meets B1."
+    assert result.verdicts[0].finding == "satisfied"
+
+
+@BACKENDS
+def test_a_second_disagreement_is_a_judge_failure(fake_server: FakeProviderServer, make: MakeBackend) -> None:
+    def contradict(prompt: ParsedPrompt, behaviour: Behaviour) -> dict[str, Any]:
+        reply = default_reply(prompt, behaviour)
+        reply["verdicts"][0]["finding"] = "violated"  # the verdict says pass, every time
+        return reply
+
+    fake_server.reply_builder = contradict
+    result = judge(make(fake_server))
+
+    assert result.failure is not None and "disagreed with its own finding again" in result.failure
+    assert result.verdicts == [] and (result.consistency_flags, result.rejudged, result.calls) == (2, 1, 2)
 
 
 # --- sweeps: request count and cost, with and without the verdict cache ------------------------------------
@@ -282,18 +294,15 @@ def test_a_concurrent_sweep_writes_each_static_prefix_once_and_then_runs_in_para
         SweepJob(label=f"run-{i}", task=TASK, rubric=make_rubric() if i % 2 else other, diff_text=d)
         for i, d in enumerate(diffs)
     ]
-    started = time.monotonic()
     sweep = asyncio.run(judge_sweep(jobs, anthropic_backend(fake_server), cache=SqliteCache(tmp_path / "c"),
                                     settings=JudgeSettings(concurrency=6)))
-    elapsed = time.monotonic() - started
     assert sweep.failures == 0 and sweep.calls == SWEEP_N
     writes = [r.usage.cache_write_tokens for r in sweep.results]
     assert sum(1 for w in writes if w) == 2  # one writer per rubric
     assert all(r.usage.cache_read_tokens for r, w in zip(sweep.results, writes, strict=True) if not w)
-    # Two leaders in parallel (one latency), then the other ten six at a time (two latencies): not serial.
-    assert elapsed < 0.3 * 6, elapsed
-    print("\n" + report("anthropic, 2 rubrics, concurrency 6", sweep, len(fake_server.model_calls()))
-          + f" {elapsed:.2f}s")
+    # Not serial, and never over the limit (how close to ideal it runs is benchmarks/judge_sweep.py's).
+    assert 1 < fake_server.max_in_flight <= 6
+    print("\n" + report("anthropic, 2 rubrics, concurrency 6", sweep, len(fake_server.model_calls())))
 
 
 def test_a_batch_sweep_goes_through_message_batches_at_half_price(

@@ -1,0 +1,715 @@
+"""Reports (spec §7, §8, §9): mergeable against test-pass per arm and model, with task-level intervals.
+
+One computation for both faces: ``rubric report`` builds :class:`GradedRun` records from run directories
+(:mod:`grading.report_files`), the web app builds them from its rows; both call :func:`build_report`.
+The statistics are described in docs/report.md. In short:
+
+- Rates are over *measured* runs: a run with no rubric (not measured), a grader failure or a judge failure
+  is counted apart and left out of both the test-pass and the mergeable rate, so that their difference
+  compares the same runs.
+- Intervals: 95% percentile bootstrap that resamples tasks (the runs of a drawn task stay together),
+  seeded per cell so that a report is reproducible and a cell's interval does not depend on the others.
+- Cohen's κ between the primary and the second judge; null with a reason where it cannot say anything.
+- Rogan-Gladen correction of the mergeable rate from human labels (at least :data:`MIN_LABELLED`).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from datetime import date
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from grading.judge.cache import RepeatAgreement
+from grading.outcome import OutcomeStatus
+
+FORMAT = 1
+CONFIDENCE = 0.95
+DEFAULT_BOOTSTRAP = 2000
+DEFAULT_SEED = 0
+MIN_LABELLED = 20  # labelled runs needed before the judge-error correction is shown
+MIN_REPETITIONS = 3  # runs per (task, arm, model) (§7)
+MIN_REPETITIONS_COMPARED = 5  # ... when two arms are compared
+
+Verdict = Literal["pass", "fail"]
+PromptStyle = Literal["spec", "issue"]
+Split = Literal["before_cutoff", "after_cutoff", "unknown"]
+SPLITS: tuple[Split, ...] = ("before_cutoff", "after_cutoff", "unknown")
+
+
+# --- input: one graded run --------------------------------------------------------------------------------
+
+
+class JudgeVerdicts(BaseModel):
+    """One judge's verdicts on one run, as the report needs them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    judge: str  # the spec: "anthropic:claude-...", "openai:...", "scripted:<file>"
+    family: str | None = None  # provider family as recorded (metrics.json judge_families); else derived
+    scripted: bool = False
+    failure: str | None = None  # a judge failure: no verdict counts
+    blockers: dict[str, Verdict] = {}
+    non_blockers: dict[str, Verdict] = {}
+    # Same judge, same input, judged again (regrade sample or --no-cache): the verdicts held before.
+    previous: dict[str, Verdict] | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.failure is None
+
+    def mergeable(self) -> bool:
+        """No blocker fails, by this judge (scope and integrity are not the judge's to decide)."""
+        return all(v == "pass" for v in self.blockers.values())
+
+    def vendor(self) -> str | None:
+        """The model vendor behind this judge, for the self-preference check (§9); None when unknown."""
+        if self.scripted:
+            return None
+        if self.family:
+            return _FAMILY_VENDOR.get(self.family.lower(), self.family.lower())
+        provider, _, model = self.judge.partition(":")
+        return model_vendor(model) or (provider if provider == "anthropic" else None)
+
+
+class GradedRun(BaseModel):
+    """One graded run: what ``rubric grade`` decided (metrics.json) plus where it belongs in a report.
+
+    ``test_pass`` is ``pass`` and every other gate entry except ``mergeable`` (None when unknown, a grader
+    failure). ``checks_passed`` is the scope and test-integrity checks together (None when not run).
+    ``provisional`` is None when the record does not say whether the rubric was admitted (treated as
+    provisional). ``human_mergeable`` is a human's verdict on the run, where one exists.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    run: str
+    task: str
+    arm: str = ""
+    model: str = ""
+    prompt_style: PromptStyle | None = None
+    base_date: date | None = None
+    status: OutcomeStatus
+    test_pass: bool | None
+    mergeable: bool | None
+    merge_score: float | None = Field(default=None, ge=0, le=1)
+    checks_passed: bool | None = None
+    metrics: dict[str, float] = {}  # numeric grade.json metrics, averaged per cell
+    primary: JudgeVerdicts | None = None
+    second: JudgeVerdicts | None = None
+    provisional: bool | None = None
+    human_mergeable: bool | None = None
+
+    @model_validator(mode="after")
+    def _status_agrees(self) -> GradedRun:
+        expected = {"mergeable": True, "not_mergeable": False}.get(self.status)
+        if self.mergeable is not expected:
+            raise ValueError(f"mergeable {self.mergeable} contradicts status {self.status!r}")
+        if self.status in ("mergeable", "not_mergeable") and self.test_pass is None:
+            raise ValueError(f"a {self.status} run has test_pass true or false")
+        if self.status == "mergeable" and not self.test_pass:
+            raise ValueError("a mergeable run passed the tests")
+        return self
+
+    @property
+    def measured(self) -> bool:
+        """Counted in the rates: mergeable decided (not null) and whether it passed the tests known."""
+        return self.mergeable is not None and self.test_pass is not None
+
+
+# --- output ----------------------------------------------------------------------------------------------
+
+
+class Estimate(BaseModel):
+    value: float | None
+    ci: tuple[float, float] | None = None
+
+
+class MetricMean(BaseModel):
+    mean: float
+    runs: int  # runs that reported the metric
+
+
+class Cell(BaseModel):
+    arm: str
+    model: str
+    prompt_style: PromptStyle | None
+    runs: int
+    tasks: int
+    measured: int  # the runs the rates are over
+    test_pass_rate: Estimate
+    mergeable_rate: Estimate
+    difference: Estimate  # test-pass rate minus mergeable rate
+    mean_merge_score: float | None  # among mergeable runs
+    grader_failures: int
+    judge_failures: int
+    not_measured: int
+    provisional: bool
+    corrected_mergeable_rate: Estimate | None = None  # Rogan-Gladen; None without enough human labels
+    metrics: dict[str, MetricMean] = {}
+
+
+class ContaminationCell(Cell):
+    split: Split
+
+
+class TaskRow(BaseModel):
+    task: str
+    runs: int
+    judged: int  # runs whose blockers the primary judge decided (the histogram's denominator)
+    failed_blockers: dict[str, int]
+
+
+class Agreement(BaseModel):
+    kappa: float | None
+    raw: float | None
+    n: int
+    undefined_reason: str | None = None
+
+
+class AgreementReport(BaseModel):
+    mergeable: Agreement
+    items: dict[str, Agreement]  # "<task>/<blocker id>": blocker ids are per task
+
+
+class Disagreement(BaseModel):
+    run: str
+    task: str
+    item: str
+    primary: Verdict
+    second: Verdict
+
+
+class JudgeAccuracy(BaseModel):
+    """The primary judge's outcome against human labels on mergeable."""
+
+    labelled: int
+    needed: int = MIN_LABELLED
+    sensitivity: float | None = None  # P(mergeable | a human says mergeable)
+    specificity: float | None = None  # P(not mergeable | a human says not mergeable)
+    undefined_reason: str | None = None
+
+
+class JudgeUse(BaseModel):
+    role: Literal["primary", "second"]
+    judge: str
+    scripted: bool
+    vendor: str | None
+    runs: int
+
+
+class Report(BaseModel):
+    format: int = FORMAT
+    cells: list[Cell]
+    by_prompt_style: list[Cell]
+    by_contamination: list[ContaminationCell]
+    tasks: list[TaskRow]
+    agreement: AgreementReport
+    repeat_agreement: RepeatAgreement | None
+    disagreements: list[Disagreement]
+    judge_accuracy: JudgeAccuracy
+    judges: list[JudgeUse]
+    bootstrap: int
+    seed: int
+    warnings: list[str]
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+# --- statistics ------------------------------------------------------------------------------------------
+
+
+def cohen_kappa(
+    pairs: Sequence[tuple[bool, bool]], first: str = "first", second: str = "second"
+) -> Agreement:
+    """Cohen's κ of two raters' binary verdicts, with raw agreement and n.
+
+    κ is null when there are no pairs, and when either rater gave one verdict throughout: κ is then 0 (or
+    0/0) whatever the raw agreement, so it would say nothing about the judges; the reason says which.
+    """
+    n = len(pairs)
+    if n == 0:
+        return Agreement(kappa=None, raw=None, n=0, undefined_reason="no runs judged by both judges")
+    raw = sum(a == b for a, b in pairs) / n
+    a_yes = sum(a for a, _ in pairs) / n
+    b_yes = sum(b for _, b in pairs) / n
+    for name, share in ((first, a_yes), (second, b_yes)):
+        if share in (0.0, 1.0):
+            verdict = "pass" if share == 1.0 else "fail"
+            return Agreement(
+                kappa=None, raw=raw, n=n,
+                undefined_reason=f"the {name} judge gave '{verdict}' on all {n} runs",
+            )  # fmt: skip
+    chance = a_yes * b_yes + (1 - a_yes) * (1 - b_yes)
+    return Agreement(kappa=(raw - chance) / (1 - chance), raw=raw, n=n)
+
+
+def rogan_gladen(rate: float, sensitivity: float, specificity: float) -> float | None:
+    """The true rate behind an observed ``rate`` of a classifier with this sensitivity and specificity,
+    clipped to [0, 1]; None when Se + Sp <= 1 (the classifier is no better than chance)."""
+    youden = sensitivity + specificity - 1
+    if youden <= 0:
+        return None
+    return min(1.0, max(0.0, (rate + specificity - 1) / youden))
+
+
+def percentile(ordered: Sequence[float], q: float) -> float:
+    """The ``q`` quantile (0-1) of sorted values, interpolating linearly between order statistics."""
+    if not ordered:
+        raise ValueError("no values")
+    pos = q * (len(ordered) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def _interval(values: list[float], point: float) -> tuple[float, float] | None:
+    """The percentile interval of bootstrap replicates. A percentile bound of a ratio can, rarely, miss the
+    point estimate on small skewed data; the bound then moves to the estimate, so an interval always
+    contains the number it is printed beside."""
+    if not values:
+        return None
+    values.sort()
+    tail = (1 - CONFIDENCE) / 2
+    return (min(point, percentile(values, tail)), max(point, percentile(values, 1 - tail)))
+
+
+# Per task, the sums every rate is a ratio of: (measured runs, test-pass runs, mergeable runs).
+TaskSums = tuple[int, int, int]
+
+
+def _rates(sums: TaskSums) -> tuple[float, float, float]:
+    n, passed, merged = sums
+    return passed / n, merged / n, (passed - merged) / n
+
+
+def resample_tasks(tasks: Sequence[TaskSums], replicates: int, rng: random.Random) -> list[TaskSums]:
+    """Bootstrap replicates of a cell: each draws len(tasks) tasks with replacement, and a drawn task brings
+    all its runs (its sums). The same replicates serve every rate of the cell, so a difference is paired."""
+    k = len(tasks)
+    if k < 2:
+        return []
+    return [tuple(map(sum, zip(*rng.choices(tasks, k=k), strict=True))) for _ in range(replicates)]  # type: ignore[misc]
+
+
+def _rate_estimates(
+    tasks: Sequence[TaskSums], replicates: list[TaskSums]
+) -> tuple[Estimate, Estimate, Estimate]:
+    total: TaskSums = tuple(sum(t[i] for t in tasks) for i in range(3))  # type: ignore[assignment]
+    if total[0] == 0:
+        return Estimate(value=None), Estimate(value=None), Estimate(value=None)
+    point = _rates(total)
+    if not replicates:
+        return Estimate(value=point[0]), Estimate(value=point[1]), Estimate(value=point[2])
+    columns = [list(c) for c in zip(*map(_rates, replicates), strict=True)]
+    return tuple(  # type: ignore[return-value]
+        Estimate(value=v, ci=_interval(c, v)) for v, c in zip(point, columns, strict=True)
+    )
+
+
+def bootstrap_rates(
+    tasks: Sequence[TaskSums], replicates: int, rng: random.Random
+) -> tuple[Estimate, Estimate, Estimate]:
+    """Test-pass rate, mergeable rate and their difference over per-task sums, with paired task-level
+    percentile bootstrap intervals (one resample of tasks gives all three, so the difference's interval
+    accounts for their correlation). An interval needs at least two tasks."""
+    return _rate_estimates(tasks, resample_tasks(tasks, replicates, rng))
+
+
+# Per labelled task: (human-mergeable runs the judge called mergeable, human-mergeable runs,
+# human-not-mergeable runs the judge called not mergeable, human-not-mergeable runs).
+LabelSums = tuple[int, int, int, int]
+
+
+def _accuracy(sums: LabelSums) -> tuple[float, float] | None:
+    tp, pos, tn, neg = sums
+    if pos == 0 or neg == 0:
+        return None
+    return tp / pos, tn / neg
+
+
+def judge_accuracy(labelled: Sequence[GradedRun]) -> tuple[JudgeAccuracy, list[LabelSums]]:
+    """Sensitivity and specificity of the runs' mergeable outcome against human labels, and the per-task
+    sums the corrected rate's bootstrap resamples."""
+    by_task: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    for r in labelled:
+        sums = by_task[r.task]
+        if r.human_mergeable:
+            sums[0] += bool(r.mergeable)
+            sums[1] += 1
+        else:
+            sums[2] += not r.mergeable
+            sums[3] += 1
+    per_task: list[LabelSums] = [tuple(s) for _, s in sorted(by_task.items())]  # type: ignore[misc]
+    n = len(labelled)
+    if n < MIN_LABELLED:
+        needed = f"{n} labelled runs; at least {MIN_LABELLED} are needed ({MIN_LABELLED - n} more)"
+        return JudgeAccuracy(labelled=n, undefined_reason=needed), per_task
+    total: LabelSums = tuple(sum(s[i] for s in per_task) for i in range(4))  # type: ignore[assignment]
+    accuracy = _accuracy(total)
+    if accuracy is None:
+        side = "mergeable" if total[1] == 0 else "not mergeable"
+        one_sided = f"no labelled run is {side} by the human verdict: sensitivity and specificity need both"
+        return JudgeAccuracy(labelled=n, undefined_reason=one_sided), per_task
+    sensitivity, specificity = accuracy
+    reason: str | None = None
+    if sensitivity + specificity <= 1:
+        reason = "sensitivity + specificity <= 1: the judge is no better than chance, nothing to correct"
+    return (
+        JudgeAccuracy(labelled=n, sensitivity=sensitivity, specificity=specificity, undefined_reason=reason),
+        per_task,
+    )
+
+
+def corrected_rate(
+    tasks: Sequence[TaskSums],
+    accuracy: JudgeAccuracy,
+    labels: Sequence[LabelSums],
+    replicates: list[TaskSums],
+    rng: random.Random,
+) -> Estimate | None:
+    """The Rogan-Gladen corrected mergeable rate of a cell. Its interval pairs each replicate of the cell's
+    tasks (from :func:`resample_tasks`) with an independent resample of the labelled tasks, so it carries
+    the uncertainty of sensitivity and specificity too; replicates where the resampled judge is no better
+    than chance, or has labels of one side only, are left out."""
+    if accuracy.sensitivity is None or accuracy.specificity is None or accuracy.undefined_reason:
+        return None
+    n = sum(t[0] for t in tasks)
+    if n == 0:
+        return Estimate(value=None)
+    value = rogan_gladen(sum(t[2] for t in tasks) / n, accuracy.sensitivity, accuracy.specificity)
+    if value is None or not replicates:
+        return Estimate(value=value)
+    draws: list[float] = []
+    for cell in replicates:
+        drawn = rng.choices(labels, k=len(labels))
+        acc = _accuracy(tuple(map(sum, zip(*drawn, strict=True))))  # type: ignore[arg-type]
+        if acc is None:
+            continue
+        corrected = rogan_gladen(cell[2] / cell[0], *acc)
+        if corrected is not None:
+            draws.append(corrected)
+    return Estimate(value=value, ci=_interval(draws, value))
+
+
+# --- vendors (self-preference, §9) ----------------------------------------------------------------------
+
+# Judge families as metrics.json may record them, mapped to the vendor whose models they are.
+_FAMILY_VENDOR = {"claude": "anthropic", "gpt": "openai", "gemini": "google", "llama": "meta",
+                  "qwen": "alibaba", "grok": "xai", "mistral": "mistral", "deepseek": "deepseek"}  # fmt: skip
+_MODEL_VENDOR = [
+    (re.compile(r"(^|[/:.])(anthropic|claude)"), "anthropic"),
+    (re.compile(r"(^|[/:.])(openai|gpt|chatgpt|o[1-9](-|$)|codex)"), "openai"),
+    (re.compile(r"(^|[/:.])(google|gemini|gemma)"), "google"),
+    (re.compile(r"(^|[/:.])(meta|llama)"), "meta"),
+    (re.compile(r"(^|[/:.])(qwen|alibaba)"), "alibaba"),
+    (re.compile(r"(^|[/:.])(mistral|mixtral|codestral|devstral)"), "mistral"),
+    (re.compile(r"(^|[/:.])deepseek"), "deepseek"),
+    (re.compile(r"(^|[/:.])(xai|grok)"), "xai"),
+]
+
+
+def model_vendor(model: str) -> str | None:
+    """The vendor of a model id (``claude-opus-4-6`` -> anthropic, ``gpt-5.1-codex`` -> openai,
+    ``us.anthropic.claude-...`` -> anthropic), or None when the id names none we know."""
+    lowered = model.lower()
+    for pattern, vendor in _MODEL_VENDOR:
+        if pattern.search(lowered):
+            return vendor
+    return None
+
+
+# --- the report ------------------------------------------------------------------------------------------
+
+
+def contamination_split(run: GradedRun, cutoffs: dict[str, date]) -> Split:
+    """before_cutoff when the task's base date is on or before the model's training cutoff (its fix may
+    have been seen: the merge comes after the base), after_cutoff when later, unknown otherwise."""
+    cutoff = cutoffs.get(run.model)
+    if cutoff is None or run.base_date is None:
+        return "unknown"
+    return "after_cutoff" if run.base_date > cutoff else "before_cutoff"
+
+
+def _task_sums(runs: Iterable[GradedRun]) -> list[TaskSums]:
+    by_task: dict[str, list[int]] = {}
+    for r in runs:
+        if r.measured:
+            sums = by_task.setdefault(r.task, [0, 0, 0])
+            sums[0] += 1
+            sums[1] += bool(r.test_pass)
+            sums[2] += bool(r.mergeable)
+    return [(s[0], s[1], s[2]) for _, s in sorted(by_task.items())]
+
+
+class _Context:
+    def __init__(self, replicates: int, seed: int, accuracy: JudgeAccuracy, labels: list[LabelSums]) -> None:
+        self.replicates = replicates
+        self.seed = seed
+        self.accuracy = accuracy
+        self.labels = labels
+
+    def rng(self, *key: str | None) -> random.Random:
+        # Seeded per cell, from its key: a cell's interval does not depend on which other cells exist.
+        return random.Random("\x1f".join([str(self.seed), *(k or "" for k in key)]))
+
+
+def _cell_fields(runs: list[GradedRun], ctx: _Context, key: tuple[str | None, ...]) -> dict[str, Any]:
+    sums = _task_sums(runs)
+    rng = ctx.rng(*key)
+    replicates = resample_tasks(sums, ctx.replicates, rng)
+    test_pass, mergeable, difference = _rate_estimates(sums, replicates)
+    scores = [r.merge_score for r in runs if r.mergeable and r.merge_score is not None]
+    metric_values: dict[str, list[float]] = defaultdict(list)
+    for r in runs:
+        if r.status != "grader_failure":
+            for name, value in r.metrics.items():
+                metric_values[name].append(value)
+    corrected = corrected_rate(sums, ctx.accuracy, ctx.labels, replicates, rng)
+    return {
+        "runs": len(runs),
+        "tasks": len({r.task for r in runs}),
+        "measured": sum(s[0] for s in sums),
+        "test_pass_rate": test_pass,
+        "mergeable_rate": mergeable,
+        "difference": difference,
+        "mean_merge_score": sum(scores) / len(scores) if scores else None,
+        "grader_failures": sum(r.status == "grader_failure" for r in runs),
+        "judge_failures": sum(r.status == "judge_failure" for r in runs),
+        "not_measured": sum(r.status == "not_measured" for r in runs),
+        "provisional": any(r.provisional is not False for r in runs),
+        "corrected_mergeable_rate": corrected,
+        "metrics": {
+            name: MetricMean(mean=sum(v) / len(v), runs=len(v)) for name, v in sorted(metric_values.items())
+        },
+    }
+
+
+def _group[K: tuple[Any, ...]](
+    runs: Iterable[GradedRun], key: Callable[[GradedRun], K]
+) -> dict[K, list[GradedRun]]:
+    groups: dict[K, list[GradedRun]] = defaultdict(list)
+    for r in runs:
+        groups[key(r)].append(r)
+    return groups
+
+
+def _sort_key(value: str | None) -> tuple[int, str]:
+    return (value is None, value or "")
+
+
+def _task_rows(runs: Sequence[GradedRun]) -> list[TaskRow]:
+    rows = []
+    for task, task_runs in sorted(_group(runs, lambda r: (r.task,)).items()):
+        failed: dict[str, int] = defaultdict(int)
+        judged = 0
+        for r in task_runs:
+            # Only runs the primary judge decided: the blockers agents fail when the tests pass.
+            if r.primary is not None and r.primary.complete and r.test_pass:
+                judged += 1
+                for item, verdict in r.primary.blockers.items():
+                    if verdict == "fail":
+                        failed[item] += 1
+        rows.append(
+            TaskRow(
+                task=task[0], runs=len(task_runs), judged=judged, failed_blockers=dict(sorted(failed.items()))
+            )
+        )
+    return rows
+
+
+def _both_judged(runs: Sequence[GradedRun]) -> list[tuple[GradedRun, JudgeVerdicts, JudgeVerdicts]]:
+    out = []
+    for r in runs:
+        if r.primary and r.second and r.primary.complete and r.second.complete and r.test_pass:
+            out.append((r, r.primary, r.second))
+    return out
+
+
+def _agreement(runs: Sequence[GradedRun]) -> tuple[AgreementReport, list[Disagreement]]:
+    both = _both_judged(runs)
+    # Mergeable pairs only where the judges decide it: a run that failed scope or integrity is not
+    # mergeable by either, and counting it would inflate κ with agreement that is not the judges'.
+    mergeable = cohen_kappa(
+        [(p.mergeable(), s.mergeable()) for r, p, s in both if r.checks_passed], "primary", "second"
+    )
+    item_pairs: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
+    disagreements: list[Disagreement] = []
+    for r, p, s in both:
+        for item, verdict in p.blockers.items():
+            other = s.blockers.get(item)
+            if other is not None:
+                item_pairs[f"{r.task}/{item}"].append((verdict == "pass", other == "pass"))
+        for kind in ("blockers", "non_blockers"):
+            mine, theirs = getattr(p, kind), getattr(s, kind)
+            for item in sorted(mine):
+                if item in theirs and mine[item] != theirs[item]:
+                    disagreements.append(
+                        Disagreement(
+                            run=r.run, task=r.task, item=item, primary=mine[item], second=theirs[item]
+                        )
+                    )
+    items = {k: cohen_kappa(v, "primary", "second") for k, v in sorted(item_pairs.items())}
+    disagreements.sort(key=lambda d: (d.task, d.run, d.item))
+    return AgreementReport(mergeable=mergeable, items=items), disagreements
+
+
+def _repeat_agreement(runs: Sequence[GradedRun]) -> RepeatAgreement | None:
+    out = RepeatAgreement()
+    for r in runs:
+        p = r.primary
+        if p is None or not p.complete or p.previous is None:
+            continue
+        now = {**p.blockers, **p.non_blockers}
+        compared = [(p.previous[i], now[i]) for i in now if i in p.previous]
+        out.pairs += 1
+        out.items += len(compared)
+        out.agreeing += sum(a == b for a, b in compared)
+    return out if out.pairs else None
+
+
+def _repetition_warnings(runs: Sequence[GradedRun]) -> list[str]:
+    arms_per_model: dict[str, set[str]] = defaultdict(set)
+    for r in runs:
+        arms_per_model[r.model].add(r.arm)
+    warnings = []
+    for (task, arm, model), group in sorted(_group(runs, lambda r: (r.task, r.arm, r.model)).items()):
+        if all(r.status == "not_measured" for r in group):
+            continue  # no rubric: not a repetition problem
+        needed = MIN_REPETITIONS_COMPARED if len(arms_per_model[model]) > 1 else MIN_REPETITIONS
+        measured = sum(r.measured for r in group)
+        if measured < needed:
+            why = "two arms are compared" if needed == MIN_REPETITIONS_COMPARED else "mergeable rates spread"
+            warnings.append(
+                f"task {task!r}, arm {arm!r}, model {model!r}: {measured} measured runs; "
+                f"use at least {needed} ({why})"
+            )
+    return warnings
+
+
+def _judge_uses(runs: Sequence[GradedRun]) -> list[JudgeUse]:
+    counts: dict[tuple[str, str], int] = defaultdict(int)
+    seen: dict[tuple[str, str], JudgeVerdicts] = {}
+    for r in runs:
+        for role, j in (("primary", r.primary), ("second", r.second)):
+            if j is not None:
+                counts[(role, j.judge)] += 1
+                seen.setdefault((role, j.judge), j)
+    return [
+        JudgeUse(role=role, judge=spec, scripted=seen[(role, spec)].scripted,
+                 vendor=seen[(role, spec)].vendor(), runs=n)
+        for (role, spec), n in sorted(counts.items())
+    ]  # fmt: skip
+
+
+def _warnings(
+    runs: Sequence[GradedRun], judges: list[JudgeUse], accuracy: JudgeAccuracy, cells: list[Cell]
+) -> list[str]:
+    out: list[str] = []
+    not_measured = sum(r.status == "not_measured" for r in runs)
+    grader = sum(r.status == "grader_failure" for r in runs)
+    judge = sum(r.status == "judge_failure" for r in runs)
+    if not_measured:
+        out.append(
+            f"{not_measured} runs not measured (no rubric.json): left out of every rate, "
+            "never counted as not mergeable"
+        )
+    if grader or judge:
+        out.append(
+            f"{grader} grader failures and {judge} judge failures: left out of every rate "
+            "(judge failures are runs that passed the tests, so the rates are over the rest)"
+        )
+    for role in ("primary", "second"):
+        specs = [j.judge for j in judges if j.role == role]
+        if len(specs) > 1:
+            out.append(
+                f"more than one {role} judge in this report ({', '.join(specs)}): "
+                "cells mix how runs were scored"
+            )
+    if any(j.scripted for j in judges):
+        out.append(
+            "verdicts from the scripted judge (a deterministic stand-in for tests and demos) "
+            "are in this report"
+        )
+    models = sorted({r.model for r in runs})
+    for j in judges:
+        if j.vendor is None:
+            continue
+        for model in models:
+            if model_vendor(model) == j.vendor:
+                out.append(
+                    f"self-preference: the {j.role} judge {j.judge} ({j.vendor}) judges runs of "
+                    f"{model} ({j.vendor}), a model of its own vendor"
+                )
+    unknown = sum(r.provisional is None for r in runs)
+    if any(c.provisional for c in cells):
+        out.append("cells marked provisional include runs graded with a rubric that is not admitted")
+    if unknown:
+        out.append(f"{unknown} runs do not record whether their rubric was admitted: treated as provisional")
+    few = [c for c in cells if c.measured and c.tasks < 2]
+    for c in few:
+        out.append(f"arm {c.arm!r}, model {c.model!r}: one task only, so no interval (tasks are resampled)")
+    if accuracy.undefined_reason:
+        out.append(f"no judge-error-corrected rate: {accuracy.undefined_reason}")
+    out += _repetition_warnings(runs)
+    return out
+
+
+def build_report(
+    runs: Sequence[GradedRun],
+    *,
+    cutoffs: dict[str, date] | None = None,
+    bootstrap: int = DEFAULT_BOOTSTRAP,
+    seed: int = DEFAULT_SEED,
+) -> Report:
+    """The §7 report over graded runs.
+
+    ``cutoffs`` maps a model id to its training cutoff; without it ``by_contamination`` is empty.
+    ``bootstrap`` is the number of bootstrap replicates (0: no intervals), ``seed`` seeds them.
+    Human labels travel on the runs (:attr:`GradedRun.human_mergeable`).
+    """
+    if bootstrap < 0:
+        raise ValueError("bootstrap must be >= 0")
+    labelled = [r for r in runs if r.human_mergeable is not None and r.mergeable is not None]
+    accuracy, label_sums = judge_accuracy(labelled)
+    ctx = _Context(bootstrap, seed, accuracy, label_sums)
+
+    cells = [
+        Cell(arm=arm, model=model, prompt_style=None, **_cell_fields(group, ctx, ("cells", arm, model)))
+        for (arm, model), group in sorted(_group(runs, lambda r: (r.arm, r.model)).items())
+    ]
+    styled = _group(runs, lambda r: (r.arm, r.model, r.prompt_style))
+    by_prompt_style = [
+        Cell(arm=arm, model=model, prompt_style=style,
+             **_cell_fields(styled[(arm, model, style)], ctx, ("prompt_style", arm, model, style)))
+        for arm, model, style in sorted(styled, key=lambda k: (k[0], k[1], _sort_key(k[2])))
+    ]  # fmt: skip
+    by_contamination: list[ContaminationCell] = []
+    if cutoffs is not None:
+        split = _group(runs, lambda r: (r.arm, r.model, contamination_split(r, cutoffs)))
+        by_contamination = [
+            ContaminationCell(arm=arm, model=model, prompt_style=None, split=s,
+                              **_cell_fields(split[(arm, model, s)], ctx, ("contamination", arm, model, s)))
+            for arm, model, s in sorted(split, key=lambda k: (k[0], k[1], SPLITS.index(k[2])))
+        ]  # fmt: skip
+    agreement, disagreements = _agreement(runs)
+    judges = _judge_uses(runs)
+    return Report(
+        cells=cells,
+        by_prompt_style=by_prompt_style,
+        by_contamination=by_contamination,
+        tasks=_task_rows(runs),
+        agreement=agreement,
+        repeat_agreement=_repeat_agreement(runs),
+        disagreements=disagreements,
+        judge_accuracy=accuracy,
+        judges=judges,
+        bootstrap=bootstrap,
+        seed=seed,
+        warnings=_warnings(runs, judges, accuracy, cells),
+    )

@@ -1,0 +1,177 @@
+"""A :class:`~grading.report.Report` as CSV (one row per cell) or Markdown (warnings first).
+
+Arm, model and task names come from run files, so they are escaped: a CSV text cell that a spreadsheet
+would read as a formula gets a leading ``'``, and Markdown text has its control characters and markup
+escaped.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+
+from grading.report import Agreement, Cell, ContaminationCell, Estimate, Report
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _csv_text(value: str | None) -> str:
+    if value is None:
+        return ""
+    return "'" + value if value.startswith(_FORMULA_START) else value
+
+
+def _num(value: float | None) -> str:
+    return "" if value is None else f"{value:.6g}"
+
+
+def _estimate_columns(e: Estimate | None) -> list[str]:
+    if e is None:
+        return ["", "", ""]
+    lo, hi = e.ci if e.ci else (None, None)
+    return [_num(e.value), _num(lo), _num(hi)]
+
+
+_ESTIMATES = ("test_pass_rate", "mergeable_rate", "difference", "corrected_mergeable_rate")
+
+
+def report_csv(report: Report) -> str:
+    """Every cell of every table, one row each; ``table`` says which (cells, by_prompt_style,
+    by_contamination). Each rate has its value and interval bounds; ``metric:<name>`` columns hold the
+    per-cell means of numeric grade.json metrics."""
+    tables: list[tuple[str, list[Cell]]] = [
+        ("cells", report.cells),
+        ("by_prompt_style", report.by_prompt_style),
+        ("by_contamination", list(report.by_contamination)),
+    ]
+    metric_names = sorted({m for _, cells in tables for c in cells for m in c.metrics})
+    header = ["table", "arm", "model", "prompt_style", "split", "runs", "tasks", "measured"]
+    for name in _ESTIMATES:
+        header += [name, f"{name}_lo", f"{name}_hi"]
+    header += ["mean_merge_score", "grader_failures", "judge_failures", "not_measured", "provisional"]
+    header += [f"metric:{m}" for m in metric_names]
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
+    for table, cells in tables:
+        for c in cells:
+            split = c.split if isinstance(c, ContaminationCell) else None
+            row = [table, _csv_text(c.arm), _csv_text(c.model), c.prompt_style or "", split or ""]
+            row += [str(c.runs), str(c.tasks), str(c.measured)]
+            for name in _ESTIMATES:
+                row += _estimate_columns(getattr(c, name))
+            row += [_num(c.mean_merge_score), str(c.grader_failures), str(c.judge_failures)]
+            row += [str(c.not_measured), "true" if c.provisional else "false"]
+            row += [_num(c.metrics[m].mean) if m in c.metrics else "" for m in metric_names]
+            writer.writerow(row)
+    return out.getvalue()
+
+
+# Enough to keep text inert in a table cell or list item: no emphasis, code, links, HTML or cell breaks.
+_MD_SPECIAL = re.compile(r"([\\`*\[\]<>|~])")
+
+
+def md_text(value: str) -> str:
+    """Untrusted text for a Markdown table cell: control characters as \\xNN, markup escaped."""
+    visible = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in value)
+    return _MD_SPECIAL.sub(r"\\\1", visible)
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def _md_estimate(e: Estimate | None) -> str:
+    if e is None:
+        return "-"
+    if e.value is None:
+        return "n/a"
+    text = _pct(e.value)
+    if e.ci:
+        text += f" [{_pct(e.ci[0])}, {_pct(e.ci[1])}]"
+    return text
+
+
+def _md_cells(title: str, cells: list[Cell], extra: str | None = None) -> list[str]:
+    if not cells:
+        return []
+    head = ["arm", "model"] + ([extra] if extra else [])
+    head += ["runs", "tasks", "measured", "mergeable", "test-pass", "difference", "corrected mergeable",
+             "mean merge_score", "grader failures", "judge failures", "not measured"]  # fmt: skip
+    lines = [f"## {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for c in cells:
+        mergeable = _md_estimate(c.mergeable_rate) + (" (provisional)" if c.provisional else "")
+        row = [md_text(c.arm) or "-", md_text(c.model) or "-"]
+        if extra == "prompt style":
+            row.append(c.prompt_style or "unknown")
+        elif extra == "split" and isinstance(c, ContaminationCell):
+            row.append(c.split)
+        score = "n/a" if c.mean_merge_score is None else f"{c.mean_merge_score:.3f}"
+        row += [str(c.runs), str(c.tasks), str(c.measured), mergeable, _md_estimate(c.test_pass_rate),
+                _md_estimate(c.difference), _md_estimate(c.corrected_mergeable_rate), score,
+                str(c.grader_failures), str(c.judge_failures), str(c.not_measured)]  # fmt: skip
+        lines.append("| " + " | ".join(row) + " |")
+    metric_rows = [(c, name, m) for c in cells for name, m in c.metrics.items()]
+    if metric_rows:
+        lines += ["", "Numeric grade.json metrics, mean per cell (runs reporting them):", ""]
+        for c, name, m in metric_rows:
+            where = " / ".join(md_text(x) for x in (c.arm, c.model) if x)
+            lines.append(f"- {where or '-'}: {md_text(name)} = {m.mean:.4g} ({m.runs} runs)")
+    return [*lines, ""]
+
+
+def _md_agreement(a: Agreement) -> str:
+    raw = "n/a" if a.raw is None else f"{a.raw:.3f}"
+    if a.kappa is None:
+        return f"κ undefined ({md_text(a.undefined_reason or '')}); raw agreement {raw}, n {a.n}"
+    return f"κ {a.kappa:.3f}; raw agreement {raw}, n {a.n}"
+
+
+def report_markdown(report: Report) -> str:
+    """The report for people: warnings at the top, then the cells, agreement and per-task blockers."""
+    lines = ["# Mergeability report", ""]
+    if report.warnings:
+        lines += ["## Warnings", ""] + [f"- {md_text(w)}" for w in report.warnings] + [""]
+    lines += _md_cells("Per arm and model", report.cells)
+    lines += _md_cells("By prompt style", report.by_prompt_style, "prompt style")
+    lines += _md_cells("By training cutoff", list(report.by_contamination), "split")
+    lines.append(
+        f"Intervals: 95% task-level bootstrap, {report.bootstrap} replicates, seed {report.seed}. "
+        "Rates are over measured runs."
+    )
+    lines.append("")
+    acc = report.judge_accuracy
+    lines += ["## Judge error", ""]
+    if acc.sensitivity is not None and acc.specificity is not None:
+        lines.append(
+            f"Against {acc.labelled} human labels: sensitivity {acc.sensitivity:.3f}, "
+            f"specificity {acc.specificity:.3f} (Rogan-Gladen corrected rates in the tables)."
+        )
+    if acc.undefined_reason:
+        lines.append(f"No corrected rate: {md_text(acc.undefined_reason)}.")
+    lines += ["", "## Judges", ""]
+    for j in report.judges:
+        tag = " (scripted)" if j.scripted else ""
+        lines.append(f"- {j.role}: {md_text(j.judge)}{tag}, {j.runs} runs")
+    lines += ["", "## Judge agreement", "", f"- mergeable: {_md_agreement(report.agreement.mergeable)}"]
+    for item, a in report.agreement.items.items():
+        lines.append(f"- {md_text(item)}: {_md_agreement(a)}")
+    if report.repeat_agreement is not None:
+        r = report.repeat_agreement
+        lines.append(
+            f"- same judge, same input, judged again: {r.agreeing} of {r.items} item verdicts agree "
+            f"({r.pairs} runs)"
+        )
+    if report.disagreements:
+        lines += ["", "| run | task | item | primary | second |", "|---|---|---|---|---|"]
+        for d in report.disagreements:
+            lines.append(
+                f"| {md_text(d.run)} | {md_text(d.task)} | {md_text(d.item)} | {d.primary} | {d.second} |"
+            )
+    lines += ["", "## Failed blockers per task (runs that passed the tests)", ""]
+    lines += ["| task | runs | judged | failed blockers |", "|---|---|---|---|"]
+    for t in report.tasks:
+        failed = ", ".join(f"{md_text(b)} {n}" for b, n in t.failed_blockers.items()) or "none"
+        lines.append(f"| {md_text(t.task)} | {t.runs} | {t.judged} | {failed} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,52 @@
+"""Forms of the agent-run side: run upload, human verdicts, disputes and their dismissal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
+
+from rubrics_app.models_runs import HumanLabel
+
+
+class RunsUploadForm(forms.Form):
+    file = forms.FileField(label="a zip of run directories (run.json, grade.json, workspace.diff, ...)")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # The repository page also holds the rubric upload form: distinct element ids.
+        kwargs.setdefault("auto_id", "id_runs_%s")
+        super().__init__(*args, **kwargs)
+
+    def clean_file(self) -> UploadedFile[bytes]:
+        upload: UploadedFile[bytes] = self.cleaned_data["file"]
+        limit = int(settings.RUNS_UPLOAD_MAX_BYTES)
+        if upload.size is not None and upload.size > limit:
+            raise forms.ValidationError(f"The file is larger than {limit // (1024 * 1024)} MiB.")
+        return upload
+
+
+class HumanVerdictForm(forms.Form):
+    verdict = forms.ChoiceField(choices=HumanLabel.choices)
+    note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), max_length=5000)
+
+    def clean_note(self) -> str:
+        value = str(self.cleaned_data.get("note") or "")
+        if "\x00" in value:
+            raise forms.ValidationError("The note holds a NUL character.")
+        return value
+
+
+class ReasonForm(forms.Form):
+    """A dispute's reason, or why a dispute or an evidence change is dismissed: never blank."""
+
+    reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), max_length=5000)
+
+    def clean_reason(self) -> str:
+        value = str(self.cleaned_data.get("reason") or "").strip()
+        if not value:
+            raise forms.ValidationError("Say why.")
+        if "\x00" in value:
+            raise forms.ValidationError("The reason holds a NUL character.")
+        return value

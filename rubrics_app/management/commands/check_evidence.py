@@ -1,0 +1,96 @@
+"""manage.py check_evidence --repository NAME [--send [--wait]]
+
+For every task's admitted revision, compares the lines each blocker's ``path:line`` evidence cites at the
+task's base commit with the checkout's HEAD (real git), flags the revision "needs re-review" for each
+change and prints the old and new text. Exit 0: no open change; 1: the cited code changed; 2: bad input.
+
+``--send`` hands the same check to a Celery worker as a job (the one the periodic job sends); ``--wait``
+blocks until the worker finishes it and prints its result.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from rubrics_app.models import JobStatus, Repository
+from rubrics_app.services.jobs import start_evidence_check
+from rubrics_app.services.rereview import EvidenceCheckError, check_evidence
+
+
+class Command(BaseCommand):
+    help = "Flag admitted revisions whose blockers cite code that changed between the base commit and HEAD."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--repository", required=True, help="the repository's name in the app")
+        parser.add_argument("--send", action="store_true", help="run it as a Celery job instead of here")
+        parser.add_argument("--wait", action="store_true", help="with --send: wait for the job and print it")
+        parser.add_argument("--timeout", type=float, default=600.0, help="seconds --wait waits (default 600)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        repository = Repository.objects.filter(name=options["repository"]).first()
+        if repository is None:
+            raise CommandError(f"--repository: no repository named {options['repository']!r}", returncode=2)
+        if options["wait"] and not options["send"]:
+            raise CommandError("--wait: only with --send", returncode=2)
+        if options["send"]:
+            self._send(repository, options["wait"], options["timeout"])
+            return
+        try:
+            report = check_evidence(repository)
+        except EvidenceCheckError as exc:
+            raise CommandError(str(exc), returncode=2) from None
+        for note in report.notes:
+            self.stderr.write(f"not compared: {note}")
+        changes = [
+            {
+                "task": c.revision.task.task_id,
+                "revision": c.revision.number,
+                "item": c.item.item_id,
+                "cite": f"{c.path}:{c.line_start}-{c.line_end}",
+                "old": c.old_text,
+                "new": None if c.new_missing else c.new_text,
+            }
+            for c in report.changes
+        ]
+        self._finish(
+            repository, {"head": report.head, "open": len(changes), "new": report.new, "changes": changes}
+        )
+
+    def _send(self, repository: Repository, wait: bool, timeout: float) -> None:
+        job = start_evidence_check(repository, by=None)
+        self.stdout.write(f"sent job {job.pk} (check_evidence {repository.name})")
+        if not wait:
+            return
+        deadline = time.monotonic() + timeout
+        while True:
+            job.refresh_from_db()
+            if job.is_finished:
+                break
+            if time.monotonic() > deadline:
+                raise CommandError(f"job {job.pk} is still {job.status} after {timeout:g} s", returncode=2)
+            time.sleep(0.5)
+        if job.status == JobStatus.FAILED or job.result is None:
+            raise CommandError(f"job {job.pk} failed: {job.error}", returncode=2)
+        for note in job.result.get("notes", []):
+            self.stderr.write(f"not compared: {note}")
+        self._finish(repository, job.result)
+
+    def _finish(self, repository: Repository, result: dict[str, Any]) -> None:
+        for change in result["changes"]:
+            self.stdout.write(
+                f"{change['task']} r{change['revision']} {change['item']}: {change['cite']} changed"
+            )
+            for line in str(change["old"]).splitlines():
+                self.stdout.write(f"  - {line}")
+            if change["new"] is None:
+                self.stdout.write("  (the file is gone at HEAD)")
+            for line in str(change["new"] or "").splitlines():
+                self.stdout.write(f"  + {line}")
+        counts = f"{result['open']} open evidence change(s), {result['new']} new"
+        summary = f"{repository.name} at {str(result['head'])[:12]}: {counts}"
+        if result["open"]:
+            raise CommandError(summary, returncode=1)
+        self.stdout.write(self.style.SUCCESS(summary))

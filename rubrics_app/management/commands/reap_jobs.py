@@ -1,0 +1,46 @@
+"""manage.py reap_jobs [--wait] [--timeout SECONDS]
+
+Sends the reaper job (what beat sends every JOB_REAP_EVERY_SECONDS): every running job whose worker stopped
+beating is queued again, or failed with "worker lost" after JOB_MAX_ATTEMPTS claims. With --wait, blocks until
+a worker has reaped the jobs that were lost when it was sent, and prints what became of each.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from rubrics_app.models import Job, JobStatus
+from rubrics_app.tasks import lost_jobs, reap_lost_jobs
+
+
+class Command(BaseCommand):
+    help = "Queue again (or fail) running jobs whose worker was lost."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--wait", action="store_true", help="block until a worker has reaped them")
+        parser.add_argument("--timeout", type=float, default=120.0, help="with --wait: give up after this")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        lost = {job.pk: job.heartbeat_at for job in lost_jobs()}
+        reap_lost_jobs.delay()
+        if not options["wait"]:
+            self.stdout.write(f"reaper sent; {len(lost)} job(s) look lost now")
+            return
+        deadline = time.monotonic() + options["timeout"]
+        pending = dict(lost)
+        while pending:
+            # Reaped: no longer running, or running again under a new claim (a fresh heartbeat).
+            for job in Job.objects.filter(pk__in=pending):
+                if job.status != JobStatus.RUNNING or job.heartbeat_at != pending[job.pk]:
+                    what = "queued again" if job.status != JobStatus.FAILED else f"failed: {job.error}"
+                    self.stdout.write(f"job {job.pk} ({job.kind}): {what} (now {job.status})")
+                    del pending[job.pk]
+            pending = {pk: beat for pk, beat in pending.items() if Job.objects.filter(pk=pk).exists()}
+            if pending and time.monotonic() > deadline:
+                raise CommandError(f"no worker reaped job(s) {sorted(pending)} in {options['timeout']} s")
+            if pending:
+                time.sleep(0.5)
+        self.stdout.write(f"reaped {len(lost)} lost job(s)")

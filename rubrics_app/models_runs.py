@@ -1,0 +1,265 @@
+"""Agent runs, their grades and judge verdicts, human verdicts from the review queue, and re-review flags.
+
+Kept beside ``models.py`` (which imports this module at its end) so the run side of the app reads as one
+unit. The tables are keyed so that filling them twice from the same input changes nothing:
+
+    AgentRun       (task, arm, model, repetition)          run.json, grade.json, the small files
+    AgentRunDiff   one row per run                          workspace.diff: its own table, never in lists
+    RunGrade       (run, rubric_sha256, primary_judge)      one grading: outcome, metrics.json as read
+    JudgeGrade     (grade, role)                            primary or second judge: spec, model id, cost
+    ItemVerdict    (judge, item_id)                         verdict, reason, cited lines, model id
+    HumanVerdict   (grade, item_id)                         a reviewer's label; never changes a score (§4)
+
+Today grades come from imported metrics.json files; a sweep job fills the same rows (``source = sweep``),
+keyed by the revision content it graded against (``rubric_sha256``) and its primary judge.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from rubrics_app.models import JudgeRole as JudgeRole  # re-exported: the runs side imports it from here
+from rubrics_app.models import RubricItem, RubricRevision, Task
+
+
+class AgentRun(models.Model):
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="agent_runs")
+    arm = models.CharField(max_length=200, blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    repetition = models.IntegerField()
+    prompt_style = models.CharField(max_length=10, blank=True)
+    run_json = models.JSONField(default=dict)
+    grade_json = models.JSONField(default=dict)
+    passed = models.BooleanField()  # grade.json's "pass"
+    ignored_created = models.TextField(blank=True)
+    tests_list = models.TextField(null=True, blank=True)  # None: the run had no tests_list.txt
+    diff_sha256 = models.CharField(max_length=64)
+    diff_bytes = models.PositiveBigIntegerField()
+    # sha256 of each file as imported, so a repeated import can tell "the same run" from "a different run
+    # under the same key" without reading the stored diff back.
+    files_sha256 = models.JSONField(default=dict)
+    source = models.CharField(max_length=500, blank=True)  # the directory or zip member it came from
+    imported_at = models.DateTimeField(default=timezone.now)
+    imported_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["task_id", "arm", "model", "repetition"]
+        constraints = [
+            # run.json's identity (§7 statistics are per task, arm and model over repetitions).
+            models.UniqueConstraint(
+                fields=["task", "arm", "model", "repetition"], name="one_agent_run_per_key"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task} {self.arm or '-'}/{self.model or '-'}#{self.repetition}"
+
+
+class AgentRunDiff(models.Model):
+    """workspace.diff of a run. Tens of MB at times: lists of runs never join or load this table."""
+
+    run = models.OneToOneField(AgentRun, on_delete=models.CASCADE, primary_key=True, related_name="diff")
+    content = models.BinaryField()  # the bytes as captured: a diff may be non-UTF-8
+
+
+class GradeSource(models.TextChoices):
+    IMPORTED = "imported", "Imported metrics.json"
+    SWEEP = "sweep", "Sweep"
+
+
+class RunGrade(models.Model):
+    """One grading of a run: against one rubric content, with one primary judge."""
+
+    run = models.ForeignKey(AgentRun, on_delete=models.CASCADE, related_name="grades")
+    # sha256 of the rubric.json bytes graded against; "" when the metrics.json did not record it.
+    rubric_sha256 = models.CharField(max_length=64, blank=True)
+    # The revision with that content, when the app holds one.
+    revision = models.ForeignKey(
+        RubricRevision, on_delete=models.SET_NULL, null=True, blank=True, related_name="run_grades"
+    )
+    primary_judge = models.CharField(max_length=500, blank=True)  # "" when no judge was called
+    source = models.CharField(max_length=20, choices=GradeSource.choices, default=GradeSource.IMPORTED)
+    status = models.CharField(max_length=30)  # grading.outcome's OutcomeStatus
+    mergeable = models.BooleanField(null=True)
+    merge_score = models.FloatField(null=True)
+    grader_failure = models.BooleanField(default=False)
+    judge_failure = models.BooleanField(default=False)
+    provisional = models.BooleanField(default=False)
+    reasons = models.JSONField(default=list)
+    metrics = models.JSONField(default=dict)  # metrics.json as read (details included)
+    metrics_sha256 = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["run_id", "pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "rubric_sha256", "primary_judge"], name="one_grade_per_run_rubric_judge"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run} graded {self.status}"
+
+
+class JudgeGrade(models.Model):
+    """The verdicts of one judge (primary or second) within a grading."""
+
+    grade = models.ForeignKey(RunGrade, on_delete=models.CASCADE, related_name="judges")
+    role = models.CharField(max_length=10, choices=JudgeRole.choices)
+    judge = models.CharField(max_length=500)  # the spec as given: "anthropic:<id>", "scripted:<file>"
+    scripted = models.BooleanField(default=False)  # shown wherever these verdicts appear
+    model_id = models.CharField(max_length=200, blank=True)  # as the API reported it back
+    failure = models.TextField(blank=True)  # a judge failure: never a pass, never a fail
+    cost_usd = models.FloatField(default=0.0)
+    cost_known = models.BooleanField(default=True)
+    calls = models.PositiveIntegerField(default=0)
+    cache_hit = models.BooleanField(default=False)
+    cache_bypass = models.CharField(max_length=20, blank=True)  # "regrade_sample" / "no_cache"
+
+    class Meta:
+        ordering = ["grade_id", "role"]
+        constraints = [
+            models.UniqueConstraint(fields=["grade", "role"], name="one_judge_grade_per_role"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_role_display()} {self.judge}"
+
+
+class ItemVerdict(models.Model):
+    judge = models.ForeignKey(JudgeGrade, on_delete=models.CASCADE, related_name="verdicts")
+    item_id = models.CharField(max_length=40)
+    kind = models.CharField(max_length=20)  # blocker / non_blocker
+    verdict = models.CharField(max_length=10)  # pass / fail
+    reason = models.TextField()
+    locations = models.JSONField(default=list)  # [{"file", "line", "side"}]: the cited lines
+    model_id = models.CharField(max_length=200, blank=True)
+    flagged_inconsistent = models.BooleanField(default=False)
+    # On a regrade (§9): the verdict the cache held for the same input. Differs from `verdict`: the judge
+    # disagreed with itself.
+    previous_verdict = models.CharField(max_length=10, blank=True)
+    # A number in [0, 1) drawn from the pair's identity: the agreed pairs offered for labelling are those
+    # below the configured share, the same ones on every page load.
+    sample_key = models.FloatField(default=0.0)
+
+    class Meta:
+        ordering = ["judge_id", "pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["judge", "item_id"], name="one_verdict_per_judge_and_item"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.item_id}: {self.verdict}"
+
+
+class HumanLabel(models.TextChoices):
+    PASS = "pass", "Pass"
+    FAIL = "fail", "Fail"
+    UNSURE = "unsure", "Unsure"
+
+
+class QueueKind(models.TextChoices):
+    JUDGES = "judges", "The two judges disagree"
+    REGRADE = "regrade", "A regrade disagreed with itself"
+    AGREED = "agreed", "Judges agree (sample)"
+
+
+class HumanVerdict(models.Model):
+    """A reviewer's verdict on one (run, item) pair. Apart from the judges' rows: it never changes a score;
+    it feeds judge-error figures."""
+
+    grade = models.ForeignKey(RunGrade, on_delete=models.CASCADE, related_name="human_verdicts")
+    item_id = models.CharField(max_length=40)
+    verdict = models.CharField(max_length=10, choices=HumanLabel.choices)
+    note = models.TextField(blank=True)
+    queue = models.CharField(max_length=10, choices=QueueKind.choices)  # where the pair was labelled
+    by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["grade_id", "item_id"]
+        constraints = [
+            # One label per pair: labelling it again replaces the verdict (and records who and when).
+            models.UniqueConstraint(fields=["grade", "item_id"], name="one_human_verdict_per_pair"),
+        ]
+
+
+class DisputeSource(models.TextChoices):
+    DISAGREEMENT = "disagreement", "A judge disagreement"
+    COMMENT = "comment", "A comment"
+    ITEM = "item", "The item itself"
+
+
+class Dispute(models.Model):
+    """A maintainer disputes a blocker (§6 re-review): its revision needs re-review until a new revision
+    is admitted or the dispute is dismissed with a reason."""
+
+    revision = models.ForeignKey(RubricRevision, on_delete=models.CASCADE, related_name="disputes")
+    item = models.ForeignKey(RubricItem, on_delete=models.CASCADE, related_name="disputes")
+    source = models.CharField(max_length=20, choices=DisputeSource.choices)
+    grade = models.ForeignKey(RunGrade, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    reason = models.TextField()
+    opened_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    opened_at = models.DateTimeField(default=timezone.now)
+    dismissed_at = models.DateTimeField(null=True, blank=True)
+    dismissed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    dismissal_reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-opened_at", "-pk"]
+        indexes = [
+            # "Needs re-review" on the task and repository pages looks up the open ones.
+            models.Index(fields=["revision"], name="open_dispute_idx", condition=Q(dismissed_at=None)),
+        ]
+
+    @property
+    def is_open(self) -> bool:
+        return self.dismissed_at is None
+
+
+class EvidenceChange(models.Model):
+    """The code a blocker's ``path:line`` evidence cites changed between the task's base commit and the
+    checkout's HEAD (found by ``manage.py check_evidence``)."""
+
+    revision = models.ForeignKey(RubricRevision, on_delete=models.CASCADE, related_name="evidence_changes")
+    item = models.ForeignKey(RubricItem, on_delete=models.CASCADE, related_name="evidence_changes")
+    path = models.CharField(max_length=1000)
+    line_start = models.PositiveIntegerField()
+    line_end = models.PositiveIntegerField()
+    base_commit = models.CharField(max_length=64)
+    head_commit = models.CharField(max_length=64)
+    old_text = models.TextField(blank=True)
+    new_text = models.TextField(blank=True)
+    new_missing = models.BooleanField(default=False)  # the file is gone at HEAD
+    detected_at = models.DateTimeField(default=timezone.now)
+    dismissed_at = models.DateTimeField(null=True, blank=True)
+    dismissed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    dismissal_reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["item_id", "path", "line_start"]
+        constraints = [
+            # Checking again at the same HEAD finds the same change: one row.
+            models.UniqueConstraint(
+                fields=["item", "path", "line_start", "line_end", "head_commit"],
+                name="one_evidence_change_per_cite_and_head",
+            ),
+        ]
+
+    @property
+    def is_open(self) -> bool:
+        return self.dismissed_at is None

@@ -1,0 +1,252 @@
+"""Re-review (§6): disputed blockers, and blockers whose ``path:line`` evidence changed upstream.
+
+A revision needs re-review while it has an open dispute or an open evidence change. The task and
+repository pages show the flag on the task's admitted revision, so admitting a new revision clears it
+there without touching the old rows (they stay as the old revision's history); dismissing with a reason
+clears it too.
+
+Evidence is compared with real git: ``git cat-file blob <commit>:<path>`` at the task's base commit and at
+the checkout's HEAD, the cited lines by number. Paths and commits are data: passed as arguments, never
+through a shell, and checked before git sees them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from rubrics_app.models import (
+    ItemKind,
+    Repository,
+    RevisionStatus,
+    RubricItem,
+    RubricRevision,
+    TransitionError,
+)
+from rubrics_app.models_runs import Dispute, DisputeSource, EvidenceChange, RunGrade
+
+
+def needs_re_review(revision_ids: Iterable[int]) -> set[int]:
+    """The revisions among ``revision_ids`` with an open dispute or an open evidence change (two queries)."""
+    ids = list(revision_ids)
+    if not ids:
+        return set()
+    disputed = Dispute.objects.filter(revision_id__in=ids, dismissed_at=None).values_list(
+        "revision_id", flat=True
+    )
+    changed = EvidenceChange.objects.filter(revision_id__in=ids, dismissed_at=None).values_list(
+        "revision_id", flat=True
+    )
+    return set(disputed) | set(changed)
+
+
+def open_dispute(
+    item: RubricItem, by: Any, reason: str, source: str = DisputeSource.ITEM, grade: RunGrade | None = None
+) -> Dispute:
+    if item.kind != ItemKind.BLOCKER:
+        raise TransitionError("only a blocker is disputed (a non-blocker never decides mergeable)")
+    if not item.revision.is_frozen:
+        raise TransitionError("a draft is edited, not disputed")
+    return Dispute.objects.create(
+        revision_id=item.revision_id, item=item, source=source, grade=grade, reason=reason, opened_by=by
+    )
+
+
+def _dismiss(model: type[Dispute] | type[EvidenceChange], pk: int, by: Any, reason: str) -> None:
+    # Conditional on being open: a second dismissal (two maintainers at once) does not overwrite the first.
+    dismissed = model.objects.filter(pk=pk, dismissed_at=None).update(
+        dismissed_at=timezone.now(), dismissed_by=by, dismissal_reason=reason
+    )
+    if not dismissed:
+        raise TransitionError("already dismissed")
+
+
+def dismiss_dispute(dispute: Dispute, by: Any, reason: str) -> None:
+    _dismiss(Dispute, dispute.pk, by, reason)
+
+
+def dismiss_evidence_change(change: EvidenceChange, by: Any, reason: str) -> None:
+    _dismiss(EvidenceChange, change.pk, by, reason)
+
+
+# --- evidence ---------------------------------------------------------------------------------------------
+
+# "shapes/polygon.py:18", "src/a.c:34-35"; a URL's host:port is not a path (see _cites).
+_CITE = re.compile(r"(?<![\w./:-])([A-Za-z0-9_.][A-Za-z0-9_./-]*):(\d+)(?:-(\d+))?(?![\w])")
+_COMMIT = re.compile(r"^[0-9a-fA-F]{7,64}$")
+MAX_CITED_LINES = 200
+
+
+@dataclass(frozen=True)
+class Cite:
+    path: str
+    start: int
+    end: int
+
+
+def parse_cites(evidence: str) -> list[Cite]:
+    """Every ``path:line`` or ``path:start-end`` in a blocker's evidence text, URLs left out."""
+    out: list[Cite] = []
+    for match in _CITE.finditer(evidence):
+        path, start, end = match.group(1), int(match.group(2)), int(match.group(3) or match.group(2))
+        before = evidence[max(0, match.start() - 3) : match.start()]
+        if (
+            before.endswith("//")
+            or "://" in before
+            or ".." in path.split("/")
+            or "/" not in path
+            and "." not in path
+        ):
+            continue
+        if start < 1 or end < start or end - start >= MAX_CITED_LINES:
+            continue
+        out.append(Cite(path, start, end))
+    return out
+
+
+class EvidenceCheckError(Exception):
+    """The checkout cannot be compared (no checkout path, not a git repository, no HEAD)."""
+
+
+def _git_env() -> dict[str, str]:
+    return {
+        **{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_TERMINAL_PROMPT": "0",
+    }
+
+
+def _git(root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(["git", *args], cwd=root, env=_git_env(), capture_output=True, check=False)
+
+
+def _commit(root: Path, rev: str) -> str | None:
+    result = _git(root, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+    return result.stdout.decode().strip() if result.returncode == 0 else None
+
+
+def _blob_lines(root: Path, commit: str, path: str) -> list[str] | None:
+    result = _git(root, "cat-file", "blob", f"{commit}:{path}")
+    if result.returncode != 0:
+        return None
+    return result.stdout.decode("utf-8", errors="replace").splitlines()
+
+
+@dataclass
+class EvidenceReport:
+    head: str
+    changes: list[EvidenceChange] = field(default_factory=list)  # open changes found at this HEAD
+    new: int = 0  # of which first found by this check
+    notes: list[str] = field(default_factory=list)  # cites that could not be compared, and why
+
+
+def check_evidence(repository: Repository) -> EvidenceReport:
+    """Compare every blocker's cited lines of each task's admitted revision between the task's base commit
+    and the checkout's HEAD; store an EvidenceChange for each difference (once per HEAD)."""
+    if not repository.checkout_path:
+        raise EvidenceCheckError(f"repository {repository.name} has no checkout path")
+    root = Path(repository.checkout_path)
+    if not root.is_dir():
+        raise EvidenceCheckError(f"checkout path {root}: not a directory")
+    head = _commit(root, "HEAD")
+    if head is None:
+        raise EvidenceCheckError(f"checkout path {root}: not a git repository with a HEAD commit")
+    report = EvidenceReport(head)
+    revisions = RubricRevision.objects.filter(
+        task__repository=repository, status=RevisionStatus.ADMITTED
+    ).select_related("task")
+    for revision in revisions:
+        task = revision.task
+        if not task.base_commit or not _COMMIT.match(task.base_commit):
+            report.notes.append(f"{task.task_id}: no base commit to compare from")
+            continue
+        base = _commit(root, task.base_commit)
+        if base is None:
+            report.notes.append(f"{task.task_id}: base commit {task.base_commit} is not in the checkout")
+            continue
+        for item in revision.items.filter(kind=ItemKind.BLOCKER).order_by("position", "pk"):
+            for cite in parse_cites(item.evidence):
+                where = f"{task.task_id} r{revision.number} {item.item_id} {cite.path}:{cite.start}"
+                old = _blob_lines(root, base, cite.path)
+                if old is None:
+                    report.notes.append(f"{where}: not in the base commit")
+                    continue
+                if cite.end > len(old):
+                    report.notes.append(f"{where}: the base file has only {len(old)} lines")
+                    continue
+                new = _blob_lines(root, head, cite.path)
+                old_text = "\n".join(old[cite.start - 1 : cite.end])
+                new_text = "\n".join(new[cite.start - 1 : cite.end]) if new is not None else ""
+                if new is not None and old_text == new_text:
+                    continue
+                found = _record_change(revision, item, cite, base, head, old_text, new_text, new is None)
+                if found is not None:
+                    report.changes.append(found[0])
+                    report.new += int(found[1])
+    return report
+
+
+def _record_change(
+    revision: RubricRevision,
+    item: RubricItem,
+    cite: Cite,
+    base: str,
+    head: str,
+    old_text: str,
+    new_text: str,
+    new_missing: bool,
+) -> tuple[EvidenceChange, bool] | None:
+    """The open change for this cite, moved on to ``head`` (one open row per cite however often HEAD moves),
+    or a new one; None when a maintainer already dismissed the change found at this very HEAD."""
+    cited = EvidenceChange.objects.filter(item=item, path=cite.path, line_start=cite.start, line_end=cite.end)
+    with transaction.atomic():
+        current = cited.select_for_update().filter(dismissed_at=None).first()
+        if current is not None:
+            if current.head_commit != head:
+                current.head_commit, current.new_text, current.new_missing = head, new_text, new_missing
+                current.save(update_fields=["head_commit", "new_text", "new_missing"])
+            return current, False
+        if cited.filter(head_commit=head).exists():
+            return None
+        change = EvidenceChange.objects.create(
+            revision=revision,
+            item=item,
+            path=cite.path,
+            line_start=cite.start,
+            line_end=cite.end,
+            base_commit=base,
+            head_commit=head,
+            old_text=old_text,
+            new_text=new_text,
+            new_missing=new_missing,
+        )
+        return change, True
+
+
+def re_review_context(revision: RubricRevision | None) -> dict[str, Any]:
+    """What the task page shows about the admitted revision's re-review: open disputes, open evidence changes
+    and the blockers a maintainer may dispute."""
+    if revision is None:
+        return {"open_disputes": [], "open_evidence_changes": [], "disputable_blockers": []}
+    return {
+        "open_disputes": list(
+            revision.disputes.filter(dismissed_at=None)
+            .select_related("item", "opened_by")
+            .order_by("opened_at")
+        ),
+        "open_evidence_changes": list(
+            revision.evidence_changes.filter(dismissed_at=None)
+            .select_related("item")
+            .order_by("item_id", "pk")
+        ),
+        "disputable_blockers": list(revision.items.filter(kind=ItemKind.BLOCKER).order_by("position", "pk")),
+    }

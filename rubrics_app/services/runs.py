@@ -1,0 +1,637 @@
+"""Import agent run directories (a folder on disk or an uploaded zip) with their grades and judge verdicts.
+
+A run directory holds ``run.json``, ``grade.json``, ``workspace.diff``, ``ignored_created.txt``, optionally
+``tests_list.txt``, and ``metrics.json`` once ``rubric grade`` has graded it. Every file is read through
+grading's own readers (strict JSON, run.json/grade.json models, the path-list reader, metrics.json's
+``RunDetails``), so the app accepts exactly what the command line accepts.
+
+All or nothing, as rubric import: every run is read and checked first; only when none has a problem are
+rows written, in one transaction. A run is keyed by (task, arm, model, repetition): importing the same
+files again changes nothing, while different files under a key already imported are a problem (a run is a
+record of what happened; it is never silently replaced).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import posixpath
+import shutil
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Annotated, Any
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied
+from django.db import IntegrityError, transaction
+from pydantic import BaseModel, ConfigDict, StrictBool, StringConstraints, ValidationError
+
+from grading.errors import InputError, InputErrors
+from grading.judge.models import JudgeResult
+from grading.outcome import RunDetails
+from grading.schema import GradeJson, RunRecord, load_grade, load_run, read_json
+from grading.workspace import read_path_list
+from rubrics_app.models import Repository, Role, RubricRevision, Task
+from rubrics_app.models_runs import (
+    AgentRun,
+    AgentRunDiff,
+    GradeSource,
+    ItemVerdict,
+    JudgeGrade,
+    JudgeRole,
+    RunGrade,
+)
+from rubrics_app.services.import_export import (
+    ImportFailed,
+    ImportProblem,
+    _unstorable_text,
+    checked_zip_members,
+    rubric_json_bytes,
+)
+
+DIFF_FILE = "workspace.diff"
+RUN_FILES = ("run.json", "grade.json", "workspace.diff", "ignored_created.txt", "tests_list.txt")
+REQUIRED_FILES = ("run.json", "grade.json", "workspace.diff", "ignored_created.txt")
+
+MAX_NAME = 200  # AgentRun.arm and .model
+MAX_ITEM_ID = 40  # ItemVerdict.item_id, as RubricItem.item_id
+MAX_JUDGE_SPEC = 500  # RunGrade.primary_judge, JudgeGrade.judge
+Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+
+
+class ImportedMetrics(BaseModel):
+    """metrics.json as ``rubric grade`` writes it: the framework's keys (grade.json's metrics sit beside them
+    and are checked against grade.json separately). Keys added by later formats are kept, not refused."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    mergeable: StrictBool | None
+    merge_score: float | None
+    grader_failure: StrictBool
+    judge_failure: StrictBool
+    details: RunDetails
+    rubric_sha256: Sha256 | None = None
+    provisional: StrictBool | None = None
+
+
+def revision_sha256(revision: RubricRevision) -> str:
+    """sha256 of the revision's rubric.json as exported: the content a run is graded against.
+
+    ``rubric grade`` run on an exported task directory reads exactly these bytes.
+    """
+    return hashlib.sha256(rubric_json_bytes(revision)).hexdigest()
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sample_key(*parts: str) -> float:
+    """A number in [0, 1) fixed by the pair's identity (not by row ids, which differ between databases)."""
+    digest = hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
+    return int(digest[:8], 16) / 2**32
+
+
+# --- reading ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class PreparedGrade:
+    metrics: ImportedMetrics
+    raw: dict[str, Any]
+    sha256: str
+    label: str
+
+
+@dataclass
+class PreparedRun:
+    label: str  # the run directory as the user named it
+    task: Task
+    record: RunRecord
+    grade: GradeJson
+    diff_path: Path  # read again only when the run is stored
+    diff_size: int
+    ignored_created: str
+    tests_list: str | None
+    files_sha256: dict[str, str]
+    metrics: PreparedGrade | None = None
+
+    @property
+    def key(self) -> tuple[int, str, str, int]:
+        return (self.task.pk, self.record.arm, self.record.model, self.record.repetition)
+
+
+@dataclass
+class RunImport:
+    """What an import did: runs and grades created, and those already there unchanged."""
+
+    created: list[AgentRun] = field(default_factory=list)
+    unchanged: list[AgentRun] = field(default_factory=list)
+    grades_created: int = 0
+    grades_unchanged: int = 0
+
+    def summary(self) -> str:
+        return (
+            f"{len(self.created)} run(s) imported, {len(self.unchanged)} already there; "
+            f"{self.grades_created} grade(s) imported, {self.grades_unchanged} already there"
+        )
+
+
+def find_run_dirs(root: Path) -> list[Path]:
+    """``root`` itself when it holds a run.json, else every directory below it that does (sorted)."""
+    if (root / "run.json").is_file():
+        return [root]
+    return sorted(p.parent for p in root.rglob("run.json") if p.is_file())
+
+
+def _problem(exc: InputError, label: str) -> list[ImportProblem]:
+    if isinstance(exc, InputErrors):
+        return [ImportProblem(label, message, path) for path, message in exc.errors]
+    return [ImportProblem(label, exc.message, exc.field or "")]
+
+
+def _inside(path: Path, run_dir: Path) -> bool:
+    return path.resolve().is_relative_to(run_dir.resolve())
+
+
+def _present(path: Path, label: str, problems: list[ImportProblem], required: bool) -> bool:
+    if not path.exists() and not path.is_symlink():
+        if required:
+            problems.append(ImportProblem(label, "file not found"))
+        return False
+    if not _inside(path, path.parent) or not path.is_file():
+        problems.append(ImportProblem(label, "not a regular file inside the run directory (symbolic link?)"))
+        return False
+    return True
+
+
+def _file_sha256(path: Path) -> tuple[str, int]:
+    """sha256 and size of a file read in chunks: a diff of tens of MB is not held while runs are checked."""
+    digest, size = hashlib.sha256(), 0
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
+
+
+def _text(raw: bytes, label: str, problems: list[ImportProblem]) -> str | None:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        problems.append(ImportProblem(label, f"not UTF-8 text (byte {exc.start})"))
+        return None
+    if "\x00" in text:
+        problems.append(ImportProblem(label, "holds a NUL character"))
+        return None
+    return text
+
+
+def _check_json(path: Path, label: str, problems: list[ImportProblem]) -> bool:
+    """The JSON file holds only what the database can store (grading's readers check the rest)."""
+    try:
+        data = read_json(path)
+    except InputError as exc:
+        problems.extend(_problem(exc, label))
+        return False
+    unstorable = _unstorable_text(data)
+    problems.extend(ImportProblem(label, message, where) for where, message in unstorable)
+    return not unstorable
+
+
+def _prepare_metrics(
+    path: Path, label: str, grade: GradeJson, problems: list[ImportProblem]
+) -> PreparedGrade | None:
+    before = len(problems)
+    if not _check_json(path, label, problems):
+        return None
+    data = read_json(path)
+    if not isinstance(data, dict):
+        problems.append(ImportProblem(label, "metrics.json is a JSON object"))
+        return None
+    try:
+        metrics = ImportedMetrics.model_validate(data)
+    except ValidationError as exc:
+        for error in exc.errors():
+            where = ".".join(str(part) for part in error["loc"])
+            message = "required" if error["type"] == "missing" else error["msg"]
+            problems.append(ImportProblem(label, message, where))
+        return None
+    if metrics.merge_score is not None and not (
+        math.isfinite(metrics.merge_score) and 0 <= metrics.merge_score <= 1
+    ):
+        problems.append(ImportProblem(label, "merge_score is a number from 0 to 1", "merge_score"))
+    # The grade.json metrics are copied into metrics.json unchanged: a metrics.json of another run differs.
+    for key, value in grade.metrics().items():
+        if key in data and data[key] != value:
+            problems.append(ImportProblem(label, "differs from the run's grade.json", key))
+        elif key not in data:
+            problems.append(ImportProblem(label, "grade.json reports it; metrics.json does not", key))
+    for role, result in (("judge", metrics.details.judge), ("second_judge", metrics.details.second_judge)):
+        if result is None:
+            continue
+        longest = MAX_ITEM_ID
+        for index, verdict in enumerate(result.verdicts):
+            if len(verdict.item_id) > longest:
+                where = f"details.{role}.verdicts[{index}].item_id"
+                problems.append(ImportProblem(label, f"an item id is at most {longest} characters", where))
+        if len(result.judge) > MAX_JUDGE_SPEC:
+            problems.append(
+                ImportProblem(label, f"at most {MAX_JUDGE_SPEC} characters", f"details.{role}.judge")
+            )
+        if len(result.model_id or "") > MAX_NAME or any(
+            len(v.model_id or "") > MAX_NAME for v in result.verdicts
+        ):
+            problems.append(
+                ImportProblem(label, f"a model id is at most {MAX_NAME} characters", f"details.{role}")
+            )
+        if len({v.item_id for v in result.verdicts}) != len(result.verdicts):
+            problems.append(ImportProblem(label, "more than one verdict for an item", f"details.{role}"))
+    if len(problems) > before:
+        return None
+    return PreparedGrade(metrics, data, _sha256(path.read_bytes()), label)
+
+
+def _prepare_run(
+    run_dir: Path, label: str, tasks: dict[str, Task], problems: list[ImportProblem]
+) -> PreparedRun | None:
+    before = len(problems)
+
+    def name(file: str) -> str:
+        return posixpath.join(label, file) if label else file
+
+    raw: dict[str, bytes] = {}  # the small files
+    hashes: dict[str, str] = {}
+    diff_size = 0
+    for file in RUN_FILES:
+        path = run_dir / file
+        if not _present(path, name(file), problems, required=file in REQUIRED_FILES):
+            continue
+        if file == DIFF_FILE:
+            hashes[file], diff_size = _file_sha256(path)
+        else:
+            raw[file] = path.read_bytes()
+            hashes[file] = _sha256(raw[file])
+    if len(problems) > before:
+        return None
+    record = grade = None
+    if _check_json(run_dir / "run.json", name("run.json"), problems):
+        try:
+            record = load_run(run_dir / "run.json")
+        except InputError as exc:
+            problems.extend(_problem(exc, name("run.json")))
+    if _check_json(run_dir / "grade.json", name("grade.json"), problems):
+        try:
+            grade = load_grade(run_dir / "grade.json")
+        except InputError as exc:
+            problems.extend(_problem(exc, name("grade.json")))
+    try:
+        read_path_list(run_dir / "ignored_created.txt")
+    except InputError as exc:
+        problems.extend(_problem(exc, name("ignored_created.txt")))
+    ignored = _text(raw["ignored_created.txt"], name("ignored_created.txt"), problems)
+    tests_list = None
+    if "tests_list.txt" in raw:
+        tests_list = _text(raw["tests_list.txt"], name("tests_list.txt"), problems)
+    task = None
+    if record is not None:
+        task = tasks.get(record.task)
+        if task is None:
+            problems.append(
+                ImportProblem(name("run.json"), f"no task {record.task!r} in this repository", "task")
+            )
+        for key in ("arm", "model"):
+            if len(getattr(record, key)) > MAX_NAME:
+                problems.append(ImportProblem(name("run.json"), f"at most {MAX_NAME} characters", key))
+    metrics = None
+    if grade is not None and (run_dir / "metrics.json").exists():
+        metrics = _prepare_metrics(run_dir / "metrics.json", name("metrics.json"), grade, problems)
+    if len(problems) > before or record is None or grade is None or task is None or ignored is None:
+        return None
+    return PreparedRun(
+        label=label,
+        task=task,
+        record=record,
+        grade=grade,
+        diff_path=run_dir / DIFF_FILE,
+        diff_size=diff_size,
+        ignored_created=ignored,
+        tests_list=tests_list,
+        files_sha256=hashes,
+        metrics=metrics,
+    )
+
+
+def _grade_key(run: PreparedRun) -> tuple[str, str]:
+    assert run.metrics is not None
+    judge = run.metrics.metrics.details.judge
+    return (run.metrics.metrics.rubric_sha256 or "", judge.judge if judge is not None else "")
+
+
+def _check_against_stored(runs: list[PreparedRun], problems: list[ImportProblem]) -> dict[int, AgentRun]:
+    """Runs already stored under the same key must be the same files. Returns them by prepared index."""
+    stored: dict[int, AgentRun] = {}
+    for index, run in enumerate(runs):
+        existing = AgentRun.objects.filter(
+            task=run.task, arm=run.record.arm, model=run.record.model, repetition=run.record.repetition
+        ).first()
+        if existing is None:
+            continue
+        changed = [f for f in RUN_FILES if existing.files_sha256.get(f) != run.files_sha256.get(f)]
+        if changed:
+            problems.append(
+                ImportProblem(
+                    posixpath.join(run.label, "run.json") if run.label else "run.json",
+                    "a run with this task, arm, model and repetition is already imported with a "
+                    f"different {', '.join(changed)}",
+                )
+            )
+            continue
+        stored[index] = existing
+        if run.metrics is not None:
+            rubric_sha, judge = _grade_key(run)
+            grade = existing.grades.filter(rubric_sha256=rubric_sha, primary_judge=judge).first()
+            if grade is not None and grade.metrics_sha256 != run.metrics.sha256:
+                problems.append(
+                    ImportProblem(
+                        run.metrics.label,
+                        "this run already has a different metrics.json for the same rubric and primary judge",
+                    )
+                )
+    return stored
+
+
+def prepare_runs(repository: Repository, root: Path, label_root: str) -> list[PreparedRun]:
+    """Read and check every run directory under ``root``; ImportFailed lists every problem."""
+    problems: list[ImportProblem] = []
+    run_dirs = find_run_dirs(root)
+    if not run_dirs:
+        raise ImportFailed([ImportProblem(label_root, "no run.json found")])
+    tasks = {t.task_id: t for t in Task.objects.filter(repository=repository)}
+    prepared: list[PreparedRun] = []
+    seen: dict[tuple[int, str, str, int], str] = {}
+    for run_dir in run_dirs:
+        rel = run_dir.relative_to(root).as_posix()
+        label = posixpath.join(label_root, rel) if rel != "." else label_root
+        run = _prepare_run(run_dir, label, tasks, problems)
+        if run is None:
+            continue
+        if run.key in seen:
+            problems.append(
+                ImportProblem(posixpath.join(label, "run.json"), f"the same run as {seen[run.key]}")
+            )
+            continue
+        seen[run.key] = label
+        prepared.append(run)
+    if problems:
+        raise ImportFailed(problems)
+    return prepared
+
+
+# --- writing ------------------------------------------------------------------------------------------
+
+
+def _revision_for(task: Task, rubric_sha: str) -> RubricRevision | None:
+    if not rubric_sha:
+        return None
+    for revision in RubricRevision.objects.filter(task=task).order_by("-number"):
+        if revision_sha256(revision) == rubric_sha:
+            return revision
+    return None
+
+
+def _store_judge(grade: RunGrade, role: str, result: JudgeResult, identity: tuple[str, ...]) -> None:
+    judge = JudgeGrade.objects.create(
+        grade=grade,
+        role=role,
+        judge=result.judge,
+        scripted=result.scripted,
+        model_id=result.model_id or "",
+        failure=result.failure or "",
+        cost_usd=result.usage.cost_usd,
+        cost_known=result.usage.cost_known,
+        calls=result.calls,
+        cache_hit=result.cache_hit,
+        cache_bypass=result.cache_bypass or "",
+    )
+    previous = result.previous_verdicts or {}
+    ItemVerdict.objects.bulk_create(
+        ItemVerdict(
+            judge=judge,
+            item_id=v.item_id,
+            kind=v.kind,
+            verdict=v.verdict,
+            reason=v.reason,
+            locations=[loc.model_dump(mode="json") for loc in v.locations],
+            model_id=v.model_id or result.model_id or "",
+            flagged_inconsistent=v.flagged_inconsistent,
+            previous_verdict=previous.get(v.item_id, "") if result.cache_bypass else "",
+            sample_key=sample_key(*identity, v.item_id),
+        )
+        for v in result.verdicts
+    )
+
+
+def store_grade(
+    run: AgentRun, metrics: ImportedMetrics, raw: dict[str, Any], sha256: str, source: str
+) -> tuple[RunGrade, bool]:
+    """The grade and its verdict rows, or the one already stored under the same key (created: False)."""
+    details = metrics.details
+    rubric_sha = metrics.rubric_sha256 or ""
+    primary = details.judge.judge if details.judge is not None else ""
+    existing = RunGrade.objects.filter(run=run, rubric_sha256=rubric_sha, primary_judge=primary).first()
+    if existing is not None:
+        return existing, False
+    revision = _revision_for(run.task, rubric_sha)
+    # metrics.json says provisional: false when the grader's admission store held a passing check of this
+    # content with this judge; true only means that store held none. A revision of the same content that this
+    # app approved or admitted counts as well, so only then does the revision decide.
+    provisional = False if metrics.provisional is False else (revision is None or revision.is_provisional)
+    grade = RunGrade.objects.create(
+        run=run,
+        rubric_sha256=rubric_sha,
+        revision=revision,
+        primary_judge=primary,
+        source=source,
+        status=details.status,
+        mergeable=metrics.mergeable,
+        merge_score=metrics.merge_score,
+        grader_failure=metrics.grader_failure,
+        judge_failure=metrics.judge_failure,
+        provisional=provisional,
+        reasons=list(details.reasons),
+        metrics=raw,
+        metrics_sha256=sha256,
+    )
+    identity = (run.task.task_id, run.arm, run.model, str(run.repetition), rubric_sha, primary)
+    for role, result in ((JudgeRole.PRIMARY, details.judge), (JudgeRole.SECOND, details.second_judge)):
+        if result is not None:
+            _store_judge(grade, role, result, identity)
+    return grade, True
+
+
+def _require_maintainer(repository: Repository, user: Any) -> None:
+    # `user=None` is the command line (manage.py).
+    if user is not None and repository.role_of(user) != Role.MAINTAINER:
+        raise PermissionDenied("only a maintainer of this repository may import runs")
+
+
+def import_run_dirs(repository: Repository, root: Path, label_root: str, user: Any = None) -> RunImport:
+    """Every run directory under ``root`` (or ``root`` itself), all or nothing."""
+    _require_maintainer(repository, user)
+    try:
+        return _import_run_dirs(repository, root, label_root, user)
+    except IntegrityError:
+        # Another import stored one of these runs between our check and our insert: nothing of this one
+        # was kept (one transaction), and trying again finds those runs stored.
+        message = "another import stored some of these runs at the same time; nothing imported, try again"
+        raise ImportFailed([ImportProblem(label_root or "upload", message)]) from None
+
+
+def _import_run_dirs(repository: Repository, root: Path, label_root: str, user: Any) -> RunImport:
+    with transaction.atomic():
+        prepared = prepare_runs(repository, root, label_root)
+        problems: list[ImportProblem] = []
+        stored = _check_against_stored(prepared, problems)
+        if problems:
+            raise ImportFailed(problems)
+        outcome = RunImport()
+        for index, run in enumerate(prepared):
+            agent_run = stored.get(index)
+            if agent_run is None:
+                agent_run = AgentRun.objects.create(
+                    task=run.task,
+                    arm=run.record.arm,
+                    model=run.record.model,
+                    repetition=run.record.repetition,
+                    prompt_style=run.record.prompt_style or "",
+                    run_json=run.record.model_dump(mode="json", exclude_unset=True),
+                    grade_json=run.grade.metrics(),
+                    passed=run.grade.passed,
+                    ignored_created=run.ignored_created,
+                    tests_list=run.tests_list,
+                    diff_sha256=run.files_sha256["workspace.diff"],
+                    diff_bytes=run.diff_size,
+                    files_sha256=run.files_sha256,
+                    source=run.label,
+                    imported_by=user,
+                )
+                content = run.diff_path.read_bytes()
+                if _sha256(content) != run.files_sha256[DIFF_FILE]:
+                    label = posixpath.join(run.label, DIFF_FILE) if run.label else DIFF_FILE
+                    raise ImportFailed([ImportProblem(label, "changed while it was being imported")])
+                AgentRunDiff.objects.create(run=agent_run, content=content)
+                outcome.created.append(agent_run)
+            else:
+                outcome.unchanged.append(agent_run)
+            if run.metrics is not None:
+                _, created = store_grade(
+                    agent_run, run.metrics.metrics, run.metrics.raw, run.metrics.sha256, GradeSource.IMPORTED
+                )
+                if created:
+                    outcome.grades_created += 1
+                else:
+                    outcome.grades_unchanged += 1
+    return outcome
+
+
+# --- zip uploads --------------------------------------------------------------------------------------
+
+
+def _extract(archive: zipfile.ZipFile, members: list[zipfile.ZipInfo], dest: Path, label: str) -> None:
+    max_total = settings.RUNS_ZIP_MAX_UNCOMPRESSED_BYTES
+    written = 0
+    for info in members:
+        if info.is_dir():
+            continue
+        target = dest / posixpath.normpath(info.filename)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            # ZipExtFile stops at the declared size and checks the CRC, so a lying header cannot inflate.
+            with archive.open(info) as source, target.open("xb") as out:
+                while chunk := source.read(1 << 20):
+                    written += len(chunk)
+                    if written > max_total:
+                        raise ImportFailed([ImportProblem(label, f"over {max_total} bytes uncompressed")])
+                    out.write(chunk)
+        except ImportFailed:
+            raise
+        except (zipfile.BadZipFile, OSError, NotImplementedError, RuntimeError) as exc:
+            raise ImportFailed([ImportProblem(f"{label}: {info.filename}", f"cannot read: {exc}")]) from None
+
+
+def import_runs_zip(repository: Repository, uploaded: IO[bytes] | Any, user: Any) -> RunImport:
+    """A zip of run directories (any layout: every directory holding a run.json is a run)."""
+    _require_maintainer(repository, user)
+    label = Path(str(getattr(uploaded, "name", "") or "upload.zip")).name
+    limit = settings.RUNS_UPLOAD_MAX_BYTES
+    size = getattr(uploaded, "size", None)
+    if isinstance(size, int) and size > limit:
+        raise ImportFailed([ImportProblem(label, f"upload is {size} bytes; the limit is {limit}")])
+    if hasattr(uploaded, "seek"):
+        uploaded.seek(0)
+    try:
+        archive = zipfile.ZipFile(uploaded)
+    except (zipfile.BadZipFile, OSError):
+        raise ImportFailed([ImportProblem(label, "not a zip file")]) from None
+    scratch = Path(tempfile.mkdtemp(prefix="runs-upload-"))
+    try:
+        with archive:
+            members = checked_zip_members(
+                archive,
+                label,
+                max_members=settings.RUNS_ZIP_MAX_MEMBERS,
+                max_total=settings.RUNS_ZIP_MAX_UNCOMPRESSED_BYTES,
+            )
+            _extract(archive, members, scratch, label)
+        return import_run_dirs(repository, scratch, "", user)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+# --- what the repository page shows ---------------------------------------------------------------------
+
+
+def repository_runs_summary(repository: Repository) -> dict[str, Any]:
+    """Runs per task (counted, never loading a diff), queue sizes, and the tasks whose admitted revision
+    needs re-review."""
+    from django.db.models import Count
+
+    from rubrics_app.models import RevisionStatus
+    from rubrics_app.services.queue import disagreement_counts
+    from rubrics_app.services.rereview import needs_re_review
+
+    per_task = list(
+        AgentRun.objects.filter(task__repository=repository)
+        .values("task_id", "task__task_id")
+        .annotate(runs=Count("pk"), graded=Count("grades", distinct=True))
+        .order_by("task__task_id")
+    )
+    admitted = dict(
+        RubricRevision.objects.filter(
+            task__repository=repository, status=RevisionStatus.ADMITTED
+        ).values_list("pk", "task_id")
+    )
+    flagged = needs_re_review(admitted)
+    return {
+        "runs_per_task": per_task,
+        "runs_total": sum(row["runs"] for row in per_task),
+        "queue_counts": disagreement_counts(repository) if per_task else {},
+        "re_review_task_ids": {admitted[pk] for pk in flagged},
+    }
+
+
+def task_runs(task: Task) -> list[AgentRun]:
+    """The task's runs with their grades for a list: the diff table is never read, and each grade's
+    metrics.json copy is left unloaded."""
+    from django.db.models import Prefetch
+
+    grades = RunGrade.objects.defer("metrics").select_related("revision").order_by("pk")
+    return list(
+        AgentRun.objects.filter(task=task)
+        .defer("run_json", "grade_json", "ignored_created", "tests_list")
+        .prefetch_related(Prefetch("grades", queryset=grades))
+        .order_by("arm", "model", "repetition")
+    )

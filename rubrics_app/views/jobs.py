@@ -1,0 +1,34 @@
+"""A job's page: what it is doing, and how it ended (a lost worker included). Under htmx it is the status
+partial, polled while the job runs; the poll stops when the job has ended."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET
+from django_htmx.http import HttpResponseStopPolling
+
+from rubrics_app.access import get_repository_for_user
+from rubrics_app.models import Job
+from rubrics_app.views.common import HtmxHttpRequest
+
+PAGE = "rubrics/job_detail.html"
+
+
+@require_GET
+@login_required
+def job_detail(request: HtmxHttpRequest, repo_pk: int, job_pk: int) -> HttpResponse:
+    access = get_repository_for_user(request, repo_pk)
+    job = get_object_or_404(
+        Job.objects.filter(repository=access.repository).select_related("revision__task", "created_by"),
+        pk=job_pk,
+    )
+    context = {"access": access, "repository": access.repository, "job": job}
+    if request.htmx:
+        response = render(request, f"{PAGE}#job-status", context)
+        if job.is_finished:
+            # 286: htmx swaps this last status in and stops polling.
+            return HttpResponseStopPolling(response.content)
+        return response
+    return render(request, PAGE, context)

@@ -1,0 +1,300 @@
+"""Agent runs: the zip upload, the disagreement review queue, human verdicts, disputes and their dismissal.
+
+Role rules (through the one access helper): maintainers import runs, dispute blockers and dismiss flags;
+reviewers and maintainers label; viewers read; anyone without a role gets 404.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from rubrics_app.access import RepositoryAccess, get_repository_for_user
+from rubrics_app.diff_render import render_diff
+from rubrics_app.forms_runs import HumanVerdictForm, ReasonForm, RunsUploadForm
+from rubrics_app.models import ItemComment, ItemKind, Role, RubricItem, TransitionError
+from rubrics_app.models_runs import (
+    AgentRunDiff,
+    Dispute,
+    DisputeSource,
+    EvidenceChange,
+    HumanVerdict,
+    ItemVerdict,
+    JudgeRole,
+    QueueKind,
+    RunGrade,
+)
+from rubrics_app.services import queue as review_queue
+from rubrics_app.services import rereview
+from rubrics_app.services.import_export import ImportFailed
+from rubrics_app.services.runs import import_runs_zip
+from rubrics_app.views.common import HtmxHttpRequest
+from rubrics_app.views.repositories import repository_context
+from rubrics_app.views.revisions import redirect_to
+
+
+@require_POST
+@login_required
+def runs_upload(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
+    """A zip of run directories; when any run has a problem nothing is imported, every problem listed."""
+    access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
+    form = RunsUploadForm(request.POST, request.FILES)
+    problems: list[str] = []
+    if form.is_valid():
+        try:
+            result = import_runs_zip(access.repository, form.cleaned_data["file"], request.user)
+        except ImportFailed as exc:
+            problems = [str(problem) for problem in exc.problems]
+        else:
+            messages.success(request, f"Runs: {result.summary()}.")
+            return redirect_to(request, reverse("rubrics:repository_detail", args=[access.repository.pk]))
+    context = {**repository_context(access), "runs_form": form, "runs_errors": problems}
+    page = "rubrics/repository_detail.html"
+    if request.htmx:
+        return render(request, f"{page}#runs-form", context)
+    return render(request, page, context, status=400)
+
+
+# --- the queue ----------------------------------------------------------------------------------------
+
+
+def _queue_params(request: HtmxHttpRequest) -> tuple[str, dict[str, str]]:
+    kind = request.GET.get("kind") or request.POST.get("kind") or QueueKind.JUDGES
+    if kind not in QueueKind.values:
+        kind = QueueKind.JUDGES
+    source = request.POST if request.method == "POST" else request.GET
+    filters = {name: str(source.get(name, ""))[:200] for name in review_queue.FILTERS if source.get(name)}
+    return kind, filters
+
+
+def _query(kind: str, filters: dict[str, str]) -> str:
+    return urlencode({"kind": kind, **filters})
+
+
+def _entry_url(
+    access: RepositoryAccess, entry: review_queue.QueueEntry, kind: str, filters: dict[str, str]
+) -> str:
+    path = reverse("rubrics:queue_entry", args=[access.repository.pk, entry.grade_id, entry.item_id])
+    return f"{path}?{_query(kind, filters)}"
+
+
+@require_GET
+@login_required
+def queue_list(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
+    access = get_repository_for_user(request, repo_pk)
+    kind, filters = _queue_params(request)
+    queue = review_queue.build_queue(access.repository, kind, filters)
+    next_entry = queue.next_unreviewed()
+    rows = [(e, e.key in queue.reviewed, _entry_url(access, e, kind, filters)) for e in queue.entries]
+    return render(
+        request,
+        "rubrics/queue.html",
+        {
+            "access": access,
+            "repository": access.repository,
+            "queue": queue,
+            "rows": rows,
+            "kind": kind,
+            "kinds": QueueKind.choices,
+            "filters": filters,
+            "choices": review_queue.filter_choices(access.repository),
+            "next_url": _entry_url(access, next_entry, kind, filters) if next_entry else None,
+            "sample_percent": _sample_percent(),
+        },
+    )
+
+
+def _sample_percent() -> int:
+    from django.conf import settings
+
+    return int(settings.RUNS_AGREED_SAMPLE_PERCENT)
+
+
+def _load_grade(access: RepositoryAccess, grade_pk: int) -> RunGrade:
+    return get_object_or_404(
+        RunGrade.objects.select_related("run", "run__task", "revision"),
+        run__task__repository=access.repository,
+        pk=grade_pk,
+    )
+
+
+def _cited(verdicts: dict[str, ItemVerdict | None]) -> dict[tuple[str, str, int], list[str]]:
+    marks: dict[tuple[str, str, int], list[str]] = {}
+    for role, verdict in verdicts.items():
+        for location in (verdict.locations if verdict else []) or []:
+            if isinstance(location, dict) and isinstance(location.get("line"), int):
+                key = (str(location.get("file", "")), str(location.get("side", "new")), location["line"])
+                marks.setdefault(key, []).append(role)
+    return marks
+
+
+def _entry_context(
+    request: HtmxHttpRequest, access: RepositoryAccess, grade: RunGrade, item_id: str
+) -> dict[str, Any]:
+    by_role: dict[str, ItemVerdict | None] = {JudgeRole.PRIMARY: None, JudgeRole.SECOND: None}
+    for verdict in ItemVerdict.objects.filter(judge__grade=grade, item_id=item_id).select_related("judge"):
+        by_role[verdict.judge.role] = verdict
+    if all(v is None for v in by_role.values()):
+        raise Http404("no such item in this grade")
+    kind, filters = _queue_params(request)
+    queue = review_queue.build_queue(access.repository, kind, filters)
+    previous, following = queue.neighbours(grade.pk, item_id)
+    position = queue.position(grade.pk, item_id)
+    diff = AgentRunDiff.objects.filter(run=grade.run).values_list("content", flat=True).first()
+    item, exact = review_queue.rubric_item_for(grade, item_id)
+    human = HumanVerdict.objects.filter(grade=grade, item_id=item_id).select_related("by").first()
+    can_dispute = access.can_edit and item is not None and item.kind == ItemKind.BLOCKER
+    return {
+        "access": access,
+        "repository": access.repository,
+        "grade": grade,
+        "run": grade.run,
+        "item_id": item_id,
+        "item": item,
+        "item_exact": exact,
+        "primary": by_role[JudgeRole.PRIMARY],
+        "second": by_role[JudgeRole.SECOND],
+        "diff_html": render_diff(bytes(diff) if diff is not None else None, cited=_cited(by_role)),
+        "human": human,
+        "form": HumanVerdictForm(initial={"verdict": human.verdict, "note": human.note} if human else None),
+        "dispute_form": ReasonForm() if can_dispute else None,
+        "kind": kind,
+        "kind_label": QueueKind(kind).label,
+        "filters": filters,
+        "query": _query(kind, filters),
+        "queue": queue,
+        "position": None if position is None else position + 1,
+        "previous_url": _entry_url(access, previous, kind, filters) if previous else None,
+        "next_url": _entry_url(access, following, kind, filters) if following else None,
+    }
+
+
+@require_GET
+@login_required
+def queue_entry(request: HtmxHttpRequest, repo_pk: int, grade_pk: int, item_id: str) -> HttpResponse:
+    access = get_repository_for_user(request, repo_pk)
+    grade = _load_grade(access, grade_pk)
+    return render(request, "rubrics/queue_entry.html", _entry_context(request, access, grade, item_id))
+
+
+@require_POST
+@login_required
+def queue_label(request: HtmxHttpRequest, repo_pk: int, grade_pk: int, item_id: str) -> HttpResponse:
+    """Record the human verdict and move on to the next pair of the same queue (one keystroke per pair)."""
+    access = get_repository_for_user(request, repo_pk, role=Role.REVIEWER)
+    grade = _load_grade(access, grade_pk)
+    if not ItemVerdict.objects.filter(judge__grade=grade, item_id=item_id).exists():
+        raise Http404("no such item in this grade")
+    form = HumanVerdictForm(request.POST)
+    kind, filters = _queue_params(request)
+    if not form.is_valid():
+        context = _entry_context(request, access, grade, item_id)
+        context["form"] = form
+        return render(request, "rubrics/queue_entry.html", context, status=400)
+    review_queue.label(
+        grade, item_id, form.cleaned_data["verdict"], form.cleaned_data["note"], kind, request.user
+    )
+    queue = review_queue.build_queue(access.repository, kind, filters)
+    _, following = queue.neighbours(grade.pk, item_id)
+    if following is not None:
+        return HttpResponseRedirect(_entry_url(access, following, kind, filters))
+    messages.success(
+        request, f"{queue.reviewed_count} of {len(queue.entries)} reviewed: the end of this queue."
+    )
+    return HttpResponseRedirect(
+        f"{reverse('rubrics:queue', args=[access.repository.pk])}?{_query(kind, filters)}"
+    )
+
+
+# --- disputes and re-review ------------------------------------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def item_dispute(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpResponse:
+    """Dispute a blocker, from the item itself, from one of its comments (?comment=) or from a queue entry
+    (?grade=)."""
+    access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
+    item = get_object_or_404(
+        RubricItem.objects.select_related("revision", "revision__task"),
+        revision__task__repository=access.repository,
+        pk=item_pk,
+    )
+    source_params = request.POST if request.method == "POST" else request.GET
+    comment = grade = None
+    if source_params.get("comment", "").isdigit():
+        comment = ItemComment.objects.filter(item=item, pk=int(source_params["comment"])).first()
+    if source_params.get("grade", "").isdigit():
+        grade = RunGrade.objects.filter(
+            run__task__repository=access.repository, pk=int(source_params["grade"])
+        ).first()
+    form = ReasonForm(request.POST or None, initial={"reason": comment.text if comment else ""})
+    error = ""
+    if request.method == "POST" and form.is_valid():
+        source = (
+            DisputeSource.DISAGREEMENT if grade else DisputeSource.COMMENT if comment else DisputeSource.ITEM
+        )
+        try:
+            rereview.open_dispute(item, request.user, form.cleaned_data["reason"], source, grade)
+        except TransitionError as exc:
+            error = str(exc)
+        else:
+            messages.success(
+                request, f"{item.item_id} is disputed: revision {item.revision.number} needs re-review."
+            )
+            task = item.revision.task
+            return redirect_to(request, reverse("rubrics:task_detail", args=[access.repository.pk, task.pk]))
+    return render(
+        request,
+        "rubrics/dispute_form.html",
+        {
+            "access": access,
+            "repository": access.repository,
+            "item": item,
+            "form": form,
+            "comment": comment,
+            "grade": grade,
+            "error": error,
+        },
+        status=400 if request.method == "POST" else 200,
+    )
+
+
+@require_POST
+@login_required
+def flag_dismiss(request: HtmxHttpRequest, repo_pk: int, what: str, pk: int) -> HttpResponse:
+    """Dismiss a dispute or an evidence change, with a reason."""
+    access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
+    flag: Dispute | EvidenceChange
+    if what == "dispute":
+        flag = get_object_or_404(
+            Dispute.objects.select_related("revision"), revision__task__repository=access.repository, pk=pk
+        )
+    elif what == "evidence":
+        flag = get_object_or_404(
+            EvidenceChange.objects.select_related("revision"),
+            revision__task__repository=access.repository,
+            pk=pk,
+        )
+    else:
+        raise Http404("no such flag")
+    form = ReasonForm(request.POST)
+    task_url = reverse("rubrics:task_detail", args=[access.repository.pk, flag.revision.task_id])
+    if not form.is_valid():
+        messages.error(request, "Nothing dismissed: say why.")
+        return redirect_to(request, task_url)
+    try:
+        if isinstance(flag, Dispute):
+            rereview.dismiss_dispute(flag, request.user, form.cleaned_data["reason"])
+        else:
+            rereview.dismiss_evidence_change(flag, request.user, form.cleaned_data["reason"])
+    except TransitionError as exc:
+        messages.error(request, str(exc))
+    return redirect_to(request, task_url)

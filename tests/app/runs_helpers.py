@@ -1,0 +1,113 @@
+"""Agent run directories built on disk and graded by the real `rubric grade` code (grading.outcome.grade_run)
+with scripted judges, so imported metrics.json files are exactly what the command line writes."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from grading.outcome import grade_run
+from tests.app.conftest import rubric_data
+
+RUN_DIFF = b"""diff --git a/src/fraction.py b/src/fraction.py
+--- a/src/fraction.py
++++ b/src/fraction.py
+@@ -1,2 +1,4 @@
+ def fraction(x):
++    if x > 1:
++        raise ValueError("fraction must be <= 1")
+     return x
+"""
+
+PASSING = {
+    "B1": {
+        "verdict": "pass",
+        "reason": "raises ValueError",
+        "locations": [{"file": "src/fraction.py", "line": 2}],
+    },
+    "N1": {"verdict": "pass", "reason": "names it"},
+    "N2": {"verdict": "fail", "reason": "no docs"},
+    "N3": {"verdict": "pass", "reason": "boundary covered"},
+}
+# The second judge disagrees with the primary on B1 and N2.
+DISAGREEING = {
+    **PASSING,
+    "B1": {
+        "verdict": "fail",
+        "reason": "the <script>alert(1)</script> check is missing on the GPU path",
+        "locations": [{"file": "src/fraction.py", "line": 3}],
+    },
+    "N2": {"verdict": "pass", "reason": "docs are fine"},
+}
+
+
+def write_task_dir(
+    root: Path, task_id: str = "fix_fraction_gt1", rubric: dict[str, Any] | None = None
+) -> Path:
+    task_dir = root / "tasks" / task_id
+    task_dir.mkdir(parents=True, exist_ok=True)
+    data = rubric or rubric_data(task=task_id, calibration={})
+    (task_dir / "rubric.json").write_text(json.dumps(data, indent=2) + "\n")
+    (task_dir / "task.json").write_text(json.dumps({"id": task_id, "prompt": "Fix it.", "gate": ["pass"]}))
+    return task_dir
+
+
+def write_scripted(path: Path, verdicts: dict[str, Any]) -> str:
+    path.write_text(json.dumps({"default": verdicts}))
+    return f"scripted:{path}"
+
+
+def write_run(
+    root: Path,
+    name: str,
+    *,
+    task_id: str = "fix_fraction_gt1",
+    arm: str = "guidance",
+    model: str = "model-a",
+    repetition: int = 0,
+    diff: bytes = RUN_DIFF,
+    passed: bool = True,
+    tests_list: str | None = "tests/test_fraction.py::test_gt1\n",
+) -> Path:
+    run_dir = root / name
+    run_dir.mkdir(parents=True, exist_ok=True)
+    record = {"task": task_id, "arm": arm, "model": model, "repetition": repetition}
+    (run_dir / "run.json").write_text(json.dumps(record))
+    (run_dir / "grade.json").write_text(json.dumps({"pass": passed, "tests_skipped": 0}))
+    (run_dir / "workspace.diff").write_bytes(diff)
+    (run_dir / "ignored_created.txt").write_text("build/out.o\n")
+    if tests_list is not None:
+        (run_dir / "tests_list.txt").write_text(tests_list)
+    return run_dir
+
+
+def grade(
+    task_dir: Path, run_dir: Path, primary: str, second: str | None = None, **metrics: Any
+) -> dict[str, Any]:
+    """`rubric grade` on the run (metrics.json written), with extra top-level keys merged in when given."""
+    manifest = task_dir.parent.parent / "repo_manifest.yaml"
+    if not manifest.exists():
+        manifest.write_text("tests:\n  globs: ['tests/**']\n")
+    result = grade_run(task_dir, run_dir, manifest, primary, second, cache=None)
+    data = result.to_json_dict()
+    if metrics:
+        data.update(metrics)
+        (run_dir / "metrics.json").write_text(json.dumps(data, indent=2))
+    return data
+
+
+def zip_dir(root: Path, prefix: str = "") -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for path in sorted(root.rglob("*")):
+            if path.is_file():
+                archive.write(path, prefix + path.relative_to(root).as_posix())
+    return buffer.getvalue()
+
+
+def sha256_of(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()

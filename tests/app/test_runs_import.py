@@ -1,0 +1,305 @@
+"""Agent-run import: `manage.py import_runs` and the zip upload; all or nothing, repeated imports change
+nothing, metrics.json verdicts stored per judge and item."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from rubrics_app.models import Repository, RubricRevision, Task
+from rubrics_app.models_runs import (
+    AgentRun,
+    AgentRunDiff,
+    HumanVerdict,
+    ItemVerdict,
+    JudgeGrade,
+    JudgeRole,
+    RunGrade,
+)
+from rubrics_app.services.queue import build_queue
+from rubrics_app.services.runs import revision_sha256
+from tests.app.runs_helpers import (
+    DISAGREEING,
+    PASSING,
+    RUN_DIFF,
+    grade,
+    write_run,
+    write_scripted,
+    write_task_dir,
+    zip_dir,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def run_command(*args: str) -> tuple[str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    call_command("import_runs", *args, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def graded_runs(tmp_path: Path, task: Task) -> Path:
+    """Two runs of the task graded by `rubric grade` with a primary and a second (disagreeing) judge, and a
+    third run with no metrics.json."""
+    task_dir = write_task_dir(tmp_path / "checkout")
+    primary = write_scripted(tmp_path / "primary.json", PASSING)
+    second = write_scripted(tmp_path / "second.json", DISAGREEING)
+    runs = tmp_path / "runs"
+    for repetition in (0, 1):
+        run_dir = write_run(runs, f"rep{repetition}", repetition=repetition)
+        grade(task_dir, run_dir, primary, second)
+    write_run(runs, "ungraded", model="model-b")
+    return runs
+
+
+def test_import_runs_stores_runs_grades_and_each_judges_verdicts(
+    graded_runs: Path, repository: Repository
+) -> None:
+    out, _ = run_command(str(graded_runs), "--repository", repository.name)
+    assert "3 run(s) imported, 0 already there; 2 grade(s) imported" in out
+    assert AgentRun.objects.count() == 3
+    run = AgentRun.objects.get(repetition=1, model="model-a")
+    assert (run.arm, run.passed, run.tests_list) == ("guidance", True, "tests/test_fraction.py::test_gt1\n")
+    assert bytes(AgentRunDiff.objects.get(run=run).content) == RUN_DIFF
+    graded = RunGrade.objects.get(run=run)
+    # Only the primary judge counts: B1 passes; N1 and N3 pass, N2 (weight 2) fails.
+    assert (graded.status, graded.mergeable, graded.merge_score) == ("mergeable", True, 0.5)
+    primary = JudgeGrade.objects.get(grade=graded, role=JudgeRole.PRIMARY)
+    second = JudgeGrade.objects.get(grade=graded, role=JudgeRole.SECOND)
+    assert primary.scripted and primary.model_id == "scripted"
+    b1 = ItemVerdict.objects.get(judge=second, item_id="B1")
+    assert b1.verdict == "fail" and b1.locations == [{"file": "src/fraction.py", "line": 3, "side": "new"}]
+    assert ItemVerdict.objects.get(judge=primary, item_id="B1").verdict == "pass"
+    assert sorted(ItemVerdict.objects.filter(judge=primary).values_list("item_id", flat=True)) == [
+        "B1",
+        "N1",
+        "N2",
+        "N3",
+    ]
+    assert not RunGrade.objects.filter(run__model="model-b").exists()
+
+
+def test_importing_the_same_runs_again_changes_nothing(graded_runs: Path, repository: Repository) -> None:
+    run_command(str(graded_runs), "--repository", repository.name)
+    counts = [m.objects.count() for m in (AgentRun, AgentRunDiff, RunGrade, JudgeGrade, ItemVerdict)]
+    out, _ = run_command(str(graded_runs), "--repository", repository.name)
+    assert "0 run(s) imported, 3 already there; 0 grade(s) imported, 2 already there" in out
+    assert [m.objects.count() for m in (AgentRun, AgentRunDiff, RunGrade, JudgeGrade, ItemVerdict)] == counts
+
+
+def test_a_metrics_json_graded_later_is_added_to_the_stored_run(
+    tmp_path: Path, graded_runs: Path, repository: Repository
+) -> None:
+    run_command(str(graded_runs), "--repository", repository.name)
+    task_dir = tmp_path / "checkout" / "tasks" / "fix_fraction_gt1"
+    grade(task_dir, graded_runs / "ungraded", write_scripted(tmp_path / "p.json", PASSING))
+    out, _ = run_command(str(graded_runs), "--repository", repository.name)
+    assert "0 run(s) imported, 3 already there; 1 grade(s) imported, 2 already there" in out
+    assert RunGrade.objects.filter(run__model="model-b").count() == 1
+
+
+def test_a_different_run_under_a_stored_key_is_refused(graded_runs: Path, repository: Repository) -> None:
+    run_command(str(graded_runs), "--repository", repository.name)
+    (graded_runs / "ungraded" / "workspace.diff").write_bytes(RUN_DIFF + b"+more\n")
+    with pytest.raises(CommandError) as exc:
+        run_command(str(graded_runs), "--repository", repository.name)
+    assert exc.value.returncode == 2
+    stored = AgentRun.objects.get(model="model-b")
+    assert bytes(AgentRunDiff.objects.get(run=stored).content) == RUN_DIFF
+
+
+def test_bad_runs_are_listed_with_file_and_field_and_nothing_is_imported(
+    tmp_path: Path, graded_runs: Path, repository: Repository
+) -> None:
+    bad = write_run(graded_runs, "bad_grade", model="model-c")
+    (bad / "grade.json").write_text('{"passed": true}')
+    unknown = write_run(graded_runs, "unknown_task", task_id="no_such_task", model="model-d")
+    missing = write_run(graded_runs, "no_diff", model="model-e")
+    (missing / "workspace.diff").unlink()
+    broken = write_run(graded_runs, "broken_metrics", model="model-f")
+    (broken / "metrics.json").write_text('{"mergeable": true, "pass": true,}')
+    err = io.StringIO()
+    with pytest.raises(CommandError) as exc:
+        call_command("import_runs", str(graded_runs), "--repository", repository.name, stderr=err)
+    assert exc.value.returncode == 2
+    lines = err.getvalue().splitlines()
+    assert f"{graded_runs}/bad_grade/grade.json: pass: required" in lines
+    assert f"{graded_runs}/unknown_task/run.json: task: no task 'no_such_task' in this repository" in lines
+    assert f"{graded_runs}/no_diff/workspace.diff: file not found" in lines
+    assert any(line.startswith(f"{graded_runs}/broken_metrics/metrics.json: line 1") for line in lines)
+    assert not AgentRun.objects.exists() and not RunGrade.objects.exists()
+    assert unknown.exists()
+
+
+def test_a_metrics_json_of_another_run_is_refused(
+    tmp_path: Path, graded_runs: Path, repository: Repository
+) -> None:
+    metrics = json.loads((graded_runs / "rep0" / "metrics.json").read_text())
+    metrics["pass"] = False
+    (graded_runs / "rep0" / "metrics.json").write_text(json.dumps(metrics))
+    err = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command("import_runs", str(graded_runs), "--repository", repository.name, stderr=err)
+    assert f"{graded_runs}/rep0/metrics.json: pass: differs from the run's grade.json" in err.getvalue()
+    assert not AgentRun.objects.exists()
+
+
+def test_unknown_repository_and_missing_path_exit_2(tmp_path: Path, repository: Repository) -> None:
+    with pytest.raises(CommandError) as exc:
+        run_command(str(tmp_path), "--repository", "nope")
+    assert exc.value.returncode == 2 and "no repository named 'nope'" in str(exc.value)
+    with pytest.raises(CommandError) as exc:
+        run_command(str(tmp_path / "missing"), "--repository", repository.name)
+    assert exc.value.returncode == 2
+
+
+def test_a_grade_records_the_revision_whose_content_it_was_graded_against(
+    tmp_path: Path, admitted_revision: RubricRevision, repository: Repository
+) -> None:
+    task_dir = write_task_dir(tmp_path / "checkout")
+    run_dir = write_run(tmp_path / "runs", "r0")
+    sha = revision_sha256(admitted_revision)
+    grade(task_dir, run_dir, write_scripted(tmp_path / "p.json", PASSING), rubric_sha256=sha)
+    run_command(str(tmp_path / "runs"), "--repository", repository.name)
+    graded = RunGrade.objects.get()
+    assert graded.rubric_sha256 == sha and graded.revision == admitted_revision
+    assert graded.provisional is False
+
+
+def test_listing_runs_never_loads_a_diff(graded_runs: Path, repository: Repository) -> None:
+    run_command(str(graded_runs), "--repository", repository.name)
+    with CaptureQueriesContext(connection) as queries:
+        list(AgentRun.objects.filter(task__repository=repository))
+    assert all("agentrundiff" not in q["sql"].lower() for q in queries.captured_queries)
+    assert all("content" not in q["sql"].lower() for q in queries.captured_queries)
+
+
+# --- the zip upload on the repository page -----------------------------------------------------------
+
+
+def upload(client: Client, repository: Repository, data: bytes, name: str = "runs.zip") -> object:
+    url = reverse("rubrics:runs_upload", args=[repository.pk])
+    return client.post(url, {"file": SimpleUploadedFile(name, data)})
+
+
+def test_a_zip_of_runs_is_imported_by_a_maintainer(
+    client: Client, maintainer: User, graded_runs: Path, repository: Repository
+) -> None:
+    client.force_login(maintainer)
+    response = upload(client, repository, zip_dir(graded_runs, "batch/"))
+    assert response.status_code == 302  # type: ignore[attr-defined]
+    assert AgentRun.objects.count() == 3 and RunGrade.objects.count() == 2
+    upload(client, repository, zip_dir(graded_runs, "batch/"))
+    assert AgentRun.objects.count() == 3 and RunGrade.objects.count() == 2
+
+
+def test_a_bad_zip_imports_nothing_and_lists_the_problems(
+    client: Client, maintainer: User, graded_runs: Path, repository: Repository
+) -> None:
+    (graded_runs / "rep1" / "run.json").write_text('{"task": "fix_fraction_gt1", "repetition": "one"}')
+    client.force_login(maintainer)
+    response = upload(client, repository, zip_dir(graded_runs))
+    html = response.content.decode()  # type: ignore[attr-defined]
+    assert response.status_code == 400  # type: ignore[attr-defined]
+    assert "Nothing was imported." in html and "rep1/run.json: repetition:" in html
+    assert not AgentRun.objects.exists()
+
+
+def test_a_traversal_member_is_refused_by_the_rubric_zip_checks(
+    client: Client, maintainer: User, repository: Repository
+) -> None:
+    buffer = io.BytesIO()
+    import zipfile
+
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("../evil/run.json", "{}")
+    client.force_login(maintainer)
+    response = upload(client, repository, buffer.getvalue())
+    assert "path leaves the archive" in response.content.decode()  # type: ignore[attr-defined]
+    assert not AgentRun.objects.exists()
+
+
+@pytest.mark.parametrize("who", ["reviewer", "viewer"])
+def test_only_maintainers_upload_runs(
+    client: Client, request: pytest.FixtureRequest, who: str, graded_runs: Path, repository: Repository
+) -> None:
+    client.force_login(request.getfixturevalue(who))
+    assert upload(client, repository, zip_dir(graded_runs)).status_code == 403  # type: ignore[attr-defined]
+    assert not AgentRun.objects.exists()
+
+
+def test_outsiders_get_404_on_upload(
+    client: Client, outsider: User, graded_runs: Path, repository: Repository
+) -> None:
+    client.force_login(outsider)
+    assert upload(client, repository, zip_dir(graded_runs)).status_code == 404  # type: ignore[attr-defined]
+    assert not HumanVerdict.objects.exists()
+
+
+def test_the_task_page_lists_runs_and_grades_without_reading_diffs_or_metrics(
+    tmp_path: Path, client: Client, viewer: User, graded_runs: Path, repository: Repository, task: Task
+) -> None:
+    run_command(str(graded_runs), "--repository", repository.name)
+    client.force_login(viewer)
+    url = reverse("rubrics:task_detail", args=[repository.pk, task.pk])
+    with CaptureQueriesContext(connection) as queries:
+        html = client.get(url).content.decode()
+    assert html.count("0.500") == 2 and "not graded yet" in html
+    sql = [q["sql"].lower() for q in queries.captured_queries]
+    assert not any("agentrundiff" in q for q in sql)
+    assert not any('"rubrics_app_rungrade"."metrics"' in q for q in sql)
+    # More runs, the same number of queries.
+    for repetition in (5, 6, 7):
+        write_run(graded_runs, f"more{repetition}", repetition=repetition)
+    run_command(str(graded_runs), "--repository", repository.name)
+    with CaptureQueriesContext(connection) as more:
+        client.get(url)
+    assert len(more.captured_queries) == len(queries.captured_queries)
+
+
+def test_the_demo_imports_the_example_runs_with_two_judges_for_the_queue(
+    settings: Any, tmp_path: Path
+) -> None:
+    settings.VAR_DIR = tmp_path / "var"
+    out = io.StringIO()
+    call_command("load_demo", stdout=out)
+    assert "agent runs: 2 run(s) imported" in out.getvalue()
+    repository = Repository.objects.get(name="shapes")
+    assert AgentRun.objects.filter(task__repository=repository).count() == 2
+    second = JudgeGrade.objects.filter(role=JudgeRole.SECOND)
+    assert second.count() == 2 and all(j.scripted for j in second)
+    entries = build_queue(repository, "judges", {}).entries
+    assert sorted((e.arm, e.item_id) for e in entries) == [
+        ("baseline", "B1"),
+        ("baseline", "N1"),
+        ("guidance", "B1"),
+        ("guidance", "N1"),
+    ]
+    call_command("load_demo", stdout=io.StringIO())
+    assert AgentRun.objects.count() == 2
+
+
+def test_a_run_stored_by_a_concurrent_import_is_a_problem_not_a_crash(
+    graded_runs: Path, repository: Repository, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_command(str(graded_runs), "--repository", repository.name)
+    # As if another import stored these runs after this one looked: the insert hits the unique key.
+    monkeypatch.setattr("rubrics_app.services.runs._check_against_stored", lambda runs, problems: {})
+    err = io.StringIO()
+    with pytest.raises(CommandError) as exc:
+        call_command("import_runs", str(graded_runs), "--repository", repository.name, stderr=err)
+    assert exc.value.returncode == 2 and "at the same time; nothing imported" in err.getvalue()
+    assert AgentRun.objects.count() == 3
