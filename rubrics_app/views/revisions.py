@@ -205,7 +205,9 @@ def revision_approve(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> Htt
             # Checked on the stored items, under the revision's lock (which item edits, requests for
             # changes, additions and removals take too), not on the ones the page was loaded with.
             locked = (
-                RubricRevision.objects.select_for_update(of=("self",)).select_related("task").get(pk=revision.pk)
+                RubricRevision.objects.select_for_update(of=("self",))
+                .select_related("task")
+                .get(pk=revision.pk)
             )
             locked.approve(by=request.user)
     except RubricInvalid:
