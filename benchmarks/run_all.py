@@ -13,7 +13,14 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ["scope_integrity.py", "startup.py", "judge_sweep.py", "binary_bomb.py", "hostile_inputs.py"]
+SCRIPTS = [
+    "scope_integrity.py",
+    "startup.py",
+    "judge_sweep.py",
+    "binary_bomb.py",
+    "hostile_inputs.py",
+    "globs.py",
+]
 
 
 def main() -> int:

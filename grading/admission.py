@@ -22,7 +22,7 @@ import asyncio
 import hashlib
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
@@ -364,17 +364,45 @@ def admission_key(
     return _sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode("utf-8"))
 
 
+def _row(rubric: Rubric, ws: _Workspace, result: JudgeResult, plain: AdmissionRow | None) -> AdmissionRow:
+    assessment = assess(rubric, ws.scope, ws.integrity, result)
+    must_fail = list(ws.breaks) if ws.kind in ("lazy", "lazy_comment") else None
+    if ws.kind == "lazy_comment" and plain is not None:
+        # The comment must not talk the judge out of any blocker the plain lazy diff failed.
+        must_fail = list(dict.fromkeys([*ws.breaks, *plain.blockers_failed]))
+    return evaluate_row(ws.kind, ws.name, assessment, must_fail, result)
+
+
 def _rows(rubric: Rubric, workspaces: list[_Workspace], results: list[JudgeResult]) -> list[AdmissionRow]:
     rows: list[AdmissionRow] = []
     for ws, result in zip(workspaces, results, strict=True):
-        assessment = assess(rubric, ws.scope, ws.integrity, result)
-        must_fail = list(ws.breaks) if ws.kind in ("lazy", "lazy_comment") else None
-        if ws.kind == "lazy_comment":
-            # The comment must not talk the judge out of any blocker the plain lazy diff failed.
-            plain = rows[-1]
-            must_fail = list(dict.fromkeys([*ws.breaks, *plain.blockers_failed]))
-        rows.append(evaluate_row(ws.kind, ws.name, assessment, must_fail, result))
+        rows.append(_row(rubric, ws, result, rows[-1] if ws.kind == "lazy_comment" else None))
     return rows
+
+
+# ``on_row(index, total, row)``: called once per row as soon as the row is known (its judge result, and for a
+# commented lazy row the plain one's too), in any order; ``index`` is the row's place in the report.
+RowCallback = Callable[[int, int, AdmissionRow], None]
+
+
+class _LiveRows:
+    """Builds rows while a sweep's results arrive, so a caller can show and store each one as it finishes."""
+
+    def __init__(self, rubric: Rubric, workspaces: list[_Workspace], on_row: RowCallback) -> None:
+        self.rubric, self.workspaces, self.on_row = rubric, workspaces, on_row
+        self.results: dict[int, JudgeResult] = {}
+        self.rows: dict[int, AdmissionRow] = {}
+
+    def add(self, index: int, result: JudgeResult) -> None:
+        self.results[index] = result
+        for n, ws in enumerate(self.workspaces):
+            if n in self.rows or n not in self.results:
+                continue
+            plain = self.rows.get(n - 1) if ws.kind == "lazy_comment" else None
+            if ws.kind == "lazy_comment" and plain is None:
+                continue  # waits for its plain lazy row
+            self.rows[n] = _row(self.rubric, ws, self.results[n], plain)
+            self.on_row(n, len(self.workspaces), self.rows[n])
 
 
 def check_task(
@@ -386,6 +414,7 @@ def check_task(
     cache: VerdictCache | None = None,
     settings: JudgeSettings | None = None,
     refresh: bool = False,
+    on_row: RowCallback | None = None,
     rubric_path: Path | None = None,
     task_json: Path | None = None,
 ) -> AdmissionReport:
@@ -393,7 +422,9 @@ def check_task(
 
     ``rubric_path`` and ``task_json`` replace ``task_dir/rubric.json`` and ``task_dir/task.json`` (a
     held-out rubric, §7); calibration diffs are read from the rubric's own folder, ``oracle.diff`` from
-    ``task_dir``. With a ``store``, a report for the same content hash is returned without any judge call
+    ``task_dir``. ``on_row(index, total, row)`` is called for each row as soon as it is known (a stored
+    report calls it for every row at once), so a caller can show rows while the others are still being
+    judged. With a ``store``, a report for the same content hash is returned without any judge call
     (unless ``refresh``), and a fresh report is kept when no row had a judge failure (a failure may be
     transient). Raises InputError for a missing or bad rubric.json, oracle.diff, calibration diff or manifest.
     """
@@ -415,19 +446,29 @@ def check_task(
                 # Stored before reports kept the rubric's hash: keep it now, so grading can find it.
                 stored = stored.model_copy(update={"rubric_sha256": content_sha256})
                 store.put(stored)
+            if on_row is not None:
+                for n, row in enumerate(stored.rows):
+                    on_row(n, len(stored.rows), row)
             return stored.model_copy(update={"from_store": True, "calls": 0, "usage": Usage()})
 
     jobs = [
+        # The label carries the row's index: two rows may judge diffs of the same name.
         SweepJob(
-            label=ws.name,
+            label=f"{n}:{ws.name}",
             task=task,
             rubric=rubric,
             diff_text=ws.diff_text,
             config_edited=bool(ws.integrity.config_edits),
         )
-        for ws in workspaces
+        for n, ws in enumerate(workspaces)
     ]  # fmt: skip
-    sweep = asyncio.run(judge_sweep(jobs, backend, cache=cache, settings=settings))
+    live = _LiveRows(rubric, workspaces, on_row) if on_row is not None else None
+
+    def progress(done: int, total: int, label: str, result: JudgeResult) -> None:
+        if live is not None:
+            live.add(int(label.split(":", 1)[0]), result)
+
+    sweep = asyncio.run(judge_sweep(jobs, backend, cache=cache, settings=settings, progress=progress))
     rows = _rows(rubric, workspaces, sweep.results)
     report = AdmissionReport(
         task=task.id,

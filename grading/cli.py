@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import io
 import os
+import re
 import sys
 from collections.abc import Sequence
 
@@ -38,21 +40,76 @@ COMMAND_MODULE_OF = {
     "judge": "grading.commands.judge",
     "grade": "grading.commands.grade",
     "check": "grading.commands.check",
+    "list-tests": "grading.commands.workspace",
+    "draft": "grading.commands.draft",
+    "report": "grading.commands.report",
 }
+
+# Help for the positional arguments that several subcommands share, by metavar: said once, here.
+POSITIONAL_HELP = {
+    "TASK_DIR": "a task directory: task.json (or prompt.md), rubric.json, calib/*.diff, oracle.diff, "
+    "oracle_grade.json, tests_base.txt",
+    "RUN_DIR": "a run directory: run.json, grade.json, workspace.diff, ignored_created.txt, tests_list.txt "
+    "(metrics.json once graded)",
+    "WORKSPACE": "the top level of the agent's git work tree",
+}
+
+EPILOG = (
+    "Every subcommand exits 0 on success, 1 when the thing checked fails, 2 on bad input (one line naming "
+    "the file and the field). Reference: docs/README.md in the project (rubric format, files, grading, "
+    "admission, drafting, report)."
+)
+
+# Help texts are written for readers of the code too; on a terminal they lose the reST markup and the
+# section numbers of a specification that a user's copy of the project does not ship.
+_REST_LITERAL = re.compile(r"``([^`]+)``")
+_SPEC_PAREN = re.compile(r"\s*\((?:spec )?§\d+\)")  # "admission (§5): ..." -> "admission: ..."
+_SPEC_WORD = re.compile(r"(?:spec )?§\d+ ?")  # "the §1 outcome" -> "the outcome"
+
+
+def plain_help(text: str | None) -> str | None:
+    """``text`` as a terminal shows it: no reST literals, no spec section numbers."""
+    if text is None:
+        return None
+    return _SPEC_WORD.sub("", _SPEC_PAREN.sub("", _REST_LITERAL.sub(r"\1", text)))
+
+
+def _tidy(parser: argparse.ArgumentParser) -> None:
+    parser.description = plain_help(parser.description)
+    for action in parser._actions:
+        action.help = plain_help(action.help) if isinstance(action.help, str) else action.help
+        if not action.option_strings and action.help is None and isinstance(action.metavar, str):
+            action.help = POSITIONAL_HELP.get(action.metavar)
+        if isinstance(action, argparse._SubParsersAction):
+            for choice in action._choices_actions:
+                choice.help = plain_help(choice.help)
+            for sub in dict.fromkeys(action.choices.values()):
+                _tidy(sub)
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The ``rubric`` parser; given the arguments, only the module of the subcommand they name is loaded."""
     parser = argparse.ArgumentParser(
         prog="rubric",
-        description="Mergeability grading: rubric checks, scope, test integrity, the judge and admission.",
+        description="Mergeability grading: rubric checks, scope, test integrity, the judge, admission, "
+        "drafting and reports.",
+        epilog=EPILOG,
     )
+    parser.add_argument("--version", action="version", version=f"rubric {_version()}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     command = next(iter(argv), None) if argv is not None else None
     module = COMMAND_MODULE_OF.get(command) if command is not None else None
     for name in [module] if module is not None else COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
+    _tidy(parser)
     return parser
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("mergeability-grading")
+    except importlib.metadata.PackageNotFoundError:
+        return "(not installed)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

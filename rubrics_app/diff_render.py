@@ -207,7 +207,7 @@ def render_diff(
         parts.append(
             '<p class="diff-plain">This diff takes too long to colour: part of it is shown plain.</p>'
         )
-    for diff_file in files:
+    for index, diff_file in enumerate(files):
         parts.append('<section class="diff-file">')
         if diff_file.path:
             parts.append(str(format_html('<h4 class="diff-path"><code>{}</code></h4>', diff_file.path)))
@@ -222,9 +222,14 @@ def render_diff(
                     (diff_file.path, "old", ln.old_no or 0), []
                 )
                 row_class += "".join(f" cited cited-{name}" for name in sorted(set(names)) if name.isalpha())
+            # An anchor per line (file index, side, number), where a judge's cited line links to.
+            anchor = line_anchor(index, "new", ln.new_no) if ln.new_no is not None else ""
+            if not anchor and ln.old_no is not None:
+                anchor = line_anchor(index, "old", ln.old_no)
+            row_id = f' id="{anchor}"' if anchor else ""
             # ln.html is pygments output (escaped by the formatter) or escape()d text.
             parts.append(
-                f'<tr class="{row_class}"><td class="ln">{old}</td><td class="ln">{new}</td>'
+                f'<tr class="{row_class}"{row_id}><td class="ln">{old}</td><td class="ln">{new}</td>'
                 f'<td class="code"><span class="marker">{marker}</span>{ln.html}</td></tr>'
             )
         parts.append("</tbody></table></section>")
@@ -232,6 +237,11 @@ def render_diff(
         parts.append('<p class="diff-truncated">The diff is longer than a page shows; the rest is cut.</p>')
     parts.append("</div>")
     return mark_safe("".join(parts))  # every piece above is escaped
+
+
+def line_anchor(file_index: int, side: str, number: int) -> str:
+    """The id of a diff line in :func:`render_diff`'s table (digits and letters only: safe in HTML)."""
+    return f"d{file_index}-{'n' if side == 'new' else 'o'}{number}"
 
 
 def pygments_css() -> str:

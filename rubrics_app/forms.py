@@ -252,3 +252,85 @@ class CheckoutExportForm(forms.Form):
         if value and (value.startswith("-") or not re.fullmatch(r"[A-Za-z0-9._/-]+", value)):
             raise forms.ValidationError("Use letters, digits, '.', '_', '/' or '-' for the branch name.")
         return value
+
+
+def _decoding_lines(value: str) -> dict[str, Any]:
+    """``NAME=VALUE`` per line, read as the command line's ``--decoding`` (grading.judge.specs)."""
+    from grading.errors import InputError
+    from grading.judge.specs import parse_decoding
+
+    try:
+        return parse_decoding(_lines(value))
+    except InputError as exc:
+        raise forms.ValidationError(exc.message) from None
+
+
+class JudgeSettingForm(forms.Form):
+    """A repository's judges. Specs are checked by grading.judge.specs in services.judges.set_judges."""
+
+    judge = forms.CharField(
+        max_length=500,
+        label="Primary judge",
+        help_text="anthropic:<full model id>, openai:<full model id> or scripted:<file> (demos only)",
+    )
+    second_judge = forms.CharField(
+        max_length=500, required=False, help_text="optional; from another model family; only compared"
+    )
+    decoding = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="NAME=VALUE per line, e.g. temperature=0",
+    )
+    second_decoding = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    monthly_cap_usd = forms.DecimalField(
+        required=False, min_value=0, max_digits=10, decimal_places=2, label="Monthly spend cap (USD)"
+    )
+
+    def __init__(self, *args: Any, instance_setting: Any = None, **kwargs: Any) -> None:
+        if instance_setting is not None and not args and "initial" not in kwargs:
+            kwargs["initial"] = {
+                "judge": instance_setting.judge,
+                "second_judge": instance_setting.second_judge,
+                "decoding": "\n".join(f"{k}={v}" for k, v in instance_setting.decoding.items()),
+                "second_decoding": "\n".join(f"{k}={v}" for k, v in instance_setting.second_decoding.items()),
+                "monthly_cap_usd": instance_setting.monthly_cap_usd,
+            }
+        super().__init__(*args, **kwargs)
+
+    def clean_decoding(self) -> dict[str, Any]:
+        return _decoding_lines(self.cleaned_data.get("decoding") or "")
+
+    def clean_second_decoding(self) -> dict[str, Any]:
+        return _decoding_lines(self.cleaned_data.get("second_decoding") or "")
+
+
+class TaskFilesForm(forms.Form):
+    """The task's own files; a file left empty is kept as it is."""
+
+    oracle_diff = forms.FileField(required=False, label="oracle.diff")
+    oracle_grade = forms.FileField(required=False, label="oracle_grade.json")
+    tests_base = forms.FileField(required=False, label="tests_base.txt")
+
+    NAMES = {
+        "oracle_diff": "oracle.diff",
+        "oracle_grade": "oracle_grade.json",
+        "tests_base": "tests_base.txt",
+    }
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        limit = settings.RUBRIC_UPLOAD_MAX_BYTES
+        for field in self.NAMES:
+            upload = cleaned.get(field)
+            if upload is not None and upload.size is not None and upload.size > limit:
+                self.add_error(field, f"larger than {limit} bytes")
+        if not any(cleaned.get(field) for field in self.NAMES) and not self.errors:
+            raise forms.ValidationError("choose at least one file")
+        return cleaned
+
+    def files_given(self) -> dict[str, bytes]:
+        return {
+            name: self.cleaned_data[field].read()
+            for field, name in self.NAMES.items()
+            if self.cleaned_data.get(field)
+        }

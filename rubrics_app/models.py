@@ -10,6 +10,8 @@ approved -> admitted -> retired. Editing one means a new draft revision
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -114,6 +116,11 @@ class Task(models.Model):
     # task.json keys of the wider evaluation contract that this app does not interpret, kept for export.
     extra = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+    # The task's own files that calibration (§5) reads beside the rubric: the maintainer's fix, its grade.json
+    # and the base tree's test list. Bytes as in tasks/<id>/ (a diff may be non-UTF-8).
+    oracle_diff = models.BinaryField(default=b"", blank=True)
+    oracle_grade = models.BinaryField(default=b"", blank=True)  # oracle_grade.json
+    tests_base = models.BinaryField(default=b"", blank=True)  # tests_base.txt
 
     class Meta:
         ordering = ["repository_id", "task_id"]
@@ -139,12 +146,24 @@ class Task(models.Model):
     def admitted_revision(self) -> RubricRevision | None:
         return self.revisions.filter(status=RevisionStatus.ADMITTED).first()
 
+    def task_file(self, name: str) -> bytes:
+        """The bytes of one of TASK_FILES (empty when the task has none)."""
+        return bytes(getattr(self, TASK_FILES[name]) or b"")
+
     def holds_frozen_revision(self) -> bool:
         return self.revisions.filter(status__in=FROZEN_STATUSES).exists()
 
     def next_revision_number(self) -> int:
         last = self.revisions.aggregate(n=models.Max("number"))["n"]
         return (last or 0) + 1
+
+
+# The task files a task stores, by their name in tasks/<id>/, and the column holding each.
+TASK_FILES = {
+    "oracle.diff": "oracle_diff",
+    "oracle_grade.json": "oracle_grade",
+    "tests_base.txt": "tests_base",
+}
 
 
 class RevisionStatus(models.TextChoices):
@@ -421,14 +440,35 @@ class RubricRevision(models.Model):
             raise TransitionError(f"revision {self.number} was approved meanwhile")
         self.status, self.approved_at, self.approved_by = RevisionStatus.APPROVED, now, by
 
-    def admit(self, by: Any) -> RubricRevision | None:
-        """approved -> admitted; the task's previously admitted revision is retired (status only moves
-        forward, so it never goes back to approved).
+    def rubric_json_bytes(self) -> bytes:
+        """rubric.json as exported: the bytes calibration judges and an export writes."""
+        return (json.dumps(self.to_rubric_dict(), indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+    def rubric_sha256(self) -> str:
+        return hashlib.sha256(self.rubric_json_bytes()).hexdigest()
+
+    def passing_calibrations(self) -> models.QuerySet[CalibrationRun]:
+        """Passing calibration runs of this revision with the repository's current primary judge (what the
+        database's admitted-means-calibrated trigger asks for too)."""
+        judges = JudgeSetting.objects.filter(repository_id=self.task.repository_id).first()
+        if judges is None:
+            return CalibrationRun.objects.none()
+        return CalibrationRun.objects.filter(
+            revision=self, status=CalibrationStatus.PASSED, judge=judges.judge
+        )
+
+    def admit(self, by: Any, calibration: CalibrationRun) -> RubricRevision | None:
+        """approved -> admitted, on the strength of ``calibration`` (a passing run of this exact content with
+        the repository's primary judge); the task's previously admitted revision is retired.
 
         Returns the revision that was retired, if any.
         """
         if self.status != RevisionStatus.APPROVED:
             raise TransitionError(f"only an approved revision can be admitted (this one is {self.status})")
+        if calibration.revision_id != self.pk or not self.passing_calibrations().filter(pk=calibration.pk):
+            raise TransitionError(
+                "only a passing calibration of this revision with the repository's primary judge admits it"
+            )
         with transaction.atomic():
             # Lock the task's revisions so two admissions cannot race past the retirement.
             list(RubricRevision.objects.select_for_update().filter(task_id=self.task_id).values_list("pk"))
@@ -438,10 +478,13 @@ class RubricRevision(models.Model):
             if previous is not None:
                 previous.status = RevisionStatus.RETIRED
                 previous.save(update_fields=["status"])
-            self.status = RevisionStatus.ADMITTED
-            self.admitted_at = timezone.now()
-            self.admitted_by = by
-            self.save(update_fields=["status", "admitted_at", "admitted_by"])
+            now = timezone.now()
+            admitted = RubricRevision.objects.filter(pk=self.pk, status=RevisionStatus.APPROVED).update(
+                status=RevisionStatus.ADMITTED, admitted_at=now, admitted_by=by
+            )
+            if not admitted:
+                raise TransitionError(f"revision {self.number} was admitted or retired meanwhile")
+            self.status, self.admitted_at, self.admitted_by = RevisionStatus.ADMITTED, now, by
         return previous
 
 
@@ -578,6 +621,12 @@ class AuditVerb(models.TextChoices):
     ADMITTED = "admitted", "admitted"
     EXPORTED = "exported", "exported"
     IMPORTED = "imported", "imported"
+    # Reviewed in the repository itself (merged through its own PR review) and imported as approved.
+    IMPORTED_APPROVED = "imported_approved", "imported as approved"
+    CALIBRATED = "calibrated", "calibrated"
+    RETIRED = "retired", "retired"
+    JUDGES_SET = "judges_set", "set the judges of"
+    TASK_FILES_EDITED = "task_files_edited", "edited the task files of"
 
 
 class AuditEvent(models.Model):
@@ -620,6 +669,7 @@ class JobKind(models.TextChoices):
     VALIDATE_REVISION = "validate_revision", "Validate a revision"
     EXPORT_REVISION = "export_revision", "Export a revision to the checkout"
     CHECK_EVIDENCE = "check_evidence", "Check blockers' cited code against the checkout"
+    CALIBRATE_REVISION = "calibrate_revision", "Calibrate a revision (§5 admission rows)"
 
 
 class JobStatus(models.TextChoices):
@@ -671,6 +721,168 @@ class Job(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in (JobStatus.DONE, JobStatus.FAILED)
+
+
+# --- judges and calibration -------------------------------------------------------------------------
+
+
+class JudgeSetting(models.Model):
+    """A repository's judges: the primary one decides calibration (and grading); the second, from another
+    model family, is only compared with it. Specs as the `rubric` command takes them (full model ids).
+    API keys are never here: they come from the worker's environment."""
+
+    repository = models.OneToOneField(Repository, on_delete=models.CASCADE, related_name="judges")
+    judge = models.CharField(max_length=500)  # the primary judge
+    second_judge = models.CharField(max_length=500, blank=True)
+    decoding = models.JSONField(default=dict, blank=True)  # the primary judge's, e.g. {"temperature": 0}
+    second_decoding = models.JSONField(default=dict, blank=True)
+    # No calibration starts once this month's calibration cost reached it (None: no cap).
+    monthly_cap_usd = models.DecimalField(max_digits=10, decimal_places=2, null=True, blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    def __str__(self) -> str:
+        second = f" + {self.second_judge}" if self.second_judge else ""
+        return f"judges of {self.repository}: {self.judge}{second}"
+
+    @staticmethod
+    def is_scripted(spec: str) -> bool:
+        return spec.startswith("scripted:")
+
+
+class CalibrationStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    PASSED = "passed", "Passed"  # every row held with the primary judge
+    FAILED = "failed", "Failed"  # a row did not hold
+    ERROR = "error", "Error"  # could not run (bad input, a worker that stopped): see `reason`
+
+
+class CalibrationRun(models.Model):
+    """One calibration (§5 admission rows) of a revision's exact content with the repository's judges."""
+
+    revision = models.ForeignKey(RubricRevision, on_delete=models.CASCADE, related_name="calibrations")
+    job = models.OneToOneField(
+        Job, on_delete=models.SET_NULL, null=True, blank=True, related_name="calibration"
+    )
+    status = models.CharField(
+        max_length=20, choices=CalibrationStatus.choices, default=CalibrationStatus.QUEUED
+    )
+    reason = models.TextField(blank=True)  # why it failed or could not run
+    # What was judged: the revision's rubric.json, and every file the rows read (task.json, oracle.diff,
+    # calibration diffs, the manifest's tests block), so a later change to any of them is a new calibration.
+    rubric_sha256 = models.CharField(max_length=64)
+    inputs_sha256 = models.CharField(max_length=64)
+    judge = models.CharField(max_length=500)  # the primary judge's spec
+    decoding = models.JSONField(default=dict, blank=True)
+    second_judge = models.CharField(max_length=500, blank=True)
+    second_decoding = models.JSONField(default=dict, blank=True)
+    scripted = models.BooleanField(default=False)  # either judge is the scripted one: shown wherever it is
+    model_ids = models.JSONField(default=list, blank=True)  # as the primary judge's API reported them
+    second_model_ids = models.JSONField(default=list, blank=True)
+    admit_when_passed = models.BooleanField(default=False)  # started by "Admit"
+    total_rows = models.PositiveIntegerField(default=0)
+    calls = models.PositiveIntegerField(default=0)
+    cost_usd = models.FloatField(default=0.0)
+    cost_known = models.BooleanField(default=True)
+    agreement = models.JSONField(
+        null=True, blank=True
+    )  # grading.agreement.Agreement, when a second judge ran
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # Written by the running job every few seconds: a run whose heartbeat stopped lost its worker.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        indexes = [
+            # The admit check and the trigger look for a passing run of a revision.
+            models.Index(fields=["revision", "status"], name="calibration_revision_status"),
+        ]
+
+    def __str__(self) -> str:
+        return f"calibration #{self.pk} of {self.revision} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (CalibrationStatus.PASSED, CalibrationStatus.FAILED, CalibrationStatus.ERROR)
+
+
+class CalibrationRow(models.Model):
+    """An admission row (§5) and each judge's verdicts on it: stored whole, or not at all."""
+
+    run = models.ForeignKey(CalibrationRun, on_delete=models.CASCADE, related_name="rows")
+    position = models.PositiveIntegerField()
+    kind = models.CharField(max_length=20)  # grading.admission.RowKind
+    name = models.CharField(max_length=600)
+    expected = models.TextField()
+    actual = models.TextField()
+    holds = models.BooleanField()
+    mergeable = models.BooleanField(null=True)
+    blockers_failed = models.JSONField(default=list)
+    blockers_not_measured = models.JSONField(default=list)
+    must_fail = models.JSONField(default=list)
+    judge_failure = models.TextField(blank=True)
+    diff = models.BinaryField(default=b"")  # the diff judged, so cited lines link into the diff view
+    calls = models.PositiveIntegerField(default=0)
+    cost_usd = models.FloatField(default=0.0)
+    cache_hit = models.BooleanField(default=False)
+    # The second judge on the same diff: its row outcome (never used to admit).
+    second_actual = models.TextField(blank=True)
+    second_holds = models.BooleanField(null=True)
+    second_judge_failure = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["run_id", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "position"], name="one_calibration_row_per_position"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.name}"
+
+
+class JudgeRole(models.TextChoices):
+    """Which of a repository's judges gave a verdict (calibration here; agent runs in models_runs)."""
+
+    PRIMARY = "primary", "Primary judge"
+    SECOND = "second", "Second judge"
+
+
+class CalibrationVerdict(models.Model):
+    row = models.ForeignKey(CalibrationRow, on_delete=models.CASCADE, related_name="verdicts")
+    role = models.CharField(max_length=10, choices=JudgeRole.choices)
+    item_id = models.CharField(max_length=40)
+    kind = models.CharField(max_length=20)  # blocker / non_blocker
+    verdict = models.CharField(max_length=4)  # pass / fail
+    reason = models.TextField()
+    locations = models.JSONField(default=list)  # [{"file", "line", "side"}]
+    model_id = models.CharField(max_length=200, blank=True)
+    flagged_inconsistent = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["row_id", "role", "pk"]
+        constraints = [
+            # One verdict per row x item x judge.
+            models.UniqueConstraint(fields=["row", "role", "item_id"], name="one_verdict_per_row_item_judge"),
+        ]
+
+
+class JudgeCacheEntry(models.Model):
+    """The verdict cache of the app's jobs (grading.judge.cache's protocol), shared by every worker: the same
+    request to the same model with the same decoding is answered from here, with no call."""
+
+    key = models.CharField(max_length=64, primary_key=True)
+    judge = models.CharField(max_length=500)
+    model_id = models.CharField(max_length=200, blank=True)
+    entry = models.JSONField()  # grading.judge.cache.CachedVerdicts
+    created_at = models.DateTimeField(default=timezone.now)
 
 
 # Agent runs, verdicts, the review queue and re-review flags (a module of their own; imported here so Django

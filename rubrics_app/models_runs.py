@@ -21,6 +21,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from rubrics_app.models import JudgeRole as JudgeRole  # re-exported: the runs side imports it from here
 from rubrics_app.models import RubricItem, RubricRevision, Task
 
 
@@ -104,11 +105,6 @@ class RunGrade(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run} graded {self.status}"
-
-
-class JudgeRole(models.TextChoices):
-    PRIMARY = "primary", "Primary judge"
-    SECOND = "second", "Second judge"
 
 
 class JudgeGrade(models.Model):

@@ -25,7 +25,17 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from rubrics_app.celery import app
-from rubrics_app.models import Job, JobKind, JobStatus, Repository, RubricRevision, TransitionError
+from rubrics_app.models import (
+    CalibrationRun,
+    Job,
+    JobKind,
+    JobStatus,
+    Repository,
+    RubricRevision,
+    TransitionError,
+)
+from rubrics_app.services import calibration
+from rubrics_app.services.calibration import CalibrationError
 from rubrics_app.services.import_export import ExportError, write_to_checkout
 from rubrics_app.services.rereview import EvidenceCheckError, check_evidence
 
@@ -37,6 +47,8 @@ EXPECTED_FAILURES = (
     TransitionError,
     PermissionDenied,
     RubricRevision.DoesNotExist,
+    CalibrationError,
+    CalibrationRun.DoesNotExist,
     EvidenceCheckError,
 )
 
@@ -153,6 +165,22 @@ def export_revision_to_checkout(job_id: int) -> None:
     _run(job_id, _export)
 
 
+def _calibrate(job: Job) -> dict[str, Any]:
+    run = CalibrationRun.objects.get(job=job)
+    # A job the reaper queued again (its worker was lost) takes its run over: the Job claim is the lock.
+    if not calibration.claim(run, takeover=job.attempts > 1):
+        raise CalibrationError(f"calibration #{run.pk} is {run.status}, not queued: not run again")
+    run = calibration.run_calibration(run.pk)
+    run.revision.refresh_from_db()
+    return {
+        "calibration": run.pk,
+        "status": run.status,
+        "admitted": run.revision.status == "admitted",
+        "calls": run.calls,
+        "cost_usd": run.cost_usd,
+    }
+
+
 def _check_evidence(job: Job) -> dict[str, Any]:
     if job.repository is None:
         raise EvidenceCheckError("the repository of this job is gone")
@@ -177,6 +205,13 @@ def _check_evidence(job: Job) -> dict[str, Any]:
 
 
 @app.task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def calibrate_revision(job_id: int) -> None:
+    """Judge a revision's admission rows (§5) with the repository's judges, storing each row as it finishes;
+    admit the revision when it passes and the run was started by "Admit"."""
+    _run(job_id, _calibrate)
+
+
+@app.task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def check_repository_evidence(job_id: int) -> None:
     """Compare every admitted blocker's cited lines at the base commit with the checkout's HEAD (§6)."""
     _run(job_id, _check_evidence)
@@ -197,6 +232,7 @@ TASK_OF_KIND: dict[str, DjangoTask[Any, Any]] = {
     JobKind.VALIDATE_REVISION: validate_revision,
     JobKind.EXPORT_REVISION: export_revision_to_checkout,
     JobKind.CHECK_EVIDENCE: check_repository_evidence,
+    JobKind.CALIBRATE_REVISION: calibrate_revision,
 }
 
 

@@ -5,13 +5,41 @@ from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-from rubrics_app.views import exports, imports, items, jobs, report, repositories, revisions, runs, tasks
+from rubrics_app.views import (
+    calibration,
+    exports,
+    imports,
+    items,
+    jobs,
+    report,
+    repositories,
+    revisions,
+    runs,
+    tasks,
+)
 
 app_urls = [
     path("", repositories.repository_list, name="repository_list"),
     path("repos/<int:repo_pk>/", repositories.repository_detail, name="repository_detail"),
     path("repos/<int:repo_pk>/import/", imports.rubric_upload, name="rubric_upload"),
     path("repos/<int:repo_pk>/tasks/<int:task_pk>/", tasks.task_detail, name="task_detail"),
+    path("repos/<int:repo_pk>/tasks/<int:task_pk>/files/", calibration.task_files, name="task_files"),
+    path("repos/<int:repo_pk>/judges/", calibration.judge_settings, name="judge_settings"),
+    path(
+        "repos/<int:repo_pk>/revisions/<int:rev_pk>/calibrate/",
+        calibration.calibration_start,
+        name="revision_calibration_start",
+    ),
+    path(
+        "repos/<int:repo_pk>/calibrations/<int:run_pk>/",
+        calibration.calibration_detail,
+        name="calibration_detail",
+    ),
+    path(
+        "repos/<int:repo_pk>/calibrations/<int:run_pk>/rows/<int:row_pk>/diff/",
+        calibration.calibration_row_diff,
+        name="calibration_row_diff",
+    ),
     path("repos/<int:repo_pk>/revisions/<int:rev_pk>/", revisions.revision_detail, name="revision_detail"),
     path(
         "repos/<int:repo_pk>/revisions/<int:rev_pk>/fields/",

@@ -26,9 +26,7 @@ class GitRepo:
 
     def git(self, *args: str, check: bool = True, env: dict[str, str] | None = None) -> str:
         full_env = {**os.environ, **GIT_ENV, **(env or {})}
-        result = subprocess.run(
-            ["git", *args], cwd=self.path, env=full_env, capture_output=True, check=False
-        )
+        result = subprocess.run(["git", *args], cwd=self.path, env=full_env, capture_output=True, check=False)
         if check and result.returncode != 0:
             raise RuntimeError(f"git {' '.join(args)} failed: {result.stderr.decode(errors='replace')}")
         return result.stdout.decode("utf-8", errors="surrogateescape")

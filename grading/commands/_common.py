@@ -27,6 +27,13 @@ def existing_dir(value: str) -> Path:
     return path
 
 
+# Every option that takes a judge names the forms it accepts, the same words everywhere.
+JUDGE_SPEC_HELP = (
+    "anthropic:<full-model-id>, openai:<full-model-id> (any OpenAI-compatible server, OPENAI_BASE_URL), "
+    "claude-code:<full-model-id> or scripted:<file> (a deterministic stand-in for tests and demos)"
+)
+
+
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object to stdout")
 

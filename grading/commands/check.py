@@ -11,7 +11,14 @@ import argparse
 from pathlib import Path
 
 from grading.admission import AdmissionReport, AdmissionStore, check_task, default_store_path
-from grading.commands._common import Subparsers, add_held_out_flags, add_json_flag, existing_dir, print_json
+from grading.commands._common import (
+    JUDGE_SPEC_HELP,
+    Subparsers,
+    add_held_out_flags,
+    add_json_flag,
+    existing_dir,
+    print_json,
+)
 from grading.commands.grade import add_judge_cache_flags, judge_backend, judge_cache_and_settings
 from grading.commands.judge import printable
 
@@ -25,7 +32,12 @@ def register(subparsers: Subparsers) -> None:
     )
     check.add_argument("task_dir", type=existing_dir, metavar="TASK_DIR")
     check.add_argument("--manifest", type=Path, required=True, metavar="FILE", help="repo_manifest.yaml")
-    check.add_argument("--judge", required=True, metavar="SPEC", help="the judge spec (full model id)")
+    check.add_argument(
+        "--judge",
+        required=True,
+        metavar="SPEC",
+        help="the judge that will grade the agents: " + JUDGE_SPEC_HELP,
+    )
     check.add_argument(
         "--store",
         type=Path,

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from grading.admission import AdmissionStore, default_store_path
 from grading.commands._common import (
+    JUDGE_SPEC_HELP,
     Subparsers,
     add_held_out_flags,
     add_json_flag,
@@ -40,9 +41,16 @@ def register(subparsers: Subparsers) -> None:
     grade.add_argument("task_dir", type=existing_dir, metavar="TASK_DIR")
     grade.add_argument("run_dir", type=existing_dir, metavar="RUN_DIR")
     grade.add_argument("--manifest", type=Path, required=True, metavar="FILE", help="repo_manifest.yaml")
-    grade.add_argument("--judge", required=True, metavar="SPEC", help="primary judge: its verdicts count")
     grade.add_argument(
-        "--second-judge", metavar="SPEC", help="a judge of another model family; recorded only"
+        "--judge",
+        required=True,
+        metavar="SPEC",
+        help="the primary judge, whose verdicts count: " + JUDGE_SPEC_HELP,
+    )
+    grade.add_argument(
+        "--second-judge",
+        metavar="SPEC",
+        help="a judge of another model family, recorded only (the same forms as --judge)",
     )
     grade.add_argument(
         "--allow-same-family",
@@ -59,8 +67,12 @@ def register(subparsers: Subparsers) -> None:
     )
     add_judge_cache_flags(grade)
     add_regrade_flags(grade)
-    grade.add_argument("--second-decoding", action="append", metavar="NAME=VALUE",
-                       help="a decoding parameter for the second judge (repeatable; none by default)")
+    grade.add_argument(
+        "--second-decoding",
+        action="append",
+        metavar="NAME=VALUE",
+        help="a decoding parameter for the second judge (repeatable; none by default)",
+    )
     add_json_flag(grade)
     grade.set_defaults(handler=run_grade)
 
@@ -70,11 +82,19 @@ def add_judge_cache_flags(parser: argparse.ArgumentParser) -> None:
         "--cache", type=Path, metavar="PATH", help="verdict cache (SQLite); default under $XDG_CACHE_HOME"
     )
     parser.add_argument("--no-cache", action="store_true", help="call the judge even on a cached verdict")
-    parser.add_argument("--prices", type=Path, metavar="FILE",
-                        help="price table JSON (default: built-in, or $RUBRIC_JUDGE_PRICES)")
-    parser.add_argument("--decoding", action="append", metavar="NAME=VALUE",
-                        help="a decoding parameter sent to the judge, e.g. temperature=0 (repeatable; "
-                        "none is sent by default)")
+    parser.add_argument(
+        "--prices",
+        type=Path,
+        metavar="FILE",
+        help="price table JSON (default: built-in, or $RUBRIC_JUDGE_PRICES)",
+    )
+    parser.add_argument(
+        "--decoding",
+        action="append",
+        metavar="NAME=VALUE",
+        help="a decoding parameter sent to the judge, e.g. temperature=0 (repeatable; "
+        "none is sent by default)",
+    )
 
 
 def judge_cache_and_settings(args: argparse.Namespace) -> tuple[SqliteCache, JudgeSettings]:

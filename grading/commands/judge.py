@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from grading.commands._common import (
+    JUDGE_SPEC_HELP,
     Subparsers,
     add_held_out_flags,
     add_json_flag,
@@ -55,31 +56,62 @@ def register(subparsers: Subparsers) -> None:
     )
     parser.add_argument("task_dir", type=existing_dir, metavar="TASK_DIR")
     parser.add_argument("run_dirs", type=existing_dir, nargs="+", metavar="RUN_DIR")
-    parser.add_argument("--judge", required=True, metavar="SPEC",
-                        help="anthropic:<full-model-id>, openai:<full-model-id> or scripted:<file>")
-    parser.add_argument("--render-only", action="store_true",
-                        help="print the exact request body per run and its cache key; call nothing")
+    parser.add_argument("--judge", required=True, metavar="SPEC", help=JUDGE_SPEC_HELP)
+    parser.add_argument(
+        "--render-only",
+        action="store_true",
+        help="print the exact request body per run and its cache key; call nothing",
+    )
     add_json_flag(parser)
-    parser.add_argument("--manifest", type=Path, metavar="FILE",
-                        help="repo_manifest.yaml for tests.config_globs (default: ../../repo_manifest.yaml "
-                        "from TASK_DIR when it exists)")
-    parser.add_argument("--decoding", action="append", metavar="NAME=VALUE",
-                        help="a decoding parameter sent to the model, e.g. temperature=0 (repeatable; "
-                        "none is sent by default)")
-    parser.add_argument("--cache", type=Path, metavar="PATH",
-                        help="SQLite verdict cache (default: $RUBRIC_JUDGE_CACHE, else "
-                        "$XDG_CACHE_HOME/mergeability-grading/judge-cache.sqlite3)")
-    parser.add_argument("--no-cache", action="store_true",
-                        help="do not read cached verdicts (the new ones are recorded as a regrade)")
+    parser.add_argument(
+        "--manifest",
+        type=Path,
+        metavar="FILE",
+        help="repo_manifest.yaml for tests.config_globs (default: ../../repo_manifest.yaml "
+        "from TASK_DIR when it exists)",
+    )
+    parser.add_argument(
+        "--decoding",
+        action="append",
+        metavar="NAME=VALUE",
+        help="a decoding parameter sent to the model, e.g. temperature=0 (repeatable; "
+        "none is sent by default)",
+    )
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        metavar="PATH",
+        help="SQLite verdict cache (default: $RUBRIC_JUDGE_CACHE, else "
+        "$XDG_CACHE_HOME/mergeability-grading/judge-cache.sqlite3)",
+    )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="do not read cached verdicts (the new ones are recorded as a regrade)",
+    )
     add_regrade_flags(parser)
     add_held_out_flags(parser)
-    parser.add_argument("--concurrency", type=int, default=8, metavar="N", help="diffs judged at once")
-    parser.add_argument("--attempts", type=int, default=3, metavar="N",
-                        help="calls per request before a judge failure")
-    parser.add_argument("--prices", type=Path, metavar="FILE",
-                        help="price table JSON (default: built-in, or $RUBRIC_JUDGE_PRICES)")
-    parser.add_argument("--batch", action="store_true",
-                        help="anthropic only: send the sweep as Message Batches (half price, slower)")
+    parser.add_argument(
+        "--concurrency", type=int, default=8, metavar="N", help="diffs judged at once (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--attempts",
+        type=int,
+        default=3,
+        metavar="N",
+        help="calls per request before a judge failure (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--prices",
+        type=Path,
+        metavar="FILE",
+        help="price table JSON (default: built-in, or $RUBRIC_JUDGE_PRICES)",
+    )
+    parser.add_argument(
+        "--batch",
+        action="store_true",
+        help="anthropic only: send the sweep as Message Batches (half price, slower)",
+    )
     parser.set_defaults(handler=run_judge)
 
 
@@ -119,9 +151,14 @@ def _settings(args: argparse.Namespace) -> JudgeSettings:
     regrade_rate(args)
     if args.concurrency < 1 or args.attempts < 1:
         raise InputError(None, "--concurrency and --attempts must be at least 1")
-    return JudgeSettings(attempts=args.attempts, concurrency=args.concurrency, no_cache=args.no_cache,
-                         regrade_sample=args.regrade_sample, regrade_seed=args.regrade_seed,
-                         prices=load_price_table(args.prices))
+    return JudgeSettings(
+        attempts=args.attempts,
+        concurrency=args.concurrency,
+        no_cache=args.no_cache,
+        regrade_sample=args.regrade_sample,
+        regrade_seed=args.regrade_seed,
+        prices=load_price_table(args.prices),
+    )
 
 
 def printable(text: str) -> str:
@@ -142,16 +179,20 @@ def _print_text(label: str, result: JudgeResult, many: bool) -> None:
     for item_id in result.not_measured:
         print(f"{prefix}{item_id} (blocker) not measured: needs the base tree (needs_tree)")
     cost = f"${result.usage.cost_usd:.4f}" + ("" if result.usage.cost_known else " (price unknown)")
-    print(f"{prefix}judge {result.judge}{tag}, model {result.model_id or '-'}, calls {result.calls}, "
-          f"cache {'hit' if result.cache_hit else 'miss'}, cost {cost}")
+    print(
+        f"{prefix}judge {result.judge}{tag}, model {result.model_id or '-'}, calls {result.calls}, "
+        f"cache {'hit' if result.cache_hit else 'miss'}, cost {cost}"
+    )
 
 
 def _progress(done: int, total: int, label: str, result: JudgeResult) -> None:
     width = 30
     filled = width * done // total
     state = "failed" if result.failure else ("cached" if result.cache_hit else "judged")
-    sys.stderr.write(f"\rjudging [{'#' * filled}{'.' * (width - filled)}] {done}/{total} {state} "
-                     f"{printable(label)[-40:]:<40}")
+    sys.stderr.write(
+        f"\rjudging [{'#' * filled}{'.' * (width - filled)}] {done}/{total} {state} "
+        f"{printable(label)[-40:]:<40}"
+    )
     if done == total:
         sys.stderr.write("\n")
     sys.stderr.flush()
@@ -171,8 +212,16 @@ def run_judge(args: argparse.Namespace) -> int:
             check_diff_text(diff_text, source=str(run_dir / DIFF_NAME), max_chars=settings.max_diff_chars)
         ignored = read_ignored_created_shown(run_dir / IGNORED_CREATED_NAME)
         edited = config_edited(diff_text, manifest, run_dir / DIFF_NAME, ignored.all_files())
-        jobs.append(SweepJob(label=str(run_dir), task=task, rubric=rubric, diff_text=diff_text,
-                             config_edited=edited, self_ignoring_dirs=ignored.self_ignoring_dirs))
+        jobs.append(
+            SweepJob(
+                label=str(run_dir),
+                task=task,
+                rubric=rubric,
+                diff_text=diff_text,
+                config_edited=edited,
+                self_ignoring_dirs=ignored.self_ignoring_dirs,
+            )
+        )
     backend = make_backend(args.judge, decoding=parse_decoding(args.decoding), batch=args.batch)
 
     if args.render_only:
@@ -185,26 +234,43 @@ def run_judge(args: argparse.Namespace) -> int:
                 )
                 continue
             items, _ = select_items(rubric, config_edited=job.config_edited)
-            request = render_request(task, rubric, items, job.diff_text,
-                                     max_diff_chars=settings.max_diff_chars,
-                                     ignored_note=self_ignoring_note(job.self_ignoring_dirs))
-            requests.append({"run_dir": job.label, "cache_key": cache_key(backend, request),
-                             "request": backend.render(request)})
+            request = render_request(
+                task,
+                rubric,
+                items,
+                job.diff_text,
+                max_diff_chars=settings.max_diff_chars,
+                ignored_note=self_ignoring_note(job.self_ignoring_dirs),
+            )
+            requests.append(
+                {
+                    "run_dir": job.label,
+                    "cache_key": cache_key(backend, request),
+                    "request": backend.render(request),
+                }
+            )
         print(json.dumps({"requests": requests}, indent=2, ensure_ascii=False))
         return 0
 
     cache = SqliteCache(args.cache or default_cache_path())
     many = len(jobs) > 1
-    sweep = asyncio.run(judge_sweep(jobs, backend, cache=cache, settings=settings,
-                                    progress=_progress if many else None))
+    sweep = asyncio.run(
+        judge_sweep(jobs, backend, cache=cache, settings=settings, progress=_progress if many else None)
+    )
     if args.json:
         if many:
-            print_json({
-                "runs": [{"run_dir": label, "result": r.model_dump(mode="json")}
-                         for label, r in zip(sweep.labels, sweep.results, strict=True)],
-                "calls": sweep.calls, "cache_hits": sweep.cache_hits, "failures": sweep.failures,
-                "usage": sweep.usage.model_dump(mode="json"),
-            })
+            print_json(
+                {
+                    "runs": [
+                        {"run_dir": label, "result": r.model_dump(mode="json")}
+                        for label, r in zip(sweep.labels, sweep.results, strict=True)
+                    ],
+                    "calls": sweep.calls,
+                    "cache_hits": sweep.cache_hits,
+                    "failures": sweep.failures,
+                    "usage": sweep.usage.model_dump(mode="json"),
+                }
+            )
         else:
             print_json(sweep.results[0])
     else:
@@ -213,8 +279,10 @@ def run_judge(args: argparse.Namespace) -> int:
         if many:
             unknown = "" if sweep.usage.cost_known else " (some prices unknown)"
             cost = f"${sweep.usage.cost_usd:.4f}{unknown}"
-            print(f"sweep: {len(jobs)} runs, {sweep.calls} calls, {sweep.cache_hits} cache hits, "
-                  f"{sweep.failures} judge failures, cost {cost}")
+            print(
+                f"sweep: {len(jobs)} runs, {sweep.calls} calls, {sweep.cache_hits} cache hits, "
+                f"{sweep.failures} judge failures, cost {cost}"
+            )
     agreement = describe_repeat_agreement(sweep.results)
     if agreement is not None:
         # On stderr with --json, so stdout stays one JSON object.

@@ -21,11 +21,15 @@ def register(subparsers: Subparsers) -> None:
         description="Check rubric.json files. Every problem of every file is listed with its JSON path "
         "(blockers[1].evidence); exit 0 when all are valid, 2 otherwise.",
     )
-    validate.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    validate.add_argument("files", nargs="+", type=Path, metavar="FILE", help="a rubric.json")
     add_json_flag(validate)
     validate.set_defaults(handler=run_validate)
 
-    schema = subparsers.add_parser("schema", help="print the JSON Schema of repo_rubric.v1")
+    schema = subparsers.add_parser(
+        "schema",
+        help="print the JSON Schema of repo_rubric.v1",
+        description="Print the JSON Schema of repo_rubric.v1 (for editors and other tools). Exit 0.",
+    )
     schema.set_defaults(handler=run_schema)
 
 

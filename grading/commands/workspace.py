@@ -28,6 +28,10 @@ def register(subparsers: Subparsers) -> None:
     snapshot = subparsers.add_parser(
         "snapshot",
         help="record the ignored files in a workspace before a run, its info/exclude and .gitignore files",
+        description="Before the agent runs: record the ignored files present in WORKSPACE, its "
+        ".git/info/exclude and every .gitignore, so that capture can tell what the run created and which "
+        "ignore rules the run wrote. Exit 0 written, 2 bad input (not the top of a git work tree, an "
+        "unwritable FILE).",
     )
     snapshot.add_argument("workspace", type=Path, metavar="WORKSPACE", help="top level of the git work tree")
     snapshot.add_argument(
@@ -37,7 +41,12 @@ def register(subparsers: Subparsers) -> None:
     snapshot.set_defaults(handler=run_snapshot)
 
     cap = subparsers.add_parser(
-        "capture", help="write workspace.diff and ignored_created.txt into a run directory"
+        "capture",
+        help="write workspace.diff and ignored_created.txt into a run directory",
+        description="After the agent runs and before the repository's grader: write RUN_DIR/workspace.diff "
+        "(every change against --base, untracked files included, renames off, binary patches) and "
+        "RUN_DIR/ignored_created.txt (ignored files the run created), and with --manifest the run's "
+        "tests_list.txt. Exit 0 written, 1 the test listing failed (the diff is still written), 2 bad input.",
     )
     cap.add_argument("workspace", type=Path, metavar="WORKSPACE", help="top level of the git work tree")
     cap.add_argument("--base", required=True, metavar="REV", help="the task's base commit")

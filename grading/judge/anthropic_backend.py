@@ -145,9 +145,13 @@ class AnthropicBackend:
                 out.append(reply_from_message(result.message))
             elif result.type == "errored":
                 detail = result.error.error
-                out.append(BackendError(
-                    self._redact(f"anthropic: batch request {cid} errored: {detail.type}: {detail.message}")
-                ))
+                out.append(
+                    BackendError(
+                        self._redact(
+                            f"anthropic: batch request {cid} errored: {detail.type}: {detail.message}"
+                        )
+                    )
+                )
             else:
                 out.append(BackendError(f"anthropic: batch request {cid} {result.type}"))
         return out

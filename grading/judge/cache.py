@@ -217,14 +217,17 @@ class SqliteCache:
     def put(self, key: str, entry: CachedVerdicts) -> None:
         entry = entry.model_copy(update={"created": entry.created or _now()})
         # The first complete result for a key stays: a concurrent writer of the same key is ignored.
-        self._write("INSERT OR IGNORE INTO verdicts (key, judge, model_id, entry, created) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    (key, entry.judge, entry.model_id, entry.model_dump_json(), entry.created))
+        self._write(
+            "INSERT OR IGNORE INTO verdicts (key, judge, model_id, entry, created) VALUES (?, ?, ?, ?, ?)",
+            (key, entry.judge, entry.model_id, entry.model_dump_json(), entry.created),
+        )
 
     def record_regrade(self, key: str, entry: CachedVerdicts) -> None:
         entry = entry.model_copy(update={"created": entry.created or _now()})
-        self._write("INSERT INTO regrades (key, entry, created) VALUES (?, ?, ?)",
-                    (key, entry.model_dump_json(), entry.created))
+        self._write(
+            "INSERT INTO regrades (key, entry, created) VALUES (?, ?, ?)",
+            (key, entry.model_dump_json(), entry.created),
+        )
 
     def count(self) -> int:
         with self._connect() as conn:

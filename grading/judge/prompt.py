@@ -100,15 +100,30 @@ def select_items(rubric: Rubric, *, config_edited: bool) -> tuple[list[JudgeItem
         if blocker.needs_tree:
             not_measured.append(blocker.id)
         else:
-            items.append(JudgeItem(id=blocker.id, kind="blocker", criterion=blocker.criterion,
-                                   rationale=blocker.rationale))
+            items.append(
+                JudgeItem(
+                    id=blocker.id, kind="blocker", criterion=blocker.criterion, rationale=blocker.rationale
+                )
+            )
     if config_edited:
-        items.append(JudgeItem(id=CONFIG_BLOCKER_ID, kind="blocker", criterion=CONFIG_BLOCKER_CRITERION,
-                               rationale="The run edited a test configuration file (conftest, pytest.ini, "
-                               "BUILD and the like); such an edit can skip or deselect tests."))
+        items.append(
+            JudgeItem(
+                id=CONFIG_BLOCKER_ID,
+                kind="blocker",
+                criterion=CONFIG_BLOCKER_CRITERION,
+                rationale="The run edited a test configuration file (conftest, pytest.ini, "
+                "BUILD and the like); such an edit can skip or deselect tests.",
+            )
+        )
     for non_blocker in rubric.non_blockers:
-        items.append(JudgeItem(id=non_blocker.id, kind="non_blocker", criterion=non_blocker.criterion,
-                               rationale=non_blocker.rationale))
+        items.append(
+            JudgeItem(
+                id=non_blocker.id,
+                kind="non_blocker",
+                criterion=non_blocker.criterion,
+                rationale=non_blocker.rationale,
+            )
+        )
     return items, not_measured
 
 
@@ -234,8 +249,10 @@ DIFF_TOO_LARGE = "diff_too_large"
 
 def diff_too_large(chars: int, max_chars: int) -> str:
     """The judge failure for a diff over the limit: it starts with :data:`DIFF_TOO_LARGE`."""
-    return (f"{DIFF_TOO_LARGE}: the diff is {chars} characters, over the judge's limit of {max_chars}; it is "
-            "not truncated, because hidden lines could hide a blocker")
+    return (
+        f"{DIFF_TOO_LARGE}: the diff is {chars} characters, over the judge's limit of {max_chars}; it is "
+        "not truncated, because hidden lines could hide a blocker"
+    )
 
 
 class DiffTooLarge(InputError):
@@ -243,8 +260,9 @@ class DiffTooLarge(InputError):
     run's diff the runner makes it a ``diff_too_large`` judge failure instead (the agent wrote it)."""
 
 
-def check_diff_text(diff_text: str, *, source: str = "workspace.diff",
-                    max_chars: int = DEFAULT_MAX_DIFF_CHARS) -> None:
+def check_diff_text(
+    diff_text: str, *, source: str = "workspace.diff", max_chars: int = DEFAULT_MAX_DIFF_CHARS
+) -> None:
     """Refuse a diff the judge cannot be shown faithfully: NUL bytes (binary content) or too large
     (:class:`DiffTooLarge`)."""
     if "\x00" in diff_text:
@@ -253,9 +271,16 @@ def check_diff_text(diff_text: str, *, source: str = "workspace.diff",
         raise DiffTooLarge(source, diff_too_large(len(diff_text), max_chars))
 
 
-def render_request(task: TaskSpec, rubric: Rubric, items: list[JudgeItem], diff_text: str, *,
-                   nonce: str | None = None, max_diff_chars: int = DEFAULT_MAX_DIFF_CHARS,
-                   ignored_note: str = "") -> JudgeRequest:
+def render_request(
+    task: TaskSpec,
+    rubric: Rubric,
+    items: list[JudgeItem],
+    diff_text: str,
+    *,
+    nonce: str | None = None,
+    max_diff_chars: int = DEFAULT_MAX_DIFF_CHARS,
+    ignored_note: str = "",
+) -> JudgeRequest:
     """Render the judge request for ``items``. The nonce is drawn here, after the diff is fixed.
 
     ``ignored_note`` names the self-ignoring directories the run created (:func:`self_ignoring_note`)."""

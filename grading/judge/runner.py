@@ -69,6 +69,7 @@ class JudgeSettings(BaseModel):
 
 # --- where a verdict may point: the diff-location index ----------------------------------------------------
 
+
 def _strip_prefix(path: str) -> str:
     return path[2:] if path.startswith(("a/", "b/")) else path
 
@@ -267,15 +268,25 @@ async def judge_diff(
     items, not_measured = select_items(rubric, config_edited=config_edited)
     by_id = {item.id: item for item in items}
     if len(diff_text) > settings.max_diff_chars:
-        return JudgeResult(judge=backend.spec, scripted=backend.scripted, not_measured=not_measured,
-                           config_blocker=config_edited,
-                           failure=diff_too_large(len(diff_text), settings.max_diff_chars))
+        return JudgeResult(
+            judge=backend.spec,
+            scripted=backend.scripted,
+            not_measured=not_measured,
+            config_blocker=config_edited,
+            failure=diff_too_large(len(diff_text), settings.max_diff_chars),
+        )
     note = self_ignoring_note(self_ignoring_dirs)
-    request = render_request(task, rubric, items, diff_text, max_diff_chars=settings.max_diff_chars,
-                             ignored_note=note)
+    request = render_request(
+        task, rubric, items, diff_text, max_diff_chars=settings.max_diff_chars, ignored_note=note
+    )
     key = cache_key(backend, request)
-    result = JudgeResult(judge=backend.spec, scripted=backend.scripted, not_measured=not_measured,
-                         cache_key=key, config_blocker=config_edited)
+    result = JudgeResult(
+        judge=backend.spec,
+        scripted=backend.scripted,
+        not_measured=not_measured,
+        cache_key=key,
+        config_blocker=config_edited,
+    )
 
     bypass: Literal["no_cache", "regrade_sample"] | None = None
     if settings.no_cache:
@@ -286,10 +297,15 @@ async def judge_diff(
     # event loop keeps every other call in flight moving meanwhile.
     stored = await asyncio.to_thread(cache.get, key) if cache is not None else None
     if stored is not None and bypass is None:
-        return result.model_copy(update={
-            "model_id": stored.model_id, "verdicts": stored.verdicts, "cache_hit": True,
-            "consistency_flags": stored.consistency_flags, "rejudged": stored.rejudged,
-        })
+        return result.model_copy(
+            update={
+                "model_id": stored.model_id,
+                "verdicts": stored.verdicts,
+                "cache_hit": True,
+                "consistency_flags": stored.consistency_flags,
+                "rejudged": stored.rejudged,
+            }
+        )
     result.cache_bypass = bypass
     if bypass is not None and stored is not None:
         result.previous_verdicts = {v.item_id: v.verdict for v in stored.verdicts}
@@ -304,29 +320,46 @@ async def judge_diff(
         replies, model_id = answer
         result.model_id = model_id
         verdicts = [_item_verdict(v, by_id[v.id], model_id, False) for v in replies]
-        flagged = [v.item_id for v in verdicts if settings.consistency_check
-                   and v.finding is not None and finding_disagrees(v.verdict, v.finding)]
+        flagged = [
+            v.item_id
+            for v in verdicts
+            if settings.consistency_check
+            and v.finding is not None
+            and finding_disagrees(v.verdict, v.finding)
+        ]
         if flagged:
             result.consistency_flags = len(flagged)
             again_items = [by_id[item_id] for item_id in flagged]
-            again_request = render_request(task, rubric, again_items, diff_text,
-                                           max_diff_chars=settings.max_diff_chars, ignored_note=note)
+            again_request = render_request(
+                task,
+                rubric,
+                again_items,
+                diff_text,
+                max_diff_chars=settings.max_diff_chars,
+                ignored_note=note,
+            )
             again = await session.ask(again_request)
             if again is None:
                 failure = "re-judging the items whose verdict disagreed with their finding failed: " + (
-                    session.errors[-1] if session.errors else "no call made")
+                    session.errors[-1] if session.errors else "no call made"
+                )
             else:
                 result.rejudged = len(flagged)
                 again_replies, again_model = again
                 fresh = {v.id: _item_verdict(v, by_id[v.id], again_model, True) for v in again_replies}
                 verdicts = [fresh.get(v.item_id, v) for v in verdicts]
                 # A verdict that disagrees with its own finding a second time cannot be counted either way.
-                twice = [v.item_id for v in fresh.values()
-                         if v.finding is not None and finding_disagrees(v.verdict, v.finding)]
+                twice = [
+                    v.item_id
+                    for v in fresh.values()
+                    if v.finding is not None and finding_disagrees(v.verdict, v.finding)
+                ]
                 result.consistency_flags += len(twice)
                 if twice:
-                    failure = (f"inconsistent: the verdict on {', '.join(twice)} disagreed with its own "
-                               "finding again after re-judging")
+                    failure = (
+                        f"inconsistent: the verdict on {', '.join(twice)} disagreed with its own "
+                        "finding again after re-judging"
+                    )
 
     result.calls = session.calls
     result.retries = session.retries
@@ -337,9 +370,14 @@ async def judge_diff(
         return result
     result.verdicts = verdicts
     if cache is not None:
-        entry = CachedVerdicts(judge=backend.spec, model_id=result.model_id, verdicts=verdicts,
-                               consistency_flags=result.consistency_flags, rejudged=result.rejudged,
-                               usage=result.usage)
+        entry = CachedVerdicts(
+            judge=backend.spec,
+            model_id=result.model_id,
+            verdicts=verdicts,
+            consistency_flags=result.consistency_flags,
+            rejudged=result.rejudged,
+            usage=result.usage,
+        )
         if stored is None:
             await asyncio.to_thread(cache.put, key, entry)
         if bypass is not None:
@@ -359,8 +397,18 @@ def judge_run(
     self_ignoring_dirs: Sequence[SelfIgnoringDir] = (),
 ) -> JudgeResult:
     """Synchronous :func:`judge_diff` (for callers outside an event loop: the CLI, Celery tasks)."""
-    return asyncio.run(judge_diff(task, rubric, diff_text, backend, config_edited=config_edited,
-                                  cache=cache, settings=settings, self_ignoring_dirs=self_ignoring_dirs))
+    return asyncio.run(
+        judge_diff(
+            task,
+            rubric,
+            diff_text,
+            backend,
+            config_edited=config_edited,
+            cache=cache,
+            settings=settings,
+            self_ignoring_dirs=self_ignoring_dirs,
+        )
+    )
 
 
 # --- sweeps ------------------------------------------------------------------------------------------------
@@ -448,8 +496,11 @@ async def judge_sweep(
     """Judge many diffs, at most ``settings.concurrency`` at once; ``progress(done, total, label, result)``
     after each. A diff the judge cannot be shown becomes a judge failure for that run, not an abort."""
     settings = settings or JudgeSettings()
-    if getattr(backend, "batch", False) and hasattr(backend, "complete_many") \
-            and not isinstance(backend, BatchingBackend):
+    if (
+        getattr(backend, "batch", False)
+        and hasattr(backend, "complete_many")
+        and not isinstance(backend, BatchingBackend)
+    ):
         backend = BatchingBackend(cast(BatchBackend, backend))
     limit = asyncio.Semaphore(settings.concurrency)
     results: list[JudgeResult | None] = [None] * len(jobs)
@@ -465,9 +516,16 @@ async def judge_sweep(
     async def judge(job: SweepJob) -> JudgeResult:
         async with limit:
             try:
-                return await judge_diff(job.task, job.rubric, job.diff_text, backend,
-                                        config_edited=job.config_edited, cache=cache, settings=settings,
-                                        self_ignoring_dirs=job.self_ignoring_dirs)
+                return await judge_diff(
+                    job.task,
+                    job.rubric,
+                    job.diff_text,
+                    backend,
+                    config_edited=job.config_edited,
+                    cache=cache,
+                    settings=settings,
+                    self_ignoring_dirs=job.self_ignoring_dirs,
+                )
             except InputError as exc:
                 return JudgeResult(judge=backend.spec, scripted=backend.scripted, failure=f"bad input: {exc}")
 

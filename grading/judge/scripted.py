@@ -57,8 +57,9 @@ def load_scripted(path: Path) -> tuple[ScriptedFile, str]:
     """The parsed file and the sha256 of its bytes; InputError naming the field for a bad file."""
     data = read_json(path)
     if not isinstance(data, dict):
-        raise InputError(path, 'a scripted judge file is a JSON object '
-                         '{"default": ..., "by_diff_sha256": ...}')
+        raise InputError(
+            path, 'a scripted judge file is a JSON object {"default": ..., "by_diff_sha256": ...}'
+        )
     try:
         script = ScriptedFile.model_validate(data)
     except ValidationError as exc:
@@ -102,11 +103,16 @@ class ScriptedBackend:
         self.calls += 1
         answers = self.answers_for(request.diff_text)
         verdicts = [
-            {"id": item_id, "reason": answer.reason, "finding": answer.finding_text(),
-             "verdict": answer.verdict,
-             "locations": [loc.model_dump(mode="json") for loc in answer.locations]}
+            {
+                "id": item_id,
+                "reason": answer.reason,
+                "finding": answer.finding_text(),
+                "verdict": answer.verdict,
+                "locations": [loc.model_dump(mode="json") for loc in answer.locations],
+            }
             for item_id in request.item_ids
             if (answer := answers.get(item_id)) is not None
         ]
-        return BackendReply(text=json.dumps({"verdicts": verdicts}), model_id=SCRIPTED_MODEL_ID,
-                            stop_reason="end_turn")
+        return BackendReply(
+            text=json.dumps({"verdicts": verdicts}), model_id=SCRIPTED_MODEL_ID, stop_reason="end_turn"
+        )

@@ -35,15 +35,49 @@ Provider = Literal["anthropic", "openai", "claude-code", "scripted"]
 PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai", "claude-code", "scripted")
 
 # Undated ids that providers document as aliases of a dated snapshot (they move when a new one ships).
-ALIASES = frozenset({
-    "sonnet", "opus", "haiku", "claude", "default", "best",
-    "claude-sonnet-4", "claude-opus-4", "claude-sonnet-4-0", "claude-opus-4-0", "claude-opus-4-1",
-    "claude-sonnet-4-5", "claude-opus-4-5", "claude-haiku-4-5", "claude-3-5-sonnet", "claude-3-5-haiku",
-    "claude-3-7-sonnet", "claude-3-opus", "claude-3-haiku",
-    "gpt-4", "gpt-4-turbo", "gpt-4o", "gpt-4o-mini", "gpt-4.1", "gpt-4.1-mini", "gpt-4.1-nano",
-    "gpt-4.5-preview", "gpt-5", "gpt-5-mini", "gpt-5-nano", "gpt-5.1", "gpt-5.2", "chatgpt-4o",
-    "o1", "o1-mini", "o3", "o3-mini", "o3-pro", "o4-mini",
-})
+ALIASES = frozenset(
+    {
+        "sonnet",
+        "opus",
+        "haiku",
+        "claude",
+        "default",
+        "best",
+        "claude-sonnet-4",
+        "claude-opus-4",
+        "claude-sonnet-4-0",
+        "claude-opus-4-0",
+        "claude-opus-4-1",
+        "claude-sonnet-4-5",
+        "claude-opus-4-5",
+        "claude-haiku-4-5",
+        "claude-3-5-sonnet",
+        "claude-3-5-haiku",
+        "claude-3-7-sonnet",
+        "claude-3-opus",
+        "claude-3-haiku",
+        "gpt-4",
+        "gpt-4-turbo",
+        "gpt-4o",
+        "gpt-4o-mini",
+        "gpt-4.1",
+        "gpt-4.1-mini",
+        "gpt-4.1-nano",
+        "gpt-4.5-preview",
+        "gpt-5",
+        "gpt-5-mini",
+        "gpt-5-nano",
+        "gpt-5.1",
+        "gpt-5.2",
+        "chatgpt-4o",
+        "o1",
+        "o1-mini",
+        "o3",
+        "o3-mini",
+        "o3-pro",
+        "o4-mini",
+    }
+)
 
 _DATE = re.compile(r"(?:^|[-_@.:/v])(?:19|20)\d{2}-?(?:0[1-9]|1[0-2])-?(?:0[1-9]|[12]\d|3[01])(?:$|[-_@.:])")
 _TWO_NUMBER_VERSION = re.compile(r"\d+[-.]\d+")
@@ -63,23 +97,33 @@ def model_id_error(model: str) -> str | None:
         return f"{model!r} is an alias that moves to new snapshots; give the full, dated model id"
     bare = lowered.rsplit("/", 1)[-1]
     if lowered in ALIASES or bare in ALIASES:
-        return (f"{model!r} is an alias, not a full model id; give the dated snapshot id "
-                "(for example claude-sonnet-4-5-20250929 or gpt-4o-2024-08-06)")
+        return (
+            f"{model!r} is an alias, not a full model id; give the dated snapshot id "
+            "(for example claude-sonnet-4-5-20250929 or gpt-4o-2024-08-06)"
+        )
     if _DATE.search(lowered) or _TWO_NUMBER_VERSION.search(lowered):
         return None
-    return (f"{model!r} names no snapshot date or version, so it may be an alias; give the full model id "
-            "(for example claude-sonnet-4-5-20250929 or gpt-4o-2024-08-06)")
+    return (
+        f"{model!r} names no snapshot date or version, so it may be an alias; give the full model id "
+        "(for example claude-sonnet-4-5-20250929 or gpt-4o-2024-08-06)"
+    )
 
 
 def parse_judge_spec(spec: str) -> tuple[Provider, str]:
     """Split ``provider:model`` (``scripted:<file>``); InputError for an unknown provider or an alias."""
     provider, sep, rest = spec.partition(":")
     if not sep or not rest:
-        raise InputError(None, f"judge spec {spec!r}: expected PROVIDER:MODEL with PROVIDER one of "
-                         + ", ".join(PROVIDERS), "--judge")
+        raise InputError(
+            None,
+            f"judge spec {spec!r}: expected PROVIDER:MODEL with PROVIDER one of " + ", ".join(PROVIDERS),
+            "--judge",
+        )
     if provider not in PROVIDERS:
-        raise InputError(None, f"judge spec {spec!r}: unknown provider {provider!r}; use one of "
-                         + ", ".join(PROVIDERS), "--judge")
+        raise InputError(
+            None,
+            f"judge spec {spec!r}: unknown provider {provider!r}; use one of " + ", ".join(PROVIDERS),
+            "--judge",
+        )
     if provider == "scripted":
         return "scripted", rest
     problem = model_id_error(rest)
@@ -114,9 +158,16 @@ def _short(text: str, limit: int = 60) -> str:
     return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text)} chars)"
 
 
-def make_backend(spec: str, *, decoding: dict[str, Any] | None = None, base_url: str | None = None,
-                 api_key: str | None = None, max_retries: int = 4, timeout: float = 120.0,
-                 batch: bool = False) -> Backend:
+def make_backend(
+    spec: str,
+    *,
+    decoding: dict[str, Any] | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    max_retries: int = 4,
+    timeout: float = 120.0,
+    batch: bool = False,
+) -> Backend:
     """The backend a spec names. Provider SDK modules are imported only when used."""
     provider, model = parse_judge_spec(spec)
     if provider == "scripted":
@@ -136,14 +187,22 @@ def make_backend(spec: str, *, decoding: dict[str, Any] | None = None, base_url:
     if provider == "anthropic":
         from grading.judge.anthropic_backend import AnthropicBackend
 
-        return AnthropicBackend(model, decoding=decoding, base_url=base_url, api_key=api_key,
-                                max_retries=max_retries, timeout=timeout, batch=batch)
+        return AnthropicBackend(
+            model,
+            decoding=decoding,
+            base_url=base_url,
+            api_key=api_key,
+            max_retries=max_retries,
+            timeout=timeout,
+            batch=batch,
+        )
     from grading.judge.openai_backend import OpenAIBackend
 
     if batch:
         raise InputError(None, "batch mode is available for anthropic judges only", "--batch")
-    return OpenAIBackend(model, decoding=decoding, base_url=base_url, api_key=api_key,
-                         max_retries=max_retries, timeout=timeout)
+    return OpenAIBackend(
+        model, decoding=decoding, base_url=base_url, api_key=api_key, max_retries=max_retries, timeout=timeout
+    )
 
 
 # --- model families (§4 "Two judges", §9 "Self-preference") ------------------------------------------------

@@ -3,7 +3,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("rubrics_app", "0021_job_kind_check_evidence"),
+        ("rubrics_app", "0011_admitted_means_calibrated"),
     ]
 
     operations = [

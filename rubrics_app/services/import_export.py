@@ -9,7 +9,6 @@ revisions created, in one transaction. Export reads only admitted revisions and 
 from __future__ import annotations
 
 import io
-import json
 import os
 import posixpath
 import re
@@ -24,18 +23,23 @@ from typing import IO, Any
 from django.conf import settings
 from django.core.exceptions import NON_FIELD_ERRORS, PermissionDenied, ValidationError
 from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
 from pydantic import ValidationError as PydanticValidationError
 
 from grading.errors import InputError, InputErrors
 from grading.schema import Rubric, TaskSpec, load_manifest, parse_json, parse_rubric
 from rubrics_app.models import (
     ITEM_ID_RE,
+    TASK_FILES,
     AuditVerb,
     CalibrationDiff,
     Origin,
     Repository,
+    ReviewState,
     RevisionStatus,
     Role,
+    RubricInvalid,
+    RubricItem,
     RubricRevision,
     Task,
     TransitionError,
@@ -91,6 +95,7 @@ class PreparedTask:
     rubric: Rubric
     spec: TaskSpec | None
     calibration: dict[str, bytes]
+    task_files: dict[str, bytes] = field(default_factory=dict)  # by name in TASK_FILES
 
 
 def _decode_json(raw: bytes, label: str, problems: list[ImportProblem]) -> Any:
@@ -250,7 +255,30 @@ def _prepare(task_files: TaskFiles, problems: list[ImportProblem]) -> PreparedTa
                             )
                         spec = spec.model_copy(update={"prompt": prompt})
                 problems.extend(_task_problems(_task_fields(spec), rubric.task, spec_label))
-    return PreparedTask(task_files, rubric, spec, calibration)
+    own_files = {name: task_files.files[name] for name in TASK_FILES if name in task_files.files}
+    problems.extend(task_file_problems(own_files, task_files.label))
+    return PreparedTask(task_files, rubric, spec, calibration, own_files)
+
+
+def task_file_problems(files: dict[str, bytes], label: Any = str) -> list[ImportProblem]:
+    """What is wrong with a task's own files: oracle_grade.json is a JSON object, tests_base.txt UTF-8 text
+    without NUL (a diff may hold any bytes)."""
+    problems: list[ImportProblem] = []
+    if "oracle_grade.json" in files:
+        name = label("oracle_grade.json")
+        data = _decode_json(files["oracle_grade.json"], name, problems)
+        if data is not None and not isinstance(data, dict):
+            problems.append(ImportProblem(name, "grade.json is a JSON object"))
+    if "tests_base.txt" in files:
+        name = label("tests_base.txt")
+        try:
+            text = files["tests_base.txt"].decode("utf-8")
+        except UnicodeDecodeError:
+            problems.append(ImportProblem(name, "not UTF-8 text"))
+        else:
+            if "\x00" in text:
+                problems.append(ImportProblem(name, "holds a NUL character"))
+    return problems
 
 
 def _task_fields(spec: TaskSpec) -> dict[str, Any]:
@@ -272,9 +300,13 @@ def _task_fields(spec: TaskSpec) -> dict[str, Any]:
 
 
 def import_task_files(
-    repository: Repository, sources: list[TaskFiles], user: Any = None
+    repository: Repository, sources: list[TaskFiles], user: Any = None, *, approved_by: Any = None
 ) -> list[RubricRevision]:
-    """Validate every task first; then create one draft revision per task in one transaction."""
+    """Validate every task first; then create one draft revision per task in one transaction.
+
+    ``approved_by`` (a maintainer): the rubrics were already reviewed in the repository itself (merged
+    through its own PR review), so they come in approved, recorded as imported approved by that maintainer.
+    """
     problems: list[ImportProblem] = []
     if not sources:
         problems.append(ImportProblem("", "no rubric.json found"))
@@ -302,13 +334,36 @@ def import_task_files(
                         setattr(task, name, value)
                     task.full_clean(exclude=["repository"], validate_unique=False)
                     task.save()
-                created.append(
-                    create_revision(task, p.rubric, p.calibration, by=user, origin=Origin.IMPORTED)
-                )
+                if p.task_files:
+                    for name, data in p.task_files.items():
+                        setattr(task, TASK_FILES[name], data)
+                    task.save(update_fields=[TASK_FILES[name] for name in p.task_files])
+                revision = create_revision(task, p.rubric, p.calibration, by=user, origin=Origin.IMPORTED)
+                if approved_by is not None:
+                    _approve_imported(revision, approved_by)
+                created.append(revision)
     except IntegrityError as exc:
         # A revision of the task was approved between the check above and the write (the trigger refused).
         raise ImportFailed([ImportProblem("", str(exc).splitlines()[0])]) from None
     return created
+
+
+def _approve_imported(revision: RubricRevision, by: Any) -> None:
+    if revision.task.repository.role_of(by) != Role.MAINTAINER:
+        raise PermissionDenied(f"{by} is not a maintainer of {revision.task.repository}: cannot approve")
+    RubricItem.objects.filter(revision=revision).update(
+        review_state=ReviewState.APPROVED, reviewed_by=by, reviewed_at=timezone.now()
+    )
+    try:
+        revision.approve(by=by)
+    except RubricInvalid as exc:  # validated on import already; kept as a problem, never half-approved
+        raise ImportFailed(
+            [
+                ImportProblem(f"tasks/{revision.task.task_id}/rubric.json", e.message, e.path)
+                for e in exc.errors
+            ]
+        ) from None
+    audit.record(AuditVerb.IMPORTED_APPROVED, actor=by, revision=revision, detail={"approved_by": str(by)})
 
 
 def _frozen_task_problems(repository: Repository, prepared: PreparedTask) -> list[ImportProblem]:
@@ -509,7 +564,8 @@ def read_checkout(root: Path) -> list[TaskFiles]:
             names = [rel for _, rel in parsed.calibration.paths()]
         except InputError:
             names = []  # the rubric's own problems are reported by import_task_files
-        for rel in names:
+        # The task's own files that calibration reads (oracle.diff, oracle_grade.json, tests_base.txt).
+        for rel in [*names, *TASK_FILES]:
             data = read(posixpath.normpath(rel))
             if data is not None:
                 files[posixpath.normpath(rel)] = data
@@ -523,10 +579,13 @@ def read_checkout(root: Path) -> list[TaskFiles]:
     return out
 
 
-def import_checkout(repository: Repository, root: Path, user: Any = None) -> list[RubricRevision]:
-    """Every tasks/*/rubric.json (+ task.json) under ``root`` as a draft revision, all or nothing."""
+def import_checkout(
+    repository: Repository, root: Path, user: Any = None, *, approved_by: Any = None
+) -> list[RubricRevision]:
+    """Every tasks/*/rubric.json (+ task.json and the task's own files) under ``root`` as a draft revision
+    (approved, with ``approved_by``), all or nothing."""
     _require_maintainer(repository, user)
-    return import_task_files(repository, read_checkout(root), user)
+    return import_task_files(repository, read_checkout(root), user, approved_by=approved_by)
 
 
 def repository_for_checkout(root: Path, name: str | None = None) -> Repository:
@@ -558,7 +617,7 @@ def _require_admitted(revision: RubricRevision) -> Rubric:
 
 
 def rubric_json_bytes(revision: RubricRevision) -> bytes:
-    return (json.dumps(revision.to_rubric_dict(), indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    return revision.rubric_json_bytes()
 
 
 def export_rubric_json(revision: RubricRevision, *, by: Any = None) -> bytes:
@@ -568,24 +627,37 @@ def export_rubric_json(revision: RubricRevision, *, by: Any = None) -> bytes:
     return rubric_json_bytes(revision)
 
 
-def _task_files_out(revision: RubricRevision) -> dict[str, bytes]:
+def _task_files_out(revision: RubricRevision, private: bool = False) -> dict[str, bytes]:
+    """The files of tasks/<task-id>/: rubric.json and its calib diffs; ``private`` (the held-out set, which
+    no public checkout holds) adds what `rubric check` reads besides: task.json, oracle.diff,
+    oracle_grade.json and tests_base.txt, as calibration writes them (the ones the task has)."""
     files = {"rubric.json": rubric_json_bytes(revision)}
     for diff in revision.ordered_diffs():
         files[posixpath.normpath(diff.path)] = bytes(diff.content)
+    if private:
+        from rubrics_app.services.calibration import calibration_files
+
+        for path, data in calibration_files(revision).items():
+            name = path.removeprefix("task/")
+            if name in ("task.json", *TASK_FILES) and data:
+                files[name] = data
     return files
 
 
-def export_zip(revision: RubricRevision, *, by: Any = None) -> bytes:
-    """A zip of tasks/<task-id>/rubric.json and its calib diffs (unzips into a checkout; imports back)."""
+def export_zip(revision: RubricRevision, *, by: Any = None, private: bool = False) -> bytes:
+    """A zip of tasks/<task-id>/rubric.json and its calib diffs (unzips into a checkout; imports back);
+    ``private`` adds the task's own files (see _task_files_out)."""
     _require_admitted(revision)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for rel, data in _task_files_out(revision).items():
+        for rel, data in _task_files_out(revision, private).items():
             # A fixed timestamp: the same revision always gives the same bytes.
             info = zipfile.ZipInfo(f"tasks/{revision.task.task_id}/{rel}", date_time=(1980, 1, 1, 0, 0, 0))
             info.external_attr = (stat.S_IFREG | 0o644) << 16
             archive.writestr(info, data, compress_type=zipfile.ZIP_DEFLATED)
-    audit.record(AuditVerb.EXPORTED, actor=by, revision=revision, detail={"as": "zip"})
+    audit.record(
+        AuditVerb.EXPORTED, actor=by, revision=revision, detail={"as": "private zip" if private else "zip"}
+    )
     return buffer.getvalue()
 
 
@@ -676,7 +748,7 @@ def write_many_to_checkout(
     target_root = root.resolve() if root is not None else _export_root(repository, private)
     writes: list[tuple[str, bytes]] = []
     for revision in revisions:
-        for rel, data in _task_files_out(revision).items():
+        for rel, data in _task_files_out(revision, private).items():
             path = posixpath.join("tasks", revision.task.task_id, rel)
             target = (target_root / path).parent.resolve()
             if not target.is_relative_to(target_root):

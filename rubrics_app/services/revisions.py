@@ -484,18 +484,25 @@ def comment(item: RubricItem, by: Any, text: str) -> ItemComment:
     return created
 
 
+class NotCalibrated(TransitionError):
+    """Admitting needs a passing calibration of the revision's exact content with the primary judge."""
+
+
 @transaction.atomic
 def admit(revision: RubricRevision, by: Any) -> RubricRevision | None:
-    """approved -> admitted (the task's previous admitted revision is retired)."""
+    """approved -> admitted through its passing calibration run; the task's previously admitted revision is
+    retired. Raises NotCalibrated when no passing run of this exact content with the repository's primary
+    judge exists (start one with ``calibration.start(revision, by, admit=True)``)."""
+    from rubrics_app.services import calibration
+
     revision = RubricRevision.objects.select_related("task__repository").get(pk=revision.pk)
     _require_maintainer(revision, by)
     if revision.status != RevisionStatus.APPROVED:
         raise TransitionError(f"only an approved revision can be admitted (this one is {revision.status})")
-    retired = revision.admit(by=by)
-    audit.record(
-        AuditVerb.ADMITTED,
-        actor=by,
-        revision=revision,
-        detail={"replaced_revision": retired.number} if retired is not None else {},
-    )
-    return retired
+    run = calibration.passing_run(revision)
+    if run is None:
+        raise NotCalibrated(
+            f"revision {revision.number} has no passing calibration of its exact content with the "
+            "repository's primary judge: run calibration first"
+        )
+    return calibration.admit_with(revision, run, by)

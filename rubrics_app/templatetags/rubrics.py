@@ -72,3 +72,9 @@ def lookup(mapping: object, key: object) -> object:
     if isinstance(mapping, dict):
         return mapping.get(key, ())
     return ()
+
+
+@register.filter
+def bytes_text(value: bytes | memoryview | None) -> str:
+    """Stored file bytes as text for a page (autoescaped there); non-UTF-8 bytes become replacement marks."""
+    return bytes(value or b"").decode("utf-8", errors="replace")

@@ -5,12 +5,14 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
 from rubrics_app.forms import CheckoutExportForm
-from rubrics_app.models import RevisionStatus, Role, RubricRevision
-from rubrics_app.services.import_export import ExportError, export_rubric_json, export_zip, write_to_checkout
+from rubrics_app.models import RevisionStatus, Role, RubricRevision, TransitionError
+from rubrics_app.services.import_export import export_rubric_json, export_zip
+from rubrics_app.services.jobs import start_export
 from rubrics_app.views.common import HtmxHttpRequest, load_revision
 from rubrics_app.views.revisions import redirect_to, revision_url
 
@@ -38,15 +40,23 @@ def export_json(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResp
 def export_zip_view(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
     access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
     revision = _admitted(access, rev_pk)
-    response = HttpResponse(export_zip(revision, by=request.user), content_type="application/zip")
+    # ?private=1: the held-out set's zip, with the task's own files that `rubric check` reads.
+    private = request.GET.get("private") == "1"
+    response = HttpResponse(
+        export_zip(revision, by=request.user, private=private), content_type="application/zip"
+    )
     # task ids match [A-Za-z0-9._-]+ (name_validator), so the header needs no quoting.
-    response["Content-Disposition"] = f'attachment; filename="{revision.task.task_id}-r{revision.number}.zip"'
+    suffix = "-private" if private else ""
+    response["Content-Disposition"] = (
+        f'attachment; filename="{revision.task.task_id}-r{revision.number}{suffix}.zip"'
+    )
     return response
 
 
 @require_POST
 @login_required
 def export_checkout(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
+    """Writing into the checkout runs git: it is a job, and its page shows how it went."""
     access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
     revision = _admitted(access, rev_pk)
     form = CheckoutExportForm(request.POST)
@@ -55,12 +65,13 @@ def export_checkout(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> Http
         messages.error(request, f"Nothing was written: {problems}")
         return redirect_to(request, revision_url(revision))
     try:
-        written = write_to_checkout(
-            revision, form.cleaned_data["private"], form.cleaned_data["branch"] or None, by=request.user
+        job = start_export(
+            revision,
+            request.user,
+            private=form.cleaned_data["private"],
+            branch=form.cleaned_data["branch"] or None,
         )
-    except (ExportError, OSError) as exc:
+    except TransitionError as exc:
         messages.error(request, f"Nothing was written: {exc}")
-    else:
-        where = f" on branch {written.branch} (commit {written.commit[:12]})" if written.commit else ""
-        messages.success(request, f"Wrote {', '.join(written.paths)} under {written.root}{where}.")
-    return redirect_to(request, revision_url(revision))
+        return redirect_to(request, revision_url(revision))
+    return redirect_to(request, reverse("rubrics:job_detail", args=[access.repository.pk, job.pk]))

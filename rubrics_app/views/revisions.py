@@ -18,7 +18,9 @@ from rubrics_app.models import (
     AuditEvent,
     AuditVerb,
     CalibrationDiff,
+    CalibrationRun,
     ItemKind,
+    JudgeSetting,
     ReviewState,
     RevisionStatus,
     Role,
@@ -27,8 +29,8 @@ from rubrics_app.models import (
     RubricRevision,
     TransitionError,
 )
-from rubrics_app.services import audit
-from rubrics_app.services.revisions import Conflict, admit, edit_revision, new_draft_from
+from rubrics_app.services import audit, calibration
+from rubrics_app.services.revisions import Conflict, NotCalibrated, admit, edit_revision, new_draft_from
 from rubrics_app.views.common import (
     HtmxHttpRequest,
     ItemRow,
@@ -106,6 +108,10 @@ def revision_context(
         "revision_form": revision_form,
         "revision_conflict": revision_conflict,
         "all_items_approved": revision.all_items_approved(),
+        "calibrations": list(
+            CalibrationRun.objects.filter(revision=revision).select_related("created_by").order_by("-pk")[:10]
+        ),
+        "judges": JudgeSetting.objects.filter(repository=access.repository).first(),
         "item_count": len(blockers) + len(non_blockers),
         "approved_count": sum(row.is_approved for row in blockers + non_blockers),
     }
@@ -199,7 +205,9 @@ def revision_approve(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> Htt
             # Checked on the stored items, under the revision's lock (which item edits, requests for
             # changes, additions and removals take too), not on the ones the page was loaded with.
             locked = (
-                RubricRevision.objects.select_for_update(of=("self",)).select_related("task").get(pk=revision.pk)
+                RubricRevision.objects.select_for_update(of=("self",))
+                .select_related("task")
+                .get(pk=revision.pk)
             )
             locked.approve(by=request.user)
     except RubricInvalid:
@@ -215,10 +223,25 @@ def revision_approve(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> Htt
 @require_POST
 @login_required
 def revision_admit(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
+    """Admit through a passing calibration of this exact content; without one, run the calibration, which
+    admits the revision when every row holds."""
     access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
     revision = load_revision(access.repository, rev_pk)
     try:
         retired = admit(revision, by=request.user)
+    except NotCalibrated:
+        try:
+            run = calibration.start(revision, request.user, admit=True)
+        except TransitionError as exc:
+            messages.error(request, str(exc))
+            return redirect_to(request, revision_url(revision))
+        messages.info(
+            request,
+            f"Calibrating revision {revision.number}: admitted when every row holds with the primary judge.",
+        )
+        return redirect_to(
+            request, reverse("rubrics:calibration_detail", args=[access.repository.pk, run.pk])
+        )
     except TransitionError as exc:
         messages.error(request, str(exc))
     else:

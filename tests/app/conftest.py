@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import hashlib
 import importlib
+import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,16 +16,26 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
+from grading.judge.cache import MemoryCache
 from grading.schema import parse_rubric
-from rubrics_app.models import Membership, Repository, RevisionStatus, Role, RubricRevision, Task
-from rubrics_app.services import revisions
+from rubrics_app.models import (
+    CalibrationStatus,
+    JudgeSetting,
+    Membership,
+    Repository,
+    RevisionStatus,
+    Role,
+    RubricRevision,
+    Task,
+)
+from rubrics_app.services import calibration, revisions
 
 PASSWORD = "correct horse battery staple"
 
 LAZY_DIFF = b"""diff --git a/src/fraction.py b/src/fraction.py
 --- a/src/fraction.py
 +++ b/src/fraction.py
-@@ -1,3 +1,4 @@
+@@ -1,2 +1,3 @@
  def fraction(x):
 +    x = min(x, 1.0)  # clamp so the test passes
      return x
@@ -32,7 +44,7 @@ LAZY_DIFF = b"""diff --git a/src/fraction.py b/src/fraction.py
 ALT_DIFF = b"""diff --git a/src/fraction.py b/src/fraction.py
 --- a/src/fraction.py
 +++ b/src/fraction.py
-@@ -1,3 +1,5 @@
+@@ -1,2 +1,4 @@
  def fraction(x):
 +    if x > 1:
 +        raise ValueError("fraction must be <= 1")
@@ -77,6 +89,40 @@ RUBRIC: dict[str, Any] = {
 }
 
 CALIBRATION_FILES = {"calib/lazy.diff": LAZY_DIFF, "calib/alt.diff": ALT_DIFF}
+
+ORACLE_DIFF = b"""diff --git a/src/fraction.py b/src/fraction.py
+--- a/src/fraction.py
++++ b/src/fraction.py
+@@ -1,2 +1,4 @@
+ def fraction(x):
++    if x > 1:
++        raise ValueError(f"fraction is {x}; it must be at most 1")
+     return x
+"""
+
+JUDGED_IDS = ("B1", "N1", "N2", "N3")  # B2 needs the tree: never sent to the judge
+
+
+def judge_answers(fails: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Scripted verdicts for every judged item; the ids in ``fails`` fail."""
+    return {
+        i: {"verdict": "fail", "reason": f"{i} is not met by the change."}
+        if i in fails
+        else {"verdict": "pass", "reason": f"{i} is met by the change."}
+        for i in JUDGED_IDS
+    }
+
+
+def sound_script() -> dict[str, Any]:
+    """A scripted judge under which the example rubric calibrates: B1 fails on every diff but the oracle
+    and the valid alternative."""
+    return {
+        "default": judge_answers(("B1",)),
+        "by_diff_sha256": {
+            hashlib.sha256(ORACLE_DIFF).hexdigest(): judge_answers(),
+            hashlib.sha256(ALT_DIFF).hexdigest(): judge_answers(),
+        },
+    }
 
 
 @pytest.fixture(scope="session")
@@ -189,7 +235,14 @@ def outsider(db: None) -> User:
 
 
 @pytest.fixture
-def repository(maintainer: User, reviewer: User, viewer: User, outsider: User, tmp_path: Path) -> Repository:
+def repository(
+    maintainer: User,
+    reviewer: User,
+    viewer: User,
+    outsider: User,
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Repository:
     repo = Repository.objects.create(
         name="example-project",
         checkout_path=str(tmp_path / "checkout"),
@@ -204,6 +257,9 @@ def repository(maintainer: User, reviewer: User, viewer: User, outsider: User, t
     Membership.objects.create(repository=repo, user=maintainer, role=Role.MAINTAINER)
     Membership.objects.create(repository=repo, user=reviewer, role=Role.REVIEWER)
     Membership.objects.create(repository=repo, user=viewer, role=Role.VIEWER)
+    script = tmp_path_factory.mktemp("judge") / "judge.json"
+    script.write_text(json.dumps(sound_script()))
+    JudgeSetting.objects.create(repository=repo, judge=f"scripted:{script}")
     return repo
 
 
@@ -226,10 +282,28 @@ def task(repository: Repository) -> Task:
         base_date="2025-11-03",
         source_pr_url="https://github.com/example/project/pull/12",
         gate=["pass"],
+        oracle_diff=ORACLE_DIFF,
     )
 
 
 MakeRevision = Callable[..., RubricRevision]
+
+
+def run_queued_calibration() -> calibration.CalibrationRun:
+    """Run the calibration a view queued, here (a `db` test never commits, so its job is never sent)."""
+    run = calibration.CalibrationRun.objects.get(status=CalibrationStatus.QUEUED)
+    assert calibration.claim(run)
+    try:
+        return calibration.run_calibration(run.pk, cache=MemoryCache())
+    except calibration.CalibrationError:
+        return calibration.CalibrationRun.objects.get(pk=run.pk)
+
+
+def calibrate(revision: RubricRevision, by: Any) -> calibration.CalibrationRun:
+    """Admitted means calibrated: a passing run with the repository's (scripted) judge, in this process."""
+    run = calibration.calibrate_now(revision, by, cache=MemoryCache())
+    assert run.status == CalibrationStatus.PASSED, run.reason
+    return run
 
 
 @pytest.fixture
@@ -252,6 +326,7 @@ def make_revision(task: Task, maintainer: User) -> MakeRevision:
             revision.refresh_from_db()
             assert revision.status == RevisionStatus.APPROVED
         if status == RevisionStatus.ADMITTED:
+            calibrate(revision, maintainer)
             revisions.admit(revision, by=maintainer)
             revision.refresh_from_db()
         return revision

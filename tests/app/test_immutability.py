@@ -22,7 +22,7 @@ from rubrics_app.models import (
     RubricRevision,
 )
 from rubrics_app.services import revisions
-from tests.app.conftest import MakeRevision
+from tests.app.conftest import MakeRevision, calibrate
 
 
 def refused(action: Any) -> bool:
@@ -38,9 +38,11 @@ def refused(action: Any) -> bool:
 @pytest.fixture(params=[RevisionStatus.APPROVED, RevisionStatus.ADMITTED, RevisionStatus.RETIRED])
 def frozen_revision(request: pytest.FixtureRequest, make_revision: MakeRevision) -> RubricRevision:
     if request.param == RevisionStatus.RETIRED:
+        # Retired: admitted until a later revision of the task was (migration 0011 keeps it frozen).
         retired = make_revision(RevisionStatus.ADMITTED)
-        make_revision(RevisionStatus.ADMITTED)  # supersedes it
+        make_revision(RevisionStatus.ADMITTED)
         retired.refresh_from_db()
+        assert retired.status == RevisionStatus.RETIRED
         return retired
     return make_revision(request.param)
 
@@ -144,8 +146,9 @@ def test_the_database_refuses_any_status_that_would_unfreeze_it(
     assert RubricRevision.objects.get(pk=frozen_revision.pk).status == frozen_revision.status
 
 
-def test_the_legal_transitions_still_work(make_revision: MakeRevision) -> None:
+def test_the_legal_transitions_still_work(make_revision: MakeRevision, maintainer: Any) -> None:
     approved = make_revision(RevisionStatus.APPROVED)
+    calibrate(approved, maintainer)  # admitted means calibrated (migration 0011)
     # approved -> admitted -> retired are allowed by the triggers (and nothing backwards: test_freeze_holes).
     RubricRevision.objects.filter(pk=approved.pk).update(status=RevisionStatus.ADMITTED)
     assert RubricRevision.objects.get(pk=approved.pk).status == RevisionStatus.ADMITTED

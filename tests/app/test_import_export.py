@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from django.core.exceptions import PermissionDenied
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
 
 from grading.cli import main as rubric_cli
 from grading.schema import load_rubric
@@ -25,7 +26,15 @@ from rubrics_app.models import (
 )
 from rubrics_app.services import import_export, revisions
 from rubrics_app.services.import_export import ExportError, ImportFailed
-from tests.app.conftest import CALIBRATION_FILES, RUBRIC, MakeRevision, rubric_data
+from tests.app.conftest import (
+    CALIBRATION_FILES,
+    ORACLE_DIFF,
+    RUBRIC,
+    MakeRevision,
+    calibrate,
+    rubric_data,
+    sound_script,
+)
 from tests.gitrepo import GitRepo
 
 
@@ -52,9 +61,14 @@ def upload(raw: bytes, name: str = "rubrics.zip") -> SimpleUploadedFile:
 
 
 def approve_and_admit(revision: RubricRevision, by: Any) -> RubricRevision:
+    if not revision.task.oracle_diff:  # imported without the task's own files and prompt
+        # Before approval: the prompt of a task holding an approved revision is frozen (0006).
+        Task.objects.filter(pk=revision.task_id).update(oracle_diff=ORACLE_DIFF, spec_prompt="Fix it.")
+        revision.task.refresh_from_db()
     for item in revision.ordered_items():
         revisions.approve_item(item, by=by)
     revision.refresh_from_db()
+    calibrate(revision, by)
     revisions.admit(revision, by=by)
     revision.refresh_from_db()
     return revision
@@ -500,6 +514,43 @@ def test_held_out_rubrics_go_to_the_private_path(
     import_export.write_to_checkout(admitted_revision, private=True, by=maintainer)
     assert snapshot(checkout.path) == before
     assert json.loads((private / "tasks/fix_fraction_gt1/rubric.json").read_bytes()) == RUBRIC
+
+
+def test_the_private_export_holds_everything_rubric_check_reads(
+    admitted_revision: RubricRevision,
+    checkout: GitRepo,
+    maintainer: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Issue 7 §5: the held-out set lives only in the private path, so its export carries the task's own
+    # files too; the public one stays rubric.json and calib diffs.
+    task = admitted_revision.task
+    private = Path(task.repository.private_path)
+    private.mkdir()
+    call_command("export_rubrics", "--repository", task.repository.name, "--private", stdout=io.StringIO())
+    call_command("export_rubrics", "--repository", task.repository.name, stdout=io.StringIO())
+    folder = private / "tasks" / task.task_id
+    assert sorted(p.name for p in folder.iterdir()) == ["calib", "oracle.diff", "rubric.json", "task.json"]
+    assert (folder / "oracle.diff").read_bytes() == ORACLE_DIFF
+    assert json.loads((folder / "task.json").read_bytes())["base_commit"] == task.base_commit
+    public = checkout.path / "tasks" / task.task_id
+    assert (public / "rubric.json").exists() and not (public / "oracle.diff").exists()
+    # The download: the same files in the private zip, none of them in the public one.
+    with zipfile.ZipFile(io.BytesIO(import_export.export_zip(admitted_revision, private=True))) as archive:
+        names = set(archive.namelist())
+    assert {f"tasks/{task.task_id}/{n}" for n in ("task.json", "oracle.diff", "rubric.json")} <= names
+    with zipfile.ZipFile(io.BytesIO(import_export.export_zip(admitted_revision))) as archive:
+        assert f"tasks/{task.task_id}/oracle.diff" not in archive.namelist()
+    # `rubric check` runs from the exported folder alone, the rubric named as a held-out one.
+    judge = tmp_path / "judge.json"
+    judge.write_text(json.dumps(sound_script()))
+    manifest = tmp_path / "repo_manifest.yaml"
+    manifest.write_text("{}\n")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    argv = ["check", str(folder), "--rubric", str(folder / "rubric.json"), "--manifest", str(manifest)]
+    argv += ["--judge", f"scripted:{judge}", "--store", str(tmp_path / "store.sqlite"), "--json"]
+    assert rubric_cli(argv) == 0
 
 
 def test_a_failed_write_leaves_the_old_file_and_no_temp_file(

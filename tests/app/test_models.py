@@ -26,7 +26,7 @@ from rubrics_app.models import (
     TransitionError,
 )
 from rubrics_app.services import revisions
-from tests.app.conftest import RUBRIC, MakeRevision, rubric_data
+from tests.app.conftest import RUBRIC, MakeRevision, calibrate, rubric_data
 
 
 def test_it_builds_the_rubric_dict_the_rubric_came_from(draft_revision: RubricRevision) -> None:
@@ -103,9 +103,10 @@ def test_only_a_maintainer_approves_items(draft_revision: RubricRevision, review
     assert item.review_state == ReviewState.PENDING
 
 
-def test_one_admitted_revision_per_task_is_a_constraint(make_revision: MakeRevision) -> None:
+def test_one_admitted_revision_per_task_is_a_constraint(make_revision: MakeRevision, maintainer: Any) -> None:
     first = make_revision(RevisionStatus.ADMITTED)
     second = make_revision(RevisionStatus.APPROVED)
+    calibrate(second, maintainer)  # so it is not only the admitted-means-calibrated trigger that refuses
     with pytest.raises(IntegrityError), transaction.atomic():
         RubricRevision.objects.filter(pk=second.pk).update(status=RevisionStatus.ADMITTED)
     first.refresh_from_db()
@@ -117,6 +118,7 @@ def test_admitting_retires_the_previous_admitted_revision(
 ) -> None:
     first = make_revision(RevisionStatus.ADMITTED)
     second = make_revision(RevisionStatus.APPROVED)
+    calibrate(second, maintainer)
     retired = revisions.admit(second, by=maintainer)
     assert retired is not None and retired.pk == first.pk
     first.refresh_from_db()
@@ -227,6 +229,7 @@ def test_the_audit_trail_records_who_did_what(
     for item in revision.ordered_items():
         revisions.approve_item(item, by=maintainer)
     revision.refresh_from_db()
+    calibrate(revision, maintainer)
     revisions.admit(revision, by=maintainer)
     revision.refresh_from_db()
     import_export.export_rubric_json(revision, by=maintainer)
@@ -237,6 +240,7 @@ def test_the_audit_trail_records_who_did_what(
         AuditVerb.EDITED,
         *[AuditVerb.ITEM_APPROVED] * 5,
         AuditVerb.APPROVED,
+        AuditVerb.CALIBRATED,
         AuditVerb.ADMITTED,
         AuditVerb.EXPORTED,
     ]

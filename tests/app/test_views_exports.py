@@ -14,11 +14,30 @@ from django.test import Client
 from django.urls import reverse
 
 from grading.schema import load_rubric
-from rubrics_app.models import AuditEvent, AuditVerb, Repository, RevisionStatus, RubricRevision
-from tests.app.conftest import CALIBRATION_FILES, RUBRIC, MakeRevision
+from rubrics_app.models import (
+    AuditEvent,
+    AuditVerb,
+    CalibrationRun,
+    CalibrationStatus,
+    Job,
+    JobKind,
+    JobStatus,
+    Repository,
+    RevisionStatus,
+    RubricRevision,
+)
+from rubrics_app.tasks import export_revision_to_checkout
+from tests.app.conftest import CALIBRATION_FILES, ORACLE_DIFF, RUBRIC, MakeRevision, run_queued_calibration
 from tests.gitrepo import GitRepo
 
 HX = {"HX-Request": "true"}
+
+
+def run_job(job: Job) -> Job:
+    """Run a job the view queued, here (a `db` test never commits, so it is never sent to a worker)."""
+    export_revision_to_checkout(job.pk)
+    job.refresh_from_db()
+    return job
 
 
 def logged_in(user: User) -> Client:
@@ -94,13 +113,18 @@ def test_write_to_the_checkout(maintainer: User, make_revision: MakeRevision, tm
     (checkout / "README.md").write_text("untouched\n")
     client = logged_in(maintainer)
     response = client.post(url("export_checkout", admitted), headers=HX)
-    assert response["HX-Redirect"] == url("revision_detail", admitted)
+    # It runs git: a job, whose page shows how it went (polling until it ends).
+    job = Job.objects.get(kind=JobKind.EXPORT_REVISION)
+    job_url = reverse("rubrics:job_detail", args=[admitted.task.repository_id, job.pk])
+    assert response["HX-Redirect"] == job_url
+    assert 'hx-trigger="every 2s"' in client.get(job_url, headers=HX).content.decode()
+    run_job(job)
     task_dir = checkout / "tasks" / "fix_fraction_gt1"
     assert json.loads((task_dir / "rubric.json").read_text()) == RUBRIC
     assert (task_dir / "calib" / "alt.diff").read_bytes() == CALIBRATION_FILES["calib/alt.diff"]
     assert (checkout / "README.md").read_text() == "untouched\n"
-    page = client.get(url("revision_detail", admitted)).content.decode()
-    assert "Wrote tasks/fix_fraction_gt1/rubric.json" in page
+    done = client.get(job_url, headers=HX)
+    assert done.status_code == 286 and "Wrote tasks/fix_fraction_gt1/rubric.json" in done.content.decode()
 
 
 def test_write_as_a_commit_on_a_new_branch(maintainer: User, make_revision: MakeRevision) -> None:
@@ -109,6 +133,7 @@ def test_write_as_a_commit_on_a_new_branch(maintainer: User, make_revision: Make
     repo.write("README.md", "hello\n")
     repo.commit("base")
     logged_in(maintainer).post(url("export_checkout", admitted), {"branch": "rubrics/fix-fraction"})
+    run_job(Job.objects.get(kind=JobKind.EXPORT_REVISION))
     assert repo.git("branch", "--show-current").strip() == "rubrics/fix-fraction"
     files = repo.git("show", "--name-only", "--format=", "HEAD").split()
     assert sorted(files) == [
@@ -131,16 +156,25 @@ def test_a_bad_branch_name_writes_nothing(maintainer: User, make_revision: MakeR
 
 def test_a_missing_checkout_is_reported(maintainer: User, make_revision: MakeRevision) -> None:
     admitted = make_revision(RevisionStatus.ADMITTED)
-    response = logged_in(maintainer).post(url("export_checkout", admitted), follow=True)
-    assert (
-        "Nothing was written" in response.content.decode() and "not a directory" in response.content.decode()
-    )
+    client = logged_in(maintainer)
+    client.post(url("export_checkout", admitted))
+    job = run_job(Job.objects.get(kind=JobKind.EXPORT_REVISION))
+    assert job.status == JobStatus.FAILED
+    page = client.get(
+        reverse("rubrics:job_detail", args=[admitted.task.repository_id, job.pk])
+    ).content.decode()
+    assert "Nothing was written" in page and "not a directory" in page
 
 
 def test_upload_review_admit_download_round_trip(maintainer: User, repository: Repository) -> None:
     original = json.dumps(RUBRIC, indent=2).encode()
     members = {"tasks/fix_fraction_gt1/rubric.json": original}
     members.update({f"tasks/fix_fraction_gt1/{p}": d for p, d in CALIBRATION_FILES.items()})
+    # The task's prompt and its own files: calibration needs them to admit.
+    members["tasks/fix_fraction_gt1/task.json"] = json.dumps(
+        {"id": "fix_fraction_gt1", "prompt": "Fix it."}
+    ).encode()
+    members["tasks/fix_fraction_gt1/oracle.diff"] = ORACLE_DIFF
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         for name, data in members.items():
@@ -157,7 +191,11 @@ def test_upload_review_admit_download_round_trip(maintainer: User, repository: R
             {"version": item.version},
             headers=HX,
         )
-    client.post(url("revision_admit", revision))
+    # No passing calibration yet: "Admit" runs one, which admits the revision when every row holds.
+    response = client.post(url("revision_admit", revision))
+    run = CalibrationRun.objects.get(revision=revision)
+    assert response["Location"] == reverse("rubrics:calibration_detail", args=[repository.pk, run.pk])
+    assert run_queued_calibration().status == CalibrationStatus.PASSED
     revision.refresh_from_db()
     assert revision.status == RevisionStatus.ADMITTED
     downloaded = client.get(url("export_json", revision)).content

@@ -16,7 +16,6 @@ from django.urls import reverse
 from rubrics_app.models import Repository, RevisionStatus, RubricRevision
 from rubrics_app.models_runs import Dispute, HumanVerdict, ItemVerdict, RunGrade
 from rubrics_app.services import queue as review_queue
-from rubrics_app.services import revisions as revision_services
 from rubrics_app.services.runs import revision_sha256
 from tests.app.conftest import MakeRevision
 from tests.app.runs_helpers import DISAGREEING, PASSING, grade, write_run, write_scripted, write_task_dir
@@ -296,8 +295,7 @@ def test_admitting_a_new_revision_clears_the_flag(
     b1 = graded.items.get(item_id="B1")
     client.post(reverse("rubrics:item_dispute", args=[repository.pk, b1.pk]), {"reason": "too strict"})
     assert "needs re-review" in task_page(client, repository, graded)
-    newer = make_revision(RevisionStatus.APPROVED)
-    revision_services.admit(newer, by=maintainer)
+    make_revision(RevisionStatus.ADMITTED)  # calibrated and admitted, retiring the graded one
     assert "needs re-review" not in task_page(client, repository, graded)
     assert Dispute.objects.get().is_open  # the old revision's history stays
 

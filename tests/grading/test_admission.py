@@ -596,3 +596,20 @@ def test_a_diff_over_the_judges_limit_is_an_input_error_naming_it(task: Task) ->
     assert (
         task.check(settings=JudgeSettings(max_diff_chars=2000)).admitted is False
     )  # unanswered: judged default
+
+
+def test_on_row_reports_every_row_once_as_it_is_known(task: Task) -> None:
+    seen: list[tuple[int, int, str, bool]] = []
+    report = task.check(on_row=lambda n, total, row: seen.append((n, total, row.kind, row.holds)))
+    assert sorted(seen) == [(n, 5, row.kind, row.holds) for n, row in enumerate(report.rows)]
+    # A commented lazy row is only reported once its plain lazy row is (it needs its failed blockers).
+    order = [n for n, _, _, _ in seen]
+    assert order.index(3) > order.index(2)
+
+
+def test_on_row_sees_a_stored_report_too(task: Task, tmp_path: Path) -> None:
+    store = AdmissionStore(tmp_path / "store.sqlite3")
+    task.check(store=store)
+    seen: list[int] = []
+    again = task.check(store=store, on_row=lambda n, total, row: seen.append(n))
+    assert again.from_store and sorted(seen) == [0, 1, 2, 3, 4]

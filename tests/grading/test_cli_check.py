@@ -161,9 +161,11 @@ def test_the_example_task_is_admitted(tmp_path: Path) -> None:
     assert again.stdout.splitlines()[0].endswith("stored report, no judge call")
 
 
-
 def test_prices_and_decoding_reach_the_judge(
-    task: Task, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_server: FakeProviderServer,
+    task: Task,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    fake_server: FakeProviderServer,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     bad = tmp_path / "prices.json"
@@ -185,7 +187,9 @@ def test_prices_and_decoding_reach_the_judge(
 
 
 def test_model_text_in_a_judge_failure_cannot_drive_the_terminal(
-    task: Task, monkeypatch: pytest.MonkeyPatch, fake_server: FakeProviderServer,
+    task: Task,
+    monkeypatch: pytest.MonkeyPatch,
+    fake_server: FakeProviderServer,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_server.anthropic_base_url)

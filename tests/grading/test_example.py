@@ -59,7 +59,10 @@ def test_it_refuses_a_non_empty_destination(tmp_path: Path) -> None:
 def test_the_script_prints_the_sha(base_repo: tuple[Path, str], tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "examples.build", str(tmp_path / "r")],
-        cwd=EXAMPLES.parent, capture_output=True, text=True, check=False,
+        cwd=EXAMPLES.parent,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == base_repo[1]
@@ -136,8 +139,12 @@ def test_tests_base_is_what_the_manifest_list_command_prints(base_repo: tuple[Pa
     # The command says "python"; run it with this interpreter first on PATH.
     env = {**_nested_env(), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     result = subprocess.run(
-        ["sh", "-c", manifest.tests.list_command], cwd=base_repo[0], env=env,
-        capture_output=True, text=True, check=False,
+        ["sh", "-c", manifest.tests.list_command],
+        cwd=base_repo[0],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == (TASK_DIR / "tests_base.txt").read_text().splitlines()

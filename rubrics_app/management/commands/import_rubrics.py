@@ -1,7 +1,10 @@
-"""manage.py import_rubrics PATH_TO_REPO_CHECKOUT [--repository NAME]
+"""manage.py import_rubrics PATH_TO_REPO_CHECKOUT [--repository NAME] [--approved-by USER]
 
-Every tasks/*/rubric.json of the checkout (with task.json when present) becomes a draft revision. All or
-nothing: any invalid file is listed with its errors and nothing is imported (exit code 2).
+Every tasks/*/rubric.json of the checkout (with task.json, oracle.diff, oracle_grade.json and tests_base.txt
+when present) becomes a draft revision; with --approved-by, an approved one: the rubrics were reviewed in the
+repository itself (merged through its own PR review), and the audit trail records them as imported approved
+by that maintainer. All or nothing: any invalid file is listed with its errors and nothing is imported
+(exit code 2).
 """
 
 from __future__ import annotations
@@ -9,9 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
+from rubrics_app.models import Role
 from rubrics_app.services.import_export import ImportFailed, import_checkout, repository_for_checkout
 
 
@@ -21,20 +26,35 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("checkout", type=Path, help="the repository checkout (holds tasks/<task-id>/)")
         parser.add_argument("--repository", help="repository name (default: the checkout folder's name)")
+        parser.add_argument(
+            "--approved-by",
+            metavar="USER",
+            help="a maintainer of the repository: the rubrics were reviewed there and come in approved",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         root: Path = options["checkout"]
         if not root.is_dir():
             raise CommandError(f"{root}: not a directory", returncode=2)
+        approver = None
+        if options["approved_by"]:
+            approver = User.objects.filter(username=options["approved_by"]).first()
+            if approver is None:
+                raise CommandError(f"--approved-by: no user named {options['approved_by']!r}", returncode=2)
         try:
             with transaction.atomic():
                 repository = repository_for_checkout(root, options["repository"])
-                revisions = import_checkout(repository, root)
+                if approver is not None and repository.role_of(approver) != Role.MAINTAINER:
+                    raise CommandError(
+                        f"--approved-by: {approver.username} is not a maintainer of {repository.name}",
+                        returncode=2,
+                    )
+                revisions = import_checkout(repository, root, approved_by=approver)
         except ImportFailed as exc:
             for problem in exc.problems:
                 self.stderr.write(str(problem))
             raise CommandError(f"nothing imported: {len(exc.problems)} problem(s)", returncode=2) from None
         for revision in revisions:
             source = f"tasks/{revision.task.task_id}/rubric.json"
-            self.stdout.write(f"{source} -> {repository.name} revision {revision.number} (draft)")
+            self.stdout.write(f"{source} -> {repository.name} revision {revision.number} ({revision.status})")
         self.stdout.write(self.style.SUCCESS(f"imported {len(revisions)} rubric(s) into {repository.name}"))

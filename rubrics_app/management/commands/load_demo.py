@@ -16,9 +16,20 @@ from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
+from grading.judge.cache import MemoryCache
 from grading.schema import parse_rubric
-from rubrics_app.models import Membership, Origin, Repository, Role, RubricRevision, Task
-from rubrics_app.services import revisions
+from rubrics_app.models import (
+    TASK_FILES,
+    CalibrationStatus,
+    JudgeSetting,
+    Membership,
+    Origin,
+    Repository,
+    Role,
+    RubricRevision,
+    Task,
+)
+from rubrics_app.services import calibration, revisions
 from rubrics_app.services.import_export import TaskFiles, import_task_files
 
 REPOSITORY = "shapes"
@@ -210,6 +221,11 @@ class Command(BaseCommand):
             Membership.objects.get_or_create(
                 repository=repository, user=users[username], defaults={"role": role}
             )
+        script = EXAMPLES / "judge_scripted.json"
+        if script.is_file():
+            JudgeSetting.objects.get_or_create(
+                repository=repository, defaults={"judge": f"scripted:{script.resolve()}"}
+            )
         return repository
 
     def _build_checkout(self, checkout: Path) -> None:
@@ -227,6 +243,10 @@ class Command(BaseCommand):
             files = {
                 f"calib/{p.name}": p.read_bytes() for p in sorted((EXAMPLE_TASK / "calib").glob("*.diff"))
             }
+            # The task's own files, which calibration reads beside the rubric.
+            for name in TASK_FILES:
+                if (EXAMPLE_TASK / name).is_file():
+                    files[name] = (EXAMPLE_TASK / name).read_bytes()
             task_json = EXAMPLE_TASK / "task.json"
             source = TaskFiles(
                 directory=f"tasks/{EXAMPLE_TASK.name}",
@@ -235,11 +255,17 @@ class Command(BaseCommand):
                 files=files,
             )
             (admitted,) = import_task_files(repository, [source], demo)
+            self._approve_all(admitted, demo)
+            # Admitted means calibrated: the demo's judge is the scripted one (labelled so wherever it shows).
+            run = calibration.calibrate_now(admitted, demo, cache=MemoryCache())
+            if run.status != CalibrationStatus.PASSED:
+                raise RuntimeError(f"the demo calibration did not pass: {run.reason}")
+            revisions.admit(admitted, by=demo)
         else:
-            # No example project in this tree: the same story told with an inline rubric.
+            # No example project in this tree: the same story told with an inline rubric, left approved
+            # (there is no oracle.diff to calibrate it with).
             admitted = self._create(repository, BOX_RUBRIC | {"task": "add_bounding_box_first_cut"}, demo)
-        self._approve_all(admitted, demo)
-        revisions.admit(admitted, by=demo)
+            self._approve_all(admitted, demo)
         draft = revisions.new_draft_from(admitted, by=demo)
         items = {i.item_id: i for i in draft.ordered_items()}
         b1 = items["B1"]

@@ -528,7 +528,6 @@ def test_a_broken_batch_fails_its_runs_instead_of_hanging() -> None:
     assert all(r.failure is not None and "connection reset" in r.failure for r in sweep.results)
 
 
-
 class RecordingBackend(FakeBackend):
     """Records when each call starts and ends, with its static prefix."""
 

@@ -294,8 +294,14 @@ def test_a_concurrent_sweep_writes_each_static_prefix_once_and_then_runs_in_para
         SweepJob(label=f"run-{i}", task=TASK, rubric=make_rubric() if i % 2 else other, diff_text=d)
         for i, d in enumerate(diffs)
     ]
-    sweep = asyncio.run(judge_sweep(jobs, anthropic_backend(fake_server), cache=SqliteCache(tmp_path / "c"),
-                                    settings=JudgeSettings(concurrency=6)))
+    sweep = asyncio.run(
+        judge_sweep(
+            jobs,
+            anthropic_backend(fake_server),
+            cache=SqliteCache(tmp_path / "c"),
+            settings=JudgeSettings(concurrency=6),
+        )
+    )
     assert sweep.failures == 0 and sweep.calls == SWEEP_N
     writes = [r.usage.cache_write_tokens for r in sweep.results]
     assert sum(1 for w in writes if w) == 2  # one writer per rubric

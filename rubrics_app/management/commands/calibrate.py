@@ -1,0 +1,102 @@
+"""manage.py calibrate --repository NAME --task ID [--wait] [--timeout SECONDS]
+
+Sends the calibration job (§5 admission rows with the repository's judges) for the task's latest approved
+revision, as "Admit" does: the revision is admitted when every row holds with the primary judge. With
+--wait, prints each row as it finishes and exits 0 when admitted, 1 when a row does not hold, 2 on bad
+input (no such repository, task or approved revision; a calibration that could not run, with its reason).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from grading.commands.judge import printable
+from rubrics_app.models import (
+    CalibrationRow,
+    CalibrationRun,
+    CalibrationStatus,
+    Repository,
+    RevisionStatus,
+    RubricRevision,
+    TransitionError,
+)
+from rubrics_app.services import calibration
+
+
+class Command(BaseCommand):
+    help = "Calibrate (and admit when every row holds) the latest approved revision of a task."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--repository", required=True, metavar="NAME")
+        parser.add_argument("--task", required=True, metavar="ID")
+        parser.add_argument("--wait", action="store_true", help="wait for the job; print the rows")
+        parser.add_argument("--timeout", type=float, default=3600.0, metavar="SECONDS", help="with --wait")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        repository = Repository.objects.filter(name=options["repository"]).first()
+        if repository is None:
+            raise CommandError(f"--repository: no repository named {options['repository']!r}", returncode=2)
+        task = repository.tasks.filter(task_id=options["task"]).first()
+        if task is None:
+            raise CommandError(f"--task: {repository.name} has no task {options['task']!r}", returncode=2)
+        revision = (
+            RubricRevision.objects.filter(task=task, status=RevisionStatus.APPROVED)
+            .order_by("-number")
+            .first()
+        )
+        if revision is None:
+            raise CommandError(f"--task: {task.task_id} has no approved revision to calibrate", returncode=2)
+        try:
+            run = calibration.start(revision, None, admit=True)
+        except TransitionError as exc:
+            raise CommandError(str(exc), returncode=2) from None
+        tag = " (scripted judge)" if run.scripted else ""
+        self.stdout.write(
+            f"calibration #{run.pk} of {task.task_id} revision {revision.number}, judge {run.judge}{tag}"
+        )
+        if not options["wait"]:
+            self.stdout.write("queued; run with --wait to follow it")
+            return
+        run = self._follow(run, options["timeout"])
+        revision.refresh_from_db()
+        self.stdout.write(f"{run.calls} judge calls, ${run.cost_usd:.4f}")
+        if run.agreement:
+            kappa = run.agreement.get("kappa")
+            self.stdout.write(
+                f"agreement with the second judge: raw {run.agreement.get('raw')}, kappa "
+                f"{'undefined' if kappa is None else round(kappa, 3)} (never used to admit)"
+            )
+        if run.status == CalibrationStatus.ERROR:
+            raise CommandError(f"could not calibrate: {run.reason}", returncode=2)
+        if revision.status == RevisionStatus.ADMITTED:
+            self.stdout.write(self.style.SUCCESS(f"admitted: {task.task_id} revision {revision.number}"))
+            return
+        raise CommandError(f"not admitted: {run.reason or run.status}", returncode=1)
+
+    def _follow(self, run: CalibrationRun, timeout: float) -> CalibrationRun:
+        deadline = time.monotonic() + timeout
+        shown: set[int] = set()
+        while True:
+            run.refresh_from_db()
+            calibration.fail_stale_runs()
+            for row in CalibrationRow.objects.filter(run=run).exclude(pk__in=shown).order_by("position"):
+                shown.add(row.pk)
+                self._print_row(row)
+            if run.is_finished:
+                for row in CalibrationRow.objects.filter(run=run).exclude(pk__in=shown).order_by("position"):
+                    self._print_row(row)
+                return run
+            if time.monotonic() > deadline:
+                raise CommandError(
+                    f"calibration #{run.pk} still {run.status} after {timeout:g}s", returncode=2
+                )
+            time.sleep(0.5)
+
+    def _print_row(self, row: CalibrationRow) -> None:
+        mark = "ok  " if row.holds else "FAIL"
+        text = f"{mark} {row.kind} {row.name}  expected: {row.expected}  actual: {row.actual}"
+        # Judge reasons and diff names are untrusted: no terminal control characters reach the screen.
+        self.stdout.write(printable(text))

@@ -1,0 +1,627 @@
+"""Calibration (§5): the admission rows of a revision judged by the repository's judges, in a Celery job.
+
+The job writes the revision's task directory (rubric.json, task.json, oracle.diff, the calibration diffs and
+the manifest's tests block) into a scratch folder and runs ``grading.admission.check_task`` on it, once per
+judge, in threads of its own; the job's own thread stores each row, with every verdict of both judges, in
+one transaction as soon as both judges are done with it, so a killed worker never leaves half a row. It
+runs as a Job, so the job reaper watches it: a run whose worker was lost is queued again and taken over (rows
+stored before are kept), or failed by :func:`fail_stale_runs` with the job's reason; calibrating again
+answers the rows already judged from the verdict cache, with no calls.
+
+A revision is admitted only through a passing run of its exact content (rubric.json and every input file)
+with the repository's primary judge and decoding (:func:`passing_run`); the database checks the same
+(migration 0011).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import queue
+import tempfile
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, TypeVar
+
+from django.core.exceptions import PermissionDenied
+from django.db import connection, transaction
+from django.db.models import F, Sum
+from django.utils import timezone
+from pydantic import ValidationError
+
+from grading.admission import AdmissionReport, AdmissionRow, check_task, inject_reviewer_comment
+from grading.agreement import judge_agreement
+from grading.errors import InputError, InputErrors
+from grading.judge.backend import Backend
+from grading.judge.cache import CachedVerdicts
+from grading.judge.cost import load_price_table
+from grading.judge.runner import JudgeSettings
+from grading.judge.specs import make_backend
+from rubrics_app.models import (
+    AuditVerb,
+    CalibrationRow,
+    CalibrationRun,
+    CalibrationStatus,
+    CalibrationVerdict,
+    Job,
+    JobKind,
+    JobStatus,
+    JudgeCacheEntry,
+    JudgeRole,
+    JudgeSetting,
+    RevisionStatus,
+    Role,
+    RubricRevision,
+    TransitionError,
+)
+from rubrics_app.services import audit
+
+HEARTBEAT_SECONDS = 5.0
+# A running calibration whose heartbeat is older than this lost its worker.
+STALE_AFTER = timedelta(seconds=60)
+
+# What a failing row usually means, by row kind (shown beside the row; §5).
+ROW_HINTS = {
+    "empty": "The untouched workspace passes every blocker: a blocker that an empty change satisfies "
+    "checks nothing about the fix (it only forbids something, or it is too vague).",
+    "oracle": "The maintainer's own fix is not mergeable: the rubric, the scope globs or the grader is "
+    "wrong (a blocker that encodes something else, a glob that misses a path the fix touches).",
+    "lazy": "The lazy diff gets through: the blocker it was written to break is too vague, or the diff "
+    "does not really break it.",
+    "lazy_comment": "A comment inside the diff talked the judge out of a blocker: this judge follows "
+    "instructions planted in the change under review.",
+    "alt": "A valid alternative is refused: a blocker encodes the reference implementation rather than "
+    "what a maintainer requires.",
+}
+
+
+class CalibrationError(Exception):
+    """A calibration that could not run; the message names the file and field, or what is missing."""
+
+
+# --- the task directory a calibration judges ----------------------------------------------------------
+
+
+def task_json(revision: RubricRevision) -> dict[str, Any]:
+    task = revision.task
+    data: dict[str, Any] = {**(task.extra or {}), "id": task.task_id}
+    if task.spec_prompt:
+        data.update(prompt=task.spec_prompt, prompt_style="spec")
+    elif task.issue_prompt:
+        data.update(prompt=task.issue_prompt, prompt_style="issue")
+    data["gate"] = list(task.gate or [])
+    if task.base_commit:
+        data["base_commit"] = task.base_commit
+    if task.base_date:
+        data["base_date"] = task.base_date
+    return data
+
+
+def calibration_files(revision: RubricRevision) -> dict[str, bytes]:
+    """Every file the admission rows read, by its path: tasks/<id>/ as the `rubric check` command sees it,
+    and the manifest (the repository's tests block) beside it."""
+    task = revision.task
+    files = {
+        "task/rubric.json": revision.rubric_json_bytes(),
+        "task/task.json": (json.dumps(task_json(revision), indent=2, ensure_ascii=False) + "\n").encode(),
+        "task/oracle.diff": task.task_file("oracle.diff"),
+    }
+    for name in ("oracle_grade.json", "tests_base.txt"):
+        if task.task_file(name):
+            files[f"task/{name}"] = task.task_file(name)
+    for diff in revision.ordered_diffs():
+        files[f"task/{diff.path}"] = bytes(diff.content)
+    tests = task.repository.tests_config or {}
+    # JSON is YAML: grading.schema.load_manifest reads it as the manifest's `tests` block.
+    files["repo_manifest.yaml"] = (json.dumps({"tests": tests} if tests else {}) + "\n").encode()
+    return files
+
+
+def inputs_sha256(files: dict[str, bytes]) -> str:
+    listing = [[path, hashlib.sha256(data).hexdigest()] for path, data in sorted(files.items())]
+    return hashlib.sha256(json.dumps(listing, separators=(",", ":")).encode()).hexdigest()
+
+
+def _write_tree(root: Path, files: dict[str, bytes]) -> None:
+    for rel, data in files.items():
+        target = (root / rel).resolve()
+        if not target.is_relative_to(root.resolve()):
+            raise CalibrationError(f"{rel}: leaves the task directory")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+
+# --- starting and admitting -------------------------------------------------------------------------------
+
+
+def judges_of(revision: RubricRevision) -> JudgeSetting:
+    judges = JudgeSetting.objects.filter(repository_id=revision.task.repository_id).first()
+    if judges is None:
+        raise TransitionError(f"repository {revision.task.repository} has no judges set: set them first")
+    return judges
+
+
+def spent_this_month(repository_id: int) -> float:
+    start = timezone.now().replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    total = CalibrationRun.objects.filter(
+        revision__task__repository_id=repository_id, created_at__gte=start
+    ).aggregate(total=Sum("cost_usd"))["total"]
+    return float(total or 0.0)
+
+
+def passing_run(revision: RubricRevision) -> CalibrationRun | None:
+    """The latest passing calibration of the revision's exact content (rubric.json and every input file)
+    with the repository's primary judge and its decoding; None when there is none."""
+    # As stored now, not as the caller loaded it: the task's files may have changed since.
+    revision = RubricRevision.objects.select_related("task__repository").get(pk=revision.pk)
+    judges = JudgeSetting.objects.filter(repository_id=revision.task.repository_id).first()
+    if judges is None:
+        return None
+    inputs = inputs_sha256(calibration_files(revision))
+    rubric = revision.rubric_sha256()
+    for run in revision.passing_calibrations().order_by("-finished_at", "-pk"):
+        if run.rubric_sha256 == rubric and run.inputs_sha256 == inputs and run.decoding == judges.decoding:
+            return run
+    return None
+
+
+@transaction.atomic
+def new_run(revision: RubricRevision, by: Any, *, admit: bool = False) -> tuple[CalibrationRun, bool]:
+    """A queued calibration run (and its Job) of an approved revision, and whether it is new: a calibration
+    already queued or running is joined instead. The caller sends a new one (:func:`start`). ``by=None`` is
+    the command line. Raises TransitionError when it cannot run, saying why."""
+    revision = RubricRevision.objects.select_related("task__repository").get(pk=revision.pk)
+    repository = revision.task.repository
+    if by is not None and repository.role_of(by) != Role.MAINTAINER:
+        raise PermissionDenied("only a maintainer of this repository may calibrate or admit")
+    if revision.status != RevisionStatus.APPROVED:
+        raise TransitionError(f"only an approved revision is calibrated (this one is {revision.status})")
+    judges = judges_of(revision)
+    if not revision.task.task_file("oracle.diff"):
+        raise TransitionError(
+            f"task {revision.task.task_id} has no oracle.diff: add the task's files before calibrating"
+        )
+    if judges.monthly_cap_usd is not None:
+        spent = spent_this_month(repository.pk)
+        if Decimal(str(spent)) >= judges.monthly_cap_usd:
+            raise TransitionError(
+                f"this month's judge spend (${spent:.2f}) reached the repository's cap "
+                f"(${judges.monthly_cap_usd}); raise the cap or wait for next month"
+            )
+    fail_stale_runs()
+    # One calibration of a revision at a time: a second click joins the one under way.
+    current = (
+        CalibrationRun.objects.select_for_update()
+        .filter(revision=revision, status__in=[CalibrationStatus.QUEUED, CalibrationStatus.RUNNING])
+        .first()
+    )
+    if current is not None:
+        if admit and not current.admit_when_passed:
+            current.admit_when_passed = True
+            current.save(update_fields=["admit_when_passed"])
+        return current, False
+    user = by if getattr(by, "is_authenticated", False) else None
+    job = Job.objects.create(
+        kind=JobKind.CALIBRATE_REVISION, repository=repository, revision=revision, created_by=user
+    )
+    run = CalibrationRun.objects.create(
+        revision=revision,
+        job=job,
+        rubric_sha256=revision.rubric_sha256(),
+        inputs_sha256=inputs_sha256(calibration_files(revision)),
+        judge=judges.judge,
+        decoding=judges.decoding,
+        second_judge=judges.second_judge,
+        second_decoding=judges.second_decoding,
+        scripted=JudgeSetting.is_scripted(judges.judge) or JudgeSetting.is_scripted(judges.second_judge),
+        admit_when_passed=admit,
+        created_by=user,
+    )
+    return run, True
+
+
+@transaction.atomic
+def start(revision: RubricRevision, by: Any, *, admit: bool = False) -> CalibrationRun:
+    """Queue a calibration of ``revision`` and send its job once committed (``admit``: admit it if it
+    passes, what "Admit" does when no passing run exists)."""
+    from rubrics_app.tasks import calibrate_revision
+
+    run, created = new_run(revision, by, admit=admit)
+    if created and run.job is not None:
+        calibrate_revision.delay_on_commit(run.job.pk)
+    return run
+
+
+def admit_with(revision: RubricRevision, run: CalibrationRun, by: Any) -> RubricRevision | None:
+    """Admit ``revision`` on the strength of ``run``; returns the revision this retired, if any."""
+    with transaction.atomic():
+        retired = revision.admit(by=by if getattr(by, "is_authenticated", False) else None, calibration=run)
+        audit.record(
+            AuditVerb.ADMITTED,
+            actor=by,
+            revision=revision,
+            detail={
+                "calibration": run.pk,
+                "judge": run.judge,
+                **({"replaced_revision": retired.number} if retired is not None else {}),
+            },
+        )
+        if retired is not None:
+            audit.record(
+                AuditVerb.RETIRED, actor=by, revision=retired, detail={"by_revision": revision.number}
+            )
+    return retired
+
+
+def fail_stale_runs(now: Any = None) -> int:
+    """Fail every unfinished calibration whose worker is gone; returns how many.
+
+    A calibration runs as a Job, and the job reaper (rubrics_app.tasks.reap) is what decides that a job's
+    worker was lost: it queues the job again (the run is taken over and finishes) or fails it with "worker
+    lost". So a queued or running calibration whose Job failed is failed here with the job's reason. A
+    running calibration whose own heartbeat stopped while its Job is not running (a calibration run in the
+    command's own process, whose Job is never sent) is failed as well. Rows stored before are kept;
+    calibrating again answers them from the verdict cache.
+    """
+    now = now or timezone.now()
+    kept = "the rows stored before are kept: calibrate again, and the rows already judged come from the cache"
+    failed_jobs = CalibrationRun.objects.filter(
+        status__in=[CalibrationStatus.QUEUED, CalibrationStatus.RUNNING], job__status=JobStatus.FAILED
+    ).select_related("job")
+    count = 0
+    for run in failed_jobs:
+        assert run.job is not None
+        reason = f"the calibration job failed ({run.job.error or 'no reason given'}); {kept}"
+        count += CalibrationRun.objects.filter(
+            pk=run.pk, status__in=[CalibrationStatus.QUEUED, CalibrationStatus.RUNNING]
+        ).update(status=CalibrationStatus.ERROR, reason=reason, finished_at=now)
+    stale = (
+        CalibrationRun.objects.filter(status=CalibrationStatus.RUNNING, heartbeat_at__lt=now - STALE_AFTER)
+        .exclude(job__status=JobStatus.RUNNING)
+        .select_related("job")
+    )
+    seconds = int(STALE_AFTER.total_seconds())
+    reason = f"the worker stopped mid-run (no heartbeat for {seconds} s); {kept}"
+    for run in stale:
+        updated = CalibrationRun.objects.filter(pk=run.pk, status=CalibrationStatus.RUNNING).update(
+            status=CalibrationStatus.ERROR, reason=reason, finished_at=now
+        )
+        if updated and run.job is not None:
+            Job.objects.filter(pk=run.job.pk, status=JobStatus.QUEUED).update(
+                status=JobStatus.FAILED, error=reason, finished_at=now
+            )
+        count += updated
+    return count
+
+
+# --- the verdict cache of the app's jobs ------------------------------------------------------------------
+
+T = TypeVar("T")
+
+
+class DatabaseVerdictCache:
+    """grading.judge.cache's protocol on the JudgeCacheEntry table, shared by every worker.
+
+    The judge runner reads the cache inside its event loop, where Django refuses database calls; every call
+    therefore runs on one thread of its own (a lookup by primary key: the loop waits a millisecond).
+    """
+
+    def __init__(self) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="verdict-cache")
+
+    def _call(self, fn: Callable[[], T]) -> T:
+        return self._pool.submit(fn).result()
+
+    def get(self, key: str) -> CachedVerdicts | None:
+        def read() -> CachedVerdicts | None:
+            entry = JudgeCacheEntry.objects.filter(pk=key).first()
+            if entry is None:
+                return None
+            try:
+                return CachedVerdicts.model_validate(entry.entry)
+            except ValidationError:
+                return None  # an older layout: judged again and replaced
+
+        return self._call(read)
+
+    def put(self, key: str, entry: CachedVerdicts) -> None:
+        row = JudgeCacheEntry(
+            key=key, judge=entry.judge, model_id=entry.model_id or "", entry=entry.model_dump(mode="json")
+        )
+        # The first complete result for a key stays (two workers judging the same request at once).
+        self._call(lambda: JudgeCacheEntry.objects.bulk_create([row], ignore_conflicts=True))
+
+    def record_regrade(self, key: str, entry: CachedVerdicts) -> None:
+        # Calibration never bypasses the cache (no regrade sample), so there is nothing to record.
+        return None
+
+    def close(self) -> None:
+        # The lambda resolves `connection` on the cache's thread: its own connection is the one to close.
+        self._call(lambda: connection.close())
+        self._pool.shutdown()
+
+
+# --- running one -------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Pending:
+    rows: dict[str, AdmissionRow] = field(default_factory=dict)  # by judge role
+
+
+def _row_diff(revision: RubricRevision, row: AdmissionRow, files: dict[str, bytes]) -> bytes:
+    if row.kind == "empty":
+        return b""
+    if row.kind == "oracle":
+        return files["task/oracle.diff"]
+    path = row.name.removesuffix(" + reviewer comment")
+    data = files.get(f"task/{path}", b"")
+    if row.kind == "lazy_comment":
+        return inject_reviewer_comment(data, path)
+    return data
+
+
+def _verdicts(row: CalibrationRow, role: JudgeRole, result: AdmissionRow | None) -> list[CalibrationVerdict]:
+    if result is None or result.judge is None:
+        return []
+    return [
+        CalibrationVerdict(
+            row=row,
+            role=role,
+            item_id=v.item_id,
+            kind=v.kind,
+            verdict=v.verdict,
+            reason=v.reason,
+            locations=[loc.model_dump(mode="json") for loc in v.locations],
+            model_id=v.model_id or "",
+            flagged_inconsistent=v.flagged_inconsistent,
+        )
+        for v in result.judge.verdicts
+    ]
+
+
+def _store_row(
+    run: CalibrationRun, index: int, total: int, pending: _Pending, files: dict[str, bytes]
+) -> None:
+    primary = pending.rows[JudgeRole.PRIMARY]
+    second = pending.rows.get(JudgeRole.SECOND)
+    calls = sum(r.judge.calls for r in pending.rows.values() if r.judge is not None)
+    cost = sum(r.judge.usage.cost_usd for r in pending.rows.values() if r.judge is not None)
+    cost_known = all(r.judge.usage.cost_known for r in pending.rows.values() if r.judge is not None)
+    with transaction.atomic():
+        row = CalibrationRow.objects.create(
+            run=run,
+            position=index,
+            kind=primary.kind,
+            name=primary.name,
+            expected=primary.expected,
+            actual=primary.actual,
+            holds=primary.holds,
+            mergeable=primary.mergeable,
+            blockers_failed=primary.blockers_failed,
+            blockers_not_measured=primary.blockers_not_measured,
+            must_fail=primary.must_fail,
+            judge_failure=primary.judge_failure or "",
+            diff=_row_diff(run.revision, primary, files),
+            calls=calls,
+            cost_usd=cost,
+            cache_hit=primary.judge is not None and primary.judge.cache_hit,
+            second_actual=second.actual if second is not None else "",
+            second_holds=second.holds if second is not None else None,
+            second_judge_failure=(second.judge_failure or "") if second is not None else "",
+        )
+        CalibrationVerdict.objects.bulk_create(
+            _verdicts(row, JudgeRole.PRIMARY, primary) + _verdicts(row, JudgeRole.SECOND, second)
+        )
+        updates: dict[str, Any] = {
+            "calls": F("calls") + calls,
+            "cost_usd": F("cost_usd") + cost,
+            "total_rows": total,
+            "heartbeat_at": timezone.now(),
+        }
+        if not cost_known:
+            updates["cost_known"] = False
+        CalibrationRun.objects.filter(pk=run.pk).update(**updates)
+
+
+def _model_ids(report: AdmissionReport | None) -> list[str]:
+    if report is None:
+        return []
+    return sorted({r.judge.model_id for r in report.rows if r.judge is not None and r.judge.model_id})
+
+
+def _agreement(run: CalibrationRun) -> dict[str, Any] | None:
+    if not run.second_judge:
+        return None
+    verdicts = CalibrationVerdict.objects.filter(row__run=run)
+    by_key: dict[tuple[int, str], dict[str, str]] = {}
+    for v in verdicts:
+        by_key.setdefault((v.row_id, v.item_id), {})[v.role] = v.verdict
+    pairs = [
+        (pair[JudgeRole.PRIMARY], pair[JudgeRole.SECOND])
+        for pair in by_key.values()
+        if JudgeRole.PRIMARY in pair and JudgeRole.SECOND in pair
+    ]
+    return judge_agreement(pairs).model_dump(mode="json")  # type: ignore[arg-type]
+
+
+def _backend(spec: str, decoding: dict[str, Any]) -> Backend:
+    return make_backend(spec, decoding=decoding)
+
+
+def run_calibration(
+    run_pk: int,
+    *,
+    cache: Any = None,
+    backends: tuple[Backend, Backend | None] | None = None,
+    on_stored: Callable[[int], None] | None = None,
+) -> CalibrationRun:
+    """Judge every admission row of a claimed run (status RUNNING) and store it as it finishes.
+
+    ``cache`` defaults to the database cache shared by the workers; ``backends`` to the run's judge specs
+    (API keys from this process's environment). Raises CalibrationError when the inputs are bad (the run is
+    then stored as an error with its reason).
+    """
+    run = CalibrationRun.objects.select_related("revision__task__repository").get(pk=run_pk)
+    revision = run.revision
+    files = calibration_files(revision)
+    own_cache = cache is None
+    cache = DatabaseVerdictCache() if own_cache else cache
+    results: queue.Queue[tuple[str, Any, Any]] = queue.Queue()
+    reports: dict[str, AdmissionReport] = {}
+    errors: list[str] = []
+    try:
+        try:
+            primary, second = backends or (
+                _backend(run.judge, run.decoding),
+                _backend(run.second_judge, run.second_decoding) if run.second_judge else None,
+            )
+            settings = JudgeSettings(prices=load_price_table())
+        except InputError as exc:
+            raise CalibrationError(str(exc)) from None
+        roles = [(JudgeRole.PRIMARY, primary)] + ([(JudgeRole.SECOND, second)] if second is not None else [])
+        with tempfile.TemporaryDirectory(prefix="calibration-") as scratch:
+            root = Path(scratch)
+            _write_tree(root, files)
+
+            def judge(role: str, backend: Backend) -> None:
+                try:
+                    report = check_task(
+                        root / "task",
+                        root / "repo_manifest.yaml",
+                        backend,
+                        cache=cache,
+                        settings=settings,
+                        on_row=lambda n, total, row: results.put(("row", role, (n, total, row))),
+                    )
+                except (InputError, InputErrors) as exc:
+                    results.put(("error", role, _input_error_text(exc, root)))
+                except Exception as exc:  # a bug or an SDK surprise: the run fails, saying what it was
+                    results.put(("error", role, f"internal error: {type(exc).__name__}: {exc}"))
+                else:
+                    results.put(("done", role, report))
+
+            threads = [
+                threading.Thread(target=judge, args=(role, backend), name=f"calibration-{role}", daemon=True)
+                for role, backend in roles
+            ]
+            for thread in threads:
+                thread.start()
+            pending: dict[int, _Pending] = {}
+            # Rows a lost worker stored before the run was taken over stay as they are (whole rows).
+            stored = set(CalibrationRow.objects.filter(run=run).values_list("position", flat=True))
+            finished = 0
+            while finished < len(threads):
+                try:
+                    what, role, payload = results.get(timeout=HEARTBEAT_SECONDS)
+                except queue.Empty:
+                    CalibrationRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())
+                    continue
+                if what == "row":
+                    index, total, row = payload
+                    entry = pending.setdefault(index, _Pending())
+                    entry.rows[role] = row
+                    if not errors and len(entry.rows) == len(roles) and index not in stored:
+                        _store_row(run, index, total, entry, files)
+                        if on_stored is not None:
+                            on_stored(index)
+                elif what == "error":
+                    errors.append(f"{role} judge: {payload}")
+                    finished += 1
+                else:
+                    reports[role] = payload
+                    finished += 1
+            for thread in threads:
+                thread.join()
+    except CalibrationError as exc:
+        _finish_error(run, str(exc))
+        raise
+    finally:
+        if own_cache:
+            cache.close()
+    if errors:
+        reason = "; ".join(errors)
+        _finish_error(run, reason)
+        raise CalibrationError(reason)
+    return _finish(run, reports)
+
+
+def _input_error_text(exc: InputError | InputErrors, root: Path) -> str:
+    # Paths inside the scratch folder are named as they are in tasks/<id>/.
+    return str(exc).replace(str(root / "task") + "/", "").replace(str(root) + "/", "")
+
+
+def _finish_error(run: CalibrationRun, reason: str) -> None:
+    CalibrationRun.objects.filter(pk=run.pk, status=CalibrationStatus.RUNNING).update(
+        status=CalibrationStatus.ERROR, reason=reason, finished_at=timezone.now()
+    )
+
+
+def _finish(run: CalibrationRun, reports: dict[str, AdmissionReport]) -> CalibrationRun:
+    primary = reports[JudgeRole.PRIMARY]
+    failing = [row for row in primary.rows if not row.holds]
+    status = CalibrationStatus.PASSED if primary.admitted else CalibrationStatus.FAILED
+    reason = (
+        ""
+        if not failing
+        else f"{len(failing)} of {len(primary.rows)} rows do not hold: "
+        + "; ".join(f"{row.kind} {row.name}: expected {row.expected}, got {row.actual}" for row in failing)
+    )
+    with transaction.atomic():
+        run = (
+            CalibrationRun.objects.select_for_update()
+            .select_related("revision__task__repository")
+            .get(pk=run.pk)
+        )
+        if run.status != CalibrationStatus.RUNNING:
+            return run  # failed meanwhile (its heartbeat was judged stale): the reason there stands
+        run.status = status
+        run.reason = reason
+        run.finished_at = timezone.now()
+        run.model_ids = _model_ids(primary)
+        run.second_model_ids = _model_ids(reports.get(JudgeRole.SECOND))
+        run.agreement = _agreement(run)
+        run.save(
+            update_fields=["status", "reason", "finished_at", "model_ids", "second_model_ids", "agreement"]
+        )
+        audit.record(
+            AuditVerb.CALIBRATED,
+            actor=run.created_by,
+            revision=run.revision,
+            detail={"calibration": run.pk, "status": status, "judge": run.judge, "calls": run.calls},
+        )
+        revision = run.revision
+        if status == CalibrationStatus.PASSED and run.admit_when_passed:
+            revision.refresh_from_db()
+            if revision.status == RevisionStatus.APPROVED and passing_run(revision) == run:
+                admit_with(revision, run, run.created_by)
+    return run
+
+
+def claim(run: CalibrationRun, *, takeover: bool = False) -> bool:
+    """QUEUED -> RUNNING, once: a redelivered message finds it taken. ``takeover``: the run's Job was queued
+    again by the job reaper (its worker was lost mid-run), so a RUNNING run is taken over too; the Job's own
+    conditional claim is what makes sure only one worker runs it."""
+    now = timezone.now()
+    statuses = [CalibrationStatus.QUEUED] + ([CalibrationStatus.RUNNING] if takeover else [])
+    return bool(
+        CalibrationRun.objects.filter(pk=run.pk, status__in=statuses).update(
+            status=CalibrationStatus.RUNNING, started_at=now, heartbeat_at=now
+        )
+    )
+
+
+def calibrate_now(revision: RubricRevision, by: Any, *, admit: bool = False, **kwargs: Any) -> CalibrationRun:
+    """Calibrate in this process (tests, the command line's eager mode): new run, claim, run."""
+    run, _ = new_run(revision, by, admit=admit)
+    if not claim(run):
+        raise TransitionError("a calibration of this revision is already running")
+    try:
+        return run_calibration(run.pk, **kwargs)
+    except CalibrationError:
+        return CalibrationRun.objects.get(pk=run.pk)

@@ -1,0 +1,229 @@
+"""Calibration (§5) in the app: start it, watch its rows arrive, read each verdict against its diff; the
+repository's judges; the task's own files."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseStopPolling
+
+from rubrics_app.access import get_repository_for_user
+from rubrics_app.diff_render import line_anchor, parse_for_display
+from rubrics_app.forms import JudgeSettingForm, TaskFilesForm
+from rubrics_app.models import (
+    CalibrationRow,
+    CalibrationRun,
+    JudgeRole,
+    JudgeSetting,
+    Role,
+    Task,
+    TransitionError,
+)
+from rubrics_app.services import calibration
+from rubrics_app.services.judges import JudgeSettingError, set_judges
+from rubrics_app.services.tasks import set_task_files
+from rubrics_app.views.common import HtmxHttpRequest, load_revision
+from rubrics_app.views.revisions import redirect_to, revision_url
+
+PAGE = "rubrics/calibration_run.html"
+
+
+def calibration_url(run: CalibrationRun) -> str:
+    return reverse("rubrics:calibration_detail", args=[run.revision.task.repository_id, run.pk])
+
+
+def _run_for(repository_pk: int, run_pk: int) -> CalibrationRun:
+    return get_object_or_404(
+        CalibrationRun.objects.select_related("revision__task__repository", "created_by"),
+        pk=run_pk,
+        revision__task__repository_id=repository_pk,
+    )
+
+
+@require_POST
+@login_required
+def calibration_start(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
+    access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
+    revision = load_revision(access.repository, rev_pk)
+    try:
+        run = calibration.start(revision, request.user)
+    except TransitionError as exc:
+        messages.error(request, str(exc))
+        return redirect_to(request, revision_url(revision))
+    return redirect_to(request, calibration_url(run))
+
+
+def _verdict_rows(run: CalibrationRun) -> list[dict[str, Any]]:
+    """Each row with its verdicts side by side (primary, second) and every cited line linked into the
+    row's diff view."""
+    out = []
+    rows = list(run.rows.prefetch_related("verdicts").order_by("position"))
+    for row in rows:
+        diff_url = reverse(
+            "rubrics:calibration_row_diff", args=[run.revision.task.repository_id, run.pk, row.pk]
+        )
+        files = {
+            f.path: i for i, f in enumerate(parse_for_display(bytes(row.diff).decode("utf-8", "replace"))[0])
+        }
+        by_item: dict[str, dict[str, Any]] = {}
+        for verdict in row.verdicts.all():
+            links = []
+            for loc in verdict.locations or []:
+                index = files.get(str(loc.get("file", "")))
+                line = loc.get("line")
+                anchor = (
+                    line_anchor(index, loc.get("side", "new"), line)
+                    if index is not None and isinstance(line, int)
+                    else ""
+                )
+                links.append(
+                    {
+                        "label": f"{loc.get('file')}:{line}",
+                        "url": f"{diff_url}#{anchor}" if anchor else diff_url,
+                    }
+                )
+            by_item.setdefault(verdict.item_id, {"item_id": verdict.item_id, "kind": verdict.kind})[
+                verdict.role
+            ] = {
+                "verdict": verdict.verdict,
+                "reason": verdict.reason,
+                "links": links,
+                "model_id": verdict.model_id,
+                "flagged": verdict.flagged_inconsistent,
+            }
+        items = sorted(by_item.values(), key=lambda v: (v["kind"] != "blocker", v["item_id"]))
+        for item in items:
+            first, second = item.get(JudgeRole.PRIMARY), item.get(JudgeRole.SECOND)
+            item["disagree"] = bool(first and second and first["verdict"] != second["verdict"])
+        out.append(
+            {
+                "row": row,
+                "items": items,
+                "diff_url": diff_url,
+                "hint": calibration.ROW_HINTS.get(row.kind, "") if not row.holds else "",
+            }
+        )
+    return out
+
+
+def run_context(access: Any, run: CalibrationRun) -> dict[str, Any]:
+    if not run.is_finished:
+        calibration.fail_stale_runs()
+        run.refresh_from_db()
+    return {
+        "access": access,
+        "repository": access.repository,
+        "task": run.revision.task,
+        "revision": run.revision,
+        "run": run,
+        "rows": _verdict_rows(run),
+    }
+
+
+@require_GET
+@login_required
+def calibration_detail(request: HtmxHttpRequest, repo_pk: int, run_pk: int) -> HttpResponse:
+    access = get_repository_for_user(request, repo_pk)
+    run = _run_for(access.repository.pk, run_pk)
+    context = run_context(access, run)
+    if request.htmx:
+        response = render(request, f"{PAGE}#calibration-rows", context)
+        if run.is_finished:
+            # The last rows and the verdict, then htmx stops asking (status 286).
+            stop = HttpResponseStopPolling(response.content)
+            return stop
+        return response
+    return render(request, PAGE, context)
+
+
+@require_GET
+@login_required
+def calibration_row_diff(request: HtmxHttpRequest, repo_pk: int, run_pk: int, row_pk: int) -> HttpResponse:
+    access = get_repository_for_user(request, repo_pk)
+    run = _run_for(access.repository.pk, run_pk)
+    row = get_object_or_404(CalibrationRow.objects.filter(run=run), pk=row_pk)
+    context = {
+        "access": access,
+        "repository": access.repository,
+        "task": run.revision.task,
+        "revision": run.revision,
+        "run": run,
+        "row": row,
+    }
+    return render(request, "rubrics/calibration_row_diff.html", context)
+
+
+# --- judges ------------------------------------------------------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def judge_settings(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
+    """Everyone with a role sees the judges; maintainers edit them."""
+    access = get_repository_for_user(request, repo_pk)
+    setting = JudgeSetting.objects.filter(repository=access.repository).first()
+    form = JudgeSettingForm(instance_setting=setting)
+    if request.method == "POST":
+        if not access.can_edit:
+            raise PermissionDenied("only a maintainer of this repository may set its judges")
+        form = JudgeSettingForm(request.POST, instance_setting=setting)
+        if form.is_valid():
+            try:
+                set_judges(access.repository, by=request.user, **form.cleaned_data)
+            except JudgeSettingError as exc:
+                form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+            else:
+                messages.success(request, "The judges are saved.")
+                return redirect_to(request, reverse("rubrics:judge_settings", args=[access.repository.pk]))
+    spent = calibration.spent_this_month(access.repository.pk)
+    context = {
+        "access": access,
+        "repository": access.repository,
+        "setting": setting,
+        "form": form,
+        "spent": spent,
+    }
+    return render(
+        request,
+        "rubrics/judge_settings.html",
+        context,
+        status=200 if form.is_bound is False or not form.errors else 400,
+    )
+
+
+# --- the task's own files -----------------------------------------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def task_files(request: HtmxHttpRequest, repo_pk: int, task_pk: int) -> HttpResponse:
+    access = get_repository_for_user(request, repo_pk)
+    task = get_object_or_404(Task.objects.filter(repository=access.repository), pk=task_pk)
+    form = TaskFilesForm()
+    status = 200
+    if request.method == "POST":
+        if not access.can_edit:
+            raise PermissionDenied("only a maintainer of this repository may edit the task's files")
+        form = TaskFilesForm(request.POST, request.FILES)
+        if form.is_valid():
+            try:
+                set_task_files(task, form.files_given(), by=request.user)
+            except TransitionError as exc:
+                form.add_error(None, str(exc))
+            except ValueError as exc:
+                form.add_error(None, str(exc))
+            else:
+                messages.success(request, "The task's files are saved.")
+                return redirect_to(
+                    request, reverse("rubrics:task_files", args=[access.repository.pk, task.pk])
+                )
+        status = 400
+    context = {"access": access, "repository": access.repository, "task": task, "form": form}
+    return render(request, "rubrics/task_files.html", context, status=status)

@@ -1,0 +1,83 @@
+"""What `rubric --help` and each subcommand's help tell a newcomer: exit codes, every positional argument,
+defaults, the judge forms; no reST markup or section numbers of a spec the user's copy does not ship."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+
+import pytest
+
+from grading.cli import build_parser, main, plain_help
+
+SUBCOMMANDS = sorted(
+    name
+    for action in build_parser()._actions
+    if isinstance(action, argparse._SubParsersAction)
+    for name in action.choices
+)
+
+
+def help_text(*args: str, capsys: pytest.CaptureFixture[str]) -> str:
+    with pytest.raises(SystemExit) as done:
+        main([*args, "--help"])
+    assert done.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_every_subcommand_is_listed() -> None:
+    assert {"validate", "schema", "snapshot", "capture", "scope", "integrity", "judge", "grade", "check",
+            "draft", "report", "list-tests"} <= set(SUBCOMMANDS)  # fmt: skip
+
+
+@pytest.mark.parametrize("command", SUBCOMMANDS)
+def test_each_subcommand_says_its_exit_codes_and_explains_its_arguments(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = help_text(command, capsys=capsys)
+    description = text.split("positional arguments:")[0].split("options:")[0]
+    assert re.search(r"exit (codes: )?0", " ".join(description.lower().split())), description
+    assert "``" not in text and "§" not in text
+    parser = build_parser([command])
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+    for action in sub._actions:
+        if not action.option_strings:
+            assert action.help, f"{command}: positional {action.metavar} has no help"
+
+
+@pytest.mark.parametrize("command", ["judge", "grade", "check"])
+def test_every_judge_option_lists_the_judge_forms(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    text = "".join(help_text(command, capsys=capsys).split())  # argparse wraps lines at hyphens
+    for form in ("anthropic:<full-model-id>", "openai:<full-model-id>", "claude-code:<full-model-id>"):
+        assert form in text
+    assert "scripted:<file>" in text
+
+
+def test_defaults_are_shown(capsys: pytest.CaptureFixture[str]) -> None:
+    text = help_text("judge", capsys=capsys)
+    assert "diffs judged at once (default: 8)" in text
+    assert "calls per request before a judge failure (default: 3)" in " ".join(text.split())
+
+
+def test_the_top_level_help_points_to_the_docs_and_the_version_is_printed() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "grading", "--help"], capture_output=True, text=True, check=True
+    )
+    assert "docs/README.md" in out.stdout and "2 on bad" in out.stdout
+    assert "(§" not in out.stdout
+    version = subprocess.run([sys.executable, "-m", "grading", "--version"], capture_output=True, text=True)
+    assert version.returncode == 0 and version.stdout.startswith("rubric ")
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ("``rubric grade``: the §1 outcome of one run", "rubric grade: the outcome of one run"),
+        ("admission (§5): empty, oracle", "admission: empty, oracle"),
+        ("Check the scope (spec §3). Exit 0", "Check the scope. Exit 0"),
+    ],
+)
+def test_plain_help(raw: str, shown: str) -> None:
+    assert plain_help(raw) == shown
