@@ -9,6 +9,7 @@ unit. The tables are keyed so that filling them twice from the same input change
     JudgeGrade     (grade, role)                            primary or second judge: spec, model id, cost
     ItemVerdict    (judge, item_id)                         verdict, reason, cited lines, model id
     HumanVerdict   (grade, item_id)                         a reviewer's label; never changes a score (§4)
+    ReportRow      one row per grade                        what the report reads of it, precomputed
 
 Today grades come from imported metrics.json files; a sweep job fills the same rows (``source = sweep``),
 keyed by the revision content it graded against (``rubric_sha256``) and its primary judge.
@@ -22,7 +23,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from rubrics_app.models import JudgeRole as JudgeRole  # re-exported: the runs side imports it from here
-from rubrics_app.models import RubricItem, RubricRevision, Task
+from rubrics_app.models import Repository, RubricItem, RubricRevision, Task
 
 
 class AgentRun(models.Model):
@@ -190,6 +191,56 @@ class HumanVerdict(models.Model):
             # One label per pair: labelling it again replaces the verdict (and records who and when).
             models.UniqueConstraint(fields=["grade", "item_id"], name="one_human_verdict_per_pair"),
         ]
+
+
+class ReportRow(models.Model):
+    """What the report reads of one grade, written once beside it so that the report page reads one row per
+    run from one table instead of joining runs, grades, judges and item verdicts and decoding metrics.json.
+
+    Filled only by ``services.report_rows.refresh_report_rows`` (the import calls it, and so must anything
+    else that writes a RunGrade with its judges' rows), which also keeps ``latest`` true on exactly the
+    newest grade of each run: the grade the report takes. What can change after a grade is written (the
+    revision's status, the task's base date and prompts, human labels) is not copied here but read with it.
+    """
+
+    grade = models.OneToOneField(RunGrade, on_delete=models.CASCADE, related_name="report_row")
+    run = models.ForeignKey(AgentRun, on_delete=models.CASCADE, related_name="+")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="+")
+    repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="+")
+    revision = models.ForeignKey(
+        RubricRevision, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    latest = models.BooleanField(default=False)  # the run's newest grade
+    name = models.TextField()  # the run's id in a report: its directory as imported
+    arm = models.CharField(max_length=200, blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    prompt_style = models.CharField(max_length=10, blank=True)  # run.json's; "" when it does not say
+    status = models.CharField(max_length=30)
+    test_pass = models.BooleanField(null=True)
+    mergeable = models.BooleanField(null=True)
+    merge_score = models.FloatField(null=True)
+    checks_passed = models.BooleanField(null=True)  # scope and test integrity; None when not run
+    provisional = models.BooleanField()  # as graded; an admitted revision overrides it when read
+    # The rest as JSON text, which the report decodes itself (identical texts once: runs share verdicts):
+    # grade.json's numeric metrics; each judge's verdicts, {"judge", "family", "scripted", "failure",
+    # "blockers", "non_blockers", "previous"} or null when that judge did not run; and the blockers a human
+    # must label for a verdict on mergeable (services.queue.human_label_basis), null when labels cannot
+    # give one, with human_checks: scope and integrity passed.
+    metrics = models.TextField()
+    primary = models.TextField()
+    second = models.TextField()
+    human_items = models.TextField()
+    human_checks = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["run_id", "grade_id"]
+        indexes = [
+            models.Index(fields=["repository", "latest", "arm", "model"], name="report_row_lookup"),
+            models.Index(fields=["run", "grade"], name="report_row_run"),
+        ]
+
+    def __str__(self) -> str:
+        return f"report row of {self.name}"
 
 
 class DisputeSource(models.TextChoices):

@@ -173,16 +173,31 @@ def human_mergeable(grade: RunGrade, labels: dict[str, str]) -> bool | None:
     an unlabelled blocker, a run settled before judging) is None: a judge-free or half-labelled run would
     say nothing about the judge's error.
     """
+    basis = human_label_basis(grade.status, (grade.metrics or {}).get("details"))
+    return None if basis is None else mergeable_from_labels(*basis, labels)
+
+
+def human_label_basis(status: str, details_data: Any) -> tuple[list[str], bool] | None:
+    """What a human verdict on mergeable rests on, from a grade's status and metrics.json details: the
+    blockers the primary judge measured (each needs a human pass or fail) and whether scope and test
+    integrity passed. None when no labels can give a verdict (see :func:`human_mergeable`)."""
     from grading.outcome import RunDetails
 
-    details_data = (grade.metrics or {}).get("details")
-    if grade.status not in ("mergeable", "not_mergeable") or not isinstance(details_data, dict):
+    if status not in ("mergeable", "not_mergeable") or not isinstance(details_data, dict):
         return None
     assessment = RunDetails.model_validate(details_data).assessment
     if assessment is None or assessment.judge_failure is not None:
         return None
     judged = assessment.blockers_passed + assessment.blockers_failed
-    human = [labels.get(item_id) for item_id in judged]
-    if not judged or any(verdict not in ("pass", "fail") for verdict in human):
+    if not judged:
         return None
-    return assessment.in_scope and assessment.integrity_ok and all(v == "pass" for v in human)
+    return list(judged), bool(assessment.in_scope and assessment.integrity_ok)
+
+
+def mergeable_from_labels(judged: list[str], checks_passed: bool, labels: dict[str, str]) -> bool | None:
+    """The human verdict on mergeable given :func:`human_label_basis` and the labels: None unless every
+    judged blocker has a pass or fail."""
+    human = [labels.get(item_id) for item_id in judged]
+    if any(verdict not in ("pass", "fail") for verdict in human):
+        return None
+    return checks_passed and all(v == "pass" for v in human)

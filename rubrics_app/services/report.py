@@ -1,46 +1,48 @@
 """The report page's data: the repository's graded runs as ``grading.report.GradedRun`` records, and the
 report ``grading.report.build_report`` computes from them, cached.
 
-This is the one place RunGrade rows become GradedRun records. It reads a fixed number of queries whatever
-the number of runs (runs with their latest grade, the judges, the item verdicts, the labelled grades), and
-never the diff table nor a grade's whole metrics.json copy: the few metrics.json fields a report needs
-(``details.judge_skipped``, the scope and integrity results, the judge families) are read in the query.
+This is the one place grades become GradedRun records. They are read from the precomputed report rows
+(``ReportRow``, written by ``services.report_rows.refresh_report_rows`` beside each grade): one query on
+one table for the runs, whatever their number, plus a few small ones for what can change after a grade is
+written (the tasks' base dates and prompts, the revisions' statuses, the human labels). Neither the diff
+table nor metrics.json is read.
 
 Which grade: a run may have been graded more than once (another rubric content, another primary judge);
-the report takes its newest grade, the one of the metrics.json imported last, which is what ``rubric
-report`` reads from the run directory. Runs with no grade yet are not in the report (the page counts them).
+the report takes its newest grade (the row marked ``latest``), the one of the metrics.json imported last,
+which is what ``rubric report`` reads from the run directory. Runs with no grade yet are not in the report
+(the page counts them).
 
-Caching: the bootstrap costs seconds at ten thousand runs, so the report is cached under a key made of
-everything it depends on: the runs' and grades' counts and newest ids (both are only ever added), the
-human verdicts, the tasks' base dates and prompts, the revisions' statuses, the training cutoffs and the
-filters. Any change gives a new key, so a cached report is never stale; the key costs a few small queries.
+Caching: the report is cached under a key made of everything it depends on: the runs' count and newest id,
+the report rows' count and newest id (a row is only ever written whole, under a new id), the human
+verdicts, the tasks' base dates and prompts, the revisions' statuses, the training cutoffs and the filters.
+Any change gives a new key, so a cached report is never stale; the key costs a few small queries.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
 from django.core.cache import cache
-from django.db.models import Count, Exists, F, Max, OuterRef, QuerySet
+from django.db.models import Count, Max, QuerySet
 from django.db.models.functions import Length
 
 from grading.errors import InputError
 from grading.report import DEFAULT_BOOTSTRAP, DEFAULT_SEED, GradedRun, JudgeVerdicts, Report, build_report
 from grading.report_files import parse_date
 from rubrics_app.models import Repository, RevisionStatus, RubricRevision, Task
-from rubrics_app.models_runs import AgentRun, HumanVerdict, ItemVerdict, JudgeGrade, JudgeRole, RunGrade
-from rubrics_app.services.queue import human_mergeable
+from rubrics_app.models_runs import AgentRun, HumanVerdict, ReportRow, RunGrade
+from rubrics_app.services.queue import mergeable_from_labels
+from rubrics_app.services.report_rows import refresh_report_rows
 
 FILTERS = ("task", "arm", "model", "prompt_style")
 PROMPT_STYLES = ("spec", "issue")
 CACHE_SECONDS = 24 * 3600  # the key changes with the data; this only bounds how long an unused one stays
-_CACHE_VERSION = "report-v1"
+_CACHE_VERSION = "report-v2"
 
 
 @dataclass
@@ -108,17 +110,18 @@ def _human_verdicts(repository: Repository) -> list[tuple[int, str, str]]:
 
 
 def _state(repository: Repository) -> dict[str, Any]:
-    """Everything the report depends on, small: the key's ingredients and what building it reuses."""
+    """Everything the report depends on, small: the key's ingredients and what building it reuses.
+
+    The report rows stand for the grades and their verdicts: a row is only ever written whole, under a new
+    id (services.report_rows deletes and inserts), so their count and newest id change with any of them."""
     runs = AgentRun.objects.filter(task__repository=repository).aggregate(n=Count("pk"), last=Max("pk"))
-    grades = RunGrade.objects.filter(run__task__repository=repository).aggregate(
-        n=Count("pk"), last=Max("pk")
-    )
+    rows = ReportRow.objects.filter(repository=repository).aggregate(n=Count("pk"), last=Max("pk"))
     revisions = list(
         RubricRevision.objects.filter(task__repository=repository).order_by("pk").values_list("pk", "status")
     )
     return {
         "runs": runs,
-        "grades": grades,
+        "rows": rows,
         "revisions": revisions,
         "tasks": _tasks(repository),
         "human": _human_verdicts(repository),
@@ -126,17 +129,21 @@ def _state(repository: Repository) -> dict[str, Any]:
     }
 
 
+def _fill_missing_rows(repository: Repository, rows: int) -> bool:
+    """Grades written without their report row (whatever wrote them did not call
+    ``services.report_rows.refresh_report_rows``) get one now; True when there were any. One count query
+    when there are none."""
+    grades = RunGrade.objects.filter(run__task__repository=repository)
+    if grades.count() == rows:
+        return False
+    return refresh_report_rows(grades.filter(report_row=None).values_list("pk", flat=True)) > 0
+
+
 def _cache_key(repository: Repository, state: dict[str, Any], filters: dict[str, str]) -> str:
     return f"{_CACHE_VERSION}:{repository.pk}:{_digest([state, filters, DEFAULT_BOOTSTRAP, DEFAULT_SEED])}"
 
 
 # --- rows -> GradedRun ----------------------------------------------------------------------------------
-
-
-def latest_grades(repository: Repository) -> QuerySet[RunGrade]:
-    """Each run's newest grade."""
-    newer = RunGrade.objects.filter(run_id=OuterRef("run_id"), pk__gt=OuterRef("pk"))
-    return RunGrade.objects.filter(run__task__repository=repository).exclude(Exists(newer))
 
 
 def _runs_query(repository: Repository, filters: dict[str, str]) -> QuerySet[AgentRun]:
@@ -150,105 +157,63 @@ def _runs_query(repository: Repository, filters: dict[str, str]) -> QuerySet[Age
     return query
 
 
-_GRADE_FIELDS = (
-    "pk",
-    "run_id",
-    "run__task_id",
-    "run__arm",
-    "run__model",
-    "run__prompt_style",
-    "run__source",
-    "run__repetition",
-    "run__grade_json",
+_ROW_FIELDS = (
+    "grade_id",
+    "task_id",
+    "revision_id",
+    "name",
+    "arm",
+    "model",
+    "prompt_style",
     "status",
+    "test_pass",
     "mergeable",
     "merge_score",
+    "checks_passed",
     "provisional",
-    "revision__status",
+    "metrics",
+    "primary",
+    "second",
+    "human_items",
+    "human_checks",
 )
-# The metrics.json fields a report reads, taken in the query so the whole copy is never loaded.
-_DETAILS = {
-    "judge_skipped": "metrics__details__judge_skipped",
-    "in_scope": "metrics__details__scope__in_scope",
-    "integrity_ok": "metrics__details__integrity__ok",
-    "family_primary": "metrics__details__judge_families__primary",
-    "family_second": "metrics__details__judge_families__second",
-}
 
 
-def _numeric_metrics(grade_json: Any) -> dict[str, float]:
-    # grade.json's metrics: metrics.json holds the same (the import checks they are equal).
-    if not isinstance(grade_json, dict):
-        return {}
-    return {
-        k: float(v)
-        for k, v in grade_json.items()
-        if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-    }
+def _rows(repository: Repository, filters: dict[str, str], task_pks: dict[str, int]) -> list[tuple[Any, ...]]:
+    """The report rows of the runs' newest grades under the filters: one query on one table."""
+    query = ReportRow.objects.filter(repository=repository, latest=True)
+    if filters.get("task"):
+        query = query.filter(task_id=task_pks.get(filters["task"], -1))
+    if "arm" in filters:
+        query = query.filter(arm=filters["arm"])
+    if "model" in filters:
+        query = query.filter(model=filters["model"])
+    return list(query.order_by("run_id").values_list(*_ROW_FIELDS))
 
 
-def _test_pass(status: str, judge_skipped: Any) -> bool | None:
-    # As grading.report_files reads metrics.json: the judge runs only when the gate held.
-    if status in ("mergeable", "judge_failure"):
-        return True
-    if status == "not_mergeable":
-        return judge_skipped is None
-    return None
+class _Decoded:
+    """The rows' JSON texts decoded, each distinct text once: runs of a task mostly share their judges'
+    verdicts, so ten thousand rows hold far fewer texts. JudgeVerdicts is frozen, so one object can serve
+    every run that holds it."""
 
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self.verdicts: dict[str, JudgeVerdicts | None] = {}
 
-def _judges(grade_ids: QuerySet[RunGrade]) -> dict[int, dict[str, dict[str, Any]]]:
-    judges: dict[int, dict[str, dict[str, Any]]] = defaultdict(dict)
-    by_pk: dict[int, dict[str, Any]] = {}
-    for pk, grade_id, role, spec, scripted, failure, bypass in JudgeGrade.objects.filter(
-        grade__in=grade_ids
-    ).values_list("pk", "grade_id", "role", "judge", "scripted", "failure", "cache_bypass"):
-        entry: dict[str, Any] = {
-            "judge": spec,
-            "scripted": scripted,
-            "failure": failure or None,
-            "bypass": bool(bypass),
-            "blockers": {},
-            "non_blockers": {},
-            "previous": {},
-        }
-        judges[grade_id][role] = entry
-        by_pk[pk] = entry
-    for judge_id, item_id, kind, verdict, previous in ItemVerdict.objects.filter(
-        judge__grade__in=grade_ids
-    ).values_list("judge_id", "item_id", "kind", "verdict", "previous_verdict"):
-        target = by_pk[judge_id]
-        target["blockers" if kind == "blocker" else "non_blockers"][item_id] = verdict
-        if previous:
-            target["previous"][item_id] = previous
-    return judges
+    def value(self, text: str) -> Any:
+        try:
+            return self.values[text]
+        except KeyError:
+            value = self.values[text] = json.loads(text)
+            return value
 
-
-def _verdicts(entry: dict[str, Any] | None, family: Any) -> JudgeVerdicts | None:
-    if entry is None:
-        return None
-    return JudgeVerdicts(
-        judge=entry["judge"],
-        family=family if isinstance(family, str) else None,
-        scripted=entry["scripted"],
-        failure=entry["failure"],
-        blockers=entry["blockers"],
-        non_blockers=entry["non_blockers"],
-        previous=entry["previous"] if entry["bypass"] and entry["previous"] else None,
-    )
-
-
-def _human_labels(grade_ids: set[int], human: list[tuple[int, str, str]]) -> dict[int, bool]:
-    """A human's verdict on mergeable per grade, from the queue's labels (services.queue.human_mergeable)."""
-    by_grade: dict[int, dict[str, str]] = defaultdict(dict)
-    for grade_id, item_id, verdict in human:
-        if grade_id in grade_ids:
-            by_grade[grade_id][item_id] = verdict
-    labels: dict[int, bool] = {}
-    for grade in RunGrade.objects.filter(pk__in=list(by_grade)).order_by("pk"):
-        value = human_mergeable(grade, by_grade[grade.pk])
-        if value is not None:
-            labels[grade.pk] = value
-    return labels
+    def judge(self, text: str) -> JudgeVerdicts | None:
+        try:
+            return self.verdicts[text]
+        except KeyError:
+            data = json.loads(text)
+            verdicts = self.verdicts[text] = None if data is None else JudgeVerdicts(**data)
+            return verdicts
 
 
 def graded_runs(
@@ -269,46 +234,46 @@ def graded_runs(
                     f"task {task_id!r}: base_date {base_date!r} is not a date; its runs count as unknown"
                 )
         tasks[pk] = (task_id, parsed, task_prompt_style(bool(spec), bool(issue)))
-    grades = latest_grades(repository).filter(run__in=_runs_query(repository, filters))
-    rows = list(grades.values(*_GRADE_FIELDS, **{k: F(v) for k, v in _DETAILS.items()}))
-    judges = _judges(grades)
-    labels = _human_labels({r["pk"] for r in rows}, state["human"])
+    # Stored provisional as graded; a draft revision approved or admitted since makes it count as admitted.
+    draft = {pk for pk, status in state["revisions"] if status == RevisionStatus.DRAFT}
+    labels: dict[int, dict[str, str]] = defaultdict(dict)
+    for grade_id, item_id, verdict in state["human"]:
+        labels[grade_id][item_id] = verdict
     runs: list[GradedRun] = []
     grade_of_run: dict[str, int] = {}
-    for row in rows:
-        task_id, base_date, task_style = tasks[row["run__task_id"]]
-        style = row["run__prompt_style"] or task_style
+    task_pks = {task_id: pk for pk, (task_id, _, _) in tasks.items()}
+    decoded = _Decoded()
+    for row in _rows(repository, filters, task_pks):
+        (grade_pk, task_pk, revision_pk, name, arm, model, run_style, status, passed, mergeable, score,
+         checks, provisional, metrics, primary, second, human_items, human_checks) = row  # fmt: skip
+        task_id, base_date, task_style = tasks[task_pk]
+        style = run_style or task_style
         if filters.get("prompt_style") and style != filters["prompt_style"]:
             continue
-        run_id = (
-            row["run__source"] or f"{task_id}/{row['run__arm']}/{row['run__model']}/{row['run__repetition']}"
-        )
-        in_scope, integrity_ok = row["in_scope"], row["integrity_ok"]
-        checks = None if in_scope is None or integrity_ok is None else bool(in_scope) and bool(integrity_ok)
-        # Stored provisional as imported; a draft revision admitted since makes it count as admitted.
-        provisional = row["provisional"] and row["revision__status"] in (None, RevisionStatus.DRAFT)
-        judged = judges.get(row["pk"], {})
+        human = None
+        if grade_pk in labels and (judged := decoded.value(human_items)) is not None:
+            human = mergeable_from_labels(judged, human_checks, labels[grade_pk])
         runs.append(
             GradedRun(
-                run=run_id,
+                run=name,
                 task=task_id,
-                arm=row["run__arm"],
-                model=row["run__model"],
+                arm=arm,
+                model=model,
                 prompt_style=style,
                 base_date=base_date,
-                status=row["status"],
-                test_pass=_test_pass(row["status"], row["judge_skipped"]),
-                mergeable=row["mergeable"],
-                merge_score=row["merge_score"],
+                status=status,
+                test_pass=passed,
+                mergeable=mergeable,
+                merge_score=score,
                 checks_passed=checks,
-                metrics=_numeric_metrics(row["run__grade_json"]),
-                primary=_verdicts(judged.get(JudgeRole.PRIMARY), row["family_primary"]),
-                second=_verdicts(judged.get(JudgeRole.SECOND), row["family_second"]),
-                provisional=provisional,
-                human_mergeable=labels.get(row["pk"]),
+                metrics=decoded.value(metrics),
+                primary=decoded.judge(primary),
+                second=decoded.judge(second),
+                provisional=provisional and (revision_pk is None or revision_pk in draft),
+                human_mergeable=human,
             )
         )
-        grade_of_run[run_id] = row["pk"]
+        grade_of_run[name] = grade_pk
     return runs, grade_of_run, notes
 
 
@@ -323,6 +288,8 @@ def _ungraded(repository: Repository, filters: dict[str, str]) -> int:
 def repository_report(repository: Repository, filters: dict[str, str]) -> ReportResult:
     """The report of the repository's graded runs under the filters, from the cache when nothing changed."""
     state = _state(repository)
+    if _fill_missing_rows(repository, state["rows"]["n"]):
+        state = _state(repository)
     key = _cache_key(repository, state, filters)
     cached = cache.get(key)
     if isinstance(cached, ReportResult):

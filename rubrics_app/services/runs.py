@@ -50,6 +50,7 @@ from rubrics_app.services.import_export import (
     checked_zip_members,
     rubric_json_bytes,
 )
+from rubrics_app.services.report_rows import refresh_report_rows
 
 DIFF_FILE = "workspace.diff"
 RUN_FILES = ("run.json", "grade.json", "workspace.diff", "ignored_created.txt", "tests_list.txt")
@@ -498,6 +499,7 @@ def _import_run_dirs(repository: Repository, root: Path, label_root: str, user: 
         if problems:
             raise ImportFailed(problems)
         outcome = RunImport()
+        new_grades: list[int] = []
         for index, run in enumerate(prepared):
             agent_run = stored.get(index)
             if agent_run is None:
@@ -527,13 +529,17 @@ def _import_run_dirs(repository: Repository, root: Path, label_root: str, user: 
             else:
                 outcome.unchanged.append(agent_run)
             if run.metrics is not None:
-                _, created = store_grade(
+                grade, created = store_grade(
                     agent_run, run.metrics.metrics, run.metrics.raw, run.metrics.sha256, GradeSource.IMPORTED
                 )
                 if created:
                     outcome.grades_created += 1
+                    new_grades.append(grade.pk)
                 else:
                     outcome.grades_unchanged += 1
+        # The report's rows of the new grades, in the same transaction: a report never sees a grade
+        # without its row.
+        refresh_report_rows(new_grades)
     return outcome
 
 

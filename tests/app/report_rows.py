@@ -7,16 +7,24 @@ from collections.abc import Sequence
 
 from rubrics_app.models import Task
 from rubrics_app.models_runs import AgentRun, ItemVerdict, JudgeGrade, RunGrade
+from rubrics_app.services.report_rows import refresh_report_rows
 
 BATCH = 2000
 
 
 def _details(mergeable: bool) -> dict[str, object]:
+    # metrics.json's details as grading writes them (grading.outcome.RunDetails), less the judges' copies.
     return {
         "status": "mergeable" if mergeable else "not_mergeable",
-        "scope": {"in_scope": True},
+        "scope": {"in_scope": True, "changed_files": 1, "changed_lines": 1},
         "integrity": {"ok": True},
         "judge_skipped": None,
+        "assessment": {
+            "in_scope": True,
+            "integrity_ok": True,
+            "blockers_passed": ["B1"] if mergeable else [],
+            "blockers_failed": [] if mergeable else ["B1"],
+        },
         "judge_families": {"primary": "claude", "second": "gpt"},
     }
 
@@ -73,4 +81,5 @@ def bulk_runs(tasks: Sequence[Task], arms: Sequence[str], models: Sequence[str],
             ItemVerdict(judge=j, item_id="N1", kind="non_blocker", verdict=n1, reason="r"),
         ]
     ItemVerdict.objects.bulk_create(verdicts, batch_size=BATCH)
+    refresh_report_rows(g.pk for g in grades)  # as the import does after writing grades
     return len(runs)

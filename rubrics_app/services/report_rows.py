@@ -1,0 +1,213 @@
+"""The report's precomputed rows (``ReportRow``): one per grade, holding what ``grading.report`` reads of it.
+
+:func:`refresh_report_rows` is the one function that writes them. Whatever creates a RunGrade with its
+JudgeGrade and ItemVerdict rows calls it afterwards, in the same transaction, with the new grades' ids: the
+import of metrics.json files does (``services.runs``), and a sweep that grades runs in the app must too.
+It is idempotent (a grade's row is rewritten from its rows) and costs a fixed number of queries per 500
+grades, whatever the number of judges and verdicts. It also keeps ``latest`` set on the newest grade of
+each run it touches, the grade a report takes.
+
+Should a grade be written without its row all the same, the report page notices (it counts both) and fills
+the missing rows before computing: a forgotten call costs one slow view, never a wrong report.
+
+The migration that created the table fills it with the same code over the historical models
+(:func:`fill_report_rows`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any, NamedTuple
+
+from django.db.models import Max
+from pydantic import ValidationError
+
+from rubrics_app.models_runs import ItemVerdict, JudgeGrade, JudgeRole, ReportRow, RunGrade
+from rubrics_app.services.queue import human_label_basis
+
+CHUNK = 500  # grades per round of queries: bounds memory (each grade's metrics.json details are read)
+
+
+class RowModels(NamedTuple):
+    """The model classes the rows are filled from: the app's, or a migration's historical ones."""
+
+    grade: Any
+    judge: Any
+    verdict: Any
+    row: Any
+
+
+APP_MODELS = RowModels(RunGrade, JudgeGrade, ItemVerdict, ReportRow)
+
+
+def refresh_report_rows(grade_pks: Iterable[int]) -> int:
+    """Write (or rewrite) the report rows of these grades, and the ``latest`` flag of their runs' rows.
+    Returns how many grades were filled."""
+    return fill_report_rows(grade_pks, APP_MODELS)
+
+
+def fill_report_rows(grade_pks: Iterable[int], models: RowModels) -> int:
+    pks = sorted(set(grade_pks))
+    for start in range(0, len(pks), CHUNK):
+        _fill(pks[start : start + CHUNK], models)
+    return len(pks)
+
+
+def numeric_metrics(grade_json: Any) -> dict[str, float]:
+    """grade.json's numeric metrics (not booleans, finite): what a report averages per cell. metrics.json
+    holds the same (the import checks that they are equal)."""
+    if not isinstance(grade_json, dict):
+        return {}
+    return {
+        k: float(v)
+        for k, v in grade_json.items()
+        if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    }
+
+
+def gate_passed(status: str, judge_skipped: Any) -> bool | None:
+    """Whether the run passed the test gate, as ``grading.report_files`` reads metrics.json: the judge runs
+    only when the gate held, so a not-mergeable run on which the judge was skipped failed it."""
+    if status in ("mergeable", "judge_failure"):
+        return True
+    if status == "not_mergeable":
+        return judge_skipped is None
+    return None
+
+
+def _json(value: Any) -> str:
+    # Sorted keys, no spaces: equal values give equal texts, which the report decodes once.
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _get(data: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
+def _judges(pks: list[int], models: RowModels) -> dict[int, dict[str, dict[str, Any]]]:
+    judges: dict[int, dict[str, dict[str, Any]]] = defaultdict(dict)
+    by_pk: dict[int, dict[str, Any]] = {}
+    for pk, grade_id, role, spec, scripted, failure, bypass in models.judge.objects.filter(
+        grade_id__in=pks
+    ).values_list("pk", "grade_id", "role", "judge", "scripted", "failure", "cache_bypass"):
+        entry: dict[str, Any] = {
+            "judge": spec,
+            "scripted": scripted,
+            "failure": failure or None,
+            "bypass": bool(bypass),
+            "blockers": {},
+            "non_blockers": {},
+            "previous": {},
+        }
+        judges[grade_id][role] = entry
+        by_pk[pk] = entry
+    for judge_id, item_id, kind, verdict, previous in (
+        models.verdict.objects.filter(judge__grade_id__in=pks)
+        .order_by("judge_id", "item_id")
+        .values_list("judge_id", "item_id", "kind", "verdict", "previous_verdict")
+    ):
+        target = by_pk[judge_id]
+        target["blockers" if kind == "blocker" else "non_blockers"][item_id] = verdict
+        if previous:
+            target["previous"][item_id] = previous
+    return judges
+
+
+def _verdicts(entry: dict[str, Any] | None, family: Any) -> dict[str, Any] | None:
+    # The fields of grading.report.JudgeVerdicts; `previous` only on a deliberate regrade (a cache bypass).
+    if entry is None:
+        return None
+    return {
+        "judge": entry["judge"],
+        "family": family if isinstance(family, str) else None,
+        "scripted": entry["scripted"],
+        "failure": entry["failure"],
+        "blockers": entry["blockers"],
+        "non_blockers": entry["non_blockers"],
+        "previous": entry["previous"] if entry["bypass"] and entry["previous"] else None,
+    }
+
+
+_GRADE_FIELDS = (
+    "pk",
+    "run_id",
+    "run__task_id",
+    "run__task__repository_id",
+    "run__task__task_id",
+    "run__arm",
+    "run__model",
+    "run__prompt_style",
+    "run__source",
+    "run__repetition",
+    "run__grade_json",
+    "revision_id",
+    "status",
+    "mergeable",
+    "merge_score",
+    "provisional",
+    "metrics__details",  # only the details of metrics.json, not the whole copy
+)
+
+
+def _fill(pks: list[int], models: RowModels) -> None:
+    grades = [dict(zip(_GRADE_FIELDS, values, strict=True)) for values in
+              models.grade.objects.filter(pk__in=pks).values_list(*_GRADE_FIELDS)]  # fmt: skip
+    judges = _judges(pks, models)
+    rows = []
+    for g in grades:
+        details = g["metrics__details"]
+        in_scope, integrity_ok = _get(details, "scope", "in_scope"), _get(details, "integrity", "ok")
+        try:
+            basis = human_label_basis(g["status"], details)
+        except ValidationError:
+            # Checked when it was imported; details written some other way that do not read cannot
+            # give a human verdict, and must not stop the rest (the migration fills every stored grade).
+            basis = None
+        judged = judges.get(g["pk"], {})
+        rows.append(
+            models.row(
+                grade_id=g["pk"],
+                run_id=g["run_id"],
+                task_id=g["run__task_id"],
+                repository_id=g["run__task__repository_id"],
+                revision_id=g["revision_id"],
+                name=g["run__source"]
+                or f"{g['run__task__task_id']}/{g['run__arm']}/{g['run__model']}/{g['run__repetition']}",
+                arm=g["run__arm"],
+                model=g["run__model"],
+                prompt_style=g["run__prompt_style"],
+                status=g["status"],
+                test_pass=gate_passed(g["status"], _get(details, "judge_skipped")),
+                mergeable=g["mergeable"],
+                merge_score=g["merge_score"],
+                checks_passed=None
+                if in_scope is None or integrity_ok is None
+                else bool(in_scope) and bool(integrity_ok),
+                provisional=g["provisional"],
+                metrics=_json(numeric_metrics(g["run__grade_json"])),
+                primary=_json(
+                    _verdicts(judged.get(JudgeRole.PRIMARY), _get(details, "judge_families", "primary"))
+                ),
+                second=_json(
+                    _verdicts(judged.get(JudgeRole.SECOND), _get(details, "judge_families", "second"))
+                ),
+                human_items=_json(None if basis is None else basis[0]),
+                human_checks=basis is not None and basis[1],
+            )
+        )
+    models.row.objects.filter(grade_id__in=pks).delete()
+    models.row.objects.bulk_create(rows)
+    # The newest grade of each run touched is the one a report takes.
+    runs = sorted({g["run_id"] for g in grades})
+    newest = models.grade.objects.filter(run_id__in=runs).values("run_id").annotate(newest=Max("pk"))
+    models.row.objects.filter(run_id__in=runs, latest=True).exclude(
+        grade_id__in=newest.values("newest")
+    ).update(latest=False)
+    models.row.objects.filter(grade_id__in=newest.values("newest"), latest=False).update(latest=True)
