@@ -54,6 +54,7 @@ def test_scope_and_integrity_load_nothing_of_the_judge(run_dirs: tuple[Path, Pat
         code, modules = loaded_by(*argv)
         assert code == 0
         assert not modules & set(JUDGE_ONLY), sorted(modules & set(JUDGE_ONLY))
+        assert "numpy" not in modules  # only a report's bootstrap needs it
 
 
 def test_a_judge_command_loads_the_runner_but_no_provider_sdk_for_a_scripted_judge(

@@ -21,6 +21,8 @@ from grading.report import (
     cohen_kappa,
     model_vendor,
     percentile,
+    resample_sums,
+    resample_tasks,
     rogan_gladen,
 )
 
@@ -227,6 +229,40 @@ def test_the_difference_is_paired() -> None:
     test_pass, mergeable, difference = bootstrap_rates(tasks, 2000, random.Random(0))
     assert difference.value == pytest.approx(test_pass.value - mergeable.value)  # type: ignore[operator]
     assert _width(difference) < _width(test_pass) / 2
+
+
+def _resample_loop(sums: list[tuple[int, ...]], replicates: int, rng: random.Random) -> list[tuple[int, ...]]:
+    # The bootstrap written plainly, as it was before it was vectorised: one random.choices per replicate.
+    return [tuple(map(sum, zip(*rng.choices(sums, k=len(sums)), strict=True))) for _ in range(replicates)]
+
+
+@pytest.mark.parametrize(
+    ("tasks", "replicates", "columns"), [(2, 1, 3), (7, 50, 3), (500, 40, 3), (13, 30, 4)]
+)
+def test_the_vectorised_resample_draws_what_random_choices_draws(
+    tasks: int, replicates: int, columns: int
+) -> None:
+    # numpy draws from the Python generator's own state: the same replicates as the plain loop, bit for
+    # bit, and the generator is left where the loop leaves it (the corrected rate draws on after it).
+    data = random.Random(tasks)
+    sums = [tuple(data.randint(0, 9) for _ in range(columns)) for _ in range(tasks)]
+    for seed in ("0\x1fcells\x1fa\x1fm", "7"):
+        vectorised, plain = random.Random(seed), random.Random(seed)
+        plain.random()  # a generator part-way through its block of 624 words
+        vectorised.random()
+        assert [tuple(r) for r in resample_sums(sums, replicates, vectorised).tolist()] == _resample_loop(
+            sums, replicates, plain
+        )
+        assert vectorised.getstate() == plain.getstate()
+        assert vectorised.random() == plain.random()
+
+
+def test_a_task_bootstrap_needs_two_tasks_and_draws_nothing_otherwise() -> None:
+    rng = random.Random(1)
+    state = rng.getstate()
+    assert len(resample_tasks([(3, 2, 1)], 100, rng)) == 0
+    assert rng.getstate() == state
+    assert resample_tasks([(3, 2, 1), (2, 2, 2)], 100, rng).shape == (100, 3)
 
 
 def test_a_report_is_reproducible_and_seeded() -> None:

@@ -1,0 +1,126 @@
+"""The report's precomputed rows: written beside each imported grade, the newest grade of a run marked, the
+same rows from the migration that fills stored grades, and a grade written without its row filled when the
+report is read."""
+
+from __future__ import annotations
+
+import importlib
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.cache import cache
+from django.core.management import call_command
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from rubrics_app.models import Repository, Task
+from rubrics_app.models_runs import ReportRow, RunGrade
+from rubrics_app.services.report_rows import refresh_report_rows
+from tests.app.report_rows import bulk_runs
+from tests.app.runs_helpers import PASSING, grade, write_run, write_scripted, write_task_dir
+from tests.app.test_views_report import build_runs, label_runs
+
+pytestmark = pytest.mark.django_db
+
+FAILING = {**PASSING, "B1": {"verdict": "fail", "reason": "wrong message"}}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache() -> None:
+    cache.clear()
+
+
+def report_json(user: User, repository: Repository) -> dict[str, Any]:
+    client = Client()
+    client.force_login(user)
+    response = client.get(reverse("rubrics:report_json", args=[repository.pk]))
+    assert response.status_code == 200
+    data: dict[str, Any] = json.loads(response.content)
+    return data
+
+
+def _import(path: Path, repository: Repository) -> None:
+    call_command("import_runs", str(path), "--repository", repository.name, stdout=io.StringIO())
+
+
+def test_the_newest_grade_of_a_run_is_the_one_reported(
+    tmp_path: Path, repository: Repository, viewer: User
+) -> None:
+    task_dir = write_task_dir(tmp_path / "checkout", "t1")
+    Task.objects.create(repository=repository, task_id="t1", gate=["pass"], spec_prompt="Fix it.")
+    runs = [write_run(tmp_path / "runs", f"r{i}", task_id="t1", repetition=i) for i in range(3)]
+    for run_dir in runs:
+        grade(task_dir, run_dir, write_scripted(tmp_path / "pass.json", PASSING))
+    _import(tmp_path / "runs", repository)
+    assert ReportRow.objects.count() == 3 and ReportRow.objects.filter(latest=True).count() == 3
+    first = report_json(viewer, repository)
+    assert first["cells"][0]["mergeable_rate"]["value"] == 1.0
+
+    # Graded again with another primary judge: a second grade of each run, which the report takes.
+    failing = write_scripted(tmp_path / "fail.json", FAILING)
+    for run_dir in runs:
+        grade(task_dir, run_dir, failing)
+    _import(tmp_path / "runs", repository)
+    assert RunGrade.objects.count() == ReportRow.objects.count() == 6
+    newest = {g.run_id: g.pk for g in RunGrade.objects.order_by("pk")}
+    assert set(ReportRow.objects.filter(latest=True).values_list("grade_id", flat=True)) == set(
+        newest.values()
+    )
+    second = report_json(viewer, repository)
+    assert second["cells"][0]["runs"] == 3
+    assert second["cells"][0]["mergeable_rate"]["value"] == 0.0
+    assert [j["judge"] for j in second["judges"]] == [failing]
+
+
+def _rows() -> list[dict[str, Any]]:
+    return list(
+        ReportRow.objects.order_by("grade_id").values(*(f.attname for f in ReportRow._meta.fields[1:]))
+    )
+
+
+def test_the_migration_fills_the_rows_the_import_writes(tmp_path: Path, repository: Repository) -> None:
+    build_runs(tmp_path, repository)
+    label_runs(repository)
+    written = _rows()
+    assert len(written) == RunGrade.objects.count() == 24
+    assert any(r["human_items"] != "null" for r in written) and any(r["second"] != "null" for r in written)
+    ReportRow.objects.all().delete()
+    migration = importlib.import_module("rubrics_app.migrations.0100_report_rows")
+    state = MigrationExecutor(connection).loader.project_state(("rubrics_app", "0100_report_rows"))
+    migration.fill_rows(state.apps, None)
+    assert _rows() == written
+
+
+def test_a_grade_written_without_its_row_gets_one_when_the_report_is_read(
+    repository: Repository, viewer: User
+) -> None:
+    tasks = [Task.objects.create(repository=repository, task_id=f"t{i}", spec_prompt="x") for i in (1, 2)]
+    bulk_runs(tasks, ["a"], ["m"], 3)
+    forgotten = RunGrade.objects.order_by("pk")[:2]
+    ReportRow.objects.filter(
+        grade__in=forgotten
+    ).delete()  # as a writer that did not call refresh_report_rows
+    assert report_json(viewer, repository)["cells"][0]["runs"] == 6
+    assert ReportRow.objects.count() == 6 and ReportRow.objects.filter(latest=True).count() == 6
+
+
+def test_refreshing_rows_costs_the_same_queries_for_few_and_many_grades(repository: Repository) -> None:
+    few = [Task.objects.create(repository=repository, task_id=f"f{i}", spec_prompt="x") for i in (1, 2)]
+    many = [Task.objects.create(repository=repository, task_id=f"m{i}", spec_prompt="x") for i in range(20)]
+    bulk_runs(few, ["a"], ["m"], 2)
+    bulk_runs(many, ["a", "b"], ["m", "n"], 5)
+    pks = list(RunGrade.objects.order_by("pk").values_list("pk", flat=True))
+    counts = []
+    for chosen in (pks[:4], pks[4:]):
+        with CaptureQueriesContext(connection) as queries:
+            assert refresh_report_rows(chosen) == len(chosen)
+        counts.append(len(queries))
+    assert len(pks[4:]) == 400 and counts[0] == counts[1]
+    assert ReportRow.objects.count() == 404 and ReportRow.objects.filter(latest=True).count() == 404
