@@ -1,14 +1,26 @@
-"""How long the web app's pages take on the inputs of issue 8 §2, at doubling sizes.
+"""The web app's pages as what they show grows: server time and queries.
 
-    .venv/bin/python benchmarks/app_pages.py
+    .venv/bin/python benchmarks/app_pages.py                    # every table
+    .venv/bin/python benchmarks/app_pages.py --only report      # one: inputs, revision, queue, report
 
-Builds a throwaway SQLite database in a temp dir, renders each page through Django's test client and prints
-a table: seconds per size and the ratio to the previous size (about 2 when the time is linear in the size,
-about 4 when quadratic). The goal: every page under 1 s whatever a maintainer or an imported file put in it.
+Builds a throwaway SQLite database in a temp dir and renders each page through Django's test client (the
+whole request: middleware, access check, queries, template). Every figure is set against the same page at
+the smallest size, measured in the same run: the ratio says how the time grows with the size (at most the
+size's own ratio when the time is linear; near 1 when it does not grow). The queries of each render are in
+the row: a page whose queries grow with what it shows has a query per item, run or revision.
+
+- inputs (issue 8 §2): a blocker's evidence and calibration diffs of hostile shapes, 25,000 to 390,000 chars.
+- revision: the revision page as its items (5 to 11, the rubric schema's range) and its task's revisions
+  (1 to 64) grow.
+- queue: the review queue (judges disagree) as the repository's runs grow from 1,000 to 10,000 (issue 11:
+  2 arms x 2 models x 5 repetitions per task, the second judge disagreeing on one item of 2 runs in 5).
+- report: the report page on the same runs, first view after a change (computed: the goal is under 1 s at
+  10,000 runs) and later views (from the cache).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import tempfile
@@ -29,53 +41,111 @@ import django  # noqa: E402
 django.setup()
 
 from django.contrib.auth.models import User  # noqa: E402
+from django.core.cache import cache  # noqa: E402
 from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
-from django.test.utils import setup_test_environment  # noqa: E402
+from django.test.utils import CaptureQueriesContext, setup_test_environment  # noqa: E402
 from django.urls import reverse  # noqa: E402
 
+from benchmarks._common import Row, machine, print_table  # noqa: E402
 from grading.schema import parse_rubric  # noqa: E402
-from rubrics_app.models import Membership, Repository, Role, Task  # noqa: E402
-from rubrics_app.services.revisions import create_revision  # noqa: E402
+from rubrics_app.models import Membership, Repository, Role, RubricRevision, Task  # noqa: E402
+from rubrics_app.services.revisions import create_revision, new_draft_from  # noqa: E402
 from tests.app.conftest import CALIBRATION_FILES, rubric_data  # noqa: E402
+from tests.app.report_rows import bulk_runs  # noqa: E402
 
-# The two inputs of the issue: letters in a blocker's evidence, and one JavaScript line of `/*"\\` repeated.
+REPEAT = 3
+RUN_SIZES = [1000, 2500, 5000, 10_000]
+# The two inputs of issue 8 §2: letters in a blocker's evidence, and one JavaScript line of `/*"\\` repeated.
 JS_UNIT = '/*"\\\\'
 
 
-def best_of(runs: int, render: Callable[[], None]) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        render()
-        times.append(time.perf_counter() - start)
-    return min(times)
+class Bench:
+    def __init__(self) -> None:
+        self.user = User.objects.create_user("bench", password="bench")
+        self.client = Client()
+        self.client.force_login(self.user)
+        self.repository = self.new_repository("bench")
+
+    def new_repository(self, name: str, **fields: object) -> Repository:
+        repository = Repository.objects.create(name=name, **fields)
+        Membership.objects.create(repository=repository, user=self.user, role=Role.MAINTAINER)
+        return repository
+
+    def get(self, url: str) -> int:
+        """One render; the number of queries it made."""
+        with CaptureQueriesContext(connection) as queries:
+            response = self.client.get(url)
+        assert response.status_code == 200, (url, response.status_code)
+        return len(queries)
+
+    def timed(self, url: str, before: Callable[[], None] = lambda: None) -> tuple[float, int]:
+        """The fastest of REPEAT renders (``before`` runs untimed before each) and the queries of one."""
+        best = float("inf")
+        queries = 0
+        for _ in range(REPEAT):
+            before()
+            started = time.perf_counter()
+            queries = self.get(url)
+            best = min(best, time.perf_counter() - started)
+        return best, queries
 
 
-def main() -> None:
-    setup_test_environment()
-    call_command("migrate", verbosity=0)
-    user = User.objects.create_user("bench", password="bench")
-    repository = Repository.objects.create(name="bench")
-    Membership.objects.create(repository=repository, user=user, role=Role.MAINTAINER)
-    client = Client()
-    client.force_login(user)
+def growth_table(
+    title: str,
+    page: str,
+    unit: str,
+    sizes: list[int],
+    measure: Callable[[int], tuple[float, int]],
+    notes: list[str],
+) -> None:
+    """One row per size, each against the smallest: time ratio and queries."""
 
-    def revision_page(evidence: str) -> Callable[[], None]:
+    def label(size: int, queries: int) -> str:
+        return f"{size:,} {unit.removesuffix('s') if size == 1 else unit} ({queries} queries)"
+
+    measured = [(size, *measure(size)) for size in sizes]
+    small, small_seconds, small_queries = measured[0]
+    rows = [
+        Row(
+            f"{page}, {label(size, queries)}",
+            seconds,
+            label(small, small_queries),
+            small_seconds,
+            goal=size / small,  # no worse than linear
+        )
+        for size, seconds, queries in measured
+    ]
+    counts = sorted({q for _, _, q in measured})
+    notes = [
+        f"Queries: {' / '.join(map(str, counts))} "
+        + ("(the same at every size)." if len(counts) == 1 else "(they grow with the size)."),
+        *notes,
+        f"Fastest of {REPEAT} renders each; the goal is linear growth (the ratio of the sizes); {machine()}.",
+    ]
+    print_table(title, rows, notes)
+
+
+# --- the tables ------------------------------------------------------------------------------------------
+
+
+def inputs(bench: Bench) -> None:
+    repository = bench.repository
+
+    def revision_page(evidence: str) -> str:
         task = Task.objects.create(repository=repository, task_id=f"t{Task.objects.count()}")
         data = rubric_data(task=task.task_id)
         data["blockers"][0]["evidence"] = evidence
-        revision = create_revision(task, parse_rubric(data), CALIBRATION_FILES, by=user)
-        url = reverse("rubrics:revision_detail", args=[repository.pk, revision.pk])
-        return lambda: _ok(client.get(url))
+        revision = create_revision(task, parse_rubric(data), CALIBRATION_FILES, by=bench.user)
+        return reverse("rubrics:revision_detail", args=[repository.pk, revision.pk])
 
-    def diff_page(diff: str) -> Callable[[], None]:
+    def diff_page(diff: str) -> str:
         task = Task.objects.create(repository=repository, task_id=f"t{Task.objects.count()}")
         files = {**CALIBRATION_FILES, "calib/lazy.diff": diff.encode()}
-        revision = create_revision(task, parse_rubric(rubric_data(task=task.task_id)), files, by=user)
+        revision = create_revision(task, parse_rubric(rubric_data(task=task.task_id)), files, by=bench.user)
         diff_pk = revision.calibration_diffs.get(path="calib/lazy.diff").pk
-        url = reverse("rubrics:calibration_diff", args=[repository.pk, revision.pk, diff_pk])
-        return lambda: _ok(client.get(url))
+        return reverse("rubrics:calibration_diff", args=[repository.pk, revision.pk, diff_pk])
 
     def js_line(size: int) -> str:
         return f"--- a/app.js\n+++ b/app.js\n@@ -0,0 +1 @@\n+{JS_UNIT * (size // len(JS_UNIT))}\n"
@@ -87,23 +157,150 @@ def main() -> None:
         body = "".join(f"+{line}\n" for _ in range(count))
         return f"--- a/app.js\n+++ b/app.js\n@@ -0,0 +1,{count} @@\n{body}"
 
-    cases: list[tuple[str, Callable[[int], Callable[[], None]], list[int]]] = [
+    cases: list[tuple[str, Callable[[int], str], list[int]]] = [
         ("revision page, evidence of letters", lambda n: revision_page("a" * n), [25_000, 50_000, 100_000]),
         ("calibration diff, one JS line", lambda n: diff_page(js_line(n)), [97_500, 195_000, 390_000]),
         ("calibration diff, short JS lines", lambda n: diff_page(many_lines(n)), [97_500, 195_000, 390_000]),
     ]
-    print(f"{'page and input':40} {'size':>9} {'seconds':>8} {'ratio':>6}")
     for name, make, sizes in cases:
-        previous = None
-        for size in sizes:
-            seconds = best_of(3, make(size))
-            ratio = f"{seconds / previous:6.2f}" if previous else ""
-            print(f"{name:40} {size:9,} {seconds:8.3f} {ratio:>6}")
-            previous = seconds
+        urls = {size: make(size) for size in sizes}
+        growth_table(
+            f"{name}: {sizes[0]:,} to {sizes[-1]:,} characters",
+            name,
+            "chars",
+            sizes,
+            lambda size, urls=urls: bench.timed(urls[size]),  # type: ignore[misc]
+            [
+                "The goal of issue 8 §2: every page under 1 s whatever a maintainer or an imported file "
+                "put in it."
+            ],
+        )
 
 
-def _ok(response: object) -> None:
-    assert getattr(response, "status_code", None) == 200, response
+def revision(bench: Bench) -> None:
+    repository = bench.repository
+    base = rubric_data(task="x")
+
+    def with_items(items: int) -> str:
+        task = Task.objects.create(repository=repository, task_id=f"items{items}")
+        data = rubric_data(task=task.task_id)
+        blockers = min(5, items - 3)
+        data["blockers"] = [{**base["blockers"][0], "id": f"B{i}"} for i in range(1, blockers + 1)]
+        data["non_blockers"] = [
+            {**base["non_blockers"][0], "id": f"N{i}"} for i in range(1, items - blockers + 1)
+        ]
+        revision = create_revision(task, parse_rubric(data), CALIBRATION_FILES, by=bench.user)
+        return reverse("rubrics:revision_detail", args=[repository.pk, revision.pk])
+
+    urls = {n: with_items(n) for n in (5, 8, 11)}
+    growth_table(
+        "Revision page as its items grow (the schema allows 5 to 11)",
+        "revision page",
+        "items",
+        [5, 8, 11],
+        lambda n: bench.timed(urls[n]),
+        [],
+    )
+
+    def with_revisions(count: int) -> str:
+        task = Task.objects.create(repository=repository, task_id=f"revisions{count}")
+        revision = create_revision(
+            task, parse_rubric(rubric_data(task=task.task_id)), CALIBRATION_FILES, by=bench.user
+        )
+        for _ in range(count - 1):
+            revision = new_draft_from(revision, by=bench.user)
+        assert RubricRevision.objects.filter(task=task).count() == count
+        return reverse("rubrics:revision_detail", args=[repository.pk, revision.pk])
+
+    sizes = [1, 8, 64]
+    urls = {n: with_revisions(n) for n in sizes}
+    growth_table(
+        "Revision page as its task's revisions grow (the newest draft shown)",
+        "revision page",
+        "revisions",
+        sizes,
+        lambda n: bench.timed(urls[n]),
+        [],
+    )
+
+
+def _runs_repositories(bench: Bench) -> dict[int, Repository]:
+    repositories = {}
+    for size in RUN_SIZES:
+        repository = bench.new_repository(f"runs-{size}", training_cutoffs={"claude-x": "2025-05-01"})
+        tasks = Task.objects.bulk_create(
+            Task(
+                repository=repository, task_id=f"t{i:04d}", spec_prompt="x", base_date=f"2025-0{1 + i % 9}-01"
+            )
+            for i in range(size // 20)
+        )
+        assert bulk_runs(tasks, ["a", "b"], ["claude-x", "gpt-y"], 5) == size
+        repositories[size] = repository
+    return repositories
+
+
+def queue(bench: Bench, repositories: dict[int, Repository]) -> None:
+    urls = {size: reverse("rubrics:queue", args=[r.pk]) + "?kind=judges" for size, r in repositories.items()}
+    growth_table(
+        "Review queue (the judges disagree) as runs grow",
+        "queue page",
+        "runs",
+        RUN_SIZES,
+        lambda size: bench.timed(urls[size]),
+        ["The queue lists every disagreeing pair: 2 in 5 runs here, so 4,000 rows at 10,000 runs."],
+    )
+
+
+def report(bench: Bench, repositories: dict[int, Repository]) -> None:
+    urls = {size: reverse("rubrics:report", args=[r.pk]) for size, r in repositories.items()}
+    first: dict[int, float] = {}
+
+    def computed(size: int) -> tuple[float, int]:
+        seconds, queries = bench.timed(urls[size], before=cache.clear)
+        first[size] = seconds
+        return seconds, queries
+
+    growth_table(
+        "Report page, first view after a change (computed), as runs grow",
+        "report page, computed",
+        "runs",
+        RUN_SIZES,
+        computed,
+        [],
+    )
+    print(
+        f"\nFirst view at {RUN_SIZES[-1]:,} runs: {first[RUN_SIZES[-1]]:.2f} s; "
+        f"under 1 s: {'yes' if first[RUN_SIZES[-1]] < 1 else 'NO'}."
+    )
+    for url in urls.values():
+        bench.get(url)  # cached
+    growth_table(
+        "Report page, later views (from the cache), as runs grow",
+        "report page, cached",
+        "runs",
+        RUN_SIZES,
+        lambda size: bench.timed(urls[size]),
+        [],
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", choices=["inputs", "revision", "queue", "report"], action="append")
+    chosen = parser.parse_args().only or ["inputs", "revision", "queue", "report"]
+    setup_test_environment()
+    call_command("migrate", verbosity=0)
+    bench = Bench()
+    if "inputs" in chosen:
+        inputs(bench)
+    if "revision" in chosen:
+        revision(bench)
+    if {"queue", "report"} & set(chosen):
+        repositories = _runs_repositories(bench)
+        if "queue" in chosen:
+            queue(bench, repositories)
+        if "report" in chosen:
+            report(bench, repositories)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/run_all.py > /tmp/benchmarks.md
 
-About three minutes on 2 cores. Run it on a machine that is otherwise idle: every figure is a ratio
+About five minutes on 2 cores. Run it on a machine that is otherwise idle: every figure is a ratio
 against a reference measured in the same run, but a load that comes and goes between the two still moves it.
 """
 
@@ -20,6 +20,8 @@ SCRIPTS = [
     "binary_bomb.py",
     "hostile_inputs.py",
     "globs.py",
+    "report_bootstrap.py",
+    "app_pages.py",
 ]
 
 

@@ -438,17 +438,19 @@ def corrected_rate(
     value = rogan_gladen(sum(t[2] for t in tasks) / n, accuracy.sensitivity, accuracy.specificity)
     if value is None or not len(replicates):
         return Estimate(value=value)
-    draws: list[float] = []
-    # One resample of the labelled tasks per replicate of the cell, drawn in turn.
-    drawn = resample_sums(labels, len(replicates), rng).tolist()
-    for cell, label_sums in zip(replicates.tolist(), drawn, strict=True):
-        acc = _accuracy(tuple(label_sums))
-        if acc is None:
-            continue
-        corrected = rogan_gladen(cell[2] / cell[0], *acc)
-        if corrected is not None:
-            draws.append(corrected)
-    return Estimate(value=value, ci=_interval(draws, value))
+    import numpy as np
+
+    # One resample of the labelled tasks per replicate of the cell, drawn in turn. Then, replicate by
+    # replicate, what _accuracy and rogan_gladen compute, in the same float operations and order.
+    tp, pos, tn, neg = resample_sums(labels, len(replicates), rng).T
+    both_sides = (pos > 0) & (neg > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sensitivity, specificity = tp / pos, tn / neg
+        youden = sensitivity + specificity - 1
+        corrected = (replicates[:, 2] / replicates[:, 0] + specificity - 1) / youden
+    kept = both_sides & (youden > 0)
+    draws = np.minimum(1.0, np.maximum(0.0, corrected[kept]))
+    return Estimate(value=value, ci=_interval(np.sort(draws).tolist(), value))
 
 
 # --- vendors (self-preference, §9) ----------------------------------------------------------------------

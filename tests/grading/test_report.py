@@ -19,6 +19,8 @@ from grading.report import (
     bootstrap_rates,
     build_report,
     cohen_kappa,
+    corrected_rate,
+    judge_accuracy,
     model_vendor,
     percentile,
     resample_sums,
@@ -432,6 +434,47 @@ def test_corrected_rate_from_a_known_confusion_matrix() -> None:
     assert 0.0 <= corrected.ci[0] <= 1 / 3 <= corrected.ci[1] <= 1.0
     # The uncertainty of Se and Sp widens it beyond the raw rate's interval.
     assert _width(corrected) > _width(rep.cells[0].mergeable_rate)
+
+
+def _corrected_loop(
+    tasks: list[tuple[int, int, int]], labels: list[tuple[int, int, int, int]], replicates: int, seed: str
+) -> tuple[float, float] | None:
+    # The corrected rate's interval written plainly: per replicate, resample the cell's tasks, then the
+    # labelled tasks, and correct with that replicate's sensitivity and specificity where they exist.
+    rng = random.Random(seed)
+    cells = [tuple(map(sum, zip(*rng.choices(tasks, k=len(tasks)), strict=True))) for _ in range(replicates)]
+    draws = []
+    for n, _, merged in cells:
+        tp, pos, tn, neg = map(sum, zip(*rng.choices(labels, k=len(labels)), strict=True))
+        if pos and neg and (value := rogan_gladen(merged / n, tp / pos, tn / neg)) is not None:
+            draws.append(value)
+    if not draws:
+        return None
+    draws.sort()
+    return percentile(draws, 0.025), percentile(draws, 0.975)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_corrected_rate_interval_is_the_plain_computation(seed: int) -> None:
+    # Few labelled tasks, so that some resamples hold labels of one side only or a judge no better than
+    # chance, and are left out: the vectorised computation must leave out the same ones.
+    data = random.Random(seed)
+    tasks = [(n := data.randint(1, 6), p := data.randint(0, n), data.randint(0, p)) for _ in range(12)]
+    labels = []
+    for _ in range(4):
+        pos, neg = data.randint(0, 3), data.randint(0, 3)
+        labels.append((data.randint(0, pos), pos, data.randint(0, neg), neg))
+    accuracy, _ = judge_accuracy([])
+    accuracy = accuracy.model_copy(update={"sensitivity": 0.8, "specificity": 0.75, "undefined_reason": None})
+    rng = random.Random(str(seed))
+    replicates = resample_tasks(tasks, 300, rng)
+    estimate = corrected_rate(tasks, accuracy, labels, replicates, rng)
+    expected = _corrected_loop(tasks, labels, 300, str(seed))
+    assert estimate is not None and estimate.value is not None
+    if expected is None:
+        assert estimate.ci is None
+    else:
+        assert estimate.ci == (min(estimate.value, expected[0]), max(estimate.value, expected[1]))
 
 
 def test_fewer_than_twenty_labels_say_how_many_more() -> None:
