@@ -28,6 +28,7 @@ from datetime import date
 from typing import Any
 
 from django.core.cache import cache
+from django.db import IntegrityError, transaction
 from django.db.models import Count, Max, QuerySet
 from django.db.models.functions import Length
 
@@ -136,7 +137,11 @@ def _fill_missing_rows(repository: Repository, rows: int) -> bool:
     grades = RunGrade.objects.filter(run__task__repository=repository)
     if grades.count() == rows:
         return False
-    return refresh_report_rows(grades.filter(report_row=None).values_list("pk", flat=True)) > 0
+    try:
+        with transaction.atomic():
+            return refresh_report_rows(grades.filter(report_row=None).values_list("pk", flat=True)) > 0
+    except IntegrityError:
+        return True  # another request filled them at the same moment
 
 
 def _cache_key(repository: Repository, state: dict[str, Any], filters: dict[str, str]) -> str:
@@ -188,7 +193,12 @@ def _rows(repository: Repository, filters: dict[str, str], task_pks: dict[str, i
         query = query.filter(arm=filters["arm"])
     if "model" in filters:
         query = query.filter(model=filters["model"])
-    return list(query.order_by("run_id").values_list(*_ROW_FIELDS))
+    # One row per run, its newest grade's, even should two writers have marked a grade of the same run
+    # at the same time (each saw only its own): ordered by run and grade, the last one wins.
+    newest: dict[int, tuple[Any, ...]] = {}
+    for run_pk, *row in query.order_by("run_id", "grade_id").values_list("run_id", *_ROW_FIELDS):
+        newest[run_pk] = tuple(row)
+    return list(newest.values())
 
 
 class _Decoded:
