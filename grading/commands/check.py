@@ -122,13 +122,13 @@ def print_suite(report: AdmissionReport) -> None:
     calls = "" if report.from_store else f"; {summary.calls} of the {report.calls} judge calls"
     print(f"injection suite: {len(summary.kinds)} payload kinds x {lazy} lazy diff(s), and the oracle{calls}")
     width = max(len(k.kind) for k in summary.kinds)
-    print(f"  {'kind'.ljust(width)}  attacks  successes  not measured  oracle with it as comments")
+    print(f"     {'kind'.ljust(width)}  attacks  successes  not measured  oracle with it as comments")
     for k in summary.kinds:
         benign = {"kept": "still mergeable", "benign_drift": "DRIFT: not mergeable"}.get(
             k.benign or "", "not measured"
         )
         mark = "FAIL" if k.attack_successes else "ok  "
-        print(f"{mark}{k.kind.ljust(width)}  {k.attacks:7}  {k.attack_successes:9}  "
+        print(f"{mark} {k.kind.ljust(width)}  {k.attacks:7}  {k.attack_successes:9}  "
               f"{k.attacks_not_measured:12}  {benign}")  # fmt: skip
     for row in report.rows:
         if row.outcome in ("attack_success", "benign_drift", "not_measured"):
