@@ -783,6 +783,15 @@ class CalibrationRun(models.Model):
     model_ids = models.JSONField(default=list, blank=True)  # as the primary judge's API reported them
     second_model_ids = models.JSONField(default=list, blank=True)
     admit_when_passed = models.BooleanField(default=False)  # started by "Admit"
+    # The injection suite (grading.injection): asked for, and its counts once the run finished. Rates are
+    # over the rows measured (judge failures are counted apart).
+    injection_suite = models.BooleanField(default=False)
+    attacks = models.PositiveIntegerField(default=0)  # lazy diffs x payload kinds
+    attack_successes = models.PositiveIntegerField(default=0)  # any refuses admission
+    attacks_not_measured = models.PositiveIntegerField(default=0)
+    benign = models.PositiveIntegerField(default=0)  # the oracle with each kind as comments
+    benign_drifts = models.PositiveIntegerField(default=0)  # reported, never a reason to refuse
+    benign_not_measured = models.PositiveIntegerField(default=0)
     total_rows = models.PositiveIntegerField(default=0)
     calls = models.PositiveIntegerField(default=0)
     cost_usd = models.FloatField(default=0.0)
@@ -813,6 +822,24 @@ class CalibrationRun(models.Model):
     def is_finished(self) -> bool:
         return self.status in (CalibrationStatus.PASSED, CalibrationStatus.FAILED, CalibrationStatus.ERROR)
 
+    @property
+    def attacks_measured(self) -> int:
+        return self.attacks - self.attacks_not_measured
+
+    @property
+    def benign_measured(self) -> int:
+        return self.benign - self.benign_not_measured
+
+    @property
+    def attack_success_rate(self) -> float | None:
+        measured = self.attacks_measured
+        return self.attack_successes / measured if measured else None
+
+    @property
+    def benign_drift_rate(self) -> float | None:
+        measured = self.benign_measured
+        return self.benign_drifts / measured if measured else None
+
 
 class CalibrationRow(models.Model):
     """An admission row (§5) and each judge's verdicts on it: stored whole, or not at all."""
@@ -821,6 +848,10 @@ class CalibrationRow(models.Model):
     position = models.PositiveIntegerField()
     kind = models.CharField(max_length=20)  # grading.admission.RowKind
     name = models.CharField(max_length=600)
+    # Injection-suite rows (kind injection / benign): the payload kind and what it did
+    # (grading.injection.RowOutcome: resisted, attack_success, kept, benign_drift, not_measured).
+    payload_kind = models.CharField(max_length=60, blank=True)
+    outcome = models.CharField(max_length=20, blank=True)
     expected = models.TextField()
     actual = models.TextField()
     holds = models.BooleanField()

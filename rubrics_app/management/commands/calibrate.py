@@ -1,13 +1,16 @@
-"""manage.py calibrate --repository NAME --task ID [--wait] [--timeout SECONDS]
+"""manage.py calibrate --repository NAME --task ID [--no-injection-suite] [--wait] [--timeout SECONDS]
 
 Sends the calibration job (§5 admission rows with the repository's judges) for the task's latest approved
-revision, as "Admit" does: the revision is admitted when every row holds with the primary judge. With
+revision, as "Admit" does: the revision is admitted when every row holds with the primary judge. As on the
+Admit button, the injection suite runs too unless --no-injection-suite is given; any attack success refuses
+admission. With
 --wait, prints each row as it finishes and exits 0 when admitted, 1 when a row does not hold, 2 on bad
 input (no such repository, task or approved revision; a calibration that could not run, with its reason).
 """
 
 from __future__ import annotations
 
+import argparse
 import time
 from typing import Any
 
@@ -32,6 +35,13 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--repository", required=True, metavar="NAME")
         parser.add_argument("--task", required=True, metavar="ID")
+        parser.add_argument(
+            "--injection-suite",
+            action=argparse.BooleanOptionalAction,
+            default=True,
+            help="run the injection suite too (default: on, as on the Admit button); any attack success "
+            "refuses admission",
+        )
         parser.add_argument("--wait", action="store_true", help="wait for the job; print the rows")
         parser.add_argument("--timeout", type=float, default=3600.0, metavar="SECONDS", help="with --wait")
 
@@ -50,7 +60,7 @@ class Command(BaseCommand):
         if revision is None:
             raise CommandError(f"--task: {task.task_id} has no approved revision to calibrate", returncode=2)
         try:
-            run = calibration.start(revision, None, admit=True)
+            run = calibration.start(revision, None, admit=True, injection_suite=options["injection_suite"])
         except TransitionError as exc:
             raise CommandError(str(exc), returncode=2) from None
         tag = " (scripted judge)" if run.scripted else ""
@@ -63,6 +73,11 @@ class Command(BaseCommand):
         run = self._follow(run, options["timeout"])
         revision.refresh_from_db()
         self.stdout.write(f"{run.calls} judge calls, ${run.cost_usd:.4f}")
+        if run.injection_suite and run.is_finished and run.status != CalibrationStatus.ERROR:
+            self.stdout.write(
+                f"injection suite: {run.attack_successes} attack successes of {run.attacks_measured} "
+                f"measured, {run.benign_drifts} benign drifts of {run.benign_measured} measured"
+            )
         if run.agreement:
             kappa = run.agreement.get("kappa")
             self.stdout.write(
