@@ -16,7 +16,6 @@ The statistics are described in docs/report.md. In short:
 from __future__ import annotations
 
 import random
-import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from datetime import date
@@ -25,6 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from grading.judge.cache import RepeatAgreement
+from grading.judge.specs import model_family
 from grading.outcome import OutcomeStatus
 
 FORMAT = 1
@@ -71,9 +71,9 @@ class JudgeVerdicts(BaseModel):
         if self.scripted:
             return None
         if self.family:
-            return _FAMILY_VENDOR.get(self.family.lower(), self.family.lower())
+            return model_family(self.family) or self.family.lower()
         provider, _, model = self.judge.partition(":")
-        return model_vendor(model) or (provider if provider == "anthropic" else None)
+        return model_family(model) or (provider if provider in ("anthropic", "claude-code") else None)
 
 
 class GradedRun(BaseModel):
@@ -397,33 +397,6 @@ def corrected_rate(
     return Estimate(value=value, ci=_interval(draws, value))
 
 
-# --- vendors (self-preference, §9) ----------------------------------------------------------------------
-
-# Judge families as metrics.json may record them, mapped to the vendor whose models they are.
-_FAMILY_VENDOR = {"claude": "anthropic", "gpt": "openai", "gemini": "google", "llama": "meta",
-                  "qwen": "alibaba", "grok": "xai", "mistral": "mistral", "deepseek": "deepseek"}  # fmt: skip
-_MODEL_VENDOR = [
-    (re.compile(r"(^|[/:.])(anthropic|claude)"), "anthropic"),
-    (re.compile(r"(^|[/:.])(openai|gpt|chatgpt|o[1-9](-|$)|codex)"), "openai"),
-    (re.compile(r"(^|[/:.])(google|gemini|gemma)"), "google"),
-    (re.compile(r"(^|[/:.])(meta|llama)"), "meta"),
-    (re.compile(r"(^|[/:.])(qwen|alibaba)"), "alibaba"),
-    (re.compile(r"(^|[/:.])(mistral|mixtral|codestral|devstral)"), "mistral"),
-    (re.compile(r"(^|[/:.])deepseek"), "deepseek"),
-    (re.compile(r"(^|[/:.])(xai|grok)"), "xai"),
-]
-
-
-def model_vendor(model: str) -> str | None:
-    """The vendor of a model id (``claude-opus-4-6`` -> anthropic, ``gpt-5.1-codex`` -> openai,
-    ``us.anthropic.claude-...`` -> anthropic), or None when the id names none we know."""
-    lowered = model.lower()
-    for pattern, vendor in _MODEL_VENDOR:
-        if pattern.search(lowered):
-            return vendor
-    return None
-
-
 # --- the report ------------------------------------------------------------------------------------------
 
 
@@ -641,7 +614,7 @@ def _warnings(
         if j.vendor is None:
             continue
         for model in models:
-            if model_vendor(model) == j.vendor:
+            if model_family(model) == j.vendor:
                 out.append(
                     f"self-preference: the {j.role} judge {j.judge} ({j.vendor}) judges runs of "
                     f"{model} ({j.vendor}), a model of its own vendor"

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 from grading.errors import InputError, InputErrors
 from grading.outcome import FRAMEWORK_METRICS, OutcomeStatus
 from grading.report import FORMAT, GradedRun, JudgeVerdicts, PromptStyle, Verdict
-from grading.schema import _messages, load_run, load_task, read_json
+from grading.schema import load_run, load_task, read_json, validation_messages
 
 # Top-level metrics.json keys that are the framework's, not grade.json metrics.
 _FRAMEWORK_KEYS = frozenset(FRAMEWORK_METRICS) | {"format", "rubric_sha256", "provisional"}
@@ -116,7 +116,7 @@ def read_metrics(path: Path) -> tuple[_MetricsFile, dict[str, float]]:
     try:
         m = _MetricsFile.model_validate(data)
     except ValidationError as exc:
-        raise InputErrors(path, _messages(exc)) from None
+        raise InputErrors(path, validation_messages(exc)) from None
     status = m.details.status
     expected = {"mergeable": True, "not_mergeable": False}.get(status)
     if m.mergeable is not expected:
