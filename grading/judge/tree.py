@@ -24,6 +24,7 @@ import asyncio
 import hashlib
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -259,9 +260,10 @@ class TreeTools:
     def _cap(self, text: str) -> str:
         if len(text) <= self.max_answer_chars:
             return text
-        cut = text[: self.max_answer_chars]
+        note = f"[answer cut at {self.max_answer_chars} characters; ask for less]"
+        cut = text[: self.max_answer_chars - len(note)]
         cut = cut[: cut.rfind("\n") + 1] or cut
-        return cut + f"[answer cut at {self.max_answer_chars} characters; ask for less]"
+        return cut + note
 
     @staticmethod
     def _args[M: BaseModel](model: type[M], arguments: dict[str, Any]) -> M:
@@ -375,6 +377,16 @@ class TreeTools:
             return False
         data = self.tree.blob(entry.object_id)
         return line <= data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+
+
+def base_tree_for(task: TaskSpec, checkout: Path, task_file: Path) -> BaseTree:
+    """The repository at ``checkout`` at the task's ``base_commit``, for the tree judge; InputError naming
+    task.json when it has no base_commit, or the checkout when the commit is not in it."""
+    if not task.base_commit:
+        raise InputError(
+            task_file, "required to judge needs_tree blockers with the repository checkout", "base_commit"
+        )
+    return BaseTree(checkout, task.base_commit)
 
 
 def supports_tree(backend: Backend) -> bool:
