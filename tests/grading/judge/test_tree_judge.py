@@ -382,3 +382,48 @@ def test_rubric_grade_with_a_checkout_needs_the_base_commit(
     assert not (run / "metrics.json").exists()
     assert main([*argv, "--tree-max-tool-calls", "-1"]) == 2
     assert "--tree-max-tool-calls" in capsys.readouterr().err
+
+
+def test_rubric_report_shows_the_tree_judge_cost_apart(
+    fake_server: FakeProviderServer, git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base, _ = make_base(git_repo, tmp_path)
+    task_dir, run, manifest = write_task(tmp_path, base)
+    (run / "run.json").write_text(json.dumps({"task": TASK.id, "arm": "a", "model": "m"}))
+    fake_server.script(valid(), tool_use(PROBES[1]), valid())
+    grade_run(task_dir, run, manifest, anthropic(fake_server), checkout=git_repo.path)
+
+    assert main(["report", str(run), "--json"]) == 0
+    (use,) = json.loads(capsys.readouterr().out)["judges"]
+    assert use["tree_judged"] == 1 and use["tree_judged_runs"] == 1
+    assert use["cost_usd"] > 0 and use["tree_cost_usd"] > 0 and use["cost_usd"] != use["tree_cost_usd"]
+    assert main(["report", str(run), "--md"]) == 0
+    assert "tree judge cost $" in capsys.readouterr().out
+
+
+def test_admission_rows_use_the_tree_judge_with_a_checkout(
+    fake_server: FakeProviderServer, git_repo: GitRepo, tmp_path: Path
+) -> None:
+    from grading.admission import check_task
+
+    base, _ = make_base(git_repo, tmp_path)
+    task_dir, _, manifest = write_task(tmp_path, base)
+    (task_dir / "oracle.diff").write_text(DIFF)
+    settings = JudgeSettings(concurrency=1)  # rows one after another: the script is answered in order
+    without = check_task(task_dir, manifest, anthropic(fake_server), settings=settings)
+    assert without.rows[0].blockers_not_measured == ["B2"] and without.tree_calls == 0
+
+    fake_server.script(
+        valid("fail"),  # empty diff: the diff-only items
+        valid("fail"),  # ... and B2, with no tool call
+        valid("pass"),  # oracle: the diff-only items
+        tool_use(PROBES[1]),  # ... and B2 after reading a backend
+        valid("pass"),
+    )
+    report = check_task(task_dir, manifest, anthropic(fake_server), settings=settings, checkout=git_repo.path)
+    assert report.admitted, [row.actual for row in report.rows]
+    empty, oracle = report.rows
+    assert "B2" in empty.blockers_failed and empty.blockers_not_measured == []
+    assert "B2 tree-judged" in oracle.actual
+    assert report.tree_calls == 3 and report.tree_usage.cost_usd > 0
+    assert report.key != without.key  # the base commit is part of what was admitted
