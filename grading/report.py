@@ -57,6 +57,10 @@ class JudgeVerdicts(BaseModel):
     non_blockers: dict[str, Verdict] = {}
     # Same judge, same input, judged again (regrade sample or --no-cache): the verdicts held before.
     previous: dict[str, Verdict] | None = None
+    tree_judged: list[str] = []  # needs_tree blockers this judge decided with the base tree
+    cost_usd: float = 0.0  # the diff-only judge's calls for this run (0 on a cache hit)
+    tree_cost_usd: float = 0.0  # the tree judge's, apart: its cost is not the diff-only one (§9)
+    cost_known: bool = True  # False when a call's model had no price
 
     @property
     def complete(self) -> bool:
@@ -200,6 +204,11 @@ class JudgeUse(BaseModel):
     scripted: bool
     vendor: str | None
     runs: int
+    cost_usd: float = 0.0  # the diff-only judge, over these runs
+    tree_cost_usd: float = 0.0  # the tree judge (needs_tree blockers), reported apart
+    tree_judged: int = 0  # verdicts the tree judge gave (counted like any other)
+    tree_judged_runs: int = 0
+    cost_known: bool = True
 
 
 class Report(BaseModel):
@@ -568,14 +577,24 @@ def _repetition_warnings(runs: Sequence[GradedRun]) -> list[str]:
 def _judge_uses(runs: Sequence[GradedRun]) -> list[JudgeUse]:
     counts: dict[tuple[str, str], int] = defaultdict(int)
     seen: dict[tuple[str, str], JudgeVerdicts] = {}
+    spend: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0, 0, 0, 1])
     for r in runs:
         for role, j in (("primary", r.primary), ("second", r.second)):
             if j is not None:
                 counts[(role, j.judge)] += 1
                 seen.setdefault((role, j.judge), j)
+                s = spend[(role, j.judge)]
+                s[0] += j.cost_usd
+                s[1] += j.tree_cost_usd
+                s[2] += len(j.tree_judged)
+                s[3] += bool(j.tree_judged)
+                s[4] = s[4] and j.cost_known
     return [
         JudgeUse(role=role, judge=spec, scripted=seen[(role, spec)].scripted,
-                 vendor=seen[(role, spec)].vendor(), runs=n)
+                 vendor=seen[(role, spec)].vendor(), runs=n,
+                 cost_usd=spend[(role, spec)][0], tree_cost_usd=spend[(role, spec)][1],
+                 tree_judged=int(spend[(role, spec)][2]), tree_judged_runs=int(spend[(role, spec)][3]),
+                 cost_known=bool(spend[(role, spec)][4]))
         for (role, spec), n in sorted(counts.items())
     ]  # fmt: skip
 

@@ -33,6 +33,12 @@ class _VerdictRecord(_Lenient):
     item_id: str
     kind: Literal["blocker", "non_blocker"]
     verdict: Verdict
+    tree_judged: StrictBool = False
+
+
+class _UsageRecord(_Lenient):
+    cost_usd: StrictInt | StrictFloat = 0.0
+    cost_known: StrictBool = True
 
 
 class _JudgeRecord(_Lenient):
@@ -41,6 +47,8 @@ class _JudgeRecord(_Lenient):
     verdicts: list[_VerdictRecord] = []
     failure: str | None = None
     previous_verdicts: dict[str, Verdict] | None = None
+    usage: _UsageRecord = _UsageRecord()
+    tree_usage: _UsageRecord = _UsageRecord()
 
 
 class _ScopeRecord(_Lenient):
@@ -90,6 +98,10 @@ def _judge(record: _JudgeRecord | None, family: str | None) -> JudgeVerdicts | N
         blockers={v.item_id: v.verdict for v in record.verdicts if v.kind == "blocker"},
         non_blockers={v.item_id: v.verdict for v in record.verdicts if v.kind == "non_blocker"},
         previous=record.previous_verdicts,
+        tree_judged=[v.item_id for v in record.verdicts if v.tree_judged],
+        cost_usd=float(record.usage.cost_usd),
+        tree_cost_usd=float(record.tree_usage.cost_usd),
+        cost_known=record.usage.cost_known and record.tree_usage.cost_known,
     )
 
 
