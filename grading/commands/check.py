@@ -22,6 +22,7 @@ from grading.commands._common import (
     Subparsers,
     add_held_out_flags,
     add_json_flag,
+    add_tree_flags,
     existing_dir,
     print_json,
 )
@@ -60,6 +61,7 @@ def register(subparsers: Subparsers) -> None:
     )
     add_held_out_flags(check)
     add_judge_cache_flags(check)
+    add_tree_flags(check)
     add_json_flag(check)
     check.set_defaults(handler=run_check)
 
@@ -78,6 +80,7 @@ def run_check(args: argparse.Namespace) -> int:
         refresh=args.refresh or args.no_cache,
         rubric_path=args.rubric,
         task_json=args.task_json,
+        checkout=args.checkout,
         injection_suite=args.injection_suite,
     )
     if args.json:
@@ -90,6 +93,8 @@ def run_check(args: argparse.Namespace) -> int:
 def print_report(report: AdmissionReport) -> None:
     tag = " (scripted judge)" if report.scripted else ""
     source = "stored report, no judge call" if report.from_store else f"{report.calls} judge calls"
+    if report.tree_calls:
+        source += f" and {report.tree_calls} tree judge calls"
     print(f"task {report.task}, judge {report.judge}{tag}: {source}")
     rows = [row for row in report.rows if row.kind not in SUITE_KINDS]
     width = max(len(f"{row.kind} {row.name}") for row in rows)

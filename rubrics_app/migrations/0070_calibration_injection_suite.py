@@ -29,7 +29,7 @@ install, uninstall = _on_sqlite(0), _on_sqlite(1)
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("rubrics_app", "0040_repository_training_cutoffs"),
+        ("rubrics_app", "0060_drafting"),
     ]
 
     operations = [
