@@ -233,6 +233,8 @@ def _similar_groups(oracle: _Oracle, notes: list[str]) -> list[list[HunkRef]]:
 
     for i, a in enumerate(refs):
         for b in refs[i + 1 :]:
+            if root(a) == root(b):
+                continue  # already in one group (single linkage): comparing them changes nothing
             matcher = difflib.SequenceMatcher(None, texts[a], texts[b], autojunk=False)
             if matcher.real_quick_ratio() >= SIMILAR_RATIO and matcher.ratio() >= SIMILAR_RATIO:
                 parent[root(b)] = root(a)
