@@ -7,6 +7,7 @@ from django.views.generic import RedirectView
 
 from rubrics_app.views import (
     calibration,
+    drafting,
     exports,
     imports,
     items,
@@ -26,6 +27,9 @@ app_urls = [
     path("repos/<int:repo_pk>/tasks/<int:task_pk>/", tasks.task_detail, name="task_detail"),
     path("repos/<int:repo_pk>/tasks/<int:task_pk>/files/", calibration.task_files, name="task_files"),
     path("repos/<int:repo_pk>/judges/", calibration.judge_settings, name="judge_settings"),
+    path("repos/<int:repo_pk>/drafting/", drafting.draft_settings, name="draft_settings"),
+    path("repos/<int:repo_pk>/tasks/<int:task_pk>/draft/", drafting.draft_start, name="draft_start"),
+    path("repos/<int:repo_pk>/revisions/<int:rev_pk>/draft-input/", drafting.draft_input, name="draft_input"),
     path(
         "repos/<int:repo_pk>/revisions/<int:rev_pk>/calibrate/",
         calibration.calibration_start,

@@ -17,6 +17,7 @@ from grading.commands._common import (
     Subparsers,
     add_held_out_flags,
     add_json_flag,
+    add_tree_flags,
     existing_dir,
     print_json,
 )
@@ -48,6 +49,7 @@ def register(subparsers: Subparsers) -> None:
     check.add_argument("--refresh", action="store_true", help="judge again even when a report is stored")
     add_held_out_flags(check)
     add_judge_cache_flags(check)
+    add_tree_flags(check)
     add_json_flag(check)
     check_mutants.add_mutant_flags(check)
     check.set_defaults(handler=run_check)
@@ -69,6 +71,7 @@ def run_check(args: argparse.Namespace) -> int:
         refresh=args.refresh or args.no_cache,
         rubric_path=args.rubric,
         task_json=args.task_json,
+        checkout=args.checkout,
     )
     # Mutants are an authoring aid: shown beside the rows, never part of the verdict or the exit code.
     mutants = check_mutants.run_mutants(args, backend, marks, cache, settings) if marks is not None else None
@@ -84,6 +87,8 @@ def run_check(args: argparse.Namespace) -> int:
 def print_report(report: AdmissionReport) -> None:
     tag = " (scripted judge)" if report.scripted else ""
     source = "stored report, no judge call" if report.from_store else f"{report.calls} judge calls"
+    if report.tree_calls:
+        source += f" and {report.tree_calls} tree judge calls"
     print(f"task {report.task}, judge {report.judge}{tag}: {source}")
     width = max(len(f"{row.kind} {row.name}") for row in report.rows)
     for row in report.rows:

@@ -29,7 +29,7 @@ def _restore_admission_trigger(apps: Any, schema_editor: Any) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("rubrics_app", "0040_repository_training_cutoffs"),
+        ("rubrics_app", "0060_drafting"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
@@ -79,6 +79,7 @@ class Migration(migrations.Migration):
                     ("retired", "retired"),
                     ("judges_set", "set the judges of"),
                     ("task_files_edited", "edited the task files of"),
+                    ("draft_settings_set", "set how rubrics are drafted in"),
                     ("mutant_harmless", "marked a mutant harmless for"),
                     ("mutant_unmarked", "took back a harmless mark for"),
                 ],
