@@ -628,6 +628,8 @@ class AuditVerb(models.TextChoices):
     JUDGES_SET = "judges_set", "set the judges of"
     TASK_FILES_EDITED = "task_files_edited", "edited the task files of"
     DRAFT_SETTINGS_SET = "draft_settings_set", "set how rubrics are drafted in"
+    MUTANT_HARMLESS = "mutant_harmless", "marked a mutant harmless for"
+    MUTANT_UNMARKED = "mutant_unmarked", "took back a harmless mark for"
 
 
 class AuditEvent(models.Model):
@@ -885,6 +887,12 @@ class CalibrationRun(models.Model):
     benign = models.PositiveIntegerField(default=0)  # the oracle with each kind as comments
     benign_drifts = models.PositiveIntegerField(default=0)  # reported, never a reason to refuse
     benign_not_measured = models.PositiveIntegerField(default=0)
+    # The oracle's mutants judged too (an authoring aid, never used to admit): the counts once judged.
+    with_mutants = models.BooleanField(default=False)
+    mutants_total = models.PositiveIntegerField(null=True, blank=True)
+    mutants_caught = models.PositiveIntegerField(null=True, blank=True)
+    mutants_harmless = models.PositiveIntegerField(null=True, blank=True)  # kept current as marks change
+    mutants_note = models.TextField(blank=True)  # capped, or why they could not be judged
     total_rows = models.PositiveIntegerField(default=0)
     calls = models.PositiveIntegerField(default=0)
     cost_usd = models.FloatField(default=0.0)
@@ -1009,6 +1017,7 @@ class JudgeCacheEntry(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
 
 
-# Agent runs, verdicts, the review queue and re-review flags (a module of their own; imported here so Django
-# finds them).
+# Agent runs, verdicts, the review queue and re-review flags; mutants of the oracle judged with a calibration
+# and their harmless marks. Modules of their own, imported here so Django finds them.
+from rubrics_app.models_mutants import *  # noqa: E402, F403
 from rubrics_app.models_runs import *  # noqa: E402, F403

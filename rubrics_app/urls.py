@@ -12,6 +12,7 @@ from rubrics_app.views import (
     imports,
     items,
     jobs,
+    mutants,
     report,
     repositories,
     revisions,
@@ -43,6 +44,21 @@ app_urls = [
         "repos/<int:repo_pk>/calibrations/<int:run_pk>/rows/<int:row_pk>/diff/",
         calibration.calibration_row_diff,
         name="calibration_row_diff",
+    ),
+    path(
+        "repos/<int:repo_pk>/calibrations/<int:run_pk>/mutants/<int:mutant_pk>/diff/",
+        mutants.calibration_mutant_diff,
+        name="calibration_mutant_diff",
+    ),
+    path(
+        "repos/<int:repo_pk>/calibrations/<int:run_pk>/mutants/<int:mutant_pk>/harmless/",
+        mutants.mutant_mark_harmless,
+        name="mutant_mark_harmless",
+    ),
+    path(
+        "repos/<int:repo_pk>/calibrations/<int:run_pk>/mutants/<int:mutant_pk>/unmark/",
+        mutants.mutant_unmark,
+        name="mutant_unmark",
     ),
     path("repos/<int:repo_pk>/revisions/<int:rev_pk>/", revisions.revision_detail, name="revision_detail"),
     path(

@@ -17,6 +17,7 @@ import argparse
 from pathlib import Path
 
 from grading.admission import SUITE_KINDS, AdmissionReport, AdmissionStore, check_task, default_store_path
+from grading.commands import check_mutants
 from grading.commands._common import (
     JUDGE_SPEC_HELP,
     Subparsers,
@@ -63,16 +64,19 @@ def register(subparsers: Subparsers) -> None:
     add_judge_cache_flags(check)
     add_tree_flags(check)
     add_json_flag(check)
+    check_mutants.add_mutant_flags(check)
     check.set_defaults(handler=run_check)
 
 
 def run_check(args: argparse.Namespace) -> int:
+    marks = check_mutants.harmless_marks(args)
     store = AdmissionStore(args.store or default_store_path())
     cache, settings = judge_cache_and_settings(args)
+    backend = judge_backend(args.judge, args.decoding)
     report = check_task(
         args.task_dir,
         args.manifest,
-        judge_backend(args.judge, args.decoding),
+        backend,
         store=store,
         cache=cache,
         settings=settings,
@@ -83,10 +87,14 @@ def run_check(args: argparse.Namespace) -> int:
         checkout=args.checkout,
         injection_suite=args.injection_suite,
     )
+    # Mutants are an authoring aid: shown beside the rows, never part of the verdict or the exit code.
+    mutants = check_mutants.run_mutants(args, backend, marks, cache, settings) if marks is not None else None
     if args.json:
-        print_json(report)
+        print_json(report if mutants is None else check_mutants.with_mutants(report, mutants))
     else:
         print_report(report)
+        if mutants is not None:
+            check_mutants.print_mutants(mutants)
     return 0 if report.admitted else 1
 
 
