@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from django.core.exceptions import PermissionDenied
-from django.db import connection, transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import F, Sum
 from django.utils import timezone
 from pydantic import ValidationError
@@ -54,6 +54,7 @@ from rubrics_app.models import (
     JudgeCacheEntry,
     JudgeRole,
     JudgeSetting,
+    Repository,
     RevisionStatus,
     Role,
     RubricRevision,
@@ -116,10 +117,15 @@ def calibration_files(revision: RubricRevision) -> dict[str, bytes]:
             files[f"task/{name}"] = task.task_file(name)
     for diff in revision.ordered_diffs():
         files[f"task/{diff.path}"] = bytes(diff.content)
-    tests = task.repository.tests_config or {}
-    # JSON is YAML: grading.schema.load_manifest reads it as the manifest's `tests` block.
-    files["repo_manifest.yaml"] = (json.dumps({"tests": tests} if tests else {}) + "\n").encode()
+    files["repo_manifest.yaml"] = manifest_bytes(task.repository)
     return files
+
+
+def manifest_bytes(repository: Repository) -> bytes:
+    """repo_manifest.yaml with the repository's tests block, as grading reads it."""
+    tests = repository.tests_config or {}
+    # JSON is YAML: grading.schema.load_manifest reads it as the manifest's `tests` block.
+    return (json.dumps({"tests": tests} if tests else {}) + "\n").encode()
 
 
 def inputs_sha256(files: dict[str, bytes]) -> str:
@@ -147,11 +153,14 @@ def judges_of(revision: RubricRevision) -> JudgeSetting:
 
 
 def spent_this_month(repository_id: int) -> float:
+    """The repository's judge spend since the first of the month: calibrations and sweeps."""
+    from rubrics_app.services.sweeps import sweep_spend_this_month
+
     start = timezone.now().replace(day=1, hour=0, minute=0, second=0, microsecond=0)
     total = CalibrationRun.objects.filter(
         revision__task__repository_id=repository_id, created_at__gte=start
     ).aggregate(total=Sum("cost_usd"))["total"]
-    return float(total or 0.0)
+    return float(total or 0.0) + sweep_spend_this_month(repository_id)
 
 
 def passing_run(revision: RubricRevision) -> CalibrationRun | None:
@@ -315,7 +324,15 @@ class DatabaseVerdictCache:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="verdict-cache")
 
     def _call(self, fn: Callable[[], T]) -> T:
-        return self._pool.submit(fn).result()
+        def attempt() -> T:
+            try:
+                return fn()
+            except (OperationalError, InterfaceError):
+                # The connection was lost (a restarted server, a terminated backend): once more on a new one.
+                connection.close()
+                return fn()
+
+        return self._pool.submit(attempt).result()
 
     def get(self, key: str) -> CachedVerdicts | None:
         def read() -> CachedVerdicts | None:
