@@ -197,6 +197,14 @@ def start(repository: Repository, by: Any, request: SweepRequest | None = None) 
     return sweep
 
 
+def recent_sweeps(repository: Repository, *, task: Task | None = None, count: int = 5) -> list[Sweep]:
+    """The latest sweeps of a repository (or those that graded one task's runs), for its page."""
+    found = Sweep.objects.filter(repository=repository).select_related("job", "task")
+    if task is not None:
+        found = found.filter(Q(task=task) | Q(task__isnull=True))
+    return list(found[:count])
+
+
 # --- what a sweep grades ------------------------------------------------------------------------------------
 
 

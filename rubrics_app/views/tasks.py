@@ -9,6 +9,7 @@ from rubrics_app.access import get_repository_for_user
 from rubrics_app.models import RevisionStatus, RubricRevision, Task
 from rubrics_app.services.rereview import re_review_context
 from rubrics_app.services.runs import task_runs
+from rubrics_app.services.sweeps import recent_sweeps
 from rubrics_app.views.common import HtmxHttpRequest
 
 
@@ -39,5 +40,6 @@ def task_detail(request: HtmxHttpRequest, repo_pk: int, task_pk: int) -> HttpRes
             **re_review_context(admitted),
             "agent_runs": task_runs(task),
             "approved": approved,
+            "recent_sweeps": recent_sweeps(access.repository, task=task),
         },
     )
