@@ -61,6 +61,7 @@ from rubrics_app.models import (
     TransitionError,
 )
 from rubrics_app.services import audit
+from rubrics_app.services import mutants as oracle_mutants
 
 HEARTBEAT_SECONDS = 5.0
 # A running calibration whose heartbeat is older than this lost its worker.
@@ -145,6 +146,18 @@ def _write_tree(root: Path, files: dict[str, bytes]) -> None:
 # --- starting and admitting -------------------------------------------------------------------------------
 
 
+def tree_checkout(revision: RubricRevision) -> Path | None:
+    """The repository checkout the tree judge reads ``needs_tree`` blockers from (its git objects at the
+    task's base commit, never its work tree), or None when the revision has no such blocker or the
+    repository no checkout path or the task no base commit (those blockers are then not measured)."""
+    task = revision.task
+    if not (task.repository.checkout_path and task.base_commit):
+        return None
+    if not revision.items.filter(needs_tree=True).exists():
+        return None
+    return Path(task.repository.checkout_path)
+
+
 def judges_of(revision: RubricRevision) -> JudgeSetting:
     judges = JudgeSetting.objects.filter(repository_id=revision.task.repository_id).first()
     if judges is None:
@@ -180,10 +193,13 @@ def passing_run(revision: RubricRevision) -> CalibrationRun | None:
 
 
 @transaction.atomic
-def new_run(revision: RubricRevision, by: Any, *, admit: bool = False) -> tuple[CalibrationRun, bool]:
+def new_run(
+    revision: RubricRevision, by: Any, *, admit: bool = False, mutants: bool = False
+) -> tuple[CalibrationRun, bool]:
     """A queued calibration run (and its Job) of an approved revision, and whether it is new: a calibration
     already queued or running is joined instead. The caller sends a new one (:func:`start`). ``by=None`` is
-    the command line. Raises TransitionError when it cannot run, saying why."""
+    the command line. ``mutants``: judge the oracle's mutants too (never used to admit). Raises
+    TransitionError when it cannot run, saying why."""
     revision = RubricRevision.objects.select_related("task__repository").get(pk=revision.pk)
     repository = revision.task.repository
     if by is not None and repository.role_of(by) != Role.MAINTAINER:
@@ -213,6 +229,9 @@ def new_run(revision: RubricRevision, by: Any, *, admit: bool = False) -> tuple[
         if admit and not current.admit_when_passed:
             current.admit_when_passed = True
             current.save(update_fields=["admit_when_passed"])
+        if mutants and not current.with_mutants and current.status == CalibrationStatus.QUEUED:
+            current.with_mutants = True
+            current.save(update_fields=["with_mutants"])
         return current, False
     user = by if getattr(by, "is_authenticated", False) else None
     job = Job.objects.create(
@@ -229,18 +248,19 @@ def new_run(revision: RubricRevision, by: Any, *, admit: bool = False) -> tuple[
         second_decoding=judges.second_decoding,
         scripted=JudgeSetting.is_scripted(judges.judge) or JudgeSetting.is_scripted(judges.second_judge),
         admit_when_passed=admit,
+        with_mutants=mutants,
         created_by=user,
     )
     return run, True
 
 
 @transaction.atomic
-def start(revision: RubricRevision, by: Any, *, admit: bool = False) -> CalibrationRun:
+def start(revision: RubricRevision, by: Any, *, admit: bool = False, mutants: bool = False) -> CalibrationRun:
     """Queue a calibration of ``revision`` and send its job once committed (``admit``: admit it if it
-    passes, what "Admit" does when no passing run exists)."""
+    passes, what "Admit" does when no passing run exists; ``mutants``: judge the oracle's mutants too)."""
     from rubrics_app.tasks import calibrate_revision
 
-    run, created = new_run(revision, by, admit=admit)
+    run, created = new_run(revision, by, admit=admit, mutants=mutants)
     if created and run.job is not None:
         calibrate_revision.delay_on_commit(run.job.pk)
     return run
@@ -501,6 +521,7 @@ def run_calibration(
             settings = JudgeSettings(prices=load_price_table())
         except InputError as exc:
             raise CalibrationError(str(exc)) from None
+        checkout = tree_checkout(revision)
         roles = [(JudgeRole.PRIMARY, primary)] + ([(JudgeRole.SECOND, second)] if second is not None else [])
         with tempfile.TemporaryDirectory(prefix="calibration-") as scratch:
             root = Path(scratch)
@@ -514,6 +535,7 @@ def run_calibration(
                         backend,
                         cache=cache,
                         settings=settings,
+                        checkout=checkout,
                         on_row=lambda n, total, row: results.put(("row", role, (n, total, row))),
                     )
                 except (InputError, InputErrors) as exc:
@@ -527,6 +549,10 @@ def run_calibration(
                 threading.Thread(target=judge, args=(role, backend), name=f"calibration-{role}", daemon=True)
                 for role, backend in roles
             ]
+            if run.with_mutants:
+                # The oracle's mutants, by the primary judge: an authoring aid beside the rows (issue 14).
+                threads.append(oracle_mutants.judging_thread(run, root, primary, cache, settings, results))
+            stored_mutants = oracle_mutants.stored_positions(run)
             for thread in threads:
                 thread.start()
             pending: dict[int, _Pending] = {}
@@ -539,7 +565,9 @@ def run_calibration(
                 except queue.Empty:
                     CalibrationRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())
                     continue
-                if what == "row":
+                if what in oracle_mutants.MESSAGES:
+                    finished += oracle_mutants.handle(run, what, payload, stored_mutants)
+                elif what == "row":
                     index, total, row = payload
                     entry = pending.setdefault(index, _Pending())
                     entry.rows[role] = row
@@ -633,9 +661,11 @@ def claim(run: CalibrationRun, *, takeover: bool = False) -> bool:
     )
 
 
-def calibrate_now(revision: RubricRevision, by: Any, *, admit: bool = False, **kwargs: Any) -> CalibrationRun:
+def calibrate_now(
+    revision: RubricRevision, by: Any, *, admit: bool = False, mutants: bool = False, **kwargs: Any
+) -> CalibrationRun:
     """Calibrate in this process (tests, the command line's eager mode): new run, claim, run."""
-    run, _ = new_run(revision, by, admit=admit)
+    run, _ = new_run(revision, by, admit=admit, mutants=mutants)
     if not claim(run):
         raise TransitionError("a calibration of this revision is already running")
     try:

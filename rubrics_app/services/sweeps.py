@@ -524,7 +524,9 @@ def run_sweep(
     stop: str | None = None
     database_error: str | None = None
 
-    def grade(task_dir: Path, run_dir: Path, manifest: Path) -> RunMetrics:
+    checkouts: dict[int, Path | None] = {}  # per revision: where the tree judge reads needs_tree blockers
+
+    def grade(task_dir: Path, run_dir: Path, manifest: Path, checkout: Path | None) -> RunMetrics:
         try:
             return grade_run(
                 task_dir,
@@ -537,6 +539,7 @@ def run_sweep(
                 write=False,
                 admissions=admission,
                 second_sample=sweep.second_sample,
+                checkout=checkout,
             )
         finally:
             shutil.rmtree(run_dir, ignore_errors=True)
@@ -561,7 +564,10 @@ def run_sweep(
                         break
                     task_dir, manifest = scratch.task_dir(target.revision, run.prompt_style)
                     run_dir = scratch.run_dir(run, diff)
-                    pending[pool.submit(grade, task_dir, run_dir, manifest)] = target
+                    if target.revision.pk not in checkouts:
+                        checkouts[target.revision.pk] = calibration.tree_checkout(target.revision)
+                    checkout = checkouts[target.revision.pk]
+                    pending[pool.submit(grade, task_dir, run_dir, manifest, checkout)] = target
                 if not pending:
                     break
                 finished, _ = wait(list(pending), return_when=FIRST_COMPLETED)

@@ -8,7 +8,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("rubrics_app", "0040_repository_training_cutoffs"),
+        ("rubrics_app", "0080_mutants"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
@@ -23,6 +23,7 @@ class Migration(migrations.Migration):
                     ("check_evidence", "Check blockers' cited code against the checkout"),
                     ("calibrate_revision", "Calibrate a revision (§5 admission rows)"),
                     ("sweep", "Sweep: grade agent runs with the judges"),
+                    ("draft_rubric", "Draft a rubric from the merged PR (§6)"),
                 ],
                 max_length=40,
             ),
