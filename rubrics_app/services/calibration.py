@@ -42,6 +42,7 @@ from grading.judge.cache import CachedVerdicts
 from grading.judge.cost import load_price_table
 from grading.judge.runner import JudgeSettings
 from grading.judge.specs import make_backend
+from grading.judge.tree import supports_tree
 from rubrics_app.models import (
     AuditVerb,
     CalibrationRow,
@@ -146,10 +147,13 @@ def _write_tree(root: Path, files: dict[str, bytes]) -> None:
 # --- starting and admitting -------------------------------------------------------------------------------
 
 
-def tree_checkout(revision: RubricRevision) -> Path | None:
+def tree_checkout(revision: RubricRevision, *backends: Backend | None) -> Path | None:
     """The repository checkout the tree judge reads ``needs_tree`` blockers from (its git objects at the
-    task's base commit, never its work tree), or None when the revision has no such blocker or the
-    repository no checkout path or the task no base commit (those blockers are then not measured)."""
+    task's base commit, never its work tree), or None when none of ``backends`` can use tree tools, the
+    revision has no such blocker, the repository no checkout path or the task no base commit (those
+    blockers are then not measured, and the grade says why)."""
+    if not any(b is not None and supports_tree(b) for b in backends):
+        return None
     task = revision.task
     if not (task.repository.checkout_path and task.base_commit):
         return None
@@ -521,7 +525,7 @@ def run_calibration(
             settings = JudgeSettings(prices=load_price_table())
         except InputError as exc:
             raise CalibrationError(str(exc)) from None
-        checkout = tree_checkout(revision)
+        checkout = tree_checkout(revision, primary, second)
         roles = [(JudgeRole.PRIMARY, primary)] + ([(JudgeRole.SECOND, second)] if second is not None else [])
         with tempfile.TemporaryDirectory(prefix="calibration-") as scratch:
             root = Path(scratch)

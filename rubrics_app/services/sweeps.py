@@ -565,7 +565,9 @@ def run_sweep(
                     task_dir, manifest = scratch.task_dir(target.revision, run.prompt_style)
                     run_dir = scratch.run_dir(run, diff)
                     if target.revision.pk not in checkouts:
-                        checkouts[target.revision.pk] = calibration.tree_checkout(target.revision)
+                        checkouts[target.revision.pk] = calibration.tree_checkout(
+                            target.revision, raw_primary, raw_second
+                        )
                     checkout = checkouts[target.revision.pk]
                     pending[pool.submit(grade, task_dir, run_dir, manifest, checkout)] = target
                 if not pending:

@@ -7,11 +7,20 @@ from pathlib import Path
 
 import pytest
 
+from grading.judge.backend import Backend
+from grading.judge.scripted import ScriptedBackend
+from grading.judge.specs import make_backend
 from rubrics_app.models import Repository, RubricRevision, Task
 from rubrics_app.services.calibration import tree_checkout
 from tests.app.conftest import MakeRevision, rubric_data
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def api_judge(monkeypatch: pytest.MonkeyPatch) -> Backend:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")  # no call is made
+    return make_backend("anthropic:claude-sonnet-4-5-20250929")
 
 
 def tree_revision(make_revision: MakeRevision, task: Task, needs_tree: bool = True) -> RubricRevision:
@@ -22,24 +31,28 @@ def tree_revision(make_revision: MakeRevision, task: Task, needs_tree: bool = Tr
     return make_revision(data=data)
 
 
-def test_a_needs_tree_blocker_gets_the_repository_checkout(
-    make_revision: MakeRevision, task: Task, repository: Repository, tmp_path: Path
+def test_a_needs_tree_blocker_gets_the_repository_checkout_when_a_judge_has_tree_tools(
+    make_revision: MakeRevision, task: Task, repository: Repository, tmp_path: Path, api_judge: Backend
 ) -> None:
     Repository.objects.filter(pk=repository.pk).update(checkout_path=str(tmp_path))
     revision = tree_revision(make_revision, task)
-    assert tree_checkout(revision) == tmp_path
+    assert tree_checkout(revision, api_judge) == tmp_path
+    assert tree_checkout(revision, None, api_judge) == tmp_path  # the second judge has them
+    script = tmp_path / "judge.json"
+    script.write_text("{}")
+    assert tree_checkout(revision, ScriptedBackend(script), None) is None  # no tree tools: not measured
 
 
 def test_no_needs_tree_blocker_no_checkout_path_or_no_base_commit_gives_none(
-    make_revision: MakeRevision, task: Task, repository: Repository, tmp_path: Path
+    make_revision: MakeRevision, task: Task, repository: Repository, tmp_path: Path, api_judge: Backend
 ) -> None:
     Repository.objects.filter(pk=repository.pk).update(checkout_path=str(tmp_path))
-    assert tree_checkout(tree_revision(make_revision, task, needs_tree=False)) is None
+    assert tree_checkout(tree_revision(make_revision, task, needs_tree=False), api_judge) is None
 
     revision = tree_revision(make_revision, task)
     Repository.objects.filter(pk=repository.pk).update(checkout_path="")
-    assert tree_checkout(RubricRevision.objects.get(pk=revision.pk)) is None
+    assert tree_checkout(RubricRevision.objects.get(pk=revision.pk), api_judge) is None
 
     Repository.objects.filter(pk=repository.pk).update(checkout_path=str(tmp_path))
     Task.objects.filter(pk=task.pk).update(base_commit="")
-    assert tree_checkout(RubricRevision.objects.get(pk=revision.pk)) is None
+    assert tree_checkout(RubricRevision.objects.get(pk=revision.pk), api_judge) is None
