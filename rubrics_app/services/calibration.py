@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import queue
 import tempfile
 import threading
@@ -36,6 +37,7 @@ from pydantic import ValidationError
 
 from grading.admission import AdmissionReport, AdmissionRow, check_task, inject_reviewer_comment
 from grading.agreement import judge_agreement
+from grading.basetree import BaseTree
 from grading.errors import InputError, InputErrors
 from grading.judge.backend import Backend
 from grading.judge.cache import CachedVerdicts
@@ -81,6 +83,8 @@ ROW_HINTS = {
     "alt": "A valid alternative is refused: a blocker encodes the reference implementation rather than "
     "what a maintainer requires.",
 }
+
+log = logging.getLogger(__name__)
 
 
 class CalibrationError(Exception):
@@ -150,8 +154,8 @@ def _write_tree(root: Path, files: dict[str, bytes]) -> None:
 def tree_checkout(revision: RubricRevision, *backends: Backend | None) -> Path | None:
     """The repository checkout the tree judge reads ``needs_tree`` blockers from (its git objects at the
     task's base commit, never its work tree), or None when none of ``backends`` can use tree tools, the
-    revision has no such blocker, the repository no checkout path or the task no base commit (those
-    blockers are then not measured, and the grade says why)."""
+    revision has no such blocker, or the repository's checkout does not hold the task's base commit here
+    (those blockers are then not measured, and the grade says why)."""
     if not any(b is not None and supports_tree(b) for b in backends):
         return None
     task = revision.task
@@ -159,7 +163,15 @@ def tree_checkout(revision: RubricRevision, *backends: Backend | None) -> Path |
         return None
     if not revision.items.filter(needs_tree=True).exists():
         return None
-    return Path(task.repository.checkout_path)
+    checkout = Path(task.repository.checkout_path)
+    try:
+        BaseTree(checkout, task.base_commit)
+    except InputError as exc:
+        # A checkout this worker does not hold, or not fetched that far: the blockers stay not measured,
+        # as without a checkout, rather than failing every calibration and sweep of the repository.
+        log.warning("tree judge not used for %s: %s", revision, exc)
+        return None
+    return checkout
 
 
 def judges_of(revision: RubricRevision) -> JudgeSetting:
