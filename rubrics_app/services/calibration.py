@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import queue
 import tempfile
 import threading
@@ -34,19 +35,21 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from django.core.exceptions import PermissionDenied
-from django.db import connection, transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import F, Sum
 from django.utils import timezone
 from pydantic import ValidationError
 
 from grading.admission import SUITE_KINDS, AdmissionReport, AdmissionRow, check_task, inject_reviewer_comment
 from grading.agreement import judge_agreement
+from grading.basetree import BaseTree
 from grading.errors import InputError, InputErrors
 from grading.judge.backend import Backend
 from grading.judge.cache import CachedVerdicts
 from grading.judge.cost import load_price_table
 from grading.judge.runner import JudgeSettings
 from grading.judge.specs import make_backend
+from grading.judge.tree import supports_tree
 from rubrics_app.models import (
     AuditVerb,
     CalibrationRow,
@@ -59,6 +62,7 @@ from rubrics_app.models import (
     JudgeCacheEntry,
     JudgeRole,
     JudgeSetting,
+    Repository,
     RevisionStatus,
     Role,
     RubricRevision,
@@ -88,6 +92,8 @@ ROW_HINTS = {
     "benign": "The oracle with the payload's text as harmless comments is no longer mergeable (benign "
     "drift): the judge penalises comments that change nothing. Reported only; it does not refuse admission.",
 }
+
+log = logging.getLogger(__name__)
 
 
 class CalibrationError(Exception):
@@ -126,10 +132,15 @@ def calibration_files(revision: RubricRevision) -> dict[str, bytes]:
             files[f"task/{name}"] = task.task_file(name)
     for diff in revision.ordered_diffs():
         files[f"task/{diff.path}"] = bytes(diff.content)
-    tests = task.repository.tests_config or {}
-    # JSON is YAML: grading.schema.load_manifest reads it as the manifest's `tests` block.
-    files["repo_manifest.yaml"] = (json.dumps({"tests": tests} if tests else {}) + "\n").encode()
+    files["repo_manifest.yaml"] = manifest_bytes(task.repository)
     return files
+
+
+def manifest_bytes(repository: Repository) -> bytes:
+    """repo_manifest.yaml with the repository's tests block, as grading reads it."""
+    tests = repository.tests_config or {}
+    # JSON is YAML: grading.schema.load_manifest reads it as the manifest's `tests` block.
+    return (json.dumps({"tests": tests} if tests else {}) + "\n").encode()
 
 
 def inputs_sha256(files: dict[str, bytes]) -> str:
@@ -149,6 +160,29 @@ def _write_tree(root: Path, files: dict[str, bytes]) -> None:
 # --- starting and admitting -------------------------------------------------------------------------------
 
 
+def tree_checkout(revision: RubricRevision, *backends: Backend | None) -> Path | None:
+    """The repository checkout the tree judge reads ``needs_tree`` blockers from (its git objects at the
+    task's base commit, never its work tree), or None when none of ``backends`` can use tree tools, the
+    revision has no such blocker, or the repository's checkout does not hold the task's base commit here
+    (those blockers are then not measured, and the grade says why)."""
+    if not any(b is not None and supports_tree(b) for b in backends):
+        return None
+    task = revision.task
+    if not (task.repository.checkout_path and task.base_commit):
+        return None
+    if not revision.items.filter(needs_tree=True).exists():
+        return None
+    checkout = Path(task.repository.checkout_path)
+    try:
+        BaseTree(checkout, task.base_commit)
+    except InputError as exc:
+        # A checkout this worker does not hold, or not fetched that far: the blockers stay not measured,
+        # as without a checkout, rather than failing every calibration and sweep of the repository.
+        log.warning("tree judge not used for %s: %s", revision, exc)
+        return None
+    return checkout
+
+
 def judges_of(revision: RubricRevision) -> JudgeSetting:
     judges = JudgeSetting.objects.filter(repository_id=revision.task.repository_id).first()
     if judges is None:
@@ -157,11 +191,14 @@ def judges_of(revision: RubricRevision) -> JudgeSetting:
 
 
 def spent_this_month(repository_id: int) -> float:
+    """The repository's judge spend since the first of the month: calibrations and sweeps."""
+    from rubrics_app.services.sweeps import sweep_spend_this_month
+
     start = timezone.now().replace(day=1, hour=0, minute=0, second=0, microsecond=0)
     total = CalibrationRun.objects.filter(
         revision__task__repository_id=repository_id, created_at__gte=start
     ).aggregate(total=Sum("cost_usd"))["total"]
-    return float(total or 0.0)
+    return float(total or 0.0) + sweep_spend_this_month(repository_id)
 
 
 def _same_content_runs(revision: RubricRevision, runs: Any) -> list[CalibrationRun]:
@@ -389,7 +426,15 @@ class DatabaseVerdictCache:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="verdict-cache")
 
     def _call(self, fn: Callable[[], T]) -> T:
-        return self._pool.submit(fn).result()
+        def attempt() -> T:
+            try:
+                return fn()
+            except (OperationalError, InterfaceError):
+                # The connection was lost (a restarted server, a terminated backend): once more on a new one.
+                connection.close()
+                return fn()
+
+        return self._pool.submit(attempt).result()
 
     def get(self, key: str) -> CachedVerdicts | None:
         def read() -> CachedVerdicts | None:
@@ -563,6 +608,7 @@ def run_calibration(
             settings = JudgeSettings(prices=load_price_table())
         except InputError as exc:
             raise CalibrationError(str(exc)) from None
+        checkout = tree_checkout(revision, primary, second)
         roles = [(JudgeRole.PRIMARY, primary)] + ([(JudgeRole.SECOND, second)] if second is not None else [])
         with tempfile.TemporaryDirectory(prefix="calibration-") as scratch:
             root = Path(scratch)
@@ -577,6 +623,7 @@ def run_calibration(
                         cache=cache,
                         settings=settings,
                         injection_suite=run.injection_suite,
+                        checkout=checkout,
                         on_row=lambda n, total, row: results.put(("row", role, (n, total, row))),
                     )
                 except (InputError, InputErrors) as exc:
