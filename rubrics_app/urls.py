@@ -7,14 +7,17 @@ from django.views.generic import RedirectView
 
 from rubrics_app.views import (
     calibration,
+    drafting,
     exports,
     imports,
     items,
     jobs,
+    mutants,
     report,
     repositories,
     revisions,
     runs,
+    sweeps,
     tasks,
 )
 
@@ -25,6 +28,9 @@ app_urls = [
     path("repos/<int:repo_pk>/tasks/<int:task_pk>/", tasks.task_detail, name="task_detail"),
     path("repos/<int:repo_pk>/tasks/<int:task_pk>/files/", calibration.task_files, name="task_files"),
     path("repos/<int:repo_pk>/judges/", calibration.judge_settings, name="judge_settings"),
+    path("repos/<int:repo_pk>/drafting/", drafting.draft_settings, name="draft_settings"),
+    path("repos/<int:repo_pk>/tasks/<int:task_pk>/draft/", drafting.draft_start, name="draft_start"),
+    path("repos/<int:repo_pk>/revisions/<int:rev_pk>/draft-input/", drafting.draft_input, name="draft_input"),
     path(
         "repos/<int:repo_pk>/revisions/<int:rev_pk>/calibrate/",
         calibration.calibration_start,
@@ -39,6 +45,21 @@ app_urls = [
         "repos/<int:repo_pk>/calibrations/<int:run_pk>/rows/<int:row_pk>/diff/",
         calibration.calibration_row_diff,
         name="calibration_row_diff",
+    ),
+    path(
+        "repos/<int:repo_pk>/calibrations/<int:run_pk>/mutants/<int:mutant_pk>/diff/",
+        mutants.calibration_mutant_diff,
+        name="calibration_mutant_diff",
+    ),
+    path(
+        "repos/<int:repo_pk>/calibrations/<int:run_pk>/mutants/<int:mutant_pk>/harmless/",
+        mutants.mutant_mark_harmless,
+        name="mutant_mark_harmless",
+    ),
+    path(
+        "repos/<int:repo_pk>/calibrations/<int:run_pk>/mutants/<int:mutant_pk>/unmark/",
+        mutants.mutant_unmark,
+        name="mutant_unmark",
     ),
     path("repos/<int:repo_pk>/revisions/<int:rev_pk>/", revisions.revision_detail, name="revision_detail"),
     path(
@@ -102,6 +123,8 @@ app_urls = [
     path("repos/<int:repo_pk>/items/<int:item_pk>/dispute/", runs.item_dispute, name="item_dispute"),
     path("repos/<int:repo_pk>/flags/<str:what>/<int:pk>/dismiss/", runs.flag_dismiss, name="flag_dismiss"),
     path("repos/<int:repo_pk>/jobs/<int:job_pk>/", jobs.job_detail, name="job_detail"),
+    path("repos/<int:repo_pk>/sweeps/start/", sweeps.sweep_start, name="sweep_start"),
+    path("repos/<int:repo_pk>/sweeps/<int:sweep_pk>/", sweeps.sweep_detail, name="sweep_detail"),
     # The report (§7) and its downloads.
     path("repos/<int:repo_pk>/report/", report.report_page, name="report"),
     path("repos/<int:repo_pk>/report.json", report.report_json, name="report_json"),

@@ -21,7 +21,7 @@ def fill_rows(apps: Any, schema_editor: Any) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("rubrics_app", "0040_repository_training_cutoffs"),
+        ("rubrics_app", "0090_sweeps"),
     ]
 
     operations = [

@@ -14,12 +14,16 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
+from grading.admission import SUITE_KINDS
+from grading.injection import PAYLOAD_KINDS
 from rubrics_app.access import get_repository_for_user
 from rubrics_app.diff_render import line_anchor, parse_for_display
-from rubrics_app.forms import JudgeSettingForm, TaskFilesForm
+from rubrics_app.forms import CalibrationOptionsForm, JudgeSettingForm, TaskFilesForm
 from rubrics_app.models import (
+    CalibrationMutant,
     CalibrationRow,
     CalibrationRun,
+    HarmlessMutant,
     JudgeRole,
     JudgeSetting,
     Role,
@@ -52,43 +56,61 @@ def _run_for(repository_pk: int, run_pk: int) -> CalibrationRun:
 def calibration_start(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
     access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
     revision = load_revision(access.repository, rev_pk)
+    form = CalibrationOptionsForm(request.POST)
+    form.is_valid()  # a checkbox: absent means off, any value means on
     try:
-        run = calibration.start(revision, request.user)
+        run = calibration.start(
+            revision,
+            request.user,
+            injection_suite=bool(form.cleaned_data.get("injection_suite")),
+            mutants=request.POST.get("mutants") == "on",
+        )
     except TransitionError as exc:
         messages.error(request, str(exc))
         return redirect_to(request, revision_url(revision))
     return redirect_to(request, calibration_url(run))
 
 
+def _row_diff_url(run: CalibrationRun, row: CalibrationRow) -> str:
+    return reverse("rubrics:calibration_row_diff", args=[run.revision.task.repository_id, run.pk, row.pk])
+
+
+def diff_files(diff: bytes | memoryview) -> dict[str, int]:
+    """Each file of a stored diff by path: its index in the diff view (for line anchors)."""
+    return {f.path: i for i, f in enumerate(parse_for_display(bytes(diff).decode("utf-8", "replace"))[0])}
+
+
+def cited_links(files: dict[str, int], locations: list[Any], diff_url: str) -> list[dict[str, str]]:
+    """A verdict's cited lines as links to their anchors in the diff view (:func:`diff_files`)."""
+    links = []
+    for loc in locations or []:
+        index = files.get(str(loc.get("file", "")))
+        line = loc.get("line")
+        anchor = (
+            line_anchor(index, loc.get("side", "new"), line)
+            if index is not None and isinstance(line, int)
+            else ""
+        )
+        links.append(
+            {"label": f"{loc.get('file')}:{line}", "url": f"{diff_url}#{anchor}" if anchor else diff_url}
+        )
+    return links
+
+
 def _verdict_rows(run: CalibrationRun) -> list[dict[str, Any]]:
     """Each row with its verdicts side by side (primary, second) and every cited line linked into the
-    row's diff view."""
+    row's diff view. Injection-suite rows are here only when they did not hold (an attack success, benign
+    drift, a judge failure); the others are in the suite's table."""
     out = []
-    rows = list(run.rows.prefetch_related("verdicts").order_by("position"))
+    rows = list(
+        run.rows.exclude(kind__in=SUITE_KINDS, holds=True).prefetch_related("verdicts").order_by("position")
+    )
     for row in rows:
-        diff_url = reverse(
-            "rubrics:calibration_row_diff", args=[run.revision.task.repository_id, run.pk, row.pk]
-        )
-        files = {
-            f.path: i for i, f in enumerate(parse_for_display(bytes(row.diff).decode("utf-8", "replace"))[0])
-        }
+        diff_url = _row_diff_url(run, row)
+        files = diff_files(row.diff)
         by_item: dict[str, dict[str, Any]] = {}
         for verdict in row.verdicts.all():
-            links = []
-            for loc in verdict.locations or []:
-                index = files.get(str(loc.get("file", "")))
-                line = loc.get("line")
-                anchor = (
-                    line_anchor(index, loc.get("side", "new"), line)
-                    if index is not None and isinstance(line, int)
-                    else ""
-                )
-                links.append(
-                    {
-                        "label": f"{loc.get('file')}:{line}",
-                        "url": f"{diff_url}#{anchor}" if anchor else diff_url,
-                    }
-                )
+            links = cited_links(files, verdict.locations, diff_url)
             by_item.setdefault(verdict.item_id, {"item_id": verdict.item_id, "kind": verdict.kind})[
                 verdict.role
             ] = {
@@ -113,17 +135,85 @@ def _verdict_rows(run: CalibrationRun) -> list[dict[str, Any]]:
     return out
 
 
+OUTCOME_LABELS = {
+    "resisted": "resisted",
+    "attack_success": "attack success",
+    "kept": "still mergeable",
+    "benign_drift": "benign drift",
+    "not_measured": "not measured",
+}
+
+
+def _suite_table(run: CalibrationRun) -> list[dict[str, Any]]:
+    """One entry per payload kind: its description, its row on each lazy diff and its row on the oracle."""
+    if not run.injection_suite:
+        return []
+    table: dict[str, dict[str, Any]] = {
+        kind.name: {"kind": kind.name, "description": kind.description, "attacks": [], "benign": None}
+        for kind in PAYLOAD_KINDS
+    }
+    suite_rows = run.rows.filter(kind__in=SUITE_KINDS).only(
+        "pk", "run_id", "kind", "name", "payload_kind", "outcome", "holds", "position"
+    )
+    for row in suite_rows.order_by("position"):
+        entry = table.get(row.payload_kind)
+        if entry is None:
+            continue  # a kind since removed from the corpus
+        cell = {"row": row, "url": _row_diff_url(run, row), "label": OUTCOME_LABELS.get(row.outcome, "")}
+        if row.kind == "benign":
+            entry["benign"] = cell
+        else:
+            entry["attacks"].append(cell)
+    return list(table.values())
+
+
+def mutant_entries(run: CalibrationRun) -> list[dict[str, Any]]:
+    """The run's mutants of the oracle, each with its verdicts (cited lines linked into its diff view) and
+    its harmless mark for the run's revision content, if any."""
+    marks = {
+        mark.mutant_id: mark
+        for mark in HarmlessMutant.objects.filter(
+            task=run.revision.task, rubric_sha256=run.rubric_sha256
+        ).select_related("marked_by")
+    }
+    out = []
+    for mutant in CalibrationMutant.objects.filter(run=run).order_by("position"):
+        diff_url = reverse(
+            "rubrics:calibration_mutant_diff", args=[run.revision.task.repository_id, run.pk, mutant.pk]
+        )
+        files = diff_files(mutant.diff)
+        items = [
+            {**verdict, "links": cited_links(files, verdict.get("locations") or [], diff_url)}
+            for verdict in mutant.verdicts or []
+        ]
+        items.sort(key=lambda v: (v.get("kind") != "blocker", str(v.get("item_id"))))
+        mark = marks.get(mutant.mutant_id) if mutant.mergeable else None
+        status = (
+            "failure"
+            if mutant.judge_failure
+            else "caught"
+            if mutant.caught
+            else "harmless"
+            if mark is not None
+            else "mergeable"
+        )
+        out.append({"mutant": mutant, "items": items, "diff_url": diff_url, "mark": mark, "status": status})
+    return out
+
+
 def run_context(access: Any, run: CalibrationRun) -> dict[str, Any]:
     if not run.is_finished:
         calibration.fail_stale_runs()
         run.refresh_from_db()
     return {
+        "suite": _suite_table(run),
         "access": access,
         "repository": access.repository,
         "task": run.revision.task,
         "revision": run.revision,
         "run": run,
         "rows": _verdict_rows(run),
+        "mutants": mutant_entries(run) if run.with_mutants else [],
     }
 
 
