@@ -223,7 +223,8 @@ class ReportRow(models.Model):
     provisional = models.BooleanField()  # as graded; an admitted revision overrides it when read
     # The rest as JSON text, which the report decodes itself (identical texts once: runs share verdicts):
     # grade.json's numeric metrics; each judge's verdicts, {"judge", "family", "scripted", "failure",
-    # "blockers", "non_blockers", "previous"} or null when that judge did not run; and the blockers a human
+    # "blockers", "non_blockers", "previous", "tree_judged", "cost_usd", "tree_cost_usd", "cost_known"}
+    # (grading.report.JudgeVerdicts) or null when that judge did not run; and the blockers a human
     # must label for a verdict on mergeable (services.queue.human_label_basis), null when labels cannot
     # give one, with human_checks: scope and integrity passed.
     metrics = models.TextField()

@@ -120,10 +120,14 @@ def _judges(pks: list[int], models: RowModels) -> dict[int, dict[str, dict[str, 
     return judges
 
 
-def _verdicts(entry: dict[str, Any] | None, family: Any) -> dict[str, Any] | None:
-    # The fields of grading.report.JudgeVerdicts; `previous` only on a deliberate regrade (a cache bypass).
+def _verdicts(entry: dict[str, Any] | None, family: Any, record: Any) -> dict[str, Any] | None:
+    """The fields of grading.report.JudgeVerdicts: the verdicts from the judge's rows, `previous` only on a
+    deliberate regrade (a cache bypass); the tree-judged blockers and the costs from the judge's record in
+    metrics.json (``record``), read as ``rubric report`` reads them (grading.report_files)."""
     if entry is None:
         return None
+    verdicts = _get(record, "verdicts")
+    usage, tree_usage = _get(record, "usage") or {}, _get(record, "tree_usage") or {}
     return {
         "judge": entry["judge"],
         "family": family if isinstance(family, str) else None,
@@ -132,7 +136,20 @@ def _verdicts(entry: dict[str, Any] | None, family: Any) -> dict[str, Any] | Non
         "blockers": entry["blockers"],
         "non_blockers": entry["non_blockers"],
         "previous": entry["previous"] if entry["bypass"] and entry["previous"] else None,
+        "tree_judged": [
+            v["item_id"] for v in verdicts if isinstance(v, dict) and v.get("tree_judged") is True
+        ]
+        if isinstance(verdicts, list)
+        else [],
+        "cost_usd": _cost(usage),
+        "tree_cost_usd": _cost(tree_usage),
+        "cost_known": _get(usage, "cost_known") is not False and _get(tree_usage, "cost_known") is not False,
     }
+
+
+def _cost(usage: Any) -> float:
+    value = _get(usage, "cost_usd")
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
 
 
 _GRADE_FIELDS = (
@@ -193,10 +210,18 @@ def _fill(pks: list[int], models: RowModels) -> None:
                 provisional=g["provisional"],
                 metrics=_json(numeric_metrics(g["run__grade_json"])),
                 primary=_json(
-                    _verdicts(judged.get(JudgeRole.PRIMARY), _get(details, "judge_families", "primary"))
+                    _verdicts(
+                        judged.get(JudgeRole.PRIMARY),
+                        _get(details, "judge_families", "primary"),
+                        _get(details, "judge"),
+                    )
                 ),
                 second=_json(
-                    _verdicts(judged.get(JudgeRole.SECOND), _get(details, "judge_families", "second"))
+                    _verdicts(
+                        judged.get(JudgeRole.SECOND),
+                        _get(details, "judge_families", "second"),
+                        _get(details, "second_judge"),
+                    )
                 ),
                 human_items=_json(None if basis is None else basis[0]),
                 human_checks=basis is not None and basis[1],

@@ -66,6 +66,7 @@ from rubrics_app.models import (
 )
 from rubrics_app.models_runs import AgentRun, AgentRunDiff, GradeSource, RunGrade, Sweep
 from rubrics_app.services import calibration
+from rubrics_app.services.report_rows import refresh_report_rows
 from rubrics_app.services.runs import ImportedMetrics, store_grade
 
 
@@ -419,6 +420,14 @@ def _store(sweep: Sweep, target: Target, metrics: RunMetrics, replace: bool) -> 
                 created, failed = False, False  # another sweep stored this run's grade first
             else:
                 failed = grade.judge_failure
+            # The report's row of the new grade, in this transaction; a replaced judge failure may have
+            # been the run's newest grade, so then the run's newest is marked again.
+            if created:
+                refresh_report_rows([grade.pk])
+            elif replace:
+                refresh_report_rows(
+                    RunGrade.objects.filter(run=run).order_by("-pk").values_list("pk", flat=True)[:1]
+                )
             updates: dict[str, Any] = {
                 "done_runs": F("done_runs") + 1,
                 "graded_runs": F("graded_runs") + int(created),

@@ -1,6 +1,6 @@
-"""The report's precomputed rows: written beside each imported grade, the newest grade of a run marked, the
-same rows from the migration that fills stored grades, and a grade written without its row filled when the
-report is read."""
+"""The report's precomputed rows: written beside each imported or swept grade, the newest grade of a run
+marked, the same rows from the migration that fills stored grades, and a grade written without its row
+filled when the report is read."""
 
 from __future__ import annotations
 
@@ -20,12 +20,16 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from rubrics_app.models import Repository, Task
+from grading.judge.cache import MemoryCache
+from rubrics_app.models import JudgeSetting, Repository, RubricRevision, Task
 from rubrics_app.models_runs import ReportRow, RunGrade
+from rubrics_app.services import sweeps
 from rubrics_app.services.report_rows import refresh_report_rows
+from tests.app.conftest import LAZY_DIFF, judge_answers
 from tests.app.report_rows import bulk_runs
-from tests.app.runs_helpers import PASSING, grade, write_run, write_scripted, write_task_dir
-from tests.app.test_views_report import build_runs, label_runs
+from tests.app.runs_helpers import PASSING, grade, sha256_of, write_run, write_scripted, write_task_dir
+from tests.app.sweep_helpers import import_runs
+from tests.app.test_views_report import build_runs, label_runs, rubric_report_json
 
 pytestmark = pytest.mark.django_db
 
@@ -82,6 +86,49 @@ def test_the_newest_grade_of_a_run_is_the_one_reported(
     ReportRow.objects.update(latest=True)
     cache.clear()
     assert report_json(viewer, repository) == second
+
+
+def test_a_sweep_writes_the_rows_of_the_grades_it_stores(
+    admitted_revision: RubricRevision, repository: Repository, maintainer: User, tmp_path: Path
+) -> None:
+    import_runs(repository, tmp_path / "runs", 4, lazy=(2,), failing_tests=(3,))
+    script = tmp_path / "judge.json"
+    script.write_text(
+        json.dumps(
+            {"default": judge_answers(), "by_diff_sha256": {sha256_of(LAZY_DIFF): judge_answers(("B1",))}}
+        )
+    )
+    JudgeSetting.objects.filter(repository=repository).update(judge=f"scripted:{script}", second_judge="")
+    sweeps.sweep_now(repository, maintainer, cache=MemoryCache())
+    grades = set(RunGrade.objects.values_list("pk", flat=True))
+    # Written by the sweep itself, before any report is read.
+    assert len(grades) == 4
+    assert set(ReportRow.objects.filter(latest=True).values_list("grade_id", flat=True)) == grades
+    cell = report_json(maintainer, repository)["cells"][0]
+    assert (cell["runs"], cell["measured"], cell["mergeable_rate"]["value"]) == (4, 4, 0.5)
+
+
+def test_judge_costs_and_tree_judged_blockers_read_as_the_command_reads_them(
+    tmp_path: Path, repository: Repository, viewer: User
+) -> None:
+    task_dir = write_task_dir(tmp_path / "checkout", "t1")
+    Task.objects.create(repository=repository, task_id="t1", gate=["pass"], spec_prompt="Fix it.")
+    runs = [write_run(tmp_path / "runs", f"r{i}", task_id="t1", repetition=i) for i in range(3)]
+    for i, run_dir in enumerate(runs):
+        grade(task_dir, run_dir, write_scripted(tmp_path / "pass.json", PASSING))
+        metrics = json.loads((run_dir / "metrics.json").read_text())
+        judge = metrics["details"]["judge"]
+        judge["usage"] = {**judge.get("usage", {}), "cost_usd": 0.125 * (i + 1), "cost_known": i != 2}
+        judge["tree_usage"] = {"cost_usd": 0.5}
+        judge["verdicts"][0]["tree_judged"] = True
+        (run_dir / "metrics.json").write_text(json.dumps(metrics))
+    _import(tmp_path / "runs", repository)
+    expected = rubric_report_json(runs, "--tasks", str(tmp_path / "checkout" / "tasks"))
+    got = report_json(viewer, repository)
+    assert got == expected
+    primary = got["judges"][0]
+    assert (primary["cost_usd"], primary["tree_cost_usd"], primary["cost_known"]) == (0.75, 1.5, False)
+    assert (primary["tree_judged"], primary["tree_judged_runs"]) == (3, 3)
 
 
 def _rows() -> list[dict[str, Any]]:
