@@ -15,17 +15,20 @@ import contextlib
 import os
 import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.db import connections
 
 # The web app's fixtures (users with roles, the repository with its scripted judge, revisions built through
 # the services) and the session's database settings (a file for SQLite, so the worker sees the same data).
 from tests.app.conftest import (  # noqa: F401 - fixtures
     PASSWORD,
+    MakeRevision,
     _frozen_triggers_restored,
     django_db_modify_db_settings,
     fast_password_hasher,
@@ -249,3 +252,18 @@ def worker(
         yield started
     finally:
         started.stop()
+
+
+def off_the_loop[T](function: Callable[[], T]) -> T:
+    """Run ``function`` in a thread of its own: what runs asyncio.run (the judge runner behind `rubric grade`
+    and calibration) cannot run in this thread, where Playwright's loop is. Its database connection is
+    closed when it is done."""
+
+    def run() -> T:
+        try:
+            return function()
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(run).result()

@@ -9,7 +9,6 @@ import io
 import json
 import re
 import zipfile
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from rubrics_app.models import (
 from rubrics_app.models_runs import AgentRun, RunGrade
 from tests.app.conftest import CALIBRATION_FILES, ORACLE_DIFF, RUBRIC
 from tests.app.runs_helpers import DISAGREEING, PASSING, grade, write_run, write_scripted, zip_dir
-from tests.browser.conftest import Browser, Worker
+from tests.browser.conftest import Browser, Worker, off_the_loop
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("flushable_transactional_db")]
 
@@ -197,9 +196,7 @@ def import_runs(flow: Flow) -> None:
         for repetition in (0, 1):
             grade(task_dir, write_run(runs, f"rep{repetition}", repetition=repetition), primary, second)
 
-    # `rubric grade` runs its own asyncio loop: not in this thread, where Playwright's loop is.
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        pool.submit(grade_runs).result()
+    off_the_loop(grade_runs)
 
     page = flow.page
     page.goto(flow.url(""))
