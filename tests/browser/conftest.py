@@ -119,7 +119,8 @@ def chromium_path() -> str:
     return path
 
 
-@pytest.fixture(scope="session")
+# Per module: the tests after these (tests/grading/) run asyncio loops of their own in this thread.
+@pytest.fixture(scope="module")
 def playwright_driver(chromium_path: str) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
@@ -129,7 +130,13 @@ def playwright_driver(chromium_path: str) -> Iterator[Any]:
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     try:
         with sync_playwright() as driver:
-            yield driver
+            try:
+                yield driver
+            finally:
+                # While the loop runs, Django keeps this thread's connections apart from the ones it made
+                # before (asgiref's Local is per context then): close those here, or they outlive the test
+                # database (PostgreSQL refuses to drop a database still in use).
+                connections.close_all()
     finally:
         if previous is None:
             os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)

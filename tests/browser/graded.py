@@ -4,7 +4,6 @@ through the pages is test_maintainer_flow.py)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -15,9 +14,7 @@ from tests.browser.conftest import off_the_loop
 
 
 @pytest.fixture(name="graded")
-def graded_fixture(
-    playwright_driver: Any, tmp_path: Path, repository: Repository, make_revision: MakeRevision
-) -> RubricRevision:
+def graded_fixture(tmp_path: Path, repository: Repository, make_revision: MakeRevision) -> RubricRevision:
     """An admitted revision (calibrated with the scripted judge) and two runs graded against it by two
     scripted judges that disagree on B1 and N2: four pairs in the disagreement queue."""
     revision = off_the_loop(lambda: make_revision(RevisionStatus.ADMITTED))
