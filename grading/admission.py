@@ -11,9 +11,9 @@ Rows and what each must be:
   talk the judge out of any of them).
 - alt: each ``calibration.alt`` diff: mergeable.
 
-A judge failure on any row, or a ``breaks`` blocker the diff-only judge cannot measure (``needs_tree``),
-means the row does not hold. Results are kept per content hash (:func:`admission_key`), so an unchanged
-rubric is never paid for twice.
+A judge failure on any row, or a ``breaks`` blocker no judge measured (``needs_tree`` without a repository
+checkout for the tree judge), means the row does not hold. Results are kept per content hash
+(:func:`admission_key`), so an unchanged rubric is never paid for twice.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from grading.judge.models import JudgeResult, Usage
 from grading.judge.prompt import DEFAULT_MAX_DIFF_CHARS, check_diff_text, render_request, select_items
 from grading.judge.runner import JudgeSettings, SweepJob, judge_sweep
 from grading.judge.specs import make_backend
+from grading.judge.tree import base_tree_for
 from grading.outcome import RubricAssessment, assess
 from grading.paths import user_cache_file
 from grading.schema import (
@@ -191,6 +192,8 @@ def _describe(a: RubricAssessment) -> str:
     text = "not mergeable: " + "; ".join(parts) if parts else "mergeable, every measured blocker passes"
     if a.blockers_not_measured:
         text += f" ({', '.join(a.blockers_not_measured)} not measured: needs_tree)"
+    if a.blockers_tree_judged:
+        text += f" ({', '.join(a.blockers_tree_judged)} tree-judged)"
     return text
 
 
@@ -258,6 +261,8 @@ class AdmissionReport(BaseModel):
     from_store: bool = False  # True when this report was read back, no judge call made
     calls: int = 0
     usage: Usage = Usage()
+    tree_calls: int = 0  # the tree judge (needs_tree blockers), counted apart
+    tree_usage: Usage = Usage()
 
 
 class _Workspace(BaseModel):
@@ -341,6 +346,7 @@ def admission_key(
     backend: Backend,
     rubric: Rubric,
     max_chars: int = DEFAULT_MAX_DIFF_CHARS,
+    tree: dict[str, Any] | None = None,
 ) -> str:
     """The content hash an admission report is kept under.
 
@@ -361,6 +367,8 @@ def admission_key(
         "diffs": [[ws.kind, ws.name, _sha256(ws.diff_text.encode("utf-8"))] for ws in workspaces],
         "requests": request_keys,
     }
+    if tree is not None:
+        payload["tree"] = tree  # the base commit and budget the needs_tree blockers were judged with
     return _sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode("utf-8"))
 
 
@@ -417,6 +425,7 @@ def check_task(
     on_row: RowCallback | None = None,
     rubric_path: Path | None = None,
     task_json: Path | None = None,
+    checkout: Path | None = None,
 ) -> AdmissionReport:
     """Run the §5 admission rows for ``task_dir`` with ``judge`` (a backend or a judge spec).
 
@@ -426,10 +435,15 @@ def check_task(
     report calls it for every row at once), so a caller can show rows while the others are still being
     judged. With a ``store``, a report for the same content hash is returned without any judge call
     (unless ``refresh``), and a fresh report is kept when no row had a judge failure (a failure may be
-    transient). Raises InputError for a missing or bad rubric.json, oracle.diff, calibration diff or manifest.
+    transient). ``checkout`` (the repository, read at task.json's ``base_commit``) lets the tree judge decide
+    needs_tree blockers on every row. Raises InputError for a missing or bad rubric.json, oracle.diff,
+    calibration diff or manifest, or a task.json without base_commit when ``checkout`` is given.
     """
     backend = make_backend(judge) if isinstance(judge, str) else judge
     task = load_task(task_dir, task_json)
+    base_tree = None
+    if checkout is not None:
+        base_tree = base_tree_for(task, checkout, task_json or task_dir / "task.json")
     rubric_path = task_dir / "rubric.json" if rubric_path is None else rubric_path
     rubric = load_rubric(rubric_path)
     rubric_bytes = read_input_bytes(rubric_path)
@@ -437,7 +451,11 @@ def check_task(
     max_chars = (settings or JudgeSettings()).max_diff_chars
     workspaces = collect_workspaces(task_dir, rubric, manifest_tests, max_chars, calib_dir=rubric_path.parent)
     tests_json = manifest_tests.model_dump(mode="json", by_alias=True) if manifest_tests is not None else None
-    key = admission_key(task, rubric_bytes, tests_json, workspaces, backend, rubric, max_chars)
+    tree_key = None
+    if base_tree is not None and any(b.needs_tree for b in rubric.blockers):
+        budget = (settings or JudgeSettings()).tree_budget
+        tree_key = {"base_commit": base_tree.commit, "budget": budget.model_dump(mode="json")}
+    key = admission_key(task, rubric_bytes, tests_json, workspaces, backend, rubric, max_chars, tree_key)
     content_sha256 = rubric_sha256(rubric_bytes)
     if store is not None and not refresh:
         stored = store.get(key)
@@ -449,7 +467,15 @@ def check_task(
             if on_row is not None:
                 for n, row in enumerate(stored.rows):
                     on_row(n, len(stored.rows), row)
-            return stored.model_copy(update={"from_store": True, "calls": 0, "usage": Usage()})
+            return stored.model_copy(
+                update={
+                    "from_store": True,
+                    "calls": 0,
+                    "usage": Usage(),
+                    "tree_calls": 0,
+                    "tree_usage": Usage(),
+                }
+            )
 
     jobs = [
         # The label carries the row's index: two rows may judge diffs of the same name.
@@ -468,7 +494,9 @@ def check_task(
         if live is not None:
             live.add(int(label.split(":", 1)[0]), result)
 
-    sweep = asyncio.run(judge_sweep(jobs, backend, cache=cache, settings=settings, progress=progress))
+    sweep = asyncio.run(
+        judge_sweep(jobs, backend, cache=cache, settings=settings, progress=progress, base_tree=base_tree)
+    )
     rows = _rows(rubric, workspaces, sweep.results)
     report = AdmissionReport(
         task=task.id,
@@ -480,6 +508,8 @@ def check_task(
         rows=rows,
         calls=sweep.calls,
         usage=sweep.usage,
+        tree_calls=sweep.tree_calls,
+        tree_usage=sweep.tree_usage,
     )
     if store is not None and not any(row.judge_failure for row in rows):
         store.put(report)

@@ -13,8 +13,27 @@ import subprocess
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel
 
 from grading.errors import InputError
+
+EntryKind = Literal["file", "dir", "symlink", "submodule"]
+_KINDS: dict[str, EntryKind] = {"blob": "file", "tree": "dir", "commit": "submodule"}
+
+
+class TreeEntry(BaseModel):
+    """One entry of a directory at the commit, as ``git ls-tree --long`` lists it."""
+
+    name: str
+    kind: EntryKind
+    object_id: str
+    size: int | None = None  # bytes of a file or symlink target; None for a directory or submodule
+
+
+class GrepTimeout(Exception):
+    """``git grep`` ran longer than it was allowed to."""
 
 
 class BaseTree:
@@ -39,6 +58,9 @@ class BaseTree:
             GIT_ATTR_NOSYSTEM="1",
             GIT_OPTIONAL_LOCKS="0",
             GIT_TERMINAL_PROMPT="0",
+            # refs/replace could make the commit's objects read as other content (a checkout where someone
+            # ran `git replace`): the commit id must mean the same bytes everywhere.
+            GIT_NO_REPLACE_OBJECTS="1",
             LC_ALL="C",
         )
         return env
@@ -67,6 +89,86 @@ class BaseTree:
                 self.checkout, f"git {args[0]} failed: {lines[-1] if lines else result.returncode}"
             )
         return result.stdout
+
+    def entries(self, directory: str) -> list[TreeEntry] | None:
+        """The entries of ``directory`` ("" for the root) at the commit, or None when it is not a directory
+        there. ``directory`` is taken literally (no globbing); callers check it stays inside the tree."""
+        if directory.startswith("-") or "\0" in directory:
+            return None
+        spec = f"{self.commit}:{directory}"
+        if self._git("cat-file", "-t", spec, ok_codes=(0, 128)).strip() != b"tree":
+            return None
+        out: list[TreeEntry] = []
+        for record in self._git("ls-tree", "-z", "--long", spec).split(b"\0"):
+            if not record:
+                continue
+            meta, _, name = record.partition(b"\t")
+            mode, kind, object_id, size = meta.split()
+            entry_kind: EntryKind = "symlink" if mode == b"120000" else _KINDS.get(kind.decode(), "file")
+            out.append(
+                TreeEntry(
+                    name=os.fsdecode(name),
+                    kind=entry_kind,
+                    object_id=object_id.decode(),
+                    size=int(size) if size != b"-" and entry_kind in ("file", "symlink") else None,
+                )
+            )
+        return out
+
+    def blob(self, object_id: str) -> bytes:
+        """The bytes of a blob by its object id (an entry of :meth:`entries`)."""
+        return self._git("cat-file", "blob", object_id)
+
+    def grep(
+        self,
+        pattern: str,
+        pathspecs: Iterable[str] = (),
+        *,
+        fixed: bool = False,
+        ignore_case: bool = False,
+        timeout: float = 20.0,
+    ) -> list[tuple[str, int, str]]:
+        """``git grep`` over the commit's tree (never the work tree): (path, line number, line) per match,
+        text files only. ``pathspecs`` are literal paths (a directory matches what is under it).
+        Raises :class:`GrepTimeout` past ``timeout`` seconds, InputError for a pattern git refuses."""
+        args = ["git", "--no-pager", "--literal-pathspecs", "grep", "-n", "-z", "-I", "--no-color"]
+        args += ["-F"] if fixed else ["-E"]
+        if ignore_case:
+            args.append("-i")
+        args += ["-e", pattern, self.commit, "--", *pathspecs]
+        try:
+            result = subprocess.run(
+                args, cwd=self.checkout, env=self._env(), capture_output=True, check=False, timeout=timeout
+            )
+        except subprocess.TimeoutExpired:
+            raise GrepTimeout(f"git grep ran longer than {timeout:g}s") from None
+        if result.returncode == 1:
+            return []
+        if result.returncode != 0:
+            lines = result.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise InputError(None, f"git grep: {lines[-1] if lines else result.returncode}", "pattern")
+        prefix = f"{self.commit}:".encode()
+        matches: list[tuple[str, int, str]] = []
+        data, at = result.stdout, 0
+        # Each match is "<commit>:<path>\0<line>\0<text>\n"; a path may hold a newline, so read by field.
+        while at < len(data):
+            path_end = data.find(b"\0", at)
+            line_end = data.find(b"\0", path_end + 1) if path_end >= 0 else -1
+            if line_end < 0:
+                break
+            text_end = data.find(b"\n", line_end + 1)
+            text_end = len(data) if text_end < 0 else text_end
+            path = data[at:path_end]
+            if path.startswith(prefix):
+                matches.append(
+                    (
+                        os.fsdecode(path[len(prefix) :]),
+                        int(data[path_end + 1 : line_end]),
+                        data[line_end + 1 : text_end].decode("utf-8", "replace"),
+                    )
+                )
+            at = text_end + 1
+        return matches
 
     def paths(self) -> list[str]:
         """Every file path of the tree (blobs and symlinks), ``/``-separated."""

@@ -20,7 +20,8 @@ Rules, in the order they apply:
    A diff over the judge's size limit is a judge failure (``diff_too_large``) too, unless scope or
    integrity already fail: then the run is not mergeable and the judge is not called.
 5. Otherwise mergeable when scope and integrity pass and no blocker fails. A blocker the
-   judge could not see (``needs_tree``) is not measured and does not fail. merge_score is the weighted
+   judge could not see (``needs_tree``, without a repository checkout for the tree judge) is not measured
+   and does not fail; one the tree judge decided counts like any other. merge_score is the weighted
    share of non-blockers that pass, 0 when not mergeable.
 """
 
@@ -44,6 +45,7 @@ from grading.judge.models import CONFIG_BLOCKER_ID, JudgeResult
 from grading.judge.prompt import diff_too_large
 from grading.judge.runner import JudgeSettings, judge_run
 from grading.judge.specs import check_second_judge, judge_family, make_backend
+from grading.judge.tree import base_tree_for
 from grading.schema import (
     GradeJson,
     Rubric,
@@ -87,6 +89,7 @@ class RubricAssessment(BaseModel):
     blockers_failed: list[str] = []
     blockers_passed: list[str] = []
     blockers_not_measured: list[str] = []
+    blockers_tree_judged: list[str] = []  # needs_tree blockers decided by the tree judge (counted as any)
     non_blockers_passed: list[str] = []
     non_blockers_failed: list[str] = []
     non_blocker_share: float | None = None  # weighted share of non-blockers that pass
@@ -201,6 +204,7 @@ def assess(
         blockers_failed=[b for b in judged_blockers if by_id[b].verdict == "fail"],
         blockers_passed=[b for b in judged_blockers if by_id[b].verdict == "pass"],
         blockers_not_measured=not_measured,
+        blockers_tree_judged=[b for b in judged_blockers if by_id[b].tree_judged],
         non_blockers_passed=passed_nb,
         non_blockers_failed=[n for n in weights if by_id[n].verdict == "fail"],
         non_blocker_share=sum(weights[n] for n in passed_nb) / sum(weights.values()),
@@ -349,6 +353,7 @@ def grade_run(
     task_json: Path | None = None,
     admissions: AdmissionLookup | None = None,
     allow_same_family: bool = False,
+    checkout: Path | None = None,
 ) -> RunMetrics:
     """All of §1 for one run: read task.json, grade.json and rubric.json, run scope, integrity and the
     judge(s), decide the outcome and write ``run_dir/metrics.json`` atomically.
@@ -359,9 +364,14 @@ def grade_run(
     ``rubric_path`` and ``task_json`` replace ``task_dir/rubric.json`` and ``task_dir/task.json`` (held-out
     rubrics, §7); with ``rubric_path`` given the rubric must exist. ``admissions`` answers whether the rubric
     content was admitted with the primary judge (``provisional`` is true without it).
+    ``checkout`` is the repository (its git objects are read at task.json's ``base_commit``, never its work
+    tree): with it the tree judge decides ``needs_tree`` blockers; without it they are not measured.
     Raises InputError for bad input; nothing is written then.
     """
     task = load_task(task_dir, task_json)
+    base_tree = (
+        base_tree_for(task, checkout, task_json or task_dir / "task.json") if checkout is not None else None
+    )
     grade = load_grade(run_dir / "grade.json")
     explicit_rubric = rubric_path is not None
     rubric_file = rubric_path if rubric_path is not None else task_dir / "rubric.json"
@@ -410,6 +420,7 @@ def grade_run(
                 "cache": cache,
                 "settings": settings,
                 "self_ignoring_dirs": ignored.self_ignoring_dirs,
+                "base_tree": base_tree,
             }
             primary_result = judge_run(task, rubric, diff_text, primary, **judge_args)
             if second is not None:

@@ -16,7 +16,6 @@ The statistics are described in docs/report.md. In short:
 from __future__ import annotations
 
 import random
-import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from datetime import date
@@ -25,6 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from grading.judge.cache import RepeatAgreement
+from grading.judge.specs import model_family
 from grading.outcome import OutcomeStatus
 
 FORMAT = 1
@@ -57,6 +57,10 @@ class JudgeVerdicts(BaseModel):
     non_blockers: dict[str, Verdict] = {}
     # Same judge, same input, judged again (regrade sample or --no-cache): the verdicts held before.
     previous: dict[str, Verdict] | None = None
+    tree_judged: list[str] = []  # needs_tree blockers this judge decided with the base tree
+    cost_usd: float = 0.0  # the diff-only judge's calls for this run (0 on a cache hit)
+    tree_cost_usd: float = 0.0  # the tree judge's, apart: its cost is not the diff-only one (§9)
+    cost_known: bool = True  # False when a call's model had no price
 
     @property
     def complete(self) -> bool:
@@ -71,9 +75,9 @@ class JudgeVerdicts(BaseModel):
         if self.scripted:
             return None
         if self.family:
-            return _FAMILY_VENDOR.get(self.family.lower(), self.family.lower())
+            return model_family(self.family) or self.family.lower()
         provider, _, model = self.judge.partition(":")
-        return model_vendor(model) or (provider if provider == "anthropic" else None)
+        return model_family(model) or (provider if provider in ("anthropic", "claude-code") else None)
 
 
 class GradedRun(BaseModel):
@@ -200,6 +204,11 @@ class JudgeUse(BaseModel):
     scripted: bool
     vendor: str | None
     runs: int
+    cost_usd: float = 0.0  # the diff-only judge, over these runs
+    tree_cost_usd: float = 0.0  # the tree judge (needs_tree blockers), reported apart
+    tree_judged: int = 0  # verdicts the tree judge gave (counted like any other)
+    tree_judged_runs: int = 0
+    cost_known: bool = True
 
 
 class Report(BaseModel):
@@ -397,33 +406,6 @@ def corrected_rate(
     return Estimate(value=value, ci=_interval(draws, value))
 
 
-# --- vendors (self-preference, §9) ----------------------------------------------------------------------
-
-# Judge families as metrics.json may record them, mapped to the vendor whose models they are.
-_FAMILY_VENDOR = {"claude": "anthropic", "gpt": "openai", "gemini": "google", "llama": "meta",
-                  "qwen": "alibaba", "grok": "xai", "mistral": "mistral", "deepseek": "deepseek"}  # fmt: skip
-_MODEL_VENDOR = [
-    (re.compile(r"(^|[/:.])(anthropic|claude)"), "anthropic"),
-    (re.compile(r"(^|[/:.])(openai|gpt|chatgpt|o[1-9](-|$)|codex)"), "openai"),
-    (re.compile(r"(^|[/:.])(google|gemini|gemma)"), "google"),
-    (re.compile(r"(^|[/:.])(meta|llama)"), "meta"),
-    (re.compile(r"(^|[/:.])(qwen|alibaba)"), "alibaba"),
-    (re.compile(r"(^|[/:.])(mistral|mixtral|codestral|devstral)"), "mistral"),
-    (re.compile(r"(^|[/:.])deepseek"), "deepseek"),
-    (re.compile(r"(^|[/:.])(xai|grok)"), "xai"),
-]
-
-
-def model_vendor(model: str) -> str | None:
-    """The vendor of a model id (``claude-opus-4-6`` -> anthropic, ``gpt-5.1-codex`` -> openai,
-    ``us.anthropic.claude-...`` -> anthropic), or None when the id names none we know."""
-    lowered = model.lower()
-    for pattern, vendor in _MODEL_VENDOR:
-        if pattern.search(lowered):
-            return vendor
-    return None
-
-
 # --- the report ------------------------------------------------------------------------------------------
 
 
@@ -595,14 +577,24 @@ def _repetition_warnings(runs: Sequence[GradedRun]) -> list[str]:
 def _judge_uses(runs: Sequence[GradedRun]) -> list[JudgeUse]:
     counts: dict[tuple[str, str], int] = defaultdict(int)
     seen: dict[tuple[str, str], JudgeVerdicts] = {}
+    spend: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0, 0, 0, 1])
     for r in runs:
         for role, j in (("primary", r.primary), ("second", r.second)):
             if j is not None:
                 counts[(role, j.judge)] += 1
                 seen.setdefault((role, j.judge), j)
+                s = spend[(role, j.judge)]
+                s[0] += j.cost_usd
+                s[1] += j.tree_cost_usd
+                s[2] += len(j.tree_judged)
+                s[3] += bool(j.tree_judged)
+                s[4] = s[4] and j.cost_known
     return [
         JudgeUse(role=role, judge=spec, scripted=seen[(role, spec)].scripted,
-                 vendor=seen[(role, spec)].vendor(), runs=n)
+                 vendor=seen[(role, spec)].vendor(), runs=n,
+                 cost_usd=spend[(role, spec)][0], tree_cost_usd=spend[(role, spec)][1],
+                 tree_judged=int(spend[(role, spec)][2]), tree_judged_runs=int(spend[(role, spec)][3]),
+                 cost_known=bool(spend[(role, spec)][4]))
         for (role, spec), n in sorted(counts.items())
     ]  # fmt: skip
 
@@ -641,7 +633,7 @@ def _warnings(
         if j.vendor is None:
             continue
         for model in models:
-            if model_vendor(model) == j.vendor:
+            if model_family(model) == j.vendor:
                 out.append(
                     f"self-preference: the {j.role} judge {j.judge} ({j.vendor}) judges runs of "
                     f"{model} ({j.vendor}), a model of its own vendor"

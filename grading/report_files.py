@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 from grading.errors import InputError, InputErrors
 from grading.outcome import FRAMEWORK_METRICS, OutcomeStatus
 from grading.report import FORMAT, GradedRun, JudgeVerdicts, PromptStyle, Verdict
-from grading.schema import _messages, load_run, load_task, read_json
+from grading.schema import load_run, load_task, read_json, validation_messages
 
 # Top-level metrics.json keys that are the framework's, not grade.json metrics.
 _FRAMEWORK_KEYS = frozenset(FRAMEWORK_METRICS) | {"format", "rubric_sha256", "provisional"}
@@ -33,6 +33,12 @@ class _VerdictRecord(_Lenient):
     item_id: str
     kind: Literal["blocker", "non_blocker"]
     verdict: Verdict
+    tree_judged: StrictBool = False
+
+
+class _UsageRecord(_Lenient):
+    cost_usd: StrictInt | StrictFloat = 0.0
+    cost_known: StrictBool = True
 
 
 class _JudgeRecord(_Lenient):
@@ -41,6 +47,8 @@ class _JudgeRecord(_Lenient):
     verdicts: list[_VerdictRecord] = []
     failure: str | None = None
     previous_verdicts: dict[str, Verdict] | None = None
+    usage: _UsageRecord = _UsageRecord()
+    tree_usage: _UsageRecord = _UsageRecord()
 
 
 class _ScopeRecord(_Lenient):
@@ -90,6 +98,10 @@ def _judge(record: _JudgeRecord | None, family: str | None) -> JudgeVerdicts | N
         blockers={v.item_id: v.verdict for v in record.verdicts if v.kind == "blocker"},
         non_blockers={v.item_id: v.verdict for v in record.verdicts if v.kind == "non_blocker"},
         previous=record.previous_verdicts,
+        tree_judged=[v.item_id for v in record.verdicts if v.tree_judged],
+        cost_usd=float(record.usage.cost_usd),
+        tree_cost_usd=float(record.tree_usage.cost_usd),
+        cost_known=record.usage.cost_known and record.tree_usage.cost_known,
     )
 
 
@@ -116,7 +128,7 @@ def read_metrics(path: Path) -> tuple[_MetricsFile, dict[str, float]]:
     try:
         m = _MetricsFile.model_validate(data)
     except ValidationError as exc:
-        raise InputErrors(path, _messages(exc)) from None
+        raise InputErrors(path, validation_messages(exc)) from None
     status = m.details.status
     expected = {"mergeable": True, "not_mergeable": False}.get(status)
     if m.mergeable is not expected:

@@ -153,7 +153,15 @@ def report_markdown(report: Report) -> str:
     lines += ["", "## Judges", ""]
     for j in report.judges:
         tag = " (scripted)" if j.scripted else ""
-        lines.append(f"- {j.role}: {md_text(j.judge)}{tag}, {j.runs} runs")
+        unknown = "" if j.cost_known else " (some prices unknown)"
+        line = f"- {j.role}: {md_text(j.judge)}{tag}, {j.runs} runs, diff-only judge cost ${j.cost_usd:.4f}"
+        line += unknown
+        if j.tree_judged:
+            line += (
+                f"; tree judge cost ${j.tree_cost_usd:.4f} ({j.tree_judged} tree-judged verdicts in "
+                f"{j.tree_judged_runs} runs)"
+            )
+        lines.append(line)
     lines += ["", "## Judge agreement", "", f"- mergeable: {_md_agreement(report.agreement.mergeable)}"]
     for item, a in report.agreement.items.items():
         lines.append(f"- {md_text(item)}: {_md_agreement(a)}")

@@ -228,7 +228,7 @@ class Rubric(_Strict):
                         )
                     )
         if problems:
-            # The JSON path of each problem travels in ctx; _messages() reports them one by one.
+            # The JSON path of each problem travels in ctx; validation_messages() reports them one by one.
             raise PydanticCustomError(
                 "rubric_rules",
                 "{summary}",
@@ -275,7 +275,8 @@ def _loc(loc: tuple[int | str, ...]) -> str:
     return out or "(top level)"
 
 
-def _messages(exc: ValidationError) -> list[tuple[str, str]]:
+def validation_messages(exc: ValidationError) -> list[tuple[str, str]]:
+    """Each problem of a pydantic error as (JSON path, message), once, in order: what InputErrors lists."""
     seen: set[tuple[str, str]] = set()
     out: list[tuple[str, str]] = []
 
@@ -474,7 +475,7 @@ def parse_rubric(data: Any, source: str | Path = "rubric.json") -> Rubric:
     try:
         return Rubric.model_validate(data)
     except ValidationError as exc:
-        raise InputErrors(source, _messages(exc)) from None
+        raise InputErrors(source, validation_messages(exc)) from None
 
 
 def load_rubric(path: Path, *, check_files: bool = True) -> Rubric:
@@ -533,7 +534,7 @@ def load_task(task_dir: Path, task_json: Path | None = None) -> TaskSpec:
     try:
         task = TaskSpec.model_validate(data)
     except ValidationError as exc:
-        raise InputErrors(path, _messages(exc)) from None
+        raise InputErrors(path, validation_messages(exc)) from None
     if task.prompt is None:
         prompt_md = path.parent / "prompt.md"
         if not prompt_md.exists():
@@ -579,7 +580,7 @@ def load_grade(path: Path) -> GradeJson:
     try:
         return GradeJson.model_validate(data)
     except ValidationError as exc:
-        raise InputErrors(path, _messages(exc)) from None
+        raise InputErrors(path, validation_messages(exc)) from None
 
 
 def load_run(path: Path) -> RunRecord:
@@ -589,7 +590,7 @@ def load_run(path: Path) -> RunRecord:
     try:
         return RunRecord.model_validate(data)
     except ValidationError as exc:
-        raise InputErrors(path, _messages(exc)) from None
+        raise InputErrors(path, validation_messages(exc)) from None
 
 
 class TestsConfig(_Strict):
@@ -670,4 +671,4 @@ def load_manifest(path: Path) -> Manifest:
     try:
         return Manifest.model_validate(data)
     except ValidationError as exc:
-        raise InputErrors(path, _messages(exc)) from None
+        raise InputErrors(path, validation_messages(exc)) from None

@@ -334,3 +334,68 @@ class TaskFilesForm(forms.Form):
             for field, name in self.NAMES.items()
             if self.cleaned_data.get(field)
         }
+
+
+class DraftSettingForm(forms.Form):
+    """How the repository's rubrics are drafted; checked in services.drafting.set_draft_settings."""
+
+    drafter = forms.CharField(
+        max_length=500, label="Drafter model", help_text="anthropic:<full model id>, never an alias"
+    )
+    github_repository = forms.CharField(
+        max_length=200,
+        required=False,
+        label="GitHub repository",
+        help_text="OWNER/NAME, where merged PRs are read; leave empty to draft from uploaded exports only",
+    )
+    use_token = forms.BooleanField(required=False, label="Read GitHub with a token")
+    token_env = forms.CharField(
+        max_length=100,
+        required=False,
+        label="Token variable",
+        help_text="the name of the worker's environment variable holding the token (GITHUB_TOKEN or "
+        "GITHUB_TOKEN_<SUFFIX>); the token itself is never entered here",
+    )
+    guidance_globs = GlobsField(
+        required=False,
+        label="Guidance files",
+        help_text="one glob per line, read at the task's base commit",
+    )
+
+    def __init__(self, *args: Any, instance_setting: Any = None, **kwargs: Any) -> None:
+        if instance_setting is not None and not args and "initial" not in kwargs:
+            kwargs["initial"] = {
+                "drafter": instance_setting.drafter,
+                "github_repository": instance_setting.github_repository,
+                "use_token": instance_setting.use_token,
+                "token_env": instance_setting.token_env,
+                "guidance_globs": list(instance_setting.guidance_globs or []),
+            }
+        elif not args and "initial" not in kwargs:
+            from grading.draft import DEFAULT_GUIDANCE_GLOBS
+
+            kwargs["initial"] = {"token_env": "GITHUB_TOKEN", "guidance_globs": list(DEFAULT_GUIDANCE_GLOBS)}
+        super().__init__(*args, **kwargs)
+
+
+class DraftRequestForm(forms.Form):
+    """Draft from a merged PR: its number on GitHub, or an export file of the same shape."""
+
+    pr_number = forms.IntegerField(
+        required=False, min_value=1, max_value=MAX_VERSION, label="PR number", help_text="read from GitHub"
+    )
+    pr_export = forms.FileField(
+        required=False,
+        label="or a PR export (JSON)",
+        help_text='{"pull", "files", "review_comments", "reviews", "issue_comments"} as GitHub returns them',
+    )
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        upload = cleaned.get("pr_export")
+        limit = int(settings.RUBRIC_UPLOAD_MAX_BYTES)
+        if upload is not None and upload.size is not None and upload.size > limit:
+            self.add_error("pr_export", f"The file is larger than {limit // 1024} KiB.")
+        if not self.errors and (cleaned.get("pr_number") is None) == (upload is None):
+            raise forms.ValidationError("Give a PR number or a PR export file (one of them).")
+        return cleaned

@@ -627,6 +627,9 @@ class AuditVerb(models.TextChoices):
     RETIRED = "retired", "retired"
     JUDGES_SET = "judges_set", "set the judges of"
     TASK_FILES_EDITED = "task_files_edited", "edited the task files of"
+    DRAFT_SETTINGS_SET = "draft_settings_set", "set how rubrics are drafted in"
+    MUTANT_HARMLESS = "mutant_harmless", "marked a mutant harmless for"
+    MUTANT_UNMARKED = "mutant_unmarked", "took back a harmless mark for"
 
 
 class AuditEvent(models.Model):
@@ -670,6 +673,7 @@ class JobKind(models.TextChoices):
     EXPORT_REVISION = "export_revision", "Export a revision to the checkout"
     CHECK_EVIDENCE = "check_evidence", "Check blockers' cited code against the checkout"
     CALIBRATE_REVISION = "calibrate_revision", "Calibrate a revision (§5 admission rows)"
+    DRAFT_RUBRIC = "draft_rubric", "Draft a rubric from the merged PR (§6)"
 
 
 class JobStatus(models.TextChoices):
@@ -752,6 +756,97 @@ class JudgeSetting(models.Model):
         return spec.startswith("scripted:")
 
 
+def _default_guidance_globs() -> list[str]:
+    # Imported here: grading.draft loads the model SDKs, which pages that never draft do not need.
+    from grading.draft import DEFAULT_GUIDANCE_GLOBS
+
+    return list(DEFAULT_GUIDANCE_GLOBS)
+
+
+class DraftSetting(models.Model):
+    """How a repository's rubrics are drafted (§6): where its merged PRs are read and by which model.
+
+    The GitHub token is never here: ``token_env`` names the variable of the worker's environment that holds
+    it (GITHUB_TOKEN or GITHUB_TOKEN_<SUFFIX>, so no other secret of the worker can be named)."""
+
+    repository = models.OneToOneField(Repository, on_delete=models.CASCADE, related_name="draft_setting")
+    github_repository = models.CharField(max_length=200, blank=True)  # OWNER/NAME; blank: exports only
+    use_token = models.BooleanField(default=False)
+    token_env = models.CharField(max_length=100, blank=True, default="GITHUB_TOKEN")
+    guidance_globs = models.JSONField(default=_default_guidance_globs, blank=True)
+    drafter = models.CharField(max_length=500)  # anthropic:<full model id>
+    updated_at = models.DateTimeField(default=timezone.now)
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    def __str__(self) -> str:
+        return f"drafting of {self.repository}: {self.drafter}"
+
+
+class DraftStep(models.TextChoices):
+    """Where a drafting job is; a failure names the step it stopped at."""
+
+    QUEUED = "queued", "queued"
+    FETCHING = "fetching", "fetching the PR"
+    READING = "reading", "reading the base commit"
+    DRAFTING = "drafting", "drafting"
+    CHECKING = "checking", "checking the draft"
+    STORING = "storing", "storing the draft"
+    DONE = "done", "done"
+
+
+class RubricDraft(models.Model):
+    """One drafting of a task's rubric from a merged PR: what it was asked, where it got to, what it cost,
+    and the draft revision it made (kept with its problems, whatever the checks found). Written by the job
+    only; once it has its revision it is provenance and is not changed again."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="rubric_drafts")
+    job = models.OneToOneField(Job, on_delete=models.SET_NULL, null=True, blank=True, related_name="draft")
+    revision = models.OneToOneField(
+        RubricRevision, on_delete=models.SET_NULL, null=True, blank=True, related_name="draft_record"
+    )
+    # The source: a PR number read from github_repository, or an uploaded export (the JSON text as given).
+    github_repository = models.CharField(max_length=200, blank=True)
+    pr_number = models.PositiveIntegerField(null=True, blank=True)
+    pr_export = models.TextField(blank=True)
+    pr_export_name = models.CharField(max_length=300, blank=True)
+    use_token = models.BooleanField(default=False)
+    token_env = models.CharField(max_length=100, blank=True)
+    guidance_globs = models.JSONField(default=list, blank=True)
+    drafter = models.CharField(max_length=500)  # the spec asked for
+    step = models.CharField(max_length=20, choices=DraftStep.choices, default=DraftStep.QUEUED)
+    error = models.TextField(blank=True)  # "<step>: why", when it failed
+    # Provenance, once drafted.
+    model_id = models.CharField(max_length=200, blank=True)  # as the API reported it
+    input_sha256 = models.CharField(max_length=64, blank=True)
+    request_body = models.TextField(blank=True)  # the exact Messages API request body (JSON)
+    alt_description = models.TextField(blank=True)
+    problems = models.JSONField(default=list, blank=True)  # what the checks found, never fixed silently
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.FloatField(default=0.0)
+    cost_known = models.BooleanField(default=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    drafted_at = models.DateTimeField(null=True, blank=True)  # when the model's reply came back
+    seconds = models.FloatField(null=True, blank=True)  # the drafting call's duration
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"drafting #{self.pk} of {self.task}"
+
+    @property
+    def source_label(self) -> str:
+        if self.pr_number is not None:
+            return f"{self.github_repository}#{self.pr_number}"
+        return f"export {self.pr_export_name or '(upload)'}"
+
+
 class CalibrationStatus(models.TextChoices):
     QUEUED = "queued", "Queued"
     RUNNING = "running", "Running"
@@ -783,6 +878,12 @@ class CalibrationRun(models.Model):
     model_ids = models.JSONField(default=list, blank=True)  # as the primary judge's API reported them
     second_model_ids = models.JSONField(default=list, blank=True)
     admit_when_passed = models.BooleanField(default=False)  # started by "Admit"
+    # The oracle's mutants judged too (an authoring aid, never used to admit): the counts once judged.
+    with_mutants = models.BooleanField(default=False)
+    mutants_total = models.PositiveIntegerField(null=True, blank=True)
+    mutants_caught = models.PositiveIntegerField(null=True, blank=True)
+    mutants_harmless = models.PositiveIntegerField(null=True, blank=True)  # kept current as marks change
+    mutants_note = models.TextField(blank=True)  # capped, or why they could not be judged
     total_rows = models.PositiveIntegerField(default=0)
     calls = models.PositiveIntegerField(default=0)
     cost_usd = models.FloatField(default=0.0)
@@ -885,6 +986,7 @@ class JudgeCacheEntry(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
 
 
-# Agent runs, verdicts, the review queue and re-review flags (a module of their own; imported here so Django
-# finds them).
+# Agent runs, verdicts, the review queue and re-review flags; mutants of the oracle judged with a calibration
+# and their harmless marks. Modules of their own, imported here so Django finds them.
+from rubrics_app.models_mutants import *  # noqa: E402, F403
 from rubrics_app.models_runs import *  # noqa: E402, F403

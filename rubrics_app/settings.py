@@ -278,6 +278,9 @@ if _EMBEDDED_BROKER:
         (BROKER_DIR / _folder).mkdir(parents=True, exist_ok=True)
 
 # Uploads of rubric zips.
+# Where drafting (§6) reads merged PRs: GitHub's REST API, or a GitHub Enterprise server's. Set by whoever
+# runs the workers, never by a page: the worker sends the repository's GitHub token there.
+DRAFT_GITHUB_API_URL = env_str("DRAFT_GITHUB_API_URL", "https://api.github.com")
 RUBRIC_UPLOAD_MAX_BYTES = env_int("RUBRIC_UPLOAD_MAX_BYTES", 5 * 1024 * 1024)
 # Request bodies: the largest upload plus room for the form around it, refused by its Content-Length before
 # Django reads or spools a byte (the front server should cap at the same size: docs/deployment.md).

@@ -36,6 +36,7 @@ from rubrics_app.models import (
 )
 from rubrics_app.services import calibration
 from rubrics_app.services.calibration import CalibrationError
+from rubrics_app.services.drafting import DraftFailed, run_draft
 from rubrics_app.services.import_export import ExportError, write_to_checkout
 from rubrics_app.services.rereview import EvidenceCheckError, check_evidence
 
@@ -50,6 +51,7 @@ EXPECTED_FAILURES = (
     CalibrationError,
     CalibrationRun.DoesNotExist,
     EvidenceCheckError,
+    DraftFailed,
 )
 
 
@@ -217,6 +219,12 @@ def check_repository_evidence(job_id: int) -> None:
     _run(job_id, _check_evidence)
 
 
+@app.task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def draft_rubric_job(job_id: int) -> None:
+    """Draft a task's rubric from its merged PR (§6) and store it as a draft revision with its problems."""
+    _run(job_id, run_draft)
+
+
 @app.task(ignore_result=True)
 def check_evidence_everywhere() -> None:
     """The periodic job (Celery beat, RUNS_EVIDENCE_CHECK_HOURS): one evidence check per repository that has
@@ -233,6 +241,7 @@ TASK_OF_KIND: dict[str, DjangoTask[Any, Any]] = {
     JobKind.EXPORT_REVISION: export_revision_to_checkout,
     JobKind.CHECK_EVIDENCE: check_repository_evidence,
     JobKind.CALIBRATE_REVISION: calibrate_revision,
+    JobKind.DRAFT_RUBRIC: draft_rubric_job,
 }
 
 

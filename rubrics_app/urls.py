@@ -7,10 +7,12 @@ from django.views.generic import RedirectView
 
 from rubrics_app.views import (
     calibration,
+    drafting,
     exports,
     imports,
     items,
     jobs,
+    mutants,
     report,
     repositories,
     revisions,
@@ -25,6 +27,9 @@ app_urls = [
     path("repos/<int:repo_pk>/tasks/<int:task_pk>/", tasks.task_detail, name="task_detail"),
     path("repos/<int:repo_pk>/tasks/<int:task_pk>/files/", calibration.task_files, name="task_files"),
     path("repos/<int:repo_pk>/judges/", calibration.judge_settings, name="judge_settings"),
+    path("repos/<int:repo_pk>/drafting/", drafting.draft_settings, name="draft_settings"),
+    path("repos/<int:repo_pk>/tasks/<int:task_pk>/draft/", drafting.draft_start, name="draft_start"),
+    path("repos/<int:repo_pk>/revisions/<int:rev_pk>/draft-input/", drafting.draft_input, name="draft_input"),
     path(
         "repos/<int:repo_pk>/revisions/<int:rev_pk>/calibrate/",
         calibration.calibration_start,
@@ -39,6 +44,21 @@ app_urls = [
         "repos/<int:repo_pk>/calibrations/<int:run_pk>/rows/<int:row_pk>/diff/",
         calibration.calibration_row_diff,
         name="calibration_row_diff",
+    ),
+    path(
+        "repos/<int:repo_pk>/calibrations/<int:run_pk>/mutants/<int:mutant_pk>/diff/",
+        mutants.calibration_mutant_diff,
+        name="calibration_mutant_diff",
+    ),
+    path(
+        "repos/<int:repo_pk>/calibrations/<int:run_pk>/mutants/<int:mutant_pk>/harmless/",
+        mutants.mutant_mark_harmless,
+        name="mutant_mark_harmless",
+    ),
+    path(
+        "repos/<int:repo_pk>/calibrations/<int:run_pk>/mutants/<int:mutant_pk>/unmark/",
+        mutants.mutant_unmark,
+        name="mutant_unmark",
     ),
     path("repos/<int:repo_pk>/revisions/<int:rev_pk>/", revisions.revision_detail, name="revision_detail"),
     path(

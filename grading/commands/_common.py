@@ -6,9 +6,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from grading.errors import InputError
+from grading.judge.models import TreeBudget
 
 # argparse's subparsers object has no public type name.
 Subparsers = Any
@@ -72,3 +73,51 @@ def regrade_rate(args: argparse.Namespace) -> float:
     if not 0.0 <= rate <= 1.0:  # also refuses NaN
         raise InputError(None, "must be between 0 and 1", "--regrade-sample")
     return rate
+
+
+def add_tree_flags(parser: argparse.ArgumentParser) -> None:
+    """``--checkout`` and the tree judge's budget (needs_tree blockers, judged with the base tree)."""
+    default = TreeBudget()
+    parser.add_argument(
+        "--checkout",
+        type=Path,
+        metavar="PATH",
+        help="the repository (a clone holding task.json's base_commit): needs_tree blockers are then "
+        "judged by a judge that reads the base commit from its git objects, never its work tree; without "
+        "it they are not measured",
+    )
+    parser.add_argument(
+        "--tree-max-tool-calls",
+        type=int,
+        default=default.max_tool_calls,
+        metavar="N",
+        help="tree judge budget per needs_tree blocker: tool calls (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--tree-max-tokens",
+        type=int,
+        default=default.max_tokens,
+        metavar="N",
+        help="tree judge budget per needs_tree blocker: tokens over all its calls (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--tree-max-answer-chars",
+        type=int,
+        default=default.max_answer_chars,
+        metavar="N",
+        help="the most characters one tree tool answer holds (default: %(default)s)",
+    )
+
+
+def tree_budget(args: argparse.Namespace) -> TreeBudget:
+    """The :class:`TreeBudget` of the ``--tree-*`` flags; InputError naming the flag when out of range."""
+    try:
+        return TreeBudget(
+            max_tool_calls=args.tree_max_tool_calls,
+            max_tokens=args.tree_max_tokens,
+            max_answer_chars=args.tree_max_answer_chars,
+        )
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        flag = "--tree-" + str(first["loc"][0]).replace("_", "-")
+        raise InputError(None, first["msg"], flag) from None

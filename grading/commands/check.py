@@ -11,11 +11,13 @@ import argparse
 from pathlib import Path
 
 from grading.admission import AdmissionReport, AdmissionStore, check_task, default_store_path
+from grading.commands import check_mutants
 from grading.commands._common import (
     JUDGE_SPEC_HELP,
     Subparsers,
     add_held_out_flags,
     add_json_flag,
+    add_tree_flags,
     existing_dir,
     print_json,
 )
@@ -47,17 +49,21 @@ def register(subparsers: Subparsers) -> None:
     check.add_argument("--refresh", action="store_true", help="judge again even when a report is stored")
     add_held_out_flags(check)
     add_judge_cache_flags(check)
+    add_tree_flags(check)
     add_json_flag(check)
+    check_mutants.add_mutant_flags(check)
     check.set_defaults(handler=run_check)
 
 
 def run_check(args: argparse.Namespace) -> int:
+    marks = check_mutants.harmless_marks(args)
     store = AdmissionStore(args.store or default_store_path())
     cache, settings = judge_cache_and_settings(args)
+    backend = judge_backend(args.judge, args.decoding)
     report = check_task(
         args.task_dir,
         args.manifest,
-        judge_backend(args.judge, args.decoding),
+        backend,
         store=store,
         cache=cache,
         settings=settings,
@@ -65,17 +71,24 @@ def run_check(args: argparse.Namespace) -> int:
         refresh=args.refresh or args.no_cache,
         rubric_path=args.rubric,
         task_json=args.task_json,
+        checkout=args.checkout,
     )
+    # Mutants are an authoring aid: shown beside the rows, never part of the verdict or the exit code.
+    mutants = check_mutants.run_mutants(args, backend, marks, cache, settings) if marks is not None else None
     if args.json:
-        print_json(report)
+        print_json(report if mutants is None else check_mutants.with_mutants(report, mutants))
     else:
         print_report(report)
+        if mutants is not None:
+            check_mutants.print_mutants(mutants)
     return 0 if report.admitted else 1
 
 
 def print_report(report: AdmissionReport) -> None:
     tag = " (scripted judge)" if report.scripted else ""
     source = "stored report, no judge call" if report.from_store else f"{report.calls} judge calls"
+    if report.tree_calls:
+        source += f" and {report.tree_calls} tree judge calls"
     print(f"task {report.task}, judge {report.judge}{tag}: {source}")
     width = max(len(f"{row.kind} {row.name}") for row in report.rows)
     for row in report.rows:

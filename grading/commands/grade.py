@@ -18,9 +18,11 @@ from grading.commands._common import (
     add_held_out_flags,
     add_json_flag,
     add_regrade_flags,
+    add_tree_flags,
     existing_dir,
     print_json,
     regrade_rate,
+    tree_budget,
 )
 from grading.commands.judge import printable
 from grading.judge.backend import Backend
@@ -66,6 +68,7 @@ def register(subparsers: Subparsers) -> None:
         "under $XDG_CACHE_HOME",
     )
     add_judge_cache_flags(grade)
+    add_tree_flags(grade)
     add_regrade_flags(grade)
     grade.add_argument(
         "--second-decoding",
@@ -103,6 +106,7 @@ def judge_cache_and_settings(args: argparse.Namespace) -> tuple[SqliteCache, Jud
         prices=load_price_table(args.prices),
         regrade_sample=regrade_rate(args),
         regrade_seed=getattr(args, "regrade_seed", 0),
+        tree_budget=tree_budget(args),
     )
     return SqliteCache(args.cache or default_cache_path()), settings
 
@@ -132,6 +136,7 @@ def run_grade(args: argparse.Namespace) -> int:
         task_json=args.task_json,
         admissions=AdmissionStore(args.store or default_store_path()),
         allow_same_family=args.allow_same_family,
+        checkout=args.checkout,
     )
     if args.json:
         print_json(metrics.to_json_dict())
@@ -154,10 +159,23 @@ def _verdict_line(label: str, metrics: RunMetrics, second: bool) -> str | None:
     tag = " (scripted)" if result.scripted else ""
     if result.failure is not None:
         return f"{label}: {result.judge}{tag}: judge failure: {printable(result.failure)}"
-    verdicts = ", ".join(f"{v.item_id} {v.verdict}" for v in result.verdicts)
-    skipped = f"; not measured: {', '.join(result.not_measured)}" if result.not_measured else ""
+    verdicts = ", ".join(
+        f"{v.item_id} {v.verdict}" + (" (tree-judged)" if v.tree_judged else "") for v in result.verdicts
+    )
+    skipped = ""
+    if result.not_measured:
+        why = result.not_measured_reason or "needs_tree"
+        skipped = f"; not measured: {', '.join(result.not_measured)} ({why})"
     hit = " [cache hit]" if result.cache_hit else ""
-    return f"{label}: {result.judge}{tag}{hit}: {verdicts}{skipped}"
+    tree = ""
+    if result.tree:
+        tool_calls = sum(r.tool_calls for r in result.tree)
+        unknown = "" if result.tree_usage.cost_known else " (price unknown)"
+        tree = (
+            f"; tree judge: {len(result.tree)} items, {tool_calls} tool calls, "
+            f"${result.tree_usage.cost_usd:.4f}{unknown}"
+        )
+    return f"{label}: {result.judge}{tag}{hit}: {verdicts}{skipped}{tree}"
 
 
 def print_summary(metrics: RunMetrics, path: Path) -> None:

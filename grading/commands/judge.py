@@ -21,9 +21,11 @@ from grading.commands._common import (
     add_held_out_flags,
     add_json_flag,
     add_regrade_flags,
+    add_tree_flags,
     existing_dir,
     print_json,
     regrade_rate,
+    tree_budget,
 )
 from grading.diffs import MAX_DIFF_BYTES, decode_diff, parse_diff
 from grading.errors import InputError
@@ -41,6 +43,7 @@ from grading.judge.prompt import (
 )
 from grading.judge.runner import JudgeSettings, SweepJob, judge_sweep
 from grading.judge.specs import make_backend, parse_decoding
+from grading.judge.tree import base_tree_for
 from grading.schema import Rubric, TaskSpec, load_manifest, load_rubric, load_task, read_input_bytes
 from grading.scope import IGNORED_CREATED_NAME, read_ignored_created_shown
 
@@ -91,6 +94,7 @@ def register(subparsers: Subparsers) -> None:
     )
     add_regrade_flags(parser)
     add_held_out_flags(parser)
+    add_tree_flags(parser)
     parser.add_argument(
         "--concurrency", type=int, default=8, metavar="N", help="diffs judged at once (default: %(default)s)"
     )
@@ -158,6 +162,7 @@ def _settings(args: argparse.Namespace) -> JudgeSettings:
         regrade_sample=args.regrade_sample,
         regrade_seed=args.regrade_seed,
         prices=load_price_table(args.prices),
+        tree_budget=tree_budget(args),
     )
 
 
@@ -175,9 +180,18 @@ def _print_text(label: str, result: JudgeResult, many: bool) -> None:
     for v in result.verdicts:
         kind = "blocker" if v.kind == "blocker" else "non-blocker"
         flag = " [re-judged: verdict disagreed with its finding]" if v.flagged_inconsistent else ""
-        print(f"{prefix}{v.item_id} ({kind}) {v.verdict}{tag}{flag}: {printable(v.reason)}")
+        tree = " [tree-judged]" if v.tree_judged else ""
+        print(f"{prefix}{v.item_id} ({kind}) {v.verdict}{tag}{flag}{tree}: {printable(v.reason)}")
     for item_id in result.not_measured:
-        print(f"{prefix}{item_id} (blocker) not measured: needs the base tree (needs_tree)")
+        why = result.not_measured_reason or "needs the base tree"
+        print(f"{prefix}{item_id} (blocker) not measured (needs_tree): {why}")
+    for record in result.tree:
+        state = f"judge failure: {printable(record.failure)}" if record.failure else "judged"
+        hit = ", cache hit" if record.cache_hit else ""
+        print(
+            f"{prefix}tree judge {record.item_id}: {state}{hit}, {record.tool_calls} tool calls, "
+            f"cost ${record.usage.cost_usd:.4f}" + ("" if record.usage.cost_known else " (price unknown)")
+        )
     cost = f"${result.usage.cost_usd:.4f}" + ("" if result.usage.cost_known else " (price unknown)")
     print(
         f"{prefix}judge {result.judge}{tag}, model {result.model_id or '-'}, calls {result.calls}, "
@@ -201,6 +215,9 @@ def _progress(done: int, total: int, label: str, result: JudgeResult) -> None:
 def run_judge(args: argparse.Namespace) -> int:
     task_dir = Path(args.task_dir)
     task: TaskSpec = load_task(task_dir, args.task_json)
+    base_tree = None
+    if args.checkout is not None:
+        base_tree = base_tree_for(task, args.checkout, args.task_json or task_dir / "task.json")
     rubric: Rubric = load_rubric(args.rubric or task_dir / "rubric.json", check_files=False)
     manifest = _manifest_path(args)
     settings = _settings(args)
@@ -255,7 +272,14 @@ def run_judge(args: argparse.Namespace) -> int:
     cache = SqliteCache(args.cache or default_cache_path())
     many = len(jobs) > 1
     sweep = asyncio.run(
-        judge_sweep(jobs, backend, cache=cache, settings=settings, progress=_progress if many else None)
+        judge_sweep(
+            jobs,
+            backend,
+            cache=cache,
+            settings=settings,
+            progress=_progress if many else None,
+            base_tree=base_tree,
+        )
     )
     if args.json:
         if many:
@@ -269,6 +293,8 @@ def run_judge(args: argparse.Namespace) -> int:
                     "cache_hits": sweep.cache_hits,
                     "failures": sweep.failures,
                     "usage": sweep.usage.model_dump(mode="json"),
+                    "tree_calls": sweep.tree_calls,
+                    "tree_usage": sweep.tree_usage.model_dump(mode="json"),
                 }
             )
         else:
@@ -283,6 +309,8 @@ def run_judge(args: argparse.Namespace) -> int:
                 f"sweep: {len(jobs)} runs, {sweep.calls} calls, {sweep.cache_hits} cache hits, "
                 f"{sweep.failures} judge failures, cost {cost}"
             )
+            if sweep.tree_calls:
+                print(f"tree judge: {sweep.tree_calls} calls, cost ${sweep.tree_usage.cost_usd:.4f}")
     agreement = describe_repeat_agreement(sweep.results)
     if agreement is not None:
         # On stderr with --json, so stdout stays one JSON object.

@@ -1,8 +1,9 @@
 """Drafting rubrics from the merged PR and its review threads (spec §6).
 
-Public names: :class:`PullRequest`, :func:`load_pr_export`, :class:`GitHubSource` (sources);
-:func:`build_draft_input`, :class:`DraftInput` (what the drafter may read); :func:`draft_rubric`,
-:func:`make_drafter`, :func:`render_draft_request`, :class:`Draft`, :class:`DraftError` (the call);
+Public names: :class:`PullRequest`, :func:`load_pr_export`, :func:`parse_pr_export`,
+:class:`GitHubSource` (sources); :func:`build_draft_input`, :class:`DraftInput` (what the drafter may
+read); :func:`draft_rubric`, :func:`make_drafter`, :func:`render_draft_request`, :class:`Draft`,
+:class:`DraftError` (the call);
 :func:`check_draft` (the checks before a draft is stored); :func:`write_draft` (files on disk).
 """
 
@@ -18,7 +19,14 @@ from grading.draft.drafter import (
     render_draft_request,
 )
 from grading.draft.inputs import DEFAULT_GUIDANCE_GLOBS, DraftInput, SourceFile, build_draft_input
-from grading.draft.pr import GitHubError, GitHubSource, PullRequest, load_pr_export, pull_request_from_parts
+from grading.draft.pr import (
+    GitHubError,
+    GitHubSource,
+    PullRequest,
+    load_pr_export,
+    parse_pr_export,
+    pull_request_from_parts,
+)
 
 __all__ = [
     "ALT_DIFF_PATH",
@@ -37,6 +45,7 @@ __all__ = [
     "draft_rubric",
     "evidence_citations",
     "load_pr_export",
+    "parse_pr_export",
     "make_drafter",
     "pull_request_from_parts",
     "render_draft_request",

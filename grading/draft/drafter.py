@@ -240,9 +240,19 @@ def make_drafter(spec: str, **kwargs: Any) -> Backend:
     return make_backend(spec, **kwargs)
 
 
-def draft_rubric(draft_input: DraftInput, backend: Backend, *, prices: PriceTable | None = None) -> Draft:
-    """Call the drafter once; its reply as a :class:`Draft` (unchecked: see grading.draft.checks)."""
-    request = render_draft_request(draft_input)
+def draft_rubric(
+    draft_input: DraftInput,
+    backend: Backend,
+    *,
+    prices: PriceTable | None = None,
+    request: JudgeRequest | None = None,
+) -> Draft:
+    """Call the drafter once; its reply as a :class:`Draft` (unchecked: see grading.draft.checks).
+
+    ``request``: the one :func:`render_draft_request` made for ``draft_input``, when the caller keeps the
+    exact request (its nonce included); otherwise it is rendered here."""
+    if request is None:
+        request = render_draft_request(draft_input)
     try:
         reply = asyncio.run(backend.complete(request))
     except BackendError as exc:

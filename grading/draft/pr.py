@@ -166,14 +166,18 @@ def _list(value: Any, name: str, source: str | Path) -> list[Any]:
 
 def load_pr_export(path: Path) -> PullRequest:
     """A PR export file (module docstring); InputError naming the file and field on any problem."""
-    data = read_json(path)
+    return parse_pr_export(read_json(path), path)
+
+
+def parse_pr_export(data: Any, source: str | Path) -> PullRequest:
+    """A PR export already read as JSON (an upload, say); InputError naming ``source`` and the field."""
     if not isinstance(data, dict):
-        raise InputError(path, "a PR export is a JSON object with 'pull', 'files', 'review_comments', ...")
+        raise InputError(source, "a PR export is a JSON object with 'pull', 'files', 'review_comments', ...")
     unknown = sorted(set(data) - {"pull", "files", "review_comments", "reviews", "issue_comments", "diff"})
     if unknown:
-        raise InputError(path, "unknown key", unknown[0])
+        raise InputError(source, "unknown key", unknown[0])
     if "pull" not in data:
-        raise InputError(path, "required", "pull")
+        raise InputError(source, "required", "pull")
     return pull_request_from_parts(
         data["pull"],
         data.get("files"),
@@ -181,7 +185,7 @@ def load_pr_export(path: Path) -> PullRequest:
         data.get("reviews"),
         data.get("issue_comments"),
         data.get("diff"),
-        source=path,
+        source=source,
     )
 
 

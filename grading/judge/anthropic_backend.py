@@ -20,7 +20,16 @@ import anthropic
 from anthropic.types import Message
 from anthropic.types.messages import batch_create_params
 
-from grading.judge.backend import BackendError, BackendReply, JudgeRequest, redact_secrets
+from grading.judge.backend import (
+    BackendError,
+    BackendReply,
+    JudgeRequest,
+    ToolCall,
+    ToolExchange,
+    ToolSpec,
+    TurnReply,
+    redact_secrets,
+)
 from grading.judge.models import Usage
 from grading.judge.sdk_common import checked_decoding, describe_sdk_error, shared_ssl_context
 
@@ -91,16 +100,74 @@ class AnthropicBackend:
 
     async def complete(self, request: JudgeRequest) -> BackendReply:
         """Send one request; raise :class:`BackendError` when it fails after the SDK's retries."""
-        body = self.render(request)
-        named = {k: body[k] for k in _NAMED_KEYS}
-        extra = {k: v for k, v in body.items() if k not in _NAMED_KEYS}
+        return reply_from_message(await self._send(self.render(request)))
+
+    async def _send(self, body: dict[str, Any]) -> Message:
+        named = {k: body[k] for k in (*_NAMED_KEYS, "tools") if k in body}
+        extra = {k: v for k, v in body.items() if k not in named}
         try:
             # The client is built inside the try: the SDK reports missing credentials as an error of its own.
             async with self._client() as client:
-                message = await client.messages.create(**named, extra_body=extra or None)
+                message: Message = await client.messages.create(**named, extra_body=extra or None)
+                return message
         except anthropic.AnthropicError as err:
             raise BackendError(self._describe(err)) from err
-        return reply_from_message(message)
+
+    def render_tools(
+        self, request: JudgeRequest, tools: Sequence[ToolSpec], turns: Sequence[ToolExchange]
+    ) -> dict[str, Any]:
+        """The body of one turn of a tool conversation (the tree judge): the request's body with the tools,
+        and every earlier turn as an assistant ``tool_use`` message and a user ``tool_result`` message."""
+        body = self.render(request)
+        body["tools"] = [
+            {"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in tools
+        ]
+        messages: list[dict[str, Any]] = list(body["messages"])
+        for turn in turns:
+            content: list[dict[str, Any]] = [{"type": "text", "text": turn.text}] if turn.text else []
+            content += [
+                {"type": "tool_use", "id": c.id, "name": c.name,
+                 "input": c.arguments if isinstance(c.arguments, dict) else {}}
+                for c in turn.calls
+            ]  # fmt: skip
+            messages.append({"role": "assistant", "content": content})
+            messages.append(
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": a.call_id,
+                            "content": a.content,
+                            "is_error": a.is_error,
+                        }
+                        for a in turn.answers
+                    ],  # fmt: skip
+                }
+            )
+        body["messages"] = messages
+        return body
+
+    async def complete_tools(
+        self, request: JudgeRequest, tools: Sequence[ToolSpec], turns: Sequence[ToolExchange]
+    ) -> TurnReply:
+        """Send one turn of a tool conversation; raise :class:`BackendError` when it fails."""
+        message = await self._send(self.render_tools(request, tools, turns))
+        reply = reply_from_message(message)
+        calls = [
+            ToolCall(id=block.id, name=block.name,
+                     arguments=block.input if isinstance(block.input, dict) else str(block.input))
+            for block in message.content
+            if block.type == "tool_use"
+        ]  # fmt: skip
+        return TurnReply(
+            text=reply.text,
+            calls=calls,
+            model_id=reply.model_id,
+            stop_reason=reply.stop_reason,
+            refused=reply.refused,
+            usage=reply.usage,
+        )
 
     async def complete_many(self, requests: Sequence[JudgeRequest]) -> list[BackendReply | BackendError]:
         """Send many requests as one Message Batch; one reply or error per request, in request order.

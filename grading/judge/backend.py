@@ -54,6 +54,70 @@ class BatchBackend(Backend, Protocol):
     async def complete_many(self, requests: Sequence[JudgeRequest]) -> list[BackendReply | BackendError]: ...
 
 
+# --- tool use (the tree judge, §9) ---------------------------------------------------------------------
+
+
+class ToolSpec(BaseModel):
+    """A tool offered to the judge: name, what it does, and the JSON schema of its arguments."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+class ToolCall(BaseModel):
+    id: str
+    name: str
+    arguments: dict[str, Any] | str  # text when the model's arguments were not a JSON object
+
+
+class ToolAnswer(BaseModel):
+    call_id: str
+    content: str
+    is_error: bool = False
+
+
+class ToolExchange(BaseModel):
+    """One earlier turn of a tool conversation: what the model asked for, and what it was answered."""
+
+    text: str | None = None  # any text the model wrote beside its calls
+    calls: list[ToolCall]
+    answers: list[ToolAnswer]
+
+
+class TurnReply(BaseModel):
+    """A reply in a tool conversation: tool calls to answer, or the final text."""
+
+    text: str | None
+    calls: list[ToolCall] = []
+    model_id: str
+    stop_reason: str | None = None
+    refused: bool = False
+    usage: Usage = Usage()
+
+    def final(self) -> BackendReply:
+        return BackendReply(
+            text=self.text,
+            model_id=self.model_id,
+            stop_reason=self.stop_reason,
+            refused=self.refused,
+            usage=self.usage,
+        )
+
+
+class ToolBackend(Backend, Protocol):
+    """A backend that can hold a tool conversation (anthropic, openai). The whole conversation so far is
+    sent every turn: the request (instructions, rubric, fenced diff), the tools and the earlier turns."""
+
+    def render_tools(
+        self, request: JudgeRequest, tools: Sequence[ToolSpec], turns: Sequence[ToolExchange]
+    ) -> dict[str, Any]: ...
+
+    async def complete_tools(
+        self, request: JudgeRequest, tools: Sequence[ToolSpec], turns: Sequence[ToolExchange]
+    ) -> TurnReply: ...
+
+
 class BackendError(Exception):
     """A call that failed after the SDK's own retries (network, 4xx other than 429, exhausted 429/5xx)."""
 

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from grading.errors import InputError
 from grading.judge.backend import Backend, JudgeRequest
-from grading.judge.models import ItemVerdict, JudgeResult, Usage
+from grading.judge.models import ItemVerdict, JudgeResult, TreeItemRecord, Usage
 from grading.judge.prompt import NONCE_PLACEHOLDER, with_nonce
 from grading.paths import user_cache_file
 
@@ -44,6 +44,7 @@ class CachedVerdicts(BaseModel):
     rejudged: int = 0
     usage: Usage = Usage()  # what the original calls used; a hit itself costs nothing
     created: str = ""
+    tree: list[TreeItemRecord] = []  # a tree-judged item: its budget and tool transcript, for audit
 
 
 class RepeatAgreement(BaseModel):

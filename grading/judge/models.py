@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
 from grading.schema import CONFIG_BLOCKER_ID as CONFIG_BLOCKER_ID  # re-exported: the runner names it here
 
@@ -46,6 +46,43 @@ class Usage(BaseModel):
         )
 
 
+class TreeBudget(BaseModel):
+    """What the tree judge may spend on one needs_tree blocker (§9), all conversations of it together.
+
+    The budget is stated in the tree judge's instructions, so it is part of what the judge sees and of the
+    cache key. Going over it ends the item with a judge failure that says which limit was reached."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_tool_calls: Annotated[int, Field(ge=0)] = 12
+    max_tokens: Annotated[int, Field(gt=0)] = 200_000  # input + cache + output tokens of every call
+    max_answer_chars: Annotated[int, Field(ge=500)] = 12_000  # one tool answer, before it is fenced
+
+
+class ToolUse(BaseModel):
+    """One tool call the tree judge made and what it was answered, kept for audit."""
+
+    tool: str
+    arguments: dict[str, Any] | str  # as the model sent them (text when they were not a JSON object)
+    ok: bool  # False: refused or failed (an error answer)
+    answer: str  # exactly what the judge was sent back (fenced)
+
+
+class TreeItemRecord(BaseModel):
+    """How one needs_tree blocker was judged with the base tree: budget, spend and the tool transcript."""
+
+    item_id: str
+    base_commit: str
+    budget: TreeBudget
+    failure: str | None = None  # this item's judge failure (the run's judge failure names it too)
+    cache_hit: bool = False  # the verdict came from the cache: the transcript is the original one
+    calls: int = 0  # model calls (each turn of each conversation)
+    tool_calls: int = 0
+    conversations: int = 0
+    usage: Usage = Usage()  # what judging this item cost now (nothing on a cache hit)
+    transcript: list[ToolUse] = []
+
+
 class ItemVerdict(BaseModel):
     item_id: str
     kind: ItemKind
@@ -55,6 +92,7 @@ class ItemVerdict(BaseModel):
     locations: list[Location] = []
     flagged_inconsistent: bool = False  # the verdict disagreed with its finding; the item was judged again
     model_id: str | None = None  # the model id the API reported for the call that gave this verdict
+    tree_judged: bool = False  # a needs_tree blocker judged with read access to the base tree
 
 
 class JudgeResult(BaseModel):
@@ -62,7 +100,8 @@ class JudgeResult(BaseModel):
     scripted: bool  # always shown wherever these verdicts appear
     model_id: str | None = None  # as the API reported it back
     verdicts: list[ItemVerdict] = []
-    not_measured: list[str] = []  # needs_tree blocker ids, never sent to the judge
+    not_measured: list[str] = []  # needs_tree blocker ids no judge decided (see not_measured_reason)
+    not_measured_reason: str | None = None  # why (no repository checkout, a judge without tree tools)
     failure: str | None = None  # judge failure: never a pass, never a fail
     cache_hit: bool = False
     calls: int = 0
@@ -77,6 +116,11 @@ class JudgeResult(BaseModel):
     previous_verdicts: dict[str, VerdictValue] | None = None
     config_blocker: bool = False  # the fixed TEST_CONFIG blocker was added (the run edited a test config)
     attempt_errors: list[str] = []  # why each rejected reply was rejected (retries and the final failure)
+    # The tree judge (§9): needs_tree blockers judged with the base tree, counted apart from the diff-only
+    # judge above (calls, usage): one record per such blocker, with its tool transcript.
+    tree_base_commit: str | None = None
+    tree: list[TreeItemRecord] = []
+    tree_usage: Usage = Usage()
 
     def verdict(self, item_id: str) -> ItemVerdict | None:
         return next((v for v in self.verdicts if v.item_id == item_id), None)

@@ -9,12 +9,23 @@ Retries on 429, 5xx and timeouts are the SDK's own; once exhausted, :class:`Back
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from typing import Any
 
 import openai
 from openai.types.chat import ChatCompletion
 
-from grading.judge.backend import BackendError, BackendReply, JudgeRequest, redact_secrets
+from grading.judge.backend import (
+    BackendError,
+    BackendReply,
+    JudgeRequest,
+    ToolCall,
+    ToolExchange,
+    ToolSpec,
+    TurnReply,
+    redact_secrets,
+)
 from grading.judge.models import Usage
 from grading.judge.sdk_common import checked_decoding, describe_sdk_error, shared_ssl_context
 
@@ -81,17 +92,89 @@ class OpenAIBackend:
 
     async def complete(self, request: JudgeRequest) -> BackendReply:
         """Send one request; raise :class:`BackendError` when it fails after the SDK's retries."""
-        body = self.render(request)
-        named = {k: body[k] for k in _NAMED_KEYS}
-        extra = {k: v for k, v in body.items() if k not in _NAMED_KEYS}
+        return reply_from_completion(await self._send(self.render(request)))
+
+    async def _send(self, body: dict[str, Any]) -> ChatCompletion:
+        named = {k: body[k] for k in (*_NAMED_KEYS, "tools") if k in body}
+        extra = {k: v for k, v in body.items() if k not in named}
         try:
             # Built per call and inside the try: a missing OPENAI_API_KEY is a failed call, not a crash,
             # and --render-only never needs a key.
             async with self._client() as client:
-                completion = await client.chat.completions.create(**named, extra_body=extra or None)
+                completion: ChatCompletion = await client.chat.completions.create(
+                    **named, extra_body=extra or None
+                )
+                return completion
         except openai.OpenAIError as err:
             raise BackendError(self._describe(err)) from err
-        return reply_from_completion(completion)
+
+    def render_tools(
+        self, request: JudgeRequest, tools: Sequence[ToolSpec], turns: Sequence[ToolExchange]
+    ) -> dict[str, Any]:
+        """The body of one turn of a tool conversation (the tree judge): the request's body with the tools
+        as strict functions, and every earlier turn as an assistant ``tool_calls`` message followed by one
+        ``tool`` message per answer (which has no error flag: the answer's text says so)."""
+        body = self.render(request)
+        body["tools"] = [
+            {"type": "function",
+             "function": {"name": t.name, "description": t.description, "parameters": t.input_schema,
+                          "strict": True}}
+            for t in tools
+        ]  # fmt: skip
+        messages: list[dict[str, Any]] = list(body["messages"])
+        for turn in turns:
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": turn.text,
+                    "tool_calls": [
+                        {
+                            "id": c.id,
+                            "type": "function",
+                            "function": {
+                                "name": c.name,
+                                "arguments": c.arguments
+                                if isinstance(c.arguments, str)
+                                else json.dumps(c.arguments),
+                            },
+                        }
+                        for c in turn.calls
+                    ],  # fmt: skip
+                }
+            )
+            messages += [
+                {"role": "tool", "tool_call_id": a.call_id, "content": a.content} for a in turn.answers
+            ]
+        body["messages"] = messages
+        return body
+
+    async def complete_tools(
+        self, request: JudgeRequest, tools: Sequence[ToolSpec], turns: Sequence[ToolExchange]
+    ) -> TurnReply:
+        """Send one turn of a tool conversation; raise :class:`BackendError` when it fails."""
+        completion = await self._send(self.render_tools(request, tools, turns))
+        reply = reply_from_completion(completion)
+        calls: list[ToolCall] = []
+        if completion.choices:
+            for call in completion.choices[0].message.tool_calls or []:
+                function = getattr(call, "function", None)
+                if function is None:
+                    continue  # a custom (non-function) tool call: none is offered
+                try:
+                    arguments: dict[str, Any] | str = json.loads(function.arguments)
+                except ValueError:
+                    arguments = function.arguments
+                if not isinstance(arguments, dict):
+                    arguments = function.arguments
+                calls.append(ToolCall(id=call.id, name=function.name, arguments=arguments))
+        return TurnReply(
+            text=reply.text if not calls else None,
+            calls=calls,
+            model_id=reply.model_id,
+            stop_reason=reply.stop_reason,
+            refused=reply.refused,
+            usage=reply.usage,
+        )
 
     def _client(self) -> openai.AsyncOpenAI:
         kwargs: dict[str, Any] = {"max_retries": self.max_retries, "timeout": self.timeout}

@@ -6,8 +6,10 @@ exist in the diff. A rejected reply is asked again (``attempts``); when every at
 is a judge failure: no verdicts, never a pass and never a fail. Each verdict comes with the judge's own
 finding on its reason (``satisfied`` / ``violated``); a verdict that disagrees with its finding is flagged
 and its item judged once more, and a second disagreement is a judge failure. ``needs_tree`` blockers are
-not sent and are listed as not measured; a diff over the judge's size limit is a ``diff_too_large`` judge
-failure, with no call. :func:`judge_sweep` judges many diffs under a concurrency limit.
+not sent with the others: given the repository at the base commit (``base_tree``) and a backend that can
+use tools, each is judged by the tree judge (:mod:`grading.judge.tree`), its cost counted apart; otherwise
+it is listed as not measured, with the reason. A diff over the judge's size limit is a ``diff_too_large``
+judge failure, with no call. :func:`judge_sweep` judges many diffs under a concurrency limit.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
+from grading.basetree import BaseTree
 from grading.diffs import read_diff
 from grading.errors import InputError
 from grading.judge.backend import Backend, BackendError, BackendReply, BatchBackend, JudgeRequest
@@ -30,6 +33,7 @@ from grading.judge.models import (
     ItemVerdict,
     JudgeResult,
     Location,
+    TreeBudget,
     Usage,
     VerdictValue,
 )
@@ -43,6 +47,15 @@ from grading.judge.prompt import (
     render_rubric_text,
     select_items,
     self_ignoring_note,
+)
+from grading.judge.tree import (
+    ReplyRejected,
+    TreeTools,
+    added_paths,
+    as_tool_backend,
+    judge_tree_item,
+    supports_tree,
+    tree_request,
 )
 from grading.schema import Rubric, TaskSpec
 from grading.workspace import SelfIgnoringDir
@@ -65,6 +78,9 @@ class JudgeSettings(BaseModel):
     consistency_check: bool = True
     max_diff_chars: Annotated[int, Field(gt=0)] = DEFAULT_MAX_DIFF_CHARS
     prices: PriceTable = PriceTable()
+    # The tree judge's budget per needs_tree blocker. Unlike the settings above it is stated in the tree
+    # judge's instructions, so it is part of those items' cache key.
+    tree_budget: TreeBudget = TreeBudget()
 
 
 # --- where a verdict may point: the diff-location index ----------------------------------------------------
@@ -92,6 +108,20 @@ class DiffIndex:
 
     def files(self) -> list[str]:
         return sorted(set(self.new_lines) | set(self.old_lines))
+
+
+class DiffAndTreeIndex(DiffIndex):
+    """Where a tree-judged verdict may point: a line of the diff, or an old-side line of the base tree."""
+
+    def __init__(self, diff: DiffIndex, tools: TreeTools) -> None:
+        super().__init__()
+        self.new_lines, self.old_lines = diff.new_lines, diff.old_lines
+        self.tools = tools
+
+    def has(self, location: Location) -> bool:
+        if super().has(location):
+            return True
+        return location.side == "old" and self.tools.has_line(_strip_prefix(location.file), location.line)
 
 
 def index_diff(diff_text: str) -> DiffIndex:
@@ -248,6 +278,9 @@ def _item_verdict(v: _ReplyVerdict, item: JudgeItem, model_id: str, flagged: boo
     )
 
 
+NO_CHECKOUT = "no repository checkout was given (--checkout), so no judge could read the base tree"
+
+
 async def judge_diff(
     task: TaskSpec,
     rubric: Rubric,
@@ -258,13 +291,137 @@ async def judge_diff(
     cache: VerdictCache | None = None,
     settings: JudgeSettings | None = None,
     self_ignoring_dirs: Sequence[SelfIgnoringDir] = (),
+    base_tree: BaseTree | None = None,
 ) -> JudgeResult:
     """Judge one workspace diff against the rubric. A diff over ``settings.max_diff_chars`` is a
     ``diff_too_large`` judge failure without a call (the agent wrote it: it must not stop the run from being
     graded); InputError for a diff the judge cannot be shown at all (NUL bytes).
 
-    ``self_ignoring_dirs`` (from ignored_created.txt) are named after the diff (§3)."""
+    ``self_ignoring_dirs`` (from ignored_created.txt) are named after the diff (§3). ``base_tree`` (the
+    repository at the task's base commit) lets the tree judge decide the ``needs_tree`` blockers; without it,
+    or with a backend that cannot use tools, they are not measured and ``not_measured_reason`` says why."""
     settings = settings or JudgeSettings()
+    result = await _judge_diff_only(
+        task,
+        rubric,
+        diff_text,
+        backend,
+        config_edited=config_edited,
+        cache=cache,
+        settings=settings,
+        self_ignoring_dirs=self_ignoring_dirs,
+    )
+    if not result.not_measured:
+        return result
+    if base_tree is None:
+        return result.model_copy(update={"not_measured_reason": NO_CHECKOUT})
+    if not supports_tree(backend):
+        reason = f"the {backend.spec.split(':', 1)[0]} judge has no tree tools (anthropic and openai have)"
+        return result.model_copy(update={"not_measured_reason": reason})
+    if result.failure is not None:
+        # The run is a judge failure whatever these items say: nothing more is paid for.
+        return result.model_copy(update={"not_measured_reason": "not judged: the diff-only judge failed"})
+    return await _judge_tree_items(
+        task, rubric, diff_text, backend, result, base_tree, cache, settings, self_ignoring_dirs
+    )
+
+
+async def _judge_tree_items(
+    task: TaskSpec,
+    rubric: Rubric,
+    diff_text: str,
+    backend: Backend,
+    result: JudgeResult,
+    base_tree: BaseTree,
+    cache: VerdictCache | None,
+    settings: JudgeSettings,
+    self_ignoring_dirs: Sequence[SelfIgnoringDir],
+) -> JudgeResult:
+    """The needs_tree blockers, one tree-judge conversation each, merged into the diff-only result."""
+    tool_backend = as_tool_backend(backend)
+    budget = settings.tree_budget
+    tools = TreeTools(base_tree, added_paths(diff_text), max_answer_chars=budget.max_answer_chars)
+    index = DiffAndTreeIndex(index_diff(diff_text), tools)
+
+    def check(reply: BackendReply, item_ids: list[str]) -> list[_ReplyVerdict]:
+        try:
+            return check_reply(reply, item_ids, index)
+        except RejectedReply as exc:
+            raise ReplyRejected(str(exc)) from None
+
+    blockers = {b.id: b for b in rubric.blockers}
+    note = self_ignoring_note(self_ignoring_dirs)
+    verdicts = list(result.verdicts)
+    records = []
+    usage = Usage()
+    errors = list(result.attempt_errors)
+    flags = result.consistency_flags
+    failures: list[str] = []
+    for item_id in result.not_measured:
+        blocker = blockers[item_id]
+        item = JudgeItem(
+            id=blocker.id, kind="blocker", criterion=blocker.criterion, rationale=blocker.rationale
+        )
+        request = tree_request(
+            task,
+            rubric,
+            item,
+            diff_text,
+            base_tree.commit,
+            budget,
+            max_diff_chars=settings.max_diff_chars,
+            ignored_note=note,
+        )
+        outcome = await judge_tree_item(
+            tool_backend,
+            request,
+            item,
+            tools,
+            budget=budget,
+            prices=settings.prices,
+            attempts=settings.attempts,
+            consistency_check=settings.consistency_check,
+            check=check,
+            cache=cache,
+            no_cache=settings.no_cache or result.cache_bypass is not None,
+        )
+        records.append(outcome.record)
+        usage = usage + outcome.record.usage
+        errors += outcome.attempt_errors
+        flags += outcome.consistency_flags
+        if outcome.verdict is not None:
+            verdicts.append(outcome.verdict)
+        elif outcome.record.failure is not None:
+            failures.append(outcome.record.failure)
+    # Verdicts in rubric order: blockers first, as the diff-only judge lists them.
+    order = {b.id: n for n, b in enumerate(rubric.blockers)}
+    verdicts.sort(key=lambda v: (v.kind != "blocker", order.get(v.item_id, len(order))))
+    update: dict[str, Any] = {
+        "verdicts": verdicts,
+        "not_measured": [],
+        "tree_base_commit": base_tree.commit,
+        "tree": records,
+        "tree_usage": usage,
+        "attempt_errors": errors,
+        "consistency_flags": flags,
+    }
+    if failures:
+        update["failure"] = "tree judge: " + "; ".join(failures)
+        update["verdicts"] = []
+    return result.model_copy(update=update)
+
+
+async def _judge_diff_only(
+    task: TaskSpec,
+    rubric: Rubric,
+    diff_text: str,
+    backend: Backend,
+    *,
+    config_edited: bool,
+    cache: VerdictCache | None,
+    settings: JudgeSettings,
+    self_ignoring_dirs: Sequence[SelfIgnoringDir],
+) -> JudgeResult:
     items, not_measured = select_items(rubric, config_edited=config_edited)
     by_id = {item.id: item for item in items}
     if len(diff_text) > settings.max_diff_chars:
@@ -395,6 +552,7 @@ def judge_run(
     cache: VerdictCache | None = None,
     settings: JudgeSettings | None = None,
     self_ignoring_dirs: Sequence[SelfIgnoringDir] = (),
+    base_tree: BaseTree | None = None,
 ) -> JudgeResult:
     """Synchronous :func:`judge_diff` (for callers outside an event loop: the CLI, Celery tasks)."""
     return asyncio.run(
@@ -407,6 +565,7 @@ def judge_run(
             cache=cache,
             settings=settings,
             self_ignoring_dirs=self_ignoring_dirs,
+            base_tree=base_tree,
         )
     )
 
@@ -431,7 +590,9 @@ class SweepResult(BaseModel):
     calls: int = 0
     cache_hits: int = 0
     failures: int = 0
-    usage: Usage = Usage()
+    usage: Usage = Usage()  # the diff-only judge
+    tree_usage: Usage = Usage()  # the tree judge (needs_tree blockers), reported apart (§9)
+    tree_calls: int = 0
 
 
 Progress = Callable[[int, int, str, JudgeResult], None]
@@ -492,9 +653,12 @@ async def judge_sweep(
     cache: VerdictCache | None = None,
     settings: JudgeSettings | None = None,
     progress: Progress | None = None,
+    base_tree: BaseTree | None = None,
 ) -> SweepResult:
     """Judge many diffs, at most ``settings.concurrency`` at once; ``progress(done, total, label, result)``
-    after each. A diff the judge cannot be shown becomes a judge failure for that run, not an abort."""
+    after each. A diff the judge cannot be shown becomes a judge failure for that run, not an abort.
+    ``base_tree`` (the task's base commit; the jobs share a task) lets the tree judge decide needs_tree
+    blockers (:func:`judge_diff`)."""
     settings = settings or JudgeSettings()
     if (
         getattr(backend, "batch", False)
@@ -525,6 +689,7 @@ async def judge_sweep(
                     cache=cache,
                     settings=settings,
                     self_ignoring_dirs=job.self_ignoring_dirs,
+                    base_tree=base_tree,
                 )
             except InputError as exc:
                 return JudgeResult(judge=backend.spec, scripted=backend.scripted, failure=f"bad input: {exc}")
@@ -550,8 +715,10 @@ async def judge_sweep(
     await asyncio.gather(*(one(n, job) for n, job in enumerate(jobs)))
     final = [r for r in results if r is not None]
     usage = Usage()
+    tree_usage = Usage()
     for r in final:
         usage = usage + r.usage
+        tree_usage = tree_usage + r.tree_usage
     return SweepResult(
         results=final,
         labels=[job.label for job in jobs],
@@ -559,6 +726,8 @@ async def judge_sweep(
         cache_hits=sum(1 for r in final if r.cache_hit),
         failures=sum(1 for r in final if r.failure is not None),
         usage=usage,
+        tree_usage=tree_usage,
+        tree_calls=sum(rec.calls for r in final for rec in r.tree),
     )
 
 

@@ -231,6 +231,17 @@ _FAMILY_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 )
 
 
+def model_family(model: str) -> str | None:
+    """The family a model id names (``claude-opus-4-6`` -> anthropic, ``us.anthropic.claude-...`` ->
+    anthropic, ``o3-2025-04-16`` -> openai, ``Qwen/Qwen2.5-Coder`` -> qwen), or None when it names none we
+    know. One table for the second-judge rule and the report's self-preference check (§9)."""
+    lowered = model.strip().lower()
+    for family, pattern in _FAMILY_PATTERNS:
+        if pattern.search(lowered):
+            return family
+    return None
+
+
 def judge_family(spec: str) -> str:
     """The model family of a judge spec: ``"scripted"`` for scripted judges; for the others the family its
     model id names (``anthropic``, ``openai``, ``google``, ``meta``, ``mistral``, ``qwen``, ``deepseek``,
@@ -240,9 +251,9 @@ def judge_family(spec: str) -> str:
     if provider == SCRIPTED_FAMILY:
         return SCRIPTED_FAMILY
     lowered = model.strip().lower()
-    for family, pattern in _FAMILY_PATTERNS:
-        if pattern.search(lowered):
-            return family
+    family = model_family(lowered)
+    if family is not None:
+        return family
     if provider in ("anthropic", "claude-code"):
         return "anthropic"
     org, _, name = lowered.rpartition("/")

@@ -60,6 +60,7 @@ from rubrics_app.models import (
     TransitionError,
 )
 from rubrics_app.services import audit
+from rubrics_app.services import mutants as oracle_mutants
 
 HEARTBEAT_SECONDS = 5.0
 # A running calibration whose heartbeat is older than this lost its worker.
@@ -171,10 +172,13 @@ def passing_run(revision: RubricRevision) -> CalibrationRun | None:
 
 
 @transaction.atomic
-def new_run(revision: RubricRevision, by: Any, *, admit: bool = False) -> tuple[CalibrationRun, bool]:
+def new_run(
+    revision: RubricRevision, by: Any, *, admit: bool = False, mutants: bool = False
+) -> tuple[CalibrationRun, bool]:
     """A queued calibration run (and its Job) of an approved revision, and whether it is new: a calibration
     already queued or running is joined instead. The caller sends a new one (:func:`start`). ``by=None`` is
-    the command line. Raises TransitionError when it cannot run, saying why."""
+    the command line. ``mutants``: judge the oracle's mutants too (never used to admit). Raises
+    TransitionError when it cannot run, saying why."""
     revision = RubricRevision.objects.select_related("task__repository").get(pk=revision.pk)
     repository = revision.task.repository
     if by is not None and repository.role_of(by) != Role.MAINTAINER:
@@ -204,6 +208,9 @@ def new_run(revision: RubricRevision, by: Any, *, admit: bool = False) -> tuple[
         if admit and not current.admit_when_passed:
             current.admit_when_passed = True
             current.save(update_fields=["admit_when_passed"])
+        if mutants and not current.with_mutants and current.status == CalibrationStatus.QUEUED:
+            current.with_mutants = True
+            current.save(update_fields=["with_mutants"])
         return current, False
     user = by if getattr(by, "is_authenticated", False) else None
     job = Job.objects.create(
@@ -220,18 +227,19 @@ def new_run(revision: RubricRevision, by: Any, *, admit: bool = False) -> tuple[
         second_decoding=judges.second_decoding,
         scripted=JudgeSetting.is_scripted(judges.judge) or JudgeSetting.is_scripted(judges.second_judge),
         admit_when_passed=admit,
+        with_mutants=mutants,
         created_by=user,
     )
     return run, True
 
 
 @transaction.atomic
-def start(revision: RubricRevision, by: Any, *, admit: bool = False) -> CalibrationRun:
+def start(revision: RubricRevision, by: Any, *, admit: bool = False, mutants: bool = False) -> CalibrationRun:
     """Queue a calibration of ``revision`` and send its job once committed (``admit``: admit it if it
-    passes, what "Admit" does when no passing run exists)."""
+    passes, what "Admit" does when no passing run exists; ``mutants``: judge the oracle's mutants too)."""
     from rubrics_app.tasks import calibrate_revision
 
-    run, created = new_run(revision, by, admit=admit)
+    run, created = new_run(revision, by, admit=admit, mutants=mutants)
     if created and run.job is not None:
         calibrate_revision.delay_on_commit(run.job.pk)
     return run
@@ -510,6 +518,10 @@ def run_calibration(
                 threading.Thread(target=judge, args=(role, backend), name=f"calibration-{role}", daemon=True)
                 for role, backend in roles
             ]
+            if run.with_mutants:
+                # The oracle's mutants, by the primary judge: an authoring aid beside the rows (issue 14).
+                threads.append(oracle_mutants.judging_thread(run, root, primary, cache, settings, results))
+            stored_mutants = oracle_mutants.stored_positions(run)
             for thread in threads:
                 thread.start()
             pending: dict[int, _Pending] = {}
@@ -522,7 +534,9 @@ def run_calibration(
                 except queue.Empty:
                     CalibrationRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())
                     continue
-                if what == "row":
+                if what in oracle_mutants.MESSAGES:
+                    finished += oracle_mutants.handle(run, what, payload, stored_mutants)
+                elif what == "row":
                     index, total, row = payload
                     entry = pending.setdefault(index, _Pending())
                     entry.rows[role] = row
@@ -616,9 +630,11 @@ def claim(run: CalibrationRun, *, takeover: bool = False) -> bool:
     )
 
 
-def calibrate_now(revision: RubricRevision, by: Any, *, admit: bool = False, **kwargs: Any) -> CalibrationRun:
+def calibrate_now(
+    revision: RubricRevision, by: Any, *, admit: bool = False, mutants: bool = False, **kwargs: Any
+) -> CalibrationRun:
     """Calibrate in this process (tests, the command line's eager mode): new run, claim, run."""
-    run, _ = new_run(revision, by, admit=admit)
+    run, _ = new_run(revision, by, admit=admit, mutants=mutants)
     if not claim(run):
         raise TransitionError("a calibration of this revision is already running")
     try:

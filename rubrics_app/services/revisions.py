@@ -70,7 +70,7 @@ class Conflict(Exception):
 # --- creating revisions ------------------------------------------------------------------------------------
 
 
-def _omitted_revision_keys(data: dict[str, Any]) -> list[str]:
+def omitted_revision_keys(data: dict[str, Any]) -> list[str]:
     """Optional keys absent from ``data`` (dotted, as in REVISION_OPTIONAL_KEYS)."""
     present = {f"scope.{k}" for k in data.get("scope", {})}
     if "calibration" in data:
@@ -115,7 +115,7 @@ def create_revision(
         max_files=rubric.scope.max_files,
         lazy_solution=rubric.hack_report.lazy_solution,
         alt_valid_solution=rubric.hack_report.alt_valid_solution,
-        omitted_keys=_omitted_revision_keys(data),
+        omitted_keys=omitted_revision_keys(data),
     )
     items: list[RubricItem] = []
     for position, (blocker, raw) in enumerate(zip(rubric.blockers, data["blockers"], strict=True)):

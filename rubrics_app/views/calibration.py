@@ -18,8 +18,10 @@ from rubrics_app.access import get_repository_for_user
 from rubrics_app.diff_render import line_anchor, parse_for_display
 from rubrics_app.forms import JudgeSettingForm, TaskFilesForm
 from rubrics_app.models import (
+    CalibrationMutant,
     CalibrationRow,
     CalibrationRun,
+    HarmlessMutant,
     JudgeRole,
     JudgeSetting,
     Role,
@@ -53,11 +55,33 @@ def calibration_start(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> Ht
     access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
     revision = load_revision(access.repository, rev_pk)
     try:
-        run = calibration.start(revision, request.user)
+        run = calibration.start(revision, request.user, mutants=request.POST.get("mutants") == "on")
     except TransitionError as exc:
         messages.error(request, str(exc))
         return redirect_to(request, revision_url(revision))
     return redirect_to(request, calibration_url(run))
+
+
+def diff_files(diff: bytes | memoryview) -> dict[str, int]:
+    """Each file of a stored diff by path: its index in the diff view (for line anchors)."""
+    return {f.path: i for i, f in enumerate(parse_for_display(bytes(diff).decode("utf-8", "replace"))[0])}
+
+
+def cited_links(files: dict[str, int], locations: list[Any], diff_url: str) -> list[dict[str, str]]:
+    """A verdict's cited lines as links to their anchors in the diff view (:func:`diff_files`)."""
+    links = []
+    for loc in locations or []:
+        index = files.get(str(loc.get("file", "")))
+        line = loc.get("line")
+        anchor = (
+            line_anchor(index, loc.get("side", "new"), line)
+            if index is not None and isinstance(line, int)
+            else ""
+        )
+        links.append(
+            {"label": f"{loc.get('file')}:{line}", "url": f"{diff_url}#{anchor}" if anchor else diff_url}
+        )
+    return links
 
 
 def _verdict_rows(run: CalibrationRun) -> list[dict[str, Any]]:
@@ -69,26 +93,10 @@ def _verdict_rows(run: CalibrationRun) -> list[dict[str, Any]]:
         diff_url = reverse(
             "rubrics:calibration_row_diff", args=[run.revision.task.repository_id, run.pk, row.pk]
         )
-        files = {
-            f.path: i for i, f in enumerate(parse_for_display(bytes(row.diff).decode("utf-8", "replace"))[0])
-        }
+        files = diff_files(row.diff)
         by_item: dict[str, dict[str, Any]] = {}
         for verdict in row.verdicts.all():
-            links = []
-            for loc in verdict.locations or []:
-                index = files.get(str(loc.get("file", "")))
-                line = loc.get("line")
-                anchor = (
-                    line_anchor(index, loc.get("side", "new"), line)
-                    if index is not None and isinstance(line, int)
-                    else ""
-                )
-                links.append(
-                    {
-                        "label": f"{loc.get('file')}:{line}",
-                        "url": f"{diff_url}#{anchor}" if anchor else diff_url,
-                    }
-                )
+            links = cited_links(files, verdict.locations, diff_url)
             by_item.setdefault(verdict.item_id, {"item_id": verdict.item_id, "kind": verdict.kind})[
                 verdict.role
             ] = {
@@ -113,6 +121,40 @@ def _verdict_rows(run: CalibrationRun) -> list[dict[str, Any]]:
     return out
 
 
+def mutant_entries(run: CalibrationRun) -> list[dict[str, Any]]:
+    """The run's mutants of the oracle, each with its verdicts (cited lines linked into its diff view) and
+    its harmless mark for the run's revision content, if any."""
+    marks = {
+        mark.mutant_id: mark
+        for mark in HarmlessMutant.objects.filter(
+            task=run.revision.task, rubric_sha256=run.rubric_sha256
+        ).select_related("marked_by")
+    }
+    out = []
+    for mutant in CalibrationMutant.objects.filter(run=run).order_by("position"):
+        diff_url = reverse(
+            "rubrics:calibration_mutant_diff", args=[run.revision.task.repository_id, run.pk, mutant.pk]
+        )
+        files = diff_files(mutant.diff)
+        items = [
+            {**verdict, "links": cited_links(files, verdict.get("locations") or [], diff_url)}
+            for verdict in mutant.verdicts or []
+        ]
+        items.sort(key=lambda v: (v.get("kind") != "blocker", str(v.get("item_id"))))
+        mark = marks.get(mutant.mutant_id) if mutant.mergeable else None
+        status = (
+            "failure"
+            if mutant.judge_failure
+            else "caught"
+            if mutant.caught
+            else "harmless"
+            if mark is not None
+            else "mergeable"
+        )
+        out.append({"mutant": mutant, "items": items, "diff_url": diff_url, "mark": mark, "status": status})
+    return out
+
+
 def run_context(access: Any, run: CalibrationRun) -> dict[str, Any]:
     if not run.is_finished:
         calibration.fail_stale_runs()
@@ -124,6 +166,7 @@ def run_context(access: Any, run: CalibrationRun) -> dict[str, Any]:
         "revision": run.revision,
         "run": run,
         "rows": _verdict_rows(run),
+        "mutants": mutant_entries(run) if run.with_mutants else [],
     }
 
 

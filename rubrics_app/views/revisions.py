@@ -21,9 +21,11 @@ from rubrics_app.models import (
     CalibrationRun,
     ItemKind,
     JudgeSetting,
+    Origin,
     ReviewState,
     RevisionStatus,
     Role,
+    RubricDraft,
     RubricInvalid,
     RubricItem,
     RubricRevision,
@@ -112,6 +114,9 @@ def revision_context(
             CalibrationRun.objects.filter(revision=revision).select_related("created_by").order_by("-pk")[:10]
         ),
         "judges": JudgeSetting.objects.filter(repository=access.repository).first(),
+        "draft_record": RubricDraft.objects.filter(revision=revision).first()
+        if revision.origin == Origin.MODEL
+        else None,
         "item_count": len(blockers) + len(non_blockers),
         "approved_count": sum(row.is_approved for row in blockers + non_blockers),
     }

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from grading.judge.specs import model_family
 from grading.report import (
     MIN_LABELLED,
     Estimate,
@@ -19,7 +20,6 @@ from grading.report import (
     bootstrap_rates,
     build_report,
     cohen_kappa,
-    model_vendor,
     percentile,
     rogan_gladen,
 )
@@ -448,13 +448,13 @@ def test_repetition_warnings() -> None:
         ("gpt-5.1-codex", "openai"),
         ("o3-2025-04-16", "openai"),
         ("gemini-2.5-pro", "google"),
-        ("Qwen/Qwen2.5-Coder-32B-Instruct", "alibaba"),
+        ("Qwen/Qwen2.5-Coder-32B-Instruct", "qwen"),
         ("example-model-a", None),
         ("coolo3model", None),
     ],
 )
-def test_model_vendor(model: str, expected: str | None) -> None:
-    assert model_vendor(model) == expected
+def test_model_family_names_the_vendor(model: str, expected: str | None) -> None:
+    assert model_family(model) == expected
 
 
 def test_self_preference_names_the_judge_and_the_model() -> None:

@@ -1,9 +1,11 @@
-"""manage.py calibrate --repository NAME --task ID [--wait] [--timeout SECONDS]
+"""manage.py calibrate --repository NAME --task ID [--mutants] [--wait] [--timeout SECONDS]
 
 Sends the calibration job (§5 admission rows with the repository's judges) for the task's latest approved
 revision, as "Admit" does: the revision is admitted when every row holds with the primary judge. With
 --wait, prints each row as it finishes and exits 0 when admitted, 1 when a row does not hold, 2 on bad
 input (no such repository, task or approved revision; a calibration that could not run, with its reason).
+--mutants also judges the oracle's mutants (an authoring aid): --wait prints them and their counts after
+the rows; they never change the exit code.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from grading.commands.judge import printable
 from rubrics_app.models import (
+    CalibrationMutant,
     CalibrationRow,
     CalibrationRun,
     CalibrationStatus,
@@ -24,6 +27,7 @@ from rubrics_app.models import (
     TransitionError,
 )
 from rubrics_app.services import calibration
+from rubrics_app.services.mutants import harmless_marks
 
 
 class Command(BaseCommand):
@@ -32,6 +36,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--repository", required=True, metavar="NAME")
         parser.add_argument("--task", required=True, metavar="ID")
+        parser.add_argument(
+            "--mutants",
+            action="store_true",
+            help="also judge the oracle's mutants (never used to admit); --wait prints them",
+        )
         parser.add_argument("--wait", action="store_true", help="wait for the job; print the rows")
         parser.add_argument("--timeout", type=float, default=3600.0, metavar="SECONDS", help="with --wait")
 
@@ -50,7 +59,7 @@ class Command(BaseCommand):
         if revision is None:
             raise CommandError(f"--task: {task.task_id} has no approved revision to calibrate", returncode=2)
         try:
-            run = calibration.start(revision, None, admit=True)
+            run = calibration.start(revision, None, admit=True, mutants=options["mutants"])
         except TransitionError as exc:
             raise CommandError(str(exc), returncode=2) from None
         tag = " (scripted judge)" if run.scripted else ""
@@ -69,6 +78,8 @@ class Command(BaseCommand):
                 f"agreement with the second judge: raw {run.agreement.get('raw')}, kappa "
                 f"{'undefined' if kappa is None else round(kappa, 3)} (never used to admit)"
             )
+        if run.with_mutants:
+            self._print_mutants(run)
         if run.status == CalibrationStatus.ERROR:
             raise CommandError(f"could not calibrate: {run.reason}", returncode=2)
         if revision.status == RevisionStatus.ADMITTED:
@@ -94,6 +105,29 @@ class Command(BaseCommand):
                     f"calibration #{run.pk} still {run.status} after {timeout:g}s", returncode=2
                 )
             time.sleep(0.5)
+
+    def _print_mutants(self, run: CalibrationRun) -> None:
+        marks = set(harmless_marks(run.revision.task, run.rubric_sha256))
+        for mutant in CalibrationMutant.objects.filter(run=run).order_by("position"):
+            status = (
+                "failure"
+                if mutant.judge_failure
+                else "caught"
+                if mutant.caught
+                else "harmless"
+                if mutant.mutant_id in marks
+                else "MERGEABLE"
+            )
+            line = f"{status:9} {mutant.mutant_id}  {mutant.description}  actual: {mutant.actual}"
+            # Descriptions quote diff lines and reasons come from a model: no control characters.
+            self.stdout.write(printable(line))
+        if run.mutants_total is not None:
+            self.stdout.write(
+                f"mutants (an authoring aid, never used to admit): {run.mutants_total} judged, "
+                f"{run.mutants_caught} caught, {run.mutants_harmless} marked harmless"
+            )
+        if run.mutants_note:
+            self.stdout.write(printable(f"mutants: {run.mutants_note}"))
 
     def _print_row(self, row: CalibrationRow) -> None:
         mark = "ok  " if row.holds else "FAIL"

@@ -53,6 +53,7 @@ BehaviourKind = Literal[
     "status",  # an HTTP error (429, 529, 500...) with retry-after headers
     "slow",  # a valid reply after `delay` seconds (to exceed the client timeout)
     "expired",  # batches only: the request expired
+    "tool_calls",  # calls of the given tools (the tree judge): tool_use blocks / message.tool_calls
 ]
 
 
@@ -65,6 +66,7 @@ class Behaviour:
     retry_after: str | None = None
     delay: float = 0.0
     verdict: str = "pass"
+    tool_calls: tuple[tuple[str, Any], ...] = ()  # (tool name, arguments) for "tool_calls"
 
 
 def valid(verdict: str = "pass") -> Behaviour:
@@ -119,6 +121,12 @@ def slow(delay: float) -> Behaviour:
 
 def expired() -> Behaviour:
     return Behaviour("expired")
+
+
+def tool_use(*calls: tuple[str, Any]) -> Behaviour:
+    """A turn that calls tools: ``tool_use(("read_file", {"path": "a.py"}), ...)``. Arguments that are a
+    string are sent as they are (OpenAI: not JSON; Anthropic: wrapped as ``{"raw": ...}``)."""
+    return Behaviour("tool_calls", tool_calls=tuple(calls))
 
 
 @dataclass(frozen=True)
@@ -422,7 +430,14 @@ class FakeProviderServer:
         stop_reason = "end_turn"
         content: list[dict[str, Any]] = []
         tool = structured_output_tool(body)
-        if behaviour.kind == "refusal":
+        if behaviour.kind == "tool_calls":
+            content = [
+                {"type": "tool_use", "id": f"toolu_{next(self._ids):06d}", "name": name,
+                 "input": arguments if isinstance(arguments, dict) else {"raw": arguments}}
+                for name, arguments in behaviour.tool_calls
+            ]  # fmt: skip
+            stop_reason = "tool_use"
+        elif behaviour.kind == "refusal":
             stop_reason = "refusal"
         elif tool is not None and answered_tool(body, tool["name"]):
             content = [{"type": "text", "text": "Done."}]  # the turn after the tool result closes the session
@@ -460,13 +475,20 @@ class FakeProviderServer:
         uncached, _, read = self._prompt_usage(prompt)
         message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None}
         finish = "stop"
-        if behaviour.kind == "refusal":
+        if behaviour.kind == "tool_calls":
+            message["tool_calls"] = [
+                {"id": f"call_{next(self._ids):06d}", "type": "function",
+                 "function": {"name": name, "arguments": a if isinstance(a, str) else json.dumps(a)}}
+                for name, a in behaviour.tool_calls
+            ]  # fmt: skip
+            finish = "tool_calls"
+        elif behaviour.kind == "refusal":
             message["refusal"] = "I can't help with that."
         else:
             message["content"] = self.reply_text(prompt, behaviour)
             if behaviour.kind == "truncated":
                 finish = "length"
-        completion = tokens(message["content"] or message["refusal"] or "")
+        completion = tokens(message["content"] or message["refusal"] or json.dumps(message.get("tool_calls")))
         return {
             "id": f"chatcmpl-{next(self._ids):06d}",
             "object": "chat.completion",
@@ -794,6 +816,7 @@ __all__ = [
     "slow",
     "storm",
     "text",
+    "tool_use",
     "truncated",
     "valid",
 ]

@@ -1,0 +1,603 @@
+"""The tree judge (§9): ``needs_tree`` blockers judged by a model that may read the base tree.
+
+The diff-only judge cannot decide a blocker such as "every backend is changed": that needs the code the
+diff does not show. Here such a blocker is judged on its own, in a tool conversation: the model sees the
+usual request (instructions, the one item, the fenced diff) and three tools that read the repository at
+the task's base commit from its git objects (:class:`grading.basetree.BaseTree`):
+
+- ``list_directory(path)``: the entries of a directory;
+- ``read_file(path, start_line, end_line)``: numbered lines of a file;
+- ``search_tree(pattern, path, fixed_string, ignore_case)``: ``git grep`` over the commit's tree.
+
+Never the agent's workspace, never the work tree, never outside the repository: a path is relative to the
+repository root, ``..`` and absolute paths are refused, a symlink is followed only while it stays inside
+the tree, and a submodule is not read. A file only the change adds is answered as such: its content is the
+diff. Every answer is cut to ``TreeBudget.max_answer_chars`` and fenced like the diff, with a nonce of its
+own. The budget (tool calls, tokens) covers every conversation of an item; going over it is a judge failure
+for that item, with the limit named. Verdicts are cached under a key that adds the base commit, and the
+tool transcript stays with the result (metrics.json ``details.judge.tree``) for audit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, cast
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from grading.basetree import BaseTree, GrepTimeout, TreeEntry
+from grading.diffs import read_diff
+from grading.errors import InputError
+from grading.judge.backend import (
+    Backend,
+    BackendError,
+    JudgeRequest,
+    ToolAnswer,
+    ToolBackend,
+    ToolCall,
+    ToolExchange,
+    ToolSpec,
+)
+from grading.judge.cache import KEY_VERSION, CachedVerdicts, VerdictCache
+from grading.judge.cost import PriceTable
+from grading.judge.models import (
+    FINDING_VERDICT,
+    ItemVerdict,
+    Location,
+    ToolUse,
+    TreeBudget,
+    TreeItemRecord,
+    Usage,
+)
+from grading.judge.prompt import (
+    NONCE_PLACEHOLDER,
+    JudgeItem,
+    fence_base_tree,
+    redraw_nonce,
+    render_request,
+    tree_instructions,
+    with_nonce,
+)
+from grading.schema import Rubric, TaskSpec
+
+MAX_READ_LINES = 400  # lines one read_file answers at most
+MAX_SEARCH_MATCHES = 200
+MAX_MATCH_CHARS = 300  # one matching line, as shown
+MAX_PATTERN_CHARS = 500
+MAX_SYMLINK_HOPS = 20
+BINARY_PROBE = 8000  # bytes looked at for a NUL, as git does
+
+_NULLABLE_INT = {"type": ["integer", "null"]}
+_NULLABLE_BOOL = {"type": ["boolean", "null"]}
+
+
+def _schema(properties: dict[str, Any]) -> dict[str, Any]:
+    # Every property required (nullable where optional) and no others: OpenAI strict mode asks for this.
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+TREE_TOOLS: list[ToolSpec] = [
+    ToolSpec(
+        name="list_directory",
+        description="List a directory of the repository at the base commit. path is relative to the "
+        'repository root; "" for the root.',
+        input_schema=_schema({"path": {"type": "string"}}),
+    ),
+    ToolSpec(
+        name="read_file",
+        description="Read a file of the repository at the base commit, as numbered lines. path is "
+        f"relative to the repository root; start_line and end_line (1-based, inclusive) pick a range, at "
+        f"most {MAX_READ_LINES} lines at a time (null: from the first line / as far as allowed).",
+        input_schema=_schema(
+            {"path": {"type": "string"}, "start_line": _NULLABLE_INT, "end_line": _NULLABLE_INT}
+        ),
+    ),
+    ToolSpec(
+        name="search_tree",
+        description="Search the repository at the base commit with git grep semantics: an extended "
+        "regular expression (or a fixed string), in text files under path (relative to the repository "
+        'root; "" for everywhere). Answers path:line: text per match.',
+        input_schema=_schema(
+            {
+                "pattern": {"type": "string"},
+                "path": {"type": ["string", "null"]},
+                "fixed_string": _NULLABLE_BOOL,
+                "ignore_case": _NULLABLE_BOOL,
+            }
+        ),
+    ),
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class _ListArgs(_Strict):
+    path: str = ""
+
+
+class _ReadArgs(_Strict):
+    path: str
+    start_line: int | None = None
+    end_line: int | None = None
+
+
+class _SearchArgs(_Strict):
+    pattern: str
+    path: str | None = None
+    fixed_string: bool | None = None
+    ignore_case: bool | None = None
+
+
+class ToolRefused(Exception):
+    """A tool call that cannot be answered: the message is the tool error the judge reads."""
+
+
+class TreeTools:
+    """Answers the tree judge's tool calls from the git objects of ``tree``'s commit.
+
+    ``added_paths`` are the files the change under review adds: asked for one, the answer says that its
+    content is in the diff, since the tools never read the agent's workspace."""
+
+    def __init__(self, tree: BaseTree, added_paths: Sequence[str] = (), *, max_answer_chars: int) -> None:
+        self.tree = tree
+        self.added_paths = set(added_paths)
+        self.max_answer_chars = max_answer_chars
+        self._listings: dict[str, list[TreeEntry] | None] = {}
+
+    # -- paths -------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def clean_path(raw: str, what: str = "path") -> list[str]:
+        """The components of a path relative to the repository root; ToolRefused for one that could point
+        outside it (absolute, ``..``) or that no tree holds (control characters)."""
+        if any(ord(c) < 32 or ord(c) == 127 for c in raw):
+            raise ToolRefused(f"{what} {raw!r} holds control characters; no path in the repository does")
+        if raw.startswith("/") or raw.startswith("~"):
+            raise ToolRefused(
+                f"{what} {raw!r} is absolute: only the repository is readable, by paths relative to its "
+                'root ("" or "." for the root itself)'
+            )
+        parts = [p for p in raw.split("/") if p not in ("", ".")]
+        if ".." in parts:
+            raise ToolRefused(
+                f"{what} {raw!r} uses '..': paths are relative to the repository root and cannot leave it"
+            )
+        return parts
+
+    def _entries(self, directory: str) -> list[TreeEntry] | None:
+        if directory not in self._listings:
+            self._listings[directory] = self.tree.entries(directory)
+        return self._listings[directory]
+
+    def _not_found(self, shown: str) -> ToolRefused:
+        short = self.tree.commit[:12]
+        if shown in self.added_paths or any(p.startswith(shown + "/") for p in self.added_paths):
+            return ToolRefused(
+                f"{shown!r} is not in the base tree (commit {short}): the change under review adds it, so "
+                "its content is what the diff shows. These tools read the base commit only, never the "
+                "workspace the change was made in."
+            )
+        return ToolRefused(f"no such file or directory at the base commit {short}: {shown!r}")
+
+    def resolve(self, parts: list[str]) -> tuple[list[str], TreeEntry | None]:
+        """Walk ``parts`` from the root, following symlinks that stay inside the tree: the resolved path
+        and its entry (None for the root). ToolRefused when a component is missing, a submodule, or a
+        symlink that leaves the repository."""
+        shown = "/".join(parts)
+        resolved: list[str] = []
+        pending = list(parts)
+        entry: TreeEntry | None = None
+        hops = 0
+        while pending:
+            name = pending.pop(0)
+            listing = self._entries("/".join(resolved))
+            if listing is None:  # a file where a directory was expected
+                raise self._not_found(shown)
+            entry = next((e for e in listing if e.name == name), None)
+            if entry is None:
+                raise self._not_found(shown)
+            here = "/".join([*resolved, name])
+            if entry.kind == "submodule":
+                raise ToolRefused(
+                    f"{here!r} is a submodule: another repository, whose files are not part of this tree"
+                )
+            if entry.kind == "symlink":
+                hops += 1
+                if hops > MAX_SYMLINK_HOPS:
+                    raise ToolRefused(f"{shown!r}: too many symlinks (a loop?)")
+                target = self.tree.blob(entry.object_id).decode("utf-8", "surrogateescape")
+                base = list(resolved)
+                if target.startswith("/"):
+                    raise ToolRefused(
+                        f"{here!r} is a symlink to {target!r}, outside the repository: not followed"
+                    )
+                for part in target.split("/"):
+                    if part in ("", "."):
+                        continue
+                    if part == "..":
+                        if not base:
+                            raise ToolRefused(
+                                f"{here!r} is a symlink to {target!r}, outside the repository: not followed"
+                            )
+                        base.pop()
+                    else:
+                        base.append(part)
+                # Start again from the root with the link replaced by its target.
+                pending = base + pending
+                resolved = []
+                entry = None
+                continue
+            resolved.append(name)
+        return resolved, entry
+
+    # -- tools -------------------------------------------------------------------------------------------
+
+    def answer(self, call: ToolCall) -> tuple[str, bool]:
+        """The text answering ``call`` (not yet fenced) and whether it is an error."""
+        handlers = {"list_directory": self._list, "read_file": self._read, "search_tree": self._search}
+        handler = handlers.get(call.name)
+        if handler is None:
+            return f"tool error: no tool named {call.name!r}; the tools are {', '.join(handlers)}", True
+        if not isinstance(call.arguments, dict):
+            return f"tool error: {call.name}: the arguments are not a JSON object", True
+        try:
+            text = handler(call.arguments)
+        except ToolRefused as exc:
+            return f"tool error: {call.name}: {exc}", True
+        return self._cap(text), False
+
+    def _cap(self, text: str) -> str:
+        if len(text) <= self.max_answer_chars:
+            return text
+        note = f"[answer cut at {self.max_answer_chars} characters; ask for less]"
+        cut = text[: self.max_answer_chars - len(note)]
+        cut = cut[: cut.rfind("\n") + 1] or cut
+        return cut + note
+
+    @staticmethod
+    def _args[M: BaseModel](model: type[M], arguments: dict[str, Any]) -> M:
+        try:
+            return model.model_validate(arguments)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "arguments"
+            raise ToolRefused(f"bad arguments: {where}: {first['msg']}") from None
+
+    def _list(self, arguments: dict[str, Any]) -> str:
+        args = self._args(_ListArgs, arguments)
+        resolved, entry = self.resolve(self.clean_path(args.path))
+        shown = "/".join(resolved)
+        if entry is not None and entry.kind != "dir":
+            raise ToolRefused(f"{shown!r} is a file, not a directory; read it with read_file")
+        listing = self._entries(shown) or []
+        lines = [f"directory {shown or '(repository root)'} at base commit {self.tree.commit[:12]}:"]
+        for e in listing:
+            if e.kind == "dir":
+                lines.append(f"{e.name}/")
+            elif e.kind == "symlink":
+                target = self.tree.blob(e.object_id).decode("utf-8", "replace")
+                lines.append(f"{e.name} -> {target} (symlink)")
+            elif e.kind == "submodule":
+                lines.append(f"{e.name} (submodule: not readable)")
+            else:
+                lines.append(f"{e.name} ({e.size} bytes)")
+        return "\n".join(lines)
+
+    def _read(self, arguments: dict[str, Any]) -> str:
+        args = self._args(_ReadArgs, arguments)
+        resolved, entry = self.resolve(self.clean_path(args.path))
+        shown = "/".join(resolved)
+        if entry is None or entry.kind == "dir":
+            raise ToolRefused(f"{shown or '(repository root)'!r} is a directory; list it with list_directory")
+        data = self.tree.blob(entry.object_id)
+        if b"\0" in data[:BINARY_PROBE]:
+            return f"{shown}: binary file ({len(data)} bytes), not shown"
+        lines = data.split(b"\n")
+        if data.endswith(b"\n"):
+            lines.pop()
+        total = len(lines)
+        start = 1 if args.start_line is None else args.start_line
+        if start < 1:
+            raise ToolRefused("start_line counts from 1")
+        if total == 0:
+            return f"{shown}: empty file"
+        if start > total:
+            raise ToolRefused(f"{shown!r} has {total} lines; start_line {start} is past its end")
+        end = start + MAX_READ_LINES - 1 if args.end_line is None else args.end_line
+        if end < start:
+            raise ToolRefused(f"end_line {end} is before start_line {start}")
+        end = min(end, total, start + MAX_READ_LINES - 1)
+        header = f"{shown} at base commit {self.tree.commit[:12]}, lines {start}-{end} of {total}:"
+        out = [header]
+        size = len(header) + 1
+        budget = self.max_answer_chars - 120  # room for the note below
+        for number in range(start, end + 1):
+            line = f"{number:>6}\t{lines[number - 1].decode('utf-8', 'replace')}"
+            if size + len(line) + 1 > budget and number > start:
+                out.append(f"[cut at line {number - 1} by the answer size limit; read on from {number}]")
+                break
+            out.append(line)
+            size += len(line) + 1
+        else:
+            if end < total and (args.end_line is None or args.end_line > end):
+                out.append(f"[{MAX_READ_LINES} lines at most per call; read on from {end + 1}]")
+        return "\n".join(out)
+
+    def _search(self, arguments: dict[str, Any]) -> str:
+        args = self._args(_SearchArgs, arguments)
+        pattern = args.pattern
+        if not pattern:
+            raise ToolRefused("the pattern is empty")
+        if len(pattern) > MAX_PATTERN_CHARS or "\n" in pattern or "\0" in pattern:
+            raise ToolRefused(f"the pattern must be one line of at most {MAX_PATTERN_CHARS} characters")
+        pathspecs: list[str] = []
+        where = "the whole tree"
+        if args.path:
+            resolved, entry = self.resolve(self.clean_path(args.path))
+            if resolved:
+                pathspecs = ["/".join(resolved)]
+                where = pathspecs[0]
+        try:
+            matches = self.tree.grep(
+                pattern, pathspecs, fixed=bool(args.fixed_string), ignore_case=bool(args.ignore_case)
+            )
+        except GrepTimeout as exc:
+            raise ToolRefused(f"{exc}; narrow the pattern or the path") from None
+        except InputError as exc:
+            raise ToolRefused(exc.message) from None
+        head = f"search {pattern!r} in {where} at base commit {self.tree.commit[:12]}: {len(matches)} matches"
+        out = [head]
+        for path, number, text in matches[:MAX_SEARCH_MATCHES]:
+            shown = text if len(text) <= MAX_MATCH_CHARS else text[:MAX_MATCH_CHARS] + " [...]"
+            out.append(f"{path}:{number}: {shown}")
+        if len(matches) > MAX_SEARCH_MATCHES:
+            out.append(f"[first {MAX_SEARCH_MATCHES} of {len(matches)} shown; narrow the search]")
+        return "\n".join(out)
+
+    # -- citations ---------------------------------------------------------------------------------------
+
+    def has_line(self, path: str, line: int) -> bool:
+        """Whether ``path`` is a text file of the base tree with at least ``line`` lines."""
+        try:
+            _, entry = self.resolve(self.clean_path(path))
+        except ToolRefused:
+            return False
+        if entry is None or entry.kind != "file" or line < 1:
+            return False
+        data = self.tree.blob(entry.object_id)
+        return line <= data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+
+
+def base_tree_for(task: TaskSpec, checkout: Path, task_file: Path) -> BaseTree:
+    """The repository at ``checkout`` at the task's ``base_commit``, for the tree judge; InputError naming
+    task.json when it has no base_commit, or the checkout when the commit is not in it."""
+    if not task.base_commit:
+        raise InputError(
+            task_file, "required to judge needs_tree blockers with the repository checkout", "base_commit"
+        )
+    return BaseTree(checkout, task.base_commit)
+
+
+def supports_tree(backend: Backend) -> bool:
+    """Whether a backend can hold the tree judge's tool conversation (anthropic and openai can)."""
+    return all(callable(getattr(backend, name, None)) for name in ("render_tools", "complete_tools"))
+
+
+def added_paths(diff_text: str) -> list[str]:
+    """The files ``diff_text`` adds (new path with no old path)."""
+    parsed = read_diff(diff_text, strict=False)
+    return [
+        f.change.new_path for f in parsed.files if f.change.old_path is None and f.change.new_path is not None
+    ]
+
+
+def tree_request(
+    task: TaskSpec,
+    rubric: Rubric,
+    item: JudgeItem,
+    diff_text: str,
+    base_commit: str,
+    budget: TreeBudget,
+    *,
+    max_diff_chars: int,
+    ignored_note: str = "",
+) -> JudgeRequest:
+    """The tree judge's request for one needs_tree blocker: the diff-only request for that item alone,
+    with the instructions that name the base commit, the tools and the budget."""
+    request = render_request(
+        task, rubric, [item], diff_text, max_diff_chars=max_diff_chars, ignored_note=ignored_note
+    )
+    return request.model_copy(update={"instructions": tree_instructions(base_commit, budget)})
+
+
+def tree_cache_key(backend: ToolBackend, request: JudgeRequest, base_commit: str) -> str:
+    """The verdict cache key of a tree-judged item: the first turn's exact body with the tools (nonce as a
+    placeholder), the model id, the decoding, and the base commit."""
+    body = backend.render_tools(with_nonce(request, NONCE_PLACEHOLDER), TREE_TOOLS, [])
+    payload = {
+        "v": KEY_VERSION,
+        "kind": "tree",
+        "base_commit": base_commit,
+        "model": backend.model,
+        "decoding": backend.decoding,
+        "body": body,
+    }
+    canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class BudgetExhausted(Exception):
+    """The item's budget is spent before a verdict: a judge failure for the item, naming the limit."""
+
+
+class ReplyRejected(Exception):
+    """A final reply that cannot be counted (the runner's coverage and location checks): asked again."""
+
+
+class TreeItemResult(BaseModel):
+    verdict: ItemVerdict | None
+    record: TreeItemRecord
+    attempt_errors: list[str] = []
+    consistency_flags: int = 0
+
+
+class _TreeSession:
+    """One needs_tree blocker: its conversations, the budget they share, and the transcript."""
+
+    def __init__(
+        self,
+        backend: ToolBackend,
+        tools: TreeTools,
+        budget: TreeBudget,
+        prices: PriceTable,
+        check: Any,
+    ) -> None:
+        self.backend = backend
+        self.tools = tools
+        self.budget = budget
+        self.prices = prices
+        self.check = check  # (BackendReply, [item id]) -> verdicts, or raises ReplyRejected
+        self.calls = 0
+        self.tool_calls = 0
+        self.conversations = 0
+        self.tokens = 0
+        self.usage = Usage()
+        self.transcript: list[ToolUse] = []
+
+    async def converse(self, request: JudgeRequest) -> tuple[Any, str]:
+        self.conversations += 1
+        sent = redraw_nonce(request)  # one nonce per conversation: every turn resends the same diff block
+        turns: list[ToolExchange] = []
+        while True:
+            reply = await self.backend.complete_tools(sent, TREE_TOOLS, turns)
+            self.calls += 1
+            self.usage = self.usage + self.prices.cost(reply.usage, self.backend.model, reply.model_id)
+            u = reply.usage
+            self.tokens += u.input_tokens + u.cache_write_tokens + u.cache_read_tokens + u.output_tokens
+            if self.tokens > self.budget.max_tokens:
+                raise BudgetExhausted(
+                    f"token budget exhausted: {self.tokens} tokens used, the budget is "
+                    f"{self.budget.max_tokens}"
+                )
+            if not reply.calls:
+                return self.check(reply.final(), request.item_ids), reply.model_id
+            if self.tool_calls + len(reply.calls) > self.budget.max_tool_calls:
+                raise BudgetExhausted(
+                    f"tool-call budget exhausted: {self.tool_calls} tool calls made, {len(reply.calls)} "
+                    f"more asked for, the budget is {self.budget.max_tool_calls}"
+                )
+            answers: list[ToolAnswer] = []
+            for call in reply.calls:
+                self.tool_calls += 1
+                text, is_error = await asyncio.to_thread(self.tools.answer, call)
+                fenced = fence_base_tree(text)
+                answers.append(ToolAnswer(call_id=call.id, content=fenced, is_error=is_error))
+                self.transcript.append(
+                    ToolUse(tool=call.name, arguments=call.arguments, ok=not is_error, answer=fenced)
+                )
+            turns.append(ToolExchange(text=reply.text, calls=reply.calls, answers=answers))
+
+
+async def judge_tree_item(
+    backend: ToolBackend,
+    request: JudgeRequest,
+    item: JudgeItem,
+    tools: TreeTools,
+    *,
+    budget: TreeBudget,
+    prices: PriceTable,
+    attempts: int,
+    consistency_check: bool,
+    check: Any,
+    cache: VerdictCache | None,
+    no_cache: bool,
+) -> TreeItemResult:
+    """Judge one needs_tree blocker in a tool conversation (asked again on a rejected reply, and once more
+    when the verdict disagrees with its finding), within ``budget``; from the cache when it holds it."""
+    commit = tools.tree.commit
+    record = TreeItemRecord(item_id=item.id, base_commit=commit, budget=budget)
+    key = tree_cache_key(backend, request, commit)
+    stored = None if cache is None or no_cache else await asyncio.to_thread(cache.get, key)
+    if stored is not None and len(stored.verdicts) == 1 and stored.tree:
+        original = stored.tree[0]
+        record = original.model_copy(update={"cache_hit": True, "usage": Usage(), "calls": 0})
+        return TreeItemResult(verdict=stored.verdicts[0], record=record)
+
+    session = _TreeSession(backend, tools, budget, prices, check)
+    errors: list[str] = []
+    verdict: ItemVerdict | None = None
+    flags = 0
+    failure: str | None = None
+    flagged = False
+    rejected = 0
+    while verdict is None and failure is None:
+        try:
+            replies, model_id = await session.converse(request)
+        except BudgetExhausted as exc:
+            failure = f"{item.id}: {exc}"
+            break
+        except BackendError as exc:
+            failure = f"{item.id}: backend error: {exc}"
+            break
+        except ReplyRejected as exc:
+            rejected += 1
+            errors.append(f"{item.id}: conversation {session.conversations}: {exc}")
+            if rejected >= attempts:
+                failure = f"{item.id}: no usable reply: {exc}"
+            continue
+        reply = replies[0]
+        if consistency_check and FINDING_VERDICT[reply.finding] != reply.verdict:
+            # Judged once more, as the diff-only judge does; a second disagreement cannot be counted.
+            flags += 1
+            if flagged:
+                failure = f"{item.id}: inconsistent: the verdict disagreed with its own finding again"
+            flagged = True
+            continue
+        verdict = ItemVerdict(
+            item_id=reply.id,
+            kind="blocker",
+            verdict=reply.verdict,
+            finding=reply.finding,
+            reason=reply.reason,
+            locations=[Location(file=loc.file, line=loc.line, side=loc.side) for loc in reply.locations],
+            flagged_inconsistent=flagged,
+            model_id=model_id,
+            tree_judged=True,
+        )
+    record = record.model_copy(
+        update={
+            "failure": failure,
+            "calls": session.calls,
+            "tool_calls": session.tool_calls,
+            "conversations": session.conversations,
+            "usage": session.usage,
+            "transcript": session.transcript,
+        }
+    )
+    if verdict is not None and cache is not None:
+        entry = CachedVerdicts(
+            judge=backend.spec,
+            model_id=verdict.model_id,
+            verdicts=[verdict],
+            consistency_flags=flags,
+            rejudged=1 if flagged else 0,
+            usage=session.usage,
+            tree=[record],
+        )
+        await asyncio.to_thread(cache.put, key, entry)
+    return TreeItemResult(verdict=verdict, record=record, attempt_errors=errors, consistency_flags=flags)
+
+
+def as_tool_backend(backend: Backend) -> ToolBackend:
+    return cast(ToolBackend, backend)

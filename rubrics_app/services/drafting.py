@@ -1,0 +1,568 @@
+"""Drafting a task's rubric from its merged PR (§6), as a Celery job: settings, starting, running, storing.
+
+The job fetches the PR (GitHub's REST API, or the export uploaded with the request), builds the drafter's
+input with ``grading.draft.build_draft_input`` from the task prompt, the PR and the repository's tree at the
+task's base commit, asks the drafter, checks the draft (``grading.draft.check_draft``) and stores it as a new
+draft revision with its problems listed, whatever they are: a draft is never fixed silently.
+
+What the drafter reads is only what is passed to ``build_draft_input`` here: the task's prompt and base
+commit, the PR and the checkout. Agent runs, their diffs and verdicts (rubrics_app.models_runs) are never
+loaded by this module; a rubric fitted to observed failures would overstate the gap it measures.
+
+Secrets stay in the worker's environment: the model's API key as the SDK reads it, and the GitHub token in
+the variable the repository's setting names (never its value, in the database or a page).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.utils import timezone
+
+from grading.basetree import BaseTree
+from grading.draft import (
+    ALT_DIFF_PATH,
+    LAZY_DIFF_PATH,
+    Draft,
+    DraftError,
+    GitHubError,
+    GitHubSource,
+    PullRequest,
+    build_draft_input,
+    check_draft,
+    draft_rubric,
+    make_drafter,
+    parse_pr_export,
+    render_draft_request,
+)
+from grading.errors import InputError
+from grading.globs import glob_error
+from grading.judge.cost import load_price_table
+from grading.schema import parse_json
+from rubrics_app.models import (
+    AuditVerb,
+    CalibrationDiff,
+    DiffKind,
+    DraftSetting,
+    DraftStep,
+    ItemKind,
+    Job,
+    JobKind,
+    Origin,
+    Repository,
+    Role,
+    RubricDraft,
+    RubricItem,
+    RubricRevision,
+    Task,
+)
+from rubrics_app.services import audit
+from rubrics_app.services.revisions import omitted_revision_keys
+
+log = logging.getLogger(__name__)
+
+GITHUB_REPOSITORY_RE = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+# Only these names: a maintainer choosing the variable must not be able to send another secret of the
+# worker (an API key) to GitHub.
+TOKEN_ENV_RE = re.compile(r"GITHUB_TOKEN(_[A-Z0-9_]{1,60})?")
+MAX_ITEM_ID = 40  # RubricItem.item_id
+MAX_COUNT = 2**31 - 1  # a PositiveIntegerField on every database
+
+# Job.progress at the start of each step.
+PROGRESS = {
+    DraftStep.FETCHING: 5,
+    DraftStep.READING: 20,
+    DraftStep.DRAFTING: 30,
+    DraftStep.CHECKING: 80,
+    DraftStep.STORING: 90,
+}
+
+
+class DraftSettingError(ValueError):
+    """A drafting setting that is refused; ``field`` is the form field it belongs to."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        self.message = message
+        super().__init__(f"{field}: {message}")
+
+
+class DraftRequestError(ValueError):
+    """A drafting request that cannot be sent (nothing is stored); ``field`` names the form field."""
+
+    def __init__(self, field: str | None, message: str) -> None:
+        self.field = field
+        self.message = message
+        super().__init__(f"{field}: {message}" if field else message)
+
+
+class DraftFailed(Exception):
+    """The job stopped at a step; the message says which and why."""
+
+
+# --- settings -----------------------------------------------------------------------------------------------
+
+
+def check_drafter(spec: str) -> str:
+    spec = spec.strip()
+    try:
+        # As the command line checks it: anthropic, a full model id. Nothing is called: the key is a
+        # placeholder.
+        make_drafter(spec, api_key="not-used-for-checking")
+    except InputError as exc:
+        raise DraftSettingError("drafter", exc.message) from None
+    return spec
+
+
+@transaction.atomic
+def set_draft_settings(
+    repository: Repository,
+    *,
+    by: Any,
+    drafter: str,
+    github_repository: str = "",
+    use_token: bool = False,
+    token_env: str = "GITHUB_TOKEN",
+    guidance_globs: list[str] | None = None,
+) -> DraftSetting:
+    """Save the repository's drafting settings (``by=None``: the command line); DraftSettingError names the
+    field of a value that is refused."""
+    if by is not None and repository.role_of(by) != Role.MAINTAINER:
+        raise PermissionDenied("only a maintainer of this repository may set how its rubrics are drafted")
+    drafter = check_drafter(drafter)
+    github_repository = github_repository.strip()
+    if github_repository and not GITHUB_REPOSITORY_RE.fullmatch(github_repository):
+        raise DraftSettingError("github_repository", "give the GitHub repository as OWNER/NAME")
+    token_env = token_env.strip()
+    if use_token and not github_repository:
+        raise DraftSettingError("use_token", "a token is only used to read a GitHub repository: name one")
+    if use_token and not TOKEN_ENV_RE.fullmatch(token_env):
+        raise DraftSettingError(
+            "token_env", "the variable is GITHUB_TOKEN or GITHUB_TOKEN_<SUFFIX> (capitals, digits, _)"
+        )
+    globs = list(guidance_globs) if guidance_globs is not None else None
+    for glob in globs or []:
+        problem = glob_error(glob)
+        if problem:
+            raise DraftSettingError("guidance_globs", f"{glob}: {problem}")
+    setting = DraftSetting.objects.select_for_update().filter(repository=repository).first()
+    if setting is None:
+        setting = DraftSetting(repository=repository)
+    before = _setting_dict(setting) if setting.pk else None
+    setting.drafter = drafter
+    setting.github_repository = github_repository
+    setting.use_token = use_token
+    setting.token_env = token_env if use_token else (token_env or "GITHUB_TOKEN")
+    if globs is not None:
+        setting.guidance_globs = globs
+    setting.updated_at = timezone.now()
+    setting.updated_by = by if getattr(by, "is_authenticated", False) else None
+    setting.save()
+    audit.record(
+        AuditVerb.DRAFT_SETTINGS_SET,
+        actor=by,
+        repository=repository,
+        detail={"before": before, "after": _setting_dict(setting)},
+    )
+    return setting
+
+
+def _setting_dict(setting: DraftSetting) -> dict[str, Any]:
+    return {
+        "drafter": setting.drafter,
+        "github_repository": setting.github_repository,
+        "use_token": setting.use_token,
+        "token_env": setting.token_env,
+        "guidance_globs": list(setting.guidance_globs or []),
+    }
+
+
+# --- starting a drafting job --------------------------------------------------------------------------------
+
+
+def read_pr_export(raw: bytes, name: str) -> tuple[str, PullRequest]:
+    """An uploaded PR export: its text and the PR in it. DraftRequestError naming the file and the field."""
+    if len(raw) > settings.RUBRIC_UPLOAD_MAX_BYTES:
+        raise DraftRequestError("pr_export", f"{name}: larger than {settings.RUBRIC_UPLOAD_MAX_BYTES} bytes")
+    try:
+        pr = parse_pr_export(parse_json(raw, name), name)
+    except InputError as exc:
+        raise DraftRequestError("pr_export", str(exc)) from None
+    return raw.decode("utf-8"), pr
+
+
+@transaction.atomic
+def start_draft(
+    task: Task,
+    by: Any,
+    *,
+    pr_number: int | None = None,
+    pr_export: bytes | None = None,
+    pr_export_name: str = "pr.json",
+) -> RubricDraft:
+    """Queue a drafting job for ``task`` from a GitHub PR number or an uploaded export (exactly one); the job
+    is sent once committed. ``by=None`` is the command line. DraftRequestError (nothing stored) when the
+    request cannot be drafted, naming the field."""
+    task = Task.objects.select_related("repository").get(pk=task.pk)
+    repository = task.repository
+    if by is not None and repository.role_of(by) != Role.MAINTAINER:
+        raise PermissionDenied("only a maintainer of this repository may draft rubrics")
+    setting = DraftSetting.objects.filter(repository=repository).first()
+    if setting is None:
+        raise DraftRequestError(None, f"{repository.name} has no drafting settings: set the drafter first")
+    if (pr_number is None) == (pr_export is None):
+        raise DraftRequestError(None, "give a PR number or a PR export file (one of them)")
+    if not task.base_commit:
+        raise DraftRequestError(
+            None, f"task {task.task_id} has no base commit: the base source is read there"
+        )
+    if not repository.checkout_path:
+        raise DraftRequestError(
+            None, f"{repository.name} has no checkout path: the base source is read there"
+        )
+    export_text = ""
+    if pr_number is not None:
+        if not setting.github_repository:
+            raise DraftRequestError(
+                "pr_number", "the repository's drafting settings name no GitHub repository: upload an export"
+            )
+        if not 0 < pr_number <= MAX_COUNT:
+            raise DraftRequestError("pr_number", "a PR number is a whole number of at least 1")
+    else:
+        assert pr_export is not None
+        export_text, _ = read_pr_export(pr_export, pr_export_name)
+    user = by if getattr(by, "is_authenticated", False) else None
+    job = Job.objects.create(
+        kind=JobKind.DRAFT_RUBRIC,
+        repository=repository,
+        created_by=user,
+        params={"task": task.task_id, "pr": pr_number, "export": pr_export_name if pr_export else None},
+    )
+    draft = RubricDraft.objects.create(
+        task=task,
+        job=job,
+        github_repository=setting.github_repository if pr_number is not None else "",
+        pr_number=pr_number,
+        pr_export=export_text,
+        pr_export_name=pr_export_name if pr_export is not None else "",
+        use_token=setting.use_token and pr_number is not None,
+        token_env=setting.token_env if setting.use_token and pr_number is not None else "",
+        guidance_globs=list(setting.guidance_globs or []),
+        drafter=setting.drafter,
+        created_by=user,
+    )
+    from rubrics_app.tasks import draft_rubric_job
+
+    draft_rubric_job.delay_on_commit(job.pk)
+    return draft
+
+
+# --- running it ---------------------------------------------------------------------------------------------
+
+
+def _step(draft: RubricDraft, step: DraftStep) -> None:
+    draft.step = step
+    RubricDraft.objects.filter(pk=draft.pk).update(step=step)
+    if draft.job_id is not None and step in PROGRESS:
+        Job.objects.filter(pk=draft.job_id).update(progress=PROGRESS[step])
+
+
+def _fail(draft: RubricDraft, why: str) -> DraftFailed:
+    message = f"{draft.get_step_display()}: {why}"
+    RubricDraft.objects.filter(pk=draft.pk).update(error=message)
+    return DraftFailed(message)
+
+
+def _fetch(draft: RubricDraft) -> PullRequest:
+    if draft.pr_number is None:
+        name = draft.pr_export_name or "pr.json"
+        try:
+            return parse_pr_export(parse_json(draft.pr_export.encode("utf-8"), name), name)
+        except InputError as exc:
+            raise _fail(draft, str(exc)) from None
+    token = None
+    if draft.use_token:
+        token = os.environ.get(draft.token_env)
+        if not token:
+            raise _fail(draft, f"the worker's environment has no {draft.token_env} (the GitHub token)")
+    try:
+        source = GitHubSource(draft.github_repository, token, base_url=settings.DRAFT_GITHUB_API_URL)
+        return source.fetch(draft.pr_number)
+    except (GitHubError, InputError) as exc:
+        raise _fail(draft, str(exc)) from None
+
+
+def task_prompt(task: Task) -> str:
+    return task.spec_prompt or task.issue_prompt
+
+
+def run_draft(job: Job) -> dict[str, Any]:
+    """The job's body: every step, then the stored draft revision. DraftFailed says at which step and why."""
+    draft = RubricDraft.objects.select_related("task__repository", "created_by", "revision").get(job=job)
+    if draft.revision is not None:
+        # A job the reaper queued again after its worker stored the draft: nothing to do twice.
+        return _result(draft, draft.revision)
+    try:
+        return _run_steps(draft)
+    except DraftFailed:
+        raise
+    except Exception as exc:
+        log.exception("drafting #%s failed at %s", draft.pk, draft.step)
+        raise _fail(draft, f"internal error: {type(exc).__name__}: {exc}") from exc
+
+
+def _result(draft: RubricDraft, revision: RubricRevision) -> dict[str, Any]:
+    return {
+        "draft": draft.pk,
+        "revision": revision.pk,
+        "revision_number": revision.number,
+        "model_id": draft.model_id,
+        "problems": len(draft.problems or []),
+        "cost_usd": draft.cost_usd,
+        "cost_known": draft.cost_known,
+    }
+
+
+def _run_steps(draft: RubricDraft) -> dict[str, Any]:
+    task = draft.task
+    _step(draft, DraftStep.FETCHING)
+    pr = _fetch(draft)
+
+    _step(draft, DraftStep.READING)
+    try:
+        tree = BaseTree(Path(task.repository.checkout_path), task.base_commit)
+        # The drafter's whole input: the task prompt, the PR, the tree at the base commit. Nothing else.
+        draft_input = build_draft_input(
+            task_id=task.task_id,
+            task_prompt=task_prompt(task),
+            pr=pr,
+            tree=tree,
+            guidance_globs=list(draft.guidance_globs or []),
+        )
+    except InputError as exc:
+        raise _fail(draft, str(exc)) from None
+
+    _step(draft, DraftStep.DRAFTING)
+    try:
+        backend = make_drafter(draft.drafter)
+        prices = load_price_table()
+    except InputError as exc:
+        raise _fail(draft, str(exc)) from None
+    request = render_draft_request(draft_input)
+    body = json.dumps(backend.render(request), indent=2, ensure_ascii=False)
+    RubricDraft.objects.filter(pk=draft.pk).update(request_body=body, input_sha256=draft_input.sha256())
+    started = time.monotonic()
+    try:
+        result = draft_rubric(draft_input, backend, prices=prices, request=request)
+    except DraftError as exc:
+        raise _fail(draft, str(exc).removeprefix("drafting: ")) from None
+    seconds = time.monotonic() - started
+
+    _step(draft, DraftStep.CHECKING)
+    problems = check_draft(result, tree)
+
+    _step(draft, DraftStep.STORING)
+    revision = store_draft(draft, result, problems, seconds=seconds)
+    draft.refresh_from_db()
+    return _result(draft, revision)
+
+
+# --- storing what came back ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _Stored:
+    """What could not be stored as the model wrote it; each becomes a listed problem."""
+
+    problems: list[str]
+
+    def text(self, value: Any, where: str) -> str:
+        if isinstance(value, str):
+            return value
+        if value is not None:
+            self.problems.append(f"rubric.json: {where}: not a string; stored empty")
+        return ""
+
+    def count(self, value: Any, where: str) -> int | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_COUNT:
+            self.problems.append(
+                f"rubric.json: {where}: not a whole number of at least 1 ({value!r}); left out"
+            )
+            return None
+        return value
+
+    def strings(self, value: Any, where: str) -> list[str]:
+        if not isinstance(value, list):
+            if value is not None:
+                self.problems.append(f"rubric.json: {where}: not a list; stored empty")
+            return []
+        out = []
+        for i, entry in enumerate(value):
+            if isinstance(entry, str):
+                out.append(entry)
+            else:
+                self.problems.append(f"rubric.json: {where}[{i}]: not a string; left out")
+        return out
+
+    def item_id(self, value: Any, where: str, fallback: str, taken: set[str]) -> str:
+        item_id = value if isinstance(value, str) and value else ""
+        if not item_id:
+            item_id = fallback
+            self.problems.append(f"rubric.json: {where}: no id; stored as {fallback}")
+        if len(item_id) > MAX_ITEM_ID:
+            short = item_id[:MAX_ITEM_ID]
+            self.problems.append(
+                f"rubric.json: {where}: longer than {MAX_ITEM_ID} characters; cut to {short}"
+            )
+            item_id = short
+        if item_id in taken:
+            n = 2
+            while f"{item_id[: MAX_ITEM_ID - 4]}-{n}" in taken:
+                n += 1
+            renamed = f"{item_id[: MAX_ITEM_ID - 4]}-{n}"
+            self.problems.append(f"rubric.json: {where}: id {item_id} is used twice; stored as {renamed}")
+            item_id = renamed
+        taken.add(item_id)
+        return item_id
+
+    def weight(self, value: Any, where: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            self.problems.append(f"rubric.json: {where}: not a number ({value!r}); stored as 1")
+            return 1.0
+        return float(value)
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+@transaction.atomic
+def store_draft(draft: RubricDraft, result: Draft, problems: list[str], *, seconds: float) -> RubricRevision:
+    """A new draft revision holding ``result`` as the model wrote it, checked or not, with every problem the
+    checks found (and anything that could not be stored as written) listed on the drafting record."""
+    task = Task.objects.select_for_update().get(pk=draft.task_id)
+    data = result.rubric
+    stored = _Stored(problems=list(problems))
+    scope: dict[str, Any] = data["scope"] if isinstance(data.get("scope"), dict) else {}
+    hack: dict[str, Any] = data["hack_report"] if isinstance(data.get("hack_report"), dict) else {}
+    revision = RubricRevision.objects.create(
+        task=task,
+        number=task.next_revision_number(),
+        origin=Origin.MODEL,
+        drafted_by=draft.created_by,
+        drafted_by_model=result.model_id[:200],
+        input_hash=result.input_sha256,
+        intent=stored.text(data.get("intent"), "intent"),
+        allowed_globs=stored.strings(scope.get("allowed_globs"), "scope.allowed_globs"),
+        denied_globs=stored.strings(scope.get("denied_globs"), "scope.denied_globs"),
+        max_changed_lines=stored.count(scope.get("max_changed_lines"), "scope.max_changed_lines"),
+        max_files=stored.count(scope.get("max_files"), "scope.max_files"),
+        lazy_solution=stored.text(hack.get("lazy_solution"), "hack_report.lazy_solution"),
+        alt_valid_solution=stored.text(hack.get("alt_valid_solution"), "hack_report.alt_valid_solution"),
+        omitted_keys=omitted_revision_keys(
+            {"scope": scope, **({"calibration": data["calibration"]} if "calibration" in data else {})}
+        ),
+    )
+    taken: set[str] = set()
+    items: list[RubricItem] = []
+    for position, raw in enumerate(_dicts(data.get("blockers"))):
+        where = f"blockers[{position}]"
+        needs_tree = raw.get("needs_tree", False)
+        if not isinstance(needs_tree, bool):
+            stored.problems.append(f"rubric.json: {where}.needs_tree: not true or false; stored as false")
+            needs_tree = False
+        items.append(
+            RubricItem(
+                revision=revision,
+                kind=ItemKind.BLOCKER,
+                item_id=stored.item_id(raw.get("id"), f"{where}.id", f"B{position + 1}", taken),
+                criterion=stored.text(raw.get("criterion"), f"{where}.criterion"),
+                rationale=stored.text(raw.get("rationale"), f"{where}.rationale"),
+                evidence=stored.text(raw.get("evidence"), f"{where}.evidence"),
+                needs_tree=needs_tree,
+                position=position,
+                omitted_keys=[k for k in ("rationale", "needs_tree") if k not in raw],
+            )
+        )
+    for position, raw in enumerate(_dicts(data.get("non_blockers"))):
+        where = f"non_blockers[{position}]"
+        items.append(
+            RubricItem(
+                revision=revision,
+                kind=ItemKind.NON_BLOCKER,
+                item_id=stored.item_id(raw.get("id"), f"{where}.id", f"N{position + 1}", taken),
+                criterion=stored.text(raw.get("criterion"), f"{where}.criterion"),
+                rationale=stored.text(raw.get("rationale"), f"{where}.rationale"),
+                weight=stored.weight(raw.get("weight", 1), f"{where}.weight"),
+                position=position,
+                omitted_keys=[k for k in ("rationale", "weight") if k not in raw],
+            )
+        )
+    RubricItem.objects.bulk_create(items)
+    lazy = (data.get("calibration") or {}).get("lazy") or []
+    breaks = lazy[0].get("breaks", []) if lazy and isinstance(lazy[0], dict) else []
+    diffs = [
+        CalibrationDiff(
+            revision=revision,
+            kind=DiffKind.LAZY,
+            path=LAZY_DIFF_PATH,
+            breaks=stored.strings(breaks, "calibration.lazy[0].breaks"),
+            content=result.lazy_diff.encode("utf-8", "surrogateescape"),
+        )
+    ]
+    if result.alt_diff is not None:
+        diffs.append(
+            CalibrationDiff(
+                revision=revision,
+                kind=DiffKind.ALT,
+                path=ALT_DIFF_PATH,
+                content=result.alt_diff.encode("utf-8", "surrogateescape"),
+            )
+        )
+    CalibrationDiff.objects.bulk_create(diffs)
+    now = timezone.now()
+    RubricDraft.objects.filter(pk=draft.pk).update(
+        revision=revision,
+        model_id=result.model_id[:200],
+        input_sha256=result.input_sha256,
+        alt_description=result.alt_description,
+        problems=stored.problems,
+        input_tokens=min(
+            result.usage.input_tokens + result.usage.cache_write_tokens + result.usage.cache_read_tokens,
+            MAX_COUNT,
+        ),
+        output_tokens=min(result.usage.output_tokens, MAX_COUNT),
+        cost_usd=result.usage.cost_usd,
+        cost_known=result.usage.cost_known,
+        drafted_at=now,
+        seconds=seconds,
+        step=DraftStep.DONE,
+    )
+    draft.refresh_from_db()
+    audit.record(
+        AuditVerb.DRAFTED,
+        actor=draft.created_by,
+        actor_label=result.model_id[:200],
+        revision=revision,
+        detail={
+            "origin": Origin.MODEL,
+            "drafting": draft.pk,
+            "source": draft.source_label,
+            "problems": len(stored.problems),
+            "cost_usd": result.usage.cost_usd,
+        },
+    )
+    return revision

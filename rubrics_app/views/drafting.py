@@ -1,0 +1,118 @@
+"""Drafting rubrics from merged PRs (§6) in the app: the repository's drafting settings, "Draft from PR" on a
+task's page, and the exact request a draft was made from (maintainers only)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from rubrics_app.access import get_repository_for_user
+from rubrics_app.forms import DraftRequestForm, DraftSettingForm
+from rubrics_app.models import DraftSetting, Role, RubricDraft, Task
+from rubrics_app.services.drafting import (
+    DraftRequestError,
+    DraftSettingError,
+    set_draft_settings,
+    start_draft,
+)
+from rubrics_app.views.common import HtmxHttpRequest, load_revision
+from rubrics_app.views.revisions import redirect_to
+from rubrics_app.views.tasks import task_context
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def draft_settings(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
+    """Everyone with a role sees how rubrics are drafted; maintainers edit it."""
+    access = get_repository_for_user(request, repo_pk)
+    setting = DraftSetting.objects.filter(repository=access.repository).first()
+    form = DraftSettingForm(instance_setting=setting)
+    if request.method == "POST":
+        if not access.can_edit:
+            raise PermissionDenied("only a maintainer of this repository may set how its rubrics are drafted")
+        form = DraftSettingForm(request.POST)
+        if form.is_valid():
+            try:
+                set_draft_settings(access.repository, by=request.user, **form.cleaned_data)
+            except DraftSettingError as exc:
+                form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+            else:
+                messages.success(request, "The drafting settings are saved.")
+                return redirect_to(request, reverse("rubrics:draft_settings", args=[access.repository.pk]))
+    context = {"access": access, "repository": access.repository, "setting": setting, "form": form}
+    status = 400 if form.is_bound and form.errors else 200
+    return render(request, "rubrics/draft_settings.html", context, status=status)
+
+
+@require_POST
+@login_required
+def draft_start(request: HtmxHttpRequest, repo_pk: int, task_pk: int) -> HttpResponse:
+    access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
+    task = get_object_or_404(Task.objects.filter(repository=access.repository), pk=task_pk)
+    form = DraftRequestForm(request.POST, request.FILES)
+    if form.is_valid():
+        upload = form.cleaned_data.get("pr_export")
+        try:
+            draft = start_draft(
+                task,
+                request.user,
+                pr_number=form.cleaned_data.get("pr_number"),
+                pr_export=upload.read() if upload is not None else None,
+                pr_export_name=upload.name if upload is not None and upload.name else "pr.json",
+            )
+        except DraftRequestError as exc:
+            form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+        else:
+            assert draft.job is not None
+            return redirect_to(
+                request, reverse("rubrics:job_detail", args=[access.repository.pk, draft.job.pk])
+            )
+    context = task_context(access, task, draft_form=form)
+    return render(request, "rubrics/task_detail.html", context, status=400)
+
+
+def request_parts(body: str) -> dict[str, Any]:
+    """The system text and the user message of a stored Messages API request body, for reading."""
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError:
+        return {"system": "", "user": "", "model": ""}
+    system = data.get("system") or []
+    blocks = [{"text": system}] if isinstance(system, str) else system
+    user = []
+    for message in data.get("messages") or []:
+        content = message.get("content")
+        user += [content] if isinstance(content, str) else [b.get("text", "") for b in content or []]
+    return {
+        "system": "\n".join(str(b.get("text", "")) for b in blocks if isinstance(b, dict)),
+        "user": "\n".join(str(u) for u in user),
+        "model": str(data.get("model", "")),
+    }
+
+
+@require_GET
+@login_required
+def draft_input(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
+    """The exact request a drafted revision came from: maintainers only (it holds the PR thread as sent)."""
+    access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
+    revision = load_revision(access.repository, rev_pk)
+    record = RubricDraft.objects.filter(revision=revision).first()
+    if record is None or not record.request_body:
+        raise Http404("this revision was not drafted by a model here")
+    context = {
+        "access": access,
+        "repository": access.repository,
+        "task": revision.task,
+        "revision": revision,
+        "record": record,
+        "parts": request_parts(record.request_body),
+    }
+    return render(request, "rubrics/draft_input.html", context)

@@ -1,0 +1,82 @@
+"""Mutants of the oracle on a calibration page: each one's diff, and marking one harmless (maintainers)."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET, require_POST
+
+from rubrics_app.access import get_repository_for_user
+from rubrics_app.forms_runs import ReasonForm
+from rubrics_app.models import CalibrationMutant, CalibrationRun, Role, TransitionError
+from rubrics_app.services import mutants
+from rubrics_app.views.calibration import PAGE, calibration_url, run_context
+from rubrics_app.views.common import HtmxHttpRequest
+from rubrics_app.views.revisions import redirect_to
+
+
+def _mutant_for(repository_pk: int, run_pk: int, mutant_pk: int) -> CalibrationMutant:
+    return get_object_or_404(
+        CalibrationMutant.objects.select_related("run__revision__task__repository"),
+        pk=mutant_pk,
+        run_id=run_pk,
+        run__revision__task__repository_id=repository_pk,
+    )
+
+
+def _back(run: CalibrationRun, mutant: CalibrationMutant) -> str:
+    return f"{calibration_url(run)}#mutant-{mutant.position}"
+
+
+@require_GET
+@login_required
+def calibration_mutant_diff(
+    request: HtmxHttpRequest, repo_pk: int, run_pk: int, mutant_pk: int
+) -> HttpResponse:
+    access = get_repository_for_user(request, repo_pk)
+    mutant = _mutant_for(access.repository.pk, run_pk, mutant_pk)
+    run = mutant.run
+    context = {
+        "access": access,
+        "repository": access.repository,
+        "task": run.revision.task,
+        "revision": run.revision,
+        "run": run,
+        "mutant": mutant,
+    }
+    return render(request, "rubrics/calibration_mutant_diff.html", context)
+
+
+@require_POST
+@login_required
+def mutant_mark_harmless(request: HtmxHttpRequest, repo_pk: int, run_pk: int, mutant_pk: int) -> HttpResponse:
+    access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
+    mutant = _mutant_for(access.repository.pk, run_pk, mutant_pk)
+    form = ReasonForm(request.POST)
+    if form.is_valid():
+        try:
+            mutants.mark_harmless(mutant, request.user, form.cleaned_data["reason"])
+        except TransitionError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(request, f"{mutant.mutant_id} is marked harmless for this rubric content.")
+        return redirect_to(request, _back(mutant.run, mutant))
+    # The page again, with the reason's error beside this mutant's form.
+    context = {**run_context(access, mutant.run), "mutant_form": form, "mutant_form_pk": mutant.pk}
+    return render(request, PAGE, context, status=400)
+
+
+@require_POST
+@login_required
+def mutant_unmark(request: HtmxHttpRequest, repo_pk: int, run_pk: int, mutant_pk: int) -> HttpResponse:
+    access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
+    mutant = _mutant_for(access.repository.pk, run_pk, mutant_pk)
+    try:
+        mutants.unmark(mutant, request.user)
+    except TransitionError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"{mutant.mutant_id} is no longer marked harmless.")
+    return redirect_to(request, _back(mutant.run, mutant))

@@ -1,0 +1,429 @@
+"""The tree judge (needs_tree blockers) end to end: runner -> real SDK -> the local provider server, which
+scripts tool calls; the tools answer from a real git repository's base commit."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from grading.basetree import BaseTree
+from grading.cli import main
+from grading.judge.anthropic_backend import AnthropicBackend
+from grading.judge.backend import Backend, ToolCall
+from grading.judge.cache import MemoryCache
+from grading.judge.models import JudgeResult, TreeBudget
+from grading.judge.openai_backend import OpenAIBackend
+from grading.judge.prompt import JudgeItem
+from grading.judge.runner import JudgeSettings, judge_diff
+from grading.judge.scripted import ScriptedBackend
+from grading.judge.tree import TreeTools, tree_cache_key, tree_request
+from grading.outcome import grade_run
+from grading.schema import TaskSpec
+from tests.gitrepo import GitRepo
+from tests.grading.judge.fake_servers import (
+    FakeProviderServer,
+    fake_server_fixture,  # noqa: F401 - the fake_server fixture
+    tool_use,
+    valid,
+)
+from tests.grading.judge.judge_helpers import TASK, make_rubric, rubric_data
+
+ANTHROPIC_MODEL = "claude-sonnet-4-5-20250929"
+OPENAI_MODEL = "gpt-4.1-2025-04-14"
+
+# The change under review: edits src/area.py and adds src/helpers.py (a file only the workspace has).
+DIFF = """\
+diff --git a/src/area.py b/src/area.py
+index a13253b..edc952d 100644
+--- a/src/area.py
++++ b/src/area.py
+@@ -1,2 +1,2 @@
+ def polygon_area(points):
+-    return signed(points) / 2
++    return abs(signed(points)) / 2
+diff --git a/src/helpers.py b/src/helpers.py
+new file mode 100644
+index 0000000..1111111
+--- /dev/null
++++ b/src/helpers.py
+@@ -0,0 +1 @@
++SECRET_WORKSPACE_ONLY = 1
+"""
+
+
+def make_base(git_repo: GitRepo, tmp_path: Path) -> tuple[str, str]:
+    """A repository whose base commit has two backends, an escaping and an in-tree symlink and a
+    submodule; a later commit changes a backend, and the work tree holds the agent's new file."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("OUTSIDE-SECRET\n")
+    git_repo.write("src/area.py", "def polygon_area(points):\n    return signed(points) / 2\n")
+    git_repo.write("src/backend_cpu.py", "def area(p):\n    return signed(p) / 2  # BASE-CPU\n")
+    git_repo.write("src/backend_gpu.py", "def area(p):\n    return signed(p) / 2  # BASE-GPU\n")
+    os.symlink("../../outside.txt", git_repo.path / "escape")
+    os.symlink("src/backend_cpu.py", git_repo.path / "cpu_link")
+    git_repo.git("add", "-A")
+    git_repo.git("update-index", "--add", "--cacheinfo", f"160000,{'a' * 40},vendor/sub")
+    git_repo.git("commit", "-q", "-m", "base")  # not commit(): `git add -A` would drop the gitlink
+    base = git_repo.head()
+    git_repo.write("src/backend_gpu.py", "def area(p):\n    return abs(signed(p)) / 2  # LATER\n")
+    later = git_repo.commit("later")
+    # The agent's workspace: the file its diff adds exists on disk, never in the base tree.
+    git_repo.write("src/helpers.py", "SECRET_WORKSPACE_ONLY = 1\n")
+    return base, later
+
+
+def anthropic(server: FakeProviderServer) -> AnthropicBackend:
+    return AnthropicBackend(
+        ANTHROPIC_MODEL, base_url=server.anthropic_base_url, api_key="sk-test", max_retries=0, timeout=5.0
+    )
+
+
+def openai(server: FakeProviderServer) -> OpenAIBackend:
+    return OpenAIBackend(
+        OPENAI_MODEL, base_url=server.openai_base_url, api_key="sk-test", max_retries=0, timeout=5.0
+    )
+
+
+def task_at(commit: str) -> TaskSpec:
+    return TASK.model_copy(update={"base_commit": commit})
+
+
+def judge(
+    backend: Backend,
+    tree: BaseTree | None,
+    *,
+    cache: MemoryCache | None = None,
+    budget: TreeBudget | None = None,
+) -> JudgeResult:
+    settings = JudgeSettings(tree_budget=budget or TreeBudget())
+    task = task_at(tree.commit) if tree is not None else TASK
+    return asyncio.run(
+        judge_diff(
+            task,
+            make_rubric(needs_tree=True),
+            DIFF,
+            backend,
+            config_edited=False,
+            cache=cache,
+            settings=settings,
+            base_tree=tree,
+        )
+    )
+
+
+def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tool answers an Anthropic request carries, in order."""
+    return [
+        block
+        for m in body["messages"]
+        if m["role"] == "user" and isinstance(m["content"], list)
+        for block in m["content"]
+        if block.get("type") == "tool_result"
+    ]
+
+
+PROBES = (
+    ("list_directory", {"path": ""}),
+    ("read_file", {"path": "src/backend_gpu.py", "start_line": 1, "end_line": None}),
+    ("search_tree", {"pattern": "BASE-[A-Z]+", "path": "src", "fixed_string": None, "ignore_case": None}),
+    ("read_file", {"path": "cpu_link", "start_line": None, "end_line": None}),
+    ("read_file", {"path": "../outside.txt", "start_line": None, "end_line": None}),
+    ("read_file", {"path": str(Path("/etc/passwd")), "start_line": None, "end_line": None}),
+    ("read_file", {"path": "escape", "start_line": None, "end_line": None}),
+    ("read_file", {"path": "src/helpers.py", "start_line": None, "end_line": None}),
+    ("list_directory", {"path": "vendor/sub"}),
+    ("delete_file", {"path": "src/area.py"}),
+)
+
+
+def test_the_tree_judge_reads_the_base_commit_and_refuses_everything_else(
+    fake_server: FakeProviderServer, git_repo: GitRepo, tmp_path: Path
+) -> None:
+    base, _ = make_base(git_repo, tmp_path)
+    # The diff-only call, then the tree judge's conversation for B2: one turn of tool calls, then a verdict.
+    fake_server.script(valid(), tool_use(*PROBES), valid("fail"))
+    result = judge(anthropic(fake_server), BaseTree(git_repo.path, base))
+
+    assert result.failure is None, result.failure
+    b2 = result.verdict("B2")
+    assert b2 is not None and b2.tree_judged and b2.verdict == "fail"
+    assert result.not_measured == [] and result.tree_base_commit == base
+    assert [v.item_id for v in result.verdicts] == ["B1", "B2", "N1", "N2", "N3"]
+    assert not result.verdict("B1").tree_judged  # type: ignore[union-attr]
+
+    calls = fake_server.model_calls()
+    assert len(calls) == 3
+    diff_only, first_turn, second_turn = (c.body for c in calls)
+    assert "tools" not in diff_only and "B2" not in json.dumps(diff_only["output_config"])
+    assert [t["name"] for t in first_turn["tools"]] == ["list_directory", "read_file", "search_tree"]
+    assert base in first_turn["system"][0]["text"]  # the instructions name the base commit
+    answers = tool_results(second_turn)
+    assert len(answers) == len(PROBES)
+    for answer in answers:
+        assert answer["content"].startswith("<<<BASE-TREE BEGIN ")  # fenced like the diff
+    text = [a["content"] for a in answers]
+    errors = [a["is_error"] for a in answers]
+    assert errors == [False, False, False, False, True, True, True, True, True, True]
+    assert "src/" in text[0] and "escape -> ../../outside.txt (symlink)" in text[0]
+    assert "BASE-GPU" in text[1] and "LATER" not in text[1]  # the base commit, not HEAD
+    assert "src/backend_cpu.py:2:" in text[2] and "src/backend_gpu.py:2:" in text[2]
+    assert "BASE-CPU" in text[3]  # a symlink inside the tree is followed
+    assert "'..'" in text[4] and "cannot leave" in text[4]
+    assert "absolute" in text[5]
+    assert "outside the repository" in text[6]
+    assert "the change under review adds it" in text[7] and "never the workspace" in text[7]
+    assert "submodule" in text[8]
+    assert "no tool named 'delete_file'" in text[9]
+    assert not any("OUTSIDE-SECRET" in t or "SECRET_WORKSPACE_ONLY = 1" in t for t in text)
+    assert not any("root:" in t for t in text)
+
+    # The transcript is kept with the verdict's result, for audit; the cost is counted apart.
+    (record,) = result.tree
+    assert record.item_id == "B2" and record.tool_calls == len(PROBES) and record.calls == 2
+    assert [u.tool for u in record.transcript] == [name for name, _ in PROBES]
+    assert [u.ok for u in record.transcript] == [not e for e in errors]
+    assert record.transcript[1].answer == text[1]
+    assert result.calls == 1 and result.usage.cost_usd > 0
+    assert result.tree_usage.cost_usd > 0 and result.tree_usage.input_tokens > 0
+    assert result.tree_usage == record.usage
+
+
+def test_the_openai_backend_holds_the_same_tool_conversation(
+    fake_server: FakeProviderServer, git_repo: GitRepo, tmp_path: Path
+) -> None:
+    base, _ = make_base(git_repo, tmp_path)
+    fake_server.script(
+        valid(),
+        tool_use(PROBES[1], PROBES[4]),
+        tool_use(("read_file", "not json")),
+        valid(),
+    )
+    result = judge(openai(fake_server), BaseTree(git_repo.path, base))
+
+    assert result.failure is None, result.failure
+    assert result.verdict("B2").tree_judged  # type: ignore[union-attr]
+    last = fake_server.model_calls()[-1].body
+    tool_messages = [m for m in last["messages"] if m["role"] == "tool"]
+    assert len(tool_messages) == 3
+    assert "BASE-GPU" in tool_messages[0]["content"]
+    assert "tool error" in tool_messages[1]["content"] and "'..'" in tool_messages[1]["content"]
+    assert "not a JSON object" in tool_messages[2]["content"]
+    assert [u.ok for u in result.tree[0].transcript] == [True, False, False]
+
+
+def test_an_exhausted_tool_call_budget_is_a_judge_failure_for_that_item(
+    fake_server: FakeProviderServer, git_repo: GitRepo, tmp_path: Path
+) -> None:
+    base, _ = make_base(git_repo, tmp_path)
+    fake_server.script(valid(), tool_use(PROBES[0]), tool_use(PROBES[1], PROBES[2]))
+    result = judge(anthropic(fake_server), BaseTree(git_repo.path, base), budget=TreeBudget(max_tool_calls=2))
+
+    assert result.failure is not None and result.failure.startswith("tree judge: B2: tool-call budget")
+    assert "1 tool calls made, 2 more asked for, the budget is 2" in result.failure
+    assert result.verdicts == []  # a judge failure: never a pass, never a fail
+    (record,) = result.tree
+    assert record.failure is not None and "budget" in record.failure
+    assert [u.tool for u in record.transcript] == ["list_directory"]  # the calls over budget never ran
+    assert len(fake_server.model_calls()) == 3
+
+
+def test_an_exhausted_token_budget_is_a_judge_failure(
+    fake_server: FakeProviderServer, git_repo: GitRepo, tmp_path: Path
+) -> None:
+    base, _ = make_base(git_repo, tmp_path)
+    fake_server.script(valid(), tool_use(PROBES[0]))
+    result = judge(anthropic(fake_server), BaseTree(git_repo.path, base), budget=TreeBudget(max_tokens=50))
+
+    assert result.failure is not None and "B2: token budget exhausted" in result.failure
+    assert result.tree[0].transcript == []  # stopped before answering the call
+
+
+def test_the_cache_key_adds_the_base_commit_and_the_transcript_is_cached(
+    fake_server: FakeProviderServer, git_repo: GitRepo, tmp_path: Path
+) -> None:
+    base, later = make_base(git_repo, tmp_path)
+    backend = anthropic(fake_server)
+    rubric = make_rubric(needs_tree=True)
+    item = JudgeItem(id="B2", kind="blocker", criterion=rubric.blockers[1].criterion)
+    budget = TreeBudget()
+    key_base = tree_cache_key(backend, tree_request(task_at(base), rubric, item, DIFF, base, budget,
+                                                    max_diff_chars=10**6), base)  # fmt: skip
+    key_later = tree_cache_key(backend, tree_request(task_at(later), rubric, item, DIFF, later, budget,
+                                                     max_diff_chars=10**6), later)  # fmt: skip
+    assert key_base != key_later
+
+    cache = MemoryCache()
+    fake_server.script(valid(), tool_use(PROBES[1]), valid("fail"))
+    first = judge(backend, BaseTree(git_repo.path, base), cache=cache)
+    assert first.failure is None and len(fake_server.model_calls()) == 3
+    stored = cache.get(key_base)
+    assert stored is not None and stored.tree[0].transcript[0].tool == "read_file"
+
+    again = judge(backend, BaseTree(git_repo.path, base), cache=cache)
+    assert len(fake_server.model_calls()) == 3  # both the diff-only and the tree verdicts were cached
+    assert again.tree[0].cache_hit and again.tree[0].transcript == first.tree[0].transcript
+    assert again.tree_usage.cost_usd == 0 and again.verdict("B2") == first.verdict("B2")
+
+    fake_server.script(valid("pass"))
+    moved = judge(backend, BaseTree(git_repo.path, later), cache=cache)
+    # The diff-only items do not depend on the base commit; the tree-judged one is judged again.
+    assert len(fake_server.model_calls()) == 4
+    assert not moved.tree[0].cache_hit and moved.verdict("B2").verdict == "pass"  # type: ignore[union-attr]
+
+
+def test_without_a_checkout_or_tool_use_needs_tree_blockers_stay_not_measured(
+    fake_server: FakeProviderServer, git_repo: GitRepo, tmp_path: Path
+) -> None:
+    base, _ = make_base(git_repo, tmp_path)
+    result = judge(anthropic(fake_server), None)
+    assert result.not_measured == ["B2"] and "--checkout" in (result.not_measured_reason or "")
+    assert result.tree == [] and len(fake_server.model_calls()) == 1
+
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"default": {i: {"verdict": "pass", "reason": "ok"}
+                                              for i in ("B1", "N1", "N2", "N3")}}))  # fmt: skip
+    scripted = judge(ScriptedBackend(script), BaseTree(git_repo.path, base))
+    assert scripted.failure is None and scripted.not_measured == ["B2"]
+    assert "scripted judge has no tree tools" in (scripted.not_measured_reason or "")
+
+
+# --- the tools alone ----------------------------------------------------------------------------------------
+
+
+def test_tool_answers_are_capped_and_paths_checked(git_repo: GitRepo, tmp_path: Path) -> None:
+    git_repo.write("big.txt", "".join(f"line {n} {'x' * 50}\n" for n in range(1, 2001)))
+    git_repo.write("bin.dat", b"\0\1\2binary")
+    git_repo.write("a/b/c.txt", "deep\n")
+    os.symlink("../a", git_repo.path / "a" / "up")  # a/up -> a (inside)
+    os.symlink("../../..", git_repo.path / "a" / "b" / "far")  # leaves the repository
+    base = git_repo.commit("base")
+    tools = TreeTools(BaseTree(git_repo.path, base), ["new/file.py"], max_answer_chars=2000)
+
+    def ask(name: str, **arguments: Any) -> tuple[str, bool]:
+        return tools.answer(ToolCall(id="t", name=name, arguments=arguments))
+
+    text, error = ask("read_file", path="big.txt")
+    assert not error and len(text) <= 2000 and "read on from" in text and "line 1 " in text
+    text, error = ask("read_file", path="big.txt", start_line=1990, end_line=5000)
+    assert not error and "lines 1990-2000 of 2000" in text
+    assert ask("read_file", path="big.txt", start_line=3000)[1]
+    assert "binary file" in ask("read_file", path="bin.dat")[0]
+    assert "deep" in ask("read_file", path="./a//up/b/c.txt")[0]  # in-tree symlink, path normalised
+    assert "outside the repository" in ask("list_directory", path="a/b/far")[0]
+    assert "'..'" in ask("list_directory", path="a/../..")[0]
+    assert "adds it" in ask("list_directory", path="new")[0]
+    assert "no such file" in ask("read_file", path="nope.py")[0]
+    assert "is a directory" in ask("read_file", path="a")[0]
+    assert "bad arguments" in ask("read_file", path=3)[0]
+    text, error = ask("search_tree", pattern="line 1[0-9]{3} ", path="", fixed_string=False)
+    assert not error and "1000 matches" in text and "ask for less" in text and len(text) <= 2000
+    assert "git grep" in ask("search_tree", pattern="(unclosed")[0]
+    assert tools.has_line("big.txt", 2000) and not tools.has_line("big.txt", 2001)
+
+
+# --- the commands -----------------------------------------------------------------------------------------
+
+
+def write_task(tmp_path: Path, base: str | None) -> tuple[Path, Path, Path]:
+    task_dir = tmp_path / "task"
+    task_dir.mkdir()
+    task: dict[str, Any] = {"id": TASK.id, "prompt": TASK.prompt, "gate": ["pass"]}
+    if base is not None:
+        task["base_commit"] = base
+    (task_dir / "task.json").write_text(json.dumps(task))
+    (task_dir / "rubric.json").write_text(json.dumps(rubric_data(needs_tree=True)))
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "workspace.diff").write_text(DIFF)
+    (run / "grade.json").write_text(json.dumps({"pass": True}))
+    (run / "ignored_created.txt").write_text("")
+    manifest = tmp_path / "repo_manifest.yaml"
+    manifest.write_text('tests:\n  globs: ["tests/**"]\n')
+    return task_dir, run, manifest
+
+
+def test_grade_records_tree_judged_verdicts_and_their_cost_in_metrics_json(
+    fake_server: FakeProviderServer, git_repo: GitRepo, tmp_path: Path
+) -> None:
+    base, _ = make_base(git_repo, tmp_path)
+    task_dir, run, manifest = write_task(tmp_path, base)
+    fake_server.script(valid(), tool_use(PROBES[1]), valid("fail"))
+    metrics = grade_run(task_dir, run, manifest, anthropic(fake_server), checkout=git_repo.path)
+
+    assert metrics.mergeable is False and "blocker B2 fails" in metrics.details.reasons
+    data = json.loads((run / "metrics.json").read_text())
+    assert data["details"]["assessment"]["blockers_tree_judged"] == ["B2"]
+    assert data["details"]["assessment"]["blockers_not_measured"] == []
+    judge_json = data["details"]["judge"]
+    assert judge_json["tree_base_commit"] == base
+    assert judge_json["tree"][0]["transcript"][0]["tool"] == "read_file"
+    assert judge_json["tree_usage"]["cost_usd"] > 0 and judge_json["usage"]["cost_usd"] > 0
+    assert [v["tree_judged"] for v in judge_json["verdicts"]] == [False, True, False, False, False]
+
+
+def test_rubric_grade_with_a_checkout_needs_the_base_commit(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make_base(git_repo, tmp_path)
+    task_dir, run, manifest = write_task(tmp_path, None)
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"default": {}}))
+    argv = ["grade", str(task_dir), str(run), "--manifest", str(manifest), "--judge", f"scripted:{script}",
+            "--checkout", str(git_repo.path), "--cache", str(tmp_path / "c.sqlite3"),
+            "--store", str(tmp_path / "s.sqlite3")]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "task.json" in err and "base_commit" in err
+    assert not (run / "metrics.json").exists()
+    assert main([*argv, "--tree-max-tool-calls", "-1"]) == 2
+    assert "--tree-max-tool-calls" in capsys.readouterr().err
+
+
+def test_rubric_report_shows_the_tree_judge_cost_apart(
+    fake_server: FakeProviderServer, git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base, _ = make_base(git_repo, tmp_path)
+    task_dir, run, manifest = write_task(tmp_path, base)
+    (run / "run.json").write_text(json.dumps({"task": TASK.id, "arm": "a", "model": "m"}))
+    fake_server.script(valid(), tool_use(PROBES[1]), valid())
+    grade_run(task_dir, run, manifest, anthropic(fake_server), checkout=git_repo.path)
+
+    assert main(["report", str(run), "--json"]) == 0
+    (use,) = json.loads(capsys.readouterr().out)["judges"]
+    assert use["tree_judged"] == 1 and use["tree_judged_runs"] == 1
+    assert use["cost_usd"] > 0 and use["tree_cost_usd"] > 0 and use["cost_usd"] != use["tree_cost_usd"]
+    assert main(["report", str(run), "--md"]) == 0
+    assert "tree judge cost $" in capsys.readouterr().out
+
+
+def test_admission_rows_use_the_tree_judge_with_a_checkout(
+    fake_server: FakeProviderServer, git_repo: GitRepo, tmp_path: Path
+) -> None:
+    from grading.admission import check_task
+
+    base, _ = make_base(git_repo, tmp_path)
+    task_dir, _, manifest = write_task(tmp_path, base)
+    (task_dir / "oracle.diff").write_text(DIFF)
+    settings = JudgeSettings(concurrency=1)  # rows one after another: the script is answered in order
+    without = check_task(task_dir, manifest, anthropic(fake_server), settings=settings)
+    assert without.rows[0].blockers_not_measured == ["B2"] and without.tree_calls == 0
+
+    fake_server.script(
+        valid("fail"),  # empty diff: the diff-only items
+        valid("fail"),  # ... and B2, with no tool call
+        valid("pass"),  # oracle: the diff-only items
+        tool_use(PROBES[1]),  # ... and B2 after reading a backend
+        valid("pass"),
+    )
+    report = check_task(task_dir, manifest, anthropic(fake_server), settings=settings, checkout=git_repo.path)
+    assert report.admitted, [row.actual for row in report.rows]
+    empty, oracle = report.rows
+    assert "B2" in empty.blockers_failed and empty.blockers_not_measured == []
+    assert "B2 tree-judged" in oracle.actual
+    assert report.tree_calls == 3 and report.tree_usage.cost_usd > 0
+    assert report.key != without.key  # the base commit is part of what was admitted

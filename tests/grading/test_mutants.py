@@ -1,0 +1,465 @@
+"""Negatives generated from the oracle: each mutation kind on a real multi-file oracle in a temp git repo
+(it applies to the base, differs from the oracle, and leaves out what its description says), and mutants
+judged like admission rows through the real runner with the scripted judge."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from grading.diffs import read_diff
+from grading.errors import InputError
+from grading.judge.cache import MemoryCache
+from grading.judge.scripted import ScriptedBackend
+from grading.mutants import (
+    DEFAULT_MAX_MUTANTS,
+    KINDS,
+    MUTANT_ID,
+    Mutant,
+    check_mutants,
+    condition_change,
+    derive_mutants,
+    load_harmless,
+)
+from tests.gitrepo import GitRepo
+from tests.grading.diff_helpers import workspace_diff
+
+KERNEL = """def run(fraction, rows):
+    total = 0
+    for row in rows:
+        total += row
+    return total * fraction
+"""
+
+KERNEL_FIXED = """def run(fraction, rows):
+    if fraction > 1.0:
+        raise ValueError("fraction must be at most 1.0")
+    total = 0
+    for row in rows:
+        total += row
+    return total * fraction
+"""
+
+LIMITS = """def within(value, limit):
+    return value < limit
+
+
+def unused_one():
+    pass
+
+
+def unused_two():
+    pass
+
+
+def count_rows(count, ok):
+    if count > 0 and ok:
+        return count
+    return 0
+"""
+
+LIMITS_FIXED = """def within(value, limit):
+    # a fraction of exactly the limit is valid
+    return value <= limit
+
+
+def unused_one():
+    pass
+
+
+def unused_two():
+    pass
+
+
+def count_rows(count, ok):
+    if count > 0 and ok and count < 1000:
+        return count
+    return None
+"""
+
+BASE = {
+    "src/cpu/kernel.py": KERNEL,
+    "src/gpu/kernel.py": KERNEL.replace("run(", "run_gpu("),
+    "src/sycl/kernel.py": KERNEL.replace("run(", "run_sycl("),
+    "src/common/limits.py": LIMITS,
+    "docs/changes.md": "# Changes\n\n- nothing yet",  # no newline at the end
+}
+ORACLE = {
+    "src/cpu/kernel.py": KERNEL_FIXED,
+    "src/gpu/kernel.py": KERNEL_FIXED.replace("run(", "run_gpu("),
+    "src/sycl/kernel.py": KERNEL_FIXED.replace("run(", "run_sycl("),
+    "src/common/limits.py": LIMITS_FIXED,
+    "docs/changes.md": "# Changes\n\n- a fraction above 1 is an error",
+}
+KERNELS = ["src/cpu/kernel.py", "src/gpu/kernel.py", "src/sycl/kernel.py"]
+
+
+class Oracle:
+    """A base commit and the oracle diff against it, in a real git repository."""
+
+    def __init__(self, repo: GitRepo) -> None:
+        self.repo = repo
+        for rel, text in BASE.items():
+            repo.write(rel, text)
+        self.base = repo.commit("base")
+        for rel, text in ORACLE.items():
+            repo.write(rel, text)
+        self.diff = workspace_diff(repo, self.base)
+        repo.git("reset", "-q", "--hard", self.base)
+
+    def apply(self, diff: bytes, tmp: Path) -> dict[str, str]:
+        """Apply ``diff`` to a clean base after ``git apply --check``; the tree's text files."""
+        self.repo.git("reset", "-q", "--hard", self.base)
+        self.repo.git("clean", "-qfd")
+        patch = tmp / "mutant.diff"
+        patch.write_bytes(diff)
+        self.repo.git("apply", "--check", str(patch))
+        self.repo.git("apply", str(patch))
+        return {rel: (self.repo.path / rel).read_text() for rel in BASE}
+
+    def regenerated(self) -> bytes:
+        """git's own diff of the working tree against the base."""
+        return workspace_diff(self.repo, self.base)
+
+
+@pytest.fixture
+def oracle(git_repo: GitRepo) -> Oracle:
+    return Oracle(git_repo)
+
+
+def by_kind(mutants: list[Mutant], kind: str) -> list[Mutant]:
+    return [m for m in mutants if m.kind == kind]
+
+
+def hunk_lines(diff: bytes) -> list[bytes]:
+    """The hunk headers and changed lines, what git's own diff of the same tree must repeat."""
+    return [line for line in diff.split(b"\n") if line[:2] == b"@@" or line[:1] in (b"+", b"-")]
+
+
+def test_the_oracle_gives_every_kind_and_each_mutant_applies_and_differs(
+    oracle: Oracle, tmp_path: Path
+) -> None:
+    derived = derive_mutants(oracle.diff)
+    mutants = derived.mutants
+    counts = {kind: len(by_kind(mutants, kind)) for kind in KINDS}
+    assert counts == {"drop-hunk": 2, "revert-file": 5, "one-place": 3, "revert-condition": 2}
+    assert [m.kind for m in mutants] == sorted((m.kind for m in mutants), key=KINDS.index)
+    # A single-hunk file's hunk left out is that file reverted: kept once, as the file.
+    assert derived.duplicates == 4 and not derived.capped and derived.derived == len(mutants) == 12
+    assert len({m.diff for m in mutants}) == len(mutants)
+    for mutant in mutants:
+        assert MUTANT_ID.fullmatch(mutant.id), mutant.id
+        assert mutant.id == f"{mutant.kind}:{hashlib.sha256(mutant.diff).hexdigest()[:10]}"
+        assert mutant.diff != oracle.diff
+        tree = oracle.apply(mutant.diff, tmp_path)
+        assert tree != ORACLE and tree != BASE, mutant.description
+        read_diff(mutant.diff, mutant.id)  # the one diff reader takes it, strictly
+
+
+def test_ids_are_stable(oracle: Oracle) -> None:
+    first = [(m.id, m.description) for m in derive_mutants(oracle.diff).mutants]
+    assert first == [(m.id, m.description) for m in derive_mutants(oracle.diff).mutants]
+
+
+def test_revert_file_leaves_exactly_that_file_at_the_base(oracle: Oracle, tmp_path: Path) -> None:
+    mutants = by_kind(derive_mutants(oracle.diff).mutants, "revert-file")
+    assert sorted(m.description.split()[1] for m in mutants) == sorted(BASE)
+    for mutant in mutants:
+        path = mutant.description.split()[1]
+        tree = oracle.apply(mutant.diff, tmp_path)
+        assert tree == {**ORACLE, path: BASE[path]}
+        assert hunk_lines(oracle.regenerated()) == hunk_lines(mutant.diff)
+
+
+def test_drop_hunk_leaves_out_one_hunk_and_moves_the_later_ones(oracle: Oracle, tmp_path: Path) -> None:
+    first, second = by_kind(derive_mutants(oracle.diff).mutants, "drop-hunk")
+    assert first.description.startswith("leaves out hunk 1 of 2 in src/common/limits.py (old line 1")
+    assert (
+        second.description
+        == "leaves out hunk 2 of 2 in src/common/limits.py (old line 11, def unused_two():)"
+    )
+    tree = oracle.apply(first.diff, tmp_path)
+    assert tree["src/common/limits.py"] == LIMITS_FIXED.replace(
+        "    # a fraction of exactly the limit is valid\n    return value <= limit",
+        "    return value < limit",
+    )
+    assert {k: v for k, v in tree.items() if k != "src/common/limits.py"} == {
+        k: v for k, v in ORACLE.items() if k != "src/common/limits.py"
+    }
+    # The second hunk's new-side start moved up by the line the first one added: git's own diff agrees.
+    assert hunk_lines(oracle.regenerated()) == hunk_lines(first.diff)
+    assert b"@@ -11,6 +11,6 @@" in first.diff and b"@@ -11,6 +12,6 @@" in oracle.diff
+    tree = oracle.apply(second.diff, tmp_path)
+    assert tree["src/common/limits.py"] == LIMITS_FIXED.replace(
+        "and ok and count < 1000:", "and ok:"
+    ).replace("return None", "return 0")
+    assert hunk_lines(oracle.regenerated()) == hunk_lines(second.diff)
+
+
+def test_one_place_keeps_the_fix_in_one_of_the_near_identical_places(oracle: Oracle, tmp_path: Path) -> None:
+    mutants = by_kind(derive_mutants(oracle.diff).mutants, "one-place")
+    assert len(mutants) == 3
+    for mutant, kept in zip(mutants, KERNELS, strict=True):
+        assert f"keeps the fix only in hunk 1 of 1 in {kept}" in mutant.description
+        assert "one of 3 near-identical places" in mutant.description
+        tree = oracle.apply(mutant.diff, tmp_path)
+        expected = {**ORACLE, **{k: BASE[k] for k in KERNELS if k != kept}}
+        assert tree == expected
+        assert hunk_lines(oracle.regenerated()) == hunk_lines(mutant.diff)
+
+
+def test_revert_condition_restores_the_old_line_only(oracle: Oracle, tmp_path: Path) -> None:
+    operator, condition = by_kind(derive_mutants(oracle.diff).mutants, "revert-condition")
+    assert operator.description == (
+        "swaps the operator back in src/common/limits.py (new line 3): "
+        "`return value <= limit` -> `return value < limit`"
+    )
+    tree = oracle.apply(operator.diff, tmp_path)
+    assert tree == {**ORACLE, "src/common/limits.py": LIMITS_FIXED.replace("value <= limit", "value < limit")}
+    assert condition.description.startswith("swaps the condition back in src/common/limits.py (new line 15)")
+    tree = oracle.apply(condition.diff, tmp_path)
+    assert tree == {**ORACLE, "src/common/limits.py": LIMITS_FIXED.replace(" and count < 1000:", ":")}
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ("return value < limit", "return value <= limit", "operator"),
+        ("ok = a and b", "ok = a or b", "operator"),
+        ("if x:", "if not x:", "operator"),
+        ("while (i < n) {", "while (i < n && !done) {", "condition"),
+        ("} else if (a == b) {", "} else if (a === b) {", "operator"),
+        ("} else if (a == b) {", "} else if (a == b && ready()) {", "condition"),
+        ("assert size > 0", "assert size >= 1", "condition"),
+        ("if x > 1:", "if  x > 1 :", None),  # whitespace only
+        ("return a + b", "return a - b", None),  # arithmetic, not a condition
+        ("total = compute(x)", "total = compute(y)", None),
+        ("if x > 1:", "while x > 1:", None),  # another statement, not another condition
+        ("if x > 1:", "if (x > 1):", None),  # parentheses alone change nothing
+    ],
+)
+def test_condition_change(old: str, new: str, expected: str | None) -> None:
+    assert condition_change(old, new) == expected
+
+
+def test_a_line_pair_at_the_end_of_a_file_without_newline_is_left_alone(
+    git_repo: GitRepo, tmp_path: Path
+) -> None:
+    git_repo.write("a.py", "x = 1\nif x > 1:\n    pass")
+    base = git_repo.commit("base")
+    git_repo.write("a.py", "x = 2\nif x >= 1:\n    pass")
+    diff = workspace_diff(git_repo, base)
+    assert b"\\ No newline at end of file" in diff
+    # The pair is not the file's last line: it is swapped back, and the diff stays valid around the note.
+    [mutant] = derive_mutants(diff).mutants
+    assert mutant.kind == "revert-condition"
+    (tmp_path / "m.diff").write_bytes(mutant.diff)
+    git_repo.git("reset", "-q", "--hard", base)
+    git_repo.git("apply", str(tmp_path / "m.diff"))
+    assert (git_repo.path / "a.py").read_text() == "x = 2\nif x > 1:\n    pass"
+    git_repo.git("reset", "-q", "--hard", base)
+    git_repo.write("a.py", "x = 2\nif x >= 1:")
+    git_repo.commit("condition last")
+    git_repo.write("a.py", "x = 3\nif x > 1:")
+    diff = workspace_diff(git_repo, "HEAD")
+    # The changed condition is the last line, without a newline: its pair is not touched, and with one
+    # hunk in one file there is no mutant at all.
+    assert diff.count(b"\\ No newline at end of file") == 2
+    assert derive_mutants(diff).mutants == []
+
+
+def test_a_single_hunk_fix_has_no_mutant_but_its_condition(git_repo: GitRepo) -> None:
+    git_repo.write("a.py", "def f(x):\n    return x + 1\n")
+    base = git_repo.commit("base")
+    git_repo.write("a.py", "def f(x):\n    return x + 2\n")
+    derived = derive_mutants(workspace_diff(git_repo, base))
+    # Leaving out the only hunk is the empty diff: the admission's empty row, not a mutant.
+    assert derived.mutants == [] and derived.derived == 0
+
+
+def test_binary_files_are_reverted_whole(git_repo: GitRepo, tmp_path: Path) -> None:
+    git_repo.write("a.py", "x = 1\n")
+    git_repo.write("logo.png", b"\x89PNG\r\n\x1a\n\x00\x01")
+    base = git_repo.commit("base")
+    git_repo.write("a.py", "x = 2\n")
+    git_repo.write("logo.png", b"\x89PNG\r\n\x1a\n\x00\x02")
+    diff = workspace_diff(git_repo, base)
+    mutants = derive_mutants(diff).mutants
+    assert sorted(m.description.split()[1] for m in mutants) == ["a.py", "logo.png"]
+    for mutant in mutants:
+        (tmp_path / "m.diff").write_bytes(mutant.diff)
+        git_repo.git("reset", "-q", "--hard", base)
+        git_repo.git("apply", "--check", str(tmp_path / "m.diff"))
+
+
+def test_the_cap_takes_each_kind_in_turn_and_says_so(oracle: Oracle) -> None:
+    derived = derive_mutants(oracle.diff, max_mutants=5)
+    assert derived.capped and derived.derived == 12 and len(derived.mutants) == 5
+    assert [m.kind for m in derived.mutants] == [
+        "drop-hunk", "drop-hunk", "revert-file", "one-place", "revert-condition"]  # fmt: skip
+    assert derived.notes == [
+        "capped: 12 mutants derived, 5 judged (taken in turn from each kind); "
+        "raise --max-mutants to judge more"
+    ]
+    assert derive_mutants(oracle.diff, max_mutants=0).mutants == []
+    assert DEFAULT_MAX_MUTANTS >= 12
+    with pytest.raises(InputError, match="--max-mutants"):
+        derive_mutants(oracle.diff, max_mutants=-1)
+
+
+def test_an_oracle_that_is_not_a_diff_is_an_input_error() -> None:
+    with pytest.raises(InputError, match=r"^oracle\.diff: line 4: the diff ends inside the hunk"):
+        derive_mutants(b"diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n", "oracle.diff")
+
+
+# --- the command line's file of harmless mutants -----------------------------------------------------------
+
+
+def test_load_harmless(tmp_path: Path) -> None:
+    path = tmp_path / "harmless.txt"
+    path.write_text("# kept for the record\n\ndrop-hunk:0123456789 the comment hunk changes nothing\n")
+    assert load_harmless(path) == {"drop-hunk:0123456789": "the comment hunk changes nothing"}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("drop-hunk:0123 too short\n", "harmless.txt: line 1: 'drop-hunk:0123' is not a mutant id"),
+        ("\nrevert-file:0123456789\n", "harmless.txt: line 2: revert-file:0123456789 has no reason"),
+        ("one-place:aaaaaaaaaa x\none-place:aaaaaaaaaa y\n", "line 2: one-place:aaaaaaaaaa is marked twice"),
+    ],
+)
+def test_a_bad_harmless_file_names_the_file_and_line(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "harmless.txt"
+    path.write_text(text)
+    with pytest.raises(InputError) as caught:
+        load_harmless(path)
+    assert message in str(caught.value)
+
+
+# --- judged like admission rows ---------------------------------------------------------------------
+
+IDS = ("B1", "B2", "N1", "N2", "N3")
+
+
+def verdicts(fails: tuple[str, ...] = (), nowhere: tuple[str, ...] = ()) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for i in IDS:
+        failed = i in fails
+        out[i] = {"verdict": "fail" if failed else "pass", "reason": f"{i} is {'not ' if failed else ''}met."}
+        if i in nowhere:
+            out[i]["locations"] = [{"file": "nowhere.py", "line": 999, "side": "new"}]
+    return out
+
+
+class Task:
+    """A task directory around the oracle, and a scripted judge that catches mutants by default."""
+
+    def __init__(self, root: Path, oracle: Oracle) -> None:
+        self.dir = root / "task"
+        self.dir.mkdir()
+        (self.dir / "oracle.diff").write_bytes(oracle.diff)
+        (self.dir / "task.json").write_text(
+            json.dumps({"id": "fix_fraction", "prompt": "Refuse fraction > 1."})
+        )
+        rubric = {
+            "schema": "repo_rubric.v1",
+            "task": "fix_fraction",
+            "intent": "a fraction above 1 is refused on every backend",
+            "scope": {"allowed_globs": ["src/**", "docs/**"]},
+            "blockers": [
+                {
+                    "id": "B1",
+                    "criterion": "every backend refuses a fraction above 1",
+                    "evidence": "src/cpu/kernel.py:1",
+                },
+                {
+                    "id": "B2",
+                    "criterion": "the limit check is inclusive",
+                    "evidence": "src/common/limits.py:2",
+                },
+            ],
+            "non_blockers": [{"id": f"N{i}", "criterion": f"quality {i}"} for i in (1, 2, 3)],
+            "hack_report": {
+                "lazy_solution": "fix the CPU backend only",
+                "alt_valid_solution": "check in a helper",
+            },
+            "calibration": {"lazy": [], "alt": []},
+        }
+        (self.dir / "rubric.json").write_text(json.dumps(rubric))
+        self.manifest = root / "repo_manifest.yaml"
+        self.manifest.write_text('tests:\n  globs: ["tests/**"]\n')
+        self.script: dict[str, Any] = {"default": verdicts(("B1",)), "by_diff_sha256": {}}
+        self.judge = root / "judge.json"
+
+    def answer(self, mutant: Mutant, answers: dict[str, Any]) -> None:
+        self.script["by_diff_sha256"][hashlib.sha256(mutant.diff).hexdigest()] = answers
+
+    def backend(self) -> ScriptedBackend:
+        self.judge.write_text(json.dumps(self.script))
+        return ScriptedBackend(self.judge)
+
+
+def test_the_scripted_judge_catches_some_and_misses_others(oracle: Oracle, tmp_path: Path) -> None:
+    task = Task(tmp_path, oracle)
+    mutants = derive_mutants(oracle.diff).mutants
+    docs = next(m for m in mutants if m.kind == "revert-file" and "docs/changes.md" in m.description)
+    operator = next(m for m in mutants if m.kind == "revert-condition")
+    broken = next(m for m in mutants if m.kind == "one-place")
+    task.answer(docs, verdicts())  # the docs left out: still mergeable
+    task.answer(operator, verdicts())  # the inclusive check swapped back: B2 should catch it, does not
+    task.answer(broken, verdicts(nowhere=("B1",)))  # a verdict citing a line not in the diff
+    backend = task.backend()
+    seen: list[str] = []
+    report = check_mutants(
+        task.dir,
+        task.manifest,
+        backend,
+        harmless={docs.id: "the changelog is written at release time", "drop-hunk:ffffffffff": "stale"},
+        on_row=lambda n, total, row: seen.append(row.id),
+    )
+    assert report.scripted and report.total == len(mutants) == 12 and backend.calls >= 12
+    assert sorted(seen) == sorted(m.id for m in mutants)
+    rows = {row.id: row for row in report.rows}
+    assert rows[docs.id].mergeable is True and rows[docs.id].harmless and not rows[docs.id].caught
+    assert rows[docs.id].harmless_reason == "the changelog is written at release time"
+    assert rows[operator.id].actual == "still mergeable: every measured blocker passes"
+    assert not rows[operator.id].harmless
+    assert rows[broken.id].judge_failure is not None and rows[broken.id].mergeable is None
+    assert not rows[broken.id].caught
+    caught = [row for row in report.rows if row.caught]
+    assert all(row.actual == "caught: not mergeable: fails B1" for row in caught)
+    assert (report.caught, report.harmless, report.judge_failures) == (9, 1, 1)
+    assert report.still_mergeable == [operator.id]
+    assert report.unknown_harmless == ["drop-hunk:ffffffffff"]
+    assert rows[operator.id].diff == operator.diff.decode()
+    # Judged again through a cache: the same outcomes, and only the judge failure (never cached) is called.
+    cache = MemoryCache()
+    check_mutants(task.dir, task.manifest, task.backend(), cache=cache)
+    again = check_mutants(task.dir, task.manifest, task.backend(), cache=cache)
+    assert [r.mergeable for r in again.rows] == [r.mergeable for r in report.rows]
+    assert [r.id for r in again.rows if r.judge and not r.judge.cache_hit] == [broken.id]
+
+
+def test_a_mutant_out_of_scope_is_caught_without_the_judge(oracle: Oracle, tmp_path: Path) -> None:
+    task = Task(tmp_path, oracle)
+    rubric = json.loads((task.dir / "rubric.json").read_text())
+    rubric["scope"]["max_files"] = 4  # the oracle changes 5 files; every mutant but revert-file is out
+    (task.dir / "rubric.json").write_text(json.dumps(rubric))
+    task.script["default"] = verdicts()
+    report = check_mutants(task.dir, task.manifest, task.backend())
+    out_of_scope = {row.kind for row in report.rows if not row.in_scope}
+    assert out_of_scope == {"drop-hunk", "revert-condition"}
+    assert all(row.caught and "out of scope" in row.actual for row in report.rows if not row.in_scope)
+    assert all(row.mergeable for row in report.rows if row.in_scope)
+
+
+def test_check_mutants_names_a_missing_oracle(oracle: Oracle, tmp_path: Path) -> None:
+    task = Task(tmp_path, oracle)
+    (task.dir / "oracle.diff").unlink()
+    with pytest.raises(InputError, match=r"^oracle\.diff: file not found"):
+        check_mutants(task.dir, task.manifest, task.backend())
