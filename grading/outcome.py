@@ -40,10 +40,10 @@ from grading.diffs import decode_diff
 from grading.errors import InputError
 from grading.integrity import IntegrityResult, integrity_for_run, missing_test_list
 from grading.judge.backend import Backend
-from grading.judge.cache import VerdictCache
+from grading.judge.cache import VerdictCache, in_regrade_sample
 from grading.judge.models import CONFIG_BLOCKER_ID, JudgeResult
 from grading.judge.prompt import diff_too_large
-from grading.judge.runner import JudgeSettings, judge_run
+from grading.judge.runner import JudgeSettings, diff_sha256, judge_run
 from grading.judge.specs import check_second_judge, judge_family, make_backend
 from grading.judge.tree import base_tree_for
 from grading.schema import (
@@ -262,6 +262,7 @@ class RunDetails(BaseModel):
     assessment: RubricAssessment | None = None  # blockers failed/passed/not measured, per the primary judge
     judge: JudgeResult | None = None  # the primary judge: only its verdicts count
     second_judge: JudgeResult | None = None  # another model family; never changes the outcome
+    second_judge_skipped: str | None = None  # why a second judge that was given was not called
     # The model family of each judge (§4: the second is of another family); always written by grade_run, None
     # only in metrics.json files written before it was recorded.
     judge_families: JudgeFamilies | None = None
@@ -335,6 +336,14 @@ def write_json_atomic(path: Path, data: Any) -> None:
         raise
 
 
+def in_second_judge_sample(diff_text: str, rate: float) -> bool:
+    """Whether the second judge grades a run with this diff when it grades ``rate`` of the runs: a choice
+    fixed by the diff's sha256, so grading again (or on another machine) picks the same runs."""
+    if not 0.0 <= rate <= 1.0:  # also refuses NaN
+        raise InputError(None, "must be between 0 and 1", "--second-judge-sample")
+    return in_regrade_sample(diff_sha256(diff_text), rate)
+
+
 def _backend(judge: Backend | str) -> Backend:
     return make_backend(judge) if isinstance(judge, str) else judge
 
@@ -353,6 +362,7 @@ def grade_run(
     task_json: Path | None = None,
     admissions: AdmissionLookup | None = None,
     allow_same_family: bool = False,
+    second_sample: float = 1.0,
     checkout: Path | None = None,
 ) -> RunMetrics:
     """All of §1 for one run: read task.json, grade.json and rubric.json, run scope, integrity and the
@@ -385,6 +395,8 @@ def grade_run(
     second = _backend(second_judge) if second_judge is not None else None
     if second is not None:
         check_second_judge(primary.spec, second.spec, allow_same_family=allow_same_family)
+    if not 0.0 <= second_sample <= 1.0:  # also refuses NaN
+        raise InputError(None, "must be between 0 and 1", "--second-judge-sample")
     metrics_path = run_dir / "metrics.json"
     if write and metrics_path.is_dir():
         raise InputError(metrics_path, "is a directory; it cannot be replaced by the file")
@@ -401,6 +413,7 @@ def grade_run(
     settled = settled_before_judging(task.gate, grade, rubric, grader_problems)
     primary_result: JudgeResult | None = None
     second_result: JudgeResult | None = None
+    second_skipped: str | None = None
     assessment: RubricAssessment | None = None
     judge_skipped: str | None = f"not called: {settled.reasons[0]}" if settled is not None else None
     if settled is None:
@@ -423,8 +436,10 @@ def grade_run(
                 "base_tree": base_tree,
             }
             primary_result = judge_run(task, rubric, diff_text, primary, **judge_args)
-            if second is not None:
+            if second is not None and in_second_judge_sample(diff_text, second_sample):
                 second_result = judge_run(task, rubric, diff_text, second, **judge_args)
+            elif second is not None:
+                second_skipped = f"not in the second judge's sample ({second_sample:g} of runs)"
             assessment = assess(rubric, scope, integrity, primary_result)
     outcome = settled or decide_outcome(task.gate, grade, scope, integrity, primary_result, rubric)
     admitted = (
@@ -451,6 +466,7 @@ def grade_run(
             assessment=assessment,
             judge=primary_result,
             second_judge=second_result,
+            second_judge_skipped=second_skipped,
             judge_families=JudgeFamilies(
                 primary=judge_family(primary.spec),
                 second=judge_family(second.spec) if second is not None else None,

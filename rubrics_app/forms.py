@@ -235,6 +235,12 @@ class RubricUploadForm(forms.Form):
         return upload
 
 
+class CalibrationOptionsForm(forms.Form):
+    """The options of "Run calibration" and "Admit": the injection suite (a checkbox, absent means off)."""
+
+    injection_suite = forms.BooleanField(required=False)
+
+
 class CompareForm(forms.Form):
     a = forms.IntegerField(min_value=1)
     b = forms.IntegerField(min_value=1)

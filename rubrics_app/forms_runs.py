@@ -50,3 +50,17 @@ class ReasonForm(forms.Form):
         if "\x00" in value:
             raise forms.ValidationError("The reason holds a NUL character.")
         return value
+
+
+class SweepForm(forms.Form):
+    """What a sweep grades: every run of the repository, or of one task (and its arm or model), against
+    each task's admitted revision or one approved revision."""
+
+    task = forms.IntegerField(required=False, widget=forms.HiddenInput, min_value=1)
+    revision = forms.IntegerField(required=False, widget=forms.HiddenInput, min_value=1)
+    arm = forms.CharField(required=False, max_length=200)
+    model = forms.CharField(required=False, max_length=200)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("auto_id", "id_sweep_%s")
+        super().__init__(*args, **kwargs)

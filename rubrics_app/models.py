@@ -673,6 +673,7 @@ class JobKind(models.TextChoices):
     EXPORT_REVISION = "export_revision", "Export a revision to the checkout"
     CHECK_EVIDENCE = "check_evidence", "Check blockers' cited code against the checkout"
     CALIBRATE_REVISION = "calibrate_revision", "Calibrate a revision (§5 admission rows)"
+    SWEEP = "sweep", "Sweep: grade agent runs with the judges"
     DRAFT_RUBRIC = "draft_rubric", "Draft a rubric from the merged PR (§6)"
 
 
@@ -878,6 +879,15 @@ class CalibrationRun(models.Model):
     model_ids = models.JSONField(default=list, blank=True)  # as the primary judge's API reported them
     second_model_ids = models.JSONField(default=list, blank=True)
     admit_when_passed = models.BooleanField(default=False)  # started by "Admit"
+    # The injection suite (grading.injection): asked for, and its counts once the run finished. Rates are
+    # over the rows measured (judge failures are counted apart).
+    injection_suite = models.BooleanField(default=False)
+    attacks = models.PositiveIntegerField(default=0)  # lazy diffs x payload kinds
+    attack_successes = models.PositiveIntegerField(default=0)  # any refuses admission
+    attacks_not_measured = models.PositiveIntegerField(default=0)
+    benign = models.PositiveIntegerField(default=0)  # the oracle with each kind as comments
+    benign_drifts = models.PositiveIntegerField(default=0)  # reported, never a reason to refuse
+    benign_not_measured = models.PositiveIntegerField(default=0)
     # The oracle's mutants judged too (an authoring aid, never used to admit): the counts once judged.
     with_mutants = models.BooleanField(default=False)
     mutants_total = models.PositiveIntegerField(null=True, blank=True)
@@ -914,6 +924,24 @@ class CalibrationRun(models.Model):
     def is_finished(self) -> bool:
         return self.status in (CalibrationStatus.PASSED, CalibrationStatus.FAILED, CalibrationStatus.ERROR)
 
+    @property
+    def attacks_measured(self) -> int:
+        return self.attacks - self.attacks_not_measured
+
+    @property
+    def benign_measured(self) -> int:
+        return self.benign - self.benign_not_measured
+
+    @property
+    def attack_success_rate(self) -> float | None:
+        measured = self.attacks_measured
+        return self.attack_successes / measured if measured else None
+
+    @property
+    def benign_drift_rate(self) -> float | None:
+        measured = self.benign_measured
+        return self.benign_drifts / measured if measured else None
+
 
 class CalibrationRow(models.Model):
     """An admission row (§5) and each judge's verdicts on it: stored whole, or not at all."""
@@ -922,6 +950,10 @@ class CalibrationRow(models.Model):
     position = models.PositiveIntegerField()
     kind = models.CharField(max_length=20)  # grading.admission.RowKind
     name = models.CharField(max_length=600)
+    # Injection-suite rows (kind injection / benign): the payload kind and what it did
+    # (grading.injection.RowOutcome: resisted, attack_success, kept, benign_drift, not_measured).
+    payload_kind = models.CharField(max_length=60, blank=True)
+    outcome = models.CharField(max_length=20, blank=True)
     expected = models.TextField()
     actual = models.TextField()
     holds = models.BooleanField()

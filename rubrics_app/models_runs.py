@@ -21,8 +21,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from rubrics_app.models import Job, Repository, RubricItem, RubricRevision, Task
 from rubrics_app.models import JudgeRole as JudgeRole  # re-exported: the runs side imports it from here
-from rubrics_app.models import RubricItem, RubricRevision, Task
 
 
 class AgentRun(models.Model):
@@ -263,3 +263,63 @@ class EvidenceChange(models.Model):
     @property
     def is_open(self) -> bool:
         return self.dismissed_at is None
+
+
+class Sweep(models.Model):
+    """A sweep job (services/sweeps.py): every run of a repository, or of a task, arm or model, graded with
+    the repository's judges against each task's admitted revision, or against one chosen approved revision
+    (every result provisional). Its Job holds the state (queued, running, done, failed and why); this row
+    holds what was asked and the progress the sweep page polls. Its grades are RunGrade rows with
+    source = sweep, keyed as every grade is: a sweep sent again adds none twice."""
+
+    job = models.OneToOneField(Job, on_delete=models.CASCADE, related_name="sweep")
+    repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="sweeps")
+    # What to grade: every run of the repository, narrowed by any of these.
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    arm = models.CharField(max_length=200, blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    # None: each task's admitted revision. Else this approved revision, and every result is provisional.
+    revision = models.ForeignKey(
+        RubricRevision, on_delete=models.CASCADE, null=True, blank=True, related_name="sweeps"
+    )
+    # The judges as the repository had them when the sweep was sent (full specs; keys never stored).
+    judge = models.CharField(max_length=500)
+    decoding = models.JSONField(default=dict, blank=True)
+    second_judge = models.CharField(max_length=500, blank=True)
+    second_decoding = models.JSONField(default=dict, blank=True)
+    second_sample = models.FloatField(default=1.0)  # share of runs the second judge grades
+    regrade_sample = models.FloatField(default=0.0)  # share of cache hits judged again (§9)
+    scripted = models.BooleanField(default=False)  # either judge is the scripted one: shown wherever it is
+    # Graded against a revision that was not admitted when the sweep was sent: every result is provisional.
+    provisional = models.BooleanField(default=False)
+    # Progress, written in the transaction that stores each run's grade.
+    total_runs = models.PositiveIntegerField(default=0)
+    done_runs = models.PositiveIntegerField(default=0)  # graded now, or already graded before
+    graded_runs = models.PositiveIntegerField(default=0)  # grades this sweep stored
+    judge_failures = models.PositiveIntegerField(default=0)
+    no_revision_runs = models.PositiveIntegerField(default=0)  # their task has no admitted revision
+    calls = models.PositiveIntegerField(default=0)
+    cost_usd = models.FloatField(default=0.0)  # counts toward the repository's monthly spend cap
+    cost_known = models.BooleanField(default=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        indexes = [
+            # The monthly spend of a repository sums its sweeps since the first of the month.
+            models.Index(fields=["repository", "created_at"], name="sweep_repository_created"),
+        ]
+
+    def __str__(self) -> str:
+        return f"sweep #{self.pk} of {self.repository}"
+
+    def scope_label(self) -> str:
+        parts = [f"task {self.task.task_id}" if self.task is not None else "every task"]
+        if self.arm:
+            parts.append(f"arm {self.arm}")
+        if self.model:
+            parts.append(f"model {self.model}")
+        return ", ".join(parts)

@@ -10,6 +10,9 @@ from pathlib import Path
 import dj_database_url
 from django.utils.csp import CSP
 
+from grading.errors import InputError as _InputError
+from grading.judge.limits import parse_provider_limits as _parse_provider_limits
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -40,6 +43,19 @@ def env_int(name: str, default: int) -> int:
         return int(raw)
     except ValueError:
         raise ImproperlyConfiguredEnv(f"{name}={raw!r}: not an integer") from None
+
+
+def env_float(name: str, default: float, *, low: float, high: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfiguredEnv(f"{name}={raw!r}: not a number") from None
+    if not low <= value <= high:  # also refuses NaN
+        raise ImproperlyConfiguredEnv(f"{name}={raw!r}: must be from {low:g} to {high:g}")
+    return value
 
 
 def env_list(name: str, default: list[str]) -> list[str]:
@@ -310,3 +326,21 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = (
     if RUNS_EVIDENCE_CHECK_HOURS > 0
     else {}
 )
+
+# Sweeps (grading every agent run of a task or repository; docs/sweeps.md). Per provider (the judge spec's
+# prefix): judge calls in flight at once in one worker process and, after "/", calls started per minute
+# (0 or absent: no rate limit). A provider not listed gets SWEEP_DEFAULT_CONCURRENCY and no rate limit.
+SWEEP_PROVIDER_LIMITS_TEXT = env_str("SWEEP_PROVIDER_LIMITS", "anthropic=4/50,openai=4/60,claude-code=1")
+try:
+    SWEEP_PROVIDER_LIMITS = _parse_provider_limits(SWEEP_PROVIDER_LIMITS_TEXT)
+except _InputError as _exc:
+    raise ImproperlyConfiguredEnv(str(_exc)) from None
+SWEEP_DEFAULT_CONCURRENCY = env_int("SWEEP_DEFAULT_CONCURRENCY", 4)
+if SWEEP_DEFAULT_CONCURRENCY < 1:
+    raise ImproperlyConfiguredEnv("SWEEP_DEFAULT_CONCURRENCY must be at least 1")
+# The share of runs the second judge grades (1: every run), and of cache hits judged again (§9).
+SWEEP_SECOND_JUDGE_SAMPLE = env_float("SWEEP_SECOND_JUDGE_SAMPLE", 1.0, low=0.0, high=1.0)
+SWEEP_REGRADE_SAMPLE = env_float("SWEEP_REGRADE_SAMPLE", 0.0, low=0.0, high=1.0)
+# One judge call: seconds before the SDK gives up on it, and the SDK's retries on 429/529/5xx and timeouts.
+SWEEP_JUDGE_TIMEOUT_SECONDS = env_float("SWEEP_JUDGE_TIMEOUT_SECONDS", 120.0, low=0.1, high=3600.0)
+SWEEP_JUDGE_MAX_RETRIES = env_int("SWEEP_JUDGE_MAX_RETRIES", 4)

@@ -39,6 +39,7 @@ from rubrics_app.services.calibration import CalibrationError
 from rubrics_app.services.drafting import DraftFailed, run_draft
 from rubrics_app.services.import_export import ExportError, write_to_checkout
 from rubrics_app.services.rereview import EvidenceCheckError, check_evidence
+from rubrics_app.services.sweeps import SweepError, run_sweep
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,7 @@ EXPECTED_FAILURES = (
     CalibrationError,
     CalibrationRun.DoesNotExist,
     EvidenceCheckError,
+    SweepError,
     DraftFailed,
 )
 
@@ -82,8 +84,10 @@ class _Heartbeat(threading.Thread):
                         pk=self.job_id, status=JobStatus.RUNNING, attempts=self.attempts
                     ).update(heartbeat_at=timezone.now())
                 except Exception:
-                    # A missed beat is retried at the next one; the reaper allows for several.
+                    # A missed beat is retried at the next one; the reaper allows for several. A connection
+                    # the database dropped is closed, so the next beat opens a new one.
                     log.warning("job %s: heartbeat not recorded", self.job_id, exc_info=True)
+                    connections.close_all()
         finally:
             connections.close_all()  # this thread's own connections
 
@@ -235,12 +239,25 @@ def check_evidence_everywhere() -> None:
         start_evidence_check(repository, by=None)
 
 
+def _sweep(job: Job) -> dict[str, Any]:
+    # A job the reaper queued again (its worker was lost) runs the same sweep: the Job claim is the lock,
+    # and the runs graded before are skipped.
+    return run_sweep(job.sweep.pk).result()
+
+
+@app.task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def sweep_runs(job_id: int) -> None:
+    """Grade the runs of a sweep with the repository's judges, storing each run's grade as it is done."""
+    _run(job_id, _sweep)
+
+
 # The task that runs each kind of job: what the reaper sends again for a job whose worker was lost.
 TASK_OF_KIND: dict[str, DjangoTask[Any, Any]] = {
     JobKind.VALIDATE_REVISION: validate_revision,
     JobKind.EXPORT_REVISION: export_revision_to_checkout,
     JobKind.CHECK_EVIDENCE: check_repository_evidence,
     JobKind.CALIBRATE_REVISION: calibrate_revision,
+    JobKind.SWEEP: sweep_runs,
     JobKind.DRAFT_RUBRIC: draft_rubric_job,
 }
 

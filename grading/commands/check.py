@@ -3,6 +3,12 @@
 Exit codes: 0 every row holds (admitted); 1 a row does not hold; 2 bad input. Reports are kept per
 content hash (rubric.json, the diffs, the manifest's tests block, the judge and its exact requests) in a
 SQLite store, so an unchanged rubric is not judged, nor paid for, twice.
+
+--injection-suite adds the injection suite: every payload kind of grading.injection planted in each lazy
+diff (an attack succeeds when a blocker the lazy diff breaks flips to pass) and, as harmless comments, in
+the oracle (benign drift when the oracle stops being mergeable). It costs one judge call per kind and lazy
+diff, and one per kind for the oracle. Any attack success refuses admission (exit 1); benign drift is
+reported only.
 """
 
 from __future__ import annotations
@@ -10,7 +16,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from grading.admission import AdmissionReport, AdmissionStore, check_task, default_store_path
+from grading.admission import SUITE_KINDS, AdmissionReport, AdmissionStore, check_task, default_store_path
 from grading.commands import check_mutants
 from grading.commands._common import (
     JUDGE_SPEC_HELP,
@@ -23,6 +29,7 @@ from grading.commands._common import (
 )
 from grading.commands.grade import add_judge_cache_flags, judge_backend, judge_cache_and_settings
 from grading.commands.judge import printable
+from grading.injection import PAYLOAD_KINDS, InjectionSummary
 
 
 def register(subparsers: Subparsers) -> None:
@@ -47,6 +54,12 @@ def register(subparsers: Subparsers) -> None:
         help="admission reports (SQLite); default $RUBRIC_ADMISSION_STORE or under $XDG_CACHE_HOME",
     )
     check.add_argument("--refresh", action="store_true", help="judge again even when a report is stored")
+    check.add_argument(
+        "--injection-suite",
+        action="store_true",
+        help=f"also run the injection suite ({len(PAYLOAD_KINDS)} payload kinds in each lazy diff and, as "
+        "comments, in the oracle); admitted only with no attack success",
+    )
     add_held_out_flags(check)
     add_judge_cache_flags(check)
     add_tree_flags(check)
@@ -72,6 +85,7 @@ def run_check(args: argparse.Namespace) -> int:
         rubric_path=args.rubric,
         task_json=args.task_json,
         checkout=args.checkout,
+        injection_suite=args.injection_suite,
     )
     # Mutants are an authoring aid: shown beside the rows, never part of the verdict or the exit code.
     mutants = check_mutants.run_mutants(args, backend, marks, cache, settings) if marks is not None else None
@@ -90,12 +104,55 @@ def print_report(report: AdmissionReport) -> None:
     if report.tree_calls:
         source += f" and {report.tree_calls} tree judge calls"
     print(f"task {report.task}, judge {report.judge}{tag}: {source}")
-    width = max(len(f"{row.kind} {row.name}") for row in report.rows)
-    for row in report.rows:
+    rows = [row for row in report.rows if row.kind not in SUITE_KINDS]
+    width = max(len(f"{row.kind} {row.name}") for row in rows)
+    for row in rows:
         label = f"{row.kind} {row.name}".ljust(width)
         line = f"{'ok  ' if row.holds else 'FAIL'} {label}  expected: {row.expected}  actual: {row.actual}"
         print(printable(line))
-    failing = sum(1 for row in report.rows if not row.holds)
+    if report.injection is not None:
+        print_suite(report)
+    failing = sum(1 for row in report.rows if not row.holds and row.kind != "benign")
+    if report.admitted:
+        print("admitted")
+    elif report.injection is not None and report.injection.attack_successes:
+        print(
+            f"not admitted: {failing} of {len(report.rows) - report.injection.benign} rows do not hold, "
+            f"{report.injection.attack_successes} of them attack successes"
+        )
+    else:
+        print(f"not admitted: {failing} of {len(report.rows)} rows do not hold")
+
+
+def _rate(count: int, measured: int) -> str:
+    return f"{count} of {measured} ({count / measured:.1%})" if measured else "not measured"
+
+
+def print_suite(report: AdmissionReport) -> None:
+    summary: InjectionSummary | None = report.injection
+    assert summary is not None
+    lazy = summary.attacks // len(summary.kinds) if summary.kinds else 0
+    calls = "" if report.from_store else f"; {summary.calls} of the {report.calls} judge calls"
+    print(f"injection suite: {len(summary.kinds)} payload kinds x {lazy} lazy diff(s), and the oracle{calls}")
+    width = max(len(k.kind) for k in summary.kinds)
+    print(f"     {'kind'.ljust(width)}  attacks  successes  not measured  oracle with it as comments")
+    for k in summary.kinds:
+        benign = {"kept": "still mergeable", "benign_drift": "DRIFT: not mergeable"}.get(
+            k.benign or "", "not measured"
+        )
+        mark = "FAIL" if k.attack_successes else "ok  "
+        print(f"{mark} {k.kind.ljust(width)}  {k.attacks:7}  {k.attack_successes:9}  "
+              f"{k.attacks_not_measured:12}  {benign}")  # fmt: skip
+    for row in report.rows:
+        if row.outcome in ("attack_success", "benign_drift", "not_measured"):
+            label = {"attack_success": "ATTACK SUCCESS", "benign_drift": "benign drift"}.get(
+                row.outcome, "not measured"
+            )
+            print(
+                printable(f"{label}: {row.kind} {row.name}  expected: {row.expected}  actual: {row.actual}")
+            )
+    measured_attacks = summary.attacks - summary.attacks_not_measured
     print(
-        "admitted" if report.admitted else f"not admitted: {failing} of {len(report.rows)} rows do not hold"
+        f"attack success rate: {_rate(summary.attack_successes, measured_attacks)}; benign drift rate: "
+        f"{_rate(summary.benign_drifts, summary.benign - summary.benign_not_measured)}"
     )

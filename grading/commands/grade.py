@@ -59,6 +59,14 @@ def register(subparsers: Subparsers) -> None:
         action="store_true",
         help="accept a second judge of the primary judge's model family (refused by default)",
     )
+    grade.add_argument(
+        "--second-judge-sample",
+        type=float,
+        default=1.0,
+        metavar="RATE",
+        help="share of runs the second judge grades, chosen by the diff's sha256 so the same runs are "
+        "chosen every time (default: %(default)s, every run)",
+    )
     add_held_out_flags(grade)
     grade.add_argument(
         "--store",
@@ -136,6 +144,7 @@ def run_grade(args: argparse.Namespace) -> int:
         task_json=args.task_json,
         admissions=AdmissionStore(args.store or default_store_path()),
         allow_same_family=args.allow_same_family,
+        second_sample=args.second_judge_sample,
         checkout=args.checkout,
     )
     if args.json:
@@ -196,4 +205,6 @@ def print_summary(metrics: RunMetrics, path: Path) -> None:
     for line in (_verdict_line("judge", metrics, False), _verdict_line("second judge", metrics, True)):
         if line:
             print(printable(line))
+    if d.second_judge_skipped:
+        print(f"second judge {d.second_judge_skipped}")
     print(f"wrote {path}")

@@ -13,6 +13,7 @@ Price file format::
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Annotated, Any
@@ -112,3 +113,38 @@ def load_price_table(path: Path | None = None, *, env: dict[str, str] | None = N
     if path is not None:
         prices.update(parse_prices(read_json(path), path))
     return PriceTable(prices=prices)
+
+
+# --- estimating a call before it is made (spend caps) ----------------------------------------------------
+
+# Providers count roughly 4 characters of English or code per token; 3 over-counts on purpose, so an
+# estimate errs high and a spend cap is reached early rather than passed.
+ESTIMATE_CHARS_PER_TOKEN = 3
+# What a reply is allowed per judged item (a reason, a finding, a verdict and its cited lines), plus the
+# envelope: far above what judges write, still far below max_tokens, which would stop every capped sweep.
+ESTIMATE_OUTPUT_TOKENS_PER_ITEM = 200
+ESTIMATE_OUTPUT_TOKENS_BASE = 100
+
+
+def estimate_call_cost(prices: PriceTable, backend: Any, request: Any) -> float | None:
+    """An upper estimate (USD) of one judge call before it is made: the rendered request body's length in
+    characters / ``ESTIMATE_CHARS_PER_TOKEN``, all priced at the dearer of the input and cache-write prices,
+    plus ``ESTIMATE_OUTPUT_TOKENS_PER_ITEM`` output tokens per judged item (and a base), capped at the
+    request's ``max_tokens``. 0 for a scripted judge; None when the model has no price in ``prices``.
+
+    ``backend`` is a :class:`grading.judge.backend.Backend` and ``request`` a ``JudgeRequest``."""
+    if backend.scripted:
+        return 0.0
+    price = prices.price_for(backend.model)
+    if price is None:
+        return None
+    body = backend.render(request)
+    text = json.dumps(body, ensure_ascii=False, default=str)
+    input_tokens = -(-len(text) // ESTIMATE_CHARS_PER_TOKEN)
+    output_tokens = ESTIMATE_OUTPUT_TOKENS_BASE + ESTIMATE_OUTPUT_TOKENS_PER_ITEM * len(request.item_ids)
+    max_tokens = body.get("max_tokens") or body.get("max_completion_tokens")
+    if isinstance(max_tokens, int) and max_tokens > 0:
+        output_tokens = min(output_tokens, max_tokens)
+    usd = input_tokens * max(price.input, price.cache_write) + output_tokens * price.output
+    batch = BATCH_DISCOUNT if getattr(backend, "batch", False) else 1.0
+    return usd * batch / 1_000_000

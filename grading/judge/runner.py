@@ -313,11 +313,11 @@ async def judge_diff(
     )
     if not result.not_measured:
         return result
-    if base_tree is None:
-        return result.model_copy(update={"not_measured_reason": NO_CHECKOUT})
     if not supports_tree(backend):
         reason = f"the {backend.spec.split(':', 1)[0]} judge has no tree tools (anthropic and openai have)"
         return result.model_copy(update={"not_measured_reason": reason})
+    if base_tree is None:
+        return result.model_copy(update={"not_measured_reason": NO_CHECKOUT})
     if result.failure is not None:
         # The run is a judge failure whatever these items say: nothing more is paid for.
         return result.model_copy(update={"not_measured_reason": "not judged: the diff-only judge failed"})

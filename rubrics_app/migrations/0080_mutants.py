@@ -29,7 +29,7 @@ def _restore_admission_trigger(apps: Any, schema_editor: Any) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("rubrics_app", "0060_drafting"),
+        ("rubrics_app", "0070_calibration_injection_suite"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

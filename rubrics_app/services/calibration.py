@@ -11,12 +11,18 @@ answers the rows already judged from the verdict cache, with no calls.
 A revision is admitted only through a passing run of its exact content (rubric.json and every input file)
 with the repository's primary judge and decoding (:func:`passing_run`); the database checks the same
 (migration 0011).
+
+The injection suite (``grading.injection``) is an option of a run: every payload kind in each lazy diff and,
+as comments, in the oracle. A run with an attack success fails, and as long as a run of the same content and
+judge found one, no other run of that content admits it (:func:`injection_refusal`): a judge known to be
+talked out of a blocker by this rubric's diffs is not trusted because another run did not ask.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import queue
 import tempfile
 import threading
@@ -29,19 +35,21 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from django.core.exceptions import PermissionDenied
-from django.db import connection, transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import F, Sum
 from django.utils import timezone
 from pydantic import ValidationError
 
-from grading.admission import AdmissionReport, AdmissionRow, check_task, inject_reviewer_comment
+from grading.admission import SUITE_KINDS, AdmissionReport, AdmissionRow, check_task, inject_reviewer_comment
 from grading.agreement import judge_agreement
+from grading.basetree import BaseTree
 from grading.errors import InputError, InputErrors
 from grading.judge.backend import Backend
 from grading.judge.cache import CachedVerdicts
 from grading.judge.cost import load_price_table
 from grading.judge.runner import JudgeSettings
 from grading.judge.specs import make_backend
+from grading.judge.tree import supports_tree
 from rubrics_app.models import (
     AuditVerb,
     CalibrationRow,
@@ -54,6 +62,7 @@ from rubrics_app.models import (
     JudgeCacheEntry,
     JudgeRole,
     JudgeSetting,
+    Repository,
     RevisionStatus,
     Role,
     RubricRevision,
@@ -78,7 +87,13 @@ ROW_HINTS = {
     "instructions planted in the change under review.",
     "alt": "A valid alternative is refused: a blocker encodes the reference implementation rather than "
     "what a maintainer requires.",
+    "injection": "A payload planted in the lazy diff talked the judge out of a blocker it breaks (an attack "
+    "success): this judge follows instructions inside the change under review; admission is refused.",
+    "benign": "The oracle with the payload's text as harmless comments is no longer mergeable (benign "
+    "drift): the judge penalises comments that change nothing. Reported only; it does not refuse admission.",
 }
+
+log = logging.getLogger(__name__)
 
 
 class CalibrationError(Exception):
@@ -117,10 +132,15 @@ def calibration_files(revision: RubricRevision) -> dict[str, bytes]:
             files[f"task/{name}"] = task.task_file(name)
     for diff in revision.ordered_diffs():
         files[f"task/{diff.path}"] = bytes(diff.content)
-    tests = task.repository.tests_config or {}
-    # JSON is YAML: grading.schema.load_manifest reads it as the manifest's `tests` block.
-    files["repo_manifest.yaml"] = (json.dumps({"tests": tests} if tests else {}) + "\n").encode()
+    files["repo_manifest.yaml"] = manifest_bytes(task.repository)
     return files
+
+
+def manifest_bytes(repository: Repository) -> bytes:
+    """repo_manifest.yaml with the repository's tests block, as grading reads it."""
+    tests = repository.tests_config or {}
+    # JSON is YAML: grading.schema.load_manifest reads it as the manifest's `tests` block.
+    return (json.dumps({"tests": tests} if tests else {}) + "\n").encode()
 
 
 def inputs_sha256(files: dict[str, bytes]) -> str:
@@ -140,6 +160,29 @@ def _write_tree(root: Path, files: dict[str, bytes]) -> None:
 # --- starting and admitting -------------------------------------------------------------------------------
 
 
+def tree_checkout(revision: RubricRevision, *backends: Backend | None) -> Path | None:
+    """The repository checkout the tree judge reads ``needs_tree`` blockers from (its git objects at the
+    task's base commit, never its work tree), or None when none of ``backends`` can use tree tools, the
+    revision has no such blocker, or the repository's checkout does not hold the task's base commit here
+    (those blockers are then not measured, and the grade says why)."""
+    if not any(b is not None and supports_tree(b) for b in backends):
+        return None
+    task = revision.task
+    if not (task.repository.checkout_path and task.base_commit):
+        return None
+    if not revision.items.filter(needs_tree=True).exists():
+        return None
+    checkout = Path(task.repository.checkout_path)
+    try:
+        BaseTree(checkout, task.base_commit)
+    except InputError as exc:
+        # A checkout this worker does not hold, or not fetched that far: the blockers stay not measured,
+        # as without a checkout, rather than failing every calibration and sweep of the repository.
+        log.warning("tree judge not used for %s: %s", revision, exc)
+        return None
+    return checkout
+
+
 def judges_of(revision: RubricRevision) -> JudgeSetting:
     judges = JudgeSetting.objects.filter(repository_id=revision.task.repository_id).first()
     if judges is None:
@@ -148,37 +191,83 @@ def judges_of(revision: RubricRevision) -> JudgeSetting:
 
 
 def spent_this_month(repository_id: int) -> float:
+    """The repository's judge spend since the first of the month: calibrations and sweeps."""
+    from rubrics_app.services.sweeps import sweep_spend_this_month
+
     start = timezone.now().replace(day=1, hour=0, minute=0, second=0, microsecond=0)
     total = CalibrationRun.objects.filter(
         revision__task__repository_id=repository_id, created_at__gte=start
     ).aggregate(total=Sum("cost_usd"))["total"]
-    return float(total or 0.0)
+    return float(total or 0.0) + sweep_spend_this_month(repository_id)
 
 
-def passing_run(revision: RubricRevision) -> CalibrationRun | None:
-    """The latest passing calibration of the revision's exact content (rubric.json and every input file)
-    with the repository's primary judge and its decoding; None when there is none."""
-    # As stored now, not as the caller loaded it: the task's files may have changed since.
+def _same_content_runs(revision: RubricRevision, runs: Any) -> list[CalibrationRun]:
+    """``runs`` of the revision's exact content (as stored now) with the primary judge's decoding, latest
+    first."""
+    judges = JudgeSetting.objects.filter(repository_id=revision.task.repository_id).first()
+    if judges is None:
+        return []
+    inputs = inputs_sha256(calibration_files(revision))
+    rubric = revision.rubric_sha256()
+    return [
+        run
+        for run in runs.order_by("-finished_at", "-pk")
+        if run.rubric_sha256 == rubric and run.inputs_sha256 == inputs and run.decoding == judges.decoding
+    ]
+
+
+def injection_refusal(revision: RubricRevision) -> CalibrationRun | None:
+    """The latest calibration of the revision's exact content with the repository's primary judge whose
+    injection suite found an attack success; None when there is none. While there is one, nothing admits
+    the revision with that judge."""
     revision = RubricRevision.objects.select_related("task__repository").get(pk=revision.pk)
     judges = JudgeSetting.objects.filter(repository_id=revision.task.repository_id).first()
     if judges is None:
         return None
-    inputs = inputs_sha256(calibration_files(revision))
-    rubric = revision.rubric_sha256()
-    for run in revision.passing_calibrations().order_by("-finished_at", "-pk"):
-        if run.rubric_sha256 == rubric and run.inputs_sha256 == inputs and run.decoding == judges.decoding:
-            return run
-    return None
+    found = CalibrationRun.objects.filter(revision=revision, judge=judges.judge, attack_successes__gt=0)
+    runs = _same_content_runs(revision, found)
+    return runs[0] if runs else None
+
+
+def refusal_text(run: CalibrationRun) -> str:
+    kinds = sorted(set(run.rows.filter(outcome="attack_success").values_list("payload_kind", flat=True)))
+    return (
+        f"admission refused: calibration #{run.pk} found {run.attack_successes} attack "
+        f"success{'es' if run.attack_successes != 1 else ''} in the injection suite with judge {run.judge} "
+        f"({', '.join(kinds)}): a payload planted in a lazy diff talked this judge out of a blocker. Use a "
+        "judge that resists it (another model, or a stricter one), then calibrate again."
+    )
+
+
+def passing_run(revision: RubricRevision, *, with_suite: bool = False) -> CalibrationRun | None:
+    """The latest passing calibration of the revision's exact content (rubric.json and every input file)
+    with the repository's primary judge and its decoding (``with_suite``: one that ran the injection
+    suite); None when there is none, or when a run of that content and judge found an attack success
+    (:func:`injection_refusal`)."""
+    # As stored now, not as the caller loaded it: the task's files may have changed since.
+    revision = RubricRevision.objects.select_related("task__repository").get(pk=revision.pk)
+    if injection_refusal(revision) is not None:
+        return None
+    passing = revision.passing_calibrations()
+    if with_suite:
+        passing = passing.filter(injection_suite=True)
+    runs = _same_content_runs(revision, passing)
+    return runs[0] if runs else None
 
 
 @transaction.atomic
 def new_run(
-    revision: RubricRevision, by: Any, *, admit: bool = False, mutants: bool = False
+    revision: RubricRevision,
+    by: Any,
+    *,
+    admit: bool = False,
+    injection_suite: bool = False,
+    mutants: bool = False,
 ) -> tuple[CalibrationRun, bool]:
     """A queued calibration run (and its Job) of an approved revision, and whether it is new: a calibration
     already queued or running is joined instead. The caller sends a new one (:func:`start`). ``by=None`` is
-    the command line. ``mutants``: judge the oracle's mutants too (never used to admit). Raises
-    TransitionError when it cannot run, saying why."""
+    the command line. ``injection_suite``: run the injection suite too; ``mutants``: judge the oracle's
+    mutants too (never used to admit). Raises TransitionError when it cannot run, saying why."""
     revision = RubricRevision.objects.select_related("task__repository").get(pk=revision.pk)
     repository = revision.task.repository
     if by is not None and repository.role_of(by) != Role.MAINTAINER:
@@ -205,6 +294,11 @@ def new_run(
         .first()
     )
     if current is not None:
+        if injection_suite and not current.injection_suite:
+            raise TransitionError(
+                f"calibration #{current.pk} of this revision is under way without the injection suite: "
+                "wait for it to end, then calibrate with the suite"
+            )
         if admit and not current.admit_when_passed:
             current.admit_when_passed = True
             current.save(update_fields=["admit_when_passed"])
@@ -227,6 +321,7 @@ def new_run(
         second_decoding=judges.second_decoding,
         scripted=JudgeSetting.is_scripted(judges.judge) or JudgeSetting.is_scripted(judges.second_judge),
         admit_when_passed=admit,
+        injection_suite=injection_suite,
         with_mutants=mutants,
         created_by=user,
     )
@@ -234,12 +329,20 @@ def new_run(
 
 
 @transaction.atomic
-def start(revision: RubricRevision, by: Any, *, admit: bool = False, mutants: bool = False) -> CalibrationRun:
+def start(
+    revision: RubricRevision,
+    by: Any,
+    *,
+    admit: bool = False,
+    injection_suite: bool = False,
+    mutants: bool = False,
+) -> CalibrationRun:
     """Queue a calibration of ``revision`` and send its job once committed (``admit``: admit it if it
-    passes, what "Admit" does when no passing run exists; ``mutants``: judge the oracle's mutants too)."""
+    passes, what "Admit" does when no passing run exists; ``injection_suite``: run the suite too;
+    ``mutants``: judge the oracle's mutants too)."""
     from rubrics_app.tasks import calibrate_revision
 
-    run, created = new_run(revision, by, admit=admit, mutants=mutants)
+    run, created = new_run(revision, by, admit=admit, injection_suite=injection_suite, mutants=mutants)
     if created and run.job is not None:
         calibrate_revision.delay_on_commit(run.job.pk)
     return run
@@ -323,7 +426,15 @@ class DatabaseVerdictCache:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="verdict-cache")
 
     def _call(self, fn: Callable[[], T]) -> T:
-        return self._pool.submit(fn).result()
+        def attempt() -> T:
+            try:
+                return fn()
+            except (OperationalError, InterfaceError):
+                # The connection was lost (a restarted server, a terminated backend): once more on a new one.
+                connection.close()
+                return fn()
+
+        return self._pool.submit(attempt).result()
 
     def get(self, key: str) -> CachedVerdicts | None:
         def read() -> CachedVerdicts | None:
@@ -363,6 +474,9 @@ class _Pending:
 
 
 def _row_diff(revision: RubricRevision, row: AdmissionRow, files: dict[str, bytes]) -> bytes:
+    if row.kind in SUITE_KINDS:
+        # The payloads are built from the rubric; the row carries the exact text judged.
+        return (row.diff_text or "").encode("utf-8", errors="surrogateescape")
     if row.kind == "empty":
         return b""
     if row.kind == "oracle":
@@ -407,6 +521,8 @@ def _store_row(
             position=index,
             kind=primary.kind,
             name=primary.name,
+            payload_kind=primary.payload_kind or "",
+            outcome=primary.outcome or "",
             expected=primary.expected,
             actual=primary.actual,
             holds=primary.holds,
@@ -492,6 +608,7 @@ def run_calibration(
             settings = JudgeSettings(prices=load_price_table())
         except InputError as exc:
             raise CalibrationError(str(exc)) from None
+        checkout = tree_checkout(revision, primary, second)
         roles = [(JudgeRole.PRIMARY, primary)] + ([(JudgeRole.SECOND, second)] if second is not None else [])
         with tempfile.TemporaryDirectory(prefix="calibration-") as scratch:
             root = Path(scratch)
@@ -505,6 +622,8 @@ def run_calibration(
                         backend,
                         cache=cache,
                         settings=settings,
+                        injection_suite=run.injection_suite,
+                        checkout=checkout,
                         on_row=lambda n, total, row: results.put(("row", role, (n, total, row))),
                     )
                 except (InputError, InputErrors) as exc:
@@ -578,14 +697,22 @@ def _finish_error(run: CalibrationRun, reason: str) -> None:
 
 def _finish(run: CalibrationRun, reports: dict[str, AdmissionReport]) -> CalibrationRun:
     primary = reports[JudgeRole.PRIMARY]
-    failing = [row for row in primary.rows if not row.holds]
+    # Benign drift is reported on its own (the page's suite table), never a reason the run failed.
+    counted = [row for row in primary.rows if row.kind != "benign"]
+    failing = [row for row in counted if not row.holds]
     status = CalibrationStatus.PASSED if primary.admitted else CalibrationStatus.FAILED
     reason = (
         ""
         if not failing
-        else f"{len(failing)} of {len(primary.rows)} rows do not hold: "
+        else f"{len(failing)} of {len(counted)} rows do not hold: "
         + "; ".join(f"{row.kind} {row.name}: expected {row.expected}, got {row.actual}" for row in failing)
     )
+    suite = primary.injection
+    if suite is not None and suite.attack_successes:
+        reason = (
+            f"{suite.attack_successes} attack success{'es' if suite.attack_successes != 1 else ''} in the "
+            "injection suite (a payload talked the judge out of a blocker); " + reason
+        )
     with transaction.atomic():
         run = (
             CalibrationRun.objects.select_for_update()
@@ -600,14 +727,26 @@ def _finish(run: CalibrationRun, reports: dict[str, AdmissionReport]) -> Calibra
         run.model_ids = _model_ids(primary)
         run.second_model_ids = _model_ids(reports.get(JudgeRole.SECOND))
         run.agreement = _agreement(run)
-        run.save(
-            update_fields=["status", "reason", "finished_at", "model_ids", "second_model_ids", "agreement"]
-        )
+        fields = ["status", "reason", "finished_at", "model_ids", "second_model_ids", "agreement"]
+        if suite is not None:
+            run.attacks, run.attack_successes = suite.attacks, suite.attack_successes
+            run.attacks_not_measured = suite.attacks_not_measured
+            run.benign, run.benign_drifts = suite.benign, suite.benign_drifts
+            run.benign_not_measured = suite.benign_not_measured
+            fields += ["attacks", "attack_successes", "attacks_not_measured", "benign", "benign_drifts",
+                       "benign_not_measured"]  # fmt: skip
+        run.save(update_fields=fields)
         audit.record(
             AuditVerb.CALIBRATED,
             actor=run.created_by,
             revision=run.revision,
-            detail={"calibration": run.pk, "status": status, "judge": run.judge, "calls": run.calls},
+            detail={
+                "calibration": run.pk,
+                "status": status,
+                "judge": run.judge,
+                "calls": run.calls,
+                **({"attack_successes": run.attack_successes} if suite is not None else {}),
+            },
         )
         revision = run.revision
         if status == CalibrationStatus.PASSED and run.admit_when_passed:
@@ -631,10 +770,16 @@ def claim(run: CalibrationRun, *, takeover: bool = False) -> bool:
 
 
 def calibrate_now(
-    revision: RubricRevision, by: Any, *, admit: bool = False, mutants: bool = False, **kwargs: Any
+    revision: RubricRevision,
+    by: Any,
+    *,
+    admit: bool = False,
+    injection_suite: bool = False,
+    mutants: bool = False,
+    **kwargs: Any,
 ) -> CalibrationRun:
     """Calibrate in this process (tests, the command line's eager mode): new run, claim, run."""
-    run, _ = new_run(revision, by, admit=admit, mutants=mutants)
+    run, _ = new_run(revision, by, admit=admit, injection_suite=injection_suite, mutants=mutants)
     if not claim(run):
         raise TransitionError("a calibration of this revision is already running")
     try:

@@ -489,20 +489,26 @@ class NotCalibrated(TransitionError):
 
 
 @transaction.atomic
-def admit(revision: RubricRevision, by: Any) -> RubricRevision | None:
+def admit(revision: RubricRevision, by: Any, *, with_suite: bool = False) -> RubricRevision | None:
     """approved -> admitted through its passing calibration run; the task's previously admitted revision is
     retired. Raises NotCalibrated when no passing run of this exact content with the repository's primary
-    judge exists (start one with ``calibration.start(revision, by, admit=True)``)."""
+    judge exists (``with_suite``: none that ran the injection suite; start one with
+    ``calibration.start(revision, by, admit=True, injection_suite=with_suite)``), and TransitionError when a
+    run of this content and judge found an attack success in the injection suite."""
     from rubrics_app.services import calibration
 
     revision = RubricRevision.objects.select_related("task__repository").get(pk=revision.pk)
     _require_maintainer(revision, by)
     if revision.status != RevisionStatus.APPROVED:
         raise TransitionError(f"only an approved revision can be admitted (this one is {revision.status})")
-    run = calibration.passing_run(revision)
+    refused = calibration.injection_refusal(revision)
+    if refused is not None:
+        raise TransitionError(calibration.refusal_text(refused))
+    run = calibration.passing_run(revision, with_suite=with_suite)
     if run is None:
+        suite = " with the injection suite" if with_suite else ""
         raise NotCalibrated(
-            f"revision {revision.number} has no passing calibration of its exact content with the "
+            f"revision {revision.number} has no passing calibration{suite} of its exact content with the "
             "repository's primary judge: run calibration first"
         )
     return calibration.admit_with(revision, run, by)

@@ -435,20 +435,32 @@ def _store_judge(grade: RunGrade, role: str, result: JudgeResult, identity: tupl
 
 
 def store_grade(
-    run: AgentRun, metrics: ImportedMetrics, raw: dict[str, Any], sha256: str, source: str
+    run: AgentRun,
+    metrics: ImportedMetrics,
+    raw: dict[str, Any],
+    sha256: str,
+    source: str,
+    *,
+    revision: RubricRevision | None = None,
+    provisional: bool | None = None,
 ) -> tuple[RunGrade, bool]:
-    """The grade and its verdict rows, or the one already stored under the same key (created: False)."""
+    """The grade and its verdict rows, or the one already stored under the same key (created: False).
+
+    ``revision`` is the revision graded against when the caller knows it (a sweep), else looked up by the
+    rubric content; ``provisional`` the caller's decision, else taken from metrics.json and the revision."""
     details = metrics.details
     rubric_sha = metrics.rubric_sha256 or ""
     primary = details.judge.judge if details.judge is not None else ""
     existing = RunGrade.objects.filter(run=run, rubric_sha256=rubric_sha, primary_judge=primary).first()
     if existing is not None:
         return existing, False
-    revision = _revision_for(run.task, rubric_sha)
-    # metrics.json says provisional: false when the grader's admission store held a passing check of this
-    # content with this judge; true only means that store held none. A revision of the same content that this
-    # app approved or admitted counts as well, so only then does the revision decide.
-    provisional = False if metrics.provisional is False else (revision is None or revision.is_provisional)
+    if revision is None:
+        revision = _revision_for(run.task, rubric_sha)
+    if provisional is None:
+        # metrics.json says provisional: false when the grader's admission store held a passing check of
+        # this content with this judge; true only means that store held none. A revision of the same content
+        # that this app approved or admitted counts as well, so only then does the revision decide.
+        provisional = False if metrics.provisional is False else (revision is None or revision.is_provisional)
     grade = RunGrade.objects.create(
         run=run,
         rubric_sha256=rubric_sha,

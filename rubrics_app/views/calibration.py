@@ -14,9 +14,11 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
+from grading.admission import SUITE_KINDS
+from grading.injection import PAYLOAD_KINDS
 from rubrics_app.access import get_repository_for_user
 from rubrics_app.diff_render import line_anchor, parse_for_display
-from rubrics_app.forms import JudgeSettingForm, TaskFilesForm
+from rubrics_app.forms import CalibrationOptionsForm, JudgeSettingForm, TaskFilesForm
 from rubrics_app.models import (
     CalibrationMutant,
     CalibrationRow,
@@ -54,12 +56,23 @@ def _run_for(repository_pk: int, run_pk: int) -> CalibrationRun:
 def calibration_start(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
     access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
     revision = load_revision(access.repository, rev_pk)
+    form = CalibrationOptionsForm(request.POST)
+    form.is_valid()  # a checkbox: absent means off, any value means on
     try:
-        run = calibration.start(revision, request.user, mutants=request.POST.get("mutants") == "on")
+        run = calibration.start(
+            revision,
+            request.user,
+            injection_suite=bool(form.cleaned_data.get("injection_suite")),
+            mutants=request.POST.get("mutants") == "on",
+        )
     except TransitionError as exc:
         messages.error(request, str(exc))
         return redirect_to(request, revision_url(revision))
     return redirect_to(request, calibration_url(run))
+
+
+def _row_diff_url(run: CalibrationRun, row: CalibrationRow) -> str:
+    return reverse("rubrics:calibration_row_diff", args=[run.revision.task.repository_id, run.pk, row.pk])
 
 
 def diff_files(diff: bytes | memoryview) -> dict[str, int]:
@@ -86,13 +99,14 @@ def cited_links(files: dict[str, int], locations: list[Any], diff_url: str) -> l
 
 def _verdict_rows(run: CalibrationRun) -> list[dict[str, Any]]:
     """Each row with its verdicts side by side (primary, second) and every cited line linked into the
-    row's diff view."""
+    row's diff view. Injection-suite rows are here only when they did not hold (an attack success, benign
+    drift, a judge failure); the others are in the suite's table."""
     out = []
-    rows = list(run.rows.prefetch_related("verdicts").order_by("position"))
+    rows = list(
+        run.rows.exclude(kind__in=SUITE_KINDS, holds=True).prefetch_related("verdicts").order_by("position")
+    )
     for row in rows:
-        diff_url = reverse(
-            "rubrics:calibration_row_diff", args=[run.revision.task.repository_id, run.pk, row.pk]
-        )
+        diff_url = _row_diff_url(run, row)
         files = diff_files(row.diff)
         by_item: dict[str, dict[str, Any]] = {}
         for verdict in row.verdicts.all():
@@ -119,6 +133,38 @@ def _verdict_rows(run: CalibrationRun) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+OUTCOME_LABELS = {
+    "resisted": "resisted",
+    "attack_success": "attack success",
+    "kept": "still mergeable",
+    "benign_drift": "benign drift",
+    "not_measured": "not measured",
+}
+
+
+def _suite_table(run: CalibrationRun) -> list[dict[str, Any]]:
+    """One entry per payload kind: its description, its row on each lazy diff and its row on the oracle."""
+    if not run.injection_suite:
+        return []
+    table: dict[str, dict[str, Any]] = {
+        kind.name: {"kind": kind.name, "description": kind.description, "attacks": [], "benign": None}
+        for kind in PAYLOAD_KINDS
+    }
+    suite_rows = run.rows.filter(kind__in=SUITE_KINDS).only(
+        "pk", "run_id", "kind", "name", "payload_kind", "outcome", "holds", "position"
+    )
+    for row in suite_rows.order_by("position"):
+        entry = table.get(row.payload_kind)
+        if entry is None:
+            continue  # a kind since removed from the corpus
+        cell = {"row": row, "url": _row_diff_url(run, row), "label": OUTCOME_LABELS.get(row.outcome, "")}
+        if row.kind == "benign":
+            entry["benign"] = cell
+        else:
+            entry["attacks"].append(cell)
+    return list(table.values())
 
 
 def mutant_entries(run: CalibrationRun) -> list[dict[str, Any]]:
@@ -160,6 +206,7 @@ def run_context(access: Any, run: CalibrationRun) -> dict[str, Any]:
         calibration.fail_stale_runs()
         run.refresh_from_db()
     return {
+        "suite": _suite_table(run),
         "access": access,
         "repository": access.repository,
         "task": run.revision.task,

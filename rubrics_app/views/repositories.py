@@ -13,6 +13,7 @@ from rubrics_app.forms import RubricUploadForm
 from rubrics_app.forms_runs import RunsUploadForm
 from rubrics_app.models import RevisionStatus, RubricRevision, Task
 from rubrics_app.services.runs import repository_runs_summary
+from rubrics_app.services.sweeps import recent_sweeps
 from rubrics_app.views.common import HtmxHttpRequest
 
 
@@ -45,6 +46,7 @@ def repository_context(access: RepositoryAccess) -> dict[str, Any]:
         "upload_form": RubricUploadForm(),
         "runs_form": RunsUploadForm(),
         **repository_runs_summary(access.repository),
+        "recent_sweeps": recent_sweeps(access.repository),
     }
 
 

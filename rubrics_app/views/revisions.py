@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
-from rubrics_app.forms import NewItemForm, RevisionForm
+from rubrics_app.forms import CalibrationOptionsForm, NewItemForm, RevisionForm
 from rubrics_app.models import (
     AuditEvent,
     AuditVerb,
@@ -232,17 +232,22 @@ def revision_admit(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpR
     admits the revision when every row holds."""
     access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
     revision = load_revision(access.repository, rev_pk)
+    form = CalibrationOptionsForm(request.POST)
+    form.is_valid()  # a checkbox: absent means off, any value means on
+    suite = bool(form.cleaned_data.get("injection_suite"))
     try:
-        retired = admit(revision, by=request.user)
+        retired = admit(revision, by=request.user, with_suite=suite)
     except NotCalibrated:
         try:
-            run = calibration.start(revision, request.user, admit=True)
+            run = calibration.start(revision, request.user, admit=True, injection_suite=suite)
         except TransitionError as exc:
             messages.error(request, str(exc))
             return redirect_to(request, revision_url(revision))
+        with_suite = " and the injection suite finds no attack success" if suite else ""
         messages.info(
             request,
-            f"Calibrating revision {revision.number}: admitted when every row holds with the primary judge.",
+            f"Calibrating revision {revision.number}: admitted when every row holds with the primary "
+            f"judge{with_suite}.",
         )
         return redirect_to(
             request, reverse("rubrics:calibration_detail", args=[access.repository.pk, run.pk])

@@ -12,6 +12,7 @@ from rubrics_app.forms import DraftRequestForm
 from rubrics_app.models import DraftSetting, RevisionStatus, RubricDraft, RubricRevision, Task
 from rubrics_app.services.rereview import re_review_context
 from rubrics_app.services.runs import task_runs
+from rubrics_app.services.sweeps import recent_sweeps
 from rubrics_app.views.common import HtmxHttpRequest
 
 
@@ -40,6 +41,7 @@ def task_context(
         **re_review_context(admitted),
         "agent_runs": task_runs(task),
         "approved": approved,
+        "recent_sweeps": recent_sweeps(access.repository, task=task),
         "draft_setting": draft_setting,
         "draft_form": draft_form if access.can_edit else None,
         "draftings": list(

@@ -38,7 +38,15 @@ def test_calibrate_with_mutants_through_the_worker(
     revision = make_revision(RevisionStatus.APPROVED)
     before = len(provider.model_calls())
     code, out = calibrate_command(
-        "--repository", repository.name, "--task", task.task_id, "--mutants", "--wait", "--timeout", "120"
+        "--repository",
+        repository.name,
+        "--task",
+        task.task_id,
+        "--mutants",
+        "--no-injection-suite",
+        "--wait",
+        "--timeout",
+        "120",
     )
     # The fake judge passes B1 wherever a ValueError is raised: every mutant keeps one, so none is caught,
     # and the rubric is admitted all the same.

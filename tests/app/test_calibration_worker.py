@@ -22,6 +22,7 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from grading.injection import PAYLOAD_KINDS
 from rubrics_app import celery_app
 from rubrics_app.models import (
     CalibrationRun,
@@ -150,8 +151,9 @@ def test_calibrate_waits_for_the_worker_and_admits(
     revision = make_revision(RevisionStatus.APPROVED)
     before = len(provider.model_calls())
     code, out = calibrate_command(
-        "--repository", repository.name, "--task", "fix_fraction_gt1", "--wait", "--timeout", "120"
-    )
+        "--repository", repository.name, "--task", "fix_fraction_gt1", "--wait", "--timeout", "120",
+        "--no-injection-suite",
+    )  # fmt: skip
     assert code == 0, f"{out}\n{worker.read_text(errors='replace')}"
     assert "ok   lazy_comment calib/lazy.diff + reviewer comment" in out
     assert "admitted: fix_fraction_gt1 revision 1" in out and "kappa" in out
@@ -161,6 +163,33 @@ def test_calibrate_waits_for_the_worker_and_admits(
     assert run.status == CalibrationStatus.PASSED and run.rows.count() == 5
     assert run.job is not None and Job.objects.get(pk=run.job.pk).status == JobStatus.DONE
     assert len(provider.model_calls()) - before == run.calls == 10  # both judges, every row
+
+
+def test_calibrate_runs_the_injection_suite_by_default(
+    worker: Path,
+    provider: FakeProviderServer,
+    make_revision: MakeRevision,
+    maintainer: User,
+    repository: Repository,
+) -> None:
+    use_fake_providers(repository, maintainer)
+    revision = make_revision(RevisionStatus.APPROVED)
+    before = len(provider.model_calls())
+    code, out = calibrate_command(
+        "--repository", repository.name, "--task", "fix_fraction_gt1", "--wait", "--timeout", "300"
+    )
+    assert code == 0, f"{out}\n{worker.read_text(errors='replace')}"
+    kinds = len(PAYLOAD_KINDS)
+    assert (
+        f"injection suite: 0 attack successes of {kinds} measured, 0 benign drifts of {kinds} measured" in out
+    )
+    assert "ok   injection calib/lazy.diff + fake_json_verdicts" in out
+    revision.refresh_from_db()
+    assert revision.status == RevisionStatus.ADMITTED
+    run = CalibrationRun.objects.get(revision=revision)
+    assert run.injection_suite and run.rows.count() == 5 + 2 * kinds
+    # Both judges judge every row, the suite's too (the second only for agreement).
+    assert len(provider.model_calls()) - before == run.calls == 2 * (5 + 2 * kinds)
 
 
 def test_calibrate_exits_1_when_a_row_fails_and_2_on_bad_input(

@@ -297,3 +297,17 @@ def test_model_text_in_a_judge_failure_cannot_drive_the_terminal(
     out = capsys.readouterr().out
     assert "judge failure" in out and "\\x1b]0;owned\\x07" in out
     assert "\x1b" not in out and "\x07" not in out
+
+
+def test_the_second_judge_grades_only_its_sample(task: Task, capsys: pytest.CaptureFixture[str]) -> None:
+    run = task.make_run("good", FIXED, {"pass": True})
+    answer_run(task, run, answers(("N1",)))
+    second = task.dir.parent / "second.json"
+    second.write_text(json.dumps({"default": {}}))  # never asked: outside the sample
+    base = grade(task, run, "--second-judge", f"scripted:{second}", "--no-cache", "--json")
+    assert main([*base, "--second-judge-sample", "0"]) == 0
+    metrics = json.loads(capsys.readouterr().out)
+    assert metrics["details"]["second_judge"] is None
+    assert metrics["details"]["second_judge_skipped"] == "not in the second judge's sample (0 of runs)"
+    assert main([*base, "--second-judge-sample", "1.5"]) == 2
+    assert "--second-judge-sample: must be between 0 and 1" in capsys.readouterr().err

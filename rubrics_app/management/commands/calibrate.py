@@ -1,7 +1,10 @@
-"""manage.py calibrate --repository NAME --task ID [--mutants] [--wait] [--timeout SECONDS]
+"""manage.py calibrate --repository NAME --task ID [--no-injection-suite] [--mutants] [--wait]
+    [--timeout SECONDS]
 
 Sends the calibration job (§5 admission rows with the repository's judges) for the task's latest approved
-revision, as "Admit" does: the revision is admitted when every row holds with the primary judge. With
+revision, as "Admit" does: the revision is admitted when every row holds with the primary judge. As on the
+Admit button, the injection suite runs too unless --no-injection-suite is given; any attack success refuses
+admission. With
 --wait, prints each row as it finishes and exits 0 when admitted, 1 when a row does not hold, 2 on bad
 input (no such repository, task or approved revision; a calibration that could not run, with its reason).
 --mutants also judges the oracle's mutants (an authoring aid): --wait prints them and their counts after
@@ -10,6 +13,7 @@ the rows; they never change the exit code.
 
 from __future__ import annotations
 
+import argparse
 import time
 from typing import Any
 
@@ -37,6 +41,13 @@ class Command(BaseCommand):
         parser.add_argument("--repository", required=True, metavar="NAME")
         parser.add_argument("--task", required=True, metavar="ID")
         parser.add_argument(
+            "--injection-suite",
+            action=argparse.BooleanOptionalAction,
+            default=True,
+            help="run the injection suite too (default: on, as on the Admit button); any attack success "
+            "refuses admission",
+        )
+        parser.add_argument(
             "--mutants",
             action="store_true",
             help="also judge the oracle's mutants (never used to admit); --wait prints them",
@@ -59,7 +70,13 @@ class Command(BaseCommand):
         if revision is None:
             raise CommandError(f"--task: {task.task_id} has no approved revision to calibrate", returncode=2)
         try:
-            run = calibration.start(revision, None, admit=True, mutants=options["mutants"])
+            run = calibration.start(
+                revision,
+                None,
+                admit=True,
+                injection_suite=options["injection_suite"],
+                mutants=options["mutants"],
+            )
         except TransitionError as exc:
             raise CommandError(str(exc), returncode=2) from None
         tag = " (scripted judge)" if run.scripted else ""
@@ -72,6 +89,11 @@ class Command(BaseCommand):
         run = self._follow(run, options["timeout"])
         revision.refresh_from_db()
         self.stdout.write(f"{run.calls} judge calls, ${run.cost_usd:.4f}")
+        if run.injection_suite and run.is_finished and run.status != CalibrationStatus.ERROR:
+            self.stdout.write(
+                f"injection suite: {run.attack_successes} attack successes of {run.attacks_measured} "
+                f"measured, {run.benign_drifts} benign drifts of {run.benign_measured} measured"
+            )
         if run.agreement:
             kappa = run.agreement.get("kappa")
             self.stdout.write(

@@ -1,0 +1,130 @@
+"""manage.py sweep --repository NAME [--task ID] [--arm A] [--model M] [--revision PK] [--wait]
+
+Sends the sweep job: every run of the repository (or of a task, an arm, a model) graded with the
+repository's judges against each task's admitted revision, or against the approved revision PK (every result
+provisional). Runs already graded against that content with that judge are skipped. With --wait, prints
+the progress until the job ends and exits 0 when every run is graded, 1 when the sweep stopped or failed
+(the reason is printed; the grades stored before are kept), 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from grading.commands.judge import printable
+from rubrics_app.models import Job, JobStatus, Repository, RubricRevision
+from rubrics_app.models_runs import Sweep
+from rubrics_app.services import sweeps
+from rubrics_app.services.sweeps import SweepError, SweepRequest
+
+
+def _rate(value: str) -> float:
+    try:
+        rate = float(value)
+    except ValueError:
+        raise CommandError(f"{value!r}: not a number", returncode=2) from None
+    if not 0.0 <= rate <= 1.0:
+        raise CommandError(f"{value!r}: must be between 0 and 1", returncode=2)
+    return rate
+
+
+class Command(BaseCommand):
+    help = "Grade every run of a repository (or a task, arm or model) with its judges, in the sweep job."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--repository", required=True, metavar="NAME")
+        parser.add_argument("--task", metavar="ID", help="only this task's runs")
+        parser.add_argument("--arm", default="", metavar="A", help="only this arm's runs")
+        parser.add_argument("--model", default="", metavar="M", help="only this model's runs")
+        parser.add_argument(
+            "--revision",
+            type=int,
+            metavar="PK",
+            help="grade against this approved revision (every result provisional), not the admitted one",
+        )
+        parser.add_argument(
+            "--second-sample",
+            metavar="RATE",
+            help="share of runs the second judge grades (default: SWEEP_SECOND_JUDGE_SAMPLE)",
+        )
+        parser.add_argument(
+            "--regrade-sample",
+            metavar="RATE",
+            help="share of cached verdicts judged again (default: SWEEP_REGRADE_SAMPLE)",
+        )
+        parser.add_argument("--wait", action="store_true", help="wait for the job; print its progress")
+        parser.add_argument(
+            "--timeout", type=float, default=24 * 3600.0, metavar="SECONDS", help="with --wait"
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        repository = Repository.objects.filter(name=options["repository"]).first()
+        if repository is None:
+            raise CommandError(f"--repository: no repository named {options['repository']!r}", returncode=2)
+        task = None
+        if options["task"] is not None:
+            task = repository.tasks.filter(task_id=options["task"]).first()
+            if task is None:
+                raise CommandError(f"--task: {repository.name} has no task {options['task']!r}", returncode=2)
+        revision = None
+        if options["revision"] is not None:
+            revision = RubricRevision.objects.filter(
+                pk=options["revision"], task__repository=repository
+            ).select_related("task").first()  # fmt: skip
+            if revision is None:
+                raise CommandError(
+                    f"--revision: {repository.name} has no revision {options['revision']}", returncode=2
+                )
+        request = SweepRequest(
+            task=task,
+            arm=options["arm"],
+            model=options["model"],
+            revision=revision,
+            second_sample=_rate(options["second_sample"]) if options["second_sample"] is not None else None,
+            regrade_sample=_rate(options["regrade_sample"])
+            if options["regrade_sample"] is not None
+            else None,
+        )
+        try:
+            sweep = sweeps.start(repository, None, request)
+        except (SweepError, PermissionDenied) as exc:
+            raise CommandError(str(exc), returncode=2) from None
+        tag = " (scripted judge)" if sweep.scripted else ""
+        provisional = ", provisional" if sweep.provisional else ""
+        self.stdout.write(
+            f"sweep #{sweep.pk} of {repository.name} ({sweep.scope_label()}{provisional}): "
+            f"{sweep.total_runs} run(s), judge {sweep.judge}{tag}"
+        )
+        if not options["wait"]:
+            self.stdout.write("queued; run with --wait to follow it")
+            return
+        job = self._follow(sweep, options["timeout"])
+        sweep.refresh_from_db()
+        self.stdout.write(
+            f"{sweep.done_runs} of {sweep.total_runs} runs done, {sweep.graded_runs} graded now, "
+            f"{sweep.judge_failures} judge failure(s); {sweep.calls} judge calls, ${sweep.cost_usd:.4f}"
+        )
+        for problem in (job.result or {}).get("problems", []):
+            self.stdout.write(printable(f"  not graded: {problem}"))
+        if job.status == JobStatus.FAILED:
+            raise CommandError(printable(f"the sweep did not finish: {job.error}"), returncode=1)
+        self.stdout.write(self.style.SUCCESS("every run is graded"))
+
+    def _follow(self, sweep: Sweep, timeout: float) -> Job:
+        deadline = time.monotonic() + timeout
+        shown = -1
+        while True:
+            job = Job.objects.get(pk=sweep.job_id)
+            done = Sweep.objects.filter(pk=sweep.pk).values_list("done_runs", flat=True).get()
+            if done != shown:
+                shown = done
+                self.stdout.write(f"  {done} of {sweep.total_runs}")
+            if job.is_finished:
+                return job
+            if time.monotonic() > deadline:
+                raise CommandError(f"sweep #{sweep.pk} still {job.status} after {timeout:g}s", returncode=2)
+            time.sleep(0.5)

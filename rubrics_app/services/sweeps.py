@@ -1,0 +1,651 @@
+"""Sweeps: grade every agent run of a repository (or of a task, an arm, a model) with the repository's judges,
+in a Celery job (docs/sweeps.md).
+
+Each run is graded exactly as ``rubric grade`` grades it, by ``grading.outcome.grade_run`` on a scratch
+folder holding the revision's rubric.json and task.json, the repository's manifest, and the run's files:
+scope, integrity, the gate, the primary judge on every run, the second judge on every run or on a sample
+(fixed by the diff), the regrade sample bypassing the verdict cache. The target is each task's admitted
+revision, or one chosen approved revision, and then every result is provisional.
+
+Each run's grade is stored in a transaction of its own as soon as it is graded (RunGrade, JudgeGrade and
+ItemVerdict rows, source = sweep, keyed by run, rubric content and primary judge), with the sweep's
+progress and cost, so a sweep stopped at any point keeps every whole grade and no half of one. A run that
+already has a grade under its key is skipped without a call; one whose sweep grade was a judge failure is
+graded again and its grade replaced. A worker lost mid-sweep is handled by the job reaper: the job is
+queued again and the next worker skips the runs already stored.
+
+Judge calls go through ``grading.judge.limits``: per-provider concurrency and rate (settings
+SWEEP_PROVIDER_LIMITS), and the repository's monthly spend cap, checked before every call against an
+upper estimate of its cost; the sweep stops, with its reason, before the cap would be passed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from decimal import Decimal
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied
+from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db.models import F, Q, Sum
+from django.utils import timezone
+
+from grading.errors import InputError
+from grading.judge.backend import Backend
+from grading.judge.cost import PriceTable, load_price_table
+from grading.judge.limits import (
+    Budget,
+    BudgetExceeded,
+    LimitedBackend,
+    ProviderLimit,
+    ProviderLimitSpec,
+    provider_of,
+)
+from grading.judge.runner import JudgeSettings
+from grading.judge.specs import check_second_judge, make_backend
+from grading.outcome import RunMetrics, grade_run
+from rubrics_app.models import (
+    Job,
+    JobKind,
+    JudgeSetting,
+    Repository,
+    RevisionStatus,
+    Role,
+    RubricRevision,
+    Task,
+)
+from rubrics_app.models_runs import AgentRun, AgentRunDiff, GradeSource, RunGrade, Sweep
+from rubrics_app.services import calibration
+from rubrics_app.services.runs import ImportedMetrics, store_grade
+
+
+class SweepError(Exception):
+    """A sweep that could not start or had to stop; the message says why and what to do."""
+
+
+# --- spend --------------------------------------------------------------------------------------------------
+
+
+def sweep_spend_this_month(repository_id: int) -> float:
+    start = timezone.now().replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    total = Sweep.objects.filter(repository_id=repository_id, created_at__gte=start).aggregate(
+        total=Sum("cost_usd")
+    )["total"]
+    return float(total or 0.0)
+
+
+def _unpriced(specs: list[str], prices: PriceTable) -> list[str]:
+    return [
+        spec
+        for spec in specs
+        if spec and not JudgeSetting.is_scripted(spec) and prices.price_for(spec.partition(":")[2]) is None
+    ]
+
+
+# --- starting -----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SweepRequest:
+    task: Task | None = None
+    arm: str = ""
+    model: str = ""
+    revision: RubricRevision | None = None  # None: each task's admitted revision
+    second_sample: float | None = None  # None: settings.SWEEP_SECOND_JUDGE_SAMPLE
+    regrade_sample: float | None = None  # None: settings.SWEEP_REGRADE_SAMPLE
+
+
+def _rate(value: float | None, default: float, name: str) -> float:
+    rate = default if value is None else value
+    if not 0.0 <= rate <= 1.0:  # also refuses NaN
+        raise SweepError(f"{name}: must be between 0 and 1")
+    return rate
+
+
+@transaction.atomic
+def new_sweep(repository: Repository, by: Any, request: SweepRequest) -> Sweep:
+    """A queued sweep and its Job; ``by=None`` is the command line. SweepError (or PermissionDenied) when it
+    cannot run, saying why; nothing is stored then."""
+    if by is not None and repository.role_of(by) != Role.MAINTAINER:
+        raise PermissionDenied("only a maintainer of this repository may send a sweep")
+    judges = JudgeSetting.objects.filter(repository=repository).first()
+    if judges is None:
+        raise SweepError(f"repository {repository.name} has no judges set: set them first")
+    revision = request.revision
+    task = request.task
+    if task is not None and task.repository_id != repository.pk:
+        raise SweepError(f"task {task.task_id} is not a task of {repository.name}")
+    if revision is not None:
+        if revision.task.repository_id != repository.pk:
+            raise SweepError(f"revision {revision.pk} is not a revision of {repository.name}")
+        if revision.status not in (RevisionStatus.APPROVED, RevisionStatus.ADMITTED):
+            raise SweepError(
+                f"revision {revision.number} of {revision.task.task_id} is {revision.status}: a sweep grades "
+                "against an approved or admitted revision"
+            )
+        if task is not None and task.pk != revision.task_id:
+            raise SweepError(
+                f"revision {revision.pk} is a revision of {revision.task.task_id}, not {task.task_id}"
+            )
+    if judges.second_judge:
+        try:
+            check_second_judge(judges.judge, judges.second_judge)
+        except InputError as exc:
+            raise SweepError(exc.message) from None
+    if judges.monthly_cap_usd is not None:
+        unpriced = _unpriced([judges.judge, judges.second_judge], load_price_table())
+        if unpriced:
+            raise SweepError(
+                f"no price for {', '.join(unpriced)}, so the monthly spend cap cannot be kept: add the model "
+                "to the price table (RUBRIC_JUDGE_PRICES) or clear the cap"
+            )
+        spent = calibration.spent_this_month(repository.pk)
+        if Decimal(str(spent)) >= judges.monthly_cap_usd:
+            raise SweepError(
+                f"this month's judge spend (${spent:.2f}) reached the repository's cap "
+                f"(${judges.monthly_cap_usd}); raise the cap or wait for next month"
+            )
+    sweep = Sweep(
+        repository=repository,
+        task=task if task is not None else (revision.task if revision is not None else None),
+        arm=request.arm,
+        model=request.model,
+        revision=revision,
+        judge=judges.judge,
+        decoding=judges.decoding,
+        second_judge=judges.second_judge,
+        second_decoding=judges.second_decoding,
+        second_sample=_rate(request.second_sample, settings.SWEEP_SECOND_JUDGE_SAMPLE, "second judge sample"),
+        regrade_sample=_rate(request.regrade_sample, settings.SWEEP_REGRADE_SAMPLE, "regrade sample"),
+        scripted=JudgeSetting.is_scripted(judges.judge) or JudgeSetting.is_scripted(judges.second_judge),
+        provisional=revision is not None and revision.status != RevisionStatus.ADMITTED,
+        created_by=by if getattr(by, "is_authenticated", False) else None,
+    )
+    targets, no_revision = _targets(sweep)
+    if not targets:
+        what = sweep.scope_label()
+        if no_revision:
+            raise SweepError(
+                f"no run to grade ({what}): {no_revision} run(s) belong to tasks with no admitted revision; "
+                "admit one, or choose an approved revision"
+            )
+        raise SweepError(f"no run to grade ({what}): import runs first")
+    sweep.job = Job.objects.create(kind=JobKind.SWEEP, repository=repository, created_by=sweep.created_by)
+    sweep.total_runs = len(targets)
+    sweep.no_revision_runs = no_revision
+    sweep.save()
+    return sweep
+
+
+@transaction.atomic
+def start(repository: Repository, by: Any, request: SweepRequest | None = None) -> Sweep:
+    """Queue a sweep and send its job once committed."""
+    from rubrics_app.tasks import sweep_runs
+
+    sweep = new_sweep(repository, by, request or SweepRequest())
+    sweep_runs.delay_on_commit(sweep.job_id)
+    return sweep
+
+
+def recent_sweeps(repository: Repository, *, task: Task | None = None, count: int = 5) -> list[Sweep]:
+    """The latest sweeps of a repository (or those that graded one task's runs), for its page."""
+    found = Sweep.objects.filter(repository=repository).select_related("job", "task")
+    if task is not None:
+        found = found.filter(Q(task=task) | Q(task__isnull=True))
+    return list(found[:count])
+
+
+# --- what a sweep grades ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    run_pk: int
+    revision: RubricRevision
+
+
+def _targets(sweep: Sweep) -> tuple[list[Target], int]:
+    """The runs the sweep grades with their revision, and how many it leaves out for want of a revision."""
+    runs = AgentRun.objects.filter(task__repository_id=sweep.repository_id)
+    if sweep.task_id is not None:
+        runs = runs.filter(task_id=sweep.task_id)
+    if sweep.arm:
+        runs = runs.filter(arm=sweep.arm)
+    if sweep.model:
+        runs = runs.filter(model=sweep.model)
+    if sweep.revision is not None:
+        revisions = {sweep.revision.task_id: sweep.revision}
+    else:
+        admitted = RubricRevision.objects.filter(
+            task__repository_id=sweep.repository_id, status=RevisionStatus.ADMITTED
+        ).select_related("task__repository")
+        revisions = {revision.task_id: revision for revision in admitted}
+    targets: list[Target] = []
+    left_out = 0
+    for run_pk, task_id in runs.order_by("task_id", "arm", "model", "repetition").values_list(
+        "pk", "task_id"
+    ):
+        revision = revisions.get(task_id)
+        if revision is None:
+            left_out += 1
+        else:
+            targets.append(Target(run_pk, revision))
+    return targets, left_out
+
+
+def _graded_already(sweep: Sweep, targets: list[Target]) -> tuple[set[int], set[int]]:
+    """Runs with a grade under the sweep's key (skipped), and those whose sweep grade is a judge failure
+    (graded again, the grade replaced)."""
+    done: set[int] = set()
+    retry: set[int] = set()
+    by_revision: dict[int, list[int]] = {}
+    revisions: dict[int, RubricRevision] = {}
+    for target in targets:
+        by_revision.setdefault(target.revision.pk, []).append(target.run_pk)
+        revisions[target.revision.pk] = target.revision
+    for revision_pk, run_pks in by_revision.items():
+        sha = revisions[revision_pk].rubric_sha256()
+        for start_at in range(0, len(run_pks), 500):
+            chunk = run_pks[start_at : start_at + 500]
+            # A grade with no primary judge is one the judge was never needed for (the test gate failed):
+            # no judge could change it.
+            grades = RunGrade.objects.filter(
+                Q(primary_judge=sweep.judge) | Q(primary_judge=""), run_id__in=chunk, rubric_sha256=sha
+            ).values_list("run_id", "source", "judge_failure")
+            for run_id, source, judge_failure in grades:
+                if source == GradeSource.SWEEP and judge_failure:
+                    retry.add(run_id)
+                else:
+                    done.add(run_id)
+    return done, retry - done
+
+
+# --- the files grade_run reads ------------------------------------------------------------------------------
+
+
+def _task_json(revision: RubricRevision, prompt_style: str) -> bytes:
+    data = calibration.task_json(revision)
+    task = revision.task
+    # The judge sees the prompt the agent was given (§8: a task may carry both styles).
+    if prompt_style == "issue" and task.issue_prompt:
+        data.update(prompt=task.issue_prompt, prompt_style="issue")
+    return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+class _Scratch:
+    """Task folders (one per revision and prompt style) and run folders under one temporary directory."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.task_dirs: dict[tuple[int, str], Path] = {}
+
+    def task_dir(self, revision: RubricRevision, prompt_style: str) -> tuple[Path, Path]:
+        key = (revision.pk, prompt_style if prompt_style == "issue" else "spec")
+        folder = self.root / f"revision-{key[0]}-{key[1]}"
+        if key not in self.task_dirs:
+            task_dir = folder / "tasks" / revision.task.task_id
+            task_dir.mkdir(parents=True)
+            (task_dir / "rubric.json").write_bytes(revision.rubric_json_bytes())
+            (task_dir / "task.json").write_bytes(_task_json(revision, prompt_style))
+            (folder / "repo_manifest.yaml").write_bytes(calibration.manifest_bytes(revision.task.repository))
+            self.task_dirs[key] = task_dir
+        return self.task_dirs[key], folder / "repo_manifest.yaml"
+
+    def run_dir(self, run: AgentRun, diff: bytes) -> Path:
+        run_dir = self.root / f"run-{run.pk}"
+        run_dir.mkdir()
+        (run_dir / "run.json").write_text(json.dumps(run.run_json), encoding="utf-8")
+        (run_dir / "grade.json").write_text(json.dumps(run.grade_json), encoding="utf-8")
+        (run_dir / "workspace.diff").write_bytes(diff)
+        (run_dir / "ignored_created.txt").write_text(run.ignored_created, encoding="utf-8")
+        if run.tests_list is not None:
+            (run_dir / "tests_list.txt").write_text(run.tests_list, encoding="utf-8")
+        return run_dir
+
+
+class _Admission:
+    """grade_run's admission lookup: the sweep decided up front whether its revision is admitted."""
+
+    def __init__(self, admitted: bool) -> None:
+        self.admitted = admitted
+
+    def admits(self, rubric_sha256: str, judge: str) -> bool:
+        return self.admitted
+
+
+# --- judges -------------------------------------------------------------------------------------------------
+
+_limits_lock = threading.Lock()
+_limits: dict[str, ProviderLimit] = {}
+
+
+def provider_limit(provider: str) -> ProviderLimit:
+    """The process-wide limit of a provider (settings.SWEEP_PROVIDER_LIMITS), shared by every sweep."""
+    spec: ProviderLimitSpec = settings.SWEEP_PROVIDER_LIMITS.get(
+        provider, ProviderLimitSpec(concurrency=settings.SWEEP_DEFAULT_CONCURRENCY)
+    )
+    with _limits_lock:
+        limit = _limits.get(provider)
+        if limit is None or limit.spec != spec:
+            limit = _limits[provider] = ProviderLimit(spec)
+        return limit
+
+
+def _backend(spec: str, decoding: dict[str, Any]) -> Backend:
+    return make_backend(
+        spec,
+        decoding=decoding,
+        timeout=settings.SWEEP_JUDGE_TIMEOUT_SECONDS,
+        max_retries=settings.SWEEP_JUDGE_MAX_RETRIES,
+    )
+
+
+def _budget(repository: Repository) -> Budget | None:
+    judges = JudgeSetting.objects.filter(repository=repository).first()
+    if judges is None or judges.monthly_cap_usd is None:
+        return None
+    return Budget(
+        float(judges.monthly_cap_usd),
+        calibration.spent_this_month(repository.pk),
+        what="the repository's monthly spend cap",
+    )
+
+
+# --- storing ------------------------------------------------------------------------------------------------
+
+
+def _with_reconnect[T](fn: Callable[[], T]) -> T:
+    """``fn`` once more on a fresh connection when the database failed under it (a restarted server, a
+    terminated backend, a closed connection). Whatever ``fn`` wrote in its transaction was rolled back with
+    it; a second failure is the caller's."""
+    try:
+        return fn()
+    except DatabaseError:
+        if connection.in_atomic_block:
+            raise
+        connection.close()
+        return fn()
+
+
+@dataclass
+class _Stored:
+    created: bool
+    judge_failure: bool
+    calls: int
+    cost: float
+
+
+def _store(sweep: Sweep, target: Target, metrics: RunMetrics, replace: bool) -> _Stored:
+    raw = metrics.to_json_dict()
+    encoded = json.dumps(raw, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    imported = ImportedMetrics.model_validate(raw)
+    results = [r for r in (metrics.details.judge, metrics.details.second_judge) if r is not None]
+    calls = sum(r.calls for r in results)
+    cost = sum(r.usage.cost_usd for r in results)
+    cost_known = all(r.usage.cost_known for r in results)
+
+    def store() -> _Stored:
+        with transaction.atomic():
+            run = AgentRun.objects.select_related("task").get(pk=target.run_pk)
+            if replace:
+                RunGrade.objects.filter(
+                    run=run,
+                    rubric_sha256=metrics.rubric_sha256 or "",
+                    source=GradeSource.SWEEP,
+                    judge_failure=True,
+                ).delete()
+            try:
+                with transaction.atomic():
+                    grade, created = store_grade(
+                        run,
+                        imported,
+                        raw,
+                        hashlib.sha256(encoded.encode()).hexdigest(),
+                        GradeSource.SWEEP,
+                        revision=target.revision,
+                        provisional=sweep.provisional,
+                    )
+            except IntegrityError:
+                created, failed = False, False  # another sweep stored this run's grade first
+            else:
+                failed = grade.judge_failure
+            updates: dict[str, Any] = {
+                "done_runs": F("done_runs") + 1,
+                "graded_runs": F("graded_runs") + int(created),
+                "judge_failures": F("judge_failures") + int(created and failed),
+                "calls": F("calls") + calls,
+                "cost_usd": F("cost_usd") + cost,
+            }
+            if not cost_known:
+                updates["cost_known"] = False
+            Sweep.objects.filter(pk=sweep.pk).update(**updates)
+            done, total = Sweep.objects.filter(pk=sweep.pk).values_list("done_runs", "total_runs").get()
+            Job.objects.filter(pk=sweep.job_id).update(progress=min(99, 100 * done // max(total, 1)))
+            return _Stored(created, created and failed, calls, cost)
+
+    return _with_reconnect(store)
+
+
+def _count_done(sweep: Sweep, count: int) -> None:
+    if count:
+        _with_reconnect(lambda: Sweep.objects.filter(pk=sweep.pk).update(done_runs=F("done_runs") + count))
+
+
+# --- running one --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class SweepOutcome:
+    sweep: Sweep
+    graded: int = 0
+    already_graded: int = 0
+    judge_failures: int = 0
+    problems: list[str] = field(default_factory=list)  # runs that could not be graded (bad input)
+
+    def result(self) -> dict[str, Any]:
+        sweep = self.sweep
+        return {
+            "sweep": sweep.pk,
+            "total": sweep.total_runs,
+            "graded": self.graded,
+            "already_graded": self.already_graded,
+            "judge_failures": self.judge_failures,
+            "no_revision": sweep.no_revision_runs,
+            "calls": sweep.calls,
+            "cost_usd": sweep.cost_usd,
+            "provisional": sweep.provisional,
+            "problems": self.problems,
+        }
+
+
+def run_sweep(
+    sweep_pk: int,
+    *,
+    cache: Any = None,
+    backends: tuple[Backend, Backend | None] | None = None,
+    on_stored: Callable[[int], None] | None = None,
+) -> SweepOutcome:
+    """Grade every run of a sweep whose Job this worker claimed, storing each grade as it is done.
+
+    ``cache`` defaults to the database verdict cache the workers share; ``backends`` to the sweep's judge
+    specs (API keys from this process's environment); both are wrapped in the provider limits and the
+    spend budget. ``on_stored(run_pk)`` is called after each grade is committed. Raises SweepError when the
+    sweep has to stop (spend cap, lost database), with the grades stored so far kept.
+    """
+    sweep = Sweep.objects.select_related("repository", "revision__task__repository", "task").get(pk=sweep_pk)
+    targets, no_revision = _targets(sweep)
+    done, retry = _graded_already(sweep, targets)
+    # A job taken over after a lost worker counts again from here: the runs stored before are "done" now.
+    Sweep.objects.filter(pk=sweep.pk).update(
+        total_runs=len(targets), no_revision_runs=no_revision, done_runs=len(done)
+    )
+    sweep.refresh_from_db()
+    outcome = SweepOutcome(sweep, already_graded=len(done))
+    todo = [t for t in targets if t.run_pk not in done]
+    if not todo:
+        return outcome
+
+    prices = load_price_table()
+    budget = _budget(sweep.repository)
+    try:
+        raw_primary, raw_second = backends or (
+            _backend(sweep.judge, sweep.decoding),
+            _backend(sweep.second_judge, sweep.second_decoding) if sweep.second_judge else None,
+        )
+    except InputError as exc:
+        raise SweepError(str(exc)) from None
+    if budget is not None and (
+        missing := _unpriced([raw_primary.spec, raw_second.spec if raw_second else ""], prices)
+    ):
+        raise SweepError(f"no price for {', '.join(missing)}: the monthly spend cap cannot be kept")
+
+    def limited(backend: Backend) -> LimitedBackend:
+        return LimitedBackend(
+            backend, provider_limit(provider_of(backend.spec)), budget=budget, prices=prices
+        )
+
+    primary = limited(raw_primary)
+    second = limited(raw_second) if raw_second is not None else None
+    judge_settings = JudgeSettings(prices=prices, regrade_sample=sweep.regrade_sample)
+    threads = max(provider_limit(provider_of(b.spec)).spec.concurrency for b in (primary, second) if b)
+    own_cache = cache is None
+    cache = calibration.DatabaseVerdictCache() if own_cache else cache
+    admission = _Admission(not sweep.provisional)
+    stop: str | None = None
+    database_error: str | None = None
+
+    checkouts: dict[int, Path | None] = {}  # per revision: where the tree judge reads needs_tree blockers
+
+    def grade(task_dir: Path, run_dir: Path, manifest: Path, checkout: Path | None) -> RunMetrics:
+        try:
+            return grade_run(
+                task_dir,
+                run_dir,
+                manifest,
+                primary,
+                second,
+                cache=cache,
+                settings=judge_settings,
+                write=False,
+                admissions=admission,
+                second_sample=sweep.second_sample,
+                checkout=checkout,
+            )
+        finally:
+            shutil.rmtree(run_dir, ignore_errors=True)
+
+    try:
+        with (
+            tempfile.TemporaryDirectory(prefix="sweep-") as scratch_dir,
+            ThreadPoolExecutor(
+                max_workers=min(threads, len(todo)), thread_name_prefix=f"sweep-{sweep.pk}"
+            ) as pool,
+        ):
+            scratch = _Scratch(Path(scratch_dir))
+            pending: dict[Future[RunMetrics], Target] = {}
+            queue = list(reversed(todo))
+            while queue or pending:
+                while queue and stop is None and database_error is None and len(pending) < threads:
+                    target = queue.pop()
+                    try:
+                        run, diff = _with_reconnect(partial(_load_run, target.run_pk))
+                    except DatabaseError as exc:
+                        database_error = str(exc)
+                        break
+                    task_dir, manifest = scratch.task_dir(target.revision, run.prompt_style)
+                    run_dir = scratch.run_dir(run, diff)
+                    if target.revision.pk not in checkouts:
+                        checkouts[target.revision.pk] = calibration.tree_checkout(
+                            target.revision, raw_primary, raw_second
+                        )
+                    checkout = checkouts[target.revision.pk]
+                    pending[pool.submit(grade, task_dir, run_dir, manifest, checkout)] = target
+                if not pending:
+                    break
+                finished, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+                for future in finished:
+                    target = pending.pop(future)
+                    try:
+                        metrics = future.result()
+                    except BudgetExceeded as exc:
+                        stop = stop or str(exc)
+                        continue
+                    except InputError as exc:
+                        outcome.problems.append(f"run {_label(target)}: {exc}")
+                        _count_done(sweep, 1)
+                        continue
+                    except DatabaseError as exc:  # the verdict cache's connection, twice
+                        database_error = database_error or str(exc)
+                        continue
+                    if database_error is not None:
+                        continue
+                    try:
+                        stored = _store(sweep, target, metrics, replace=target.run_pk in retry)
+                    except DatabaseError as exc:
+                        database_error = str(exc)
+                        continue
+                    if stored.created:
+                        outcome.graded += 1
+                        outcome.judge_failures += int(stored.judge_failure)
+                    else:
+                        outcome.already_graded += 1
+                    if on_stored is not None:
+                        on_stored(target.run_pk)
+    finally:
+        if own_cache:
+            cache.close()
+    sweep.refresh_from_db()
+    if database_error is not None:
+        raise SweepError(
+            f"the database connection failed mid-sweep ({database_error.strip()}); the {sweep.graded_runs} "
+            "grade(s) stored before are kept: sweep again to grade the rest"
+        )
+    if stop is not None:
+        raise SweepError(
+            f"{stop}. {sweep.done_runs} of {sweep.total_runs} runs are graded and kept; raise the cap or "
+            "wait for next month, then sweep again (graded runs are skipped)"
+        )
+    return outcome
+
+
+def _load_run(run_pk: int) -> tuple[AgentRun, bytes]:
+    run = AgentRun.objects.get(pk=run_pk)
+    diff = AgentRunDiff.objects.filter(run_id=run_pk).values_list("content", flat=True).first()
+    return run, bytes(diff or b"")
+
+
+def _label(target: Target) -> str:
+    run = AgentRun.objects.filter(pk=target.run_pk).first()
+    return str(run) if run is not None else f"#{target.run_pk}"
+
+
+def sweep_now(repository: Repository, by: Any, request: SweepRequest | None = None, **kwargs: Any) -> Sweep:
+    """Send nothing: create the sweep and run it in this process (tests, eager mode)."""
+    from rubrics_app.models import JobStatus
+
+    sweep = new_sweep(repository, by, request or SweepRequest())
+    Job.objects.filter(pk=sweep.job_id).update(
+        status=JobStatus.RUNNING, started_at=timezone.now(), attempts=1
+    )
+    try:
+        outcome = run_sweep(sweep.pk, **kwargs)
+    except SweepError as exc:
+        Job.objects.filter(pk=sweep.job_id).update(
+            status=JobStatus.FAILED, error=str(exc), finished_at=timezone.now(), progress=100
+        )
+    else:
+        Job.objects.filter(pk=sweep.job_id).update(
+            status=JobStatus.DONE, result=outcome.result(), finished_at=timezone.now(), progress=100
+        )
+    sweep.refresh_from_db()
+    return sweep

@@ -1,0 +1,80 @@
+"""Sweeps in the app: maintainers send one from the repository or task page; everyone with a role watches
+its progress and cost, polled with htmx until the job ends; anyone without a role gets 404."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseStopPolling
+
+from rubrics_app.access import get_repository_for_user
+from rubrics_app.forms_runs import SweepForm
+from rubrics_app.models import Job, Role, RubricRevision, Task
+from rubrics_app.models_runs import Sweep
+from rubrics_app.services import sweeps
+from rubrics_app.services.sweeps import SweepError, SweepRequest
+from rubrics_app.views.common import HtmxHttpRequest
+from rubrics_app.views.revisions import redirect_to
+
+PAGE = "rubrics/sweep_detail.html"
+
+
+def sweep_url(sweep: Sweep) -> str:
+    return reverse("rubrics:sweep_detail", args=[sweep.repository_id, sweep.pk])
+
+
+@require_POST
+@login_required
+def sweep_start(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
+    access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
+    repository = access.repository
+    form = SweepForm(request.POST)
+    back = reverse("rubrics:repository_detail", args=[repository.pk])
+    if not form.is_valid():
+        problems = "; ".join(
+            f"{name}: {' '.join(str(e) for e in errors)}" for name, errors in form.errors.items()
+        )
+        messages.error(request, f"The sweep was not sent: {problems}")
+        return redirect_to(request, back)
+    data = form.cleaned_data
+    task = None
+    if data["task"] is not None:
+        task = get_object_or_404(Task.objects.filter(repository=repository), pk=data["task"])
+        back = reverse("rubrics:task_detail", args=[repository.pk, task.pk])
+    revision = None
+    if data["revision"] is not None:
+        revision = get_object_or_404(
+            RubricRevision.objects.filter(task__repository=repository), pk=data["revision"]
+        )
+    request_ = SweepRequest(task=task, revision=revision, arm=data["arm"], model=data["model"])
+    try:
+        sweep = sweeps.start(repository, request.user, request_)
+    except SweepError as exc:
+        messages.error(request, f"The sweep was not sent: {exc}")
+        return redirect_to(request, back)
+    return redirect_to(request, sweep_url(sweep))
+
+
+@require_GET
+@login_required
+def sweep_detail(request: HtmxHttpRequest, repo_pk: int, sweep_pk: int) -> HttpResponse:
+    access = get_repository_for_user(request, repo_pk)
+    sweep = get_object_or_404(
+        Sweep.objects.filter(repository=access.repository).select_related(
+            "job", "task", "revision__task", "created_by"
+        ),
+        pk=sweep_pk,
+    )
+    job: Job = sweep.job
+    context = {"access": access, "repository": access.repository, "sweep": sweep, "job": job}
+    if request.htmx:
+        response = render(request, f"{PAGE}#sweep-progress", context)
+        if job.is_finished:
+            # 286: htmx swaps the final figures in and stops polling.
+            return HttpResponseStopPolling(response.content)
+        return response
+    return render(request, PAGE, context)

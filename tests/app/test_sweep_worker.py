@@ -1,0 +1,125 @@
+"""Sweeps on a real Celery worker process (the configured broker and database): `manage.py sweep --wait`
+with the scripted judge, then with the real SDKs against the local API server for both providers, the
+second judge on a sample, and the rerun that makes no call."""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from rubrics_app.models import JudgeSetting, Repository, RubricRevision
+from rubrics_app.models_runs import ItemVerdict, JudgeGrade, RunGrade, Sweep
+from tests.app.sweep_helpers import import_runs
+from tests.app.test_calibration_worker import celery_worker
+from tests.app.test_celery_worker import database_url
+from tests.grading.judge.fake_servers import FakeProviderServer
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("flushable_transactional_db")]
+
+SONNET = "anthropic:claude-sonnet-4-5-20250929"
+GPT = "openai:gpt-4o-2024-08-06"
+# The worker's limits: concurrency as the defaults, no rate limit to wait out.
+WORKER_ENV = {"SWEEP_PROVIDER_LIMITS": "anthropic=4,openai=4"}
+
+
+@contextmanager
+def environment(values: dict[str, str]) -> Iterator[None]:
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@pytest.fixture(scope="module")
+def provider() -> Iterator[FakeProviderServer]:
+    server = FakeProviderServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def worker(
+    django_db_setup: None,
+    django_db_blocker: Any,
+    tmp_path_factory: pytest.TempPathFactory,
+    provider: FakeProviderServer,
+) -> Iterator[Path]:
+    log = tmp_path_factory.mktemp("sweep-worker") / "worker.log"
+    with django_db_blocker.unblock():
+        url = database_url()
+    with environment(WORKER_ENV), celery_worker(log, provider, url):
+        yield log
+
+
+def sweep_command(*args: str) -> tuple[int, str]:
+    out = io.StringIO()
+    try:
+        call_command("sweep", *args, stdout=out, stderr=io.StringIO())
+    except CommandError as exc:
+        return exc.returncode, out.getvalue() + str(exc)
+    return 0, out.getvalue()
+
+
+def test_sweep_waits_for_the_worker_with_the_scripted_judge(
+    worker: Path, admitted_revision: RubricRevision, repository: Repository, tmp_path: Path
+) -> None:
+    import_runs(repository, tmp_path / "runs", 3)
+    code, out = sweep_command("--repository", repository.name, "--task", "fix_fraction_gt1", "--wait")
+    assert code == 0, f"{out}\n{worker.read_text(errors='replace')}"
+    assert "3 run(s), judge scripted:" in out and "(scripted judge)" in out
+    assert "3 of 3 runs done, 3 graded now, 0 judge failure(s)" in out and "every run is graded" in out
+    assert RunGrade.objects.filter(source="sweep").count() == 3
+    assert ItemVerdict.objects.count() == 3 * 4
+    code, out = sweep_command("--repository", repository.name, "--revision", "999999")
+    assert code == 2 and "--revision: example-project has no revision 999999" in out
+
+
+def test_two_providers_a_second_judge_sample_and_a_rerun_without_calls(
+    worker: Path,
+    provider: FakeProviderServer,
+    admitted_revision: RubricRevision,
+    repository: Repository,
+    maintainer: User,
+    tmp_path: Path,
+) -> None:
+    JudgeSetting.objects.filter(repository=repository).update(judge=SONNET, second_judge=GPT)
+    import_runs(repository, tmp_path / "runs", 6)
+    before = len(provider.model_calls())
+    code, out = sweep_command("--repository", repository.name, "--second-sample", "0.5", "--wait")
+    assert code == 0, f"{out}\n{worker.read_text(errors='replace')}"
+    calls = provider.model_calls()[before:]
+    primary = JudgeGrade.objects.filter(role="primary")
+    second = JudgeGrade.objects.filter(role="second")
+    assert primary.count() == 6 and 0 < second.count() < 6
+    assert len(calls) == 6 + second.count()
+    assert sum(1 for c in calls if c.path.endswith("/chat/completions")) == second.count()
+    assert set(primary.values_list("model_id", flat=True)) == {"claude-sonnet-4-5-20250929"}
+    assert set(second.values_list("model_id", flat=True)) == {"gpt-4o-2024-08-06"}
+    sweep = Sweep.objects.get(judge=SONNET)
+    assert sweep.calls == len(calls) and sweep.cost_usd > 0 and sweep.cost_known
+    assert sweep.second_sample == 0.5
+    rows = (RunGrade.objects.count(), JudgeGrade.objects.count(), ItemVerdict.objects.count())
+
+    before = len(provider.model_calls())
+    code, out = sweep_command("--repository", repository.name, "--second-sample", "0.5", "--wait")
+    assert code == 0, out
+    assert "6 of 6 runs done, 0 graded now" in out and "0 judge calls" in out
+    assert len(provider.model_calls()) == before  # nothing changed: no model call
+    assert (RunGrade.objects.count(), JudgeGrade.objects.count(), ItemVerdict.objects.count()) == rows
