@@ -24,7 +24,7 @@ from rubrics_app.models import (
     RevisionStatus,
     RubricRevision,
 )
-from rubrics_app.models_runs import AgentRun, RunGrade
+from rubrics_app.models_runs import AgentRun, GradeSource, RunGrade
 from tests.app.conftest import CALIBRATION_FILES, ORACLE_DIFF, RUBRIC
 from tests.app.runs_helpers import DISAGREEING, PASSING, grade, write_run, write_scripted, zip_dir
 from tests.browser.conftest import Browser, Worker, off_the_loop
@@ -140,7 +140,10 @@ def calibrate_and_watch_the_rows(flow: Flow) -> None:
     # No worker yet: the run waits in the queue and the page polls for rows.
     assert page.locator("#calibration-rows .badge.calibration-queued").is_visible()
     assert page.locator("#calibration-rows .badge.scripted").first.is_visible()
-    assert page.locator("#calibration-rows tbody").inner_text().strip() == "No row finished yet."
+    assert (
+        page.locator("#calibration-rows table.calibration tbody").inner_text().strip()
+        == "No row finished yet."
+    )
     assert page.locator("#calibration-rows[hx-trigger='every 1s']").count() == 1
     flow.shot("calibration queued")
     # Remember this document and every swap of the rows, to tell htmx polling from a reload.
@@ -158,13 +161,21 @@ def calibrate_and_watch_the_rows(flow: Flow) -> None:
     page.locator("#calibration-rows .badge.calibration-passed").first.wait_for(
         timeout=CALIBRATION_SECONDS * 1000
     )
+    # The injection suite's rows follow the admission rows: wait for the run to end (polling stops).
+    page.locator("#calibration-rows:not([hx-trigger])").wait_for(timeout=CALIBRATION_SECONDS * 1000)
     assert page.evaluate("window.sameDocument") is True  # the rows came by htmx, not by a reload
     counts = page.evaluate("window.rowCounts")
-    assert counts and counts[-1] == 5, counts
-    assert page.locator("#calibration-rows tr.holds[id^=row-]").count() == 5
+    assert counts and counts[-1] >= 5, counts  # rows were swapped into the page as they came
+    assert page.locator("#calibration-rows table.calibration tr.holds[id^=row-]").count() >= 5
+    # Admit runs the injection suite too (its box is ticked by default): every payload kind is listed and
+    # no attack succeeded, or the revision would not be admitted.
+    suite = page.locator("#injection-suite tbody tr")
+    assert suite.count() >= 30
+    assert "attack success" not in page.locator("#injection-suite").inner_text()
     assert page.locator("#calibration-rows[hx-trigger]").count() == 0  # finished: polling stopped
     run = CalibrationRun.objects.get(revision=flow.revision)
     assert run.status == CalibrationStatus.PASSED and run.scripted
+    assert run.injection_suite and run.attacks > 0 and run.attack_successes == 0
     flow.shot("calibration passed")
 
 
@@ -210,7 +221,22 @@ def import_runs(flow: Flow) -> None:
     flow.shot("runs imported")
 
 
-# A sweep (grading the imported runs in the app) slots in here, after import_runs.
+def sweep_the_runs(flow: Flow) -> None:
+    """The repository's Sweep button grades the imported runs in the app with the repository's (scripted)
+    judge, on the worker; the sweep page polls its progress until the job ends."""
+    page = flow.page
+    page.goto(flow.url(""))
+    page.locator("form.sweep-form").get_by_role("button", name="Sweep").click()
+    page.wait_for_url(re.compile(r"/sweeps/\d+/$"))
+    page.locator("#sweep-progress .badge.job-done").wait_for(timeout=CALIBRATION_SECONDS * 1000)
+    progress = page.locator("#sweep-progress").inner_text()
+    assert "2 of 2" in progress and "Every run is graded" in progress, progress
+    assert page.locator("#sweep-progress .badge.scripted").is_visible()
+    assert page.locator("#sweep-progress[hx-trigger]").count() == 0  # finished: polling stopped
+    swept = RunGrade.objects.filter(run__task__repository=flow.repository, source=GradeSource.SWEEP)
+    assert swept.count() == 2 and {g.revision_id for g in swept} == {flow.revision.pk}  # type: ignore[union-attr]
+    flow.shot("sweep done")
+    page.goto(flow.url(""))
 
 
 def open_the_report(flow: Flow) -> None:
@@ -263,5 +289,6 @@ def test_a_maintainer_imports_calibrates_admits_and_reports(
     calibrate_and_watch_the_rows(flow)
     see_the_revision_admitted(flow)
     import_runs(flow)
+    sweep_the_runs(flow)
     open_the_report(flow)
     export_rubric_json(flow)
