@@ -1,0 +1,110 @@
+"""A phone-width viewport (390 x 844 CSS pixels) in Chromium: the main pages do not scroll sideways
+(document.scrollingElement.scrollWidth <= innerWidth) and their controls are on screen and usable."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+
+from rubrics_app.models import Repository, RubricRevision
+from rubrics_app.models_runs import HumanVerdict
+from tests.browser.conftest import PHONE, Browser
+from tests.browser.graded import graded_fixture  # noqa: F401 - the graded fixture
+from tests.browser.test_roles import repository_pages
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("flushable_transactional_db")]
+
+# The controls each page must keep on screen at phone width (Playwright selectors).
+CONTROLS = {
+    "repositories": ["main a[href*='/repos/']"],
+    "repository": [
+        "#upload-form button[type=submit]",
+        "#upload-form input[type=file]",
+        "#runs-form button[type=submit]",
+        "main a[href$='/report/']",
+        "main a[href$='/queue/']",
+    ],
+    "task": ["main a[href*='/revisions/']"],
+    "revision": [
+        "main a.button[href$='rubric.json']",
+        "#revision-status button:has-text('Edit (start a new draft)')",
+        "article.item .actions summary",
+    ],
+    "calibration": ["#calibration-rows a[href*='/diff/']"],
+    "judges": ["main button[type=submit]"],
+    "task files": ["main button[type=submit]"],
+    "queue": ["main form.filters button", "main a:has-text('label the next one')"],
+    "queue entry": ["#human-verdict button[value=pass]", "#human-verdict button[value=fail]", "#queue-next"],
+    "report": ["main form.filters button", "#cutoffs-form button[type=submit]"],
+}
+
+
+def overflow(page: Any) -> tuple[int, int]:
+    """(scrollWidth, innerWidth) of the page."""
+    width, inner = page.evaluate("[document.scrollingElement.scrollWidth, window.innerWidth]")
+    return int(width), int(inner)
+
+
+def off_screen(page: Any, selector: str) -> str | None:
+    """Why the first control matching ``selector`` cannot be used at this width (None: it can)."""
+    control = page.locator(selector).first
+    if control.count() == 0:
+        return "missing"
+    control.scroll_into_view_if_needed()
+    if not (control.is_visible() and control.is_enabled()):
+        return "hidden or disabled"
+    box = control.bounding_box()
+    inner = page.evaluate("window.innerWidth")
+    if box is None or box["x"] < 0 or box["x"] + box["width"] > inner + 0.5:
+        return f"outside the {inner} px viewport: {box}"
+    return None
+
+
+def pages(repository: Repository, revision: RubricRevision) -> dict[str, str]:
+    return {"repositories": "/", **repository_pages(repository, revision)}
+
+
+def check_page(browser: Browser, page: Any, name: str, url: str) -> list[str]:
+    """What is wrong with one page at phone width."""
+    response = page.goto(url)
+    assert response is not None and response.status == 200, name
+    problems = []
+    width, inner = overflow(page)
+    if width > inner:
+        problems.append(f"{name} ({url}) is {width} px wide in a {inner} px viewport")
+    for selector in CONTROLS[name]:
+        why = off_screen(page, selector)
+        if why:
+            problems.append(f"{name}: {selector} {why}")
+    browser.shot(page, f"phone {name}")
+    return problems
+
+
+def test_the_main_pages_fit_a_phone_and_their_controls_work(
+    browser: Browser, graded: RubricRevision, repository: Repository, maintainer: User
+) -> None:
+    page = browser.log_in("maintainer", viewport=PHONE)
+    assert overflow(page) == (PHONE["width"], PHONE["width"])  # 390 CSS px: the viewport meta tag works
+    problems = []
+    for name, url in pages(repository, graded).items():
+        if name != "report":
+            problems += check_page(browser, page, name, url)
+    assert not problems, "\n".join(problems)
+    # A control used by touch at this width: the verdict buttons label and move on.
+    page.goto(pages(repository, graded)["queue entry"])
+    page.locator("#human-verdict button[value=fail]").click()
+    page.locator(".queue-bar strong", has_text="1 of 4 reviewed").wait_for()
+    assert HumanVerdict.objects.get().verdict == "fail"
+    browser.shot(page, "phone labelled")
+
+
+def test_the_report_fits_a_phone(
+    browser: Browser, graded: RubricRevision, repository: Repository, maintainer: User
+) -> None:
+    page = browser.log_in("maintainer", viewport=PHONE)
+    problems = check_page(browser, page, "report", pages(repository, graded)["report"])
+    assert not problems, "\n".join(problems)
+    width, inner = overflow(page)
+    assert width <= inner, f"the report is {width} px wide in {inner} px"
