@@ -313,6 +313,8 @@ RUNS_ZIP_MAX_UNCOMPRESSED_BYTES = env_int("RUNS_ZIP_MAX_UNCOMPRESSED_BYTES", 102
 RUNS_ZIP_MAX_MEMBERS = env_int("RUNS_ZIP_MAX_MEMBERS", 20000)
 # Percent of the (run, item) pairs where the judges agree that the review queue offers for labelling.
 RUNS_AGREED_SAMPLE_PERCENT = env_int("RUNS_AGREED_SAMPLE_PERCENT", 10)
+# Pairs per page of the review queue's list (the one-per-screen flow runs across pages).
+RUNS_QUEUE_PAGE_SIZE = env_int("RUNS_QUEUE_PAGE_SIZE", 100)
 # Hours between the evidence checks Celery beat sends (re-review, §6) for every repository with a
 # checkout; 0: never.
 RUNS_EVIDENCE_CHECK_HOURS = env_int("RUNS_EVIDENCE_CHECK_HOURS", 24)

@@ -12,11 +12,12 @@ Human verdicts are rows of their own (HumanVerdict) and never touch a grade or a
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db.models import F, OuterRef, QuerySet, Subquery
+from django.db.models import Exists, F, OuterRef, Q, QuerySet
 
 from rubrics_app.models import Repository, RubricItem, RubricRevision
 from rubrics_app.models_runs import HumanVerdict, ItemVerdict, JudgeRole, QueueKind, RunGrade
@@ -32,40 +33,42 @@ class QueueEntry:
     arm: str
     model: str
     repetition: int
+    reviewed: bool = False
 
     @property
     def key(self) -> tuple[int, str]:
         return (self.grade_id, self.item_id)
 
 
-@dataclass
-class Queue:
-    kind: str
+@dataclass(frozen=True)
+class QueuePage:
     entries: list[QueueEntry]
-    reviewed: set[tuple[int, str]]
+    number: int  # from 1
+    pages: int  # at least 1, even for an empty queue
+    size: int
 
     @property
-    def reviewed_count(self) -> int:
-        return sum(1 for e in self.entries if e.key in self.reviewed)
+    def first_position(self) -> int:
+        """The position in the whole queue (from 1) of the page's first entry."""
+        return (self.number - 1) * self.size + 1
 
-    def position(self, grade_id: int, item_id: str) -> int | None:
-        return next((i for i, e in enumerate(self.entries) if e.key == (grade_id, item_id)), None)
+    @property
+    def previous_number(self) -> int | None:
+        return self.number - 1 if self.number > 1 else None
 
-    def neighbours(self, grade_id: int, item_id: str) -> tuple[QueueEntry | None, QueueEntry | None]:
-        index = self.position(grade_id, item_id)
-        if index is None:
-            return None, self.entries[0] if self.entries else None
-        previous = self.entries[index - 1] if index > 0 else None
-        following = self.entries[index + 1] if index + 1 < len(self.entries) else None
-        return previous, following
+    @property
+    def next_number(self) -> int | None:
+        return self.number + 1 if self.number < self.pages else None
 
-    def next_unreviewed(self, after: tuple[int, str] | None = None) -> QueueEntry | None:
-        start = 0
-        if after is not None:
-            index = self.position(*after)
-            start = index + 1 if index is not None else 0
-        ordered = self.entries[start:] + self.entries[:start]
-        return next((e for e in ordered if e.key not in self.reviewed and e.key != after), None)
+
+@dataclass(frozen=True)
+class Location:
+    """Where one pair stands in a queue: its position (from 1; None when the pair is not in this queue
+    under these filters) and the pairs either side. A pair outside the queue leads to the queue's first."""
+
+    position: int | None
+    previous: QueueEntry | None
+    following: QueueEntry | None
 
 
 def _verdicts(repository: Repository, filters: dict[str, str]) -> QuerySet[ItemVerdict]:
@@ -81,6 +84,7 @@ def _verdicts(repository: Repository, filters: dict[str, str]) -> QuerySet[ItemV
     return query
 
 
+# The queue's order, and the key a page or a pair is found by: unique per (grade, item).
 _ORDER = (
     "judge__grade__run__task__task_id",
     "judge__grade__run__arm",
@@ -89,51 +93,121 @@ _ORDER = (
     "judge__grade_id",
     "item_id",
 )
+_SortKey = tuple[str, str, str, int, int, str]
 
 
-def build_queue(repository: Repository, kind: str, filters: dict[str, str]) -> Queue:
-    """Entries of one kind under the filters, sorted by task, arm, model, repetition and item."""
-    query = _verdicts(repository, filters)
-    if kind == QueueKind.REGRADE:
-        query = query.exclude(previous_verdict="").exclude(previous_verdict=F("verdict"))
-    else:
+def _beyond(key: _SortKey, lookup: str) -> Q:
+    """The pairs after (``gt``) or before (``lt``) ``key`` in the queue's order: a row comparison spelt
+    out, for every database."""
+    condition = Q()
+    for depth, field in enumerate(_ORDER):
+        condition |= Q(**dict(zip(_ORDER[:depth], key, strict=False)), **{f"{field}__{lookup}": key[depth]})
+    return condition
+
+
+class Queue:
+    """The (grade, item) pairs of one kind under the filters, sorted by task, arm, model, repetition and
+    item.
+
+    Nothing here loads the whole queue: each question (how many, how many reviewed, one page, where a pair
+    stands and its neighbours) is one or a few queries whose number does not grow with the queue.
+    """
+
+    def __init__(self, repository: Repository, kind: str, filters: dict[str, str]) -> None:
+        self.repository = repository
+        self.kind = kind
+        self.filters = filters
+        self._pairs = self._query()
+
+    def _query(self) -> QuerySet[ItemVerdict]:
+        query = _verdicts(self.repository, self.filters)
+        if self.kind == QueueKind.REGRADE:
+            # Either judge's regrade may disagree with its cache: the pair is one entry (distinct below).
+            return query.exclude(previous_verdict="").exclude(previous_verdict=F("verdict"))
         second = ItemVerdict.objects.filter(
             judge__grade_id=OuterRef("judge__grade_id"),
             judge__role=JudgeRole.SECOND,
             item_id=OuterRef("item_id"),
-        ).values("verdict")[:1]
-        query = query.filter(judge__role=JudgeRole.PRIMARY).annotate(second=Subquery(second))
-        query = query.exclude(second=None)
-        if kind == QueueKind.AGREED:
-            share = settings.RUNS_AGREED_SAMPLE_PERCENT / 100
-            query = query.filter(second=F("verdict"), sample_key__lt=share)
-        else:
-            query = query.exclude(second=F("verdict"))
-    rows = query.order_by(*_ORDER).values_list(*_ORDER[:4], "judge__grade_id", "item_id")
-    entries: list[QueueEntry] = []
-    seen: set[tuple[int, str]] = set()
-    for task_id, arm, model, repetition, grade_id, item_id in rows:
-        if (grade_id, item_id) in seen:  # a regrade of both judges disagreeing: one entry
-            continue
-        seen.add((grade_id, item_id))
-        entries.append(QueueEntry(grade_id, item_id, task_id, arm, model, repetition))
-    reviewed = set(
-        HumanVerdict.objects.filter(grade__run__task__repository=repository).values_list(
-            "grade_id", "item_id"
         )
-    )
-    return Queue(kind, entries, reviewed)
+        query = query.filter(judge__role=JudgeRole.PRIMARY)
+        if self.kind == QueueKind.AGREED:
+            share = settings.RUNS_AGREED_SAMPLE_PERCENT / 100
+            return query.filter(Exists(second.filter(verdict=OuterRef("verdict"))), sample_key__lt=share)
+        return query.filter(Exists(second.exclude(verdict=OuterRef("verdict"))))
+
+    def _rows(self, query: QuerySet[ItemVerdict], order: tuple[str, ...] = _ORDER) -> QuerySet[Any]:
+        reviewed = HumanVerdict.objects.filter(
+            grade_id=OuterRef("judge__grade_id"), item_id=OuterRef("item_id")
+        )
+        return (
+            query.annotate(reviewed=Exists(reviewed))
+            .order_by(*order)
+            .values_list(*_ORDER, "reviewed")
+            .distinct()
+        )
+
+    @staticmethod
+    def _entry(row: tuple[Any, ...]) -> QueueEntry:
+        task_id, arm, model, repetition, grade_id, item_id, reviewed = row
+        return QueueEntry(grade_id, item_id, task_id, arm, model, repetition, bool(reviewed))
+
+    def _first(self, query: QuerySet[ItemVerdict], descending: bool = False) -> QueueEntry | None:
+        order = tuple(f"-{field}" for field in _ORDER) if descending else _ORDER
+        row = self._rows(query, order).first()
+        return None if row is None else self._entry(row)
+
+    def _count(self, query: QuerySet[ItemVerdict]) -> int:
+        return query.order_by().values_list("judge__grade_id", "item_id").distinct().count()
+
+    def count(self) -> int:
+        return self._count(self._pairs)
+
+    def reviewed_count(self) -> int:
+        """Pairs of the whole queue (not one page) that carry a human verdict."""
+        reviewed = HumanVerdict.objects.filter(
+            grade_id=OuterRef("judge__grade_id"), item_id=OuterRef("item_id")
+        )
+        return self._count(self._pairs.filter(Exists(reviewed)))
+
+    def page(self, number: int, size: int, total: int | None = None) -> QueuePage:
+        """Page ``number`` (from 1; one past either end is the nearest page) of ``size`` entries."""
+        total = self.count() if total is None else total
+        pages = max(1, math.ceil(total / size))
+        number = min(max(1, number), pages)
+        start = (number - 1) * size
+        rows = self._rows(self._pairs)[start : start + size]
+        return QueuePage([self._entry(row) for row in rows], number, pages, size)
+
+    def first_unreviewed(self) -> QueueEntry | None:
+        reviewed = HumanVerdict.objects.filter(
+            grade_id=OuterRef("judge__grade_id"), item_id=OuterRef("item_id")
+        )
+        return self._first(self._pairs.filter(~Exists(reviewed)))
+
+    def locate(self, grade_id: int, item_id: str) -> Location:
+        """The pair's position and neighbours, by its sort key: four queries at any queue size."""
+        here = self._first(self._pairs.filter(judge__grade_id=grade_id, item_id=item_id))
+        if here is None:
+            return Location(None, None, self._first(self._pairs))
+        key: _SortKey = (here.task_id, here.arm, here.model, here.repetition, here.grade_id, here.item_id)
+        before = self._pairs.filter(_beyond(key, "lt"))
+        return Location(
+            position=self._count(before) + 1,
+            previous=self._first(before, descending=True),
+            following=self._first(self._pairs.filter(_beyond(key, "gt"))),
+        )
 
 
 def filter_choices(repository: Repository) -> dict[str, list[str]]:
     """The values each filter can take: the tasks, items, arms and models that have verdicts."""
-    verdicts = _verdicts(repository, {})
-    return {
-        "task": sorted(set(verdicts.values_list("judge__grade__run__task__task_id", flat=True))),
-        "item": sorted(set(verdicts.values_list("item_id", flat=True))),
-        "arm": sorted(set(verdicts.values_list("judge__grade__run__arm", flat=True))),
-        "model": sorted(set(verdicts.values_list("judge__grade__run__model", flat=True))),
+    verdicts = _verdicts(repository, {}).order_by()
+    fields = {
+        "task": "judge__grade__run__task__task_id",
+        "item": "item_id",
+        "arm": "judge__grade__run__arm",
+        "model": "judge__grade__run__model",
     }
+    return {name: sorted(verdicts.values_list(field, flat=True).distinct()) for name, field in fields.items()}
 
 
 def rubric_revision_for(grade: RunGrade) -> tuple[RubricRevision | None, bool]:
@@ -160,7 +234,7 @@ def label(grade: RunGrade, item_id: str, verdict: str, note: str, queue: str, by
 
 
 def disagreement_counts(repository: Repository) -> dict[str, int]:
-    return {kind: len(build_queue(repository, kind, {}).entries) for kind in QueueKind.values}
+    return {kind: Queue(repository, kind, {}).count() for kind in QueueKind.values}
 
 
 def human_mergeable(grade: RunGrade, labels: dict[str, str]) -> bool | None:

@@ -74,8 +74,8 @@ def _queue_params(request: HtmxHttpRequest) -> tuple[str, dict[str, str]]:
     return kind, filters
 
 
-def _query(kind: str, filters: dict[str, str]) -> str:
-    return urlencode({"kind": kind, **filters})
+def _query(kind: str, filters: dict[str, str], page: int | None = None) -> str:
+    return urlencode({"kind": kind, **filters, **({"page": page} if page and page > 1 else {})})
 
 
 def _entry_url(
@@ -85,21 +85,47 @@ def _entry_url(
     return f"{path}?{_query(kind, filters)}"
 
 
+def _list_url(access: RepositoryAccess, kind: str, filters: dict[str, str], page: int | None = None) -> str:
+    return f"{reverse('rubrics:queue', args=[access.repository.pk])}?{_query(kind, filters, page)}"
+
+
+def _page_size() -> int:
+    from django.conf import settings
+
+    return max(1, int(settings.RUNS_QUEUE_PAGE_SIZE))
+
+
+def _page_number(request: HtmxHttpRequest) -> int:
+    """?page=N; anything else is the first page (a number past the end is the last, in Queue.page)."""
+    raw = request.GET.get("page", "")
+    return int(raw) if raw.isdigit() and len(raw) < 10 else 1
+
+
 @require_GET
 @login_required
 def queue_list(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
+    """One page of the queue; the progress and the "next one" link are over the whole queue."""
     access = get_repository_for_user(request, repo_pk)
     kind, filters = _queue_params(request)
-    queue = review_queue.build_queue(access.repository, kind, filters)
-    next_entry = queue.next_unreviewed()
-    rows = [(e, e.key in queue.reviewed, _entry_url(access, e, kind, filters)) for e in queue.entries]
+    queue = review_queue.Queue(access.repository, kind, filters)
+    total = queue.count()
+    page = queue.page(_page_number(request), _page_size(), total)
+    next_entry = queue.first_unreviewed()
+    rows = [(e, _entry_url(access, e, kind, filters)) for e in page.entries]
     return render(
         request,
         "rubrics/queue.html",
         {
             "access": access,
             "repository": access.repository,
-            "queue": queue,
+            "total": total,
+            "reviewed_count": queue.reviewed_count(),
+            "page": page,
+            "last_position": page.first_position + len(page.entries) - 1,
+            "previous_page_url": _list_url(access, kind, filters, page.previous_number)
+            if page.previous_number
+            else None,
+            "next_page_url": _list_url(access, kind, filters, page.next_number) if page.next_number else None,
             "rows": rows,
             "kind": kind,
             "kinds": QueueKind.choices,
@@ -144,9 +170,10 @@ def _entry_context(
     if all(v is None for v in by_role.values()):
         raise Http404("no such item in this grade")
     kind, filters = _queue_params(request)
-    queue = review_queue.build_queue(access.repository, kind, filters)
-    previous, following = queue.neighbours(grade.pk, item_id)
-    position = queue.position(grade.pk, item_id)
+    queue = review_queue.Queue(access.repository, kind, filters)
+    location = queue.locate(grade.pk, item_id)
+    # Back to the list at the page that holds this pair.
+    page = None if location.position is None else (location.position - 1) // _page_size() + 1
     diff = AgentRunDiff.objects.filter(run=grade.run).values_list("content", flat=True).first()
     item, exact = review_queue.rubric_item_for(grade, item_id)
     human = HumanVerdict.objects.filter(grade=grade, item_id=item_id).select_related("by").first()
@@ -168,11 +195,12 @@ def _entry_context(
         "kind": kind,
         "kind_label": QueueKind(kind).label,
         "filters": filters,
-        "query": _query(kind, filters),
-        "queue": queue,
-        "position": None if position is None else position + 1,
-        "previous_url": _entry_url(access, previous, kind, filters) if previous else None,
-        "next_url": _entry_url(access, following, kind, filters) if following else None,
+        "query": _query(kind, filters, page),
+        "total": queue.count(),
+        "reviewed_count": queue.reviewed_count(),
+        "position": location.position,
+        "previous_url": _entry_url(access, location.previous, kind, filters) if location.previous else None,
+        "next_url": _entry_url(access, location.following, kind, filters) if location.following else None,
     }
 
 
@@ -201,16 +229,12 @@ def queue_label(request: HtmxHttpRequest, repo_pk: int, grade_pk: int, item_id: 
     review_queue.label(
         grade, item_id, form.cleaned_data["verdict"], form.cleaned_data["note"], kind, request.user
     )
-    queue = review_queue.build_queue(access.repository, kind, filters)
-    _, following = queue.neighbours(grade.pk, item_id)
-    if following is not None:
-        return HttpResponseRedirect(_entry_url(access, following, kind, filters))
-    messages.success(
-        request, f"{queue.reviewed_count} of {len(queue.entries)} reviewed: the end of this queue."
-    )
-    return HttpResponseRedirect(
-        f"{reverse('rubrics:queue', args=[access.repository.pk])}?{_query(kind, filters)}"
-    )
+    queue = review_queue.Queue(access.repository, kind, filters)
+    location = queue.locate(grade.pk, item_id)
+    if location.following is not None:
+        return HttpResponseRedirect(_entry_url(access, location.following, kind, filters))
+    messages.success(request, f"{queue.reviewed_count()} of {queue.count()} reviewed: the end of this queue.")
+    return HttpResponseRedirect(_list_url(access, kind, filters))
 
 
 # --- disputes and re-review ------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from rubrics_app.models_runs import (
     JudgeRole,
     RunGrade,
 )
-from rubrics_app.services.queue import build_queue
+from rubrics_app.services.queue import Queue
 from rubrics_app.services.runs import revision_sha256
 from tests.app.runs_helpers import (
     DISAGREEING,
@@ -281,7 +281,7 @@ def test_the_demo_imports_the_example_runs_with_two_judges_for_the_queue(
     assert AgentRun.objects.filter(task__repository=repository).count() == 2
     second = JudgeGrade.objects.filter(role=JudgeRole.SECOND)
     assert second.count() == 2 and all(j.scripted for j in second)
-    entries = build_queue(repository, "judges", {}).entries
+    entries = Queue(repository, "judges", {}).page(1, 100).entries
     assert sorted((e.arm, e.item_id) for e in entries) == [
         ("baseline", "B1"),
         ("baseline", "N1"),
