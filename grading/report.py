@@ -16,6 +16,7 @@ The statistics are described in docs/report.md. In short:
 from __future__ import annotations
 
 import random
+import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from datetime import date
@@ -653,6 +654,32 @@ def _judge_uses(runs: Sequence[GradedRun]) -> list[JudgeUse]:
                  cost_known=bool(spend[(role, spec)][4]))
         for (role, spec), n in sorted(counts.items())
     ]  # fmt: skip
+
+
+# The warnings that come once per task, arm and model, per judge and model, or per cell, each kind by the
+# shape of its sentence (written just above and below): a page may fold each kind into one line with a
+# count. The report's own list (the JSON, the CLI's Markdown) keeps every warning as it is.
+REPEATED_WARNINGS: dict[str, tuple[re.Pattern[str], str]] = {
+    "repetitions": (
+        re.compile(r"task .+, arm .+, model .+: \d+ measured runs; use at least \d+ \(.+\)", re.DOTALL),
+        "task, arm and model groups with fewer measured runs than they need",
+    ),
+    "self_preference": (
+        re.compile(
+            r"self-preference: the \w+ judge .+ judges runs of .+, a model of its own vendor", re.DOTALL
+        ),
+        "judge and model pairs where the judge is of the model's own vendor (self-preference)",
+    ),
+    "one_task": (
+        re.compile(r"arm .+, model .+: one task only, so no interval \(tasks are resampled\)", re.DOTALL),
+        "arm and model cells with one task only, so no interval (tasks are resampled)",
+    ),
+}
+
+
+def warning_kind(warning: str) -> str | None:
+    """The key of :data:`REPEATED_WARNINGS` whose sentence ``warning`` is, or None for a warning said once."""
+    return next((kind for kind, (shape, _) in REPEATED_WARNINGS.items() if shape.fullmatch(warning)), None)
 
 
 def _warnings(

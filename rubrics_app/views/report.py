@@ -18,6 +18,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from grading.report import REPEATED_WARNINGS, warning_kind
 from grading.report_render import report_csv
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
 from rubrics_app.forms_report import CutoffsForm
@@ -35,6 +36,26 @@ MAX_DISAGREEMENTS_SHOWN = 200
 def _queue_url(access: RepositoryAccess, **params: str) -> str:
     query = urlencode({"kind": QueueKind.JUDGES, **{k: v for k, v in params.items() if v}})
     return f"{reverse('rubrics:queue', args=[access.repository.pk])}?{query}"
+
+
+def warning_lines(warnings: list[str]) -> list[tuple[str, list[str]]]:
+    """The page's warning lines: a warning said once is its own line (no members); two or more of one
+    repeated kind (a warning per task, arm and model, ...) are one line with their count, at the place of
+    the first, and every one of them as members (the page lists them in a <details>)."""
+    kinds = [warning_kind(w) for w in warnings]
+    members: dict[str, list[str]] = {}
+    for warning, kind in zip(warnings, kinds, strict=True):
+        if kind is not None:
+            members.setdefault(kind, []).append(warning)
+    lines: list[tuple[str, list[str]]] = []
+    folded: set[str] = set()
+    for warning, kind in zip(warnings, kinds, strict=True):
+        if kind is None or len(members[kind]) == 1:
+            lines.append((warning, []))
+        elif kind not in folded:
+            folded.add(kind)
+            lines.append((f"{len(members[kind])} {REPEATED_WARNINGS[kind][1]}", members[kind]))
+    return lines
 
 
 def _page_context(
@@ -62,6 +83,7 @@ def _page_context(
         "result": result,
         "report": report,
         "warnings": report.warnings,
+        "warning_lines": warning_lines(report.warnings),
         "chart": rates_chart(report.cells) if report.cells else None,
         "histograms": [(t, blocker_histogram(t)) for t in report.tasks if t.failed_blockers],
         "agreement_items": agreement_items,

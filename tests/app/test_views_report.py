@@ -348,3 +348,48 @@ def test_the_page_lists_the_first_disagreements_and_points_to_the_rest(
     table = page.split('id="report-disagreements"')[1].split("</table>")[0]
     assert table.count("<tr>") - 1 == MAX_DISAGREEMENTS_SHOWN
     assert f"240 item disagreements between the two judges (the first {MAX_DISAGREEMENTS_SHOWN} here" in page
+
+
+def test_repeated_warnings_are_one_line_each_on_the_page_and_every_one_in_the_json(
+    repository: Repository, viewer: User
+) -> None:
+    from tests.app.report_rows import bulk_runs
+
+    tasks = [
+        Task.objects.create(repository=repository, task_id=f"t{i:02d}", spec_prompt="x") for i in range(30)
+    ]
+    bulk_runs(tasks, ["a", "b"], ["claude-x", "gpt-y"], 2)  # 2 runs per task, arm and model: 120 warnings
+    client = logged_in(viewer)
+    warnings = json.loads(client.get(reverse("rubrics:report_json", args=[repository.pk])).content)[
+        "warnings"
+    ]
+    repetition = [w for w in warnings if "measured runs; use at least 5 (two arms are compared)" in w]
+    assert len(repetition) == 120
+    page = client.get(reverse("rubrics:report", args=[repository.pk])).content.decode()
+    section = page.split('id="report-warnings"')[1].split("</section>")[0]
+    assert f"<strong>{len(warnings)} warnings</strong>" in section
+    top = section.split("<details>")[0]  # what shows before any list is opened
+    assert "measured runs; use at least" not in top
+    assert (
+        "<summary>120 task, arm and model groups with fewer measured runs than they need</summary>" in section
+    )
+    # Every warning is on the page, escaped, once (folded or not).
+    for warning in warnings:
+        text = warning.replace("&", "&amp;").replace("'", "&#x27;").replace('"', "&quot;")
+        assert section.count(f"<li>{text}</li>") == 1, warning
+    # And the two self-preference warnings (each judge judges runs of its own vendor's model) fold too.
+    assert section.count("<details>") == 2 and "<summary>2 judge and model pairs where" in section
+
+
+def test_a_kind_said_once_is_not_folded() -> None:
+    from rubrics_app.views.report import warning_lines
+
+    once = "task 't1', arm 'a', model 'm': 2 measured runs; use at least 3 (mergeable rates spread)"
+    twice = [f"arm {arm!r}, model 'm': one task only, so no interval (tasks are resampled)" for arm in "ab"]
+    lines = warning_lines(["first", twice[0], once, twice[1], "last"])
+    assert lines == [
+        ("first", []),
+        ("2 arm and model cells with one task only, so no interval (tasks are resampled)", twice),
+        (once, []),
+        ("last", []),
+    ]

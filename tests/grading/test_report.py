@@ -26,6 +26,7 @@ from grading.report import (
     resample_sums,
     resample_tasks,
     rogan_gladen,
+    warning_kind,
 )
 
 PRIMARY = "anthropic:claude-sonnet-4-5-20250929"
@@ -549,6 +550,29 @@ def test_self_preference_names_the_judge_and_the_model() -> None:
         f"self-preference: the second judge {SECOND} (openai) judges runs of gpt-5.1-codex (openai), "
         "a model of its own vendor",
     ]
+
+
+def test_each_repeated_warning_has_its_kind_and_the_rest_none() -> None:
+    # One task, two arms and two models, two runs each: a repetition warning per task, arm and model,
+    # a one-task warning per cell, self-preference for the Claude runs; the scripted judge is said once.
+    scripted = judged({"B1": "pass"}, "scripted:judge.json", scripted=True)
+    runs = [
+        run("t1", run=f"{arm}{model}{i}", arm=arm, model=model, **({"primary": scripted} if i else {}))
+        for arm in ("a", "b")
+        for model in ("claude-opus-4-6", "m")
+        for i in range(2)
+    ]
+    warnings = report(runs).warnings
+    kinds = [warning_kind(w) for w in warnings]
+    assert kinds.count("repetitions") == 4
+    assert kinds.count("one_task") == 4
+    assert kinds.count("self_preference") == 1
+    for warning, kind in zip(warnings, kinds, strict=True):
+        assert (kind == "repetitions") == ("measured runs; use at least" in warning)
+        assert (kind == "one_task") == ("one task only" in warning)
+        assert (kind == "self_preference") == warning.startswith("self-preference")
+    assert warning_kind("verdicts from the scripted judge (a deterministic stand-in for tests and demos) "
+                        "are in this report") is None  # fmt: skip
 
 
 def test_a_recorded_judge_family_wins_and_the_scripted_judge_has_none() -> None:
