@@ -13,7 +13,8 @@ the row: a page whose queries grow with what it shows has a query per item, run 
 - revision: the revision page as its items (5 to 11, the rubric schema's range) and its task's revisions
   (1 to 64) grow.
 - queue: the review queue (judges disagree) as the repository's runs grow from 1,000 to 10,000 (issue 11:
-  2 arms x 2 models x 5 repetitions per task, the second judge disagreeing on one item of 2 runs in 5).
+  2 arms x 2 models x 5 repetitions per task, the second judge disagreeing on one item of 2 runs in 5): its
+  first and last page, and one pair's screen from the middle of the queue.
 - report: the report page on the same runs, first view after a change (computed: the goal is under 1 s at
   10,000 runs) and later views (from the cache).
 """
@@ -40,6 +41,7 @@ import django  # noqa: E402
 
 django.setup()
 
+from django.conf import settings  # noqa: E402
 from django.contrib.auth.models import User  # noqa: E402
 from django.core.cache import cache  # noqa: E402
 from django.core.management import call_command  # noqa: E402
@@ -51,6 +53,7 @@ from django.urls import reverse  # noqa: E402
 from benchmarks._common import Row, machine, print_table  # noqa: E402
 from grading.schema import parse_rubric  # noqa: E402
 from rubrics_app.models import Membership, Repository, Role, RubricRevision, Task  # noqa: E402
+from rubrics_app.services.queue import Queue  # noqa: E402
 from rubrics_app.services.revisions import create_revision, new_draft_from  # noqa: E402
 from tests.app.conftest import CALIBRATION_FILES, rubric_data  # noqa: E402
 from tests.app.report_rows import bulk_runs  # noqa: E402
@@ -240,14 +243,39 @@ def _runs_repositories(bench: Bench) -> dict[int, Repository]:
 
 
 def queue(bench: Bench, repositories: dict[int, Repository]) -> None:
-    urls = {size: reverse("rubrics:queue", args=[r.pk]) + "?kind=judges" for size, r in repositories.items()}
+    size = settings.RUNS_QUEUE_PAGE_SIZE
+    urls = {n: reverse("rubrics:queue", args=[r.pk]) + "?kind=judges" for n, r in repositories.items()}
     growth_table(
-        "Review queue (the judges disagree) as runs grow",
+        "Review queue (the judges disagree) as runs grow: its first page",
         "queue page",
         "runs",
         RUN_SIZES,
-        lambda size: bench.timed(urls[size]),
-        ["The queue lists every disagreeing pair: 2 in 5 runs here, so 4,000 rows at 10,000 runs."],
+        lambda n: bench.timed(urls[n]),
+        [
+            f"The queue holds 2 disagreeing pairs in 5 runs here (4,000 at 10,000 runs); the list shows "
+            f"{size} to a page, and counts N of M reviewed over the whole queue."
+        ],
+    )
+    last = {n: f"{urls[n]}&page={(2 * n // 5 + size - 1) // size}" for n in RUN_SIZES}
+    growth_table(
+        "Review queue as runs grow: its last page",
+        "queue page, last",
+        "runs",
+        RUN_SIZES,
+        lambda n: bench.timed(last[n]),
+        [],
+    )
+    entries = {}
+    for n, repository in repositories.items():
+        middle = Queue(repository, "judges", {}).page(2 * n // 5 // size // 2 + 1, size).entries[0]
+        entries[n] = reverse("rubrics:queue_entry", args=[repository.pk, middle.grade_id, middle.item_id])
+    growth_table(
+        "One pair's screen (position, previous and next) as runs grow: a pair in the middle",
+        "queue pair",
+        "runs",
+        RUN_SIZES,
+        lambda n: bench.timed(entries[n] + "?kind=judges"),
+        [],
     )
 
 

@@ -44,13 +44,24 @@ def pair(page: Any) -> str:
     return str(re.sub(r".*(pair \d+ of \d+).*", r"\1", page.locator(".queue-bar .muted").inner_text()))
 
 
+@pytest.mark.parametrize("page_size", [100, 3], ids=["one page", "two pages"])
 def test_a_reviewer_works_through_the_queue_with_the_keyboard(
-    browser: Browser, graded: RubricRevision, repository: Repository, reviewer: User
+    browser: Browser,
+    graded: RubricRevision,
+    repository: Repository,
+    reviewer: User,
+    settings: Any,
+    page_size: int,
 ) -> None:
+    # With 3 to a page the list shows pairs 1 to 3 and the keys run on into pair 4, on page 2.
+    settings.RUNS_QUEUE_PAGE_SIZE = page_size
     page = browser.log_in("reviewer")
     page.goto(f"/repos/{repository.pk}/queue/")
     assert page.locator("p.progress strong").inner_text() == "0 of 4 reviewed"
-    browser.shot(page, "queue")
+    assert page.locator("table.list tbody tr").count() == min(4, page_size)
+    if page_size == 3:
+        assert "page 1 of 2" in page.locator("nav.pages").first.inner_text()
+    browser.shot(page, f"queue, {page_size} to a page")
     page.get_by_role("link", name="label the next one").focus()
     page.keyboard.press("Enter")
     page.wait_for_url(re.compile(r"/queue/\d+/\w+/"))
@@ -78,6 +89,9 @@ def test_a_reviewer_works_through_the_queue_with_the_keyboard(
     assert pair(page) == "pair 3 of 4" and progress(page) == "2 of 4 reviewed"
     key("u", "pair 4 of 4")  # unsure, with the note
     assert progress(page) == "3 of 4 reviewed"
+    # Back to the list: the page that holds this pair.
+    crumb = page.locator("nav.crumbs a", has_text="review queue").get_attribute("href")
+    assert crumb is not None and crumb.endswith("page=2") == (page_size == 3)
     with page.expect_navigation():
         page.keyboard.press("f")
     # The last pair: back on the queue, which says the queue is done.
