@@ -213,7 +213,9 @@ def start_draft(
     pr_export_name: str = "pr.json",
 ) -> RubricDraft:
     """:func:`request_draft` for callers that need not say whether the drafting was joined."""
-    draft, _ = request_draft(task, by, pr_number=pr_number, pr_export=pr_export, pr_export_name=pr_export_name)
+    draft, _ = request_draft(
+        task, by, pr_number=pr_number, pr_export=pr_export, pr_export_name=pr_export_name
+    )
     return draft
 
 
@@ -221,7 +223,9 @@ def export_sha256(raw: bytes) -> str:
     return hashlib.sha256(raw).hexdigest()
 
 
-def _under_way(task: Task, *, github_repository: str, pr_number: int | None, sha256: str) -> RubricDraft | None:
+def _under_way(
+    task: Task, *, github_repository: str, pr_number: int | None, sha256: str
+) -> RubricDraft | None:
     """The drafting of ``task`` from the same source whose job is queued or running, if any."""
     drafts = RubricDraft.objects.filter(
         task=task, job__status__in=[JobStatus.QUEUED, JobStatus.RUNNING], revision=None

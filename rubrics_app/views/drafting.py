@@ -20,8 +20,8 @@ from rubrics_app.models import DraftSetting, Role, RubricDraft, Task
 from rubrics_app.services.drafting import (
     DraftRequestError,
     DraftSettingError,
-    set_draft_settings,
     request_draft,
+    set_draft_settings,
 )
 from rubrics_app.views.common import HtmxHttpRequest, load_revision
 from rubrics_app.views.revisions import redirect_to

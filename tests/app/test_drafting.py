@@ -571,7 +571,9 @@ def test_a_drafting_that_stored_its_revision_is_finished_before_its_job_is(
 
 
 @pytest.mark.usefixtures("drafting_ready")
-def test_a_failed_drafting_is_drafted_again(servers: tuple[FakeProviderServer, FakeGitHub], task: Task) -> None:
+def test_a_failed_drafting_is_drafted_again(
+    servers: tuple[FakeProviderServer, FakeGitHub], task: Task
+) -> None:
     first = drafting.start_draft(task, None, pr_number=99)
     assert first.job is not None
     with pytest.raises(drafting.DraftFailed):
