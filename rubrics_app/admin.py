@@ -1,22 +1,42 @@
 """The Django admin: read-mostly. Revisions, items and calibration diffs are changed through the app's pages
-(which go through the services); here they are shown read-only so the admin cannot bypass their rules."""
+(which go through the services); here they are shown read-only so the admin cannot bypass their rules. So are
+the rows the jobs and pages write (runs and grades, calibrations, drafts, sweeps, settings, disputes): they
+carry provenance and frozen rules that only the services keep.
+
+Lists never load the big columns (diffs, PR exports, request bodies, metrics, the report's JSON texts): each
+read-only admin names them in ``list_defer`` (not read for a list) or ``never_load`` (not read at all, nor
+shown: binary diffs, which the app's diff views render)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.contrib import admin
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from rubrics_app.models import (
+    AgentRun,
     AuditEvent,
     CalibrationDiff,
+    CalibrationMutant,
+    CalibrationRun,
+    Dispute,
+    DraftSetting,
+    EvidenceChange,
+    HarmlessMutant,
+    HumanVerdict,
     ItemComment,
     Job,
+    JudgeSetting,
     Membership,
+    ReportRow,
     Repository,
+    RubricDraft,
     RubricItem,
     RubricRevision,
+    RunGrade,
+    Sweep,
     Task,
 )
 
@@ -54,6 +74,24 @@ class TaskAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 
 class ReadOnlyAdmin[M: Any](admin.ModelAdmin):  # type: ignore[type-arg]
+    """Shown, never added, changed or deleted here: the app's pages and services are the only writers."""
+
+    # Columns not read for the list (related ones as "relation__field"); read on the change page.
+    list_defer: tuple[str, ...] = ()
+    # Columns never read nor shown (binary diffs): excluded from the change page too.
+    never_load: tuple[str, ...] = ()
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        queryset = super().get_queryset(request)
+        deferred = self.never_load
+        match = request.resolver_match
+        if match is not None and (match.url_name or "").endswith("_changelist"):
+            deferred += self.list_defer
+        return queryset.defer(*deferred) if deferred else queryset
+
+    def get_exclude(self, request: HttpRequest, obj: Any = None) -> Any:
+        return [*(super().get_exclude(request, obj) or ()), *self.never_load]
+
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
@@ -93,7 +131,8 @@ class RubricRevisionAdmin(ReadOnlyAdmin):  # type: ignore[type-arg]
 @admin.register(CalibrationDiff)
 class CalibrationDiffAdmin(ReadOnlyAdmin):  # type: ignore[type-arg]
     list_display = ["revision", "kind", "path"]
-    exclude = ["content"]
+    list_select_related = ["revision__task"]
+    never_load = ("content",)
 
 
 @admin.register(ItemComment)
@@ -111,3 +150,204 @@ class AuditEventAdmin(ReadOnlyAdmin):  # type: ignore[type-arg]
 class JobAdmin(ReadOnlyAdmin):  # type: ignore[type-arg]
     list_display = ["pk", "kind", "status", "revision", "created_by", "created_at", "finished_at"]
     list_filter = ["kind", "status"]
+
+
+# --- settings -----------------------------------------------------------------------------------------------
+
+
+@admin.register(JudgeSetting)
+class JudgeSettingAdmin(ReadOnlyAdmin):  # type: ignore[type-arg]
+    list_display = ["repository", "judge", "second_judge", "monthly_cap_usd", "updated_by", "updated_at"]
+    list_select_related = ["repository", "updated_by"]
+
+
+@admin.register(DraftSetting)
+class DraftSettingAdmin(ReadOnlyAdmin):  # type: ignore[type-arg]
+    list_display = [
+        "repository",
+        "drafter",
+        "github_repository",
+        "use_token",
+        "token_env",
+        "updated_by",
+        "updated_at",
+    ]
+    list_select_related = ["repository", "updated_by"]
+
+
+# --- drafting and calibration -------------------------------------------------------------------------------
+
+
+@admin.register(RubricDraft)
+class RubricDraftAdmin(ReadOnlyAdmin):  # type: ignore[type-arg]
+    list_display = [
+        "pk",
+        "task",
+        "source_label",
+        "drafter",
+        "step",
+        "revision",
+        "cost_usd",
+        "created_by",
+        "created_at",
+    ]
+    list_filter = ["step", "task__repository"]
+    search_fields = ["task__task_id", "model_id"]
+    list_select_related = ["task", "revision__task", "created_by"]
+    # The PR thread and the drafter's whole request: the app's drafting-input page shows them to maintainers.
+    list_defer = ("guidance_globs", "alt_description", "problems")
+    never_load = ("pr_export", "request_body")
+
+
+@admin.register(CalibrationRun)
+class CalibrationRunAdmin(ReadOnlyAdmin):  # type: ignore[type-arg]
+    list_display = [
+        "pk",
+        "revision",
+        "status",
+        "judge",
+        "second_judge",
+        "scripted",
+        "injection_suite",
+        "with_mutants",
+        "total_rows",
+        "calls",
+        "cost_usd",
+        "created_at",
+    ]
+    list_filter = ["status", "scripted", "injection_suite", "revision__task__repository"]
+    list_select_related = ["revision__task"]
+    list_defer = ("reason", "agreement", "mutants_note", "model_ids", "second_model_ids")
+
+
+@admin.register(CalibrationMutant)
+class CalibrationMutantAdmin(ReadOnlyAdmin):  # type: ignore[type-arg]
+    list_display = ["mutant_id", "run", "kind", "mergeable", "caught", "calls", "cost_usd"]
+    list_filter = ["kind", "caught"]
+    list_select_related = ["run__revision__task"]
+    list_defer = ("description", "verdicts", "actual", "run__reason", "run__agreement")
+    never_load = ("diff",)
+
+
+@admin.register(HarmlessMutant)
+class HarmlessMutantAdmin(ReadOnlyAdmin):  # type: ignore[type-arg]
+    list_display = ["mutant_id", "task", "rubric_sha256", "marked_by", "marked_at"]
+    list_filter = ["task__repository"]
+    list_select_related = ["task", "marked_by"]
+
+
+# --- agent runs, grades and the report ----------------------------------------------------------------------
+
+# AgentRun's columns a list of anything that shows a run does not read. Its workspace.diff is AgentRunDiff,
+# another table, which none of these admins joins.
+RUN_BLOBS = ("run_json", "grade_json", "ignored_created", "tests_list", "files_sha256")
+GRADE_BLOBS = ("metrics", "reasons")
+
+
+def _under(relation: str, fields: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(f"{relation}__{field}" for field in fields)
+
+
+@admin.register(AgentRun)
+class AgentRunAdmin(ReadOnlyAdmin):  # type: ignore[type-arg]
+    list_display = ["pk", "task", "arm", "model", "repetition", "passed", "diff_bytes", "imported_at"]
+    list_filter = ["task__repository", "passed", "arm", "model"]
+    search_fields = ["task__task_id", "arm", "model"]
+    list_select_related = ["task"]
+    list_defer = RUN_BLOBS
+
+
+@admin.register(RunGrade)
+class RunGradeAdmin(ReadOnlyAdmin):  # type: ignore[type-arg]
+    list_display = [
+        "pk",
+        "run",
+        "source",
+        "status",
+        "mergeable",
+        "merge_score",
+        "primary_judge",
+        "revision",
+        "provisional",
+        "created_at",
+    ]
+    list_filter = ["source", "status", "provisional", "run__task__repository"]
+    list_select_related = ["run__task", "revision__task"]
+    list_defer = GRADE_BLOBS + _under("run", RUN_BLOBS)
+
+
+@admin.register(HumanVerdict)
+class HumanVerdictAdmin(ReadOnlyAdmin):  # type: ignore[type-arg]
+    list_display = ["grade", "item_id", "verdict", "queue", "by", "at"]
+    list_filter = ["verdict", "queue"]
+    list_select_related = ["grade__run__task", "by"]
+    list_defer = _under("grade", GRADE_BLOBS) + _under("grade__run", RUN_BLOBS)
+
+
+@admin.register(ReportRow)
+class ReportRowAdmin(ReadOnlyAdmin):  # type: ignore[type-arg]
+    list_display = [
+        "name",
+        "task",
+        "arm",
+        "model",
+        "status",
+        "mergeable",
+        "merge_score",
+        "latest",
+        "provisional",
+    ]
+    list_filter = ["repository", "latest", "status"]
+    search_fields = ["name"]
+    list_select_related = ["task"]
+    list_defer = ("metrics", "primary", "second", "human_items")
+
+
+@admin.register(Sweep)
+class SweepAdmin(ReadOnlyAdmin):  # type: ignore[type-arg]
+    list_display = [
+        "pk",
+        "repository",
+        "scope_label",
+        "job",
+        "judge",
+        "provisional",
+        "done_runs",
+        "total_runs",
+        "graded_runs",
+        "judge_failures",
+        "cost_usd",
+        "created_at",
+    ]
+    list_filter = ["repository", "provisional"]
+    list_select_related = ["repository", "task", "job"]
+    list_defer = ("job__params", "job__result", "job__error")
+
+
+# --- re-review flags ----------------------------------------------------------------------------------------
+
+
+@admin.register(Dispute)
+class DisputeAdmin(ReadOnlyAdmin):  # type: ignore[type-arg]
+    list_display = ["pk", "item", "revision", "source", "opened_by", "opened_at", "dismissed_at"]
+    list_filter = ["source", "revision__task__repository"]
+    list_select_related = ["item", "revision__task", "opened_by"]
+    list_defer = ("reason", "dismissal_reason", "item__criterion", "item__rationale", "item__evidence")
+
+
+@admin.register(EvidenceChange)
+class EvidenceChangeAdmin(ReadOnlyAdmin):  # type: ignore[type-arg]
+    list_display = [
+        "item",
+        "revision",
+        "path",
+        "line_start",
+        "line_end",
+        "head_commit",
+        "new_missing",
+        "detected_at",
+        "dismissed_at",
+    ]
+    list_filter = ["new_missing", "revision__task__repository"]
+    list_select_related = ["item", "revision__task"]
+    list_defer = ("old_text", "new_text", "dismissal_reason", "item__criterion", "item__rationale")

@@ -812,6 +812,8 @@ class RubricDraft(models.Model):
     pr_number = models.PositiveIntegerField(null=True, blank=True)
     pr_export = models.TextField(blank=True)
     pr_export_name = models.CharField(max_length=300, blank=True)
+    # sha256 of the export's bytes: a request with the same export joins this drafting while it runs.
+    pr_export_sha256 = models.CharField(max_length=64, blank=True)
     use_token = models.BooleanField(default=False)
     token_env = models.CharField(max_length=100, blank=True)
     guidance_globs = models.JSONField(default=list, blank=True)
@@ -994,6 +996,9 @@ class CalibrationVerdict(models.Model):
     item_id = models.CharField(max_length=40)
     kind = models.CharField(max_length=20)  # blocker / non_blocker
     verdict = models.CharField(max_length=4)  # pass / fail
+    # The judge's one-word finding on its own reason (satisfied / violated), stated before the verdict;
+    # "" when the judge gave none (results stored before findings were asked for).
+    finding = models.CharField(max_length=10, blank=True)
     reason = models.TextField()
     locations = models.JSONField(default=list)  # [{"file", "line", "side"}]
     model_id = models.CharField(max_length=200, blank=True)

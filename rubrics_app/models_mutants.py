@@ -32,7 +32,7 @@ class CalibrationMutant(models.Model):
     actual = models.TextField()
     blockers_failed = models.JSONField(default=list)
     judge_failure = models.TextField(blank=True)
-    # The primary judge's verdicts: [{"item_id", "kind", "verdict", "reason", "locations"}].
+    # The primary judge's verdicts: [{"item_id", "kind", "verdict", "finding", "reason", "locations"}].
     verdicts = models.JSONField(default=list)
     calls = models.PositiveIntegerField(default=0)
     cost_usd = models.FloatField(default=0.0)

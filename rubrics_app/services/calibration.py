@@ -498,6 +498,7 @@ def _verdicts(row: CalibrationRow, role: JudgeRole, result: AdmissionRow | None)
             item_id=v.item_id,
             kind=v.kind,
             verdict=v.verdict,
+            finding=v.finding or "",
             reason=v.reason,
             locations=[loc.model_dump(mode="json") for loc in v.locations],
             model_id=v.model_id or "",

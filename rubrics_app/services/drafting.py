@@ -15,6 +15,7 @@ the variable the repository's setting names (never its value, in the database or
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -59,6 +60,7 @@ from rubrics_app.models import (
     ItemKind,
     Job,
     JobKind,
+    JobStatus,
     Origin,
     Repository,
     Role,
@@ -202,7 +204,6 @@ def read_pr_export(raw: bytes, name: str) -> tuple[str, PullRequest]:
     return raw.decode("utf-8"), pr
 
 
-@transaction.atomic
 def start_draft(
     task: Task,
     by: Any,
@@ -211,10 +212,48 @@ def start_draft(
     pr_export: bytes | None = None,
     pr_export_name: str = "pr.json",
 ) -> RubricDraft:
-    """Queue a drafting job for ``task`` from a GitHub PR number or an uploaded export (exactly one); the job
-    is sent once committed. ``by=None`` is the command line. DraftRequestError (nothing stored) when the
-    request cannot be drafted, naming the field."""
-    task = Task.objects.select_related("repository").get(pk=task.pk)
+    """:func:`request_draft` for callers that need not say whether the drafting was joined."""
+    draft, _ = request_draft(
+        task, by, pr_number=pr_number, pr_export=pr_export, pr_export_name=pr_export_name
+    )
+    return draft
+
+
+def export_sha256(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()
+
+
+def _under_way(
+    task: Task, *, github_repository: str, pr_number: int | None, sha256: str
+) -> RubricDraft | None:
+    """The drafting of ``task`` from the same source whose job is queued or running, if any."""
+    drafts = RubricDraft.objects.filter(
+        task=task, job__status__in=[JobStatus.QUEUED, JobStatus.RUNNING], revision=None
+    )
+    if pr_number is not None:
+        drafts = drafts.filter(pr_number=pr_number, github_repository=github_repository)
+    else:
+        drafts = drafts.filter(pr_number=None, pr_export_sha256=sha256)
+    return drafts.select_related("job").order_by("created_at", "pk").first()
+
+
+@transaction.atomic
+def request_draft(
+    task: Task,
+    by: Any,
+    *,
+    pr_number: int | None = None,
+    pr_export: bytes | None = None,
+    pr_export_name: str = "pr.json",
+) -> tuple[RubricDraft, bool]:
+    """Queue a drafting job for ``task`` from a GitHub PR number or an uploaded export (exactly one), sent
+    once committed, and whether it is new: a drafting of the same task from the same source (PR, or export
+    with the same sha256) that is queued or running is joined instead, so a second click makes no second
+    draft. A finished one is drafted again on purpose. ``by=None`` is the command line. DraftRequestError
+    (nothing stored) when the request cannot be drafted, naming the field."""
+    # The task's row is the lock: two requests for the same task wait for each other here, so the second
+    # sees the first one's drafting and joins it.
+    task = Task.objects.select_for_update(of=("self",)).select_related("repository").get(pk=task.pk)
     repository = task.repository
     if by is not None and repository.role_of(by) != Role.MAINTAINER:
         raise PermissionDenied("only a maintainer of this repository may draft rubrics")
@@ -242,6 +281,11 @@ def start_draft(
     else:
         assert pr_export is not None
         export_text, _ = read_pr_export(pr_export, pr_export_name)
+    github_repository = setting.github_repository if pr_number is not None else ""
+    sha256 = export_sha256(pr_export) if pr_export is not None else ""
+    current = _under_way(task, github_repository=github_repository, pr_number=pr_number, sha256=sha256)
+    if current is not None:
+        return current, False
     user = by if getattr(by, "is_authenticated", False) else None
     job = Job.objects.create(
         kind=JobKind.DRAFT_RUBRIC,
@@ -252,9 +296,10 @@ def start_draft(
     draft = RubricDraft.objects.create(
         task=task,
         job=job,
-        github_repository=setting.github_repository if pr_number is not None else "",
+        github_repository=github_repository,
         pr_number=pr_number,
         pr_export=export_text,
+        pr_export_sha256=sha256,
         pr_export_name=pr_export_name if pr_export is not None else "",
         use_token=setting.use_token and pr_number is not None,
         token_env=setting.token_env if setting.use_token and pr_number is not None else "",
@@ -265,7 +310,7 @@ def start_draft(
     from rubrics_app.tasks import draft_rubric_job
 
     draft_rubric_job.delay_on_commit(job.pk)
-    return draft
+    return draft, True
 
 
 # --- running it ---------------------------------------------------------------------------------------------

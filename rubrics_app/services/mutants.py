@@ -119,6 +119,7 @@ def _store(run: CalibrationRun, position: int, row: MutantRow) -> None:
             "item_id": v.item_id,
             "kind": v.kind,
             "verdict": v.verdict,
+            "finding": v.finding or "",
             "reason": v.reason,
             "locations": [loc.model_dump(mode="json") for loc in v.locations],
         }

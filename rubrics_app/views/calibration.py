@@ -115,6 +115,7 @@ def _verdict_rows(run: CalibrationRun) -> list[dict[str, Any]]:
                 verdict.role
             ] = {
                 "verdict": verdict.verdict,
+                "finding": verdict.finding,
                 "reason": verdict.reason,
                 "links": links,
                 "model_id": verdict.model_id,

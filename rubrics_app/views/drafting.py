@@ -20,8 +20,8 @@ from rubrics_app.models import DraftSetting, Role, RubricDraft, Task
 from rubrics_app.services.drafting import (
     DraftRequestError,
     DraftSettingError,
+    request_draft,
     set_draft_settings,
-    start_draft,
 )
 from rubrics_app.views.common import HtmxHttpRequest, load_revision
 from rubrics_app.views.revisions import redirect_to
@@ -61,7 +61,7 @@ def draft_start(request: HtmxHttpRequest, repo_pk: int, task_pk: int) -> HttpRes
     if form.is_valid():
         upload = form.cleaned_data.get("pr_export")
         try:
-            draft = start_draft(
+            draft, created = request_draft(
                 task,
                 request.user,
                 pr_number=form.cleaned_data.get("pr_number"),
@@ -72,6 +72,12 @@ def draft_start(request: HtmxHttpRequest, repo_pk: int, task_pk: int) -> HttpRes
             form.add_error(exc.field if exc.field in form.fields else None, exc.message)
         else:
             assert draft.job is not None
+            if not created:
+                messages.info(
+                    request,
+                    f"Drafting #{draft.pk} of this task from {draft.source_label} is already "
+                    f"{draft.job.get_status_display().lower()}: this request joined it (no second draft).",
+                )
             return redirect_to(
                 request, reverse("rubrics:job_detail", args=[access.repository.pk, draft.job.pk])
             )

@@ -389,6 +389,37 @@ def test_cited_lines_link_to_their_anchor(
     assert f'href="{target}"'.encode() in html
 
 
+@pytest.mark.django_db
+def test_each_verdict_keeps_the_judges_finding_shown_beside_its_reason(
+    make_revision: MakeRevision, maintainer: User, repository: Repository, tmp_path: Path
+) -> None:
+    script = sound_script()
+    script["by_diff_sha256"][hashlib.sha256(ALT_DIFF).hexdigest()]["B1"] = {
+        "verdict": "pass",
+        "finding": "satisfied",
+        "reason": "B1 <b>is met</b>: the fraction is checked.",
+    }
+    use_script(repository, tmp_path, script)
+    run = run_in_process(make_revision(RevisionStatus.APPROVED), maintainer)
+    verdicts = CalibrationVerdict.objects.filter(row__run=run)
+    # The scripted judge states the finding its verdict implies unless told otherwise: one on every verdict.
+    assert {(v.verdict, v.finding) for v in verdicts} == {("pass", "satisfied"), ("fail", "violated")}
+    alt_b1 = verdicts.get(row__kind="alt", item_id="B1")
+    assert (alt_b1.verdict, alt_b1.finding) == ("pass", "satisfied")
+
+    html = (
+        logged_in(maintainer)
+        .get(reverse("rubrics:calibration_detail", args=[repository.pk, run.pk]))
+        .content.decode()
+    )
+    assert (
+        '<strong>pass</strong> <span class="finding" title="the judge\'s finding on its own reason">'
+        "(satisfied)</span>: B1 &lt;b&gt;is met&lt;/b&gt;: the fraction is checked." in html
+    )
+    assert "<b>is met</b>" not in html
+    assert '<strong>fail</strong> <span class="finding"' in html and "(violated)</span>:" in html
+
+
 # --- the verdict cache, and the real SDKs against the fake server ------------------------------------------
 
 
@@ -436,6 +467,9 @@ def test_both_providers_over_http_and_the_cache_answers_a_repeat_with_no_calls(
     assert paths == {"/v1/messages", "/v1/chat/completions"}
     assert JudgeCacheEntry.objects.count() == 10
     assert first.cost_usd > 0 and first.agreement is not None and first.agreement["raw"] == 1.0
+    # Both APIs' findings are stored, each the one its verdict implies.
+    findings = set(CalibrationVerdict.objects.filter(row__run=first).values_list("verdict", "finding"))
+    assert findings == {("pass", "satisfied"), ("fail", "violated")}
     # The same content and judges again: every verdict comes from the cache, no call is made.
     second = calibration.calibrate_now(revision, maintainer)
     assert second.status == CalibrationStatus.PASSED
@@ -443,6 +477,8 @@ def test_both_providers_over_http_and_the_cache_answers_a_repeat_with_no_calls(
     assert second.calls == 0 and second.cost_usd == 0
     assert all(row.cache_hit for row in second.rows.all())
     assert second.model_ids == first.model_ids
+    cached = set(CalibrationVerdict.objects.filter(row__run=second).values_list("verdict", "finding"))
+    assert cached == findings  # the cache keeps the findings too
 
 
 @pytest.mark.django_db

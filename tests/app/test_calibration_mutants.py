@@ -120,6 +120,10 @@ def test_mutants_are_judged_beside_the_rows_and_counted_on_the_run(
     assert by_id[setup.docs.id].mergeable is True and not by_id[setup.docs.id].caught
     assert by_id[setup.cpu_only.id].actual == "still mergeable: every measured blocker passes"
     assert [v["item_id"] for v in by_id[setup.gpu_only.id].verdicts] == ["B1", "N1", "N2", "N3"]
+    assert [(v["verdict"], v["finding"]) for v in by_id[setup.gpu_only.id].verdicts][0] == (
+        "fail",
+        "violated",
+    )
     assert (run.mutants_total, run.mutants_caught, run.mutants_harmless) == (3, 1, 0)
     # The mutants' judge calls count with the run's (the spend cap sees them).
     assert run.calls == plain.calls + 3 and sum(m.calls for m in stored) == 3
@@ -138,6 +142,7 @@ def test_the_page_shows_the_mutants_and_their_diffs(
     for mutant in setup.mutants:
         assert mutant.id in html
     assert html.count("still mergeable</span>") == 2 and html.count(">caught</span>") == 1
+    assert '<strong>fail</strong> <span class="finding"' in html and "(violated)</span>:" in html
     assert "Mark harmless" not in html  # a viewer sees the mutants, never the form
     assert "Mark harmless" in logged_in(maintainer).get(page_url(run)).content.decode()
     mutant = run.mutants.get(mutant_id=setup.gpu_only.id)

@@ -25,6 +25,7 @@ from rubrics_app.models import (
     DraftSetting,
     Job,
     JobKind,
+    JobStatus,
     Origin,
     Repository,
     RubricDraft,
@@ -468,3 +469,117 @@ def test_manage_draft_bad_export_file_names_the_field(repository: Repository, tm
         info.value
     )
     assert not Job.objects.exists()
+
+
+# --- a second request: joined while under way, drafted again once finished --------------------------------
+
+
+def _job_ends(record: RubricDraft, status: JobStatus) -> None:
+    """What the worker does when the job's body returns (tasks._run): the job is no longer under way."""
+    Job.objects.filter(pk=record.job_id).update(status=status)
+
+
+@pytest.mark.usefixtures("drafting_ready")
+def test_a_second_click_joins_the_drafting_under_way_and_says_so(maintainer: User, task: Task) -> None:
+    client = _client(maintainer)
+    url = reverse("rubrics:draft_start", args=[task.repository_id, task.pk])
+    first = client.post(url, {"pr_number": 7})
+    record = RubricDraft.objects.get()
+    assert record.job is not None and "already" not in client.get(first["Location"]).content.decode()
+
+    second = client.post(url, {"pr_number": 7}, follow=True)
+
+    assert RubricDraft.objects.get() == record and Job.objects.count() == 1
+    assert second.redirect_chain[-1][0] == first["Location"]
+    html = second.content.decode()
+    assert f"Drafting #{record.pk} of this task from octo/shapes#7 is already queued" in html
+    assert "this request joined it (no second draft)" in html
+    # Running (claimed by a worker) is under way too.
+    Job.objects.filter(pk=record.job_id).update(status=JobStatus.RUNNING)
+    third = client.post(url, {"pr_number": 7}, follow=True)
+    assert "is already running: this request joined it" in third.content.decode()
+    assert RubricDraft.objects.count() == 1 and not RubricRevision.objects.exists()
+
+
+@pytest.mark.usefixtures("drafting_ready")
+def test_only_the_same_source_is_joined(task: Task) -> None:
+    by_pr, created = drafting.request_draft(task, None, pr_number=7)
+    assert created
+    other_pr, created = drafting.request_draft(task, None, pr_number=8)
+    assert created and other_pr != by_pr
+    # An export: the same bytes (under another file name) join; other bytes are another source.
+    export, created = drafting.request_draft(task, None, pr_export=export_json(), pr_export_name="a.json")
+    assert created and export.pr_export_sha256 == drafting.export_sha256(export_json())
+    again, created = drafting.request_draft(task, None, pr_export=export_json(), pr_export_name="b.json")
+    assert (again, created) == (export, False)
+    changed = export_json(issue_comments=[{"body": "one more comment"}])
+    other_export, created = drafting.request_draft(task, None, pr_export=changed)
+    assert created and other_export != export
+    # The PR number and the export are different sources even when they name the same PR.
+    assert drafting.request_draft(task, None, pr_number=7) == (by_pr, False)
+    assert RubricDraft.objects.count() == Job.objects.count() == 4
+
+
+@pytest.mark.usefixtures("drafting_ready")
+def test_manage_draft_twice_joins_the_first(repository: Repository, task: Task) -> None:
+    args = ["draft", "--repository", repository.name, "--task", task.task_id, "--pr", "7"]
+    call_command(*args, stdout=io.StringIO())
+    out = io.StringIO()
+
+    call_command(*args, stdout=out)
+
+    record = RubricDraft.objects.get()
+    assert record.job is not None
+    assert out.getvalue().startswith(
+        f"joined drafting #{record.pk} of {task.task_id} from octo/shapes#7, already queued "
+        f"(job {record.job.pk}): no second draft"
+    )
+
+
+@pytest.mark.usefixtures("drafting_ready")
+def test_a_finished_drafting_is_drafted_again_on_purpose(
+    servers: tuple[FakeProviderServer, FakeGitHub], task: Task
+) -> None:
+    server, _ = servers
+    server.script(text(json.dumps(good_reply())), text(json.dumps(good_reply())))
+    first = draft_now(task, pr_number=7)
+    assert first.revision is not None
+    _job_ends(first, JobStatus.DONE)
+
+    second, created = drafting.request_draft(task, None, pr_number=7)
+
+    assert created and second != first and second.job_id != first.job_id
+    assert second.job is not None
+    drafting.run_draft(second.job)
+    second.refresh_from_db()
+    assert second.revision is not None
+    assert [r.number for r in RubricRevision.objects.filter(task=task).order_by("number")] == [1, 2]
+    assert second.revision.number == 2 and len(server.model_calls()) == 2
+
+
+@pytest.mark.usefixtures("drafting_ready")
+def test_a_drafting_that_stored_its_revision_is_finished_before_its_job_is(
+    servers: tuple[FakeProviderServer, FakeGitHub], task: Task
+) -> None:
+    servers[0].script(text(json.dumps(good_reply())))
+    first = draft_now(task, pr_number=7)  # the job is still marked running: the body returned just now
+    Job.objects.filter(pk=first.job_id).update(status=JobStatus.RUNNING)
+
+    second, created = drafting.request_draft(task, None, pr_number=7)
+
+    assert created and second != first
+
+
+@pytest.mark.usefixtures("drafting_ready")
+def test_a_failed_drafting_is_drafted_again(
+    servers: tuple[FakeProviderServer, FakeGitHub], task: Task
+) -> None:
+    first = drafting.start_draft(task, None, pr_number=99)
+    assert first.job is not None
+    with pytest.raises(drafting.DraftFailed):
+        drafting.run_draft(first.job)
+    _job_ends(first, JobStatus.FAILED)
+
+    second, created = drafting.request_draft(task, None, pr_number=99)
+
+    assert created and second != first and second.step == "queued" and second.error == ""

@@ -7,6 +7,8 @@ from __future__ import annotations
 import io
 import json
 import os
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,10 +17,12 @@ from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection, transaction
 from django.test import Client
 from django.urls import reverse
 
 from rubrics_app.models import Job, JobKind, JobStatus, Repository, RubricDraft, Task
+from rubrics_app.services import drafting
 from tests.app.drafting_helpers import (
     MODEL,
     bad_reply,
@@ -152,3 +156,79 @@ def test_a_drafting_that_fails_says_at_which_step_and_why(
     client.force_login(viewer)
     page = client.get(reverse("rubrics:job_detail", args=[repository.pk, job.pk])).content.decode()
     assert "fetching the PR: GitHub: not found" in page
+
+
+def test_a_click_while_the_worker_drafts_joins_it_and_a_click_after_drafts_again(
+    drafting_worker: tuple[FakeProviderServer, Path], task: Task, maintainer: User
+) -> None:
+    provider, log = drafting_worker
+    provider.script(text(json.dumps(good_reply())), text(json.dumps(good_reply())))
+    client = Client()
+    client.force_login(maintainer)
+    url = reverse("rubrics:draft_start", args=[task.repository_id, task.pk])
+    provider.latency = 3.0  # the model takes a while: the second click comes while the worker drafts
+    try:
+        first = client.post(url, {"pr_number": 7})
+        job = Job.objects.get(kind=JobKind.DRAFT_RUBRIC)
+        deadline = time.monotonic() + 30
+        while job.status == JobStatus.QUEUED and time.monotonic() < deadline:
+            time.sleep(0.05)
+            job.refresh_from_db()
+        assert job.status == JobStatus.RUNNING, log.read_text(errors="replace")
+
+        second = client.post(url, {"pr_number": 7}, follow=True)
+
+        assert second.redirect_chain[-1][0] == first["Location"]
+        assert "is already running: this request joined it" in second.content.decode()
+        assert RubricDraft.objects.count() == 1
+        job = wait_for(job, log)
+    finally:
+        provider.latency = 0.0
+    assert job.status == JobStatus.DONE, job.error
+
+    third = client.post(url, {"pr_number": 7})
+
+    assert third["Location"] != first["Location"]
+    again = wait_for(Job.objects.exclude(pk=job.pk).get(kind=JobKind.DRAFT_RUBRIC), log)
+    assert again.status == JobStatus.DONE, again.error
+    numbers = sorted(RubricDraft.objects.values_list("revision__number", flat=True))
+    assert numbers == [1, 2] and len(provider.model_calls()) == 2
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the task row's lock is PostgreSQL's")
+def test_a_request_made_while_another_is_being_committed_waits_and_joins_it(
+    repository: Repository, task: Task, git_repo: GitRepo
+) -> None:
+    set_up_drafting(repository, task, git_repo)
+    sent, release = threading.Event(), threading.Event()
+    results: dict[str, tuple[RubricDraft, bool]] = {}
+
+    def first() -> None:
+        try:
+            with transaction.atomic():  # the first request's transaction, held open until released
+                results["first"] = drafting.request_draft(task, None, pr_number=7)
+                sent.set()
+                release.wait(20)
+        finally:
+            connection.close()
+
+    def second() -> None:
+        try:
+            results["second"] = drafting.request_draft(task, None, pr_number=7)
+        finally:
+            connection.close()
+
+    one = threading.Thread(target=first)
+    one.start()
+    assert sent.wait(20)
+    two = threading.Thread(target=second)
+    two.start()
+    two.join(1.0)
+    waited = two.is_alive()  # on the task's row, until the first request commits
+    release.set()
+    one.join(20)
+    two.join(20)
+    assert waited
+    draft, created = results["first"]
+    assert created and results["second"] == (draft, False)
+    assert RubricDraft.objects.count() == 1 and Job.objects.count() == 1

@@ -4,7 +4,9 @@ Sends the drafting job (§6): a model drafts the task's rubric from the merged P
 GitHub repository, or from an export file of the same shape), the draft is checked and stored as a new draft
 revision with its problems listed. With --wait, prints each step as the worker reaches it, then the revision,
 its cost and its problems: exit 0 for a draft with no problem, 1 for a draft with problems or a drafting
-that failed (at which step, and why), 2 on bad input.
+that failed (at which step, and why), 2 on bad input. A drafting of the same task from the same source (PR
+number, or export with the same sha256) still queued or running is joined, and followed with --wait, rather
+than sent twice; a finished one is drafted again.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from grading.commands.judge import printable
 from grading.errors import InputError
 from grading.schema import read_input_bytes
 from rubrics_app.models import JobStatus, Repository, RubricDraft
-from rubrics_app.services.drafting import DraftRequestError, start_draft
+from rubrics_app.services.drafting import DraftRequestError, request_draft
 
 
 class Command(BaseCommand):
@@ -49,7 +51,7 @@ class Command(BaseCommand):
             except InputError as exc:
                 raise CommandError(str(exc), returncode=2) from None
         try:
-            draft = start_draft(
+            draft, created = request_draft(
                 task,
                 None,
                 pr_number=options["pr"],
@@ -60,10 +62,16 @@ class Command(BaseCommand):
             flag = {"pr_number": "--pr: ", "pr_export": "--pr-export: "}.get(exc.field or "", "")
             raise CommandError(f"{flag}{exc.message}", returncode=2) from None
         assert draft.job is not None
-        self.stdout.write(
-            f"drafting #{draft.pk} of {task.task_id} from {draft.source_label} with {draft.drafter} "
-            f"(job {draft.job.pk})"
-        )
+        if created:
+            self.stdout.write(
+                f"drafting #{draft.pk} of {task.task_id} from {draft.source_label} with {draft.drafter} "
+                f"(job {draft.job.pk})"
+            )
+        else:
+            self.stdout.write(
+                f"joined drafting #{draft.pk} of {task.task_id} from {draft.source_label}, already "
+                f"{draft.job.status} (job {draft.job.pk}): no second draft"
+            )
         if not options["wait"]:
             self.stdout.write("queued; run with --wait to follow it")
             return
