@@ -20,12 +20,12 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from grading.commands.judge import printable
+from rubrics_app.management.options import repository_named, task_of
 from rubrics_app.models import (
     CalibrationMutant,
     CalibrationRow,
     CalibrationRun,
     CalibrationStatus,
-    Repository,
     RevisionStatus,
     RubricRevision,
     TransitionError,
@@ -56,12 +56,8 @@ class Command(BaseCommand):
         parser.add_argument("--timeout", type=float, default=3600.0, metavar="SECONDS", help="with --wait")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        repository = Repository.objects.filter(name=options["repository"]).first()
-        if repository is None:
-            raise CommandError(f"--repository: no repository named {options['repository']!r}", returncode=2)
-        task = repository.tasks.filter(task_id=options["task"]).first()
-        if task is None:
-            raise CommandError(f"--task: {repository.name} has no task {options['task']!r}", returncode=2)
+        repository = repository_named(options["repository"])
+        task = task_of(repository, options["task"])
         revision = (
             RubricRevision.objects.filter(task=task, status=RevisionStatus.APPROVED)
             .order_by("-number")

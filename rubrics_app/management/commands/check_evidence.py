@@ -15,6 +15,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from rubrics_app.management.options import repository_named
 from rubrics_app.models import JobStatus, Repository
 from rubrics_app.services.jobs import start_evidence_check
 from rubrics_app.services.rereview import EvidenceCheckError, check_evidence
@@ -30,9 +31,7 @@ class Command(BaseCommand):
         parser.add_argument("--timeout", type=float, default=600.0, help="seconds --wait waits (default 600)")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        repository = Repository.objects.filter(name=options["repository"]).first()
-        if repository is None:
-            raise CommandError(f"--repository: no repository named {options['repository']!r}", returncode=2)
+        repository = repository_named(options["repository"])
         if options["wait"] and not options["send"]:
             raise CommandError("--wait: only with --send", returncode=2)
         if options["send"]:

@@ -20,7 +20,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from grading.commands.judge import printable
 from grading.errors import InputError
 from grading.schema import read_input_bytes
-from rubrics_app.models import JobStatus, Repository, RubricDraft
+from rubrics_app.management.options import repository_named, task_of
+from rubrics_app.models import JobStatus, RubricDraft
 from rubrics_app.services.drafting import DraftRequestError, request_draft
 
 
@@ -37,12 +38,8 @@ class Command(BaseCommand):
         parser.add_argument("--timeout", type=float, default=1800.0, metavar="SECONDS", help="with --wait")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        repository = Repository.objects.filter(name=options["repository"]).first()
-        if repository is None:
-            raise CommandError(f"--repository: no repository named {options['repository']!r}", returncode=2)
-        task = repository.tasks.filter(task_id=options["task"]).first()
-        if task is None:
-            raise CommandError(f"--task: {repository.name} has no task {options['task']!r}", returncode=2)
+        repository = repository_named(options["repository"])
+        task = task_of(repository, options["task"])
         export: bytes | None = None
         path: Path | None = options["pr_export"]
         if path is not None:

@@ -12,9 +12,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandParser
 
-from rubrics_app.models import Repository
+from rubrics_app.management.options import repository_named
 from rubrics_app.models_runs import HumanVerdict, RunGrade
 from rubrics_app.services.queue import human_mergeable
 
@@ -27,9 +27,7 @@ class Command(BaseCommand):
         parser.add_argument("--out", type=Path, help="the labels file to write (default: standard output)")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        repository = Repository.objects.filter(name=options["repository"]).first()
-        if repository is None:
-            raise CommandError(f"--repository: no repository named {options['repository']!r}", returncode=2)
+        repository = repository_named(options["repository"])
         by_grade: dict[int, dict[str, str]] = defaultdict(dict)
         for grade_id, item_id, verdict in HumanVerdict.objects.filter(
             grade__run__task__repository=repository

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from rubrics_app.models import Repository
+from rubrics_app.management.options import repository_named
 from rubrics_app.services.import_export import ImportFailed
 from rubrics_app.services.runs import import_run_dirs
 
@@ -29,9 +29,7 @@ class Command(BaseCommand):
         root: Path = options["path"]
         if not root.is_dir():
             raise CommandError(f"{root}: not a directory", returncode=2)
-        repository = Repository.objects.filter(name=options["repository"]).first()
-        if repository is None:
-            raise CommandError(f"--repository: no repository named {options['repository']!r}", returncode=2)
+        repository = repository_named(options["repository"])
         try:
             result = import_run_dirs(repository, root, str(root))
         except ImportFailed as exc:

@@ -14,6 +14,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from grading.errors import InputError
 from grading.judge.specs import parse_decoding
+from rubrics_app.management.options import repository_named
 from rubrics_app.models import JudgeSetting, Repository
 from rubrics_app.services.judges import JudgeSettingError, set_judges
 
@@ -38,9 +39,7 @@ class Command(BaseCommand):
         parser.add_argument("--monthly-cap", metavar="USD", help="no calibration starts past this spend")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        repository = Repository.objects.filter(name=options["repository"]).first()
-        if repository is None:
-            raise CommandError(f"--repository: no repository named {options['repository']!r}", returncode=2)
+        repository = repository_named(options["repository"])
         changing = any(
             options[k] is not None for k in ("judge", "second_judge", "decoding", "second_decoding")
         )

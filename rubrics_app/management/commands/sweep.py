@@ -16,7 +16,8 @@ from django.core.exceptions import PermissionDenied
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from grading.commands.judge import printable
-from rubrics_app.models import Job, JobStatus, Repository, RubricRevision
+from rubrics_app.management.options import repository_named, task_of
+from rubrics_app.models import Job, JobStatus, RubricRevision
 from rubrics_app.models_runs import Sweep
 from rubrics_app.services import sweeps
 from rubrics_app.services.sweeps import SweepError, SweepRequest
@@ -62,14 +63,10 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        repository = Repository.objects.filter(name=options["repository"]).first()
-        if repository is None:
-            raise CommandError(f"--repository: no repository named {options['repository']!r}", returncode=2)
+        repository = repository_named(options["repository"])
         task = None
         if options["task"] is not None:
-            task = repository.tasks.filter(task_id=options["task"]).first()
-            if task is None:
-                raise CommandError(f"--task: {repository.name} has no task {options['task']!r}", returncode=2)
+            task = task_of(repository, options["task"])
         revision = None
         if options["revision"] is not None:
             revision = RubricRevision.objects.filter(
