@@ -47,6 +47,15 @@ class CalibrationMutant(models.Model):
     def __str__(self) -> str:
         return f"{self.mutant_id} of calibration #{self.run_id}"
 
+    def status(self, marked_harmless: bool) -> str:
+        """``failure`` (the judge failed), ``caught`` (the rubric calls it not mergeable), ``harmless`` (still
+        mergeable, and a maintainer marked it so) or ``mergeable`` (what the maintainer should look at)."""
+        if self.judge_failure:
+            return "failure"
+        if self.caught:
+            return "caught"
+        return "harmless" if marked_harmless else "mergeable"
+
 
 class HarmlessMutant(models.Model):
     """A maintainer's mark: the rubric may leave this mutant mergeable. Per revision content (the sha256 of

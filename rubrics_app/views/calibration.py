@@ -189,15 +189,7 @@ def mutant_entries(run: CalibrationRun) -> list[dict[str, Any]]:
         ]
         items.sort(key=lambda v: (v.get("kind") != "blocker", str(v.get("item_id"))))
         mark = marks.get(mutant.mutant_id) if mutant.mergeable else None
-        status = (
-            "failure"
-            if mutant.judge_failure
-            else "caught"
-            if mutant.caught
-            else "harmless"
-            if mark is not None
-            else "mergeable"
-        )
+        status = mutant.status(mark is not None)
         out.append({"mutant": mutant, "items": items, "diff_url": diff_url, "mark": mark, "status": status})
     return out
 

@@ -127,15 +127,8 @@ class Command(BaseCommand):
     def _print_mutants(self, run: CalibrationRun) -> None:
         marks = set(harmless_marks(run.revision.task, run.rubric_sha256))
         for mutant in CalibrationMutant.objects.filter(run=run).order_by("position"):
-            status = (
-                "failure"
-                if mutant.judge_failure
-                else "caught"
-                if mutant.caught
-                else "harmless"
-                if mutant.mutant_id in marks
-                else "MERGEABLE"
-            )
+            status = mutant.status(mutant.mutant_id in marks)
+            status = "MERGEABLE" if status == "mergeable" else status
             line = f"{status:9} {mutant.mutant_id}  {mutant.description}  actual: {mutant.actual}"
             # Descriptions quote diff lines and reasons come from a model: no control characters.
             self.stdout.write(printable(line))
