@@ -74,7 +74,10 @@ How the capture works, and why:
   stand in (``ignore_files_recorded`` is false), which shows more, never less.
 - The exception is a tool cache or virtual environment: a directory with no path in it before the run
   (base commit, snapshot, recorded ``.gitignore`` files) whose own new ``.gitignore`` has the single
-  pattern ``*`` (what pytest, mypy, ruff and venv write). Only the outermost such directory counts. It
+  pattern ``*`` (what pytest, mypy, ruff and venv write) and that declares itself a cache: a
+  ``CACHEDIR.TAG`` with the Cache Directory Tagging Specification's signature, or ``pyvenv.cfg`` at its
+  root. Any other self-ignoring directory (``src/pkg/impl/`` with a ``*`` ``.gitignore``) hides nothing:
+  its files are in the diff. Only the outermost such directory counts. It
   is one ``dir/`` line of ``ignored_created.txt``, followed by ``# files: N`` and one ``# - path``
   comment per file in it (:func:`format_ignored_created`, read back with :func:`read_ignored_created`),
   so ``denied_globs`` and ``tests.config_globs`` still see every file while plain path-list readers
@@ -106,6 +109,10 @@ _IGNORE_FILE_PREFIX = "# ignore file: "
 _IGNORE_RULES_PREFIX = "# ignore rules: "
 _GITIGNORE = ".gitignore"
 _MAX_SELF_IGNORE_BYTES = 64 * 1024  # a tool's "*" file is a few bytes; a bigger one is not read as one
+# What declares a self-ignoring directory a cache (only those stay out of the diff)
+_CACHEDIR_TAG = "CACHEDIR.TAG"
+_CACHEDIR_SIGNATURE = b"Signature: 8a477f597d28d172789f06886806bc55"  # bford.info/cachedir
+_PYVENV_CFG = "pyvenv.cfg"
 # ignored_created.txt: the comment lines that follow a self-ignoring directory's line
 _DIR_COUNT_PREFIX = "# files: "
 _DIR_FILE_PREFIX = "# - "
@@ -856,6 +863,28 @@ def _base_ignore_files(git: _Git, base_commit: str) -> dict[str, bytes]:
     return found
 
 
+def _declares_cache(git: _Git, directory: str) -> bool:
+    """True for a directory that declares itself a cache: a ``CACHEDIR.TAG`` starting with the Cache
+    Directory Tagging Specification's signature (pytest, ruff and mypy write one), or a virtual environment
+    (``pyvenv.cfg`` at its root). Symbolic links do not count."""
+    tag = _read_regular(git.workspace / directory / _CACHEDIR_TAG, len(_CACHEDIR_SIGNATURE))
+    if tag == _CACHEDIR_SIGNATURE:
+        return True
+    return _read_regular(git.workspace / directory / _PYVENV_CFG, 0) is not None
+
+
+def _read_regular(path: Path, limit: int) -> bytes | None:
+    """The first ``limit`` bytes of ``path`` if it is a regular file (not through a symlink), else None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return handle.read(limit) if limit else b""
+
+
 def _ignores_everything(rules: bytes) -> bool:
     """True for a ``.gitignore`` whose one pattern is ``*`` (what pytest, mypy, ruff and venv write)."""
     patterns = [line.rstrip(b" ") for line in rules.split(b"\n")]
@@ -869,23 +898,24 @@ def _self_ignoring_dirs(
     before: set[str],
     old_ignore_files: Mapping[str, bytes],
 ) -> list[SelfIgnoringDir]:
-    """New directories whose own new ``.gitignore`` ignores everything in them (outermost ones only).
+    """New cache directories whose own new ``.gitignore`` ignores everything in them (outermost ones only).
 
     New means nothing was there before the run: no path of the base commit, no ignored file of the
-    snapshot and no recorded ``.gitignore`` under it.
+    snapshot and no recorded ``.gitignore`` under it. A cache declares itself (:func:`_declares_cache`);
+    any other self-ignoring directory's files go into the diff like any file only new rules ignore.
     """
     candidates: list[str] = []
     for path in created:
         if "/" not in path or not _is_gitignore(path) or path in old_ignore_files:
             continue
-        try:
-            fd = os.open(git.workspace / path, os.O_RDONLY | os.O_NOFOLLOW)
-        except OSError:
-            continue
-        with os.fdopen(fd, "rb") as handle:
-            rules = handle.read(_MAX_SELF_IGNORE_BYTES + 1) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
-        if len(rules) <= _MAX_SELF_IGNORE_BYTES and _ignores_everything(rules):
-            candidates.append(path[: -len(_GITIGNORE) - 1])
+        rules = _read_regular(git.workspace / path, _MAX_SELF_IGNORE_BYTES + 1) or b""
+        directory = path[: -len(_GITIGNORE) - 1]
+        if (
+            len(rules) <= _MAX_SELF_IGNORE_BYTES
+            and _ignores_everything(rules)
+            and _declares_cache(git, directory)
+        ):
+            candidates.append(directory)
     if not candidates:
         return []
     in_base = set(

@@ -15,6 +15,7 @@ from grading.judge.models import CONFIG_BLOCKER_ID
 from grading.workspace import capture, write_snapshot
 from tests.grading.test_admission import ALL_IDS, Task, answers
 from tests.grading.test_outcome import FIXED, answer_run
+from tests.grading.test_workspace_ignore_rules import CACHEDIR_TAG
 
 
 @pytest.fixture
@@ -61,7 +62,11 @@ def test_a_conftest_hidden_in_a_self_ignoring_directory_brings_the_config_blocke
     run = captured_run(
         task,
         "hidden-conftest",
-        {"cache/.gitignore": "*\n", "cache/conftest.py": "collect_ignore_glob = ['*']\n"},
+        {
+            "cache/.gitignore": "*\n",
+            "cache/CACHEDIR.TAG": CACHEDIR_TAG,
+            "cache/conftest.py": "collect_ignore_glob = ['*']\n",
+        },
     )
     assert (run / "workspace.diff").read_text().count("diff --git") == 1  # only src/calc.py
     answer_run(task, run, answers((CONFIG_BLOCKER_ID,), ids=(*ALL_IDS, CONFIG_BLOCKER_ID)))
@@ -100,8 +105,10 @@ def test_the_judge_is_told_of_self_ignoring_directories(
         "caches",
         {
             ".pytest_cache/.gitignore": "*\n",
+            ".pytest_cache/CACHEDIR.TAG": CACHEDIR_TAG,
             ".pytest_cache/v/nodeids": "[]\n",
             ".venv/.gitignore": "*\n",
+            ".venv/pyvenv.cfg": "home = /usr/bin\n",
             **many,
         },
     )
@@ -110,8 +117,8 @@ def test_the_judge_is_told_of_self_ignoring_directories(
     text = rendered(task, run, capsys)
 
     assert "the run also created these self-ignoring directories, not shown" in text.lower()
-    assert "- .pytest_cache/ (2 files)\\n    .gitignore\\n    v/nodeids\\n" in text
-    assert "- .venv/ (22 files)\\n<<<SELF-IGNORING-DIRECTORIES END" in text  # over 20: the count only
+    assert "- .pytest_cache/ (3 files)\\n    .gitignore\\n    CACHEDIR.TAG\\n    v/nodeids\\n" in text
+    assert "- .venv/ (23 files)\\n<<<SELF-IGNORING-DIRECTORIES END" in text  # over 20: the count only
     assert "m00.py" not in text
     assert "self-ignoring" not in without.lower()
     # what the judge sees differs, so the cache key does too
@@ -120,7 +127,9 @@ def test_the_judge_is_told_of_self_ignoring_directories(
 
 def test_grade_shows_the_judge_the_self_ignoring_directories(task: Task) -> None:
     plain = captured_run(task, "plain", {})
-    run = captured_run(task, "cache", {".mypy_cache/.gitignore": "*\n"})
+    run = captured_run(
+        task, "cache", {".mypy_cache/.gitignore": "*\n", ".mypy_cache/CACHEDIR.TAG": CACHEDIR_TAG}
+    )
     assert (run / "workspace.diff").read_bytes() == (plain / "workspace.diff").read_bytes()
     for r in (plain, run):
         answer_run(task, r, answers())
