@@ -137,3 +137,34 @@ def test_grade_shows_the_judge_the_self_ignoring_directories(task: Task) -> None
     keys = [grade(task, r)["details"]["judge"]["cache_key"] for r in (plain, run)]
 
     assert keys[0] != keys[1]  # the same diff, but the judge's input names .mypy_cache/
+
+
+def test_a_run_that_changed_git_dir_fails_integrity_and_the_judge_is_told(
+    task: Task, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plain = captured_run(task, "plain", {})
+    repo = task.repo
+    before = task.dir.parent / "hook.before"
+    write_snapshot(repo.path, before)
+    for path, text in FIXED.items():
+        repo.write(path, text)
+    repo.write(".git/hooks/post-checkout", "#!/bin/sh\necho owned\n", executable=True)
+    (repo.path / ".git" / "index").write_bytes(b"garbage")  # and the index is beyond repair
+    run = task.dir.parent / "runs" / "hook"
+    capture(repo.path, "HEAD", before, run)
+    (run / "grade.json").write_text(json.dumps({"pass": True}))
+    assert (run / "workspace.diff").read_bytes() == (plain / "workspace.diff").read_bytes()
+    answer_run(task, run, answers())
+
+    metrics = grade(task, run)
+
+    violations = metrics["details"]["integrity"]["violations"]
+    assert [(v["rule"], v["path"]) for v in violations] == [
+        ("git_dir_modified", ".git/hooks/post-checkout"),
+        ("git_dir_modified", ".git/index"),
+    ]
+    assert metrics["mergeable"] is False and metrics["details"]["status"] == "not_mergeable"
+    capsys.readouterr()
+    text = rendered(task, run, capsys)
+    assert "GIT-DIR-CHANGES BEGIN" in text and "- .git/hooks/post-checkout\\n- .git/index\\n" in text
+    assert "GIT-DIR-CHANGES" not in rendered(task, plain, capsys)

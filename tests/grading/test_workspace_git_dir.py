@@ -170,3 +170,17 @@ def test_cli_names_git_dir_changes(
     run = tmp_path / "run"
     assert main(["capture", str(repo.path), "--base", base, "--before", str(before), "--out", str(run)]) == 0
     assert "note: the run changed 1 path(s) under .git: .git/index" in capsys.readouterr().out
+
+
+def test_integrity_names_each_changed_path_up_to_a_cap_then_counts(tmp_path: Path) -> None:
+    from grading.integrity import GIT_DIR_VIOLATIONS_MAX, check_integrity
+
+    paths = [f".git/objects/{i:02x}/x" for i in range(GIT_DIR_VIOLATIONS_MAX + 3)]
+    result = check_integrity(None, [], None, None, None, None, git_dir_changes=paths)
+    assert not result.ok and "git_dir" in result.measured
+    assert [v.path for v in result.violations] == [*paths[:GIT_DIR_VIOLATIONS_MAX], None]
+    assert "and 3 more path(s) under .git" in result.violations[-1].detail
+    clean = check_integrity(None, [], None, None, None, None, git_dir_changes=[])
+    assert clean.ok and "git_dir" in clean.measured
+    unknown = check_integrity(None, [], None, None, None, None)
+    assert "git_dir" not in unknown.measured
