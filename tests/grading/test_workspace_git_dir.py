@@ -126,14 +126,14 @@ def test_what_the_run_wrote_under_git_is_named(workspace: tuple[GitRepo, str], t
     repo.write("staged.txt", "x\n")
     repo.git("add", "staged.txt")  # an entry of the index changed, not only its stat cache
     repo.git("commit", "-q", "-m", "agent")
-    repo.git("branch", "-D", "main", check=False)
+    repo.git("tag", "agent-tag")
     run = tmp_path / "run"
 
     result = capture(repo.path, base, before, run)
 
     got = changes(run)
-    for path in (".git/hooks/pre-commit", ".git/config", ".git/index", ".git/HEAD"):
-        assert path in got or path == ".git/HEAD"
+    for path in (".git/hooks/pre-commit", ".git/config", ".git/index", ".git/refs/tags/agent-tag"):
+        assert path in got
     assert any(p.startswith(".git/objects/") for p in got)
     assert result.base_commit == base
     reproduced(repo, base, run, tmp_path)
