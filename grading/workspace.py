@@ -98,6 +98,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -963,13 +964,87 @@ def _git_dir_changes(workspace: Path, record: Path, index: _IndexLister) -> list
     for rel in sorted({*before, *now}):
         old = before.get(rel)
         if old is None or rel not in now:
-            changed.append(rel)
+            if not _ordinary_history(workspace, rel, added=old is None):
+                changed.append(rel)
             continue
         kind, st = now[rel]
         stat_changed = _stat_key(st) != old.stat_key
-        if kind != old.kind or stat_changed and _digest(workspace, rel, kind, index) != old.digest:
+        if (kind != old.kind or stat_changed and _digest(workspace, rel, kind, index) != old.digest) and not (
+            kind == old.kind and _ordinary_history(workspace, rel, added=False, index=index)
+        ):
             changed.append(rel)
     return changed
+
+
+# What committing, staging, branching, tagging, stashing, merging and rebasing write under .git. None of it
+# changes the diff (always the work tree against the base, read from the private record) or what git runs
+# later, so a run that used git as a developer does stays gradable on its merits. Configuration, hooks,
+# info/, alternates, replace refs and anything not listed here still count (docs/capture.md).
+_HISTORY_FILES = frozenset(
+    f".git/{name}"
+    for name in (
+        "HEAD",
+        "ORIG_HEAD",
+        "FETCH_HEAD",
+        "COMMIT_EDITMSG",
+        "MERGE_HEAD",
+        "MERGE_MSG",
+        "MERGE_MODE",
+        "MERGE_RR",
+        "AUTO_MERGE",
+        "CHERRY_PICK_HEAD",
+        "REVERT_HEAD",
+        "REBASE_HEAD",
+        "refs/stash",
+    )
+)
+_HISTORY_TREES = tuple(
+    f".git/{name}/"
+    for name in (
+        "logs",
+        "refs/heads",
+        "refs/tags",
+        "refs/remotes",
+        "rebase-merge",
+        "rebase-apply",
+        "sequencer",
+    )
+)
+_HISTORY_DIRS = frozenset((".git/logs", ".git/refs/heads", ".git/refs/tags", ".git/refs/remotes"))
+_PACKED_HISTORY_REF = re.compile(rb"^[0-9a-f]{40,64} refs/(heads|tags|remotes)/\S+$")
+
+
+def _ordinary_history(workspace: Path, rel: str, *, added: bool, index: _IndexLister | None = None) -> bool:
+    """Whether a path the run added (``added``), removed or rewrote under ``.git`` is what plain history
+    work writes (the list above)."""
+    if rel in _HISTORY_FILES or rel in _HISTORY_DIRS or rel.startswith(_HISTORY_TREES):
+        return True
+    if rel == ".git/index":
+        # Staging changes the entries; an index git cannot read is tampering.
+        return index is not None and index.digest(workspace / rel) is not None
+    if rel == ".git/packed-refs":
+        return _packed_refs_are_history(workspace / rel)
+    if rel.startswith(".git/objects/") and not rel.startswith(".git/objects/info"):
+        # New objects and packs are history; removing or rewriting one the base needs is not.
+        return added
+    return False
+
+
+def _packed_refs_are_history(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            text = handle.read(_PACKED_REFS_MAX + 1)
+    except OSError:
+        return True  # removed: every packed branch or tag went, which history work may do
+    if len(text) > _PACKED_REFS_MAX:
+        return False
+    return all(
+        not line or line.startswith((b"#", b"^")) or _PACKED_HISTORY_REF.match(line) is not None
+        for line in text.split(b"\n")
+    )
+
+
+_PACKED_REFS_MAX = 64 * 1024 * 1024
 
 
 def _open_record(before: Path) -> Path:

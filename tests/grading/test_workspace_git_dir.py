@@ -123,20 +123,62 @@ def test_what_the_run_wrote_under_git_is_named(workspace: tuple[GitRepo, str], t
     before = snapshot(repo, tmp_path)
     repo.write(".git/hooks/pre-commit", "#!/bin/sh\nexit 0\n", executable=True)
     repo.git("config", "core.fsmonitor", "evil")
-    repo.write("staged.txt", "x\n")
-    repo.git("add", "staged.txt")  # an entry of the index changed, not only its stat cache
-    repo.git("commit", "-q", "-m", "agent")
-    repo.git("tag", "agent-tag")
+    repo.write(".git/objects/info/alternates", "/elsewhere/objects\n")
+    repo.git("replace", "-f", base, repo.git("commit-tree", "-m", "fake", f"{base}^{{tree}}").strip())
     run = tmp_path / "run"
 
     result = capture(repo.path, base, before, run)
 
     got = changes(run)
-    for path in (".git/hooks/pre-commit", ".git/config", ".git/index", ".git/refs/tags/agent-tag"):
-        assert path in got
-    assert any(p.startswith(".git/objects/") for p in got)
+    assert ".git/hooks/pre-commit" in got and ".git/config" in got
+    assert ".git/objects/info/alternates" in got
+    assert any(p.startswith(".git/refs/replace/") for p in got)
     assert result.base_commit == base
     reproduced(repo, base, run, tmp_path)
+
+
+def test_history_work_under_git_is_not_a_change(workspace: tuple[GitRepo, str], tmp_path: Path) -> None:
+    """Staging, committing, branching, tagging, stashing and deleting a packed branch are what a developer
+    does with git: the diff is still against the base, and nothing under .git is named."""
+    repo, base = workspace
+    repo.git("branch", "old-feature")
+    repo.git("pack-refs", "--all")
+    before = snapshot(repo, tmp_path)
+    repo.write("stashed.txt", "s\n")
+    repo.git("add", "stashed.txt")
+    repo.git("stash")
+    repo.write("staged.txt", "x\n")
+    repo.git("add", "staged.txt")
+    repo.git("commit", "-q", "-m", "agent")
+    repo.git("checkout", "-q", "-b", "agent/work")
+    repo.git("tag", "agent-tag")
+    repo.git("branch", "-D", "old-feature")
+    run = tmp_path / "run"
+
+    result = capture(repo.path, base, before, run)
+
+    assert changes(run) == []
+    assert result.base_commit == base
+    reproduced(repo, base, run, tmp_path)
+
+
+def test_a_rewritten_object_or_a_replace_ref_in_packed_refs_is_named(
+    workspace: tuple[GitRepo, str], tmp_path: Path
+) -> None:
+    repo, base = workspace
+    before = snapshot(repo, tmp_path)
+    loose = sorted(p for p in (repo.path / ".git" / "objects").glob("??/*"))[0]
+    loose.chmod(0o644)
+    loose.write_bytes(b"not the object it was")
+    packed = repo.path / ".git" / "packed-refs"
+    packed.write_text(f"# pack-refs with: peeled fully-peeled sorted\n{base} refs/replace/{base}\n")
+    run = tmp_path / "run"
+
+    capture(repo.path, base, before, run)
+
+    got = changes(run)
+    assert loose.relative_to(repo.path).as_posix() in got
+    assert ".git/packed-refs" in got
 
 
 def test_a_base_older_than_head_is_read_from_the_workspace_objects(git_repo: GitRepo, tmp_path: Path) -> None:
