@@ -15,6 +15,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 SCRIPTS = [
     "scope_integrity.py",
+    "snapshot_record.py",
     "startup.py",
     "judge_sweep.py",
     "binary_bomb.py",

@@ -14,24 +14,31 @@ Three parts, each measured only when its inputs exist; a part that cannot be mea
   self-ignoring directories included): a conftest.py hidden from the diff still runs.
 - ``tests_skipped``: grade.json's ``tests_skipped`` is not above the oracle run's.
 - ``test_cases``: every test id of the base list (``tests.list`` on the base) is in the run's list.
+- ``git_dir``: the run changed nothing under ``.git`` (``git_dir_changes.txt``, written by ``rubric
+  capture`` from a v4 snapshot; ``git_dir_modified`` per changed path).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel
 
-from grading.diffs import FileChange, load_diff
+from grading.diffs import FileChange, load_diff, path_text
 from grading.errors import InputError
 from grading.globs import match_any
 from grading.schema import GradeJson, TestsConfig, load_grade, load_manifest
 from grading.scope import IGNORED_CREATED_NAME, read_ignored_created_shown
+from grading.workspace import GIT_DIR_CHANGES_NAME, read_path_list
 
-IntegrityRule = Literal["test_file_deleted", "config_file_deleted", "more_tests_skipped", "test_case_removed"]
-IntegrityPart = Literal["deleted_files", "tests_skipped", "test_cases"]
+IntegrityRule = Literal[
+    "test_file_deleted", "config_file_deleted", "more_tests_skipped", "test_case_removed", "git_dir_modified"
+]
+IntegrityPart = Literal["deleted_files", "tests_skipped", "test_cases", "git_dir"]
+GIT_DIR_VIOLATIONS_MAX = 20  # one violation per changed path up to this many, then one that counts the rest
 
 DIFF_NAME = "workspace.diff"
 GRADE_NAME = "grade.json"
@@ -97,11 +104,13 @@ def check_integrity(
     base_list: list[str] | None,
     run_list: list[str] | None,
     ignored_created: Sequence[str] = (),
+    git_dir_changes: Sequence[str] | None = None,
 ) -> IntegrityResult:
     """Test integrity of one diff; an input given as None does not exist, and its part is not measured.
 
     ``ignored_created`` are the ignored files the run created (every one, inside self-ignoring directories
-    too): those matching ``tests.config_globs`` count as config edits.
+    too): those matching ``tests.config_globs`` count as config edits. ``git_dir_changes`` are the paths
+    under ``.git`` the run changed; None leaves that part out (no capture record: a diff given directly).
     """
     violations: list[IntegrityViolation] = []
     config_edits: list[str] = []
@@ -154,6 +163,10 @@ def check_integrity(
             for test_id in removed
         ]
 
+    if git_dir_changes is not None:
+        measured.append("git_dir")
+        violations += _git_dir_violations(git_dir_changes)
+
     return IntegrityResult(
         ok=not violations,
         violations=violations,
@@ -161,6 +174,30 @@ def check_integrity(
         measured=measured,
         not_measured=not_measured,
     )
+
+
+def _git_dir_violations(changes: Sequence[str]) -> list[IntegrityViolation]:
+    shown = [
+        IntegrityViolation(rule="git_dir_modified", path=path, detail="changed under .git during the run")
+        for path in changes[:GIT_DIR_VIOLATIONS_MAX]
+    ]
+    if len(changes) > GIT_DIR_VIOLATIONS_MAX:
+        more = len(changes) - GIT_DIR_VIOLATIONS_MAX
+        shown.append(
+            IntegrityViolation(
+                rule="git_dir_modified", detail=f"and {more} more path(s) under .git ({GIT_DIR_CHANGES_NAME})"
+            )
+        )
+    return shown
+
+
+def read_git_dir_changes(run_dir: Path) -> list[str] | None:
+    """The paths under ``.git`` the run changed (``git_dir_changes.txt``), shown as the diff parser shows
+    names; None when the capture wrote none (a snapshot without a private record)."""
+    path = run_dir / GIT_DIR_CHANGES_NAME
+    if not path.exists():
+        return None
+    return [path_text(os.fsencode(p)) for p in read_path_list(path)]
 
 
 def read_test_list(path: Path) -> list[str] | None:
@@ -195,7 +232,8 @@ def integrity_for_run(task_dir: Path, run_dir: Path, manifest_path: Path) -> Int
             raise InputError(directory, "not a directory")
     tests = load_manifest(manifest_path).tests
     changes = load_diff(run_dir / DIFF_NAME)
-    return check_integrity(
+    git_dir_changes = read_git_dir_changes(run_dir)
+    result = check_integrity(
         tests,
         changes,
         _optional_grade(run_dir / GRADE_NAME),
@@ -203,7 +241,13 @@ def integrity_for_run(task_dir: Path, run_dir: Path, manifest_path: Path) -> Int
         read_test_list(task_dir / TESTS_BASE_NAME),
         read_test_list(run_dir / TESTS_LIST_NAME),
         ignored_created_files(run_dir),
+        git_dir_changes,
     )
+    if git_dir_changes is None:
+        result.not_measured["git_dir"] = (
+            f"no {GIT_DIR_CHANGES_NAME}: the run was captured from a snapshot without a private record"
+        )
+    return result
 
 
 def ignored_created_files(run_dir: Path) -> list[str]:

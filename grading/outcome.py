@@ -38,7 +38,7 @@ from pydantic import BaseModel
 
 from grading.diffs import decode_diff
 from grading.errors import InputError
-from grading.integrity import IntegrityResult, integrity_for_run, missing_test_list
+from grading.integrity import IntegrityResult, integrity_for_run, missing_test_list, read_git_dir_changes
 from grading.judge.backend import Backend
 from grading.judge.cache import VerdictCache, in_regrade_sample
 from grading.judge.models import CONFIG_BLOCKER_ID, JudgeResult
@@ -433,6 +433,7 @@ def grade_run(
                 "cache": cache,
                 "settings": settings,
                 "self_ignoring_dirs": ignored.self_ignoring_dirs,
+                "git_dir_changes": read_git_dir_changes(run_dir) or [],
                 "base_tree": base_tree,
             }
             primary_result = judge_run(task, rubric, diff_text, primary, **judge_args)

@@ -29,6 +29,14 @@ so a capture from a v1 snapshot falls back to the workspace's current ``info/exc
 excluded there during the run is then missing from the diff (``CaptureResult.exclude_rules_recorded`` is
 false, and the CLI says so).
 
+Version 4 (what ``write_snapshot`` writes) has the v3 text and a private record beside the file: the
+directory ``FILE.git`` (:func:`record_path`), a git directory of its own holding a pack of HEAD's and the
+index's objects, HEAD, every ref, a copy of the index and a manifest of the workspace's ``.git`` (kind,
+stat and sha256 of every path; for ``.git/index`` the hash of its entries, not of its stat cache). A
+capture from it reads nothing of the workspace's ``.git``: git runs with the record as ``GIT_DIR``, so a
+run that broke or removed ``.git`` is diffed like any other, and the paths under ``.git`` that differ from
+the manifest are written to ``git_dir_changes.txt`` (docs/capture.md says what counts).
+
 How the capture works, and why:
 
 - git runs with the user's system and global config switched off, every ``GIT_*`` variable of the caller
@@ -74,7 +82,10 @@ How the capture works, and why:
   stand in (``ignore_files_recorded`` is false), which shows more, never less.
 - The exception is a tool cache or virtual environment: a directory with no path in it before the run
   (base commit, snapshot, recorded ``.gitignore`` files) whose own new ``.gitignore`` has the single
-  pattern ``*`` (what pytest, mypy, ruff and venv write). Only the outermost such directory counts. It
+  pattern ``*`` (what pytest, mypy, ruff and venv write) and that declares itself a cache: a
+  ``CACHEDIR.TAG`` with the Cache Directory Tagging Specification's signature, or ``pyvenv.cfg`` at its
+  root. Any other self-ignoring directory (``src/pkg/impl/`` with a ``*`` ``.gitignore``) hides nothing:
+  its files are in the diff. Only the outermost such directory counts. It
   is one ``dir/`` line of ``ignored_created.txt``, followed by ``# files: N`` and one ``# - path``
   comment per file in it (:func:`format_ignored_created`, read back with :func:`read_ignored_created`),
   so ``denied_globs`` and ``tests.config_globs`` still see every file while plain path-list readers
@@ -85,7 +96,9 @@ How the capture works, and why:
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -98,7 +111,8 @@ from pydantic import BaseModel, field_serializer
 from grading.diffs import c_quote, read_quoted
 from grading.errors import InputError
 
-SNAPSHOT_HEADER = "# rubric snapshot v3"  # what write_snapshot writes
+SNAPSHOT_HEADER = "# rubric snapshot v4"  # what write_snapshot writes: v3 plus the private record
+SNAPSHOT_HEADER_V3 = "# rubric snapshot v3"  # still read: no private record of the git directory
 SNAPSHOT_HEADER_V2 = "# rubric snapshot v2"  # still read: no recorded .gitignore files
 SNAPSHOT_HEADER_V1 = "# rubric snapshot v1"  # still read: paths only, no recorded info/exclude
 _EXCLUDE_PREFIX = "# info/exclude: "
@@ -106,11 +120,22 @@ _IGNORE_FILE_PREFIX = "# ignore file: "
 _IGNORE_RULES_PREFIX = "# ignore rules: "
 _GITIGNORE = ".gitignore"
 _MAX_SELF_IGNORE_BYTES = 64 * 1024  # a tool's "*" file is a few bytes; a bigger one is not read as one
+# What declares a self-ignoring directory a cache (only those stay out of the diff)
+_CACHEDIR_TAG = "CACHEDIR.TAG"
+_CACHEDIR_SIGNATURE = b"Signature: 8a477f597d28d172789f06886806bc55"  # bford.info/cachedir
+_PYVENV_CFG = "pyvenv.cfg"
 # ignored_created.txt: the comment lines that follow a self-ignoring directory's line
 _DIR_COUNT_PREFIX = "# files: "
 _DIR_FILE_PREFIX = "# - "
 DIFF_NAME = "workspace.diff"
 IGNORED_CREATED_NAME = "ignored_created.txt"
+GIT_DIR_CHANGES_NAME = "git_dir_changes.txt"  # run dir: the paths under .git the run changed
+RECORD_SUFFIX = ".git"  # the private record of a snapshot FILE is the directory FILE.git
+_RECORD_MARKER = "rubric-snapshot-record"
+_RECORD_MANIFEST = "git-dir-manifest"
+_RECORD_FALLBACK = "workspace-objects"  # the workspace's object directory at snapshot time
+_RECORD_EXCLUDE = "workspace-info-exclude"  # where the workspace's info/exclude was at snapshot time
+_HASH_CHUNK = 1 << 20
 
 # Config that shapes the diff text or the file lists, pinned so the repository's .git/config cannot change
 # them. Keys a flag already pins (diff.external via --no-ext-diff, ...) are pinned here too, belt and braces.
@@ -223,11 +248,17 @@ class CaptureResult(BaseModel):
     ignore_files_recorded: bool = True
     self_ignoring_dirs: list[SelfIgnoringDir] = []  # in ignored_created.txt as one "dir/" line each
     ignored_in_diff: list[str] = []  # ignored only by rules written during the run: in the diff
+    # paths under .git the run changed (git_dir_changes.txt); None without a private record (v3 snapshot)
+    git_dir_changes: list[str] | None = None
 
     @field_serializer("ignored_created", "nested_repositories", "unrepresentable", "ignored_in_diff")
     def _json_safe(self, paths: list[str]) -> list[str]:
         # JSON cannot carry bytes that are not UTF-8: show them as \xNN, as grading.diffs.path_text does.
         return [_text(p) for p in paths]
+
+    @field_serializer("git_dir_changes")
+    def _json_safe_changes(self, paths: list[str] | None) -> list[str] | None:
+        return None if paths is None else [_text(p) for p in paths]
 
     @field_serializer("diff_path")
     def _json_safe_path(self, path: str) -> str:
@@ -412,7 +443,10 @@ def _read_ignore_files(git: _Git, scan: _Scan) -> dict[str, bytes]:
 
 def _read_info_exclude(git: _Git) -> bytes:
     """The current bytes of the workspace's ``info/exclude`` (the common one for a linked worktree)."""
-    path = _git_path(git, "info/exclude")
+    return _read_bytes_or_empty(_git_path(git, "info/exclude"))
+
+
+def _read_bytes_or_empty(path: Path) -> bytes:
     try:
         return path.read_bytes()
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
@@ -421,7 +455,7 @@ def _read_info_exclude(git: _Git) -> bytes:
         raise InputError(path, f"cannot read: {exc.strerror or exc}") from exc
 
 
-def _use_scratch(git: _Git, scratch: Path, info_exclude: bytes) -> None:
+def _use_scratch(git: _Git, scratch: Path, info_exclude: bytes, fallback: Sequence[Path] = ()) -> None:
     """Point ``git`` at a scratch git directory, index copy and object directory inside ``scratch``.
 
     The repository's objects stay readable (alternates) and its work tree is the work tree; nothing of its
@@ -444,20 +478,27 @@ def _use_scratch(git: _Git, scratch: Path, info_exclude: bytes) -> None:
         # git add -N writes the empty blob, update-index writes nested files' blobs: keep them out of
         # the repository's object store, and read everything else from it.
         "GIT_OBJECT_DIRECTORY": str(scratch / "objects"),
-        "GIT_ALTERNATE_OBJECT_DIRECTORIES": _alternates_value([objects]),
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES": _alternates_value([objects, *fallback]),
     }
 
 
-def take_snapshot(workspace: Path) -> Snapshot:
-    """The ignored files now in ``workspace`` (one entry per file, sorted) and its ``info/exclude``."""
+def take_snapshot(workspace: Path, record: Path | None = None) -> Snapshot:
+    """The ignored files now in ``workspace`` (one entry per file, sorted) and its ``info/exclude``; with
+    ``record``, also write the private record there (:func:`_write_record`)."""
     git = _toplevel_git(workspace)
     info_exclude = _read_info_exclude(git)
     # The scan runs exactly as the capture's will, from a scratch git directory holding these same bytes.
     with tempfile.TemporaryDirectory(prefix="rubric-snapshot-") as scratch_name:
+        real_index = _git_path(git, "index")
+        objects = _git_path(git, "objects").resolve()
+        real = _Git(git.workspace)  # the workspace's own git directory, read only, for the record
+        real.config = list(git.config)
         _use_scratch(git, Path(scratch_name), info_exclude)
         scan = _scan(git)
         ignore_files = _read_ignore_files(git, scan)
-    return Snapshot(version=3, ignored=scan.ignored, info_exclude=info_exclude, ignore_files=ignore_files)
+        if record is not None:
+            _write_record(real, real_index, objects, record)
+    return Snapshot(version=4, ignored=scan.ignored, info_exclude=info_exclude, ignore_files=ignore_files)
 
 
 def snapshot_ignored(workspace: Path) -> list[str]:
@@ -465,12 +506,24 @@ def snapshot_ignored(workspace: Path) -> list[str]:
     return take_snapshot(workspace).ignored
 
 
+def record_path(snapshot_file: Path) -> Path:
+    """The private record that goes with a snapshot file: the directory ``FILE.git`` beside it."""
+    return snapshot_file.with_name(snapshot_file.name + RECORD_SUFFIX)
+
+
 def write_snapshot(workspace: Path, out: Path) -> int:
-    """Write the snapshot of ``workspace`` (v2: ignored files and ``info/exclude``) to ``out``.
+    """Write the snapshot of ``workspace`` (v4: ignored files, ``info/exclude``, ``.gitignore`` files) to
+    ``out``, and its private record to ``out.git`` (:func:`record_path`). Both must be outside the workspace.
 
     Returns the number of ignored paths.
     """
-    snap = take_snapshot(workspace)
+    record = record_path(out)
+    if workspace.is_dir():
+        inside = Path(os.path.abspath(workspace)).resolve()
+        for target in (out, record):
+            if Path(os.path.abspath(target)).resolve().is_relative_to(inside):
+                raise InputError(target, "is inside the workspace, where the run could change it", "--output")
+    snap = take_snapshot(workspace, record)
     lines = [SNAPSHOT_HEADER, _EXCLUDE_PREFIX + c_quote(snap.info_exclude or b"")]
     for rel, rules in (snap.ignore_files or {}).items():
         lines += [_IGNORE_FILE_PREFIX + c_quote(os.fsencode(rel)), _IGNORE_RULES_PREFIX + c_quote(rules)]
@@ -659,12 +712,13 @@ def read_snapshot_file(path: Path) -> Snapshot:
     missing or malformed."""
     lines = _read_lines(path)
     first = lines[0] if lines else ""
-    versions = {SNAPSHOT_HEADER: 3, SNAPSHOT_HEADER_V2: 2, SNAPSHOT_HEADER_V1: 1}
+    versions = {SNAPSHOT_HEADER: 4, SNAPSHOT_HEADER_V3: 3, SNAPSHOT_HEADER_V2: 2, SNAPSHOT_HEADER_V1: 1}
     if first not in versions:
         raise InputError(
             path,
             "not a snapshot written by `rubric snapshot` "
-            f"(first line must be {SNAPSHOT_HEADER!r}, {SNAPSHOT_HEADER_V2!r} or {SNAPSHOT_HEADER_V1!r})",
+            f"(first line must be {SNAPSHOT_HEADER!r}, {SNAPSHOT_HEADER_V3!r}, {SNAPSHOT_HEADER_V2!r} or "
+            f"{SNAPSHOT_HEADER_V1!r})",
         )
     version = versions[first]
     if version == 1:
@@ -674,7 +728,7 @@ def read_snapshot_file(path: Path) -> Snapshot:
         raise InputError(path, f"second line must be {_EXCLUDE_PREFIX}followed by a quoted string", "line 2")
     info_exclude = _quoted_bytes(path, 2, second[len(_EXCLUDE_PREFIX) :], "info/exclude")
     ignore_files: dict[str, bytes] | None = None
-    if version == 3:
+    if version >= 3:
         ignore_files = {}
         number = 3
         while number <= len(lines) and lines[number - 1].startswith(_IGNORE_FILE_PREFIX):
@@ -718,6 +772,318 @@ def read_snapshot(path: Path) -> list[str]:
     return read_snapshot_file(path).ignored
 
 
+# ---- the private record (v4 snapshots) ----------------------------------------------------------------
+
+
+def _write_record(git: _Git, real_index: Path, objects: Path, record: Path) -> None:
+    """Write the private record of the workspace's git state to ``record`` (a directory; the module
+    docstring says what it holds). ``git`` reads the workspace's git directory and writes nothing there.
+    Written beside ``record`` and renamed into place, so it is whole or absent."""
+    parent = record.parent
+    if record.exists() and not (record / _RECORD_MARKER).is_file():
+        raise InputError(record, "exists and is not a snapshot record; remove it or write elsewhere")
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{record.name}.", dir=parent))
+    except OSError as exc:
+        raise InputError(record, f"cannot create the record: {exc.strerror or exc}") from exc
+    try:
+        _fill_record(git, real_index, objects, tmp)
+        if record.exists():
+            shutil.rmtree(record)
+        tmp.rename(record)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise InputError(record, f"cannot write the record: {exc.strerror or exc}") from exc
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _fill_record(git: _Git, real_index: Path, objects: Path, record: Path) -> None:
+    pack_dir = record / "objects" / "pack"
+    pack_dir.mkdir(parents=True)
+    (record / "refs").mkdir()
+    head = git.run("rev-parse", "--verify", "--quiet", "HEAD^{commit}", ok_codes=(0, 1, 128)).strip()
+    (record / "HEAD").write_bytes(head + b"\n" if head else b"ref: refs/heads/unborn\n")
+    # Every ref as it is now, so --base names a branch or tag as it was before the run.
+    refs = git.run("for-each-ref", "--format=%(objectname) %(refname)")
+    (record / "packed-refs").write_bytes(refs)
+    object_format = git.run("rev-parse", "--show-object-format").decode("ascii", "replace").strip()
+    config = "[core]\n\trepositoryformatversion = 0\n\tbare = false\n"
+    if object_format and object_format != "sha1":
+        config = (
+            "[core]\n\trepositoryformatversion = 1\n\tbare = false\n"
+            f"[extensions]\n\tobjectformat = {object_format}\n"
+        )
+    (record / "config").write_text(config)
+    # The objects a diff against HEAD needs: HEAD's commit, tree and blobs, and the blobs of the index.
+    wanted = git.run("rev-list", "--objects", "--no-object-names", "--no-walk", "HEAD") if head else b""
+    staged = [
+        entry.split(b" ")[1]
+        for entry in git.run("ls-files", "-z", "--stage").split(b"\0")
+        if entry and not entry.startswith(b"160000 ")
+    ]
+    if staged:  # an intent-to-add entry names the empty blob, which may not exist
+        check = git.run("cat-file", "--batch-check=%(objectname)", stdin=b"".join(o + b"\n" for o in staged))
+        wanted += b"".join(line + b"\n" for line in check.split(b"\n") if line and b" " not in line)
+    if wanted:
+        git.run("pack-objects", "-q", str(pack_dir / "pack"), stdin=wanted)
+    if real_index.is_file():
+        shutil.copy2(real_index, record / "index")  # copy2: the mtime decides racily clean entries
+        for shared in real_index.parent.glob("sharedindex.*"):
+            shutil.copy2(shared, record / shared.name)
+    (record / _RECORD_FALLBACK).write_bytes(os.fsencode(objects))
+    (record / _RECORD_EXCLUDE).write_bytes(os.fsencode(_git_path(git, "info/exclude").absolute()))
+    manifest = _git_dir_manifest(git.workspace, _IndexLister(git, record))
+    (record / _RECORD_MANIFEST).write_text(
+        "".join(entry.line() + "\n" for entry in manifest.values()), encoding="utf-8"
+    )
+    (record / _RECORD_MARKER).write_text(SNAPSHOT_HEADER + "\n")
+
+
+class _IndexLister:
+    """The entries of an index file (paths, modes, object ids, stages, flags; not the stat cache), hashed:
+    what ``git status`` rewrites without changing any entry hashes the same."""
+
+    def __init__(self, git: _Git, git_dir: Path) -> None:
+        self.git = _Git(git.workspace, {"GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(git.workspace)})
+        self.git.config = list(git.config)
+
+    def digest(self, index: Path) -> str | None:
+        self.git.extra_env["GIT_INDEX_FILE"] = str(index)
+        try:
+            listing = self.git.run("ls-files", "-z", "--stage", "-v")
+        except InputError:
+            return None  # not an index git can read
+        return "entries:" + hashlib.sha256(listing).hexdigest()
+
+
+class _GitDirEntry(BaseModel):
+    """One path under the workspace's ``.git`` at snapshot time."""
+
+    path: str  # relative to the workspace: ".git/config"
+    kind: str  # "f" file, "l" symlink, "o" anything else
+    stat_key: str  # size, mode, mtime, ctime, inode: unchanged means unchanged
+    digest: str  # sha256 of the content (a symlink's target); for .git/index, of its entries if readable
+
+    def line(self) -> str:
+        return f"{self.kind} {self.stat_key} {self.digest} {quote_path(self.path)}"
+
+
+def _stat_key(st: os.stat_result) -> str:
+    return f"{st.st_size}:{st.st_mode:o}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
+
+
+def _git_dir_entries(workspace: Path) -> dict[str, tuple[str, os.stat_result]]:
+    """Every path under the workspace's ``.git`` (files, symlinks, other non-directories), not following
+    symbolic links; ``.git`` itself when it is not a directory (a linked worktree's ``.git`` file)."""
+    root = workspace / ".git"
+    try:
+        st = os.lstat(root)
+    except OSError:
+        return {}
+    if not stat.S_ISDIR(st.st_mode):
+        return {".git": (_kind(st), st)}
+    found: dict[str, tuple[str, os.stat_result]] = {}
+    stack = [".git"]
+    while stack:
+        rel = stack.pop()
+        try:
+            entries = list(os.scandir(workspace / rel))
+        except OSError:
+            found[rel + "/"] = ("o", os.lstat(workspace / rel))  # unreadable: compared by its stat only
+            continue
+        for entry in entries:
+            child = f"{rel}/{entry.name}"
+            child_st = entry.stat(follow_symlinks=False)
+            if stat.S_ISDIR(child_st.st_mode):
+                stack.append(child)
+            else:
+                found[child] = (_kind(child_st), child_st)
+    return found
+
+
+def _kind(st: os.stat_result) -> str:
+    return "f" if stat.S_ISREG(st.st_mode) else "l" if stat.S_ISLNK(st.st_mode) else "o"
+
+
+def _digest(workspace: Path, rel: str, kind: str, index: _IndexLister) -> str:
+    path = workspace / rel
+    if kind == "l":
+        try:
+            return hashlib.sha256(os.fsencode(os.readlink(path))).hexdigest()
+        except OSError:
+            return "-"
+    if kind != "f":
+        return "-"
+    if rel == ".git/index" and (entries := index.digest(path)) is not None:
+        return entries
+    sha = hashlib.sha256()
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return "unreadable"
+    with os.fdopen(fd, "rb") as handle:
+        while chunk := handle.read(_HASH_CHUNK):
+            sha.update(chunk)
+    return sha.hexdigest()
+
+
+def _git_dir_manifest(workspace: Path, index: _IndexLister) -> dict[str, _GitDirEntry]:
+    return {
+        rel: _GitDirEntry(
+            path=rel, kind=kind, stat_key=_stat_key(st), digest=_digest(workspace, rel, kind, index)
+        )
+        for rel, (kind, st) in sorted(_git_dir_entries(workspace).items())
+    }
+
+
+def _read_manifest(record: Path) -> dict[str, _GitDirEntry]:
+    path = record / _RECORD_MANIFEST
+    found: dict[str, _GitDirEntry] = {}
+    for number, line in enumerate(_read_lines(path), start=1):
+        parts = line.split(" ", 3)
+        if len(parts) != 4 or parts[0] not in ("f", "l", "o"):
+            raise InputError(path, "not a line of a git directory manifest", f"line {number}")
+        try:
+            rel = unquote_path(parts[3])
+        except ValueError as exc:
+            raise InputError(path, str(exc), f"line {number}") from exc
+        found[rel] = _GitDirEntry(path=rel, kind=parts[0], stat_key=parts[1], digest=parts[2])
+    return found
+
+
+def _git_dir_changes(workspace: Path, record: Path, index: _IndexLister) -> list[str]:
+    """The paths under ``.git`` the run added, removed or changed since the snapshot (module docstring:
+    what counts); ``[".git"]`` when ``.git`` went away or changed kind."""
+    before = _read_manifest(record)
+    now = _git_dir_entries(workspace)
+    if (before and not os.path.lexists(workspace / ".git")) or (".git" in before) != (".git" in now):
+        return [".git"]  # removed, or a directory turned into a file or the other way round
+    changed: list[str] = []
+    for rel in sorted({*before, *now}):
+        old = before.get(rel)
+        if old is None or rel not in now:
+            if not _ordinary_history(workspace, rel, added=old is None):
+                changed.append(rel)
+            continue
+        kind, st = now[rel]
+        stat_changed = _stat_key(st) != old.stat_key
+        if (kind != old.kind or stat_changed and _digest(workspace, rel, kind, index) != old.digest) and not (
+            kind == old.kind and _ordinary_history(workspace, rel, added=False, index=index)
+        ):
+            changed.append(rel)
+    return changed
+
+
+# What committing, staging, branching, tagging, stashing, merging and rebasing write under .git. None of it
+# changes the diff (always the work tree against the base, read from the private record) or what git runs
+# later, so a run that used git as a developer does stays gradable on its merits. Configuration, hooks,
+# info/, alternates, replace refs and anything not listed here still count (docs/capture.md).
+_HISTORY_FILES = frozenset(
+    f".git/{name}"
+    for name in (
+        "HEAD",
+        "ORIG_HEAD",
+        "FETCH_HEAD",
+        "COMMIT_EDITMSG",
+        "MERGE_HEAD",
+        "MERGE_MSG",
+        "MERGE_MODE",
+        "MERGE_RR",
+        "AUTO_MERGE",
+        "CHERRY_PICK_HEAD",
+        "REVERT_HEAD",
+        "REBASE_HEAD",
+        "refs/stash",
+    )
+)
+_HISTORY_TREES = tuple(
+    f".git/{name}/"
+    for name in (
+        "logs",
+        "refs/heads",
+        "refs/tags",
+        "refs/remotes",
+        "rebase-merge",
+        "rebase-apply",
+        "sequencer",
+    )
+)
+_HISTORY_DIRS = frozenset((".git/logs", ".git/refs/heads", ".git/refs/tags", ".git/refs/remotes"))
+_PACKED_HISTORY_REF = re.compile(rb"^[0-9a-f]{40,64} refs/(heads|tags|remotes)/\S+$")
+
+
+def _ordinary_history(workspace: Path, rel: str, *, added: bool, index: _IndexLister | None = None) -> bool:
+    """Whether a path the run added (``added``), removed or rewrote under ``.git`` is what plain history
+    work writes (the list above)."""
+    if rel in _HISTORY_FILES or rel in _HISTORY_DIRS or rel.startswith(_HISTORY_TREES):
+        return True
+    if rel == ".git/index":
+        # Staging changes the entries; an index git cannot read is tampering.
+        return index is not None and index.digest(workspace / rel) is not None
+    if rel == ".git/packed-refs":
+        return _packed_refs_are_history(workspace / rel)
+    if rel.startswith(".git/objects/") and not rel.startswith(".git/objects/info"):
+        # New objects and packs are history; removing or rewriting one the base needs is not.
+        return added
+    return False
+
+
+def _packed_refs_are_history(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            text = handle.read(_PACKED_REFS_MAX + 1)
+    except OSError:
+        return True  # removed: every packed branch or tag went, which history work may do
+    if len(text) > _PACKED_REFS_MAX:
+        return False
+    return all(
+        not line or line.startswith((b"#", b"^")) or _PACKED_HISTORY_REF.match(line) is not None
+        for line in text.split(b"\n")
+    )
+
+
+_PACKED_REFS_MAX = 64 * 1024 * 1024
+
+
+def _open_record(before: Path) -> Path:
+    record = record_path(before)
+    if not (record / _RECORD_MARKER).is_file():
+        raise InputError(
+            record,
+            "the snapshot's private record is missing (`rubric snapshot` writes it beside the snapshot file)",
+            "--before",
+        )
+    return record
+
+
+def _record_git(workspace: Path, record: Path) -> _Git:
+    """git reading the private record as its git directory and the workspace as its work tree: nothing of
+    the workspace's ``.git`` is read."""
+    if not workspace.is_dir():
+        raise InputError(workspace, "workspace is not a directory")
+    root = Path(os.path.abspath(workspace))
+    return _Git(root, {"GIT_DIR": str(record.absolute()), "GIT_WORK_TREE": str(root)})
+
+
+def _resolve_in_record(git: _Git, record: Path, base: str) -> tuple[str, list[Path]]:
+    """The base commit, from the record's refs and objects; when the record lacks it (a base other than
+    HEAD at snapshot time), from the workspace's object directory as it is now."""
+    try:
+        return _resolve_base(git, base), []
+    except InputError:
+        try:
+            objects = Path(os.fsdecode((record / _RECORD_FALLBACK).read_bytes()))
+        except OSError:
+            raise InputError(record, f"{_RECORD_FALLBACK} is missing") from None
+        if not objects.is_dir():
+            raise
+        fallback = [objects]
+        git.extra_env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = _alternates_value(fallback)
+        return _resolve_base(git, base), fallback
+
+
 # ---- capture -----------------------------------------------------------------------------------------
 
 
@@ -748,17 +1114,31 @@ def _alternates_value(paths: Sequence[Path]) -> str:
 
 
 def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureResult:
-    """Write ``out_dir/workspace.diff`` (BASE to the working tree) and ``out_dir/ignored_created.txt``."""
-    git = _toplevel_git(workspace)
-    base_commit = _resolve_base(git, base)
+    """Write ``out_dir/workspace.diff`` (BASE to the working tree) and ``out_dir/ignored_created.txt``, and
+    from a v4 snapshot ``out_dir/git_dir_changes.txt``."""
     snap = read_snapshot_file(before)
+    record = _open_record(before) if snap.version >= 4 else None
+    fallback: list[Path] = []
+    git_dir_changes: list[str] | None = None
+    if record is None:
+        git = _toplevel_git(workspace)
+        base_commit = _resolve_base(git, base)
+    else:
+        # Nothing of the workspace's .git is read: the run may have broken or removed it.
+        git = _record_git(workspace, record)
+        base_commit, fallback = _resolve_in_record(git, record, base)
+        git_dir_changes = _git_dir_changes(git.workspace, record, _IndexLister(git, record))
     before_paths = set(snap.ignored)
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(out_dir, "run directory is not a directory")
     staged_repositories = _new_gitlinks(git, base_commit)
-    current_exclude = _read_info_exclude(git)
+    current_exclude = _read_info_exclude(git) if record is None else None
     # A v1 snapshot did not record the rules: the current ones are all there is (module docstring).
-    info_exclude = current_exclude if snap.info_exclude is None else snap.info_exclude
+    info_exclude = snap.info_exclude if snap.info_exclude is not None else current_exclude or b""
+    if record is not None:
+        # Read as a plain file where it was at snapshot time (a linked worktree's is in the common dir).
+        current_exclude = _read_bytes_or_empty(Path(os.fsdecode((record / _RECORD_EXCLUDE).read_bytes())))
+    info_exclude_changed = snap.info_exclude is not None and current_exclude != snap.info_exclude
     # A v1 or v2 snapshot did not record the .gitignore files: the base commit's stand in for them.
     old_ignore_files = (
         snap.ignore_files if snap.ignore_files is not None else _base_ignore_files(git, base_commit)
@@ -768,7 +1148,7 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
         # Everything from here on (the scan, git add -N, the diff) sees the same scratch git directory, so
         # a file the scan calls untracked is one git add accepts and the diff shows.
         scratch = Path(scratch_name)
-        _use_scratch(git, scratch, info_exclude)
+        _use_scratch(git, scratch, info_exclude, fallback)
         scan = _scan(git, staged_repositories)
         created = sorted(set(scan.ignored) - before_paths)
         self_ignoring = _self_ignoring_dirs(git, base_commit, created, before_paths, old_ignore_files)
@@ -814,6 +1194,11 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
     except OSError as exc:
         raise InputError(diff_path, f"cannot write: {exc.strerror or exc}") from exc
     _write_text(out_dir / IGNORED_CREATED_NAME, format_ignored_created(ignored_created, self_ignoring))
+    changes_path = out_dir / GIT_DIR_CHANGES_NAME
+    if git_dir_changes is None:
+        changes_path.unlink(missing_ok=True)  # one from an earlier capture must not stand in for this one
+    else:
+        _write_text(changes_path, format_path_list(git_dir_changes))
     # Every file section starts with this header line; content lines start with ' ', '+', '-' and base85
     # lines of binary patches cannot contain a space, so the count is exact.
     files_changed = diff.count(b"\ndiff --git ") + diff.startswith(b"diff --git ")
@@ -826,10 +1211,11 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
         nested_repositories=scan.nested_repositories,
         unrepresentable=unrepresentable,
         exclude_rules_recorded=snap.info_exclude is not None,
-        info_exclude_changed=snap.info_exclude is not None and current_exclude != snap.info_exclude,
+        info_exclude_changed=info_exclude_changed,
         ignore_files_recorded=snap.ignore_files is not None,
         self_ignoring_dirs=self_ignoring,
         ignored_in_diff=sorted(p for p in surfaced if p in in_index),
+        git_dir_changes=git_dir_changes,
     )
 
 
@@ -856,6 +1242,28 @@ def _base_ignore_files(git: _Git, base_commit: str) -> dict[str, bytes]:
     return found
 
 
+def _declares_cache(git: _Git, directory: str) -> bool:
+    """True for a directory that declares itself a cache: a ``CACHEDIR.TAG`` starting with the Cache
+    Directory Tagging Specification's signature (pytest, ruff and mypy write one), or a virtual environment
+    (``pyvenv.cfg`` at its root). Symbolic links do not count."""
+    tag = _read_regular(git.workspace / directory / _CACHEDIR_TAG, len(_CACHEDIR_SIGNATURE))
+    if tag == _CACHEDIR_SIGNATURE:
+        return True
+    return _read_regular(git.workspace / directory / _PYVENV_CFG, 0) is not None
+
+
+def _read_regular(path: Path, limit: int) -> bytes | None:
+    """The first ``limit`` bytes of ``path`` if it is a regular file (not through a symlink), else None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return handle.read(limit) if limit else b""
+
+
 def _ignores_everything(rules: bytes) -> bool:
     """True for a ``.gitignore`` whose one pattern is ``*`` (what pytest, mypy, ruff and venv write)."""
     patterns = [line.rstrip(b" ") for line in rules.split(b"\n")]
@@ -869,23 +1277,24 @@ def _self_ignoring_dirs(
     before: set[str],
     old_ignore_files: Mapping[str, bytes],
 ) -> list[SelfIgnoringDir]:
-    """New directories whose own new ``.gitignore`` ignores everything in them (outermost ones only).
+    """New cache directories whose own new ``.gitignore`` ignores everything in them (outermost ones only).
 
     New means nothing was there before the run: no path of the base commit, no ignored file of the
-    snapshot and no recorded ``.gitignore`` under it.
+    snapshot and no recorded ``.gitignore`` under it. A cache declares itself (:func:`_declares_cache`);
+    any other self-ignoring directory's files go into the diff like any file only new rules ignore.
     """
     candidates: list[str] = []
     for path in created:
         if "/" not in path or not _is_gitignore(path) or path in old_ignore_files:
             continue
-        try:
-            fd = os.open(git.workspace / path, os.O_RDONLY | os.O_NOFOLLOW)
-        except OSError:
-            continue
-        with os.fdopen(fd, "rb") as handle:
-            rules = handle.read(_MAX_SELF_IGNORE_BYTES + 1) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
-        if len(rules) <= _MAX_SELF_IGNORE_BYTES and _ignores_everything(rules):
-            candidates.append(path[: -len(_GITIGNORE) - 1])
+        rules = _read_regular(git.workspace / path, _MAX_SELF_IGNORE_BYTES + 1) or b""
+        directory = path[: -len(_GITIGNORE) - 1]
+        if (
+            len(rules) <= _MAX_SELF_IGNORE_BYTES
+            and _ignores_everything(rules)
+            and _declares_cache(git, directory)
+        ):
+            candidates.append(directory)
     if not candidates:
         return []
     in_base = set(

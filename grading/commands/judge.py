@@ -29,7 +29,7 @@ from grading.commands._common import (
 )
 from grading.diffs import MAX_DIFF_BYTES, decode_diff, parse_diff
 from grading.errors import InputError
-from grading.integrity import check_integrity
+from grading.integrity import check_integrity, read_git_dir_changes
 from grading.judge.cache import SqliteCache, cache_key, default_cache_path, describe_repeat_agreement
 from grading.judge.cost import load_price_table
 from grading.judge.models import JudgeResult
@@ -37,6 +37,7 @@ from grading.judge.prompt import (
     DiffTooLarge,
     check_diff_text,
     diff_too_large,
+    git_dir_note,
     render_request,
     select_items,
     self_ignoring_note,
@@ -237,6 +238,7 @@ def run_judge(args: argparse.Namespace) -> int:
                 diff_text=diff_text,
                 config_edited=edited,
                 self_ignoring_dirs=ignored.self_ignoring_dirs,
+                git_dir_changes=read_git_dir_changes(run_dir) or [],
             )
         )
     backend = make_backend(args.judge, decoding=parse_decoding(args.decoding), batch=args.batch)
@@ -258,6 +260,7 @@ def run_judge(args: argparse.Namespace) -> int:
                 job.diff_text,
                 max_diff_chars=settings.max_diff_chars,
                 ignored_note=self_ignoring_note(job.self_ignoring_dirs),
+                git_dir_note=git_dir_note(job.git_dir_changes),
             )
             requests.append(
                 {

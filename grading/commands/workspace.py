@@ -19,7 +19,7 @@ from grading.testlist import (
     list_command,
     run_test_list,
 )
-from grading.workspace import capture, write_snapshot
+from grading.workspace import capture, quote_path, record_path, write_snapshot
 
 _NOTES_MAX = 20  # notes printed per kind; --json has them all
 
@@ -30,13 +30,15 @@ def register(subparsers: Subparsers) -> None:
         help="record the ignored files in a workspace before a run, its info/exclude and .gitignore files",
         description="Before the agent runs: record the ignored files present in WORKSPACE, its "
         ".git/info/exclude and every .gitignore, so that capture can tell what the run created and which "
-        "ignore rules the run wrote. Exit 0 written, 2 bad input (not the top of a git work tree, an "
+        "ignore rules the run wrote; and write FILE.git, a private record of the git state (HEAD's objects, "
+        "refs, index, and a manifest of .git) from which capture diffs whatever the run does to .git. "
+        "Exit 0 written, 2 bad input (not the top of a git work tree, FILE inside WORKSPACE, an "
         "unwritable FILE).",
     )
     snapshot.add_argument("workspace", type=Path, metavar="WORKSPACE", help="top level of the git work tree")
     snapshot.add_argument(
         "-o", "--output", type=Path, required=True, metavar="FILE",
-        help="snapshot file; write it outside the workspace, or it becomes part of the run's diff",
+        help="snapshot file, outside the workspace (its private record FILE.git goes beside it)",
     )  # fmt: skip
     snapshot.set_defaults(handler=run_snapshot)
 
@@ -45,7 +47,8 @@ def register(subparsers: Subparsers) -> None:
         help="write workspace.diff and ignored_created.txt into a run directory",
         description="After the agent runs and before the repository's grader: write RUN_DIR/workspace.diff "
         "(every change against --base, untracked files included, renames off, binary patches) and "
-        "RUN_DIR/ignored_created.txt (ignored files the run created), and with --manifest the run's "
+        "RUN_DIR/ignored_created.txt (ignored files the run created), RUN_DIR/git_dir_changes.txt (paths "
+        "under .git the run changed), and with --manifest the run's "
         "tests_list.txt. Exit 0 written, 1 the test listing failed (the diff is still written), 2 bad input.",
     )
     cap.add_argument("workspace", type=Path, metavar="WORKSPACE", help="top level of the git work tree")
@@ -123,7 +126,7 @@ def run_list_tests(args: argparse.Namespace) -> int:
 
 def run_snapshot(args: argparse.Namespace) -> int:
     count = write_snapshot(args.workspace, args.output)
-    print(f"{args.output}: {count} ignored file(s)")
+    print(f"{args.output}: {count} ignored file(s); private record {record_path(args.output)}")
     return 0
 
 
@@ -183,6 +186,19 @@ def run_capture(args: argparse.Namespace) -> int:
     if len(result.ignored_in_diff) > len(shown):
         print(
             f"note: ... and {len(result.ignored_in_diff) - len(shown)} more such file(s) (--json lists them)"
+        )
+    if result.git_dir_changes is None:
+        print(
+            "note: the snapshot has no private record (v3 or older); changes under .git are not checked "
+            "(take snapshots with this version of `rubric snapshot`)"
+        )
+    elif result.git_dir_changes:
+        names = result.git_dir_changes[:_NOTES_MAX]
+        more = len(result.git_dir_changes) - len(names)
+        print(
+            f"note: the run changed {len(result.git_dir_changes)} path(s) under .git: "
+            + ", ".join(quote_path(n) for n in names)
+            + (f" and {more} more (git_dir_changes.txt lists them)" if more else "")
         )
     if listing is not None:
         print(f"{listing.path}: {listing.test_ids} test id(s)")

@@ -24,6 +24,7 @@ class JudgeRequest(BaseModel):
     output_schema: dict[str, Any]  # JSON schema of the reply
     diff_text: str  # the raw diff, for backends that key on it (scripted)
     ignored_note: str = ""  # the self-ignoring directories the run created, shown after the diff (§3)
+    git_dir_note: str = ""  # the paths under .git the run changed, shown after the diff (§3)
 
 
 class BackendReply(BaseModel):

@@ -42,6 +42,7 @@ from grading.judge.prompt import (
     INSTRUCTIONS,
     JudgeItem,
     diff_too_large,
+    git_dir_note,
     redraw_nonce,
     render_request,
     render_rubric_text,
@@ -292,6 +293,7 @@ async def judge_diff(
     settings: JudgeSettings | None = None,
     self_ignoring_dirs: Sequence[SelfIgnoringDir] = (),
     base_tree: BaseTree | None = None,
+    git_dir_changes: Sequence[str] = (),
 ) -> JudgeResult:
     """Judge one workspace diff against the rubric. A diff over ``settings.max_diff_chars`` is a
     ``diff_too_large`` judge failure without a call (the agent wrote it: it must not stop the run from being
@@ -310,6 +312,7 @@ async def judge_diff(
         cache=cache,
         settings=settings,
         self_ignoring_dirs=self_ignoring_dirs,
+        git_dir_changes=git_dir_changes,
     )
     if not result.not_measured:
         return result
@@ -322,7 +325,16 @@ async def judge_diff(
         # The run is a judge failure whatever these items say: nothing more is paid for.
         return result.model_copy(update={"not_measured_reason": "not judged: the diff-only judge failed"})
     return await _judge_tree_items(
-        task, rubric, diff_text, backend, result, base_tree, cache, settings, self_ignoring_dirs
+        task,
+        rubric,
+        diff_text,
+        backend,
+        result,
+        base_tree,
+        cache,
+        settings,
+        self_ignoring_dirs,
+        git_dir_changes,
     )
 
 
@@ -336,6 +348,7 @@ async def _judge_tree_items(
     cache: VerdictCache | None,
     settings: JudgeSettings,
     self_ignoring_dirs: Sequence[SelfIgnoringDir],
+    git_dir_changes: Sequence[str] = (),
 ) -> JudgeResult:
     """The needs_tree blockers, one tree-judge conversation each, merged into the diff-only result."""
     tool_backend = as_tool_backend(backend)
@@ -351,6 +364,7 @@ async def _judge_tree_items(
 
     blockers = {b.id: b for b in rubric.blockers}
     note = self_ignoring_note(self_ignoring_dirs)
+    git_note = git_dir_note(git_dir_changes)
     verdicts = list(result.verdicts)
     records = []
     usage = Usage()
@@ -371,6 +385,7 @@ async def _judge_tree_items(
             budget,
             max_diff_chars=settings.max_diff_chars,
             ignored_note=note,
+            git_dir_note=git_note,
         )
         outcome = await judge_tree_item(
             tool_backend,
@@ -421,6 +436,7 @@ async def _judge_diff_only(
     cache: VerdictCache | None,
     settings: JudgeSettings,
     self_ignoring_dirs: Sequence[SelfIgnoringDir],
+    git_dir_changes: Sequence[str] = (),
 ) -> JudgeResult:
     items, not_measured = select_items(rubric, config_edited=config_edited)
     by_id = {item.id: item for item in items}
@@ -433,8 +449,15 @@ async def _judge_diff_only(
             failure=diff_too_large(len(diff_text), settings.max_diff_chars),
         )
     note = self_ignoring_note(self_ignoring_dirs)
+    git_note = git_dir_note(git_dir_changes)
     request = render_request(
-        task, rubric, items, diff_text, max_diff_chars=settings.max_diff_chars, ignored_note=note
+        task,
+        rubric,
+        items,
+        diff_text,
+        max_diff_chars=settings.max_diff_chars,
+        ignored_note=note,
+        git_dir_note=git_note,
     )
     key = cache_key(backend, request)
     result = JudgeResult(
@@ -494,6 +517,7 @@ async def _judge_diff_only(
                 diff_text,
                 max_diff_chars=settings.max_diff_chars,
                 ignored_note=note,
+                git_dir_note=git_note,
             )
             again = await session.ask(again_request)
             if again is None:
@@ -553,6 +577,7 @@ def judge_run(
     settings: JudgeSettings | None = None,
     self_ignoring_dirs: Sequence[SelfIgnoringDir] = (),
     base_tree: BaseTree | None = None,
+    git_dir_changes: Sequence[str] = (),
 ) -> JudgeResult:
     """Synchronous :func:`judge_diff` (for callers outside an event loop: the CLI, Celery tasks)."""
     return asyncio.run(
@@ -566,6 +591,7 @@ def judge_run(
             settings=settings,
             self_ignoring_dirs=self_ignoring_dirs,
             base_tree=base_tree,
+            git_dir_changes=git_dir_changes,
         )
     )
 
@@ -582,6 +608,7 @@ class SweepJob(BaseModel):
     diff_text: str
     config_edited: bool = False
     self_ignoring_dirs: list[SelfIgnoringDir] = []  # named after the diff (§3)
+    git_dir_changes: list[str] = []  # paths under .git the run changed, named after the diff (§3)
 
 
 class SweepResult(BaseModel):
@@ -690,6 +717,7 @@ async def judge_sweep(
                     settings=settings,
                     self_ignoring_dirs=job.self_ignoring_dirs,
                     base_tree=base_tree,
+                    git_dir_changes=job.git_dir_changes,
                 )
             except InputError as exc:
                 return JudgeResult(judge=backend.spec, scripted=backend.scripted, failure=f"bad input: {exc}")

@@ -412,11 +412,18 @@ def tree_request(
     *,
     max_diff_chars: int,
     ignored_note: str = "",
+    git_dir_note: str = "",
 ) -> JudgeRequest:
     """The tree judge's request for one needs_tree blocker: the diff-only request for that item alone,
     with the instructions that name the base commit, the tools and the budget."""
     request = render_request(
-        task, rubric, [item], diff_text, max_diff_chars=max_diff_chars, ignored_note=ignored_note
+        task,
+        rubric,
+        [item],
+        diff_text,
+        max_diff_chars=max_diff_chars,
+        ignored_note=ignored_note,
+        git_dir_note=git_dir_note,
     )
     return request.model_copy(update={"instructions": tree_instructions(base_commit, budget)})
 

@@ -41,6 +41,7 @@ def write_run(run_dir: Path, repo: GitRepo, base: str, ignored_before: set[bytes
         created = sorted(ignored_files(repo) - ignored_before)
         (run_dir / "ignored_created.txt").write_bytes(b"".join(p + b"\n" for p in created))
     (run_dir / "workspace.diff").write_bytes(workspace_diff(repo, base))
+    (run_dir / "git_dir_changes.txt").write_bytes(b"")  # nothing under .git changed
     return run_dir
 
 

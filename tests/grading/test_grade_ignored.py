@@ -15,6 +15,7 @@ from grading.judge.models import CONFIG_BLOCKER_ID
 from grading.workspace import capture, write_snapshot
 from tests.grading.test_admission import ALL_IDS, Task, answers
 from tests.grading.test_outcome import FIXED, answer_run
+from tests.grading.test_workspace_ignore_rules import CACHEDIR_TAG
 
 
 @pytest.fixture
@@ -61,7 +62,11 @@ def test_a_conftest_hidden_in_a_self_ignoring_directory_brings_the_config_blocke
     run = captured_run(
         task,
         "hidden-conftest",
-        {"cache/.gitignore": "*\n", "cache/conftest.py": "collect_ignore_glob = ['*']\n"},
+        {
+            "cache/.gitignore": "*\n",
+            "cache/CACHEDIR.TAG": CACHEDIR_TAG,
+            "cache/conftest.py": "collect_ignore_glob = ['*']\n",
+        },
     )
     assert (run / "workspace.diff").read_text().count("diff --git") == 1  # only src/calc.py
     answer_run(task, run, answers((CONFIG_BLOCKER_ID,), ids=(*ALL_IDS, CONFIG_BLOCKER_ID)))
@@ -100,8 +105,10 @@ def test_the_judge_is_told_of_self_ignoring_directories(
         "caches",
         {
             ".pytest_cache/.gitignore": "*\n",
+            ".pytest_cache/CACHEDIR.TAG": CACHEDIR_TAG,
             ".pytest_cache/v/nodeids": "[]\n",
             ".venv/.gitignore": "*\n",
+            ".venv/pyvenv.cfg": "home = /usr/bin\n",
             **many,
         },
     )
@@ -110,8 +117,8 @@ def test_the_judge_is_told_of_self_ignoring_directories(
     text = rendered(task, run, capsys)
 
     assert "the run also created these self-ignoring directories, not shown" in text.lower()
-    assert "- .pytest_cache/ (2 files)\\n    .gitignore\\n    v/nodeids\\n" in text
-    assert "- .venv/ (22 files)\\n<<<SELF-IGNORING-DIRECTORIES END" in text  # over 20: the count only
+    assert "- .pytest_cache/ (3 files)\\n    .gitignore\\n    CACHEDIR.TAG\\n    v/nodeids\\n" in text
+    assert "- .venv/ (23 files)\\n<<<SELF-IGNORING-DIRECTORIES END" in text  # over 20: the count only
     assert "m00.py" not in text
     assert "self-ignoring" not in without.lower()
     # what the judge sees differs, so the cache key does too
@@ -120,7 +127,9 @@ def test_the_judge_is_told_of_self_ignoring_directories(
 
 def test_grade_shows_the_judge_the_self_ignoring_directories(task: Task) -> None:
     plain = captured_run(task, "plain", {})
-    run = captured_run(task, "cache", {".mypy_cache/.gitignore": "*\n"})
+    run = captured_run(
+        task, "cache", {".mypy_cache/.gitignore": "*\n", ".mypy_cache/CACHEDIR.TAG": CACHEDIR_TAG}
+    )
     assert (run / "workspace.diff").read_bytes() == (plain / "workspace.diff").read_bytes()
     for r in (plain, run):
         answer_run(task, r, answers())
@@ -128,3 +137,34 @@ def test_grade_shows_the_judge_the_self_ignoring_directories(task: Task) -> None
     keys = [grade(task, r)["details"]["judge"]["cache_key"] for r in (plain, run)]
 
     assert keys[0] != keys[1]  # the same diff, but the judge's input names .mypy_cache/
+
+
+def test_a_run_that_changed_git_dir_fails_integrity_and_the_judge_is_told(
+    task: Task, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plain = captured_run(task, "plain", {})
+    repo = task.repo
+    before = task.dir.parent / "hook.before"
+    write_snapshot(repo.path, before)
+    for path, text in FIXED.items():
+        repo.write(path, text)
+    repo.write(".git/hooks/post-checkout", "#!/bin/sh\necho owned\n", executable=True)
+    (repo.path / ".git" / "index").write_bytes(b"garbage")  # and the index is beyond repair
+    run = task.dir.parent / "runs" / "hook"
+    capture(repo.path, "HEAD", before, run)
+    (run / "grade.json").write_text(json.dumps({"pass": True}))
+    assert (run / "workspace.diff").read_bytes() == (plain / "workspace.diff").read_bytes()
+    answer_run(task, run, answers())
+
+    metrics = grade(task, run)
+
+    violations = metrics["details"]["integrity"]["violations"]
+    assert [(v["rule"], v["path"]) for v in violations] == [
+        ("git_dir_modified", ".git/hooks/post-checkout"),
+        ("git_dir_modified", ".git/index"),
+    ]
+    assert metrics["mergeable"] is False and metrics["details"]["status"] == "not_mergeable"
+    capsys.readouterr()
+    text = rendered(task, run, capsys)
+    assert "GIT-DIR-CHANGES BEGIN" in text and "- .git/hooks/post-checkout\\n- .git/index\\n" in text
+    assert "GIT-DIR-CHANGES" not in rendered(task, plain, capsys)

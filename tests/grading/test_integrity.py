@@ -88,7 +88,7 @@ def test_a_clean_run_is_ok_and_every_part_is_measured(
         "ok": True,
         "violations": [],
         "config_edits": [],
-        "measured": ["deleted_files", "tests_skipped", "test_cases"],
+        "measured": ["deleted_files", "tests_skipped", "test_cases", "git_dir"],
         "not_measured": {},
     }
 
@@ -246,7 +246,7 @@ def test_cli_json_shape_and_exit_codes(
         "ok": True,
         "violations": [],
         "config_edits": ["tests/conftest.py"],
-        "measured": ["deleted_files", "tests_skipped", "test_cases"],
+        "measured": ["deleted_files", "tests_skipped", "test_cases", "git_dir"],
         "not_measured": {},
     }
     (repo.path / "tests/test_more.py").unlink()
@@ -277,7 +277,7 @@ def test_cli_human_output(project: tuple[GitRepo, str, Path, Path], tmp_path: Pa
         "test integrity: FAILED",
         "  test_file_deleted: 'tests/test_more.py' (matches tests.globs)",
         "  config edited: 'pytest.ini' (the judge checks it does not disable or narrow any test)",
-        "  measured: deleted_files, tests_skipped",
+        "  measured: deleted_files, tests_skipped, git_dir",
         "  not measured: test_cases (no tests_list.txt (tests.list in the workspace) for the run)",
     ]
 

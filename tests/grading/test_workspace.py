@@ -561,7 +561,7 @@ def test_base_may_be_a_tag_or_branch_name(workspace: tuple[GitRepo, str], tmp_pa
         (SNAPSHOT_HEADER.encode() + b"\n# info/exclude: NOTES.md\n", "line 2: second line must be"),
         (SNAPSHOT_HEADER.encode() + b'\n# info/exclude: "NOTES.md\n', "line 2: info/exclude: quoted name"),
         (SNAPSHOT_HEADER.encode() + b'\n# info/exclude: "a\\qb"\n', "line 2: info/exclude: bad escape"),
-        (b"# rubric snapshot v4\n", "not a snapshot"),
+        (b"# rubric snapshot v5\n", "not a snapshot"),
     ],
 )
 def test_malformed_snapshot(

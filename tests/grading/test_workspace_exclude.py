@@ -201,11 +201,11 @@ def test_snapshot_v2_records_info_exclude_byte_for_byte(project: tuple[GitRepo, 
     write_snapshot(repo.path, before)
 
     lines = before.read_bytes().split(b"\n")
-    assert lines[0] == SNAPSHOT_HEADER.encode() == b"# rubric snapshot v3"
+    assert lines[0] == SNAPSHOT_HEADER.encode() == b"# rubric snapshot v4"
     assert lines[1].startswith(b'# info/exclude: "# comment\\n*.o\\n') and len(lines) == 6  # one line
     assert lines[2:] == [b'# ignore file: ".gitignore"', b'# ignore rules: "*.log\\n"', b"a.o", b""]
     snap = read_snapshot_file(before)
-    assert snap.version == 3 and snap.info_exclude == content and snap.ignored == ["a.o"]
+    assert snap.version == 4 and snap.info_exclude == content and snap.ignored == ["a.o"]
     assert snap.ignore_files == {".gitignore": b"*.log\n"}
 
 

@@ -2,7 +2,8 @@
 
 The channel: a new ``.gitignore`` that ignores itself and the file the agent wants hidden. A file ignored
 only by rules that did not exist before the run is in the diff; the one exception is a new directory whose
-own new ``.gitignore`` ignores everything (tool caches, virtual environments), listed as one ``dir/`` line.
+own new ``.gitignore`` ignores everything and that declares itself a cache (a signed ``CACHEDIR.TAG``, or
+``pyvenv.cfg`` for a virtual environment), listed as one ``dir/`` line.
 """
 
 from __future__ import annotations
@@ -28,6 +29,16 @@ from tests.grading.diff_helpers import write_task
 from tests.grading.test_workspace import apply_on_base, listing
 
 PYTEST_GITIGNORE = "# Created by pytest automatically.\n*\n"
+# What pytest, ruff and mypy write (https://bford.info/cachedir/)
+CACHEDIR_TAG = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by pytest.\n"
+)
+
+
+def cache_dir(repo: GitRepo, directory: str) -> None:
+    """A new tool cache: a ``*`` .gitignore and a signed CACHEDIR.TAG."""
+    repo.write(f"{directory}/.gitignore", "*\n")
+    repo.write(f"{directory}/CACHEDIR.TAG", CACHEDIR_TAG)
 
 
 @pytest.fixture
@@ -108,10 +119,13 @@ def test_self_ignoring_new_directories_are_one_line_each(
     repo, base = project
     before = snapshot(repo, tmp_path)
     repo.write(".pytest_cache/.gitignore", PYTEST_GITIGNORE)
+    repo.write(".pytest_cache/CACHEDIR.TAG", CACHEDIR_TAG)
     repo.write(".pytest_cache/v/cache/nodeids", "[]\n")
     repo.write("src/.mypy_cache/.gitignore", "# Automatically created by mypy\n*\n")
+    repo.write("src/.mypy_cache/CACHEDIR.TAG", CACHEDIR_TAG)
     repo.write("src/.mypy_cache/3.13/parser.data.json", "{}\n")
     repo.write(".venv/.gitignore", "*\n")
+    repo.write(".venv/pyvenv.cfg", "home = /usr/bin\n")
     repo.write(".venv/lib/site/.gitignore", "*\n")  # inside the outer one: not listed on its own
     repo.write(".venv/lib/site/conftest.py", "collect_ignore = ['tests']\n")
     repo.write(".venv/bin/python", "#!/bin/sh\n")
@@ -121,23 +135,24 @@ def test_self_ignoring_new_directories_are_one_line_each(
 
     assert (tmp_path / "run" / "workspace.diff").read_bytes() == b""
     assert [(d.path, d.file_count) for d in result.self_ignoring_dirs] == [
-        (".pytest_cache", 2),
-        (".venv", 4),
-        ("src/.mypy_cache", 2),
+        (".pytest_cache", 3),
+        (".venv", 5),
+        ("src/.mypy_cache", 3),
     ]
     assert result.ignored_created == ["build/out.o"]
     text = (tmp_path / "run" / "ignored_created.txt").read_text()
     assert text == (
         "build/out.o\n"
-        ".pytest_cache/\n# files: 2\n# - .pytest_cache/.gitignore\n# - .pytest_cache/v/cache/nodeids\n"
-        ".venv/\n# files: 4\n# - .venv/.gitignore\n# - .venv/bin/python\n# - .venv/lib/site/.gitignore\n"
-        "# - .venv/lib/site/conftest.py\n"
-        "src/.mypy_cache/\n# files: 2\n# - src/.mypy_cache/.gitignore\n"
-        "# - src/.mypy_cache/3.13/parser.data.json\n"
+        ".pytest_cache/\n# files: 3\n# - .pytest_cache/.gitignore\n# - .pytest_cache/CACHEDIR.TAG\n"
+        "# - .pytest_cache/v/cache/nodeids\n"
+        ".venv/\n# files: 5\n# - .venv/.gitignore\n# - .venv/bin/python\n# - .venv/lib/site/.gitignore\n"
+        "# - .venv/lib/site/conftest.py\n# - .venv/pyvenv.cfg\n"
+        "src/.mypy_cache/\n# files: 3\n# - src/.mypy_cache/.gitignore\n"
+        "# - src/.mypy_cache/3.13/parser.data.json\n# - src/.mypy_cache/CACHEDIR.TAG\n"
     )
     back = read_ignored_created(tmp_path / "run" / "ignored_created.txt")
     assert back.files == ["build/out.o"] and back.self_ignoring_dirs == result.self_ignoring_dirs
-    assert len(back.all_files()) == 9
+    assert len(back.all_files()) == 12
 
 
 def test_a_cache_directory_that_existed_before_the_run_lists_its_new_files(
@@ -178,6 +193,7 @@ def test_capture_cli_reports_the_new_lines(
     repo, base = project
     before = snapshot(repo, tmp_path)
     repo.write(".ruff_cache/.gitignore", "# Automatically created by ruff.\n*\n")
+    repo.write(".ruff_cache/CACHEDIR.TAG", CACHEDIR_TAG)
     repo.write("src/.gitignore", "x.py\n")
     repo.write("src/x.py", "x = 1\n")
     run = tmp_path / "run"
@@ -185,7 +201,7 @@ def test_capture_cli_reports_the_new_lines(
     assert main(["capture", str(repo.path), "--base", base, "--before", str(before), "--out", str(run)]) == 0
     out = capsys.readouterr().out
     assert "note: 'src/x.py' is ignored only by rules written during the run; it is in the diff" in out
-    assert "note: '.ruff_cache/' is a new self-ignoring directory (1 file)" in out
+    assert "note: '.ruff_cache/' is a new self-ignoring directory (2 files)" in out
     assert main(["capture", str(repo.path), "--base", base, "--before", str(before), "--out", str(run),
                  "--json"]) == 0  # fmt: skip
     report = json.loads(capsys.readouterr().out)
@@ -197,7 +213,9 @@ def test_capture_cli_reports_the_new_lines(
     out = capsys.readouterr().out
     assert out.count("is ignored only by rules written during the run") == 20
     assert "note: ... and 6 more such file(s) (--json lists them)" in out
-    assert report["self_ignoring_dirs"] == [{"path": ".ruff_cache", "files": [".ruff_cache/.gitignore"]}]
+    assert report["self_ignoring_dirs"] == [
+        {"path": ".ruff_cache", "files": [".ruff_cache/.gitignore", ".ruff_cache/CACHEDIR.TAG"]}
+    ]
 
 
 def test_scope_checks_self_ignoring_directories_against_denied_globs(
@@ -205,8 +223,8 @@ def test_scope_checks_self_ignoring_directories_against_denied_globs(
 ) -> None:
     repo, base = project
     before = snapshot(repo, tmp_path)
-    repo.write(".ci/cache/.gitignore", "*\n")
-    repo.write("cache/.gitignore", "*\n")
+    cache_dir(repo, ".ci/cache")
+    cache_dir(repo, "cache")
     repo.write("cache/deploy/secrets.env", "TOKEN=x\n")
     run = tmp_path / "run"
     capture(repo.path, base, before, run)
@@ -219,6 +237,7 @@ def test_scope_checks_self_ignoring_directories_against_denied_globs(
     assert violations == [
         {"path": ".ci/cache/", "rule": "ignored_in_denied"},
         {"path": ".ci/cache/.gitignore", "rule": "ignored_in_denied"},
+        {"path": ".ci/cache/CACHEDIR.TAG", "rule": "ignored_in_denied"},
         {"path": "cache/deploy/secrets.env", "rule": "ignored_in_denied"},
     ]
 
@@ -248,6 +267,53 @@ def test_plain_path_list_readers_skip_the_directory_comments(
     repo, base = project
     before = snapshot(repo, tmp_path)
     repo.write("build/x.o", b"\0")
-    repo.write(".tox/.gitignore", "*\n")
+    cache_dir(repo, ".tox")
     capture(repo.path, base, before, tmp_path / "run")
     assert read_path_list(tmp_path / "run" / "ignored_created.txt") == ["build/x.o", ".tox/"]
+
+
+@pytest.mark.parametrize(
+    "declaration",
+    [
+        {},  # a "*" .gitignore alone
+        {"CACHEDIR.TAG": "Signature: 0000000000000000000000000000000\n"},  # wrong signature
+        {"CACHEDIR.TAG": CACHEDIR_TAG[:20]},  # cut short
+        {"sub/CACHEDIR.TAG": CACHEDIR_TAG},  # not at its root
+        {"lib/pyvenv.cfg": "home = /usr\n"},  # not at its root
+    ],
+)
+def test_a_self_ignoring_directory_that_is_not_a_cache_is_in_the_diff(
+    project: tuple[GitRepo, str], tmp_path: Path, declaration: dict[str, str]
+) -> None:
+    """The code a fix imports, hidden behind a ``*`` .gitignore: scope and the judge see every file."""
+    repo, base = project
+    before = snapshot(repo, tmp_path)
+    repo.write("src/parser.py", "from impl.core import parse\n")
+    repo.write("src/impl/.gitignore", "*\n")
+    repo.write("src/impl/core.py", "def parse():\n    return 42\n")
+    for name, text in declaration.items():
+        repo.write(f"src/impl/{name}", text)
+    run = tmp_path / "run"
+
+    result = capture(repo.path, base, before, run)
+
+    assert result.self_ignoring_dirs == [] and result.ignored_created == []
+    assert changed(run) == sorted(
+        ["src/parser.py", "src/impl/.gitignore", "src/impl/core.py", *(f"src/impl/{n}" for n in declaration)]
+    )
+    clone = apply_on_base(repo, base, run / "workspace.diff", tmp_path / "clone")
+    assert listing(clone.path) == listing(repo.path)
+
+
+def test_a_symlinked_cache_tag_does_not_declare_a_cache(project: tuple[GitRepo, str], tmp_path: Path) -> None:
+    repo, base = project
+    repo.write("tag.txt", CACHEDIR_TAG)
+    before = snapshot(repo, tmp_path)
+    repo.write("src/impl/.gitignore", "*\n")
+    (repo.path / "src/impl/CACHEDIR.TAG").symlink_to(repo.path / "tag.txt")
+    repo.write("src/impl/core.py", "x = 1\n")
+
+    result = capture(repo.path, base, before, tmp_path / "run")
+
+    assert result.self_ignoring_dirs == []
+    assert "src/impl/core.py" in changed(tmp_path / "run")
