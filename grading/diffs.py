@@ -17,7 +17,9 @@ its line number. Hunk bodies are read by the counts in their headers, so diff-li
 (``--- a/fake``) stays content. ``diff --git a/x b/y.txt b/x b/y.txt`` (a file named ``x b/y.txt``) is split
 the way git apply splits it. A ``GIT binary patch`` is checked line by line (length, base85 alphabet, the
 start of its zlib stream) but never inflated: scope and integrity need its paths only, and a 1 MB literal
-can inflate to a gigabyte.
+can inflate to a gigabyte. ``judge_text(diff_text) -> str`` is the diff as the judge reads it: every binary
+patch one line (path, sizes, the sha256 of a literal's content, inflated as a stream and never past its stated
+size, nor past BINARY_HASH_MAX_BYTES).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from grading.outcome import grade_run
 from grading.schema import load_rubric, load_task
 from tests.grading.judge.judge_helpers import FakeBackend, verdicts_json
 from tests.grading.test_admission import Task, answers
-from tests.grading.test_outcome import FIXED
+from tests.grading.test_outcome import FIXED, answer_run
 
 LAZY = {"src/calc.py": "def add(a, b):\n    return 4 if a == 2 else a - b\n"}
 BLOB_SIZE = 400 * 1024
@@ -96,6 +96,20 @@ def test_a_corrupt_or_oversized_literal_is_named_without_a_hash(task: Task) -> N
     assert "6000 bytes (sha256 not computed: the literal does not inflate to its stated size)" in judge_text(
         lying
     )
+    # One that inflates past its stated size (a bomb would) is cut one byte after it.
+    bomb = diff.replace("literal 5000\n", "literal 100\n")
+    assert (
+        "new 100 bytes (sha256 not computed: the literal does not inflate to its stated size)"
+        in judge_text(bomb)
+    )
+
+
+def test_a_literal_over_the_hashing_limit_is_not_inflated(
+    task: Task, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    diff = task.set_diff("calib/lazy.diff", {**LAZY, "src/blob.bin": random_bytes(5000, 12)}).decode()
+    monkeypatch.setattr("grading.diffs.BINARY_HASH_MAX_BYTES", 4999)
+    assert "new 5000 bytes (sha256 not computed: over 4999 bytes)" in judge_text(diff)
 
 
 def test_every_backend_and_the_cache_key_see_the_summary_never_the_literal(
@@ -260,3 +274,21 @@ def test_a_calibration_diff_with_a_big_binary_is_judged_and_one_over_the_limit_i
     task.set_diff("calib/lazy.diff", {**LAZY, "src/big.py": BIG_LINE * 100})
     with pytest.raises(InputError, match=r"lazy\.diff: too large to review: 102 changed lines"):
         task.check(settings=JudgeSettings(max_diff_chars=1000))
+
+
+# --- reports count it as not mergeable, never as a judge failure ---------------------------------------
+
+
+def test_a_report_counts_a_change_too_large_to_review_as_measured_and_not_mergeable(
+    task: Task, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = task.make_run("good", FIXED, {"pass": True})
+    answer_run(task, good, answers())
+    big = task.make_run("big", {**FIXED, "src/big.py": BIG_LINE * 100}, {"pass": True})
+    for run in (good, big):
+        grade_run(task.dir, run, task.manifest, task.backend(), settings=JudgeSettings(max_diff_chars=1000))
+    assert main(["report", str(good), str(big), "--json"]) == 0
+    [cell] = json.loads(capsys.readouterr().out)["cells"]
+    assert (cell["runs"], cell["measured"], cell["judge_failures"], cell["grader_failures"]) == (2, 2, 0, 0)
+    assert cell["test_pass_rate"]["value"] == 1.0  # the gate held on both
+    assert cell["mergeable_rate"]["value"] == 0.5
