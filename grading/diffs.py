@@ -17,12 +17,15 @@ its line number. Hunk bodies are read by the counts in their headers, so diff-li
 (``--- a/fake``) stays content. ``diff --git a/x b/y.txt b/x b/y.txt`` (a file named ``x b/y.txt``) is split
 the way git apply splits it. A ``GIT binary patch`` is checked line by line (length, base85 alphabet, the
 start of its zlib stream) but never inflated: scope and integrity need its paths only, and a 1 MB literal
-can inflate to a gigabyte.
+can inflate to a gigabyte. ``judge_text(diff_text) -> str`` is the diff as the judge reads it: every binary
+patch one line (path, sizes, the sha256 of a literal's content, inflated as a stream and never past its stated
+size, nor past BINARY_HASH_MAX_BYTES).
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import re
 import zlib
 from collections.abc import Iterator
@@ -41,6 +44,13 @@ HunkLineKind = Literal["ctx", "add", "del", "note"]
 MAX_DIFF_BYTES = 256 * 1024 * 1024
 
 DEV_NULL = "/dev/null"
+
+# The line that stands for a ``GIT binary patch`` in the text the judge reads (:func:`judge_text`). The
+# reader takes it where a binary patch may stand, so that text is still a diff this module reads.
+BINARY_NOT_SHOWN = "Binary patch not shown: "
+# A literal up to this size is inflated (streamed, never held whole) for its content's sha256; a larger one
+# is not: Python decodes base85 at about 8 MB/s, and the judge's input must not wait on a huge file.
+BINARY_HASH_MAX_BYTES = 16 * 1024 * 1024
 
 
 class FileChange(BaseModel):
@@ -77,11 +87,25 @@ class Hunk:
 
 
 @dataclass(frozen=True, slots=True)
+class BinaryBlock:
+    """One ``literal N`` or ``delta N`` block of a ``GIT binary patch``: N is the inflated size of its data
+    (the content itself for a literal, the delta instructions for a delta)."""
+
+    kind: Literal["literal", "delta"]
+    size: int
+    first_line: int  # index of its first data line
+    end_line: int  # index of the blank line that ends it
+
+
+@dataclass(frozen=True, slots=True)
 class ParsedFile:
     change: FileChange
     first_line: int  # index of its first header line ("diff --git" or "---")
     end_line: int  # index after its last line
     hunks: tuple[Hunk, ...]
+    # A ``GIT binary patch``: the index of its marker line and its blocks (forward, then reverse).
+    binary_line: int | None = None
+    binary_blocks: tuple[BinaryBlock, ...] = ()
 
 
 @dataclass
@@ -453,10 +477,16 @@ class _Scanner:
         hunks_start = i
         hunks: list[Hunk] = []
         added = removed = 0
+        binary_line: int | None = None
+        blocks: list[BinaryBlock] = []
         if i < self.n and self.lines[i] == "GIT binary patch":
             header.binary = True
-            i = self.binary_patch(i + 1)
-        elif i < self.n and self.lines[i].startswith("Binary files ") and self.lines[i].endswith(" differ"):
+            binary_line = i
+            i = self.binary_patch(i + 1, blocks)
+        elif i < self.n and (
+            (self.lines[i].startswith("Binary files ") and self.lines[i].endswith(" differ"))
+            or self.lines[i].startswith(BINARY_NOT_SHOWN)
+        ):
             header.binary = True
             i += 1
         else:
@@ -479,6 +509,11 @@ class _Scanner:
         if old_path is None and new_path is None:
             raise self.error(start, "a file that is neither old nor new")
         self.add(old_path, new_path, added, removed, header.binary, header, start, i, hunks)
+        if binary_line is not None:
+            last = self.files[-1]
+            self.files[-1] = ParsedFile(
+                last.change, last.first_line, last.end_line, last.hunks, binary_line, tuple(blocks)
+            )
         return i
 
     def extended(self, header: _Header, text: str, i: int) -> None:
@@ -691,8 +726,9 @@ class _Scanner:
             i = end
         return i, added, removed
 
-    def binary_patch(self, start: int) -> int:
-        """Check a ``GIT binary patch`` (literal/delta blocks of base85 zlib data); return the next line.
+    def binary_patch(self, start: int, out: list[BinaryBlock]) -> int:
+        """Check a ``GIT binary patch`` (literal/delta blocks of base85 zlib data), append its blocks to
+        ``out``; return the next line.
 
         Every data line is checked for its length and alphabet, and the start of each block is inflated
         (at most ``_BINARY_PROBE_BYTES``) to see a zlib stream; the block is never inflated whole.
@@ -711,6 +747,8 @@ class _Scanner:
             if i >= self.n:
                 raise self.error(self.n - 1, "the diff ends inside a binary patch: truncated diff")
             self.probe_zlib(block_start, i)
+            kind: Literal["literal", "delta"] = "literal" if match[1] == "literal" else "delta"
+            out.append(BinaryBlock(kind, int(match[2]), block_start, i))
             i += 1  # the blank line that ends a block
             blocks += 1
         if blocks == 0:
@@ -729,16 +767,20 @@ class _Scanner:
     def probe_zlib(self, first: int, end: int) -> None:
         data = bytearray()
         for index in range(first, min(end, first + _BINARY_PROBE_LINES)):
-            text = self.lines[index]
-            length = ord(text[0]) - (ord("A") - 1 if text[0] <= "Z" else ord("a") - 27)
             try:
-                data += base64.b85decode(text[1:])[:length]
+                data += _base85_line(self.lines[index])
             except ValueError:
                 raise self.error(index, "corrupt binary patch line (not base85)") from None
         try:
             zlib.decompressobj().decompress(bytes(data), _BINARY_PROBE_BYTES)
         except zlib.error:
             raise self.error(first, "corrupt binary patch (its data is not a zlib stream)") from None
+
+
+def _base85_line(text: str) -> bytes:
+    """The bytes of one binary-patch data line: its length letter, then base85 (ValueError if corrupt)."""
+    length = ord(text[0]) - (ord("A") - 1 if text[0] <= "Z" else ord("a") - 27)
+    return base64.b85decode(text[1:])[:length]
 
 
 def read_diff(data: bytes | str, source: str = "workspace.diff", *, strict: bool = True) -> ParsedDiff:
@@ -807,3 +849,150 @@ def load_diff(path: Path) -> list[FileChange]:
     except OSError as exc:
         raise InputError(path, f"cannot read: {exc.strerror}") from None
     return parse_diff(data, str(path))
+
+
+# --- what the judge reads of a binary file ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BinarySide:
+    """One side (old or new) of a binary file as far as its patch tells: size and content sha256."""
+
+    present: bool  # False: the file does not exist on this side (added or deleted)
+    size: int | None = None  # None: the patch does not tell
+    sha256: str | None = None
+    no_hash: str = ""  # why there is no sha256 (a delta, over the hashing limit, corrupt data)
+
+    def describe(self) -> str:
+        if not self.present:
+            return "absent"
+        if self.size is None:
+            return "size unknown"
+        text = f"{self.size} bytes"
+        if self.sha256 is not None:
+            return f"{text}, sha256 {self.sha256}"
+        return f"{text} (sha256 not computed: {self.no_hash})" if self.no_hash else text
+
+
+def _block_bytes(lines: list[str], block: BinaryBlock) -> Iterator[bytes]:
+    for index in range(block.first_line, block.end_line):
+        yield _base85_line(lines[index])
+
+
+def _literal_side(lines: list[str], block: BinaryBlock) -> BinarySide:
+    """A literal block's content: its size, and its sha256 when it is at most BINARY_HASH_MAX_BYTES."""
+    if block.size > BINARY_HASH_MAX_BYTES:
+        return BinarySide(True, block.size, no_hash=f"over {BINARY_HASH_MAX_BYTES} bytes")
+    corrupt = BinarySide(True, block.size, no_hash="the literal does not inflate to its stated size")
+    inflater = zlib.decompressobj()
+    digest = hashlib.sha256()
+    total = 0
+    try:
+        for data in _block_bytes(lines, block):
+            # At most one byte past the stated size: a stream that goes further is corrupt, and a bomb stops.
+            chunk = inflater.decompress(data, block.size + 1 - total)
+            total += len(chunk)
+            if total > block.size or inflater.unconsumed_tail:
+                return corrupt
+            digest.update(chunk)
+        if not inflater.eof:
+            return corrupt
+    except (ValueError, zlib.error):
+        return corrupt
+    return BinarySide(True, block.size, digest.hexdigest()) if total == block.size else corrupt
+
+
+def _delta_sizes(lines: list[str], block: BinaryBlock) -> tuple[int, int] | None:
+    """The source and target sizes a delta block starts with (two little-endian base-128 numbers)."""
+    inflater = zlib.decompressobj()
+    head = b""
+    try:
+        for data in _block_bytes(lines, block):
+            head += inflater.decompress(data, 32 - len(head))
+            if len(head) >= 20 or inflater.unconsumed_tail:
+                break
+    except (ValueError, zlib.error):
+        return None
+    sizes: list[int] = []
+    i = 0
+    for _ in range(2):
+        value = shift = 0
+        while True:
+            if i >= len(head) or shift > 63:
+                return None
+            byte = head[i]
+            i += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                break
+        sizes.append(value)
+    return sizes[0], sizes[1]
+
+
+def binary_sides(lines: list[str], file: ParsedFile) -> tuple[BinarySide, BinarySide]:
+    """(old, new) of a file with a ``GIT binary patch``: the forward block gives the new content (a literal)
+    or the sizes of both (a delta); the reverse block, when there is one, the old content."""
+    change = file.change
+    blocks = file.binary_blocks
+    old = BinarySide(present=change.old_path is not None)
+    new = BinarySide(present=change.new_path is not None)
+    delta = "a delta against the other side"
+    if blocks and new.present:
+        forward = blocks[0]
+        if forward.kind == "literal":
+            new = _literal_side(lines, forward)
+        elif (sizes := _delta_sizes(lines, forward)) is not None:
+            new = BinarySide(True, sizes[1], no_hash=delta)
+            old = BinarySide(True, sizes[0], no_hash=delta) if old.present else old
+    if len(blocks) > 1 and old.present:
+        reverse = blocks[1]
+        if reverse.kind == "literal":
+            old = _literal_side(lines, reverse)
+        elif old.size is None and (sizes := _delta_sizes(lines, reverse)) is not None:
+            old = BinarySide(True, sizes[1], no_hash=delta)
+    return old, new
+
+
+def _shown_path(path: str) -> str:
+    """A path on one line: as is, or C-quoted when it holds a control character, a quote or a backslash."""
+    if any(not c.isprintable() or c in '"\\' for c in path):
+        return c_quote(_raw(path))
+    return path
+
+
+def binary_not_shown(lines: list[str], file: ParsedFile) -> str:
+    """The one line that stands for ``file``'s binary patch in the text the judge reads."""
+    change = file.change
+    path = change.new_path if change.new_path is not None else change.old_path
+    assert path is not None
+    old, new = binary_sides(lines, file)
+    return (
+        f"{BINARY_NOT_SHOWN}{_shown_path(path)} ({change.status}): old {old.describe()}; new {new.describe()}"
+    )
+
+
+def judge_text(diff_text: str) -> str:
+    """The diff as the judge reads it: every ``GIT binary patch`` replaced by one line (its path, the old
+    and new size, the sha256 of each side's content when the patch holds it as a literal).
+
+    The judge cannot review base85, and a binary file's bytes must not count toward its input limit. The
+    result is still a diff this module reads (:data:`BINARY_NOT_SHOWN` marks a binary file, as
+    ``Binary files ... differ`` does), with the same files and the same text hunks; a diff without a
+    binary patch is returned unchanged. What cannot be parsed (lenient reading) is kept as it is.
+    """
+    if "\nGIT binary patch" not in diff_text:
+        return diff_text
+    parsed = read_diff(diff_text, strict=False)
+    # The reader splits at "\n" as here, so its line indices are this list's.
+    lines = diff_text.split("\n")
+    out: list[str] = []
+    at = 0
+    for file in parsed.files:
+        if file.binary_line is None:
+            continue
+        out += lines[at : file.binary_line]
+        out.append(binary_not_shown(parsed.lines, file))
+        at = file.end_line
+    out += lines[at:]
+    return "\n".join(out)

@@ -16,10 +16,11 @@ Rules, in the order they apply:
 3. ``pass`` false, or a gate entry that does not hold (``mergeable`` and ``merge_score`` in the gate are the
    framework's own and are skipped): not mergeable, merge_score 0. The test gate failed, so the judge is
    not called: its verdict cannot change that (and a judge failure must not turn this false into null).
-4. Judge failure: both null.
-   A diff over the judge's size limit is a judge failure (``diff_too_large``) too, unless scope or
-   integrity already fail: then the run is not mergeable and the judge is not called.
-5. Otherwise mergeable when scope and integrity pass and no blocker fails. A blocker the
+4. Judge failure (a fault of the model API or of the judge's reply): both null.
+5. Too large to review: the diff the judge would read (binary patches summarized to one line each) is over
+   its limit. The judge is not called and the run is not mergeable, merge_score 0: the run wrote it, and a
+   maintainer does not merge what cannot be reviewed. Never a judge failure.
+6. Otherwise mergeable when scope and integrity pass and no blocker fails. A blocker the
    judge could not see (``needs_tree``, without a repository checkout for the tree judge) is not measured
    and does not fail; one the tree judge decided counts like any other. merge_score is the weighted
    share of non-blockers that pass, 0 when not mergeable.
@@ -42,7 +43,6 @@ from grading.integrity import IntegrityResult, integrity_for_run, missing_test_l
 from grading.judge.backend import Backend
 from grading.judge.cache import VerdictCache, in_regrade_sample
 from grading.judge.models import CONFIG_BLOCKER_ID, JudgeResult
-from grading.judge.prompt import diff_too_large
 from grading.judge.runner import JudgeSettings, diff_sha256, judge_run
 from grading.judge.specs import check_second_judge, judge_family, make_backend
 from grading.judge.tree import base_tree_for
@@ -86,6 +86,8 @@ class RubricAssessment(BaseModel):
     in_scope: bool
     integrity_ok: bool
     judge_failure: str | None = None
+    # The judge was not called: what it would read is over its limit (runner's ``too_large_to_review``).
+    too_large_to_review: str | None = None
     blockers_failed: list[str] = []
     blockers_passed: list[str] = []
     blockers_not_measured: list[str] = []
@@ -99,7 +101,12 @@ class RubricAssessment(BaseModel):
         """Mergeable on the rubric's side alone; None on a judge failure."""
         if self.judge_failure is not None:
             return None
-        return self.in_scope and self.integrity_ok and not self.blockers_failed
+        return (
+            self.in_scope
+            and self.integrity_ok
+            and self.too_large_to_review is None
+            and not self.blockers_failed
+        )
 
     def reasons(self) -> list[str]:
         out: list[str] = []
@@ -107,6 +114,8 @@ class RubricAssessment(BaseModel):
             out.append("scope check failed")
         if not self.integrity_ok:
             out.append("test-integrity check failed")
+        if self.too_large_to_review is not None:
+            out.append(self.too_large_to_review)
         out += [f"blocker {b} fails" for b in self.blockers_failed]
         return out
 
@@ -178,6 +187,8 @@ def assess(
     base = {"in_scope": scope.in_scope, "integrity_ok": integrity.ok}
     if judge.failure is not None:
         return RubricAssessment(**base, judge_failure=judge.failure)
+    if judge.too_large_to_review is not None:
+        return RubricAssessment(**base, too_large_to_review=judge.too_large_to_review)
     blocker_ids = [b.id for b in rubric.blockers]
     if integrity.config_edits:
         blocker_ids.append(CONFIG_BLOCKER_ID)
@@ -419,29 +430,25 @@ def grade_run(
     if settled is None:
         assert rubric is not None and scope is not None and integrity is not None
         diff_text = _read_diff_text(run_dir / "workspace.diff")
-        max_chars = (settings or JudgeSettings()).max_diff_chars
-        if len(diff_text) > max_chars and not (scope.in_scope and integrity.ok):
-            # No verdict could make this run mergeable, and the judge could not be shown the diff anyway.
-            reasons = RubricAssessment(in_scope=scope.in_scope, integrity_ok=integrity.ok).reasons()
-            settled = Outcome(status="not_mergeable", mergeable=False, merge_score=0.0, reasons=reasons)
-            judge_skipped = f"not called: {diff_too_large(len(diff_text), max_chars)}"
-        else:
-            config_edited = bool(integrity.config_edits)
-            ignored = read_ignored_created_shown(run_dir / IGNORED_CREATED_NAME)
-            judge_args: dict[str, Any] = {
-                "config_edited": config_edited,
-                "cache": cache,
-                "settings": settings,
-                "self_ignoring_dirs": ignored.self_ignoring_dirs,
-                "git_dir_changes": read_git_dir_changes(run_dir) or [],
-                "base_tree": base_tree,
-            }
-            primary_result = judge_run(task, rubric, diff_text, primary, **judge_args)
-            if second is not None and in_second_judge_sample(diff_text, second_sample):
-                second_result = judge_run(task, rubric, diff_text, second, **judge_args)
-            elif second is not None:
-                second_skipped = f"not in the second judge's sample ({second_sample:g} of runs)"
-            assessment = assess(rubric, scope, integrity, primary_result)
+        config_edited = bool(integrity.config_edits)
+        ignored = read_ignored_created_shown(run_dir / IGNORED_CREATED_NAME)
+        judge_args: dict[str, Any] = {
+            "config_edited": config_edited,
+            "cache": cache,
+            "settings": settings,
+            "self_ignoring_dirs": ignored.self_ignoring_dirs,
+            "git_dir_changes": read_git_dir_changes(run_dir) or [],
+            "base_tree": base_tree,
+        }
+        # Over the judge's limit, the runner makes no call and says the change is too large to review.
+        primary_result = judge_run(task, rubric, diff_text, primary, **judge_args)
+        if second is not None and primary_result.too_large_to_review is not None:
+            second_skipped = f"not called: {primary_result.too_large_to_review}"
+        elif second is not None and in_second_judge_sample(diff_text, second_sample):
+            second_result = judge_run(task, rubric, diff_text, second, **judge_args)
+        elif second is not None:
+            second_skipped = f"not in the second judge's sample ({second_sample:g} of runs)"
+        assessment = assess(rubric, scope, integrity, primary_result)
     outcome = settled or decide_outcome(task.gate, grade, scope, integrity, primary_result, rubric)
     admitted = (
         content_sha256 is not None

@@ -168,6 +168,8 @@ def _verdict_line(label: str, metrics: RunMetrics, second: bool) -> str | None:
     tag = " (scripted)" if result.scripted else ""
     if result.failure is not None:
         return f"{label}: {result.judge}{tag}: judge failure: {printable(result.failure)}"
+    if result.too_large_to_review is not None:
+        return f"{label}: {result.judge}{tag}: not called: {printable(result.too_large_to_review)}"
     verdicts = ", ".join(
         f"{v.item_id} {v.verdict}" + (" (tree-judged)" if v.tree_judged else "") for v in result.verdicts
     )

@@ -1,7 +1,8 @@
 """``rubric judge TASK_DIR RUN_DIR... --judge SPEC``: the rubric judge's verdicts on runs' workspace diffs.
 
-Exit codes: 0 when every run was judged (whatever the verdicts: mergeability is ``rubric grade``'s
-decision), 1 when the judge failed on at least one run (no usable reply after the retries), 2 on bad input.
+Exit codes: 0 when every run was judged or found too large to review (whatever the verdicts: mergeability
+is ``rubric grade``'s decision), 1 when the judge failed on at least one run (no usable reply after the
+retries), 2 on bad input.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from grading.commands._common import (
     regrade_rate,
     tree_budget,
 )
-from grading.diffs import MAX_DIFF_BYTES, decode_diff, parse_diff
+from grading.diffs import MAX_DIFF_BYTES, decode_diff, judge_text, parse_diff
 from grading.errors import InputError
 from grading.integrity import check_integrity, read_git_dir_changes
 from grading.judge.cache import SqliteCache, cache_key, default_cache_path, describe_repeat_agreement
@@ -36,11 +37,11 @@ from grading.judge.models import JudgeResult
 from grading.judge.prompt import (
     DiffTooLarge,
     check_diff_text,
-    diff_too_large,
     git_dir_note,
     render_request,
     select_items,
     self_ignoring_note,
+    too_large_to_review,
 )
 from grading.judge.runner import JudgeSettings, SweepJob, judge_sweep
 from grading.judge.specs import make_backend, parse_decoding
@@ -124,7 +125,7 @@ def _read_diff(run_dir: Path) -> str:
     path = run_dir / DIFF_NAME
     if not path.exists():
         raise InputError(path, "file not found (write it with `rubric capture`)")
-    # A diff over the judge's limit is still read: it is a judge failure for this run, not bad input (§1).
+    # A diff over the judge's limit is still read: it is too large to review, not bad input (§1).
     data = read_input_bytes(path, MAX_DIFF_BYTES)
     # Bytes that are not UTF-8 reach the judge as \\xNN (grading.diffs.decode_diff), as in `rubric grade`.
     return decode_diff(data)
@@ -178,6 +179,8 @@ def _print_text(label: str, result: JudgeResult, many: bool) -> None:
     prefix = f"{label}: " if many else ""
     if result.failure is not None:
         print(f"{prefix}judge failure{tag}: {printable(result.failure)}")
+    if result.too_large_to_review is not None:
+        print(f"{prefix}not judged, no call{tag}: {printable(result.too_large_to_review)}")
     for v in result.verdicts:
         kind = "blocker" if v.kind == "blocker" else "non-blocker"
         flag = " [re-judged: verdict disagreed with its finding]" if v.flagged_inconsistent else ""
@@ -204,6 +207,8 @@ def _progress(done: int, total: int, label: str, result: JudgeResult) -> None:
     width = 30
     filled = width * done // total
     state = "failed" if result.failure else ("cached" if result.cache_hit else "judged")
+    if result.too_large_to_review is not None:
+        state = "too large"
     sys.stderr.write(
         f"\rjudging [{'#' * filled}{'.' * (width - filled)}] {done}/{total} {state} "
         f"{printable(label)[-40:]:<40}"
@@ -225,7 +230,7 @@ def run_judge(args: argparse.Namespace) -> int:
     jobs: list[SweepJob] = []
     for run_dir in args.run_dirs:
         diff_text = _read_diff(run_dir)
-        # Too large is no bad input: the runner makes it a diff_too_large judge failure for this run.
+        # Too large is no bad input: the runner reports the run too large to review, with no call.
         with contextlib.suppress(DiffTooLarge):
             check_diff_text(diff_text, source=str(run_dir / DIFF_NAME), max_chars=settings.max_diff_chars)
         ignored = read_ignored_created_shown(run_dir / IGNORED_CREATED_NAME)
@@ -246,10 +251,15 @@ def run_judge(args: argparse.Namespace) -> int:
     if args.render_only:
         requests: list[dict[str, Any]] = []
         for job in jobs:
-            if len(job.diff_text) > settings.max_diff_chars:
-                failure = diff_too_large(len(job.diff_text), settings.max_diff_chars)
+            too_large = too_large_to_review(judge_text(job.diff_text), settings.max_diff_chars)
+            if too_large is not None:
                 requests.append(
-                    {"run_dir": job.label, "cache_key": None, "request": None, "failure": failure}
+                    {
+                        "run_dir": job.label,
+                        "cache_key": None,
+                        "request": None,
+                        "too_large_to_review": too_large,
+                    }
                 )
                 continue
             items, _ = select_items(rubric, config_edited=job.config_edited)

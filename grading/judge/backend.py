@@ -22,7 +22,7 @@ class JudgeRequest(BaseModel):
     nonce: str
     item_ids: list[str]
     output_schema: dict[str, Any]  # JSON schema of the reply
-    diff_text: str  # the raw diff, for backends that key on it (scripted)
+    diff_text: str  # the diff as the judge reads it (binary patches summarized), for the scripted judge
     ignored_note: str = ""  # the self-ignoring directories the run created, shown after the diff (§3)
     git_dir_note: str = ""  # the paths under .git the run changed, shown after the diff (§3)
 

@@ -103,6 +103,9 @@ class JudgeResult(BaseModel):
     not_measured: list[str] = []  # needs_tree blocker ids no judge decided (see not_measured_reason)
     not_measured_reason: str | None = None  # why (no repository checkout, a judge without tree tools)
     failure: str | None = None  # judge failure: never a pass, never a fail
+    # Not judged, no call made: the diff the judge would read is over its limit. Not a judge failure: the
+    # run wrote it, and a change too large to review is not mergeable (it starts "too large to review").
+    too_large_to_review: str | None = None
     cache_hit: bool = False
     calls: int = 0
     retries: int = 0

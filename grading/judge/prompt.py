@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from grading.diffs import judge_text, read_diff
 from grading.errors import InputError
 from grading.judge.backend import JudgeRequest
 from grading.judge.models import CONFIG_BLOCKER_CRITERION, CONFIG_BLOCKER_ID, ItemKind, TreeBudget
@@ -27,7 +28,8 @@ from grading.workspace import SelfIgnoringDir, quote_path
 # Stands in for the nonce in the cache key, so the key depends on what the judge sees, not on the draw.
 NONCE_PLACEHOLDER = "{{NONCE}}"
 NONCE_BYTES = 16
-# Beyond this the diff is refused as input: no judge context holds it, and truncating would hide lines.
+# The most diff text the judge reads (binary patches summarized first): no judge context holds much more,
+# and truncating would hide lines. A run over it is not mergeable (too large to review).
 DEFAULT_MAX_DIFF_CHARS = 400_000
 # A self-ignoring directory with at most this many files is shown to the judge with its file names.
 SELF_IGNORING_NAMES_MAX = 20
@@ -299,31 +301,39 @@ def draw_nonce(*texts: str) -> str:
             return nonce
 
 
-DIFF_TOO_LARGE = "diff_too_large"
+TOO_LARGE_TO_REVIEW = "too large to review"
 
 
-def diff_too_large(chars: int, max_chars: int) -> str:
-    """The judge failure for a diff over the limit: it starts with :data:`DIFF_TOO_LARGE`."""
+def too_large_to_review(shown_text: str, max_chars: int) -> str | None:
+    """Why the judge cannot review ``shown_text`` (grading.diffs.judge_text of a diff), or None when it is
+    within ``max_chars``: it starts with :data:`TOO_LARGE_TO_REVIEW` and gives the changed lines and the size.
+
+    The diff is never truncated (hidden lines could hide a blocker). For a run it makes the run not
+    mergeable, since a maintainer does not merge what cannot be reviewed; for a calibration diff it is bad
+    input (:class:`DiffTooLarge`)."""
+    if len(shown_text) <= max_chars:
+        return None
+    changed = sum(f.added + f.removed for f in read_diff(shown_text, strict=False).changes())
     return (
-        f"{DIFF_TOO_LARGE}: the diff is {chars} characters, over the judge's limit of {max_chars}; it is "
-        "not truncated, because hidden lines could hide a blocker"
+        f"{TOO_LARGE_TO_REVIEW}: {changed} changed lines / {len(shown_text)} characters of diff, the judge "
+        f"reads at most {max_chars} characters (a binary file counts as one summary line)"
     )
 
 
 class DiffTooLarge(InputError):
-    """A diff over the judge's size limit. Bad input for a calibration diff (the rubric author's file); for a
-    run's diff the runner makes it a ``diff_too_large`` judge failure instead (the agent wrote it)."""
+    """A calibration diff over the judge's size limit: the rubric author's file to fix. (A run's diff over
+    the limit is no error: the run is not mergeable, see :func:`too_large_to_review`.)"""
 
 
 def check_diff_text(
     diff_text: str, *, source: str = "workspace.diff", max_chars: int = DEFAULT_MAX_DIFF_CHARS
 ) -> None:
-    """Refuse a diff the judge cannot be shown faithfully: NUL bytes (binary content) or too large
-    (:class:`DiffTooLarge`)."""
+    """Refuse a diff the judge cannot be shown faithfully: NUL bytes (binary content that is not a binary
+    patch) or, once its binary patches are summarized, too large (:class:`DiffTooLarge`)."""
     if "\x00" in diff_text:
         raise InputError(source, "the diff holds NUL bytes (binary content); the judge reads text diffs only")
-    if len(diff_text) > max_chars:
-        raise DiffTooLarge(source, diff_too_large(len(diff_text), max_chars))
+    if (problem := too_large_to_review(judge_text(diff_text), max_chars)) is not None:
+        raise DiffTooLarge(source, problem)
 
 
 def render_request(
@@ -339,9 +349,13 @@ def render_request(
 ) -> JudgeRequest:
     """Render the judge request for ``items``. The nonce is drawn here, after the diff is fixed.
 
+    The judge reads ``grading.diffs.judge_text`` of ``diff_text``: one line per binary patch, never its
+    literal. The request's ``diff_text`` is that text, so the cache key and a scripted judge's answers
+    follow what the judge reads.
     ``ignored_note`` names the self-ignoring directories the run created (:func:`self_ignoring_note`)."""
     if not items:
         raise ValueError("no items to judge")
+    diff_text = judge_text(diff_text)
     check_diff_text(diff_text, max_chars=max_diff_chars)
     rubric_text = render_rubric_text(task, rubric, items)
     if nonce is None:

@@ -8,8 +8,10 @@ finding on its reason (``satisfied`` / ``violated``); a verdict that disagrees w
 and its item judged once more, and a second disagreement is a judge failure. ``needs_tree`` blockers are
 not sent with the others: given the repository at the base commit (``base_tree``) and a backend that can
 use tools, each is judged by the tree judge (:mod:`grading.judge.tree`), its cost counted apart; otherwise
-it is listed as not measured, with the reason. A diff over the judge's size limit is a ``diff_too_large``
-judge failure, with no call. :func:`judge_sweep` judges many diffs under a concurrency limit.
+it is listed as not measured, with the reason. The judge reads binary patches as one line each
+(``grading.diffs.judge_text``); a diff still over its size limit is not judged and no call is made: the
+result says it is too large to review (``too_large_to_review``), which makes a run not mergeable, and is
+no judge failure. :func:`judge_sweep` judges many diffs under a concurrency limit.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Annotated, Any, Literal, cast
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from grading.basetree import BaseTree
-from grading.diffs import read_diff
+from grading.diffs import judge_text, read_diff
 from grading.errors import InputError
 from grading.judge.backend import Backend, BackendError, BackendReply, BatchBackend, JudgeRequest
 from grading.judge.cache import CachedVerdicts, VerdictCache, cache_key, in_regrade_sample
@@ -41,13 +43,13 @@ from grading.judge.prompt import (
     DEFAULT_MAX_DIFF_CHARS,
     INSTRUCTIONS,
     JudgeItem,
-    diff_too_large,
     git_dir_note,
     redraw_nonce,
     render_request,
     render_rubric_text,
     select_items,
     self_ignoring_note,
+    too_large_to_review,
 )
 from grading.judge.tree import (
     ReplyRejected,
@@ -295,14 +297,17 @@ async def judge_diff(
     base_tree: BaseTree | None = None,
     git_dir_changes: Sequence[str] = (),
 ) -> JudgeResult:
-    """Judge one workspace diff against the rubric. A diff over ``settings.max_diff_chars`` is a
-    ``diff_too_large`` judge failure without a call (the agent wrote it: it must not stop the run from being
-    graded); InputError for a diff the judge cannot be shown at all (NUL bytes).
+    """Judge one workspace diff against the rubric. The judge reads it with every binary patch as one line
+    (``grading.diffs.judge_text``); when that text is over ``settings.max_diff_chars`` no call is made and
+    the result's ``too_large_to_review`` says so (the agent wrote it: the run is not mergeable, never
+    ungradeable). InputError for a diff the judge cannot be shown at all (NUL bytes).
 
     ``self_ignoring_dirs`` (from ignored_created.txt) are named after the diff (§3). ``base_tree`` (the
     repository at the task's base commit) lets the tree judge decide the ``needs_tree`` blockers; without it,
     or with a backend that cannot use tools, they are not measured and ``not_measured_reason`` says why."""
     settings = settings or JudgeSettings()
+    # Computed once: every request below (re-judging, tree items) renders from this text.
+    diff_text = judge_text(diff_text)
     result = await _judge_diff_only(
         task,
         rubric,
@@ -316,6 +321,10 @@ async def judge_diff(
     )
     if not result.not_measured:
         return result
+    if result.too_large_to_review is not None:
+        return result.model_copy(
+            update={"not_measured_reason": "not judged: the change is too large to review"}
+        )
     if not supports_tree(backend):
         reason = f"the {backend.spec.split(':', 1)[0]} judge has no tree tools (anthropic and openai have)"
         return result.model_copy(update={"not_measured_reason": reason})
@@ -440,13 +449,13 @@ async def _judge_diff_only(
 ) -> JudgeResult:
     items, not_measured = select_items(rubric, config_edited=config_edited)
     by_id = {item.id: item for item in items}
-    if len(diff_text) > settings.max_diff_chars:
+    if (too_large := too_large_to_review(diff_text, settings.max_diff_chars)) is not None:
         return JudgeResult(
             judge=backend.spec,
             scripted=backend.scripted,
             not_measured=not_measured,
             config_blocker=config_edited,
-            failure=diff_too_large(len(diff_text), settings.max_diff_chars),
+            too_large_to_review=too_large,
         )
     note = self_ignoring_note(self_ignoring_dirs)
     git_note = git_dir_note(git_dir_changes)

@@ -331,7 +331,7 @@ class Task:
     def write_rubric(self) -> None:
         (self.dir / "rubric.json").write_text(json.dumps(self.rubric, indent=2))
 
-    def set_diff(self, rel: str, files: Mapping[str, str | None]) -> bytes:
+    def set_diff(self, rel: str, files: Mapping[str, str | bytes | None]) -> bytes:
         """Write ``rel`` as the diff of ``files`` (None deletes) against the base commit."""
         self.repo.git("reset", "-q", "--hard", "HEAD")
         for path, text in files.items():
@@ -353,7 +353,7 @@ class Task:
         self.judge.write_text(json.dumps(self.script))
         return ScriptedBackend(self.judge)
 
-    def make_run(self, name: str, files: Mapping[str, str | None], grade: dict[str, Any]) -> Path:
+    def make_run(self, name: str, files: Mapping[str, str | bytes | None], grade: dict[str, Any]) -> Path:
         """A run directory as ``rubric capture`` and the grader leave it."""
         run = self.dir.parent / "runs" / name
         run.mkdir(parents=True)
@@ -590,7 +590,7 @@ def test_a_diff_over_the_judges_limit_is_an_input_error_naming_it(task: Task) ->
     task.set_diff(
         "calib/alt.diff", {"src/calc.py": "def add(a, b):\n    return sum([a, b])  # " + "x" * 1000 + "\n"}
     )
-    with pytest.raises(InputError, match="over the judge's limit") as err:
+    with pytest.raises(InputError, match="too large to review: 2 changed lines / ") as err:
         task.check(settings=JudgeSettings(max_diff_chars=1000))
     assert err.value.file == "calib/alt.diff"
     assert (

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from grading.admission import AdmissionReport, AdmissionRow, AdmissionStore, check_task, is_admitted
+from grading.diffs import decode_diff, judge_text
 from grading.injection import PAYLOAD_KINDS, inject_harmless, inject_payload
 from grading.schema import rubric_sha256
 from tests.grading.test_admission import Task, answers
@@ -19,7 +20,8 @@ LAZY = "calib/lazy.diff"
 
 
 def sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    """The key a scripted judge answers a diff under: the sha256 of the text the judge reads of it."""
+    return hashlib.sha256(judge_text(decode_diff(data)).encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def attacked(task: Task, kind: str) -> bytes:

@@ -1,4 +1,4 @@
-"""metrics.json provenance (§6), the diff over the judge's limit (§1) and the regrade figure (§4, §9)."""
+"""metrics.json provenance (§6), a failing run over the judge's limit (§1) and the regrade figure (§4, §9)."""
 
 from __future__ import annotations
 
@@ -140,40 +140,9 @@ def test_a_store_made_before_the_hash_was_kept_gains_the_column(task: Task, tmp_
     assert not store.admits(report.rubric_sha256, "anthropic:claude-sonnet-4-5-20250929")
 
 
-# --- a diff over the judge's limit --------------------------------------------------------------------------
+# --- a diff over the judge's limit (the rest: test_judge_size.py) ----------------------------------------
 
 BIG_LINE = "x = 1  # padding the change past the judge's limit\n"
-
-
-def big_run(task: Task, name: str, path: str) -> Path:
-    return task.make_run(name, {**FIXED, path: BIG_LINE * 100}, {"pass": True})
-
-
-def test_a_diff_over_the_limit_is_a_judge_failure_without_a_call(task: Task) -> None:
-    run = big_run(task, "big", "src/big.py")  # in scope
-    backend = task.backend()
-    metrics = grade_run(task.dir, run, task.manifest, backend, task.backend(),
-                        settings=JudgeSettings(max_diff_chars=1000))  # fmt: skip
-    assert (metrics.mergeable, metrics.merge_score, metrics.judge_failure) == (None, None, True)
-    assert metrics.details.status == "judge_failure"
-    assert metrics.details.reasons[0].startswith("judge failure: diff_too_large: the diff is ")
-    judge = metrics.details.judge
-    assert judge is not None and judge.failure is not None and judge.failure.startswith("diff_too_large")
-    assert judge.calls == 0 and backend.calls == 0
-    assert metrics.details.second_judge is not None and metrics.details.second_judge.calls == 0
-    written = json.loads((run / "metrics.json").read_text())
-    assert written["judge_failure"] is True and written["mergeable"] is None
-
-
-def test_a_diff_over_the_limit_already_out_of_scope_is_not_mergeable_without_the_judge(task: Task) -> None:
-    run = big_run(task, "big", "docs/big.txt")  # outside allowed_globs
-    backend = task.backend()
-    metrics = grade_run(task.dir, run, task.manifest, backend, settings=JudgeSettings(max_diff_chars=1000))
-    assert (metrics.mergeable, metrics.merge_score, metrics.judge_failure) == (False, 0.0, False)
-    assert metrics.details.reasons == ["scope check failed"]
-    assert metrics.details.judge is None and backend.calls == 0
-    skipped = metrics.details.judge_skipped
-    assert skipped is not None and skipped.startswith("not called: diff_too_large")
 
 
 def test_a_diff_over_the_limit_of_a_failing_run_stays_not_mergeable(task: Task) -> None:
@@ -182,20 +151,6 @@ def test_a_diff_over_the_limit_of_a_failing_run_stays_not_mergeable(task: Task) 
         task.dir, run, task.manifest, task.backend(), settings=JudgeSettings(max_diff_chars=1000)
     )
     assert (metrics.mergeable, metrics.details.reasons) == (False, ["pass is false"])
-
-
-def test_the_cli_grades_a_diff_over_the_default_limit(task: Task, capsys: pytest.CaptureFixture[str]) -> None:
-    run = task.make_run("big", {**FIXED, "src/big.py": BIG_LINE * 9000}, {"pass": True})  # > 400,000 chars
-    assert main(grade(task, run)) == 1
-    metrics = metrics_of(capsys)
-    assert metrics["judge_failure"] is True and metrics["details"]["judge"]["calls"] == 0
-    assert metrics["details"]["judge"]["failure"].startswith("diff_too_large")
-    argv = ["judge", str(task.dir), str(run), "--judge", f"scripted:{task.judge}", "--json"]
-    assert main(argv) == 1  # a judge failure for the run, not bad input
-    assert json.loads(capsys.readouterr().out)["failure"].startswith("diff_too_large")
-    assert main([*argv, "--render-only"]) == 0
-    rendered = json.loads(capsys.readouterr().out)["requests"][0]
-    assert rendered["request"] is None and rendered["failure"].startswith("diff_too_large")
 
 
 # --- the repeat-agreement figure ---------------------------------------------------------------------------

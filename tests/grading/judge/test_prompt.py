@@ -138,8 +138,9 @@ def test_a_binary_or_huge_diff_is_refused_with_a_clear_error() -> None:
     items, _ = select_items(make_rubric(), config_edited=False)
     with pytest.raises(InputError, match="NUL bytes"):
         render_request(TASK, make_rubric(), items, DIFF + "\x00")
-    with pytest.raises(InputError, match="over the judge's limit of 100"):
-        render_request(TASK, make_rubric(), items, "x" * 101, max_diff_chars=100)
+    with pytest.raises(InputError, match="too large to review: 2 changed lines / 318 characters of diff, "
+                       "the judge reads at most 300 characters"):  # fmt: skip
+        render_request(TASK, make_rubric(), items, DIFF, max_diff_chars=300)
 
 
 def test_a_rubric_item_named_like_the_fixed_blocker_is_refused() -> None:
