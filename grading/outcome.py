@@ -11,7 +11,8 @@ Rules, in the order they apply:
    other than a boolean or a number. A gate the grader cannot be held to is the grader's fault, and
    reporting ``false`` would blame the agent for it. Likewise when the task has a rubric and the
    manifest declares ``tests.list`` but the run has no ``tests_list.txt``: the test-case check would
-   otherwise pass unmeasured.
+   otherwise pass unmeasured. (A ``tests_list.error`` with the task's ``tests_base.txt`` is no grader
+   failure: the run broke the listing, an integrity violation, ``test_listing_broken``.)
 2. No rubric.json: both null (not measured), never false.
 3. ``pass`` false, or a gate entry that does not hold (``mergeable`` and ``merge_score`` in the gate are the
    framework's own and are skipped): not mergeable, merge_score 0. The test gate failed, so the judge is
@@ -38,7 +39,7 @@ from pydantic import BaseModel
 
 from grading.diffs import decode_diff
 from grading.errors import InputError
-from grading.integrity import IntegrityResult, integrity_for_run, missing_test_list
+from grading.integrity import IntegrityResult, integrity_for_run, listing_broken, missing_test_list
 from grading.judge.backend import Backend
 from grading.judge.cache import VerdictCache, in_regrade_sample
 from grading.judge.models import CONFIG_BLOCKER_ID, JudgeResult
@@ -85,6 +86,7 @@ class RubricAssessment(BaseModel):
 
     in_scope: bool
     integrity_ok: bool
+    listing_broken: str | None = None  # tests.list fails in the workspace: the why goes into the reasons
     judge_failure: str | None = None
     blockers_failed: list[str] = []
     blockers_passed: list[str] = []
@@ -107,6 +109,8 @@ class RubricAssessment(BaseModel):
             out.append("scope check failed")
         if not self.integrity_ok:
             out.append("test-integrity check failed")
+        if self.listing_broken is not None:
+            out.append(self.listing_broken)
         out += [f"blocker {b} fails" for b in self.blockers_failed]
         return out
 
@@ -175,7 +179,11 @@ def assess(
     blocker), that carries verdicts for unknown ids, or that lacks the fixed test-config blocker when
     the run edited a test config file, is a judge failure: never a pass, never a fail.
     """
-    base = {"in_scope": scope.in_scope, "integrity_ok": integrity.ok}
+    base = {
+        "in_scope": scope.in_scope,
+        "integrity_ok": integrity.ok,
+        "listing_broken": listing_broken(integrity),
+    }
     if judge.failure is not None:
         return RubricAssessment(**base, judge_failure=judge.failure)
     blocker_ids = [b.id for b in rubric.blockers]
@@ -407,7 +415,7 @@ def grade_run(
     if rubric is not None:
         scope = scope_for_run(task_dir, run_dir, rubric_file)
         integrity = integrity_for_run(task_dir, run_dir, manifest_path)
-        if problem := missing_test_list(load_manifest(manifest_path).tests, run_dir):
+        if problem := missing_test_list(load_manifest(manifest_path).tests, task_dir, run_dir):
             grader_problems.append(problem)
 
     settled = settled_before_judging(task.gate, grade, rubric, grader_problems)
@@ -422,7 +430,9 @@ def grade_run(
         max_chars = (settings or JudgeSettings()).max_diff_chars
         if len(diff_text) > max_chars and not (scope.in_scope and integrity.ok):
             # No verdict could make this run mergeable, and the judge could not be shown the diff anyway.
-            reasons = RubricAssessment(in_scope=scope.in_scope, integrity_ok=integrity.ok).reasons()
+            reasons = RubricAssessment(
+                in_scope=scope.in_scope, integrity_ok=integrity.ok, listing_broken=listing_broken(integrity)
+            ).reasons()
             settled = Outcome(status="not_mergeable", mergeable=False, merge_score=0.0, reasons=reasons)
             judge_skipped = f"not called: {diff_too_large(len(diff_text), max_chars)}"
         else:
