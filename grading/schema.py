@@ -547,6 +547,11 @@ def load_task(task_dir: Path, task_json: Path | None = None) -> TaskSpec:
     return task
 
 
+# The largest count or index read from a run's files: a 32-bit database integer (the app's column), far
+# above any real repetition or test count. 2**63 in run.json made the app's import crash at the database.
+MAX_RUN_INT = 2**31 - 1
+
+
 class RunRecord(BaseModel):
     """run.json."""
 
@@ -555,7 +560,7 @@ class RunRecord(BaseModel):
     task: NonBlank
     arm: str = ""
     model: str = ""
-    repetition: StrictInt = 0
+    repetition: Annotated[StrictInt, Field(ge=0, le=MAX_RUN_INT)] = 0
     prompt_style: Literal["spec", "issue"] | None = None
 
 
@@ -566,7 +571,7 @@ class GradeJson(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
     passed: StrictBool = Field(alias="pass")
-    tests_skipped: Annotated[StrictInt, Field(ge=0)] | None = None
+    tests_skipped: Annotated[StrictInt, Field(ge=0, le=MAX_RUN_INT)] | None = None
 
     def metrics(self) -> dict[str, Any]:
         """Every key of the file, unchanged."""
