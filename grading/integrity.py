@@ -188,14 +188,9 @@ def check_integrity(
 
 def read_test_list(path: Path) -> list[str] | None:
     """Test ids, one per line (blank lines skipped); None when the file does not exist."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
+    if not path.exists() and not path.is_symlink():
         return None
-    except IsADirectoryError:
-        raise InputError(path, "is a directory, not a list of test ids") from None
-    except OSError as exc:
-        raise InputError(path, f"cannot read: {exc.strerror}") from None
+    data = read_input_bytes(path)  # a regular file of at most 64 MiB (a FIFO would block)
     if b"\0" in data:
         line = data[: data.index(b"\0")].count(b"\n") + 1
         raise InputError(path, "NUL byte: binary data, not a list of test ids", f"line {line}")

@@ -37,7 +37,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
-from grading.diffs import decode_diff
+from grading.diffs import MAX_DIFF_BYTES, decode_diff
 from grading.errors import InputError
 from grading.integrity import IntegrityResult, integrity_for_run, listing_broken, missing_test_list
 from grading.judge.backend import Backend
@@ -316,11 +316,10 @@ RunDetails.model_rebuild()
 
 
 def _read_diff_text(path: Path) -> str:
-    try:
-        # Bytes that are not UTF-8 are the agent's: shown to the judge as \xNN, never a reason to stop.
-        return decode_diff(path.read_bytes())
-    except FileNotFoundError:
-        raise InputError(path, "file not found (rubric capture writes it before grade runs)") from None
+    if not path.exists() and not path.is_symlink():
+        raise InputError(path, "file not found (rubric capture writes it before grade runs)")
+    # Bytes that are not UTF-8 are the agent's: shown to the judge as \xNN, never a reason to stop.
+    return decode_diff(read_input_bytes(path, MAX_DIFF_BYTES))
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
