@@ -50,7 +50,7 @@ POSITIONAL_HELP = {
     "TASK_DIR": "a task directory: task.json (or prompt.md), rubric.json, calib/*.diff, oracle.diff, "
     "oracle_grade.json, tests_base.txt",
     "RUN_DIR": "a run directory: run.json, grade.json, workspace.diff, ignored_created.txt, tests_list.txt "
-    "(metrics.json once graded)",
+    "or tests_list.error (metrics.json once graded)",
     "WORKSPACE": "the top level of the agent's git work tree",
 }
 

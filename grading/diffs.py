@@ -36,6 +36,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from grading.errors import InputError
+from grading.schema import read_input_bytes
 
 ChangeStatus = Literal["added", "deleted", "modified"]
 HunkLineKind = Literal["ctx", "add", "del", "note"]
@@ -839,16 +840,12 @@ def load_diff(path: Path) -> list[FileChange]:
     """Read and parse the diff at ``path`` (InputError when it is missing, too large or not a diff)."""
     try:
         size = path.stat().st_size
-        if size > MAX_DIFF_BYTES:
-            raise InputError(path, f"{size} bytes; diffs over {MAX_DIFF_BYTES} bytes are refused")
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(path, "file not found") from None
-    except IsADirectoryError:
-        raise InputError(path, "is a directory, not a diff file") from None
-    except OSError as exc:
-        raise InputError(path, f"cannot read: {exc.strerror}") from None
-    return parse_diff(data, str(path))
+    except OSError:
+        size = 0  # read_input_bytes names the problem
+    if size > MAX_DIFF_BYTES:
+        raise InputError(path, f"{size} bytes; diffs over {MAX_DIFF_BYTES} bytes are refused")
+    # A regular file only, read up to the cap: a FIFO would block and /dev/zero never end.
+    return parse_diff(read_input_bytes(path, MAX_DIFF_BYTES), str(path))
 
 
 # --- what the judge reads of a binary file ---------------------------------------------------------------

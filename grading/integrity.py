@@ -13,7 +13,10 @@ Three parts, each measured only when its inputs exist; a part that cannot be mea
   is every ignored file the run created that matches ``tests.config_globs`` (ignored_created.txt,
   self-ignoring directories included): a conftest.py hidden from the diff still runs.
 - ``tests_skipped``: grade.json's ``tests_skipped`` is not above the oracle run's.
-- ``test_cases``: every test id of the base list (``tests.list`` on the base) is in the run's list.
+- ``test_cases``: every test id of the base list (``tests.list`` on the base) is in the run's list. When
+  the listing succeeds on the base (``tests_base.txt`` exists) and fails in the workspace
+  (``tests_list.error``, written by ``rubric capture``), that is ``test_listing_broken``: a test file that
+  does not even import hides every test case in it.
 - ``git_dir``: the run changed nothing under ``.git`` (``git_dir_changes.txt``, written by ``rubric
   capture`` from a v4 snapshot; ``git_dir_modified`` per changed path).
 """
@@ -30,12 +33,17 @@ from pydantic import BaseModel
 from grading.diffs import FileChange, load_diff, path_text
 from grading.errors import InputError
 from grading.globs import match_any
-from grading.schema import GradeJson, TestsConfig, load_grade, load_manifest
+from grading.schema import GradeJson, TestsConfig, load_grade, load_manifest, read_input_bytes
 from grading.scope import IGNORED_CREATED_NAME, read_ignored_created_shown
 from grading.workspace import GIT_DIR_CHANGES_NAME, read_path_list
 
 IntegrityRule = Literal[
-    "test_file_deleted", "config_file_deleted", "more_tests_skipped", "test_case_removed", "git_dir_modified"
+    "test_file_deleted",
+    "config_file_deleted",
+    "more_tests_skipped",
+    "test_case_removed",
+    "test_listing_broken",
+    "git_dir_modified",
 ]
 IntegrityPart = Literal["deleted_files", "tests_skipped", "test_cases", "git_dir"]
 GIT_DIR_VIOLATIONS_MAX = 20  # one violation per changed path up to this many, then one that counts the rest
@@ -45,6 +53,8 @@ GRADE_NAME = "grade.json"
 ORACLE_GRADE_NAME = "oracle_grade.json"
 TESTS_BASE_NAME = "tests_base.txt"
 TESTS_LIST_NAME = "tests_list.txt"
+TESTS_LIST_ERROR_NAME = "tests_list.error"
+LISTING_ERROR_MAX_BYTES = 32 * 1024
 
 
 class IntegrityViolation(BaseModel):
@@ -105,8 +115,12 @@ def check_integrity(
     run_list: list[str] | None,
     ignored_created: Sequence[str] = (),
     git_dir_changes: Sequence[str] | None = None,
+    run_list_error: str | None = None,
 ) -> IntegrityResult:
     """Test integrity of one diff; an input given as None does not exist, and its part is not measured.
+
+    ``run_list_error`` is why ``tests.list`` failed in the workspace (``tests_list.error``): with a base
+    list, a ``test_listing_broken`` violation.
 
     ``ignored_created`` are the ignored files the run created (every one, inside self-ignoring directories
     too): those matching ``tests.config_globs`` count as config edits. ``git_dir_changes`` are the paths
@@ -148,6 +162,14 @@ def check_integrity(
         not_measured["test_cases"] = "the manifest's tests block has no list command"
     elif base_list is None:
         not_measured["test_cases"] = f"no {TESTS_BASE_NAME} (tests.list on the base) for the task"
+    elif run_list is None and run_list_error is not None:
+        measured.append("test_cases")
+        violations.append(
+            IntegrityViolation(
+                rule="test_listing_broken",
+                detail=f"tests.list succeeds on the base and fails in the workspace: {run_list_error}",
+            )
+        )
     elif not base_list:
         not_measured["test_cases"] = f"{TESTS_BASE_NAME} lists no test ids"
     elif run_list is None:
@@ -202,20 +224,33 @@ def read_git_dir_changes(run_dir: Path) -> list[str] | None:
 
 def read_test_list(path: Path) -> list[str] | None:
     """Test ids, one per line (blank lines skipped); None when the file does not exist."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
+    if not path.exists() and not path.is_symlink():
         return None
-    except IsADirectoryError:
-        raise InputError(path, "is a directory, not a list of test ids") from None
-    except OSError as exc:
-        raise InputError(path, f"cannot read: {exc.strerror}") from None
+    data = read_input_bytes(path)  # a regular file of at most 64 MiB (a FIFO would block)
     if b"\0" in data:
         line = data[: data.index(b"\0")].count(b"\n") + 1
         raise InputError(path, "NUL byte: binary data, not a list of test ids", f"line {line}")
     # Ids that are not UTF-8 stay comparable between the two lists (same bytes, same text).
     text = data.decode("utf-8", errors="backslashreplace")
     return [line.strip() for line in text.split("\n") if line.strip()]
+
+
+def listing_broken(result: IntegrityResult) -> str | None:
+    """The detail of a ``test_listing_broken`` violation (with the listing's last stderr lines), or None."""
+    return next((v.detail for v in result.violations if v.rule == "test_listing_broken"), None)
+
+
+def read_listing_error(run_dir: Path) -> str | None:
+    """The text of ``run_dir/tests_list.error`` (why tests.list failed in the workspace), or None when the
+    file does not exist. InputError when it is not a regular file, is over 32 KiB, or sits beside a
+    ``tests_list.txt`` (one capture writes one of the two)."""
+    path = run_dir / TESTS_LIST_ERROR_NAME
+    if not path.exists() and not path.is_symlink():
+        return None
+    if (run_dir / TESTS_LIST_NAME).exists():
+        raise InputError(path, f"beside {TESTS_LIST_NAME}: a capture writes one of the two, never both")
+    text = read_input_bytes(path, LISTING_ERROR_MAX_BYTES).decode("utf-8", errors="backslashreplace")
+    return text.strip() or "(no message)"
 
 
 def _optional_grade(path: Path) -> GradeJson | None:
@@ -241,7 +276,8 @@ def integrity_for_run(task_dir: Path, run_dir: Path, manifest_path: Path) -> Int
         read_test_list(task_dir / TESTS_BASE_NAME),
         read_test_list(run_dir / TESTS_LIST_NAME),
         ignored_created_files(run_dir),
-        git_dir_changes,
+        git_dir_changes=git_dir_changes,
+        run_list_error=read_listing_error(run_dir),
     )
     if git_dir_changes is None:
         result.not_measured["git_dir"] = (
@@ -256,15 +292,24 @@ def ignored_created_files(run_dir: Path) -> list[str]:
     return read_ignored_created_shown(run_dir / IGNORED_CREATED_NAME).all_files()
 
 
-def missing_test_list(tests: TestsConfig | None, run_dir: Path) -> str | None:
+def missing_test_list(tests: TestsConfig | None, task_dir: Path, run_dir: Path) -> str | None:
     """Why the run cannot be graded for want of its test list, or None.
 
-    When the manifest declares ``tests.list``, ``rubric capture --manifest`` writes ``tests_list.txt``; a
-    run without one was captured without it, or its listing failed: a grader failure, never a check that
-    silently passes.
+    When the manifest declares ``tests.list``, ``rubric capture --manifest`` writes ``tests_list.txt``, or
+    ``tests_list.error`` when the listing ran in the workspace and failed. The latter is the run's doing
+    (``test_listing_broken``) only when the task's ``tests_base.txt`` shows the listing works on the base.
+    A run with neither was captured without its list, or the listing could not run at all: a grader
+    failure, never a check that silently passes.
     """
     if tests is None or tests.list_command is None or (run_dir / TESTS_LIST_NAME).exists():
         return None
+    if (run_dir / TESTS_LIST_ERROR_NAME).exists():
+        if (task_dir / TESTS_BASE_NAME).exists():
+            return None
+        return (
+            f"tests.list failed in the workspace ({TESTS_LIST_ERROR_NAME}) and the task has no "
+            f"{TESTS_BASE_NAME} to show it works on the base (`rubric list-tests` writes it)"
+        )
     return (
         f"the manifest declares tests.list but the run has no {TESTS_LIST_NAME} "
         "(`rubric capture --manifest` writes it; see its output for why it did not)"

@@ -11,7 +11,8 @@ Rules, in the order they apply:
    other than a boolean or a number. A gate the grader cannot be held to is the grader's fault, and
    reporting ``false`` would blame the agent for it. Likewise when the task has a rubric and the
    manifest declares ``tests.list`` but the run has no ``tests_list.txt``: the test-case check would
-   otherwise pass unmeasured.
+   otherwise pass unmeasured. (A ``tests_list.error`` with the task's ``tests_base.txt`` is no grader
+   failure: the run broke the listing, an integrity violation, ``test_listing_broken``.)
 2. No rubric.json: both null (not measured), never false.
 3. ``pass`` false, or a gate entry that does not hold (``mergeable`` and ``merge_score`` in the gate are the
    framework's own and are skipped): not mergeable, merge_score 0. The test gate failed, so the judge is
@@ -37,9 +38,15 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
-from grading.diffs import decode_diff
+from grading.diffs import MAX_DIFF_BYTES, decode_diff
 from grading.errors import InputError
-from grading.integrity import IntegrityResult, integrity_for_run, missing_test_list, read_git_dir_changes
+from grading.integrity import (
+    IntegrityResult,
+    integrity_for_run,
+    listing_broken,
+    missing_test_list,
+    read_git_dir_changes,
+)
 from grading.judge.backend import Backend
 from grading.judge.cache import VerdictCache, in_regrade_sample
 from grading.judge.models import CONFIG_BLOCKER_ID, JudgeResult
@@ -85,6 +92,7 @@ class RubricAssessment(BaseModel):
 
     in_scope: bool
     integrity_ok: bool
+    listing_broken: str | None = None  # tests.list fails in the workspace: the why goes into the reasons
     judge_failure: str | None = None
     # The judge was not called: what it would read is over its limit (runner's ``too_large_to_review``).
     too_large_to_review: str | None = None
@@ -114,6 +122,8 @@ class RubricAssessment(BaseModel):
             out.append("scope check failed")
         if not self.integrity_ok:
             out.append("test-integrity check failed")
+        if self.listing_broken is not None:
+            out.append(self.listing_broken)
         if self.too_large_to_review is not None:
             out.append(self.too_large_to_review)
         out += [f"blocker {b} fails" for b in self.blockers_failed]
@@ -184,7 +194,11 @@ def assess(
     blocker), that carries verdicts for unknown ids, or that lacks the fixed test-config blocker when
     the run edited a test config file, is a judge failure: never a pass, never a fail.
     """
-    base = {"in_scope": scope.in_scope, "integrity_ok": integrity.ok}
+    base = {
+        "in_scope": scope.in_scope,
+        "integrity_ok": integrity.ok,
+        "listing_broken": listing_broken(integrity),
+    }
     if judge.failure is not None:
         return RubricAssessment(**base, judge_failure=judge.failure)
     if judge.too_large_to_review is not None:
@@ -319,11 +333,10 @@ RunDetails.model_rebuild()
 
 
 def _read_diff_text(path: Path) -> str:
-    try:
-        # Bytes that are not UTF-8 are the agent's: shown to the judge as \xNN, never a reason to stop.
-        return decode_diff(path.read_bytes())
-    except FileNotFoundError:
-        raise InputError(path, "file not found (rubric capture writes it before grade runs)") from None
+    if not path.exists() and not path.is_symlink():
+        raise InputError(path, "file not found (rubric capture writes it before grade runs)")
+    # Bytes that are not UTF-8 are the agent's: shown to the judge as \xNN, never a reason to stop.
+    return decode_diff(read_input_bytes(path, MAX_DIFF_BYTES))
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -418,7 +431,7 @@ def grade_run(
     if rubric is not None:
         scope = scope_for_run(task_dir, run_dir, rubric_file)
         integrity = integrity_for_run(task_dir, run_dir, manifest_path)
-        if problem := missing_test_list(load_manifest(manifest_path).tests, run_dir):
+        if problem := missing_test_list(load_manifest(manifest_path).tests, task_dir, run_dir):
             grader_problems.append(problem)
 
     settled = settled_before_judging(task.gate, grade, rubric, grader_problems)

@@ -547,6 +547,11 @@ def load_task(task_dir: Path, task_json: Path | None = None) -> TaskSpec:
     return task
 
 
+# The largest count or index read from a run's files: a 32-bit database integer (the app's column), far
+# above any real repetition or test count. 2**63 in run.json made the app's import crash at the database.
+MAX_RUN_INT = 2**31 - 1
+
+
 class RunRecord(BaseModel):
     """run.json."""
 
@@ -555,7 +560,7 @@ class RunRecord(BaseModel):
     task: NonBlank
     arm: str = ""
     model: str = ""
-    repetition: StrictInt = 0
+    repetition: Annotated[StrictInt, Field(ge=0, le=MAX_RUN_INT)] = 0
     prompt_style: Literal["spec", "issue"] | None = None
 
 
@@ -566,7 +571,7 @@ class GradeJson(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
     passed: StrictBool = Field(alias="pass")
-    tests_skipped: Annotated[StrictInt, Field(ge=0)] | None = None
+    tests_skipped: Annotated[StrictInt, Field(ge=0, le=MAX_RUN_INT)] | None = None
 
     def metrics(self) -> dict[str, Any]:
         """Every key of the file, unchanged."""
@@ -636,6 +641,20 @@ class _ManifestLoader(yaml.SafeLoader):
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        # An alias repeats a node without copying it: nine nested aliases of nine ("billion laughs") make a
+        # few hundred bytes expand into 10**9 nodes, and every later walk of the data hung. A manifest is
+        # short; it writes each value out.
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            raise yaml.composer.ComposerError(
+                None,
+                None,
+                "an alias (*name) is not allowed in a manifest; write the value out",
+                event.start_mark,
+            )
+        return super().compose_node(parent, index)
+
     def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
         try:
             return super().construct_yaml_int(node)
@@ -648,9 +667,16 @@ class _ManifestLoader(yaml.SafeLoader):
 _ManifestLoader.add_constructor("tag:yaml.org,2002:int", _ManifestLoader.construct_yaml_int)
 
 
+# A manifest is a few hundred bytes of configuration; PyYAML is slow enough that 64 MiB would take minutes.
+MAX_MANIFEST_BYTES = 1024 * 1024
+
+
 def load_manifest(path: Path) -> Manifest:
+    """The manifest's ``tests`` block (the rest is kept, unchecked). InputError naming the file, and the line
+    or key, for anything else: not a regular file of at most 1 MiB, not UTF-8, malformed YAML, an alias
+    (``*name``), a key given twice, or a bad ``tests`` block."""
     try:
-        text = read_input_bytes(path).decode("utf-8")
+        text = read_input_bytes(path, MAX_MANIFEST_BYTES).decode("utf-8")
     except UnicodeDecodeError:
         raise InputError(path, "not UTF-8 text") from None
     try:

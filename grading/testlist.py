@@ -2,15 +2,19 @@
 
 CONTRACT: ``list_command(tests, manifest_path) -> list[str]`` (the argument vector),
 ``run_test_list(checkout, argv, out, *, timeout, max_bytes) -> TestListing`` (writes ``out`` only on
-success; raises :class:`ListingFailed` otherwise).
+success; raises :class:`ListingFailed` otherwise), ``write_listing_error(run_dir, failure)`` and
+``read_listing_error(run_dir) -> str | None`` (``tests_list.error``: a listing that ran in the workspace
+and failed).
 
 How the command runs, and why:
 
 - The manifest's string is split into words with POSIX shell quoting rules (``shlex.split``) and the
   words are executed directly, never by a shell: no pipes, redirections, ``&&``, globs or ``$VARIABLES``.
   The listing runs in a workspace the agent wrote, so nothing in it should reach a shell; a repository
-  that needs a pipeline names a script of its own (``list: "bash scripts/list_tests.sh"``). A relative
-  program path (``./scripts/list``) is relative to the checkout; a bare name is looked up on ``PATH``.
+  that needs a pipeline names a script of its own (``list: "bash scripts/list_tests.sh"``) or asks for a
+  shell itself (``sh -c "..."``); an unquoted shell operator in the string is refused with that advice. A
+  relative program path (``./scripts/list``) is relative to the checkout; a bare name is looked up on
+  ``PATH``.
 - The environment is pinned: ``PATH`` is the caller's, ``HOME`` and ``TMPDIR`` a fresh scratch directory,
   UTF-8 C locale, ``TZ=UTC``, ``PYTHONHASHSEED=0``, ``PYTHONDONTWRITEBYTECODE=1``, git's system and global
   config off. Nothing else of the caller's environment is passed (API keys, ``PYTHONPATH``, ``VIRTUAL_ENV``
@@ -19,6 +23,11 @@ How the command runs, and why:
   cap (stdout or stderr), and after it exits, so nothing it started keeps running.
 - The output is written only when the command exits 0 in time, under the cap, without a NUL byte: a
   partial list would report every missing id as a removed test case.
+- A failure is the workspace's (:attr:`ListingFailed.in_workspace`) when the command ran and failed, or
+  when its program is a path inside the checkout that cannot be started: the agent wrote both. A bare or
+  absolute program that cannot be started is the caller's environment at fault. ``rubric capture`` records
+  the workspace's failures in ``tests_list.error`` (the message and the last lines of stderr, capped), so
+  that grading can make the run not mergeable when the same listing succeeds on the base (§3).
 """
 
 from __future__ import annotations
@@ -35,25 +44,47 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from grading.errors import InputError
-from grading.integrity import TESTS_BASE_NAME, TESTS_LIST_NAME
+from grading.integrity import (
+    LISTING_ERROR_MAX_BYTES,
+    TESTS_BASE_NAME,
+    TESTS_LIST_ERROR_NAME,
+    TESTS_LIST_NAME,
+)
 from grading.schema import TestsConfig
 
 __all__ = [
     "TESTS_BASE_NAME",
+    "TESTS_LIST_ERROR_NAME",
     "TESTS_LIST_NAME",
     "ListingFailed",
     "TestListing",
     "list_command",
     "run_test_list",
+    "write_listing_error",
 ]
 
 DEFAULT_TIMEOUT = 600.0  # seconds
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 _POLL = 0.05  # seconds between checks of the output size and the clock
+_STDERR_TAIL_BYTES = 8192  # read from the end of stderr for the failure's last lines
+_STDERR_TAIL_LINES = 20
+_LINE_CHARS = 300
+# Unquoted, these are shell syntax that the listing never interprets (it runs no shell).
+_SHELL_CHARS = frozenset("|&;<>()`$")
 
 
 class ListingFailed(Exception):
-    """The list command could not start, failed, timed out or printed too much; nothing was written."""
+    """The list command could not start, failed, timed out or printed too much; nothing was written.
+
+    ``in_workspace``: the failure is the checkout's (the command ran, or its program is a path inside the
+    checkout); false when the program could not be started from ``PATH`` or an absolute path.
+    ``stderr_tail``: the last lines of what it printed on stderr (capped, non-printables escaped).
+    """
+
+    def __init__(self, message: str, *, in_workspace: bool = True, stderr_tail: str = "") -> None:
+        super().__init__(message)
+        self.in_workspace = in_workspace
+        self.stderr_tail = stderr_tail
 
 
 class TestListing(BaseModel):
@@ -79,7 +110,35 @@ def list_command(tests: TestsConfig | None, manifest_path: Path) -> list[str] | 
         raise InputError(manifest_path, f"not a command line: {exc}", "tests.list") from None
     if not argv:
         raise InputError(manifest_path, "no command", "tests.list")
+    if (operator := _shell_operator(tests.list_command)) is not None:
+        raise InputError(
+            manifest_path,
+            f"{operator!r} is shell syntax, and tests.list runs no shell (its words are run directly); "
+            'to use a shell, write it as sh -c "..." or name a script',
+            "tests.list",
+        )
     return argv
+
+
+def _shell_operator(command: str) -> str | None:
+    """The first unquoted shell operator (``|``, ``&&``, ``>``, ``;``, ``$``...) in ``command``, or None.
+
+    Quoting follows POSIX shell rules, as ``shlex.split`` does: ``sh -c "a | b"`` holds none.
+    """
+    quote: str | None = None
+    chars = iter(command)
+    for char in chars:
+        if quote == "'":
+            quote = None if char == "'" else quote
+        elif char == "\\":
+            next(chars, None)  # escaped, inside double quotes or out
+        elif quote == '"':
+            quote = None if char == '"' else quote
+        elif char in "'\"":
+            quote = char
+        elif char in _SHELL_CHARS:
+            return char * 2 if char in "&|" and next(chars, "") == char else char
+    return None
 
 
 def pinned_env(scratch: Path) -> dict[str, str]:
@@ -106,11 +165,23 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _last_line(data: bytes) -> str:
+def _printable(line: str) -> str:
+    text = "".join(
+        c if c.isprintable() else f"\\x{ord(c):02x}" if ord(c) < 256 else "?" for c in line.strip()
+    )
+    return text[:_LINE_CHARS]
+
+
+def _stderr_tail(path: Path) -> str:
+    """The last non-blank lines of stderr (at most 20 of at most 300 characters, from its last 8 KiB)."""
+    start = max(0, _size(path) - _STDERR_TAIL_BYTES)
+    with path.open("rb") as handle:
+        handle.seek(start)
+        data = handle.read(_STDERR_TAIL_BYTES)
+    if start > 0:
+        data = data.partition(b"\n")[2]  # the first line is cut
     lines = [line for line in data.decode("utf-8", "backslashreplace").splitlines() if line.strip()]
-    text = lines[-1].strip() if lines else ""
-    text = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" if ord(c) < 256 else "?" for c in text)
-    return text[:300]
+    return "\n".join(_printable(line) for line in lines[-_STDERR_TAIL_LINES:])
 
 
 def run_test_list(
@@ -149,7 +220,11 @@ def run_test_list(
                     start_new_session=True,
                 )
             except OSError as exc:
-                raise ListingFailed(f"cannot run {program!r}: {exc.strerror or exc}") from None
+                # A program path inside the checkout is the workspace's file; a bare name is found on PATH.
+                ours = "/" in program and not os.path.isabs(program)
+                raise ListingFailed(
+                    f"cannot run {program!r}: {exc.strerror or exc}", in_workspace=ours
+                ) from None
             deadline = time.monotonic() + timeout
             problem: str | None = None
             try:
@@ -170,11 +245,12 @@ def run_test_list(
                 proc.wait()
         if problem is None and max(_size(stdout_path), _size(stderr_path)) > max_bytes:
             problem = f"printed more than {max_bytes} bytes"
+        tail = _stderr_tail(stderr_path)
         if problem is None and proc.returncode != 0:
-            detail = _last_line(stderr_path.read_bytes()[-4096:])
+            detail = tail.rsplit("\n", 1)[-1]
             problem = f"exited with status {proc.returncode}" + (f": {detail}" if detail else "")
         if problem is not None:
-            raise ListingFailed(f"{program!r} {problem}")
+            raise ListingFailed(f"{program!r} {problem}", stderr_tail=tail)
         data = stdout_path.read_bytes()
         if b"\0" in data:
             line = data[: data.index(b"\0")].count(b"\n") + 1
@@ -182,6 +258,14 @@ def run_test_list(
         _write_atomic(out, data)
     ids = sum(1 for line in data.split(b"\n") if line.strip())
     return TestListing(path=str(out), test_ids=ids, bytes=len(data))
+
+
+def write_listing_error(path: Path, failure: ListingFailed) -> None:
+    """Write ``path`` (a run's ``tests_list.error``, atomically): the failure's message, then the last lines
+    of the listing's stderr; at most 32 KiB."""
+    text = str(failure) + "\n" + (failure.stderr_tail + "\n" if failure.stderr_tail else "")
+    data = text.encode("utf-8")[:LISTING_ERROR_MAX_BYTES]
+    _write_atomic(path, data.decode("utf-8", errors="ignore").encode("utf-8"))
 
 
 def _size(path: Path) -> int:

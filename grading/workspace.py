@@ -110,6 +110,7 @@ from pydantic import BaseModel, field_serializer
 
 from grading.diffs import c_quote, read_quoted
 from grading.errors import InputError
+from grading.schema import read_input_bytes
 
 SNAPSHOT_HEADER = "# rubric snapshot v4"  # what write_snapshot writes: v3 plus the private record
 SNAPSHOT_HEADER_V3 = "# rubric snapshot v3"  # still read: no private record of the git directory
@@ -657,12 +658,8 @@ def _check_relative(path: str) -> str | None:
 
 
 def _read_lines(path: Path) -> list[str]:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError as exc:
-        raise InputError(path, "file not found") from exc
-    except OSError as exc:
-        raise InputError(path, f"cannot read: {exc.strerror or exc}") from exc
+    # A regular file only, read up to the cap: a FIFO given as --before would block, /dev/zero never end.
+    data = read_input_bytes(path)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

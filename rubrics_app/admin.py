@@ -240,7 +240,7 @@ class HarmlessMutantAdmin(ReadOnlyAdmin):  # type: ignore[type-arg]
 
 # AgentRun's columns a list of anything that shows a run does not read. Its workspace.diff is AgentRunDiff,
 # another table, which none of these admins joins.
-RUN_BLOBS = ("run_json", "grade_json", "ignored_created", "tests_list", "files_sha256")
+RUN_BLOBS = ("run_json", "grade_json", "ignored_created", "tests_list", "tests_list_error", "files_sha256")
 GRADE_BLOBS = ("metrics", "reasons")
 
 

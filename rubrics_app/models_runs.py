@@ -37,6 +37,8 @@ class AgentRun(models.Model):
     passed = models.BooleanField()  # grade.json's "pass"
     ignored_created = models.TextField(blank=True)
     tests_list = models.TextField(null=True, blank=True)  # None: the run had no tests_list.txt
+    # tests_list.error: why tests.list failed in the workspace (capture writes it instead of tests_list.txt)
+    tests_list_error = models.TextField(null=True, blank=True)
     diff_sha256 = models.CharField(max_length=64)
     diff_bytes = models.PositiveBigIntegerField()
     # sha256 of each file as imported, so a repeated import can tell "the same run" from "a different run

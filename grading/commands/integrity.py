@@ -14,8 +14,9 @@ def register(subparsers: Subparsers) -> None:
         "integrity",
         help="check that a run deleted no test file, removed no test case and skipped no more tests",
         description="Test-integrity check from the manifest's tests block, "
-        "RUN_DIR/workspace.diff, RUN_DIR/grade.json, RUN_DIR/tests_list.txt, TASK_DIR/oracle_grade.json "
-        "and TASK_DIR/tests_base.txt. Parts whose inputs are missing are reported as not measured. "
+        "RUN_DIR/workspace.diff, RUN_DIR/grade.json, RUN_DIR/tests_list.txt (or tests_list.error: the "
+        "listing failed in the workspace), TASK_DIR/oracle_grade.json and TASK_DIR/tests_base.txt. Parts "
+        "whose inputs are missing are reported as not measured. "
         "Exit 0 ok, 1 failed, 2 bad input.",
     )
     integrity.add_argument("task_dir", type=Path, metavar="TASK_DIR")

@@ -13,11 +13,13 @@ from grading.schema import load_manifest
 from grading.testlist import (
     DEFAULT_MAX_BYTES,
     DEFAULT_TIMEOUT,
+    TESTS_LIST_ERROR_NAME,
     TESTS_LIST_NAME,
     ListingFailed,
     TestListing,
     list_command,
     run_test_list,
+    write_listing_error,
 )
 from grading.workspace import capture, quote_path, record_path, write_snapshot
 
@@ -49,7 +51,9 @@ def register(subparsers: Subparsers) -> None:
         "(every change against --base, untracked files included, renames off, binary patches) and "
         "RUN_DIR/ignored_created.txt (ignored files the run created), RUN_DIR/git_dir_changes.txt (paths "
         "under .git the run changed), and with --manifest the run's "
-        "tests_list.txt. Exit 0 written, 1 the test listing failed (the diff is still written), 2 bad input.",
+        "tests_list.txt (or tests_list.error when the listing fails in the workspace: the run's fault when "
+        "it works on the base). Exit 0 written, 1 the test listing could not run at all (the diff is still "
+        "written), 2 bad input.",
     )
     cap.add_argument("workspace", type=Path, metavar="WORKSPACE", help="top level of the git work tree")
     cap.add_argument("--base", required=True, metavar="REV", help="the task's base commit")
@@ -60,7 +64,8 @@ def register(subparsers: Subparsers) -> None:
     cap.add_argument(
         "--manifest", type=Path, metavar="FILE",
         help="repo_manifest.yaml (the harness's copy, not the workspace's): when it declares tests.list, run "
-        "it in the workspace after the diff is taken and write RUN_DIR/tests_list.txt (exit 1 if it fails)",
+        "it in the workspace after the diff is taken and write RUN_DIR/tests_list.txt, or "
+        "RUN_DIR/tests_list.error with the failure and its last stderr lines (exit 1 if it cannot run)",
     )  # fmt: skip
     _add_listing_limits(cap)
     add_json_flag(cap)
@@ -135,28 +140,43 @@ def run_capture(args: argparse.Namespace) -> int:
     argv = _listing_argv(args) if args.manifest is not None else None
     result = capture(args.workspace, args.base, args.before, args.out)
     tests_list = args.out / TESTS_LIST_NAME
+    error_file = args.out / TESTS_LIST_ERROR_NAME
     listing: TestListing | None = None
-    listing_error: str | None = None
+    failure: ListingFailed | None = None
     if argv is not None:
         # After the diff: whatever the listing writes into the workspace (caches, bytecode) is not in it.
-        tests_list.unlink(missing_ok=True)  # a list from an earlier capture must not stand in for this one
+        # Files of an earlier capture must not stand in for this one.
+        tests_list.unlink(missing_ok=True)
+        error_file.unlink(missing_ok=True)
         try:
             listing = run_test_list(
                 args.workspace, argv, tests_list, timeout=args.tests_timeout, max_bytes=args.tests_max_bytes
             )
         except ListingFailed as exc:
-            listing_error = str(exc)
-    if listing_error is not None:
+            failure = exc
+    if failure is not None and failure.in_workspace:
+        write_listing_error(error_file, failure)
         print(
-            f"rubric: tests.list failed in the workspace: {listing_error}; {tests_list} not written, "
+            f"rubric: tests.list failed in the workspace: {failure}; written to {error_file}: `rubric grade` "
+            "makes the run not mergeable (test_listing_broken) when the listing works on the base",
+            file=sys.stderr,
+        )
+    elif failure is not None:
+        print(
+            f"rubric: tests.list could not run: {failure}; {tests_list} not written, "
             "so `rubric grade` reports a grader failure for this run",
             file=sys.stderr,
         )
-    code = 1 if listing_error is not None else 0
+    code = 1 if failure is not None and not failure.in_workspace else 0
+    listing_error = str(failure) if failure is not None else None
     if args.json:
         report = result.model_dump(mode="json")
         if argv is not None:
-            report["tests_list"] = listing.model_dump(mode="json") if listing else {"error": listing_error}
+            report["tests_list"] = (
+                listing.model_dump(mode="json")
+                if listing
+                else {"error": listing_error, "error_file": str(error_file) if error_file.exists() else None}
+            )
         elif args.manifest is not None:
             report["tests_list"] = None  # the manifest declares no tests.list
         print_json(report)

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 from grading.errors import InputError
 from grading.judge.backend import BackendReply, JudgeRequest
 from grading.judge.models import Finding, Location, VerdictValue
-from grading.schema import read_json
+from grading.schema import parse_json, read_input_bytes
 
 SCRIPTED_MODEL_ID = "scripted"
 
@@ -58,7 +58,8 @@ class ScriptedFile(BaseModel):
 
 def load_scripted(path: Path) -> tuple[ScriptedFile, str]:
     """The parsed file and the sha256 of its bytes; InputError naming the field for a bad file."""
-    data = read_json(path)
+    raw = read_input_bytes(path)
+    data = parse_json(raw, path)
     if not isinstance(data, dict):
         raise InputError(
             path, 'a scripted judge file is a JSON object {"default": ..., "by_diff_sha256": ...}'
@@ -72,7 +73,7 @@ def load_scripted(path: Path) -> tuple[ScriptedFile, str]:
         if first["type"] == "missing":
             message = "required"
         raise InputError(path, message, where) from None
-    return script, hashlib.sha256(path.read_bytes()).hexdigest()
+    return script, hashlib.sha256(raw).hexdigest()
 
 
 class ScriptedBackend:

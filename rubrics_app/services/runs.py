@@ -1,9 +1,10 @@
 """Import agent run directories (a folder on disk or an uploaded zip) with their grades and judge verdicts.
 
 A run directory holds ``run.json``, ``grade.json``, ``workspace.diff``, ``ignored_created.txt``, optionally
-``tests_list.txt``, and ``metrics.json`` once ``rubric grade`` has graded it. Every file is read through
-grading's own readers (strict JSON, run.json/grade.json models, the path-list reader, metrics.json's
-``RunDetails``), so the app accepts exactly what the command line accepts.
+``tests_list.txt`` (or ``tests_list.error``, why the listing failed in the workspace), and ``metrics.json``
+once ``rubric grade`` has graded it. Every file is read through grading's own readers (strict JSON,
+run.json/grade.json models, the path-list reader, metrics.json's ``RunDetails``), so the app accepts exactly
+what the command line accepts.
 
 All or nothing, as rubric import: every run is read and checked first; only when none has a problem are
 rows written, in one transaction. A run is keyed by (task, arm, model, repetition): importing the same
@@ -29,6 +30,7 @@ from django.db import IntegrityError, transaction
 from pydantic import BaseModel, ConfigDict, StrictBool, StringConstraints, ValidationError
 
 from grading.errors import InputError, InputErrors
+from grading.integrity import TESTS_LIST_ERROR_NAME, TESTS_LIST_NAME, read_listing_error
 from grading.judge.models import JudgeResult
 from grading.outcome import RunDetails
 from grading.schema import GradeJson, RunRecord, load_grade, load_run, read_json
@@ -53,7 +55,14 @@ from rubrics_app.services.import_export import (
 from rubrics_app.services.report_rows import refresh_report_rows
 
 DIFF_FILE = "workspace.diff"
-RUN_FILES = ("run.json", "grade.json", "workspace.diff", "ignored_created.txt", "tests_list.txt")
+RUN_FILES = (
+    "run.json",
+    "grade.json",
+    "workspace.diff",
+    "ignored_created.txt",
+    TESTS_LIST_NAME,
+    TESTS_LIST_ERROR_NAME,
+)
 REQUIRED_FILES = ("run.json", "grade.json", "workspace.diff", "ignored_created.txt")
 
 MAX_NAME = 200  # AgentRun.arm and .model
@@ -116,6 +125,7 @@ class PreparedRun:
     diff_size: int
     ignored_created: str
     tests_list: str | None
+    tests_list_error: str | None
     files_sha256: dict[str, str]
     metrics: PreparedGrade | None = None
 
@@ -293,9 +303,15 @@ def _prepare_run(
     except InputError as exc:
         problems.extend(_problem(exc, name("ignored_created.txt")))
     ignored = _text(raw["ignored_created.txt"], name("ignored_created.txt"), problems)
-    tests_list = None
-    if "tests_list.txt" in raw:
-        tests_list = _text(raw["tests_list.txt"], name("tests_list.txt"), problems)
+    tests_list = tests_list_error = None
+    if TESTS_LIST_NAME in raw:
+        tests_list = _text(raw[TESTS_LIST_NAME], name(TESTS_LIST_NAME), problems)
+    if TESTS_LIST_ERROR_NAME in raw:
+        try:
+            read_listing_error(run_dir)  # as grading reads it: capped, never beside tests_list.txt
+        except InputError as exc:
+            problems.extend(_problem(exc, name(TESTS_LIST_ERROR_NAME)))
+        tests_list_error = _text(raw[TESTS_LIST_ERROR_NAME], name(TESTS_LIST_ERROR_NAME), problems)
     task = None
     if record is not None:
         task = tasks.get(record.task)
@@ -320,6 +336,7 @@ def _prepare_run(
         diff_size=diff_size,
         ignored_created=ignored,
         tests_list=tests_list,
+        tests_list_error=tests_list_error,
         files_sha256=hashes,
         metrics=metrics,
     )
@@ -526,6 +543,7 @@ def _import_run_dirs(repository: Repository, root: Path, label_root: str, user: 
                     passed=run.grade.passed,
                     ignored_created=run.ignored_created,
                     tests_list=run.tests_list,
+                    tests_list_error=run.tests_list_error,
                     diff_sha256=run.files_sha256["workspace.diff"],
                     diff_bytes=run.diff_size,
                     files_sha256=run.files_sha256,
@@ -649,7 +667,7 @@ def task_runs(task: Task) -> list[AgentRun]:
     grades = RunGrade.objects.defer("metrics").select_related("revision").order_by("pk")
     return list(
         AgentRun.objects.filter(task=task)
-        .defer("run_json", "grade_json", "ignored_created", "tests_list")
+        .defer("run_json", "grade_json", "ignored_created", "tests_list", "tests_list_error")
         .prefetch_related(Prefetch("grades", queryset=grades))
         .order_by("arm", "model", "repetition")
     )

@@ -41,6 +41,7 @@ from django.db.models import F, Q, Sum
 from django.utils import timezone
 
 from grading.errors import InputError
+from grading.integrity import TESTS_LIST_ERROR_NAME
 from grading.judge.backend import Backend
 from grading.judge.cost import PriceTable, load_price_table
 from grading.judge.limits import (
@@ -311,6 +312,8 @@ class _Scratch:
         (run_dir / "ignored_created.txt").write_text(run.ignored_created, encoding="utf-8")
         if run.tests_list is not None:
             (run_dir / "tests_list.txt").write_text(run.tests_list, encoding="utf-8")
+        if run.tests_list_error is not None:
+            (run_dir / TESTS_LIST_ERROR_NAME).write_text(run.tests_list_error, encoding="utf-8")
         return run_dir
 
 

@@ -30,6 +30,7 @@ from rubrics_app.models_runs import (
 )
 from rubrics_app.services.queue import Queue
 from rubrics_app.services.runs import revision_sha256
+from rubrics_app.services.sweeps import _Scratch
 from tests.app.runs_helpers import (
     DISAGREEING,
     PASSING,
@@ -187,6 +188,43 @@ def test_listing_runs_never_loads_a_diff(graded_runs: Path, repository: Reposito
     assert all("content" not in q["sql"].lower() for q in queries.captured_queries)
 
 
+@pytest.mark.parametrize("repetition", [2**63, 10**30, -1])
+def test_a_repetition_out_of_range_is_a_clear_error_exit_2(
+    graded_runs: Path, repository: Repository, repetition: int
+) -> None:
+    write_run(graded_runs, "huge", model="model-z", repetition=repetition)
+    err = io.StringIO()
+    with pytest.raises(CommandError) as exc:
+        call_command("import_runs", str(graded_runs), "--repository", repository.name, stderr=err)
+    assert exc.value.returncode == 2
+    [line] = [x for x in err.getvalue().splitlines() if "huge/" in x]
+    assert line.startswith(f"{graded_runs}/huge/run.json: repetition: Input should be ")
+    assert not AgentRun.objects.exists()
+
+
+def test_a_run_s_tests_list_error_is_stored_and_written_back_for_grading(
+    tmp_path: Path, graded_runs: Path, repository: Repository
+) -> None:
+    broken = write_run(graded_runs, "broken_listing", model="model-g", tests_list=None)
+    error = "'pytest' exited with status 2: ERROR tests/test_x.py\nE   SyntaxError: invalid syntax\n"
+    (broken / "tests_list.error").write_text(error)
+    run_command(str(graded_runs), "--repository", repository.name)
+    run = AgentRun.objects.get(model="model-g")
+    assert (run.tests_list, run.tests_list_error) == (None, error)
+    run_dir = _Scratch(tmp_path).run_dir(run, RUN_DIFF)
+    assert (run_dir / "tests_list.error").read_text() == error
+    assert not (run_dir / "tests_list.txt").exists()
+
+
+def test_a_tests_list_error_beside_a_tests_list_is_refused(graded_runs: Path, repository: Repository) -> None:
+    (graded_runs / "rep0" / "tests_list.error").write_text("'pytest' exited with status 2\n")
+    err = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command("import_runs", str(graded_runs), "--repository", repository.name, stderr=err)
+    assert f"{graded_runs}/rep0/tests_list.error: beside tests_list.txt" in err.getvalue()
+    assert not AgentRun.objects.exists()
+
+
 # --- the zip upload on the repository page -----------------------------------------------------------
 
 
@@ -215,6 +253,18 @@ def test_a_bad_zip_imports_nothing_and_lists_the_problems(
     html = response.content.decode()  # type: ignore[attr-defined]
     assert response.status_code == 400  # type: ignore[attr-defined]
     assert "Nothing was imported." in html and "rep1/run.json: repetition:" in html
+    assert not AgentRun.objects.exists()
+
+
+def test_an_upload_with_a_huge_repetition_is_a_form_error_not_a_500(
+    client: Client, maintainer: User, graded_runs: Path, repository: Repository
+) -> None:
+    write_run(graded_runs, "huge", model="model-z", repetition=2**63)
+    client.force_login(maintainer)
+    response = upload(client, repository, zip_dir(graded_runs))
+    html = response.content.decode()  # type: ignore[attr-defined]
+    assert response.status_code == 400  # type: ignore[attr-defined]
+    assert "Nothing was imported." in html and "huge/run.json: repetition: Input should be" in html
     assert not AgentRun.objects.exists()
 
 

@@ -4,6 +4,10 @@ and nothing written (no metrics.json)."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -289,3 +293,89 @@ def test_an_error_with_a_newline_stays_one_line(task: Task, capsys: pytest.Captu
     odd = task.dir.parent / "task\nrubric: error: forged"
     line = exit_2_one_line(["scope", str(odd), str(good_run(task))], capsys, "not a directory")
     assert "task\\nrubric: error: forged" in line
+
+
+# --- input that hung or never ended (issue 18 §6) -------------------------------------------------------
+
+
+@pytest.fixture
+def deadline() -> Iterator[None]:
+    """Fail instead of hanging: a read that blocks (a FIFO) is interrupted after 5 s."""
+
+    def expired(signum: int, frame: object) -> None:
+        raise TimeoutError("blocked for 5 s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(5)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+BILLION_LAUGHS = "".join(
+    f"{name}: &{name} [{', '.join([f'*{prev}' if prev else 'lol'] * 9)}]\n"
+    for prev, name in zip(["", *"abcdefgh"], "abcdefghi", strict=True)
+)
+
+
+def test_a_yaml_alias_bomb_in_the_manifest_is_refused_at_once(
+    task: Task, capsys: pytest.CaptureFixture[str], deadline: None
+) -> None:
+    run = good_run(task)
+    task.manifest.write_text(BILLION_LAUGHS + 'tests:\n  list: "true"\n')
+    started = time.monotonic()
+    integrity = ["integrity", str(task.dir), str(run), "--manifest", str(task.manifest)]
+    exit_2_one_line(integrity, capsys, "repo_manifest.yaml", "line 2", "an alias (*name) is not allowed")
+    out = task.dir / "tests_base.txt"
+    listing = ["list-tests", str(task.repo.path), "--manifest", str(task.manifest), "-o", str(out)]
+    exit_2_one_line(listing, capsys, "repo_manifest.yaml", "an alias (*name) is not allowed")
+    assert time.monotonic() - started < 2 and not out.exists()
+
+
+def test_a_manifest_over_1_mib_is_refused(task: Task, capsys: pytest.CaptureFixture[str]) -> None:
+    run = good_run(task)
+    task.manifest.write_text("tests:\n  globs: ['tests/**']\n" + "# padding\n" * 110_000)
+    integrity = ["integrity", str(task.dir), str(run), "--manifest", str(task.manifest)]
+    exit_2_one_line(integrity, capsys, "repo_manifest.yaml", "larger than 1048576 bytes")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero"])
+def test_a_snapshot_that_is_a_fifo_or_a_device_is_refused_at_once(
+    task: Task, capsys: pytest.CaptureFixture[str], deadline: None, kind: str
+) -> None:
+    before = task.dir.parent / "before.txt"
+    if kind == "fifo":
+        os.mkfifo(before)
+    else:
+        before.symlink_to(kind)
+    out = task.dir.parent / "runs" / "r"
+    argv = ["capture", str(task.repo.path), "--base", "HEAD", "--before", str(before), "--out", str(out)]
+    exit_2_one_line(argv, capsys, "before.txt", "not a regular file")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "workspace.diff",
+        "grade.json",
+        "ignored_created.txt",
+        "tests_list.txt",
+        "tests_list.error",
+        "tests_base.txt",
+    ],
+)
+def test_a_run_or_task_file_that_is_a_fifo_is_refused_at_once(
+    task: Task, capsys: pytest.CaptureFixture[str], deadline: None, name: str
+) -> None:
+    run = good_run(task)
+    task.manifest.write_text('tests:\n  globs: ["tests/**"]\n  list: "true"\n')
+    (run / "tests_list.txt").write_text("tests/test_calc.py::test_zero\n")
+    path = (task.dir if name == "tests_base.txt" else run) / name
+    if name == "tests_list.error":
+        (run / "tests_list.txt").unlink()
+    path.unlink(missing_ok=True)
+    os.mkfifo(path)
+    exit_2_one_line(grade_argv(task, run), capsys, name, "not a regular file")
+    assert not (run / "metrics.json").exists()

@@ -232,6 +232,23 @@ def test_removed_ids_are_reported_once_in_base_order() -> None:
     assert summary(result) == [("test_case_removed", "a::t1"), ("test_case_removed", "a::t2")]
 
 
+def test_a_listing_that_fails_in_the_workspace_breaks_integrity_only_given_a_base_list() -> None:
+    error = "'pytest' exited with status 2: ERROR tests/test_x.py"
+    result = check_integrity(TESTS, [], None, None, ["a::t1"], None, run_list_error=error)
+    assert not result.ok and "test_cases" in result.measured
+    assert summary(result) == [("test_listing_broken", None)]
+    assert (
+        result.violations[0].detail == f"tests.list succeeds on the base and fails in the workspace: {error}"
+    )
+    # An empty base list still shows the listing works on the base.
+    assert summary(check_integrity(TESTS, [], None, None, [], None, run_list_error=error)) == [
+        ("test_listing_broken", None)
+    ]
+    # Without a base list nothing is known: not measured (grading makes it a grader failure).
+    result = check_integrity(TESTS, [], None, None, None, None, run_list_error=error)
+    assert result.ok and "test_cases" in result.not_measured
+
+
 # --- `rubric integrity` ------------------------------------------------------------------------------
 
 

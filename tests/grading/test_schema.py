@@ -670,6 +670,7 @@ def test_load_grade_keeps_every_metric(tmp_path: Path) -> None:
         ('{"pass": true, "tests_skipped": -1}', "tests_skipped", "greater than or equal to 0"),
         ('{"pass": true, "tests_skipped": "3"}', "tests_skipped", "integer"),
         ('{"pass": true, "tests_skipped": 1.5}', "tests_skipped", "integer"),
+        ('{"pass": true, "tests_skipped": 1000000000000000000000000000000}', "tests_skipped", "less than"),
     ],
 )
 def test_load_grade_rejects(text: str, field: str, message: str, tmp_path: Path) -> None:
@@ -700,6 +701,18 @@ def test_load_run(tmp_path: Path) -> None:
     assert {f for f, _ in caught.value.errors} == {"task", "repetition", "prompt_style"}
     with pytest.raises(InputError, match="run.json is a JSON object"):
         load_run(write(tmp_path / "arr.json", "[]"))
+
+
+@pytest.mark.parametrize("repetition", ["9223372036854775808", "1000000000000000000000000000000", "-1"])
+def test_a_repetition_is_bounded_as_the_database_stores_it(tmp_path: Path, repetition: str) -> None:
+    with pytest.raises(InputErrors) as caught:
+        load_run(write(tmp_path / "run.json", f'{{"task": "t", "repetition": {repetition}}}'))
+    [(field, message)] = caught.value.errors
+    assert field == "repetition" and message.startswith("Input should be ")
+    assert (
+        load_run(write(tmp_path / "ok.json", '{"task": "t", "repetition": 2147483647}')).repetition
+        == 2**31 - 1
+    )
 
 
 def test_load_manifest(tmp_path: Path) -> None:

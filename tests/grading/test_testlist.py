@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from grading.cli import main
-from grading.testlist import ListingFailed, run_test_list
+from grading.testlist import ListingFailed, run_test_list, write_listing_error
 from grading.workspace import write_snapshot
 from tests.grading.test_admission import Task, answers
 from tests.grading.test_outcome import FIXED, answer_run
@@ -142,7 +142,7 @@ def test_a_program_that_does_not_exist_is_a_failed_listing(tmp_path: Path) -> No
         run_test_list(tmp_path, ["./missing.sh"], tmp_path / "ids.txt")
 
 
-def test_capture_exits_1_and_removes_a_stale_list_when_the_listing_fails(
+def test_capture_records_a_failed_listing_and_removes_a_stale_list(
     task: Task, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run = task.dir.parent / "runs" / "r"
@@ -151,14 +151,137 @@ def test_capture_exits_1_and_removes_a_stale_list_when_the_listing_fails(
     declare(task, f"{shlex.quote(sys.executable)} -c 'raise SystemExit(\"collection error\")'")
     capsys.readouterr()
 
-    assert main(capture_argv(task, run, "--json")) == 1
+    assert main(capture_argv(task, run, "--json")) == 0
 
     captured = capsys.readouterr()
     assert not (run / "tests_list.txt").exists() and (run / "workspace.diff").exists()
+    message = f"{sys.executable!r} exited with status 1: collection error"
     assert json.loads(captured.out)["tests_list"] == {
-        "error": f"{sys.executable!r} exited with status 1: collection error"
+        "error": message,
+        "error_file": str(run / "tests_list.error"),
     }
-    assert "so `rubric grade` reports a grader failure for this run" in captured.err
+    assert (run / "tests_list.error").read_text() == f"{message}\ncollection error\n"
+    assert "makes the run not mergeable (test_listing_broken)" in captured.err
+
+    # A later capture whose listing works removes the stale error.
+    declare(task, f"{shlex.quote(sys.executable)} list_tests.py")
+    assert main(capture_argv(task, run)) == 0
+    assert (run / "tests_list.txt").exists() and not (run / "tests_list.error").exists()
+
+
+def test_a_listing_that_cannot_run_is_exit_1_and_a_grader_failure(
+    task: Task, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (task.dir / "tests_base.txt").write_text("tests/test_calc.py::test_zero\n")
+    declare(task, "no-such-lister-on-path --collect")
+    run = task.dir.parent / "runs" / "r"
+
+    assert main(capture_argv(task, run)) == 1
+
+    assert "so `rubric grade` reports a grader failure" in capsys.readouterr().err
+    assert not (run / "tests_list.txt").exists() and not (run / "tests_list.error").exists()
+    (run / "grade.json").write_text(json.dumps({"pass": True}))
+    answer_run(task, run, answers())
+    metrics = grade(task, run)
+    assert (metrics["mergeable"], metrics["grader_failure"]) == (None, True)
+
+
+BROKEN_TEST = "def test_two(:\n    assert True\n"  # a syntax error: the lister cannot even import it
+IMPORTING_LISTER = """\
+import importlib.util, pathlib, sys
+for path in sorted(pathlib.Path("tests").rglob("test_*.py")):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for name in sorted(n for n in vars(module) if n.startswith("test_")):
+        print(f"{path}::{name}")
+"""
+
+
+def _broken_listing_run(task: Task) -> Path:
+    task.repo.write("list_tests.py", IMPORTING_LISTER)
+    task.repo.commit("a lister that imports the tests")
+    base_list = task.dir / "tests_base.txt"
+    assert (
+        main(["list-tests", str(task.repo.path), "--manifest", str(task.manifest), "-o", str(base_list)]) == 0
+    )
+    before = task.dir.parent / "before.txt"
+    write_snapshot(task.repo.path, before)
+    for path, text in FIXED.items():
+        task.repo.write(path, text)
+    task.repo.write("tests/test_more.py", BROKEN_TEST)
+    run = task.dir.parent / "runs" / "r"
+    assert main(capture_argv(task, run)) == 0  # the listing failed, and that is recorded: not a fault
+    (run / "grade.json").write_text(json.dumps({"pass": True}))
+    answer_run(task, run, answers())
+    return run
+
+
+def test_a_test_file_that_breaks_the_listing_makes_the_run_not_mergeable(task: Task) -> None:
+    run = _broken_listing_run(task)
+    error = (run / "tests_list.error").read_text()
+    assert "exited with status 1: SyntaxError" in error and "def test_two(:" in error
+
+    metrics = grade(task, run)
+
+    assert (metrics["mergeable"], metrics["merge_score"], metrics["grader_failure"]) == (False, 0.0, False)
+    [violation] = metrics["details"]["integrity"]["violations"]
+    assert violation["rule"] == "test_listing_broken"
+    assert violation["detail"].startswith("tests.list succeeds on the base and fails in the workspace: ")
+    reasons = metrics["details"]["reasons"]
+    assert reasons[0] == "test-integrity check failed"
+    assert "SyntaxError" in reasons[1] and "test_more.py" in reasons[1]  # the listing's last stderr lines
+    assert "test_cases" not in metrics["details"]["integrity_not_measured"]
+
+
+def test_a_failed_listing_without_a_base_list_is_a_grader_failure(task: Task) -> None:
+    run = _broken_listing_run(task)
+    (task.dir / "tests_base.txt").unlink()
+
+    metrics = grade(task, run)
+
+    assert (metrics["mergeable"], metrics["grader_failure"]) == (None, True)
+    assert metrics["details"]["reasons"] == [
+        "tests.list failed in the workspace (tests_list.error) and the task has no tests_base.txt to show "
+        "it works on the base (`rubric list-tests` writes it)"
+    ]
+
+
+def test_stderr_in_the_failure_is_its_last_lines_capped(tmp_path: Path) -> None:
+    script = (
+        "import sys\n"
+        "for i in range(5000):\n"
+        "    print(f'line {i} ' + 'x' * 500 if i % 100 == 99 else f'line {i}', file=sys.stderr)\n"
+        "sys.exit(2)"
+    )
+    with pytest.raises(ListingFailed) as info:
+        run_test_list(tmp_path, [sys.executable, "-c", script], tmp_path / "ids.txt")
+    lines = info.value.stderr_tail.split("\n")
+    assert len(lines) == 20 and lines[0] == "line 4980" and lines[-1].startswith("line 4999 x")
+    assert all(len(x) <= 300 for x in lines)
+    assert info.value.in_workspace
+    error = tmp_path / "tests_list.error"
+    write_listing_error(error, info.value)
+    assert error.stat().st_size < 8000
+
+
+def test_a_missing_program_inside_the_checkout_is_the_workspace_s_failure(tmp_path: Path) -> None:
+    with pytest.raises(ListingFailed) as info:
+        run_test_list(tmp_path, ["./scripts/list.sh"], tmp_path / "ids.txt")
+    assert info.value.in_workspace  # the agent deleted the repository's own script
+    with pytest.raises(ListingFailed) as info:
+        run_test_list(tmp_path, ["no-such-lister-on-path"], tmp_path / "ids.txt")
+    assert not info.value.in_workspace  # the harness's PATH lacks it
+
+
+def test_two_test_list_files_in_one_run_are_refused(task: Task, capsys: pytest.CaptureFixture[str]) -> None:
+    run = _broken_listing_run(task)
+    (run / "tests_list.txt").write_text("tests/test_calc.py::test_zero\n")
+    task.backend()
+    argv = ["grade", str(task.dir), str(run), "--manifest", str(task.manifest), "--judge",
+            f"scripted:{task.judge}", "--no-cache"]  # fmt: skip
+    assert main(argv) == 2
+    assert "tests_list.error: beside tests_list.txt" in capsys.readouterr().err
 
 
 def test_a_run_without_its_declared_list_is_a_grader_failure(task: Task) -> None:
@@ -198,6 +321,14 @@ def test_without_a_declared_list_the_unmeasured_parts_are_named(
     [
         ('tests:\n  list: "pytest \'--co"\n', (), "repo_manifest.yaml: tests.list: not a command line"),
         ("tests:\n  globs: []\n", (), "repo_manifest.yaml: tests.list: the manifest declares no tests.list"),
+        (
+            'tests:\n  list: "pytest --co -q | grep ::"\n',
+            (),
+            "repo_manifest.yaml: tests.list: '|' is shell syntax, and tests.list runs no shell (its words "
+            'are run directly); to use a shell, write it as sh -c "..." or name a script',
+        ),
+        ('tests:\n  list: "make venv && pytest --co"\n', (), "tests.list: '&&' is shell syntax"),
+        ('tests:\n  list: "pytest --co > ids.txt"\n', (), "tests.list: '>' is shell syntax"),
         ('tests:\n  list: "true"\n', ("--tests-timeout", "0"), "--tests-timeout: must be more than 0"),
         ('tests:\n  list: "true"\n', ("--tests-max-bytes", "0"), "--tests-max-bytes: must be at least 1"),
     ],
