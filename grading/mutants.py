@@ -411,6 +411,21 @@ def _shape(tokens: list[str]) -> tuple[str, str] | None:
     return head, end
 
 
+# Cheap keys to look pairs up by (each pair is then checked with condition_change): a line without its
+# operators, brackets and spaces (an operator change leaves it equal), and whether a line may start with a
+# condition head (only those are tokenized for their shape).
+_NOT_OPERANDS = re.compile(r"\b(?:and|or|not|is|in)\b|[<>=!&|()\s]")
+_HEAD_HINT = re.compile(r"^\s*(?:\}\s*)?(?:else\s+)?(?:if|elif|while|assert|unless|until|when|case)\b")
+
+
+def _operands(text: str) -> str:
+    return _NOT_OPERANDS.sub("", text)
+
+
+def _line_shape(text: str) -> tuple[str, str] | None:
+    return _shape(_TOKEN.findall(text)) if _HEAD_HINT.match(text) else None
+
+
 def _bracket_balance(tokens: list[str]) -> tuple[int, int]:
     return tokens.count("(") - tokens.count(")"), tokens.count("[") - tokens.count("]")
 
@@ -447,27 +462,25 @@ def _restored_bodies(body: list[bytes]) -> list[tuple[int, list[bytes], str, str
         if not added or (i < n and body[i][:1] == b"\\"):
             continue  # nothing added, or at the end of a file without its newline: left alone
         new_texts = [decode_diff(line[1:]) for line in added]
-        by_operands: dict[tuple[str, ...], list[int]] = {}
+        by_operands: dict[str, list[int]] = {}
         by_shape: dict[tuple[str, str], list[int]] = {}
-        new_tokens = [_TOKEN.findall(text) for text in new_texts]
-        for j, tokens in enumerate(new_tokens):
-            by_operands.setdefault(tuple(t for t in tokens if t not in _OPERATORS | _PARENS), []).append(j)
-            if (shape := _shape(tokens)) is not None:
+        for j, text in enumerate(new_texts):
+            by_operands.setdefault(_operands(text), []).append(j)
+            if (shape := _line_shape(text)) is not None:
                 by_shape.setdefault(shape, []).append(j)
         for k, old in enumerate(removed):
             old_text = decode_diff(old[1:])
-            old_tokens = _TOKEN.findall(old_text)
-            operands = tuple(t for t in old_tokens if t not in _OPERATORS | _PARENS)
-            shape = _shape(old_tokens)
-            found = by_operands.get(operands, []) + (by_shape.get(shape, []) if shape is not None else [])
+            shape = _line_shape(old_text)
+            found = by_operands.get(_operands(old_text), []) + (by_shape.get(shape, []) if shape else [])
             pairs = []
             for j in sorted(set(found))[:_MAX_PAIR_CANDIDATES]:
                 what = condition_change(old_text, new_texts[j])
                 if what is None:
                     continue
-                if what == "operator" and _bracket_balance(old_tokens) != _bracket_balance(new_tokens[j]):
+                old_tokens, new_tokens = _TOKEN.findall(old_text), _TOKEN.findall(new_texts[j])
+                if what == "operator" and _bracket_balance(old_tokens) != _bracket_balance(new_tokens):
                     continue  # the restored line would open or close a bracket the new code does not
-                if what == "condition" and shape != _shape(new_tokens[j]):
+                if what == "condition" and shape != _shape(new_tokens):
                     continue  # only the head is shared, or one of them is a fragment
                 ratio = difflib.SequenceMatcher(None, old_text, new_texts[j], autojunk=False).ratio()
                 pairs.append((ratio, j, what))
