@@ -21,6 +21,7 @@ SCRIPTS = [
     "binary_bomb.py",
     "hostile_inputs.py",
     "globs.py",
+    "mutant_derivation.py",
     "report_bootstrap.py",
     "app_pages.py",
 ]

@@ -9,6 +9,7 @@ that runs no filter, hook or external command is used.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import tempfile
 from collections.abc import Iterable
@@ -30,10 +31,26 @@ class TreeEntry(BaseModel):
     kind: EntryKind
     object_id: str
     size: int | None = None  # bytes of a file or symlink target; None for a directory or submodule
+    # False when the repository does not hold the object (a partial clone, a pruned or damaged object
+    # store): ``git ls-tree --long`` prints ``BAD`` for its size, and reading it fails.
+    available: bool = True
 
 
 class GrepTimeout(Exception):
     """``git grep`` ran longer than it was allowed to."""
+
+
+class ObjectMissing(Exception):
+    """The commit's tree names an object this repository does not hold (a partial clone, a pruned or
+    damaged object store). ``what`` is the path or object id asked for."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"object not available in this checkout: {what}")
+        self.what = what
+
+
+# How ``git grep`` names an object it could not read: "error: '<commit>:<path>': unable to read <oid>".
+_GREP_UNREADABLE = re.compile(rb"^error: '(.*)': unable to read [0-9a-f]+$", re.MULTILINE)
 
 
 class BaseTree:
@@ -92,11 +109,15 @@ class BaseTree:
 
     def entries(self, directory: str) -> list[TreeEntry] | None:
         """The entries of ``directory`` ("" for the root) at the commit, or None when it is not a directory
-        there. ``directory`` is taken literally (no globbing); callers check it stays inside the tree."""
+        there. ``directory`` is taken literally (no globbing); callers check it stays inside the tree.
+        Raises :class:`ObjectMissing` when the directory's own tree object is not in the repository; an
+        entry whose object is missing is listed with ``available=False``."""
         if directory.startswith("-") or "\0" in directory:
             return None
         spec = f"{self.commit}:{directory}"
         if self._git("cat-file", "-t", spec, ok_codes=(0, 128)).strip() != b"tree":
+            if directory and self._object_missing(spec):
+                raise ObjectMissing(directory)
             return None
         out: list[TreeEntry] = []
         for record in self._git("ls-tree", "-z", "--long", spec).split(b"\0"):
@@ -105,18 +126,38 @@ class BaseTree:
             meta, _, name = record.partition(b"\t")
             mode, kind, object_id, size = meta.split()
             entry_kind: EntryKind = "symlink" if mode == b"120000" else _KINDS.get(kind.decode(), "file")
+            sized = entry_kind in ("file", "symlink")
             out.append(
                 TreeEntry(
                     name=os.fsdecode(name),
                     kind=entry_kind,
                     object_id=object_id.decode(),
-                    size=int(size) if size != b"-" and entry_kind in ("file", "symlink") else None,
+                    size=int(size) if sized and size.isdigit() else None,
+                    # git prints "BAD" for a blob it cannot find; a tree's or submodule's size is "-".
+                    available=not sized or size.isdigit(),
                 )
             )
         return out
 
+    def _object_missing(self, spec: str) -> bool:
+        """Whether ``spec`` (``commit:path``) names an object that its parent tree lists but the repository
+        does not hold (``rev-parse`` finds the id, ``cat-file -e`` cannot read it)."""
+        object_id = self._git("rev-parse", "--verify", "--quiet", spec, ok_codes=(0, 1, 128)).strip()
+        if not object_id:
+            return False
+        return self._git_code("cat-file", "-e", object_id.decode()) != 0
+
+    def _git_code(self, *args: str) -> int:
+        result = subprocess.run(
+            ["git", "--no-pager", *args], cwd=self.checkout, env=self._env(), capture_output=True, check=False
+        )
+        return result.returncode
+
     def blob(self, object_id: str) -> bytes:
-        """The bytes of a blob by its object id (an entry of :meth:`entries`)."""
+        """The bytes of a blob by its object id (an entry of :meth:`entries`); :class:`ObjectMissing` when
+        the repository does not hold it."""
+        if object_id.startswith("-") or self._git_code("cat-file", "-e", object_id) != 0:
+            raise ObjectMissing(object_id)
         return self._git("cat-file", "blob", object_id)
 
     def grep(
@@ -131,6 +172,22 @@ class BaseTree:
         """``git grep`` over the commit's tree (never the work tree): (path, line number, line) per match,
         text files only. ``pathspecs`` are literal paths (a directory matches what is under it).
         Raises :class:`GrepTimeout` past ``timeout`` seconds, InputError for a pattern git refuses."""
+        matches, _ = self.grep_report(
+            pattern, pathspecs, fixed=fixed, ignore_case=ignore_case, timeout=timeout
+        )
+        return matches
+
+    def grep_report(
+        self,
+        pattern: str,
+        pathspecs: Iterable[str] = (),
+        *,
+        fixed: bool = False,
+        ignore_case: bool = False,
+        timeout: float = 20.0,
+    ) -> tuple[list[tuple[str, int, str]], list[str]]:
+        """:meth:`grep`, and the paths git could not search because the repository does not hold their
+        object (git reports them and searches on)."""
         args = ["git", "--no-pager", "--literal-pathspecs", "grep", "-n", "-z", "-I", "--no-color"]
         args += ["-F"] if fixed else ["-E"]
         if ignore_case:
@@ -142,12 +199,18 @@ class BaseTree:
             )
         except subprocess.TimeoutExpired:
             raise GrepTimeout(f"git grep ran longer than {timeout:g}s") from None
+        prefix = f"{self.commit}:".encode()
+        unreadable = list(  # git may report one object twice
+            dict.fromkeys(
+                os.fsdecode(m[len(prefix) :] if m.startswith(prefix) else m)
+                for m in _GREP_UNREADABLE.findall(result.stderr)
+            )
+        )
         if result.returncode == 1:
-            return []
+            return [], unreadable
         if result.returncode != 0:
             lines = result.stderr.decode("utf-8", "replace").strip().splitlines()
             raise InputError(None, f"git grep: {lines[-1] if lines else result.returncode}", "pattern")
-        prefix = f"{self.commit}:".encode()
         matches: list[tuple[str, int, str]] = []
         data, at = result.stdout, 0
         # Each match is "<commit>:<path>\0<line>\0<text>\n"; a path may hold a newline, so read by field.
@@ -168,7 +231,7 @@ class BaseTree:
                     )
                 )
             at = text_end + 1
-        return matches
+        return matches, unreadable
 
     def paths(self) -> list[str]:
         """Every file path of the tree (blobs and symlinks), ``/``-separated."""

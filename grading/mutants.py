@@ -11,20 +11,30 @@ Kinds, each derived from the oracle's hunks as :mod:`grading.diffs` reads them:
 - ``drop-hunk``: one hunk left out (each hunk in turn);
 - ``revert-file``: one file of a multi-file fix left out (each file in turn);
 - ``one-place``: of several hunks whose added and removed lines are near-identical (the same fix in a CPU
-  and a GPU backend), one kept and the others left out (each one kept in turn);
+  and a GPU backend), one kept and the others left out (each one kept in turn). Similarity is the Dice
+  coefficient of the changed text's character trigrams (whitespace ignored), linear in the text; a hunk
+  with more than ``MAX_COMPARED_BYTES`` of changed lines (a lock file, generated code) is not compared,
+  and a note says how many were not;
 - ``revert-condition``: a changed line pair whose only change is a comparison or boolean operator, or the
-  condition of an ``if``/``while``/``assert``, with the old line restored.
+  condition of an ``if``/``while``/``assert``, with the old line restored. Lines pair only when both hold a
+  whole condition of the same shape (brackets closed, the same head and ending: never ``} else if (``), and
+  the restored line keeps the new line's indentation. With the base tree at hand, a mutant of a Python file
+  whose mutated file no longer parses (``ast.parse``) is left out, with a note: it would measure the judge's
+  sense of syntax, not its review.
 
 Every mutant is a diff that applies to the base: hunks are left out whole, later hunks of the same file
 have their new-side start moved, and a restored line becomes context. A mutant's id is its kind and the
 first hex digits of the sha256 of its diff, so it is stable for an unchanged oracle and names another
 mutant once the oracle changes. Mutants with the same diff are kept once (the more specific kind wins),
 an empty mutant (the whole fix left out: that is the admission's empty row) is not kept, and at most
-``max_mutants`` are judged, taken round-robin over the kinds, with a note saying so.
+``max_mutants`` are judged, taken round-robin over the kinds, with a note saying so. Mutants are told apart
+by what they leave out and replace, so only those judged are rendered: derivation stays linear in the
+oracle's size (a 10 MB oracle in well under two seconds; ``benchmarks/mutant_derivation.py``).
 """
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import difflib
 import hashlib
@@ -45,6 +55,7 @@ from grading.judge.models import JudgeResult, Usage
 from grading.judge.prompt import check_diff_text
 from grading.judge.runner import JudgeSettings, SweepJob, judge_sweep
 from grading.judge.specs import make_backend
+from grading.judge.tree import base_tree_for
 from grading.outcome import RubricAssessment, assess
 from grading.schema import Rubric, TestsConfig, load_manifest, load_rubric, load_task, read_input_bytes
 from grading.scope import check_scope
@@ -60,14 +71,24 @@ DEFAULT_MAX_MUTANTS = 24
 ID_HEX = 10
 MUTANT_ID = re.compile(rf"(drop-hunk|revert-file|one-place|revert-condition):[0-9a-f]{{{ID_HEX}}}")
 
-# Hunks whose changed lines are at least this similar (difflib ratio, whitespace ignored) are "the same
-# fix in several places".
+# Hunks whose changed lines are at least this similar (Dice coefficient of their character trigrams,
+# whitespace ignored) are "the same fix in several places".
 SIMILAR_RATIO = 0.8
 # Shorter changed text (no whitespace) is not compared: a lone brace or blank line is similar to anything.
 _MIN_SIMILAR_CHARS = 8
+# A hunk with more bytes of changed lines than this is not compared: the same fix repeated by hand is a few
+# lines, and a rewritten lock file's hunks of tens of kilobytes are not one (a note counts them).
+MAX_COMPARED_BYTES = 4000
 # Beyond this many hunks the pairwise comparison is skipped (quadratic); such an oracle gets no one-place
 # mutants, and the note says so.
 _MAX_COMPARED_HUNKS = 300
+# An added line is paired with at most this many removed lines of its block that could be its old version.
+_MAX_PAIR_CANDIDATES = 20
+# A Python file larger than this at the base is not parsed to check a mutant (the check is skipped).
+MAX_PARSED_BYTES = 4 * 1024 * 1024
+
+# The base tree's bytes of a path (None when it has no such file), to check that a mutant still parses.
+BaseReader = Callable[[str], bytes | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +145,38 @@ class _Oracle:
 
     def hunk_refs(self) -> list[HunkRef]:
         return [(f, h) for f, pf in enumerate(self.files) for h in range(len(pf.hunks))]
+
+    def key(
+        self, edit: _Edit
+    ) -> tuple[frozenset[int], frozenset[HunkRef], tuple[tuple[HunkRef, bytes], ...]]:
+        """What ``edit`` leaves out and replaces, as :meth:`render` would apply it: two edits with one key
+        render to one diff. Cheap (no rendering), so mutants are told apart before any is rendered."""
+        bodies = edit.bodies or {}
+        files: set[int] = set()
+        hunks: set[HunkRef] = set()
+        replaced: list[tuple[HunkRef, bytes]] = []
+        for f in edit.drop_files:
+            if self.files[f].hunks:
+                hunks.update((f, h) for h in range(len(self.files[f].hunks)))
+            else:
+                files.add(f)
+        hunks.update(edit.drop_hunks)
+        for ref, body in sorted(bodies.items()):
+            if ref in hunks:
+                continue
+            if any(line[:1] in (b"+", b"-") for line in body):
+                replaced.append((ref, b"\n".join(body)))
+            else:
+                hunks.add(ref)
+        return frozenset(files), frozenset(hunks), tuple(replaced)
+
+    def empty(
+        self, key: tuple[frozenset[int], frozenset[HunkRef], tuple[tuple[HunkRef, bytes], ...]]
+    ) -> bool:
+        """Whether the edit of ``key`` leaves the whole fix out."""
+        files, hunks, _ = key
+        hunkless = sum(1 for pf in self.files if not pf.hunks)
+        return len(files) == hunkless and len(hunks) == sum(len(pf.hunks) for pf in self.files)
 
     def render(self, edit: _Edit) -> bytes:
         out: list[bytes] = list(self.lines[: self.files[0].first_line]) if self.files else []
@@ -213,8 +266,33 @@ def _changed_text(body: Sequence[bytes]) -> str:
     return "\n".join(line[:1].decode() + " ".join(decode_diff(line[1:]).split()) for line in lines)
 
 
+def _trigrams(text: str) -> frozenset[tuple[str, int]]:
+    """The character trigrams of ``text`` as a set that keeps repeats apart (the n-th occurrence of a
+    trigram is its own element), so a set intersection counts a multiset's."""
+    seen: dict[str, int] = {}
+    out: list[tuple[str, int]] = []
+    for i in range(len(text) - 2):
+        gram = text[i : i + 3]
+        n = seen.get(gram, 0)
+        seen[gram] = n + 1
+        out.append((gram, n))
+    return frozenset(out)
+
+
 def _similar_groups(oracle: _Oracle, notes: list[str]) -> list[list[HunkRef]]:
-    refs = oracle.hunk_refs()
+    refs: list[HunkRef] = []
+    too_large = 0
+    for ref in oracle.hunk_refs():
+        changed = [line for line in oracle.body(ref) if line[:1] in (b"+", b"-")]
+        if sum(len(line) for line in changed) > MAX_COMPARED_BYTES:
+            too_large += 1
+        else:
+            refs.append(ref)
+    if too_large:
+        notes.append(
+            f"one-place: {too_large} hunk{'s' if too_large > 1 else ''} with more than {MAX_COMPARED_BYTES} "
+            "bytes of changed lines not compared (not a fix repeated by hand)"
+        )
     texts = {ref: _changed_text(oracle.body(ref)) for ref in refs}
     refs = [ref for ref in refs if len("".join(texts[ref].split())) >= _MIN_SIMILAR_CHARS + 2]
     if len(refs) > _MAX_COMPARED_HUNKS:
@@ -223,6 +301,7 @@ def _similar_groups(oracle: _Oracle, notes: list[str]) -> list[list[HunkRef]]:
             "no one-place mutants"
         )
         return []
+    grams = {ref: _trigrams(texts[ref]) for ref in refs}
     parent = {ref: ref for ref in refs}
 
     def root(ref: HunkRef) -> HunkRef:
@@ -231,12 +310,19 @@ def _similar_groups(oracle: _Oracle, notes: list[str]) -> list[list[HunkRef]]:
             ref = parent[ref]
         return ref
 
-    for i, a in enumerate(refs):
-        for b in refs[i + 1 :]:
+    # Dice >= R needs the smaller set to hold at least R / (2 - R) of the larger's elements: in order of
+    # size, each hunk is compared only with the next ones that are not too large for it.
+    by_size = sorted(refs, key=lambda ref: len(grams[ref]))
+    reach = (2 - SIMILAR_RATIO) / SIMILAR_RATIO
+    for i, a in enumerate(by_size):
+        size_a = len(grams[a])
+        for b in by_size[i + 1 :]:
+            size_b = len(grams[b])
+            if size_b > size_a * reach:
+                break
             if root(a) == root(b):
                 continue  # already in one group (single linkage): comparing them changes nothing
-            matcher = difflib.SequenceMatcher(None, texts[a], texts[b], autojunk=False)
-            if matcher.real_quick_ratio() >= SIMILAR_RATIO and matcher.ratio() >= SIMILAR_RATIO:
+            if 2 * len(grams[a] & grams[b]) >= SIMILAR_RATIO * (size_a + size_b):
                 parent[root(b)] = root(a)
     groups: dict[HunkRef, list[HunkRef]] = {}
     for ref in refs:
@@ -303,13 +389,61 @@ def condition_change(old: str, new: str) -> str | None:
     return None
 
 
+# Tokens a whole condition may end with after its test (Python's colon, a C-like block's brace, Ruby/shell).
+_CONDITION_ENDS = frozenset([":", "{", "then", "do"])
+_DANGLING = _OPERATORS | frozenset([",", "\\", "(", "[", "+", "-", "*", "/", "%", "=", "."])
+
+
+def _shape(tokens: list[str]) -> tuple[str, str] | None:
+    """(head, ending) of a line that holds a whole condition: the head (``if``...), a test with its
+    brackets closed that does not dangle into the next line, and the token after it; None for a fragment
+    (``} else if (``, ``if (a and``) or a line that is not a condition."""
+    head = _condition_head(tokens)
+    if head is None:
+        return None
+    rest = tokens[tokens.index(head) + 1 :]
+    end = rest[-1] if rest and rest[-1] in _CONDITION_ENDS else ""
+    test = rest[:-1] if end else rest
+    if not test or test[-1] in _DANGLING:
+        return None
+    if test.count("(") != test.count(")") or test.count("[") != test.count("]"):
+        return None
+    return head, end
+
+
+# Cheap keys to look pairs up by (each pair is then checked with condition_change): a line without its
+# operators, brackets and spaces (an operator change leaves it equal), and whether a line may start with a
+# condition head (only those are tokenized for their shape).
+_NOT_OPERANDS = re.compile(r"\b(?:and|or|not|is|in)\b|[<>=!&|()\s]")
+_HEAD_HINT = re.compile(r"^\s*(?:\}\s*)?(?:else\s+)?(?:if|elif|while|assert|unless|until|when|case)\b")
+
+
+def _operands(text: str) -> str:
+    return _NOT_OPERANDS.sub("", text)
+
+
+def _line_shape(text: str) -> tuple[str, str] | None:
+    return _shape(_TOKEN.findall(text)) if _HEAD_HINT.match(text) else None
+
+
+def _bracket_balance(tokens: list[str]) -> tuple[int, int]:
+    return tokens.count("(") - tokens.count(")"), tokens.count("[") - tokens.count("]")
+
+
+def _indent(line: bytes) -> bytes:
+    return line[: len(line) - len(line.lstrip(b" \t"))]
+
+
 def _restored_bodies(body: list[bytes]) -> list[tuple[int, list[bytes], str, str, str]]:
     """For each condition pair in a hunk body: (index of the added line, the body with the old line
     restored, what changed, old text, new text).
 
     A pair is a removed line and the added line of the same block (removed lines, then added lines) most
     like it among those that differ from it only in a condition: blocks need not pair line for line (a
-    comment added above a changed comparison).
+    comment added above a changed comparison). Candidates are looked up, not compared all against all: an
+    operator change leaves the other tokens equal, a condition change keeps the head and the shape. The
+    restored line takes the new line's indentation; when that differs from the old line's, the old line
+    stays removed and the restored one is added in the new line's place.
     """
     out: list[tuple[int, list[bytes], str, str, str]] = []
     i = 0
@@ -328,19 +462,39 @@ def _restored_bodies(body: list[bytes]) -> list[tuple[int, list[bytes], str, str
         if not added or (i < n and body[i][:1] == b"\\"):
             continue  # nothing added, or at the end of a file without its newline: left alone
         new_texts = [decode_diff(line[1:]) for line in added]
+        by_operands: dict[str, list[int]] = {}
+        by_shape: dict[tuple[str, str], list[int]] = {}
+        for j, text in enumerate(new_texts):
+            by_operands.setdefault(_operands(text), []).append(j)
+            if (shape := _line_shape(text)) is not None:
+                by_shape.setdefault(shape, []).append(j)
         for k, old in enumerate(removed):
             old_text = decode_diff(old[1:])
-            pairs = [
-                (difflib.SequenceMatcher(None, old_text, new_text, autojunk=False).ratio(), j, what)
-                for j, new_text in enumerate(new_texts)
-                if (what := condition_change(old_text, new_text)) is not None
-            ]
+            shape = _line_shape(old_text)
+            found = by_operands.get(_operands(old_text), []) + (by_shape.get(shape, []) if shape else [])
+            pairs = []
+            for j in sorted(set(found))[:_MAX_PAIR_CANDIDATES]:
+                what = condition_change(old_text, new_texts[j])
+                if what is None:
+                    continue
+                old_tokens, new_tokens = _TOKEN.findall(old_text), _TOKEN.findall(new_texts[j])
+                if what == "operator" and _bracket_balance(old_tokens) != _bracket_balance(new_tokens):
+                    continue  # the restored line would open or close a bracket the new code does not
+                if what == "condition" and shape != _shape(new_tokens):
+                    continue  # only the head is shared, or one of them is a fragment
+                ratio = difflib.SequenceMatcher(None, old_text, new_texts[j], autojunk=False).ratio()
+                pairs.append((ratio, j, what))
             if not pairs:
                 continue
             _, j, what = max(pairs, key=lambda pair: (pair[0], -pair[1]))
-            # The restored line takes the added line's place: old lines before it stay before it in the old
-            # file, new lines before it stay before it in the new one.
-            block = [*removed[:k], *added[:j], b" " + old[1:], *removed[k + 1 :], *added[j + 1 :]]
+            indent = _indent(added[j][1:])
+            if _indent(old[1:]) == indent:
+                # The restored line takes the added line's place: old lines before it stay before it in the
+                # old file, new lines before it stay before it in the new one.
+                block = [*removed[:k], *added[:j], b" " + old[1:], *removed[k + 1 :], *added[j + 1 :]]
+            else:
+                restored = b"+" + indent + old[1:].lstrip(b" \t")
+                block = [*removed, *added[:j], restored, *added[j + 1 :]]
             out.append((middle + j, [*body[:start], *block, *body[i:]], what, old_text, new_texts[j]))
     return out
 
@@ -361,11 +515,116 @@ def _revert_condition(oracle: _Oracle) -> list[tuple[MutantKind, str, _Edit]]:
     return out
 
 
+def _patched(base: bytes, hunks: Sequence[tuple[int, int, list[bytes]]]) -> bytes:
+    """``base`` with ``hunks`` (old start, old count, body) applied in order, as ``git apply`` would for a
+    diff that applies (context and removed lines are taken as the diff says)."""
+    lines = base.split(b"\n")
+    out: list[bytes] = []
+    at = 0
+    for old_start, old_count, body in hunks:
+        start = old_start - 1 if old_count else old_start  # "-5,0": added after line 5
+        out += lines[at:start]
+        at = start
+        for line in body:
+            tag = line[:1]
+            if tag in (b" ", b"", b"-"):
+                at += 1
+            if tag in (b" ", b"", b"+"):
+                out.append(line[1:])
+    out += lines[at:]
+    return b"\n".join(out)
+
+
+def _parses(source: bytes) -> bool:
+    try:
+        ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+class _PythonCheck:
+    """Whether a revert-condition mutant of a Python file still parses, from the base tree's bytes."""
+
+    def __init__(self, oracle: _Oracle, base: BaseReader) -> None:
+        self.oracle = oracle
+        self.base = base
+        self._base: dict[int, bytes | None] = {}
+        self._oracle_parses: dict[int, bool] = {}
+
+    def _file(self, f: int, bodies: Mapping[HunkRef, list[bytes]]) -> bytes | None:
+        if f not in self._base:
+            old_path = self.oracle.files[f].change.old_path
+            data = b"" if old_path is None else self.base(old_path)
+            self._base[f] = data if data is None or len(data) <= MAX_PARSED_BYTES else None
+        data = self._base[f]
+        if data is None:
+            return None
+        pf = self.oracle.files[f]
+        hunks = [
+            (hunk.old_start, hunk.old_count, list(bodies.get((f, h), self.oracle.body((f, h)))))
+            for h, hunk in enumerate(pf.hunks)
+        ]
+        return _patched(data, hunks)
+
+    def breaks(self, edit: _Edit) -> bool:
+        """True when a Python file the edit replaces a hunk of parses in the oracle and not in the mutant.
+        A file the base does not hold (or too large to parse) is not checked."""
+        bodies = edit.bodies or {}
+        for f in sorted({ref[0] for ref in bodies}):
+            if not (self.oracle.files[f].change.new_path or "").endswith(".py"):
+                continue
+            if f not in self._oracle_parses:
+                fixed = self._file(f, {})
+                self._oracle_parses[f] = fixed is not None and _parses(fixed)
+            if not self._oracle_parses[f]:
+                continue  # not Python this can parse even as the oracle has it: nothing to compare
+            mutated = self._file(f, bodies)
+            if mutated is not None and not _parses(mutated):
+                return True
+        return False
+
+
+def _python_checked(
+    oracle: _Oracle,
+    candidates: list[tuple[MutantKind, str, _Edit]],
+    base: BaseReader | None,
+    notes: list[str],
+) -> list[tuple[MutantKind, str, _Edit]]:
+    """``candidates`` (revert-condition) without those whose Python file no longer parses, with a note."""
+    python = [c for c in candidates if any(oracle.path(f).endswith(".py") for f, _ in (c[2].bodies or {}))]
+    if not python:
+        return candidates
+    if base is None:
+        notes.append(
+            f"revert-condition: {len(python)} mutant{'s' if len(python) > 1 else ''} of Python files not "
+            "checked to parse (no checkout of the base commit)"
+        )
+        return candidates
+    check = _PythonCheck(oracle, base)
+    broken = [c for c in python if check.breaks(c[2])]
+    if broken:
+        places = "; ".join(text.partition(": ")[0].removeprefix("swaps the ") for _, text, _ in broken[:5])
+        more = f" and {len(broken) - 5} more" if len(broken) > 5 else ""
+        notes.append(
+            f"revert-condition: {len(broken)} mutant{'s' if len(broken) > 1 else ''} left out because the "
+            f"Python file no longer parses with the old line back ({places}{more}): such a mutant measures "
+            "the judge's sense of syntax, not its review"
+        )
+    return [c for c in candidates if c not in broken]
+
+
 def derive_mutants(
-    oracle: bytes, source: str = "oracle.diff", *, max_mutants: int = DEFAULT_MAX_MUTANTS
+    oracle: bytes,
+    source: str = "oracle.diff",
+    *,
+    max_mutants: int = DEFAULT_MAX_MUTANTS,
+    base: BaseReader | None = None,
 ) -> MutantSet:
     """Every mutant of ``oracle`` (the bytes of a unified diff), without duplicates, at most ``max_mutants``
-    of them (round-robin over the kinds). Raises InputError when the oracle is not a diff."""
+    of them (round-robin over the kinds). ``base`` reads a file at the oracle's base commit: with it, a
+    revert-condition mutant of a Python file that does not parse is left out (a note says which). Raises
+    InputError when the oracle is not a diff."""
     if max_mutants < 0:
         raise InputError(None, "must be 0 or more", "--max-mutants")
     parsed = _Oracle(oracle, source)
@@ -374,36 +633,43 @@ def derive_mutants(
         "drop-hunk": _drop_hunk(parsed),
         "revert-file": _revert_file(parsed),
         "one-place": _one_place(parsed, notes),
-        "revert-condition": _revert_condition(parsed),
+        "revert-condition": _python_checked(parsed, _revert_condition(parsed), base, notes),
     }
-    by_diff: dict[bytes, tuple[int, int, Mutant]] = {}  # diff -> (kind order, place in the oracle, mutant)
+    nothing_out = parsed.key(_Edit())
+    seen: set[object] = set()
+    found: list[tuple[int, int, MutantKind, str, _Edit]] = []  # (kind order, place in the oracle, ...)
     duplicates = 0
     for kind in _PRIORITY:
         for n, (_, text, edit) in enumerate(candidates[kind]):
-            diff = parsed.render(edit)
-            if not diff or diff == oracle:
-                continue  # the whole fix left out (the empty row), or nothing left out
-            if diff in by_diff:
+            key = parsed.key(edit)
+            if key == nothing_out or parsed.empty(key):
+                continue  # nothing left out, or the whole fix left out (the empty row)
+            if key in seen:
                 duplicates += 1
                 continue
-            mutant = Mutant(id=_mutant_id(kind, diff), kind=kind, description=text, diff=diff)
-            by_diff[diff] = (KINDS.index(kind), n, mutant)
-    everything = [m for _, _, m in sorted(by_diff.values(), key=lambda entry: entry[:2])]
-    if len(everything) <= max_mutants:
-        return MutantSet(everything, len(everything), duplicates, False, notes)
-    # Taken in turn from each kind, so a cap never leaves a kind out while another fills it.
-    queues = [[m for m in everything if m.kind == kind] for kind in KINDS]
-    chosen: set[str] = set()
-    while len(chosen) < max_mutants:
-        for queue in queues:
-            if queue and len(chosen) < max_mutants:
-                chosen.add(queue.pop(0).id)
-    kept = [m for m in everything if m.id in chosen]
-    notes.append(
-        f"capped: {len(everything)} mutants derived, {len(kept)} judged (taken in turn from each kind); "
-        "raise --max-mutants to judge more"
-    )
-    return MutantSet(kept, len(everything), duplicates, True, notes)
+            seen.add(key)
+            found.append((KINDS.index(kind), n, kind, text, edit))
+    found.sort(key=lambda entry: entry[:2])
+    derived = len(found)
+    capped = derived > max_mutants
+    if capped:
+        # Taken in turn from each kind, so a cap never leaves a kind out while another fills it.
+        queues = [[entry for entry in found if entry[2] == kind] for kind in KINDS]
+        chosen: list[tuple[int, int, MutantKind, str, _Edit]] = []
+        while len(chosen) < max_mutants:
+            for queue in queues:
+                if queue and len(chosen) < max_mutants:
+                    chosen.append(queue.pop(0))
+        found = sorted(chosen, key=lambda entry: entry[:2])
+        notes.append(
+            f"capped: {derived} mutants derived, {len(found)} judged (taken in turn from each kind); "
+            "raise --max-mutants to judge more"
+        )
+    mutants = []
+    for _, _, kind, text, edit in found:
+        diff = parsed.render(edit)
+        mutants.append(Mutant(id=_mutant_id(kind, diff), kind=kind, description=text, diff=diff))
+    return MutantSet(mutants, derived, duplicates, capped, notes)
 
 
 # --- marking mutants harmless (the command line's file) ---------------------------------------------
@@ -548,6 +814,7 @@ def check_mutants(
     on_row: MutantCallback | None = None,
     rubric_path: Path | None = None,
     task_json: Path | None = None,
+    checkout: Path | None = None,
 ) -> MutantReport:
     """Derive the mutants of ``task_dir/oracle.diff`` and judge each like an admission row (scope,
     integrity, the judge without the ``pass`` short-circuit).
@@ -555,6 +822,8 @@ def check_mutants(
     ``harmless`` maps mutant ids a maintainer marked harmless to the reason. Reads the same files as
     :func:`grading.admission.check_task` (``rubric_path``/``task_json`` for a held-out rubric) and raises
     InputError for the same bad inputs. Verdicts go through ``cache``: a mutant judged before costs no call.
+    ``checkout`` (the repository holding task.json's ``base_commit``) lets revert-condition mutants of Python
+    files be checked to parse.
     """
     backend = make_backend(judge) if isinstance(judge, str) else judge
     task = load_task(task_dir, task_json)
@@ -566,7 +835,14 @@ def check_mutants(
         oracle = read_input_bytes(oracle_path, MAX_DIFF_BYTES)
     except InputError as exc:
         raise InputError("oracle.diff", exc.message) from None
-    mutants = derive_mutants(oracle, "oracle.diff", max_mutants=max_mutants)
+    base: BaseReader | None = None
+    if checkout is not None:
+        tree = base_tree_for(task, checkout, task_json or task_dir / "task.json")
+
+        def base(path: str) -> bytes | None:
+            return tree.read(path, MAX_PARSED_BYTES + 1)
+
+    mutants = derive_mutants(oracle, "oracle.diff", max_mutants=max_mutants, base=base)
     marks = dict(harmless or {})
     jobs = []
     for n, mutant in enumerate(mutants.mutants):

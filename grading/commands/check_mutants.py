@@ -79,6 +79,7 @@ def run_mutants(
         settings=settings,
         rubric_path=args.rubric,
         task_json=args.task_json,
+        checkout=args.checkout,
     )
 
 

@@ -81,6 +81,9 @@ class TreeItemRecord(BaseModel):
     conversations: int = 0
     usage: Usage = Usage()  # what judging this item cost now (nothing on a cache hit)
     transcript: list[ToolUse] = []
+    # Paths the tools met whose object the checkout does not hold (answered "object not available in this
+    # checkout"): the verdict was reached without them.
+    unavailable: list[str] = []
 
 
 class ItemVerdict(BaseModel):

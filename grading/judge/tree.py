@@ -29,7 +29,7 @@ from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from grading.basetree import BaseTree, GrepTimeout, TreeEntry
+from grading.basetree import BaseTree, GrepTimeout, ObjectMissing, TreeEntry
 from grading.diffs import read_diff
 from grading.errors import InputError
 from grading.judge.backend import (
@@ -70,6 +70,7 @@ MAX_MATCH_CHARS = 300  # one matching line, as shown
 MAX_PATTERN_CHARS = 500
 MAX_SYMLINK_HOPS = 20
 BINARY_PROBE = 8000  # bytes looked at for a NUL, as git does
+MAX_UNREADABLE_SHOWN = 20  # paths a search names as not searched (object not available)
 
 _NULLABLE_INT = {"type": ["integer", "null"]}
 _NULLABLE_BOOL = {"type": ["boolean", "null"]}
@@ -154,6 +155,10 @@ class TreeTools:
         self.added_paths = set(added_paths)
         self.max_answer_chars = max_answer_chars
         self._listings: dict[str, list[TreeEntry] | None] = {}
+        # Paths whose object the repository does not hold (a partial clone, a pruned or damaged object
+        # store), in the order the tools met them: answered as unavailable, and listed in the item's record.
+        self.unavailable: list[str] = []
+        self.met_unavailable: list[str] = []  # those the last call met
 
     # -- paths -------------------------------------------------------------------------------------------
 
@@ -177,8 +182,30 @@ class TreeTools:
 
     def _entries(self, directory: str) -> list[TreeEntry] | None:
         if directory not in self._listings:
-            self._listings[directory] = self.tree.entries(directory)
+            try:
+                self._listings[directory] = self.tree.entries(directory)
+            except ObjectMissing:
+                raise self._unavailable(directory) from None
         return self._listings[directory]
+
+    def _unavailable(self, path: str) -> ToolRefused:
+        """The answer for a path whose object this checkout does not hold; the path is noted."""
+        if path not in self.unavailable:
+            self.unavailable.append(path)
+        if path not in self.met_unavailable:
+            self.met_unavailable.append(path)
+        return ToolRefused(
+            f"{path or '(repository root)'!r}: object not available in this checkout (the repository does "
+            "not hold it: a partial clone, or a pruned or damaged object store); its content cannot be read"
+        )
+
+    def _blob(self, path: str, entry: TreeEntry) -> bytes:
+        if not entry.available:
+            raise self._unavailable(path)
+        try:
+            return self.tree.blob(entry.object_id)
+        except ObjectMissing:
+            raise self._unavailable(path) from None
 
     def _not_found(self, shown: str) -> ToolRefused:
         short = self.tree.commit[:12]
@@ -216,7 +243,7 @@ class TreeTools:
                 hops += 1
                 if hops > MAX_SYMLINK_HOPS:
                     raise ToolRefused(f"{shown!r}: too many symlinks (a loop?)")
-                target = self.tree.blob(entry.object_id).decode("utf-8", "surrogateescape")
+                target = self._blob(here, entry).decode("utf-8", "surrogateescape")
                 base = list(resolved)
                 if target.startswith("/"):
                     raise ToolRefused(
@@ -246,6 +273,7 @@ class TreeTools:
     def answer(self, call: ToolCall) -> tuple[str, bool]:
         """The text answering ``call`` (not yet fenced) and whether it is an error."""
         handlers = {"list_directory": self._list, "read_file": self._read, "search_tree": self._search}
+        self.met_unavailable = []
         handler = handlers.get(call.name)
         if handler is None:
             return f"tool error: no tool named {call.name!r}; the tools are {', '.join(handlers)}", True
@@ -283,11 +311,19 @@ class TreeTools:
         listing = self._entries(shown) or []
         lines = [f"directory {shown or '(repository root)'} at base commit {self.tree.commit[:12]}:"]
         for e in listing:
-            if e.kind == "dir":
+            if not e.available:
+                self._unavailable("/".join([*resolved, e.name]))
+                what = "symlink; " if e.kind == "symlink" else ""
+                lines.append(f"{e.name} ({what}object not available in this checkout)")
+            elif e.kind == "dir":
                 lines.append(f"{e.name}/")
             elif e.kind == "symlink":
-                target = self.tree.blob(e.object_id).decode("utf-8", "replace")
-                lines.append(f"{e.name} -> {target} (symlink)")
+                try:
+                    target = self._blob("/".join([*resolved, e.name]), e).decode("utf-8", "replace")
+                except ToolRefused:
+                    lines.append(f"{e.name} (symlink; object not available in this checkout)")
+                else:
+                    lines.append(f"{e.name} -> {target} (symlink)")
             elif e.kind == "submodule":
                 lines.append(f"{e.name} (submodule: not readable)")
             else:
@@ -300,7 +336,7 @@ class TreeTools:
         shown = "/".join(resolved)
         if entry is None or entry.kind == "dir":
             raise ToolRefused(f"{shown or '(repository root)'!r} is a directory; list it with list_directory")
-        data = self.tree.blob(entry.object_id)
+        data = self._blob(shown, entry)
         if b"\0" in data[:BINARY_PROBE]:
             return f"{shown}: binary file ({len(data)} bytes), not shown"
         lines = data.split(b"\n")
@@ -349,7 +385,7 @@ class TreeTools:
                 pathspecs = ["/".join(resolved)]
                 where = pathspecs[0]
         try:
-            matches = self.tree.grep(
+            matches, unreadable = self.tree.grep_report(
                 pattern, pathspecs, fixed=bool(args.fixed_string), ignore_case=bool(args.ignore_case)
             )
         except GrepTimeout as exc:
@@ -363,6 +399,15 @@ class TreeTools:
             out.append(f"{path}:{number}: {shown}")
         if len(matches) > MAX_SEARCH_MATCHES:
             out.append(f"[first {MAX_SEARCH_MATCHES} of {len(matches)} shown; narrow the search]")
+        for path in unreadable:
+            self._unavailable(path)
+        if unreadable:
+            shown_paths = ", ".join(unreadable[:MAX_UNREADABLE_SHOWN])
+            more = len(unreadable) - MAX_UNREADABLE_SHOWN
+            out.append(
+                f"[not searched, object not available in this checkout: {shown_paths}"
+                + (f" and {more} more]" if more > 0 else "]")
+            )
         return "\n".join(out)
 
     # -- citations ---------------------------------------------------------------------------------------
@@ -373,9 +418,12 @@ class TreeTools:
             _, entry = self.resolve(self.clean_path(path))
         except ToolRefused:
             return False
-        if entry is None or entry.kind != "file" or line < 1:
+        if entry is None or entry.kind != "file" or line < 1 or not entry.available:
             return False
-        data = self.tree.blob(entry.object_id)
+        try:
+            data = self.tree.blob(entry.object_id)
+        except ObjectMissing:
+            return False
         return line <= data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
 
 
@@ -481,6 +529,7 @@ class _TreeSession:
         self.tokens = 0
         self.usage = Usage()
         self.transcript: list[ToolUse] = []
+        self.unavailable: list[str] = []
 
     async def converse(self, request: JudgeRequest) -> tuple[Any, str]:
         self.conversations += 1
@@ -508,6 +557,7 @@ class _TreeSession:
             for call in reply.calls:
                 self.tool_calls += 1
                 text, is_error = await asyncio.to_thread(self.tools.answer, call)
+                self.unavailable += [p for p in self.tools.met_unavailable if p not in self.unavailable]
                 fenced = fence_base_tree(text)
                 answers.append(ToolAnswer(call_id=call.id, content=fenced, is_error=is_error))
                 self.transcript.append(
@@ -590,6 +640,7 @@ async def judge_tree_item(
             "conversations": session.conversations,
             "usage": session.usage,
             "transcript": session.transcript,
+            "unavailable": session.unavailable,
         }
     )
     if verdict is not None and cache is not None:

@@ -66,6 +66,7 @@ from rubrics_app.models import (
     RevisionStatus,
     Role,
     RubricRevision,
+    Task,
     TransitionError,
 )
 from rubrics_app.services import audit
@@ -167,18 +168,22 @@ def tree_checkout(revision: RubricRevision, *backends: Backend | None) -> Path |
     (those blockers are then not measured, and the grade says why)."""
     if not any(b is not None and supports_tree(b) for b in backends):
         return None
-    task = revision.task
-    if not (task.repository.checkout_path and task.base_commit):
-        return None
     if not revision.items.filter(needs_tree=True).exists():
+        return None
+    return held_checkout(revision.task, "tree judge")
+
+
+def held_checkout(task: Task, use: str) -> Path | None:
+    """The repository's checkout when it holds the task's base commit here, else None (logged, naming
+    ``use``): a checkout this worker does not hold, or not fetched that far, leaves out what needs it
+    rather than failing every calibration and sweep of the repository."""
+    if not (task.repository.checkout_path and task.base_commit):
         return None
     checkout = Path(task.repository.checkout_path)
     try:
         BaseTree(checkout, task.base_commit)
     except InputError as exc:
-        # A checkout this worker does not hold, or not fetched that far: the blockers stay not measured,
-        # as without a checkout, rather than failing every calibration and sweep of the repository.
-        log.warning("tree judge not used for %s: %s", revision, exc)
+        log.warning("%s not used for task %s: %s", use, task, exc)
         return None
     return checkout
 
@@ -640,7 +645,12 @@ def run_calibration(
             ]
             if run.with_mutants:
                 # The oracle's mutants, by the primary judge: an authoring aid beside the rows (issue 14).
-                threads.append(oracle_mutants.judging_thread(run, root, primary, cache, settings, results))
+                mutants_checkout = held_checkout(revision.task, "Python syntax check of mutants")
+                threads.append(
+                    oracle_mutants.judging_thread(
+                        run, root, primary, cache, settings, results, checkout=mutants_checkout
+                    )
+                )
             stored_mutants = oracle_mutants.stored_positions(run)
             for thread in threads:
                 thread.start()

@@ -56,9 +56,13 @@ def judging_thread(
     cache: Any,
     settings: JudgeSettings,
     results: queue.Queue[tuple[str, Any, Any]],
+    *,
+    checkout: Path | None = None,
 ) -> threading.Thread:
     """A thread (not started) that judges the mutants of ``root/task/oracle.diff`` and reports on
-    ``results``: each mutant as it is judged, then the report, or why they could not be judged."""
+    ``results``: each mutant as it is judged, then the report, or why they could not be judged.
+    ``checkout`` (the repository, holding the task's base commit) lets mutants of Python files be checked
+    to parse."""
     marks = harmless_marks(run.revision.task, run.rubric_sha256)  # read here: the thread has no connection
 
     def judge() -> None:
@@ -71,6 +75,7 @@ def judging_thread(
                 cache=cache,
                 settings=settings,
                 on_row=lambda n, total, row: results.put((MUTANT, ROLE, (n, row))),
+                checkout=checkout,
             )
         except (InputError, InputErrors) as exc:
             text = str(exc).replace(str(root / "task") + "/", "").replace(str(root) + "/", "")

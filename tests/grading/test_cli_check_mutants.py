@@ -82,9 +82,13 @@ def test_json_keeps_the_admission_report_and_adds_the_mutants(
     task: Task, capsys: pytest.CaptureFixture[str]
 ) -> None:
     store = str(task.dir.parent / "store.sqlite3")
-    assert main(check(task, "--json", "--store", store)) == 0
+    # With the checkout, mutants of Python files are checked to parse (these all do: no note about them).
+    data = json.loads((task.dir / "task.json").read_text())
+    (task.dir / "task.json").write_text(json.dumps({**data, "base_commit": task.oracle.base}))
+    checkout = ("--checkout", str(task.oracle.repo.path))
+    assert main(check(task, "--json", "--store", store, *checkout)) == 0
     plain = json.loads(capsys.readouterr().out)
-    assert main(check(task, "--json", "--store", store, "--mutants", "--max-mutants", "3")) == 0
+    assert main(check(task, "--json", "--store", store, *checkout, "--mutants", "--max-mutants", "3")) == 0
     combined: dict[str, Any] = json.loads(capsys.readouterr().out)
     mutants = combined.pop("mutants")
     # The admission report is the same one (read back from the store the second time).
@@ -93,7 +97,10 @@ def test_json_keeps_the_admission_report_and_adds_the_mutants(
     assert combined == plain
     assert mutants["capped"] is True and mutants["derived"] == 12 and mutants["total"] == 3
     assert [row["kind"] for row in mutants["rows"]] == ["drop-hunk", "revert-file", "one-place"]
-    assert mutants["notes"][0].startswith("capped: 12 mutants derived, 3 judged")
+    assert mutants["notes"] == [
+        "capped: 12 mutants derived, 3 judged (taken in turn from each kind); "
+        "raise --max-mutants to judge more"
+    ]
     assert mutants["caught"] == 3 and mutants["still_mergeable"] == []
     assert all(row["judge"]["scripted"] for row in mutants["rows"])
 

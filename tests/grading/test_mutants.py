@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from grading import mutants as mutants_module
+from grading.basetree import BaseTree
 from grading.diffs import read_diff
 from grading.errors import InputError
 from grading.judge.cache import MemoryCache
@@ -18,6 +20,7 @@ from grading.judge.scripted import ScriptedBackend
 from grading.mutants import (
     DEFAULT_MAX_MUTANTS,
     KINDS,
+    MAX_COMPARED_BYTES,
     MUTANT_ID,
     Mutant,
     check_mutants,
@@ -297,7 +300,7 @@ def test_binary_files_are_reverted_whole(git_repo: GitRepo, tmp_path: Path) -> N
 
 
 def test_the_cap_takes_each_kind_in_turn_and_says_so(oracle: Oracle) -> None:
-    derived = derive_mutants(oracle.diff, max_mutants=5)
+    derived = derive_mutants(oracle.diff, max_mutants=5, base=BaseTree(oracle.repo.path, oracle.base).read)
     assert derived.capped and derived.derived == 12 and len(derived.mutants) == 5
     assert [m.kind for m in derived.mutants] == [
         "drop-hunk", "drop-hunk", "revert-file", "one-place", "revert-condition"]  # fmt: skip
@@ -309,6 +312,140 @@ def test_the_cap_takes_each_kind_in_turn_and_says_so(oracle: Oracle) -> None:
     assert DEFAULT_MAX_MUTANTS >= 12
     with pytest.raises(InputError, match="--max-mutants"):
         derive_mutants(oracle.diff, max_mutants=-1)
+
+
+def test_only_the_mutants_kept_are_rendered(oracle: Oracle, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Mutants are told apart by what they leave out, so rendering (a pass over the whole oracle each) is
+    # done for the judged ones only: derivation stays linear in the oracle's size.
+    rendered: list[object] = []
+    render = mutants_module._Oracle.render
+
+    def counting(self: Any, edit: Any) -> bytes:
+        rendered.append(edit)
+        return render(self, edit)
+
+    monkeypatch.setattr(mutants_module._Oracle, "render", counting)
+    derived = derive_mutants(oracle.diff, max_mutants=3)
+    assert derived.derived == 12 and len(derived.mutants) == 3 and len(rendered) == 3
+    full = derive_mutants(oracle.diff)
+    assert derived.duplicates == full.duplicates == 4
+    assert {m.id for m in derived.mutants} <= {m.id for m in full.mutants}
+
+
+def lock_block(n: int, version: str) -> str:
+    """One package of a lock file: a version and hashes that all change when it is bumped."""
+    digest = hashlib.sha256(f"{n}-{version}".encode()).hexdigest()
+    hashes = "".join(
+        f'    {{file = "pkg{n}-{version}-{k}.whl", hash = "sha256:{digest}"}},\n' for k in range(8)
+    )
+    return f'[[package]]\nname = "pkg{n}"\nversion = "{version}"\nfiles = [\n{hashes}]\n\n'
+
+
+def test_a_hunk_over_the_size_bound_is_never_one_place(git_repo: GitRepo) -> None:
+    # Two lock files rewritten the same way: near-identical hunks, but each far over the bound, as a
+    # regenerated lock file is; they are not compared (a note counts them), so no one-place mutant.
+    for name in ("a/poetry.lock", "b/poetry.lock"):
+        git_repo.write(name, "".join(lock_block(n, "1.0") for n in range(4)))
+    git_repo.write("c.py", "LIMIT = 1\n")
+    git_repo.write("d.py", "LIMIT = 1\n")
+    base = git_repo.commit("base")
+    for name in ("a/poetry.lock", "b/poetry.lock"):
+        git_repo.write(name, "".join(lock_block(n, "2.0") for n in range(4)))
+    git_repo.write("c.py", "LIMIT = 1000  # raised for large tables\n")
+    git_repo.write("d.py", "LIMIT = 1000  # raised for large tables\n")
+    diff = workspace_diff(git_repo, base)
+    [lock_file] = [part for part in diff.split(b"diff --git") if b"a/poetry.lock" in part]
+    assert len(lock_file) > MAX_COMPARED_BYTES
+    derived = derive_mutants(diff)
+    one_place = by_kind(derived.mutants, "one-place")
+    # The small twin hunks (c.py, d.py) still are the same fix in two places.
+    assert [m.description.split(",")[0] for m in one_place] == [
+        "keeps the fix only in hunk 1 of 1 in c.py (old line 1)",
+        "keeps the fix only in hunk 1 of 1 in d.py (old line 1)",
+    ]
+    assert (
+        f"one-place: 2 hunks with more than {MAX_COMPARED_BYTES} bytes of changed lines not compared "
+        "(not a fix repeated by hand)"
+    ) in derived.notes
+
+
+def parsed_tree(repo: GitRepo, base: str, diff: bytes, tmp: Path) -> dict[str, str]:
+    """Apply ``diff`` to ``base`` with git; the .py files, each checked to parse."""
+    repo.git("reset", "-q", "--hard", base)
+    (tmp / "m.diff").write_bytes(diff)
+    repo.git("apply", str(tmp / "m.diff"))
+    out = {}
+    for path in sorted(repo.path.glob("*.py")):
+        text = path.read_text()
+        compile(text, str(path), "exec")
+        out[path.name] = text
+    return out
+
+
+def test_a_restored_condition_keeps_the_new_lines_indentation(git_repo: GitRepo, tmp_path: Path) -> None:
+    git_repo.write("a.py", "def f(x, lock):\n    if x > 1:\n        return 1\n    return 0\n")
+    base = git_repo.commit("base")
+    git_repo.write(
+        "a.py", "def f(x, lock):\n    with lock:\n        if x >= 1:\n            return 1\n    return 0\n"
+    )
+    [mutant] = derive_mutants(workspace_diff(git_repo, base)).mutants
+    assert mutant.kind == "revert-condition"
+    assert parsed_tree(git_repo, base, mutant.diff, tmp_path) == {
+        "a.py": "def f(x, lock):\n    with lock:\n        if x > 1:\n            return 1\n    return 0\n"
+    }
+
+
+def test_lines_pair_only_when_both_hold_a_whole_condition(git_repo: GitRepo, tmp_path: Path) -> None:
+    # The old condition spans two lines: its first line shares the head "if" with the new one, but
+    # restoring that fragment alone leaves an open bracket. It is not paired.
+    git_repo.write("a.py", "def f(x, y):\n    if ready(x) and (\n            y > 0):\n        return 1\n")
+    base = git_repo.commit("base")
+    git_repo.write("a.py", "def f(x, y):\n    if ready(x) and y >= 0:\n        return 1\n")
+    assert derive_mutants(workspace_diff(git_repo, base)).mutants == []
+    # A C-like "} else if (" fragment is not a whole condition either; the whole line is.
+    git_repo.write(
+        "b.c",
+        "int f(int a) {\n  if (a) {\n    return 1;\n  } else if (\n    a > 2) {\n    return 2;\n  }\n}\n",
+    )
+    base = git_repo.commit("c base")
+    git_repo.write(
+        "b.c",
+        "int f(int a) {\n  if (a) {\n    return 1;\n  } else if (a >= 2 && ok()) {\n    return 20;\n  }\n}\n",
+    )
+    assert derive_mutants(workspace_diff(git_repo, base)).mutants == []
+    git_repo.write(
+        "b.c", "int f(int a) {\n  if (a) {\n    return 1;\n  } else if (a > 2) {\n    return 2;\n  }\n}\n"
+    )
+    base = git_repo.commit("c whole")
+    git_repo.write(
+        "b.c",
+        "int f(int a) {\n  if (a) {\n    return 1;\n  } else if (a >= 2 && ok()) {\n    return 20;\n  }\n}\n",
+    )
+    [mutant] = derive_mutants(workspace_diff(git_repo, base)).mutants
+    assert "`} else if (a >= 2 && ok()) {` -> `} else if (a > 2) {`" in mutant.description
+
+
+def test_a_python_mutant_that_does_not_parse_is_left_out_with_a_note(git_repo: GitRepo) -> None:
+    # The fix repairs a syntax error in a condition: swapping it back gives a file that does not parse.
+    git_repo.write("a.py", "def f(x):\n    if x = 1:\n        return 1\n")
+    git_repo.write("b.py", "def g(x):\n    if x > 1:\n        return 1\n")
+    base = git_repo.commit("base")
+    git_repo.write("a.py", "def f(x):\n    if x == 1:\n        return 1\n")
+    git_repo.write("b.py", "def g(x):\n    if x >= 1:\n        return 1\n")
+    diff = workspace_diff(git_repo, base)
+    unchecked = derive_mutants(diff)
+    assert len(by_kind(unchecked.mutants, "revert-condition")) == 2
+    assert unchecked.notes == [
+        "revert-condition: 2 mutants of Python files not checked to parse (no checkout of the base commit)"
+    ]
+    checked = derive_mutants(diff, base=BaseTree(git_repo.path, base).read)
+    [kept] = by_kind(checked.mutants, "revert-condition")
+    assert "b.py" in kept.description
+    assert checked.notes == [
+        "revert-condition: 1 mutant left out because the Python file no longer parses with the old line back "
+        "(condition back in a.py (new line 2)): such a mutant measures the judge's sense of syntax, not its "
+        "review"
+    ]
 
 
 def test_an_oracle_that_is_not_a_diff_is_an_input_error() -> None:
@@ -360,6 +497,7 @@ class Task:
     """A task directory around the oracle, and a scripted judge that catches mutants by default."""
 
     def __init__(self, root: Path, oracle: Oracle) -> None:
+        self.oracle = oracle
         self.dir = root / "task"
         self.dir.mkdir()
         (self.dir / "oracle.diff").write_bytes(oracle.diff)

@@ -427,3 +427,82 @@ def test_admission_rows_use_the_tree_judge_with_a_checkout(
     assert "B2 tree-judged" in oracle.actual
     assert report.tree_calls == 3 and report.tree_usage.cost_usd > 0
     assert report.key != without.key  # the base commit is part of what was admitted
+
+
+# --- objects the checkout does not hold ---------------------------------------------------------------------
+
+
+def drop_object(git_repo: GitRepo, spec: str) -> str:
+    """Delete the loose object ``spec`` names (as a pruned or partial clone lacks it); its id."""
+    object_id = git_repo.git("rev-parse", spec).strip()
+    (git_repo.path / ".git" / "objects" / object_id[:2] / object_id[2:]).unlink()
+    return object_id
+
+
+def damaged_base(git_repo: GitRepo) -> str:
+    """A base commit whose tree lists src/lost.py, a symlink's target, and the directory gone/, none of
+    which the repository holds any more; src/kept.py is intact."""
+    git_repo.write("src/kept.py", "KEPT = 1\n")
+    git_repo.write("src/lost.py", "LOST = 1  # needle\n")
+    git_repo.write("gone/inner.py", "INNER = 1\n")
+    os.symlink("kept.py", git_repo.path / "src" / "link")
+    base = git_repo.commit("base")
+    assert git_repo.git("count-objects").startswith("8 objects")  # all loose: none packed
+    for spec in (f"{base}:src/lost.py", f"{base}:src/link", f"{base}:gone"):
+        drop_object(git_repo, spec)
+    return base
+
+
+def test_a_missing_object_is_answered_as_unavailable_and_the_tools_carry_on(git_repo: GitRepo) -> None:
+    base = damaged_base(git_repo)
+    tree = BaseTree(git_repo.path, base)
+    # git 2.39 prints BAD as the size of a blob it cannot find.
+    assert b" BAD\tlost.py" in tree._git("ls-tree", "-z", "--long", f"{base}:src")
+    tools = TreeTools(tree, [], max_answer_chars=4000)
+
+    def ask(name: str, **arguments: Any) -> tuple[str, bool]:
+        return tools.answer(ToolCall(id="t", name=name, arguments=arguments))
+
+    text, error = ask("list_directory", path="src")
+    assert not error
+    assert "lost.py (object not available in this checkout)" in text
+    assert "link (symlink; object not available in this checkout)" in text
+    assert "kept.py (9 bytes)" in text
+    text, error = ask("read_file", path="src/lost.py")
+    assert error and "object not available in this checkout" in text and "'src/lost.py'" in text
+    assert ask("read_file", path="src/kept.py") == (
+        f"src/kept.py at base commit {base[:12]}, lines 1-1 of 1:\n     1\tKEPT = 1",
+        False,
+    )
+    text, error = ask("read_file", path="src/link")
+    assert error and "'src/link': object not available" in text
+    text, error = ask("list_directory", path="gone")
+    assert error and "'gone': object not available" in text
+    text, error = ask("read_file", path="gone/inner.py")
+    assert error and "'gone': object not available" in text
+    text, error = ask("search_tree", pattern="needle|KEPT", path="src")
+    assert not error and "src/kept.py:1: KEPT = 1" in text
+    assert "[not searched, object not available in this checkout: src/lost.py]" in text
+    assert "no such file" in ask("read_file", path="src/nothing.py")[0]  # absent is still absent
+    assert not tools.has_line("src/lost.py", 1) and tools.has_line("src/kept.py", 1)
+    assert tools.unavailable == ["src/link", "src/lost.py", "gone"]
+
+
+def test_the_tree_judge_records_which_paths_were_unavailable(
+    fake_server: FakeProviderServer, git_repo: GitRepo
+) -> None:
+    base = damaged_base(git_repo)
+    probes = (
+        ("list_directory", {"path": "src"}),
+        ("read_file", {"path": "src/lost.py", "start_line": None, "end_line": None}),
+    )
+    fake_server.script(valid(), tool_use(*probes), valid("fail"))
+    result = judge(anthropic(fake_server), BaseTree(git_repo.path, base))
+
+    assert result.failure is None, result.failure
+    assert result.verdict("B2") is not None
+    (record,) = result.tree
+    assert record.unavailable == ["src/link", "src/lost.py"]
+    answers = tool_results(fake_server.model_calls()[2].body)
+    assert [a["is_error"] for a in answers] == [False, True]
+    assert "object not available in this checkout" in answers[1]["content"]

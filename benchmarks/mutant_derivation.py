@@ -1,0 +1,138 @@
+"""Mutant derivation on a lock-file-like oracle: ``grading.mutants.derive_mutants`` on a 10 MB diff.
+
+    .venv/bin/python benchmarks/mutant_derivation.py [--megabytes 10] [--repeat 3]
+
+A real commit that rewrote a 272 KB lock file (21 hunks, up to 67,000 characters each) took 160-367 s to
+derive mutants when one-place compared whole hunk texts with difflib. The oracle here is generated the same
+way, larger: a ``poetry.lock`` whose packages are bumped in runs (hunks of one to sixty packages, their
+hashes changed) and one at a time (one version line: near-identical small hunks, which one-place groups),
+beside two Python files with a condition changed. Goal: derivation under 2 s for an oracle up to 10 MB.
+The reference is reading the same oracle with ``grading.diffs.read_diff``, which derivation does first:
+the ratio is what deriving costs over reading.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import random
+import sys
+import tempfile
+from pathlib import Path
+
+from _common import REPO_ROOT, Row, best_of, git, machine, print_table
+
+sys.path.insert(0, str(REPO_ROOT))
+
+from grading.diffs import read_diff  # noqa: E402
+from grading.mutants import derive_mutants  # noqa: E402
+
+KERNEL = (
+    "def run(fraction, rows):\n    if fraction > 1.0:\n        raise ValueError(fraction)\n    return rows\n"
+)
+
+
+def package(n: int, version: str, salt: str) -> str:
+    digest = hashlib.sha256(f"{n}-{version}-{salt}".encode()).hexdigest()
+    files = "".join(
+        f'    {{file = "package_{n}-{version}-py3-none-any-{k}.whl", hash = "sha256:{digest}"}},\n'
+        for k in range(6)
+    )
+    return (
+        f'[[package]]\nname = "package-{n}"\nversion = "{version}"\ndescription = "Package {n}"\n'
+        f'optional = false\npython-versions = ">=3.8"\nfiles = [\n{files}]\n\n'
+    )
+
+
+def lock_files(megabytes: float, seed: int = 0) -> tuple[str, str]:
+    """The lock file before and after, sized so that their diff is about ``megabytes``."""
+    rng = random.Random(seed)
+    before: list[str] = []
+    after: list[str] = []
+    n = 0
+    changed = 0
+    while changed < megabytes * 1.05e6:  # a little over: the diff holds headers too, not only changes
+        for _ in range(rng.randint(3, 8)):  # unchanged packages between two hunks
+            block = package(n, "1.0.0", "same")
+            before.append(block)
+            after.append(block)
+            n += 1
+        if rng.random() < 0.5:  # one version bump: a small hunk, like many others
+            before.append(package(n, "1.0.0", "same"))
+            after.append(package(n, "1.0.0", "same").replace('version = "1.0.0"', 'version = "1.0.1"'))
+            changed += 40
+            n += 1
+        else:  # a run of packages rewritten: a large hunk
+            for _ in range(rng.randint(1, 60)):
+                old, new = package(n, "1.0.0", "old"), package(n, "2.0.0", "new")
+                before.append(old)
+                after.append(new)
+                changed += len(old) + len(new)
+                n += 1
+    return "".join(before), "".join(after)
+
+
+def oracle_diff(root: Path, megabytes: float) -> bytes:
+    repo = root / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    before, after = lock_files(megabytes)
+    (repo / "poetry.lock").write_text(before)
+    for name in ("cpu", "gpu"):
+        (repo / f"{name}.py").write_text(KERNEL)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    (repo / "poetry.lock").write_text(after)
+    for name in ("cpu", "gpu"):
+        (repo / f"{name}.py").write_text(KERNEL.replace("fraction > 1.0", "fraction >= 1.0"))
+    return git(repo, "diff", "--full-index")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--megabytes", type=float, default=10.0)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    rows: list[Row] = []
+    lines: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="rubric-bench-") as tmp:
+        for size in sorted({0.25, args.megabytes}):
+            sized = Path(tmp) / str(size)
+            sized.mkdir()
+            diff = oracle_diff(sized, size)
+            parsed = read_diff(diff, "oracle.diff")
+            hunks = sum(len(f.hunks) for f in parsed.files)
+            reading = best_of(args.repeat, lambda diff=diff: read_diff(diff, "oracle.diff"))
+            deriving = best_of(args.repeat, lambda diff=diff: derive_mutants(diff, "oracle.diff"))
+            result = derive_mutants(diff, "oracle.diff")
+            kinds = {
+                kind: sum(m.kind == kind for m in result.mutants)
+                for kind in ("one-place", "revert-condition")
+            }
+            rows.append(
+                Row(
+                    f"derive_mutants, {len(diff) / 1e6:.2f} MB oracle ({hunks} hunks)",
+                    deriving,
+                    "read_diff of the same oracle",
+                    reading,
+                    None,
+                )
+            )
+            met = "yes" if deriving < 2 else "NO"
+            lines.append(
+                f"{len(diff) / 1e6:.2f} MB: {deriving:.2f} s, under 2 s: {met} "
+                f"({result.derived} mutants derived, "
+                f"{kinds['one-place']} one-place and {kinds['revert-condition']} revert-condition among the "
+                f"{len(result.mutants)} kept; notes: {' | '.join(result.notes) or 'none'})"
+            )
+    print_table(
+        "Mutant derivation on a lock-file-like oracle",
+        rows,
+        ["; ".join(lines) + ".", f"Fastest of {args.repeat} runs each; {machine()}."],
+    )
+
+
+if __name__ == "__main__":
+    main()
