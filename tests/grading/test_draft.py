@@ -23,7 +23,7 @@ from grading.draft import (
     make_drafter,
     pull_request_from_parts,
 )
-from grading.draft.drafter import fence_close, fence_open
+from grading.draft.drafter import fence_close, fence_open, render_pr
 from grading.errors import InputError
 from grading.judge.prompt import NONCE_PLACEHOLDER
 from tests.gitrepo import GitRepo
@@ -417,6 +417,132 @@ def test_draft_call_fences_the_pr_thread_and_returns_a_clean_draft(
     }
     assert "max_files" not in draft.rubric["scope"]  # null means no limit
     assert check_draft(draft, BaseTree(repo[0].path, repo[1])) == []
+
+
+THREAD_HUNK = (
+    "@@ -8,4 +8,4 @@ def signed_area(points):\n \n \n"
+    " def polygon_area(points):\n-    return signed_area(points)"
+)
+OTHER_HUNK = '@@ -1,3 +1,3 @@\n def signed_area(points):\n     """Positive for counter-clockwise vertices."""'
+
+
+def threaded_parts() -> dict[str, Any]:
+    parts = pr_parts()
+    parts["review_comments"] = [
+        {
+            "id": 11,
+            "path": "shapes/polygon.py",
+            "start_line": 9,
+            "line": 10,
+            "side": "RIGHT",
+            "diff_hunk": THREAD_HUNK,
+            "body": "Why abs here and not in signed_area?",
+            "user": {"login": "rev"},
+        },
+        {
+            "id": 12,
+            "path": "shapes/polygon.py",
+            "line": 2,
+            "side": "LEFT",
+            "diff_hunk": OTHER_HUNK,
+            "body": "The docstring should say orientation matters.",
+            "user": {"login": "rev2"},
+        },
+        {
+            "id": 13,
+            "in_reply_to_id": 11,
+            "path": "shapes/polygon.py",
+            "line": 10,
+            "body": "centroid divides by it",
+            "user": {"login": "author"},
+        },
+        {
+            "id": 14,
+            "in_reply_to_id": 11,
+            "path": "shapes/polygon.py",
+            "line": 10,
+            "body": "Makes sense.",
+            "user": {"login": "rev"},
+        },
+    ]
+    return parts
+
+
+def test_review_comments_reach_the_drafter_with_their_hunk_lines_and_replies(
+    fake_server: FakeProviderServer, repo: tuple[GitRepo, str]
+) -> None:
+    fake_server.script(text(json.dumps(good_reply())))
+    git, base = repo
+    pr = pull_request_from_parts(**threaded_parts())
+    draft_input = build_draft_input(task_id="fix_area", task_prompt="p", pr=pr, tree=BaseTree(git.path, base))
+    draft_rubric(draft_input, drafter(fake_server))
+    user = fake_server.model_calls()[0].body["messages"][0]["content"][0]["text"]
+
+    # Both hunks arrive, each under its own comment, with the line range and side.
+    first = user.index("### rev on shapes/polygon.py:9-10 (new file)")
+    second = user.index("### rev2 on shapes/polygon.py:2 (old file)")
+    assert "    -    return signed_area(points)" in user[first:second]
+    assert "    def signed_area(points):" in user[second:]
+    # The replies sit under the comment they answer, in order, not as comments of their own.
+    thread = user[first:second]
+    assert thread.index("- rev: Why abs here") < thread.index("  - reply by author: centroid divides by it")
+    assert thread.index("reply by author") < thread.index("  - reply by rev: Makes sense.")
+    assert "### author" not in user
+
+
+def test_a_review_hunk_is_bounded_to_its_last_lines() -> None:
+    long_hunk = (
+        "@@ -1,900 +1,900 @@\n" + "\n".join(f" line {i}" for i in range(900)) + "\n+the commented line"
+    )
+    pr = pull_request_from_parts(
+        **pr_parts() | {"review_comments": [{"id": 1, "path": "a.py", "line": 900, "diff_hunk": long_hunk}]}
+    )
+    text_out = render_pr(pr)
+    assert "+the commented line" in text_out and " line 899" in text_out
+    assert " line 1\n" not in text_out and "@@ -1,900" not in text_out
+    assert "Diff hunk (its last lines):" in text_out
+    assert len(text_out) < 3_000 + 2_000
+
+
+def test_the_pr_material_is_capped_keeping_what_matters_most(repo: tuple[GitRepo, str]) -> None:
+    git, base = repo
+    parts = threaded_parts()
+    parts["issue_comments"] = [
+        {"body": f"+1 from me {i} " + "x" * 200, "user": {"login": "fan"}} for i in range(500)
+    ]
+    pr = pull_request_from_parts(**parts)
+    draft_input = build_draft_input(
+        task_id="fix_area", task_prompt="p", pr=pr, tree=BaseTree(git.path, base), max_pr_chars=3_000
+    )
+    kept = draft_input.pr
+    assert kept.body == pr.body and kept.diff == pr.diff
+    assert [c.id for c in kept.review_comments] == [11, 12, 13, 14]  # the threads, whole
+    assert 0 < len(kept.issue_comments) < 20
+    assert draft_input.pr_left_out == [f"{500 - len(kept.issue_comments)} of 500 conversation comments"]
+    rendered = render_pr(kept, draft_input.pr_left_out)
+    assert "## Left out for size" in rendered and "of 500 conversation comments" in rendered
+
+    # Tighter still: first comments of threads go before any reply, and the diff before all of them.
+    tight = build_draft_input(
+        task_id="fix_area", task_prompt="p", pr=pr, tree=BaseTree(git.path, base), max_pr_chars=900
+    )
+    assert tight.pr.diff == pr.diff
+    assert [c.id for c in tight.pr.review_comments] in ([], [11], [11, 12], [11, 12, 13])
+    assert any("review comments" in item for item in tight.pr_left_out)
+    assert tight.pr_left_out[-1] == "500 of 500 conversation comments"
+
+
+def test_a_diff_past_the_cap_is_cut_at_files_and_named(repo: tuple[GitRepo, str]) -> None:
+    git, base = repo
+    big = (
+        "diff --git a/big.txt b/big.txt\n--- a/big.txt\n+++ b/big.txt\n@@ -1 +1 @@\n-a\n+" + "b" * 5000 + "\n"
+    )
+    pr = pull_request_from_parts(**pr_parts(), diff=FIX + big)
+    draft_input = build_draft_input(
+        task_id="fix_area", task_prompt="p", pr=pr, tree=BaseTree(git.path, base), max_pr_chars=2_000
+    )
+    assert draft_input.pr.diff == FIX
+    assert draft_input.pr_left_out[0] == "the diff of 1 file: big.txt"
 
 
 def test_a_bad_draft_is_kept_with_its_problems_listed(
