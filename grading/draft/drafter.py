@@ -284,7 +284,10 @@ def draft_rubric(
         reply = asyncio.run(backend.complete(request))
     except BackendError as exc:
         raise DraftError(f"drafting: {exc}") from exc
-    usage = (prices or PriceTable()).cost(reply.usage, backend.model, reply.model_id)
+    if backend.scripted:  # a stand-in: nothing was called, nothing is owed
+        usage = reply.usage.model_copy(update={"cost_usd": 0.0, "cost_known": True})
+    else:
+        usage = (prices or PriceTable()).cost(reply.usage, backend.model, reply.model_id)
     if reply.refused or reply.text is None:
         raise DraftError(f"drafting: the model gave no draft (stop reason {reply.stop_reason})")
     try:
