@@ -687,6 +687,12 @@ def test_rubric_draft_from_github_with_a_problem_exits_1(
         (["--pr-export", "missing.json"], "missing.json"),
         (["--github", "not a repo", "--pr", "1"], "OWNER/NAME"),
         (["--github", "octo/shapes"], "--pr"),
+        (["--github", "octo/..", "--pr", "1"], "OWNER/NAME"),
+        (
+            ["--github", "octo/shapes", "--pr", "1", "--github-api", "http://[::1"],
+            "--github-api: not an http(s) URL",
+        ),
+        (["--github", "octo/shapes", "--pr", "0"], "--pr: a PR number is a whole number of at least 1"),
     ],
 )
 def test_rubric_draft_bad_input_exits_2(
