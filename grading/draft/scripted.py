@@ -15,9 +15,10 @@ from typing import Any
 
 from grading.errors import InputError
 from grading.judge.backend import BackendReply, JudgeRequest
+from grading.judge.scripted import SCRIPTED_MODEL_ID, render_scripted
 from grading.schema import read_json
 
-SCRIPTED_DRAFTER_ID = "scripted"
+SCRIPTED_DRAFTER_ID = SCRIPTED_MODEL_ID
 
 
 class ScriptedDrafter:
@@ -41,13 +42,7 @@ class ScriptedDrafter:
         self.calls = 0
 
     def render(self, request: JudgeRequest) -> dict[str, Any]:
-        return {
-            "model": SCRIPTED_DRAFTER_ID,
-            "script_sha256": self.file_sha256,
-            "system": request.instructions,
-            "messages": [{"role": "user", "content": [request.rubric_text, request.diff_block]}],
-            "output_schema": request.output_schema,
-        }
+        return render_scripted(request, self.file_sha256)
 
     async def complete(self, request: JudgeRequest) -> BackendReply:
         self.calls += 1
