@@ -346,7 +346,9 @@ class DraftSettingForm(forms.Form):
     """How the repository's rubrics are drafted; checked in services.drafting.set_draft_settings."""
 
     drafter = forms.CharField(
-        max_length=500, label="Drafter model", help_text="anthropic:<full model id>, never an alias"
+        max_length=500,
+        label="Drafter model",
+        help_text="anthropic:<full model id>, never an alias; or scripted:<file> (demos only)",
     )
     github_repository = forms.CharField(
         max_length=200,

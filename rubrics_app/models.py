@@ -844,6 +844,11 @@ class RubricDraft(models.Model):
         return f"drafting #{self.pk} of {self.task}"
 
     @property
+    def scripted(self) -> bool:
+        """A scripted drafter (a stand-in for demos and tests), labelled so wherever the draft shows."""
+        return self.drafter.startswith("scripted:")
+
+    @property
     def source_label(self) -> str:
         if self.pr_number is not None:
             return f"{self.github_repository}#{self.pr_number}"

@@ -40,7 +40,12 @@ def register(subparsers: Subparsers) -> None:
         metavar="URL",
         help="GitHub API root (default: %(default)s)",
     )
-    draft.add_argument("--drafter", required=True, metavar="SPEC", help="anthropic:<full-model-id>")
+    draft.add_argument(
+        "--drafter",
+        required=True,
+        metavar="SPEC",
+        help="anthropic:<full-model-id>, or scripted:FILE (replies with the draft in FILE: demos, tests)",
+    )
     draft.add_argument(
         "--guidance",
         action="append",
@@ -83,18 +88,22 @@ def run_draft(args: argparse.Namespace) -> int:
     backend = make_drafter(args.drafter)
     prices = load_price_table(args.prices)
     tree = BaseTree(args.checkout, task.base_commit)
+    notes: list[str] = []
     if args.pr_export is not None:
         pr = load_pr_export(args.pr_export)
     else:
         if args.pr is None:
             raise InputError(None, "--github needs --pr NUMBER", "--pr")
+        # Checked before anything is sent: OWNER/NAME, the API root, the PR number (exit 2 when wrong).
+        source = GitHubSource(args.github, os.environ.get("GITHUB_TOKEN"), base_url=args.github_api)
         try:
-            pr = GitHubSource(args.github, os.environ.get("GITHUB_TOKEN"), base_url=args.github_api).fetch(
-                args.pr
-            )
+            pr = source.fetch(args.pr)
         except GitHubError as exc:
             print(f"rubric: fetching the PR: {exc}")
             return 1
+        finally:
+            source.close()
+        notes = source.notes()
     draft_input = build_draft_input(
         task_id=task.id,
         task_prompt=task.prompt or "",
@@ -107,15 +116,20 @@ def run_draft(args: argparse.Namespace) -> int:
     except DraftError as exc:
         print(f"rubric: {exc}")
         return 1
-    draft = draft.model_copy(update={"problems": check_draft(draft, tree)})
+    draft = draft.model_copy(update={"problems": check_draft(draft, tree), "notes": notes})
     write_draft(draft, args.out)
     if args.json:
         print_json(draft)
     else:
+        label = " (scripted drafter: a stand-in, not a model)" if draft.scripted else ""
         print(
-            f"drafted by {draft.model_id} (input sha256 {draft.input_sha256[:12]}, "
+            f"drafted by {draft.model_id}{label} (input sha256 {draft.input_sha256[:12]}, "
             f"${draft.usage.cost_usd:.4f}) into {args.out}"
         )
+        for note in draft.notes:
+            print(f"  note: {note}")
+        for item in draft.left_out:
+            print(f"  left out of the drafting input for size: {item}")
         for problem in draft.problems:
             print(f"  problem: {problem!r}")
         if not draft.problems:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -162,20 +163,36 @@ def render_static(draft_input: DraftInput) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_pr(pr: PullRequest) -> str:
-    """The PR material as plain text (it goes inside the fence)."""
+def _who(user: Any) -> str:
+    return user.login if user is not None and user.login else "?"
+
+
+def render_pr(pr: PullRequest, left_out: list[str] | None = None) -> str:
+    """The PR material as plain text (it goes inside the fence): review comments as threads, each with the
+    lines it is on and the diff hunk it was made on; replies under the comment they answer."""
     lines = [f"Pull request #{pr.number}: {pr.title}", "", "## Description", pr.body or "(empty)", ""]
-    lines += ["## Review comments on lines"]
-    for c in pr.review_comments:
-        who = c.user.login if c.user else "?"
-        lines.append(f"- {who} on {c.path}:{c.line or c.original_line or '?'}: {c.body}")
-    lines += ["", "## Reviews"]
+    lines += ["## Review threads on lines"]
+    for thread in pr.review_threads():
+        first, replies = thread[0], thread[1:]
+        lines.append(f"### {_who(first.user)} on {first.where()}")
+        hunk, cut = first.hunk()
+        if hunk:
+            lines.append("Diff hunk" + (" (its last lines)" if cut else "") + ":")
+            lines.extend(f"    {line}" for line in hunk.splitlines())
+        lines.append(f"- {_who(first.user)}: {first.body}")
+        for reply in replies:
+            lines.append(f"  - reply by {_who(reply.user)}: {reply.body}")
+        lines.append("")
+    lines += ["## Reviews"]
     for r in pr.reviews:
         if r.body or r.state:
-            lines.append(f"- {r.user.login if r.user else '?'} ({r.state}): {r.body}")
+            lines.append(f"- {_who(r.user)} ({r.state}): {r.body}")
     lines += ["", "## Conversation"]
     for ic in pr.issue_comments:
-        lines.append(f"- {ic.user.login if ic.user else '?'}: {ic.body}")
+        lines.append(f"- {_who(ic.user)}: {ic.body}")
+    if left_out:
+        lines += ["", "## Left out for size (the material above is all you are given)"]
+        lines.extend(f"- {item}" for item in left_out)
     lines += ["", "## The merged diff", pr.diff]
     return "\n".join(lines)
 
@@ -191,7 +208,7 @@ def render_pr_block(pr_text: str, nonce: str) -> str:
 def render_draft_request(draft_input: DraftInput, *, nonce: str | None = None) -> JudgeRequest:
     """The drafting request; the nonce is drawn here, after the material is fixed."""
     static = render_static(draft_input)
-    pr_text = render_pr(draft_input.pr)
+    pr_text = render_pr(draft_input.pr, draft_input.pr_left_out)
     if nonce is None:
         nonce = draw_nonce(pr_text, static, INSTRUCTIONS)
     return JudgeRequest(
@@ -226,6 +243,9 @@ class Draft(BaseModel):
     input_sha256: str
     usage: Usage
     problems: list[str] = []
+    scripted: bool = False  # a scripted drafter (demos, tests): labelled so wherever the draft shows
+    left_out: list[str] = []  # PR material the input had no room for (DraftInput.pr_left_out)
+    notes: list[str] = []  # what the fetch found worth saying (a repository that moved)
 
 
 class DraftError(Exception):
@@ -233,10 +253,17 @@ class DraftError(Exception):
 
 
 def make_drafter(spec: str, **kwargs: Any) -> Backend:
-    """An Anthropic backend for drafting; the model is named by full id, as judges are."""
-    provider, _model = parse_judge_spec(spec)
+    """The drafter a spec names: ``anthropic:<full-model-id>`` (the model is named by full id, as judges
+    are), or ``scripted:<file>`` (:mod:`grading.draft.scripted`, for demos and tests)."""
+    provider, model = parse_judge_spec(spec)
+    if provider == "scripted":
+        from grading.draft.scripted import ScriptedDrafter
+
+        return ScriptedDrafter(Path(model))
     if provider != "anthropic":
-        raise InputError(None, "the drafter is an anthropic:<full-model-id> model", "--drafter")
+        raise InputError(
+            None, "the drafter is an anthropic:<full-model-id> model (or scripted:<file>)", "--drafter"
+        )
     return make_backend(spec, **kwargs)
 
 
@@ -257,7 +284,10 @@ def draft_rubric(
         reply = asyncio.run(backend.complete(request))
     except BackendError as exc:
         raise DraftError(f"drafting: {exc}") from exc
-    usage = (prices or PriceTable()).cost(reply.usage, backend.model, reply.model_id)
+    if backend.scripted:  # a stand-in: nothing was called, nothing is owed
+        usage = reply.usage.model_copy(update={"cost_usd": 0.0, "cost_known": True})
+    else:
+        usage = (prices or PriceTable()).cost(reply.usage, backend.model, reply.model_id)
     if reply.refused or reply.text is None:
         raise DraftError(f"drafting: the model gave no draft (stop reason {reply.stop_reason})")
     try:
@@ -293,4 +323,6 @@ def draft_rubric(
         drafter=backend.spec,
         input_sha256=draft_input.sha256(),
         usage=usage,
+        scripted=backend.scripted,
+        left_out=list(draft_input.pr_left_out),
     )

@@ -76,6 +76,18 @@ def load_scripted(path: Path) -> tuple[ScriptedFile, str]:
     return script, hashlib.sha256(raw).hexdigest()
 
 
+def render_scripted(request: JudgeRequest, file_sha256: str) -> dict[str, Any]:
+    """The request body a scripted stand-in records (judge or drafter). The file's hash is part of it, so
+    editing the script misses the cache."""
+    return {
+        "model": SCRIPTED_MODEL_ID,
+        "script_sha256": file_sha256,
+        "system": request.instructions,
+        "messages": [{"role": "user", "content": [request.rubric_text, request.diff_block]}],
+        "output_schema": request.output_schema,
+    }
+
+
 class ScriptedBackend:
     """Answers from a scripted file. ``model`` and the reported model id are "scripted"."""
 
@@ -90,14 +102,7 @@ class ScriptedBackend:
         self.calls = 0
 
     def render(self, request: JudgeRequest) -> dict[str, Any]:
-        # The file's hash is part of the body, so editing the script misses the cache.
-        return {
-            "model": SCRIPTED_MODEL_ID,
-            "script_sha256": self.file_sha256,
-            "system": request.instructions,
-            "messages": [{"role": "user", "content": [request.rubric_text, request.diff_block]}],
-            "output_schema": request.output_schema,
-        }
+        return render_scripted(request, self.file_sha256)
 
     def answers_for(self, diff_text: str) -> dict[str, ScriptedVerdict]:
         digest = hashlib.sha256(diff_text.encode("utf-8", errors="surrogateescape")).hexdigest()

@@ -47,6 +47,7 @@ from grading.draft import (
     parse_pr_export,
     render_draft_request,
 )
+from grading.draft.pr import parse_github_repository
 from grading.errors import InputError
 from grading.globs import glob_error
 from grading.judge.cost import load_price_table
@@ -74,7 +75,6 @@ from rubrics_app.services.revisions import omitted_revision_keys
 
 log = logging.getLogger(__name__)
 
-GITHUB_REPOSITORY_RE = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 # Only these names: a maintainer choosing the variable must not be able to send another secret of the
 # worker (an API key) to GitHub.
 TOKEN_ENV_RE = re.compile(r"GITHUB_TOKEN(_[A-Z0-9_]{1,60})?")
@@ -123,7 +123,10 @@ def check_drafter(spec: str) -> str:
         # placeholder.
         make_drafter(spec, api_key="not-used-for-checking")
     except InputError as exc:
-        raise DraftSettingError("drafter", exc.message) from None
+        # A scripted drafter's file: say which file the problem is in.
+        raise DraftSettingError(
+            "drafter", f"{exc.file}: {exc.message}" if exc.file else exc.message
+        ) from None
     return spec
 
 
@@ -144,8 +147,13 @@ def set_draft_settings(
         raise PermissionDenied("only a maintainer of this repository may set how its rubrics are drafted")
     drafter = check_drafter(drafter)
     github_repository = github_repository.strip()
-    if github_repository and not GITHUB_REPOSITORY_RE.fullmatch(github_repository):
-        raise DraftSettingError("github_repository", "give the GitHub repository as OWNER/NAME")
+    if github_repository:
+        # GitHub's own rules for the two parts: '../..' or 'octo/..' would send the worker's token to
+        # paths outside /repos/OWNER/NAME/.
+        try:
+            github_repository = "/".join(parse_github_repository(github_repository))
+        except InputError as exc:
+            raise DraftSettingError("github_repository", exc.message) from None
     token_env = token_env.strip()
     if use_token and not github_repository:
         raise DraftSettingError("use_token", "a token is only used to read a GitHub repository: name one")
@@ -329,11 +337,12 @@ def _fail(draft: RubricDraft, why: str) -> DraftFailed:
     return DraftFailed(message)
 
 
-def _fetch(draft: RubricDraft) -> PullRequest:
+def _fetch(draft: RubricDraft) -> tuple[PullRequest, list[str]]:
+    """The PR, and what the fetch found worth telling the maintainer (a repository that moved)."""
     if draft.pr_number is None:
         name = draft.pr_export_name or "pr.json"
         try:
-            return parse_pr_export(parse_json(draft.pr_export.encode("utf-8"), name), name)
+            return parse_pr_export(parse_json(draft.pr_export.encode("utf-8"), name), name), []
         except InputError as exc:
             raise _fail(draft, str(exc)) from None
     token = None
@@ -343,9 +352,10 @@ def _fetch(draft: RubricDraft) -> PullRequest:
             raise _fail(draft, f"the worker's environment has no {draft.token_env} (the GitHub token)")
     try:
         source = GitHubSource(draft.github_repository, token, base_url=settings.DRAFT_GITHUB_API_URL)
-        return source.fetch(draft.pr_number)
+        pr = source.fetch(draft.pr_number)
     except (GitHubError, InputError) as exc:
         raise _fail(draft, str(exc)) from None
+    return pr, source.notes()
 
 
 def task_prompt(task: Task) -> str:
@@ -382,7 +392,7 @@ def _result(draft: RubricDraft, revision: RubricRevision) -> dict[str, Any]:
 def _run_steps(draft: RubricDraft) -> dict[str, Any]:
     task = draft.task
     _step(draft, DraftStep.FETCHING)
-    pr = _fetch(draft)
+    pr, notes = _fetch(draft)
 
     _step(draft, DraftStep.READING)
     try:
@@ -416,6 +426,10 @@ def _run_steps(draft: RubricDraft) -> dict[str, Any]:
 
     _step(draft, DraftStep.CHECKING)
     problems = check_draft(result, tree)
+    # Not faults of the draft, but what the maintainer reviewing it must know: the page lists them with
+    # the checks' problems (the drafting record has one list).
+    problems += [f"fetching the PR: {note}" for note in notes]
+    problems += [f"drafting input: left out for size: {item}" for item in result.left_out]
 
     _step(draft, DraftStep.STORING)
     revision = store_draft(draft, result, problems, seconds=seconds)

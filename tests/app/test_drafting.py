@@ -318,7 +318,10 @@ def test_an_outsider_gets_404_everywhere(outsider: User, task: Task) -> None:
     ("content", "message"),
     [
         (b"{not json", "bad.json: line 1 column 2"),
-        (b'{"pull": {"number": "seven", "title": "t"}}', "bad.json: number"),
+        (
+            b'{"pull": {"number": "seven", "title": "t"}}',
+            "bad.json: pull.number: a PR number is a whole number of at least 1",
+        ),
         (b'{"pull": {"number": 7, "title": "t"}, "comments": []}', "bad.json: comments: unknown key"),
         (b"[]", "bad.json: a PR export is a JSON object"),
         (b"\xff\xfe", "not UTF-8"),
@@ -392,6 +395,9 @@ def test_the_drafting_input_is_for_maintainers_and_escaped(
         ("drafter", "anthropic:sonnet", "full"),
         ("drafter", "openai:gpt-4.1-2025-04-14", "anthropic"),
         ("github_repository", "not a repo", "OWNER/NAME"),
+        ("github_repository", "../..", "OWNER/NAME"),
+        ("github_repository", "octo/..", "OWNER/NAME"),
+        ("github_repository", "./.", "OWNER/NAME"),
         ("token_env", "ANTHROPIC_API_KEY", "GITHUB_TOKEN or GITHUB_TOKEN_&lt;SUFFIX&gt;"),
         ("guidance_globs", "docs/!(a|b)", "docs/!(a|b)"),
     ],
@@ -469,6 +475,114 @@ def test_manage_draft_bad_export_file_names_the_field(repository: Repository, tm
         info.value
     )
     assert not Job.objects.exists()
+
+
+def draft_settings(*args: str) -> str:
+    out = io.StringIO()
+    call_command("draft_settings", *args, stdout=out, stderr=io.StringIO())
+    return out.getvalue()
+
+
+def test_manage_draft_settings_sets_and_prints_them(repository: Repository, tmp_path: Path) -> None:
+    assert draft_settings("--repository", repository.name) == f"{repository.name}: no drafting settings\n"
+    out = draft_settings(
+        "--repository",
+        repository.name,
+        "--drafter",
+        DRAFTER,
+        "--github",
+        "octo/shapes",
+        "--guidance",
+        "CONTRIBUTING.md",
+        "--guidance",
+        "docs/dev/**",
+    )
+    assert f"drafter: {DRAFTER}\n" in out and "github: octo/shapes\n" in out
+    assert "guidance: CONTRIBUTING.md docs/dev/**\n" in out and "token: (none)" in out
+    setting = DraftSetting.objects.get(repository=repository)
+    assert (setting.drafter, setting.github_repository) == (DRAFTER, "octo/shapes")
+    assert setting.guidance_globs == ["CONTRIBUTING.md", "docs/dev/**"]
+
+    script = tmp_path / "draft.json"
+    script.write_text(json.dumps(good_reply()))
+    out = draft_settings("--repository", repository.name, "--drafter", f"scripted:{script}")
+    assert f"drafter: scripted:{script} (scripted drafter: a stand-in, not a model)" in out
+    assert "github: octo/shapes" in out  # what is not given is kept
+    assert draft_settings("--repository", repository.name) == out  # without options: printed only
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--github", "octo/.."], "--github: not an OWNER/NAME GitHub repository"),
+        (["--github", "../.."], "--github: not an OWNER/NAME GitHub repository"),
+        (["--drafter", "openai:gpt-4.1-2025-04-14"], "--drafter: the drafter is an anthropic"),
+        (["--drafter", "scripted:/nonexistent/draft.json"], "/nonexistent/draft.json"),
+        (["--guidance", "docs/!(a|b)"], "--guidance: docs/!(a|b)"),
+    ],
+)
+def test_manage_draft_settings_bad_input_exits_2(
+    repository: Repository, args: list[str], message: str
+) -> None:
+    base = [] if "--drafter" in args else ["--drafter", DRAFTER]
+    with pytest.raises(CommandError) as info:
+        draft_settings("--repository", repository.name, *base, *args)
+    assert info.value.returncode == 2 and message in str(info.value)
+    assert not DraftSetting.objects.exists()
+
+
+@pytest.mark.usefixtures("drafting_ready")
+def test_a_moved_repository_is_followed_and_named_on_the_draft(
+    servers: tuple[FakeProviderServer, FakeGitHub], task: Task
+) -> None:
+    server, github = servers
+    server.script(text(json.dumps(good_reply())))
+    pull = github.pulls[7]["pull"]
+    github.pulls[7]["pull"] = pull | {"base": {"sha": "x", "repo": {"full_name": "octo/shapes"}}}
+    github.redirects["/repos/octo/old-shapes/"] = (301, "/repos/octo/shapes/")
+    DraftSetting.objects.filter(repository=task.repository).update(github_repository="octo/old-shapes")
+
+    record = draft_now(task, pr_number=7)
+
+    assert record.revision is not None, record.error
+    assert record.problems == [
+        "fetching the PR: the repository moved to octo/shapes (asked for octo/old-shapes): name the new one"
+    ]
+
+
+def test_the_demo_drafts_from_the_shipped_export_with_no_api(settings: Any, tmp_path: Path) -> None:
+    settings.VAR_DIR = tmp_path / "var"
+    call_command("load_demo", stdout=io.StringIO())
+    task = Task.objects.get(task_id="fix_clockwise_polygon_area")
+    demo = User.objects.get(username="demo")
+    export = Path(settings.BASE_DIR) / "examples" / "pr_fix_clockwise_polygon_area.json"
+    client = Client()
+    client.force_login(demo)
+    response = client.post(
+        reverse("rubrics:draft_start", args=[task.repository.pk, task.pk]),
+        {"pr_export": SimpleUploadedFile("pr.json", export.read_bytes(), "application/json")},
+    )
+    assert response.status_code in (200, 302), response.content.decode()[:2000]
+    record = RubricDraft.objects.get(task=task)
+    assert record.job is not None
+    drafting.run_draft(record.job)  # the job's body, here (a `db` test never commits)
+    record.refresh_from_db()
+
+    assert record.revision is not None, record.error
+    assert (record.model_id, record.problems, record.cost_usd, record.cost_known) == (
+        "scripted",
+        [],
+        0.0,
+        True,
+    )
+    body = record.request_body
+    assert "### maintainer on shapes/polygon.py:24 (new file)" not in body  # a reply sits under its comment
+    assert "  - reply by maintainer: No: signed_area is public" in body
+    page = client.get(reverse("rubrics:revision_detail", args=[task.repository.pk, record.revision.pk]))
+    html = page.content.decode()
+    assert (
+        '<span class="badge scripted">scripted</span> (a stand-in that replies with a prepared draft' in html
+    )
 
 
 # --- a second request: joined while under way, drafted again once finished --------------------------------

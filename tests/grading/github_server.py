@@ -26,6 +26,11 @@ class FakeGitHub:
         self.rate_limited: dict[str, int] = {}
         self.rate_limit_reset_in = 3
         self.retry_after: str | None = None
+        # path prefix -> (status, target prefix: a path on this server, or an absolute URL elsewhere)
+        self.redirects: dict[str, tuple[int, str]] = {}
+        self.link_base: str | None = None  # where Link: rel="next" points (default: this server)
+        self.endless: set[str] = set()  # list paths whose pagination never ends
+        self.delay = 0.0  # seconds each answer waits
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
@@ -89,6 +94,17 @@ class FakeGitHub:
             def do_GET(self) -> None:
                 split = urlsplit(self.path)
                 server.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
+                if server.delay:
+                    time.sleep(server.delay)
+                for prefix, (status, target) in server.redirects.items():
+                    if split.path.startswith(prefix):
+                        moved = (
+                            target + split.path[len(prefix) :] + (f"?{split.query}" if split.query else "")
+                        )
+                        location = moved if moved.startswith("http") else server.url + moved
+                        return self._send(
+                            status, {"message": "Moved Permanently", "url": location}, {"location": location}
+                        )
                 for prefix, left in list(server.rate_limited.items()):
                     if split.path.startswith(prefix) and left > 0:
                         server.rate_limited[prefix] = left - 1
@@ -106,10 +122,15 @@ class FakeGitHub:
                     return self._send(200, data)
                 page = int(parse_qs(split.query).get("page", ["1"])[0])
                 size = server.page_size
-                chunk = data[(page - 1) * size : page * size]
+                endless = split.path in server.endless
+                chunk = data[:size] if endless else data[(page - 1) * size : page * size]
                 headers = {}
-                if page * size < len(data):
-                    headers["link"] = f'<{server.url}{split.path}?per_page=100&page={page + 1}>; rel="next"'
+                if endless or page * size < len(data):
+                    base = server.link_base or server.url
+                    headers["link"] = (
+                        f'<{base}{split.path}?per_page=100&page={page - 1}>; rel="prev", '
+                        f'<{base}{split.path}?per_page=100&page={page + 1}>; rel="next"'
+                    )
                 return self._send(200, chunk, headers)
 
             def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from grading.draft import (
     make_drafter,
     pull_request_from_parts,
 )
-from grading.draft.drafter import fence_close, fence_open
+from grading.draft.drafter import fence_close, fence_open, render_pr
 from grading.errors import InputError
 from grading.judge.prompt import NONCE_PLACEHOLDER
 from tests.gitrepo import GitRepo
@@ -204,14 +205,131 @@ def test_github_retry_after_is_honoured(github: FakeGitHub) -> None:
     assert slept == [2.0]
 
 
-def test_github_rate_limit_beyond_the_wait_limit_fails_with_when_to_retry(github: FakeGitHub) -> None:
+def test_github_rate_limit_beyond_the_wait_limit_says_how_long_it_waited_and_when_it_resets(
+    github: FakeGitHub,
+) -> None:
     parts = pr_parts()
     github.add_pull(7, parts["pull"], parts["files"], [], [], [])
     github.rate_limited["/repos/octo/shapes/pulls/7"] = 5
-    github.rate_limit_reset_in = 3600
-    source = GitHubSource("octo/shapes", None, base_url=github.url, max_wait=60, sleep=lambda s: None)
-    with pytest.raises(GitHubError, match="try again later"):
+    github.rate_limit_reset_in = 20
+    source = GitHubSource("octo/shapes", None, base_url=github.url, max_wait=30, sleep=lambda s: None)
+    with pytest.raises(GitHubError) as info:
         source.fetch(7)
+    message = str(info.value)
+    # One wait of about 21 s was taken; the second would pass the 30 s bound.
+    assert re.search(r"waited 2[01]s in all, and this fetch waits at most 30s", message), message
+    assert re.search(r"the limit resets at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(in 2[01]s\)", message)
+    assert "more than the" not in message
+
+
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+def test_github_follows_a_moved_repository_within_the_api_and_says_where(
+    github: FakeGitHub, status: int
+) -> None:
+    parts = pr_parts()
+    pull = parts["pull"] | {"base": {"sha": "x", "repo": {"full_name": "octo/shapes"}}}
+    github.add_pull(7, pull, parts["files"], parts["review_comments"], [], [])
+    github.redirects["/repos/octo/old-shapes/"] = (status, "/repos/octo/shapes/")
+    source = GitHubSource("octo/old-shapes", "ghp_secret", base_url=github.url)
+
+    pr = source.fetch(7)
+
+    assert pr.number == 7 and pr.review_comments[0].path == "shapes/polygon.py"
+    assert source.moved_to == "octo/shapes"
+    assert "the repository moved to octo/shapes" in source.notes()[0]
+    assert all(h.get("authorization") == "Bearer ghp_secret" for _, h in github.requests)
+
+
+def test_github_redirects_are_bounded(github: FakeGitHub) -> None:
+    github.redirects["/repos/octo/loop/"] = (302, "/repos/octo/loop/")
+    with pytest.raises(GitHubError, match="more than 5 redirects"):
+        GitHubSource("octo/loop", None, base_url=github.url).fetch(7)
+    assert len(github.requests) == 6
+
+
+@pytest.mark.parametrize("via", ["link", "redirect"])
+def test_github_token_is_never_sent_to_another_origin(github: FakeGitHub, via: str) -> None:
+    # The second server serves the same PR, so following it would have worked: the refusal is the client's.
+    other = FakeGitHub().start()
+    try:
+        parts = pr_parts()
+        comments = [{"path": "shapes/polygon.py", "line": i, "body": f"c{i}"} for i in range(1, 6)]
+        for server in (github, other):
+            server.add_pull(7, parts["pull"], parts["files"], comments, [], [])
+        if via == "link":
+            github.link_base = other.url  # the second page of review comments points at the other port
+        else:
+            github.redirects["/repos/octo/shapes/pulls/7/files"] = (
+                307,
+                f"{other.url}/repos/octo/shapes/pulls/7/files",
+            )
+        source = GitHubSource("octo/shapes", "ghp_secret", base_url=github.url)
+        with pytest.raises(GitHubError) as info:
+            source.fetch(7)
+        assert f"points to {other.url}, not the configured API {github.url}: refused" in str(info.value)
+        assert other.requests == []  # never asked, so never saw the Authorization header
+        assert github.requests and all(
+            h.get("authorization") == "Bearer ghp_secret" for _, h in github.requests
+        )
+    finally:
+        other.stop()
+
+
+def test_github_fetch_is_bounded_in_pages(github: FakeGitHub) -> None:
+    parts = pr_parts()
+    github.add_pull(7, parts["pull"], parts["files"], parts["review_comments"], [], [])
+    github.endless.add("/repos/octo/shapes/pulls/7/comments")
+    with pytest.raises(GitHubError, match="review comments run past 4 pages of 100"):
+        GitHubSource("octo/shapes", None, base_url=github.url, max_pages=4).fetch(7)
+    assert len([p for p, _ in github.requests if "/comments" in p]) == 4
+
+
+def test_github_fetch_is_bounded_in_bytes(github: FakeGitHub) -> None:
+    parts = pr_parts()
+    comments = [{"path": "shapes/polygon.py", "line": 1, "body": "x" * 2000} for _ in range(10)]
+    github.add_pull(7, parts["pull"], parts["files"], comments, [], [])
+    source = GitHubSource("octo/shapes", None, base_url=github.url, max_bytes=6000)
+    with pytest.raises(GitHubError, match="past 6000 bytes"):
+        source.fetch(7)
+    assert source.bytes_read <= 6000 + 4100  # stopped within the page that crossed the bound
+
+
+def test_github_fetch_is_bounded_in_wall_time(github: FakeGitHub) -> None:
+    parts = pr_parts()
+    github.add_pull(7, parts["pull"], parts["files"], parts["review_comments"], [], [])
+    github.endless.add("/repos/octo/shapes/pulls/7/comments")
+    github.delay = 0.1
+    started = time.monotonic()
+    with pytest.raises(GitHubError, match="took longer than 1s"):
+        GitHubSource("octo/shapes", None, base_url=github.url, max_seconds=1.0).fetch(7)
+    assert time.monotonic() - started < 3
+
+
+@pytest.mark.parametrize(
+    "repository", ["../..", "octo/..", "./.", "octo/.", "-octo/x", "octo", "o/x/y", "o/a b"]
+)
+def test_github_repository_must_be_owner_slash_name(repository: str) -> None:
+    with pytest.raises(InputError, match="OWNER/NAME"):
+        GitHubSource(repository, "ghp_secret")
+
+
+def test_github_request_paths_are_built_from_the_validated_parts(github: FakeGitHub) -> None:
+    parts = pr_parts()
+    github.repository = "Octo-Cat/my.repo_1"
+    github.add_pull(7, parts["pull"], parts["files"], [], [], [])
+    GitHubSource("Octo-Cat/my.repo_1", None, base_url=github.url).fetch(7)
+    assert {p.split("?")[0].split("/pulls/")[0].split("/issues/")[0] for p, _ in github.requests} == {
+        "/repos/Octo-Cat/my.repo_1"
+    }
+    with pytest.raises(InputError, match="at least 1"):
+        GitHubSource("Octo-Cat/my.repo_1", None, base_url=github.url).fetch(0)
+
+
+@pytest.mark.parametrize("url", ["http://[::1", "ftp://example.com", "api.github.com", "http://h:port/"])
+def test_github_api_that_is_not_a_url_is_a_clear_error(url: str) -> None:
+    with pytest.raises(InputError) as info:
+        GitHubSource("octo/shapes", None, base_url=url)
+    assert info.value.field == "--github-api" and "not an http(s) URL" in info.value.message
 
 
 def test_github_unknown_pull_is_a_clear_error(github: FakeGitHub) -> None:
@@ -225,7 +343,12 @@ def test_github_unknown_pull_is_a_clear_error(github: FakeGitHub) -> None:
         ("[]", None),
         ('{"files": []}', "pull"),
         ('{"pull": {"number": 1, "title": "t"}, "files": {}}', "files"),
-        ('{"pull": {"number": "x", "title": "t"}}', "number"),
+        ('{"pull": {"number": "x", "title": "t"}}', "pull.number"),
+        ('{"pull": {"number": 0, "title": "t"}}', "pull.number"),
+        ('{"pull": {"number": -3, "title": "t"}}', "pull.number"),
+        ('{"pull": {"number": true, "title": "t"}}', "pull.number"),
+        ('{"pull": {"number": "7", "title": "t"}}', "pull.number"),
+        ('{"pull": {"number": 1, "title": "t"}, "review_comments": [{"side": "UP"}]}', "side"),
         ('{"pull": {"number": 1, "title": "t"}, "comments": []}', "comments"),
         ('{"pull": {"number": 1, "title": "t"}, "pull": {}}', None),
     ],
@@ -294,6 +417,132 @@ def test_draft_call_fences_the_pr_thread_and_returns_a_clean_draft(
     }
     assert "max_files" not in draft.rubric["scope"]  # null means no limit
     assert check_draft(draft, BaseTree(repo[0].path, repo[1])) == []
+
+
+THREAD_HUNK = (
+    "@@ -8,4 +8,4 @@ def signed_area(points):\n \n \n"
+    " def polygon_area(points):\n-    return signed_area(points)"
+)
+OTHER_HUNK = '@@ -1,3 +1,3 @@\n def signed_area(points):\n     """Positive for counter-clockwise vertices."""'
+
+
+def threaded_parts() -> dict[str, Any]:
+    parts = pr_parts()
+    parts["review_comments"] = [
+        {
+            "id": 11,
+            "path": "shapes/polygon.py",
+            "start_line": 9,
+            "line": 10,
+            "side": "RIGHT",
+            "diff_hunk": THREAD_HUNK,
+            "body": "Why abs here and not in signed_area?",
+            "user": {"login": "rev"},
+        },
+        {
+            "id": 12,
+            "path": "shapes/polygon.py",
+            "line": 2,
+            "side": "LEFT",
+            "diff_hunk": OTHER_HUNK,
+            "body": "The docstring should say orientation matters.",
+            "user": {"login": "rev2"},
+        },
+        {
+            "id": 13,
+            "in_reply_to_id": 11,
+            "path": "shapes/polygon.py",
+            "line": 10,
+            "body": "centroid divides by it",
+            "user": {"login": "author"},
+        },
+        {
+            "id": 14,
+            "in_reply_to_id": 11,
+            "path": "shapes/polygon.py",
+            "line": 10,
+            "body": "Makes sense.",
+            "user": {"login": "rev"},
+        },
+    ]
+    return parts
+
+
+def test_review_comments_reach_the_drafter_with_their_hunk_lines_and_replies(
+    fake_server: FakeProviderServer, repo: tuple[GitRepo, str]
+) -> None:
+    fake_server.script(text(json.dumps(good_reply())))
+    git, base = repo
+    pr = pull_request_from_parts(**threaded_parts())
+    draft_input = build_draft_input(task_id="fix_area", task_prompt="p", pr=pr, tree=BaseTree(git.path, base))
+    draft_rubric(draft_input, drafter(fake_server))
+    user = fake_server.model_calls()[0].body["messages"][0]["content"][0]["text"]
+
+    # Both hunks arrive, each under its own comment, with the line range and side.
+    first = user.index("### rev on shapes/polygon.py:9-10 (new file)")
+    second = user.index("### rev2 on shapes/polygon.py:2 (old file)")
+    assert "    -    return signed_area(points)" in user[first:second]
+    assert "    def signed_area(points):" in user[second:]
+    # The replies sit under the comment they answer, in order, not as comments of their own.
+    thread = user[first:second]
+    assert thread.index("- rev: Why abs here") < thread.index("  - reply by author: centroid divides by it")
+    assert thread.index("reply by author") < thread.index("  - reply by rev: Makes sense.")
+    assert "### author" not in user
+
+
+def test_a_review_hunk_is_bounded_to_its_last_lines() -> None:
+    long_hunk = (
+        "@@ -1,900 +1,900 @@\n" + "\n".join(f" line {i}" for i in range(900)) + "\n+the commented line"
+    )
+    pr = pull_request_from_parts(
+        **pr_parts() | {"review_comments": [{"id": 1, "path": "a.py", "line": 900, "diff_hunk": long_hunk}]}
+    )
+    text_out = render_pr(pr)
+    assert "+the commented line" in text_out and " line 899" in text_out
+    assert " line 1\n" not in text_out and "@@ -1,900" not in text_out
+    assert "Diff hunk (its last lines):" in text_out
+    assert len(text_out) < 3_000 + 2_000
+
+
+def test_the_pr_material_is_capped_keeping_what_matters_most(repo: tuple[GitRepo, str]) -> None:
+    git, base = repo
+    parts = threaded_parts()
+    parts["issue_comments"] = [
+        {"body": f"+1 from me {i} " + "x" * 200, "user": {"login": "fan"}} for i in range(500)
+    ]
+    pr = pull_request_from_parts(**parts)
+    draft_input = build_draft_input(
+        task_id="fix_area", task_prompt="p", pr=pr, tree=BaseTree(git.path, base), max_pr_chars=3_000
+    )
+    kept = draft_input.pr
+    assert kept.body == pr.body and kept.diff == pr.diff
+    assert [c.id for c in kept.review_comments] == [11, 12, 13, 14]  # the threads, whole
+    assert 0 < len(kept.issue_comments) < 20
+    assert draft_input.pr_left_out == [f"{500 - len(kept.issue_comments)} of 500 conversation comments"]
+    rendered = render_pr(kept, draft_input.pr_left_out)
+    assert "## Left out for size" in rendered and "of 500 conversation comments" in rendered
+
+    # Tighter still: first comments of threads go before any reply, and the diff before all of them.
+    tight = build_draft_input(
+        task_id="fix_area", task_prompt="p", pr=pr, tree=BaseTree(git.path, base), max_pr_chars=900
+    )
+    assert tight.pr.diff == pr.diff
+    assert [c.id for c in tight.pr.review_comments] in ([], [11], [11, 12], [11, 12, 13])
+    assert any("review comments" in item for item in tight.pr_left_out)
+    assert tight.pr_left_out[-1] == "500 of 500 conversation comments"
+
+
+def test_a_diff_past_the_cap_is_cut_at_files_and_named(repo: tuple[GitRepo, str]) -> None:
+    git, base = repo
+    big = (
+        "diff --git a/big.txt b/big.txt\n--- a/big.txt\n+++ b/big.txt\n@@ -1 +1 @@\n-a\n+" + "b" * 5000 + "\n"
+    )
+    pr = pull_request_from_parts(**pr_parts(), diff=FIX + big)
+    draft_input = build_draft_input(
+        task_id="fix_area", task_prompt="p", pr=pr, tree=BaseTree(git.path, base), max_pr_chars=2_000
+    )
+    assert draft_input.pr.diff == FIX
+    assert draft_input.pr_left_out[0] == "the diff of 1 file: big.txt"
 
 
 def test_a_bad_draft_is_kept_with_its_problems_listed(
@@ -438,6 +687,12 @@ def test_rubric_draft_from_github_with_a_problem_exits_1(
         (["--pr-export", "missing.json"], "missing.json"),
         (["--github", "not a repo", "--pr", "1"], "OWNER/NAME"),
         (["--github", "octo/shapes"], "--pr"),
+        (["--github", "octo/..", "--pr", "1"], "OWNER/NAME"),
+        (
+            ["--github", "octo/shapes", "--pr", "1", "--github-api", "http://[::1"],
+            "--github-api: not an http(s) URL",
+        ),
+        (["--github", "octo/shapes", "--pr", "0"], "--pr: a PR number is a whole number of at least 1"),
     ],
 )
 def test_rubric_draft_bad_input_exits_2(

@@ -13,6 +13,8 @@ import pytest
 
 from examples.build import EXAMPLES, JUDGE_SCRIPTED, MANIFEST, RUNS, TASK_ID, TASKS, build_example_repo, git
 from examples.demo import main as demo
+from grading.cli import main as rubric_cli
+from grading.draft import load_pr_export
 from grading.schema import load_grade, load_manifest, load_rubric, load_run, load_task
 
 TASK_DIR = TASKS / TASK_ID
@@ -196,3 +198,51 @@ def test_the_demo_needs_a_work_directory(capsys: pytest.CaptureFixture[str]) -> 
 
     assert demo([]) == 2
     assert "usage" in capsys.readouterr().err
+
+
+DRAFT_SCRIPTED = EXAMPLES / "draft_scripted.json"
+PR_EXPORT = EXAMPLES / "pr_fix_clockwise_polygon_area.json"
+
+
+def test_the_pr_export_has_review_threads_and_the_oracle_change(
+    base_repo: tuple[Path, str], tmp_path: Path
+) -> None:
+    pr = load_pr_export(PR_EXPORT)
+    assert pr.base_sha == load_task(TASK_DIR).base_commit
+    (tmp_path / "pr.diff").write_text(pr.diff)
+    git(base_repo[0], "apply", "--check", str(tmp_path / "pr.diff"))  # the oracle's change, file by file
+    assert pr.touched_paths() == ["CHANGELOG.md", "shapes/polygon.py", "tests/test_polygon.py"]
+    threads = pr.review_threads()
+    assert [len(t) for t in threads] == [3, 1]  # a thread with two replies, and a lone comment
+    assert all(c.diff_hunk and c.side == "RIGHT" for t in threads for c in t)
+
+
+def test_the_scripted_drafter_drafts_the_example_task_with_no_api(
+    base_repo: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "draft"
+    code = rubric_cli(
+        [
+            "draft",
+            str(TASK_DIR),
+            "--checkout",
+            str(base_repo[0]),
+            "--pr-export",
+            str(PR_EXPORT),
+            "--drafter",
+            f"scripted:{DRAFT_SCRIPTED}",
+            "--out",
+            str(out),
+        ]
+    )
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert "drafted by scripted (scripted drafter: a stand-in, not a model)" in printed
+    record = json.loads((out / "draft.json").read_text())
+    assert record["scripted"] is True and record["model_id"] == "scripted" and record["problems"] == []
+    # The draft is the example's rubric and calibration diffs, as the file holds them.
+    drafted = json.loads((out / "rubric.json").read_text())
+    shipped = json.loads((TASK_DIR / "rubric.json").read_text())
+    assert [b["id"] for b in drafted["blockers"]] == [b["id"] for b in shipped["blockers"]]
+    assert (out / "calib" / "lazy.diff").read_bytes() == (TASK_DIR / "calib" / "lazy.diff").read_bytes()
+    assert (out / "calib" / "alt.diff").read_bytes() == (TASK_DIR / "calib" / "alt.diff").read_bytes()

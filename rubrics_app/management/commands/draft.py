@@ -95,8 +95,9 @@ class Command(BaseCommand):
             raise CommandError(printable(f"drafting failed: {job.error}"), returncode=1)
         revision = draft.revision
         cost = f"${draft.cost_usd:.4f}" if draft.cost_known else "cost unknown (no price for the model)"
+        label = " (scripted drafter: a stand-in, not a model)" if draft.scripted else ""
         self.stdout.write(
-            f"drafted by {draft.model_id} (input sha256 {draft.input_sha256[:12]}, {cost}): "
+            f"drafted by {draft.model_id}{label} (input sha256 {draft.input_sha256[:12]}, {cost}): "
             f"{draft.task.task_id} revision {revision.number} (draft)"
         )
         for problem in draft.problems:

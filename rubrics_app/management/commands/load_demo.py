@@ -1,6 +1,7 @@
 """manage.py load_demo: a demo maintainer, one repository (the example `shapes` project) with a few tasks,
 and rubric revisions in each state (admitted, approved, draft; imported, edited, model-drafted) with their
-calibration diffs. Running it again changes nothing (it only resets the demo passwords)."""
+calibration diffs. Its judge and its drafter are the scripted ones, so judging and drafting need no API.
+Running it again changes nothing (it only resets the demo passwords)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from grading.schema import parse_rubric
 from rubrics_app.models import (
     TASK_FILES,
     CalibrationStatus,
+    DraftSetting,
     JudgeSetting,
     Membership,
     Origin,
@@ -225,6 +227,14 @@ class Command(BaseCommand):
         if script.is_file():
             JudgeSetting.objects.get_or_create(
                 repository=repository, defaults={"judge": f"scripted:{script.resolve()}"}
+            )
+        # Drafting with no model and no GitHub: the scripted drafter replies with the example's draft; the
+        # PR comes as the shipped export (examples/pr_fix_clockwise_polygon_area.json), uploaded on the
+        # task page.
+        draft_script = EXAMPLES / "draft_scripted.json"
+        if draft_script.is_file():
+            DraftSetting.objects.get_or_create(
+                repository=repository, defaults={"drafter": f"scripted:{draft_script.resolve()}"}
             )
         return repository
 
