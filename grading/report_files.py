@@ -9,7 +9,6 @@ not say whether their rubric was admitted; the report treats them as provisional
 
 from __future__ import annotations
 
-import math
 from datetime import date, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -18,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 
 from grading.errors import InputError, InputErrors
 from grading.outcome import FRAMEWORK_METRICS, OutcomeStatus
-from grading.report import FORMAT, GradedRun, JudgeVerdicts, PromptStyle, Verdict
+from grading.report import FORMAT, GradedRun, JudgeVerdicts, PromptStyle, Verdict, grade_metrics
 from grading.schema import load_run, load_task, read_json, validation_messages
 
 # Top-level metrics.json keys that are the framework's, not grade.json metrics.
@@ -66,6 +65,7 @@ class _Families(_Lenient):
 
 class _Details(_Lenient):
     status: OutcomeStatus
+    integrity_not_measured: list[str] = []  # absent in files written before it was recorded
     judge_skipped: str | None = None
     scope: _ScopeRecord | None = None
     integrity: _IntegrityRecord | None = None
@@ -116,8 +116,9 @@ def _test_pass(m: _MetricsFile) -> bool | None:
     return None
 
 
-def read_metrics(path: Path) -> tuple[_MetricsFile, dict[str, float]]:
-    """metrics.json: the framework's part, checked, and the numeric grade.json metrics."""
+def read_metrics(path: Path) -> tuple[_MetricsFile, dict[str, float], dict[str, bool]]:
+    """metrics.json: the framework's part, checked, and the grade.json metrics: the numeric ones and the
+    true/false ones (:func:`grading.report.grade_metrics`)."""
     data = read_json(path)
     if not isinstance(data, dict):
         raise InputError(path, "metrics.json is a JSON object")
@@ -139,15 +140,8 @@ def read_metrics(path: Path) -> tuple[_MetricsFile, dict[str, float]]:
         raise InputError(path, f"{m.judge_failure} contradicts details.status {status!r}", "judge_failure")
     if status == "mergeable" and m.merge_score is None:
         raise InputError(path, "a mergeable run has a merge_score", "merge_score")
-    numeric = {
-        k: float(v)
-        for k, v in data.items()
-        if k not in _FRAMEWORK_KEYS
-        and isinstance(v, int | float)
-        and not isinstance(v, bool)
-        and math.isfinite(v)
-    }
-    return m, numeric
+    numeric, flags = grade_metrics({k: v for k, v in data.items() if k not in _FRAMEWORK_KEYS})
+    return m, numeric, flags
 
 
 class TaskIndex:
@@ -198,7 +192,7 @@ def read_graded_run(run_dir: Path, tasks: TaskIndex | None = None) -> GradedRun:
     the task's task.json for its base_date and prompt_style (run.json's prompt_style wins)."""
     run_json = run_dir / "run.json"
     record = load_run(run_json)
-    metrics, numeric = read_metrics(run_dir / "metrics.json")
+    metrics, numeric, flags = read_metrics(run_dir / "metrics.json")
     prompt_style = record.prompt_style
     base_date: date | None = None
     if tasks is not None:
@@ -220,6 +214,8 @@ def read_graded_run(run_dir: Path, tasks: TaskIndex | None = None) -> GradedRun:
         merge_score=metrics.merge_score,
         checks_passed=checks,
         metrics=numeric,
+        flags=flags,
+        integrity_not_measured=d.integrity_not_measured,
         primary=_judge(d.judge, families.primary),
         second=_judge(d.second_judge, families.second),
         provisional=metrics.provisional,
