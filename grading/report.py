@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from grading.judge.cache import RepeatAgreement
 from grading.judge.specs import model_family
 from grading.outcome import OutcomeStatus
+from grading.schema import PromptStyle
 
 if TYPE_CHECKING:  # numpy is imported where the bootstrap runs: most commands never need it
     import numpy as np
@@ -42,7 +43,6 @@ MIN_REPETITIONS = 3  # runs per (task, arm, model) (§7)
 MIN_REPETITIONS_COMPARED = 5  # ... when two arms are compared
 
 Verdict = Literal["pass", "fail"]
-PromptStyle = Literal["spec", "issue"]
 Split = Literal["before_cutoff", "after_cutoff", "unknown"]
 SPLITS: tuple[Split, ...] = ("before_cutoff", "after_cutoff", "unknown")
 

@@ -17,8 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 
 from grading.errors import InputError, InputErrors
 from grading.outcome import FRAMEWORK_METRICS, OutcomeStatus
-from grading.report import FORMAT, GradedRun, JudgeVerdicts, PromptStyle, Verdict, grade_metrics
-from grading.schema import load_run, load_task, read_json, validation_messages
+from grading.report import FORMAT, GradedRun, JudgeVerdicts, Verdict, grade_metrics
+from grading.schema import PromptStyle, load_run, load_task, read_json, validation_messages
 
 # Top-level metrics.json keys that are the framework's, not grade.json metrics.
 _FRAMEWORK_KEYS = frozenset(FRAMEWORK_METRICS) | {"format", "rubric_sha256", "provisional"}
@@ -150,15 +150,17 @@ class TaskIndex:
 
     def __init__(self, tasks_dirs: list[Path]) -> None:
         self.tasks_dirs = tasks_dirs
-        self._tasks: dict[str, tuple[PromptStyle, date | None]] = {}
+        self._tasks: dict[str, tuple[PromptStyle | None, date | None]] = {}
 
-    def get(self, task: str, run_json: Path) -> tuple[PromptStyle, date | None]:
-        """The task's prompt_style and base_date; InputError naming run.json when no directory holds it."""
+    def get(self, task: str, run_json: Path) -> tuple[PromptStyle | None, date | None]:
+        """The task's prompt_style and base_date; InputError naming run.json when no directory holds it.
+        A task that carries both prompts (§8) has no style of its own: run.json must say which its agent got,
+        as the web app's report reads it."""
         if task not in self._tasks:
             self._tasks[task] = self._load(task, run_json)
         return self._tasks[task]
 
-    def _load(self, task: str, run_json: Path) -> tuple[PromptStyle, date | None]:
+    def _load(self, task: str, run_json: Path) -> tuple[PromptStyle | None, date | None]:
         if task in (".", "..") or "/" in task or "\\" in task or "\0" in task:
             raise InputError(run_json, f"{task!r} is not a task id (one path component)", "task")
         task_dir = next((d / task for d in self.tasks_dirs if (d / task / "task.json").is_file()), None)
@@ -171,7 +173,7 @@ class TaskIndex:
         base_date = None
         if spec.base_date is not None:
             base_date = parse_date(spec.base_date, task_dir / "task.json", "base_date")
-        return spec.prompt_style, base_date
+        return (spec.prompt_style if len(spec.prompt_variants()) == 1 else None), base_date
 
 
 def parse_date(value: Any, source: str | Path, field: str) -> date:

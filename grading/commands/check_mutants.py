@@ -79,6 +79,7 @@ def run_mutants(
         settings=settings,
         rubric_path=args.rubric,
         task_json=args.task_json,
+        prompt_style=args.prompt_style,
     )
 
 
