@@ -61,6 +61,7 @@ from grading.judge.tree import base_tree_for
 from grading.outcome import RubricAssessment, assess
 from grading.paths import user_cache_file
 from grading.schema import (
+    PromptStyle,
     Rubric,
     TaskSpec,
     TestsConfig,
@@ -440,6 +441,7 @@ def check_task(
     task_json: Path | None = None,
     injection_suite: bool = False,
     checkout: Path | None = None,
+    prompt_style: PromptStyle | None = None,
 ) -> AdmissionReport:
     """Run the §5 admission rows for ``task_dir`` with ``judge`` (a backend or a judge spec).
 
@@ -453,10 +455,14 @@ def check_task(
     needs_tree blockers on every row. Raises InputError for a missing or bad rubric.json, oracle.diff,
     calibration diff or manifest, or a task.json without base_commit when ``checkout`` is given. With
     ``injection_suite`` the suite's rows follow (:mod:`grading.injection`), and the report is admitted only
-    with no attack success.
+    with no attack success. ``prompt_style`` picks the prompt variant the judge's task statement shows
+    (§8; None: task.json's ``prompt_style``); InputError when the task does not carry it.
     """
     backend = make_backend(judge) if isinstance(judge, str) else judge
-    task = load_task(task_dir, task_json)
+    try:
+        task = load_task(task_dir, task_json).posed_as(prompt_style)
+    except ValueError as exc:
+        raise InputError(None, str(exc), "--prompt-style") from None
     base_tree = None
     if checkout is not None:
         base_tree = base_tree_for(task, checkout, task_json or task_dir / "task.json")

@@ -57,7 +57,15 @@ from grading.judge.runner import JudgeSettings, SweepJob, judge_sweep
 from grading.judge.specs import make_backend
 from grading.judge.tree import base_tree_for
 from grading.outcome import RubricAssessment, assess
-from grading.schema import Rubric, TestsConfig, load_manifest, load_rubric, load_task, read_input_bytes
+from grading.schema import (
+    PromptStyle,
+    Rubric,
+    TestsConfig,
+    load_manifest,
+    load_rubric,
+    load_task,
+    read_input_bytes,
+)
 from grading.scope import check_scope
 
 MutantKind = Literal["drop-hunk", "revert-file", "one-place", "revert-condition"]
@@ -815,6 +823,7 @@ def check_mutants(
     rubric_path: Path | None = None,
     task_json: Path | None = None,
     checkout: Path | None = None,
+    prompt_style: PromptStyle | None = None,
 ) -> MutantReport:
     """Derive the mutants of ``task_dir/oracle.diff`` and judge each like an admission row (scope,
     integrity, the judge without the ``pass`` short-circuit).
@@ -826,7 +835,10 @@ def check_mutants(
     files be checked to parse.
     """
     backend = make_backend(judge) if isinstance(judge, str) else judge
-    task = load_task(task_dir, task_json)
+    try:
+        task = load_task(task_dir, task_json).posed_as(prompt_style)  # the variant admission judges with
+    except ValueError as exc:
+        raise InputError(None, str(exc), "--prompt-style") from None
     rubric = load_rubric(task_dir / "rubric.json" if rubric_path is None else rubric_path)
     tests = load_manifest(manifest_path).tests
     settings = settings or JudgeSettings()

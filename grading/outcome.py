@@ -62,6 +62,7 @@ from grading.schema import (
     load_task,
     read_input_bytes,
     rubric_sha256,
+    task_for_run,
 )
 from grading.scope import IGNORED_CREATED_NAME, ScopeResult, read_ignored_created_shown, scope_for_run
 
@@ -402,7 +403,8 @@ def grade_run(
     tree): with it the tree judge decides ``needs_tree`` blockers; without it they are not measured.
     Raises InputError for bad input; nothing is written then.
     """
-    task = load_task(task_dir, task_json)
+    # The judge's task statement is the prompt the run's agent was given (run.json's prompt_style, §8).
+    task = task_for_run(load_task(task_dir, task_json), run_dir)
     base_tree = (
         base_tree_for(task, checkout, task_json or task_dir / "task.json") if checkout is not None else None
     )

@@ -15,10 +15,11 @@ The statistics are described in docs/report.md. In short:
 
 from __future__ import annotations
 
+import math
 import random
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import date
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -27,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from grading.judge.cache import RepeatAgreement
 from grading.judge.specs import model_family
 from grading.outcome import OutcomeStatus
+from grading.schema import PromptStyle
 
 if TYPE_CHECKING:  # numpy is imported where the bootstrap runs: most commands never need it
     import numpy as np
@@ -41,7 +43,6 @@ MIN_REPETITIONS = 3  # runs per (task, arm, model) (§7)
 MIN_REPETITIONS_COMPARED = 5  # ... when two arms are compared
 
 Verdict = Literal["pass", "fail"]
-PromptStyle = Literal["spec", "issue"]
 Split = Literal["before_cutoff", "after_cutoff", "unknown"]
 SPLITS: tuple[Split, ...] = ("before_cutoff", "after_cutoff", "unknown")
 
@@ -108,6 +109,10 @@ class GradedRun(BaseModel):
     merge_score: float | None = Field(default=None, ge=0, le=1)
     checks_passed: bool | None = None
     metrics: dict[str, float] = {}  # numeric grade.json metrics, averaged per cell
+    flags: dict[str, bool] = {}  # true/false grade.json metrics (not ``pass``), a rate per cell
+    # The test-integrity parts that could not be measured (metrics.json details.integrity_not_measured):
+    # the run counts apart per cell, since its integrity check covered only the other parts.
+    integrity_not_measured: list[str] = []
     primary: JudgeVerdicts | None = None
     second: JudgeVerdicts | None = None
     provisional: bool | None = None
@@ -130,6 +135,22 @@ class GradedRun(BaseModel):
         return self.mergeable is not None and self.test_pass is not None
 
 
+def grade_metrics(values: Mapping[str, Any]) -> tuple[dict[str, float], dict[str, bool]]:
+    """grade.json's metrics as a report shows them: finite numbers (a mean per cell) and true/false values
+    (a rate per cell: a mean of booleans would read as a number). ``pass`` is left out: it is the test-pass
+    rate's. Other values (text, lists, objects) are not metrics."""
+    numeric: dict[str, float] = {}
+    flags: dict[str, bool] = {}
+    for name, value in values.items():
+        if name == "pass":
+            continue
+        if isinstance(value, bool):
+            flags[name] = value
+        elif isinstance(value, int | float) and math.isfinite(value):
+            numeric[name] = float(value)
+    return numeric, flags
+
+
 # --- output ----------------------------------------------------------------------------------------------
 
 
@@ -141,6 +162,14 @@ class Estimate(BaseModel):
 class MetricMean(BaseModel):
     mean: float
     runs: int  # runs that reported the metric
+
+
+class MetricRate(BaseModel):
+    """A true/false grade.json metric in a cell: the share of the runs reporting it that said true."""
+
+    rate: float
+    true: int
+    runs: int  # runs that reported the metric as true or false
 
 
 class Cell(BaseModel):
@@ -160,6 +189,10 @@ class Cell(BaseModel):
     provisional: bool
     corrected_mergeable_rate: Estimate | None = None  # Rogan-Gladen; None without enough human labels
     metrics: dict[str, MetricMean] = {}
+    metric_rates: dict[str, MetricRate] = {}
+    # Measured runs graded with some test-integrity part not measured, and how many per part.
+    integrity_not_measured_runs: int = 0
+    integrity_not_measured: dict[str, int] = {}
 
 
 class ContaminationCell(Cell):
@@ -505,10 +538,18 @@ def _cell_fields(runs: list[GradedRun], ctx: _Context, key: tuple[str | None, ..
     test_pass, mergeable, difference = _rate_estimates(sums, replicates)
     scores = [r.merge_score for r in runs if r.mergeable and r.merge_score is not None]
     metric_values: dict[str, list[float]] = defaultdict(list)
+    flag_values: dict[str, list[bool]] = defaultdict(list)
     for r in runs:
         if r.status != "grader_failure":
             for name, value in r.metrics.items():
                 metric_values[name].append(value)
+            for name, flag in r.flags.items():
+                flag_values[name].append(flag)
+    unmeasured_parts: dict[str, int] = defaultdict(int)
+    for r in runs:
+        if r.measured:
+            for part in set(r.integrity_not_measured):
+                unmeasured_parts[part] += 1
     corrected = corrected_rate(sums, ctx.accuracy, ctx.labels, replicates, rng)
     return {
         "runs": len(runs),
@@ -526,6 +567,12 @@ def _cell_fields(runs: list[GradedRun], ctx: _Context, key: tuple[str | None, ..
         "metrics": {
             name: MetricMean(mean=sum(v) / len(v), runs=len(v)) for name, v in sorted(metric_values.items())
         },
+        "metric_rates": {
+            name: MetricRate(rate=sum(v) / len(v), true=sum(v), runs=len(v))
+            for name, v in sorted(flag_values.items())
+        },
+        "integrity_not_measured_runs": sum(bool(r.integrity_not_measured) for r in runs if r.measured),
+        "integrity_not_measured": dict(sorted(unmeasured_parts.items())),
     }
 
 
@@ -721,6 +768,8 @@ def _warnings(
                     f"self-preference: the {j.role} judge {j.judge} ({j.vendor}) judges runs of "
                     f"{model} ({j.vendor}), a model of its own vendor"
                 )
+    out += _integrity_warnings(runs)
+    out += _metric_kind_warnings(runs)
     unknown = sum(r.provisional is None for r in runs)
     if any(c.provisional for c in cells):
         out.append("cells marked provisional include runs graded with a rubric that is not admitted")
@@ -733,6 +782,37 @@ def _warnings(
         out.append(f"no judge-error-corrected rate: {accuracy.undefined_reason}")
     out += _repetition_warnings(runs)
     return out
+
+
+def _integrity_warnings(runs: Sequence[GradedRun]) -> list[str]:
+    partial = [r for r in runs if r.measured and r.integrity_not_measured]
+    if not partial:
+        return []
+    parts: dict[str, int] = defaultdict(int)
+    for r in partial:
+        for part in set(r.integrity_not_measured):
+            parts[part] += 1
+    which = ", ".join(f"{part} in {n}" for part, n in sorted(parts.items()))
+    return [
+        f"{len(partial)} measured runs were graded with test-integrity parts not measured ({which}): "
+        "their integrity check covered only the other parts (counted per cell)"
+    ]
+
+
+def _metric_kind_warnings(runs: Sequence[GradedRun]) -> list[str]:
+    numeric: dict[str, int] = defaultdict(int)
+    flags: dict[str, int] = defaultdict(int)
+    for r in runs:
+        if r.status != "grader_failure":
+            for name in r.metrics:
+                numeric[name] += 1
+            for name in r.flags:
+                flags[name] += 1
+    return [
+        f"grade.json metric {name!r} is true/false in {flags[name]} runs and a number in {numeric[name]}: "
+        "shown apart, as a rate and as a mean"
+        for name in sorted(set(numeric) & set(flags))
+    ]
 
 
 def build_report(

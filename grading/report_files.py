@@ -9,7 +9,6 @@ not say whether their rubric was admitted; the report treats them as provisional
 
 from __future__ import annotations
 
-import math
 from datetime import date, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -18,8 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 
 from grading.errors import InputError, InputErrors
 from grading.outcome import FRAMEWORK_METRICS, OutcomeStatus
-from grading.report import FORMAT, GradedRun, JudgeVerdicts, PromptStyle, Verdict
-from grading.schema import load_run, load_task, read_json, validation_messages
+from grading.report import FORMAT, GradedRun, JudgeVerdicts, Verdict, grade_metrics
+from grading.schema import PromptStyle, load_run, load_task, read_json, validation_messages
 
 # Top-level metrics.json keys that are the framework's, not grade.json metrics.
 _FRAMEWORK_KEYS = frozenset(FRAMEWORK_METRICS) | {"format", "rubric_sha256", "provisional"}
@@ -66,6 +65,7 @@ class _Families(_Lenient):
 
 class _Details(_Lenient):
     status: OutcomeStatus
+    integrity_not_measured: list[str] = []  # absent in files written before it was recorded
     judge_skipped: str | None = None
     scope: _ScopeRecord | None = None
     integrity: _IntegrityRecord | None = None
@@ -116,8 +116,9 @@ def _test_pass(m: _MetricsFile) -> bool | None:
     return None
 
 
-def read_metrics(path: Path) -> tuple[_MetricsFile, dict[str, float]]:
-    """metrics.json: the framework's part, checked, and the numeric grade.json metrics."""
+def read_metrics(path: Path) -> tuple[_MetricsFile, dict[str, float], dict[str, bool]]:
+    """metrics.json: the framework's part, checked, and the grade.json metrics: the numeric ones and the
+    true/false ones (:func:`grading.report.grade_metrics`)."""
     data = read_json(path)
     if not isinstance(data, dict):
         raise InputError(path, "metrics.json is a JSON object")
@@ -139,15 +140,8 @@ def read_metrics(path: Path) -> tuple[_MetricsFile, dict[str, float]]:
         raise InputError(path, f"{m.judge_failure} contradicts details.status {status!r}", "judge_failure")
     if status == "mergeable" and m.merge_score is None:
         raise InputError(path, "a mergeable run has a merge_score", "merge_score")
-    numeric = {
-        k: float(v)
-        for k, v in data.items()
-        if k not in _FRAMEWORK_KEYS
-        and isinstance(v, int | float)
-        and not isinstance(v, bool)
-        and math.isfinite(v)
-    }
-    return m, numeric
+    numeric, flags = grade_metrics({k: v for k, v in data.items() if k not in _FRAMEWORK_KEYS})
+    return m, numeric, flags
 
 
 class TaskIndex:
@@ -156,15 +150,17 @@ class TaskIndex:
 
     def __init__(self, tasks_dirs: list[Path]) -> None:
         self.tasks_dirs = tasks_dirs
-        self._tasks: dict[str, tuple[PromptStyle, date | None]] = {}
+        self._tasks: dict[str, tuple[PromptStyle | None, date | None]] = {}
 
-    def get(self, task: str, run_json: Path) -> tuple[PromptStyle, date | None]:
-        """The task's prompt_style and base_date; InputError naming run.json when no directory holds it."""
+    def get(self, task: str, run_json: Path) -> tuple[PromptStyle | None, date | None]:
+        """The task's prompt_style and base_date; InputError naming run.json when no directory holds it.
+        A task that carries both prompts (§8) has no style of its own: run.json must say which its agent got,
+        as the web app's report reads it."""
         if task not in self._tasks:
             self._tasks[task] = self._load(task, run_json)
         return self._tasks[task]
 
-    def _load(self, task: str, run_json: Path) -> tuple[PromptStyle, date | None]:
+    def _load(self, task: str, run_json: Path) -> tuple[PromptStyle | None, date | None]:
         if task in (".", "..") or "/" in task or "\\" in task or "\0" in task:
             raise InputError(run_json, f"{task!r} is not a task id (one path component)", "task")
         task_dir = next((d / task for d in self.tasks_dirs if (d / task / "task.json").is_file()), None)
@@ -177,7 +173,7 @@ class TaskIndex:
         base_date = None
         if spec.base_date is not None:
             base_date = parse_date(spec.base_date, task_dir / "task.json", "base_date")
-        return spec.prompt_style, base_date
+        return (spec.prompt_style if len(spec.prompt_variants()) == 1 else None), base_date
 
 
 def parse_date(value: Any, source: str | Path, field: str) -> date:
@@ -198,7 +194,7 @@ def read_graded_run(run_dir: Path, tasks: TaskIndex | None = None) -> GradedRun:
     the task's task.json for its base_date and prompt_style (run.json's prompt_style wins)."""
     run_json = run_dir / "run.json"
     record = load_run(run_json)
-    metrics, numeric = read_metrics(run_dir / "metrics.json")
+    metrics, numeric, flags = read_metrics(run_dir / "metrics.json")
     prompt_style = record.prompt_style
     base_date: date | None = None
     if tasks is not None:
@@ -220,6 +216,8 @@ def read_graded_run(run_dir: Path, tasks: TaskIndex | None = None) -> GradedRun:
         merge_score=metrics.merge_score,
         checks_passed=checks,
         metrics=numeric,
+        flags=flags,
+        integrity_not_measured=d.integrity_not_measured,
         primary=_judge(d.judge, families.primary),
         second=_judge(d.second_judge, families.second),
         provisional=metrics.provisional,

@@ -39,18 +39,21 @@ _ESTIMATES = ("test_pass_rate", "mergeable_rate", "difference", "corrected_merge
 def report_csv(report: Report) -> str:
     """Every cell of every table, one row each; ``table`` says which (cells, by_prompt_style,
     by_contamination). Each rate has its value and interval bounds; ``metric:<name>`` columns hold the
-    per-cell means of numeric grade.json metrics."""
+    per-cell means of numeric grade.json metrics, ``rate:<name>`` the share of true of true/false ones;
+    ``integrity_not_measured`` counts the measured runs graded with a test-integrity part not measured."""
     tables: list[tuple[str, list[Cell]]] = [
         ("cells", report.cells),
         ("by_prompt_style", report.by_prompt_style),
         ("by_contamination", list(report.by_contamination)),
     ]
     metric_names = sorted({m for _, cells in tables for c in cells for m in c.metrics})
+    rate_names = sorted({m for _, cells in tables for c in cells for m in c.metric_rates})
     header = ["table", "arm", "model", "prompt_style", "split", "runs", "tasks", "measured"]
     for name in _ESTIMATES:
         header += [name, f"{name}_lo", f"{name}_hi"]
     header += ["mean_merge_score", "grader_failures", "judge_failures", "not_measured", "provisional"]
-    header += [f"metric:{m}" for m in metric_names]
+    header += ["integrity_not_measured"]
+    header += [f"metric:{m}" for m in metric_names] + [f"rate:{m}" for m in rate_names]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(header)
@@ -63,7 +66,9 @@ def report_csv(report: Report) -> str:
                 row += _estimate_columns(getattr(c, name))
             row += [_num(c.mean_merge_score), str(c.grader_failures), str(c.judge_failures)]
             row += [str(c.not_measured), "true" if c.provisional else "false"]
+            row += [str(c.integrity_not_measured_runs)]
             row += [_num(c.metrics[m].mean) if m in c.metrics else "" for m in metric_names]
+            row += [_num(c.metric_rates[m].rate) if m in c.metric_rates else "" for m in rate_names]
             writer.writerow(row)
     return out.getvalue()
 
@@ -98,7 +103,8 @@ def _md_cells(title: str, cells: list[Cell], extra: str | None = None) -> list[s
         return []
     head = ["arm", "model"] + ([extra] if extra else [])
     head += ["runs", "tasks", "measured", "mergeable", "test-pass", "difference", "corrected mergeable",
-             "mean merge_score", "grader failures", "judge failures", "not measured"]  # fmt: skip
+             "mean merge_score", "grader failures", "judge failures", "not measured",
+             "integrity not measured"]  # fmt: skip
     lines = [f"## {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c in cells:
         mergeable = _md_estimate(c.mergeable_rate) + (" (provisional)" if c.provisional else "")
@@ -110,15 +116,40 @@ def _md_cells(title: str, cells: list[Cell], extra: str | None = None) -> list[s
         score = "n/a" if c.mean_merge_score is None else f"{c.mean_merge_score:.3f}"
         row += [str(c.runs), str(c.tasks), str(c.measured), mergeable, _md_estimate(c.test_pass_rate),
                 _md_estimate(c.difference), _md_estimate(c.corrected_mergeable_rate), score,
-                str(c.grader_failures), str(c.judge_failures), str(c.not_measured)]  # fmt: skip
+                str(c.grader_failures), str(c.judge_failures), str(c.not_measured),
+                _md_integrity(c)]  # fmt: skip
         lines.append("| " + " | ".join(row) + " |")
-    metric_rows = [(c, name, m) for c in cells for name, m in c.metrics.items()]
-    if metric_rows:
-        lines += ["", "Numeric grade.json metrics, mean per cell (runs reporting them):", ""]
-        for c, name, m in metric_rows:
-            where = " / ".join(md_text(x) for x in (c.arm, c.model) if x)
-            lines.append(f"- {where or '-'}: {md_text(name)} = {m.mean:.4g} ({m.runs} runs)")
+    metrics = metric_lines(cells)
+    if metrics:
+        lines += [
+            "",
+            "grade.json metrics per cell: the mean of a number, the share of true of a true/false value:",
+            "",
+        ]
+        for where, name, text in metrics:
+            lines.append(f"- {md_text(where) or '-'}: {md_text(name)} {text}")
     return [*lines, ""]
+
+
+def metric_lines(cells: list[Cell]) -> list[tuple[str, str, str]]:
+    """(cell, metric, value) for each grade.json metric of each cell: ``= 5 (2 runs)`` for the mean of a
+    number, ``true in 66.7% (2 of 3 runs)`` for a true/false metric. The cell is "arm / model"; the texts
+    are plain (the caller escapes them for its format)."""
+    out = []
+    for c in cells:
+        where = " / ".join(x for x in (c.arm, c.model) if x)
+        for name, m in c.metrics.items():
+            out.append((where, name, f"= {m.mean:.4g} ({m.runs} runs)"))
+        for name, r in c.metric_rates.items():
+            out.append((where, name, f"true in {_pct(r.rate)} ({r.true} of {r.runs} runs)"))
+    return out
+
+
+def _md_integrity(c: Cell) -> str:
+    if not c.integrity_not_measured_runs:
+        return "0"
+    parts = ", ".join(f"{md_text(part)} {n}" for part, n in c.integrity_not_measured.items())
+    return f"{c.integrity_not_measured_runs} ({parts})"
 
 
 def _md_agreement(a: Agreement) -> str:

@@ -257,7 +257,8 @@ _COUNTED_LISTS = {
 
 def _known_keys() -> list[str]:
     keys: set[str] = set()
-    for model in (Rubric, Scope, Blocker, NonBlocker, HackReport, Calibration, LazyCalibration, TestsConfig):
+    for model in (Rubric, Scope, Blocker, NonBlocker, HackReport, Calibration, LazyCalibration, TestsConfig,
+                  TaskPrompts):  # fmt: skip
         for name, info in model.model_fields.items():
             keys.add(info.alias or name)
     return sorted(keys)
@@ -511,22 +512,102 @@ def rubric_json_schema() -> dict[str, Any]:
 # --- task.json, run.json, grade.json, manifest ------------------------------------------------------
 
 
+PromptStyle = Literal["spec", "issue"]
+PROMPT_STYLES: tuple[PromptStyle, ...] = ("spec", "issue")
+
+
+class TaskPrompts(BaseModel):
+    """task.json's ``prompts``: the task posed as a specification, as an issue, or both (§8)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    spec: NonBlank | None = None
+    issue: NonBlank | None = None
+
+
 class TaskSpec(BaseModel):
-    """task.json. Keys that belong to the wider evaluation contract are kept, not rejected."""
+    """task.json. Keys that belong to the wider evaluation contract are kept, not rejected.
+
+    ``prompt`` is the variant named by ``prompt_style`` (the one a run that does not say its style was
+    given); ``prompts`` may carry both variants (§8). With ``prompts`` and no ``prompt``, ``prompt`` is
+    taken from it; with ``prompts`` of one variant and no ``prompt_style``, that variant is the style.
+    """
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
     id: NonBlank
     prompt: str | None = None
-    prompt_style: Literal["spec", "issue"] = "spec"
+    prompt_style: PromptStyle = "spec"
+    prompts: TaskPrompts | None = None
     gate: list[NonBlank] = []
     base_commit: str | None = None
     base_date: str | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _prompt_from_prompts(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not isinstance(data.get("prompts"), dict):
+            return data
+        prompts = data["prompts"]
+        given = [style for style in PROMPT_STYLES if isinstance(prompts.get(style), str)]
+        data = dict(data)
+        if data.get("prompt") is None and "prompt_style" not in data and len(given) == 1:
+            data["prompt_style"] = given[0]
+        style = data.get("prompt_style", "spec")
+        if data.get("prompt") is None and style in given:
+            data["prompt"] = prompts[style]
+        return data
+
+    @model_validator(mode="after")
+    def _prompts_agree(self) -> TaskSpec:
+        problems: list[tuple[str, str]] = []
+        if self.prompts is not None:
+            if self.prompts.spec is None and self.prompts.issue is None:
+                problems.append(("prompts", "give 'spec', 'issue' or both"))
+            variant = getattr(self.prompts, self.prompt_style)
+            if variant is not None and self.prompt is not None and variant != self.prompt:
+                problems.append(
+                    (
+                        "prompt",
+                        f"differs from prompts.{self.prompt_style}: give the {self.prompt_style} prompt once",
+                    )
+                )
+        if problems:
+            # The JSON path of each problem travels in ctx, as for the rubric (validation_messages).
+            raise PydanticCustomError(
+                "rubric_rules",
+                "{summary}",
+                {"summary": "; ".join(f"{w}: {m}" for w, m in problems), "problems": problems},
+            )
+        return self
+
+    def prompt_variants(self) -> dict[PromptStyle, str]:
+        """Every prompt the task carries, by style: ``prompts``, and ``prompt`` as its ``prompt_style``."""
+        out: dict[PromptStyle, str] = {}
+        if self.prompts is not None:
+            out.update({s: text for s in PROMPT_STYLES if (text := getattr(self.prompts, s)) is not None})
+        if self.prompt is not None:
+            out.setdefault(self.prompt_style, self.prompt)
+        return out
+
+    def posed_as(self, style: PromptStyle | None) -> TaskSpec:
+        """The task as an agent given its ``style`` prompt saw it: ``prompt`` and ``prompt_style`` are that
+        variant's (the judge's task statement shows ``prompt``). None: as task.json says. ValueError
+        naming the variants there are when the task does not carry ``style``."""
+        if style is None or style == self.prompt_style:
+            return self
+        variants = self.prompt_variants()
+        if style not in variants:
+            held = " and ".join(variants) or "no"
+            raise ValueError(
+                f"the task carries no {style} prompt ({held} only: add prompts.{style} to task.json)"
+            )
+        return self.model_copy(update={"prompt": variants[style], "prompt_style": style})
+
 
 def load_task(task_dir: Path, task_json: Path | None = None) -> TaskSpec:
     """``task_dir/task.json``, or ``task_json`` when given (a task kept outside the public tree, §7); a
-    missing ``prompt`` is read from ``prompt.md`` beside that file."""
+    missing ``prompt`` (the ``prompt_style`` variant) is read from ``prompt.md`` beside that file."""
     path = task_json if task_json is not None else task_dir / "task.json"
     data = read_json(path)
     if not isinstance(data, dict):
@@ -538,13 +619,32 @@ def load_task(task_dir: Path, task_json: Path | None = None) -> TaskSpec:
     if task.prompt is None:
         prompt_md = path.parent / "prompt.md"
         if not prompt_md.exists():
-            raise InputError(path, "no prompt: give 'prompt' or a prompt.md beside task.json", "prompt")
+            raise InputError(
+                path,
+                f"no {task.prompt_style} prompt: give 'prompt', 'prompts.{task.prompt_style}' or a prompt.md "
+                "beside task.json",
+                "prompt",
+            )
         try:
             prompt = read_input_bytes(prompt_md).decode("utf-8")
         except UnicodeDecodeError:
             raise InputError(prompt_md, "not UTF-8 text") from None
         task = task.model_copy(update={"prompt": prompt})
     return task
+
+
+def task_for_run(task: TaskSpec, run_dir: Path) -> TaskSpec:
+    """The task as the run's agent was given it: run.json's ``prompt_style`` picks the prompt (§8); a run
+    directory without run.json, or a run.json that does not say, gets task.json's ``prompt_style``.
+    InputError naming run.json's prompt_style when the task does not carry that variant."""
+    run_json = run_dir / "run.json"
+    if not run_json.exists():
+        return task
+    style = load_run(run_json).prompt_style
+    try:
+        return task.posed_as(style)
+    except ValueError as exc:
+        raise InputError(run_json, str(exc), "prompt_style") from None
 
 
 # The largest count or index read from a run's files: a 32-bit database integer (the app's column), far
@@ -561,7 +661,7 @@ class RunRecord(BaseModel):
     arm: str = ""
     model: str = ""
     repetition: Annotated[StrictInt, Field(ge=0, le=MAX_RUN_INT)] = 0
-    prompt_style: Literal["spec", "issue"] | None = None
+    prompt_style: PromptStyle | None = None
 
 
 class GradeJson(BaseModel):

@@ -224,12 +224,15 @@ class ReportRow(models.Model):
     checks_passed = models.BooleanField(null=True)  # scope and test integrity; None when not run
     provisional = models.BooleanField()  # as graded; an admitted revision overrides it when read
     # The rest as JSON text, which the report decodes itself (identical texts once: runs share verdicts):
-    # grade.json's numeric metrics; each judge's verdicts, {"judge", "family", "scripted", "failure",
-    # "blockers", "non_blockers", "previous", "tree_judged", "cost_usd", "tree_cost_usd", "cost_known"}
+    # grade.json's metrics, numbers and true/false values (services.report_rows.report_metrics); the
+    # test-integrity parts not measured (metrics.json details.integrity_not_measured); each judge's
+    # verdicts, {"judge", "family", "scripted", "failure", "blockers", "non_blockers", "previous",
+    # "tree_judged", "cost_usd", "tree_cost_usd", "cost_known"}
     # (grading.report.JudgeVerdicts) or null when that judge did not run; and the blockers a human
     # must label for a verdict on mergeable (services.queue.human_label_basis), null when labels cannot
     # give one, with human_checks: scope and integrity passed.
     metrics = models.TextField()
+    integrity_not_measured = models.TextField(default="[]", db_default="[]")
     primary = models.TextField()
     second = models.TextField()
     human_items = models.TextField()

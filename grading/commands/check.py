@@ -30,6 +30,7 @@ from grading.commands._common import (
 from grading.commands.grade import add_judge_cache_flags, judge_backend, judge_cache_and_settings
 from grading.commands.judge import printable
 from grading.injection import PAYLOAD_KINDS, InjectionSummary
+from grading.schema import PROMPT_STYLES
 
 
 def register(subparsers: Subparsers) -> None:
@@ -60,6 +61,12 @@ def register(subparsers: Subparsers) -> None:
         help=f"also run the injection suite ({len(PAYLOAD_KINDS)} payload kinds in each lazy diff and, as "
         "comments, in the oracle); admitted only with no attack success",
     )
+    check.add_argument(
+        "--prompt-style",
+        choices=PROMPT_STYLES,
+        help="the task prompt the judge is shown (§8), when task.json carries both; default task.json's "
+        "prompt_style",
+    )
     add_held_out_flags(check)
     add_judge_cache_flags(check)
     add_tree_flags(check)
@@ -86,6 +93,7 @@ def run_check(args: argparse.Namespace) -> int:
         task_json=args.task_json,
         checkout=args.checkout,
         injection_suite=args.injection_suite,
+        prompt_style=args.prompt_style,
     )
     # Mutants are an authoring aid: shown beside the rows, never part of the verdict or the exit code.
     mutants = check_mutants.run_mutants(args, backend, marks, cache, settings) if marks is not None else None

@@ -80,6 +80,7 @@ def run_mutants(
         rubric_path=args.rubric,
         task_json=args.task_json,
         checkout=args.checkout,
+        prompt_style=args.prompt_style,
     )
 
 

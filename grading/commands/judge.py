@@ -46,7 +46,15 @@ from grading.judge.prompt import (
 from grading.judge.runner import JudgeSettings, SweepJob, judge_sweep
 from grading.judge.specs import make_backend, parse_decoding
 from grading.judge.tree import base_tree_for
-from grading.schema import Rubric, TaskSpec, load_manifest, load_rubric, load_task, read_input_bytes
+from grading.schema import (
+    Rubric,
+    TaskSpec,
+    load_manifest,
+    load_rubric,
+    load_task,
+    read_input_bytes,
+    task_for_run,
+)
 from grading.scope import IGNORED_CREATED_NAME, read_ignored_created_shown
 
 DIFF_NAME = "workspace.diff"
@@ -238,7 +246,7 @@ def run_judge(args: argparse.Namespace) -> int:
         jobs.append(
             SweepJob(
                 label=str(run_dir),
-                task=task,
+                task=task_for_run(task, run_dir),
                 rubric=rubric,
                 diff_text=diff_text,
                 config_edited=edited,
@@ -264,7 +272,7 @@ def run_judge(args: argparse.Namespace) -> int:
                 continue
             items, _ = select_items(rubric, config_edited=job.config_edited)
             request = render_request(
-                task,
+                job.task,
                 rubric,
                 items,
                 job.diff_text,

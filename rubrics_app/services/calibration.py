@@ -106,11 +106,15 @@ class CalibrationError(Exception):
 
 def task_json(revision: RubricRevision) -> dict[str, Any]:
     task = revision.task
-    data: dict[str, Any] = {**(task.extra or {}), "id": task.task_id}
+    # "prompts" is a task.json field now; an older import may have kept one among the extra keys.
+    extra = {k: v for k, v in (task.extra or {}).items() if k != "prompts"}
+    data: dict[str, Any] = {**extra, "id": task.task_id}
     if task.spec_prompt:
         data.update(prompt=task.spec_prompt, prompt_style="spec")
     elif task.issue_prompt:
         data.update(prompt=task.issue_prompt, prompt_style="issue")
+    if task.spec_prompt and task.issue_prompt:  # both variants (§8): the spec one is the default
+        data["prompts"] = {"spec": task.spec_prompt, "issue": task.issue_prompt}
     data["gate"] = list(task.gate or [])
     if task.base_commit:
         data["base_commit"] = task.base_commit

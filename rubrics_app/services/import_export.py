@@ -27,7 +27,7 @@ from django.utils import timezone
 from pydantic import ValidationError as PydanticValidationError
 
 from grading.errors import InputError, InputErrors
-from grading.schema import Rubric, TaskSpec, load_manifest, parse_json, parse_rubric
+from grading.schema import Rubric, TaskSpec, load_manifest, parse_json, parse_rubric, validation_messages
 from rubrics_app.models import (
     ITEM_ID_RE,
     TASK_FILES,
@@ -234,10 +234,8 @@ def _prepare(task_files: TaskFiles, problems: list[ImportProblem]) -> PreparedTa
             try:
                 spec = TaskSpec.model_validate(spec_data)
             except PydanticValidationError as exc:
-                problems.extend(
-                    ImportProblem(spec_label, e["msg"], ".".join(str(part) for part in e["loc"]))
-                    for e in exc.errors()
-                )
+                # As `rubric` reports task.json: each problem with its JSON path (prompts.spec, ...).
+                problems.extend(ImportProblem(spec_label, msg, loc) for loc, msg in validation_messages(exc))
             else:
                 if spec.id != rubric.task:
                     problems.append(
@@ -284,8 +282,10 @@ def task_file_problems(files: dict[str, bytes], label: Any = str) -> list[Import
 def _task_fields(spec: TaskSpec) -> dict[str, Any]:
     extra = dict(spec.model_extra or {})
     out: dict[str, Any] = {"gate": list(spec.gate)}
-    if spec.prompt is not None:
-        out["issue_prompt" if spec.prompt_style == "issue" else "spec_prompt"] = spec.prompt
+    # Every variant task.json carries (§8), and none it does not: the file is the task's whole statement.
+    variants = spec.prompt_variants()
+    out["spec_prompt"] = variants.get("spec", "")
+    out["issue_prompt"] = variants.get("issue", "")
     if spec.base_commit:
         out["base_commit"] = spec.base_commit
     if spec.base_date:

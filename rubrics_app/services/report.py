@@ -33,7 +33,15 @@ from django.db.models import Count, Max, QuerySet
 from django.db.models.functions import Length
 
 from grading.errors import InputError
-from grading.report import DEFAULT_BOOTSTRAP, DEFAULT_SEED, GradedRun, JudgeVerdicts, Report, build_report
+from grading.report import (
+    DEFAULT_BOOTSTRAP,
+    DEFAULT_SEED,
+    GradedRun,
+    JudgeVerdicts,
+    Report,
+    build_report,
+    grade_metrics,
+)
 from grading.report_files import parse_date
 from rubrics_app.models import Repository, RevisionStatus, RubricRevision, Task
 from rubrics_app.models_runs import AgentRun, HumanVerdict, ReportRow, RunGrade
@@ -43,7 +51,7 @@ from rubrics_app.services.report_rows import refresh_report_rows
 FILTERS = ("task", "arm", "model", "prompt_style")
 PROMPT_STYLES = ("spec", "issue")
 CACHE_SECONDS = 24 * 3600  # the key changes with the data; this only bounds how long an unused one stays
-_CACHE_VERSION = "report-v2"
+_CACHE_VERSION = "report-v3"  # the Report's shape: a cached one of an older shape is never served
 
 
 @dataclass
@@ -177,6 +185,7 @@ _ROW_FIELDS = (
     "checks_passed",
     "provisional",
     "metrics",
+    "integrity_not_measured",
     "primary",
     "second",
     "human_items",
@@ -209,6 +218,15 @@ class _Decoded:
     def __init__(self) -> None:
         self.values: dict[str, Any] = {}
         self.verdicts: dict[str, JudgeVerdicts | None] = {}
+        self.split: dict[str, tuple[dict[str, float], dict[str, bool]]] = {}
+
+    def metrics(self, text: str) -> tuple[dict[str, float], dict[str, bool]]:
+        """A row's grade.json metrics, split into the numeric and the true/false ones."""
+        try:
+            return self.split[text]
+        except KeyError:
+            split = self.split[text] = grade_metrics(json.loads(text))
+            return split
 
     def value(self, text: str) -> Any:
         try:
@@ -255,7 +273,8 @@ def graded_runs(
     decoded = _Decoded()
     for row in _rows(repository, filters, task_pks):
         (grade_pk, task_pk, revision_pk, name, arm, model, run_style, status, passed, mergeable, score,
-         checks, provisional, metrics, primary, second, human_items, human_checks) = row  # fmt: skip
+         checks, provisional, metrics, unmeasured, primary, second, human_items,
+         human_checks) = row  # fmt: skip
         task_id, base_date, task_style = tasks[task_pk]
         style = run_style or task_style
         if filters.get("prompt_style") and style != filters["prompt_style"]:
@@ -276,7 +295,9 @@ def graded_runs(
                 mergeable=mergeable,
                 merge_score=score,
                 checks_passed=checks,
-                metrics=decoded.value(metrics),
+                metrics=decoded.metrics(metrics)[0],
+                flags=decoded.metrics(metrics)[1],
+                integrity_not_measured=decoded.value(unmeasured),
                 primary=decoded.judge(primary),
                 second=decoded.judge(second),
                 provisional=provisional and (revision_pk is None or revision_pk in draft),

@@ -17,7 +17,6 @@ The migration that created the table fills it with the same code over the histor
 from __future__ import annotations
 
 import json
-import math
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any, NamedTuple
@@ -25,6 +24,7 @@ from typing import Any, NamedTuple
 from django.db.models import Max
 from pydantic import ValidationError
 
+from grading.report import grade_metrics
 from rubrics_app.models_runs import ItemVerdict, JudgeGrade, JudgeRole, ReportRow, RunGrade
 from rubrics_app.services.queue import human_label_basis
 
@@ -56,16 +56,20 @@ def fill_report_rows(grade_pks: Iterable[int], models: RowModels) -> int:
     return len(pks)
 
 
-def numeric_metrics(grade_json: Any) -> dict[str, float]:
-    """grade.json's numeric metrics (not booleans, finite): what a report averages per cell. metrics.json
-    holds the same (the import checks that they are equal)."""
+def report_metrics(grade_json: Any) -> dict[str, float | bool]:
+    """grade.json's metrics as a report reads them (grading.report.grade_metrics): finite numbers, which it
+    averages per cell, and true/false values, a rate per cell; kept as one object, which the report splits
+    again by type. metrics.json holds the same (the import checks that they are equal)."""
     if not isinstance(grade_json, dict):
         return {}
-    return {
-        k: float(v)
-        for k, v in grade_json.items()
-        if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-    }
+    numeric, flags = grade_metrics(grade_json)
+    return {**numeric, **flags}
+
+
+def integrity_not_measured(details: Any) -> list[str]:
+    """metrics.json's details.integrity_not_measured: the test-integrity parts not measured (names only)."""
+    parts = _get(details, "integrity_not_measured")
+    return sorted({p for p in parts if isinstance(p, str)}) if isinstance(parts, list) else []
 
 
 def gate_passed(status: str, judge_skipped: Any) -> bool | None:
@@ -177,6 +181,8 @@ def _fill(pks: list[int], models: RowModels) -> None:
     grades = [dict(zip(_GRADE_FIELDS, values, strict=True)) for values in
               models.grade.objects.filter(pk__in=pks).values_list(*_GRADE_FIELDS)]  # fmt: skip
     judges = _judges(pks, models)
+    # The migration that added the column fills it; an earlier migration's rows have no such field.
+    has_integrity = any(f.name == "integrity_not_measured" for f in models.row._meta.get_fields())
     rows = []
     for g in grades:
         details = g["metrics__details"]
@@ -188,8 +194,10 @@ def _fill(pks: list[int], models: RowModels) -> None:
             # give a human verdict, and must not stop the rest (the migration fills every stored grade).
             basis = None
         judged = judges.get(g["pk"], {})
+        extra = {"integrity_not_measured": _json(integrity_not_measured(details))} if has_integrity else {}
         rows.append(
             models.row(
+                **extra,
                 grade_id=g["pk"],
                 run_id=g["run_id"],
                 task_id=g["run__task_id"],
@@ -208,7 +216,7 @@ def _fill(pks: list[int], models: RowModels) -> None:
                 if in_scope is None or integrity_ok is None
                 else bool(in_scope) and bool(integrity_ok),
                 provisional=g["provisional"],
-                metrics=_json(numeric_metrics(g["run__grade_json"])),
+                metrics=_json(report_metrics(g["run__grade_json"])),
                 primary=_json(
                     _verdicts(
                         judged.get(JudgeRole.PRIMARY),

@@ -19,7 +19,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from grading.report import REPEATED_WARNINGS, warning_kind
-from grading.report_render import report_csv
+from grading.report_render import metric_lines, report_csv
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
 from rubrics_app.forms_report import CutoffsForm
 from rubrics_app.models import Role
@@ -85,6 +85,7 @@ def _page_context(
         "warnings": report.warnings,
         "warning_lines": warning_lines(report.warnings),
         "chart": rates_chart(report.cells) if report.cells else None,
+        "metric_lines": metric_lines(report.cells),
         "histograms": [(t, blocker_histogram(t)) for t in report.tasks if t.failed_blockers],
         "agreement_items": agreement_items,
         "disagreements": disagreements,

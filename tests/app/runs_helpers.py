@@ -72,12 +72,13 @@ def write_run(
     diff: bytes = RUN_DIFF,
     passed: bool = True,
     tests_list: str | None = "tests/test_fraction.py::test_gt1\n",
+    metrics: dict[str, Any] | None = None,
 ) -> Path:
     run_dir = root / name
     run_dir.mkdir(parents=True, exist_ok=True)
     record = {"task": task_id, "arm": arm, "model": model, "repetition": repetition}
     (run_dir / "run.json").write_text(json.dumps(record))
-    (run_dir / "grade.json").write_text(json.dumps({"pass": passed, "tests_skipped": 0}))
+    (run_dir / "grade.json").write_text(json.dumps({"pass": passed, "tests_skipped": 0, **(metrics or {})}))
     (run_dir / "workspace.diff").write_bytes(diff)
     (run_dir / "ignored_created.txt").write_text("build/out.o\n")
     if tests_list is not None:

@@ -14,7 +14,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 
 from grading.cli import main as rubric_cli
-from grading.schema import load_rubric
+from grading.schema import load_rubric, load_task
 from rubrics_app.models import (
     AuditEvent,
     AuditVerb,
@@ -651,3 +651,65 @@ def test_a_database_failure_halfway_rolls_back_every_task(
     assert calls == ["fix_fraction_gt1", "second_task"]  # the first one had been written
     assert_nothing_imported()
     assert not AuditEvent.objects.exists()
+
+
+# --- §8: both prompt variants -----------------------------------------------------------------------------
+
+SPEC_PROMPT = "Make Fraction.__gt__ return True when the fraction exceeds 1; keep the tests as they are."
+ISSUE_PROMPT = "Fraction(3, 2) > 1 is False."
+
+
+def test_both_prompt_variants_round_trip_through_import_and_export(
+    repository: Repository, other_repository: Repository, maintainer: Any, outsider: Any, tmp_path: Path
+) -> None:
+    task_json = {"id": "fix_fraction_gt1", "prompts": {"spec": SPEC_PROMPT, "issue": ISSUE_PROMPT}}
+    buffer = io.BytesIO(task_zip())
+    with zipfile.ZipFile(buffer, "a") as archive:
+        archive.writestr("tasks/fix_fraction_gt1/task.json", json.dumps(task_json))
+        archive.writestr("tasks/fix_fraction_gt1/oracle.diff", ORACLE_DIFF)
+    (revision,) = import_export.import_rubric_zip(repository, upload(buffer.getvalue()), maintainer)
+    task = Task.objects.get(pk=revision.task_id)
+    assert (task.spec_prompt, task.issue_prompt) == (SPEC_PROMPT, ISSUE_PROMPT)
+    assert "prompts" not in task.extra
+
+    admitted = approve_and_admit(revision, maintainer)
+    exported = import_export.export_zip(admitted, private=True)
+    with zipfile.ZipFile(io.BytesIO(exported)) as archive:
+        (tmp_path / "task.json").write_bytes(archive.read("tasks/fix_fraction_gt1/task.json"))
+    spec = load_task(tmp_path)
+    assert spec.prompt_variants() == {"spec": SPEC_PROMPT, "issue": ISSUE_PROMPT}
+    assert (spec.prompt, spec.prompt_style) == (SPEC_PROMPT, "spec")
+
+    (again,) = import_export.import_rubric_zip(other_repository, upload(exported), outsider)
+    copy = Task.objects.get(pk=again.task_id)
+    assert (copy.spec_prompt, copy.issue_prompt) == (SPEC_PROMPT, ISSUE_PROMPT)
+
+
+def test_a_task_json_of_one_prompt_replaces_both_variants(repository: Repository, maintainer: Any) -> None:
+    Task.objects.create(
+        repository=repository, task_id="fix_fraction_gt1", spec_prompt=SPEC_PROMPT, issue_prompt=ISSUE_PROMPT
+    )
+    buffer = io.BytesIO(task_zip())
+    with zipfile.ZipFile(buffer, "a") as archive:
+        archive.writestr(
+            "tasks/fix_fraction_gt1/task.json",
+            json.dumps({"id": "fix_fraction_gt1", "prompt": ISSUE_PROMPT, "prompt_style": "issue"}),
+        )
+    (revision,) = import_export.import_rubric_zip(repository, upload(buffer.getvalue()), maintainer)
+    task = Task.objects.get(pk=revision.task_id)
+    assert (task.spec_prompt, task.issue_prompt) == ("", ISSUE_PROMPT)
+
+
+def test_bad_prompts_are_problems_naming_the_field_and_nothing_is_imported(
+    repository: Repository, maintainer: Any
+) -> None:
+    task_json = {"id": "fix_fraction_gt1", "prompt": "other", "prompts": {"spec": SPEC_PROMPT, "isue": "x"}}
+    buffer = io.BytesIO(task_zip())
+    with zipfile.ZipFile(buffer, "a") as archive:
+        archive.writestr("tasks/fix_fraction_gt1/task.json", json.dumps(task_json))
+    with pytest.raises(ImportFailed) as caught:
+        import_export.import_rubric_zip(repository, upload(buffer.getvalue()), maintainer)
+    assert [str(p) for p in caught.value.problems] == [
+        "tasks/fix_fraction_gt1/task.json: prompts.isue: unknown key (did you mean 'issue'?)"
+    ]
+    assert not Task.objects.filter(repository=repository).exists()

@@ -147,7 +147,13 @@ def test_the_migration_fills_the_rows_the_import_writes(tmp_path: Path, reposito
     migration = importlib.import_module("rubrics_app.migrations.0100_report_rows")
     state = MigrationExecutor(connection).loader.project_state(("rubrics_app", "0100_report_rows"))
     migration.fill_rows(state.apps, None)
+    # 0125 writes them again with the columns added since (the integrity parts not measured).
+    assert {r["integrity_not_measured"] for r in _rows()} == {"[]"}
+    later = importlib.import_module("rubrics_app.migrations.0125_report_row_integrity_not_measured")
+    name = ("rubrics_app", "0125_report_row_integrity_not_measured")
+    later.refill_rows(MigrationExecutor(connection).loader.project_state(name).apps, None)
     assert _rows() == written
+    assert {r["integrity_not_measured"] for r in written} == {'["test_cases","tests_skipped"]'}
 
 
 def test_a_grade_written_without_its_row_gets_one_when_the_report_is_read(

@@ -79,6 +79,7 @@ def build_runs(tmp_path: Path, repository: Repository) -> list[Path]:
                 run_dir = write_run(
                     tmp_path / "runs", f"{task_id}-{arm}-{rep}", task_id=task_id, arm=arm, repetition=rep,
                     diff=FAIL_DIFF if rep == 2 else RUN_DIFF, passed=not (arm == "plain" and rep == 3),
+                    metrics={"own_tests_fail_on_base": rep != 1, "tests_added": rep},
                 )  # fmt: skip
                 grade(task_dir, run_dir, f"scripted:{primary}", f"scripted:{second}",
                       provisional=task_id == "t_gamma")  # fmt: skip
@@ -148,6 +149,11 @@ def test_it_downloads_what_rubric_report_json_prints_on_the_same_runs(
         "after_cutoff",
     }
     assert any(c["provisional"] for c in got["cells"])
+    # grade.json's true/false metric as a rate, its number as a mean; integrity parts not measured counted.
+    guidance = next(c for c in got["cells"] if c["arm"] == "guidance")
+    assert guidance["metric_rates"]["own_tests_fail_on_base"] == {"rate": 0.75, "true": 9, "runs": 12}
+    assert guidance["metrics"]["tests_added"] == {"mean": 1.5, "runs": 12}
+    assert guidance["integrity_not_measured_runs"] == guidance["measured"] > 0
 
 
 def test_the_csv_download_is_the_same_report(
@@ -202,6 +208,15 @@ def test_the_page_shows_the_report(
     assert '<span class="badge provisional">scripted</span>' in html
     assert 'class="report-chart"' in html and 'class="report-histogram"' in html
     assert "before_cutoff" in html and "sensitivity" in html
+    # grade.json's true/false metric as a share of true, never as a mean; integrity parts not measured.
+    metrics = html.split('id="report-metrics"')[1].split("</ul>")[0]
+    assert "guidance / model-a: <code>own_tests_fail_on_base</code> true in 75.0% (9 of 12 runs)" in metrics
+    assert "<code>tests_added</code> = 1.5 (12 runs)" in metrics
+    cells = html.split('id="report-cells"')[1].split("</table>")[0]
+    assert (
+        "Integrity not measured</th>" in cells
+        and '<td>12 <span class="muted">(test_cases 12, tests_skipped 12)</span></td>' in cells
+    )
     # Disagreements link into the queue, at the pair's own screen.
     grade = RunGrade.objects.filter(
         run__task__task_id="t_alpha", run__arm="guidance", run__repetition=0

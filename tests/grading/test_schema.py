@@ -632,7 +632,7 @@ def test_load_task_reads_prompt_md(tmp_path: Path) -> None:
             "prompt_style",
         ),
         ({"task.json": '{"id": "t", "prompt": "p", "gate": "pass"}'}, "list", "gate"),
-        ({"task.json": '{"id": "t"}'}, "no prompt", "prompt"),
+        ({"task.json": '{"id": "t"}'}, "no spec prompt", "prompt"),
         ({"task.json": '{"id": "t"}', "prompt.md": b"\xff"}, "not UTF-8", None),
     ],
 )
