@@ -324,3 +324,29 @@ def test_admitting_through_the_service_still_retires_the_previous_one(
     retired = revisions.admit(newer, by=maintainer)
     assert retired is not None and retired.pk == admitted_revision.pk
     assert retired.status == RevisionStatus.RETIRED
+
+
+# --- forking a frozen revision into a draft ------------------------------------------------------------
+
+
+def test_a_fork_whose_edit_fails_leaves_no_draft(approved_revision: RubricRevision, maintainer: Any) -> None:
+    before = RubricRevision.objects.filter(task=approved_revision.task).count()
+
+    def failing(draft: RubricRevision) -> None:
+        revisions.edit_revision(draft, draft.version + 5, {"intent": "x"}, by=maintainer)  # a stale version
+
+    with pytest.raises(revisions.Conflict):
+        revisions.fork_for_edit(approved_revision, maintainer, failing)
+    assert RubricRevision.objects.filter(task=approved_revision.task).count() == before
+
+
+def test_a_fork_returns_the_draft_with_the_edit_applied(
+    approved_revision: RubricRevision, maintainer: Any
+) -> None:
+    draft, edited = revisions.fork_for_edit(
+        approved_revision,
+        maintainer,
+        lambda draft: revisions.edit_revision(draft, draft.version, {"intent": "sharper"}, by=maintainer),
+    )
+    assert draft.status == RevisionStatus.DRAFT and draft.parent_id == approved_revision.pk
+    assert edited.pk == draft.pk and RubricRevision.objects.get(pk=draft.pk).intent == "sharper"
