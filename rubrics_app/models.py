@@ -1,11 +1,9 @@
 """What maintainers decide, held in the database: repositories, tasks, rubric revisions and their review.
 
 An approved, admitted or retired revision is frozen. The code refuses to edit it
-(``RubricRevision.is_frozen``), and so does the database: triggers on SQLite and PostgreSQL (migration
-0006) reject every write to a frozen revision's content, items and calibration diffs (REPLACE and TRUNCATE
-included), to the columns of its task that say what it means, and any status move other than draft ->
-approved -> admitted -> retired. Editing one means a new draft revision
-(``rubrics_app.services.revisions.new_draft_from``).
+(``RubricRevision.is_frozen``), and so does the database: :mod:`rubrics_app.freeze` owns the rule and the
+triggers on SQLite and PostgreSQL that keep it. Editing one means a new draft revision
+(``rubrics_app.services.revisions.fork_for_edit``).
 """
 
 from __future__ import annotations
@@ -24,6 +22,7 @@ from django.utils import timezone
 
 from grading.errors import InputError, InputErrors
 from grading.schema import RUBRIC_SCHEMA, Rubric, TestsConfig, parse_rubric
+from rubrics_app import freeze
 
 ITEM_ID_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 name_validator = RegexValidator(
@@ -173,7 +172,7 @@ class RevisionStatus(models.TextChoices):
     RETIRED = "retired", "Retired"  # was admitted, superseded by a newer admitted revision of its task
 
 
-FROZEN_STATUSES = (RevisionStatus.APPROVED, RevisionStatus.ADMITTED, RevisionStatus.RETIRED)
+FROZEN_STATUSES = tuple(RevisionStatus(status) for status in freeze.FROZEN_STATUSES)
 
 
 class Origin(models.TextChoices):
@@ -295,6 +294,9 @@ class RubricRevision(models.Model):
     version = models.PositiveIntegerField(default=1)
 
     approved_at = models.DateTimeField(null=True, blank=True)
+    # sha256 of rubric.json as approved: a calibration admits the revision only when it judged these bytes
+    # (the database compares them, rubrics_app.freeze).
+    content_sha256 = models.CharField(max_length=64, blank=True)
     approved_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
@@ -307,11 +309,9 @@ class RubricRevision(models.Model):
         ordering = ["task_id", "-number"]
         constraints = [
             models.UniqueConstraint(fields=["task", "number"], name="unique_revision_number_per_task"),
-            # Exports and grading read "the" rubric of a task: there can be only one admitted revision.
-            models.UniqueConstraint(
-                fields=["task"], condition=Q(status="admitted"), name="one_admitted_revision_per_task"
-            ),
         ]
+        # Exports and grading read "the" rubric of a task: there is only one admitted revision, since the
+        # database retires the previous one as another is admitted (rubrics_app.freeze).
 
     def __str__(self) -> str:
         return f"{self.task} r{self.number} ({self.status})"
@@ -433,12 +433,14 @@ class RubricRevision(models.Model):
         # Conditional on the stored status: a second approval racing this one (two maintainers, or the last
         # item's approval and the "Approve revision" button) is refused here, rather than by the
         # frozen-revision trigger as an IntegrityError (a 500).
+        content = self.rubric_sha256()
         approved = RubricRevision.objects.filter(pk=self.pk, status=RevisionStatus.DRAFT).update(
-            status=RevisionStatus.APPROVED, approved_at=now, approved_by=by
+            status=RevisionStatus.APPROVED, approved_at=now, approved_by=by, content_sha256=content
         )
         if not approved:
             raise TransitionError(f"revision {self.number} was approved meanwhile")
         self.status, self.approved_at, self.approved_by = RevisionStatus.APPROVED, now, by
+        self.content_sha256 = content
 
     def rubric_json_bytes(self) -> bytes:
         """rubric.json as exported: the bytes calibration judges and an export writes."""
@@ -448,18 +450,21 @@ class RubricRevision(models.Model):
         return hashlib.sha256(self.rubric_json_bytes()).hexdigest()
 
     def passing_calibrations(self) -> models.QuerySet[CalibrationRun]:
-        """Passing calibration runs of this revision with the repository's current primary judge (what the
-        database's admitted-means-calibrated trigger asks for too)."""
+        """Passing calibration runs of the content this revision was approved with, with the repository's
+        current primary judge (what the database's admitted-means-calibrated trigger asks for too)."""
         judges = JudgeSetting.objects.filter(repository_id=self.task.repository_id).first()
-        if judges is None:
+        if judges is None or not self.content_sha256:
             return CalibrationRun.objects.none()
         return CalibrationRun.objects.filter(
-            revision=self, status=CalibrationStatus.PASSED, judge=judges.judge
+            revision=self,
+            status=CalibrationStatus.PASSED,
+            judge=judges.judge,
+            rubric_sha256=self.content_sha256,
         )
 
     def admit(self, by: Any, calibration: CalibrationRun) -> RubricRevision | None:
         """approved -> admitted, on the strength of ``calibration`` (a passing run of this exact content with
-        the repository's primary judge); the task's previously admitted revision is retired.
+        the repository's primary judge); the database retires the task's previously admitted revision.
 
         Returns the revision that was retired, if any.
         """
@@ -475,9 +480,11 @@ class RubricRevision(models.Model):
             previous = RubricRevision.objects.filter(
                 task_id=self.task_id, status=RevisionStatus.ADMITTED
             ).first()
-            if previous is not None:
-                previous.status = RevisionStatus.RETIRED
-                previous.save(update_fields=["status"])
+            if previous is not None and previous.number > self.number:
+                raise TransitionError(
+                    f"revision {previous.number} of this task is admitted: "
+                    "an older revision never replaces it"
+                )
             now = timezone.now()
             admitted = RubricRevision.objects.filter(pk=self.pk, status=RevisionStatus.APPROVED).update(
                 status=RevisionStatus.ADMITTED, admitted_at=now, admitted_by=by
@@ -485,6 +492,8 @@ class RubricRevision(models.Model):
             if not admitted:
                 raise TransitionError(f"revision {self.number} was admitted or retired meanwhile")
             self.status, self.admitted_at, self.admitted_by = RevisionStatus.ADMITTED, now, by
+            if previous is not None:
+                previous.refresh_from_db(fields=["status"])
         return previous
 
 

@@ -1,13 +1,13 @@
 """Rubric revisions: creating them from a rubric, reviewing them item by item, and editing them safely.
 
 Two rules hold everywhere here. An approved or admitted revision is never edited: editing starts a new draft
-(:func:`new_draft_from`). And two maintainers editing the same row never overwrite each other silently: an
+(:func:`fork_for_edit`). And two maintainers editing the same row never overwrite each other silently: an
 edit names the version it was made against, and a stale one raises :class:`Conflict` with the other's text.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -257,6 +257,21 @@ def new_draft_from(revision: RubricRevision, by: Any, *, changing: Collection[st
             },
         )
     return draft
+
+
+def fork_for_edit[T](
+    revision: RubricRevision,
+    by: Any,
+    edit: Callable[[RubricRevision], T],
+    *,
+    changing: Collection[str] = (),
+) -> tuple[RubricRevision, T]:
+    """A frozen revision is never edited: the edit lands in a new draft made from it. One transaction makes
+    the draft (:func:`new_draft_from`) and applies ``edit`` to it, so a failed edit leaves no empty draft.
+    Returns the draft and what ``edit`` returned. Every view that edits a frozen revision comes here."""
+    with transaction.atomic():
+        draft = new_draft_from(revision, by, changing=changing)
+        return draft, edit(draft)
 
 
 # --- editing ------------------------------------------------------------------------------------------------

@@ -15,8 +15,9 @@ from rubrics_app.services.import_export import task_file_problems
 
 @transaction.atomic
 def set_task_files(task: Task, files: dict[str, bytes], *, by: Any) -> Task:
-    """Replace the given task files. Refused while the task has an admitted revision: that revision was
-    calibrated with these files (edit them, then calibrate and admit a new revision... of a new task state).
+    """Replace the given task files. Refused while the task has an admitted revision, which was calibrated
+    with these files (the rule is rubrics_app.freeze's, and the database's triggers keep it too); an
+    approved revision not yet admitted leaves them editable, so a wrong oracle can be fixed before it is.
     Raises ValueError naming the file for content the import would refuse too."""
     task = Task.objects.select_for_update().select_related("repository").get(pk=task.pk)
     if by is not None and task.repository.role_of(by) != Role.MAINTAINER:

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -20,6 +20,7 @@ from rubrics_app.models import (
     RevisionFrozen,
     Role,
     RubricItem,
+    RubricRevision,
     TransitionError,
 )
 from rubrics_app.services.revisions import (
@@ -28,7 +29,7 @@ from rubrics_app.services.revisions import (
     approve_item,
     comment,
     edit_item,
-    new_draft_from,
+    fork_for_edit,
     remove_item,
     request_changes,
 )
@@ -131,11 +132,12 @@ def item_edit(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpRespo
     if item.revision.is_frozen:
         # Never edited in place: the edit lands in a new draft carrying every item over. One transaction:
         # no draft is left behind when the edit fails.
+        def edit_carried(draft: RubricRevision) -> RubricItem:
+            carried = RubricItem.objects.get(revision=draft, item_id=item.item_id)
+            return edit_item(carried, carried.version, form.text_fields(), by=request.user)
+
         try:
-            with transaction.atomic():
-                draft = new_draft_from(item.revision, by=request.user, changing={item.item_id})
-                carried = RubricItem.objects.get(revision=draft, item_id=item.item_id)
-                edit_item(carried, carried.version, form.text_fields(), by=request.user)
+            draft, carried = fork_for_edit(item.revision, request.user, edit_carried, changing={item.item_id})
         except IntegrityError:
             form.add_error(
                 "item_id", f"{form.cleaned_data['item_id']} was just taken by another item of this revision."
@@ -296,10 +298,15 @@ def item_add(request: HtmxHttpRequest, repo_pk: int, rev_pk: int, kind: str) -> 
         notice = _meanwhile(RevisionFrozen(revision), "nothing was added")
         return _respond_list(request, access, rev_pk, adding=form, notice=notice, status=409)
     try:
-        # One transaction: a new draft is not left behind when adding to it fails.
-        with transaction.atomic():
-            target = new_draft_from(revision, by=request.user) if revision.is_frozen else revision
-            item = add_item(target, item_kind, form.text_fields(), by=request.user)
+        # A frozen revision forks into a new draft, in one transaction with the addition (fork_for_edit).
+        def add(target: RubricRevision) -> RubricItem:
+            return add_item(target, item_kind, form.text_fields(), by=request.user)
+
+        target = revision
+        if revision.is_frozen:
+            target, item = fork_for_edit(revision, request.user, add)
+        else:
+            item = add(revision)
     except RevisionFrozen as exc:
         notice = _meanwhile(exc, "nothing was added")
         return _respond_list(request, access, rev_pk, adding=form, notice=notice, status=409)
@@ -340,9 +347,14 @@ def item_remove(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpRes
         )
     try:
         if revision.is_frozen:
-            with transaction.atomic():
-                draft = new_draft_from(revision, by=request.user, changing={item.item_id})
-                remove_item(RubricItem.objects.get(revision=draft, item_id=item.item_id), by=request.user)
+            draft, _ = fork_for_edit(
+                revision,
+                request.user,
+                lambda draft: remove_item(
+                    RubricItem.objects.get(revision=draft, item_id=item.item_id), by=request.user
+                ),
+                changing={item.item_id},
+            )
             messages.success(
                 request,
                 f"Revision {revision.number} is {revision.status}; "

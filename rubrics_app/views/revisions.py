@@ -32,7 +32,7 @@ from rubrics_app.models import (
     TransitionError,
 )
 from rubrics_app.services import audit, calibration
-from rubrics_app.services.revisions import Conflict, NotCalibrated, admit, edit_revision, new_draft_from
+from rubrics_app.services.revisions import Conflict, NotCalibrated, admit, edit_revision, fork_for_edit
 from rubrics_app.views.common import (
     HtmxHttpRequest,
     ItemRow,
@@ -166,8 +166,11 @@ def revision_edit(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpRe
     target = revision
     if revision.is_frozen:
         # An approved or admitted revision is never edited: the edit goes into a new draft made from it.
-        target = new_draft_from(revision, by=request.user)
-        edit_revision(target, target.version, form.content(), by=request.user)
+        target, _ = fork_for_edit(
+            revision,
+            request.user,
+            lambda draft: edit_revision(draft, draft.version, form.content(), request.user),
+        )
         messages.success(
             request, f"Revision {revision.number} is {revision.status}; your edit is draft {target.number}."
         )
@@ -194,7 +197,7 @@ def revision_edit(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpRe
 def revision_new_draft(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
     access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
     revision = load_revision(access.repository, rev_pk)
-    draft = new_draft_from(revision, by=request.user)
+    draft, _ = fork_for_edit(revision, request.user, lambda draft: None)
     messages.success(request, f"Draft {draft.number} starts from revision {revision.number}.")
     return redirect_to(request, revision_url(draft))
 

@@ -163,12 +163,19 @@ def _forget_queue(app: Any, queue: str) -> None:
                 client.delete(key)
 
 
+# The latest migration that installs rubrics_app.freeze's triggers (test_freeze_module checks its columns).
+FREEZE_MIGRATION = "0130_freeze_in_one_module"
+
+
 def _set_frozen_triggers(installed: bool) -> None:
     from django.db import connection
 
-    # The latest migration that (re)defines the triggers.
-    migration = importlib.import_module("rubrics_app.migrations.0006_freeze_holes_closed")
-    install, uninstall = migration.trigger_sql(connection.vendor)
+    from rubrics_app import freeze
+
+    # The column lists of the latest migration that (re)installs the triggers.
+    columns = importlib.import_module(f"rubrics_app.migrations.{FREEZE_MIGRATION}").COLUMNS
+    install = freeze.install_sql(connection.vendor, columns)
+    uninstall = freeze.drop_sql(connection.vendor, columns)
     with connection.cursor() as cursor:
         for sql in uninstall:
             cursor.execute(sql)

@@ -211,7 +211,8 @@ def test_the_database_refuses_a_raw_update_to_admitted_without_a_passing_run(
 
 @pytest.mark.django_db
 def test_the_database_refuses_inserting_an_admitted_revision(task: Any) -> None:
-    with pytest.raises(IntegrityError, match="passing calibration run"), transaction.atomic():
+    # Every revision starts as a draft (rubrics_app.freeze), so none is inserted admitted and uncalibrated.
+    with pytest.raises(IntegrityError, match="created as a draft"), transaction.atomic():
         RubricRevision.objects.create(task=task, number=99, status=RevisionStatus.ADMITTED)
 
 

@@ -17,9 +17,6 @@ from django.db import IntegrityError, connection, transaction
 
 from rubrics_app.models import (
     CalibrationDiff,
-    CalibrationRun,
-    CalibrationStatus,
-    JudgeSetting,
     Repository,
     RevisionStatus,
     RubricItem,
@@ -27,7 +24,7 @@ from rubrics_app.models import (
     Task,
 )
 from rubrics_app.services.import_export import ImportFailed, TaskFiles, import_task_files
-from tests.app.conftest import CALIBRATION_FILES, MakeRevision, rubric_data
+from tests.app.conftest import CALIBRATION_FILES, MakeRevision, calibrate, rubric_data
 
 REVISION = "rubrics_app_rubricrevision"
 ITEM = "rubrics_app_rubricitem"
@@ -182,25 +179,18 @@ FORWARD = {("draft", "approved"), ("approved", "admitted"), ("admitted", "retire
 
 @pytest.mark.parametrize("old", STATUSES)
 @pytest.mark.parametrize("new", [*STATUSES, "x"])
-def test_status_moves_only_forward_one_step(make_revision: MakeRevision, old: str, new: str) -> None:
+def test_status_moves_only_forward_one_step(
+    make_revision: MakeRevision, maintainer: Any, old: str, new: str
+) -> None:
     revision = make(old, make_revision)
-    if new == RevisionStatus.ADMITTED:
-        # One admitted revision per task: retire the other one first, as admitting does.
-        RubricRevision.objects.filter(task=revision.task, status="admitted").exclude(pk=revision.pk).update(
-            status=RevisionStatus.RETIRED
-        )
-        # Admitted means calibrated (0011's own trigger, tested in test_calibration): give every revision a
-        # passing run, so what decides here is only the order of statuses.
-        judge = JudgeSetting.objects.get(repository=revision.task.repository).judge
-        CalibrationRun.objects.create(
-            revision=revision,
-            status=CalibrationStatus.PASSED,
-            judge=judge,
-            rubric_sha256="x",
-            inputs_sha256="x",
-        )
+    if (old, new) == ("approved", "admitted"):
+        calibrate(revision, maintainer)  # admitted means calibrated: what decides here is the order only
     sql = f"UPDATE {REVISION} SET status = %s WHERE id = %s"
-    if old == new or (old, new) in FORWARD:
+    if (old, new) == ("admitted", "retired"):
+        # Forward, but a revision retires only as a newer one is admitted (test_freeze_module).
+        assert refused(sql, [new, revision.pk], "retires only when a newer revision of its task is admitted")
+        assert RubricRevision.objects.get(pk=revision.pk).status == old
+    elif old == new or (old, new) in FORWARD:
         assert not refused(sql, [new, revision.pk])
         assert RubricRevision.objects.get(pk=revision.pk).status == new
     else:

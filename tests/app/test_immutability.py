@@ -148,11 +148,14 @@ def test_the_database_refuses_any_status_that_would_unfreeze_it(
 
 def test_the_legal_transitions_still_work(make_revision: MakeRevision, maintainer: Any) -> None:
     approved = make_revision(RevisionStatus.APPROVED)
-    calibrate(approved, maintainer)  # admitted means calibrated (migration 0011)
-    # approved -> admitted -> retired are allowed by the triggers (and nothing backwards: test_freeze_holes).
+    calibrate(approved, maintainer)  # admitted means calibrated (rubrics_app.freeze)
+    # approved -> admitted -> retired are allowed by the triggers (and nothing backwards: test_freeze_holes);
+    # retired only as a newer revision is admitted, which the database does itself.
     RubricRevision.objects.filter(pk=approved.pk).update(status=RevisionStatus.ADMITTED)
     assert RubricRevision.objects.get(pk=approved.pk).status == RevisionStatus.ADMITTED
-    RubricRevision.objects.filter(pk=approved.pk).update(status=RevisionStatus.RETIRED)
+    newer = make_revision(RevisionStatus.APPROVED)
+    calibrate(newer, maintainer)
+    RubricRevision.objects.filter(pk=newer.pk).update(status=RevisionStatus.ADMITTED)
     assert RubricRevision.objects.get(pk=approved.pk).status == RevisionStatus.RETIRED
 
 
