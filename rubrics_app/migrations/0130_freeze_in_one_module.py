@@ -94,7 +94,7 @@ def fill_content_sha256(apps: Any, schema_editor: Any) -> None:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("rubrics_app", "0120_draft_export_sha256_verdict_finding")]
+    dependencies = [("rubrics_app", "0125_report_row_integrity_not_measured")]
 
     operations = [
         migrations.RunPython(drop_old, restore_old),
