@@ -282,10 +282,15 @@ def task_file_problems(files: dict[str, bytes], label: Any = str) -> list[Import
 def _task_fields(spec: TaskSpec) -> dict[str, Any]:
     extra = dict(spec.model_extra or {})
     out: dict[str, Any] = {"gate": list(spec.gate)}
-    # Every variant task.json carries (§8), and none it does not: the file is the task's whole statement.
+    # With `prompts`, the file states the task's whole statement (§8): every variant it carries, and none it
+    # does not. A task.json with only `prompt` (every file written before §8 variants) says nothing of the
+    # other variant, so that one is left as stored: re-importing an exported task.json changes nothing.
     variants = spec.prompt_variants()
-    out["spec_prompt"] = variants.get("spec", "")
-    out["issue_prompt"] = variants.get("issue", "")
+    if spec.prompts is not None:
+        out["spec_prompt"] = variants.get("spec", "")
+        out["issue_prompt"] = variants.get("issue", "")
+    else:
+        out.update({f"{style}_prompt": text for style, text in variants.items()})
     if spec.base_commit:
         out["base_commit"] = spec.base_commit
     if spec.base_date:

@@ -685,18 +685,25 @@ def test_both_prompt_variants_round_trip_through_import_and_export(
     assert (copy.spec_prompt, copy.issue_prompt) == (SPEC_PROMPT, ISSUE_PROMPT)
 
 
-def test_a_task_json_of_one_prompt_replaces_both_variants(repository: Repository, maintainer: Any) -> None:
+def test_a_lone_prompt_leaves_the_other_variant_and_prompts_states_both(
+    repository: Repository, maintainer: Any
+) -> None:
     Task.objects.create(
         repository=repository, task_id="fix_fraction_gt1", spec_prompt=SPEC_PROMPT, issue_prompt=ISSUE_PROMPT
     )
-    buffer = io.BytesIO(task_zip())
-    with zipfile.ZipFile(buffer, "a") as archive:
-        archive.writestr(
-            "tasks/fix_fraction_gt1/task.json",
-            json.dumps({"id": "fix_fraction_gt1", "prompt": ISSUE_PROMPT, "prompt_style": "issue"}),
-        )
-    (revision,) = import_export.import_rubric_zip(repository, upload(buffer.getvalue()), maintainer)
-    task = Task.objects.get(pk=revision.task_id)
+
+    def import_task_json(task_json: dict[str, Any]) -> Task:
+        buffer = io.BytesIO(task_zip())
+        with zipfile.ZipFile(buffer, "a") as archive:
+            archive.writestr("tasks/fix_fraction_gt1/task.json", json.dumps(task_json))
+        (revision,) = import_export.import_rubric_zip(repository, upload(buffer.getvalue()), maintainer)
+        return Task.objects.get(pk=revision.task_id)
+
+    # A task.json of one `prompt` (every file before the variants) says nothing of the other variant.
+    task = import_task_json({"id": "fix_fraction_gt1", "prompt": "New issue text.", "prompt_style": "issue"})
+    assert (task.spec_prompt, task.issue_prompt) == (SPEC_PROMPT, "New issue text.")
+    # `prompts` is the whole statement: a variant it leaves out is cleared.
+    task = import_task_json({"id": "fix_fraction_gt1", "prompts": {"issue": ISSUE_PROMPT}})
     assert (task.spec_prompt, task.issue_prompt) == ("", ISSUE_PROMPT)
 
 
