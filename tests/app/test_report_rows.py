@@ -153,7 +153,7 @@ def test_the_migration_fills_the_rows_the_import_writes(tmp_path: Path, reposito
     name = ("rubrics_app", "0125_report_row_integrity_not_measured")
     later.refill_rows(MigrationExecutor(connection).loader.project_state(name).apps, None)
     assert _rows() == written
-    assert {r["integrity_not_measured"] for r in written} == {'["test_cases","tests_skipped"]'}
+    assert {r["integrity_not_measured"] for r in written} == {'["git_dir","test_cases","tests_skipped"]'}
 
 
 def test_a_grade_written_without_its_row_gets_one_when_the_report_is_read(

@@ -215,7 +215,7 @@ def test_the_page_shows_the_report(
     cells = html.split('id="report-cells"')[1].split("</table>")[0]
     assert (
         "Integrity not measured</th>" in cells
-        and '<td>12 <span class="muted">(test_cases 12, tests_skipped 12)</span></td>' in cells
+        and '<td>12 <span class="muted">(git_dir 12, test_cases 12, tests_skipped 12)</span></td>' in cells
     )
     # Disagreements link into the queue, at the pair's own screen.
     grade = RunGrade.objects.filter(
