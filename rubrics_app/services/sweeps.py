@@ -40,21 +40,24 @@ from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import F, Q, Sum
 from django.utils import timezone
 
-from grading.errors import InputError
-from grading.integrity import TESTS_LIST_ERROR_NAME
-from grading.judge.backend import Backend
-from grading.judge.cost import PriceTable, load_price_table
-from grading.judge.limits import (
+from grading import (
+    TESTS_LIST_ERROR_NAME,
+    Backend,
     Budget,
     BudgetExceeded,
+    InputError,
+    JudgeSettings,
     LimitedBackend,
+    PriceTable,
     ProviderLimit,
     ProviderLimitSpec,
+    RunMetrics,
+    check_second_judge,
+    grade_run,
+    load_price_table,
+    make_backend,
     provider_of,
 )
-from grading.judge.runner import JudgeSettings
-from grading.judge.specs import check_second_judge, make_backend
-from grading.outcome import RunMetrics, grade_run
 from rubrics_app.models import (
     Job,
     JobKind,
