@@ -88,9 +88,11 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "MutantRow",
         "check_mutants",
     ),
+    "grading.run": ("Run", "TaskFiles", "make_run", "make_task_files", "read_run", "read_task_files"),
     "grading.outcome": (
         "RunDetails",
         "RunMetrics",
+        "grade",
         "grade_run",
     ),
     "grading.report": (
@@ -197,6 +199,7 @@ if TYPE_CHECKING:
     from grading.mutants import check_mutants as check_mutants
     from grading.outcome import RunDetails as RunDetails
     from grading.outcome import RunMetrics as RunMetrics
+    from grading.outcome import grade as grade
     from grading.outcome import grade_run as grade_run
     from grading.report import DEFAULT_BOOTSTRAP as DEFAULT_BOOTSTRAP
     from grading.report import DEFAULT_SEED as DEFAULT_SEED
@@ -213,6 +216,12 @@ if TYPE_CHECKING:
     from grading.report_files import parse_date as parse_date
     from grading.report_render import metric_lines as metric_lines
     from grading.report_render import report_csv as report_csv
+    from grading.run import Run as Run
+    from grading.run import TaskFiles as TaskFiles
+    from grading.run import make_run as make_run
+    from grading.run import make_task_files as make_task_files
+    from grading.run import read_run as read_run
+    from grading.run import read_task_files as read_task_files
     from grading.schema import MAX_BLOCKERS as MAX_BLOCKERS
     from grading.schema import MAX_NON_BLOCKERS as MAX_NON_BLOCKERS
     from grading.schema import MAX_WEIGHT as MAX_WEIGHT
