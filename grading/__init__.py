@@ -1,6 +1,258 @@
 """Mergeability grading: rubric checks, a fenced diff-only judge, outcomes and admission.
 
+The package root is the public API: the Django app imports grading only from here (a test walks
+``rubrics_app/`` for it), and the ``rubric`` command's path-based functions are wrappers over the same calls.
+Names load on first use (PEP 562), so ``rubric --help`` does not import the judge backends or the report.
+
 This package never imports Django (tests/grading/test_no_django.py proves it).
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+# module -> its public names; tests/grading/test_public_api.py checks them against the imports below.
+_PUBLIC: dict[str, tuple[str, ...]] = {
+    "grading.admission": (
+        "AdmissionReport",
+        "AdmissionRow",
+        "SUITE_KINDS",
+        "check_task",
+        "inject_reviewer_comment",
+    ),
+    "grading.agreement": ("judge_agreement",),
+    "grading.basetree": ("BaseTree",),
+    "grading.commands.judge": ("printable",),
+    "grading.diffs": ("read_diff",),
+    "grading.draft": (
+        "ALT_DIFF_PATH",
+        "DEFAULT_GUIDANCE_GLOBS",
+        "Draft",
+        "DraftError",
+        "GitHubError",
+        "GitHubSource",
+        "LAZY_DIFF_PATH",
+        "PullRequest",
+        "build_draft_input",
+        "check_draft",
+        "draft_rubric",
+        "make_drafter",
+        "parse_pr_export",
+        "render_draft_request",
+    ),
+    "grading.draft.pr": ("parse_github_repository",),
+    "grading.errors": (
+        "InputError",
+        "InputErrors",
+    ),
+    "grading.globs": ("glob_error",),
+    "grading.injection": ("PAYLOAD_KINDS",),
+    "grading.integrity": (
+        "TESTS_LIST_ERROR_NAME",
+        "TESTS_LIST_NAME",
+        "read_listing_error",
+    ),
+    "grading.judge.backend": ("Backend",),
+    "grading.judge.cache": (
+        "CachedVerdicts",
+        "MemoryCache",
+    ),
+    "grading.judge.cost": (
+        "PriceTable",
+        "load_price_table",
+    ),
+    "grading.judge.limits": (
+        "Budget",
+        "BudgetExceeded",
+        "LimitedBackend",
+        "ProviderLimit",
+        "ProviderLimitSpec",
+        "parse_provider_limits",
+        "provider_of",
+    ),
+    "grading.judge.models": ("JudgeResult",),
+    "grading.judge.runner": ("JudgeSettings",),
+    "grading.judge.specs": (
+        "check_second_judge",
+        "judge_family",
+        "make_backend",
+        "parse_decoding",
+        "second_judge_problem",
+    ),
+    "grading.judge.tree": ("supports_tree",),
+    "grading.mutants": (
+        "MutantReport",
+        "MutantRow",
+        "check_mutants",
+    ),
+    "grading.run": ("Run", "TaskFiles", "make_run", "make_task_files", "read_run", "read_task_files"),
+    "grading.outcome": (
+        "RunDetails",
+        "RunMetrics",
+        "grade",
+        "grade_run",
+    ),
+    "grading.report": (
+        "Cell",
+        "DEFAULT_BOOTSTRAP",
+        "DEFAULT_SEED",
+        "Estimate",
+        "GradedRun",
+        "JudgeVerdicts",
+        "REPEATED_WARNINGS",
+        "Report",
+        "TaskRow",
+        "build_report",
+        "grade_metrics",
+        "warning_kind",
+    ),
+    "grading.report_files": ("parse_date",),
+    "grading.report_render": (
+        "metric_lines",
+        "report_csv",
+    ),
+    "grading.schema": (
+        "GradeJson",
+        "LazyCalibration",
+        "MAX_BLOCKERS",
+        "MAX_NON_BLOCKERS",
+        "MAX_WEIGHT",
+        "MIN_BLOCKERS",
+        "MIN_NON_BLOCKERS",
+        "RUBRIC_SCHEMA",
+        "Rubric",
+        "RunRecord",
+        "TaskSpec",
+        "TestsConfig",
+        "load_grade",
+        "load_manifest",
+        "load_run",
+        "parse_json",
+        "parse_rubric",
+        "read_input_bytes",
+        "read_json",
+        "validation_messages",
+    ),
+    "grading.workspace": ("read_path_list",),
+}
+_MODULE_OF = {name: module for module, names in _PUBLIC.items() for name in names}
+
+__all__ = sorted(_MODULE_OF)
+
+if TYPE_CHECKING:
+    from grading.admission import SUITE_KINDS as SUITE_KINDS
+    from grading.admission import AdmissionReport as AdmissionReport
+    from grading.admission import AdmissionRow as AdmissionRow
+    from grading.admission import check_task as check_task
+    from grading.admission import inject_reviewer_comment as inject_reviewer_comment
+    from grading.agreement import judge_agreement as judge_agreement
+    from grading.basetree import BaseTree as BaseTree
+    from grading.commands.judge import printable as printable
+    from grading.diffs import read_diff as read_diff
+    from grading.draft import ALT_DIFF_PATH as ALT_DIFF_PATH
+    from grading.draft import DEFAULT_GUIDANCE_GLOBS as DEFAULT_GUIDANCE_GLOBS
+    from grading.draft import LAZY_DIFF_PATH as LAZY_DIFF_PATH
+    from grading.draft import Draft as Draft
+    from grading.draft import DraftError as DraftError
+    from grading.draft import GitHubError as GitHubError
+    from grading.draft import GitHubSource as GitHubSource
+    from grading.draft import PullRequest as PullRequest
+    from grading.draft import build_draft_input as build_draft_input
+    from grading.draft import check_draft as check_draft
+    from grading.draft import draft_rubric as draft_rubric
+    from grading.draft import make_drafter as make_drafter
+    from grading.draft import parse_pr_export as parse_pr_export
+    from grading.draft import render_draft_request as render_draft_request
+    from grading.draft.pr import parse_github_repository as parse_github_repository
+    from grading.errors import InputError as InputError
+    from grading.errors import InputErrors as InputErrors
+    from grading.globs import glob_error as glob_error
+    from grading.injection import PAYLOAD_KINDS as PAYLOAD_KINDS
+    from grading.integrity import TESTS_LIST_ERROR_NAME as TESTS_LIST_ERROR_NAME
+    from grading.integrity import TESTS_LIST_NAME as TESTS_LIST_NAME
+    from grading.integrity import read_listing_error as read_listing_error
+    from grading.judge.backend import Backend as Backend
+    from grading.judge.cache import CachedVerdicts as CachedVerdicts
+    from grading.judge.cache import MemoryCache as MemoryCache
+    from grading.judge.cost import PriceTable as PriceTable
+    from grading.judge.cost import load_price_table as load_price_table
+    from grading.judge.limits import Budget as Budget
+    from grading.judge.limits import BudgetExceeded as BudgetExceeded
+    from grading.judge.limits import LimitedBackend as LimitedBackend
+    from grading.judge.limits import ProviderLimit as ProviderLimit
+    from grading.judge.limits import ProviderLimitSpec as ProviderLimitSpec
+    from grading.judge.limits import parse_provider_limits as parse_provider_limits
+    from grading.judge.limits import provider_of as provider_of
+    from grading.judge.models import JudgeResult as JudgeResult
+    from grading.judge.runner import JudgeSettings as JudgeSettings
+    from grading.judge.specs import check_second_judge as check_second_judge
+    from grading.judge.specs import judge_family as judge_family
+    from grading.judge.specs import make_backend as make_backend
+    from grading.judge.specs import parse_decoding as parse_decoding
+    from grading.judge.specs import second_judge_problem as second_judge_problem
+    from grading.judge.tree import supports_tree as supports_tree
+    from grading.mutants import MutantReport as MutantReport
+    from grading.mutants import MutantRow as MutantRow
+    from grading.mutants import check_mutants as check_mutants
+    from grading.outcome import RunDetails as RunDetails
+    from grading.outcome import RunMetrics as RunMetrics
+    from grading.outcome import grade as grade
+    from grading.outcome import grade_run as grade_run
+    from grading.report import DEFAULT_BOOTSTRAP as DEFAULT_BOOTSTRAP
+    from grading.report import DEFAULT_SEED as DEFAULT_SEED
+    from grading.report import REPEATED_WARNINGS as REPEATED_WARNINGS
+    from grading.report import Cell as Cell
+    from grading.report import Estimate as Estimate
+    from grading.report import GradedRun as GradedRun
+    from grading.report import JudgeVerdicts as JudgeVerdicts
+    from grading.report import Report as Report
+    from grading.report import TaskRow as TaskRow
+    from grading.report import build_report as build_report
+    from grading.report import grade_metrics as grade_metrics
+    from grading.report import warning_kind as warning_kind
+    from grading.report_files import parse_date as parse_date
+    from grading.report_render import metric_lines as metric_lines
+    from grading.report_render import report_csv as report_csv
+    from grading.run import Run as Run
+    from grading.run import TaskFiles as TaskFiles
+    from grading.run import make_run as make_run
+    from grading.run import make_task_files as make_task_files
+    from grading.run import read_run as read_run
+    from grading.run import read_task_files as read_task_files
+    from grading.schema import MAX_BLOCKERS as MAX_BLOCKERS
+    from grading.schema import MAX_NON_BLOCKERS as MAX_NON_BLOCKERS
+    from grading.schema import MAX_WEIGHT as MAX_WEIGHT
+    from grading.schema import MIN_BLOCKERS as MIN_BLOCKERS
+    from grading.schema import MIN_NON_BLOCKERS as MIN_NON_BLOCKERS
+    from grading.schema import RUBRIC_SCHEMA as RUBRIC_SCHEMA
+    from grading.schema import GradeJson as GradeJson
+    from grading.schema import LazyCalibration as LazyCalibration
+    from grading.schema import Rubric as Rubric
+    from grading.schema import RunRecord as RunRecord
+    from grading.schema import TaskSpec as TaskSpec
+    from grading.schema import TestsConfig as TestsConfig
+    from grading.schema import load_grade as load_grade
+    from grading.schema import load_manifest as load_manifest
+    from grading.schema import load_run as load_run
+    from grading.schema import parse_json as parse_json
+    from grading.schema import parse_rubric as parse_rubric
+    from grading.schema import read_input_bytes as read_input_bytes
+    from grading.schema import read_json as read_json
+    from grading.schema import validation_messages as validation_messages
+    from grading.workspace import read_path_list as read_path_list
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'grading' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # the next lookup is a plain module attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -838,6 +838,11 @@ def parse_diff(data: bytes | str, source: str = "workspace.diff") -> list[FileCh
 
 def load_diff(path: Path) -> list[FileChange]:
     """Read and parse the diff at ``path`` (InputError when it is missing, too large or not a diff)."""
+    return parse_diff(read_diff_bytes(path), str(path))
+
+
+def read_diff_bytes(path: Path) -> bytes:
+    """The bytes of the diff at ``path``, at most MAX_DIFF_BYTES of a regular file (InputError otherwise)."""
     try:
         size = path.stat().st_size
     except OSError:
@@ -845,7 +850,7 @@ def load_diff(path: Path) -> list[FileChange]:
     if size > MAX_DIFF_BYTES:
         raise InputError(path, f"{size} bytes; diffs over {MAX_DIFF_BYTES} bytes are refused")
     # A regular file only, read up to the cap: a FIFO would block and /dev/zero never end.
-    return parse_diff(read_input_bytes(path, MAX_DIFF_BYTES), str(path))
+    return read_input_bytes(path, MAX_DIFF_BYTES)
 
 
 # --- what the judge reads of a binary file ---------------------------------------------------------------

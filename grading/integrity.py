@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
 
@@ -36,6 +36,9 @@ from grading.globs import match_any
 from grading.schema import GradeJson, TestsConfig, load_grade, load_manifest, read_input_bytes
 from grading.scope import IGNORED_CREATED_NAME, read_ignored_created_shown
 from grading.workspace import GIT_DIR_CHANGES_NAME, read_path_list
+
+if TYPE_CHECKING:
+    from grading.run import Run, TaskFiles
 
 IntegrityRule = Literal[
     "test_file_deleted",
@@ -55,6 +58,9 @@ TESTS_BASE_NAME = "tests_base.txt"
 TESTS_LIST_NAME = "tests_list.txt"
 TESTS_LIST_ERROR_NAME = "tests_list.error"
 LISTING_ERROR_MAX_BYTES = 32 * 1024
+GIT_DIR_NOT_MEASURED = (
+    f"no {GIT_DIR_CHANGES_NAME}: the run was captured from a snapshot without a private record"
+)
 
 
 class IntegrityViolation(BaseModel):
@@ -226,7 +232,13 @@ def read_test_list(path: Path) -> list[str] | None:
     """Test ids, one per line (blank lines skipped); None when the file does not exist."""
     if not path.exists() and not path.is_symlink():
         return None
-    data = read_input_bytes(path)  # a regular file of at most 64 MiB (a FIFO would block)
+    return parse_test_list(
+        read_input_bytes(path), path
+    )  # a regular file of at most 64 MiB (a FIFO would block)
+
+
+def parse_test_list(data: bytes, path: str | Path) -> list[str]:
+    """A test list's bytes read as :func:`read_test_list` reads the file (``path`` names it in errors)."""
     if b"\0" in data:
         line = data[: data.index(b"\0")].count(b"\n") + 1
         raise InputError(path, "NUL byte: binary data, not a list of test ids", f"line {line}")
@@ -249,12 +261,45 @@ def read_listing_error(run_dir: Path) -> str | None:
         return None
     if (run_dir / TESTS_LIST_NAME).exists():
         raise InputError(path, f"beside {TESTS_LIST_NAME}: a capture writes one of the two, never both")
-    text = read_input_bytes(path, LISTING_ERROR_MAX_BYTES).decode("utf-8", errors="backslashreplace")
+    return listing_error_text(read_input_bytes(path, LISTING_ERROR_MAX_BYTES), path)
+
+
+def listing_error_text(data: bytes, path: str | Path) -> str:
+    """``tests_list.error``'s bytes as :func:`read_listing_error` reads the file: at most 32 KiB."""
+    if len(data) > LISTING_ERROR_MAX_BYTES:
+        raise InputError(path, f"larger than {LISTING_ERROR_MAX_BYTES} bytes; refused")
+    text = data.decode("utf-8", errors="backslashreplace")
     return text.strip() or "(no message)"
 
 
 def _optional_grade(path: Path) -> GradeJson | None:
     return load_grade(path) if path.exists() else None
+
+
+def integrity_of_run(task: TaskFiles, run: Run) -> IntegrityResult:
+    """Integrity of a run read once (:class:`grading.run.Run`) against a task read once: the manifest's tests
+    block, the oracle's grade.json and the base test list (each part not measured without its input)."""
+    result = check_integrity(
+        task.tests,
+        run.changes,
+        run.grade,
+        task.oracle_grade,
+        task.tests_base,
+        run.tests_list,
+        run.ignored.all_files(),
+        git_dir_changes=run.git_dir_changes,
+        run_list_error=run.tests_list_error,
+    )
+    if run.git_dir_changes is None:
+        result.not_measured["git_dir"] = GIT_DIR_NOT_MEASURED
+    return result
+
+
+def missing_run_list(task: TaskFiles, run: Run) -> str | None:
+    """:func:`missing_test_list` for a task and a run read once."""
+    return _missing_list(
+        task.tests, run.tests_list is not None, run.tests_list_error is not None, task.tests_base is not None
+    )
 
 
 def integrity_for_run(task_dir: Path, run_dir: Path, manifest_path: Path) -> IntegrityResult:
@@ -280,9 +325,7 @@ def integrity_for_run(task_dir: Path, run_dir: Path, manifest_path: Path) -> Int
         run_list_error=read_listing_error(run_dir),
     )
     if git_dir_changes is None:
-        result.not_measured["git_dir"] = (
-            f"no {GIT_DIR_CHANGES_NAME}: the run was captured from a snapshot without a private record"
-        )
+        result.not_measured["git_dir"] = GIT_DIR_NOT_MEASURED
     return result
 
 
@@ -301,10 +344,19 @@ def missing_test_list(tests: TestsConfig | None, task_dir: Path, run_dir: Path) 
     A run with neither was captured without its list, or the listing could not run at all: a grader
     failure, never a check that silently passes.
     """
-    if tests is None or tests.list_command is None or (run_dir / TESTS_LIST_NAME).exists():
+    return _missing_list(
+        tests,
+        (run_dir / TESTS_LIST_NAME).exists(),
+        (run_dir / TESTS_LIST_ERROR_NAME).exists(),
+        (task_dir / TESTS_BASE_NAME).exists(),
+    )
+
+
+def _missing_list(tests: TestsConfig | None, has_list: bool, has_error: bool, has_base: bool) -> str | None:
+    if tests is None or tests.list_command is None or has_list:
         return None
-    if (run_dir / TESTS_LIST_ERROR_NAME).exists():
-        if (task_dir / TESTS_BASE_NAME).exists():
+    if has_error:
+        if has_base:
             return None
         return (
             f"tests.list failed in the workspace ({TESTS_LIST_ERROR_NAME}) and the task has no "

@@ -38,33 +38,20 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
-from grading.diffs import MAX_DIFF_BYTES, decode_diff
 from grading.errors import InputError
-from grading.integrity import (
-    IntegrityResult,
-    integrity_for_run,
-    listing_broken,
-    missing_test_list,
-    read_git_dir_changes,
-)
+from grading.integrity import IntegrityResult, integrity_of_run, listing_broken, missing_run_list
 from grading.judge.backend import Backend
 from grading.judge.cache import VerdictCache, in_regrade_sample
 from grading.judge.models import CONFIG_BLOCKER_ID, JudgeResult
 from grading.judge.runner import JudgeSettings, diff_sha256, judge_run
 from grading.judge.specs import check_second_judge, judge_family, make_backend
 from grading.judge.tree import base_tree_for
+from grading.run import Run, TaskFiles, posed_for, read_run, read_task_files
 from grading.schema import (
     GradeJson,
     Rubric,
-    load_grade,
-    load_manifest,
-    load_rubric,
-    load_task,
-    read_input_bytes,
-    rubric_sha256,
-    task_for_run,
 )
-from grading.scope import IGNORED_CREATED_NAME, ScopeResult, read_ignored_created_shown, scope_for_run
+from grading.scope import ScopeResult, scope_of_run
 
 # The layout version of metrics.json; bumped when a key changes meaning or goes away.
 METRICS_FORMAT = 1
@@ -333,13 +320,6 @@ class RunMetrics(BaseModel):
 RunDetails.model_rebuild()
 
 
-def _read_diff_text(path: Path) -> str:
-    if not path.exists() and not path.is_symlink():
-        raise InputError(path, "file not found (rubric capture writes it before grade runs)")
-    # Bytes that are not UTF-8 are the agent's: shown to the judge as \xNN, never a reason to stop.
-    return decode_diff(read_input_bytes(path, MAX_DIFF_BYTES))
-
-
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write ``data`` as JSON through a temp file and os.replace, so readers never see half a file.
 
@@ -390,50 +370,79 @@ def grade_run(
     second_sample: float = 1.0,
     checkout: Path | None = None,
 ) -> RunMetrics:
-    """All of §1 for one run: read task.json, grade.json and rubric.json, run scope, integrity and the
-    judge(s), decide the outcome and write ``run_dir/metrics.json`` atomically.
+    """All of §1 for one run folder: read the task and the run once (:func:`grading.run.read_task_files`,
+    :func:`grading.run.read_run`), :func:`grade` them and write ``run_dir/metrics.json`` atomically.
+
+    ``rubric_path`` and ``task_json`` replace ``task_dir/rubric.json`` and ``task_dir/task.json`` (held-out
+    rubrics, §7); with ``rubric_path`` given the rubric must exist. The other arguments are :func:`grade`'s.
+    Raises InputError for bad input; nothing is written then.
+    """
+    task = read_task_files(task_dir, manifest_path, rubric_path=rubric_path, task_json=task_json)
+    run = read_run(run_dir)
+    metrics_path = run_dir / "metrics.json"
+    if write and metrics_path.is_dir():
+        raise InputError(metrics_path, "is a directory; it cannot be replaced by the file")
+    metrics = grade(
+        task,
+        run,
+        judge,
+        second_judge,
+        cache=cache,
+        settings=settings,
+        admissions=admissions,
+        allow_same_family=allow_same_family,
+        second_sample=second_sample,
+        checkout=checkout,
+    )
+    if write:
+        write_json_atomic(metrics_path, metrics.to_json_dict())
+    return metrics
+
+
+def grade(
+    task_files: TaskFiles,
+    run: Run,
+    judge: Backend | str,
+    second_judge: Backend | str | None = None,
+    *,
+    cache: VerdictCache | None = None,
+    settings: JudgeSettings | None = None,
+    admissions: AdmissionLookup | None = None,
+    allow_same_family: bool = False,
+    second_sample: float = 1.0,
+    checkout: Path | None = None,
+) -> RunMetrics:
+    """All of §1 for one run, in memory: scope, integrity and the judge(s) on ``run``, and the outcome.
 
     ``judge`` and ``second_judge`` are backends or judge specs (``anthropic:<id>``, ``openai:<id>``,
     ``scripted:<file>``); a second judge of the primary's model family is refused unless
-    ``allow_same_family``. Neither judge is called when no verdict could change the outcome.
-    ``rubric_path`` and ``task_json`` replace ``task_dir/rubric.json`` and ``task_dir/task.json`` (held-out
-    rubrics, §7); with ``rubric_path`` given the rubric must exist. ``admissions`` answers whether the rubric
-    content was admitted with the primary judge (``provisional`` is true without it).
+    ``allow_same_family``. Neither judge is called when no verdict could change the outcome; the second
+    grades ``second_sample`` of the runs (chosen by the diff's sha256). ``admissions`` answers whether the
+    rubric content was admitted with the primary judge (``provisional`` is true without it).
     ``checkout`` is the repository (its git objects are read at task.json's ``base_commit``, never its work
     tree): with it the tree judge decides ``needs_tree`` blockers; without it they are not measured.
-    Raises InputError for bad input; nothing is written then.
+    Raises InputError for bad input (a rubric but no workspace.diff, a prompt style the task lacks).
     """
-    # The judge's task statement is the prompt the run's agent was given (run.json's prompt_style, §8).
-    task = task_for_run(load_task(task_dir, task_json), run_dir)
-    base_tree = (
-        base_tree_for(task, checkout, task_json or task_dir / "task.json") if checkout is not None else None
-    )
-    grade = load_grade(run_dir / "grade.json")
-    explicit_rubric = rubric_path is not None
-    rubric_file = rubric_path if rubric_path is not None else task_dir / "rubric.json"
-    rubric: Rubric | None = None
-    content_sha256: str | None = None
-    if explicit_rubric or rubric_file.exists():
-        # Calibration files are admission's business; grading a run needs only the rubric itself.
-        rubric = load_rubric(rubric_file, check_files=False)
-        content_sha256 = rubric_sha256(read_input_bytes(rubric_file))
+    task = posed_for(task_files.task, run)
+    base_tree = base_tree_for(task, checkout, Path(task_files.task_file)) if checkout is not None else None
+    grade = run.grade
+    rubric = task_files.rubric
+    content_sha256 = task_files.rubric_sha256
     primary = _backend(judge)
     second = _backend(second_judge) if second_judge is not None else None
     if second is not None:
         check_second_judge(primary.spec, second.spec, allow_same_family=allow_same_family)
     if not 0.0 <= second_sample <= 1.0:  # also refuses NaN
         raise InputError(None, "must be between 0 and 1", "--second-judge-sample")
-    metrics_path = run_dir / "metrics.json"
-    if write and metrics_path.is_dir():
-        raise InputError(metrics_path, "is a directory; it cannot be replaced by the file")
 
     scope: ScopeResult | None = None
     integrity: IntegrityResult | None = None
     grader_problems: list[str] = []
     if rubric is not None:
-        scope = scope_for_run(task_dir, run_dir, rubric_file)
-        integrity = integrity_for_run(task_dir, run_dir, manifest_path)
-        if problem := missing_test_list(load_manifest(manifest_path).tests, task_dir, run_dir):
+        run.require_diff()
+        scope = scope_of_run(rubric, run)
+        integrity = integrity_of_run(task_files, run)
+        if problem := missing_run_list(task_files, run):
             grader_problems.append(problem)
 
     settled = settled_before_judging(task.gate, grade, rubric, grader_problems)
@@ -444,15 +453,14 @@ def grade_run(
     judge_skipped: str | None = f"not called: {settled.reasons[0]}" if settled is not None else None
     if settled is None:
         assert rubric is not None and scope is not None and integrity is not None
-        diff_text = _read_diff_text(run_dir / "workspace.diff")
+        diff_text = run.require_diff()
         config_edited = bool(integrity.config_edits)
-        ignored = read_ignored_created_shown(run_dir / IGNORED_CREATED_NAME)
         judge_args: dict[str, Any] = {
             "config_edited": config_edited,
             "cache": cache,
             "settings": settings,
-            "self_ignoring_dirs": ignored.self_ignoring_dirs,
-            "git_dir_changes": read_git_dir_changes(run_dir) or [],
+            "self_ignoring_dirs": run.ignored.self_ignoring_dirs,
+            "git_dir_changes": run.git_dir_changes or [],
             "base_tree": base_tree,
         }
         # Over the judge's limit, the runner makes no call and says the change is too large to review.
@@ -496,6 +504,4 @@ def grade_run(
             ),
         ),
     )
-    if write:
-        write_json_atomic(metrics_path, metrics.to_json_dict())
     return metrics

@@ -609,13 +609,7 @@ def load_task(task_dir: Path, task_json: Path | None = None) -> TaskSpec:
     """``task_dir/task.json``, or ``task_json`` when given (a task kept outside the public tree, §7); a
     missing ``prompt`` (the ``prompt_style`` variant) is read from ``prompt.md`` beside that file."""
     path = task_json if task_json is not None else task_dir / "task.json"
-    data = read_json(path)
-    if not isinstance(data, dict):
-        raise InputError(path, "task.json is a JSON object")
-    try:
-        task = TaskSpec.model_validate(data)
-    except ValidationError as exc:
-        raise InputErrors(path, validation_messages(exc)) from None
+    task = parse_task(read_input_bytes(path), path)
     if task.prompt is None:
         prompt_md = path.parent / "prompt.md"
         if not prompt_md.exists():
@@ -630,6 +624,19 @@ def load_task(task_dir: Path, task_json: Path | None = None) -> TaskSpec:
         except UnicodeDecodeError:
             raise InputError(prompt_md, "not UTF-8 text") from None
         task = task.model_copy(update={"prompt": prompt})
+    return task
+
+
+def parse_task(raw: bytes, path: str | Path = "task.json") -> TaskSpec:
+    """task.json's bytes as a TaskSpec, its ``prompt`` None when the file leaves it to a prompt.md beside it
+    (:func:`load_task` reads that). InputError naming ``path`` on any problem."""
+    data = parse_json(raw, path)
+    if not isinstance(data, dict):
+        raise InputError(path, "task.json is a JSON object")
+    try:
+        task = TaskSpec.model_validate(data)
+    except ValidationError as exc:
+        raise InputErrors(path, validation_messages(exc)) from None
     return task
 
 
@@ -679,7 +686,12 @@ class GradeJson(BaseModel):
 
 
 def load_grade(path: Path) -> GradeJson:
-    data = read_json(path)
+    return parse_grade(read_input_bytes(path), path)
+
+
+def parse_grade(raw: bytes, path: str | Path = "grade.json") -> GradeJson:
+    """grade.json's bytes, checked as :func:`load_grade` checks the file."""
+    data = parse_json(raw, path)
     if not isinstance(data, dict):
         raise InputError(path, "grade.json is a JSON object")
     try:
@@ -689,7 +701,12 @@ def load_grade(path: Path) -> GradeJson:
 
 
 def load_run(path: Path) -> RunRecord:
-    data = read_json(path)
+    return parse_run_record(read_input_bytes(path), path)
+
+
+def parse_run_record(raw: bytes, path: str | Path = "run.json") -> RunRecord:
+    """run.json's bytes, checked as :func:`load_run` checks the file."""
+    data = parse_json(raw, path)
     if not isinstance(data, dict):
         raise InputError(path, "run.json is a JSON object")
     try:
@@ -775,8 +792,15 @@ def load_manifest(path: Path) -> Manifest:
     """The manifest's ``tests`` block (the rest is kept, unchecked). InputError naming the file, and the line
     or key, for anything else: not a regular file of at most 1 MiB, not UTF-8, malformed YAML, an alias
     (``*name``), a key given twice, or a bad ``tests`` block."""
+    return parse_manifest(read_input_bytes(path, MAX_MANIFEST_BYTES), path)
+
+
+def parse_manifest(raw: bytes, path: str | Path = "repo_manifest.yaml") -> Manifest:
+    """A manifest's bytes, checked as :func:`load_manifest` checks the file."""
+    if len(raw) > MAX_MANIFEST_BYTES:
+        raise InputError(path, f"larger than {MAX_MANIFEST_BYTES} bytes; refused")
     try:
-        text = read_input_bytes(path, MAX_MANIFEST_BYTES).decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError(path, "not UTF-8 text") from None
     try:

@@ -10,15 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
 
 from grading.diffs import FileChange, load_diff, path_text
 from grading.errors import InputError
 from grading.globs import match_any
-from grading.schema import Scope, load_rubric
+from grading.schema import Rubric, Scope, load_rubric
 from grading.workspace import IgnoredCreated, SelfIgnoringDir, read_ignored_created
+
+if TYPE_CHECKING:
+    from grading.run import Run
 
 ScopeRule = Literal["outside_allowed", "denied", "ignored_in_denied", "too_many_files", "too_many_lines"]
 
@@ -105,7 +108,11 @@ def _shown(name: str) -> str:
 def read_ignored_created_shown(path: Path) -> IgnoredCreated:
     """``ignored_created.txt`` as `rubric capture` writes it, names shown as the diff parser shows them;
     an absent file is an empty one."""
-    found = read_ignored_created(path)
+    return shown_ignored(read_ignored_created(path))
+
+
+def shown_ignored(found: IgnoredCreated) -> IgnoredCreated:
+    """``found`` with its names shown as the diff parser shows them (names that are not UTF-8 as \\xNN)."""
     return IgnoredCreated(
         files=[_shown(f) for f in found.files],
         self_ignoring_dirs=[
@@ -113,6 +120,12 @@ def read_ignored_created_shown(path: Path) -> IgnoredCreated:
             for d in found.self_ignoring_dirs
         ],
     )
+
+
+def scope_of_run(rubric: Rubric, run: Run) -> ScopeResult:
+    """Scope of a run read once (:class:`grading.run.Run`): its file changes and the ignored files it
+    created against the rubric's scope."""
+    return check_scope(rubric.scope, run.changes, run.ignored.files, run.ignored.self_ignoring_dirs)
 
 
 def scope_for_run(task_dir: Path, run_dir: Path, rubric_path: Path | None = None) -> ScopeResult:

@@ -603,6 +603,12 @@ def read_ignored_created(path: Path) -> IgnoredCreated:
     """
     if not path.exists():
         return IgnoredCreated()
+    return parse_ignored_created(read_input_bytes(path), path)
+
+
+def parse_ignored_created(data: bytes, path: str | Path) -> IgnoredCreated:
+    """``ignored_created.txt``'s bytes read as :func:`read_ignored_created` reads the file (``path`` names it
+    in errors)."""
     files: list[str] = []
     dirs: list[SelfIgnoringDir] = []
     counts: list[tuple[int, int]] = []  # (declared count, line) per directory
@@ -618,7 +624,7 @@ def read_ignored_created(path: Path) -> IgnoredCreated:
             raise InputError(path, f"{problem}: {line!r}", f"line {number}")
         return name
 
-    for number, line in enumerate(_read_lines(path), start=1):
+    for number, line in enumerate(_lines(data, path), start=1):
         if line.startswith(_DIR_COUNT_PREFIX) and dirs and counts[-1][0] < 0:
             value = line[len(_DIR_COUNT_PREFIX) :]
             if not value.isascii() or not value.isdigit() or len(value) > 12:
@@ -659,7 +665,10 @@ def _check_relative(path: str) -> str | None:
 
 def _read_lines(path: Path) -> list[str]:
     # A regular file only, read up to the cap: a FIFO given as --before would block, /dev/zero never end.
-    data = read_input_bytes(path)
+    return _lines(read_input_bytes(path), path)
+
+
+def _lines(data: bytes, path: str | Path) -> list[str]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -685,7 +694,12 @@ def read_path_list(path: Path, header: str | None = None) -> list[str]:
     return _parse_paths(path, lines, allow_dirs=True)
 
 
-def _parse_paths(path: Path, lines: list[str], *, allow_dirs: bool = False) -> list[str]:
+def parse_path_list(data: bytes, path: str | Path) -> list[str]:
+    """A path-list file's bytes, read as :func:`read_path_list` reads the file (``path`` names it)."""
+    return _parse_paths(path, _lines(data, path), allow_dirs=True)
+
+
+def _parse_paths(path: str | Path, lines: list[str], *, allow_dirs: bool = False) -> list[str]:
     """The path lines; with ``allow_dirs`` a ``dir/`` line (a self-ignoring directory) is kept as it is."""
     paths: list[str] = []
     for number, line in enumerate(lines, start=1):

@@ -19,7 +19,7 @@ from pygments.lexer import Lexer
 from pygments.lexers import TextLexer, get_lexer_for_filename
 from pygments.util import ClassNotFound
 
-from grading.diffs import read_diff
+from grading import read_diff
 
 # A diff beyond these is cut, with a note: a page must stay readable (and fast) whatever the agent wrote.
 MAX_DIFF_CHARS = 400_000

@@ -10,8 +10,7 @@ from django import forms
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
-from grading.globs import glob_error
-from grading.schema import MAX_WEIGHT
+from grading import MAX_WEIGHT, glob_error
 from rubrics_app.models import ITEM_ID_RE, ItemKind, RubricItem, RubricRevision
 
 # ModelForm is generic only in django-stubs; at run time it cannot be subscripted (no django_stubs_ext patch).
@@ -262,8 +261,7 @@ class CheckoutExportForm(forms.Form):
 
 def _decoding_lines(value: str) -> dict[str, Any]:
     """``NAME=VALUE`` per line, read as the command line's ``--decoding`` (grading.judge.specs)."""
-    from grading.errors import InputError
-    from grading.judge.specs import parse_decoding
+    from grading import InputError, parse_decoding
 
     try:
         return parse_decoding(_lines(value))
@@ -380,7 +378,7 @@ class DraftSettingForm(forms.Form):
                 "guidance_globs": list(instance_setting.guidance_globs or []),
             }
         elif not args and "initial" not in kwargs:
-            from grading.draft import DEFAULT_GUIDANCE_GLOBS
+            from grading import DEFAULT_GUIDANCE_GLOBS
 
             kwargs["initial"] = {"token_env": "GITHUB_TOKEN", "guidance_globs": list(DEFAULT_GUIDANCE_GLOBS)}
         super().__init__(*args, **kwargs)

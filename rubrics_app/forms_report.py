@@ -7,9 +7,7 @@ from typing import Any
 
 from django import forms
 
-from grading.errors import InputError
-from grading.report_files import parse_date
-from grading.schema import parse_json
+from grading import InputError, parse_date, parse_json
 
 MAX_MODEL_ID = 200  # AgentRun.model
 

@@ -20,8 +20,7 @@ from django.db import models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from grading.errors import InputError, InputErrors
-from grading.schema import RUBRIC_SCHEMA, Rubric, TestsConfig, parse_rubric
+from grading import RUBRIC_SCHEMA, InputError, InputErrors, Rubric, TestsConfig, parse_rubric
 from rubrics_app import freeze
 
 ITEM_ID_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
@@ -768,7 +767,7 @@ class JudgeSetting(models.Model):
 
 def _default_guidance_globs() -> list[str]:
     # Imported here: grading.draft loads the model SDKs, which pages that never draft do not need.
-    from grading.draft import DEFAULT_GUIDANCE_GLOBS
+    from grading import DEFAULT_GUIDANCE_GLOBS
 
     return list(DEFAULT_GUIDANCE_GLOBS)
 

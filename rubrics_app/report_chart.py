@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from grading.report import Cell, Estimate, TaskRow
+from grading import Cell, Estimate, TaskRow
 
 LABEL_WIDTH = 230
 PLOT_WIDTH = 380

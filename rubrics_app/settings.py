@@ -10,8 +10,8 @@ from pathlib import Path
 import dj_database_url
 from django.utils.csp import CSP
 
-from grading.errors import InputError as _InputError
-from grading.judge.limits import parse_provider_limits as _parse_provider_limits
+from grading import InputError as _InputError
+from grading import parse_provider_limits as _parse_provider_limits
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 

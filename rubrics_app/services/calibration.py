@@ -40,16 +40,23 @@ from django.db.models import F, Sum
 from django.utils import timezone
 from pydantic import ValidationError
 
-from grading.admission import SUITE_KINDS, AdmissionReport, AdmissionRow, check_task, inject_reviewer_comment
-from grading.agreement import judge_agreement
-from grading.basetree import BaseTree
-from grading.errors import InputError, InputErrors
-from grading.judge.backend import Backend
-from grading.judge.cache import CachedVerdicts
-from grading.judge.cost import load_price_table
-from grading.judge.runner import JudgeSettings
-from grading.judge.specs import make_backend
-from grading.judge.tree import supports_tree
+from grading import (
+    SUITE_KINDS,
+    AdmissionReport,
+    AdmissionRow,
+    Backend,
+    BaseTree,
+    CachedVerdicts,
+    InputError,
+    InputErrors,
+    JudgeSettings,
+    check_task,
+    inject_reviewer_comment,
+    judge_agreement,
+    load_price_table,
+    make_backend,
+    supports_tree,
+)
 from rubrics_app.models import (
     AuditVerb,
     CalibrationRow,

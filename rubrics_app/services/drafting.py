@@ -31,27 +31,27 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
-from grading.basetree import BaseTree
-from grading.draft import (
+from grading import (
     ALT_DIFF_PATH,
     LAZY_DIFF_PATH,
+    BaseTree,
     Draft,
     DraftError,
     GitHubError,
     GitHubSource,
+    InputError,
     PullRequest,
     build_draft_input,
     check_draft,
     draft_rubric,
+    glob_error,
+    load_price_table,
     make_drafter,
+    parse_github_repository,
+    parse_json,
     parse_pr_export,
     render_draft_request,
 )
-from grading.draft.pr import parse_github_repository
-from grading.errors import InputError
-from grading.globs import glob_error
-from grading.judge.cost import load_price_table
-from grading.schema import parse_json
 from rubrics_app.models import (
     AuditVerb,
     CalibrationDiff,

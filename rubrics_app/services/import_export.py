@@ -26,8 +26,16 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from pydantic import ValidationError as PydanticValidationError
 
-from grading.errors import InputError, InputErrors
-from grading.schema import Rubric, TaskSpec, load_manifest, parse_json, parse_rubric, validation_messages
+from grading import (
+    InputError,
+    InputErrors,
+    Rubric,
+    TaskSpec,
+    load_manifest,
+    parse_json,
+    parse_rubric,
+    validation_messages,
+)
 from rubrics_app.models import (
     ITEM_ID_RE,
     TASK_FILES,

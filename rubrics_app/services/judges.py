@@ -12,8 +12,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
-from grading.errors import InputError
-from grading.judge.specs import judge_family, make_backend, second_judge_problem
+from grading import InputError, judge_family, make_backend, second_judge_problem
 from rubrics_app.models import AuditVerb, JudgeSetting, Repository, Role
 from rubrics_app.services import audit
 

@@ -20,10 +20,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.db.models import F
 
-from grading.errors import InputError, InputErrors
-from grading.judge.backend import Backend
-from grading.judge.runner import JudgeSettings
-from grading.mutants import MutantReport, MutantRow, check_mutants
+from grading import Backend, InputError, InputErrors, JudgeSettings, MutantReport, MutantRow, check_mutants
 from rubrics_app.models import (
     AuditVerb,
     CalibrationMutant,

@@ -255,7 +255,7 @@ def human_label_basis(status: str, details_data: Any) -> tuple[list[str], bool] 
     """What a human verdict on mergeable rests on, from a grade's status and metrics.json details: the
     blockers the primary judge measured (each needs a human pass or fail) and whether scope and test
     integrity passed. None when no labels can give a verdict (see :func:`human_mergeable`)."""
-    from grading.outcome import RunDetails
+    from grading import RunDetails
 
     if status not in ("mergeable", "not_mergeable") or not isinstance(details_data, dict):
         return None

@@ -32,17 +32,17 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Max, QuerySet
 from django.db.models.functions import Length
 
-from grading.errors import InputError
-from grading.report import (
+from grading import (
     DEFAULT_BOOTSTRAP,
     DEFAULT_SEED,
     GradedRun,
+    InputError,
     JudgeVerdicts,
     Report,
     build_report,
     grade_metrics,
+    parse_date,
 )
-from grading.report_files import parse_date
 from rubrics_app.models import Repository, RevisionStatus, RubricRevision, Task
 from rubrics_app.models_runs import AgentRun, HumanVerdict, ReportRow, RunGrade
 from rubrics_app.services.queue import mergeable_from_labels

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 from django.db.models import Max
 from pydantic import ValidationError
 
-from grading.report import grade_metrics
+from grading import grade_metrics
 from rubrics_app.models_runs import ItemVerdict, JudgeGrade, JudgeRole, ReportRow, RunGrade
 from rubrics_app.services.queue import human_label_basis
 

@@ -18,7 +18,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from grading.schema import LazyCalibration, Rubric
+from grading import LazyCalibration, Rubric
 from rubrics_app.models import (
     REVISION_OPTIONAL_KEYS,
     AuditVerb,

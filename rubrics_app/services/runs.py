@@ -29,12 +29,21 @@ from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from pydantic import BaseModel, ConfigDict, StrictBool, StringConstraints, ValidationError
 
-from grading.errors import InputError, InputErrors
-from grading.integrity import TESTS_LIST_ERROR_NAME, TESTS_LIST_NAME, read_listing_error
-from grading.judge.models import JudgeResult
-from grading.outcome import RunDetails
-from grading.schema import GradeJson, RunRecord, load_grade, load_run, read_json
-from grading.workspace import read_path_list
+from grading import (
+    TESTS_LIST_ERROR_NAME,
+    TESTS_LIST_NAME,
+    GradeJson,
+    InputError,
+    InputErrors,
+    JudgeResult,
+    RunDetails,
+    RunRecord,
+    load_grade,
+    load_run,
+    read_json,
+    read_listing_error,
+    read_path_list,
+)
 from rubrics_app.models import Repository, Role, RubricRevision, Task
 from rubrics_app.models_runs import (
     AgentRun,

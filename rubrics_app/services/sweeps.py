@@ -1,8 +1,8 @@
 """Sweeps: grade every agent run of a repository (or of a task, an arm, a model) with the repository's judges,
 in a Celery job (docs/sweeps.md).
 
-Each run is graded exactly as ``rubric grade`` grades it, by ``grading.outcome.grade_run`` on a scratch
-folder holding the revision's rubric.json and task.json, the repository's manifest, and the run's files:
+Each run is graded exactly as ``rubric grade`` grades it, by grading's in-memory ``grade`` on the revision's
+rubric.json and task.json, the repository's manifest, and the run's files, built from the rows (no folder):
 scope, integrity, the gate, the primary judge on every run, the second judge on every run or on a sample
 (fixed by the diff), the regrade sample bypassing the verdict cache. The target is each task's admitted
 revision, or one chosen approved revision, and then every result is provisional.
@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
-import tempfile
 import threading
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -40,21 +38,27 @@ from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import F, Q, Sum
 from django.utils import timezone
 
-from grading.errors import InputError
-from grading.integrity import TESTS_LIST_ERROR_NAME
-from grading.judge.backend import Backend
-from grading.judge.cost import PriceTable, load_price_table
-from grading.judge.limits import (
+from grading import (
+    Backend,
     Budget,
     BudgetExceeded,
+    InputError,
+    JudgeSettings,
     LimitedBackend,
+    PriceTable,
     ProviderLimit,
     ProviderLimitSpec,
+    Run,
+    RunMetrics,
+    TaskFiles,
+    check_second_judge,
+    grade,
+    load_price_table,
+    make_backend,
+    make_run,
+    make_task_files,
     provider_of,
 )
-from grading.judge.runner import JudgeSettings
-from grading.judge.specs import check_second_judge, make_backend
-from grading.outcome import RunMetrics, grade_run
 from rubrics_app.models import (
     Job,
     JobKind,
@@ -284,37 +288,42 @@ def _task_json(revision: RubricRevision, prompt_style: str) -> bytes:
     return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode()
 
 
-class _Scratch:
-    """Task folders (one per revision and prompt style) and run folders under one temporary directory."""
+@dataclass(frozen=True)
+class _TaskBytes:
+    """What grading reads of a revision's task, as bytes: parsed by grading in the worker thread, so a bad
+    rubric is that run's problem, as it is for ``rubric grade``."""
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.task_dirs: dict[tuple[int, str], Path] = {}
+    source: str
+    task_json: bytes
+    rubric_json: bytes
+    manifest: bytes
 
-    def task_dir(self, revision: RubricRevision, prompt_style: str) -> tuple[Path, Path]:
-        key = (revision.pk, prompt_style if prompt_style == "issue" else "spec")
-        folder = self.root / f"revision-{key[0]}-{key[1]}"
-        if key not in self.task_dirs:
-            task_dir = folder / "tasks" / revision.task.task_id
-            task_dir.mkdir(parents=True)
-            (task_dir / "rubric.json").write_bytes(revision.rubric_json_bytes())
-            (task_dir / "task.json").write_bytes(_task_json(revision, prompt_style))
-            (folder / "repo_manifest.yaml").write_bytes(calibration.manifest_bytes(revision.task.repository))
-            self.task_dirs[key] = task_dir
-        return self.task_dirs[key], folder / "repo_manifest.yaml"
+    def files(self) -> TaskFiles:
+        return make_task_files(
+            self.source, task_json=self.task_json, rubric_json=self.rubric_json, manifest=self.manifest
+        )
 
-    def run_dir(self, run: AgentRun, diff: bytes) -> Path:
-        run_dir = self.root / f"run-{run.pk}"
-        run_dir.mkdir()
-        (run_dir / "run.json").write_text(json.dumps(run.run_json), encoding="utf-8")
-        (run_dir / "grade.json").write_text(json.dumps(run.grade_json), encoding="utf-8")
-        (run_dir / "workspace.diff").write_bytes(diff)
-        (run_dir / "ignored_created.txt").write_text(run.ignored_created, encoding="utf-8")
-        if run.tests_list is not None:
-            (run_dir / "tests_list.txt").write_text(run.tests_list, encoding="utf-8")
-        if run.tests_list_error is not None:
-            (run_dir / TESTS_LIST_ERROR_NAME).write_text(run.tests_list_error, encoding="utf-8")
-        return run_dir
+
+def _task_bytes(revision: RubricRevision, prompt_style: str) -> _TaskBytes:
+    return _TaskBytes(
+        source=f"tasks/{revision.task.task_id}",
+        task_json=_task_json(revision, prompt_style),
+        rubric_json=revision.rubric_json_bytes(),
+        manifest=calibration.manifest_bytes(revision.task.repository),
+    )
+
+
+def _run_model(run: AgentRun, diff: bytes) -> Run:
+    """The stored run as grading reads a run folder (no git_dir_changes.txt: not kept, so not measured)."""
+    return make_run(
+        f"run {run.pk}",
+        run_json=json.dumps(run.run_json).encode(),
+        grade_json=json.dumps(run.grade_json).encode(),
+        diff=diff,
+        ignored_created=run.ignored_created.encode(),
+        tests_list=run.tests_list.encode() if run.tests_list is not None else None,
+        tests_list_error=run.tests_list_error.encode() if run.tests_list_error is not None else None,
+    )
 
 
 class _Admission:
@@ -538,32 +547,24 @@ def run_sweep(
 
     checkouts: dict[int, Path | None] = {}  # per revision: where the tree judge reads needs_tree blockers
 
-    def grade(task_dir: Path, run_dir: Path, manifest: Path, checkout: Path | None) -> RunMetrics:
-        try:
-            return grade_run(
-                task_dir,
-                run_dir,
-                manifest,
-                primary,
-                second,
-                cache=cache,
-                settings=judge_settings,
-                write=False,
-                admissions=admission,
-                second_sample=sweep.second_sample,
-                checkout=checkout,
-            )
-        finally:
-            shutil.rmtree(run_dir, ignore_errors=True)
+    def grade_one(task: _TaskBytes, run: AgentRun, diff: bytes, checkout: Path | None) -> RunMetrics:
+        return grade(
+            task.files(),
+            _run_model(run, diff),
+            primary,
+            second,
+            cache=cache,
+            settings=judge_settings,
+            admissions=admission,
+            second_sample=sweep.second_sample,
+            checkout=checkout,
+        )
 
     try:
-        with (
-            tempfile.TemporaryDirectory(prefix="sweep-") as scratch_dir,
-            ThreadPoolExecutor(
-                max_workers=min(threads, len(todo)), thread_name_prefix=f"sweep-{sweep.pk}"
-            ) as pool,
-        ):
-            scratch = _Scratch(Path(scratch_dir))
+        with ThreadPoolExecutor(
+            max_workers=min(threads, len(todo)), thread_name_prefix=f"sweep-{sweep.pk}"
+        ) as pool:
+            tasks: dict[tuple[int, str], _TaskBytes] = {}  # per revision and prompt style
             pending: dict[Future[RunMetrics], Target] = {}
             queue = list(reversed(todo))
             while queue or pending:
@@ -574,14 +575,15 @@ def run_sweep(
                     except DatabaseError as exc:
                         database_error = str(exc)
                         break
-                    task_dir, manifest = scratch.task_dir(target.revision, run.prompt_style)
-                    run_dir = scratch.run_dir(run, diff)
+                    key = (target.revision.pk, "issue" if run.prompt_style == "issue" else "spec")
+                    if key not in tasks:
+                        tasks[key] = _task_bytes(target.revision, run.prompt_style)
                     if target.revision.pk not in checkouts:
                         checkouts[target.revision.pk] = calibration.tree_checkout(
                             target.revision, raw_primary, raw_second
                         )
                     checkout = checkouts[target.revision.pk]
-                    pending[pool.submit(grade, task_dir, run_dir, manifest, checkout)] = target
+                    pending[pool.submit(grade_one, tasks[key], run, diff, checkout)] = target
                 if not pending:
                     break
                 finished, _ = wait(list(pending), return_when=FIRST_COMPLETED)

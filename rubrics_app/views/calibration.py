@@ -14,8 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from grading.admission import SUITE_KINDS
-from grading.injection import PAYLOAD_KINDS
+from grading import PAYLOAD_KINDS, SUITE_KINDS
 from rubrics_app.access import get_repository_for_user
 from rubrics_app.diff_render import line_anchor, parse_for_display
 from rubrics_app.forms import CalibrationOptionsForm, JudgeSettingForm, TaskFilesForm

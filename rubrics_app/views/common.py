@@ -12,7 +12,7 @@ from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from django_htmx.middleware import HtmxDetails
 
-from grading.schema import MAX_BLOCKERS, MAX_NON_BLOCKERS, MIN_BLOCKERS, MIN_NON_BLOCKERS
+from grading import MAX_BLOCKERS, MAX_NON_BLOCKERS, MIN_BLOCKERS, MIN_NON_BLOCKERS
 from rubrics_app.forms import CommentForm, ItemForm
 from rubrics_app.models import (
     CalibrationDiff,

@@ -18,8 +18,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from grading.report import REPEATED_WARNINGS, warning_kind
-from grading.report_render import metric_lines, report_csv
+from grading import REPEATED_WARNINGS, metric_lines, report_csv, warning_kind
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
 from rubrics_app.forms_report import CutoffsForm
 from rubrics_app.models import Role

@@ -30,7 +30,7 @@ from rubrics_app.models_runs import (
 )
 from rubrics_app.services.queue import Queue
 from rubrics_app.services.runs import revision_sha256
-from rubrics_app.services.sweeps import _Scratch
+from rubrics_app.services.sweeps import _run_model
 from tests.app.runs_helpers import (
     DISAGREEING,
     PASSING,
@@ -202,7 +202,7 @@ def test_a_repetition_out_of_range_is_a_clear_error_exit_2(
     assert not AgentRun.objects.exists()
 
 
-def test_a_run_s_tests_list_error_is_stored_and_written_back_for_grading(
+def test_a_run_s_tests_list_error_is_stored_and_given_back_to_grading(
     tmp_path: Path, graded_runs: Path, repository: Repository
 ) -> None:
     broken = write_run(graded_runs, "broken_listing", model="model-g", tests_list=None)
@@ -211,9 +211,8 @@ def test_a_run_s_tests_list_error_is_stored_and_written_back_for_grading(
     run_command(str(graded_runs), "--repository", repository.name)
     run = AgentRun.objects.get(model="model-g")
     assert (run.tests_list, run.tests_list_error) == (None, error)
-    run_dir = _Scratch(tmp_path).run_dir(run, RUN_DIFF)
-    assert (run_dir / "tests_list.error").read_text() == error
-    assert not (run_dir / "tests_list.txt").exists()
+    graded = _run_model(run, RUN_DIFF)
+    assert (graded.tests_list_error, graded.tests_list) == (error.strip(), None)
 
 
 def test_a_tests_list_error_beside_a_tests_list_is_refused(graded_runs: Path, repository: Repository) -> None:

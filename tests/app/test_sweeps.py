@@ -7,6 +7,7 @@ test_sweep_worker.py and test_sweep_faults.py."""
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -234,3 +235,29 @@ def test_an_api_failing_for_a_while_records_every_verdict_once_or_a_judge_failur
     assert job_of(sweep).status == JobStatus.DONE and sweep.graded_runs == len(failed)
     assert RunGrade.objects.count() == 4 and not RunGrade.objects.filter(judge_failure=True).exists()
     assert ItemVerdict.objects.filter(judge__role="primary").count() == 16
+
+
+def test_a_sweep_grades_in_memory_and_writes_no_scratch_folder(
+    admitted_revision: RubricRevision,
+    repository: Repository,
+    maintainer: User,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import_runs(repository, tmp_path / "runs", 2, lazy=(1,))
+    use_judges(repository, passing_script(tmp_path, fail_lazy=True))
+    made: list[str] = []
+    real_mkdtemp = tempfile.mkdtemp
+
+    def recording_mkdtemp(*args: Any, **kwargs: Any) -> str:
+        folder = real_mkdtemp(*args, **kwargs)
+        made.append(folder)
+        return folder
+
+    monkeypatch.setattr(tempfile, "mkdtemp", recording_mkdtemp)
+
+    sweep = sweeps.sweep_now(repository, maintainer, cache=MemoryCache())
+
+    assert job_of(sweep).status == JobStatus.DONE, job_of(sweep).error
+    assert [g.status for g in RunGrade.objects.order_by("run__repetition")] == ["mergeable", "not_mergeable"]
+    assert made == []

@@ -19,7 +19,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from grading.commands.judge import printable
+from grading import printable
 from rubrics_app.management.options import repository_named, task_of
 from rubrics_app.models import (
     CalibrationMutant,

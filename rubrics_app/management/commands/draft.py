@@ -17,9 +17,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from grading.commands.judge import printable
-from grading.errors import InputError
-from grading.schema import read_input_bytes
+from grading import InputError, printable, read_input_bytes
 from rubrics_app.management.options import repository_named, task_of
 from rubrics_app.models import JobStatus, RubricDraft
 from rubrics_app.services.drafting import DraftRequestError, request_draft

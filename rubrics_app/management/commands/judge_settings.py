@@ -12,8 +12,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from grading.errors import InputError
-from grading.judge.specs import parse_decoding
+from grading import InputError, parse_decoding
 from rubrics_app.management.options import repository_named
 from rubrics_app.models import JudgeSetting, Repository
 from rubrics_app.services.judges import JudgeSettingError, set_judges

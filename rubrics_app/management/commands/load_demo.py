@@ -17,8 +17,7 @@ from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
-from grading.judge.cache import MemoryCache
-from grading.schema import parse_rubric
+from grading import MemoryCache, parse_rubric
 from rubrics_app.models import (
     TASK_FILES,
     CalibrationStatus,
@@ -213,7 +212,7 @@ class Command(BaseCommand):
         )
         manifest = EXAMPLES / "repo_manifest.yaml"
         if created and manifest.is_file():
-            from grading.schema import load_manifest
+            from grading import load_manifest
 
             tests = load_manifest(manifest).tests
             if tests is not None:
@@ -298,7 +297,7 @@ class Command(BaseCommand):
     def _runs(self, repository: Repository) -> None:
         """The example runs graded by the `rubric grade` code with two scripted judges (the example's, and a
         second that disagrees on B1 and N1), imported for the review queue."""
-        from grading.outcome import grade_run
+        from grading import grade_run
         from rubrics_app.services.runs import import_run_dirs
 
         runs, judge = EXAMPLES / "runs", EXAMPLES / "judge_scripted.json"

@@ -15,7 +15,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from grading.commands.judge import printable
+from grading import printable
 from rubrics_app.management.options import repository_named, task_of
 from rubrics_app.models import Job, JobStatus, RubricRevision
 from rubrics_app.models_runs import Sweep
