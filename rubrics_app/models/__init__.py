@@ -24,7 +24,22 @@ from rubrics_app.models.calibration import (
     JudgeRole,
 )
 from rubrics_app.models.drafts import DraftStep, RubricDraft
-from rubrics_app.models.jobs import Job, JobKind, JobStatus
+from rubrics_app.models.jobs import (
+    RESULT_MODELS,
+    CalibrationResult,
+    DraftResult,
+    EvidenceChangeLine,
+    EvidenceCheckResult,
+    ExportResult,
+    FieldProblem,
+    Job,
+    JobKind,
+    JobResult,
+    JobStatus,
+    SweepResult,
+    ValidationResult,
+    result_json,
+)
 from rubrics_app.models.mutants import CalibrationMutant, HarmlessMutant
 from rubrics_app.models.repositories import (
     ITEM_ID_RE,
@@ -81,6 +96,7 @@ __all__ = [
     "AuditVerb",
     "CalibrationDiff",
     "CalibrationMutant",
+    "CalibrationResult",
     "CalibrationRow",
     "CalibrationRun",
     "CalibrationStatus",
@@ -88,11 +104,16 @@ __all__ = [
     "DiffKind",
     "Dispute",
     "DisputeSource",
+    "DraftResult",
     "DraftSetting",
     "DraftStep",
     "EvidenceChange",
+    "EvidenceChangeLine",
+    "EvidenceCheckResult",
+    "ExportResult",
     "FROZEN_STATUSES",
     "FieldError",
+    "FieldProblem",
     "GradeSource",
     "HarmlessMutant",
     "HumanLabel",
@@ -104,6 +125,7 @@ __all__ = [
     "ItemVerdict",
     "Job",
     "JobKind",
+    "JobResult",
     "JobStatus",
     "JudgeCacheEntry",
     "JudgeGrade",
@@ -113,6 +135,7 @@ __all__ = [
     "Origin",
     "PromptStyle",
     "QueueKind",
+    "RESULT_MODELS",
     "REVISION_OPTIONAL_KEYS",
     "ReportRow",
     "Repository",
@@ -127,10 +150,13 @@ __all__ = [
     "RubricRevision",
     "RunGrade",
     "Sweep",
+    "SweepResult",
     "TASK_FILES",
     "Task",
     "TransitionError",
+    "ValidationResult",
     "name_validator",
+    "result_json",
 ]
 
 # Field defaults that migrations name as rubrics_app.models.<name>.
