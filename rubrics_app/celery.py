@@ -18,4 +18,17 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rubrics_app.settings")
 # DjangoTask gives every task delay_on_commit: jobs are sent only once the row they name is committed.
 app: Celery[DjangoTask[Any, Any]] = Celery("rubrics_app", task_cls=DjangoTask)
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks()
+# The modules that define tasks: each service defines the task of its own kind of job, and the job protocol
+# the reaper's. Every worker imports them when it starts (celery's ``imports``), and so does
+# services.jobs.task_of in a process that needs a task it has not imported yet. Named as strings: this module
+# imports none of them.
+TASK_MODULES = [
+    "rubrics_app.services.jobs",
+    "rubrics_app.services.revisions",
+    "rubrics_app.services.import_export",
+    "rubrics_app.services.rereview",
+    "rubrics_app.services.calibration",
+    "rubrics_app.services.sweeps",
+    "rubrics_app.services.drafting",
+]
+app.conf.imports = TASK_MODULES

@@ -32,6 +32,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from django.apps import apps
+
 FROZEN_STATUSES = ("approved", "admitted", "retired")
 # old status || '>' || new status, for the only moves a status may make.
 FORWARD_MOVES = ("draft>approved", "approved>admitted", "admitted>retired")
@@ -90,7 +92,9 @@ class Columns:
 
 def model_columns() -> Columns:
     """The column lists as the models stand now."""
-    from rubrics_app.models import TASK_FILES, RubricRevision, Task
+    # By the app registry, not an import: the models build on this module (FROZEN_STATUSES).
+    RubricRevision = apps.get_model("rubrics_app", "RubricRevision")
+    Task = apps.get_model("rubrics_app", "Task")
 
     def column(model: Any, name: str) -> str:
         return str(model._meta.get_field(name).column)
@@ -99,7 +103,7 @@ def model_columns() -> Columns:
         str(f.column) for f in RubricRevision._meta.concrete_fields if f.column not in REVISION_UNFROZEN
     )
     task = ("id", *(column(Task, name) for name in Task.FROZEN_FIELDS))
-    task_files = tuple(column(Task, name) for name in TASK_FILES.values())
+    task_files = tuple(column(Task, name) for name in Task.FILES.values())
     return Columns(revision=revision, task=task, task_files=task_files)
 
 

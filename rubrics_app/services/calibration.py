@@ -59,6 +59,7 @@ from grading import (
 )
 from rubrics_app.models import (
     AuditVerb,
+    CalibrationResult,
     CalibrationRow,
     CalibrationRun,
     CalibrationStatus,
@@ -73,11 +74,14 @@ from rubrics_app.models import (
     RevisionStatus,
     Role,
     RubricRevision,
+    Sweep,
     Task,
     TransitionError,
 )
 from rubrics_app.services import audit
 from rubrics_app.services import mutants as oracle_mutants
+from rubrics_app.services.jobs import JobFailed, job_task
+from rubrics_app.services.jobs import run as run_job
 
 HEARTBEAT_SECONDS = 5.0
 # A running calibration whose heartbeat is older than this lost its worker.
@@ -104,7 +108,7 @@ ROW_HINTS = {
 log = logging.getLogger(__name__)
 
 
-class CalibrationError(Exception):
+class CalibrationError(JobFailed):
     """A calibration that could not run; the message names the file and field, or what is missing."""
 
 
@@ -208,13 +212,21 @@ def judges_of(revision: RubricRevision) -> JudgeSetting:
 
 def spent_this_month(repository_id: int) -> float:
     """The repository's judge spend since the first of the month: calibrations and sweeps."""
-    from rubrics_app.services.sweeps import sweep_spend_this_month
-
     start = timezone.now().replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    total = CalibrationRun.objects.filter(
+    calibrations = CalibrationRun.objects.filter(
         revision__task__repository_id=repository_id, created_at__gte=start
     ).aggregate(total=Sum("cost_usd"))["total"]
-    return float(total or 0.0) + sweep_spend_this_month(repository_id)
+    return float(calibrations or 0.0) + sweep_spend_this_month(repository_id)
+
+
+def sweep_spend_this_month(repository_id: int) -> float:
+    """The repository's sweeps' judge spend since the first of the month (here, not in sweeps.py, which
+    builds on this module)."""
+    start = timezone.now().replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    total = Sweep.objects.filter(repository_id=repository_id, created_at__gte=start).aggregate(
+        total=Sum("cost_usd")
+    )["total"]
+    return float(total or 0.0)
 
 
 def _same_content_runs(revision: RubricRevision, runs: Any) -> list[CalibrationRun]:
@@ -356,8 +368,6 @@ def start(
     """Queue a calibration of ``revision`` and send its job once committed (``admit``: admit it if it
     passes, what "Admit" does when no passing run exists; ``injection_suite``: run the suite too;
     ``mutants``: judge the oracle's mutants too)."""
-    from rubrics_app.tasks import calibrate_revision
-
     run, created = new_run(revision, by, admit=admit, injection_suite=injection_suite, mutants=mutants)
     if created and run.job is not None:
         calibrate_revision.delay_on_commit(run.job.pk)
@@ -388,9 +398,9 @@ def admit_with(revision: RubricRevision, run: CalibrationRun, by: Any) -> Rubric
 def fail_stale_runs(now: Any = None) -> int:
     """Fail every unfinished calibration whose worker is gone; returns how many.
 
-    A calibration runs as a Job, and the job reaper (rubrics_app.tasks.reap) is what decides that a job's
-    worker was lost: it queues the job again (the run is taken over and finishes) or fails it with "worker
-    lost". So a queued or running calibration whose Job failed is failed here with the job's reason. A
+    A calibration runs as a Job, and the job reaper (services.jobs.reap) is what decides that a job's worker
+    was lost: it queues the job again (the run is taken over and finishes) or fails it with "worker lost".
+    So a queued or running calibration whose Job failed is failed here with the job's reason. A
     running calibration whose own heartbeat stopped while its Job is not running (a calibration run in the
     command's own process, whose Job is never sent) is failed as well. Rows stored before are kept;
     calibrating again answers them from the verdict cache.
@@ -808,3 +818,29 @@ def calibrate_now(
         return run_calibration(run.pk, **kwargs)
     except CalibrationError:
         return CalibrationRun.objects.get(pk=run.pk)
+
+
+# --- the calibration job ------------------------------------------------------------------------------------
+
+
+def _calibrate(job: Job) -> CalibrationResult:
+    run = CalibrationRun.objects.get(job=job)
+    # A job the reaper queued again (its worker was lost) takes its run over: the Job claim is the lock.
+    if not claim(run, takeover=job.attempts > 1):
+        raise CalibrationError(f"calibration #{run.pk} is {run.status}, not queued: not run again")
+    run = run_calibration(run.pk)
+    run.revision.refresh_from_db()
+    return CalibrationResult(
+        calibration=run.pk,
+        status=run.status,
+        admitted=run.revision.status == RevisionStatus.ADMITTED,
+        calls=run.calls,
+        cost_usd=run.cost_usd,
+    )
+
+
+@job_task(JobKind.CALIBRATE_REVISION)
+def calibrate_revision(job_id: int) -> None:
+    """Judge a revision's admission rows (§5) with the repository's judges, storing each row as it finishes;
+    admit the revision when it passes and the run was started by "Admit"."""
+    run_job(job_id, _calibrate)

@@ -56,6 +56,7 @@ from rubrics_app.models import (
     AuditVerb,
     CalibrationDiff,
     DiffKind,
+    DraftResult,
     DraftSetting,
     DraftStep,
     ItemKind,
@@ -71,6 +72,7 @@ from rubrics_app.models import (
     Task,
 )
 from rubrics_app.services import audit
+from rubrics_app.services.jobs import JobFailed, job_task, run
 from rubrics_app.services.revisions import omitted_revision_keys
 
 log = logging.getLogger(__name__)
@@ -109,7 +111,7 @@ class DraftRequestError(ValueError):
         super().__init__(f"{field}: {message}" if field else message)
 
 
-class DraftFailed(Exception):
+class DraftFailed(JobFailed):
     """The job stopped at a step; the message says which and why."""
 
 
@@ -315,8 +317,6 @@ def request_draft(
         drafter=setting.drafter,
         created_by=user,
     )
-    from rubrics_app.tasks import draft_rubric_job
-
     draft_rubric_job.delay_on_commit(job.pk)
     return draft, True
 
@@ -362,7 +362,7 @@ def task_prompt(task: Task) -> str:
     return task.spec_prompt or task.issue_prompt
 
 
-def run_draft(job: Job) -> dict[str, Any]:
+def run_draft(job: Job) -> DraftResult:
     """The job's body: every step, then the stored draft revision. DraftFailed says at which step and why."""
     draft = RubricDraft.objects.select_related("task__repository", "created_by", "revision").get(job=job)
     if draft.revision is not None:
@@ -377,19 +377,19 @@ def run_draft(job: Job) -> dict[str, Any]:
         raise _fail(draft, f"internal error: {type(exc).__name__}: {exc}") from exc
 
 
-def _result(draft: RubricDraft, revision: RubricRevision) -> dict[str, Any]:
-    return {
-        "draft": draft.pk,
-        "revision": revision.pk,
-        "revision_number": revision.number,
-        "model_id": draft.model_id,
-        "problems": len(draft.problems or []),
-        "cost_usd": draft.cost_usd,
-        "cost_known": draft.cost_known,
-    }
+def _result(draft: RubricDraft, revision: RubricRevision) -> DraftResult:
+    return DraftResult(
+        draft=draft.pk,
+        revision=revision.pk,
+        revision_number=revision.number,
+        model_id=draft.model_id,
+        problems=len(draft.problems or []),
+        cost_usd=draft.cost_usd,
+        cost_known=draft.cost_known,
+    )
 
 
-def _run_steps(draft: RubricDraft) -> dict[str, Any]:
+def _run_steps(draft: RubricDraft) -> DraftResult:
     task = draft.task
     _step(draft, DraftStep.FETCHING)
     pr, notes = _fetch(draft)
@@ -625,3 +625,12 @@ def store_draft(draft: RubricDraft, result: Draft, problems: list[str], *, secon
         },
     )
     return revision
+
+
+# --- the drafting job ---------------------------------------------------------------------------------------
+
+
+@job_task(JobKind.DRAFT_RUBRIC)
+def draft_rubric_job(job_id: int) -> None:
+    """Draft a task's rubric from its merged PR (§6) and store it as a draft revision with its problems."""
+    run(job_id, run_draft)

@@ -41,6 +41,9 @@ from rubrics_app.models import (
     TASK_FILES,
     AuditVerb,
     CalibrationDiff,
+    ExportResult,
+    Job,
+    JobKind,
     Origin,
     Repository,
     ReviewState,
@@ -53,6 +56,7 @@ from rubrics_app.models import (
     TransitionError,
 )
 from rubrics_app.services import audit
+from rubrics_app.services.jobs import JobFailed, job_task, run
 from rubrics_app.services.revisions import create_revision
 
 # --- problems -------------------------------------------------------------------------------------
@@ -76,7 +80,7 @@ class ImportFailed(Exception):
         super().__init__("; ".join(str(p) for p in problems))
 
 
-class ExportError(Exception):
+class ExportError(JobFailed):
     pass
 
 
@@ -821,3 +825,43 @@ def write_to_checkout(
 ) -> CheckoutExport:
     """tasks/<task-id>/rubric.json and its calib diffs into the checkout (or the private path), atomically."""
     return write_many_to_checkout([revision], private, branch, by=by)
+
+
+# --- the export job -----------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def start_export(
+    revision: RubricRevision, by: Any, *, private: bool = False, branch: str | None = None
+) -> Job:
+    if revision.task.repository.role_of(by) != Role.MAINTAINER:
+        raise PermissionDenied("only a maintainer of this repository may export")
+    if revision.status != RevisionStatus.ADMITTED:
+        raise TransitionError("only an admitted revision is exported")
+    job = Job.objects.create(
+        kind=JobKind.EXPORT_REVISION,
+        repository=revision.task.repository,
+        revision=revision,
+        created_by=by if getattr(by, "is_authenticated", False) else None,
+        params={"private": private, "branch": branch},
+    )
+    export_revision_to_checkout.delay_on_commit(job.pk)
+    return job
+
+
+def _export(job: Job) -> ExportResult:
+    revision = job.revision
+    if revision is None:
+        raise ExportError("the revision of this job is gone")
+    private = bool(job.params.get("private", False))
+    branch = job.params.get("branch") or None
+    exported = write_to_checkout(revision, private=private, branch=branch, by=job.created_by)
+    return ExportResult(
+        root=str(exported.root), paths=exported.paths, branch=exported.branch, commit=exported.commit
+    )
+
+
+@job_task(JobKind.EXPORT_REVISION)
+def export_revision_to_checkout(job_id: int) -> None:
+    """Write an admitted revision into its repository's checkout (or private path), optionally on a branch."""
+    run(job_id, _export)

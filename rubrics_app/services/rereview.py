@@ -20,18 +20,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
+from rubrics_app.celery import app
 from rubrics_app.models import (
+    EvidenceChangeLine,
+    EvidenceCheckResult,
     ItemKind,
+    Job,
+    JobKind,
     Repository,
     RevisionStatus,
+    Role,
     RubricItem,
     RubricRevision,
     TransitionError,
 )
 from rubrics_app.models_runs import Dispute, DisputeSource, EvidenceChange, RunGrade
+from rubrics_app.services.jobs import JobFailed, job_task, run
 
 
 def needs_re_review(revision_ids: Iterable[int]) -> set[int]:
@@ -112,7 +120,7 @@ def parse_cites(evidence: str) -> list[Cite]:
     return out
 
 
-class EvidenceCheckError(Exception):
+class EvidenceCheckError(JobFailed):
     """The checkout cannot be compared (no checkout path, not a git repository, no HEAD)."""
 
 
@@ -250,3 +258,61 @@ def re_review_context(revision: RubricRevision | None) -> dict[str, Any]:
         ),
         "disputable_blockers": list(revision.items.filter(kind=ItemKind.BLOCKER).order_by("position", "pk")),
     }
+
+
+# --- the evidence check job ---------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def start_evidence_check(repository: Repository, by: Any) -> Job:
+    """`by=None` is the command line or the periodic job."""
+    if by is not None and repository.role_of(by) != Role.MAINTAINER:
+        raise PermissionDenied("only a maintainer of this repository may check evidence")
+    job = Job.objects.create(
+        kind=JobKind.CHECK_EVIDENCE,
+        repository=repository,
+        created_by=by if getattr(by, "is_authenticated", False) else None,
+    )
+    check_repository_evidence.delay_on_commit(job.pk)
+    return job
+
+
+def _check_evidence(job: Job) -> EvidenceCheckResult:
+    if job.repository is None:
+        raise EvidenceCheckError("the repository of this job is gone")
+    return evidence_result(check_evidence(job.repository))
+
+
+def evidence_result(report: EvidenceReport) -> EvidenceCheckResult:
+    """What the job stores, and the command prints, of an evidence check."""
+    return EvidenceCheckResult(
+        head=report.head,
+        open=len(report.changes),
+        new=report.new,
+        changes=[
+            EvidenceChangeLine(
+                task=c.revision.task.task_id,
+                revision=c.revision.number,
+                item=c.item.item_id,
+                cite=f"{c.path}:{c.line_start}-{c.line_end}",
+                old=c.old_text,
+                new=None if c.new_missing else c.new_text,
+            )
+            for c in report.changes
+        ],
+        notes=report.notes,
+    )
+
+
+@job_task(JobKind.CHECK_EVIDENCE)
+def check_repository_evidence(job_id: int) -> None:
+    """Compare every admitted blocker's cited lines at the base commit with the checkout's HEAD (§6)."""
+    run(job_id, _check_evidence)
+
+
+@app.task(name="rubrics_app.tasks.check_evidence_everywhere", ignore_result=True)
+def check_evidence_everywhere() -> None:
+    """The periodic task (Celery beat, RUNS_EVIDENCE_CHECK_HOURS): one evidence check per repository that has
+    a checkout path."""
+    for repository in Repository.objects.exclude(checkout_path=""):
+        start_evidence_check(repository, by=None)

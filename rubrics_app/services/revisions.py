@@ -25,8 +25,11 @@ from rubrics_app.models import (
     CalibrationDiff,
     DiffKind,
     FieldError,
+    FieldProblem,
     ItemComment,
     ItemKind,
+    Job,
+    JobKind,
     Origin,
     ReviewState,
     RevisionFrozen,
@@ -37,8 +40,10 @@ from rubrics_app.models import (
     RubricRevision,
     Task,
     TransitionError,
+    ValidationResult,
 )
 from rubrics_app.services import audit
+from rubrics_app.services.jobs import JobFailed, job_task, run
 
 ITEM_EDITABLE_FIELDS = frozenset({"item_id", "criterion", "rationale", "evidence", "needs_tree", "weight"})
 REVISION_EDITABLE_FIELDS = frozenset(
@@ -527,3 +532,38 @@ def admit(revision: RubricRevision, by: Any, *, with_suite: bool = False) -> Rub
             "repository's primary judge: run calibration first"
         )
     return calibration.admit_with(revision, run, by)
+
+
+# --- the validation job -------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def start_validation(revision: RubricRevision, by: Any) -> Job:
+    job = Job.objects.create(
+        kind=JobKind.VALIDATE_REVISION,
+        repository=revision.task.repository,
+        revision=revision,
+        created_by=by if getattr(by, "is_authenticated", False) else None,
+    )
+    validate_revision.delay_on_commit(job.pk)
+    return job
+
+
+def _validate(job: Job) -> ValidationResult:
+    revision = job.revision
+    if revision is None:
+        raise JobFailed("the revision of this job is gone")
+    errors = revision.validation_errors()
+    return ValidationResult(
+        valid=not errors,
+        errors=[
+            FieldProblem(path=e.path, message=e.message, field=e.field, item_pk=e.item_pk, diff_pk=e.diff_pk)
+            for e in errors
+        ],
+    )
+
+
+@job_task(JobKind.VALIDATE_REVISION)
+def validate_revision(job_id: int) -> None:
+    """Check a revision against grading.schema and store the errors, mapped to fields, on the job."""
+    run(job_id, _validate)

@@ -35,7 +35,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError, IntegrityError, connection, transaction
-from django.db.models import F, Q, Sum
+from django.db.models import F, Q
 from django.utils import timezone
 
 from grading import (
@@ -62,32 +62,31 @@ from grading import (
 from rubrics_app.models import (
     Job,
     JobKind,
+    JobStatus,
     JudgeSetting,
     Repository,
     RevisionStatus,
     Role,
     RubricRevision,
+    SweepResult,
     Task,
+    result_json,
 )
 from rubrics_app.models_runs import AgentRun, AgentRunDiff, GradeSource, RunGrade, Sweep
 from rubrics_app.services import calibration
+from rubrics_app.services.jobs import JobFailed, job_task, run
 from rubrics_app.services.report_rows import refresh_report_rows
 from rubrics_app.services.runs import ImportedMetrics, store_grade
 
 
-class SweepError(Exception):
+class SweepError(JobFailed):
     """A sweep that could not start or had to stop; the message says why and what to do."""
 
 
 # --- spend --------------------------------------------------------------------------------------------------
 
 
-def sweep_spend_this_month(repository_id: int) -> float:
-    start = timezone.now().replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    total = Sweep.objects.filter(repository_id=repository_id, created_at__gte=start).aggregate(
-        total=Sum("cost_usd")
-    )["total"]
-    return float(total or 0.0)
+sweep_spend_this_month = calibration.sweep_spend_this_month
 
 
 def _unpriced(specs: list[str], prices: PriceTable) -> list[str]:
@@ -196,8 +195,6 @@ def new_sweep(repository: Repository, by: Any, request: SweepRequest) -> Sweep:
 @transaction.atomic
 def start(repository: Repository, by: Any, request: SweepRequest | None = None) -> Sweep:
     """Queue a sweep and send its job once committed."""
-    from rubrics_app.tasks import sweep_runs
-
     sweep = new_sweep(repository, by, request or SweepRequest())
     sweep_runs.delay_on_commit(sweep.job_id)
     return sweep
@@ -473,20 +470,20 @@ class SweepOutcome:
     judge_failures: int = 0
     problems: list[str] = field(default_factory=list)  # runs that could not be graded (bad input)
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> SweepResult:
         sweep = self.sweep
-        return {
-            "sweep": sweep.pk,
-            "total": sweep.total_runs,
-            "graded": self.graded,
-            "already_graded": self.already_graded,
-            "judge_failures": self.judge_failures,
-            "no_revision": sweep.no_revision_runs,
-            "calls": sweep.calls,
-            "cost_usd": sweep.cost_usd,
-            "provisional": sweep.provisional,
-            "problems": self.problems,
-        }
+        return SweepResult(
+            sweep=sweep.pk,
+            total=sweep.total_runs,
+            graded=self.graded,
+            already_graded=self.already_graded,
+            judge_failures=self.judge_failures,
+            no_revision=sweep.no_revision_runs,
+            calls=sweep.calls,
+            cost_usd=sweep.cost_usd,
+            provisional=sweep.provisional,
+            problems=self.problems,
+        )
 
 
 def run_sweep(
@@ -645,8 +642,6 @@ def _label(target: Target) -> str:
 
 def sweep_now(repository: Repository, by: Any, request: SweepRequest | None = None, **kwargs: Any) -> Sweep:
     """Send nothing: create the sweep and run it in this process (tests, eager mode)."""
-    from rubrics_app.models import JobStatus
-
     sweep = new_sweep(repository, by, request or SweepRequest())
     Job.objects.filter(pk=sweep.job_id).update(
         status=JobStatus.RUNNING, started_at=timezone.now(), attempts=1
@@ -659,7 +654,25 @@ def sweep_now(repository: Repository, by: Any, request: SweepRequest | None = No
         )
     else:
         Job.objects.filter(pk=sweep.job_id).update(
-            status=JobStatus.DONE, result=outcome.result(), finished_at=timezone.now(), progress=100
+            status=JobStatus.DONE,
+            result=result_json(JobKind.SWEEP, outcome.result()),
+            finished_at=timezone.now(),
+            progress=100,
         )
     sweep.refresh_from_db()
     return sweep
+
+
+# --- the sweep job ------------------------------------------------------------------------------------------
+
+
+def _sweep(job: Job) -> SweepResult:
+    # A job the reaper queued again (its worker was lost) runs the same sweep: the Job claim is the lock,
+    # and the runs graded before are skipped.
+    return run_sweep(job.sweep.pk).result()
+
+
+@job_task(JobKind.SWEEP)
+def sweep_runs(job_id: int) -> None:
+    """Grade the runs of a sweep with the repository's judges, storing each run's grade as it is done."""
+    run(job_id, _sweep)

@@ -11,8 +11,7 @@ from django.views.decorators.http import require_GET, require_POST
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
 from rubrics_app.forms import CheckoutExportForm
 from rubrics_app.models import RevisionStatus, Role, RubricRevision, TransitionError
-from rubrics_app.services.import_export import export_rubric_json, export_zip
-from rubrics_app.services.jobs import start_export
+from rubrics_app.services.import_export import export_rubric_json, export_zip, start_export
 from rubrics_app.views.common import HtmxHttpRequest, load_revision
 from rubrics_app.views.revisions import redirect_to, revision_url
 

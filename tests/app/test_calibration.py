@@ -18,7 +18,6 @@ from django.urls import reverse
 from django.utils import timezone
 
 from grading.judge.cache import MemoryCache
-from rubrics_app import tasks
 from rubrics_app.models import (
     AuditEvent,
     AuditVerb,
@@ -36,7 +35,7 @@ from rubrics_app.models import (
     RubricRevision,
     TransitionError,
 )
-from rubrics_app.services import calibration, revisions
+from rubrics_app.services import calibration, jobs, revisions
 from rubrics_app.services.judges import JudgeSettingError, set_judges
 from rubrics_app.services.revisions import NotCalibrated
 from rubrics_app.services.tasks import set_task_files
@@ -520,7 +519,7 @@ def test_a_calibration_whose_job_the_reaper_fails_is_failed_with_the_jobs_reason
     )
     assert calibration.claim(run)
     assert calibration.fail_stale_runs() == 0  # its job is still running as far as anyone knows
-    reaped = tasks.reap(now=timezone.now() + timedelta(minutes=5))
+    reaped = jobs.reap(now=timezone.now() + timedelta(minutes=5))
     assert reaped.failed == [run.job.pk]
     assert calibration.fail_stale_runs() == 1
     run.refresh_from_db()

@@ -15,7 +15,6 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from rubrics_app import tasks
 from rubrics_app.models import (
     CalibrationRow,
     CalibrationStatus,
@@ -26,7 +25,8 @@ from rubrics_app.models import (
     Repository,
     RevisionStatus,
 )
-from rubrics_app.services import calibration
+from rubrics_app.services import calibration, jobs
+from rubrics_app.services.calibration import calibrate_revision
 from tests.app.conftest import MakeRevision
 from tests.app.test_calibration_worker import celery_worker, provider, use_fake_providers
 from tests.app.test_celery_worker import WAIT_SECONDS, database_url
@@ -68,17 +68,17 @@ def test_a_worker_killed_mid_calibration_leaves_whole_rows_and_the_rerun_pays_on
         assert row.verdicts.count() == 4, row
     # The job reaper (every worker runs it) finds the job lost once its heartbeat is stale, and queues it
     # again: the message is caught here and the job run in this process, as the next worker would.
-    assert tasks.TASK_OF_KIND[JobKind.CALIBRATE_REVISION] is tasks.calibrate_revision
+    assert jobs.task_of(JobKind.CALIBRATE_REVISION).name == calibrate_revision.name  # type: ignore[union-attr]
     sent: list[int] = []
-    monkeypatch.setattr(tasks.calibrate_revision, "delay_on_commit", sent.append)
+    monkeypatch.setattr(calibrate_revision, "delay_on_commit", sent.append)
     settings.JOB_MAX_ATTEMPTS = 2
-    reaped = tasks.reap(now=timezone.now() + timedelta(minutes=5))
+    reaped = jobs.reap(now=timezone.now() + timedelta(minutes=5))
     assert run.job is not None and reaped.requeued == [run.job.pk] and sent == [run.job.pk]
     assert calibration.fail_stale_runs() == 0  # its job is queued again, not failed: the run is not lost
     monkeypatch.setenv("ANTHROPIC_BASE_URL", provider.anthropic_base_url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-anthropic-key")
     before = len(provider.model_calls())
-    tasks.calibrate_revision(run.job.pk)
+    calibrate_revision(run.job.pk)
     run.refresh_from_db()
     assert run.status == CalibrationStatus.PASSED, run.reason
     job = Job.objects.get(pk=run.job.pk)

@@ -11,7 +11,7 @@ from django.core.management.base import CommandError
 
 from rubrics_app.models import Job, JobKind, JobStatus, Repository, RevisionStatus, Task
 from rubrics_app.models_runs import EvidenceChange
-from rubrics_app.tasks import check_evidence_everywhere
+from rubrics_app.services.rereview import check_evidence_everywhere
 from tests.app.conftest import MakeRevision, rubric_data
 from tests.app.test_celery_worker import wait_for, worker  # noqa: F401 (the worker fixture)
 from tests.gitrepo import GitRepo

@@ -589,7 +589,7 @@ def test_the_demo_drafts_from_the_shipped_export_with_no_api(settings: Any, tmp_
 
 
 def _job_ends(record: RubricDraft, status: JobStatus) -> None:
-    """What the worker does when the job's body returns (tasks._run): the job is no longer under way."""
+    """What the worker does when the job's body returns (jobs.run): the job is no longer under way."""
     Job.objects.filter(pk=record.job_id).update(status=status)
 
 

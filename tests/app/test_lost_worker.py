@@ -22,9 +22,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from rubrics_app import celery_app
-from rubrics_app.models import Job, JobKind, JobStatus, RevisionStatus, RubricRevision
-from rubrics_app.services import jobs
-from rubrics_app.tasks import _finish, reap
+from rubrics_app.models import Job, JobKind, JobStatus, RevisionStatus, RubricRevision, ValidationResult
+from rubrics_app.services import import_export
+from rubrics_app.services.jobs import finish, reap
 from tests.app.conftest import MakeRevision
 from tests.app.test_celery_worker import CELERY, ROOT, WAIT_SECONDS, database_url, wait_for
 from tests.gitrepo import GitRepo
@@ -119,7 +119,7 @@ def test_a_job_whose_worker_is_killed_is_run_again_by_another_worker(
     first = Worker(tmp_path / "first.log", {"PATH": f"{stuck}:{os.environ['PATH']}"}, [])
     workers.append(first)
 
-    job = jobs.start_export(revision, maintainer, branch="rubrics/after-a-lost-worker")
+    job = import_export.start_export(revision, maintainer, branch="rubrics/after-a-lost-worker")
     wait_until("the job reaching git", inside.exists, first.log)
     job.refresh_from_db()
     assert (job.status, job.attempts) == (JobStatus.RUNNING, 1)
@@ -243,12 +243,12 @@ def test_a_run_taken_for_lost_does_not_overwrite_the_run_after_it(draft_revision
     job = running_job(draft_revision, beat_seconds_ago=0, attempts=2)
     first_attempt = Job.objects.get(pk=job.pk)
     first_attempt.attempts = 1
-    _finish(first_attempt, JobStatus.DONE, result={"valid": True})
+    finish(first_attempt, JobStatus.DONE, result=ValidationResult(valid=True))
     job.refresh_from_db()
     assert (job.status, job.result) == (JobStatus.RUNNING, None)
-    _finish(job, JobStatus.DONE, result={"valid": True})
+    finish(job, JobStatus.DONE, result=ValidationResult(valid=True))
     job.refresh_from_db()
-    assert (job.status, job.result) == (JobStatus.DONE, {"valid": True})
+    assert (job.status, job.result) == (JobStatus.DONE, {"valid": True, "errors": []})
 
 
 def test_the_reap_command_waits_and_prints_what_became_of_each_job(

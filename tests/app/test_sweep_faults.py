@@ -23,7 +23,7 @@ from rubrics_app import celery_app
 from rubrics_app.models import Job, JobStatus, JudgeSetting, Repository, RubricRevision
 from rubrics_app.models_runs import ItemVerdict, RunGrade
 from rubrics_app.services import sweeps
-from rubrics_app.tasks import sweep_runs
+from rubrics_app.services.sweeps import sweep_runs
 from tests.app.sweep_helpers import import_runs
 from tests.app.test_calibration_worker import celery_worker
 from tests.app.test_celery_worker import WAIT_SECONDS, database_url

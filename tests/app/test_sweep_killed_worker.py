@@ -14,10 +14,10 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from rubrics_app import tasks
 from rubrics_app.models import Job, JobKind, JobStatus, JudgeSetting, Repository, RubricRevision
 from rubrics_app.models_runs import ItemVerdict, RunGrade
-from rubrics_app.services import sweeps
+from rubrics_app.services import jobs, sweeps
+from rubrics_app.services.sweeps import sweep_runs
 from tests.app.sweep_helpers import import_runs
 from tests.app.test_calibration_worker import celery_worker
 from tests.app.test_celery_worker import WAIT_SECONDS, database_url
@@ -63,14 +63,14 @@ def test_a_worker_killed_mid_sweep_loses_no_verdict_and_duplicates_none(
 
     # The reaper (every worker runs it) finds the job lost once its heartbeat is stale and queues it again;
     # the message is caught here and the job run in this process, as the next worker would run it.
-    assert tasks.TASK_OF_KIND[JobKind.SWEEP] is tasks.sweep_runs
+    assert jobs.task_of(JobKind.SWEEP).name == sweep_runs.name  # type: ignore[union-attr]
     sent: list[int] = []
-    monkeypatch.setattr(tasks.sweep_runs, "delay_on_commit", sent.append)
-    reaped = tasks.reap(now=timezone.now() + timedelta(minutes=5))
+    monkeypatch.setattr(sweep_runs, "delay_on_commit", sent.append)
+    reaped = jobs.reap(now=timezone.now() + timedelta(minutes=5))
     assert reaped.requeued == [job.pk] and sent == [job.pk]
     monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_server.anthropic_base_url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-anthropic-key")
-    tasks.sweep_runs(job.pk)
+    sweep_runs(job.pk)
     job.refresh_from_db()
     assert (job.status, job.attempts) == (JobStatus.DONE, 2), job.error
     assert job.result is not None and job.result["already_graded"] == len(stored)

@@ -14,18 +14,19 @@ the rows; they never change the exit code.
 from __future__ import annotations
 
 import argparse
-import time
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from grading import printable
 from rubrics_app.management.options import repository_named, task_of
+from rubrics_app.management.wait import wait_for_job
 from rubrics_app.models import (
     CalibrationMutant,
     CalibrationRow,
     CalibrationRun,
     CalibrationStatus,
+    Job,
     RevisionStatus,
     RubricRevision,
     TransitionError,
@@ -106,23 +107,20 @@ class Command(BaseCommand):
         raise CommandError(f"not admitted: {run.reason or run.status}", returncode=1)
 
     def _follow(self, run: CalibrationRun, timeout: float) -> CalibrationRun:
-        deadline = time.monotonic() + timeout
+        if run.job is None:
+            raise CommandError(f"calibration #{run.pk} has no job to follow", returncode=2)
         shown: set[int] = set()
-        while True:
-            run.refresh_from_db()
-            calibration.fail_stale_runs()
+
+        def show_rows(job: Job) -> None:
+            calibration.fail_stale_runs()  # a job the reaper failed fails its calibration too
             for row in CalibrationRow.objects.filter(run=run).exclude(pk__in=shown).order_by("position"):
                 shown.add(row.pk)
                 self._print_row(row)
-            if run.is_finished:
-                for row in CalibrationRow.objects.filter(run=run).exclude(pk__in=shown).order_by("position"):
-                    self._print_row(row)
-                return run
-            if time.monotonic() > deadline:
-                raise CommandError(
-                    f"calibration #{run.pk} still {run.status} after {timeout:g}s", returncode=2
-                )
-            time.sleep(0.5)
+
+        wait_for_job(run.job, timeout=timeout, on_poll=show_rows)
+        calibration.fail_stale_runs()
+        run.refresh_from_db()
+        return run
 
     def _print_mutants(self, run: CalibrationRun) -> None:
         marks = set(harmless_marks(run.revision.task, run.rubric_sha256))

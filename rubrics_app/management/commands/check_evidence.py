@@ -10,15 +10,19 @@ blocks until the worker finishes it and prints its result.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from rubrics_app.management.options import repository_named
-from rubrics_app.models import JobStatus, Repository
-from rubrics_app.services.jobs import start_evidence_check
-from rubrics_app.services.rereview import EvidenceCheckError, check_evidence
+from rubrics_app.management.wait import wait_for_job
+from rubrics_app.models import EvidenceCheckResult, JobStatus, Repository
+from rubrics_app.services.rereview import (
+    EvidenceCheckError,
+    check_evidence,
+    evidence_result,
+    start_evidence_check,
+)
 
 
 class Command(BaseCommand):
@@ -43,53 +47,32 @@ class Command(BaseCommand):
             raise CommandError(str(exc), returncode=2) from None
         for note in report.notes:
             self.stderr.write(f"not compared: {note}")
-        changes = [
-            {
-                "task": c.revision.task.task_id,
-                "revision": c.revision.number,
-                "item": c.item.item_id,
-                "cite": f"{c.path}:{c.line_start}-{c.line_end}",
-                "old": c.old_text,
-                "new": None if c.new_missing else c.new_text,
-            }
-            for c in report.changes
-        ]
-        self._finish(
-            repository, {"head": report.head, "open": len(changes), "new": report.new, "changes": changes}
-        )
+        self._finish(repository, evidence_result(report))
 
     def _send(self, repository: Repository, wait: bool, timeout: float) -> None:
         job = start_evidence_check(repository, by=None)
         self.stdout.write(f"sent job {job.pk} (check_evidence {repository.name})")
         if not wait:
             return
-        deadline = time.monotonic() + timeout
-        while True:
-            job.refresh_from_db()
-            if job.is_finished:
-                break
-            if time.monotonic() > deadline:
-                raise CommandError(f"job {job.pk} is still {job.status} after {timeout:g} s", returncode=2)
-            time.sleep(0.5)
-        if job.status == JobStatus.FAILED or job.result is None:
+        job = wait_for_job(job, timeout=timeout)
+        result = job.result_as(EvidenceCheckResult) if job.status == JobStatus.DONE else None
+        if result is None:
             raise CommandError(f"job {job.pk} failed: {job.error}", returncode=2)
-        for note in job.result.get("notes", []):
+        for note in result.notes:
             self.stderr.write(f"not compared: {note}")
-        self._finish(repository, job.result)
+        self._finish(repository, result)
 
-    def _finish(self, repository: Repository, result: dict[str, Any]) -> None:
-        for change in result["changes"]:
-            self.stdout.write(
-                f"{change['task']} r{change['revision']} {change['item']}: {change['cite']} changed"
-            )
-            for line in str(change["old"]).splitlines():
+    def _finish(self, repository: Repository, result: EvidenceCheckResult) -> None:
+        for change in result.changes:
+            self.stdout.write(f"{change.task} r{change.revision} {change.item}: {change.cite} changed")
+            for line in change.old.splitlines():
                 self.stdout.write(f"  - {line}")
-            if change["new"] is None:
+            if change.new is None:
                 self.stdout.write("  (the file is gone at HEAD)")
-            for line in str(change["new"] or "").splitlines():
+            for line in (change.new or "").splitlines():
                 self.stdout.write(f"  + {line}")
-        counts = f"{result['open']} open evidence change(s), {result['new']} new"
-        summary = f"{repository.name} at {str(result['head'])[:12]}: {counts}"
-        if result["open"]:
+        counts = f"{result.open} open evidence change(s), {result.new} new"
+        summary = f"{repository.name} at {result.head[:12]}: {counts}"
+        if result.open:
             raise CommandError(summary, returncode=1)
         self.stdout.write(self.style.SUCCESS(summary))

@@ -11,7 +11,6 @@ than sent twice; a finished one is drafted again.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from grading import InputError, printable, read_input_bytes
 from rubrics_app.management.options import repository_named, task_of
-from rubrics_app.models import JobStatus, RubricDraft
+from rubrics_app.management.wait import wait_for_job
+from rubrics_app.models import Job, JobStatus, RubricDraft
 from rubrics_app.services.drafting import DraftRequestError, request_draft
 
 
@@ -74,20 +74,16 @@ class Command(BaseCommand):
 
     def _follow(self, draft: RubricDraft, timeout: float) -> None:
         assert draft.job is not None
-        job = draft.job
-        deadline = time.monotonic() + timeout
         shown = ""
-        while True:
-            job.refresh_from_db()
+
+        def show_step(job: Job) -> None:
+            nonlocal shown
             draft.refresh_from_db()
             if draft.step != shown:
                 shown = draft.step
                 self.stdout.write(f"  {draft.get_step_display()}")
-            if job.is_finished:
-                break
-            if time.monotonic() > deadline:
-                raise CommandError(f"job {job.pk} is still {job.status} after {timeout:g} s", returncode=2)
-            time.sleep(0.5)
+
+        job = wait_for_job(draft.job, timeout=timeout, on_poll=show_step)
         if job.status == JobStatus.FAILED or draft.revision is None:
             # The PR thread and the model's reply are untrusted: no terminal control characters.
             raise CommandError(printable(f"drafting failed: {job.error}"), returncode=1)

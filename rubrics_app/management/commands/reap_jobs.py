@@ -10,10 +10,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandParser
 
+from rubrics_app.management.wait import JobGone, wait_for_job
 from rubrics_app.models import Job, JobStatus
-from rubrics_app.tasks import lost_jobs, reap_lost_jobs
+from rubrics_app.services.jobs import lost_jobs, reap_lost_jobs
 
 
 class Command(BaseCommand):
@@ -24,23 +25,24 @@ class Command(BaseCommand):
         parser.add_argument("--timeout", type=float, default=120.0, help="with --wait: give up after this")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        lost = {job.pk: job.heartbeat_at for job in lost_jobs()}
+        lost_jobs_now = lost_jobs()
+        lost = {job.pk: job.heartbeat_at for job in lost_jobs_now}
         reap_lost_jobs.delay()
         if not options["wait"]:
             self.stdout.write(f"reaper sent; {len(lost)} job(s) look lost now")
             return
         deadline = time.monotonic() + options["timeout"]
-        pending = dict(lost)
-        while pending:
-            # Reaped: no longer running, or running again under a new claim (a fresh heartbeat).
-            for job in Job.objects.filter(pk__in=pending):
-                if job.status != JobStatus.RUNNING or job.heartbeat_at != pending[job.pk]:
-                    what = "queued again" if job.status != JobStatus.FAILED else f"failed: {job.error}"
-                    self.stdout.write(f"job {job.pk} ({job.kind}): {what} (now {job.status})")
-                    del pending[job.pk]
-            pending = {pk: beat for pk, beat in pending.items() if Job.objects.filter(pk=pk).exists()}
-            if pending and time.monotonic() > deadline:
-                raise CommandError(f"no worker reaped job(s) {sorted(pending)} in {options['timeout']} s")
-            if pending:
-                time.sleep(0.5)
+        for job in lost_jobs_now:
+            beat = lost[job.pk]
+
+            def reaped(j: Job, beat: object = beat) -> bool:
+                # No longer running, or running again under a new claim (a fresh heartbeat).
+                return j.status != JobStatus.RUNNING or j.heartbeat_at != beat
+
+            try:
+                job = wait_for_job(job, timeout=options["timeout"], until=reaped, deadline=deadline)
+            except JobGone:
+                continue
+            what = "queued again" if job.status != JobStatus.FAILED else f"failed: {job.error}"
+            self.stdout.write(f"job {job.pk} ({job.kind}): {what} (now {job.status})")
         self.stdout.write(f"reaped {len(lost)} lost job(s)")

@@ -9,7 +9,6 @@ the progress until the job ends and exits 0 when every run is graded, 1 when the
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
@@ -17,7 +16,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from grading import printable
 from rubrics_app.management.options import repository_named, task_of
-from rubrics_app.models import Job, JobStatus, RubricRevision
+from rubrics_app.management.wait import wait_for_job
+from rubrics_app.models import Job, JobStatus, RubricRevision, SweepResult
 from rubrics_app.models_runs import Sweep
 from rubrics_app.services import sweeps
 from rubrics_app.services.sweeps import SweepError, SweepRequest
@@ -105,23 +105,22 @@ class Command(BaseCommand):
             f"{sweep.done_runs} of {sweep.total_runs} runs done, {sweep.graded_runs} graded now, "
             f"{sweep.judge_failures} judge failure(s); {sweep.calls} judge calls, ${sweep.cost_usd:.4f}"
         )
-        for problem in (job.result or {}).get("problems", []):
+        result = job.result_as(SweepResult)
+        for problem in result.problems if result is not None else []:
             self.stdout.write(printable(f"  not graded: {problem}"))
         if job.status == JobStatus.FAILED:
             raise CommandError(printable(f"the sweep did not finish: {job.error}"), returncode=1)
         self.stdout.write(self.style.SUCCESS("every run is graded"))
 
     def _follow(self, sweep: Sweep, timeout: float) -> Job:
-        deadline = time.monotonic() + timeout
         shown = -1
-        while True:
-            job = Job.objects.get(pk=sweep.job_id)
+
+        def show_done(job: Job) -> None:
+            nonlocal shown
             done = Sweep.objects.filter(pk=sweep.pk).values_list("done_runs", flat=True).get()
             if done != shown:
                 shown = done
                 self.stdout.write(f"  {done} of {sweep.total_runs}")
-            if job.is_finished:
-                return job
-            if time.monotonic() > deadline:
-                raise CommandError(f"sweep #{sweep.pk} still {job.status} after {timeout:g}s", returncode=2)
-            time.sleep(0.5)
+
+        assert sweep.job is not None
+        return wait_for_job(sweep.job, timeout=timeout, on_poll=show_done)

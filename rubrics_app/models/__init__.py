@@ -1,0 +1,166 @@
+"""The app's models, one module per concern, each building only on the ones before it:
+
+    repositories   repositories, members, judge and drafting settings
+    rubrics        tasks, rubric revisions, items, calibration diffs (the freeze: rubrics_app/freeze.py)
+    audit          the audit trail
+    jobs           Job rows and the typed result of each kind of job
+    drafts         drafting a rubric from a merged PR
+    calibration    calibration runs, rows, verdicts and the verdict cache
+    runs           agent runs, grades, verdicts, the review queue, disputes, sweeps
+    mutants        the oracle's mutants judged with a calibration
+
+Everything is re-exported here: import models from ``rubrics_app.models``, as Django does.
+"""
+
+from __future__ import annotations
+
+from rubrics_app.models.audit import AuditEvent, AuditVerb
+from rubrics_app.models.calibration import (
+    CalibrationRow,
+    CalibrationRun,
+    CalibrationStatus,
+    CalibrationVerdict,
+    JudgeCacheEntry,
+    JudgeRole,
+)
+from rubrics_app.models.drafts import DraftStep, RubricDraft
+from rubrics_app.models.jobs import (
+    RESULT_MODELS,
+    CalibrationResult,
+    DraftResult,
+    EvidenceChangeLine,
+    EvidenceCheckResult,
+    ExportResult,
+    FieldProblem,
+    Job,
+    JobKind,
+    JobResult,
+    JobStatus,
+    SweepResult,
+    ValidationResult,
+    result_json,
+)
+from rubrics_app.models.mutants import CalibrationMutant, HarmlessMutant
+from rubrics_app.models.repositories import (
+    ITEM_ID_RE,
+    DraftSetting,
+    JudgeSetting,
+    Membership,
+    Repository,
+    RepositoryQuerySet,
+    Role,
+    name_validator,
+)
+from rubrics_app.models.rubrics import (
+    FROZEN_STATUSES,
+    ITEM_OPTIONAL_KEYS,
+    REVISION_OPTIONAL_KEYS,
+    TASK_FILES,
+    CalibrationDiff,
+    DiffKind,
+    FieldError,
+    ItemComment,
+    ItemKind,
+    Origin,
+    PromptStyle,
+    ReviewState,
+    RevisionFrozen,
+    RevisionStatus,
+    RubricInvalid,
+    RubricItem,
+    RubricRevision,
+    Task,
+    TransitionError,
+)
+from rubrics_app.models.runs import (
+    AgentRun,
+    AgentRunDiff,
+    Dispute,
+    DisputeSource,
+    EvidenceChange,
+    GradeSource,
+    HumanLabel,
+    HumanVerdict,
+    ItemVerdict,
+    JudgeGrade,
+    QueueKind,
+    ReportRow,
+    RunGrade,
+    Sweep,
+)
+
+__all__ = [
+    "AgentRun",
+    "AgentRunDiff",
+    "AuditEvent",
+    "AuditVerb",
+    "CalibrationDiff",
+    "CalibrationMutant",
+    "CalibrationResult",
+    "CalibrationRow",
+    "CalibrationRun",
+    "CalibrationStatus",
+    "CalibrationVerdict",
+    "DiffKind",
+    "Dispute",
+    "DisputeSource",
+    "DraftResult",
+    "DraftSetting",
+    "DraftStep",
+    "EvidenceChange",
+    "EvidenceChangeLine",
+    "EvidenceCheckResult",
+    "ExportResult",
+    "FROZEN_STATUSES",
+    "FieldError",
+    "FieldProblem",
+    "GradeSource",
+    "HarmlessMutant",
+    "HumanLabel",
+    "HumanVerdict",
+    "ITEM_ID_RE",
+    "ITEM_OPTIONAL_KEYS",
+    "ItemComment",
+    "ItemKind",
+    "ItemVerdict",
+    "Job",
+    "JobKind",
+    "JobResult",
+    "JobStatus",
+    "JudgeCacheEntry",
+    "JudgeGrade",
+    "JudgeRole",
+    "JudgeSetting",
+    "Membership",
+    "Origin",
+    "PromptStyle",
+    "QueueKind",
+    "RESULT_MODELS",
+    "REVISION_OPTIONAL_KEYS",
+    "ReportRow",
+    "Repository",
+    "RepositoryQuerySet",
+    "ReviewState",
+    "RevisionFrozen",
+    "RevisionStatus",
+    "Role",
+    "RubricDraft",
+    "RubricInvalid",
+    "RubricItem",
+    "RubricRevision",
+    "RunGrade",
+    "Sweep",
+    "SweepResult",
+    "TASK_FILES",
+    "Task",
+    "TransitionError",
+    "ValidationResult",
+    "name_validator",
+    "result_json",
+]
+
+# Field defaults that migrations name as rubrics_app.models.<name>.
+from rubrics_app.models.repositories import _default_guidance_globs as _default_guidance_globs  # noqa: E402
+from rubrics_app.models.rubrics import _all_item_optional_keys as _all_item_optional_keys  # noqa: E402
+from rubrics_app.models.rubrics import _all_revision_optional_keys as _all_revision_optional_keys  # noqa: E402
+from rubrics_app.models.rubrics import _no_keys as _no_keys  # noqa: E402

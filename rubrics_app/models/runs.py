@@ -1,0 +1,384 @@
+"""Agent runs, their grades and judge verdicts, human verdicts from the review queue, and re-review flags.
+
+The run side of the app, read as one unit. The tables are keyed so that filling them twice from the same
+input changes nothing:
+
+    AgentRun       (task, arm, model, repetition)          run.json, grade.json, the small files
+    AgentRunDiff   one row per run                          workspace.diff: its own table, never in lists
+    RunGrade       (run, rubric_sha256, primary_judge)      one grading: outcome, metrics.json as read
+    JudgeGrade     (grade, role)                            primary or second judge: spec, model id, cost
+    ItemVerdict    (judge, item_id)                         verdict, reason, cited lines, model id
+    HumanVerdict   (grade, item_id)                         a reviewer's label; never changes a score (§4)
+    ReportRow      one row per grade                        what the report reads of it, precomputed
+
+Today grades come from imported metrics.json files; a sweep job fills the same rows (``source = sweep``),
+keyed by the revision content it graded against (``rubric_sha256``) and its primary judge.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from rubrics_app.models.calibration import JudgeRole as JudgeRole  # re-exported: the runs side reads it here
+from rubrics_app.models.jobs import Job
+from rubrics_app.models.repositories import Repository
+from rubrics_app.models.rubrics import RubricItem, RubricRevision, Task
+
+
+class AgentRun(models.Model):
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="agent_runs")
+    arm = models.CharField(max_length=200, blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    repetition = models.IntegerField()
+    prompt_style = models.CharField(max_length=10, blank=True)
+    run_json = models.JSONField(default=dict)
+    grade_json = models.JSONField(default=dict)
+    passed = models.BooleanField()  # grade.json's "pass"
+    ignored_created = models.TextField(blank=True)
+    tests_list = models.TextField(null=True, blank=True)  # None: the run had no tests_list.txt
+    # tests_list.error: why tests.list failed in the workspace (capture writes it instead of tests_list.txt)
+    tests_list_error = models.TextField(null=True, blank=True)
+    diff_sha256 = models.CharField(max_length=64)
+    diff_bytes = models.PositiveBigIntegerField()
+    # sha256 of each file as imported, so a repeated import can tell "the same run" from "a different run
+    # under the same key" without reading the stored diff back.
+    files_sha256 = models.JSONField(default=dict)
+    source = models.CharField(max_length=500, blank=True)  # the directory or zip member it came from
+    imported_at = models.DateTimeField(default=timezone.now)
+    imported_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["task_id", "arm", "model", "repetition"]
+        constraints = [
+            # run.json's identity (§7 statistics are per task, arm and model over repetitions).
+            models.UniqueConstraint(
+                fields=["task", "arm", "model", "repetition"], name="one_agent_run_per_key"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task} {self.arm or '-'}/{self.model or '-'}#{self.repetition}"
+
+
+class AgentRunDiff(models.Model):
+    """workspace.diff of a run. Tens of MB at times: lists of runs never join or load this table."""
+
+    run = models.OneToOneField(AgentRun, on_delete=models.CASCADE, primary_key=True, related_name="diff")
+    content = models.BinaryField()  # the bytes as captured: a diff may be non-UTF-8
+
+
+class GradeSource(models.TextChoices):
+    IMPORTED = "imported", "Imported metrics.json"
+    SWEEP = "sweep", "Sweep"
+
+
+class RunGrade(models.Model):
+    """One grading of a run: against one rubric content, with one primary judge."""
+
+    run = models.ForeignKey(AgentRun, on_delete=models.CASCADE, related_name="grades")
+    # sha256 of the rubric.json bytes graded against; "" when the metrics.json did not record it.
+    rubric_sha256 = models.CharField(max_length=64, blank=True)
+    # The revision with that content, when the app holds one.
+    revision = models.ForeignKey(
+        RubricRevision, on_delete=models.SET_NULL, null=True, blank=True, related_name="run_grades"
+    )
+    primary_judge = models.CharField(max_length=500, blank=True)  # "" when no judge was called
+    source = models.CharField(max_length=20, choices=GradeSource.choices, default=GradeSource.IMPORTED)
+    status = models.CharField(max_length=30)  # grading.outcome's OutcomeStatus
+    mergeable = models.BooleanField(null=True)
+    merge_score = models.FloatField(null=True)
+    grader_failure = models.BooleanField(default=False)
+    judge_failure = models.BooleanField(default=False)
+    provisional = models.BooleanField(default=False)
+    reasons = models.JSONField(default=list)
+    metrics = models.JSONField(default=dict)  # metrics.json as read (details included)
+    metrics_sha256 = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["run_id", "pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "rubric_sha256", "primary_judge"], name="one_grade_per_run_rubric_judge"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run} graded {self.status}"
+
+
+class JudgeGrade(models.Model):
+    """The verdicts of one judge (primary or second) within a grading."""
+
+    grade = models.ForeignKey(RunGrade, on_delete=models.CASCADE, related_name="judges")
+    role = models.CharField(max_length=10, choices=JudgeRole.choices)
+    judge = models.CharField(max_length=500)  # the spec as given: "anthropic:<id>", "scripted:<file>"
+    scripted = models.BooleanField(default=False)  # shown wherever these verdicts appear
+    model_id = models.CharField(max_length=200, blank=True)  # as the API reported it back
+    failure = models.TextField(blank=True)  # a judge failure: never a pass, never a fail
+    cost_usd = models.FloatField(default=0.0)
+    cost_known = models.BooleanField(default=True)
+    calls = models.PositiveIntegerField(default=0)
+    cache_hit = models.BooleanField(default=False)
+    cache_bypass = models.CharField(max_length=20, blank=True)  # "regrade_sample" / "no_cache"
+
+    class Meta:
+        ordering = ["grade_id", "role"]
+        constraints = [
+            models.UniqueConstraint(fields=["grade", "role"], name="one_judge_grade_per_role"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_role_display()} {self.judge}"
+
+
+class ItemVerdict(models.Model):
+    judge = models.ForeignKey(JudgeGrade, on_delete=models.CASCADE, related_name="verdicts")
+    item_id = models.CharField(max_length=40)
+    kind = models.CharField(max_length=20)  # blocker / non_blocker
+    verdict = models.CharField(max_length=10)  # pass / fail
+    reason = models.TextField()
+    locations = models.JSONField(default=list)  # [{"file", "line", "side"}]: the cited lines
+    model_id = models.CharField(max_length=200, blank=True)
+    flagged_inconsistent = models.BooleanField(default=False)
+    # On a regrade (§9): the verdict the cache held for the same input. Differs from `verdict`: the judge
+    # disagreed with itself.
+    previous_verdict = models.CharField(max_length=10, blank=True)
+    # A number in [0, 1) drawn from the pair's identity: the agreed pairs offered for labelling are those
+    # below the configured share, the same ones on every page load.
+    sample_key = models.FloatField(default=0.0)
+
+    class Meta:
+        ordering = ["judge_id", "pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["judge", "item_id"], name="one_verdict_per_judge_and_item"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.item_id}: {self.verdict}"
+
+
+class HumanLabel(models.TextChoices):
+    PASS = "pass", "Pass"
+    FAIL = "fail", "Fail"
+    UNSURE = "unsure", "Unsure"
+
+
+class QueueKind(models.TextChoices):
+    JUDGES = "judges", "The two judges disagree"
+    REGRADE = "regrade", "A regrade disagreed with itself"
+    AGREED = "agreed", "Judges agree (sample)"
+
+
+class HumanVerdict(models.Model):
+    """A reviewer's verdict on one (run, item) pair. Apart from the judges' rows: it never changes a score;
+    it feeds judge-error figures."""
+
+    grade = models.ForeignKey(RunGrade, on_delete=models.CASCADE, related_name="human_verdicts")
+    item_id = models.CharField(max_length=40)
+    verdict = models.CharField(max_length=10, choices=HumanLabel.choices)
+    note = models.TextField(blank=True)
+    queue = models.CharField(max_length=10, choices=QueueKind.choices)  # where the pair was labelled
+    by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["grade_id", "item_id"]
+        constraints = [
+            # One label per pair: labelling it again replaces the verdict (and records who and when).
+            models.UniqueConstraint(fields=["grade", "item_id"], name="one_human_verdict_per_pair"),
+        ]
+
+
+class ReportRow(models.Model):
+    """What the report reads of one grade, written once beside it so that the report page reads one row per
+    run from one table instead of joining runs, grades, judges and item verdicts and decoding metrics.json.
+
+    Filled only by ``services.report_rows.refresh_report_rows`` (the import calls it, and so must anything
+    else that writes a RunGrade with its judges' rows), which also keeps ``latest`` true on exactly the
+    newest grade of each run: the grade the report takes. What can change after a grade is written (the
+    revision's status, the task's base date and prompts, human labels) is not copied here but read with it.
+    """
+
+    grade = models.OneToOneField(RunGrade, on_delete=models.CASCADE, related_name="report_row")
+    run = models.ForeignKey(AgentRun, on_delete=models.CASCADE, related_name="+")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="+")
+    repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="+")
+    revision = models.ForeignKey(
+        RubricRevision, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    latest = models.BooleanField(default=False)  # the run's newest grade
+    name = models.TextField()  # the run's id in a report: its directory as imported
+    arm = models.CharField(max_length=200, blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    prompt_style = models.CharField(max_length=10, blank=True)  # run.json's; "" when it does not say
+    status = models.CharField(max_length=30)
+    test_pass = models.BooleanField(null=True)
+    mergeable = models.BooleanField(null=True)
+    merge_score = models.FloatField(null=True)
+    checks_passed = models.BooleanField(null=True)  # scope and test integrity; None when not run
+    provisional = models.BooleanField()  # as graded; an admitted revision overrides it when read
+    # The rest as JSON text, which the report decodes itself (identical texts once: runs share verdicts):
+    # grade.json's metrics, numbers and true/false values (services.report_rows.report_metrics); the
+    # test-integrity parts not measured (metrics.json details.integrity_not_measured); each judge's
+    # verdicts, {"judge", "family", "scripted", "failure", "blockers", "non_blockers", "previous",
+    # "tree_judged", "cost_usd", "tree_cost_usd", "cost_known"}
+    # (grading.report.JudgeVerdicts) or null when that judge did not run; and the blockers a human
+    # must label for a verdict on mergeable (services.queue.human_label_basis), null when labels cannot
+    # give one, with human_checks: scope and integrity passed.
+    metrics = models.TextField()
+    integrity_not_measured = models.TextField(default="[]", db_default="[]")
+    primary = models.TextField()
+    second = models.TextField()
+    human_items = models.TextField()
+    human_checks = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["run_id", "grade_id"]
+        indexes = [
+            models.Index(fields=["repository", "latest", "arm", "model"], name="report_row_lookup"),
+            models.Index(fields=["run", "grade"], name="report_row_run"),
+        ]
+
+    def __str__(self) -> str:
+        return f"report row of {self.name}"
+
+
+class DisputeSource(models.TextChoices):
+    DISAGREEMENT = "disagreement", "A judge disagreement"
+    COMMENT = "comment", "A comment"
+    ITEM = "item", "The item itself"
+
+
+class Dispute(models.Model):
+    """A maintainer disputes a blocker (§6 re-review): its revision needs re-review until a new revision
+    is admitted or the dispute is dismissed with a reason."""
+
+    revision = models.ForeignKey(RubricRevision, on_delete=models.CASCADE, related_name="disputes")
+    item = models.ForeignKey(RubricItem, on_delete=models.CASCADE, related_name="disputes")
+    source = models.CharField(max_length=20, choices=DisputeSource.choices)
+    grade = models.ForeignKey(RunGrade, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    reason = models.TextField()
+    opened_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    opened_at = models.DateTimeField(default=timezone.now)
+    dismissed_at = models.DateTimeField(null=True, blank=True)
+    dismissed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    dismissal_reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-opened_at", "-pk"]
+        indexes = [
+            # "Needs re-review" on the task and repository pages looks up the open ones.
+            models.Index(fields=["revision"], name="open_dispute_idx", condition=Q(dismissed_at=None)),
+        ]
+
+    @property
+    def is_open(self) -> bool:
+        return self.dismissed_at is None
+
+
+class EvidenceChange(models.Model):
+    """The code a blocker's ``path:line`` evidence cites changed between the task's base commit and the
+    checkout's HEAD (found by ``manage.py check_evidence``)."""
+
+    revision = models.ForeignKey(RubricRevision, on_delete=models.CASCADE, related_name="evidence_changes")
+    item = models.ForeignKey(RubricItem, on_delete=models.CASCADE, related_name="evidence_changes")
+    path = models.CharField(max_length=1000)
+    line_start = models.PositiveIntegerField()
+    line_end = models.PositiveIntegerField()
+    base_commit = models.CharField(max_length=64)
+    head_commit = models.CharField(max_length=64)
+    old_text = models.TextField(blank=True)
+    new_text = models.TextField(blank=True)
+    new_missing = models.BooleanField(default=False)  # the file is gone at HEAD
+    detected_at = models.DateTimeField(default=timezone.now)
+    dismissed_at = models.DateTimeField(null=True, blank=True)
+    dismissed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    dismissal_reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["item_id", "path", "line_start"]
+        constraints = [
+            # Checking again at the same HEAD finds the same change: one row.
+            models.UniqueConstraint(
+                fields=["item", "path", "line_start", "line_end", "head_commit"],
+                name="one_evidence_change_per_cite_and_head",
+            ),
+        ]
+
+    @property
+    def is_open(self) -> bool:
+        return self.dismissed_at is None
+
+
+class Sweep(models.Model):
+    """A sweep job (services/sweeps.py): every run of a repository, or of a task, arm or model, graded with
+    the repository's judges against each task's admitted revision, or against one chosen approved revision
+    (every result provisional). Its Job holds the state (queued, running, done, failed and why); this row
+    holds what was asked and the progress the sweep page polls. Its grades are RunGrade rows with
+    source = sweep, keyed as every grade is: a sweep sent again adds none twice."""
+
+    job = models.OneToOneField(Job, on_delete=models.CASCADE, related_name="sweep")
+    repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="sweeps")
+    # What to grade: every run of the repository, narrowed by any of these.
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    arm = models.CharField(max_length=200, blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    # None: each task's admitted revision. Else this approved revision, and every result is provisional.
+    revision = models.ForeignKey(
+        RubricRevision, on_delete=models.CASCADE, null=True, blank=True, related_name="sweeps"
+    )
+    # The judges as the repository had them when the sweep was sent (full specs; keys never stored).
+    judge = models.CharField(max_length=500)
+    decoding = models.JSONField(default=dict, blank=True)
+    second_judge = models.CharField(max_length=500, blank=True)
+    second_decoding = models.JSONField(default=dict, blank=True)
+    second_sample = models.FloatField(default=1.0)  # share of runs the second judge grades
+    regrade_sample = models.FloatField(default=0.0)  # share of cache hits judged again (§9)
+    scripted = models.BooleanField(default=False)  # either judge is the scripted one: shown wherever it is
+    # Graded against a revision that was not admitted when the sweep was sent: every result is provisional.
+    provisional = models.BooleanField(default=False)
+    # Progress, written in the transaction that stores each run's grade.
+    total_runs = models.PositiveIntegerField(default=0)
+    done_runs = models.PositiveIntegerField(default=0)  # graded now, or already graded before
+    graded_runs = models.PositiveIntegerField(default=0)  # grades this sweep stored
+    judge_failures = models.PositiveIntegerField(default=0)
+    no_revision_runs = models.PositiveIntegerField(default=0)  # their task has no admitted revision
+    calls = models.PositiveIntegerField(default=0)
+    cost_usd = models.FloatField(default=0.0)  # counts toward the repository's monthly spend cap
+    cost_known = models.BooleanField(default=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        indexes = [
+            # The monthly spend of a repository sums its sweeps since the first of the month.
+            models.Index(fields=["repository", "created_at"], name="sweep_repository_created"),
+        ]
+
+    def __str__(self) -> str:
+        return f"sweep #{self.pk} of {self.repository}"
+
+    def scope_label(self) -> str:
+        parts = [f"task {self.task.task_id}" if self.task is not None else "every task"]
+        if self.arm:
+            parts.append(f"arm {self.arm}")
+        if self.model:
+            parts.append(f"model {self.model}")
+        return ", ".join(parts)
