@@ -24,6 +24,7 @@ from django.db import connections, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from rubrics_app.access import Actor
 from rubrics_app.celery import app
 from rubrics_app.models import (
     CalibrationRun,
@@ -150,7 +151,9 @@ def _export(job: Job) -> dict[str, Any]:
         raise ExportError("the revision of this job is gone")
     private = bool(job.params.get("private", False))
     branch = job.params.get("branch") or None
-    exported = write_to_checkout(revision, private=private, branch=branch, by=job.created_by)
+    exported = write_to_checkout(
+        revision, private=private, branch=branch, by=Actor.command_line(job.created_by)
+    )
     return {
         "root": str(exported.root),
         "paths": exported.paths,
@@ -236,7 +239,7 @@ def check_evidence_everywhere() -> None:
     from rubrics_app.services.jobs import start_evidence_check
 
     for repository in Repository.objects.exclude(checkout_path=""):
-        start_evidence_check(repository, by=None)
+        start_evidence_check(repository, by=Actor.command_line())
 
 
 def _sweep(job: Job) -> dict[str, Any]:

@@ -21,13 +21,14 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 from django.conf import settings
-from django.core.exceptions import NON_FIELD_ERRORS, PermissionDenied, ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from pydantic import ValidationError as PydanticValidationError
 
 from grading.errors import InputError, InputErrors
 from grading.schema import Rubric, TaskSpec, load_manifest, parse_json, parse_rubric, validation_messages
+from rubrics_app.access import Actor
 from rubrics_app.models import (
     ITEM_ID_RE,
     TASK_FILES,
@@ -300,13 +301,20 @@ def _task_fields(spec: TaskSpec) -> dict[str, Any]:
 
 
 def import_task_files(
-    repository: Repository, sources: list[TaskFiles], user: Any = None, *, approved_by: Any = None
+    repository: Repository,
+    sources: list[TaskFiles],
+    user: Actor,
+    *,
+    approved_by: Actor | None = None,
 ) -> list[RubricRevision]:
     """Validate every task first; then create one draft revision per task in one transaction.
 
     ``approved_by`` (a maintainer): the rubrics were already reviewed in the repository itself (merged
     through its own PR review), so they come in approved, recorded as imported approved by that maintainer.
     """
+    user.require(Role.MAINTAINER, repository)
+    if approved_by is not None:
+        approved_by.require(Role.MAINTAINER, repository)
     problems: list[ImportProblem] = []
     if not sources:
         problems.append(ImportProblem("", "no rubric.json found"))
@@ -340,7 +348,7 @@ def import_task_files(
                     task.save(update_fields=[TASK_FILES[name] for name in p.task_files])
                 revision = create_revision(task, p.rubric, p.calibration, by=user, origin=Origin.IMPORTED)
                 if approved_by is not None:
-                    _approve_imported(revision, approved_by)
+                    _approve_imported(revision, approved_by.user)
                 created.append(revision)
     except IntegrityError as exc:
         # A revision of the task was approved between the check above and the write (the trigger refused).
@@ -348,14 +356,13 @@ def import_task_files(
     return created
 
 
-def _approve_imported(revision: RubricRevision, by: Any) -> None:
-    if revision.task.repository.role_of(by) != Role.MAINTAINER:
-        raise PermissionDenied(f"{by} is not a maintainer of {revision.task.repository}: cannot approve")
+def _approve_imported(revision: RubricRevision, approver: Any) -> None:
+    """Every item and the revision approved by ``approver`` (import_task_files checked their role)."""
     RubricItem.objects.filter(revision=revision).update(
-        review_state=ReviewState.APPROVED, reviewed_by=by, reviewed_at=timezone.now()
+        review_state=ReviewState.APPROVED, reviewed_by=approver, reviewed_at=timezone.now()
     )
     try:
-        revision.approve(by=by)
+        revision.approve(by=approver)
     except RubricInvalid as exc:  # validated on import already; kept as a problem, never half-approved
         raise ImportFailed(
             [
@@ -363,7 +370,9 @@ def _approve_imported(revision: RubricRevision, by: Any) -> None:
                 for e in exc.errors
             ]
         ) from None
-    audit.record(AuditVerb.IMPORTED_APPROVED, actor=by, revision=revision, detail={"approved_by": str(by)})
+    audit.record(
+        AuditVerb.IMPORTED_APPROVED, actor=approver, revision=revision, detail={"approved_by": str(approver)}
+    )
 
 
 def _frozen_task_problems(repository: Repository, prepared: PreparedTask) -> list[ImportProblem]:
@@ -497,18 +506,12 @@ def _group_task_dirs(contents: dict[str, bytes]) -> list[TaskFiles]:
     return out
 
 
-def _require_maintainer(repository: Repository, user: Any) -> None:
-    # `user=None` is the command line (manage.py), which has the run of the database anyway.
-    if user is not None and repository.role_of(user) != Role.MAINTAINER:
-        raise PermissionDenied("only a maintainer of this repository may import or export rubrics")
-
-
 def import_rubric_zip(
-    repository: Repository, uploaded_file: IO[bytes] | Any, user: Any
+    repository: Repository, uploaded_file: IO[bytes] | Any, user: Actor
 ) -> list[RubricRevision]:
     """An uploaded zip (tasks/<id>/rubric.json or rubric.json, with calib diffs) or a bare rubric.json,
     as draft revisions. Raises ImportFailed listing every problem; then nothing is imported."""
-    _require_maintainer(repository, user)
+    user.require(Role.MAINTAINER, repository)
     raw = _read_upload(uploaded_file, settings.RUBRIC_UPLOAD_MAX_BYTES)
     label = _name(uploaded_file)
     sources = read_zip(raw, label) if raw.startswith(b"PK") else [TaskFiles(directory="", rubric=raw)]
@@ -580,11 +583,11 @@ def read_checkout(root: Path) -> list[TaskFiles]:
 
 
 def import_checkout(
-    repository: Repository, root: Path, user: Any = None, *, approved_by: Any = None
+    repository: Repository, root: Path, user: Actor, *, approved_by: Actor | None = None
 ) -> list[RubricRevision]:
     """Every tasks/*/rubric.json (+ task.json and the task's own files) under ``root`` as a draft revision
     (approved, with ``approved_by``), all or nothing."""
-    _require_maintainer(repository, user)
+    user.require(Role.MAINTAINER, repository)
     return import_task_files(repository, read_checkout(root), user, approved_by=approved_by)
 
 
@@ -620,10 +623,11 @@ def rubric_json_bytes(revision: RubricRevision) -> bytes:
     return revision.rubric_json_bytes()
 
 
-def export_rubric_json(revision: RubricRevision, *, by: Any = None) -> bytes:
+def export_rubric_json(revision: RubricRevision, *, by: Actor) -> bytes:
     """rubric.json of an admitted revision, exactly what `rubric validate` accepts."""
+    by.require(Role.MAINTAINER, revision.task.repository)
     _require_admitted(revision)
-    audit.record(AuditVerb.EXPORTED, actor=by, revision=revision, detail={"as": "rubric.json"})
+    audit.record(AuditVerb.EXPORTED, actor=by.user, revision=revision, detail={"as": "rubric.json"})
     return rubric_json_bytes(revision)
 
 
@@ -644,9 +648,10 @@ def _task_files_out(revision: RubricRevision, private: bool = False) -> dict[str
     return files
 
 
-def export_zip(revision: RubricRevision, *, by: Any = None, private: bool = False) -> bytes:
+def export_zip(revision: RubricRevision, *, by: Actor, private: bool = False) -> bytes:
     """A zip of tasks/<task-id>/rubric.json and its calib diffs (unzips into a checkout; imports back);
     ``private`` adds the task's own files (see _task_files_out)."""
+    by.require(Role.MAINTAINER, revision.task.repository)
     _require_admitted(revision)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
@@ -656,7 +661,10 @@ def export_zip(revision: RubricRevision, *, by: Any = None, private: bool = Fals
             info.external_attr = (stat.S_IFREG | 0o644) << 16
             archive.writestr(info, data, compress_type=zipfile.ZIP_DEFLATED)
     audit.record(
-        AuditVerb.EXPORTED, actor=by, revision=revision, detail={"as": "private zip" if private else "zip"}
+        AuditVerb.EXPORTED,
+        actor=by.user,
+        revision=revision,
+        detail={"as": "private zip" if private else "zip"},
     )
     return buffer.getvalue()
 
@@ -732,7 +740,7 @@ def write_many_to_checkout(
     private: bool = False,
     branch: str | None = None,
     *,
-    by: Any = None,
+    by: Actor,
     root: Path | None = None,
 ) -> CheckoutExport:
     """Write tasks/<task-id>/rubric.json and calib diffs of admitted revisions (one repository), each file
@@ -742,7 +750,7 @@ def write_many_to_checkout(
     repository = revisions[0].task.repository
     if any(r.task.repository_id != repository.pk for r in revisions):
         raise ExportError("revisions of several repositories")
-    _require_maintainer(repository, by)
+    by.require(Role.MAINTAINER, repository)
     for revision in revisions:
         _require_admitted(revision)
     target_root = root.resolve() if root is not None else _export_root(repository, private)
@@ -754,7 +762,7 @@ def write_many_to_checkout(
             if not target.is_relative_to(target_root):
                 raise ExportError(f"{path} leaves {target_root} (symbolic link?)")
             writes.append((path, data))
-    env = _git_env(by)
+    env = _git_env(by.user)
     if branch is not None:
         if not branch or branch.startswith("-"):
             raise ExportError(f"bad branch name {branch!r}")
@@ -782,7 +790,7 @@ def write_many_to_checkout(
     for revision in revisions:
         audit.record(
             AuditVerb.EXPORTED,
-            actor=by,
+            actor=by.user,
             revision=revision,
             detail={
                 "as": "private" if private else "checkout",
@@ -804,7 +812,7 @@ def _git_ok(root: Path, env: dict[str, str], *args: str) -> bool:
 
 
 def write_to_checkout(
-    revision: RubricRevision, private: bool = False, branch: str | None = None, *, by: Any = None
+    revision: RubricRevision, private: bool = False, branch: str | None = None, *, by: Actor
 ) -> CheckoutExport:
     """tasks/<task-id>/rubric.json and its calib diffs into the checkout (or the private path), atomically."""
     return write_many_to_checkout([revision], private, branch, by=by)

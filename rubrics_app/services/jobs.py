@@ -4,19 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
+from rubrics_app.access import Actor
 from rubrics_app.models import Job, JobKind, Repository, RevisionStatus, Role, RubricRevision, TransitionError
 from rubrics_app.tasks import check_repository_evidence, export_revision_to_checkout, validate_revision
 
 
-def _user(by: Any) -> Any:
-    return by if getattr(by, "is_authenticated", False) else None
+def _user(by: Actor) -> Any:
+    return by.user if getattr(by.user, "is_authenticated", False) else None
 
 
 @transaction.atomic
-def start_validation(revision: RubricRevision, by: Any) -> Job:
+def start_validation(revision: RubricRevision, by: Actor) -> Job:
+    by.require(Role.MAINTAINER, revision.task.repository)
     job = Job.objects.create(
         kind=JobKind.VALIDATE_REVISION,
         repository=revision.task.repository,
@@ -29,10 +30,9 @@ def start_validation(revision: RubricRevision, by: Any) -> Job:
 
 @transaction.atomic
 def start_export(
-    revision: RubricRevision, by: Any, *, private: bool = False, branch: str | None = None
+    revision: RubricRevision, by: Actor, *, private: bool = False, branch: str | None = None
 ) -> Job:
-    if revision.task.repository.role_of(by) != Role.MAINTAINER:
-        raise PermissionDenied("only a maintainer of this repository may export")
+    by.require(Role.MAINTAINER, revision.task.repository)
     if revision.status != RevisionStatus.ADMITTED:
         raise TransitionError("only an admitted revision is exported")
     job = Job.objects.create(
@@ -47,10 +47,9 @@ def start_export(
 
 
 @transaction.atomic
-def start_evidence_check(repository: Repository, by: Any) -> Job:
-    """`by=None` is the command line or the periodic job."""
-    if by is not None and repository.role_of(by) != Role.MAINTAINER:
-        raise PermissionDenied("only a maintainer of this repository may check evidence")
+def start_evidence_check(repository: Repository, by: Actor) -> Job:
+    """``by``: a maintainer, or the command line or the periodic job (``Actor.command_line()``)."""
+    by.require(Role.MAINTAINER, repository)
     job = Job.objects.create(kind=JobKind.CHECK_EVIDENCE, repository=repository, created_by=_user(by))
     check_repository_evidence.delay_on_commit(job.pk)
     return job

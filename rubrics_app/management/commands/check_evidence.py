@@ -15,6 +15,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from rubrics_app.access import Actor
 from rubrics_app.management.options import repository_named
 from rubrics_app.models import JobStatus, Repository
 from rubrics_app.services.jobs import start_evidence_check
@@ -59,7 +60,7 @@ class Command(BaseCommand):
         )
 
     def _send(self, repository: Repository, wait: bool, timeout: float) -> None:
-        job = start_evidence_check(repository, by=None)
+        job = start_evidence_check(repository, by=Actor.command_line())
         self.stdout.write(f"sent job {job.pk} (check_evidence {repository.name})")
         if not wait:
             return

@@ -20,6 +20,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from grading.commands.judge import printable
 from grading.errors import InputError
 from grading.schema import read_input_bytes
+from rubrics_app.access import Actor
 from rubrics_app.management.options import repository_named, task_of
 from rubrics_app.models import JobStatus, RubricDraft
 from rubrics_app.services.drafting import DraftRequestError, request_draft
@@ -50,7 +51,7 @@ class Command(BaseCommand):
         try:
             draft, created = request_draft(
                 task,
-                None,
+                Actor.command_line(),
                 pr_number=options["pr"],
                 pr_export=export,
                 pr_export_name=str(path) if path is not None else "pr.json",
