@@ -41,6 +41,11 @@ class Actor:
         """manage.py commands and the worker: allowed everything; ``user`` is who to record, if anyone."""
         return CommandLine(user)
 
+    @staticmethod
+    def member(user: Any) -> Member:
+        """``user`` acting with no request (a script, a test): their role is looked up on each require."""
+        return Member(user)
+
 
 @dataclass(frozen=True)
 class RepositoryAccess(Actor):
@@ -76,6 +81,14 @@ class CommandLine(Actor):
 
     def require(self, role: Role, repository: Repository) -> None:
         return None
+
+
+@dataclass(frozen=True)
+class Member(Actor):
+    user: Any
+
+    def require(self, role: Role, repository: Repository) -> None:
+        access_of(self.user, repository).require(role, repository)
 
 
 def access_of(user: Any, repository: Repository) -> RepositoryAccess:

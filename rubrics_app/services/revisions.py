@@ -441,6 +441,7 @@ def approve_item(item: RubricItem, by: Actor, expected_version: int | None = Non
         RubricRevision.objects.select_for_update().select_related("task__repository").get(pk=item.revision_id)
     )
     by.require(Role.MAINTAINER, revision.task.repository)
+    _require_draft(revision)
     item.revision = revision
     with _unless_frozen_meanwhile(revision.pk):
         approved = item.approve(by.user, expected_version=expected_version)
@@ -478,6 +479,7 @@ def request_changes(item: RubricItem, by: Actor, note: str = "") -> RubricItem:
     """Raises :class:`RevisionFrozen` when the revision is (or was meanwhile) approved."""
     revision = _locked(item.revision_id)
     by.require(Role.MAINTAINER, revision.task.repository)
+    _require_draft(revision)
     item.revision = revision
     with _unless_frozen_meanwhile(revision.pk):
         item.request_changes(by.user, note)
