@@ -481,6 +481,36 @@ class RubricItem(models.Model):
         """The editable content, e.g. for a conflict message showing the other maintainer's text."""
         return {name: getattr(self, name) for name in self.TEXT_FIELDS}
 
+    # --- review transitions: the caller checked who may review (rubrics_app.access) -------------------------
+
+    REVIEW_FIELDS = ("review_state", "reviewed_by", "reviewed_at", "review_note")
+
+    def _review(self, state: ReviewState, by: Any, note: str, expected_version: int | None) -> bool:
+        """Move the review to ``state``: only in a draft revision (RevisionFrozen otherwise), writing only
+        the review columns, conditional on ``expected_version`` when given. False when the item was edited
+        since that version (nothing written)."""
+        revision = self.revision
+        if revision.is_frozen:
+            raise RevisionFrozen(revision)
+        user = by if getattr(by, "is_authenticated", False) else None
+        now = timezone.now()
+        rows = RubricItem.objects.filter(pk=self.pk)
+        if expected_version is not None:
+            rows = rows.filter(version=expected_version)
+        # No version bump: a review is a decision about the text, not a change of it.
+        if not rows.update(review_state=state, reviewed_by=user, reviewed_at=now, review_note=note):
+            return False
+        self.review_state, self.reviewed_by, self.reviewed_at, self.review_note = state, user, now, note
+        return True
+
+    def approve(self, by: Any, *, expected_version: int | None = None) -> bool:
+        """pending or changes requested (or approved again) -> approved by ``by``; see :meth:`_review`."""
+        return self._review(ReviewState.APPROVED, by, "", expected_version)
+
+    def request_changes(self, by: Any, note: str = "") -> None:
+        """-> changes requested by ``by``, saying what to change; see :meth:`_review`."""
+        self._review(ReviewState.CHANGES_REQUESTED, by, note, None)
+
     def _keep(self, key: str, value: Any, default: Any) -> bool:
         return not (key in (self.omitted_keys or []) and value == default)
 

@@ -34,7 +34,6 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, TypeVar
 
-from django.core.exceptions import PermissionDenied
 from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import F, Sum
 from django.utils import timezone
@@ -57,6 +56,7 @@ from grading import (
     make_backend,
     supports_tree,
 )
+from rubrics_app.access import Actor
 from rubrics_app.models import (
     AuditVerb,
     CalibrationResult,
@@ -286,20 +286,19 @@ def passing_run(revision: RubricRevision, *, with_suite: bool = False) -> Calibr
 @transaction.atomic
 def new_run(
     revision: RubricRevision,
-    by: Any,
+    by: Actor,
     *,
     admit: bool = False,
     injection_suite: bool = False,
     mutants: bool = False,
 ) -> tuple[CalibrationRun, bool]:
     """A queued calibration run (and its Job) of an approved revision, and whether it is new: a calibration
-    already queued or running is joined instead. The caller sends a new one (:func:`start`). ``by=None`` is
-    the command line. ``injection_suite``: run the injection suite too; ``mutants``: judge the oracle's
-    mutants too (never used to admit). Raises TransitionError when it cannot run, saying why."""
+    already queued or running is joined instead. The caller sends a new one (:func:`start`).
+    ``injection_suite``: run the injection suite too; ``mutants``: judge the oracle's mutants too (never used
+    to admit). Raises TransitionError when it cannot run, saying why."""
     revision = RubricRevision.objects.select_related("task__repository").get(pk=revision.pk)
     repository = revision.task.repository
-    if by is not None and repository.role_of(by) != Role.MAINTAINER:
-        raise PermissionDenied("only a maintainer of this repository may calibrate or admit")
+    by.require(Role.MAINTAINER, repository)
     if revision.status != RevisionStatus.APPROVED:
         raise TransitionError(f"only an approved revision is calibrated (this one is {revision.status})")
     judges = judges_of(revision)
@@ -334,7 +333,7 @@ def new_run(
             current.with_mutants = True
             current.save(update_fields=["with_mutants"])
         return current, False
-    user = by if getattr(by, "is_authenticated", False) else None
+    user = by.user if getattr(by.user, "is_authenticated", False) else None
     job = Job.objects.create(
         kind=JobKind.CALIBRATE_REVISION, repository=repository, revision=revision, created_by=user
     )
@@ -359,7 +358,7 @@ def new_run(
 @transaction.atomic
 def start(
     revision: RubricRevision,
-    by: Any,
+    by: Actor,
     *,
     admit: bool = False,
     injection_suite: bool = False,
@@ -374,13 +373,15 @@ def start(
     return run
 
 
-def admit_with(revision: RubricRevision, run: CalibrationRun, by: Any) -> RubricRevision | None:
+def admit_with(revision: RubricRevision, run: CalibrationRun, by: Actor) -> RubricRevision | None:
     """Admit ``revision`` on the strength of ``run``; returns the revision this retired, if any."""
+    by.require(Role.MAINTAINER, revision.task.repository)
+    user = by.user if getattr(by.user, "is_authenticated", False) else None
     with transaction.atomic():
-        retired = revision.admit(by=by if getattr(by, "is_authenticated", False) else None, calibration=run)
+        retired = revision.admit(by=user, calibration=run)
         audit.record(
             AuditVerb.ADMITTED,
-            actor=by,
+            actor=by.user,
             revision=revision,
             detail={
                 "calibration": run.pk,
@@ -390,7 +391,7 @@ def admit_with(revision: RubricRevision, run: CalibrationRun, by: Any) -> Rubric
         )
         if retired is not None:
             audit.record(
-                AuditVerb.RETIRED, actor=by, revision=retired, detail={"by_revision": revision.number}
+                AuditVerb.RETIRED, actor=by.user, revision=retired, detail={"by_revision": revision.number}
             )
     return retired
 
@@ -784,7 +785,7 @@ def _finish(run: CalibrationRun, reports: dict[str, AdmissionReport]) -> Calibra
         if status == CalibrationStatus.PASSED and run.admit_when_passed:
             revision.refresh_from_db()
             if revision.status == RevisionStatus.APPROVED and passing_run(revision) == run:
-                admit_with(revision, run, run.created_by)
+                admit_with(revision, run, Actor.command_line(run.created_by))
     return run
 
 
@@ -803,7 +804,7 @@ def claim(run: CalibrationRun, *, takeover: bool = False) -> bool:
 
 def calibrate_now(
     revision: RubricRevision,
-    by: Any,
+    by: Actor,
     *,
     admit: bool = False,
     injection_suite: bool = False,

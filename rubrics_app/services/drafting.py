@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
@@ -52,6 +51,7 @@ from grading import (
     parse_pr_export,
     render_draft_request,
 )
+from rubrics_app.access import Actor
 from rubrics_app.models import (
     AuditVerb,
     CalibrationDiff,
@@ -136,17 +136,16 @@ def check_drafter(spec: str) -> str:
 def set_draft_settings(
     repository: Repository,
     *,
-    by: Any,
+    by: Actor,
     drafter: str,
     github_repository: str = "",
     use_token: bool = False,
     token_env: str = "GITHUB_TOKEN",
     guidance_globs: list[str] | None = None,
 ) -> DraftSetting:
-    """Save the repository's drafting settings (``by=None``: the command line); DraftSettingError names the
-    field of a value that is refused."""
-    if by is not None and repository.role_of(by) != Role.MAINTAINER:
-        raise PermissionDenied("only a maintainer of this repository may set how its rubrics are drafted")
+    """Save the repository's drafting settings; DraftSettingError names the field of a value that is
+    refused."""
+    by.require(Role.MAINTAINER, repository)
     drafter = check_drafter(drafter)
     github_repository = github_repository.strip()
     if github_repository:
@@ -179,11 +178,11 @@ def set_draft_settings(
     if globs is not None:
         setting.guidance_globs = globs
     setting.updated_at = timezone.now()
-    setting.updated_by = by if getattr(by, "is_authenticated", False) else None
+    setting.updated_by = by.user if getattr(by.user, "is_authenticated", False) else None
     setting.save()
     audit.record(
         AuditVerb.DRAFT_SETTINGS_SET,
-        actor=by,
+        actor=by.user,
         repository=repository,
         detail={"before": before, "after": _setting_dict(setting)},
     )
@@ -216,7 +215,7 @@ def read_pr_export(raw: bytes, name: str) -> tuple[str, PullRequest]:
 
 def start_draft(
     task: Task,
-    by: Any,
+    by: Actor,
     *,
     pr_number: int | None = None,
     pr_export: bytes | None = None,
@@ -250,7 +249,7 @@ def _under_way(
 @transaction.atomic
 def request_draft(
     task: Task,
-    by: Any,
+    by: Actor,
     *,
     pr_number: int | None = None,
     pr_export: bytes | None = None,
@@ -259,14 +258,13 @@ def request_draft(
     """Queue a drafting job for ``task`` from a GitHub PR number or an uploaded export (exactly one), sent
     once committed, and whether it is new: a drafting of the same task from the same source (PR, or export
     with the same sha256) that is queued or running is joined instead, so a second click makes no second
-    draft. A finished one is drafted again on purpose. ``by=None`` is the command line. DraftRequestError
+    draft. A finished one is drafted again on purpose. DraftRequestError
     (nothing stored) when the request cannot be drafted, naming the field."""
     # The task's row is the lock: two requests for the same task wait for each other here, so the second
     # sees the first one's drafting and joins it.
     task = Task.objects.select_for_update(of=("self",)).select_related("repository").get(pk=task.pk)
     repository = task.repository
-    if by is not None and repository.role_of(by) != Role.MAINTAINER:
-        raise PermissionDenied("only a maintainer of this repository may draft rubrics")
+    by.require(Role.MAINTAINER, repository)
     setting = DraftSetting.objects.filter(repository=repository).first()
     if setting is None:
         raise DraftRequestError(None, f"{repository.name} has no drafting settings: set the drafter first")
@@ -296,7 +294,7 @@ def request_draft(
     current = _under_way(task, github_repository=github_repository, pr_number=pr_number, sha256=sha256)
     if current is not None:
         return current, False
-    user = by if getattr(by, "is_authenticated", False) else None
+    user = by.user if getattr(by.user, "is_authenticated", False) else None
     job = Job.objects.create(
         kind=JobKind.DRAFT_RUBRIC,
         repository=repository,

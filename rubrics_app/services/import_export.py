@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 from django.conf import settings
-from django.core.exceptions import NON_FIELD_ERRORS, PermissionDenied, ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from pydantic import ValidationError as PydanticValidationError
@@ -36,6 +36,7 @@ from grading import (
     parse_rubric,
     validation_messages,
 )
+from rubrics_app.access import Actor
 from rubrics_app.models import (
     ITEM_ID_RE,
     TASK_FILES,
@@ -317,13 +318,20 @@ def _task_fields(spec: TaskSpec) -> dict[str, Any]:
 
 
 def import_task_files(
-    repository: Repository, sources: list[TaskFiles], user: Any = None, *, approved_by: Any = None
+    repository: Repository,
+    sources: list[TaskFiles],
+    user: Actor,
+    *,
+    approved_by: Actor | None = None,
 ) -> list[RubricRevision]:
     """Validate every task first; then create one draft revision per task in one transaction.
 
     ``approved_by`` (a maintainer): the rubrics were already reviewed in the repository itself (merged
     through its own PR review), so they come in approved, recorded as imported approved by that maintainer.
     """
+    user.require(Role.MAINTAINER, repository)
+    if approved_by is not None:
+        approved_by.require(Role.MAINTAINER, repository)
     problems: list[ImportProblem] = []
     if not sources:
         problems.append(ImportProblem("", "no rubric.json found"))
@@ -357,7 +365,7 @@ def import_task_files(
                     task.save(update_fields=[TASK_FILES[name] for name in p.task_files])
                 revision = create_revision(task, p.rubric, p.calibration, by=user, origin=Origin.IMPORTED)
                 if approved_by is not None:
-                    _approve_imported(revision, approved_by)
+                    _approve_imported(revision, approved_by.user)
                 created.append(revision)
     except IntegrityError as exc:
         # A revision of the task was approved between the check above and the write (the trigger refused).
@@ -365,14 +373,13 @@ def import_task_files(
     return created
 
 
-def _approve_imported(revision: RubricRevision, by: Any) -> None:
-    if revision.task.repository.role_of(by) != Role.MAINTAINER:
-        raise PermissionDenied(f"{by} is not a maintainer of {revision.task.repository}: cannot approve")
+def _approve_imported(revision: RubricRevision, approver: Any) -> None:
+    """Every item and the revision approved by ``approver`` (import_task_files checked their role)."""
     RubricItem.objects.filter(revision=revision).update(
-        review_state=ReviewState.APPROVED, reviewed_by=by, reviewed_at=timezone.now()
+        review_state=ReviewState.APPROVED, reviewed_by=approver, reviewed_at=timezone.now()
     )
     try:
-        revision.approve(by=by)
+        revision.approve(by=approver)
     except RubricInvalid as exc:  # validated on import already; kept as a problem, never half-approved
         raise ImportFailed(
             [
@@ -380,7 +387,9 @@ def _approve_imported(revision: RubricRevision, by: Any) -> None:
                 for e in exc.errors
             ]
         ) from None
-    audit.record(AuditVerb.IMPORTED_APPROVED, actor=by, revision=revision, detail={"approved_by": str(by)})
+    audit.record(
+        AuditVerb.IMPORTED_APPROVED, actor=approver, revision=revision, detail={"approved_by": str(approver)}
+    )
 
 
 def _frozen_task_problems(repository: Repository, prepared: PreparedTask) -> list[ImportProblem]:
@@ -514,18 +523,12 @@ def _group_task_dirs(contents: dict[str, bytes]) -> list[TaskFiles]:
     return out
 
 
-def _require_maintainer(repository: Repository, user: Any) -> None:
-    # `user=None` is the command line (manage.py), which has the run of the database anyway.
-    if user is not None and repository.role_of(user) != Role.MAINTAINER:
-        raise PermissionDenied("only a maintainer of this repository may import or export rubrics")
-
-
 def import_rubric_zip(
-    repository: Repository, uploaded_file: IO[bytes] | Any, user: Any
+    repository: Repository, uploaded_file: IO[bytes] | Any, user: Actor
 ) -> list[RubricRevision]:
     """An uploaded zip (tasks/<id>/rubric.json or rubric.json, with calib diffs) or a bare rubric.json,
     as draft revisions. Raises ImportFailed listing every problem; then nothing is imported."""
-    _require_maintainer(repository, user)
+    user.require(Role.MAINTAINER, repository)
     raw = _read_upload(uploaded_file, settings.RUBRIC_UPLOAD_MAX_BYTES)
     label = _name(uploaded_file)
     sources = read_zip(raw, label) if raw.startswith(b"PK") else [TaskFiles(directory="", rubric=raw)]
@@ -597,11 +600,11 @@ def read_checkout(root: Path) -> list[TaskFiles]:
 
 
 def import_checkout(
-    repository: Repository, root: Path, user: Any = None, *, approved_by: Any = None
+    repository: Repository, root: Path, user: Actor, *, approved_by: Actor | None = None
 ) -> list[RubricRevision]:
     """Every tasks/*/rubric.json (+ task.json and the task's own files) under ``root`` as a draft revision
     (approved, with ``approved_by``), all or nothing."""
-    _require_maintainer(repository, user)
+    user.require(Role.MAINTAINER, repository)
     return import_task_files(repository, read_checkout(root), user, approved_by=approved_by)
 
 
@@ -637,10 +640,11 @@ def rubric_json_bytes(revision: RubricRevision) -> bytes:
     return revision.rubric_json_bytes()
 
 
-def export_rubric_json(revision: RubricRevision, *, by: Any = None) -> bytes:
+def export_rubric_json(revision: RubricRevision, *, by: Actor) -> bytes:
     """rubric.json of an admitted revision, exactly what `rubric validate` accepts."""
+    by.require(Role.MAINTAINER, revision.task.repository)
     _require_admitted(revision)
-    audit.record(AuditVerb.EXPORTED, actor=by, revision=revision, detail={"as": "rubric.json"})
+    audit.record(AuditVerb.EXPORTED, actor=by.user, revision=revision, detail={"as": "rubric.json"})
     return rubric_json_bytes(revision)
 
 
@@ -661,9 +665,10 @@ def _task_files_out(revision: RubricRevision, private: bool = False) -> dict[str
     return files
 
 
-def export_zip(revision: RubricRevision, *, by: Any = None, private: bool = False) -> bytes:
+def export_zip(revision: RubricRevision, *, by: Actor, private: bool = False) -> bytes:
     """A zip of tasks/<task-id>/rubric.json and its calib diffs (unzips into a checkout; imports back);
     ``private`` adds the task's own files (see _task_files_out)."""
+    by.require(Role.MAINTAINER, revision.task.repository)
     _require_admitted(revision)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
@@ -673,7 +678,10 @@ def export_zip(revision: RubricRevision, *, by: Any = None, private: bool = Fals
             info.external_attr = (stat.S_IFREG | 0o644) << 16
             archive.writestr(info, data, compress_type=zipfile.ZIP_DEFLATED)
     audit.record(
-        AuditVerb.EXPORTED, actor=by, revision=revision, detail={"as": "private zip" if private else "zip"}
+        AuditVerb.EXPORTED,
+        actor=by.user,
+        revision=revision,
+        detail={"as": "private zip" if private else "zip"},
     )
     return buffer.getvalue()
 
@@ -749,7 +757,7 @@ def write_many_to_checkout(
     private: bool = False,
     branch: str | None = None,
     *,
-    by: Any = None,
+    by: Actor,
     root: Path | None = None,
 ) -> CheckoutExport:
     """Write tasks/<task-id>/rubric.json and calib diffs of admitted revisions (one repository), each file
@@ -759,7 +767,7 @@ def write_many_to_checkout(
     repository = revisions[0].task.repository
     if any(r.task.repository_id != repository.pk for r in revisions):
         raise ExportError("revisions of several repositories")
-    _require_maintainer(repository, by)
+    by.require(Role.MAINTAINER, repository)
     for revision in revisions:
         _require_admitted(revision)
     target_root = root.resolve() if root is not None else _export_root(repository, private)
@@ -771,7 +779,7 @@ def write_many_to_checkout(
             if not target.is_relative_to(target_root):
                 raise ExportError(f"{path} leaves {target_root} (symbolic link?)")
             writes.append((path, data))
-    env = _git_env(by)
+    env = _git_env(by.user)
     if branch is not None:
         if not branch or branch.startswith("-"):
             raise ExportError(f"bad branch name {branch!r}")
@@ -799,7 +807,7 @@ def write_many_to_checkout(
     for revision in revisions:
         audit.record(
             AuditVerb.EXPORTED,
-            actor=by,
+            actor=by.user,
             revision=revision,
             detail={
                 "as": "private" if private else "checkout",
@@ -821,7 +829,7 @@ def _git_ok(root: Path, env: dict[str, str], *args: str) -> bool:
 
 
 def write_to_checkout(
-    revision: RubricRevision, private: bool = False, branch: str | None = None, *, by: Any = None
+    revision: RubricRevision, private: bool = False, branch: str | None = None, *, by: Actor
 ) -> CheckoutExport:
     """tasks/<task-id>/rubric.json and its calib diffs into the checkout (or the private path), atomically."""
     return write_many_to_checkout([revision], private, branch, by=by)
@@ -832,17 +840,16 @@ def write_to_checkout(
 
 @transaction.atomic
 def start_export(
-    revision: RubricRevision, by: Any, *, private: bool = False, branch: str | None = None
+    revision: RubricRevision, by: Actor, *, private: bool = False, branch: str | None = None
 ) -> Job:
-    if revision.task.repository.role_of(by) != Role.MAINTAINER:
-        raise PermissionDenied("only a maintainer of this repository may export")
+    by.require(Role.MAINTAINER, revision.task.repository)
     if revision.status != RevisionStatus.ADMITTED:
         raise TransitionError("only an admitted revision is exported")
     job = Job.objects.create(
         kind=JobKind.EXPORT_REVISION,
         repository=revision.task.repository,
         revision=revision,
-        created_by=by if getattr(by, "is_authenticated", False) else None,
+        created_by=by.recorded_user,
         params={"private": private, "branch": branch},
     )
     export_revision_to_checkout.delay_on_commit(job.pk)
@@ -855,7 +862,9 @@ def _export(job: Job) -> ExportResult:
         raise ExportError("the revision of this job is gone")
     private = bool(job.params.get("private", False))
     branch = job.params.get("branch") or None
-    exported = write_to_checkout(revision, private=private, branch=branch, by=job.created_by)
+    exported = write_to_checkout(
+        revision, private=private, branch=branch, by=Actor.command_line(job.created_by)
+    )
     return ExportResult(
         root=str(exported.root), paths=exported.paths, branch=exported.branch, commit=exported.commit
     )

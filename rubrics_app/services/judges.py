@@ -8,11 +8,11 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
 from grading import InputError, judge_family, make_backend, second_judge_problem
+from rubrics_app.access import Actor
 from rubrics_app.models import AuditVerb, JudgeSetting, Repository, Role
 from rubrics_app.services import audit
 
@@ -41,17 +41,16 @@ def _checked(spec: str, decoding: dict[str, Any], field: str) -> str:
 def set_judges(
     repository: Repository,
     *,
-    by: Any,
+    by: Actor,
     judge: str,
     second_judge: str = "",
     decoding: dict[str, Any] | None = None,
     second_decoding: dict[str, Any] | None = None,
     monthly_cap_usd: Decimal | None = None,
 ) -> JudgeSetting:
-    """Set the repository's judges (``by=None``: the command line). Raises JudgeSettingError naming the
+    """Set the repository's judges. Raises JudgeSettingError naming the
     field for a spec or decoding the command line would refuse, or a second judge of the primary's family."""
-    if by is not None and repository.role_of(by) != Role.MAINTAINER:
-        raise PermissionDenied("only a maintainer of this repository may set its judges")
+    by.require(Role.MAINTAINER, repository)
     decoding, second_decoding = dict(decoding or {}), dict(second_decoding or {})
     judge = _checked(judge, decoding, "judge")
     second_judge = second_judge.strip()
@@ -82,7 +81,7 @@ def set_judges(
     setting.decoding, setting.second_decoding = decoding, second_decoding
     setting.monthly_cap_usd = monthly_cap_usd
     setting.updated_at = timezone.now()
-    setting.updated_by = by if getattr(by, "is_authenticated", False) else None
+    setting.updated_by = by.user if getattr(by.user, "is_authenticated", False) else None
     setting.save()
     after = {
         "judge": judge,
@@ -92,6 +91,6 @@ def set_judges(
         "monthly_cap_usd": str(monthly_cap_usd) if monthly_cap_usd is not None else None,
     }
     audit.record(
-        AuditVerb.JUDGES_SET, actor=by, repository=repository, detail={"before": before, "after": after}
+        AuditVerb.JUDGES_SET, actor=by.user, repository=repository, detail={"before": before, "after": after}
     )
     return setting

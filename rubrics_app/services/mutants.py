@@ -16,11 +16,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.db.models import F
 
 from grading import Backend, InputError, InputErrors, JudgeSettings, MutantReport, MutantRow, check_mutants
+from rubrics_app.access import Actor
 from rubrics_app.models import (
     AuditVerb,
     CalibrationMutant,
@@ -154,11 +154,6 @@ def _store(run: CalibrationRun, position: int, row: MutantRow) -> None:
 # --- harmless marks ----------------------------------------------------------------------------------------
 
 
-def _check_maintainer(task: Task, by: Any) -> None:
-    if task.repository.role_of(by) != Role.MAINTAINER:
-        raise PermissionDenied("only a maintainer of this repository marks mutants harmless")
-
-
 def refresh_counts(task: Task, rubric_sha256: str) -> None:
     """Every judged run of this revision content counts its harmless mutants again."""
     marked = set(harmless_marks(task, rubric_sha256))
@@ -171,12 +166,12 @@ def refresh_counts(task: Task, rubric_sha256: str) -> None:
 
 
 @transaction.atomic
-def mark_harmless(mutant: CalibrationMutant, by: Any, reason: str) -> HarmlessMutant:
+def mark_harmless(mutant: CalibrationMutant, by: Actor, reason: str) -> HarmlessMutant:
     """Mark ``mutant`` harmless for its run's revision content. Raises PermissionDenied for anyone but a
     maintainer, TransitionError for a mutant the rubric does not call mergeable or one already marked."""
     run = mutant.run
     task = run.revision.task
-    _check_maintainer(task, by)
+    by.require(Role.MAINTAINER, task.repository)
     if mutant.mergeable is not True:
         raise TransitionError("only a mutant the rubric still calls mergeable can be marked harmless")
     try:
@@ -186,13 +181,13 @@ def mark_harmless(mutant: CalibrationMutant, by: Any, reason: str) -> HarmlessMu
                 rubric_sha256=run.rubric_sha256,
                 mutant_id=mutant.mutant_id,
                 reason=reason,
-                marked_by=by,
+                marked_by=by.user,
             )
     except IntegrityError:
         raise TransitionError(f"{mutant.mutant_id} is already marked harmless for this content") from None
     audit.record(
         AuditVerb.MUTANT_HARMLESS,
-        actor=by,
+        actor=by.user,
         revision=run.revision,
         detail={"mutant": mutant.mutant_id, "calibration": run.pk, "reason": reason},
     )
@@ -201,11 +196,11 @@ def mark_harmless(mutant: CalibrationMutant, by: Any, reason: str) -> HarmlessMu
 
 
 @transaction.atomic
-def unmark(mutant: CalibrationMutant, by: Any) -> None:
+def unmark(mutant: CalibrationMutant, by: Actor) -> None:
     """Take back the harmless mark of ``mutant`` for its run's revision content (maintainers only)."""
     run = mutant.run
     task = run.revision.task
-    _check_maintainer(task, by)
+    by.require(Role.MAINTAINER, task.repository)
     deleted, _ = HarmlessMutant.objects.filter(
         task=task, rubric_sha256=run.rubric_sha256, mutant_id=mutant.mutant_id
     ).delete()
@@ -213,7 +208,7 @@ def unmark(mutant: CalibrationMutant, by: Any) -> None:
         raise TransitionError(f"{mutant.mutant_id} is not marked harmless")
     audit.record(
         AuditVerb.MUTANT_UNMARKED,
-        actor=by,
+        actor=by.user,
         revision=run.revision,
         detail={"mutant": mutant.mutant_id, "calibration": run.pk},
     )

@@ -19,7 +19,8 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Exists, F, OuterRef, Q, QuerySet
 
-from rubrics_app.models import Repository, RubricItem, RubricRevision
+from rubrics_app.access import Actor
+from rubrics_app.models import Repository, Role, RubricItem, RubricRevision
 from rubrics_app.models_runs import HumanVerdict, ItemVerdict, JudgeRole, QueueKind, RunGrade
 
 FILTERS = ("task", "item", "arm", "model")
@@ -225,10 +226,14 @@ def rubric_item_for(grade: RunGrade, item_id: str) -> tuple[RubricItem | None, b
     return revision.items.filter(item_id=item_id).first(), exact
 
 
-def label(grade: RunGrade, item_id: str, verdict: str, note: str, queue: str, by: Any) -> HumanVerdict:
-    """Record (or replace) the human verdict on a pair. Only HumanVerdict is written."""
+def label(grade: RunGrade, item_id: str, verdict: str, note: str, queue: str, by: Actor) -> HumanVerdict:
+    """Record (or replace) the human verdict on a pair (reviewers and maintainers). Only HumanVerdict is
+    written."""
+    by.require(Role.REVIEWER, grade.run.task.repository)
     human, _ = HumanVerdict.objects.update_or_create(
-        grade=grade, item_id=item_id, defaults={"verdict": verdict, "note": note, "queue": queue, "by": by}
+        grade=grade,
+        item_id=item_id,
+        defaults={"verdict": verdict, "note": note, "queue": queue, "by": by.user},
     )
     return human
 

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
+from rubrics_app.access import Actor
 from rubrics_app.celery import app
 from rubrics_app.models import (
     EvidenceChangeLine,
@@ -57,31 +57,35 @@ def needs_re_review(revision_ids: Iterable[int]) -> set[int]:
 
 
 def open_dispute(
-    item: RubricItem, by: Any, reason: str, source: str = DisputeSource.ITEM, grade: RunGrade | None = None
+    item: RubricItem, by: Actor, reason: str, source: str = DisputeSource.ITEM, grade: RunGrade | None = None
 ) -> Dispute:
+    """Dispute a blocker of a frozen revision (maintainers): the revision needs re-review until dismissed."""
+    by.require(Role.MAINTAINER, item.revision.task.repository)
     if item.kind != ItemKind.BLOCKER:
         raise TransitionError("only a blocker is disputed (a non-blocker never decides mergeable)")
     if not item.revision.is_frozen:
         raise TransitionError("a draft is edited, not disputed")
     return Dispute.objects.create(
-        revision_id=item.revision_id, item=item, source=source, grade=grade, reason=reason, opened_by=by
+        revision_id=item.revision_id, item=item, source=source, grade=grade, reason=reason, opened_by=by.user
     )
 
 
-def _dismiss(model: type[Dispute] | type[EvidenceChange], pk: int, by: Any, reason: str) -> None:
+def _dismiss(model: type[Dispute] | type[EvidenceChange], pk: int, by: Actor, reason: str) -> None:
+    flag = model.objects.select_related("revision__task__repository").get(pk=pk)
+    by.require(Role.MAINTAINER, flag.revision.task.repository)
     # Conditional on being open: a second dismissal (two maintainers at once) does not overwrite the first.
     dismissed = model.objects.filter(pk=pk, dismissed_at=None).update(
-        dismissed_at=timezone.now(), dismissed_by=by, dismissal_reason=reason
+        dismissed_at=timezone.now(), dismissed_by=by.user, dismissal_reason=reason
     )
     if not dismissed:
         raise TransitionError("already dismissed")
 
 
-def dismiss_dispute(dispute: Dispute, by: Any, reason: str) -> None:
+def dismiss_dispute(dispute: Dispute, by: Actor, reason: str) -> None:
     _dismiss(Dispute, dispute.pk, by, reason)
 
 
-def dismiss_evidence_change(change: EvidenceChange, by: Any, reason: str) -> None:
+def dismiss_evidence_change(change: EvidenceChange, by: Actor, reason: str) -> None:
     _dismiss(EvidenceChange, change.pk, by, reason)
 
 
@@ -264,15 +268,10 @@ def re_review_context(revision: RubricRevision | None) -> dict[str, Any]:
 
 
 @transaction.atomic
-def start_evidence_check(repository: Repository, by: Any) -> Job:
-    """`by=None` is the command line or the periodic job."""
-    if by is not None and repository.role_of(by) != Role.MAINTAINER:
-        raise PermissionDenied("only a maintainer of this repository may check evidence")
-    job = Job.objects.create(
-        kind=JobKind.CHECK_EVIDENCE,
-        repository=repository,
-        created_by=by if getattr(by, "is_authenticated", False) else None,
-    )
+def start_evidence_check(repository: Repository, by: Actor) -> Job:
+    """``by``: a maintainer, or the command line or the periodic job (``Actor.command_line()``)."""
+    by.require(Role.MAINTAINER, repository)
+    job = Job.objects.create(kind=JobKind.CHECK_EVIDENCE, repository=repository, created_by=by.recorded_user)
     check_repository_evidence.delay_on_commit(job.pk)
     return job
 
@@ -315,4 +314,4 @@ def check_evidence_everywhere() -> None:
     """The periodic task (Celery beat, RUNS_EVIDENCE_CHECK_HOURS): one evidence check per repository that has
     a checkout path."""
     for repository in Repository.objects.exclude(checkout_path=""):
-        start_evidence_check(repository, by=None)
+        start_evidence_check(repository, by=Actor.command_line())

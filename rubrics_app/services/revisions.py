@@ -13,12 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.db.models import F
-from django.utils import timezone
 
 from grading import LazyCalibration, Rubric
+from rubrics_app.access import Actor
 from rubrics_app.models import (
     REVISION_OPTIONAL_KEYS,
     AuditVerb,
@@ -89,7 +88,7 @@ def create_revision(
     rubric: Rubric,
     calibration_files: dict[str, bytes],
     *,
-    by: Any = None,
+    by: Actor,
     origin: Origin = Origin.AUTHORED,
     model: str = "",
     input_hash: str = "",
@@ -99,6 +98,7 @@ def create_revision(
 
     Optional keys absent from the rubric (as loaded) stay absent when it is exported.
     """
+    by.require(Role.MAINTAINER, task.repository)
     data = rubric.to_json_dict()
     missing = [p for _, p in rubric.calibration.paths() if p not in calibration_files]
     if missing:
@@ -110,7 +110,7 @@ def create_revision(
         number=task.next_revision_number(),
         parent=parent,
         origin=origin,
-        drafted_by=by if getattr(by, "is_authenticated", False) else None,
+        drafted_by=by.user if getattr(by.user, "is_authenticated", False) else None,
         drafted_by_model=model,
         input_hash=input_hash,
         intent=rubric.intent,
@@ -182,12 +182,12 @@ def create_revision(
         )
     CalibrationDiff.objects.bulk_create(diffs)
     verb = AuditVerb.IMPORTED if origin == Origin.IMPORTED else AuditVerb.DRAFTED
-    audit.record(verb, actor=by, actor_label=model, revision=revision, detail={"origin": origin})
+    audit.record(verb, actor=by.user, actor_label=model, revision=revision, detail={"origin": origin})
     return revision
 
 
 @transaction.atomic
-def new_draft_from(revision: RubricRevision, by: Any, *, changing: Collection[str] = ()) -> RubricRevision:
+def new_draft_from(revision: RubricRevision, by: Actor, *, changing: Collection[str] = ()) -> RubricRevision:
     """A new draft (number + 1, parent ``revision``) with every item's text and calib diff.
 
     An item keeps its approval: the draft starts as a copy, so its text is the text that was approved (an
@@ -195,13 +195,14 @@ def new_draft_from(revision: RubricRevision, by: Any, *, changing: Collection[st
     trail as carried over from ``revision``. Items named in ``changing`` (ids of ``revision`` the caller is
     about to edit or remove) start pending and carry nothing.
     """
-    task = Task.objects.select_for_update().get(pk=revision.task_id)
+    task = Task.objects.select_for_update().select_related("repository").get(pk=revision.task_id)
+    by.require(Role.MAINTAINER, task.repository)
     draft = RubricRevision.objects.create(
         task=task,
         number=task.next_revision_number(),
         parent=revision,
         origin=Origin.EDITED,
-        drafted_by=by if getattr(by, "is_authenticated", False) else None,
+        drafted_by=by.user if getattr(by.user, "is_authenticated", False) else None,
         intent=revision.intent,
         allowed_globs=list(revision.allowed_globs),
         denied_globs=list(revision.denied_globs),
@@ -246,14 +247,14 @@ def new_draft_from(revision: RubricRevision, by: Any, *, changing: Collection[st
         )
         for diff in revision.ordered_diffs()
     )
-    audit.record(AuditVerb.DRAFTED, actor=by, revision=draft, detail={"from_revision": revision.number})
+    audit.record(AuditVerb.DRAFTED, actor=by.user, revision=draft, detail={"from_revision": revision.number})
     approvers = {
         u.pk: str(u) for u in get_user_model().objects.filter(pk__in={i.reviewed_by_id for i, _ in carried})
     }
     for item, copy in carried:
         audit.record(
             AuditVerb.ITEM_APPROVED,
-            actor=by,
+            actor=by.user,
             revision=draft,
             item=copy,
             detail={
@@ -266,7 +267,7 @@ def new_draft_from(revision: RubricRevision, by: Any, *, changing: Collection[st
 
 def fork_for_edit[T](
     revision: RubricRevision,
-    by: Any,
+    by: Actor,
     edit: Callable[[RubricRevision], T],
     *,
     changing: Collection[str] = (),
@@ -280,11 +281,6 @@ def fork_for_edit[T](
 
 
 # --- editing ------------------------------------------------------------------------------------------------
-
-
-def _require_maintainer(revision: RubricRevision, by: Any) -> None:
-    if revision.task.repository.role_of(by) != Role.MAINTAINER:
-        raise PermissionDenied("only a maintainer of this repository may do this")
 
 
 def _require_draft(revision: RubricRevision) -> None:
@@ -325,14 +321,14 @@ def _clean_changes(changes: dict[str, Any], allowed: frozenset[str]) -> dict[str
 
 
 @transaction.atomic
-def edit_item(item: RubricItem, expected_version: int, changes: dict[str, Any], by: Any) -> RubricItem:
+def edit_item(item: RubricItem, expected_version: int, changes: dict[str, Any], by: Actor) -> RubricItem:
     """Save ``changes`` made against ``expected_version``; the item's review goes back to pending.
 
     Raises :class:`Conflict` (with the current text) when someone saved the item since, and
     :class:`RevisionFrozen` when the revision is approved or admitted.
     """
     revision = _locked(item.revision_id)
-    _require_maintainer(revision, by)
+    by.require(Role.MAINTAINER, revision.task.repository)
     _require_draft(revision)
     changes = _clean_changes(changes, ITEM_EDITABLE_FIELDS)
     before = item.text()
@@ -358,7 +354,7 @@ def edit_item(item: RubricItem, expected_version: int, changes: dict[str, Any], 
     after = item.text()
     audit.record(
         AuditVerb.EDITED,
-        actor=by,
+        actor=by.user,
         revision=revision,
         item=item,
         detail={
@@ -371,10 +367,10 @@ def edit_item(item: RubricItem, expected_version: int, changes: dict[str, Any], 
 
 @transaction.atomic
 def edit_revision(
-    revision: RubricRevision, expected_version: int, changes: dict[str, Any], by: Any
+    revision: RubricRevision, expected_version: int, changes: dict[str, Any], by: Actor
 ) -> RubricRevision:
     """Save revision-level fields (intent, scope, hack report) with the same optimistic locking as items."""
-    _require_maintainer(revision, by)
+    by.require(Role.MAINTAINER, revision.task.repository)
     _require_draft(revision)
     changes = _clean_changes(changes, REVISION_EDITABLE_FIELDS)
     # "before" is what is stored, not the caller's instance: a bound ModelForm writes the submitted values
@@ -392,7 +388,7 @@ def edit_revision(
     revision.refresh_from_db()
     audit.record(
         AuditVerb.EDITED,
-        actor=by,
+        actor=by.user,
         revision=revision,
         detail={"before": before, "after": {k: getattr(revision, k) for k in changes}},
     )
@@ -400,34 +396,34 @@ def edit_revision(
 
 
 @transaction.atomic
-def add_item(revision: RubricRevision, kind: ItemKind, fields: dict[str, Any], by: Any) -> RubricItem:
+def add_item(revision: RubricRevision, kind: ItemKind, fields: dict[str, Any], by: Actor) -> RubricItem:
     """A new blocker or non-blocker at the end of its list in a draft; its review starts pending.
 
     The 2-5 blockers / 3-6 non-blockers rule is grading.schema's: a draft may break it for a while (the
     revision then shows the error and cannot be approved). A duplicate id raises IntegrityError.
     """
     revision = _locked(revision.pk)
-    _require_maintainer(revision, by)
+    by.require(Role.MAINTAINER, revision.task.repository)
     _require_draft(revision)
     fields = _clean_changes(fields, ITEM_EDITABLE_FIELDS)
     with _unless_frozen_meanwhile(revision.pk):
         position = max((i.position for i in revision.items.filter(kind=kind)), default=-1) + 1
         item = RubricItem.objects.create(revision=revision, kind=kind, position=position, **fields)
-    audit.record(AuditVerb.EDITED, actor=by, revision=revision, item=item, detail={"added": item.text()})
+    audit.record(AuditVerb.EDITED, actor=by.user, revision=revision, item=item, detail={"added": item.text()})
     return item
 
 
 @transaction.atomic
-def remove_item(item: RubricItem, by: Any) -> None:
+def remove_item(item: RubricItem, by: Actor) -> None:
     """Drop a blocker or non-blocker (with its comments) from a draft, e.g. a questionable blocker (§6)."""
     revision = _locked(item.revision_id)
-    _require_maintainer(revision, by)
+    by.require(Role.MAINTAINER, revision.task.repository)
     _require_draft(revision)
     text = item.text()
     with _unless_frozen_meanwhile(revision.pk):
         item.delete()
     audit.record(
-        AuditVerb.EDITED, actor=by, revision=revision, detail={"removed": text, "kind": str(item.kind)}
+        AuditVerb.EDITED, actor=by.user, revision=revision, detail={"removed": text, "kind": str(item.kind)}
     )
 
 
@@ -443,64 +439,68 @@ class ReviewOutcome:
 
 
 @transaction.atomic
-def approve_item(item: RubricItem, by: Any, expected_version: int | None = None) -> ReviewOutcome:
+def approve_item(item: RubricItem, by: Actor, expected_version: int | None = None) -> ReviewOutcome:
     """A maintainer approves one item; when it was the last one pending and the rubric validates, the
     revision turns approved."""
     revision = (
         RubricRevision.objects.select_for_update().select_related("task__repository").get(pk=item.revision_id)
     )
-    _require_maintainer(revision, by)
+    by.require(Role.MAINTAINER, revision.task.repository)
     _require_draft(revision)
-    qs = RubricItem.objects.filter(pk=item.pk)
-    if expected_version is not None:
-        qs = qs.filter(version=expected_version)
-    # Approving does not bump the version: it is a decision about the text, not a change of it.
+    item.revision = revision
     with _unless_frozen_meanwhile(revision.pk):
-        approved = qs.update(
-            review_state=ReviewState.APPROVED, reviewed_by=by, reviewed_at=timezone.now(), review_note=""
-        )
+        approved = item.approve(by.user, expected_version=expected_version)
     if not approved:
         current = RubricItem.objects.get(pk=item.pk)
         raise Conflict(current.text(), current.version)
     item.refresh_from_db()
-    audit.record(AuditVerb.ITEM_APPROVED, actor=by, revision=revision, item=item)
+    audit.record(AuditVerb.ITEM_APPROVED, actor=by.user, revision=revision, item=item)
     outcome = ReviewOutcome(item=item)
     if revision.all_items_approved():
         try:
-            revision.approve(by=by)
+            revision.approve(by=by.user)
         except RubricInvalid as exc:
             outcome.errors = exc.errors
         else:
             outcome.revision_approved = True
-            audit.record(AuditVerb.APPROVED, actor=by, revision=revision)
+            audit.record(AuditVerb.APPROVED, actor=by.user, revision=revision)
     return outcome
 
 
 @transaction.atomic
-def request_changes(item: RubricItem, by: Any, note: str = "") -> RubricItem:
+def approve_revision(revision: RubricRevision, by: Actor) -> None:
+    """draft -> approved once every item is (after a fix to intent, scope or hack report). Raises
+    RubricInvalid when the rubric does not validate, TransitionError when an item is not approved."""
+    # Checked on the stored items, under the revision's lock (which item edits, requests for changes,
+    # additions and removals take too), not on the ones the page was loaded with.
+    locked = _locked(revision.pk)
+    by.require(Role.MAINTAINER, locked.task.repository)
+    locked.approve(by=by.user)
+    audit.record(AuditVerb.APPROVED, actor=by.user, revision=locked)
+
+
+@transaction.atomic
+def request_changes(item: RubricItem, by: Actor, note: str = "") -> RubricItem:
     """Raises :class:`RevisionFrozen` when the revision is (or was meanwhile) approved."""
     revision = _locked(item.revision_id)
-    _require_maintainer(revision, by)
+    by.require(Role.MAINTAINER, revision.task.repository)
     _require_draft(revision)
+    item.revision = revision
     with _unless_frozen_meanwhile(revision.pk):
-        RubricItem.objects.filter(pk=item.pk).update(
-            review_state=ReviewState.CHANGES_REQUESTED,
-            reviewed_by=by,
-            reviewed_at=timezone.now(),
-            review_note=note,
-        )
+        item.request_changes(by.user, note)
     item.refresh_from_db()
-    audit.record(AuditVerb.CHANGES_REQUESTED, actor=by, revision=revision, item=item, detail={"note": note})
+    audit.record(
+        AuditVerb.CHANGES_REQUESTED, actor=by.user, revision=revision, item=item, detail={"note": note}
+    )
     return item
 
 
 @transaction.atomic
-def comment(item: RubricItem, by: Any, text: str) -> ItemComment:
+def comment(item: RubricItem, by: Actor, text: str) -> ItemComment:
     """A reviewer's or maintainer's comment on an item, frozen or not (comments are rows of their own)."""
-    if item.revision.task.repository.role_of(by) not in (Role.REVIEWER, Role.MAINTAINER):
-        raise PermissionDenied("only a reviewer or maintainer of this repository may comment")
-    created = ItemComment.objects.create(item=item, author=by, text=text)
-    audit.record(AuditVerb.COMMENTED, actor=by, revision=item.revision, item=item, detail={"note": text})
+    by.require(Role.REVIEWER, item.revision.task.repository)
+    created = ItemComment.objects.create(item=item, author=by.user, text=text)
+    audit.record(AuditVerb.COMMENTED, actor=by.user, revision=item.revision, item=item, detail={"note": text})
     return created
 
 
@@ -509,7 +509,7 @@ class NotCalibrated(TransitionError):
 
 
 @transaction.atomic
-def admit(revision: RubricRevision, by: Any, *, with_suite: bool = False) -> RubricRevision | None:
+def admit(revision: RubricRevision, by: Actor, *, with_suite: bool = False) -> RubricRevision | None:
     """approved -> admitted through its passing calibration run; the task's previously admitted revision is
     retired. Raises NotCalibrated when no passing run of this exact content with the repository's primary
     judge exists (``with_suite``: none that ran the injection suite; start one with
@@ -518,7 +518,7 @@ def admit(revision: RubricRevision, by: Any, *, with_suite: bool = False) -> Rub
     from rubrics_app.services import calibration
 
     revision = RubricRevision.objects.select_related("task__repository").get(pk=revision.pk)
-    _require_maintainer(revision, by)
+    by.require(Role.MAINTAINER, revision.task.repository)
     if revision.status != RevisionStatus.APPROVED:
         raise TransitionError(f"only an approved revision can be admitted (this one is {revision.status})")
     refused = calibration.injection_refusal(revision)
@@ -538,12 +538,13 @@ def admit(revision: RubricRevision, by: Any, *, with_suite: bool = False) -> Rub
 
 
 @transaction.atomic
-def start_validation(revision: RubricRevision, by: Any) -> Job:
+def start_validation(revision: RubricRevision, by: Actor) -> Job:
+    by.require(Role.MAINTAINER, revision.task.repository)
     job = Job.objects.create(
         kind=JobKind.VALIDATE_REVISION,
         repository=revision.task.repository,
         revision=revision,
-        created_by=by if getattr(by, "is_authenticated", False) else None,
+        created_by=by.recorded_user,
     )
     validate_revision.delay_on_commit(job.pk)
     return job

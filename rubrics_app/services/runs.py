@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import IO, Annotated, Any
 
 from django.conf import settings
-from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from pydantic import BaseModel, ConfigDict, StrictBool, StringConstraints, ValidationError
 
@@ -44,6 +43,7 @@ from grading import (
     read_listing_error,
     read_path_list,
 )
+from rubrics_app.access import Actor
 from rubrics_app.models import Repository, Role, RubricRevision, Task
 from rubrics_app.models_runs import (
     AgentRun,
@@ -511,15 +511,9 @@ def store_grade(
     return grade, True
 
 
-def _require_maintainer(repository: Repository, user: Any) -> None:
-    # `user=None` is the command line (manage.py).
-    if user is not None and repository.role_of(user) != Role.MAINTAINER:
-        raise PermissionDenied("only a maintainer of this repository may import runs")
-
-
-def import_run_dirs(repository: Repository, root: Path, label_root: str, user: Any = None) -> RunImport:
+def import_run_dirs(repository: Repository, root: Path, label_root: str, user: Actor) -> RunImport:
     """Every run directory under ``root`` (or ``root`` itself), all or nothing."""
-    _require_maintainer(repository, user)
+    user.require(Role.MAINTAINER, repository)
     try:
         return _import_run_dirs(repository, root, label_root, user)
     except IntegrityError:
@@ -529,7 +523,7 @@ def import_run_dirs(repository: Repository, root: Path, label_root: str, user: A
         raise ImportFailed([ImportProblem(label_root or "upload", message)]) from None
 
 
-def _import_run_dirs(repository: Repository, root: Path, label_root: str, user: Any) -> RunImport:
+def _import_run_dirs(repository: Repository, root: Path, label_root: str, user: Actor) -> RunImport:
     with transaction.atomic():
         prepared = prepare_runs(repository, root, label_root)
         problems: list[ImportProblem] = []
@@ -557,7 +551,7 @@ def _import_run_dirs(repository: Repository, root: Path, label_root: str, user: 
                     diff_bytes=run.diff_size,
                     files_sha256=run.files_sha256,
                     source=run.label,
-                    imported_by=user,
+                    imported_by=user.user if getattr(user.user, "is_authenticated", False) else None,
                 )
                 content = run.diff_path.read_bytes()
                 if _sha256(content) != run.files_sha256[DIFF_FILE]:
@@ -607,9 +601,9 @@ def _extract(archive: zipfile.ZipFile, members: list[zipfile.ZipInfo], dest: Pat
             raise ImportFailed([ImportProblem(f"{label}: {info.filename}", f"cannot read: {exc}")]) from None
 
 
-def import_runs_zip(repository: Repository, uploaded: IO[bytes] | Any, user: Any) -> RunImport:
+def import_runs_zip(repository: Repository, uploaded: IO[bytes] | Any, user: Actor) -> RunImport:
     """A zip of run directories (any layout: every directory holding a run.json is a run)."""
-    _require_maintainer(repository, user)
+    user.require(Role.MAINTAINER, repository)
     label = Path(str(getattr(uploaded, "name", "") or "upload.zip")).name
     limit = settings.RUNS_UPLOAD_MAX_BYTES
     size = getattr(uploaded, "size", None)

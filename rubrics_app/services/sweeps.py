@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -59,6 +58,7 @@ from grading import (
     make_task_files,
     provider_of,
 )
+from rubrics_app.access import Actor
 from rubrics_app.models import (
     Job,
     JobKind,
@@ -118,11 +118,10 @@ def _rate(value: float | None, default: float, name: str) -> float:
 
 
 @transaction.atomic
-def new_sweep(repository: Repository, by: Any, request: SweepRequest) -> Sweep:
-    """A queued sweep and its Job; ``by=None`` is the command line. SweepError (or PermissionDenied) when it
-    cannot run, saying why; nothing is stored then."""
-    if by is not None and repository.role_of(by) != Role.MAINTAINER:
-        raise PermissionDenied("only a maintainer of this repository may send a sweep")
+def new_sweep(repository: Repository, by: Actor, request: SweepRequest) -> Sweep:
+    """A queued sweep and its Job. SweepError (or PermissionDenied) when it cannot run, saying why; nothing
+    is stored then."""
+    by.require(Role.MAINTAINER, repository)
     judges = JudgeSetting.objects.filter(repository=repository).first()
     if judges is None:
         raise SweepError(f"repository {repository.name} has no judges set: set them first")
@@ -174,7 +173,7 @@ def new_sweep(repository: Repository, by: Any, request: SweepRequest) -> Sweep:
         regrade_sample=_rate(request.regrade_sample, settings.SWEEP_REGRADE_SAMPLE, "regrade sample"),
         scripted=JudgeSetting.is_scripted(judges.judge) or JudgeSetting.is_scripted(judges.second_judge),
         provisional=revision is not None and revision.status != RevisionStatus.ADMITTED,
-        created_by=by if getattr(by, "is_authenticated", False) else None,
+        created_by=by.user if getattr(by.user, "is_authenticated", False) else None,
     )
     targets, no_revision = _targets(sweep)
     if not targets:
@@ -193,7 +192,7 @@ def new_sweep(repository: Repository, by: Any, request: SweepRequest) -> Sweep:
 
 
 @transaction.atomic
-def start(repository: Repository, by: Any, request: SweepRequest | None = None) -> Sweep:
+def start(repository: Repository, by: Actor, request: SweepRequest | None = None) -> Sweep:
     """Queue a sweep and send its job once committed."""
     sweep = new_sweep(repository, by, request or SweepRequest())
     sweep_runs.delay_on_commit(sweep.job_id)
@@ -640,7 +639,7 @@ def _label(target: Target) -> str:
     return str(run) if run is not None else f"#{target.run_pk}"
 
 
-def sweep_now(repository: Repository, by: Any, request: SweepRequest | None = None, **kwargs: Any) -> Sweep:
+def sweep_now(repository: Repository, by: Actor, request: SweepRequest | None = None, **kwargs: Any) -> Sweep:
     """Send nothing: create the sweep and run it in this process (tests, eager mode)."""
     sweep = new_sweep(repository, by, request or SweepRequest())
     Job.objects.filter(pk=sweep.job_id).update(

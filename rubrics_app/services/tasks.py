@@ -3,25 +3,23 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
-from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
+from rubrics_app.access import Actor
 from rubrics_app.models import TASK_FILES, AuditVerb, RevisionStatus, Role, Task, TransitionError
 from rubrics_app.services import audit
 from rubrics_app.services.import_export import task_file_problems
 
 
 @transaction.atomic
-def set_task_files(task: Task, files: dict[str, bytes], *, by: Any) -> Task:
+def set_task_files(task: Task, files: dict[str, bytes], *, by: Actor) -> Task:
     """Replace the given task files. Refused while the task has an admitted revision, which was calibrated
     with these files (the rule is rubrics_app.freeze's, and the database's triggers keep it too); an
     approved revision not yet admitted leaves them editable, so a wrong oracle can be fixed before it is.
     Raises ValueError naming the file for content the import would refuse too."""
     task = Task.objects.select_for_update().select_related("repository").get(pk=task.pk)
-    if by is not None and task.repository.role_of(by) != Role.MAINTAINER:
-        raise PermissionDenied("only a maintainer of this repository may edit the task's files")
+    by.require(Role.MAINTAINER, task.repository)
     unknown = sorted(set(files) - set(TASK_FILES))
     if unknown:
         raise ValueError(f"not a task file: {', '.join(unknown)}")
@@ -39,7 +37,7 @@ def set_task_files(task: Task, files: dict[str, bytes], *, by: Any) -> Task:
     task.save(update_fields=[TASK_FILES[name] for name in files])
     audit.record(
         AuditVerb.TASK_FILES_EDITED,
-        actor=by,
+        actor=by.user,
         repository=task.repository,
         detail={
             "task": task.task_id,

@@ -7,7 +7,6 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -60,7 +59,7 @@ def calibration_start(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> Ht
     try:
         run = calibration.start(
             revision,
-            request.user,
+            access,
             injection_suite=bool(form.cleaned_data.get("injection_suite")),
             mutants=request.POST.get("mutants") == "on",
         )
@@ -253,12 +252,11 @@ def judge_settings(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     setting = JudgeSetting.objects.filter(repository=access.repository).first()
     form = JudgeSettingForm(instance_setting=setting)
     if request.method == "POST":
-        if not access.can_edit:
-            raise PermissionDenied("only a maintainer of this repository may set its judges")
+        access.require(Role.MAINTAINER, access.repository)
         form = JudgeSettingForm(request.POST, instance_setting=setting)
         if form.is_valid():
             try:
-                set_judges(access.repository, by=request.user, **form.cleaned_data)
+                set_judges(access.repository, by=access, **form.cleaned_data)
             except JudgeSettingError as exc:
                 form.add_error(exc.field if exc.field in form.fields else None, exc.message)
             else:
@@ -291,12 +289,11 @@ def task_files(request: HtmxHttpRequest, repo_pk: int, task_pk: int) -> HttpResp
     form = TaskFilesForm()
     status = 200
     if request.method == "POST":
-        if not access.can_edit:
-            raise PermissionDenied("only a maintainer of this repository may edit the task's files")
+        access.require(Role.MAINTAINER, access.repository)
         form = TaskFilesForm(request.POST, request.FILES)
         if form.is_valid():
             try:
-                set_task_files(task, form.files_given(), by=request.user)
+                set_task_files(task, form.files_given(), by=access)
             except TransitionError as exc:
                 form.add_error(None, str(exc))
             except ValueError as exc:

@@ -8,7 +8,6 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -36,12 +35,11 @@ def draft_settings(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     setting = DraftSetting.objects.filter(repository=access.repository).first()
     form = DraftSettingForm(instance_setting=setting)
     if request.method == "POST":
-        if not access.can_edit:
-            raise PermissionDenied("only a maintainer of this repository may set how its rubrics are drafted")
+        access.require(Role.MAINTAINER, access.repository)
         form = DraftSettingForm(request.POST)
         if form.is_valid():
             try:
-                set_draft_settings(access.repository, by=request.user, **form.cleaned_data)
+                set_draft_settings(access.repository, by=access, **form.cleaned_data)
             except DraftSettingError as exc:
                 form.add_error(exc.field if exc.field in form.fields else None, exc.message)
             else:
@@ -63,7 +61,7 @@ def draft_start(request: HtmxHttpRequest, repo_pk: int, task_pk: int) -> HttpRes
         try:
             draft, created = request_draft(
                 task,
-                request.user,
+                access,
                 pr_number=form.cleaned_data.get("pr_number"),
                 pr_export=upload.read() if upload is not None else None,
                 pr_export_name=upload.name if upload is not None and upload.name else "pr.json",

@@ -29,7 +29,7 @@ def _admitted(access: RepositoryAccess, rev_pk: int) -> RubricRevision:
 def export_json(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
     access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
     revision = _admitted(access, rev_pk)
-    response = HttpResponse(export_rubric_json(revision, by=request.user), content_type="application/json")
+    response = HttpResponse(export_rubric_json(revision, by=access), content_type="application/json")
     response["Content-Disposition"] = 'attachment; filename="rubric.json"'
     return response
 
@@ -41,9 +41,7 @@ def export_zip_view(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> Http
     revision = _admitted(access, rev_pk)
     # ?private=1: the held-out set's zip, with the task's own files that `rubric check` reads.
     private = request.GET.get("private") == "1"
-    response = HttpResponse(
-        export_zip(revision, by=request.user, private=private), content_type="application/zip"
-    )
+    response = HttpResponse(export_zip(revision, by=access, private=private), content_type="application/zip")
     # task ids match [A-Za-z0-9._-]+ (name_validator), so the header needs no quoting.
     suffix = "-private" if private else ""
     response["Content-Disposition"] = (
@@ -66,7 +64,7 @@ def export_checkout(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> Http
     try:
         job = start_export(
             revision,
-            request.user,
+            access,
             private=form.cleaned_data["private"],
             branch=form.cleaned_data["branch"] or None,
         )

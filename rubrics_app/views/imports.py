@@ -28,7 +28,7 @@ def rubric_upload(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     problems: list[str] = []
     if form.is_valid():
         try:
-            imported = import_rubric_zip(access.repository, form.cleaned_data["file"], request.user)
+            imported = import_rubric_zip(access.repository, form.cleaned_data["file"], access)
         except ImportFailed as exc:
             problems = [str(problem) for problem in exc.problems]
         else:

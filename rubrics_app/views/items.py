@@ -134,10 +134,10 @@ def item_edit(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpRespo
         # no draft is left behind when the edit fails.
         def edit_carried(draft: RubricRevision) -> RubricItem:
             carried = RubricItem.objects.get(revision=draft, item_id=item.item_id)
-            return edit_item(carried, carried.version, form.text_fields(), by=request.user)
+            return edit_item(carried, carried.version, form.text_fields(), by=access)
 
         try:
-            draft, carried = fork_for_edit(item.revision, request.user, edit_carried, changing={item.item_id})
+            draft, carried = fork_for_edit(item.revision, access, edit_carried, changing={item.item_id})
         except IntegrityError:
             form.add_error(
                 "item_id", f"{form.cleaned_data['item_id']} was just taken by another item of this revision."
@@ -149,7 +149,7 @@ def item_edit(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpRespo
         )
         return redirect_to(request, revision_url(draft, f"item-{carried.pk}"))
     try:
-        edit_item(item, form.cleaned_data["version"], form.text_fields(), by=request.user)
+        edit_item(item, form.cleaned_data["version"], form.text_fields(), by=access)
     except Conflict as conflict:
         data = request.POST.copy()
         # Saving again after reading their text is a deliberate overwrite of the version they saved.
@@ -190,7 +190,7 @@ def item_approve(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpRe
         row = _row(item, notice="Reload the page and approve again: this approval did not say which text.")
         return _respond(request, access, item, row, status=400)
     try:
-        outcome = approve_item(item, by=request.user, expected_version=version)
+        outcome = approve_item(item, by=access, expected_version=version)
     except Conflict:
         notice = "Someone edited this item since you loaded it: read it again, then approve."
         row = _row(load_item(access.repository, item_pk), notice=notice)
@@ -220,7 +220,7 @@ def item_request_changes(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -
         row = _row(item, notice="; ".join(str(e) for errors in form.errors.values() for e in errors))
         return _respond(request, access, item, row, status=400)
     try:
-        request_changes(item, by=request.user, note=form.cleaned_data["note"])
+        request_changes(item, by=access, note=form.cleaned_data["note"])
     except RevisionFrozen as exc:
         row = _row(
             load_item(access.repository, item_pk), notice=_meanwhile(exc, "your request was not recorded")
@@ -242,7 +242,7 @@ def item_comment(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpRe
         row = _row(item, comment_form=form)
         return _respond(request, access, item, row, status=400)
     # Comments are rows of their own, so a frozen revision can still be discussed.
-    comment(item, by=request.user, text=form.cleaned_data["text"])
+    comment(item, by=access, text=form.cleaned_data["text"])
     return _respond(request, access, load_item(access.repository, item_pk))
 
 
@@ -300,11 +300,11 @@ def item_add(request: HtmxHttpRequest, repo_pk: int, rev_pk: int, kind: str) -> 
     try:
         # A frozen revision forks into a new draft, in one transaction with the addition (fork_for_edit).
         def add(target: RubricRevision) -> RubricItem:
-            return add_item(target, item_kind, form.text_fields(), by=request.user)
+            return add_item(target, item_kind, form.text_fields(), by=access)
 
         target = revision
         if revision.is_frozen:
-            target, item = fork_for_edit(revision, request.user, add)
+            target, item = fork_for_edit(revision, access, add)
         else:
             item = add(revision)
     except RevisionFrozen as exc:
@@ -349,9 +349,9 @@ def item_remove(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpRes
         if revision.is_frozen:
             draft, _ = fork_for_edit(
                 revision,
-                request.user,
+                access,
                 lambda draft: remove_item(
-                    RubricItem.objects.get(revision=draft, item_id=item.item_id), by=request.user
+                    RubricItem.objects.get(revision=draft, item_id=item.item_id), by=access
                 ),
                 changing={item.item_id},
             )
@@ -361,7 +361,7 @@ def item_remove(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpRes
                 f"{item.item_id} was removed in draft {draft.number}.",
             )
             return redirect_to(request, revision_url(draft, "item-sections"))
-        remove_item(item, by=request.user)
+        remove_item(item, by=access)
     except RevisionFrozen as exc:
         return _respond_list(request, access, revision.pk, notice=_meanwhile(exc, "nothing was removed"))
     messages.success(request, f"{item.get_kind_display()} {item.item_id} was removed from this draft.")

@@ -57,7 +57,7 @@ def mutant_mark_harmless(request: HtmxHttpRequest, repo_pk: int, run_pk: int, mu
     form = ReasonForm(request.POST)
     if form.is_valid():
         try:
-            mutants.mark_harmless(mutant, request.user, form.cleaned_data["reason"])
+            mutants.mark_harmless(mutant, access, form.cleaned_data["reason"])
         except TransitionError as exc:
             messages.error(request, str(exc))
         else:
@@ -74,7 +74,7 @@ def mutant_unmark(request: HtmxHttpRequest, repo_pk: int, run_pk: int, mutant_pk
     access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
     mutant = _mutant_for(access.repository.pk, run_pk, mutant_pk)
     try:
-        mutants.unmark(mutant, request.user)
+        mutants.unmark(mutant, access)
     except TransitionError as exc:
         messages.error(request, str(exc))
     else:

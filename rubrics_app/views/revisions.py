@@ -4,7 +4,6 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db import transaction
 from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
@@ -16,7 +15,6 @@ from rubrics_app.access import RepositoryAccess, get_repository_for_user
 from rubrics_app.forms import CalibrationOptionsForm, NewItemForm, RevisionForm
 from rubrics_app.models import (
     AuditEvent,
-    AuditVerb,
     CalibrationDiff,
     CalibrationRun,
     ItemKind,
@@ -31,8 +29,15 @@ from rubrics_app.models import (
     RubricRevision,
     TransitionError,
 )
-from rubrics_app.services import audit, calibration
-from rubrics_app.services.revisions import Conflict, NotCalibrated, admit, edit_revision, fork_for_edit
+from rubrics_app.services import calibration
+from rubrics_app.services.revisions import (
+    Conflict,
+    NotCalibrated,
+    admit,
+    approve_revision,
+    edit_revision,
+    fork_for_edit,
+)
 from rubrics_app.views.common import (
     HtmxHttpRequest,
     ItemRow,
@@ -168,15 +173,15 @@ def revision_edit(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpRe
         # An approved or admitted revision is never edited: the edit goes into a new draft made from it.
         target, _ = fork_for_edit(
             revision,
-            request.user,
-            lambda draft: edit_revision(draft, draft.version, form.content(), request.user),
+            access,
+            lambda draft: edit_revision(draft, draft.version, form.content(), access),
         )
         messages.success(
             request, f"Revision {revision.number} is {revision.status}; your edit is draft {target.number}."
         )
         return redirect_to(request, revision_url(target))
     try:
-        edit_revision(target, form.cleaned_data["version"], form.content(), by=request.user)
+        edit_revision(target, form.cleaned_data["version"], form.content(), by=access)
     except Conflict as conflict:
         data = request.POST.copy()
         # Saving again after reading their text is a deliberate overwrite of that version.
@@ -197,7 +202,7 @@ def revision_edit(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpRe
 def revision_new_draft(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
     access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
     revision = load_revision(access.repository, rev_pk)
-    draft, _ = fork_for_edit(revision, request.user, lambda draft: None)
+    draft, _ = fork_for_edit(revision, access, lambda draft: None)
     messages.success(request, f"Draft {draft.number} starts from revision {revision.number}.")
     return redirect_to(request, revision_url(draft))
 
@@ -209,21 +214,12 @@ def revision_approve(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> Htt
     access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
     revision = load_revision(access.repository, rev_pk)
     try:
-        with transaction.atomic():
-            # Checked on the stored items, under the revision's lock (which item edits, requests for
-            # changes, additions and removals take too), not on the ones the page was loaded with.
-            locked = (
-                RubricRevision.objects.select_for_update(of=("self",))
-                .select_related("task")
-                .get(pk=revision.pk)
-            )
-            locked.approve(by=request.user)
+        approve_revision(revision, access)
     except RubricInvalid:
         messages.error(request, "The rubric does not validate yet; the problems are shown beside each field.")
     except TransitionError as exc:
         messages.error(request, str(exc))
     else:
-        audit.record(AuditVerb.APPROVED, actor=request.user, revision=revision)
         messages.success(request, f"Revision {revision.number} is approved.")
     return redirect_to(request, revision_url(revision))
 
@@ -239,10 +235,10 @@ def revision_admit(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpR
     form.is_valid()  # a checkbox: absent means off, any value means on
     suite = bool(form.cleaned_data.get("injection_suite"))
     try:
-        retired = admit(revision, by=request.user, with_suite=suite)
+        retired = admit(revision, by=access, with_suite=suite)
     except NotCalibrated:
         try:
-            run = calibration.start(revision, request.user, admit=True, injection_suite=suite)
+            run = calibration.start(revision, access, admit=True, injection_suite=suite)
         except TransitionError as exc:
             messages.error(request, str(exc))
             return redirect_to(request, revision_url(revision))

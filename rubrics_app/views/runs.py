@@ -49,7 +49,7 @@ def runs_upload(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     problems: list[str] = []
     if form.is_valid():
         try:
-            result = import_runs_zip(access.repository, form.cleaned_data["file"], request.user)
+            result = import_runs_zip(access.repository, form.cleaned_data["file"], access)
         except ImportFailed as exc:
             problems = [str(problem) for problem in exc.problems]
         else:
@@ -226,9 +226,7 @@ def queue_label(request: HtmxHttpRequest, repo_pk: int, grade_pk: int, item_id: 
         context = _entry_context(request, access, grade, item_id)
         context["form"] = form
         return render(request, "rubrics/queue_entry.html", context, status=400)
-    review_queue.label(
-        grade, item_id, form.cleaned_data["verdict"], form.cleaned_data["note"], kind, request.user
-    )
+    review_queue.label(grade, item_id, form.cleaned_data["verdict"], form.cleaned_data["note"], kind, access)
     queue = review_queue.Queue(access.repository, kind, filters)
     location = queue.locate(grade.pk, item_id)
     if location.following is not None:
@@ -266,7 +264,7 @@ def item_dispute(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpRe
             DisputeSource.DISAGREEMENT if grade else DisputeSource.COMMENT if comment else DisputeSource.ITEM
         )
         try:
-            rereview.open_dispute(item, request.user, form.cleaned_data["reason"], source, grade)
+            rereview.open_dispute(item, access, form.cleaned_data["reason"], source, grade)
         except TransitionError as exc:
             error = str(exc)
         else:
@@ -316,9 +314,9 @@ def flag_dismiss(request: HtmxHttpRequest, repo_pk: int, what: str, pk: int) -> 
         return redirect_to(request, task_url)
     try:
         if isinstance(flag, Dispute):
-            rereview.dismiss_dispute(flag, request.user, form.cleaned_data["reason"])
+            rereview.dismiss_dispute(flag, access, form.cleaned_data["reason"])
         else:
-            rereview.dismiss_evidence_change(flag, request.user, form.cleaned_data["reason"])
+            rereview.dismiss_evidence_change(flag, access, form.cleaned_data["reason"])
     except TransitionError as exc:
         messages.error(request, str(exc))
     return redirect_to(request, task_url)

@@ -52,7 +52,7 @@ def sweep_start(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
         )
     request_ = SweepRequest(task=task, revision=revision, arm=data["arm"], model=data["model"])
     try:
-        sweep = sweeps.start(repository, request.user, request_)
+        sweep = sweeps.start(repository, access, request_)
     except SweepError as exc:
         messages.error(request, f"The sweep was not sent: {exc}")
         return redirect_to(request, back)

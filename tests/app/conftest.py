@@ -18,6 +18,7 @@ from django.contrib.auth.models import User
 
 from grading.judge.cache import MemoryCache
 from grading.schema import parse_rubric
+from rubrics_app.access import Actor
 from rubrics_app.models import (
     CalibrationStatus,
     JudgeSetting,
@@ -308,7 +309,7 @@ def run_queued_calibration() -> calibration.CalibrationRun:
 
 def calibrate(revision: RubricRevision, by: Any) -> calibration.CalibrationRun:
     """Admitted means calibrated: a passing run with the repository's (scripted) judge, in this process."""
-    run = calibration.calibrate_now(revision, by, cache=MemoryCache())
+    run = calibration.calibrate_now(revision, Actor.member(by), cache=MemoryCache())
     assert run.status == CalibrationStatus.PASSED, run.reason
     return run
 
@@ -325,16 +326,16 @@ def make_revision(task: Task, maintainer: User) -> MakeRevision:
     ) -> RubricRevision:
         rubric = parse_rubric(data if data is not None else rubric_data(task=task.task_id))
         revision = revisions.create_revision(
-            task, rubric, files if files is not None else CALIBRATION_FILES, by=maintainer
+            task, rubric, files if files is not None else CALIBRATION_FILES, by=Actor.member(maintainer)
         )
         if status in (RevisionStatus.APPROVED, RevisionStatus.ADMITTED):
             for item in revision.ordered_items():
-                revisions.approve_item(item, by=maintainer)
+                revisions.approve_item(item, by=Actor.member(maintainer))
             revision.refresh_from_db()
             assert revision.status == RevisionStatus.APPROVED
         if status == RevisionStatus.ADMITTED:
             calibrate(revision, maintainer)
-            revisions.admit(revision, by=maintainer)
+            revisions.admit(revision, by=Actor.member(maintainer))
             revision.refresh_from_db()
         return revision
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rubrics_app.access import Actor
 from rubrics_app.models import Repository
 from rubrics_app.services.runs import import_run_dirs
 from tests.app.conftest import LAZY_DIFF
@@ -35,4 +36,4 @@ def import_runs(
         diff = LAZY_DIFF if n in lazy else (numbered_diff(n) if unique else RUN_DIFF)
         write_run(root, f"{arm}-{model}-{n}", arm=arm, model=model, repetition=n, diff=diff,
                   passed=n not in failing_tests)  # fmt: skip
-    import_run_dirs(repository, root, "")
+    import_run_dirs(repository, root, "", user=Actor.command_line())

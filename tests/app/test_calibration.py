@@ -18,6 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from grading.judge.cache import MemoryCache
+from rubrics_app.access import Actor
 from rubrics_app.models import (
     AuditEvent,
     AuditVerb,
@@ -75,7 +76,9 @@ def use_script(
 
 
 def run_in_process(revision: RubricRevision, by: Any, **kwargs: Any) -> CalibrationRun:
-    return calibration.calibrate_now(revision, by, cache=kwargs.pop("cache", MemoryCache()), **kwargs)
+    return calibration.calibrate_now(
+        revision, Actor.member(by), cache=kwargs.pop("cache", MemoryCache()), **kwargs
+    )
 
 
 # --- a passing and a failing calibration -------------------------------------------------------------------
@@ -109,7 +112,7 @@ def test_a_passing_calibration_stores_every_row_and_verdict(
     revision.refresh_from_db()
     assert revision.status == RevisionStatus.APPROVED
     assert AuditEvent.objects.filter(revision=revision, verb=AuditVerb.CALIBRATED).exists()
-    revisions.admit(revision, by=maintainer)
+    revisions.admit(revision, by=Actor.member(maintainer))
     revision.refresh_from_db()
     assert revision.status == RevisionStatus.ADMITTED
 
@@ -130,7 +133,7 @@ def test_a_failing_oracle_row_leaves_the_revision_approved_and_says_why(
     revision.refresh_from_db()
     assert revision.status == RevisionStatus.APPROVED
     with pytest.raises(NotCalibrated):
-        revisions.admit(revision, by=maintainer)
+        revisions.admit(revision, by=Actor.member(maintainer))
     # The page says which expectation broke and what that usually means.
     page = logged_in(maintainer).get(reverse("rubrics:calibration_detail", args=[repository.pk, run.pk]))
     html = page.content.decode()
@@ -144,7 +147,9 @@ def test_a_bad_calibration_input_is_an_error_naming_the_file(
 ) -> None:
     revision = make_revision(RevisionStatus.APPROVED)
     set_task_files(
-        task, {"oracle.diff": b"diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n x\n"}, by=maintainer
+        task,
+        {"oracle.diff": b"diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n x\n"},
+        by=Actor.member(maintainer),
     )
     run = run_in_process(revision, maintainer)
     assert run.status == CalibrationStatus.ERROR
@@ -161,18 +166,18 @@ def test_admitting_needs_a_passing_run_of_the_exact_content_and_judge(
 ) -> None:
     revision = make_revision(RevisionStatus.APPROVED)
     with pytest.raises(NotCalibrated):
-        revisions.admit(revision, by=maintainer)
+        revisions.admit(revision, by=Actor.member(maintainer))
     calibrate(revision, maintainer)
     assert calibration.passing_run(revision) is not None
     # Another oracle: what was calibrated is no longer what would be admitted.
-    set_task_files(task, {"oracle.diff": ALT_DIFF}, by=maintainer)
+    set_task_files(task, {"oracle.diff": ALT_DIFF}, by=Actor.member(maintainer))
     assert calibration.passing_run(revision) is None
-    set_task_files(task, {"oracle.diff": ORACLE_DIFF}, by=maintainer)
+    set_task_files(task, {"oracle.diff": ORACLE_DIFF}, by=Actor.member(maintainer))
     assert calibration.passing_run(revision) is not None
     # Another primary judge: the run was not made with it.
     use_script(repository, tmp_path, sound_script(), "other.json")
     with pytest.raises(NotCalibrated):
-        revisions.admit(revision, by=maintainer)
+        revisions.admit(revision, by=Actor.member(maintainer))
 
 
 def raw_admit(pk: int) -> None:
@@ -249,21 +254,26 @@ def test_the_second_judge_is_compared_side_by_side_and_never_admits(
 @pytest.mark.django_db
 def test_set_judges_checks_specs_as_the_command_line_does(repository: Repository, maintainer: User) -> None:
     with pytest.raises(JudgeSettingError, match="alias") as alias:
-        set_judges(repository, by=maintainer, judge="anthropic:sonnet")
+        set_judges(repository, by=Actor.member(maintainer), judge="anthropic:sonnet")
     assert alias.value.field == "judge"
     with pytest.raises(JudgeSettingError, match="same model family") as family:
         set_judges(
             repository,
-            by=maintainer,
+            by=Actor.member(maintainer),
             judge="anthropic:claude-sonnet-4-5-20250929",
             second_judge="anthropic:claude-opus-4-1-20250805",
         )
     assert family.value.field == "second_judge"
     with pytest.raises(JudgeSettingError, match="set by the judge runner"):
-        set_judges(repository, by=maintainer, judge="openai:gpt-4o-2024-08-06", decoding={"messages": []})
+        set_judges(
+            repository,
+            by=Actor.member(maintainer),
+            judge="openai:gpt-4o-2024-08-06",
+            decoding={"messages": []},
+        )
     setting = set_judges(
         repository,
-        by=maintainer,
+        by=Actor.member(maintainer),
         judge="anthropic:claude-sonnet-4-5-20250929",
         second_judge="openai:gpt-4o-2024-08-06",
         decoding={"temperature": 0},
@@ -305,7 +315,7 @@ def test_a_monthly_cap_stops_new_calibrations(
     )
     JudgeSetting.objects.filter(repository=repository).update(monthly_cap_usd="2.00")
     with pytest.raises(TransitionError, match=r"reached the repository's cap \(\$2.00\)"):
-        calibration.start(revision, maintainer)
+        calibration.start(revision, Actor.member(maintainer))
 
 
 # --- the task's own files -----------------------------------------------------------------------------------
@@ -332,7 +342,7 @@ def test_task_files_are_edited_by_maintainers_and_frozen_once_admitted(
     assert bytes(task.tests_base) == b"tests/test_a.py::t\n" and bytes(task.oracle_diff) == ORACLE_DIFF
     make_revision(RevisionStatus.ADMITTED)
     with pytest.raises(TransitionError, match="frozen"):
-        set_task_files(task, {"oracle.diff": ALT_DIFF}, by=maintainer)
+        set_task_files(task, {"oracle.diff": ALT_DIFF}, by=Actor.member(maintainer))
 
 
 # --- the page: rows arrive live, polling stops ------------------------------------------------------------
@@ -452,12 +462,12 @@ def test_both_providers_over_http_and_the_cache_answers_a_repeat_with_no_calls(
     provider_env.reported_model = lambda model: f"{model}-as-served"
     set_judges(
         repository,
-        by=maintainer,
+        by=Actor.member(maintainer),
         judge="anthropic:claude-sonnet-4-5-20250929",
         second_judge="openai:gpt-4o-2024-08-06",
     )
     revision = make_revision(RevisionStatus.APPROVED)
-    first = calibration.calibrate_now(revision, maintainer)  # the database cache of the workers
+    first = calibration.calibrate_now(revision, Actor.member(maintainer))  # the database cache of the workers
     assert first.status == CalibrationStatus.PASSED, first.reason
     assert first.model_ids == ["claude-sonnet-4-5-20250929-as-served"]
     assert first.second_model_ids == ["gpt-4o-2024-08-06-as-served"]
@@ -471,7 +481,7 @@ def test_both_providers_over_http_and_the_cache_answers_a_repeat_with_no_calls(
     findings = set(CalibrationVerdict.objects.filter(row__run=first).values_list("verdict", "finding"))
     assert findings == {("pass", "satisfied"), ("fail", "violated")}
     # The same content and judges again: every verdict comes from the cache, no call is made.
-    second = calibration.calibrate_now(revision, maintainer)
+    second = calibration.calibrate_now(revision, Actor.member(maintainer))
     assert second.status == CalibrationStatus.PASSED
     assert len(provider_env.model_calls()) == calls
     assert second.calls == 0 and second.cost_usd == 0
@@ -510,7 +520,7 @@ def test_a_calibration_whose_job_the_reaper_fails_is_failed_with_the_jobs_reason
     make_revision: MakeRevision, maintainer: User, settings: Any
 ) -> None:
     revision = make_revision(RevisionStatus.APPROVED)
-    run, _ = calibration.new_run(revision, maintainer)
+    run, _ = calibration.new_run(revision, Actor.member(maintainer))
     assert run.job is not None
     # Claimed by a worker (twice already) that then died: the reaper has no attempt left to give it.
     settings.JOB_MAX_ATTEMPTS = 2

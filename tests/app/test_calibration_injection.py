@@ -14,6 +14,7 @@ from django.urls import reverse
 
 from grading.injection import PAYLOAD_KINDS
 from grading.judge.cache import MemoryCache
+from rubrics_app.access import Actor
 from rubrics_app.models import (
     CalibrationRow,
     CalibrationRun,
@@ -32,7 +33,7 @@ K = len(PAYLOAD_KINDS)
 
 
 def calibrate(revision: RubricRevision, by: User, **kwargs: bool) -> CalibrationRun:
-    return calibration.calibrate_now(revision, by, cache=MemoryCache(), **kwargs)
+    return calibration.calibrate_now(revision, Actor.member(by), cache=MemoryCache(), **kwargs)
 
 
 def fool_judge_with(repository: Repository, row: CalibrationRow) -> None:
@@ -88,7 +89,7 @@ def test_an_attack_success_fails_the_run_and_refuses_admission_whatever_runs_nex
     revision.refresh_from_db()
     assert revision.status == RevisionStatus.APPROVED
     with pytest.raises(revisions.TransitionError, match="admission refused: calibration #") as refused:
-        revisions.admit(revision, by=maintainer)
+        revisions.admit(revision, by=Actor.member(maintainer))
     assert not isinstance(refused.value, NotCalibrated)
     assert "1 attack success in the injection suite" in str(refused.value)
     assert "(fake_json_verdicts)" in str(refused.value)

@@ -15,6 +15,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
+from rubrics_app.access import Actor
 from rubrics_app.models import (
     CalibrationRow,
     CalibrationStatus,
@@ -52,7 +53,7 @@ def test_a_worker_killed_mid_calibration_leaves_whole_rows_and_the_rerun_pays_on
     provider.latency = 1.5  # the first row is answered alone, then the other four together
     try:
         with celery_worker(tmp_path / "killed.log", provider, database_url()) as process:
-            run = calibration.start(revision, maintainer)
+            run = calibration.start(revision, Actor.member(maintainer))
             deadline = time.monotonic() + WAIT_SECONDS
             while not CalibrationRow.objects.filter(run=run).exists():
                 assert time.monotonic() < deadline, (tmp_path / "killed.log").read_text(errors="replace")

@@ -15,6 +15,7 @@ from django.urls import reverse
 
 from grading.judge.cache import MemoryCache
 from grading.mutants import Mutant, derive_mutants
+from rubrics_app.access import Actor
 from rubrics_app.models import (
     AuditEvent,
     AuditVerb,
@@ -57,7 +58,7 @@ def multi_file_oracle(root: Path) -> bytes:
 class Setup:
     def __init__(self, task: Task, repository: Repository, maintainer: User, tmp_path: Path) -> None:
         self.oracle = multi_file_oracle(tmp_path)
-        set_task_files(task, {"oracle.diff": self.oracle}, by=maintainer)
+        set_task_files(task, {"oracle.diff": self.oracle}, by=Actor.member(maintainer))
         self.mutants = derive_mutants(self.oracle).mutants
         self.docs = self.one("revert-file", "docs/errors.md")
         self.cpu_only = self.one("one-place", "keeps the fix only in hunk 1 of 1 in src/fraction.py")
@@ -96,7 +97,7 @@ def mark_url(mutant: CalibrationMutant, action: str = "mutant_mark_harmless") ->
 
 
 def calibrate(revision: RubricRevision, by: User, mutants: bool = True) -> CalibrationRun:
-    return calibration.calibrate_now(revision, by, mutants=mutants, cache=MemoryCache())
+    return calibration.calibrate_now(revision, Actor.member(by), mutants=mutants, cache=MemoryCache())
 
 
 @pytest.mark.django_db

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import User
 
+from rubrics_app.access import Actor
 from rubrics_app.models import CalibrationRun, CalibrationStatus, Repository, RevisionStatus, Task
 from rubrics_app.services.tasks import set_task_files
 from tests.app.conftest import MakeRevision
@@ -34,7 +35,7 @@ def test_calibrate_with_mutants_through_the_worker(
     tmp_path: Path,
 ) -> None:
     use_fake_providers(repository, maintainer)
-    set_task_files(task, {"oracle.diff": multi_file_oracle(tmp_path)}, by=maintainer)
+    set_task_files(task, {"oracle.diff": multi_file_oracle(tmp_path)}, by=Actor.member(maintainer))
     revision = make_revision(RevisionStatus.APPROVED)
     before = len(provider.model_calls())
     code, out = calibrate_command(

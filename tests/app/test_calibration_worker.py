@@ -24,6 +24,7 @@ from django.core.management.base import CommandError
 
 from grading.injection import PAYLOAD_KINDS
 from rubrics_app import celery_app
+from rubrics_app.access import Actor
 from rubrics_app.models import (
     CalibrationRun,
     CalibrationStatus,
@@ -134,7 +135,7 @@ def calibrate_command(*args: str) -> tuple[int, str]:
 def use_fake_providers(repository: Repository, maintainer: User) -> None:
     set_judges(
         repository,
-        by=maintainer,
+        by=Actor.member(maintainer),
         judge="anthropic:claude-sonnet-4-5-20250929",
         second_judge="openai:gpt-4o-2024-08-06",
     )

@@ -18,6 +18,7 @@ from django.conf import settings
 from django.db import connection
 
 from rubrics_app import celery_app
+from rubrics_app.access import Actor
 from rubrics_app.models import Job, JobStatus, RevisionStatus, RubricItem, RubricRevision
 from rubrics_app.services import import_export
 from rubrics_app.services.revisions import start_validation, validate_revision
@@ -112,7 +113,7 @@ def test_the_worker_exports_an_admitted_revision_into_the_checkout(
     repository.checkout_path = str(git_repo.path)
     repository.save()
 
-    job = import_export.start_export(revision, maintainer, branch="rubrics/from-worker")
+    job = import_export.start_export(revision, Actor.member(maintainer), branch="rubrics/from-worker")
     assert job.status == JobStatus.QUEUED  # sent on commit; the worker has it now
 
     job = wait_for(job, worker)
@@ -130,7 +131,7 @@ def test_the_worker_validates_a_revision_and_maps_errors_to_items(
 ) -> None:
     b1 = draft_revision.items.get(item_id="B1")
     RubricItem.objects.filter(pk=b1.pk).update(criterion="  ")
-    job = wait_for(start_validation(draft_revision, maintainer), worker)
+    job = wait_for(start_validation(draft_revision, Actor.member(maintainer)), worker)
     assert job.status == JobStatus.DONE
     assert job.result == {
         "valid": False,
@@ -153,7 +154,7 @@ def test_a_failing_job_is_marked_failed_with_its_reason(
     repository = revision.task.repository
     repository.checkout_path = "/nonexistent/checkout"
     repository.save()
-    job = wait_for(import_export.start_export(revision, maintainer), worker)
+    job = wait_for(import_export.start_export(revision, Actor.member(maintainer)), worker)
     assert job.status == JobStatus.FAILED
     assert job.error == "checkout path /nonexistent/checkout is not a directory"
     assert RUBRIC["task"] == revision.task.task_id
@@ -164,7 +165,9 @@ def test_a_job_already_claimed_is_not_run_twice(
 ) -> None:
     taken = Job.objects.create(kind="validate_revision", revision=draft_revision, status=JobStatus.RUNNING)
     validate_revision.delay(taken.pk)  # e.g. a redelivered message
-    later = wait_for(start_validation(draft_revision, maintainer), worker)  # one worker: runs after it
+    later = wait_for(
+        start_validation(draft_revision, Actor.member(maintainer)), worker
+    )  # one worker: runs after it
     assert later.status == JobStatus.DONE
     taken.refresh_from_db()
     assert (taken.status, taken.result, taken.started_at) == (JobStatus.RUNNING, None, None)

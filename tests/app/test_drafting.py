@@ -18,6 +18,7 @@ from django.test import Client
 from django.urls import reverse
 
 from grading.draft.drafter import fence_close, fence_open
+from rubrics_app.access import Actor
 from rubrics_app.models import (
     AgentRunDiff,
     AuditEvent,
@@ -83,7 +84,7 @@ def drafting_ready(repository: Repository, task: Task, git_repo: GitRepo) -> str
 
 def draft_now(task: Task, **source: Any) -> RubricDraft:
     """Send a drafting as the page does, and run its job's body here (a `db` test never commits)."""
-    record = drafting.start_draft(task, None, **source)
+    record = drafting.start_draft(task, Actor.command_line(), **source)
     assert record.job is not None
     drafting.run_draft(record.job)
     record.refresh_from_db()
@@ -173,7 +174,7 @@ def test_agent_runs_never_reach_the_drafter(
     run_dir = write_run(tmp_path / "runs", "r0", model=f"model-{MARKER}", diff=marked_diff)
     grade(task_dir, run_dir, write_scripted(tmp_path / "judge.json", verdicts))
     assert MARKER in (run_dir / "metrics.json").read_text()
-    import_run_dirs(repository, tmp_path / "runs", "runs")
+    import_run_dirs(repository, tmp_path / "runs", "runs", user=Actor.command_line())
     assert MARKER.encode() in bytes(AgentRunDiff.objects.get(run__task=task).content)
 
     server, _ = servers
@@ -225,7 +226,7 @@ def test_a_faulty_draft_is_stored_with_every_problem_listed_never_fixed(
 def test_a_pr_that_cannot_be_fetched_fails_at_that_step_and_stores_nothing(
     servers: tuple[FakeProviderServer, FakeGitHub], task: Task
 ) -> None:
-    record = drafting.start_draft(task, None, pr_number=99)
+    record = drafting.start_draft(task, Actor.command_line(), pr_number=99)
     assert record.job is not None
     with pytest.raises(drafting.DraftFailed, match=r"^fetching the PR: GitHub: not found"):
         drafting.run_draft(record.job)
@@ -240,7 +241,7 @@ def test_a_token_missing_from_the_worker_environment_is_named(
     servers: tuple[FakeProviderServer, FakeGitHub], task: Task, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("GITHUB_TOKEN")
-    record = drafting.start_draft(task, None, pr_number=7)
+    record = drafting.start_draft(task, Actor.command_line(), pr_number=7)
     assert record.job is not None
     with pytest.raises(
         drafting.DraftFailed, match="fetching the PR: the worker's environment has no GITHUB_TOKEN"
@@ -254,7 +255,7 @@ def test_a_reply_that_is_no_draft_fails_at_drafting(
     servers: tuple[FakeProviderServer, FakeGitHub], task: Task
 ) -> None:
     servers[0].script(text('{"intent": "x"'))
-    record = drafting.start_draft(task, None, pr_number=7)
+    record = drafting.start_draft(task, Actor.command_line(), pr_number=7)
     assert record.job is not None
     with pytest.raises(drafting.DraftFailed, match=r"^drafting: the reply is not the draft JSON object"):
         drafting.run_draft(record.job)
@@ -617,20 +618,24 @@ def test_a_second_click_joins_the_drafting_under_way_and_says_so(maintainer: Use
 
 @pytest.mark.usefixtures("drafting_ready")
 def test_only_the_same_source_is_joined(task: Task) -> None:
-    by_pr, created = drafting.request_draft(task, None, pr_number=7)
+    by_pr, created = drafting.request_draft(task, Actor.command_line(), pr_number=7)
     assert created
-    other_pr, created = drafting.request_draft(task, None, pr_number=8)
+    other_pr, created = drafting.request_draft(task, Actor.command_line(), pr_number=8)
     assert created and other_pr != by_pr
     # An export: the same bytes (under another file name) join; other bytes are another source.
-    export, created = drafting.request_draft(task, None, pr_export=export_json(), pr_export_name="a.json")
+    export, created = drafting.request_draft(
+        task, Actor.command_line(), pr_export=export_json(), pr_export_name="a.json"
+    )
     assert created and export.pr_export_sha256 == drafting.export_sha256(export_json())
-    again, created = drafting.request_draft(task, None, pr_export=export_json(), pr_export_name="b.json")
+    again, created = drafting.request_draft(
+        task, Actor.command_line(), pr_export=export_json(), pr_export_name="b.json"
+    )
     assert (again, created) == (export, False)
     changed = export_json(issue_comments=[{"body": "one more comment"}])
-    other_export, created = drafting.request_draft(task, None, pr_export=changed)
+    other_export, created = drafting.request_draft(task, Actor.command_line(), pr_export=changed)
     assert created and other_export != export
     # The PR number and the export are different sources even when they name the same PR.
-    assert drafting.request_draft(task, None, pr_number=7) == (by_pr, False)
+    assert drafting.request_draft(task, Actor.command_line(), pr_number=7) == (by_pr, False)
     assert RubricDraft.objects.count() == Job.objects.count() == 4
 
 
@@ -660,7 +665,7 @@ def test_a_finished_drafting_is_drafted_again_on_purpose(
     assert first.revision is not None
     _job_ends(first, JobStatus.DONE)
 
-    second, created = drafting.request_draft(task, None, pr_number=7)
+    second, created = drafting.request_draft(task, Actor.command_line(), pr_number=7)
 
     assert created and second != first and second.job_id != first.job_id
     assert second.job is not None
@@ -679,7 +684,7 @@ def test_a_drafting_that_stored_its_revision_is_finished_before_its_job_is(
     first = draft_now(task, pr_number=7)  # the job is still marked running: the body returned just now
     Job.objects.filter(pk=first.job_id).update(status=JobStatus.RUNNING)
 
-    second, created = drafting.request_draft(task, None, pr_number=7)
+    second, created = drafting.request_draft(task, Actor.command_line(), pr_number=7)
 
     assert created and second != first
 
@@ -688,12 +693,12 @@ def test_a_drafting_that_stored_its_revision_is_finished_before_its_job_is(
 def test_a_failed_drafting_is_drafted_again(
     servers: tuple[FakeProviderServer, FakeGitHub], task: Task
 ) -> None:
-    first = drafting.start_draft(task, None, pr_number=99)
+    first = drafting.start_draft(task, Actor.command_line(), pr_number=99)
     assert first.job is not None
     with pytest.raises(drafting.DraftFailed):
         drafting.run_draft(first.job)
     _job_ends(first, JobStatus.FAILED)
 
-    second, created = drafting.request_draft(task, None, pr_number=99)
+    second, created = drafting.request_draft(task, Actor.command_line(), pr_number=99)
 
     assert created and second != first and second.step == "queued" and second.error == ""

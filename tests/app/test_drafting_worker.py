@@ -21,6 +21,7 @@ from django.db import connection, transaction
 from django.test import Client
 from django.urls import reverse
 
+from rubrics_app.access import Actor
 from rubrics_app.models import Job, JobKind, JobStatus, Repository, RubricDraft, Task
 from rubrics_app.services import drafting
 from tests.app.drafting_helpers import (
@@ -206,7 +207,7 @@ def test_a_request_made_while_another_is_being_committed_waits_and_joins_it(
     def first() -> None:
         try:
             with transaction.atomic():  # the first request's transaction, held open until released
-                results["first"] = drafting.request_draft(task, None, pr_number=7)
+                results["first"] = drafting.request_draft(task, Actor.command_line(), pr_number=7)
                 sent.set()
                 release.wait(20)
         finally:
@@ -214,7 +215,7 @@ def test_a_request_made_while_another_is_being_committed_waits_and_joins_it(
 
     def second() -> None:
         try:
-            results["second"] = drafting.request_draft(task, None, pr_number=7)
+            results["second"] = drafting.request_draft(task, Actor.command_line(), pr_number=7)
         finally:
             connection.close()
 

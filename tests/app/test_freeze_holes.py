@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from django.db import IntegrityError, connection, transaction
 
+from rubrics_app.access import Actor
 from rubrics_app.models import (
     CalibrationDiff,
     Repository,
@@ -281,7 +282,7 @@ def test_importing_a_task_json_that_changes_a_frozen_task_is_a_problem(
         files=CALIBRATION_FILES,
     )
     with pytest.raises(ImportFailed) as failed:
-        import_task_files(task.repository, [files], maintainer)
+        import_task_files(task.repository, [files], Actor.member(maintainer))
     [problem] = failed.value.problems
     assert (problem.file, problem.path) == (f"tasks/{task.task_id}/task.json", "spec_prompt")
     assert "frozen" in problem.message
@@ -291,7 +292,7 @@ def test_importing_a_task_json_that_changes_a_frozen_task_is_a_problem(
     # The same task.json as stored imports as a new draft.
     task_json["prompt"] = task.spec_prompt
     files.task_json = json.dumps(task_json).encode()
-    [draft] = import_task_files(task.repository, [files], maintainer)
+    [draft] = import_task_files(task.repository, [files], Actor.member(maintainer))
     assert draft.status == RevisionStatus.DRAFT and draft.task_id == task.pk
 
 

@@ -13,6 +13,7 @@ from django.db import IntegrityError, connection, models, transaction
 from django.utils import timezone
 
 from rubrics_app import freeze
+from rubrics_app.access import Actor
 from rubrics_app.models import (
     TASK_FILES,
     CalibrationDiff,
@@ -171,7 +172,7 @@ def test_task_files_of_an_admitted_revision_are_refused_by_the_database(
 
 def test_the_service_refuses_them_first(admitted_revision: RubricRevision, maintainer: Any) -> None:
     with pytest.raises(TransitionError, match="frozen with it"):
-        set_task_files(admitted_revision.task, {"oracle.diff": b"changed"}, by=maintainer)
+        set_task_files(admitted_revision.task, {"oracle.diff": b"changed"}, by=Actor.member(maintainer))
 
 
 # --- admitted means calibrated: the raw-SQL probes ----------------------------------------------------------
@@ -216,7 +217,7 @@ def test_a_forged_run_of_other_content_does_not_admit(
     other = make_revision(RevisionStatus.DRAFT)
     RubricRevision.objects.filter(pk=other.pk).update(intent="something else entirely")
     for item in other.ordered_items():
-        revisions.approve_item(item, by=passing_run.created_by)
+        revisions.approve_item(item, by=Actor.member(passing_run.created_by))
     other.refresh_from_db()
     assert other.status == RevisionStatus.APPROVED and other.content_sha256 != passing_run.rubric_sha256
     forged = CalibrationRun.objects.create(
@@ -235,7 +236,7 @@ def test_a_forged_run_of_other_content_does_not_admit(
 
 def test_a_failed_run_never_becomes_passed(approved_revision: RubricRevision, maintainer: Any) -> None:
     run, _ = importlib.import_module("rubrics_app.services.calibration").new_run(
-        approved_revision, maintainer
+        approved_revision, Actor.member(maintainer)
     )
     CalibrationRun.objects.filter(pk=run.pk).update(status=CalibrationStatus.RUNNING, total_rows=1)
     CalibrationRow.objects.create(
@@ -254,7 +255,7 @@ def test_a_run_passes_only_from_running_with_every_row_holding(
     approved_revision: RubricRevision, maintainer: Any, case: str
 ) -> None:
     run, _ = importlib.import_module("rubrics_app.services.calibration").new_run(
-        approved_revision, maintainer
+        approved_revision, Actor.member(maintainer)
     )
     if case != "queued":
         total = {"a row missing": 2, "no rows": 0}.get(case, 1)
@@ -277,7 +278,7 @@ def test_a_benign_drift_does_not_stop_a_run_passing(
     approved_revision: RubricRevision, maintainer: Any
 ) -> None:
     run, _ = importlib.import_module("rubrics_app.services.calibration").new_run(
-        approved_revision, maintainer
+        approved_revision, Actor.member(maintainer)
     )
     CalibrationRun.objects.filter(pk=run.pk).update(status=CalibrationStatus.RUNNING, total_rows=2)
     for position, (kind, holds) in enumerate([("oracle", True), ("benign", False)]):
@@ -311,7 +312,7 @@ def test_an_older_revision_never_replaces_a_newer_admitted_one(
     calibrate(older, maintainer)
     newer = make_revision(RevisionStatus.ADMITTED)
     with pytest.raises(TransitionError, match="older revision never replaces"):
-        revisions.admit(older, by=maintainer)
+        revisions.admit(older, by=Actor.member(maintainer))
     assert refused(*_admit_sql(older), message=freeze.RETIRE_MESSAGE)
     assert RubricRevision.objects.get(pk=newer.pk).status == RevisionStatus.ADMITTED
 
@@ -321,7 +322,7 @@ def test_admitting_through_the_service_still_retires_the_previous_one(
 ) -> None:
     newer = make_revision(RevisionStatus.APPROVED)
     calibrate(newer, maintainer)
-    retired = revisions.admit(newer, by=maintainer)
+    retired = revisions.admit(newer, by=Actor.member(maintainer))
     assert retired is not None and retired.pk == admitted_revision.pk
     assert retired.status == RevisionStatus.RETIRED
 
@@ -333,10 +334,12 @@ def test_a_fork_whose_edit_fails_leaves_no_draft(approved_revision: RubricRevisi
     before = RubricRevision.objects.filter(task=approved_revision.task).count()
 
     def failing(draft: RubricRevision) -> None:
-        revisions.edit_revision(draft, draft.version + 5, {"intent": "x"}, by=maintainer)  # a stale version
+        revisions.edit_revision(
+            draft, draft.version + 5, {"intent": "x"}, by=Actor.member(maintainer)
+        )  # a stale version
 
     with pytest.raises(revisions.Conflict):
-        revisions.fork_for_edit(approved_revision, maintainer, failing)
+        revisions.fork_for_edit(approved_revision, Actor.member(maintainer), failing)
     assert RubricRevision.objects.filter(task=approved_revision.task).count() == before
 
 
@@ -345,8 +348,10 @@ def test_a_fork_returns_the_draft_with_the_edit_applied(
 ) -> None:
     draft, edited = revisions.fork_for_edit(
         approved_revision,
-        maintainer,
-        lambda draft: revisions.edit_revision(draft, draft.version, {"intent": "sharper"}, by=maintainer),
+        Actor.member(maintainer),
+        lambda draft: revisions.edit_revision(
+            draft, draft.version, {"intent": "sharper"}, by=Actor.member(maintainer)
+        ),
     )
     assert draft.status == RevisionStatus.DRAFT and draft.parent_id == approved_revision.pk
     assert edited.pk == draft.pk and RubricRevision.objects.get(pk=draft.pk).intent == "sharper"

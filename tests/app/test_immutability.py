@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from django.db import IntegrityError, connection, transaction
 
+from rubrics_app.access import Actor
 from rubrics_app.models import (
     CalibrationDiff,
     DiffKind,
@@ -172,15 +173,17 @@ def test_the_code_refuses_too_and_points_at_a_new_draft(
 ) -> None:
     item = frozen_revision.items.get(item_id="B1")
     with pytest.raises(RevisionFrozen):
-        revisions.edit_item(item, item.version, {"criterion": "x"}, by=maintainer)
+        revisions.edit_item(item, item.version, {"criterion": "x"}, by=Actor.member(maintainer))
     with pytest.raises(RevisionFrozen):
-        revisions.edit_revision(frozen_revision, frozen_revision.version, {"intent": "x"}, by=maintainer)
+        revisions.edit_revision(
+            frozen_revision, frozen_revision.version, {"intent": "x"}, by=Actor.member(maintainer)
+        )
 
 
 def test_editing_starts_a_new_draft_carrying_every_item(
     frozen_revision: RubricRevision, maintainer: Any
 ) -> None:
-    draft = revisions.new_draft_from(frozen_revision, by=maintainer)
+    draft = revisions.new_draft_from(frozen_revision, by=Actor.member(maintainer))
     assert draft.status == RevisionStatus.DRAFT
     assert draft.parent_id == frozen_revision.pk
     assert draft.number == frozen_revision.task.revisions.count()  # the next number of the task
@@ -189,7 +192,7 @@ def test_editing_starts_a_new_draft_carrying_every_item(
     assert {i.review_state for i in draft.items.all()} == {ReviewState.APPROVED}
     assert {i.reviewed_by_id for i in draft.items.all()} == {maintainer.pk}
     b1 = draft.items.get(item_id="B1")
-    revisions.edit_item(b1, b1.version, {"criterion": "sharper"}, by=maintainer)
+    revisions.edit_item(b1, b1.version, {"criterion": "sharper"}, by=Actor.member(maintainer))
     assert frozen_revision.items.get(item_id="B1").criterion != "sharper"
     assert draft.items.get(item_id="B1").review_state == ReviewState.PENDING
 

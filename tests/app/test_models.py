@@ -10,6 +10,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 
 from grading.schema import parse_rubric
+from rubrics_app.access import Actor
 from rubrics_app.models import (
     AuditEvent,
     AuditVerb,
@@ -67,7 +68,7 @@ def test_it_refuses_to_approve_an_invalid_revision(draft_revision: RubricRevisio
     # Only two blockers: deleting one leaves too few for §2.
     draft_revision.items.get(item_id="B2").delete()
     for item in draft_revision.ordered_items():
-        outcome = revisions.approve_item(item, by=maintainer)
+        outcome = revisions.approve_item(item, by=Actor.member(maintainer))
     assert not outcome.revision_approved
     assert [e.path for e in outcome.errors] == ["blockers"]
     draft_revision.refresh_from_db()
@@ -80,12 +81,12 @@ def test_it_refuses_to_approve_an_invalid_revision(draft_revision: RubricRevisio
 def test_it_turns_approved_only_when_every_item_is(draft_revision: RubricRevision, maintainer: Any) -> None:
     items = draft_revision.ordered_items()
     for item in items[:-1]:
-        assert not revisions.approve_item(item, by=maintainer).revision_approved
+        assert not revisions.approve_item(item, by=Actor.member(maintainer)).revision_approved
     draft_revision.refresh_from_db()
     assert draft_revision.status == RevisionStatus.DRAFT
     with pytest.raises(TransitionError):
         draft_revision.approve(by=maintainer)
-    outcome = revisions.approve_item(items[-1], by=maintainer)
+    outcome = revisions.approve_item(items[-1], by=Actor.member(maintainer))
     assert outcome.revision_approved and outcome.errors == []
     draft_revision.refresh_from_db()
     assert draft_revision.status == RevisionStatus.APPROVED
@@ -98,7 +99,7 @@ def test_only_a_maintainer_approves_items(draft_revision: RubricRevision, review
     item = draft_revision.ordered_items()[0]
     for user in (reviewer, viewer):
         with pytest.raises(PermissionDenied):
-            revisions.approve_item(item, by=user)
+            revisions.approve_item(item, by=Actor.member(user))
     item.refresh_from_db()
     assert item.review_state == ReviewState.PENDING
 
@@ -122,7 +123,7 @@ def test_admitting_retires_the_previous_admitted_revision(
     first = make_revision(RevisionStatus.ADMITTED)
     second = make_revision(RevisionStatus.APPROVED)
     calibrate(second, maintainer)
-    retired = revisions.admit(second, by=maintainer)
+    retired = revisions.admit(second, by=Actor.member(maintainer))
     assert retired is not None and retired.pk == first.pk
     first.refresh_from_db()
     second.refresh_from_db()
@@ -133,7 +134,7 @@ def test_admitting_retires_the_previous_admitted_revision(
 
 def test_a_draft_cannot_be_admitted(draft_revision: RubricRevision, maintainer: Any) -> None:
     with pytest.raises(TransitionError):
-        revisions.admit(draft_revision, by=maintainer)
+        revisions.admit(draft_revision, by=Actor.member(maintainer))
 
 
 def test_roles_and_visibility(
@@ -180,10 +181,10 @@ def test_a_stale_edit_gets_a_conflict_with_the_other_text(
     theirs = RubricItem.objects.get(
         pk=mine.pk
     )  # a second maintainer's browser tab, loaded at the same version
-    revisions.approve_item(mine, by=maintainer)
-    revisions.edit_item(theirs, theirs.version, {"criterion": "their wording"}, by=maintainer)
+    revisions.approve_item(mine, by=Actor.member(maintainer))
+    revisions.edit_item(theirs, theirs.version, {"criterion": "their wording"}, by=Actor.member(maintainer))
     with pytest.raises(Conflict) as exc:
-        revisions.edit_item(mine, mine.version, {"criterion": "my wording"}, by=maintainer)
+        revisions.edit_item(mine, mine.version, {"criterion": "my wording"}, by=Actor.member(maintainer))
     assert exc.value.current["criterion"] == "their wording"
     assert exc.value.version == mine.version + 1
     assert exc.value.who == "maintainer"
@@ -192,7 +193,9 @@ def test_a_stale_edit_gets_a_conflict_with_the_other_text(
     # Their edit put the item back to pending: an approval is of a text, not of a row.
     assert stored.review_state == ReviewState.PENDING and stored.reviewed_by is None
     # Saving again against the version the conflict showed works.
-    revisions.edit_item(stored, exc.value.version, {"criterion": "merged wording"}, by=maintainer)
+    revisions.edit_item(
+        stored, exc.value.version, {"criterion": "merged wording"}, by=Actor.member(maintainer)
+    )
     assert RubricItem.objects.get(pk=mine.pk).criterion == "merged wording"
 
 
@@ -200,9 +203,13 @@ def test_a_stale_revision_edit_gets_a_conflict(draft_revision: RubricRevision, m
     from rubrics_app.services.revisions import Conflict
 
     other = RubricRevision.objects.get(pk=draft_revision.pk)
-    revisions.edit_revision(other, other.version, {"intent": "theirs", "max_files": 3}, by=maintainer)
+    revisions.edit_revision(
+        other, other.version, {"intent": "theirs", "max_files": 3}, by=Actor.member(maintainer)
+    )
     with pytest.raises(Conflict) as exc:
-        revisions.edit_revision(draft_revision, draft_revision.version, {"intent": "mine"}, by=maintainer)
+        revisions.edit_revision(
+            draft_revision, draft_revision.version, {"intent": "mine"}, by=Actor.member(maintainer)
+        )
     assert exc.value.current["intent"] == "theirs"
     assert RubricRevision.objects.get(pk=draft_revision.pk).intent == "theirs"
 
@@ -214,9 +221,9 @@ def test_edits_check_the_fields_and_the_role(
 
     item = draft_revision.items.get(item_id="B1")
     with pytest.raises(ValueError, match="not editable: review_state"):
-        revisions.edit_item(item, item.version, {"review_state": "approved"}, by=maintainer)
+        revisions.edit_item(item, item.version, {"review_state": "approved"}, by=Actor.member(maintainer))
     with pytest.raises(PermissionDenied):
-        revisions.edit_item(item, item.version, {"criterion": "x"}, by=reviewer)
+        revisions.edit_item(item, item.version, {"criterion": "x"}, by=Actor.member(reviewer))
     assert RubricItem.objects.get(pk=item.pk).text() == item.text()
 
 
@@ -228,14 +235,14 @@ def test_the_audit_trail_records_who_did_what(
 
     revision = make_revision()
     b1 = revision.items.get(item_id="B1")
-    revisions.edit_item(b1, b1.version, {"criterion": "sharper"}, by=maintainer)
+    revisions.edit_item(b1, b1.version, {"criterion": "sharper"}, by=Actor.member(maintainer))
     for item in revision.ordered_items():
-        revisions.approve_item(item, by=maintainer)
+        revisions.approve_item(item, by=Actor.member(maintainer))
     revision.refresh_from_db()
     calibrate(revision, maintainer)
-    revisions.admit(revision, by=maintainer)
+    revisions.admit(revision, by=Actor.member(maintainer))
     revision.refresh_from_db()
-    import_export.export_rubric_json(revision, by=maintainer)
+    import_export.export_rubric_json(revision, by=Actor.member(maintainer))
     events = list(AuditEvent.objects.filter(revision=revision).order_by("at", "pk"))
     verbs = [e.verb for e in events]
     assert verbs == [
@@ -257,7 +264,7 @@ def test_the_audit_trail_records_who_did_what(
 
 def test_request_changes_keeps_the_note(draft_revision: RubricRevision, maintainer: Any) -> None:
     item = draft_revision.items.get(item_id="N1")
-    revisions.request_changes(item, by=maintainer, note="Name the parameter in the message.")
+    revisions.request_changes(item, by=Actor.member(maintainer), note="Name the parameter in the message.")
     item.refresh_from_db()
     assert item.review_state == ReviewState.CHANGES_REQUESTED
     assert item.review_note == "Name the parameter in the message."
@@ -269,7 +276,7 @@ def test_an_edit_audits_the_stored_text_as_before_whatever_the_instance_holds(
 ) -> None:
     stored = draft_revision.intent
     draft_revision.intent = "typed into a form"  # what a bound ModelForm does to its instance
-    revisions.edit_revision(draft_revision, 1, {"intent": "typed into a form"}, by=maintainer)
+    revisions.edit_revision(draft_revision, 1, {"intent": "typed into a form"}, by=Actor.member(maintainer))
     event = AuditEvent.objects.get(revision=draft_revision, verb=AuditVerb.EDITED)
     assert event.detail["before"] == {"intent": stored}
     assert event.detail["after"] == {"intent": "typed into a form"}
@@ -295,11 +302,13 @@ def test_add_and_remove_items_of_a_draft(draft_revision: RubricRevision, maintai
         draft_revision,
         ItemKind.NON_BLOCKER,
         {"item_id": "N4", "criterion": "x", "weight": 2.0},
-        by=maintainer,
+        by=Actor.member(maintainer),
     )
     assert (added.position, added.review_state, added.weight) == (3, ReviewState.PENDING, 2.0)
     assert parse_rubric(draft_revision.to_rubric_dict()).item_ids()[-1] == "N4"
-    revisions.remove_item(RubricItem.objects.get(revision=draft_revision, item_id="N1"), by=maintainer)
+    revisions.remove_item(
+        RubricItem.objects.get(revision=draft_revision, item_id="N1"), by=Actor.member(maintainer)
+    )
     assert [i.item_id for i in RubricRevision.objects.get(pk=draft_revision.pk).non_blockers()] == [
         "N2",
         "N3",
@@ -311,7 +320,7 @@ def test_add_and_remove_items_of_a_draft(draft_revision: RubricRevision, maintai
     # A duplicate id is the database's refusal (the view turns it into a form error).
     with pytest.raises(IntegrityError), transaction.atomic():
         revisions.add_item(
-            draft_revision, ItemKind.BLOCKER, {"item_id": "N2", "criterion": "y"}, by=maintainer
+            draft_revision, ItemKind.BLOCKER, {"item_id": "N2", "criterion": "y"}, by=Actor.member(maintainer)
         )
 
 
@@ -320,22 +329,26 @@ def test_add_and_remove_need_a_maintainer_and_a_draft(
 ) -> None:
     draft = make_revision()
     with pytest.raises(PermissionDenied):
-        revisions.add_item(draft, ItemKind.BLOCKER, {"item_id": "B3", "criterion": "x"}, by=reviewer)
+        revisions.add_item(
+            draft, ItemKind.BLOCKER, {"item_id": "B3", "criterion": "x"}, by=Actor.member(reviewer)
+        )
     with pytest.raises(PermissionDenied):
-        revisions.remove_item(RubricItem.objects.get(revision=draft, item_id="B1"), by=reviewer)
+        revisions.remove_item(RubricItem.objects.get(revision=draft, item_id="B1"), by=Actor.member(reviewer))
     # A stale copy that still says draft: the services read the stored status, and refuse.
     stale = RubricRevision.objects.get(pk=draft.pk)
     stale_item = RubricItem.objects.get(revision=draft, item_id="B1")
     for item in draft.items.all():
-        revisions.approve_item(item, by=maintainer)
+        revisions.approve_item(item, by=Actor.member(maintainer))
     assert RubricRevision.objects.get(pk=draft.pk).status == RevisionStatus.APPROVED
     assert stale.status == RevisionStatus.DRAFT
     with pytest.raises(RevisionFrozen):
-        revisions.add_item(stale, ItemKind.BLOCKER, {"item_id": "B3", "criterion": "x"}, by=maintainer)
+        revisions.add_item(
+            stale, ItemKind.BLOCKER, {"item_id": "B3", "criterion": "x"}, by=Actor.member(maintainer)
+        )
     with pytest.raises(RevisionFrozen):
-        revisions.remove_item(stale_item, by=maintainer)
+        revisions.remove_item(stale_item, by=Actor.member(maintainer))
     with pytest.raises(RevisionFrozen):
-        revisions.request_changes(stale_item, by=maintainer, note="late")
+        revisions.request_changes(stale_item, by=Actor.member(maintainer), note="late")
     assert RubricItem.objects.filter(revision=draft).count() == 5
 
 
@@ -352,13 +365,13 @@ def test_a_write_the_trigger_refuses_is_revision_frozen_not_integrity_error(
     monkeypatch.setattr(revisions, "_require_draft", then_approved)
     b1 = RubricItem.objects.get(revision=draft_revision, item_id="B1")
     calls: list[Callable[[], object]] = [
-        lambda: revisions.edit_item(b1, 1, {"criterion": "new"}, by=maintainer),
-        lambda: revisions.request_changes(b1, by=maintainer, note="n"),
-        lambda: revisions.approve_item(b1, by=maintainer),
+        lambda: revisions.edit_item(b1, 1, {"criterion": "new"}, by=Actor.member(maintainer)),
+        lambda: revisions.request_changes(b1, by=Actor.member(maintainer), note="n"),
+        lambda: revisions.approve_item(b1, by=Actor.member(maintainer)),
         lambda: revisions.add_item(
-            draft_revision, ItemKind.BLOCKER, {"item_id": "B3", "criterion": "x"}, by=maintainer
+            draft_revision, ItemKind.BLOCKER, {"item_id": "B3", "criterion": "x"}, by=Actor.member(maintainer)
         ),
-        lambda: revisions.remove_item(b1, by=maintainer),
+        lambda: revisions.remove_item(b1, by=Actor.member(maintainer)),
     ]
     for call in calls:
         with pytest.raises(RevisionFrozen, match="is approved: it is never edited"):

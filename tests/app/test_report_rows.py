@@ -21,6 +21,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from grading.judge.cache import MemoryCache
+from rubrics_app.access import Actor
 from rubrics_app.models import JudgeSetting, Repository, RubricRevision, Task
 from rubrics_app.models_runs import ReportRow, RunGrade
 from rubrics_app.services import sweeps
@@ -99,7 +100,7 @@ def test_a_sweep_writes_the_rows_of_the_grades_it_stores(
         )
     )
     JudgeSetting.objects.filter(repository=repository).update(judge=f"scripted:{script}", second_judge="")
-    sweeps.sweep_now(repository, maintainer, cache=MemoryCache())
+    sweeps.sweep_now(repository, Actor.member(maintainer), cache=MemoryCache())
     grades = set(RunGrade.objects.values_list("pk", flat=True))
     # Written by the sweep itself, before any report is read.
     assert len(grades) == 4

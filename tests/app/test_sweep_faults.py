@@ -20,6 +20,7 @@ from django.contrib.auth.models import User
 from django.db import connection
 
 from rubrics_app import celery_app
+from rubrics_app.access import Actor
 from rubrics_app.models import Job, JobStatus, JudgeSetting, Repository, RubricRevision
 from rubrics_app.models_runs import ItemVerdict, RunGrade
 from rubrics_app.services import sweeps
@@ -103,7 +104,7 @@ def test_redis_restarted_mid_sweep_the_job_still_finishes_with_every_run_graded_
     settings.CELERY_BROKER_URL = own_redis.url  # what the worker reads, through celery_worker's env
     try:
         with environment(env), celery_worker(log, fake_server, database_url()):
-            sweep = sweeps.new_sweep(repository, maintainer, sweeps.SweepRequest())
+            sweep = sweeps.new_sweep(repository, Actor.member(maintainer), sweeps.SweepRequest())
             with celery_app.connection_for_write(own_redis.url) as broker:
                 sweep_runs.apply_async((sweep.job_id,), connection=broker)
             deadline = time.monotonic() + WAIT_SECONDS
@@ -159,7 +160,7 @@ def test_the_database_connection_dropped_mid_sweep_loses_no_grade_and_duplicates
             drops.append(run_pk)
             drop_the_connection()
 
-    sweep = sweeps.sweep_now(repository, maintainer, on_stored=after_each_grade)
+    sweep = sweeps.sweep_now(repository, Actor.member(maintainer), on_stored=after_each_grade)
     job = Job.objects.get(pk=sweep.job_id)
     assert len(drops) == 2
     assert job.status == JobStatus.DONE, job.error

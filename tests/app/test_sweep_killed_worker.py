@@ -14,6 +14,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
+from rubrics_app.access import Actor
 from rubrics_app.models import Job, JobKind, JobStatus, JudgeSetting, Repository, RubricRevision
 from rubrics_app.models_runs import ItemVerdict, RunGrade
 from rubrics_app.services import jobs, sweeps
@@ -46,7 +47,7 @@ def test_a_worker_killed_mid_sweep_loses_no_verdict_and_duplicates_none(
         environment({"SWEEP_PROVIDER_LIMITS": "anthropic=2"}),
         celery_worker(log, fake_server, database_url()) as process,
     ):
-        sweep = sweeps.start(repository, maintainer)
+        sweep = sweeps.start(repository, Actor.member(maintainer))
         deadline = time.monotonic() + WAIT_SECONDS
         while not RunGrade.objects.exists():
             assert time.monotonic() < deadline, log.read_text(errors="replace")

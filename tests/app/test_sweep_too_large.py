@@ -11,6 +11,7 @@ from django.contrib.auth.models import User
 
 from grading.judge.cache import MemoryCache
 from grading.judge.prompt import DEFAULT_MAX_DIFF_CHARS
+from rubrics_app.access import Actor
 from rubrics_app.models import JudgeSetting, Repository, RubricRevision
 from rubrics_app.models_runs import JudgeGrade, ReportRow, RunGrade
 from rubrics_app.services import sweeps
@@ -35,12 +36,12 @@ def test_a_sweep_grades_a_change_too_large_to_review_not_mergeable_without_a_jud
 ) -> None:
     assert len(BIG_DIFF) > DEFAULT_MAX_DIFF_CHARS
     write_run(tmp_path / "runs", "big", diff=BIG_DIFF)
-    import_run_dirs(repository, tmp_path / "runs", "")
+    import_run_dirs(repository, tmp_path / "runs", "", user=Actor.command_line())
     script = tmp_path / "judge.json"
     script.write_text(json.dumps({"default": judge_answers()}))
     JudgeSetting.objects.filter(repository=repository).update(judge=f"scripted:{script}")
 
-    sweep = sweeps.sweep_now(repository, maintainer, cache=MemoryCache())
+    sweep = sweeps.sweep_now(repository, Actor.member(maintainer), cache=MemoryCache())
     sweep.refresh_from_db()
     assert (sweep.graded_runs, sweep.judge_failures, sweep.calls) == (1, 0, 0)
     grade = RunGrade.objects.get()

@@ -18,6 +18,7 @@ from django.core.exceptions import PermissionDenied
 
 from grading.judge.cache import MemoryCache
 from grading.judge.limits import parse_provider_limits
+from rubrics_app.access import Actor
 from rubrics_app.models import Job, JobStatus, JudgeSetting, Repository, RubricRevision, Task
 from rubrics_app.models_runs import GradeSource, ItemVerdict, JudgeGrade, RunGrade, Sweep
 from rubrics_app.services import sweeps
@@ -72,7 +73,7 @@ def test_a_sweep_grades_every_run_against_the_admitted_revision_once(
     import_runs(repository, tmp_path / "runs", 4, lazy=(2,), failing_tests=(3,))
     use_judges(repository, passing_script(tmp_path, fail_lazy=True))
 
-    sweep = sweeps.sweep_now(repository, maintainer, cache=MemoryCache())
+    sweep = sweeps.sweep_now(repository, Actor.member(maintainer), cache=MemoryCache())
     job = job_of(sweep)
     assert job.status == JobStatus.DONE, job.error
     assert job.result is not None and (job.result["graded"], job.result["total"]) == (4, 4)
@@ -96,7 +97,7 @@ def test_a_sweep_grades_every_run_against_the_admitted_revision_once(
     assert sorted(primary.verdicts.values_list("item_id", flat=True)) == ["B1", "N1", "N2", "N3"]
     rows = (RunGrade.objects.count(), JudgeGrade.objects.count(), ItemVerdict.objects.count())
 
-    again = sweeps.sweep_now(repository, maintainer, cache=MemoryCache())
+    again = sweeps.sweep_now(repository, Actor.member(maintainer), cache=MemoryCache())
     assert job_of(again).status == JobStatus.DONE
     assert job_of(again).result == {**job_of(again).result, "graded": 0, "already_graded": 4}  # type: ignore[dict-item]
     assert (again.calls, again.graded_runs, again.done_runs) == (0, 0, 4)
@@ -108,9 +109,9 @@ def test_a_chosen_approved_revision_marks_every_result_provisional(
 ) -> None:
     import_runs(repository, tmp_path / "runs", 2)
     with pytest.raises(SweepError, match="no admitted revision"):
-        sweeps.new_sweep(repository, maintainer, SweepRequest())
+        sweeps.new_sweep(repository, Actor.member(maintainer), SweepRequest())
     sweep = sweeps.sweep_now(
-        repository, maintainer, SweepRequest(revision=approved_revision), cache=MemoryCache()
+        repository, Actor.member(maintainer), SweepRequest(revision=approved_revision), cache=MemoryCache()
     )
     assert job_of(sweep).status == JobStatus.DONE, job_of(sweep).error
     assert sweep.provisional and sweep.task == task
@@ -124,12 +125,16 @@ def test_a_sweep_narrows_to_an_arm_and_a_model(
 ) -> None:
     import_runs(repository, tmp_path / "a", 2, arm="plain", model="model-a")
     import_runs(repository, tmp_path / "b", 2, arm="guidance", model="model-b")
-    sweep = sweeps.sweep_now(repository, maintainer, SweepRequest(arm="guidance", model="model-b"),
-                             cache=MemoryCache())  # fmt: skip
+    sweep = sweeps.sweep_now(
+        repository,
+        Actor.member(maintainer),
+        SweepRequest(arm="guidance", model="model-b"),
+        cache=MemoryCache(),
+    )
     assert sweep.total_runs == 2 and job_of(sweep).status == JobStatus.DONE
     assert set(RunGrade.objects.values_list("run__arm", "run__model")) == {("guidance", "model-b")}
     with pytest.raises(SweepError, match="no run to grade"):
-        sweeps.new_sweep(repository, maintainer, SweepRequest(arm="nobody"))
+        sweeps.new_sweep(repository, Actor.member(maintainer), SweepRequest(arm="nobody"))
 
 
 def test_only_maintainers_send_a_sweep(
@@ -138,7 +143,7 @@ def test_only_maintainers_send_a_sweep(
     import_runs(repository, tmp_path / "runs", 1)
     for user in (reviewer, viewer):
         with pytest.raises(PermissionDenied):
-            sweeps.new_sweep(repository, user, SweepRequest())
+            sweeps.new_sweep(repository, Actor.member(user), SweepRequest())
     assert not Sweep.objects.exists() and not Job.objects.filter(kind="sweep").exists()
 
 
@@ -149,7 +154,9 @@ def test_the_second_judge_grades_a_sample_fixed_by_the_diff(
     second.write_text(json.dumps({"default": judge_answers(("N2",))}))
     use_judges(repository, passing_script(tmp_path), f"scripted:{second}")
     import_runs(repository, tmp_path / "runs", 12)
-    sweep = sweeps.sweep_now(repository, maintainer, SweepRequest(second_sample=0.5), cache=MemoryCache())
+    sweep = sweeps.sweep_now(
+        repository, Actor.member(maintainer), SweepRequest(second_sample=0.5), cache=MemoryCache()
+    )
     assert job_of(sweep).status == JobStatus.DONE
     seconds = JudgeGrade.objects.filter(role="second")
     assert 0 < seconds.count() < 12  # a sample: some runs, not all
@@ -160,7 +167,9 @@ def test_the_second_judge_grades_a_sample_fixed_by_the_diff(
     )
     chosen = set(seconds.values_list("grade__run__repetition", flat=True))
     RunGrade.objects.all().delete()
-    again = sweeps.sweep_now(repository, maintainer, SweepRequest(second_sample=0.5), cache=MemoryCache())
+    again = sweeps.sweep_now(
+        repository, Actor.member(maintainer), SweepRequest(second_sample=0.5), cache=MemoryCache()
+    )
     assert job_of(again).status == JobStatus.DONE
     assert (
         set(JudgeGrade.objects.filter(role="second").values_list("grade__run__repetition", flat=True))
@@ -180,7 +189,7 @@ def test_the_spend_cap_stops_a_sweep_before_it_is_exceeded(
     import_runs(repository, tmp_path / "runs", 8)
     # A call costs about $0.0035 here and is estimated at about $0.02 (output tokens above all): a few fit.
     use_judges(repository, SONNET, cap="0.04")
-    sweep = sweeps.sweep_now(repository, maintainer)
+    sweep = sweeps.sweep_now(repository, Actor.member(maintainer))
     job = job_of(sweep)
     assert job.status == JobStatus.FAILED
     assert "stopped before the repository's monthly spend cap ($0.04) would be exceeded" in job.error
@@ -192,7 +201,7 @@ def test_the_spend_cap_stops_a_sweep_before_it_is_exceeded(
     # The cap counts sweeps as well as calibrations: a new sweep is refused once too little is left.
     with pytest.raises(SweepError, match="reached the repository's cap"):
         use_judges(repository, SONNET, cap=f"{sweep.cost_usd:.2f}")
-        sweeps.new_sweep(repository, maintainer, SweepRequest())
+        sweeps.new_sweep(repository, Actor.member(maintainer), SweepRequest())
 
 
 @pytest.mark.django_db(transaction=True)
@@ -211,7 +220,7 @@ def test_an_api_failing_for_a_while_records_every_verdict_once_or_a_judge_failur
     settings.SWEEP_JUDGE_TIMEOUT_SECONDS = 0.5
     # A short storm (429, 529, 500): the SDKs' retries ride it out.
     provider.script(storm(429, 1), storm(529, 1), storm(500, 1))
-    sweep = sweeps.sweep_now(repository, maintainer)
+    sweep = sweeps.sweep_now(repository, Actor.member(maintainer))
     assert job_of(sweep).status == JobStatus.DONE, job_of(sweep).error
     assert sweep.judge_failures == 0 and RunGrade.objects.count() == 4
     assert JudgeGrade.objects.count() == 8 and ItemVerdict.objects.count() == 32
@@ -221,7 +230,7 @@ def test_an_api_failing_for_a_while_records_every_verdict_once_or_a_judge_failur
     # reason, never verdicts; nothing else of them is stored.
     RunGrade.objects.all().delete()
     provider.script(storm(500, 3 * 3), [slow(2.0) for _ in range(3 * 3)])
-    sweep = sweeps.sweep_now(repository, maintainer, cache=MemoryCache())
+    sweep = sweeps.sweep_now(repository, Actor.member(maintainer), cache=MemoryCache())
     assert job_of(sweep).status == JobStatus.DONE, job_of(sweep).error
     failed = list(RunGrade.objects.filter(judge_failure=True))
     assert failed and sweep.judge_failures == len(failed) and RunGrade.objects.count() == 4
@@ -231,7 +240,7 @@ def test_an_api_failing_for_a_while_records_every_verdict_once_or_a_judge_failur
         assert "500" in primary.failure or "timed out" in primary.failure.lower(), primary.failure
         assert not primary.verdicts.exists()
     # Once the API is back, sweeping again grades the failed runs, replacing their grades: one per run.
-    sweep = sweeps.sweep_now(repository, maintainer, cache=MemoryCache())
+    sweep = sweeps.sweep_now(repository, Actor.member(maintainer), cache=MemoryCache())
     assert job_of(sweep).status == JobStatus.DONE and sweep.graded_runs == len(failed)
     assert RunGrade.objects.count() == 4 and not RunGrade.objects.filter(judge_failure=True).exists()
     assert ItemVerdict.objects.filter(judge__role="primary").count() == 16

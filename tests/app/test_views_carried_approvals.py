@@ -7,6 +7,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
+from rubrics_app.access import Actor
 from rubrics_app.models import (
     AuditEvent,
     AuditVerb,
@@ -106,9 +107,9 @@ def test_a_removal_carries_the_rest_and_an_added_item_needs_review(
 
 def test_only_approvals_are_carried(maintainer: User, draft_revision: RubricRevision) -> None:
     b1, b2 = (RubricItem.objects.get(revision=draft_revision, item_id=i) for i in ("B1", "B2"))
-    revisions.approve_item(b1, by=maintainer)
-    revisions.request_changes(b2, by=maintainer, note="Vague.")
-    copy = revisions.new_draft_from(draft_revision, by=maintainer)
+    revisions.approve_item(b1, by=Actor.member(maintainer))
+    revisions.request_changes(b2, by=Actor.member(maintainer), note="Vague.")
+    copy = revisions.new_draft_from(draft_revision, by=Actor.member(maintainer))
     assert states(copy)["B1"] == ReviewState.APPROVED
     assert states(copy)["B2"] == ReviewState.PENDING
     assert RubricItem.objects.get(revision=copy, item_id="B2").review_note == ""

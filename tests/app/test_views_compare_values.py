@@ -8,6 +8,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
+from rubrics_app.access import Actor
 from rubrics_app.models import RevisionStatus
 from rubrics_app.services import revisions
 from tests.app.conftest import MakeRevision
@@ -23,11 +24,11 @@ def test_compare_shows_flags_weights_limits_and_reviews_in_words(
     viewer: User, maintainer: User, make_revision: MakeRevision
 ) -> None:
     old = make_revision(RevisionStatus.APPROVED)
-    new = revisions.new_draft_from(old, by=maintainer)
+    new = revisions.new_draft_from(old, by=Actor.member(maintainer))
     b2, n2 = new.items.get(item_id="B2"), new.items.get(item_id="N2")
-    revisions.edit_item(b2, b2.version, {"needs_tree": False}, by=maintainer)
-    revisions.edit_item(n2, n2.version, {"weight": 2.5}, by=maintainer)
-    revisions.edit_revision(new, new.version, {"max_files": None}, by=maintainer)
+    revisions.edit_item(b2, b2.version, {"needs_tree": False}, by=Actor.member(maintainer))
+    revisions.edit_item(n2, n2.version, {"weight": 2.5}, by=Actor.member(maintainer))
+    revisions.edit_revision(new, new.version, {"max_files": None}, by=Actor.member(maintainer))
     page = reverse("rubrics:revision_compare", args=[new.task.repository_id, new.pk]) + f"?other={old.pk}"
     client = Client()
     client.force_login(viewer)

@@ -11,6 +11,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
+from rubrics_app.access import Actor
 from rubrics_app.models import (
     AuditEvent,
     AuditVerb,
@@ -163,7 +164,7 @@ def test_too_many_blockers_show_the_error_and_the_revision_cannot_be_approved(
     html = client.get(page_url(draft_revision)).content.decode()
     assert re.search(r"2.5 blockers(, found|; this revision has) 6", html)
     for each in draft_revision.items.all():
-        revisions.approve_item(each, by=maintainer)
+        revisions.approve_item(each, by=Actor.member(maintainer))
     draft_revision.refresh_from_db()
     assert draft_revision.status == RevisionStatus.DRAFT
     html = client.get(page_url(draft_revision)).content.decode()
@@ -243,7 +244,7 @@ def test_removing_below_the_minimum_shows_the_error_and_a_plain_post_redirects(
     # The lazy calibration diff was written to break B1, which no longer exists: shown beside the diff.
     assert "B1" in html.split('id="calibration-diffs"')[1].split("</section>")[0]
     for each in draft_revision.items.all():
-        revisions.approve_item(each, by=maintainer)
+        revisions.approve_item(each, by=Actor.member(maintainer))
     draft_revision.refresh_from_db()
     assert draft_revision.status == RevisionStatus.DRAFT
 
@@ -254,7 +255,7 @@ def test_removing_the_last_pending_item_lets_the_revision_be_approved(
     client = logged_in(maintainer)
     client.post(add_url(draft_revision, "non_blocker"), NEW_NON_BLOCKER)
     for each in draft_revision.items.exclude(item_id="N4"):
-        revisions.approve_item(each, by=maintainer)
+        revisions.approve_item(each, by=Actor.member(maintainer))
     assert "Approve revision" not in client.get(page_url(draft_revision)).content.decode()
     response = client.post(remove_url(item(draft_revision, "N4")), headers=HX)
     assert "Approve revision" in response.content.decode()  # the status, out of band

@@ -9,6 +9,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
+from rubrics_app.access import Actor
 from rubrics_app.models import (
     AuditEvent,
     AuditVerb,
@@ -93,7 +94,7 @@ def test_saving_an_edit_returns_the_row_and_resets_its_review(
     maintainer: User, draft_revision: RubricRevision
 ) -> None:
     item = blocker(draft_revision)
-    revisions.approve_item(item, by=maintainer)
+    revisions.approve_item(item, by=Actor.member(maintainer))
     item.refresh_from_db()
     data = edit_data(item, criterion="Raises ValueError above 1, on CPU & GPU.")
     response = logged_in(maintainer).post(item_url("item_edit", item), data, headers=HX)
@@ -170,7 +171,7 @@ def test_a_conflict_without_javascript_shows_the_page_with_both_texts(
 ) -> None:
     item = blocker(draft_revision)
     stale = edit_data(item, criterion="Mine, stale.")
-    revisions.edit_item(item, 1, {"criterion": "Saved first."}, by=maintainer)
+    revisions.edit_item(item, 1, {"criterion": "Saved first."}, by=Actor.member(maintainer))
     response = logged_in(maintainer).post(item_url("item_edit", item), stale)
     html = response.content.decode()
     assert response.status_code == 409
@@ -239,7 +240,7 @@ def test_an_item_that_would_not_validate_cannot_be_approved(
 
 def test_approving_a_stale_version_is_refused(maintainer: User, draft_revision: RubricRevision) -> None:
     item = blocker(draft_revision)
-    revisions.edit_item(item, 1, {"criterion": "Changed meanwhile."}, by=maintainer)
+    revisions.edit_item(item, 1, {"criterion": "Changed meanwhile."}, by=Actor.member(maintainer))
     response = logged_in(maintainer).post(item_url("item_approve", item), {"version": 1}, headers=HX)
     assert "read it again, then approve" in response.content.decode()
     item.refresh_from_db()
@@ -388,7 +389,7 @@ def approved_between_check_and_write(monkeypatch: pytest.MonkeyPatch, revision: 
         try:
             pending = RubricItem.objects.filter(revision=revision).exclude(review_state=ReviewState.APPROVED)
             for other in pending:
-                revisions.approve_item(other, by=checked.drafted_by)
+                revisions.approve_item(other, by=Actor.member(checked.drafted_by))
         finally:
             busy.clear()
         assert RubricRevision.objects.get(pk=revision.pk).status == RevisionStatus.APPROVED
@@ -422,7 +423,7 @@ def test_request_changes_from_a_page_loaded_before_the_approval_is_the_same_noti
 ) -> None:
     item = blocker(draft_revision)
     for each in draft_revision.items.all():
-        revisions.approve_item(each, by=maintainer)
+        revisions.approve_item(each, by=Actor.member(maintainer))
     response = logged_in(maintainer).post(
         item_url("item_request_changes", item), {"note": "too late"}, headers=HX
     )

@@ -11,6 +11,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
+from rubrics_app.access import Actor
 from rubrics_app.models import RevisionStatus, Task
 from rubrics_app.models_runs import RunGrade
 from rubrics_app.services import revisions
@@ -31,7 +32,7 @@ def _assert_narrow(html: str, page: str) -> None:
 def test_wide_tables_scroll_in_their_own_box(maintainer: User, make_revision: MakeRevision) -> None:
     old = make_revision(RevisionStatus.APPROVED)
     run = calibrate(old, maintainer)
-    new = revisions.new_draft_from(old, by=maintainer)
+    new = revisions.new_draft_from(old, by=Actor.member(maintainer))
     repo, task = new.task.repository_id, new.task_id
     bulk_runs([Task.objects.get(pk=task)], ["guidance", "plain"], ["claude-x", "gpt-y"], 2)
     grade = RunGrade.objects.order_by("pk").first()

@@ -12,6 +12,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from rubrics_app.access import Actor
 from rubrics_app.models import (
     AuditEvent,
     AuditVerb,
@@ -129,12 +130,12 @@ def test_the_page_needs_a_fixed_number_of_queries(
             draft_revision,
             ItemKind.NON_BLOCKER,
             {"item_id": f"X{n}", "criterion": f"extra {n}"},
-            by=maintainer,
+            by=Actor.member(maintainer),
         )
         ItemComment.objects.create(item=item, author=reviewer, text=f"comment {n}")
         ItemComment.objects.create(item=item, author=maintainer, text=f"reply {n}")
     for item in draft_revision.items.all()[:4]:
-        revisions.approve_item(item, by=maintainer)
+        revisions.approve_item(item, by=Actor.member(maintainer))
     for _ in range(3):
         make_revision()
     assert draft_revision.items.count() == 12
@@ -313,7 +314,7 @@ def test_approve_revision_after_fixing_a_revision_level_problem(
 ) -> None:
     RubricRevision.objects.filter(pk=draft_revision.pk).update(intent=" ")
     for item in draft_revision.ordered_items():
-        outcome = revisions.approve_item(item, by=maintainer)
+        outcome = revisions.approve_item(item, by=Actor.member(maintainer))
     assert outcome.errors and not outcome.revision_approved
     client = logged_in(maintainer)
     client.post(url("revision_approve", draft_revision))
@@ -347,13 +348,16 @@ def test_compare_shows_two_revisions_item_by_item(
     viewer: User, maintainer: User, make_revision: MakeRevision
 ) -> None:
     old = make_revision(RevisionStatus.APPROVED)
-    new = revisions.new_draft_from(old, by=maintainer)
+    new = revisions.new_draft_from(old, by=Actor.member(maintainer))
     b1 = new.items.get(item_id="B1")
     revisions.edit_item(
-        b1, b1.version, {"criterion": "A fraction above 1 raises, on CPU and GPU."}, by=maintainer
+        b1,
+        b1.version,
+        {"criterion": "A fraction above 1 raises, on CPU and GPU."},
+        by=Actor.member(maintainer),
     )
     n3 = new.items.get(item_id="N3")
-    revisions.remove_item(n3, by=maintainer)
+    revisions.remove_item(n3, by=Actor.member(maintainer))
     client = logged_in(viewer)
     response = client.get(url("revision_compare", new, other=old.pk))
     html = response.content.decode()
@@ -370,7 +374,7 @@ def test_compare_defaults_to_the_parent_and_lists_history(
     viewer: User, maintainer: User, make_revision: MakeRevision
 ) -> None:
     old = make_revision(RevisionStatus.APPROVED)
-    new = revisions.new_draft_from(old, by=maintainer)
+    new = revisions.new_draft_from(old, by=Actor.member(maintainer))
     html = logged_in(viewer).get(url("revision_compare", new)).content.decode()
     assert f'<option value="{old.pk}" selected>' in html
     page = logged_in(viewer).get(url("revision_detail", new)).content.decode()
@@ -414,7 +418,7 @@ def test_provenance_names_the_drafting_model(viewer: User, draft_revision: Rubri
 
 def test_the_page_shows_who_did_what(maintainer: User, viewer: User, draft_revision: RubricRevision) -> None:
     item = draft_revision.items.get(item_id="B2")
-    revisions.request_changes(item, by=maintainer, note="Is <GPU> really in scope?")
+    revisions.request_changes(item, by=Actor.member(maintainer), note="Is <GPU> really in scope?")
     html = logged_in(viewer).get(url("revision_detail", draft_revision)).content.decode()
     activity = html[html.index("<h2>Activity</h2>") : html.index("<h2>History</h2>")]
     assert "requested changes on <code>B2</code>: Is &lt;GPU&gt; really in scope?" in activity

@@ -11,6 +11,7 @@ from django.test import Client
 from django.urls import reverse
 
 from grading.judge.cache import MemoryCache
+from rubrics_app.access import Actor
 from rubrics_app.models import Job, JobStatus, Repository, RubricRevision, Task
 from rubrics_app.models_runs import Sweep
 from rubrics_app.services import sweeps
@@ -48,7 +49,7 @@ def test_reviewers_and_viewers_see_progress_but_no_button(
     runs: None, client: Client, request: pytest.FixtureRequest, who: str, repository: Repository,
     maintainer: User, task: Task,
 ) -> None:  # fmt: skip
-    sweep = sweeps.new_sweep(repository, maintainer, sweeps.SweepRequest())
+    sweep = sweeps.new_sweep(repository, Actor.member(maintainer), sweeps.SweepRequest())
     logged_in(client, request.getfixturevalue(who))
     for url in (
         reverse("rubrics:repository_detail", args=[repository.pk]),
@@ -67,7 +68,7 @@ def test_reviewers_and_viewers_see_progress_but_no_button(
 def test_outsiders_get_404(
     runs: None, client: Client, outsider: User, maintainer: User, repository: Repository
 ) -> None:
-    sweep = sweeps.new_sweep(repository, maintainer, sweeps.SweepRequest())
+    sweep = sweeps.new_sweep(repository, Actor.member(maintainer), sweeps.SweepRequest())
     logged_in(client, outsider)
     assert client.get(reverse("rubrics:sweep_detail", args=[repository.pk, sweep.pk])).status_code == 404
     assert client.post(reverse("rubrics:sweep_start", args=[repository.pk]), {}).status_code == 404
@@ -77,12 +78,12 @@ def test_outsiders_get_404(
 def test_the_progress_partial_stops_polling_when_the_job_ends(
     runs: None, client: Client, viewer: User, maintainer: User, repository: Repository
 ) -> None:
-    sweep = sweeps.new_sweep(repository, maintainer, sweeps.SweepRequest())
+    sweep = sweeps.new_sweep(repository, Actor.member(maintainer), sweeps.SweepRequest())
     url = reverse("rubrics:sweep_detail", args=[repository.pk, sweep.pk])
     logged_in(client, viewer)
     running = client.get(url, headers={"HX-Request": "true"})
     assert running.status_code == 200 and b"<h1>" not in running.content and b"0 of 2" in running.content
-    done = sweeps.sweep_now(repository, maintainer, cache=MemoryCache())
+    done = sweeps.sweep_now(repository, Actor.member(maintainer), cache=MemoryCache())
     finished = client.get(
         reverse("rubrics:sweep_detail", args=[repository.pk, done.pk]), headers={"HX-Request": "true"}
     )

@@ -19,6 +19,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from grading import printable
+from rubrics_app.access import Actor
 from rubrics_app.management.options import repository_named, task_of
 from rubrics_app.management.wait import wait_for_job
 from rubrics_app.models import (
@@ -69,7 +70,7 @@ class Command(BaseCommand):
         try:
             run = calibration.start(
                 revision,
-                None,
+                Actor.command_line(),
                 admit=True,
                 injection_suite=options["injection_suite"],
                 mutants=options["mutants"],

@@ -14,6 +14,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from rubrics_app.access import Actor
 from rubrics_app.management.options import repository_named
 from rubrics_app.management.wait import wait_for_job
 from rubrics_app.models import EvidenceCheckResult, JobStatus, Repository
@@ -50,7 +51,7 @@ class Command(BaseCommand):
         self._finish(repository, evidence_result(report))
 
     def _send(self, repository: Repository, wait: bool, timeout: float) -> None:
-        job = start_evidence_check(repository, by=None)
+        job = start_evidence_check(repository, by=Actor.command_line())
         self.stdout.write(f"sent job {job.pk} (check_evidence {repository.name})")
         if not wait:
             return

@@ -17,6 +17,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from grading import InputError, printable, read_input_bytes
+from rubrics_app.access import Actor
 from rubrics_app.management.options import repository_named, task_of
 from rubrics_app.management.wait import wait_for_job
 from rubrics_app.models import Job, JobStatus, RubricDraft
@@ -48,7 +49,7 @@ class Command(BaseCommand):
         try:
             draft, created = request_draft(
                 task,
-                None,
+                Actor.command_line(),
                 pr_number=options["pr"],
                 pr_export=export,
                 pr_export_name=str(path) if path is not None else "pr.json",

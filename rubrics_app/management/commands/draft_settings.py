@@ -13,6 +13,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from rubrics_app.access import Actor
 from rubrics_app.management.options import repository_named
 from rubrics_app.models import DraftSetting, Repository
 from rubrics_app.services.drafting import DraftSettingError, set_draft_settings
@@ -81,7 +82,7 @@ class Command(BaseCommand):
         try:
             set_draft_settings(
                 repository,
-                by=None,
+                by=Actor.command_line(),
                 drafter=drafter,
                 github_repository=github,
                 use_token=use_token,

@@ -12,6 +12,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from rubrics_app.access import Actor
 from rubrics_app.models import Repository, RevisionStatus, RubricRevision, TransitionError
 from rubrics_app.services.import_export import ExportError, write_many_to_checkout
 
@@ -53,7 +54,11 @@ class Command(BaseCommand):
                 continue
             try:
                 result = write_many_to_checkout(
-                    revisions, private=options["private"], branch=options["branch"], root=options["out"]
+                    revisions,
+                    private=options["private"],
+                    branch=options["branch"],
+                    root=options["out"],
+                    by=Actor.command_line(),
                 )
             except (ExportError, TransitionError) as exc:
                 raise CommandError(f"{repository.name}: {exc}") from None

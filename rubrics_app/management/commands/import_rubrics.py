@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from django.contrib.auth.models import User
+from django.core.exceptions import PermissionDenied
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
+from rubrics_app.access import Actor, access_of
 from rubrics_app.models import Role
 from rubrics_app.services.import_export import ImportFailed, import_checkout, repository_for_checkout
 
@@ -44,12 +46,17 @@ class Command(BaseCommand):
         try:
             with transaction.atomic():
                 repository = repository_for_checkout(root, options["repository"])
-                if approver is not None and repository.role_of(approver) != Role.MAINTAINER:
-                    raise CommandError(
-                        f"--approved-by: {approver.username} is not a maintainer of {repository.name}",
-                        returncode=2,
-                    )
-                revisions = import_checkout(repository, root, approved_by=approver)
+                approving = None
+                if approver is not None:
+                    approving = access_of(approver, repository)
+                    try:
+                        approving.require(Role.MAINTAINER, repository)
+                    except PermissionDenied:
+                        raise CommandError(
+                            f"--approved-by: {approver.username} is not a maintainer of {repository.name}",
+                            returncode=2,
+                        ) from None
+                revisions = import_checkout(repository, root, Actor.command_line(), approved_by=approving)
         except ImportFailed as exc:
             for problem in exc.problems:
                 self.stderr.write(str(problem))

@@ -13,6 +13,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from rubrics_app.access import Actor
 from rubrics_app.management.options import repository_named
 from rubrics_app.services.import_export import ImportFailed
 from rubrics_app.services.runs import import_run_dirs
@@ -31,7 +32,7 @@ class Command(BaseCommand):
             raise CommandError(f"{root}: not a directory", returncode=2)
         repository = repository_named(options["repository"])
         try:
-            result = import_run_dirs(repository, root, str(root))
+            result = import_run_dirs(repository, root, str(root), Actor.command_line())
         except ImportFailed as exc:
             for problem in exc.problems:
                 self.stderr.write(str(problem))

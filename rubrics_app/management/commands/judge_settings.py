@@ -13,6 +13,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from grading import InputError, parse_decoding
+from rubrics_app.access import Actor
 from rubrics_app.management.options import repository_named
 from rubrics_app.models import JudgeSetting, Repository
 from rubrics_app.services.judges import JudgeSettingError, set_judges
@@ -60,7 +61,7 @@ class Command(BaseCommand):
         try:
             set_judges(
                 repository,
-                by=None,
+                by=Actor.command_line(),
                 judge=options["judge"],
                 second_judge=options["second_judge"] or "",
                 decoding=parse_decoding(options["decoding"]),

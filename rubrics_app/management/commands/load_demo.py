@@ -18,6 +18,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
 from grading import MemoryCache, parse_rubric
+from rubrics_app.access import Actor
 from rubrics_app.models import (
     TASK_FILES,
     CalibrationStatus,
@@ -247,6 +248,7 @@ class Command(BaseCommand):
         self.stdout.write(f"built the example checkout at {checkout} (base {sha[:12]})")
 
     def _tasks(self, repository: Repository, demo: User) -> None:
+        as_demo = Actor.command_line(demo)
         # 1. The example task: imported, reviewed, admitted; then edited into a new draft under review.
         if (EXAMPLE_TASK / "rubric.json").is_file():
             files = {
@@ -263,36 +265,38 @@ class Command(BaseCommand):
                 task_json=task_json.read_bytes() if task_json.is_file() else None,
                 files=files,
             )
-            (admitted,) = import_task_files(repository, [source], demo)
-            self._approve_all(admitted, demo)
+            (admitted,) = import_task_files(repository, [source], as_demo)
+            self._approve_all(admitted, as_demo)
             # Admitted means calibrated: the demo's judge is the scripted one (labelled so wherever it shows).
-            run = calibration.calibrate_now(admitted, demo, cache=MemoryCache())
+            run = calibration.calibrate_now(admitted, as_demo, cache=MemoryCache())
             if run.status != CalibrationStatus.PASSED:
                 raise RuntimeError(f"the demo calibration did not pass: {run.reason}")
-            revisions.admit(admitted, by=demo)
+            revisions.admit(admitted, by=as_demo)
         else:
             # No example project in this tree: the same story told with an inline rubric, left approved
             # (there is no oracle.diff to calibrate it with).
-            admitted = self._create(repository, BOX_RUBRIC | {"task": "add_bounding_box_first_cut"}, demo)
-            self._approve_all(admitted, demo)
-        draft = revisions.new_draft_from(admitted, by=demo)
+            admitted = self._create(repository, BOX_RUBRIC | {"task": "add_bounding_box_first_cut"}, as_demo)
+            self._approve_all(admitted, as_demo)
+        draft = revisions.new_draft_from(admitted, by=as_demo)
         items = {i.item_id: i for i in draft.ordered_items()}
         b1 = items["B1"]
         revisions.edit_item(
             b1,
             b1.version,
             {"criterion": b1.criterion + " The centroid of a clockwise polygon is unchanged."},
-            demo,
+            as_demo,
         )
-        revisions.approve_item(items["B2"], by=demo)
-        revisions.request_changes(items["N2"], by=demo, note="Say what happens for a degenerate polygon too.")
+        revisions.approve_item(items["B2"], by=as_demo)
+        revisions.request_changes(
+            items["N2"], by=as_demo, note="Say what happens for a degenerate polygon too."
+        )
 
         # 2. A second task whose rubric is approved but not yet admitted.
-        approved = self._create(repository, BOX_RUBRIC, demo, BOX_LAZY, BOX_ALT)
-        self._approve_all(approved, demo)
+        approved = self._create(repository, BOX_RUBRIC, as_demo, BOX_LAZY, BOX_ALT)
+        self._approve_all(approved, as_demo)
 
         # 3. A third drafted by a model: provisional until a maintainer reviews it.
-        self._create(repository, NAN_RUBRIC, None, NAN_LAZY, model="scripted:demo-drafter")
+        self._create(repository, NAN_RUBRIC, Actor.command_line(), NAN_LAZY, model="scripted:demo-drafter")
 
     def _runs(self, repository: Repository) -> None:
         """The example runs graded by the `rubric grade` code with two scripted judges (the example's, and a
@@ -327,14 +331,14 @@ class Command(BaseCommand):
                     f"scripted:{second}",
                     cache=None,
                 )
-            result = import_run_dirs(repository, copied, "examples/runs")
+            result = import_run_dirs(repository, copied, "examples/runs", Actor.command_line())
         self.stdout.write(f"agent runs: {result.summary()}")
 
     def _create(
         self,
         repository: Repository,
         data: dict[str, Any],
-        by: User | None,
+        by: Actor,
         lazy: bytes = BOX_LAZY,
         alt: bytes = BOX_ALT,
         model: str = "",
@@ -362,7 +366,7 @@ class Command(BaseCommand):
             input_hash=input_hash,
         )
 
-    def _approve_all(self, revision: RubricRevision, by: User) -> None:
+    def _approve_all(self, revision: RubricRevision, by: Actor) -> None:
         for item in revision.ordered_items():
             outcome = revisions.approve_item(item, by=by)
         if not outcome.revision_approved:

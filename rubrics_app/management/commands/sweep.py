@@ -15,6 +15,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from grading import printable
+from rubrics_app.access import Actor
 from rubrics_app.management.options import repository_named, task_of
 from rubrics_app.management.wait import wait_for_job
 from rubrics_app.models import Job, JobStatus, RubricRevision, SweepResult
@@ -87,7 +88,7 @@ class Command(BaseCommand):
             else None,
         )
         try:
-            sweep = sweeps.start(repository, None, request)
+            sweep = sweeps.start(repository, Actor.command_line(), request)
         except (SweepError, PermissionDenied) as exc:
             raise CommandError(str(exc), returncode=2) from None
         tag = " (scripted judge)" if sweep.scripted else ""
