@@ -16,7 +16,7 @@ from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 
 from grading.judge.cache import MemoryCache
-from grading.judge.limits import parse_provider_limits
+from grading.judge.limits import ProviderLimit, SharedProviderLimit, parse_provider_limits
 from rubrics_app.models import Job, JobStatus, JudgeSetting, Repository, RubricRevision, Task
 from rubrics_app.models_runs import GradeSource, ItemVerdict, JudgeGrade, RunGrade, Sweep
 from rubrics_app.services import sweeps
@@ -234,3 +234,13 @@ def test_an_api_failing_for_a_while_records_every_verdict_once_or_a_judge_failur
     assert job_of(sweep).status == JobStatus.DONE and sweep.graded_runs == len(failed)
     assert RunGrade.objects.count() == 4 and not RunGrade.objects.filter(judge_failure=True).exists()
     assert ItemVerdict.objects.filter(judge__role="primary").count() == 16
+
+
+def test_provider_limits_are_shared_through_redis_when_a_url_is_set(settings: Any) -> None:
+    settings.SWEEP_LIMITS_REDIS_URL = "redis://127.0.0.1:6379/15"
+    settings.SWEEP_LIMITS_KEY_PREFIX = "test-limits:sweeps"
+    shared = sweeps.provider_limit("anthropic")
+    assert isinstance(shared, SharedProviderLimit) and shared.key == "test-limits:sweeps:anthropic"
+    assert shared.spec == settings.SWEEP_PROVIDER_LIMITS["anthropic"]
+    settings.SWEEP_LIMITS_REDIS_URL = ""  # the embedded broker: this process's own limit
+    assert isinstance(sweeps.provider_limit("anthropic"), ProviderLimit)
