@@ -67,9 +67,11 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "grading.judge.limits": (
         "Budget",
         "BudgetExceeded",
+        "Limit",
         "LimitedBackend",
         "ProviderLimit",
         "ProviderLimitSpec",
+        "SharedProviderLimit",
         "parse_provider_limits",
         "provider_of",
     ),
@@ -120,6 +122,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "MAX_BLOCKERS",
         "MAX_NON_BLOCKERS",
         "MAX_WEIGHT",
+        "MAX_RUN_INT",
         "MIN_BLOCKERS",
         "MIN_NON_BLOCKERS",
         "RUBRIC_SCHEMA",
@@ -181,9 +184,11 @@ if TYPE_CHECKING:
     from grading.judge.cost import load_price_table as load_price_table
     from grading.judge.limits import Budget as Budget
     from grading.judge.limits import BudgetExceeded as BudgetExceeded
+    from grading.judge.limits import Limit as Limit
     from grading.judge.limits import LimitedBackend as LimitedBackend
     from grading.judge.limits import ProviderLimit as ProviderLimit
     from grading.judge.limits import ProviderLimitSpec as ProviderLimitSpec
+    from grading.judge.limits import SharedProviderLimit as SharedProviderLimit
     from grading.judge.limits import parse_provider_limits as parse_provider_limits
     from grading.judge.limits import provider_of as provider_of
     from grading.judge.models import JudgeResult as JudgeResult
@@ -224,6 +229,7 @@ if TYPE_CHECKING:
     from grading.run import read_task_files as read_task_files
     from grading.schema import MAX_BLOCKERS as MAX_BLOCKERS
     from grading.schema import MAX_NON_BLOCKERS as MAX_NON_BLOCKERS
+    from grading.schema import MAX_RUN_INT as MAX_RUN_INT
     from grading.schema import MAX_WEIGHT as MAX_WEIGHT
     from grading.schema import MIN_BLOCKERS as MIN_BLOCKERS
     from grading.schema import MIN_NON_BLOCKERS as MIN_NON_BLOCKERS

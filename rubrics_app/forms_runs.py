@@ -27,6 +27,39 @@ class RunsUploadForm(forms.Form):
         return upload
 
 
+class SweBenchUploadForm(forms.Form):
+    """The SWE-bench harness's output: predictions.jsonl, a zip of its report.json files, and the arm and
+    repetition every prediction is a run of."""
+
+    predictions = forms.FileField(label="predictions.jsonl (instance_id, model_name_or_path, model_patch)")
+    reports = forms.FileField(label="a zip of the harness's report.json files (any layout)")
+    arm = forms.CharField(max_length=200)
+    repetition = forms.IntegerField(min_value=0, max_value=2**31 - 1, initial=0)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("auto_id", "id_swe_%s")
+        super().__init__(*args, **kwargs)
+
+    def _capped(self, name: str) -> UploadedFile[bytes]:
+        upload: UploadedFile[bytes] = self.cleaned_data[name]
+        limit = int(settings.RUNS_UPLOAD_MAX_BYTES)
+        if upload.size is not None and upload.size > limit:
+            raise forms.ValidationError(f"The file is larger than {limit // (1024 * 1024)} MiB.")
+        return upload
+
+    def clean_predictions(self) -> UploadedFile[bytes]:
+        return self._capped("predictions")
+
+    def clean_reports(self) -> UploadedFile[bytes]:
+        return self._capped("reports")
+
+    def clean_arm(self) -> str:
+        value = str(self.cleaned_data.get("arm") or "")
+        if "\x00" in value:
+            raise forms.ValidationError("The arm holds a NUL character.")
+        return value
+
+
 class HumanVerdictForm(forms.Form):
     verdict = forms.ChoiceField(choices=HumanLabel.choices)
     note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), max_length=5000)

@@ -303,7 +303,7 @@ RUBRIC_UPLOAD_MAX_BYTES = env_int("RUBRIC_UPLOAD_MAX_BYTES", 5 * 1024 * 1024)
 REQUEST_MAX_BYTES = env_int("REQUEST_MAX_BYTES", RUBRIC_UPLOAD_MAX_BYTES + 256 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024  # a form's fields, without its files
 DATA_UPLOAD_MAX_NUMBER_FIELDS = 200
-DATA_UPLOAD_MAX_NUMBER_FILES = 1  # the one rubric upload
+DATA_UPLOAD_MAX_NUMBER_FILES = 2  # one upload; two for SWE-bench (predictions.jsonl and the reports zip)
 FILE_UPLOAD_MAX_MEMORY_SIZE = RUBRIC_UPLOAD_MAX_BYTES  # never spooled to disk, since capped anyway
 RUBRIC_ZIP_MAX_UNCOMPRESSED_BYTES = env_int("RUBRIC_ZIP_MAX_UNCOMPRESSED_BYTES", 50 * 1024 * 1024)
 RUBRIC_ZIP_MAX_MEMBERS = env_int("RUBRIC_ZIP_MAX_MEMBERS", 200)
@@ -330,13 +330,24 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = (
 )
 
 # Sweeps (grading every agent run of a task or repository; docs/sweeps.md). Per provider (the judge spec's
-# prefix): judge calls in flight at once in one worker process and, after "/", calls started per minute
-# (0 or absent: no rate limit). A provider not listed gets SWEEP_DEFAULT_CONCURRENCY and no rate limit.
+# prefix): judge calls in flight at once and, after "/", calls started per minute (0 or absent: no rate
+# limit). A provider not listed gets SWEEP_DEFAULT_CONCURRENCY and no rate limit. The limits hold across
+# every worker through SWEEP_LIMITS_REDIS_URL (the broker's Redis when the broker is Redis); without one
+# (the embedded filesystem broker) each worker process keeps its own.
 SWEEP_PROVIDER_LIMITS_TEXT = env_str("SWEEP_PROVIDER_LIMITS", "anthropic=4/50,openai=4/60,claude-code=1")
 try:
     SWEEP_PROVIDER_LIMITS = _parse_provider_limits(SWEEP_PROVIDER_LIMITS_TEXT)
 except _InputError as _exc:
     raise ImproperlyConfiguredEnv(str(_exc)) from None
+SWEEP_LIMITS_REDIS_URL = env_str(
+    "SWEEP_LIMITS_REDIS_URL",
+    CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else "",
+)
+if SWEEP_LIMITS_REDIS_URL and not SWEEP_LIMITS_REDIS_URL.startswith(("redis://", "rediss://", "unix://")):
+    raise ImproperlyConfiguredEnv(
+        "SWEEP_LIMITS_REDIS_URL must be a redis://, rediss:// or unix:// URL, or empty"
+    )
+SWEEP_LIMITS_KEY_PREFIX = env_str("SWEEP_LIMITS_KEY_PREFIX", "rubrics:sweep-limits")
 SWEEP_DEFAULT_CONCURRENCY = env_int("SWEEP_DEFAULT_CONCURRENCY", 4)
 if SWEEP_DEFAULT_CONCURRENCY < 1:
     raise ImproperlyConfiguredEnv("SWEEP_DEFAULT_CONCURRENCY must be at least 1")

@@ -115,6 +115,9 @@ app_urls = [
     path("repos/<int:repo_pk>/items/<int:item_pk>/comment/", items.item_comment, name="item_comment"),
     # Agent runs, the disagreement queue and re-review.
     path("repos/<int:repo_pk>/runs/import/", runs.runs_upload, name="runs_upload"),
+    path(
+        "repos/<int:repo_pk>/runs/import/swe-bench/", runs.runs_upload_swe_bench, name="runs_upload_swe_bench"
+    ),
     path("repos/<int:repo_pk>/queue/", runs.queue_list, name="queue"),
     path("repos/<int:repo_pk>/queue/<int:grade_pk>/<str:item_id>/", runs.queue_entry, name="queue_entry"),
     path(

@@ -30,6 +30,7 @@ from grading.judge.backend import (
     TurnReply,
     redact_secrets,
 )
+from grading.judge.limits import LimitedSendClient
 from grading.judge.models import Usage
 from grading.judge.sdk_common import checked_decoding, describe_sdk_error, shared_ssl_context
 
@@ -44,6 +45,10 @@ RESERVED_KEYS = frozenset({"model", "system", "messages", "tools", "tool_choice"
 _NAMED_KEYS = ("model", "max_tokens", "system", "messages", "output_config")
 
 
+class _HttpClient(LimitedSendClient, anthropic.DefaultAsyncHttpxClient):
+    """The SDK's default client (keep-alive, proxies from the environment), limited per request."""
+
+
 class AnthropicBackend:
     """Judge through the Anthropic Messages API.
 
@@ -51,6 +56,7 @@ class AnthropicBackend:
     """
 
     scripted = False
+    limits_each_request = True  # its HTTP client takes the provider limit per request (retries too)
 
     def __init__(
         self,
@@ -233,7 +239,7 @@ class AnthropicBackend:
             kwargs["api_key"] = self.api_key
         # A client of our own, sharing one SSL context: building the default one loads the CA bundle
         # again, which took about 0.1 s per call here.
-        kwargs["http_client"] = anthropic.DefaultAsyncHttpxClient(verify=shared_ssl_context())
+        kwargs["http_client"] = _HttpClient(verify=shared_ssl_context())
         client = anthropic.AsyncAnthropic(**kwargs)
         if client.api_key is None and client.auth_token is None and client.credentials is None:
             # The SDK would raise a bare TypeError at the first call; name the fix instead.

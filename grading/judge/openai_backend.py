@@ -26,6 +26,7 @@ from grading.judge.backend import (
     TurnReply,
     redact_secrets,
 )
+from grading.judge.limits import LimitedSendClient
 from grading.judge.models import Usage
 from grading.judge.sdk_common import checked_decoding, describe_sdk_error, shared_ssl_context
 
@@ -50,10 +51,15 @@ RESERVED_KEYS = frozenset(
 _NAMED_KEYS = ("model", "messages", "response_format")
 
 
+class _HttpClient(LimitedSendClient, openai.DefaultAsyncHttpxClient):
+    """The SDK's default client (keep-alive, proxies from the environment), limited per request."""
+
+
 class OpenAIBackend:
     """Judge through an OpenAI-compatible chat completions endpoint."""
 
     scripted = False
+    limits_each_request = True  # its HTTP client takes the provider limit per request (retries too)
 
     def __init__(
         self,
@@ -184,7 +190,7 @@ class OpenAIBackend:
             kwargs["api_key"] = self.api_key
         # A client of our own, sharing one SSL context: building the default one loads the CA bundle
         # again, which took about 0.1 s per call here.
-        kwargs["http_client"] = openai.DefaultAsyncHttpxClient(verify=shared_ssl_context())
+        kwargs["http_client"] = _HttpClient(verify=shared_ssl_context())
         return openai.AsyncOpenAI(**kwargs)
 
     def _describe(self, err: openai.OpenAIError) -> str:

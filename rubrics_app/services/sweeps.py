@@ -43,12 +43,14 @@ from grading import (
     BudgetExceeded,
     InputError,
     JudgeSettings,
+    Limit,
     LimitedBackend,
     PriceTable,
     ProviderLimit,
     ProviderLimitSpec,
     Run,
     RunMetrics,
+    SharedProviderLimit,
     TaskFiles,
     check_second_judge,
     grade,
@@ -335,18 +337,27 @@ class _Admission:
 # --- judges -------------------------------------------------------------------------------------------------
 
 _limits_lock = threading.Lock()
-_limits: dict[str, ProviderLimit] = {}
+_limits: dict[str, tuple[str, Limit]] = {}
 
 
-def provider_limit(provider: str) -> ProviderLimit:
-    """The process-wide limit of a provider (settings.SWEEP_PROVIDER_LIMITS), shared by every sweep."""
+def provider_limit(provider: str) -> Limit:
+    """The limit of a provider (settings.SWEEP_PROVIDER_LIMITS), shared by every sweep: across every worker
+    through settings.SWEEP_LIMITS_REDIS_URL when set, else by this process's threads."""
     spec: ProviderLimitSpec = settings.SWEEP_PROVIDER_LIMITS.get(
         provider, ProviderLimitSpec(concurrency=settings.SWEEP_DEFAULT_CONCURRENCY)
     )
+    url: str = settings.SWEEP_LIMITS_REDIS_URL
+    where = f"{url} {settings.SWEEP_LIMITS_KEY_PREFIX}"
     with _limits_lock:
-        limit = _limits.get(provider)
-        if limit is None or limit.spec != spec:
-            limit = _limits[provider] = ProviderLimit(spec)
+        known = _limits.get(provider)
+        if known is not None and known[0] == where and known[1].spec == spec:
+            return known[1]
+        limit: Limit = (
+            SharedProviderLimit(spec, url, f"{settings.SWEEP_LIMITS_KEY_PREFIX}:{provider}")
+            if url
+            else ProviderLimit(spec)
+        )
+        _limits[provider] = (where, limit)
         return limit
 
 

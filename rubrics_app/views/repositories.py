@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET
 
 from rubrics_app.access import RepositoryAccess, get_repository_for_user, repositories_for_user
 from rubrics_app.forms import RubricUploadForm
-from rubrics_app.forms_runs import RunsUploadForm
+from rubrics_app.forms_runs import RunsUploadForm, SweBenchUploadForm
 from rubrics_app.models import RevisionStatus, RubricRevision, Task
 from rubrics_app.services.runs import repository_runs_summary
 from rubrics_app.services.sweeps import recent_sweeps
@@ -45,6 +45,7 @@ def repository_context(access: RepositoryAccess) -> dict[str, Any]:
         "tasks": tasks,
         "upload_form": RubricUploadForm(),
         "runs_form": RunsUploadForm(),
+        "swe_form": SweBenchUploadForm(),
         **repository_runs_summary(access.repository),
         "recent_sweeps": recent_sweeps(access.repository),
     }

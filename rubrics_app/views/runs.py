@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
 from rubrics_app.diff_render import render_diff
-from rubrics_app.forms_runs import HumanVerdictForm, ReasonForm, RunsUploadForm
+from rubrics_app.forms_runs import HumanVerdictForm, ReasonForm, RunsUploadForm, SweBenchUploadForm
 from rubrics_app.models import ItemComment, ItemKind, Role, RubricItem, TransitionError
 from rubrics_app.models_runs import (
     AgentRunDiff,
@@ -35,6 +35,7 @@ from rubrics_app.services import queue as review_queue
 from rubrics_app.services import rereview
 from rubrics_app.services.import_export import ImportFailed
 from rubrics_app.services.runs import import_runs_zip
+from rubrics_app.services.swe_bench import import_swe_bench_upload
 from rubrics_app.views.common import HtmxHttpRequest
 from rubrics_app.views.repositories import repository_context
 from rubrics_app.views.revisions import redirect_to
@@ -59,6 +60,35 @@ def runs_upload(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     page = "rubrics/repository_detail.html"
     if request.htmx:
         return render(request, f"{page}#runs-form", context)
+    return render(request, page, context, status=400)
+
+
+@require_POST
+@login_required
+def runs_upload_swe_bench(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
+    """The SWE-bench harness's predictions.jsonl and reports; any bad line or report: nothing imported."""
+    access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
+    form = SweBenchUploadForm(request.POST, request.FILES)
+    problems: list[str] = []
+    if form.is_valid():
+        try:
+            result = import_swe_bench_upload(
+                access.repository,
+                form.cleaned_data["predictions"],
+                form.cleaned_data["reports"],
+                arm=form.cleaned_data["arm"],
+                repetition=form.cleaned_data["repetition"],
+                by=access,
+            )
+        except ImportFailed as exc:
+            problems = [str(problem) for problem in exc.problems]
+        else:
+            messages.success(request, f"SWE-bench runs: {result.summary()}.")
+            return redirect_to(request, reverse("rubrics:repository_detail", args=[access.repository.pk]))
+    context = {**repository_context(access), "swe_form": form, "swe_errors": problems}
+    page = "rubrics/repository_detail.html"
+    if request.htmx:
+        return render(request, f"{page}#swe-form", context)
     return render(request, page, context, status=400)
 
 

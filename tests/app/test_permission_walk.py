@@ -43,6 +43,7 @@ from rubrics_app.services import (
     rereview,
     revisions,
     runs,
+    swe_bench,
     sweeps,
     tasks,
 )
@@ -121,6 +122,12 @@ def _entry_points(
         rereview.dismiss_evidence_change: lambda a: rereview.dismiss_evidence_change(change, a, "fine"),
         runs.import_run_dirs: lambda a: runs.import_run_dirs(repository, tmp_path, "", a),
         runs.import_runs_zip: lambda a: runs.import_runs_zip(repository, io.BytesIO(b""), a),
+        swe_bench.import_swe_bench: lambda a: swe_bench.import_swe_bench(
+            repository, tmp_path / "predictions.jsonl", tmp_path, arm="a", by=a
+        ),
+        swe_bench.import_swe_bench_upload: lambda a: swe_bench.import_swe_bench_upload(
+            repository, io.BytesIO(b""), io.BytesIO(b""), arm="a", repetition=0, by=a
+        ),
         sweeps.new_sweep: lambda a: sweeps.new_sweep(repository, a, SweepRequest()),
         sweeps.start: lambda a: sweeps.start(repository, a),
         sweeps.sweep_now: lambda a: sweeps.sweep_now(repository, a),

@@ -17,7 +17,7 @@ from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 
 from grading.judge.cache import MemoryCache
-from grading.judge.limits import parse_provider_limits
+from grading.judge.limits import ProviderLimit, SharedProviderLimit, parse_provider_limits
 from rubrics_app.access import Actor
 from rubrics_app.models import Job, JobStatus, JudgeSetting, Repository, RubricRevision, Task
 from rubrics_app.models_runs import GradeSource, ItemVerdict, JudgeGrade, RunGrade, Sweep
@@ -265,8 +265,18 @@ def test_a_sweep_grades_in_memory_and_writes_no_scratch_folder(
 
     monkeypatch.setattr(tempfile, "mkdtemp", recording_mkdtemp)
 
-    sweep = sweeps.sweep_now(repository, maintainer, cache=MemoryCache())
+    sweep = sweeps.sweep_now(repository, Actor.member(maintainer), cache=MemoryCache())
 
     assert job_of(sweep).status == JobStatus.DONE, job_of(sweep).error
     assert [g.status for g in RunGrade.objects.order_by("run__repetition")] == ["mergeable", "not_mergeable"]
     assert made == []
+
+
+def test_provider_limits_are_shared_through_redis_when_a_url_is_set(settings: Any) -> None:
+    settings.SWEEP_LIMITS_REDIS_URL = "redis://127.0.0.1:6379/15"
+    settings.SWEEP_LIMITS_KEY_PREFIX = "test-limits:sweeps"
+    shared = sweeps.provider_limit("anthropic")
+    assert isinstance(shared, SharedProviderLimit) and shared.key == "test-limits:sweeps:anthropic"
+    assert shared.spec == settings.SWEEP_PROVIDER_LIMITS["anthropic"]
+    settings.SWEEP_LIMITS_REDIS_URL = ""  # the embedded broker: this process's own limit
+    assert isinstance(sweeps.provider_limit("anthropic"), ProviderLimit)

@@ -1,9 +1,12 @@
 """manage.py import_runs PATH --repository NAME
+manage.py import_runs --format swe-bench --predictions FILE --reports DIR --repository NAME --arm ARM
+    [--repetition N]
 
 Every run directory under PATH (PATH itself when it holds a run.json) becomes an agent run of the
-repository, with its grade and judge verdicts when metrics.json is there. All or nothing: any bad run is
-listed with its file and field and nothing is imported (exit code 2). Importing the same runs again
-changes nothing.
+repository, with its grade and judge verdicts when metrics.json is there. With ``--format swe-bench``, every
+line of the SWE-bench harness's predictions.jsonl becomes a run, graded by the harness's report.json for
+its instance (found anywhere under DIR). All or nothing: any bad run or line is listed with its file and
+field and nothing is imported (exit code 2). Importing the same runs again changes nothing.
 """
 
 from __future__ import annotations
@@ -16,27 +19,62 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from rubrics_app.access import Actor
 from rubrics_app.management.options import repository_named
 from rubrics_app.services.import_export import ImportFailed
-from rubrics_app.services.runs import import_run_dirs
+from rubrics_app.services.runs import RunImport, import_run_dirs
+from rubrics_app.services.swe_bench import import_swe_bench
 
 
 class Command(BaseCommand):
     help = "Import agent run directories (run.json, grade.json, workspace.diff, ...) into a repository."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("path", type=Path, help="a run directory, or a folder holding run directories")
+        parser.add_argument(
+            "path", type=Path, nargs="?", help="a run directory, or a folder holding run directories"
+        )
         parser.add_argument("--repository", required=True, help="the repository's name in the app")
+        parser.add_argument("--format", choices=("runs", "swe-bench"), default="runs")
+        parser.add_argument("--predictions", type=Path, help="swe-bench: the harness's predictions.jsonl")
+        parser.add_argument(
+            "--reports", type=Path, help="swe-bench: the folder holding its report.json files"
+        )
+        parser.add_argument("--arm", help="swe-bench: the arm of every run")
+        parser.add_argument("--repetition", type=int, default=0, help="swe-bench: the repetition (default 0)")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        root: Path = options["path"]
-        if not root.is_dir():
-            raise CommandError(f"{root}: not a directory", returncode=2)
-        repository = repository_named(options["repository"])
+        repository_name: str = options["repository"]
         try:
-            result = import_run_dirs(repository, root, str(root), Actor.command_line())
+            if options["format"] == "swe-bench":
+                result = self._swe_bench(repository_name, options)
+            else:
+                root: Path | None = options["path"]
+                if root is None:
+                    raise CommandError("PATH is required (or --format swe-bench)", returncode=2)
+                if not root.is_dir():
+                    raise CommandError(f"{root}: not a directory", returncode=2)
+                repository = repository_named(repository_name)
+                result = import_run_dirs(repository, root, str(root), Actor.command_line())
         except ImportFailed as exc:
             for problem in exc.problems:
                 self.stderr.write(str(problem))
             raise CommandError(f"nothing imported: {len(exc.problems)} problem(s)", returncode=2) from None
         for run in result.created:
             self.stdout.write(f"{run.source} -> {run}")
-        self.stdout.write(self.style.SUCCESS(f"{repository.name}: {result.summary()}"))
+        self.stdout.write(self.style.SUCCESS(f"{repository_name}: {result.summary()}"))
+
+    def _swe_bench(self, repository_name: str, options: dict[str, Any]) -> RunImport:
+        missing = [f"--{name}" for name in ("predictions", "reports", "arm") if options[name] is None]
+        if missing or options["path"] is not None:
+            raise CommandError(
+                f"--format swe-bench takes --predictions, --reports and --arm (missing: {', '.join(missing)})"
+                if missing
+                else "--format swe-bench takes no PATH",
+                returncode=2,
+            )
+        repository = repository_named(repository_name)
+        return import_swe_bench(
+            repository,
+            options["predictions"],
+            options["reports"],
+            arm=options["arm"],
+            repetition=options["repetition"],
+            by=Actor.command_line(),
+        )

@@ -33,6 +33,7 @@ import json
 import math
 import re
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -268,6 +269,7 @@ class FakeProviderServer:
         self.latency = 0.0  # seconds before every model reply is sent (the model's time to answer)
         self.in_flight = 0  # model calls being answered now, and the most at once
         self.max_in_flight = 0
+        self.arrivals: list[float] = []  # time.monotonic() of every model call's arrival
         self._prompt_cache: set[str] = set()  # prefixes readable from the prompt cache
         self._unpublished = threading.local()  # the prefix this handler thread wrote, readable once answered
         self._batches: dict[str, dict[str, Any]] = {}
@@ -643,6 +645,7 @@ class FakeProviderServer:
 
             def _model_call(self, body: dict[str, Any], provider: Literal["anthropic", "openai"]) -> None:
                 with server._lock:
+                    server.arrivals.append(time.monotonic())
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                 try:

@@ -1,0 +1,323 @@
+"""Runs from the SWE-bench harness: ``predictions.jsonl`` and the harness's per-instance ``report.json``.
+
+Each prediction (``instance_id``, ``model_name_or_path``, ``model_patch``) becomes a run directory as
+``rubric capture`` would leave one, which the run import (:mod:`rubrics_app.services.runs`) then reads
+with its own checks, all or nothing:
+
+- ``run.json``: task = ``instance_id`` (a task of the repository), model = ``model_name_or_path``, the arm
+  and repetition the caller gives;
+- ``workspace.diff``: ``model_patch`` (null or empty: the agent changed nothing);
+- ``grade.json``: ``pass`` = the report's ``resolved``, with ``patch_successfully_applied`` and the
+  ``tests_status`` lists kept beside it. A prediction with an empty patch has no report (the harness does
+  not run it): it did not pass. Any other prediction without a report is a problem.
+- no ``tests_list.txt``: the harness does not list test ids, so that integrity part is not measured.
+
+Every input is bounded: the predictions file's size and line count, each report's size and their count.
+Problems name the file and the line (``predictions.jsonl: line 3: instance_id: ...``); when any line or
+report has one, nothing is imported.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import shutil
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from django.conf import settings
+
+from grading import MAX_RUN_INT, InputError, parse_json, read_input_bytes
+from rubrics_app.access import Actor
+from rubrics_app.models import Repository, Role, Task
+from rubrics_app.services.import_export import ImportFailed, ImportProblem, checked_zip_members
+from rubrics_app.services.runs import (
+    MAX_NAME,
+    RunImport,
+    _extract,
+    import_run_dirs,
+)
+
+REPORT_NAME = "report.json"
+MAX_REPORT_BYTES = 5 * 1024 * 1024  # one instance's report: test names, a few MB at the very most
+TEST_STATUS_KEYS = ("FAIL_TO_PASS", "PASS_TO_PASS", "FAIL_TO_FAIL", "PASS_TO_FAIL")
+
+
+@dataclass(frozen=True)
+class Prediction:
+    line: int
+    instance_id: str
+    model: str
+    patch: str
+
+
+@dataclass(frozen=True)
+class Report:
+    label: str
+    resolved: bool
+    applied: bool | None
+    tests_status: dict[str, dict[str, list[str]]]
+
+
+def _str_field(
+    data: dict[str, Any], key: str, where: str, problems: list[ImportProblem], *, limit: int
+) -> str:
+    value = data.get(key)
+    if not isinstance(value, str) or not value.strip():
+        problems.append(ImportProblem(where, "required: a non-empty string", key))
+        return ""
+    if len(value) > limit:
+        problems.append(ImportProblem(where, f"at most {limit} characters", key))
+    elif "\x00" in value or value != value.strip():
+        problems.append(ImportProblem(where, "no NUL character and no leading or trailing space", key))
+    return value
+
+
+def read_predictions(path: Path, label: str) -> list[Prediction]:
+    """Every line of ``predictions.jsonl`` (blank lines skipped); ImportFailed listing every bad line."""
+    try:
+        raw = read_input_bytes(path, int(settings.RUNS_UPLOAD_MAX_BYTES))
+    except InputError as exc:
+        raise ImportFailed([ImportProblem(label, exc.message)]) from None
+    lines = raw.split(b"\n")
+    max_lines = int(settings.RUNS_ZIP_MAX_MEMBERS)
+    if sum(1 for line in lines if line.strip()) > max_lines:
+        raise ImportFailed([ImportProblem(label, f"more than {max_lines} predictions")])
+    problems: list[ImportProblem] = []
+    predictions: list[Prediction] = []
+    seen: dict[tuple[str, str], int] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{label}: line {number}"
+        try:
+            data = parse_json(line, where)
+        except InputError as exc:
+            column = f" ({exc.field.removeprefix('line 1 ')})" if exc.field else ""  # within this line
+            problems.append(ImportProblem(where, exc.message + column))
+            continue
+        if not isinstance(data, dict):
+            problems.append(ImportProblem(where, "a prediction is a JSON object"))
+            continue
+        before = len(problems)
+        instance_id = _str_field(data, "instance_id", where, problems, limit=200)
+        model = _str_field(data, "model_name_or_path", where, problems, limit=MAX_NAME)
+        patch = data.get("model_patch")
+        if patch is not None and not isinstance(patch, str):
+            problems.append(ImportProblem(where, "a string (the diff) or null", "model_patch"))
+        elif patch is not None and "\x00" in patch:
+            problems.append(ImportProblem(where, "holds a NUL character", "model_patch"))
+        if len(problems) > before:
+            continue
+        key = (instance_id, model)
+        if key in seen:
+            problems.append(ImportProblem(where, f"the same instance and model as line {seen[key]}"))
+            continue
+        seen[key] = number
+        predictions.append(Prediction(number, instance_id, model, patch or ""))
+    if problems:
+        raise ImportFailed(problems)
+    if not predictions:
+        raise ImportFailed([ImportProblem(label, "no predictions")])
+    return predictions
+
+
+def _read_report(path: Path, label: str, problems: list[ImportProblem]) -> dict[str, Report]:
+    try:
+        data = parse_json(read_input_bytes(path, MAX_REPORT_BYTES), label)
+    except InputError as exc:
+        problems.append(ImportProblem(label, exc.message, exc.field or ""))
+        return {}
+    if not isinstance(data, dict) or not data:
+        problems.append(ImportProblem(label, "a report is a JSON object keyed by instance_id"))
+        return {}
+    reports: dict[str, Report] = {}
+    for instance_id, entry in data.items():
+        where = instance_id
+        if not isinstance(entry, dict):
+            problems.append(ImportProblem(label, "a JSON object", where))
+            continue
+        resolved = entry.get("resolved")
+        if not isinstance(resolved, bool):
+            problems.append(ImportProblem(label, "required: true or false", f"{where}.resolved"))
+            continue
+        applied = entry.get("patch_successfully_applied")
+        if applied is not None and not isinstance(applied, bool):
+            problems.append(ImportProblem(label, "true or false", f"{where}.patch_successfully_applied"))
+            continue
+        status = entry.get("tests_status", {})
+        checked: dict[str, dict[str, list[str]]] = {}
+        if not isinstance(status, dict):
+            problems.append(ImportProblem(label, "a JSON object", f"{where}.tests_status"))
+            continue
+        for kind, lists in status.items():
+            field = f"{where}.tests_status.{kind}"
+            if kind not in TEST_STATUS_KEYS:
+                problems.append(ImportProblem(label, f"one of {', '.join(TEST_STATUS_KEYS)}", field))
+                continue
+            if not isinstance(lists, dict) or set(lists) - {"success", "failure"}:
+                problems.append(ImportProblem(label, "an object of success and failure lists", field))
+                continue
+            if not all(
+                isinstance(names, list) and all(isinstance(n, str) and "\x00" not in n for n in names)
+                for names in lists.values()
+            ):
+                problems.append(ImportProblem(label, "success and failure are lists of test names", field))
+                continue
+            checked[kind] = {k: list(v) for k, v in lists.items()}
+        reports[instance_id] = Report(label, resolved, applied, checked)
+    return reports
+
+
+def read_reports(root: Path, label: str) -> dict[str, Report]:
+    """Every ``report.json`` under ``root`` (any layout, as the harness's logs/run_evaluation/...), by
+    instance id; ImportFailed listing every bad report."""
+    if not root.is_dir():
+        raise ImportFailed([ImportProblem(label, "not a directory")])
+    max_files = int(settings.RUNS_ZIP_MAX_MEMBERS)
+    paths: list[Path] = []
+    for path in root.rglob(REPORT_NAME):
+        paths.append(path)
+        if len(paths) > max_files:
+            raise ImportFailed([ImportProblem(label, f"more than {max_files} {REPORT_NAME} files")])
+    problems: list[ImportProblem] = []
+    reports: dict[str, Report] = {}
+    for path in sorted(paths):
+        if path.is_symlink() or not path.is_file():
+            continue
+        where = posixpath.join(label, path.relative_to(root).as_posix())
+        for instance_id, report in _read_report(path, where, problems).items():
+            if instance_id in reports:
+                first = reports[instance_id].label
+                problems.append(ImportProblem(where, f"a second report (the first: {first})", instance_id))
+                continue
+            reports[instance_id] = report
+    if problems:
+        raise ImportFailed(problems)
+    return reports
+
+
+def _write_runs(
+    predictions: list[Prediction],
+    reports: dict[str, Report],
+    tasks: set[str],
+    arm: str,
+    repetition: int,
+    label: str,
+    dest: Path,
+) -> None:
+    problems: list[ImportProblem] = []
+    for p in predictions:
+        where = f"{label}: line {p.line}"
+        if p.instance_id not in tasks:
+            problems.append(
+                ImportProblem(where, f"no task {p.instance_id!r} in this repository", "instance_id")
+            )
+            continue
+        report = reports.get(p.instance_id)
+        if report is None and p.patch.strip():
+            problems.append(
+                ImportProblem(
+                    where, f"no {REPORT_NAME} for this instance under the reports folder", "instance_id"
+                )
+            )
+            continue
+        grade: dict[str, Any] = {"pass": report.resolved if report is not None else False}
+        if report is not None:
+            if report.applied is not None:
+                grade["patch_successfully_applied"] = report.applied
+            grade["tests_status"] = report.tests_status
+        run = {"task": p.instance_id, "arm": arm, "model": p.model, "repetition": repetition,
+               "source": "swe-bench"}  # fmt: skip
+        run_dir = dest / f"line-{p.line}"
+        run_dir.mkdir()
+        (run_dir / "run.json").write_text(json.dumps(run), encoding="utf-8")
+        (run_dir / "grade.json").write_text(json.dumps(grade), encoding="utf-8")
+        (run_dir / "workspace.diff").write_text(p.patch, encoding="utf-8")
+        (run_dir / "ignored_created.txt").write_text("", encoding="utf-8")
+    if problems:
+        raise ImportFailed(problems)
+
+
+def import_swe_bench(
+    repository: Repository,
+    predictions: Path,
+    reports: Path,
+    *,
+    arm: str,
+    repetition: int = 0,
+    labels: tuple[str, str] | None = None,
+    by: Actor,
+) -> RunImport:
+    """Every prediction as a run of the repository, graded by its report; all or nothing."""
+    by.require(Role.MAINTAINER, repository)
+    predictions_label, reports_label = labels or (str(predictions), str(reports))
+    problems: list[ImportProblem] = []
+    if len(arm) > MAX_NAME or "\x00" in arm:
+        problems.append(ImportProblem("--arm", f"at most {MAX_NAME} characters, no NUL"))
+    if not 0 <= repetition <= MAX_RUN_INT:
+        problems.append(ImportProblem("--repetition", f"a whole number from 0 to {MAX_RUN_INT}"))
+    if problems:
+        raise ImportFailed(problems)
+    read = read_predictions(predictions, predictions_label)
+    by_instance = read_reports(reports, reports_label)
+    tasks = set(Task.objects.filter(repository=repository).values_list("task_id", flat=True))
+    scratch = Path(tempfile.mkdtemp(prefix="swe-bench-"))
+    try:
+        _write_runs(read, by_instance, tasks, arm, repetition, predictions_label, scratch)
+        return import_run_dirs(repository, scratch, predictions_label, by)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def import_swe_bench_upload(
+    repository: Repository,
+    predictions: IO[bytes] | Any,
+    reports_zip: IO[bytes] | Any,
+    *,
+    arm: str,
+    repetition: int,
+    by: Actor,
+) -> RunImport:
+    """The same from an upload: ``predictions.jsonl`` and a zip of the harness's reports folder."""
+    by.require(Role.MAINTAINER, repository)
+    predictions_label = Path(str(getattr(predictions, "name", "") or "predictions.jsonl")).name
+    zip_label = Path(str(getattr(reports_zip, "name", "") or "reports.zip")).name
+    scratch = Path(tempfile.mkdtemp(prefix="swe-bench-upload-"))
+    try:
+        target = scratch / "predictions.jsonl"
+        limit = int(settings.RUNS_UPLOAD_MAX_BYTES)
+        with target.open("wb") as out:
+            for chunk in predictions.chunks() if hasattr(predictions, "chunks") else [predictions.read()]:
+                out.write(chunk)
+                if out.tell() > limit:
+                    raise ImportFailed([ImportProblem(predictions_label, f"larger than {limit} bytes")])
+        if hasattr(reports_zip, "seek"):
+            reports_zip.seek(0)
+        try:
+            archive = zipfile.ZipFile(reports_zip)
+        except (zipfile.BadZipFile, OSError):
+            raise ImportFailed([ImportProblem(zip_label, "not a zip file")]) from None
+        with archive:
+            members = checked_zip_members(
+                archive,
+                zip_label,
+                max_members=settings.RUNS_ZIP_MAX_MEMBERS,
+                max_total=settings.RUNS_ZIP_MAX_UNCOMPRESSED_BYTES,
+            )
+            _extract(archive, members, scratch / "reports", zip_label)
+        (scratch / "reports").mkdir(exist_ok=True)
+        return import_swe_bench(
+            repository,
+            target,
+            scratch / "reports",
+            arm=arm,
+            repetition=repetition,
+            labels=(predictions_label, zip_label),
+            by=by,
+        )
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -1,0 +1,265 @@
+"""Runs from the SWE-bench harness (rubrics_app/services/swe_bench.py): predictions.jsonl and the per-instance
+report.json files, shaped as the harness writes them (logs/run_evaluation/RUN_ID/MODEL/INSTANCE/report.json),
+through `manage.py import_runs --format swe-bench` and the upload; all or nothing, every bad line named."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.test import Client
+from django.urls import reverse
+
+from rubrics_app.models import Repository, Task
+from rubrics_app.models_runs import AgentRun, AgentRunDiff
+
+pytestmark = pytest.mark.django_db
+
+MODEL = "20240620_sweagent_claude3.5sonnet"
+ASTROPY = "astropy__astropy-12907"
+DJANGO = "django__django-11099"
+SYMPY = "sympy__sympy-20590"
+PATCH = (
+    "diff --git a/astropy/modeling/separable.py b/astropy/modeling/separable.py\n"
+    "--- a/astropy/modeling/separable.py\n"
+    "+++ b/astropy/modeling/separable.py\n"
+    "@@ -242,7 +242,7 @@ def _cstack(left, right):\n"
+    "         cright = _coord_matrix(right, 'right', noutp)\n"
+    "     else:\n"
+    "         cright = np.zeros((noutp, right.shape[1]))\n"
+    "-        cright[-right.shape[0]:, -right.shape[1]:] = 1\n"
+    "+        cright[-right.shape[0]:, -right.shape[1]:] = right\n"
+    " \n"
+    "     return np.hstack([cleft, cright])\n"
+)
+DJANGO_PATCH = (
+    "diff --git a/django/contrib/auth/validators.py b/django/contrib/auth/validators.py\n"
+    "--- a/django/contrib/auth/validators.py\n"
+    "+++ b/django/contrib/auth/validators.py\n"
+    "@@ -7,7 +7,7 @@\n"
+    " @deconstructible\n"
+    " class ASCIIUsernameValidator(validators.RegexValidator):\n"
+    "-    regex = r'^[\\w.@+-]+$'\n"
+    "+    regex = r'^[\\w.@+-]+\\Z'\n"
+)
+
+
+def report(instance_id: str, resolved: bool) -> dict[str, Any]:
+    """One report.json as the harness writes it (swebench.harness.grading.get_eval_report)."""
+    failing = (
+        [] if resolved else ["astropy/modeling/tests/test_separable.py::test_separable[compound_model6]"]
+    )
+    return {
+        instance_id: {
+            "patch_is_None": False,
+            "patch_exists": True,
+            "patch_successfully_applied": True,
+            "resolved": resolved,
+            "tests_status": {
+                "FAIL_TO_PASS": {
+                    "success": [] if not resolved else ["tests/test_x.py::test_fixed"],
+                    "failure": failing,
+                },
+                "PASS_TO_PASS": {"success": ["tests/test_x.py::test_kept"], "failure": []},
+                "FAIL_TO_FAIL": {"success": [], "failure": []},
+                "PASS_TO_FAIL": {"success": [], "failure": []},
+            },
+        }
+    }
+
+
+@pytest.fixture
+def tasks(repository: Repository) -> list[Task]:
+    return [
+        Task.objects.create(
+            repository=repository,
+            task_id=instance,
+            spec_prompt="Fix it.",
+            base_commit="0123456789abcdef0123456789abcdef01234567",
+        )  # fmt: skip
+        for instance in (ASTROPY, DJANGO, SYMPY)
+    ]
+
+
+def write_predictions(path: Path, lines: list[Any]) -> Path:
+    path.write_text("".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines))
+    return path
+
+
+def write_reports(root: Path, reports: dict[str, dict[str, Any]]) -> Path:
+    for instance_id, data in reports.items():
+        folder = root / "logs" / "run_evaluation" / "my_eval" / MODEL / instance_id
+        folder.mkdir(parents=True)
+        (folder / "report.json").write_text(json.dumps(data, indent=4))
+    return root
+
+
+@pytest.fixture
+def harness_output(tmp_path: Path, tasks: list[Task]) -> tuple[Path, Path]:
+    predictions = write_predictions(
+        tmp_path / "predictions.jsonl",
+        [
+            {"instance_id": ASTROPY, "model_name_or_path": MODEL, "model_patch": PATCH},
+            {"instance_id": DJANGO, "model_name_or_path": MODEL, "model_patch": DJANGO_PATCH},
+            {"instance_id": SYMPY, "model_name_or_path": MODEL, "model_patch": ""},  # no report: not run
+        ],
+    )
+    reports = write_reports(
+        tmp_path / "eval", {ASTROPY: report(ASTROPY, True), DJANGO: report(DJANGO, False)}
+    )
+    return predictions, reports
+
+
+def import_command(predictions: Path, reports: Path, *extra: str) -> str:
+    out = io.StringIO()
+    call_command(
+        "import_runs", "--format", "swe-bench", "--predictions", str(predictions), "--reports", str(reports),
+        "--repository", "example-project", "--arm", "swe-agent", *extra, stdout=out, stderr=io.StringIO(),
+    )  # fmt: skip
+    return out.getvalue()
+
+
+def failing_command(predictions: Path, reports: Path, *extra: str) -> str:
+    err = io.StringIO()
+    with pytest.raises(CommandError) as caught:
+        call_command(
+            "import_runs", "--format", "swe-bench", "--predictions", str(predictions),
+            "--reports", str(reports), "--repository", "example-project", "--arm", "swe-agent", *extra,
+            stdout=io.StringIO(), stderr=err,
+        )  # fmt: skip
+    assert caught.value.returncode == 2
+    assert "nothing imported" in str(caught.value)
+    return err.getvalue()
+
+
+def test_each_prediction_becomes_a_run_graded_by_its_report(harness_output: tuple[Path, Path]) -> None:
+    out = import_command(*harness_output, "--repetition", "2")
+    assert "3 run(s) imported" in out
+    runs = {r.task.task_id: r for r in AgentRun.objects.select_related("task")}
+    assert set(runs) == {ASTROPY, DJANGO, SYMPY}
+    astropy = runs[ASTROPY]
+    assert (astropy.arm, astropy.model, astropy.repetition) == ("swe-agent", MODEL, 2)
+    assert bytes(AgentRunDiff.objects.get(run=astropy).content) == PATCH.encode()
+    assert astropy.passed is True and astropy.grade_json["pass"] is True
+    assert astropy.grade_json["tests_status"]["PASS_TO_PASS"]["success"] == ["tests/test_x.py::test_kept"]
+    assert runs[DJANGO].passed is False
+    assert runs[DJANGO].grade_json["tests_status"]["FAIL_TO_PASS"]["failure"]
+    # An empty patch was not run by the harness: no report, not passed, an empty diff.
+    assert runs[SYMPY].passed is False and runs[SYMPY].diff_bytes == 0
+    # The harness lists no test ids: the run has no test list, so that integrity part is not measured.
+    assert all(r.tests_list is None and r.tests_list_error is None for r in runs.values())
+    # Importing the same output again changes nothing.
+    assert "0 run(s) imported, 3 already there" in import_command(*harness_output, "--repetition", "2")
+
+
+def test_bad_lines_are_listed_with_their_numbers_and_nothing_is_imported(
+    tmp_path: Path, harness_output: tuple[Path, Path]
+) -> None:
+    _, reports = harness_output
+    predictions = write_predictions(
+        tmp_path / "bad.jsonl",
+        [
+            {"instance_id": ASTROPY, "model_name_or_path": MODEL, "model_patch": PATCH},  # good
+            '{"instance_id": "x", ',
+            {"instance_id": DJANGO, "model_patch": DJANGO_PATCH},
+            {"instance_id": DJANGO, "model_name_or_path": MODEL, "model_patch": 7},
+            ["a list"],
+            {"instance_id": ASTROPY, "model_name_or_path": MODEL, "model_patch": PATCH},
+        ],
+    )
+    err = failing_command(predictions, reports)
+    name = str(predictions)
+    assert f"{name}: line 2: malformed JSON" in err
+    assert f"{name}: line 3: model_name_or_path: required: a non-empty string" in err
+    assert f"{name}: line 4: model_patch: a string (the diff) or null" in err
+    assert f"{name}: line 5: a prediction is a JSON object" in err
+    assert f"{name}: line 6: the same instance and model as line 1" in err
+    assert AgentRun.objects.count() == 0
+
+
+def test_unknown_instances_and_missing_reports_import_nothing(
+    tmp_path: Path, harness_output: tuple[Path, Path]
+) -> None:
+    _, reports = harness_output
+    predictions = write_predictions(
+        tmp_path / "predictions.jsonl",
+        [
+            {"instance_id": ASTROPY, "model_name_or_path": MODEL, "model_patch": PATCH},
+            {"instance_id": "pylint-dev__pylint-7080", "model_name_or_path": MODEL, "model_patch": PATCH},
+            {"instance_id": SYMPY, "model_name_or_path": MODEL, "model_patch": PATCH},
+        ],
+    )
+    err = failing_command(predictions, reports)
+    assert "line 2: instance_id: no task 'pylint-dev__pylint-7080' in this repository" in err
+    assert "line 3: instance_id: no report.json for this instance under the reports folder" in err
+    assert AgentRun.objects.count() == 0
+
+
+def test_a_bad_report_is_named_with_its_field(tmp_path: Path, harness_output: tuple[Path, Path]) -> None:
+    predictions, _ = harness_output
+    broken = report(ASTROPY, True)
+    del broken[ASTROPY]["resolved"]
+    odd = report(DJANGO, False)
+    odd[DJANGO]["tests_status"]["PASS_TO_PASS"]["success"] = "tests/test_x.py::test_kept"
+    reports = write_reports(tmp_path / "eval2", {ASTROPY: broken, DJANGO: odd})
+    err = failing_command(predictions, reports)
+    assert f"{ASTROPY}/report.json: {ASTROPY}.resolved: required: true or false" in err
+    assert f"{DJANGO}/report.json: {DJANGO}.tests_status.PASS_TO_PASS: success and failure are lists" in err
+    assert AgentRun.objects.count() == 0
+
+
+def test_missing_options_exit_2(harness_output: tuple[Path, Path]) -> None:
+    predictions, _ = harness_output
+    with pytest.raises(CommandError, match="missing: --reports, --arm") as caught:
+        call_command("import_runs", "--format", "swe-bench", "--predictions", str(predictions),
+                     "--repository", "example-project")  # fmt: skip
+    assert caught.value.returncode == 2
+
+
+def zipped(root: Path) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for path in sorted(root.rglob("*")):
+            if path.is_file():
+                archive.write(path, path.relative_to(root).as_posix())
+    return buffer.getvalue()
+
+
+def test_the_upload_imports_the_same_and_shows_every_problem(
+    client: Client,
+    maintainer: User,
+    repository: Repository,
+    harness_output: tuple[Path, Path],
+    tmp_path: Path,
+) -> None:
+    predictions, reports = harness_output
+    client.force_login(maintainer)
+    url = reverse("rubrics:runs_upload_swe_bench", args=[repository.pk])
+
+    def post(predictions_bytes: bytes) -> Any:
+        return client.post(url, {
+            "predictions": SimpleUploadedFile("predictions.jsonl", predictions_bytes),
+            "reports": SimpleUploadedFile("reports.zip", zipped(reports)),
+            "arm": "swe-agent", "repetition": "0",
+        })  # fmt: skip
+
+    bad = (
+        predictions.read_bytes() + b'{"instance_id": "nope", "model_name_or_path": "m", "model_patch": ""}\n'
+    )
+    response = post(bad)
+    assert response.status_code == 400
+    assert "predictions.jsonl: line 4: instance_id: no task &#x27;nope&#x27; in this repository" in (
+        response.content.decode()
+    )
+    assert AgentRun.objects.count() == 0
+    response = post(predictions.read_bytes())
+    assert response.status_code == 302
+    assert AgentRun.objects.count() == 3
