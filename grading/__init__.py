@@ -4,3 +4,9 @@ This package never imports Django (tests/grading/test_no_django.py proves it).
 """
 
 __version__ = "0.1.0"
+
+# --- primitives: one git runner (kept as its own block so the public API's list merges cleanly) ---------
+from grading.git import NO_COMMANDS_CONFIG as NO_COMMANDS_CONFIG  # noqa: E402
+from grading.git import Git as Git  # noqa: E402
+from grading.git import GitError as GitError  # noqa: E402
+from grading.git import GitResult as GitResult  # noqa: E402

@@ -13,7 +13,6 @@ import os
 import posixpath
 import re
 import stat
-import subprocess
 import tempfile
 import zipfile
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from pydantic import ValidationError as PydanticValidationError
 
+from grading import NO_COMMANDS_CONFIG, Git, GitError
 from grading.errors import InputError, InputErrors
 from grading.schema import Rubric, TaskSpec, load_manifest, parse_json, parse_rubric, validation_messages
 from rubrics_app.models import (
@@ -689,12 +689,9 @@ def _git_env(by: Any) -> dict[str, str]:
         getattr(by, "get_full_name", lambda: "")() or getattr(by, "username", "") or "Rubrics app"
     ).strip()
     email = getattr(by, "email", "") or "rubrics@localhost"
+    # The maintainer's own git config (hooks, signing, aliases) plays no part in an export: grading's Git
+    # switches it off; these only name the commit's author.
     return {
-        **{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
-        # The maintainer's own git config (hooks, signing, aliases) plays no part in an export.
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_TERMINAL_PROMPT": "0",
         "GIT_AUTHOR_NAME": name,
         "GIT_AUTHOR_EMAIL": email,
         "GIT_COMMITTER_NAME": name,
@@ -702,14 +699,15 @@ def _git_env(by: Any) -> dict[str, str]:
     }
 
 
+EXPORT_GIT_TIMEOUT = 120.0  # seconds for one git call of an export
+
+
 def _git(root: Path, env: dict[str, str], *args: str) -> str:
-    result = subprocess.run(
-        ["git", "-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false", *args],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        check=False,
-    )
+    git = Git(root, env, (*NO_COMMANDS_CONFIG, ("commit.gpgsign", "false")), timeout=EXPORT_GIT_TIMEOUT)
+    try:
+        result = git.result(*args)
+    except GitError as exc:
+        raise ExportError(exc.message) from exc
     if result.returncode != 0:
         message = result.stderr.decode("utf-8", errors="replace").strip()
         raise ExportError(f"git {args[0]} failed: {message}")

@@ -12,9 +12,7 @@ through a shell, and checked before git sees them.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +21,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from grading import Git, GitError, GitResult
 from rubrics_app.models import (
     ItemKind,
     Repository,
@@ -116,17 +115,17 @@ class EvidenceCheckError(Exception):
     """The checkout cannot be compared (no checkout path, not a git repository, no HEAD)."""
 
 
-def _git_env() -> dict[str, str]:
-    return {
-        **{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_TERMINAL_PROMPT": "0",
-    }
+# Each git call of the check: at most this long, and this much output (a cited file larger than that is
+# not source a maintainer cites).
+GIT_TIMEOUT = 60.0
+GIT_MAX_OUTPUT = 64 * 1024 * 1024
 
 
-def _git(root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(["git", *args], cwd=root, env=_git_env(), capture_output=True, check=False)
+def _git(root: Path, *args: str) -> GitResult:
+    try:
+        return Git(root, timeout=GIT_TIMEOUT, max_output=GIT_MAX_OUTPUT).result(*args)
+    except GitError as exc:
+        raise EvidenceCheckError(str(exc)) from exc
 
 
 def _commit(root: Path, rev: str) -> str | None:
