@@ -21,7 +21,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from grading import Git, GitError, GitResult
+from grading import Citation, Git, GitError, GitResult, parse_citations
 from rubrics_app.models import (
     ItemKind,
     Repository,
@@ -78,37 +78,20 @@ def dismiss_evidence_change(change: EvidenceChange, by: Any, reason: str) -> Non
 
 # --- evidence ---------------------------------------------------------------------------------------------
 
-# "shapes/polygon.py:18", "src/a.c:34-35"; a URL's host:port is not a path (see _cites).
-_CITE = re.compile(r"(?<![\w./:-])([A-Za-z0-9_.][A-Za-z0-9_./-]*):(\d+)(?:-(\d+))?(?![\w])")
 _COMMIT = re.compile(r"^[0-9a-fA-F]{7,64}$")
 MAX_CITED_LINES = 200
 
-
-@dataclass(frozen=True)
-class Cite:
-    path: str
-    start: int
-    end: int
+Cite = Citation  # the name this module had for it
 
 
-def parse_cites(evidence: str) -> list[Cite]:
-    """Every ``path:line`` or ``path:start-end`` in a blocker's evidence text, URLs left out."""
-    out: list[Cite] = []
-    for match in _CITE.finditer(evidence):
-        path, start, end = match.group(1), int(match.group(2)), int(match.group(3) or match.group(2))
-        before = evidence[max(0, match.start() - 3) : match.start()]
-        if (
-            before.endswith("//")
-            or "://" in before
-            or ".." in path.split("/")
-            or "/" not in path
-            and "." not in path
-        ):
-            continue
-        if start < 1 or end < start or end - start >= MAX_CITED_LINES:
-            continue
-        out.append(Cite(path, start, end))
-    return out
+def parse_cites(evidence: str) -> list[Citation]:
+    """The citations of a blocker's evidence text that re-review compares (``grading.citations`` reads
+    them): ranges that start at line 1 or later, end no earlier, and span fewer than MAX_CITED_LINES."""
+    return [
+        c
+        for c in parse_citations(evidence)
+        if c.start >= 1 and c.end >= c.start and c.end - c.start < MAX_CITED_LINES
+    ]
 
 
 class EvidenceCheckError(Exception):
