@@ -9,11 +9,9 @@ revisions created, in one transaction. Export reads only admitted revisions and 
 from __future__ import annotations
 
 import io
-import os
 import posixpath
 import re
 import stat
-import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -25,7 +23,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from pydantic import ValidationError as PydanticValidationError
 
-from grading import NO_COMMANDS_CONFIG, Git, GitError
+from grading import NO_COMMANDS_CONFIG, Git, GitError, write_atomic
 from grading.errors import InputError, InputErrors
 from grading.schema import Rubric, TaskSpec, load_manifest, parse_json, parse_rubric, validation_messages
 from rubrics_app.models import (
@@ -670,18 +668,14 @@ class CheckoutExport:
 
 
 def _atomic_write(target: Path, data: bytes) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ExportError(f"{target.parent}: cannot create: {exc.strerror or exc}") from None
+    try:
+        write_atomic(target, data)
+    except InputError as exc:
+        raise ExportError(str(exc)) from None
 
 
 def _git_env(by: Any) -> dict[str, str]:
