@@ -24,6 +24,8 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "inject_reviewer_comment",
     ),
     "grading.agreement": ("judge_agreement",),
+    "grading.atomic": ("write_atomic",),
+    "grading.citations": ("Citation", "parse_citations"),
     "grading.basetree": ("BaseTree",),
     "grading.commands.judge": ("printable",),
     "grading.diffs": ("read_diff",),
@@ -48,6 +50,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "InputError",
         "InputErrors",
     ),
+    "grading.git": ("NO_COMMANDS_CONFIG", "Git", "GitError", "GitResult"),
     "grading.globs": ("glob_error",),
     "grading.injection": ("PAYLOAD_KINDS",),
     "grading.integrity": (
@@ -152,7 +155,10 @@ if TYPE_CHECKING:
     from grading.admission import check_task as check_task
     from grading.admission import inject_reviewer_comment as inject_reviewer_comment
     from grading.agreement import judge_agreement as judge_agreement
+    from grading.atomic import write_atomic as write_atomic
     from grading.basetree import BaseTree as BaseTree
+    from grading.citations import Citation as Citation
+    from grading.citations import parse_citations as parse_citations
     from grading.commands.judge import printable as printable
     from grading.diffs import read_diff as read_diff
     from grading.draft import ALT_DIFF_PATH as ALT_DIFF_PATH
@@ -172,6 +178,10 @@ if TYPE_CHECKING:
     from grading.draft.pr import parse_github_repository as parse_github_repository
     from grading.errors import InputError as InputError
     from grading.errors import InputErrors as InputErrors
+    from grading.git import NO_COMMANDS_CONFIG as NO_COMMANDS_CONFIG
+    from grading.git import Git as Git
+    from grading.git import GitError as GitError
+    from grading.git import GitResult as GitResult
     from grading.globs import glob_error as glob_error
     from grading.injection import PAYLOAD_KINDS as PAYLOAD_KINDS
     from grading.integrity import TESTS_LIST_ERROR_NAME as TESTS_LIST_ERROR_NAME

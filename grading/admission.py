@@ -30,8 +30,7 @@ import asyncio
 import hashlib
 import json
 import sqlite3
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -72,6 +71,7 @@ from grading.schema import (
     rubric_sha256,
 )
 from grading.scope import ScopeResult, check_scope
+from grading.sqlite_store import SqliteStore
 
 RowKind = Literal["empty", "oracle", "lazy", "lazy_comment", "alt", "injection", "benign"]
 SUITE_KINDS: tuple[RowKind, ...] = ("injection", "benign")
@@ -575,32 +575,18 @@ _STORE_MIGRATIONS = {
 _STORE_INDEX = "CREATE INDEX IF NOT EXISTS admissions_rubric_judge ON admissions (rubric_sha256, judge)"
 
 
-class AdmissionStore:
+class AdmissionStore(SqliteStore):
     """Admission reports by content hash, in one SQLite file (safe for concurrent processes)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with self._connect() as conn:
-                conn.execute(_STORE_SCHEMA)
-                columns = {row[1] for row in conn.execute("PRAGMA table_info(admissions)")}
-                for column, statement in _STORE_MIGRATIONS.items():
-                    if column not in columns:
-                        conn.execute(statement)
-                conn.execute(_STORE_INDEX)
-        except sqlite3.DatabaseError as exc:
-            raise InputError(path, f"not a usable admission store (SQLite): {exc}") from None
-        except OSError as exc:
-            raise InputError(path, f"cannot create the admission store: {exc.strerror}") from None
+    what = "admission store"
 
-    @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-        try:
-            yield conn
-        finally:
-            conn.close()
+    def _create(self, conn: sqlite3.Connection) -> None:
+        conn.execute(_STORE_SCHEMA)
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(admissions)")}
+        for column, statement in _STORE_MIGRATIONS.items():
+            if column not in columns:
+                conn.execute(statement)
+        conn.execute(_STORE_INDEX)
 
     def get(self, key: str) -> AdmissionReport | None:
         with self._connect() as conn:
@@ -614,21 +600,20 @@ class AdmissionStore:
 
     def put(self, report: AdmissionReport) -> None:
         created = datetime.now(UTC).isoformat(timespec="seconds")
-        with self._connect() as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO admissions (key, task, judge, admitted, report, created, "
-                "rubric_sha256, attack_successes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    report.key,
-                    report.task,
-                    report.judge,
-                    int(report.admitted),
-                    report.model_dump_json(),
-                    created,
-                    report.rubric_sha256 or None,
-                    report.attack_successes,
-                ),
-            )
+        self._write(
+            "INSERT OR REPLACE INTO admissions (key, task, judge, admitted, report, created, "
+            "rubric_sha256, attack_successes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                report.key,
+                report.task,
+                report.judge,
+                int(report.admitted),
+                report.model_dump_json(),
+                created,
+                report.rubric_sha256 or None,
+                report.attack_successes,
+            ),
+        )
 
     def admits(self, rubric_sha256: str, judge: str) -> bool:
         """Whether a passing ``rubric check`` of this rubric content (sha256 of its bytes) with this judge
@@ -645,9 +630,7 @@ class AdmissionStore:
         return row is not None
 
     def count(self) -> int:
-        with self._connect() as conn:
-            (n,) = conn.execute("SELECT COUNT(*) FROM admissions").fetchone()
-        return int(n)
+        return self._count("admissions")
 
 
 def is_admitted(rubric_sha256: str, judge: str, store: AdmissionStore | Path | None = None) -> bool:

@@ -1,40 +1,55 @@
 """Agreement between two judges on the same items (§4 "Two judges", §7): raw agreement and Cohen's kappa.
 
-The second judge's verdicts are only ever reported, never used to decide anything; this module only counts.
+The one kappa of the package: the report's agreement between the primary and second judge and the app's
+calibration agreement both come from here. The second judge's verdicts are only ever reported, never used to
+decide anything; this module only counts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel
 
-from grading.judge.models import VerdictValue
-
 
 class Agreement(BaseModel):
-    """How often two judges gave the same verdict on the same items."""
+    """How often two raters gave the same binary verdict on the same items, and Cohen's κ."""
 
-    pairs: int  # items both judges gave a verdict on
-    agreeing: int
-    raw: float | None  # agreeing / pairs; None without pairs
-    # Cohen's kappa; None ("undefined") without pairs or when either judge gave one verdict throughout:
-    # a constant judge carries no information to agree with, and the formula's chance term is then degenerate.
+    # Cohen's κ; None ("undefined") without pairs or when either rater gave one verdict throughout: a
+    # constant rater carries no information to agree with, and the formula's chance term is then degenerate.
     kappa: float | None
+    raw: float | None  # agreeing / n; None without pairs
+    n: int  # pairs: items both raters gave a verdict on
+    undefined_reason: str | None = None  # why kappa is None, in words
 
 
-def judge_agreement(pairs: Iterable[tuple[VerdictValue, VerdictValue]]) -> Agreement:
-    """Raw agreement and Cohen's kappa over ``(first judge's verdict, second judge's verdict)`` pairs."""
-    pairs = list(pairs)
+def cohen_kappa(
+    pairs: Sequence[tuple[bool, bool]], first: str = "first", second: str = "second", unit: str = "runs"
+) -> Agreement:
+    """Cohen's κ of two raters' binary verdicts (True for pass), with raw agreement and n.
+
+    κ is null when there are no pairs, and when either rater gave one verdict throughout: κ is then 0 (or
+    0/0) whatever the raw agreement, so it would say nothing about the judges; the reason says which, naming
+    the raters ``first`` and ``second`` and what was paired (``unit``).
+    """
     n = len(pairs)
-    agreeing = sum(1 for a, b in pairs if a == b)
     if n == 0:
-        return Agreement(pairs=0, agreeing=0, raw=None, kappa=None)
-    observed = agreeing / n
-    first_pass = sum(1 for a, _ in pairs if a == "pass") / n
-    second_pass = sum(1 for _, b in pairs if b == "pass") / n
-    kappa: float | None = None
-    if 0 < first_pass < 1 and 0 < second_pass < 1:
-        chance = first_pass * second_pass + (1 - first_pass) * (1 - second_pass)
-        kappa = (observed - chance) / (1 - chance)
-    return Agreement(pairs=n, agreeing=agreeing, raw=observed, kappa=kappa)
+        return Agreement(kappa=None, raw=None, n=0, undefined_reason=f"no {unit} judged by both judges")
+    raw = sum(a == b for a, b in pairs) / n
+    a_yes = sum(a for a, _ in pairs) / n
+    b_yes = sum(b for _, b in pairs) / n
+    for name, share in ((first, a_yes), (second, b_yes)):
+        if share in (0.0, 1.0):
+            verdict = "pass" if share == 1.0 else "fail"
+            return Agreement(
+                kappa=None, raw=raw, n=n,
+                undefined_reason=f"the {name} judge gave '{verdict}' on all {n} {unit}",
+            )  # fmt: skip
+    chance = a_yes * b_yes + (1 - a_yes) * (1 - b_yes)
+    return Agreement(kappa=(raw - chance) / (1 - chance), raw=raw, n=n)
+
+
+def judge_agreement(pairs: Iterable[tuple[str, str]], unit: str = "items") -> Agreement:
+    """:func:`cohen_kappa` over ``(primary judge's verdict, second judge's verdict)`` pairs (``"pass"`` or
+    ``"fail"``)."""
+    return cohen_kappa([(a == "pass", b == "pass") for a, b in pairs], "primary", "second", unit)

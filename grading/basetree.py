@@ -2,15 +2,14 @@
 
 Drafting reads the base source of the files a PR touches and checks that a draft's ``path:line`` evidence
 exists and that its diffs apply; all of it must come from the task's base commit, not from whatever the
-checkout has on disk. git runs with the user's and the system's config switched off, and only plumbing
-that runs no filter, hook or external command is used.
+checkout has on disk. git runs through grading.git (the user's and the system's config switched off, each
+call bounded in time and output), and only plumbing that runs no filter, hook or external command is used.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import subprocess
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -19,6 +18,9 @@ from typing import Literal
 from pydantic import BaseModel
 
 from grading.errors import InputError
+from grading.git import Git, GitTimeout
+
+GIT_TIMEOUT = 120.0  # seconds for one plumbing call (grep has its own, shorter, bound)
 
 EntryKind = Literal["file", "dir", "symlink", "submodule"]
 _KINDS: dict[str, EntryKind] = {"blob": "file", "tree": "dir", "commit": "submodule"}
@@ -60,6 +62,9 @@ class BaseTree:
         self.checkout = checkout
         if not checkout.is_dir():
             raise InputError(checkout, "repository checkout is not a directory")
+        # refs/replace could make the commit's objects read as other content (a checkout where someone ran
+        # `git replace`): the commit id must mean the same bytes everywhere.
+        self.git = Git(checkout, {"GIT_NO_REPLACE_OBJECTS": "1"}, timeout=GIT_TIMEOUT)
         if not commit or commit.startswith("-"):
             raise InputError(None, f"not a commit: {commit!r}", "base_commit")
         out = self._git("rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}", ok_codes=(0, 1))
@@ -67,45 +72,8 @@ class BaseTree:
             raise InputError(checkout, f"commit {commit} is not in this repository", "base_commit")
         self.commit = out.decode().strip()
 
-    def _env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k == "GIT_EXEC_PATH"}
-        env.update(
-            GIT_CONFIG_NOSYSTEM="1",
-            GIT_CONFIG_GLOBAL=os.devnull,
-            GIT_ATTR_NOSYSTEM="1",
-            GIT_OPTIONAL_LOCKS="0",
-            GIT_TERMINAL_PROMPT="0",
-            # refs/replace could make the commit's objects read as other content (a checkout where someone
-            # ran `git replace`): the commit id must mean the same bytes everywhere.
-            GIT_NO_REPLACE_OBJECTS="1",
-            LC_ALL="C",
-        )
-        return env
-
-    def _git(
-        self,
-        *args: str,
-        stdin: bytes | None = None,
-        ok_codes: Iterable[int] = (0,),
-        env: dict[str, str] | None = None,
-    ) -> bytes:
-        try:
-            result = subprocess.run(
-                ["git", "--no-pager", *args],
-                cwd=self.checkout,
-                input=stdin,
-                env=env or self._env(),
-                capture_output=True,
-                check=False,
-            )
-        except FileNotFoundError as exc:
-            raise InputError(None, "git is not installed or not on PATH") from exc
-        if result.returncode not in tuple(ok_codes):
-            lines = result.stderr.decode("utf-8", "replace").strip().splitlines()
-            raise InputError(
-                self.checkout, f"git {args[0]} failed: {lines[-1] if lines else result.returncode}"
-            )
-        return result.stdout
+    def _git(self, *args: str, stdin: bytes | None = None, ok_codes: Iterable[int] = (0,)) -> bytes:
+        return self.git.run(*args, stdin=stdin, ok_codes=ok_codes)
 
     def entries(self, directory: str) -> list[TreeEntry] | None:
         """The entries of ``directory`` ("" for the root) at the commit, or None when it is not a directory
@@ -148,10 +116,7 @@ class BaseTree:
         return self._git_code("cat-file", "-e", object_id.decode()) != 0
 
     def _git_code(self, *args: str) -> int:
-        result = subprocess.run(
-            ["git", "--no-pager", *args], cwd=self.checkout, env=self._env(), capture_output=True, check=False
-        )
-        return result.returncode
+        return self.git.code(*args)
 
     def blob(self, object_id: str) -> bytes:
         """The bytes of a blob by its object id (an entry of :meth:`entries`); :class:`ObjectMissing` when
@@ -188,16 +153,14 @@ class BaseTree:
     ) -> tuple[list[tuple[str, int, str]], list[str]]:
         """:meth:`grep`, and the paths git could not search because the repository does not hold their
         object (git reports them and searches on)."""
-        args = ["git", "--no-pager", "--literal-pathspecs", "grep", "-n", "-z", "-I", "--no-color"]
+        args = ["--literal-pathspecs", "grep", "-n", "-z", "-I", "--no-color"]
         args += ["-F"] if fixed else ["-E"]
         if ignore_case:
             args.append("-i")
         args += ["-e", pattern, self.commit, "--", *pathspecs]
         try:
-            result = subprocess.run(
-                args, cwd=self.checkout, env=self._env(), capture_output=True, check=False, timeout=timeout
-            )
-        except subprocess.TimeoutExpired:
+            result = self.git.result(*args, timeout=timeout)
+        except GitTimeout:
             raise GrepTimeout(f"git grep ran longer than {timeout:g}s") from None
         prefix = f"{self.commit}:".encode()
         unreadable = list(  # git may report one object twice
@@ -261,16 +224,16 @@ class BaseTree:
         if not diff_text.strip():
             return "the diff is empty"
         with tempfile.TemporaryDirectory(prefix="rubric-basetree-") as scratch:
-            env = self._env()
+            env = self.git.env()
             env["GIT_INDEX_FILE"] = str(Path(scratch) / "index")
-            self._git("read-tree", self.commit, env=env)
-            result = subprocess.run(
-                ["git", "--no-pager", "apply", "--cached", "--check", "-"],
-                cwd=self.checkout,
-                input=diff_text.encode("utf-8", "surrogateescape"),
+            self.git.run("read-tree", self.commit, env=env)
+            result = self.git.result(
+                "apply",
+                "--cached",
+                "--check",
+                "-",
+                stdin=diff_text.encode("utf-8", "surrogateescape"),
                 env=env,
-                capture_output=True,
-                check=False,
             )
         if result.returncode == 0:
             return None

@@ -30,14 +30,13 @@ Rules, in the order they apply:
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
+from grading.atomic import write_atomic
 from grading.errors import InputError
 from grading.integrity import IntegrityResult, integrity_of_run, listing_broken, missing_run_list
 from grading.judge.backend import Backend
@@ -321,24 +320,12 @@ RunDetails.model_rebuild()
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write ``data`` as JSON through a temp file and os.replace, so readers never see half a file.
+    """Write ``data`` as JSON with :func:`grading.atomic.write_atomic`, so readers never see half a file.
 
     InputError when ``path`` is a directory; ValueError (nothing written) for NaN or Infinity in ``data``,
     which JSON cannot carry."""
-    if path.is_dir():
-        raise InputError(path, "is a directory; it cannot be replaced by the file")
     text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.write("\n")
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, (text + "\n").encode("utf-8"))
 
 
 def in_second_judge_sample(diff_text: str, rate: float) -> bool:

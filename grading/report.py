@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from grading.agreement import Agreement as Agreement  # re-exported: the report's public name
+from grading.agreement import cohen_kappa as cohen_kappa  # re-exported
 from grading.judge.cache import RepeatAgreement
 from grading.judge.specs import model_family
 from grading.outcome import OutcomeStatus
@@ -206,13 +208,6 @@ class TaskRow(BaseModel):
     failed_blockers: dict[str, int]
 
 
-class Agreement(BaseModel):
-    kappa: float | None
-    raw: float | None
-    n: int
-    undefined_reason: str | None = None
-
-
 class AgreementReport(BaseModel):
     mergeable: Agreement
     items: dict[str, Agreement]  # "<task>/<blocker id>": blocker ids are per task
@@ -269,31 +264,6 @@ class Report(BaseModel):
 
 
 # --- statistics ------------------------------------------------------------------------------------------
-
-
-def cohen_kappa(
-    pairs: Sequence[tuple[bool, bool]], first: str = "first", second: str = "second"
-) -> Agreement:
-    """Cohen's κ of two raters' binary verdicts, with raw agreement and n.
-
-    κ is null when there are no pairs, and when either rater gave one verdict throughout: κ is then 0 (or
-    0/0) whatever the raw agreement, so it would say nothing about the judges; the reason says which.
-    """
-    n = len(pairs)
-    if n == 0:
-        return Agreement(kappa=None, raw=None, n=0, undefined_reason="no runs judged by both judges")
-    raw = sum(a == b for a, b in pairs) / n
-    a_yes = sum(a for a, _ in pairs) / n
-    b_yes = sum(b for _, b in pairs) / n
-    for name, share in ((first, a_yes), (second, b_yes)):
-        if share in (0.0, 1.0):
-            verdict = "pass" if share == 1.0 else "fail"
-            return Agreement(
-                kappa=None, raw=raw, n=n,
-                undefined_reason=f"the {name} judge gave '{verdict}' on all {n} runs",
-            )  # fmt: skip
-    chance = a_yes * b_yes + (1 - a_yes) * (1 - b_yes)
-    return Agreement(kappa=(raw - chance) / (1 - chance), raw=raw, n=n)
 
 
 def rogan_gladen(rate: float, sensitivity: float, specificity: float) -> float | None:

@@ -43,6 +43,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from grading.atomic import write_atomic
 from grading.errors import InputError
 from grading.integrity import (
     LISTING_ERROR_MAX_BYTES,
@@ -255,7 +256,7 @@ def run_test_list(
         if b"\0" in data:
             line = data[: data.index(b"\0")].count(b"\n") + 1
             raise ListingFailed(f"{program!r} printed a NUL byte (line {line}): binary output, not test ids")
-        _write_atomic(out, data)
+        write_atomic(out, data)
     ids = sum(1 for line in data.split(b"\n") if line.strip())
     return TestListing(path=str(out), test_ids=ids, bytes=len(data))
 
@@ -265,7 +266,7 @@ def write_listing_error(path: Path, failure: ListingFailed) -> None:
     of the listing's stderr; at most 32 KiB."""
     text = str(failure) + "\n" + (failure.stderr_tail + "\n" if failure.stderr_tail else "")
     data = text.encode("utf-8")[:LISTING_ERROR_MAX_BYTES]
-    _write_atomic(path, data.decode("utf-8", errors="ignore").encode("utf-8"))
+    write_atomic(path, data.decode("utf-8", errors="ignore").encode("utf-8"))
 
 
 def _size(path: Path) -> int:
@@ -273,17 +274,3 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise InputError(path, f"cannot write: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise InputError(path, f"cannot write: {exc.strerror or exc}") from None

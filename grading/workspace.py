@@ -101,7 +101,6 @@ import os
 import re
 import shutil
 import stat
-import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
@@ -110,6 +109,7 @@ from pydantic import BaseModel, field_serializer
 
 from grading.diffs import c_quote, read_quoted
 from grading.errors import InputError
+from grading.git import NO_COMMANDS_CONFIG, Git
 from grading.schema import read_input_bytes
 
 SNAPSHOT_HEADER = "# rubric snapshot v4"  # what write_snapshot writes: v3 plus the private record
@@ -141,12 +141,9 @@ _HASH_CHUNK = 1 << 20
 # Config that shapes the diff text or the file lists, pinned so the repository's .git/config cannot change
 # them. Keys a flag already pins (diff.external via --no-ext-diff, ...) are pinned here too, belt and braces.
 _CONFIG_OVERRIDES: tuple[tuple[str, str], ...] = (
-    # nothing the agent configured may run a command on the grading host
-    ("core.fsmonitor", "false"),
-    ("core.hooksPath", os.devnull),  # `git add -N` writes the index, which runs post-index-change
-    ("diff.external", ""),
-    ("gc.auto", "0"),
-    ("maintenance.auto", "false"),
+    # nothing the agent configured may run a command on the grading host (hooks included: `git add -N`
+    # writes the index, which runs post-index-change)
+    *NO_COMMANDS_CONFIG,
     # the stat cache and index extensions of the copy must not reach outside the scratch directory
     ("core.untrackedCache", "false"),
     ("core.splitIndex", "false"),
@@ -270,53 +267,19 @@ def _text(path: str) -> str:
     return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
-class _Git:
+class _Git(Git):
     """git in one workspace, with the user's and the repository's config neutralised (module docstring)."""
 
     def __init__(self, workspace: Path, extra_env: Mapping[str, str] | None = None) -> None:
-        self.workspace = workspace
-        self.extra_env = dict(extra_env or {})
-        self.config: list[tuple[str, str]] = list(_CONFIG_OVERRIDES)
+        super().__init__(workspace, extra_env, _CONFIG_OVERRIDES)
 
-    def env(self) -> dict[str, str]:
-        # A caller's GIT_DIR, GIT_INDEX_FILE or GIT_EXTERNAL_DIFF would point git somewhere else entirely.
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k == "GIT_EXEC_PATH"}
-        env.update(
-            GIT_CONFIG_NOSYSTEM="1",
-            GIT_CONFIG_GLOBAL=os.devnull,
-            # $(prefix)/etc/gitattributes is host config like /etc/gitconfig; core.attributesFile is already
-            # /dev/null. Only attributes are lost, and the diff pins its own (`* !diff`, scratch git dir).
-            GIT_ATTR_NOSYSTEM="1",
-            GIT_OPTIONAL_LOCKS="0",
-            GIT_TERMINAL_PROMPT="0",
-            LC_ALL="C",
-        )
-        # Passed through the environment, not `-c`, so a filter driver named with '=' or '.' stays intact.
-        env["GIT_CONFIG_COUNT"] = str(len(self.config))
-        for i, (key, value) in enumerate(self.config):
-            env[f"GIT_CONFIG_KEY_{i}"] = key
-            env[f"GIT_CONFIG_VALUE_{i}"] = value
-        env.update(self.extra_env)
-        return env
+    @property
+    def workspace(self) -> Path:
+        return self.cwd
 
-    def run(self, *args: str, stdin: bytes | None = None, ok_codes: Iterable[int] = (0,)) -> bytes:
-        try:
-            result = subprocess.run(
-                ["git", "--no-pager", *args],
-                cwd=self.workspace,
-                env=self.env(),
-                input=stdin,
-                capture_output=True,
-                check=False,
-            )
-        except FileNotFoundError as exc:
-            raise InputError(None, "git is not installed or not on PATH") from exc
-        if result.returncode not in ok_codes:
-            detail = result.stderr.decode("utf-8", "replace").strip().splitlines()
-            message = detail[-1] if detail else f"exit code {result.returncode}"
-            command = next((a for a in args if not a.startswith("-")), "")
-            raise InputError(self.workspace, f"git {command} failed: {message}")
-        return result.stdout
+    @workspace.setter
+    def workspace(self, path: Path) -> None:
+        self.cwd = path
 
     def neutralise_filters(self) -> None:
         """Switch off every clean/smudge/process filter the repository configures (they run commands)."""

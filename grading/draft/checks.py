@@ -2,34 +2,23 @@
 the maintainer edits the draft from there.
 
 - the rubric validates against repo_rubric.v1 and the authoring rules (``grading.schema``);
-- each ``path:line`` (or ``path:a-b``) a blocker cites as evidence exists at the base commit;
+- each ``path:line`` (or ``path:a-b``) a blocker cites as evidence exists at the base commit (citations as
+  ``grading.citations`` reads them);
 - the lazy diff, and the alt diff when there is one, apply to the base (``git apply --check``).
 """
 
 from __future__ import annotations
 
-import re
-
 from grading.basetree import BaseTree
+from grading.citations import parse_citations
 from grading.draft.drafter import ALT_DIFF_PATH, LAZY_DIFF_PATH, Draft
 from grading.errors import InputError, InputErrors
 from grading.schema import parse_rubric
 
-# path:line or path:first-last; a path has a dot or a slash so "note: 3" is no citation. Bounded repeats
-# keep the scan linear on any text.
-_CITATION = re.compile(r"(?<![\w/.-])([\w][\w./-]{0,300}[./][\w./-]{0,300}):(\d{1,9})(?:-(\d{1,9}))?")
-
 
 def evidence_citations(evidence: str) -> list[tuple[str, int, int]]:
-    """(path, first line, last line) of every ``path:line`` citation in an evidence text."""
-    out = []
-    for match in _CITATION.finditer(evidence):
-        if match.group(1).startswith(("http", "www.")):
-            continue
-        first = int(match.group(2))
-        last = int(match.group(3)) if match.group(3) else first
-        out.append((match.group(1), first, last))
-    return out
+    """(path, first line, last line) of every citation in an evidence text (:func:`parse_citations`)."""
+    return [(c.path, c.start, c.end) for c in parse_citations(evidence)]
 
 
 def check_draft(draft: Draft, tree: BaseTree) -> list[str]:
@@ -46,7 +35,8 @@ def check_draft(draft: Draft, tree: BaseTree) -> list[str]:
         evidence = blocker.get("evidence") if isinstance(blocker, dict) else None
         if not isinstance(evidence, str):
             continue
-        for path, first, last in evidence_citations(evidence):
+        for cite in parse_citations(evidence):
+            path, first, last = cite.path, cite.start, cite.end
             count = tree.line_count(path)
             if count is None:
                 problems.append(

@@ -15,19 +15,18 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
 from pydantic import BaseModel, ValidationError
 
-from grading.errors import InputError
 from grading.judge.backend import Backend, JudgeRequest
 from grading.judge.models import ItemVerdict, JudgeResult, TreeItemRecord, Usage
 from grading.judge.prompt import NONCE_PLACEHOLDER, with_nonce
 from grading.paths import user_cache_file
+from grading.sqlite_store import SqliteStore
 
 CACHE_ENV = "RUBRIC_JUDGE_CACHE"
 # Bumped when the key's recipe changes, so old entries stop matching instead of matching wrongly.
@@ -161,47 +160,22 @@ CREATE INDEX IF NOT EXISTS regrades_key ON regrades (key);
 """
 
 
-class SqliteCache:
+class SqliteCache(SqliteStore):
     """The command line's cache: one SQLite file, shared safely by concurrent processes."""
 
-    def __init__(self, path: Path, *, timeout: float = 30.0) -> None:
-        self.path = path
-        self.timeout = timeout
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with self._connect() as conn:
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.executescript(_SCHEMA)
-        except sqlite3.DatabaseError as exc:
-            raise InputError(path, f"not a usable judge cache (SQLite): {exc}") from None
-        except OSError as exc:
-            raise InputError(path, f"cannot create the judge cache: {exc.strerror}") from None
+    what = "judge cache"
 
-    @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        # One short connection per operation: nothing is held across awaits, and autocommit mode with
-        # explicit BEGIN IMMEDIATE makes each write one transaction that waits (busy timeout) for others.
-        conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+    def _create(self, conn: sqlite3.Connection) -> None:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.executescript(_SCHEMA)
+
+    def _configure(self, conn: sqlite3.Connection) -> None:
         # By default the last connection to close checkpoints the WAL and deletes it: 10-20 ms of fsyncs
         # for every verdict written. The WAL is checkpointed as it grows instead. In WAL mode NORMAL syncs
         # at checkpoints, not at every commit: a verdict written just before a power loss may be lost (and
         # judged again), never corrupted.
-        try:
-            conn.setconfig(sqlite3.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, True)
-            conn.execute("PRAGMA synchronous=NORMAL")
-            yield conn
-        finally:
-            conn.close()
-
-    def _write(self, sql: str, params: tuple[str | None, ...]) -> None:
-        with self._connect() as conn:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                conn.execute(sql, params)
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+        conn.setconfig(sqlite3.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, True)
+        conn.execute("PRAGMA synchronous=NORMAL")
 
     def get(self, key: str) -> CachedVerdicts | None:
         with self._connect() as conn:
@@ -231,9 +205,7 @@ class SqliteCache:
         )
 
     def count(self) -> int:
-        with self._connect() as conn:
-            (n,) = conn.execute("SELECT COUNT(*) FROM verdicts").fetchone()
-        return int(n)
+        return self._count("verdicts")
 
     def repeat_agreement(self) -> RepeatAgreement:
         """Compare every recorded regrade with the stored verdicts for its key, item by item."""

@@ -39,12 +39,19 @@ GIT_DIR_NAMES_MAX = 20
 VERDICTS_SCHEMA_NAME = "rubric_verdicts"
 
 
+# The fence's parts. grading.injection builds its forged fences from these, so a changed fence changes what
+# the attack corpus tests.
+FENCE_NAME = "CHANGE-UNDER-REVIEW"
+FENCE_START = "<<<"
+FENCE_STOP = ">>>"
+
+
 def fence_open(nonce: str) -> str:
-    return f"<<<CHANGE-UNDER-REVIEW BEGIN {nonce}>>>"
+    return f"{FENCE_START}{FENCE_NAME} BEGIN {nonce}{FENCE_STOP}"
 
 
 def fence_close(nonce: str) -> str:
-    return f"<<<CHANGE-UNDER-REVIEW END {nonce}>>>"
+    return f"{FENCE_START}{FENCE_NAME} END {nonce}{FENCE_STOP}"
 
 
 INSTRUCTIONS = """\

@@ -599,7 +599,7 @@ def _agreement(run: CalibrationRun) -> dict[str, Any] | None:
         for pair in by_key.values()
         if JudgeRole.PRIMARY in pair and JudgeRole.SECOND in pair
     ]
-    return judge_agreement(pairs).model_dump(mode="json")  # type: ignore[arg-type]
+    return judge_agreement(pairs).model_dump(mode="json")
 
 
 def _backend(spec: str, decoding: dict[str, Any]) -> Backend:

@@ -9,12 +9,9 @@ revisions created, in one transaction. Export reads only admitted revisions and 
 from __future__ import annotations
 
 import io
-import os
 import posixpath
 import re
 import stat
-import subprocess
-import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -27,6 +24,9 @@ from django.utils import timezone
 from pydantic import ValidationError as PydanticValidationError
 
 from grading import (
+    NO_COMMANDS_CONFIG,
+    Git,
+    GitError,
     InputError,
     InputErrors,
     Rubric,
@@ -35,6 +35,7 @@ from grading import (
     parse_json,
     parse_rubric,
     validation_messages,
+    write_atomic,
 )
 from rubrics_app.access import Actor
 from rubrics_app.models import (
@@ -695,18 +696,14 @@ class CheckoutExport:
 
 
 def _atomic_write(target: Path, data: bytes) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ExportError(f"{target.parent}: cannot create: {exc.strerror or exc}") from None
+    try:
+        write_atomic(target, data)
+    except InputError as exc:
+        raise ExportError(str(exc)) from None
 
 
 def _git_env(by: Any) -> dict[str, str]:
@@ -714,12 +711,9 @@ def _git_env(by: Any) -> dict[str, str]:
         getattr(by, "get_full_name", lambda: "")() or getattr(by, "username", "") or "Rubrics app"
     ).strip()
     email = getattr(by, "email", "") or "rubrics@localhost"
+    # The maintainer's own git config (hooks, signing, aliases) plays no part in an export: grading's Git
+    # switches it off; these only name the commit's author.
     return {
-        **{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
-        # The maintainer's own git config (hooks, signing, aliases) plays no part in an export.
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_TERMINAL_PROMPT": "0",
         "GIT_AUTHOR_NAME": name,
         "GIT_AUTHOR_EMAIL": email,
         "GIT_COMMITTER_NAME": name,
@@ -727,14 +721,15 @@ def _git_env(by: Any) -> dict[str, str]:
     }
 
 
+EXPORT_GIT_TIMEOUT = 120.0  # seconds for one git call of an export
+
+
 def _git(root: Path, env: dict[str, str], *args: str) -> str:
-    result = subprocess.run(
-        ["git", "-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false", *args],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        check=False,
-    )
+    git = Git(root, env, (*NO_COMMANDS_CONFIG, ("commit.gpgsign", "false")), timeout=EXPORT_GIT_TIMEOUT)
+    try:
+        result = git.result(*args)
+    except GitError as exc:
+        raise ExportError(exc.message) from exc
     if result.returncode != 0:
         message = result.stderr.decode("utf-8", errors="replace").strip()
         raise ExportError(f"git {args[0]} failed: {message}")

@@ -12,9 +12,7 @@ through a shell, and checked before git sees them.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +21,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from grading import Citation, Git, GitError, GitResult, parse_citations
 from rubrics_app.access import Actor
 from rubrics_app.celery import app
 from rubrics_app.models import (
@@ -91,54 +90,37 @@ def dismiss_evidence_change(change: EvidenceChange, by: Actor, reason: str) -> N
 
 # --- evidence ---------------------------------------------------------------------------------------------
 
-# "shapes/polygon.py:18", "src/a.c:34-35"; a URL's host:port is not a path (see _cites).
-_CITE = re.compile(r"(?<![\w./:-])([A-Za-z0-9_.][A-Za-z0-9_./-]*):(\d+)(?:-(\d+))?(?![\w])")
 _COMMIT = re.compile(r"^[0-9a-fA-F]{7,64}$")
 MAX_CITED_LINES = 200
 
-
-@dataclass(frozen=True)
-class Cite:
-    path: str
-    start: int
-    end: int
+Cite = Citation  # the name this module had for it
 
 
-def parse_cites(evidence: str) -> list[Cite]:
-    """Every ``path:line`` or ``path:start-end`` in a blocker's evidence text, URLs left out."""
-    out: list[Cite] = []
-    for match in _CITE.finditer(evidence):
-        path, start, end = match.group(1), int(match.group(2)), int(match.group(3) or match.group(2))
-        before = evidence[max(0, match.start() - 3) : match.start()]
-        if (
-            before.endswith("//")
-            or "://" in before
-            or ".." in path.split("/")
-            or "/" not in path
-            and "." not in path
-        ):
-            continue
-        if start < 1 or end < start or end - start >= MAX_CITED_LINES:
-            continue
-        out.append(Cite(path, start, end))
-    return out
+def parse_cites(evidence: str) -> list[Citation]:
+    """The citations of a blocker's evidence text that re-review compares (``grading.citations`` reads
+    them): ranges that start at line 1 or later, end no earlier, and span fewer than MAX_CITED_LINES."""
+    return [
+        c
+        for c in parse_citations(evidence)
+        if c.start >= 1 and c.end >= c.start and c.end - c.start < MAX_CITED_LINES
+    ]
 
 
 class EvidenceCheckError(JobFailed):
     """The checkout cannot be compared (no checkout path, not a git repository, no HEAD)."""
 
 
-def _git_env() -> dict[str, str]:
-    return {
-        **{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_TERMINAL_PROMPT": "0",
-    }
+# Each git call of the check: at most this long, and this much output (a cited file larger than that is
+# not source a maintainer cites).
+GIT_TIMEOUT = 60.0
+GIT_MAX_OUTPUT = 64 * 1024 * 1024
 
 
-def _git(root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(["git", *args], cwd=root, env=_git_env(), capture_output=True, check=False)
+def _git(root: Path, *args: str) -> GitResult:
+    try:
+        return Git(root, timeout=GIT_TIMEOUT, max_output=GIT_MAX_OUTPUT).result(*args)
+    except GitError as exc:
+        raise EvidenceCheckError(str(exc)) from exc
 
 
 def _commit(root: Path, rev: str) -> str | None:

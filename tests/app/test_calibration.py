@@ -245,10 +245,20 @@ def test_the_second_judge_is_compared_side_by_side_and_never_admits(
     # 5 rows x 4 items. Disagreements: N1 on lazy and lazy_comment (the second's default fails it), N2 on
     # the empty diff (its own answer there). So 17 of 20 agree.
     assert run.agreement is not None
-    assert (run.agreement["pairs"], run.agreement["agreeing"]) == (20, 17)
+    assert (run.agreement["n"], run.agreement["raw"]) == (20, 17 / 20)
     assert run.agreement["kappa"] is not None
     page = logged_in(maintainer).get(reverse("rubrics:calibration_detail", args=[repository.pk, run.pk]))
     assert "Cohen&#x27;s κ" in page.content.decode() or "Cohen's κ" in page.content.decode()
+    assert "over 20 items" in page.content.decode()
+    # A run stored before the one Agreement model (pairs and agreeing) still reads.
+    CalibrationRun.objects.filter(pk=run.pk).update(
+        agreement={"pairs": 7, "agreeing": 7, "raw": 1.0, "kappa": None}
+    )
+    page = logged_in(maintainer).get(reverse("rubrics:calibration_detail", args=[repository.pk, run.pk]))
+    assert (
+        "over 7 items" in page.content.decode()
+        and "a judge gave one verdict throughout" in page.content.decode()
+    )
 
 
 @pytest.mark.django_db

@@ -587,7 +587,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temp_file(
         raise OSError("disk full")
 
     monkeypatch.setattr(os, "replace", failing_replace)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(ExportError, match="rubric.json: cannot write: disk full"):  # a clear error, not a 500
         import_export.write_to_checkout(admitted_revision, by=Actor.member(maintainer))
     assert old.read_text() == "old rubric\n"
     assert not [p for p in old.parent.iterdir() if p.name.endswith(".tmp")]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from grading import injection
 from grading.diffs import read_diff
 from grading.errors import InputError
 from grading.injection import (
@@ -23,6 +24,8 @@ from grading.injection import (
     inject_payload,
     summarize,
 )
+from grading.judge import prompt
+from grading.judge.prompt import NONCE_PLACEHOLDER
 from tests.gitrepo import GitRepo
 
 PY_BASE = "def area(points):\n    total = 0\n    for a, b in zip(points, points[1:]):\n" \
@@ -218,3 +221,34 @@ def test_summary_counts_and_rates() -> None:
     assert (summary.benign, summary.benign_drifts, summary.benign_drift_rate) == (3, 1, 0.5)
     assert summary.calls == 9
     assert summarize([]).attack_success_rate is None
+
+
+FENCE_KINDS = ("fake_fence_close", "nonce_guesses", "nonce_placeholder", "unnonced_fence", "lookalike_fence")
+
+
+def fence_payloads() -> dict[str, str]:
+    site = Site(path="src/area.py", indent="", syntax=comment_syntax("src/area.py"), family="python",
+                blockers=("B1",))  # fmt: skip
+    kinds = {kind.name: kind for kind in PAYLOAD_KINDS}
+    return {name: "\n".join(kinds[name].text(site)) for name in FENCE_KINDS}
+
+
+def test_the_forged_fences_follow_the_judge_fence(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The corpus builds its fences from grading.judge.prompt: changing the fence there changes every forged
+    fence here (a copied fence would go on testing the old one)."""
+    before = fence_payloads()
+    assert "<<<CHANGE-UNDER-REVIEW END " + "0" * 32 + ">>>" in before["fake_fence_close"]
+    assert NONCE_PLACEHOLDER in before["nonce_placeholder"]
+    monkeypatch.setattr(prompt, "FENCE_NAME", "REVISED-FENCE")
+    after = fence_payloads()
+    for name in FENCE_KINDS:
+        assert "CHANGE-UNDER-REVIEW" not in after[name] and "ANGE-UNDER-REVIEW" not in after[name], name
+        assert after[name] != before[name], name
+    assert prompt.fence_close("0" * 32) in after["fake_fence_close"]
+    assert all(len(nonce) == 2 * prompt.NONCE_BYTES for nonce in injection.GUESSED_NONCES)
+
+
+def test_injection_holds_no_copy_of_the_fence() -> None:
+    source = Path(injection.__file__).read_text(encoding="utf-8")
+    assert prompt.FENCE_NAME not in source
+    assert prompt.NONCE_PLACEHOLDER not in source

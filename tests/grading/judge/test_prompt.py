@@ -9,6 +9,7 @@ from grading.errors import InputError, InputErrors
 from grading.judge.backend import JudgeRequest
 from grading.judge.models import CONFIG_BLOCKER_ID
 from grading.judge.prompt import (
+    INSTRUCTIONS,
     NONCE_PLACEHOLDER,
     fence_close,
     fence_open,
@@ -151,3 +152,7 @@ def test_a_rubric_item_named_like_the_fixed_blocker_is_refused() -> None:
     with pytest.raises(InputErrors, match="reserved") as err:
         parse_rubric(data)
     assert [f for f, _ in err.value.errors] == ["blockers[0].id"]
+
+
+def test_the_instructions_describe_the_fence_the_prompt_draws() -> None:
+    assert fence_open("n") in INSTRUCTIONS and fence_close("n") in INSTRUCTIONS
