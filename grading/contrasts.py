@@ -78,22 +78,22 @@ def contrast_value(metric: ContrastMetric, pairs: Sequence[PairSums]) -> float |
     return _side_rate(metric, t[3], t[4], t[5]) - _side_rate(metric, t[0], t[1], t[2])
 
 
-def pair_sums(runs: Iterable[GradedRun], side: str, a: str, b: str) -> list[PairSums]:
-    """Per task with measured runs on both sides (sorted by task): the six sums of :data:`PairSums`.
-    ``side`` is the attribute the two sides differ in ("arm" or "model")."""
-    by_task: dict[str, list[int]] = defaultdict(lambda: [0] * 6)
+def cell_task_sums(runs: Iterable[GradedRun]) -> dict[tuple[str, str], dict[str, tuple[int, int, int]]]:
+    """Per (arm, model), per task: its (measured, test-pass, mergeable) runs, in one pass over the runs."""
+    cells: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(dict)
     for r in runs:
-        if not r.measured:
-            continue
-        where = getattr(r, side)
-        if where not in (a, b):
-            continue
-        sums = by_task[r.task]
-        offset = 0 if where == a else 3
-        sums[offset] += 1
-        sums[offset + 1] += bool(r.test_pass)
-        sums[offset + 2] += bool(r.mergeable)
-    return [tuple(s) for _, s in sorted(by_task.items()) if s[0] and s[3]]  # type: ignore[misc]
+        tasks = cells[(r.arm, r.model)]  # a cell with nothing measured is still compared (value None)
+        if r.measured:
+            sums = tasks.setdefault(r.task, [0, 0, 0])
+            sums[0] += 1
+            sums[1] += bool(r.test_pass)
+            sums[2] += bool(r.mergeable)
+    return {cell: {t: (s[0], s[1], s[2]) for t, s in tasks.items()} for cell, tasks in cells.items()}
+
+
+def pair_sums(a: dict[str, tuple[int, int, int]], b: dict[str, tuple[int, int, int]]) -> list[PairSums]:
+    """Per task with measured runs on both sides (sorted by task): the six sums of :data:`PairSums`."""
+    return [(*a[task], *b[task]) for task in sorted(a.keys() & b.keys())]
 
 
 def paired_intervals(
@@ -130,12 +130,14 @@ def _interval_reason(tasks: int, replicates: int) -> str | None:
     return None
 
 
-def _sides(runs: Sequence[GradedRun], kind: ContrastKind) -> dict[str, list[str]]:
+def _sides(cells: Iterable[tuple[str, str]], kind: ContrastKind) -> dict[str, list[str]]:
     """The fixed value -> the sorted values compared under it (two or more)."""
-    fixed_attr, side_attr = ("model", "arm") if kind == "arm" else ("arm", "model")
     seen: dict[str, set[str]] = defaultdict(set)
-    for r in runs:
-        seen[getattr(r, fixed_attr)].add(getattr(r, side_attr))
+    for arm, model in cells:
+        if kind == "arm":
+            seen[model].add(arm)
+        else:
+            seen[arm].add(model)
     return {fixed: sorted(values) for fixed, values in sorted(seen.items()) if len(values) > 1}
 
 
@@ -148,12 +150,12 @@ def build_contrasts(
     from grading.power import contrast_precision
 
     out: list[Contrast] = []
+    cells = cell_task_sums(runs)
     for kind in KINDS:
-        fixed_attr, side_attr = ("model", "arm") if kind == "arm" else ("arm", "model")
-        for fixed, values in _sides(runs, kind).items():
-            mine = [r for r in runs if getattr(r, fixed_attr) == fixed]
+        for fixed, values in _sides(cells, kind).items():
             for a, b in itertools.combinations(values, 2):
-                pairs = pair_sums(mine, side_attr, a, b)
+                side_a, side_b = ((a, fixed), (b, fixed)) if kind == "arm" else ((fixed, a), (fixed, b))
+                pairs = pair_sums(cells[side_a], cells[side_b])
                 rng = random.Random("\x1f".join([str(seed), "contrast", kind, fixed, a, b]))
                 intervals = paired_intervals(pairs, replicates, rng)
                 runs_count = sum(p[0] + p[3] for p in pairs)

@@ -304,7 +304,10 @@ def test_hostile_names_are_escaped_in_the_chart_and_tables(
     task = Task.objects.create(repository=repository, task_id=f"t{HOSTILE}", spec_prompt="x")
     other = Task.objects.create(repository=repository, task_id="t2", spec_prompt="x")
     bulk_runs(
-        [task, other], arms=[f"arm{HOSTILE}"], models=[f"claude-{HOSTILE}</svg><svg onload=alert(1)>"], reps=3
+        [task, other],
+        arms=[f"arm{HOSTILE}", "base"],
+        models=[f"claude-{HOSTILE}</svg><svg onload=alert(1)>"],
+        reps=3,
     )
     page = logged_in(viewer).get(reverse("rubrics:report", args=[repository.pk]))
     assert page.status_code == 200
@@ -313,11 +316,13 @@ def test_hostile_names_are_escaped_in_the_chart_and_tables(
     chart = html.split('class="report-chart rates-chart"')[1].split("</svg>")[0]
     assert "arm&lt;script&gt;alert(&quot;x&quot;)" in chart
     assert html.count('class="report-chart report-histogram"') == 2
+    forest = html.split('class="report-chart forest-plot"')[1].split("</svg>")[0]
+    assert "arm&lt;script&gt;alert(&quot;x&quot;)" in forest
     assert (
         "<title>Failed blockers of t&lt;script&gt;alert(&quot;x&quot;)"
         "&lt;/script&gt;&amp;&quot;&#x27;</title>" in html
     )
-    assert AgentRun.objects.count() == 6
+    assert AgentRun.objects.count() == 12
 
 
 def test_a_cutoff_that_is_not_a_date_is_left_out_with_a_warning(
