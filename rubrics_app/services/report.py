@@ -33,6 +33,7 @@ from django.db.models import Count, Max, QuerySet
 from django.db.models.functions import Length
 
 from grading.errors import InputError
+from grading.power import LabelTarget
 from grading.report import (
     DEFAULT_BOOTSTRAP,
     DEFAULT_SEED,
@@ -337,6 +338,26 @@ def repository_report(repository: Repository, filters: dict[str, str]) -> Report
     result = ReportResult(report=report, runs=len(runs), ungraded=ungraded, grade_of_run=grade_of_run)
     cache.set(key, result, CACHE_SECONDS)
     return result
+
+
+def label_target(repository: Repository) -> LabelTarget | None:
+    """The review queue's target (grading.power): how many more labelled runs would bring the corrected
+    mergeable rate of the repository's report to ±5 points. From the cached report when there is one;
+    otherwise computed without the bootstrap (the target does not depend on it) and cached apart, so the
+    queue page never waits for the report's intervals."""
+    state = _state(repository)
+    key = _cache_key(repository, state, {})
+    cached = cache.get(key)
+    if isinstance(cached, ReportResult):
+        return cached.report.label_target
+    target_key = f"{key}:label-target"
+    target = cache.get(target_key)
+    if isinstance(target, LabelTarget):
+        return target
+    runs, _, _ = graded_runs(repository, {}, state)
+    target = build_report(runs, bootstrap=0).label_target
+    cache.set(target_key, target, CACHE_SECONDS)
+    return target
 
 
 def filter_choices(repository: Repository) -> dict[str, list[str]]:

@@ -21,7 +21,14 @@ from django.views.decorators.http import require_GET, require_POST
 from grading.report import REPEATED_WARNINGS, warning_kind
 from grading.report_charts import standalone
 from grading.report_html import report_html as render_report_html
-from grading.report_render import contrast_estimate, contrast_label, metric_lines, precision_text, report_csv
+from grading.report_render import (
+    METRIC_NAMES,
+    contrast_estimate,
+    contrast_label,
+    metric_lines,
+    precision_text,
+    report_csv,
+)
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
 from rubrics_app.forms_report import CutoffsForm
 from rubrics_app.models import Role
@@ -97,7 +104,8 @@ def _page_context(
         "warning_lines": warning_lines(report.warnings),
         "forest": forest_plot(report.contrasts) if report.contrasts else None,
         "contrast_rows": [
-            (c, contrast_label(c), contrast_estimate(c), precision_text(c)) for c in report.contrasts
+            (c, contrast_label(c), METRIC_NAMES[c.metric], contrast_estimate(c), precision_text(c))
+            for c in report.contrasts
         ],
         "chart": rates_chart(report.cells, report.bootstrap) if report.cells else None,
         "metric_lines": metric_lines(report.cells),

@@ -35,7 +35,7 @@ from rubrics_app.models_runs import (
 from rubrics_app.services import queue as review_queue
 from rubrics_app.services import rereview
 from rubrics_app.services.import_export import ImportFailed
-from rubrics_app.services.report import repository_report
+from rubrics_app.services.report import label_target
 from rubrics_app.services.runs import import_runs_zip
 from rubrics_app.views.common import HtmxHttpRequest
 from rubrics_app.views.repositories import repository_context
@@ -142,8 +142,8 @@ def queue_list(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
 
 def _label_target(access: RepositoryAccess) -> str | None:
     """The queue's target: how many more labelled runs would bring the judge-error-corrected mergeable rate
-    of the whole report to ±5 points (grading.power), from the cached report."""
-    target = repository_report(access.repository, {}).report.label_target
+    of the whole report to ±5 points (grading.power)."""
+    target = label_target(access.repository)
     if (
         target is None
         or target.corrected_rate is None
