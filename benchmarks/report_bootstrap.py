@@ -6,7 +6,8 @@ it was written before), in the same run.
 
 Both draw the same numbers from the same seeded generator, so the two reports must be equal: the script
 checks that before it prints. Runs: tasks x 2 arms x 2 models x 5 repetitions, with human labels on 1 run
-in 5 so that the judge-error-corrected rate (which resamples the labelled tasks too) is computed.
+in 5 so that the judge-error-corrected rate (which resamples the labelled tasks too) is computed. The
+report includes its contrasts (two arms per model, two models per arm: 12, each with its paired bootstrap).
 """
 
 from __future__ import annotations
@@ -101,6 +102,7 @@ def main() -> None:
         if numpy_report != loop_report:
             raise SystemExit(f"{len(runs)} runs: the vectorised bootstrap gave another report")
         assert numpy_report["cells"][0]["corrected_mergeable_rate"]["ci"] is not None
+        assert all(c["ci"] is not None for c in numpy_report["contrasts"])  # 12 contrasts, paired bootstrap
         rows.append(
             Row(
                 f"`build_report`, {len(runs):,} runs ({tasks} tasks), {REPLICATES} replicates",

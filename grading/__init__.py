@@ -28,6 +28,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "grading.citations": ("Citation", "parse_citations"),
     "grading.basetree": ("BaseTree",),
     "grading.commands.judge": ("printable",),
+    "grading.contrasts": ("Contrast",),
     "grading.diffs": ("read_diff",),
     "grading.draft": (
         "ALT_DIFF_PATH",
@@ -93,6 +94,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "MutantRow",
         "check_mutants",
     ),
+    "grading.power": ("LabelTarget",),
     "grading.run": ("Run", "TaskFiles", "make_run", "make_task_files", "read_run", "read_task_files"),
     "grading.outcome": (
         "RunDetails",
@@ -114,9 +116,21 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "grade_metrics",
         "warning_kind",
     ),
+    "grading.report_charts": (
+        "blocker_histogram",
+        "forest_plot",
+        "no_interval_reason",
+        "rates_chart",
+        "standalone",
+    ),
     "grading.report_files": ("parse_date",),
+    "grading.report_html": ("label_target_text", "render_report_html"),
     "grading.report_render": (
+        "METRIC_NAMES",
+        "contrast_estimate",
+        "contrast_label",
         "metric_lines",
+        "precision_text",
         "report_csv",
     ),
     "grading.schema": (
@@ -160,6 +174,7 @@ if TYPE_CHECKING:
     from grading.citations import Citation as Citation
     from grading.citations import parse_citations as parse_citations
     from grading.commands.judge import printable as printable
+    from grading.contrasts import Contrast as Contrast
     from grading.diffs import read_diff as read_diff
     from grading.draft import ALT_DIFF_PATH as ALT_DIFF_PATH
     from grading.draft import DEFAULT_GUIDANCE_GLOBS as DEFAULT_GUIDANCE_GLOBS
@@ -216,6 +231,7 @@ if TYPE_CHECKING:
     from grading.outcome import RunMetrics as RunMetrics
     from grading.outcome import grade as grade
     from grading.outcome import grade_run as grade_run
+    from grading.power import LabelTarget as LabelTarget
     from grading.report import DEFAULT_BOOTSTRAP as DEFAULT_BOOTSTRAP
     from grading.report import DEFAULT_SEED as DEFAULT_SEED
     from grading.report import REPEATED_WARNINGS as REPEATED_WARNINGS
@@ -228,8 +244,19 @@ if TYPE_CHECKING:
     from grading.report import build_report as build_report
     from grading.report import grade_metrics as grade_metrics
     from grading.report import warning_kind as warning_kind
+    from grading.report_charts import blocker_histogram as blocker_histogram
+    from grading.report_charts import forest_plot as forest_plot
+    from grading.report_charts import no_interval_reason as no_interval_reason
+    from grading.report_charts import rates_chart as rates_chart
+    from grading.report_charts import standalone as standalone
     from grading.report_files import parse_date as parse_date
+    from grading.report_html import label_target_text as label_target_text
+    from grading.report_html import render_report_html as render_report_html
+    from grading.report_render import METRIC_NAMES as METRIC_NAMES
+    from grading.report_render import contrast_estimate as contrast_estimate
+    from grading.report_render import contrast_label as contrast_label
     from grading.report_render import metric_lines as metric_lines
+    from grading.report_render import precision_text as precision_text
     from grading.report_render import report_csv as report_csv
     from grading.run import Run as Run
     from grading.run import TaskFiles as TaskFiles

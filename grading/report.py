@@ -27,16 +27,18 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from grading.agreement import Agreement as Agreement  # re-exported: the report's public name
 from grading.agreement import cohen_kappa as cohen_kappa  # re-exported
+from grading.contrasts import Contrast, build_contrasts
 from grading.judge.cache import RepeatAgreement
 from grading.judge.specs import model_family
 from grading.outcome import OutcomeStatus
+from grading.power import TARGET_HALF_WIDTH, LabelTarget, label_target
 from grading.schema import PromptStyle
 
 if TYPE_CHECKING:  # numpy is imported where the bootstrap runs: most commands never need it
     import numpy as np
     from numpy.typing import NDArray
 
-FORMAT = 1
+FORMAT = 2  # the report's JSON (metrics.json has its own: grading.outcome.METRICS_FORMAT)
 CONFIDENCE = 0.95
 DEFAULT_BOOTSTRAP = 2000
 DEFAULT_SEED = 0
@@ -246,6 +248,7 @@ class JudgeUse(BaseModel):
 
 class Report(BaseModel):
     format: int = FORMAT
+    contrasts: list[Contrast] = []  # grading.contrasts: arm against arm, model against model
     cells: list[Cell]
     by_prompt_style: list[Cell]
     by_contamination: list[ContaminationCell]
@@ -254,6 +257,8 @@ class Report(BaseModel):
     repeat_agreement: RepeatAgreement | None
     disagreements: list[Disagreement]
     judge_accuracy: JudgeAccuracy
+    # grading.power: human-labelled runs that would bring the corrected rate (all runs) to ±5 points
+    label_target: LabelTarget | None = None
     judges: list[JudgeUse]
     bootstrap: int
     seed: int
@@ -825,6 +830,7 @@ def build_report(
     agreement, disagreements = _agreement(runs)
     judges = _judge_uses(runs)
     return Report(
+        contrasts=build_contrasts(runs, replicates=bootstrap, seed=seed, target=TARGET_HALF_WIDTH),
         cells=cells,
         by_prompt_style=by_prompt_style,
         by_contamination=by_contamination,
@@ -833,6 +839,7 @@ def build_report(
         repeat_agreement=_repeat_agreement(runs),
         disagreements=disagreements,
         judge_accuracy=accuracy,
+        label_target=label_target(_task_sums(runs), label_sums, minimum=MIN_LABELLED),
         judges=judges,
         bootstrap=bootstrap,
         seed=seed,

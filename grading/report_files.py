@@ -16,8 +16,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, ValidationError
 
 from grading.errors import InputError, InputErrors
-from grading.outcome import FRAMEWORK_METRICS, OutcomeStatus
-from grading.report import FORMAT, GradedRun, JudgeVerdicts, Verdict, grade_metrics
+from grading.outcome import FRAMEWORK_METRICS, METRICS_FORMAT, OutcomeStatus
+from grading.report import GradedRun, JudgeVerdicts, Verdict, grade_metrics
 from grading.schema import PromptStyle, load_run, load_task, read_json, validation_messages
 
 # Top-level metrics.json keys that are the framework's, not grade.json metrics.
@@ -122,9 +122,9 @@ def read_metrics(path: Path) -> tuple[_MetricsFile, dict[str, float], dict[str, 
     data = read_json(path)
     if not isinstance(data, dict):
         raise InputError(path, "metrics.json is a JSON object")
-    if "format" in data and (type(data["format"]) is not int or data["format"] != FORMAT):
+    if "format" in data and (type(data["format"]) is not int or data["format"] != METRICS_FORMAT):
         raise InputError(
-            path, f"format {data['format']!r} is not one this version reads ({FORMAT})", "format"
+            path, f"format {data['format']!r} is not one this version reads ({METRICS_FORMAT})", "format"
         )
     try:
         m = _MetricsFile.model_validate(data)

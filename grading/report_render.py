@@ -11,6 +11,7 @@ import csv
 import io
 import re
 
+from grading.contrasts import Contrast
 from grading.report import Agreement, Cell, ContaminationCell, Estimate, Report
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -34,13 +35,31 @@ def _estimate_columns(e: Estimate | None) -> list[str]:
 
 
 _ESTIMATES = ("test_pass_rate", "mergeable_rate", "difference", "corrected_mergeable_rate")
+_CONTRAST_COLUMNS = ("kind", "fixed", "a", "b", "metric", "value", "value_lo", "value_hi", "few_tasks",
+                     "half_width", "more_tasks", "repetitions_needed")  # fmt: skip
+
+
+def _contrast_columns(c: Contrast | None) -> list[str]:
+    if c is None:
+        return [""] * len(_CONTRAST_COLUMNS)
+    lo, hi = c.ci if c.ci else (None, None)
+    p = c.precision
+    return [
+        c.kind, _csv_text(c.fixed), _csv_text(c.a), _csv_text(c.b), c.metric,
+        _num(c.value), _num(lo), _num(hi), "true" if c.few_tasks else "false",
+        _num(p.half_width if p and p.half_width is not None else (p.predicted_half_width if p else None)),
+        "" if p is None or p.more_tasks is None else str(p.more_tasks),
+        "" if p is None or p.repetitions_needed is None else str(p.repetitions_needed),
+    ]  # fmt: skip
 
 
 def report_csv(report: Report) -> str:
-    """Every cell of every table, one row each; ``table`` says which (cells, by_prompt_style,
-    by_contamination). Each rate has its value and interval bounds; ``metric:<name>`` columns hold the
-    per-cell means of numeric grade.json metrics, ``rate:<name>`` the share of true of true/false ones;
-    ``integrity_not_measured`` counts the measured runs graded with a test-integrity part not measured."""
+    """Every cell of every table, one row each, then every contrast; ``table`` says which (cells,
+    by_prompt_style, by_contamination, contrasts). A contrast row fills ``tasks``, ``runs`` and the
+    contrast columns (kind to repetitions_needed), a cell row the rest. Each rate has its value and
+    interval bounds; ``metric:<name>`` columns hold the per-cell means of numeric grade.json metrics,
+    ``rate:<name>`` the share of true of true/false ones; ``integrity_not_measured`` counts the measured
+    runs graded with a test-integrity part not measured."""
     tables: list[tuple[str, list[Cell]]] = [
         ("cells", report.cells),
         ("by_prompt_style", report.by_prompt_style),
@@ -52,7 +71,7 @@ def report_csv(report: Report) -> str:
     for name in _ESTIMATES:
         header += [name, f"{name}_lo", f"{name}_hi"]
     header += ["mean_merge_score", "grader_failures", "judge_failures", "not_measured", "provisional"]
-    header += ["integrity_not_measured"]
+    header += ["integrity_not_measured", *_CONTRAST_COLUMNS]
     header += [f"metric:{m}" for m in metric_names] + [f"rate:{m}" for m in rate_names]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
@@ -66,10 +85,25 @@ def report_csv(report: Report) -> str:
                 row += _estimate_columns(getattr(c, name))
             row += [_num(c.mean_merge_score), str(c.grader_failures), str(c.judge_failures)]
             row += [str(c.not_measured), "true" if c.provisional else "false"]
-            row += [str(c.integrity_not_measured_runs)]
+            row += [str(c.integrity_not_measured_runs), *_contrast_columns(None)]
             row += [_num(c.metrics[m].mean) if m in c.metrics else "" for m in metric_names]
             row += [_num(c.metric_rates[m].rate) if m in c.metric_rates else "" for m in rate_names]
             writer.writerow(row)
+    blank_rates = [""] * (3 * len(_ESTIMATES) + 6)
+    for k in report.contrasts:
+        row = [
+            "contrasts",
+            "",
+            "",
+            "",
+            "",
+            str(k.runs),
+            str(k.tasks),
+            "",
+            *blank_rates,
+            *_contrast_columns(k),
+        ]
+        writer.writerow(row + [""] * (len(header) - len(row)))
     return out.getvalue()
 
 
@@ -152,6 +186,66 @@ def _md_integrity(c: Cell) -> str:
     return f"{c.integrity_not_measured_runs} ({parts})"
 
 
+METRIC_NAMES = {"test_pass_rate": "test-pass", "mergeable_rate": "mergeable", "difference": "gap"}
+
+
+def points(value: float | None) -> str:
+    """A difference of rates in percentage points, signed: "+12.5 pp"."""
+    return "n/a" if value is None else f"{100 * value:+.1f} pp".replace("-", "−")
+
+
+def contrast_label(c: Contrast) -> str:
+    """ "arm B − arm A (model M)": what a contrast compares, in plain text."""
+    return f"{c.b} − {c.a} ({'model' if c.kind == 'arm' else 'arm'} {c.fixed})"
+
+
+def contrast_estimate(c: Contrast) -> str:
+    """The value with its interval, or the reason there is none, and the few-tasks mark."""
+    if c.value is None:
+        return f"n/a ({c.interval_reason})" if c.interval_reason else "n/a"
+    text = points(c.value)
+    text += f" [{points(c.ci[0])}, {points(c.ci[1])}]" if c.ci else f" (no interval: {c.interval_reason})"
+    return text + (" (few tasks)" if c.few_tasks and c.tasks else "")
+
+
+def precision_text(c: Contrast) -> str:
+    """How far the interval is from ±5 points and what would close it, in plain text."""
+    p = c.precision
+    if p is None or c.value is None:
+        return "-"
+    aim = f"±{100 * p.target:g} pp"
+    now = p.half_width if p.half_width is not None else p.predicted_half_width
+    parts = [f"now ±{100 * now:.1f} pp" if now is not None else "now unknown"]
+    if now is not None and now <= p.target:
+        return f"{parts[0]}: within {aim}"
+    if p.more_tasks is not None:
+        parts.append(f"{p.more_tasks} more tasks")
+    if p.repetitions_needed is not None:
+        parts.append(f"or {p.repetitions_needed} runs per task and side (now {p.repetitions:.1f})")
+    text = ", ".join(parts) + f" to reach {aim}" if len(parts) > 1 else parts[0]
+    return text + (f" ({p.reason})" if p.reason else "")
+
+
+def _md_contrasts(report: Report) -> list[str]:
+    if not report.contrasts:
+        return []
+    lines = [
+        "## Contrasts",
+        "",
+        "b − a over the tasks both sides measured, with a paired task-level 95% interval "
+        "(a drawn task brings both sides' runs).",
+        "",
+        "| contrast | metric | b − a [95% interval] | tasks | runs | how many runs are enough |",
+        "|---|---|---|---|---|---|",
+    ]
+    for c in report.contrasts:
+        lines.append(
+            f"| {md_text(contrast_label(c))} | {METRIC_NAMES[c.metric]} | {md_text(contrast_estimate(c))} "
+            f"| {c.tasks} | {c.runs} | {md_text(precision_text(c))} |"
+        )
+    return [*lines, ""]
+
+
 def _md_agreement(a: Agreement) -> str:
     raw = "n/a" if a.raw is None else f"{a.raw:.3f}"
     if a.kappa is None:
@@ -164,6 +258,7 @@ def report_markdown(report: Report) -> str:
     lines = ["# Mergeability report", ""]
     if report.warnings:
         lines += ["## Warnings", ""] + [f"- {md_text(w)}" for w in report.warnings] + [""]
+    lines += _md_contrasts(report)
     lines += _md_cells("Per arm and model", report.cells)
     lines += _md_cells("By prompt style", report.by_prompt_style, "prompt style")
     lines += _md_cells("By training cutoff", list(report.by_contamination), "split")

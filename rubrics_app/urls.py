@@ -132,6 +132,8 @@ app_urls = [
     path("repos/<int:repo_pk>/report/", report.report_page, name="report"),
     path("repos/<int:repo_pk>/report.json", report.report_json, name="report_json"),
     path("repos/<int:repo_pk>/report.csv", report.report_csv_view, name="report_csv"),
+    path("repos/<int:repo_pk>/report.html", report.report_html, name="report_html"),
+    path("repos/<int:repo_pk>/report/figure.svg", report.report_figure, name="report_figure"),
     path("repos/<int:repo_pk>/report/cutoffs/", report.report_cutoffs, name="report_cutoffs"),
 ]
 

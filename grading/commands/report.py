@@ -3,7 +3,8 @@
 Reads each RUN_DIR's run.json and metrics.json (written by ``rubric grade``). With ``--tasks DIR`` (the
 directory holding ``<task-id>/task.json``; repeatable, the first that holds a task wins) the report also
 knows each task's base_date (for ``--cutoffs``) and prompt_style. Output: Markdown (default), ``--json``
-(one object) or ``--csv`` (one row per cell). Exit 0, or 2 on bad input (nothing is printed then).
+(one object) or ``--csv`` (one row per cell); ``--html OUT.html`` also writes one self-contained HTML file
+with the charts. Exit 0, or 2 on bad input (nothing is printed then).
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from grading.atomic import write_atomic
 from grading.commands._common import Subparsers, print_json
 from grading.errors import InputError
 from grading.report import DEFAULT_BOOTSTRAP, DEFAULT_SEED, GradedRun, build_report
 from grading.report_files import TaskIndex, load_cutoffs, load_labels, read_graded_run
+from grading.report_html import render_report_html
 from grading.report_render import report_csv, report_markdown
 
 
@@ -48,6 +51,9 @@ def register(subparsers: Subparsers) -> None:
     fmt.add_argument("--json", dest="format", action="store_const", const="json", help="one JSON object")
     fmt.add_argument("--csv", dest="format", action="store_const", const="csv", help="one row per cell")
     fmt.add_argument("--md", dest="format", action="store_const", const="md", help="Markdown (default)")
+    report.add_argument("--html", type=Path, metavar="OUT",
+                        help="also write the report as one self-contained HTML file "
+                        "(inline CSS, SVG charts)")  # fmt: skip
     report.add_argument("--tasks", type=Path, action="append", metavar="DIR",
                         help="a tasks directory holding <task-id>/task.json (base_date, prompt_style); "
                         "repeatable")  # fmt: skip
@@ -75,6 +81,8 @@ def register(subparsers: Subparsers) -> None:
 
 
 def run_report(args: argparse.Namespace) -> int:
+    if args.html is not None and (args.html.is_dir() or not args.html.parent.is_dir()):
+        raise InputError(args.html, "not a file in an existing directory", "--html")
     if args.cutoffs is not None and not args.tasks:
         raise InputError(None, "needs --tasks: the split compares each task's base_date", "--cutoffs")
     cutoffs = load_cutoffs(args.cutoffs) if args.cutoffs is not None else None
@@ -103,6 +111,8 @@ def run_report(args: argparse.Namespace) -> int:
     report = build_report(runs, cutoffs=cutoffs, bootstrap=args.bootstrap, seed=args.seed)
     if unmatched := len(set(labels) - seen):
         report.warnings.append(f"{unmatched} labels in {args.labels} name runs not in this report: ignored")
+    if args.html is not None:
+        write_atomic(args.html, render_report_html(report).encode())
     if args.format == "json":
         print_json(report.to_json_dict())
     elif args.format == "csv":

@@ -38,12 +38,13 @@ from grading import (
     GradedRun,
     InputError,
     JudgeVerdicts,
+    LabelTarget,
     Report,
     build_report,
     grade_metrics,
     parse_date,
 )
-from rubrics_app.models import Repository, RevisionStatus, RubricRevision, Task
+from rubrics_app.models import ItemKind, Repository, RevisionStatus, RubricItem, RubricRevision, Task
 from rubrics_app.models_runs import AgentRun, HumanVerdict, ReportRow, RunGrade
 from rubrics_app.services.queue import mergeable_from_labels
 from rubrics_app.services.report_rows import refresh_report_rows
@@ -51,7 +52,7 @@ from rubrics_app.services.report_rows import refresh_report_rows
 FILTERS = ("task", "arm", "model", "prompt_style")
 PROMPT_STYLES = ("spec", "issue")
 CACHE_SECONDS = 24 * 3600  # the key changes with the data; this only bounds how long an unused one stays
-_CACHE_VERSION = "report-v3"  # the Report's shape: a cached one of an older shape is never served
+_CACHE_VERSION = "report-v4"  # the Report's shape: a cached one of an older shape is never served
 
 
 @dataclass
@@ -339,6 +340,26 @@ def repository_report(repository: Repository, filters: dict[str, str]) -> Report
     return result
 
 
+def label_target(repository: Repository) -> LabelTarget | None:
+    """The review queue's target (grading.power): how many more labelled runs would bring the corrected
+    mergeable rate of the repository's report to ±5 points. From the cached report when there is one;
+    otherwise computed without the bootstrap (the target does not depend on it) and cached apart, so the
+    queue page never waits for the report's intervals."""
+    state = _state(repository)
+    key = _cache_key(repository, state, {})
+    cached = cache.get(key)
+    if isinstance(cached, ReportResult):
+        return cached.report.label_target
+    target_key = f"{key}:label-target"
+    target = cache.get(target_key)
+    if isinstance(target, LabelTarget):
+        return target
+    runs, _, _ = graded_runs(repository, {}, state)
+    target = build_report(runs, bootstrap=0).label_target
+    cache.set(target_key, target, CACHE_SECONDS)
+    return target
+
+
 def filter_choices(repository: Repository) -> dict[str, list[str]]:
     """The tasks, arms and models that have runs (one query)."""
     rows = set(
@@ -352,3 +373,19 @@ def filter_choices(repository: Repository) -> dict[str, list[str]]:
         "model": sorted({r[2] for r in rows}),
         "prompt_style": list(PROMPT_STYLES),
     }
+
+
+def blocker_criteria(repository: Repository, task_ids: list[str]) -> dict[str, dict[str, str]]:
+    """Per task, each blocker id's criterion, for the failed-blocker histograms: the newest revision's
+    text where revisions differ (one query over the tasks' blockers)."""
+    out: dict[str, dict[str, str]] = defaultdict(dict)
+    rows = (
+        RubricItem.objects.filter(
+            revision__task__repository=repository, revision__task__task_id__in=task_ids, kind=ItemKind.BLOCKER
+        )
+        .order_by("revision__task_id", "revision__number")
+        .values_list("revision__task__task_id", "item_id", "criterion")
+    )
+    for task_id, item_id, criterion in rows:
+        out[task_id][item_id] = criterion
+    return dict(out)

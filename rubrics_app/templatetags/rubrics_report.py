@@ -2,6 +2,9 @@ from __future__ import annotations
 
 from django import template
 
+from grading import Cell
+from grading import no_interval_reason as _no_interval_reason
+
 register = template.Library()
 
 
@@ -9,3 +12,9 @@ register = template.Library()
 def percent(value: float | None) -> str:
     """A rate in [0, 1] as a percentage with one decimal (as `rubric report`'s Markdown writes it)."""
     return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+@register.filter
+def no_interval_reason(cell: Cell, bootstrap: int) -> str | None:
+    """Why a cell's rates have no interval (one task, no bootstrap), or None."""
+    return _no_interval_reason(cell, bootstrap)

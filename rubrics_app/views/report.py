@@ -13,18 +13,35 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from grading import REPEATED_WARNINGS, metric_lines, report_csv, warning_kind
+from grading import (
+    METRIC_NAMES,
+    REPEATED_WARNINGS,
+    contrast_estimate,
+    contrast_label,
+    metric_lines,
+    precision_text,
+    render_report_html,
+    report_csv,
+    standalone,
+    warning_kind,
+)
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
 from rubrics_app.forms_report import CutoffsForm
 from rubrics_app.models import Role
 from rubrics_app.models_runs import QueueKind
-from rubrics_app.report_chart import blocker_histogram, rates_chart
-from rubrics_app.services.report import ReportResult, clean_filters, filter_choices, repository_report
+from rubrics_app.report_chart import blocker_histogram, forest_plot, rates_chart
+from rubrics_app.services.report import (
+    ReportResult,
+    blocker_criteria,
+    clean_filters,
+    filter_choices,
+    repository_report,
+)
 from rubrics_app.views.common import HtmxHttpRequest
 from rubrics_app.views.revisions import redirect_to
 
@@ -74,6 +91,9 @@ def _page_context(
         url = reverse("rubrics:queue_entry", args=[pk, grade, d.item]) if grade is not None else None
         disagreements.append((d, f"{url}?kind={QueueKind.JUDGES}" if url else None))
     scripted = {j.judge for j in report.judges if j.scripted}
+    failed = [t for t in report.tasks if t.failed_blockers]
+    criteria = blocker_criteria(access.repository, [t.task for t in failed])
+    figure = reverse("rubrics:report_figure", args=[pk])
     return {
         "access": access,
         "repository": access.repository,
@@ -83,9 +103,24 @@ def _page_context(
         "report": report,
         "warnings": report.warnings,
         "warning_lines": warning_lines(report.warnings),
-        "chart": rates_chart(report.cells) if report.cells else None,
+        "forest": forest_plot(report.contrasts) if report.contrasts else None,
+        "contrast_rows": [
+            (c, contrast_label(c), METRIC_NAMES[c.metric], contrast_estimate(c), precision_text(c))
+            for c in report.contrasts
+        ],
+        "chart": rates_chart(report.cells, report.bootstrap) if report.cells else None,
         "metric_lines": metric_lines(report.cells),
-        "histograms": [(t, blocker_histogram(t)) for t in report.tasks if t.failed_blockers],
+        "histograms": [
+            (
+                t,
+                blocker_histogram(t, criteria.get(t.task)),
+                f"{figure}?{urlencode({**filters, 'figure': 'blockers', 'task_histogram': t.task})}",
+            )
+            for t in failed
+        ],
+        "forest_url": f"{figure}?{urlencode({**filters, 'figure': 'contrasts'})}",
+        "chart_url": f"{figure}?{urlencode({**filters, 'figure': 'rates'})}",
+        "html_url": f"{reverse('rubrics:report_html', args=[pk])}?{query}",
         "agreement_items": agreement_items,
         "disagreements": disagreements,
         "queue_url": _queue_url(
@@ -134,6 +169,47 @@ def report_csv_view(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     result = repository_report(access.repository, clean_filters(request.GET))
     response = HttpResponse(report_csv(result.report), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = _download_name(access, "csv")
+    return response
+
+
+@require_GET
+@login_required
+def report_html(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
+    """The report under the filters as one self-contained HTML file, as `rubric report --html` writes it."""
+    access = get_repository_for_user(request, repo_pk)
+    report = repository_report(access.repository, clean_filters(request.GET)).report
+    criteria = blocker_criteria(access.repository, [t.task for t in report.tasks if t.failed_blockers])
+    body = render_report_html(
+        report, title=f"Mergeability report · {access.repository.name}", criteria=criteria
+    )
+    response = HttpResponse(body, content_type="text/html; charset=utf-8")
+    response["Content-Disposition"] = _download_name(access, "html")
+    return response
+
+
+@require_GET
+@login_required
+def report_figure(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
+    """One chart of the report under the filters as an .svg file ("download figure")."""
+    access = get_repository_for_user(request, repo_pk)
+    report = repository_report(access.repository, clean_filters(request.GET)).report
+    figure = request.GET.get("figure", "")
+    if figure == "contrasts" and report.contrasts:
+        svg, name = str(forest_plot(report.contrasts)), "contrasts"
+    elif figure == "rates" and report.cells:
+        svg, name = str(rates_chart(report.cells, report.bootstrap)), "rates"
+    elif figure == "blockers":
+        task = request.GET.get("task_histogram", "")
+        row = next((t for t in report.tasks if t.task == task and t.failed_blockers), None)
+        if row is None:
+            raise Http404("no such histogram")
+        criteria = blocker_criteria(access.repository, [task]).get(task)
+        # Task ids match [A-Za-z0-9._-]+ (name_validator): safe in a file name.
+        svg, name = str(blocker_histogram(row, criteria)), f"blockers-{task}"
+    else:
+        raise Http404("no such figure")
+    response = HttpResponse(standalone(svg), content_type="image/svg+xml; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{access.repository.name}-{name}.svg"'
     return response
 
 

@@ -16,6 +16,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from grading import label_target_text
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
 from rubrics_app.diff_render import render_diff
 from rubrics_app.forms_runs import HumanVerdictForm, ReasonForm, RunsUploadForm, SweBenchUploadForm
@@ -34,6 +35,7 @@ from rubrics_app.models_runs import (
 from rubrics_app.services import queue as review_queue
 from rubrics_app.services import rereview
 from rubrics_app.services.import_export import ImportFailed
+from rubrics_app.services.report import label_target
 from rubrics_app.services.runs import import_runs_zip
 from rubrics_app.services.swe_bench import import_swe_bench_upload
 from rubrics_app.views.common import HtmxHttpRequest
@@ -163,8 +165,23 @@ def queue_list(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
             "choices": review_queue.filter_choices(access.repository),
             "next_url": _entry_url(access, next_entry, kind, filters) if next_entry else None,
             "sample_percent": _sample_percent(),
+            "label_target": _label_target(access),
         },
     )
+
+
+def _label_target(access: RepositoryAccess) -> str | None:
+    """The queue's target: how many more labelled runs would bring the judge-error-corrected mergeable rate
+    of the whole report to ±5 points (grading.power)."""
+    target = label_target(access.repository)
+    if (
+        target is None
+        or target.corrected_rate is None
+        and target.labelled == 0
+        and target.more_labels is None
+    ):
+        return None  # nothing measured or nothing labelled yet: the queue's own count says enough
+    return label_target_text(target.more_labels, target.target, target.reason)
 
 
 def _sample_percent() -> int:

@@ -58,18 +58,24 @@ def test_wide_tables_scroll_in_their_own_box(maintainer: User, make_revision: Ma
         _assert_narrow(html, page)
 
 
-def test_the_report_charts_scale_with_their_viewbox(maintainer: User, make_revision: MakeRevision) -> None:
+def test_the_report_charts_are_drawn_at_the_page_width_with_text_of_12_px_or_more(
+    maintainer: User, make_revision: MakeRevision
+) -> None:
     revision = make_revision(RevisionStatus.DRAFT)
     task = revision.task
-    bulk_runs([task], ["a-rather-long-arm-name"], ["claude-with-a-long-model-id-20250929"], 3)
+    bulk_runs([task], ["a-rather-long-arm-name", "base"], ["claude-with-a-long-model-id-20250929"], 3)
     client = Client()
     client.force_login(maintainer)
     html = client.get(reverse("rubrics:report", args=[task.repository_id])).content.decode()
-    svgs = re.findall(r"<svg [^>]*>", html)
-    assert len(svgs) == 2  # the rates chart and one histogram
+    svgs = re.findall(r"<svg [^>]*>.*?</svg>", html, re.DOTALL)
+    assert len(svgs) == 3  # the forest plot, the rates chart and one histogram
     for svg in svgs:
-        assert re.search(r'class="report-(chart|histogram)"', svg) and 'viewBox="0 0 ' in svg
-    # Drawn wider than a phone; the stylesheet lets them shrink, keeping their proportions.
-    assert int(re.findall(r'width="(\d+)"', svgs[0])[0]) > 390
+        opening = svg.split(">", 1)[0]
+        # Drawn at the width it is given, not scaled from a drawing: text in px keeps its size at 390 px.
+        assert 'width="100%"' in opening and "viewBox" not in opening
+        sizes = [int(n) for n in re.findall(r'font-size="(\d+)"', svg)]
+        assert sizes and min(sizes) >= 12
+        assert all(float(x) <= 100 for x in re.findall(r' (?:x|x1|x2|cx|width)="([\d.]+)%"', svg))
+        assert not re.search(r' (?:x|cx)="[1-9]\d{2,}"', svg)  # no absolute position beyond a phone
     css = CSS.read_text()
-    assert "svg.report-chart, svg.report-histogram { max-width: 100%; height: auto; }" in css
+    assert "svg.report-chart { display: block; width: 100%; }" in css

@@ -206,7 +206,7 @@ def test_the_page_shows_the_report(
     assert html.index('id="report-warnings"') < html.index('id="report-cells"')
     assert "provisional</span>" in html.split('id="report-cells"')[1].split("</table>")[0]
     assert '<span class="badge provisional">scripted</span>' in html
-    assert 'class="report-chart"' in html and 'class="report-histogram"' in html
+    assert 'class="report-chart rates-chart"' in html and 'class="report-chart report-histogram"' in html
     assert "before_cutoff" in html and "sensitivity" in html
     # grade.json's true/false metric as a share of true, never as a mean; integrity parts not measured.
     metrics = html.split('id="report-metrics"')[1].split("</ul>")[0]
@@ -304,20 +304,25 @@ def test_hostile_names_are_escaped_in_the_chart_and_tables(
     task = Task.objects.create(repository=repository, task_id=f"t{HOSTILE}", spec_prompt="x")
     other = Task.objects.create(repository=repository, task_id="t2", spec_prompt="x")
     bulk_runs(
-        [task, other], arms=[f"arm{HOSTILE}"], models=[f"claude-{HOSTILE}</svg><svg onload=alert(1)>"], reps=3
+        [task, other],
+        arms=[f"arm{HOSTILE}", "base"],
+        models=[f"claude-{HOSTILE}</svg><svg onload=alert(1)>"],
+        reps=3,
     )
     page = logged_in(viewer).get(reverse("rubrics:report", args=[repository.pk]))
     assert page.status_code == 200
     html = page.content.decode()
     assert "<script>alert" not in html and "<svg onload" not in html
-    chart = html.split('class="report-chart"')[1].split("</svg>")[0]
+    chart = html.split('class="report-chart rates-chart"')[1].split("</svg>")[0]
     assert "arm&lt;script&gt;alert(&quot;x&quot;)" in chart
-    assert html.count('class="report-histogram"') == 2
+    assert html.count('class="report-chart report-histogram"') == 2
+    forest = html.split('class="report-chart forest-plot"')[1].split("</svg>")[0]
+    assert "arm&lt;script&gt;alert(&quot;x&quot;)" in forest
     assert (
         "<title>Failed blockers of t&lt;script&gt;alert(&quot;x&quot;)"
         "&lt;/script&gt;&amp;&quot;&#x27;</title>" in html
     )
-    assert AgentRun.objects.count() == 6
+    assert AgentRun.objects.count() == 12
 
 
 def test_a_cutoff_that_is_not_a_date_is_left_out_with_a_warning(
@@ -408,3 +413,112 @@ def test_a_kind_said_once_is_not_folded() -> None:
         (once, []),
         ("last", []),
     ]
+
+
+# --- contrasts, figures and the self-contained file (issue 22) --------------------------------------------
+
+
+def test_contrasts_come_first_as_a_forest_plot_with_their_table_and_figure_downloads(
+    make_revision: Any, viewer: User
+) -> None:
+    from rubrics_app.models import RevisionStatus, RubricItem
+    from tests.app.report_rows import bulk_runs
+
+    revision = make_revision(RevisionStatus.DRAFT)
+    task = revision.task
+    other = Task.objects.create(repository=task.repository, task_id="t_other", spec_prompt="x")
+    bulk_runs([task, other], ["base", "guided"], ["m1"], 3)
+    client = logged_in(viewer)
+    url = reverse("rubrics:report", args=[task.repository_id])
+    html = client.get(url).content.decode()
+    assert html.index('id="forest-plot"') < html.index('id="report-cells"')
+    forest = html.split('id="forest-plot"')[1].split("</figure>")[0]
+    assert (
+        'class="report-chart forest-plot"' in forest
+        and "guided − base (model m1) · 2 tasks · few tasks" in forest
+    )
+    table = html.split('id="report-contrasts"')[1].split("</table>")[0]
+    assert table.count("<tr>") == 1 + 3 and "(few tasks)" in table and "±5 pp" in table
+
+    # Each chart downloads as an .svg file of its own: the page's drawing.
+    figure = reverse("rubrics:report_figure", args=[task.repository_id])
+    svg = client.get(figure, {"figure": "contrasts"})
+    assert svg.status_code == 200 and svg["Content-Type"].startswith("image/svg+xml")
+    body = svg.content.decode()
+    assert body.startswith("<?xml") and body.split("\n", 1)[1].strip() in forest
+    assert f'href="{figure}?figure=contrasts" download' in html.replace("&amp;", "&")
+    assert client.get(figure, {"figure": "rates"}).status_code == 200
+    histogram = client.get(figure, {"figure": "blockers", "task_histogram": task.task_id})
+    assert histogram.status_code == 200
+    # The histogram names each blocker's criterion (from the task's rubric), on the page and in the file.
+    criterion = RubricItem.objects.get(revision=revision, item_id="B1").criterion
+    assert f"B1: {criterion}"[:40] in histogram.content.decode()
+    assert f"B1: {criterion}"[:40] in html
+    assert client.get(figure, {"figure": "nothing"}).status_code == 404
+    assert client.get(figure, {"figure": "blockers", "task_histogram": "t_none"}).status_code == 404
+
+
+def test_a_rate_without_an_interval_says_why(make_revision: Any, viewer: User) -> None:
+    from rubrics_app.models import RevisionStatus
+    from tests.app.report_rows import bulk_runs
+
+    task = make_revision(RevisionStatus.DRAFT).task
+    bulk_runs([task], ["base"], ["m1"], 3)
+    html = logged_in(viewer).get(reverse("rubrics:report", args=[task.repository_id])).content.decode()
+    cells = html.split('id="report-cells"')[1].split("</table>")[0]
+    assert cells.count("no interval: one task only: nothing to resample") == 3  # test-pass, mergeable, gap
+    chart = html.split('class="report-chart rates-chart"')[1].split("</svg>")[0]
+    assert "no interval: one task only" in chart
+
+
+def test_the_html_download_is_one_self_contained_file(make_revision: Any, viewer: User) -> None:
+    from grading.report import Report
+    from grading.report_html import render_report_html
+    from rubrics_app.models import RevisionStatus
+    from tests.app.report_rows import bulk_runs
+
+    task = make_revision(RevisionStatus.DRAFT).task
+    other = Task.objects.create(repository=task.repository, task_id="t_other", spec_prompt="x")
+    bulk_runs([task, other], ["base", "guided"], ["m1", "m2"], 3)
+    client = logged_in(viewer)
+    page = client.get(reverse("rubrics:report", args=[task.repository_id]), {"model": "m1"}).content.decode()
+    link = reverse("rubrics:report_html", args=[task.repository_id]) + "?model=m1"
+    assert f'href="{link}"' in page  # the page links to the file for its filters
+    response = client.get(link)
+    assert response["Content-Type"].startswith("text/html")
+    assert "attachment" in response["Content-Disposition"]
+    body = response.content.decode()
+    assert "<script" not in body and "<link" not in body and "src=" not in body and "url(" not in body
+    assert body.index('id="contrasts"') < body.index("Per arm and model")
+    assert body.count("<svg") == 4  # forest plot, rates, a histogram per task
+    data = json.loads(
+        client.get(reverse("rubrics:report_json", args=[task.repository_id]), {"model": "m1"}).content
+    )
+    assert {(c["kind"], c["fixed"]) for c in data["contrasts"]} == {("arm", "m1")}
+    # The same file as grading renders for the same report (criteria from the rubric).
+    assert body == render_report_html(
+        Report.model_validate(data),
+        title=f"Mergeability report · {task.repository.name}",
+        criteria={task.task_id: {"B1": task.revisions.get().items.get(item_id="B1").criterion}},
+    )
+
+
+def test_the_queue_shows_how_many_labels_reach_five_points(
+    graded_repository: tuple[Repository, list[Path], Path], viewer: User
+) -> None:
+    repository = graded_repository[0]
+    client = logged_in(viewer)
+    queue = reverse("rubrics:queue", args=[repository.pk])
+    # Before any report is cached the queue computes the target alone (no bootstrap), then from the report.
+    first = client.get(queue).content.decode().split('id="label-target">')[1].split("</span>")[0]
+    cache.clear()
+    data = json.loads(client.get(reverse("rubrics:report_json", args=[repository.pk])).content)
+    target = data["label_target"]
+    assert target["labelled"] > 0
+    html = client.get(queue).content.decode()
+    line = html.split('id="label-target">')[1].split("</span>")[0]
+    assert line == first
+    if target["more_labels"]:
+        assert f"Label {target['more_labels']} more run" in line and "±5 pp" in line
+    else:
+        assert "±5 pp" in line

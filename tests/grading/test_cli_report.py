@@ -361,3 +361,27 @@ def test_bad_bootstrap_count(graded: Graded, capsys: pytest.CaptureFixture[str])
         main(graded.args("--bootstrap", "-5"))
     assert exc.value.code == 2
     assert "--bootstrap: -5 is negative" in capsys.readouterr().err
+
+
+def test_html_writes_one_self_contained_file_beside_the_output(
+    graded: Graded, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from grading.report import Report
+    from grading.report_html import render_report_html
+
+    out = tmp_path / "report.html"
+    data = report_json(capsys, graded.args("--html", str(out)))
+    body = out.read_text()
+    assert body == render_report_html(Report.model_validate(data))
+    assert body.startswith("<!DOCTYPE html>") and "<style>" in body and "<svg" in body
+    assert "<script" not in body and "<link" not in body and "src=" not in body
+    assert "fix_add" in body and data["format"] == 2
+
+
+def test_html_to_a_missing_directory_is_refused(
+    graded: Graded, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out = tmp_path / "nowhere" / "report.html"
+    expect_error(capsys, graded.args("--html", str(out)), "--html", "existing directory")
+    assert not out.parent.exists()
+    expect_error(capsys, graded.args("--html", str(tmp_path)), "--html")
