@@ -82,7 +82,7 @@ def report_json(capsys: pytest.CaptureFixture[str], args: list[str]) -> dict[str
 
 def test_every_outcome_is_accounted_for(graded: Graded, capsys: pytest.CaptureFixture[str]) -> None:
     data = report_json(capsys, graded.args())
-    assert data["format"] == 1
+    assert data["format"] == 2  # contrasts came with format 2
     [cell] = data["cells"]
     assert (cell["arm"], cell["model"], cell["prompt_style"]) == ("a", "m", None)
     assert (cell["runs"], cell["tasks"], cell["measured"]) == (6, 1, 3)
