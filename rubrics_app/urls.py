@@ -118,6 +118,7 @@ app_urls = [
     path(
         "repos/<int:repo_pk>/runs/import/swe-bench/", runs.runs_upload_swe_bench, name="runs_upload_swe_bench"
     ),
+    path("repos/<int:repo_pk>/runs/<int:run_pk>/", runs.run_detail, name="run_detail"),
     path("repos/<int:repo_pk>/queue/", runs.queue_list, name="queue"),
     path("repos/<int:repo_pk>/queue/<int:grade_pk>/<str:item_id>/", runs.queue_entry, name="queue_entry"),
     path(

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import Case, F, OuterRef, Q, Subquery, When
 from django.utils import timezone
 
 from rubrics_app.models.calibration import JudgeRole as JudgeRole  # re-exported: the runs side reads it here
 from rubrics_app.models.jobs import Job
 from rubrics_app.models.repositories import Repository
-from rubrics_app.models.rubrics import RubricItem, RubricRevision, Task
+from rubrics_app.models.rubrics import RevisionStatus, RubricItem, RubricRevision, Task
 
 
 class AgentRun(models.Model):
@@ -77,8 +77,41 @@ class GradeSource(models.TextChoices):
     SWEEP = "sweep", "Sweep"
 
 
+def current_grade_key() -> Q:
+    """A grade that is current by its key: against its task's admitted revision, with the repository's
+    primary judge as it is now (or with no judge at all: the test gate failed, no judge could change it)."""
+    return Q(revision__status=RevisionStatus.ADMITTED, revision__task_id=F("run__task_id")) & (
+        Q(primary_judge="") | Q(primary_judge=F("run__task__repository__judges__judge"))
+    )
+
+
+class RunGradeQuerySet(models.QuerySet["RunGrade"]):
+    def current(self) -> RunGradeQuerySet:
+        """The run's current grade, one per run: the one against its task's admitted revision with the
+        repository's current primary judge (:func:`current_grade_key`), else the newest. A run graded again
+        after a new admission or a change of judge has older grades: history, never counted, listed or
+        labelled (the run page shows them). This is the one definition; the queue, the report and every
+        count read it.
+
+        One correlated subquery per grade, on the run's own grades (the run_id index)."""
+        ranked = (
+            RunGrade.objects.filter(run_id=OuterRef("run_id"))
+            .annotate(is_current=Case(When(current_grade_key(), then=1), default=0))
+            .order_by("-is_current", "-pk")
+            .values("pk")[:1]
+        )
+        return self.filter(pk=Subquery(ranked))
+
+    def history(self) -> RunGradeQuerySet:
+        """Every grade that is not its run's current one."""
+        return self.exclude(pk__in=RunGrade.objects.filter(run_id__in=self.values("run_id")).current())
+
+
 class RunGrade(models.Model):
-    """One grading of a run: against one rubric content, with one primary judge."""
+    """One grading of a run: against one rubric content, with one primary judge. Which of a run's grades
+    counts is ``RunGrade.objects.current()``."""
+
+    objects = RunGradeQuerySet.as_manager()
 
     run = models.ForeignKey(AgentRun, on_delete=models.CASCADE, related_name="grades")
     # sha256 of the rubric.json bytes graded against; "" when the metrics.json did not record it.
@@ -203,8 +236,10 @@ class ReportRow(models.Model):
 
     Filled only by ``services.report_rows.refresh_report_rows`` (the import calls it, and so must anything
     else that writes a RunGrade with its judges' rows), which also keeps ``latest`` true on exactly the
-    newest grade of each run: the grade the report takes. What can change after a grade is written (the
-    revision's status, the task's base date and prompts, human labels) is not copied here but read with it.
+    newest grade of each run. The report takes each run's current grade (``RunGrade.objects.current()``),
+    which is the newest only when no grade is against the admitted revision with the primary judge. What
+    can change after a grade is written (the revision's status, the task's base date and prompts, human
+    labels) is not copied here but read with it.
     """
 
     grade = models.OneToOneField(RunGrade, on_delete=models.CASCADE, related_name="report_row")
@@ -214,7 +249,7 @@ class ReportRow(models.Model):
     revision = models.ForeignKey(
         RubricRevision, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
-    latest = models.BooleanField(default=False)  # the run's newest grade
+    latest = models.BooleanField(default=False)  # the run's newest grade (not always its current one)
     name = models.TextField()  # the run's id in a report: its directory as imported
     arm = models.CharField(max_length=200, blank=True)
     model = models.CharField(max_length=200, blank=True)

@@ -1,6 +1,7 @@
 """The disagreement review queue (§4 "Two judges", §9 same-judge repeat agreement).
 
 A queue entry is a (grade, item) pair: one run graded against one rubric content, and one of its items.
+Only a run's current grade (``RunGrade.objects.current()``) has entries: an older grade is history.
 
 - ``judges``: the primary and the second judge gave different verdicts;
 - ``regrade``: a regrade (cache bypassed) gave a different verdict than the one the cache held;
@@ -73,7 +74,10 @@ class Location:
 
 
 def _verdicts(repository: Repository, filters: dict[str, str]) -> QuerySet[ItemVerdict]:
-    query = ItemVerdict.objects.filter(judge__grade__run__task__repository=repository)
+    """The verdicts of the runs' current grades (``RunGrade.objects.current()``) under the filters: a run
+    graded again after a new admission is one run here, never two rows for the same pair."""
+    current = RunGrade.objects.filter(run__task__repository=repository).current()
+    query = ItemVerdict.objects.filter(judge__grade__in=current)
     if filters.get("task"):
         query = query.filter(judge__grade__run__task__task_id=filters["task"])
     if filters.get("item"):

@@ -8,13 +8,14 @@ written (the tasks' base dates and prompts, the revisions' statuses, the human l
 table nor metrics.json is read.
 
 Which grade: a run may have been graded more than once (another rubric content, another primary judge);
-the report takes its newest grade (the row marked ``latest``), the one of the metrics.json imported last,
-which is what ``rubric report`` reads from the run directory. Runs with no grade yet are not in the report
-(the page counts them).
+the report takes its current grade (``RunGrade.objects.current()``: against its task's admitted revision
+with the repository's primary judge, else the newest), as the queue and every count do. Runs with no grade
+yet are not in the report (the page counts them).
 
 Caching: the report is cached under a key made of everything it depends on: the runs' count and newest id,
 the report rows' count and newest id (a row is only ever written whole, under a new id), the human
-verdicts, the tasks' base dates and prompts, the revisions' statuses, the training cutoffs and the filters.
+verdicts, the tasks' base dates and prompts, the revisions' statuses, the primary judge (which grade is
+current depends on it and on the admitted revisions), the training cutoffs and the filters.
 Any change gives a new key, so a cached report is never stale; the key costs a few small queries.
 """
 
@@ -44,7 +45,15 @@ from grading import (
     grade_metrics,
     parse_date,
 )
-from rubrics_app.models import ItemKind, Repository, RevisionStatus, RubricItem, RubricRevision, Task
+from rubrics_app.models import (
+    ItemKind,
+    JudgeSetting,
+    Repository,
+    RevisionStatus,
+    RubricItem,
+    RubricRevision,
+    Task,
+)
 from rubrics_app.models_runs import AgentRun, HumanVerdict, ReportRow, RunGrade
 from rubrics_app.services.queue import mergeable_from_labels
 from rubrics_app.services.report_rows import refresh_report_rows
@@ -136,6 +145,7 @@ def _state(repository: Repository) -> dict[str, Any]:
         "tasks": _tasks(repository),
         "human": _human_verdicts(repository),
         "cutoffs": repository.training_cutoffs or {},
+        "judge": JudgeSetting.objects.filter(repository=repository).values_list("judge", flat=True).first(),
     }
 
 
@@ -195,20 +205,16 @@ _ROW_FIELDS = (
 
 
 def _rows(repository: Repository, filters: dict[str, str], task_pks: dict[str, int]) -> list[tuple[Any, ...]]:
-    """The report rows of the runs' newest grades under the filters: one query on one table."""
-    query = ReportRow.objects.filter(repository=repository, latest=True)
+    """The report rows of the runs' current grades under the filters: one query on one table."""
+    current = RunGrade.objects.filter(run__task__repository=repository).current()
+    query = ReportRow.objects.filter(repository=repository, grade_id__in=current.values("pk"))
     if filters.get("task"):
         query = query.filter(task_id=task_pks.get(filters["task"], -1))
     if "arm" in filters:
         query = query.filter(arm=filters["arm"])
     if "model" in filters:
         query = query.filter(model=filters["model"])
-    # One row per run, its newest grade's, even should two writers have marked a grade of the same run
-    # at the same time (each saw only its own): ordered by run and grade, the last one wins.
-    newest: dict[int, tuple[Any, ...]] = {}
-    for run_pk, *row in query.order_by("run_id", "grade_id").values_list("run_id", *_ROW_FIELDS):
-        newest[run_pk] = tuple(row)
-    return list(newest.values())
+    return [tuple(row) for row in query.order_by("run_id").values_list(*_ROW_FIELDS)]
 
 
 class _Decoded:

@@ -5,7 +5,7 @@ JudgeGrade and ItemVerdict rows calls it afterwards, in the same transaction, wi
 import of metrics.json files does (``services.runs``), and a sweep that grades runs in the app must too.
 It is idempotent (a grade's row is rewritten from its rows) and costs a fixed number of queries per 500
 grades, whatever the number of judges and verdicts. It also keeps ``latest`` set on the newest grade of
-each run it touches, the grade a report takes.
+each run it touches (the report takes each run's current grade, ``RunGrade.objects.current()``).
 
 Should a grade be written without its row all the same, the report page notices (it counts both) and fills
 the missing rows before computing: a forgotten call costs one slow view, never a wrong report.
@@ -237,7 +237,7 @@ def _fill(pks: list[int], models: RowModels) -> None:
         )
     models.row.objects.filter(grade_id__in=pks).delete()
     models.row.objects.bulk_create(rows)
-    # The newest grade of each run touched is the one a report takes.
+    # The newest grade of each run touched.
     runs = sorted({g["run_id"] for g in grades})
     newest = models.grade.objects.filter(run_id__in=runs).values("run_id").annotate(newest=Max("pk"))
     models.row.objects.filter(run_id__in=runs, latest=True).exclude(

@@ -55,6 +55,18 @@ def needs_re_review(revision_ids: Iterable[int]) -> set[int]:
     return set(disputed) | set(changed)
 
 
+def disputed_blockers(revision_ids: Iterable[int]) -> dict[int, list[str]]:
+    """The item ids of each revision's openly disputed blockers (one query): an export of such a revision
+    needs an explicit confirmation that names them (the export buttons, ``export_rubrics
+    --allow-disputed``)."""
+    disputed: dict[int, set[str]] = {}
+    for revision_id, item_id in Dispute.objects.filter(
+        revision_id__in=list(revision_ids), dismissed_at=None
+    ).values_list("revision_id", "item__item_id"):
+        disputed.setdefault(revision_id, set()).add(item_id)
+    return {revision_id: sorted(items) for revision_id, items in disputed.items()}
+
+
 def open_dispute(
     item: RubricItem, by: Actor, reason: str, source: str = DisputeSource.ITEM, grade: RunGrade | None = None
 ) -> Dispute:

@@ -635,8 +635,9 @@ def import_runs_zip(repository: Repository, uploaded: IO[bytes] | Any, user: Act
 
 def repository_runs_summary(repository: Repository) -> dict[str, Any]:
     """Runs per task (counted, never loading a diff), queue sizes, and the tasks whose admitted revision
-    needs re-review."""
-    from django.db.models import Count
+    needs re-review. Runs are counted once each, however many grades they have; graded: the runs with a
+    grade, so with a current one (``RunGrade.objects.current()``: a run with any grade has one)."""
+    from django.db.models import Count, Q
 
     from rubrics_app.models import RevisionStatus
     from rubrics_app.services.queue import disagreement_counts
@@ -645,7 +646,10 @@ def repository_runs_summary(repository: Repository) -> dict[str, Any]:
     per_task = list(
         AgentRun.objects.filter(task__repository=repository)
         .values("task_id", "task__task_id")
-        .annotate(runs=Count("pk"), graded=Count("grades", distinct=True))
+        .annotate(
+            runs=Count("pk", distinct=True),
+            graded=Count("pk", distinct=True, filter=Q(grades__isnull=False)),
+        )
         .order_by("task__task_id")
     )
     admitted = dict(
@@ -663,14 +667,29 @@ def repository_runs_summary(repository: Repository) -> dict[str, Any]:
 
 
 def task_runs(task: Task) -> list[AgentRun]:
-    """The task's runs with their grades for a list: the diff table is never read, and each grade's
-    metrics.json copy is left unloaded."""
-    from django.db.models import Prefetch
+    """The task's runs for a list, each once with its current grade (``current_grades``, a list of none or
+    one) and how many other grades it has (``history_count``: shown on the run's page). The diff table is
+    never read, and each grade's metrics.json copy is left unloaded."""
+    from django.db.models import Count, Prefetch
 
-    grades = RunGrade.objects.defer("metrics").select_related("revision").order_by("pk")
+    current = RunGrade.objects.current().defer("metrics").select_related("revision")
     return list(
         AgentRun.objects.filter(task=task)
         .defer("run_json", "grade_json", "ignored_created", "tests_list", "tests_list_error")
-        .prefetch_related(Prefetch("grades", queryset=grades))
+        .annotate(grade_count=Count("grades"))
+        .prefetch_related(Prefetch("grades", queryset=current, to_attr="current_grades"))
         .order_by("arm", "model", "repetition")
     )
+
+
+def run_grades(run: AgentRun) -> list[RunGrade]:
+    """The run's grades for its page: the current one first, then the older ones newest first, each with
+    the revision it was graded against (its items' text) and its judges' verdicts."""
+    current = RunGrade.objects.filter(run=run).current().values_list("pk", flat=True).first()
+    grades = list(
+        RunGrade.objects.filter(run=run)
+        .select_related("revision")
+        .prefetch_related("judges__verdicts", "revision__items")
+        .order_by("-pk")
+    )
+    return sorted(grades, key=lambda grade: grade.pk != current)

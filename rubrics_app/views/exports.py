@@ -1,10 +1,15 @@
-"""Downloads and checkout writes, for admitted revisions only (what `rubric validate` accepts)."""
+"""Downloads and checkout writes, for admitted revisions only (what `rubric validate` accepts).
+
+A revision with an open dispute on a blocker needs re-review: each export first answers with a page that
+names the disputed blockers and asks for an explicit confirmation (a checkbox, sent again with the same
+request; no JavaScript needed). Only ``confirm_disputed=1`` goes through."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
+from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
@@ -12,6 +17,7 @@ from rubrics_app.access import RepositoryAccess, get_repository_for_user
 from rubrics_app.forms import CheckoutExportForm
 from rubrics_app.models import RevisionStatus, Role, RubricRevision, TransitionError
 from rubrics_app.services.import_export import export_rubric_json, export_zip, start_export
+from rubrics_app.services.rereview import disputed_blockers
 from rubrics_app.views.common import HtmxHttpRequest, load_revision
 from rubrics_app.views.revisions import redirect_to, revision_url
 
@@ -24,11 +30,42 @@ def _admitted(access: RepositoryAccess, rev_pk: int) -> RubricRevision:
     return revision
 
 
+CONFIRM = "confirm_disputed"
+
+
+def _unconfirmed(
+    request: HtmxHttpRequest, access: RepositoryAccess, revision: RubricRevision, what: str
+) -> HttpResponse | None:
+    """The confirmation page when the revision has disputed blockers and the request does not confirm
+    them; None when the export may go ahead. The page's form sends the same request again (same method,
+    same fields) with the confirmation."""
+    disputed = disputed_blockers([revision.pk]).get(revision.pk, [])
+    data = request.POST if request.method == "POST" else request.GET
+    if not disputed or data.get(CONFIRM) == "1":
+        return None
+    fields = [(name, value) for name, value in data.items() if name not in (CONFIRM, "csrfmiddlewaretoken")]
+    context = {
+        "access": access,
+        "repository": access.repository,
+        "task": revision.task,
+        "revision": revision,
+        "disputed": disputed,
+        "what": what,
+        "method": request.method,
+        "action": request.path,
+        "fields": fields,
+        "confirm": CONFIRM,
+    }
+    return render(request, "rubrics/export_confirm.html", context, status=409)
+
+
 @require_GET
 @login_required
 def export_json(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
     access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
     revision = _admitted(access, rev_pk)
+    if (confirm := _unconfirmed(request, access, revision, "Download rubric.json")) is not None:
+        return confirm
     response = HttpResponse(export_rubric_json(revision, by=access), content_type="application/json")
     response["Content-Disposition"] = 'attachment; filename="rubric.json"'
     return response
@@ -41,6 +78,9 @@ def export_zip_view(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> Http
     revision = _admitted(access, rev_pk)
     # ?private=1: the held-out set's zip, with the task's own files that `rubric check` reads.
     private = request.GET.get("private") == "1"
+    what = "Download the private zip" if private else "Download the zip"
+    if (confirm := _unconfirmed(request, access, revision, what)) is not None:
+        return confirm
     response = HttpResponse(export_zip(revision, by=access, private=private), content_type="application/zip")
     # task ids match [A-Za-z0-9._-]+ (name_validator), so the header needs no quoting.
     suffix = "-private" if private else ""
@@ -56,6 +96,8 @@ def export_checkout(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> Http
     """Writing into the checkout runs git: it is a job, and its page shows how it went."""
     access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
     revision = _admitted(access, rev_pk)
+    if (confirm := _unconfirmed(request, access, revision, "Write to the checkout")) is not None:
+        return confirm
     form = CheckoutExportForm(request.POST)
     if not form.is_valid():
         problems = "; ".join(str(e) for errors in form.errors.values() for e in errors)

@@ -30,6 +30,7 @@ from rubrics_app.models import (
     TransitionError,
 )
 from rubrics_app.services import calibration
+from rubrics_app.services.rereview import re_review_context
 from rubrics_app.services.revisions import (
     Conflict,
     NotCalibrated,
@@ -124,6 +125,9 @@ def revision_context(
         else None,
         "item_count": len(blockers) + len(non_blockers),
         "approved_count": sum(row.is_approved for row in blockers + non_blockers),
+        # Open disputes and evidence changes (§6 re-review); blockers are disputed from the admitted one.
+        **re_review_context(revision),
+        **({} if revision.status == RevisionStatus.ADMITTED else {"disputable_blockers": []}),
     }
 
 

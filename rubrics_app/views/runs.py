@@ -22,6 +22,7 @@ from rubrics_app.diff_render import render_diff
 from rubrics_app.forms_runs import HumanVerdictForm, ReasonForm, RunsUploadForm, SweBenchUploadForm
 from rubrics_app.models import ItemComment, ItemKind, Role, RubricItem, TransitionError
 from rubrics_app.models_runs import (
+    AgentRun,
     AgentRunDiff,
     Dispute,
     DisputeSource,
@@ -36,7 +37,7 @@ from rubrics_app.services import queue as review_queue
 from rubrics_app.services import rereview
 from rubrics_app.services.import_export import ImportFailed
 from rubrics_app.services.report import label_target
-from rubrics_app.services.runs import import_runs_zip
+from rubrics_app.services.runs import import_runs_zip, run_grades
 from rubrics_app.services.swe_bench import import_swe_bench_upload
 from rubrics_app.views.common import HtmxHttpRequest
 from rubrics_app.views.repositories import repository_context
@@ -182,6 +183,45 @@ def _label_target(access: RepositoryAccess) -> str | None:
     ):
         return None  # nothing measured or nothing labelled yet: the queue's own count says enough
     return label_target_text(target.more_labels, target.target, target.reason)
+
+
+def _grade_rows(grade: RunGrade) -> list[dict[str, Any]]:
+    """One row per item a judge gave a verdict on, beside that item's text in the revision the grade was
+    graded against (none when that rubric is not in the app)."""
+    items = {item.item_id: item for item in grade.revision.items.all()} if grade.revision else {}
+    rows: dict[str, dict[str, Any]] = {}
+    for judge in grade.judges.all():
+        for verdict in judge.verdicts.all():
+            row = rows.setdefault(
+                verdict.item_id, {"item_id": verdict.item_id, "item": items.get(verdict.item_id)}
+            )
+            row[judge.role] = verdict
+    return [rows[item_id] for item_id in sorted(rows)]
+
+
+@require_GET
+@login_required
+def run_detail(request: HtmxHttpRequest, repo_pk: int, run_pk: int) -> HttpResponse:
+    """One run: its current grade, then its older grades as history, each beside the rubric text it was
+    graded against."""
+    access = get_repository_for_user(request, repo_pk)
+    run = get_object_or_404(
+        AgentRun.objects.select_related("task").defer("run_json", "grade_json"),
+        task__repository=access.repository,
+        pk=run_pk,
+    )
+    grades = [{"grade": grade, "rows": _grade_rows(grade)} for grade in run_grades(run)]
+    return render(
+        request,
+        "rubrics/run_detail.html",
+        {
+            "access": access,
+            "repository": access.repository,
+            "run": run,
+            "current": grades[0] if grades else None,
+            "history": grades[1:],
+        },
+    )
 
 
 def _sample_percent() -> int:

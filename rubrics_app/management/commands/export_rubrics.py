@@ -1,8 +1,10 @@
 """manage.py export_rubrics [--repository NAME] [--task ID ...] [--private] [--branch NAME] [--out DIR]
+[--allow-disputed]
 
 Writes tasks/<task-id>/rubric.json and its calib diffs of every admitted revision into the repository's
 checkout (or its private path, or DIR), each file atomically, touching no other file; with --branch, as one
-commit on a new branch.
+commit on a new branch. A revision with an open dispute on a blocker (it needs re-review) is refused, and
+nothing written, unless --allow-disputed is given (exit 2 naming the revision and the blockers).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from rubrics_app.access import Actor
 from rubrics_app.models import Repository, RevisionStatus, RubricRevision, TransitionError
 from rubrics_app.services.import_export import ExportError, write_many_to_checkout
+from rubrics_app.services.rereview import disputed_blockers
 
 
 class Command(BaseCommand):
@@ -26,6 +29,11 @@ class Command(BaseCommand):
         parser.add_argument("--private", action="store_true", help="write to the private path (held-out set)")
         parser.add_argument("--branch", help="commit the files on this new branch of the checkout")
         parser.add_argument("--out", type=Path, help="write under this directory instead of the checkout")
+        parser.add_argument(
+            "--allow-disputed",
+            action="store_true",
+            help="export revisions with an open dispute on a blocker too (refused otherwise)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         repositories = Repository.objects.all()
@@ -36,20 +44,23 @@ class Command(BaseCommand):
         elif options["out"]:
             raise CommandError("--out needs --repository", returncode=2)
         wanted: list[str] = options["task"]
+        chosen = [(repository, self._revisions(repository, wanted, options)) for repository in repositories]
+        if not options["allow_disputed"]:
+            # Checked before anything is written: a refusal leaves every checkout as it was.
+            refused = [revision for _, revisions in chosen for revision in revisions]
+            disputed = disputed_blockers(r.pk for r in refused)
+            if disputed:
+                named = "; ".join(
+                    f"{r.task.repository.name} {r.task.task_id} r{r.number}: "
+                    f"{', '.join(disputed[r.pk])} disputed (needs re-review)"
+                    for r in refused
+                    if r.pk in disputed
+                )
+                raise CommandError(
+                    f"{named}. Nothing was written; pass --allow-disputed to export anyway", returncode=2
+                )
         exported = 0
-        for repository in repositories:
-            revisions = list(
-                RubricRevision.objects.filter(task__repository=repository, status=RevisionStatus.ADMITTED)
-                .select_related("task__repository")
-                .prefetch_related("items", "calibration_diffs")
-                .order_by("task__task_id")
-            )
-            if wanted:
-                found = {r.task.task_id for r in revisions}
-                missing = [t for t in wanted if t not in found]
-                if missing and options["repository"]:
-                    raise CommandError(f"no admitted revision for: {', '.join(missing)}", returncode=2)
-                revisions = [r for r in revisions if r.task.task_id in wanted]
+        for repository, revisions in chosen:
             if not revisions:
                 continue
             try:
@@ -70,3 +81,21 @@ class Command(BaseCommand):
         if not exported:
             raise CommandError("no admitted revision to export")
         self.stdout.write(self.style.SUCCESS(f"exported {exported} admitted revision(s)"))
+
+    @staticmethod
+    def _revisions(
+        repository: Repository, wanted: list[str], options: dict[str, Any]
+    ) -> list[RubricRevision]:
+        revisions = list(
+            RubricRevision.objects.filter(task__repository=repository, status=RevisionStatus.ADMITTED)
+            .select_related("task__repository")
+            .prefetch_related("items", "calibration_diffs")
+            .order_by("task__task_id")
+        )
+        if wanted:
+            found = {r.task.task_id for r in revisions}
+            missing = [t for t in wanted if t not in found]
+            if missing and options["repository"]:
+                raise CommandError(f"no admitted revision for: {', '.join(missing)}", returncode=2)
+            revisions = [r for r in revisions if r.task.task_id in wanted]
+        return revisions
