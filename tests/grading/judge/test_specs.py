@@ -98,4 +98,4 @@ def test_make_backend_builds_each_provider(tmp_path: Path) -> None:
     assert not openai.batch
     assert make_backend("openai:gpt-4o-2024-08-06", batch=True).batch
     with pytest.raises(InputError, match="batch mode is available for anthropic and openai"):
-        make_backend("claude-code:sonnet", batch=True)
+        make_backend("claude-code:claude-sonnet-4-5-20250929", batch=True)
