@@ -39,7 +39,7 @@ def batch_backend(server: FakeProviderServer, provider: str) -> Backend:
 
 
 def from_threads(backend: Any, count: int) -> list[BackendReply | BaseException]:
-    """``count`` calls, each from a thread of its own with its own event loop, as a sweep's pool makes them."""
+    """``count`` calls, each from a thread with its own event loop, as a sweep's pool makes them."""
     out: list[BackendReply | BaseException] = [BackendError("not run")] * count
 
     def one(n: int) -> None:
