@@ -57,7 +57,8 @@ def main() -> None:
     rows = []
     try:
         for name, model, backend in (
-            ("anthropic", ANTHROPIC_MODEL, AnthropicBackend(ANTHROPIC_MODEL, base_url=server.anthropic_base_url, **common)),
+            ("anthropic", ANTHROPIC_MODEL,
+             AnthropicBackend(ANTHROPIC_MODEL, base_url=server.anthropic_base_url, **common)),
             ("openai", OPENAI_MODEL, OpenAIBackend(OPENAI_MODEL, base_url=server.openai_base_url, **common)),
         ):  # fmt: skip
             usage, calls, _ = sweep_usage(backend, args.diffs)
@@ -79,10 +80,10 @@ def main() -> None:
     print("|---|---:|---|---:|---:|---:|---:|---|")
     for name, calls, usage, billed, uncached in rows:
         ratio = billed / uncached
-        print(
-            f"| {name} | {calls} | {usage.input_tokens} / {usage.cache_write_tokens} / {usage.cache_read_tokens} "
-            f"| {billed:.4f} | {uncached:.4f} | {ratio:.3f}x | <= {GOAL}x | {'yes' if ratio <= GOAL else 'NO'} |"
-        )
+        tokens = f"{usage.input_tokens} / {usage.cache_write_tokens} / {usage.cache_read_tokens}"
+        met = "yes" if ratio <= GOAL else "NO"
+        money = f"{billed:.4f} | {uncached:.4f}"
+        print(f"| {name} | {calls} | {tokens} | {money} | {ratio:.3f}x | <= {GOAL}x | {met} |")
     print(f"\nOne run each, against the local stand-in; {machine()}.")
 
 
