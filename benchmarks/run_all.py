@@ -18,6 +18,7 @@ SCRIPTS = [
     "snapshot_record.py",
     "startup.py",
     "judge_sweep.py",
+    "batch_billing.py",
     "binary_bomb.py",
     "hostile_inputs.py",
     "globs.py",

@@ -60,6 +60,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "read_listing_error",
     ),
     "grading.judge.backend": ("Backend",),
+    "grading.judge.batching": ("ThreadBatchBackend",),
     "grading.judge.cache": (
         "CachedVerdicts",
         "MemoryCache",
@@ -203,6 +204,7 @@ if TYPE_CHECKING:
     from grading.integrity import TESTS_LIST_NAME as TESTS_LIST_NAME
     from grading.integrity import read_listing_error as read_listing_error
     from grading.judge.backend import Backend as Backend
+    from grading.judge.batching import ThreadBatchBackend as ThreadBatchBackend
     from grading.judge.cache import CachedVerdicts as CachedVerdicts
     from grading.judge.cache import MemoryCache as MemoryCache
     from grading.judge.cost import PriceTable as PriceTable

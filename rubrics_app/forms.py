@@ -289,6 +289,12 @@ class JudgeSettingForm(forms.Form):
     monthly_cap_usd = forms.DecimalField(
         required=False, min_value=0, max_digits=10, decimal_places=2, label="Monthly spend cap (USD)"
     )
+    sweep_mode = forms.ChoiceField(
+        choices=[("interactive", "interactive (answers in seconds)"), ("batch", "batch (cheaper, slower)")],
+        initial="interactive",
+        label="Sweeps",
+        help_text="batch: the provider's batch API, half price, answers within hours",
+    )
 
     def __init__(self, *args: Any, instance_setting: Any = None, **kwargs: Any) -> None:
         if instance_setting is not None and not args and "initial" not in kwargs:
@@ -298,6 +304,7 @@ class JudgeSettingForm(forms.Form):
                 "decoding": "\n".join(f"{k}={v}" for k, v in instance_setting.decoding.items()),
                 "second_decoding": "\n".join(f"{k}={v}" for k, v in instance_setting.second_decoding.items()),
                 "monthly_cap_usd": instance_setting.monthly_cap_usd,
+                "sweep_mode": "batch" if instance_setting.sweep_batch else "interactive",
             }
         super().__init__(*args, **kwargs)
 
@@ -306,6 +313,12 @@ class JudgeSettingForm(forms.Form):
 
     def clean_second_decoding(self) -> dict[str, Any]:
         return _decoding_lines(self.cleaned_data.get("second_decoding") or "")
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        # set_judges takes a flag: the page's choice names it for the person choosing
+        cleaned["sweep_batch"] = cleaned.pop("sweep_mode", "interactive") == "batch"
+        return cleaned
 
 
 class TaskFilesForm(forms.Form):

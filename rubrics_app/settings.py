@@ -357,3 +357,9 @@ SWEEP_REGRADE_SAMPLE = env_float("SWEEP_REGRADE_SAMPLE", 0.0, low=0.0, high=1.0)
 # One judge call: seconds before the SDK gives up on it, and the SDK's retries on 429/529/5xx and timeouts.
 SWEEP_JUDGE_TIMEOUT_SECONDS = env_float("SWEEP_JUDGE_TIMEOUT_SECONDS", 120.0, low=0.1, high=3600.0)
 SWEEP_JUDGE_MAX_RETRIES = env_int("SWEEP_JUDGE_MAX_RETRIES", 4)
+# Batch sweeps: how many runs wait for their judge at once (the size of a batch; a grading thread each, and
+# a database connection each for the verdict cache), and how often the job polls a batch.
+SWEEP_BATCH_SIZE = env_int("SWEEP_BATCH_SIZE", 100)
+if SWEEP_BATCH_SIZE < 1:
+    raise ImproperlyConfiguredEnv("SWEEP_BATCH_SIZE must be at least 1")
+SWEEP_BATCH_POLL_SECONDS = env_float("SWEEP_BATCH_POLL_SECONDS", 30.0, low=0.01, high=3600.0)

@@ -124,7 +124,7 @@ def register(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--batch",
         action="store_true",
-        help="anthropic only: send the sweep as Message Batches (half price, slower)",
+        help="anthropic and openai: send the sweep through the provider's batch API (half price, slower)",
     )
     parser.set_defaults(handler=run_judge)
 

@@ -8,7 +8,8 @@ Price file format::
 
     {"claude-sonnet-4-5-20250929": {"input": 3.0, "cache_write": 3.75, "cache_read": 0.30, "output": 15.0}}
 
-``cache_write`` and ``cache_read`` default to ``input`` when absent.
+``cache_write`` and ``cache_read`` default to ``input`` when absent. ``batch`` (optional, default 0.5) is what
+a call sent through the provider's batch API costs as a fraction of these prices.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from grading.schema import read_json
 
 PRICES_ENV = "RUBRIC_JUDGE_PRICES"
 PerMillion = Annotated[float, Field(ge=0)]
-# Message Batches are billed at half the list price.
+# Batch processing (Anthropic Message Batches, OpenAI Batch) is billed at half the interactive price, on
+# every token kind (input, cache write, cache read, output). Per model: ``batch`` in a price entry.
 BATCH_DISCOUNT = 0.5
 
 
@@ -40,6 +42,8 @@ class Price(BaseModel):
     # Absent: the input price (filled in before validation, so the 0.0 defaults never apply).
     cache_write: PerMillion = 0.0
     cache_read: PerMillion = 0.0
+    # What batch processing costs, as a fraction of the prices above (both providers: half).
+    batch: Annotated[float, Field(gt=0, le=1)] = BATCH_DISCOUNT
 
     @model_validator(mode="before")
     @classmethod
@@ -86,7 +90,7 @@ class PriceTable(BaseModel):
             + usage.output_tokens * price.output
         ) / 1_000_000
         if batch:
-            usd *= BATCH_DISCOUNT
+            usd *= price.batch
         return usage.model_copy(update={"cost_usd": usd, "cost_known": True})
 
 
@@ -146,5 +150,5 @@ def estimate_call_cost(prices: PriceTable, backend: Any, request: Any) -> float 
     if isinstance(max_tokens, int) and max_tokens > 0:
         output_tokens = min(output_tokens, max_tokens)
     usd = input_tokens * max(price.input, price.cache_write) + output_tokens * price.output
-    batch = BATCH_DISCOUNT if getattr(backend, "batch", False) else 1.0
+    batch = price.batch if getattr(backend, "batch", False) else 1.0
     return usd * batch / 1_000_000

@@ -364,6 +364,7 @@ class LimitedBackend:
         self.model = backend.model
         self.scripted = backend.scripted
         self.decoding = backend.decoding
+        self.batch = bool(getattr(backend, "batch", False))  # priced (and reserved) at the batch price
         self.limit = limit
         self.budget = budget
         self.prices = prices or PriceTable()
@@ -395,7 +396,7 @@ class LimitedBackend:
                 async with self.limit.slot(self._hold()):
                     reply = await self.inner.complete(request)
             if not self.scripted:
-                actual = self.prices.cost(reply.usage, self.model, reply.model_id).cost_usd
+                actual = self.prices.cost(reply.usage, self.model, reply.model_id, batch=self.batch).cost_usd
             return reply
         finally:
             if self.budget is not None:

@@ -5,13 +5,18 @@ Meant for the second judge, from another model family, on any OpenAI-compatible 
 The request has no tools: the system message is the static part (instructions, rubric and task), which
 providers that cache prompt prefixes reuse across diffs; the fenced diff is the user message, last.
 Retries on 429, 5xx and timeouts are the SDK's own; once exhausted, :class:`BackendError` is raised.
+
+``batch=True`` sends a sweep's requests through the Batch API (:meth:`OpenAIBackend.complete_many`): the
+same bodies as lines of an uploaded JSONL file, one batch for ``/v1/chat/completions``, polled until it
+ends; the output and error files are read back per request.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 import openai
 from openai.types.chat import ChatCompletion
@@ -31,6 +36,10 @@ from grading.judge.models import Usage
 from grading.judge.sdk_common import checked_decoding, describe_sdk_error, shared_ssl_context
 
 SCHEMA_NAME = "judge_verdicts"
+BATCH_ENDPOINT: Final = "/v1/chat/completions"
+# A batch's output or error file is read whole: bounded (the API's own input limit is 200 MB).
+MAX_BATCH_FILE_BYTES = 256 * 1024 * 1024
+_BATCH_ENDED = frozenset({"completed", "expired", "failed", "cancelled"})
 
 RESERVED_KEYS = frozenset(
     {
@@ -70,6 +79,9 @@ class OpenAIBackend:
         api_key: str | None = None,
         max_retries: int = 4,
         timeout: float = 120.0,
+        batch: bool = False,
+        batch_poll_interval: float = 30.0,
+        batch_deadline: float = 24 * 3600.0,
     ) -> None:
         self.spec = f"openai:{model}"
         self.model = model
@@ -78,6 +90,9 @@ class OpenAIBackend:
         self.api_key = api_key
         self.max_retries = max_retries
         self.timeout = timeout
+        self.batch = batch
+        self.batch_poll_interval = batch_poll_interval
+        self.batch_deadline = batch_deadline
 
     def render(self, request: JudgeRequest) -> dict[str, Any]:
         """The exact JSON body sent to ``POST {base_url}/chat/completions`` for this request."""
@@ -182,6 +197,87 @@ class OpenAIBackend:
             usage=reply.usage,
         )
 
+    async def complete_many(self, requests: Sequence[JudgeRequest]) -> list[BackendReply | BackendError]:
+        """Send many requests as one Batch (a JSONL file of the rendered bodies); one reply or error per
+        request, in request order. A request the batch did not answer (expired, failed, errored) is that
+        request's error. Never raises: when the batch itself fails, every entry is that error."""
+        if not requests:
+            return []
+        custom_ids = [f"judge-{i}" for i in range(len(requests))]
+        lines = "".join(
+            json.dumps({"custom_id": cid, "method": "POST", "url": BATCH_ENDPOINT, "body": self.render(r)})
+            + "\n"
+            for cid, r in zip(custom_ids, requests, strict=True)
+        )
+        answered: dict[str, BackendReply | BackendError] = {}
+        try:
+            async with self._client() as client:
+                upload = await client.files.create(
+                    file=("judge-batch.jsonl", lines.encode(), "application/jsonl"), purpose="batch"
+                )
+                batch = await client.batches.create(
+                    input_file_id=upload.id, endpoint=BATCH_ENDPOINT, completion_window="24h"
+                )
+                loop = asyncio.get_running_loop()
+                deadline = loop.time() + self.batch_deadline
+                while batch.status not in _BATCH_ENDED:
+                    if loop.time() >= deadline:
+                        await client.batches.cancel(batch.id)
+                        raise BackendError(
+                            f"openai: batch {batch.id} did not end within {self.batch_deadline:g}s"
+                        )
+                    await asyncio.sleep(self.batch_poll_interval)
+                    batch = await client.batches.retrieve(batch.id)
+                for file_id in (batch.output_file_id, batch.error_file_id):
+                    if file_id:
+                        content = await client.files.content(file_id)
+                        data = content.content
+                        if len(data) > MAX_BATCH_FILE_BYTES:
+                            raise BackendError(
+                                f"openai: batch file {file_id} is over {MAX_BATCH_FILE_BYTES} bytes"
+                            )
+                        for line in data.decode("utf-8", errors="replace").splitlines():
+                            if line.strip():
+                                cid, outcome = self._batch_line(line)
+                                if cid is not None:
+                                    answered[cid] = outcome
+        except BackendError as err:
+            return [err for _ in requests]
+        except openai.OpenAIError as err:
+            failure = BackendError(self._describe(err))
+            failure.__cause__ = err
+            return [failure for _ in requests]
+        missing = f"openai: batch {batch.id} ended {batch.status} without an answer for"
+        return [answered.get(cid) or BackendError(f"{missing} {cid}") for cid in custom_ids]
+
+    def _batch_line(self, line: str) -> tuple[str | None, BackendReply | BackendError]:
+        """One line of a batch's output or error file: its custom id and the reply or the error."""
+        try:
+            entry = json.loads(line)
+            cid = entry.get("custom_id")
+            response = entry.get("response") or {}
+            error = entry.get("error")
+            if not isinstance(cid, str):
+                return None, BackendError("openai: a batch result line has no custom_id")
+            if error:
+                return cid, BackendError(
+                    self._redact(
+                        f"openai: batch request {cid} failed: {error.get('code')}: {error.get('message')}"
+                    )
+                )
+            status = response.get("status_code")
+            body = response.get("body")
+            if status != 200:
+                detail = (body or {}).get("error") or {} if isinstance(body, dict) else {}
+                return cid, BackendError(
+                    self._redact(
+                        f"openai: batch request {cid} answered {status}: {detail.get('message', '')}"
+                    )
+                )
+            return cid, reply_from_completion(ChatCompletion.model_validate(body))
+        except (ValueError, AttributeError, TypeError) as exc:
+            return None, BackendError(f"openai: unreadable batch result line: {exc}")
+
     def _client(self) -> openai.AsyncOpenAI:
         kwargs: dict[str, Any] = {"max_retries": self.max_retries, "timeout": self.timeout}
         if self.base_url is not None:
@@ -194,7 +290,10 @@ class OpenAIBackend:
         return openai.AsyncOpenAI(**kwargs)
 
     def _describe(self, err: openai.OpenAIError) -> str:
-        return redact_secrets(self._describe_error(err), self.api_key, env=("OPENAI_API_KEY",))
+        return self._redact(self._describe_error(err))
+
+    def _redact(self, text: str) -> str:
+        return redact_secrets(text, self.api_key, env=("OPENAI_API_KEY",))
 
     def _describe_error(self, err: openai.OpenAIError) -> str:
         return describe_sdk_error(

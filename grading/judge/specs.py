@@ -173,12 +173,14 @@ def make_backend(
     if provider == "scripted":
         from grading.judge.scripted import ScriptedBackend
 
+        if batch:
+            raise InputError(None, "batch mode is available for anthropic and openai judges only", "--batch")
         return ScriptedBackend(Path(model))
     if provider == "claude-code":
         from grading.judge.claude_code_backend import ClaudeCodeBackend
 
         if batch:
-            raise InputError(None, "batch mode is available for anthropic judges only", "--batch")
+            raise InputError(None, "batch mode is available for anthropic and openai judges only", "--batch")
         # The CLI has its own retries and credentials (ANTHROPIC_* in the environment); ``timeout`` bounds
         # one whole CLI run, so it gets the SDK backends' time for every attempt.
         return ClaudeCodeBackend(
@@ -198,10 +200,14 @@ def make_backend(
         )
     from grading.judge.openai_backend import OpenAIBackend
 
-    if batch:
-        raise InputError(None, "batch mode is available for anthropic judges only", "--batch")
     return OpenAIBackend(
-        model, decoding=decoding, base_url=base_url, api_key=api_key, max_retries=max_retries, timeout=timeout
+        model,
+        decoding=decoding,
+        base_url=base_url,
+        api_key=api_key,
+        max_retries=max_retries,
+        timeout=timeout,
+        batch=batch,
     )
 
 

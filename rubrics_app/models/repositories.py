@@ -92,6 +92,8 @@ class JudgeSetting(models.Model):
     second_decoding = models.JSONField(default=dict, blank=True)
     # No calibration starts once this month's calibration cost reached it (None: no cap).
     monthly_cap_usd = models.DecimalField(max_digits=10, decimal_places=2, null=True, blank=True)
+    # Sweeps send their judge calls through the provider's batch API: half price, answers within hours.
+    sweep_batch = models.BooleanField(default=False)
     updated_at = models.DateTimeField(default=timezone.now)
     updated_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"

@@ -47,9 +47,11 @@ def set_judges(
     decoding: dict[str, Any] | None = None,
     second_decoding: dict[str, Any] | None = None,
     monthly_cap_usd: Decimal | None = None,
+    sweep_batch: bool | None = None,
 ) -> JudgeSetting:
     """Set the repository's judges. Raises JudgeSettingError naming the
-    field for a spec or decoding the command line would refuse, or a second judge of the primary's family."""
+    field for a spec or decoding the command line would refuse, or a second judge of the primary's family.
+    ``sweep_batch`` (None: as it was) sends sweeps through the providers' batch APIs."""
     by.require(Role.MAINTAINER, repository)
     decoding, second_decoding = dict(decoding or {}), dict(second_decoding or {})
     judge = _checked(judge, decoding, "judge")
@@ -76,10 +78,19 @@ def set_judges(
         "decoding": setting.decoding,
         "second_decoding": setting.second_decoding,
         "monthly_cap_usd": str(setting.monthly_cap_usd) if setting.monthly_cap_usd is not None else None,
+        "sweep_batch": setting.sweep_batch,
     }
     setting.judge, setting.second_judge = judge, second_judge
     setting.decoding, setting.second_decoding = decoding, second_decoding
     setting.monthly_cap_usd = monthly_cap_usd
+    if sweep_batch is not None:
+        setting.sweep_batch = sweep_batch
+    if setting.sweep_batch:
+        for spec in (s for s in (judge, second_judge) if s):
+            try:
+                make_backend(spec, batch=True, api_key="not-used-for-checking")
+            except InputError as exc:
+                raise JudgeSettingError("sweep_mode", f"{spec}: {exc.message}") from None
     setting.updated_at = timezone.now()
     setting.updated_by = by.user if getattr(by.user, "is_authenticated", False) else None
     setting.save()
@@ -89,6 +100,7 @@ def set_judges(
         "decoding": decoding,
         "second_decoding": second_decoding,
         "monthly_cap_usd": str(monthly_cap_usd) if monthly_cap_usd is not None else None,
+        "sweep_batch": setting.sweep_batch,
     }
     audit.record(
         AuditVerb.JUDGES_SET, actor=by.user, repository=repository, detail={"before": before, "after": after}

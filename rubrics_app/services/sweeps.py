@@ -17,6 +17,13 @@ queued again and the next worker skips the runs already stored.
 Judge calls go through ``grading.judge.limits``: per-provider concurrency and rate (settings
 SWEEP_PROVIDER_LIMITS), and the repository's monthly spend cap, checked before every call against an
 upper estimate of its cost; the sweep stops, with its reason, before the cap would be passed.
+
+A batch sweep (the repository's choice, or ``sweep --batch``) sends the same calls through the provider's
+batch API (``grading.ThreadBatchBackend``): up to SWEEP_BATCH_SIZE runs wait for their judge at once, their
+calls go as one batch, and the job polls it (every SWEEP_BATCH_POLL_SECONDS) while its heartbeat beats as
+for any job. Each run is stored as its answer arrives; a call the batch did not answer (expired, errored) is
+that run's judge failure, graded again by the next sweep. Calls are priced, and reserved against the cap, at
+the batch price.
 """
 
 from __future__ import annotations
@@ -52,6 +59,7 @@ from grading import (
     RunMetrics,
     SharedProviderLimit,
     TaskFiles,
+    ThreadBatchBackend,
     check_second_judge,
     grade,
     load_price_table,
@@ -110,6 +118,7 @@ class SweepRequest:
     revision: RubricRevision | None = None  # None: each task's admitted revision
     second_sample: float | None = None  # None: settings.SWEEP_SECOND_JUDGE_SAMPLE
     regrade_sample: float | None = None  # None: settings.SWEEP_REGRADE_SAMPLE
+    batch: bool | None = None  # None: the repository's choice (JudgeSetting.sweep_batch)
 
 
 def _rate(value: float | None, default: float, name: str) -> float:
@@ -148,6 +157,12 @@ def new_sweep(repository: Repository, by: Actor, request: SweepRequest) -> Sweep
             check_second_judge(judges.judge, judges.second_judge)
         except InputError as exc:
             raise SweepError(exc.message) from None
+    if judges.sweep_batch if request.batch is None else request.batch:
+        for spec in (s for s in (judges.judge, judges.second_judge) if s):
+            try:
+                make_backend(spec, batch=True, api_key="not-used-for-checking")
+            except InputError as exc:
+                raise SweepError(f"a batch sweep: {spec}: {exc.message}") from None
     if judges.monthly_cap_usd is not None:
         unpriced = _unpriced([judges.judge, judges.second_judge], load_price_table())
         if unpriced:
@@ -174,6 +189,7 @@ def new_sweep(repository: Repository, by: Actor, request: SweepRequest) -> Sweep
         second_sample=_rate(request.second_sample, settings.SWEEP_SECOND_JUDGE_SAMPLE, "second judge sample"),
         regrade_sample=_rate(request.regrade_sample, settings.SWEEP_REGRADE_SAMPLE, "regrade sample"),
         scripted=JudgeSetting.is_scripted(judges.judge) or JudgeSetting.is_scripted(judges.second_judge),
+        batch=judges.sweep_batch if request.batch is None else request.batch,
         provisional=revision is not None and revision.status != RevisionStatus.ADMITTED,
         created_by=by.user if getattr(by.user, "is_authenticated", False) else None,
     )
@@ -361,13 +377,24 @@ def provider_limit(provider: str) -> Limit:
         return limit
 
 
-def _backend(spec: str, decoding: dict[str, Any]) -> Backend:
-    return make_backend(
+def _backend(spec: str, decoding: dict[str, Any], batch: bool = False) -> Backend:
+    backend = make_backend(
         spec,
         decoding=decoding,
         timeout=settings.SWEEP_JUDGE_TIMEOUT_SECONDS,
         max_retries=settings.SWEEP_JUDGE_MAX_RETRIES,
+        batch=batch,
     )
+    if batch:
+        backend.batch_poll_interval = settings.SWEEP_BATCH_POLL_SECONDS  # type: ignore[attr-defined]
+    return backend
+
+
+def _batched(backend: Backend) -> Backend:
+    """``backend`` with its calls from every grading thread gathered into batches (a batch sweep)."""
+    if not getattr(backend, "batch", False) or not hasattr(backend, "complete_many"):
+        return backend
+    return ThreadBatchBackend(backend, size=settings.SWEEP_BATCH_SIZE)
 
 
 def _budget(repository: Repository) -> Budget | None:
@@ -527,8 +554,8 @@ def run_sweep(
     budget = _budget(sweep.repository)
     try:
         raw_primary, raw_second = backends or (
-            _backend(sweep.judge, sweep.decoding),
-            _backend(sweep.second_judge, sweep.second_decoding) if sweep.second_judge else None,
+            _backend(sweep.judge, sweep.decoding, sweep.batch),
+            _backend(sweep.second_judge, sweep.second_decoding, sweep.batch) if sweep.second_judge else None,
         )
     except InputError as exc:
         raise SweepError(str(exc)) from None
@@ -542,10 +569,14 @@ def run_sweep(
             backend, provider_limit(provider_of(backend.spec)), budget=budget, prices=prices
         )
 
-    primary = limited(raw_primary)
-    second = limited(raw_second) if raw_second is not None else None
+    primary = limited(_batched(raw_primary))
+    second = limited(_batched(raw_second)) if raw_second is not None else None
     judge_settings = JudgeSettings(prices=prices, regrade_sample=sweep.regrade_sample)
     threads = max(provider_limit(provider_of(b.spec)).spec.concurrency for b in (primary, second) if b)
+    if primary.batch:
+        # A run waiting for its batch holds a thread and no provider slot: a batch is as large as the
+        # runs waiting at once.
+        threads = settings.SWEEP_BATCH_SIZE
     own_cache = cache is None
     cache = calibration.DatabaseVerdictCache() if own_cache else cache
     admission = _Admission(not sweep.provisional)

@@ -26,7 +26,7 @@ from rubrics_app.services.sweeps import SweepError, SweepRequest
 from tests.app.conftest import LAZY_DIFF, judge_answers
 from tests.app.runs_helpers import sha256_of
 from tests.app.sweep_helpers import import_runs
-from tests.grading.judge.fake_servers import FakeProviderServer, slow, storm
+from tests.grading.judge.fake_servers import FakeProviderServer, expired, slow, storm, valid
 
 pytestmark = pytest.mark.django_db
 
@@ -280,3 +280,48 @@ def test_provider_limits_are_shared_through_redis_when_a_url_is_set(settings: An
     assert shared.spec == settings.SWEEP_PROVIDER_LIMITS["anthropic"]
     settings.SWEEP_LIMITS_REDIS_URL = ""  # the embedded broker: this process's own limit
     assert isinstance(sweeps.provider_limit("anthropic"), ProviderLimit)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_sweep_sends_its_calls_as_batches_and_leaves_unanswered_runs_for_the_next(
+    flushable_transactional_db: None,
+    admitted_revision: RubricRevision,
+    repository: Repository,
+    maintainer: User,
+    tmp_path: Path,
+    provider: FakeProviderServer,
+    settings: Any,
+) -> None:
+    import_runs(repository, tmp_path / "runs", 4)
+    use_judges(repository, SONNET, GPT)
+    settings.SWEEP_BATCH_SIZE = 4
+    settings.SWEEP_BATCH_POLL_SECONDS = 0.01
+    # The first run's primary call expires in its batch, and so does every retry of it.
+    provider.script(expired(), valid(), valid(), valid(), *[expired() for _ in range(6)])
+    sweep = sweeps.sweep_now(repository, Actor.member(maintainer), SweepRequest(batch=True))
+    assert job_of(sweep).status == JobStatus.DONE, job_of(sweep).error
+    assert sweep.batch and provider.model_calls() == []  # nothing went one call at a time
+    posts = [r.path for r in provider.requests if r.method == "POST"]
+    assert "/v1/messages/batches" in posts and "/v1/batches" in posts
+    assert sweep.judge_failures == 1 and RunGrade.objects.count() == 4
+    [failed] = RunGrade.objects.filter(judge_failure=True)
+    assert "expired" in failed.judges.get(role="primary").failure
+    assert sweep.cost_usd > 0
+    # The next sweep grades the run its batch did not answer, and only that one.
+    provider.queue.clear()
+    sweep = sweeps.sweep_now(repository, Actor.member(maintainer), SweepRequest(batch=True))
+    assert job_of(sweep).status == JobStatus.DONE and sweep.graded_runs == 1
+    assert not RunGrade.objects.filter(judge_failure=True).exists()
+
+
+def test_the_repositorys_batch_choice_is_the_sweeps_default_and_needs_a_batch_api(
+    admitted_revision: RubricRevision, repository: Repository, maintainer: User, tmp_path: Path
+) -> None:
+    import_runs(repository, tmp_path / "runs", 1)
+    use_judges(repository, SONNET, GPT)
+    JudgeSetting.objects.filter(repository=repository).update(sweep_batch=True)
+    assert sweeps.new_sweep(repository, Actor.member(maintainer), SweepRequest()).batch
+    assert not sweeps.new_sweep(repository, Actor.member(maintainer), SweepRequest(batch=False)).batch
+    use_judges(repository, passing_script(tmp_path))
+    with pytest.raises(SweepError, match="batch mode is available for anthropic and openai"):
+        sweeps.new_sweep(repository, Actor.member(maintainer), SweepRequest())

@@ -102,3 +102,29 @@ def test_a_sweep_that_cannot_start_says_why_and_stores_nothing(
     response = client.post(reverse("rubrics:sweep_start", args=[repository.pk]), {}, follow=True)
     assert b"The sweep was not sent: no run to grade" in response.content
     assert not Sweep.objects.exists()
+
+
+def test_the_judges_page_chooses_batch_sweeps_and_sweeps_follow_it(
+    runs: None, client: Client, maintainer: User, repository: Repository
+) -> None:
+    url = reverse("rubrics:judge_settings", args=[repository.pk])
+    page = logged_in(client, maintainer).get(url)
+    assert b"batch (cheaper, slower)" in page.content
+    form = {"judge": "anthropic:claude-sonnet-4-5-20250929", "second_judge": "openai:gpt-4o-2024-08-06"}
+    response = client.post(url, {**form, "sweep_mode": "batch"})
+    assert response.status_code == 302, response.content.decode()
+    assert b"batch (cheaper, slower): judge calls go through" in client.get(url).content
+    client.post(reverse("rubrics:sweep_start", args=[repository.pk]), {})
+    assert Sweep.objects.get().batch
+
+    # A judge with no batch API is refused on the page, naming the choice; nothing changes.
+    response = client.post(
+        url, {**form, "judge": "claude-code:claude-sonnet-4-5-20250929", "sweep_mode": "batch"}
+    )
+    assert (
+        response.status_code == 400
+        and b"batch mode is available for anthropic and openai" in response.content
+    )
+    assert client.post(url, {**form, "sweep_mode": "interactive"}).status_code == 302
+    client.post(reverse("rubrics:sweep_start", args=[repository.pk]), {})
+    assert not Sweep.objects.order_by("-pk").first().batch  # type: ignore[union-attr]

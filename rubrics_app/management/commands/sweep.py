@@ -1,10 +1,12 @@
-"""manage.py sweep --repository NAME [--task ID] [--arm A] [--model M] [--revision PK] [--wait]
+"""manage.py sweep --repository NAME [--task ID] [--arm A] [--model M] [--revision PK] [--batch] [--wait]
 
 Sends the sweep job: every run of the repository (or of a task, an arm, a model) graded with the
 repository's judges against each task's admitted revision, or against the approved revision PK (every result
-provisional). Runs already graded against that content with that judge are skipped. With --wait, prints
-the progress until the job ends and exits 0 when every run is graded, 1 when the sweep stopped or failed
-(the reason is printed; the grades stored before are kept), 2 on bad input.
+provisional). --batch (or the repository's choice on the Judges page) sends the judge calls through the
+providers' batch APIs, at half price and slower; --interactive one by one. Runs already graded against that
+content with that judge are skipped. With --wait, prints the progress until the job ends and exits 0 when
+every run is graded, 1 when the sweep stopped or failed (the reason is printed; the grades stored before are
+kept), 2 on bad input.
 """
 
 from __future__ import annotations
@@ -58,6 +60,17 @@ class Command(BaseCommand):
             metavar="RATE",
             help="share of cached verdicts judged again (default: SWEEP_REGRADE_SAMPLE)",
         )
+        mode = parser.add_mutually_exclusive_group()
+        mode.add_argument(
+            "--batch",
+            action="store_const",
+            const=True,
+            dest="batch",
+            help="judge through the providers' batch APIs: half price, slower (default: the repository's)",
+        )
+        mode.add_argument(
+            "--interactive", action="store_const", const=False, dest="batch", help="judge call by call"
+        )
         parser.add_argument("--wait", action="store_true", help="wait for the job; print its progress")
         parser.add_argument(
             "--timeout", type=float, default=24 * 3600.0, metavar="SECONDS", help="with --wait"
@@ -82,6 +95,7 @@ class Command(BaseCommand):
             arm=options["arm"],
             model=options["model"],
             revision=revision,
+            batch=options["batch"],
             second_sample=_rate(options["second_sample"]) if options["second_sample"] is not None else None,
             regrade_sample=_rate(options["regrade_sample"])
             if options["regrade_sample"] is not None
@@ -91,7 +105,7 @@ class Command(BaseCommand):
             sweep = sweeps.start(repository, Actor.command_line(), request)
         except (SweepError, PermissionDenied) as exc:
             raise CommandError(str(exc), returncode=2) from None
-        tag = " (scripted judge)" if sweep.scripted else ""
+        tag = (" (scripted judge)" if sweep.scripted else "") + (", batch" if sweep.batch else "")
         provisional = ", provisional" if sweep.provisional else ""
         self.stdout.write(
             f"sweep #{sweep.pk} of {repository.name} ({sweep.scope_label()}{provisional}): "

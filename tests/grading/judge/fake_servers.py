@@ -1,7 +1,10 @@
 """A local HTTP server that speaks the providers' APIs, so the real SDKs run end to end in tests.
 
 One server answers both the Anthropic Messages API (``POST /v1/messages`` and the Message Batches
-endpoints) and the OpenAI chat completions API (``POST /v1/chat/completions``, ``/chat/completions``).
+endpoints) and the OpenAI chat completions API (``POST /v1/chat/completions``, ``/chat/completions``), with
+OpenAI's Batch API (``POST /v1/files`` multipart upload, ``POST /v1/batches``, ``GET /v1/batches/ID``,
+``GET /v1/files/ID/content``). In a batch of either provider, a scripted ``status`` behaviour makes that
+request an errored item and ``expired`` an expired one (an OpenAI batch holding one ends ``expired``).
 It records every request (headers and JSON body) and answers model calls from a scripted queue of
 :class:`Behaviour` values; when the queue is empty it answers with a valid reply built from the request.
 
@@ -273,6 +276,7 @@ class FakeProviderServer:
         self._prompt_cache: set[str] = set()  # prefixes readable from the prompt cache
         self._unpublished = threading.local()  # the prefix this handler thread wrote, readable once answered
         self._batches: dict[str, dict[str, Any]] = {}
+        self._files: dict[str, bytes] = {}  # OpenAI files: batch input, output and error files
         self._ids = itertools.count(1)
         self._stopping = threading.Event()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
@@ -583,6 +587,98 @@ class FakeProviderServer:
                 return None
             return list(reversed(batch["_results"]))  # the API does not keep request order
 
+    # -- OpenAI batches ---------------------------------------------------------------------------------
+
+    def upload_file(self, content: bytes) -> dict[str, Any]:
+        file_id = f"file-{next(self._ids):06d}"
+        with self._lock:
+            self._files[file_id] = content
+        return _file_object(file_id, len(content))
+
+    def file_content(self, file_id: str) -> bytes | None:
+        with self._lock:
+            return self._files.get(file_id)
+
+    def create_openai_batch(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        content = self.file_content(str(body.get("input_file_id")))
+        if content is None:
+            return None
+        batch_id = f"batch_{next(self._ids):06d}"
+        output: list[dict[str, Any]] = []
+        errors: list[dict[str, Any]] = []
+        expired = False
+        for line in content.decode().splitlines():
+            entry = json.loads(line)
+            cid = entry["custom_id"]
+            behaviour = self._next_behaviour()
+            if behaviour.kind == "status":
+                errors.append(
+                    {"id": f"batch_req_{next(self._ids):06d}", "custom_id": cid, "error": None,
+                     "response": {"status_code": behaviour.status, "request_id": "req",
+                                  "body": {"error": {"message": "scripted error", "type": "server_error"}}}}
+                )  # fmt: skip
+            elif behaviour.kind == "expired":
+                expired = True
+                errors.append(
+                    {"id": f"batch_req_{next(self._ids):06d}", "custom_id": cid, "response": None,
+                     "error": {"code": "batch_expired", "message": "This request could not be executed "
+                               "before the completion window expired."}}
+                )  # fmt: skip
+            else:
+                completion = self.openai_completion(entry["body"], behaviour)
+                self._publish_prompt_cache()  # a batch is worked through one request after another
+                output.append(
+                    {"id": f"batch_req_{next(self._ids):06d}", "custom_id": cid, "error": None,
+                     "response": {"status_code": 200, "request_id": "req", "body": completion}}
+                )  # fmt: skip
+        now = int(datetime.now(UTC).timestamp())
+        batch = {
+            "id": batch_id,
+            "object": "batch",
+            "endpoint": body.get("endpoint"),
+            "input_file_id": body.get("input_file_id"),
+            "completion_window": body.get("completion_window"),
+            "status": "validating",
+            "created_at": now,
+            "output_file_id": None,
+            "error_file_id": None,
+            "request_counts": {"total": len(output) + len(errors), "completed": 0, "failed": 0},
+            "_output": output,
+            "_errors": errors,
+            "_end": "expired" if expired else "completed",
+            "_polls_left": self.batch_polls_in_progress,
+        }
+        with self._lock:
+            self._batches[batch_id] = batch
+        return _public(batch)
+
+    def retrieve_openai_batch(self, batch_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            batch = self._batches.get(batch_id)
+            if batch is None:
+                return None
+            if batch["_polls_left"] > 0:
+                batch["_polls_left"] -= 1
+                batch["status"] = "in_progress"
+                return _public(batch)
+        if batch["status"] in ("validating", "in_progress"):
+            files = {}
+            for name, lines in (("output_file_id", batch["_output"]), ("error_file_id", batch["_errors"])):
+                if lines:
+                    data = "".join(json.dumps(line) + "\n" for line in reversed(lines)).encode()
+                    files[name] = self.upload_file(data)["id"]
+            with self._lock:
+                batch.update(
+                    status=batch["_end"],
+                    request_counts={
+                        "total": len(batch["_output"]) + len(batch["_errors"]),
+                        "completed": len(batch["_output"]),
+                        "failed": len(batch["_errors"]),
+                    },
+                    **files,
+                )
+        return _public(batch)
+
     # -- HTTP -------------------------------------------------------------------------------------------
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
@@ -597,6 +693,24 @@ class FakeProviderServer:
             def do_GET(self) -> None:
                 server._record(self, None)
                 path = self.path.split("?")[0].rstrip("/")
+                if file_match := re.fullmatch(r"/v1/files/([^/]+)/content", path):
+                    content = server.file_content(file_match.group(1))
+                    if content is None:
+                        self._json(
+                            404, {"error": {"message": "no such file", "type": "invalid_request_error"}}
+                        )
+                    else:
+                        self._send(200, content, "application/octet-stream")
+                    return
+                if batch_match := re.fullmatch(r"/v1/batches/([^/]+)", path):
+                    found = server.retrieve_openai_batch(batch_match.group(1))
+                    if found is None:
+                        self._json(
+                            404, {"error": {"message": "no such batch", "type": "invalid_request_error"}}
+                        )
+                    else:
+                        self._json(200, found)
+                    return
                 match = re.fullmatch(r"/v1/messages/batches/([^/]+)(/results)?", path)
                 if match is None:
                     self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": path}})
@@ -622,6 +736,13 @@ class FakeProviderServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length) if length else b""
+                path = self.path.split("?")[0].rstrip("/")
+                if path == "/v1/files":
+                    server._record(self, None)
+                    self._json(
+                        200, server.upload_file(multipart_file(raw, self.headers.get("content-type", "")))
+                    )
+                    return
                 try:
                     body = json.loads(raw) if raw else None
                 except ValueError:
@@ -632,6 +753,14 @@ class FakeProviderServer:
                     self._json(
                         400, {"type": "error", "error": {"type": "invalid_request_error", "message": "json"}}
                     )
+                elif path == "/v1/batches" and isinstance(body, dict):
+                    created = server.create_openai_batch(body)
+                    if created is None:
+                        self._json(
+                            404, {"error": {"message": "no such file", "type": "invalid_request_error"}}
+                        )
+                    else:
+                        self._json(200, created)
                 elif path == "/v1/messages/batches" and isinstance(body, dict):
                     self._json(200, server.create_batch(body))
                 elif cancel := re.fullmatch(r"/v1/messages/batches/([^/]+)/cancel", path):
@@ -785,6 +914,28 @@ def _verdict_list(reply: dict[str, Any]) -> list[dict[str, Any]]:
         if isinstance(value, list) and all(isinstance(v, dict) for v in value):
             return value
     return []
+
+
+def _file_object(file_id: str, size: int) -> dict[str, Any]:
+    return {
+        "id": file_id,
+        "object": "file",
+        "bytes": size,
+        "created_at": int(datetime.now(UTC).timestamp()),
+        "filename": "batch.jsonl",
+        "purpose": "batch",
+        "status": "processed",
+    }
+
+
+def multipart_file(raw: bytes, content_type: str) -> bytes:
+    """The ``file`` part of a multipart/form-data body (the SDK's file upload)."""
+    boundary = content_type.partition("boundary=")[2].strip('"').encode()
+    for part in raw.split(b"--" + boundary):
+        head, _, content = part.partition(b"\r\n\r\n")
+        if b'name="file"' in head:
+            return content.removesuffix(b"\r\n")
+    return b""
 
 
 def _public(batch: dict[str, Any]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from tests.grading.judge.fake_servers import (
     FakeProviderServer,
     bad_location,
     error,
+    expired,
     extra_id,
     fake_server_fixture,  # noqa: F401 - the fake_server fixture
     malformed,
@@ -24,6 +25,7 @@ from tests.grading.judge.fake_servers import (
     storm,
     tokens,
     truncated,
+    valid,
 )
 from tests.grading.judge.test_anthropic_backend import HOSTILE, request
 
@@ -173,3 +175,50 @@ def test_a_missing_key_is_a_backend_error_and_render_needs_none(monkeypatch: pyt
     assert b.render(request())["model"] == MODEL
     with pytest.raises(BackendError, match="openai"):
         asyncio.run(b.complete(request()))
+
+
+# --- the Batch API -----------------------------------------------------------------------------------------
+
+
+def test_a_batch_uploads_the_same_bodies_polls_and_maps_results_by_custom_id(
+    fake_server: FakeProviderServer,
+) -> None:
+    fake_server.batch_polls_in_progress = 2
+    fake_server.script(valid("fail"), error(500), refusal(), valid())
+    b = backend(fake_server, batch=True, batch_poll_interval=0.01)
+    reqs = [request(ids=(f"B{i}",)) for i in range(4)]
+
+    first, errored, refused, last = asyncio.run(b.complete_many(reqs))
+
+    assert (
+        isinstance(first, BackendReply) and json.loads(first.text or "")["verdicts"][0]["verdict"] == "fail"
+    )
+    assert isinstance(errored, BackendError) and "judge-1 answered 500" in str(errored)
+    assert isinstance(refused, BackendReply) and refused.refused and refused.text is None
+    assert isinstance(last, BackendReply) and json.loads(last.text or "")["verdicts"][0]["id"] == "B3"
+    assert last.model_id == MODEL and last.usage.input_tokens + last.usage.cache_read_tokens > 0
+    posts = [r.path for r in fake_server.requests if r.method == "POST"]
+    assert posts == ["/v1/files", "/v1/batches"]
+    [upload_id] = [f for f in fake_server._files if f.startswith("file-")][:1]
+    lines = [json.loads(line) for line in (fake_server.file_content(upload_id) or b"").decode().splitlines()]
+    assert [line["body"] for line in lines] == [b.render(r) for r in reqs]  # the interactive bodies
+    assert {line["url"] for line in lines} == {"/v1/chat/completions"}
+    assert fake_server.model_calls() == []  # nothing went through the one-at-a-time endpoint
+
+
+def test_an_expired_batch_fails_only_the_requests_it_did_not_answer(fake_server: FakeProviderServer) -> None:
+    fake_server.script(valid(), expired(), valid())
+    b = backend(fake_server, batch=True, batch_poll_interval=0.01)
+
+    answered, gone, also = asyncio.run(b.complete_many([request(), request(), request()]))
+
+    assert isinstance(answered, BackendReply) and isinstance(also, BackendReply)
+    assert isinstance(gone, BackendError) and "batch_expired" in str(gone)
+
+
+def test_a_batch_that_cannot_be_created_fails_every_request(fake_server: FakeProviderServer) -> None:
+    b = OpenAIBackend(
+        MODEL, base_url=fake_server.url + "/nowhere", api_key="sk-test", max_retries=0, batch=True
+    )
+    out = asyncio.run(b.complete_many([request(), request()]))
+    assert len(out) == 2 and all(isinstance(o, BackendError) and "openai" in str(o) for o in out)

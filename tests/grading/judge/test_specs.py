@@ -95,5 +95,7 @@ def test_make_backend_builds_each_provider(tmp_path: Path) -> None:
 
     openai = make_backend("openai:gpt-4o-2024-08-06", base_url="http://127.0.0.1:9/v1")
     assert type(openai).__name__ == "OpenAIBackend" and openai.model == "gpt-4o-2024-08-06"
-    with pytest.raises(InputError, match="batch"):
-        make_backend("openai:gpt-4o-2024-08-06", batch=True)
+    assert not openai.batch
+    assert make_backend("openai:gpt-4o-2024-08-06", batch=True).batch
+    with pytest.raises(InputError, match="batch mode is available for anthropic and openai"):
+        make_backend("claude-code:claude-sonnet-4-5-20250929", batch=True)
