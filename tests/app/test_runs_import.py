@@ -245,7 +245,7 @@ def test_a_run_s_git_dir_changes_are_stored_and_given_back_to_grading(
     ("content", "message"),
     [
         ("../outside\n", "line 1"),
-        ("/etc/passwd\n", "absolute path"),
+        ("/etc/passwd\n", "line 1: absolute path: '/etc/passwd'"),
         (b"\xff\xfe\n", "not UTF-8"),
     ],
 )
