@@ -157,7 +157,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "read_json",
         "validation_messages",
     ),
-    "grading.workspace": ("read_path_list",),
+    "grading.workspace": ("GIT_DIR_CHANGES_NAME", "read_path_list"),
 }
 _MODULE_OF = {name: module for module, names in _PUBLIC.items() for name in names}
 
@@ -287,6 +287,7 @@ if TYPE_CHECKING:
     from grading.schema import read_input_bytes as read_input_bytes
     from grading.schema import read_json as read_json
     from grading.schema import validation_messages as validation_messages
+    from grading.workspace import GIT_DIR_CHANGES_NAME as GIT_DIR_CHANGES_NAME
     from grading.workspace import read_path_list as read_path_list
 
 

@@ -41,6 +41,10 @@ class AgentRun(models.Model):
     tests_list = models.TextField(null=True, blank=True)  # None: the run had no tests_list.txt
     # tests_list.error: why tests.list failed in the workspace (capture writes it instead of tests_list.txt)
     tests_list_error = models.TextField(null=True, blank=True)
+    # git_dir_changes.txt: the paths under .git the run changed, as capture wrote them (a path list). None:
+    # captured without the snapshot's private record, so the git_dir integrity part is not measured; "":
+    # captured, nothing under .git changed.
+    git_dir_changes = models.TextField(null=True, blank=True)
     diff_sha256 = models.CharField(max_length=64)
     diff_bytes = models.PositiveBigIntegerField()
     # sha256 of each file as imported, so a repeated import can tell "the same run" from "a different run

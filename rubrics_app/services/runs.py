@@ -1,10 +1,11 @@
 """Import agent run directories (a folder on disk or an uploaded zip) with their grades and judge verdicts.
 
 A run directory holds ``run.json``, ``grade.json``, ``workspace.diff``, ``ignored_created.txt``, optionally
-``tests_list.txt`` (or ``tests_list.error``, why the listing failed in the workspace), and ``metrics.json``
-once ``rubric grade`` has graded it. Every file is read through grading's own readers (strict JSON,
-run.json/grade.json models, the path-list reader, metrics.json's ``RunDetails``), so the app accepts exactly
-what the command line accepts.
+``tests_list.txt`` (or ``tests_list.error``, why the listing failed in the workspace), optionally
+``git_dir_changes.txt`` (the paths under ``.git`` the run changed; without it a sweep leaves the git_dir
+integrity part not measured), and ``metrics.json`` once ``rubric grade`` has graded it. Every file is read
+through grading's own readers (strict JSON, run.json/grade.json models, the path-list reader, metrics.json's
+``RunDetails``), so the app accepts exactly what the command line accepts.
 
 All or nothing, as rubric import: every run is read and checked first; only when none has a problem are
 rows written, in one transaction. A run is keyed by (task, arm, model, repetition): importing the same
@@ -29,6 +30,7 @@ from django.db import IntegrityError, transaction
 from pydantic import BaseModel, ConfigDict, StrictBool, StringConstraints, ValidationError
 
 from grading import (
+    GIT_DIR_CHANGES_NAME,
     TESTS_LIST_ERROR_NAME,
     TESTS_LIST_NAME,
     GradeJson,
@@ -71,6 +73,7 @@ RUN_FILES = (
     "ignored_created.txt",
     TESTS_LIST_NAME,
     TESTS_LIST_ERROR_NAME,
+    GIT_DIR_CHANGES_NAME,
 )
 REQUIRED_FILES = ("run.json", "grade.json", "workspace.diff", "ignored_created.txt")
 
@@ -135,6 +138,7 @@ class PreparedRun:
     ignored_created: str
     tests_list: str | None
     tests_list_error: str | None
+    git_dir_changes: str | None
     files_sha256: dict[str, str]
     metrics: PreparedGrade | None = None
 
@@ -321,6 +325,14 @@ def _prepare_run(
         except InputError as exc:
             problems.extend(_problem(exc, name(TESTS_LIST_ERROR_NAME)))
         tests_list_error = _text(raw[TESTS_LIST_ERROR_NAME], name(TESTS_LIST_ERROR_NAME), problems)
+    git_dir_changes = None
+    if GIT_DIR_CHANGES_NAME in raw:
+        try:
+            read_path_list(run_dir / GIT_DIR_CHANGES_NAME)  # as grading reads it: bounded, paths checked
+        except InputError as exc:
+            problems.extend(_problem(exc, name(GIT_DIR_CHANGES_NAME)))
+        else:
+            git_dir_changes = _text(raw[GIT_DIR_CHANGES_NAME], name(GIT_DIR_CHANGES_NAME), problems)
     task = None
     if record is not None:
         task = tasks.get(record.task)
@@ -346,6 +358,7 @@ def _prepare_run(
         ignored_created=ignored,
         tests_list=tests_list,
         tests_list_error=tests_list_error,
+        git_dir_changes=git_dir_changes,
         files_sha256=hashes,
         metrics=metrics,
     )
@@ -547,6 +560,7 @@ def _import_run_dirs(repository: Repository, root: Path, label_root: str, user: 
                     ignored_created=run.ignored_created,
                     tests_list=run.tests_list,
                     tests_list_error=run.tests_list_error,
+                    git_dir_changes=run.git_dir_changes,
                     diff_sha256=run.files_sha256["workspace.diff"],
                     diff_bytes=run.diff_size,
                     files_sha256=run.files_sha256,
@@ -675,7 +689,9 @@ def task_runs(task: Task) -> list[AgentRun]:
     current = RunGrade.objects.current().defer("metrics").select_related("revision")
     return list(
         AgentRun.objects.filter(task=task)
-        .defer("run_json", "grade_json", "ignored_created", "tests_list", "tests_list_error")
+        .defer(
+            "run_json", "grade_json", "ignored_created", "tests_list", "tests_list_error", "git_dir_changes"
+        )
         .annotate(grade_count=Count("grades"))
         .prefetch_related(Prefetch("grades", queryset=current, to_attr="current_grades"))
         .order_by("arm", "model", "repetition")

@@ -2,10 +2,11 @@
 in a Celery job (docs/sweeps.md).
 
 Each run is graded exactly as ``rubric grade`` grades it, by grading's in-memory ``grade`` on the revision's
-rubric.json and task.json, the repository's manifest, and the run's files, built from the rows (no folder):
-scope, integrity, the gate, the primary judge on every run, the second judge on every run or on a sample
-(fixed by the diff), the regrade sample bypassing the verdict cache. The target is each task's admitted
-revision, or one chosen approved revision, and then every result is provisional.
+rubric.json and task.json, the repository's manifest, the task's oracle_grade.json and tests_base.txt, and the
+run's files (git_dir_changes.txt included), built from the rows (no folder): scope, integrity (every part the
+command line measures, from the same inputs), the gate, the primary judge on every run, the second judge on
+every run or on a sample (fixed by the diff), the regrade sample bypassing the verdict cache. The target is
+each task's admitted revision, or one chosen approved revision, and then every result is provisional.
 
 Each run's grade is stored in a transaction of its own as soon as it is graded (RunGrade, JudgeGrade and
 ItemVerdict rows, source = sweep, keyed by run, rubric content and primary judge), with the sweep's
@@ -311,24 +312,37 @@ class _TaskBytes:
     task_json: bytes
     rubric_json: bytes
     manifest: bytes
+    oracle_grade: bytes | None  # None: the task has no oracle_grade.json (tests_skipped not measured)
+    tests_base: bytes | None  # None: the task has no tests_base.txt (test_cases not measured)
 
     def files(self) -> TaskFiles:
         return make_task_files(
-            self.source, task_json=self.task_json, rubric_json=self.rubric_json, manifest=self.manifest
+            self.source,
+            task_json=self.task_json,
+            rubric_json=self.rubric_json,
+            manifest=self.manifest,
+            oracle_grade=self.oracle_grade,
+            tests_base=self.tests_base,
         )
 
 
 def _task_bytes(revision: RubricRevision, prompt_style: str) -> _TaskBytes:
+    task = revision.task
+    # The task's own files as tasks/<id>/ holds them; stored empty means the task has none (as calibration
+    # reads them).
     return _TaskBytes(
-        source=f"tasks/{revision.task.task_id}",
+        source=f"tasks/{task.task_id}",
         task_json=_task_json(revision, prompt_style),
         rubric_json=revision.rubric_json_bytes(),
-        manifest=calibration.manifest_bytes(revision.task.repository),
+        manifest=calibration.manifest_bytes(task.repository),
+        oracle_grade=task.task_file("oracle_grade.json") or None,
+        tests_base=task.task_file("tests_base.txt") or None,
     )
 
 
 def _run_model(run: AgentRun, diff: bytes) -> Run:
-    """The stored run as grading reads a run folder (no git_dir_changes.txt: not kept, so not measured)."""
+    """The stored run as grading reads a run folder: a run imported without git_dir_changes.txt has its
+    git_dir part not measured, as ``rubric grade`` leaves it."""
     return make_run(
         f"run {run.pk}",
         run_json=json.dumps(run.run_json).encode(),
@@ -337,6 +351,7 @@ def _run_model(run: AgentRun, diff: bytes) -> Run:
         ignored_created=run.ignored_created.encode(),
         tests_list=run.tests_list.encode() if run.tests_list is not None else None,
         tests_list_error=run.tests_list_error.encode() if run.tests_list_error is not None else None,
+        git_dir_changes=run.git_dir_changes.encode() if run.git_dir_changes is not None else None,
     )
 
 

@@ -224,6 +224,46 @@ def test_a_tests_list_error_beside_a_tests_list_is_refused(graded_runs: Path, re
     assert not AgentRun.objects.exists()
 
 
+def test_a_run_s_git_dir_changes_are_stored_and_given_back_to_grading(
+    graded_runs: Path, repository: Repository
+) -> None:
+    changed = write_run(graded_runs, "hooked", model="model-h")
+    (changed / "git_dir_changes.txt").write_text('.git/hooks/pre-commit\n".git/odd\\tname"\n')
+    untouched = write_run(graded_runs, "clean", model="model-c")
+    (untouched / "git_dir_changes.txt").write_text("")
+    run_command(str(graded_runs), "--repository", repository.name)
+    hooked, clean = AgentRun.objects.get(model="model-h"), AgentRun.objects.get(model="model-c")
+    assert hooked.git_dir_changes == '.git/hooks/pre-commit\n".git/odd\\tname"\n'
+    assert _run_model(hooked, RUN_DIFF).git_dir_changes == [".git/hooks/pre-commit", ".git/odd\tname"]
+    # Captured with nothing changed under .git ("") is not the same as captured without a record (None).
+    assert clean.git_dir_changes == "" and _run_model(clean, RUN_DIFF).git_dir_changes == []
+    without = AgentRun.objects.get(repetition=0, model="model-a")
+    assert without.git_dir_changes is None and _run_model(without, RUN_DIFF).git_dir_changes is None
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("../outside\n", "line 1"),
+        ("/etc/passwd\n", "line 1: absolute path: '/etc/passwd'"),
+        (b"\xff\xfe\n", "not UTF-8"),
+    ],
+)
+def test_a_bad_git_dir_changes_file_imports_nothing_and_names_the_file(
+    graded_runs: Path, repository: Repository, content: str | bytes, message: str
+) -> None:
+    path = graded_runs / "rep0" / "git_dir_changes.txt"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    err = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command("import_runs", str(graded_runs), "--repository", repository.name, stderr=err)
+    assert f"{graded_runs}/rep0/git_dir_changes.txt" in err.getvalue() and message in err.getvalue()
+    assert not AgentRun.objects.exists()
+
+
 # --- the zip upload on the repository page -----------------------------------------------------------
 
 
