@@ -20,6 +20,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "AdmissionReport",
         "AdmissionRow",
         "SUITE_KINDS",
+        "check_admission",
         "check_task",
         "inject_reviewer_comment",
     ),
@@ -93,6 +94,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "MutantReport",
         "MutantRow",
         "check_mutants",
+        "judge_mutants",
     ),
     "grading.power": ("LabelTarget",),
     "grading.run": ("Run", "TaskFiles", "make_run", "make_task_files", "read_run", "read_task_files"),
@@ -166,6 +168,7 @@ if TYPE_CHECKING:
     from grading.admission import SUITE_KINDS as SUITE_KINDS
     from grading.admission import AdmissionReport as AdmissionReport
     from grading.admission import AdmissionRow as AdmissionRow
+    from grading.admission import check_admission as check_admission
     from grading.admission import check_task as check_task
     from grading.admission import inject_reviewer_comment as inject_reviewer_comment
     from grading.agreement import judge_agreement as judge_agreement
@@ -227,6 +230,7 @@ if TYPE_CHECKING:
     from grading.mutants import MutantReport as MutantReport
     from grading.mutants import MutantRow as MutantRow
     from grading.mutants import check_mutants as check_mutants
+    from grading.mutants import judge_mutants as judge_mutants
     from grading.outcome import RunDetails as RunDetails
     from grading.outcome import RunMetrics as RunMetrics
     from grading.outcome import grade as grade
