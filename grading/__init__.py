@@ -125,7 +125,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "rates_chart",
         "standalone",
     ),
-    "grading.report_files": ("parse_date",),
+    "grading.report_files": ("MetricsDetails", "MetricsFile", "parse_date", "read_metrics"),
     "grading.report_html": ("label_target_text", "render_report_html"),
     "grading.report_render": (
         "METRIC_NAMES",
@@ -253,7 +253,10 @@ if TYPE_CHECKING:
     from grading.report_charts import no_interval_reason as no_interval_reason
     from grading.report_charts import rates_chart as rates_chart
     from grading.report_charts import standalone as standalone
+    from grading.report_files import MetricsDetails as MetricsDetails
+    from grading.report_files import MetricsFile as MetricsFile
     from grading.report_files import parse_date as parse_date
+    from grading.report_files import read_metrics as read_metrics
     from grading.report_html import label_target_text as label_target_text
     from grading.report_html import render_report_html as render_report_html
     from grading.report_render import METRIC_NAMES as METRIC_NAMES
