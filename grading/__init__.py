@@ -125,7 +125,13 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "rates_chart",
         "standalone",
     ),
-    "grading.report_files": ("MetricsDetails", "MetricsFile", "parse_date", "read_metrics"),
+    "grading.report_files": (
+        "MetricsDetails",
+        "MetricsFile",
+        "MetricsJudge",
+        "parse_date",
+        "read_metrics",
+    ),
     "grading.report_html": ("label_target_text", "render_report_html"),
     "grading.report_render": (
         "METRIC_NAMES",
@@ -255,6 +261,7 @@ if TYPE_CHECKING:
     from grading.report_charts import standalone as standalone
     from grading.report_files import MetricsDetails as MetricsDetails
     from grading.report_files import MetricsFile as MetricsFile
+    from grading.report_files import MetricsJudge as MetricsJudge
     from grading.report_files import parse_date as parse_date
     from grading.report_files import read_metrics as read_metrics
     from grading.report_html import label_target_text as label_target_text

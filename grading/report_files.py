@@ -40,7 +40,9 @@ class _UsageRecord(_Lenient):
     cost_known: StrictBool = True
 
 
-class _JudgeRecord(_Lenient):
+class MetricsJudge(_Lenient):
+    """A judge's record in metrics.json's details, as far as a report reads it."""
+
     judge: str
     scripted: StrictBool = False
     verdicts: list[_VerdictRecord] = []
@@ -71,8 +73,8 @@ class MetricsDetails(_Lenient):
     judge_skipped: str | None = None
     scope: _ScopeRecord | None = None
     integrity: _IntegrityRecord | None = None
-    judge: _JudgeRecord | None = None
-    second_judge: _JudgeRecord | None = None
+    judge: MetricsJudge | None = None
+    second_judge: MetricsJudge | None = None
     judge_families: _Families | None = None
 
 
@@ -101,7 +103,7 @@ class MetricsFile(BaseModel):
         return grade_metrics({k: v for k, v in extra.items() if k not in _FRAMEWORK_KEYS})
 
 
-def _judge(record: _JudgeRecord | None, family: str | None) -> JudgeVerdicts | None:
+def _judge(record: MetricsJudge | None, family: str | None) -> JudgeVerdicts | None:
     if record is None:
         return None
     return JudgeVerdicts(
