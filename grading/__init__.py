@@ -20,6 +20,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "AdmissionReport",
         "AdmissionRow",
         "SUITE_KINDS",
+        "check_admission",
         "check_task",
         "inject_reviewer_comment",
     ),
@@ -94,6 +95,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "MutantReport",
         "MutantRow",
         "check_mutants",
+        "judge_mutants",
     ),
     "grading.power": ("LabelTarget",),
     "grading.run": ("Run", "TaskFiles", "make_run", "make_task_files", "read_run", "read_task_files"),
@@ -124,7 +126,13 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "rates_chart",
         "standalone",
     ),
-    "grading.report_files": ("parse_date",),
+    "grading.report_files": (
+        "MetricsDetails",
+        "MetricsFile",
+        "MetricsJudge",
+        "parse_date",
+        "read_metrics",
+    ),
     "grading.report_html": ("label_target_text", "render_report_html"),
     "grading.report_render": (
         "METRIC_NAMES",
@@ -167,6 +175,7 @@ if TYPE_CHECKING:
     from grading.admission import SUITE_KINDS as SUITE_KINDS
     from grading.admission import AdmissionReport as AdmissionReport
     from grading.admission import AdmissionRow as AdmissionRow
+    from grading.admission import check_admission as check_admission
     from grading.admission import check_task as check_task
     from grading.admission import inject_reviewer_comment as inject_reviewer_comment
     from grading.agreement import judge_agreement as judge_agreement
@@ -229,6 +238,7 @@ if TYPE_CHECKING:
     from grading.mutants import MutantReport as MutantReport
     from grading.mutants import MutantRow as MutantRow
     from grading.mutants import check_mutants as check_mutants
+    from grading.mutants import judge_mutants as judge_mutants
     from grading.outcome import RunDetails as RunDetails
     from grading.outcome import RunMetrics as RunMetrics
     from grading.outcome import grade as grade
@@ -251,7 +261,11 @@ if TYPE_CHECKING:
     from grading.report_charts import no_interval_reason as no_interval_reason
     from grading.report_charts import rates_chart as rates_chart
     from grading.report_charts import standalone as standalone
+    from grading.report_files import MetricsDetails as MetricsDetails
+    from grading.report_files import MetricsFile as MetricsFile
+    from grading.report_files import MetricsJudge as MetricsJudge
     from grading.report_files import parse_date as parse_date
+    from grading.report_files import read_metrics as read_metrics
     from grading.report_html import label_target_text as label_target_text
     from grading.report_html import render_report_html as render_report_html
     from grading.report_render import METRIC_NAMES as METRIC_NAMES

@@ -37,7 +37,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from grading.diffs import MAX_DIFF_BYTES, decode_diff, parse_diff
+from grading.diffs import decode_diff, parse_diff
 from grading.errors import InputError
 from grading.injection import (
     PAYLOAD_KINDS,
@@ -59,17 +59,8 @@ from grading.judge.specs import make_backend
 from grading.judge.tree import base_tree_for
 from grading.outcome import RubricAssessment, assess
 from grading.paths import user_cache_file
-from grading.schema import (
-    PromptStyle,
-    Rubric,
-    TaskSpec,
-    TestsConfig,
-    load_manifest,
-    load_rubric,
-    load_task,
-    read_input_bytes,
-    rubric_sha256,
-)
+from grading.run import ORACLE_DIFF_NAME, RUBRIC_NAME, TaskFiles, read_task_files
+from grading.schema import PromptStyle, Rubric, TaskSpec, TestsConfig
 from grading.scope import ScopeResult, check_scope
 from grading.sqlite_store import SqliteStore
 
@@ -258,15 +249,6 @@ class _Workspace(BaseModel):
     payload_kind: str | None = None
 
 
-def _read_diff(path: Path, name: str) -> str:
-    try:
-        # A regular file of bounded size: an oracle.diff symlinked to /dev/zero is refused, not read forever.
-        data = read_input_bytes(path, MAX_DIFF_BYTES)
-    except InputError as exc:
-        raise InputError(name, exc.message) from None
-    return decode_diff(data)
-
-
 def _workspace(
     kind: RowKind,
     name: str,
@@ -294,27 +276,34 @@ def _workspace(
     )
 
 
+def _calibration_diff(files: TaskFiles, path: str) -> str:
+    data = files.calibration.get(path)
+    if data is None:
+        raise InputError(path, "file not found")
+    return decode_diff(data)
+
+
 def collect_workspaces(
-    task_dir: Path,
+    files: TaskFiles,
     rubric: Rubric,
-    tests: TestsConfig | None,
     max_chars: int = DEFAULT_MAX_DIFF_CHARS,
-    calib_dir: Path | None = None,
     injection_suite: bool = False,
 ) -> list[_Workspace]:
     """The §5 workspaces in row order: empty, oracle, each lazy diff and its commented copy, each alt diff;
     with ``injection_suite``, then each lazy diff with each payload kind, then the oracle with each.
 
-    ``oracle.diff`` is read from ``task_dir``; calibration diffs from ``calib_dir`` (the rubric's own
-    folder, ``task_dir`` by default).
+    The diffs are the task's ``oracle_diff`` and ``calibration`` diffs (read with ``admission``, or the
+    app's rows); InputError naming the one that is missing.
     """
-    calib_dir = task_dir if calib_dir is None else calib_dir
+    tests = files.tests
     out = [_workspace("empty", EMPTY_NAME, "", rubric, tests, [], max_chars)]
-    oracle = _read_diff(task_dir / "oracle.diff", "oracle.diff")
-    out.append(_workspace("oracle", "oracle.diff", oracle, rubric, tests, [], max_chars))
+    if files.oracle_diff is None:
+        raise InputError(ORACLE_DIFF_NAME, "file not found")
+    oracle = decode_diff(files.oracle_diff)
+    out.append(_workspace("oracle", ORACLE_DIFF_NAME, oracle, rubric, tests, [], max_chars))
     lazies: list[tuple[int, str, str, list[str]]] = []
     for entry in rubric.calibration.lazy_entries():
-        text = _read_diff(calib_dir / entry.path, entry.path)
+        text = _calibration_diff(files, entry.path)
         breaks = list(entry.breaks)
         lazies.append((len(out), entry.path, text, breaks))
         out.append(_workspace("lazy", entry.path, text, rubric, tests, breaks, max_chars))
@@ -324,7 +313,7 @@ def collect_workspaces(
             _workspace("lazy_comment", name, commented, rubric, tests, breaks, max_chars, plain=len(out) - 1)
         )
     for path in rubric.calibration.alt:
-        out.append(_workspace("alt", path, _read_diff(calib_dir / path, path), rubric, tests, [], max_chars))
+        out.append(_workspace("alt", path, _calibration_diff(files, path), rubric, tests, [], max_chars))
     if injection_suite:
         measured = [b.id for b in rubric.blockers if not b.needs_tree]
         for index, path, text, breaks in lazies:
@@ -353,7 +342,7 @@ def _sha256(data: bytes) -> str:
 
 def admission_key(
     task: TaskSpec,
-    rubric_bytes: bytes,
+    content_sha256: str,
     manifest_tests: Any,
     workspaces: list[_Workspace],
     backend: Backend,
@@ -363,9 +352,10 @@ def admission_key(
 ) -> str:
     """The content hash an admission report is kept under.
 
-    It covers the rubric.json bytes, every diff's bytes, the manifest's tests block, the judge spec, and the
-    judge's own cache key for every row (the exact request each row sends: task prompt, instructions,
-    model id, decoding, a scripted file's contents), so anything that could change a row changes the key.
+    It covers the rubric.json bytes (``content_sha256``, their sha256), every diff's bytes, the manifest's
+    tests block, the judge spec, and the judge's own cache key for every row (the exact request each row
+    sends: task prompt, instructions, model id, decoding, a scripted file's contents), so anything that could
+    change a row changes the key.
     """
     request_keys = []
     for ws in workspaces:
@@ -374,7 +364,7 @@ def admission_key(
         request_keys.append(cache_key(backend, request))
     payload = {
         "v": ADMISSION_VERSION,
-        "rubric": rubric_sha256(rubric_bytes),
+        "rubric": content_sha256,
         "tests": manifest_tests,
         "judge": backend.spec,
         "diffs": [[ws.kind, ws.name, _sha256(ws.diff_text.encode("utf-8"))] for ws in workspaces],
@@ -443,49 +433,80 @@ def check_task(
     checkout: Path | None = None,
     prompt_style: PromptStyle | None = None,
 ) -> AdmissionReport:
-    """Run the §5 admission rows for ``task_dir`` with ``judge`` (a backend or a judge spec).
+    """``rubric check``: the task folder read once (:func:`grading.run.read_task_files` with ``admission``),
+    then :func:`check_admission` with the other arguments.
 
     ``rubric_path`` and ``task_json`` replace ``task_dir/rubric.json`` and ``task_dir/task.json`` (a
     held-out rubric, §7); calibration diffs are read from the rubric's own folder, ``oracle.diff`` from
-    ``task_dir``. ``on_row(index, total, row)`` is called for each row as soon as it is known (a stored
-    report calls it for every row at once), so a caller can show rows while the others are still being
-    judged. With a ``store``, a report for the same content hash is returned without any judge call
-    (unless ``refresh``), and a fresh report is kept when no row had a judge failure (a failure may be
-    transient). ``checkout`` (the repository, read at task.json's ``base_commit``) lets the tree judge decide
-    needs_tree blockers on every row. Raises InputError for a missing or bad rubric.json, oracle.diff,
-    calibration diff or manifest, or a task.json without base_commit when ``checkout`` is given. With
-    ``injection_suite`` the suite's rows follow (:mod:`grading.injection`), and the report is admitted only
-    with no attack success. ``prompt_style`` picks the prompt variant the judge's task statement shows
-    (§8; None: task.json's ``prompt_style``); InputError when the task does not carry it.
+    ``task_dir``. Raises InputError for a missing or bad rubric.json, oracle.diff, calibration diff or
+    manifest, and for whatever :func:`check_admission` refuses.
+    """
+    files = read_task_files(
+        task_dir, manifest_path, rubric_path=rubric_path, task_json=task_json, admission=True
+    )
+    return check_admission(
+        files,
+        judge,
+        store=store,
+        cache=cache,
+        settings=settings,
+        refresh=refresh,
+        on_row=on_row,
+        injection_suite=injection_suite,
+        checkout=checkout,
+        prompt_style=prompt_style,
+    )
+
+
+def check_admission(
+    files: TaskFiles,
+    judge: Backend | str,
+    *,
+    store: AdmissionStore | None = None,
+    cache: VerdictCache | None = None,
+    settings: JudgeSettings | None = None,
+    refresh: bool = False,
+    on_row: RowCallback | None = None,
+    injection_suite: bool = False,
+    checkout: Path | None = None,
+    prompt_style: PromptStyle | None = None,
+) -> AdmissionReport:
+    """Run the §5 admission rows of a task, in memory, with ``judge`` (a backend or a judge spec).
+
+    ``files`` is the task with its rubric, ``oracle_diff`` and calibration diffs
+    (:func:`grading.run.read_task_files` with ``admission``, or :func:`grading.run.make_task_files` with
+    ``oracle_diff`` and ``calibration`` from the app's rows). ``on_row(index, total, row)`` is called for each
+    row as soon as it is known (a stored report calls it for every row at once), so a caller can show rows
+    while the others are still being judged. With a ``store``, a report for the same content hash is
+    returned without any judge call (unless ``refresh``), and a fresh report is kept when no row had a judge
+    failure (a failure may be transient). ``checkout`` (the repository, read at task.json's
+    ``base_commit``) lets the tree judge decide needs_tree blockers on every row. Raises InputError for a
+    task without a rubric, oracle diff or a calibration diff its rubric names, or a task.json without
+    base_commit when ``checkout`` is given. With ``injection_suite`` the suite's rows follow
+    (:mod:`grading.injection`), and the report is admitted only with no attack success. ``prompt_style``
+    picks the prompt variant the judge's task statement shows (§8; None: task.json's ``prompt_style``);
+    InputError when the task does not carry it.
     """
     backend = make_backend(judge) if isinstance(judge, str) else judge
     try:
-        task = load_task(task_dir, task_json).posed_as(prompt_style)
+        task = files.task.posed_as(prompt_style)
     except ValueError as exc:
         raise InputError(None, str(exc), "--prompt-style") from None
+    rubric, content_sha256 = files.rubric, files.rubric_sha256
+    if rubric is None or content_sha256 is None:
+        raise InputError(Path(files.task_file).parent / RUBRIC_NAME, "file not found")
     base_tree = None
     if checkout is not None:
-        base_tree = base_tree_for(task, checkout, task_json or task_dir / "task.json")
-    rubric_path = task_dir / "rubric.json" if rubric_path is None else rubric_path
-    rubric = load_rubric(rubric_path)
-    rubric_bytes = read_input_bytes(rubric_path)
-    manifest_tests = load_manifest(manifest_path).tests
+        base_tree = base_tree_for(task, checkout, Path(files.task_file))
     max_chars = (settings or JudgeSettings()).max_diff_chars
-    workspaces = collect_workspaces(
-        task_dir,
-        rubric,
-        manifest_tests,
-        max_chars,
-        calib_dir=rubric_path.parent,
-        injection_suite=injection_suite,
-    )
+    workspaces = collect_workspaces(files, rubric, max_chars, injection_suite=injection_suite)
+    manifest_tests = files.tests
     tests_json = manifest_tests.model_dump(mode="json", by_alias=True) if manifest_tests is not None else None
     tree_key = None
     if base_tree is not None and any(b.needs_tree for b in rubric.blockers):
         budget = (settings or JudgeSettings()).tree_budget
         tree_key = {"base_commit": base_tree.commit, "budget": budget.model_dump(mode="json")}
-    key = admission_key(task, rubric_bytes, tests_json, workspaces, backend, rubric, max_chars, tree_key)
-    content_sha256 = rubric_sha256(rubric_bytes)
+    key = admission_key(task, content_sha256, tests_json, workspaces, backend, rubric, max_chars, tree_key)
     if store is not None and not refresh:
         stored = store.get(key)
         if stored is not None:

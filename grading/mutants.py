@@ -46,7 +46,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from grading.diffs import MAX_DIFF_BYTES, ParsedDiff, ParsedFile, decode_diff, parse_diff, read_diff
+from grading.diffs import ParsedDiff, ParsedFile, decode_diff, parse_diff, read_diff
 from grading.errors import InputError
 from grading.integrity import check_integrity
 from grading.judge.backend import Backend
@@ -57,15 +57,8 @@ from grading.judge.runner import JudgeSettings, SweepJob, judge_sweep
 from grading.judge.specs import make_backend
 from grading.judge.tree import base_tree_for
 from grading.outcome import RubricAssessment, assess
-from grading.schema import (
-    PromptStyle,
-    Rubric,
-    TestsConfig,
-    load_manifest,
-    load_rubric,
-    load_task,
-    read_input_bytes,
-)
+from grading.run import ORACLE_DIFF_NAME, RUBRIC_NAME, TaskFiles, read_task_files
+from grading.schema import PromptStyle, Rubric, TestsConfig, read_input_bytes
 from grading.scope import check_scope
 
 MutantKind = Literal["drop-hunk", "revert-file", "one-place", "revert-condition"]
@@ -825,31 +818,62 @@ def check_mutants(
     checkout: Path | None = None,
     prompt_style: PromptStyle | None = None,
 ) -> MutantReport:
-    """Derive the mutants of ``task_dir/oracle.diff`` and judge each like an admission row (scope,
-    integrity, the judge without the ``pass`` short-circuit).
+    """``rubric check --mutants``: the task folder read as :func:`grading.admission.check_task` reads it
+    (``rubric_path``/``task_json`` for a held-out rubric; InputError for the same bad inputs), then
+    :func:`judge_mutants` with the other arguments."""
+    files = read_task_files(
+        task_dir, manifest_path, rubric_path=rubric_path, task_json=task_json, admission=True
+    )
+    return judge_mutants(
+        files,
+        judge,
+        max_mutants=max_mutants,
+        harmless=harmless,
+        cache=cache,
+        settings=settings,
+        on_row=on_row,
+        checkout=checkout,
+        prompt_style=prompt_style,
+    )
 
-    ``harmless`` maps mutant ids a maintainer marked harmless to the reason. Reads the same files as
-    :func:`grading.admission.check_task` (``rubric_path``/``task_json`` for a held-out rubric) and raises
-    InputError for the same bad inputs. Verdicts go through ``cache``: a mutant judged before costs no call.
-    ``checkout`` (the repository holding task.json's ``base_commit``) lets revert-condition mutants of Python
-    files be checked to parse.
+
+def judge_mutants(
+    files: TaskFiles,
+    judge: Backend | str,
+    *,
+    max_mutants: int = DEFAULT_MAX_MUTANTS,
+    harmless: Mapping[str, str] | None = None,
+    cache: VerdictCache | None = None,
+    settings: JudgeSettings | None = None,
+    on_row: MutantCallback | None = None,
+    checkout: Path | None = None,
+    prompt_style: PromptStyle | None = None,
+) -> MutantReport:
+    """Derive the mutants of the task's ``oracle_diff`` and judge each like an admission row (scope,
+    integrity, the judge without the ``pass`` short-circuit), in memory.
+
+    ``files`` is the task as :func:`grading.admission.check_admission` takes it. ``harmless`` maps mutant
+    ids a maintainer marked harmless to the reason. Verdicts go through ``cache``: a mutant judged before
+    costs no call. ``checkout`` (the repository holding task.json's ``base_commit``) lets revert-condition
+    mutants of Python files be checked to parse. InputError for a task without a rubric or oracle diff, or
+    a prompt style the task lacks.
     """
     backend = make_backend(judge) if isinstance(judge, str) else judge
     try:
-        task = load_task(task_dir, task_json).posed_as(prompt_style)  # the variant admission judges with
+        task = files.task.posed_as(prompt_style)  # the variant admission judges with
     except ValueError as exc:
         raise InputError(None, str(exc), "--prompt-style") from None
-    rubric = load_rubric(task_dir / "rubric.json" if rubric_path is None else rubric_path)
-    tests = load_manifest(manifest_path).tests
+    rubric = files.rubric
+    if rubric is None:
+        raise InputError(Path(files.task_file).parent / RUBRIC_NAME, "file not found")
+    tests = files.tests
     settings = settings or JudgeSettings()
-    oracle_path = task_dir / "oracle.diff"
-    try:
-        oracle = read_input_bytes(oracle_path, MAX_DIFF_BYTES)
-    except InputError as exc:
-        raise InputError("oracle.diff", exc.message) from None
+    if files.oracle_diff is None:
+        raise InputError(ORACLE_DIFF_NAME, "file not found")
+    oracle = files.oracle_diff
     base: BaseReader | None = None
     if checkout is not None:
-        tree = base_tree_for(task, checkout, task_json or task_dir / "task.json")
+        tree = base_tree_for(task, checkout, Path(files.task_file))
 
         def base(path: str) -> bytes | None:
             return tree.read(path, MAX_PARSED_BYTES + 1)

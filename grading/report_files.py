@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 from grading.errors import InputError, InputErrors
 from grading.outcome import FRAMEWORK_METRICS, METRICS_FORMAT, OutcomeStatus
 from grading.report import GradedRun, JudgeVerdicts, Verdict, grade_metrics
-from grading.schema import PromptStyle, load_run, load_task, read_json, validation_messages
+from grading.schema import PromptStyle, load_run, load_task, parse_json, read_json, validation_messages
 
 # Top-level metrics.json keys that are the framework's, not grade.json metrics.
 _FRAMEWORK_KEYS = frozenset(FRAMEWORK_METRICS) | {"format", "rubric_sha256", "provisional"}
@@ -40,7 +40,9 @@ class _UsageRecord(_Lenient):
     cost_known: StrictBool = True
 
 
-class _JudgeRecord(_Lenient):
+class MetricsJudge(_Lenient):
+    """A judge's record in metrics.json's details, as far as a report reads it."""
+
     judge: str
     scripted: StrictBool = False
     verdicts: list[_VerdictRecord] = []
@@ -63,31 +65,45 @@ class _Families(_Lenient):
     second: str | None = None
 
 
-class _Details(_Lenient):
+class MetricsDetails(_Lenient):
+    """metrics.json's ``details``, as far as a report reads them."""
+
     status: OutcomeStatus
     integrity_not_measured: list[str] = []  # absent in files written before it was recorded
     judge_skipped: str | None = None
     scope: _ScopeRecord | None = None
     integrity: _IntegrityRecord | None = None
-    judge: _JudgeRecord | None = None
-    second_judge: _JudgeRecord | None = None
+    judge: MetricsJudge | None = None
+    second_judge: MetricsJudge | None = None
     judge_families: _Families | None = None
 
 
 Score = Annotated[StrictInt | StrictFloat, Field(ge=0, le=1)]
 
 
-class _MetricsFile(_Lenient):
+class MetricsFile(BaseModel):
+    """metrics.json as ``rubric grade`` writes it (:func:`read_metrics`): the framework's keys, checked, and
+    grade.json's metrics beside them (kept as extra keys; :meth:`grade_values`)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
     format: Literal[1] | None = None  # absent before the format was versioned
     mergeable: StrictBool | None
     merge_score: Score | None
     grader_failure: StrictBool
     judge_failure: StrictBool
     provisional: StrictBool | None = None
-    details: _Details
+    rubric_sha256: str | None = None
+    details: MetricsDetails
+
+    def grade_values(self) -> tuple[dict[str, float], dict[str, bool]]:
+        """grade.json's metrics copied into metrics.json: the numeric ones and the true/false ones
+        (:func:`grading.report.grade_metrics`)."""
+        extra = self.model_extra or {}
+        return grade_metrics({k: v for k, v in extra.items() if k not in _FRAMEWORK_KEYS})
 
 
-def _judge(record: _JudgeRecord | None, family: str | None) -> JudgeVerdicts | None:
+def _judge(record: MetricsJudge | None, family: str | None) -> JudgeVerdicts | None:
     if record is None:
         return None
     return JudgeVerdicts(
@@ -105,7 +121,7 @@ def _judge(record: _JudgeRecord | None, family: str | None) -> JudgeVerdicts | N
     )
 
 
-def _test_pass(m: _MetricsFile) -> bool | None:
+def _test_pass(m: MetricsFile) -> bool | None:
     """``pass`` and the other gate entries held: the judge is called only then, so a run the judge was
     skipped on (settled by the gate) failed them. Unknown for grader failures and unmeasured runs."""
     status = m.details.status
@@ -116,32 +132,36 @@ def _test_pass(m: _MetricsFile) -> bool | None:
     return None
 
 
-def read_metrics(path: Path) -> tuple[_MetricsFile, dict[str, float], dict[str, bool]]:
-    """metrics.json: the framework's part, checked, and the grade.json metrics: the numeric ones and the
-    true/false ones (:func:`grading.report.grade_metrics`)."""
-    data = read_json(path)
+def read_metrics(source: bytes | Path, name: str | Path = "metrics.json") -> MetricsFile:
+    """metrics.json (its path, or its bytes named ``name`` in errors) as a :class:`MetricsFile`: strict JSON,
+    a format this version reads, the framework's keys typed and consistent with ``details.status``.
+    InputError (or InputErrors) naming the file and the field on any problem."""
+    if isinstance(source, Path):
+        name = source
+        data = read_json(source)
+    else:
+        data = parse_json(source, name)
     if not isinstance(data, dict):
-        raise InputError(path, "metrics.json is a JSON object")
+        raise InputError(name, "metrics.json is a JSON object")
     if "format" in data and (type(data["format"]) is not int or data["format"] != METRICS_FORMAT):
         raise InputError(
-            path, f"format {data['format']!r} is not one this version reads ({METRICS_FORMAT})", "format"
+            name, f"format {data['format']!r} is not one this version reads ({METRICS_FORMAT})", "format"
         )
     try:
-        m = _MetricsFile.model_validate(data)
+        m = MetricsFile.model_validate(data)
     except ValidationError as exc:
-        raise InputErrors(path, validation_messages(exc)) from None
+        raise InputErrors(name, validation_messages(exc)) from None
     status = m.details.status
     expected = {"mergeable": True, "not_mergeable": False}.get(status)
     if m.mergeable is not expected:
-        raise InputError(path, f"{m.mergeable} contradicts details.status {status!r}", "mergeable")
+        raise InputError(name, f"{m.mergeable} contradicts details.status {status!r}", "mergeable")
     if m.grader_failure != (status == "grader_failure"):
-        raise InputError(path, f"{m.grader_failure} contradicts details.status {status!r}", "grader_failure")
+        raise InputError(name, f"{m.grader_failure} contradicts details.status {status!r}", "grader_failure")
     if m.judge_failure != (status == "judge_failure"):
-        raise InputError(path, f"{m.judge_failure} contradicts details.status {status!r}", "judge_failure")
+        raise InputError(name, f"{m.judge_failure} contradicts details.status {status!r}", "judge_failure")
     if status == "mergeable" and m.merge_score is None:
-        raise InputError(path, "a mergeable run has a merge_score", "merge_score")
-    numeric, flags = grade_metrics({k: v for k, v in data.items() if k not in _FRAMEWORK_KEYS})
-    return m, numeric, flags
+        raise InputError(name, "a mergeable run has a merge_score", "merge_score")
+    return m
 
 
 class TaskIndex:
@@ -194,7 +214,8 @@ def read_graded_run(run_dir: Path, tasks: TaskIndex | None = None) -> GradedRun:
     the task's task.json for its base_date and prompt_style (run.json's prompt_style wins)."""
     run_json = run_dir / "run.json"
     record = load_run(run_json)
-    metrics, numeric, flags = read_metrics(run_dir / "metrics.json")
+    metrics = read_metrics(run_dir / "metrics.json")
+    numeric, flags = metrics.grade_values()
     prompt_style = record.prompt_style
     base_date: date | None = None
     if tasks is not None:

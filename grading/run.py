@@ -276,8 +276,9 @@ def read_task_files(
 
     ``rubric_path`` and ``task_json`` replace ``task_dir/rubric.json`` and ``task_dir/task.json`` (held-out
     rubrics, §7); with ``rubric_path`` given, or for ``admission``, the rubric must exist. Without a rubric
-    nothing else is read (its runs are not measured). ``admission`` also reads ``oracle.diff`` and every
-    calibration diff, from the rubric's own folder, which must hold them."""
+    nothing else is read (its runs are not measured). ``admission`` reads ``oracle.diff`` and every
+    calibration diff, from the rubric's own folder, which must hold them, instead of ``oracle_grade.json``
+    and ``tests_base.txt``."""
     task_path = task_json if task_json is not None else task_dir / TASK_NAME
     task_bytes = read_input_bytes(task_path)
     prompt_path = task_path.parent / "prompt.md"
@@ -292,6 +293,8 @@ def read_task_files(
     if rubric_path is not None or admission or rubric_file.exists():
         rubric_bytes = read_input_bytes(rubric_file)
     has_rubric = rubric_bytes is not None
+    # Admission judges the oracle's and calibration diffs: the oracle's grade and test list are not read.
+    graded = has_rubric and not admission
     files = make_task_files(
         task_dir,
         task_json=task_bytes,
@@ -299,9 +302,9 @@ def read_task_files(
         manifest=read_input_bytes(manifest_path, MAX_MANIFEST_BYTES) if has_rubric else None,
         prompt_md=prompt_md,
         oracle_grade=_optional(task_dir / ORACLE_GRADE_NAME)
-        if has_rubric and (task_dir / ORACLE_GRADE_NAME).exists()
+        if graded and (task_dir / ORACLE_GRADE_NAME).exists()
         else None,
-        tests_base=_optional(task_dir / TESTS_BASE_NAME) if has_rubric else None,
+        tests_base=_optional(task_dir / TESTS_BASE_NAME) if graded else None,
         task_file=task_path,
         rubric_file=rubric_file,
         manifest_file=manifest_path,

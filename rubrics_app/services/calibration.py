@@ -1,12 +1,12 @@
 """Calibration (§5): the admission rows of a revision judged by the repository's judges, in a Celery job.
 
-The job writes the revision's task directory (rubric.json, task.json, oracle.diff, the calibration diffs and
-the manifest's tests block) into a scratch folder and runs ``grading.admission.check_task`` on it, once per
-judge, in threads of its own; the job's own thread stores each row, with every verdict of both judges, in
-one transaction as soon as both judges are done with it, so a killed worker never leaves half a row. It
-runs as a Job, so the job reaper watches it: a run whose worker was lost is queued again and taken over (rows
-stored before are kept), or failed by :func:`fail_stale_runs` with the job's reason; calibrating again
-answers the rows already judged from the verdict cache, with no calls.
+The job builds the revision's task (rubric.json, task.json, oracle.diff, the calibration diffs and the
+manifest's tests block) in memory from its rows (:func:`task_files`) and runs ``grading.check_admission``
+on it, once per judge, in threads of its own; the job's own thread stores each row, with every verdict of
+both judges, in one transaction as soon as both judges are done with it, so a killed worker never leaves
+half a row. It runs as a Job, so the job reaper watches it: a run whose worker was lost is queued again and
+taken over (rows stored before are kept), or failed by :func:`fail_stale_runs` with the job's reason;
+calibrating again answers the rows already judged from the verdict cache, with no calls.
 
 A revision is admitted only through a passing run of its exact content (rubric.json and every input file)
 with the repository's primary judge and decoding (:func:`passing_run`); the database checks the same
@@ -24,7 +24,6 @@ import hashlib
 import json
 import logging
 import queue
-import tempfile
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -49,11 +48,13 @@ from grading import (
     InputError,
     InputErrors,
     JudgeSettings,
-    check_task,
+    TaskFiles,
+    check_admission,
     inject_reviewer_comment,
     judge_agreement,
     load_price_table,
     make_backend,
+    make_task_files,
     supports_tree,
 )
 from rubrics_app.access import Actor
@@ -164,13 +165,19 @@ def inputs_sha256(files: dict[str, bytes]) -> str:
     return hashlib.sha256(json.dumps(listing, separators=(",", ":")).encode()).hexdigest()
 
 
-def _write_tree(root: Path, files: dict[str, bytes]) -> None:
-    for rel, data in files.items():
-        target = (root / rel).resolve()
-        if not target.is_relative_to(root.resolve()):
-            raise CalibrationError(f"{rel}: leaves the task directory")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+def task_files(files: dict[str, bytes]) -> TaskFiles:
+    """The task admission judges, in memory, from :func:`calibration_files`: each file of tasks/<id>/ by its
+    path there (the rubric picks its calibration diffs among them), so errors name files as ``rubric check``
+    run in that folder names them. InputError (or InputErrors) for a bad file."""
+    inside = {rel.removeprefix("task/"): data for rel, data in files.items() if rel.startswith("task/")}
+    return make_task_files(
+        "",
+        task_json=inside["task.json"],
+        rubric_json=inside["rubric.json"],
+        manifest=files["repo_manifest.yaml"],
+        oracle_diff=inside["oracle.diff"],
+        calibration=inside,
+    )
 
 
 # --- starting and admitting -------------------------------------------------------------------------------
@@ -638,72 +645,74 @@ def run_calibration(
             raise CalibrationError(str(exc)) from None
         checkout = tree_checkout(revision, primary, second)
         roles = [(JudgeRole.PRIMARY, primary)] + ([(JudgeRole.SECOND, second)] if second is not None else [])
-        with tempfile.TemporaryDirectory(prefix="calibration-") as scratch:
-            root = Path(scratch)
-            _write_tree(root, files)
 
-            def judge(role: str, backend: Backend) -> None:
-                try:
-                    report = check_task(
-                        root / "task",
-                        root / "repo_manifest.yaml",
-                        backend,
-                        cache=cache,
-                        settings=settings,
-                        injection_suite=run.injection_suite,
-                        checkout=checkout,
-                        on_row=lambda n, total, row: results.put(("row", role, (n, total, row))),
-                    )
-                except (InputError, InputErrors) as exc:
-                    results.put(("error", role, _input_error_text(exc, root)))
-                except Exception as exc:  # a bug or an SDK surprise: the run fails, saying what it was
-                    results.put(("error", role, f"internal error: {type(exc).__name__}: {exc}"))
-                else:
-                    results.put(("done", role, report))
-
-            threads = [
-                threading.Thread(target=judge, args=(role, backend), name=f"calibration-{role}", daemon=True)
-                for role, backend in roles
-            ]
-            if run.with_mutants:
-                # The oracle's mutants, by the primary judge: an authoring aid beside the rows (issue 14).
-                mutants_checkout = held_checkout(revision.task, "Python syntax check of mutants")
-                threads.append(
-                    oracle_mutants.judging_thread(
-                        run, root, primary, cache, settings, results, checkout=mutants_checkout
-                    )
+        def judge(role: str, backend: Backend) -> None:
+            try:
+                report = check_admission(
+                    task_files(files),
+                    backend,
+                    cache=cache,
+                    settings=settings,
+                    injection_suite=run.injection_suite,
+                    checkout=checkout,
+                    on_row=lambda n, total, row: results.put(("row", role, (n, total, row))),
                 )
-            stored_mutants = oracle_mutants.stored_positions(run)
-            for thread in threads:
-                thread.start()
-            pending: dict[int, _Pending] = {}
-            # Rows a lost worker stored before the run was taken over stay as they are (whole rows).
-            stored = set(CalibrationRow.objects.filter(run=run).values_list("position", flat=True))
-            finished = 0
-            while finished < len(threads):
-                try:
-                    what, role, payload = results.get(timeout=HEARTBEAT_SECONDS)
-                except queue.Empty:
-                    CalibrationRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())
-                    continue
-                if what in oracle_mutants.MESSAGES:
-                    finished += oracle_mutants.handle(run, what, payload, stored_mutants)
-                elif what == "row":
-                    index, total, row = payload
-                    entry = pending.setdefault(index, _Pending())
-                    entry.rows[role] = row
-                    if not errors and len(entry.rows) == len(roles) and index not in stored:
-                        _store_row(run, index, total, entry, files)
-                        if on_stored is not None:
-                            on_stored(index)
-                elif what == "error":
-                    errors.append(f"{role} judge: {payload}")
-                    finished += 1
-                else:
-                    reports[role] = payload
-                    finished += 1
-            for thread in threads:
-                thread.join()
+            except (InputError, InputErrors) as exc:
+                results.put(("error", role, str(exc)))
+            except Exception as exc:  # a bug or an SDK surprise: the run fails, saying what it was
+                results.put(("error", role, f"internal error: {type(exc).__name__}: {exc}"))
+            else:
+                results.put(("done", role, report))
+
+        threads = [
+            threading.Thread(target=judge, args=(role, backend), name=f"calibration-{role}", daemon=True)
+            for role, backend in roles
+        ]
+        if run.with_mutants:
+            # The oracle's mutants, by the primary judge: an authoring aid beside the rows (issue 14).
+            mutants_checkout = held_checkout(revision.task, "Python syntax check of mutants")
+            threads.append(
+                oracle_mutants.judging_thread(
+                    run,
+                    lambda: task_files(files),
+                    primary,
+                    cache,
+                    settings,
+                    results,
+                    checkout=mutants_checkout,
+                )
+            )
+        stored_mutants = oracle_mutants.stored_positions(run)
+        for thread in threads:
+            thread.start()
+        pending: dict[int, _Pending] = {}
+        # Rows a lost worker stored before the run was taken over stay as they are (whole rows).
+        stored = set(CalibrationRow.objects.filter(run=run).values_list("position", flat=True))
+        finished = 0
+        while finished < len(threads):
+            try:
+                what, role, payload = results.get(timeout=HEARTBEAT_SECONDS)
+            except queue.Empty:
+                CalibrationRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())
+                continue
+            if what in oracle_mutants.MESSAGES:
+                finished += oracle_mutants.handle(run, what, payload, stored_mutants)
+            elif what == "row":
+                index, total, row = payload
+                entry = pending.setdefault(index, _Pending())
+                entry.rows[role] = row
+                if not errors and len(entry.rows) == len(roles) and index not in stored:
+                    _store_row(run, index, total, entry, files)
+                    if on_stored is not None:
+                        on_stored(index)
+            elif what == "error":
+                errors.append(f"{role} judge: {payload}")
+                finished += 1
+            else:
+                reports[role] = payload
+                finished += 1
+        for thread in threads:
+            thread.join()
     except CalibrationError as exc:
         _finish_error(run, str(exc))
         raise
@@ -715,11 +724,6 @@ def run_calibration(
         _finish_error(run, reason)
         raise CalibrationError(reason)
     return _finish(run, reports)
-
-
-def _input_error_text(exc: InputError | InputErrors, root: Path) -> str:
-    # Paths inside the scratch folder are named as they are in tasks/<id>/.
-    return str(exc).replace(str(root / "task") + "/", "").replace(str(root) + "/", "")
 
 
 def _finish_error(run: CalibrationRun, reason: str) -> None:

@@ -13,13 +13,23 @@ from __future__ import annotations
 
 import queue
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.db.models import F
 
-from grading import Backend, InputError, InputErrors, JudgeSettings, MutantReport, MutantRow, check_mutants
+from grading import (
+    Backend,
+    InputError,
+    InputErrors,
+    JudgeSettings,
+    MutantReport,
+    MutantRow,
+    TaskFiles,
+    judge_mutants,
+)
 from rubrics_app.access import Actor
 from rubrics_app.models import (
     AuditVerb,
@@ -48,7 +58,7 @@ def harmless_marks(task: Task, rubric_sha256: str) -> dict[str, str]:
 
 def judging_thread(
     run: CalibrationRun,
-    root: Path,
+    task: Callable[[], TaskFiles],
     backend: Backend,
     cache: Any,
     settings: JudgeSettings,
@@ -56,7 +66,8 @@ def judging_thread(
     *,
     checkout: Path | None = None,
 ) -> threading.Thread:
-    """A thread (not started) that judges the mutants of ``root/task/oracle.diff`` and reports on
+    """A thread (not started) that judges the mutants of the oracle diff of ``task()`` (the task built in
+    memory from the revision's rows, in the thread: a bad file is this thread's error) and reports on
     ``results``: each mutant as it is judged, then the report, or why they could not be judged.
     ``checkout`` (the repository, holding the task's base commit) lets mutants of Python files be checked
     to parse."""
@@ -64,9 +75,8 @@ def judging_thread(
 
     def judge() -> None:
         try:
-            report = check_mutants(
-                root / "task",
-                root / "repo_manifest.yaml",
+            report = judge_mutants(
+                task(),
                 backend,
                 harmless=marks,
                 cache=cache,
@@ -75,8 +85,7 @@ def judging_thread(
                 checkout=checkout,
             )
         except (InputError, InputErrors) as exc:
-            text = str(exc).replace(str(root / "task") + "/", "").replace(str(root) + "/", "")
-            results.put((MUTANTS_ERROR, ROLE, text))
+            results.put((MUTANTS_ERROR, ROLE, str(exc)))
         except Exception as exc:  # a bug or an SDK surprise: said on the run, the calibration goes on
             results.put((MUTANTS_ERROR, ROLE, f"internal error: {type(exc).__name__}: {exc}"))
         else:

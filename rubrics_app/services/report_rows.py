@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 from django.db.models import Max
 from pydantic import ValidationError
 
-from grading import grade_metrics
+from grading import MetricsDetails, MetricsJudge, grade_metrics
 from rubrics_app.models_runs import ItemVerdict, JudgeGrade, JudgeRole, ReportRow, RunGrade
 from rubrics_app.services.queue import human_label_basis
 
@@ -66,10 +66,18 @@ def report_metrics(grade_json: Any) -> dict[str, float | bool]:
     return {**numeric, **flags}
 
 
-def integrity_not_measured(details: Any) -> list[str]:
+def stored_details(details: Any) -> MetricsDetails | None:
+    """A grade's stored metrics.json details as ``rubric report`` reads them (grading.MetricsDetails); None
+    when they do not read (checked when imported: details written some other way must not stop the rest)."""
+    try:
+        return MetricsDetails.model_validate(details)
+    except ValidationError:
+        return None
+
+
+def integrity_not_measured(details: MetricsDetails | None) -> list[str]:
     """metrics.json's details.integrity_not_measured: the test-integrity parts not measured (names only)."""
-    parts = _get(details, "integrity_not_measured")
-    return sorted({p for p in parts if isinstance(p, str)}) if isinstance(parts, list) else []
+    return sorted(set(details.integrity_not_measured)) if details is not None else []
 
 
 def gate_passed(status: str, judge_skipped: Any) -> bool | None:
@@ -85,14 +93,6 @@ def gate_passed(status: str, judge_skipped: Any) -> bool | None:
 def _json(value: Any) -> str:
     # Sorted keys, no spaces: equal values give equal texts, which the report decodes once.
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
-
-
-def _get(data: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(data, dict):
-            return None
-        data = data.get(key)
-    return data
 
 
 def _judges(pks: list[int], models: RowModels) -> dict[int, dict[str, dict[str, Any]]]:
@@ -124,36 +124,27 @@ def _judges(pks: list[int], models: RowModels) -> dict[int, dict[str, dict[str, 
     return judges
 
 
-def _verdicts(entry: dict[str, Any] | None, family: Any, record: Any) -> dict[str, Any] | None:
+def _verdicts(
+    entry: dict[str, Any] | None, family: str | None, record: MetricsJudge | None
+) -> dict[str, Any] | None:
     """The fields of grading.report.JudgeVerdicts: the verdicts from the judge's rows, `previous` only on a
     deliberate regrade (a cache bypass); the tree-judged blockers and the costs from the judge's record in
     metrics.json (``record``), read as ``rubric report`` reads them (grading.report_files)."""
     if entry is None:
         return None
-    verdicts = _get(record, "verdicts")
-    usage, tree_usage = _get(record, "usage") or {}, _get(record, "tree_usage") or {}
     return {
         "judge": entry["judge"],
-        "family": family if isinstance(family, str) else None,
+        "family": family,
         "scripted": entry["scripted"],
         "failure": entry["failure"],
         "blockers": entry["blockers"],
         "non_blockers": entry["non_blockers"],
         "previous": entry["previous"] if entry["bypass"] and entry["previous"] else None,
-        "tree_judged": [
-            v["item_id"] for v in verdicts if isinstance(v, dict) and v.get("tree_judged") is True
-        ]
-        if isinstance(verdicts, list)
-        else [],
-        "cost_usd": _cost(usage),
-        "tree_cost_usd": _cost(tree_usage),
-        "cost_known": _get(usage, "cost_known") is not False and _get(tree_usage, "cost_known") is not False,
+        "tree_judged": [v.item_id for v in record.verdicts if v.tree_judged] if record is not None else [],
+        "cost_usd": float(record.usage.cost_usd) if record is not None else 0.0,
+        "tree_cost_usd": float(record.tree_usage.cost_usd) if record is not None else 0.0,
+        "cost_known": record is None or (record.usage.cost_known and record.tree_usage.cost_known),
     }
-
-
-def _cost(usage: Any) -> float:
-    value = _get(usage, "cost_usd")
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
 
 
 _GRADE_FIELDS = (
@@ -186,7 +177,10 @@ def _fill(pks: list[int], models: RowModels) -> None:
     rows = []
     for g in grades:
         details = g["metrics__details"]
-        in_scope, integrity_ok = _get(details, "scope", "in_scope"), _get(details, "integrity", "ok")
+        d = stored_details(details)
+        in_scope = d.scope.in_scope if d is not None and d.scope is not None else None
+        integrity_ok = d.integrity.ok if d is not None and d.integrity is not None else None
+        families = d.judge_families if d is not None else None
         try:
             basis = human_label_basis(g["status"], details)
         except ValidationError:
@@ -194,7 +188,7 @@ def _fill(pks: list[int], models: RowModels) -> None:
             # give a human verdict, and must not stop the rest (the migration fills every stored grade).
             basis = None
         judged = judges.get(g["pk"], {})
-        extra = {"integrity_not_measured": _json(integrity_not_measured(details))} if has_integrity else {}
+        extra = {"integrity_not_measured": _json(integrity_not_measured(d))} if has_integrity else {}
         rows.append(
             models.row(
                 **extra,
@@ -209,7 +203,7 @@ def _fill(pks: list[int], models: RowModels) -> None:
                 model=g["run__model"],
                 prompt_style=g["run__prompt_style"],
                 status=g["status"],
-                test_pass=gate_passed(g["status"], _get(details, "judge_skipped")),
+                test_pass=gate_passed(g["status"], d.judge_skipped if d is not None else None),
                 mergeable=g["mergeable"],
                 merge_score=g["merge_score"],
                 checks_passed=None
@@ -220,15 +214,15 @@ def _fill(pks: list[int], models: RowModels) -> None:
                 primary=_json(
                     _verdicts(
                         judged.get(JudgeRole.PRIMARY),
-                        _get(details, "judge_families", "primary"),
-                        _get(details, "judge"),
+                        families.primary if families is not None else None,
+                        d.judge if d is not None else None,
                     )
                 ),
                 second=_json(
                     _verdicts(
                         judged.get(JudgeRole.SECOND),
-                        _get(details, "judge_families", "second"),
-                        _get(details, "second_judge"),
+                        families.second if families is not None else None,
+                        d.second_judge if d is not None else None,
                     )
                 ),
                 human_items=_json(None if basis is None else basis[0]),

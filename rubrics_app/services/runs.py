@@ -41,8 +41,11 @@ from grading import (
     RunRecord,
     load_grade,
     load_run,
+    parse_json,
+    read_input_bytes,
     read_json,
     read_listing_error,
+    read_metrics,
     read_path_list,
 )
 from rubrics_app.access import Actor
@@ -231,11 +234,16 @@ def _prepare_metrics(
     before = len(problems)
     if not _check_json(path, label, problems):
         return None
-    data = read_json(path)
-    if not isinstance(data, dict):
-        problems.append(ImportProblem(label, "metrics.json is a JSON object"))
-        return None
+    raw = read_input_bytes(path)
     try:
+        # The same reader as ``rubric report``: the format, and the outcome consistent with details.status.
+        read_metrics(raw, path)
+    except InputError as exc:
+        problems.extend(_problem(exc, label))
+        return None
+    data = parse_json(raw, path)
+    try:
+        # The stored details are RunDetails, and the rubric's hash a sha256: stricter than a report reads.
         metrics = ImportedMetrics.model_validate(data)
     except ValidationError as exc:
         for error in exc.errors():
@@ -275,7 +283,7 @@ def _prepare_metrics(
             problems.append(ImportProblem(label, "more than one verdict for an item", f"details.{role}"))
     if len(problems) > before:
         return None
-    return PreparedGrade(metrics, data, _sha256(path.read_bytes()), label)
+    return PreparedGrade(metrics, data, _sha256(raw), label)
 
 
 def _prepare_run(

@@ -9,6 +9,7 @@ import hashlib
 import importlib
 import json
 import os
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -355,3 +356,19 @@ def approved_revision(make_revision: MakeRevision) -> RubricRevision:
 @pytest.fixture
 def admitted_revision(make_revision: MakeRevision) -> RubricRevision:
     return make_revision(RevisionStatus.ADMITTED)
+
+
+@pytest.fixture
+def scratch_folders(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every folder tempfile makes during the test (TemporaryDirectory makes its folder with mkdtemp): a
+    service that calls grading in memory makes none."""
+    made: list[str] = []
+    real_mkdtemp = tempfile.mkdtemp
+
+    def recording_mkdtemp(*args: Any, **kwargs: Any) -> str:
+        folder = real_mkdtemp(*args, **kwargs)
+        made.append(folder)
+        return folder
+
+    monkeypatch.setattr(tempfile, "mkdtemp", recording_mkdtemp)
+    return made

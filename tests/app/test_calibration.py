@@ -17,6 +17,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from grading.injection import PAYLOAD_KINDS
 from grading.judge.cache import MemoryCache
 from rubrics_app.access import Actor
 from rubrics_app.models import (
@@ -155,6 +156,21 @@ def test_a_bad_calibration_input_is_an_error_naming_the_file(
     assert run.status == CalibrationStatus.ERROR
     assert run.reason.startswith("primary judge: oracle.diff:") and "/tmp" not in run.reason
     assert not run.rows.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("injection_suite", [False, True])
+def test_a_calibration_judges_in_memory_and_writes_no_scratch_folder(
+    make_revision: MakeRevision,
+    maintainer: User,
+    scratch_folders: list[str],
+    injection_suite: bool,
+) -> None:
+    revision = make_revision(RevisionStatus.APPROVED)
+    run = run_in_process(revision, maintainer, injection_suite=injection_suite)
+    assert run.status == CalibrationStatus.PASSED, run.reason
+    assert run.rows.count() == 5 + (2 * len(PAYLOAD_KINDS) if injection_suite else 0)
+    assert scratch_folders == []
 
 
 # --- admitted means calibrated: the exact content, the service and the database ----------------------------

@@ -131,6 +131,16 @@ def test_mutants_are_judged_beside_the_rows_and_counted_on_the_run(
 
 
 @pytest.mark.django_db
+def test_mutants_are_judged_in_memory_with_no_scratch_folder(
+    setup: Setup, make_revision: MakeRevision, maintainer: User, scratch_folders: list[str]
+) -> None:
+    run = calibrate(make_revision(RevisionStatus.APPROVED), maintainer)
+    assert run.status == CalibrationStatus.PASSED, run.reason
+    assert (run.mutants_total, run.mutants_caught, run.mutants_note) == (3, 1, "")
+    assert scratch_folders == []
+
+
+@pytest.mark.django_db
 def test_the_page_shows_the_mutants_and_their_diffs(
     setup: Setup, make_revision: MakeRevision, maintainer: User, viewer: User, outsider: User
 ) -> None:

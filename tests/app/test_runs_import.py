@@ -392,3 +392,18 @@ def test_a_run_stored_by_a_concurrent_import_is_a_problem_not_a_crash(
         call_command("import_runs", str(graded_runs), "--repository", repository.name, stderr=err)
     assert exc.value.returncode == 2 and "at the same time; nothing imported" in err.getvalue()
     assert AgentRun.objects.count() == 3
+
+
+def test_a_metrics_json_contradicting_its_status_is_refused_as_a_report_would(
+    graded_runs: Path, repository: Repository
+) -> None:
+    metrics = json.loads((graded_runs / "rep0" / "metrics.json").read_text())
+    metrics["grader_failure"] = not metrics["grader_failure"]
+    (graded_runs / "rep0" / "metrics.json").write_text(json.dumps(metrics))
+    err = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command("import_runs", str(graded_runs), "--repository", repository.name, stderr=err)
+    status = metrics["details"]["status"]
+    field = f"grader_failure: {metrics['grader_failure']} contradicts details.status {status!r}"
+    assert f"{graded_runs}/rep0/metrics.json: {field}" in err.getvalue()
+    assert not AgentRun.objects.exists()

@@ -7,7 +7,6 @@ test_sweep_worker.py and test_sweep_faults.py."""
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -251,25 +250,15 @@ def test_a_sweep_grades_in_memory_and_writes_no_scratch_folder(
     repository: Repository,
     maintainer: User,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    scratch_folders: list[str],
 ) -> None:
     import_runs(repository, tmp_path / "runs", 2, lazy=(1,))
     use_judges(repository, passing_script(tmp_path, fail_lazy=True))
-    made: list[str] = []
-    real_mkdtemp = tempfile.mkdtemp
-
-    def recording_mkdtemp(*args: Any, **kwargs: Any) -> str:
-        folder = real_mkdtemp(*args, **kwargs)
-        made.append(folder)
-        return folder
-
-    monkeypatch.setattr(tempfile, "mkdtemp", recording_mkdtemp)
-
     sweep = sweeps.sweep_now(repository, Actor.member(maintainer), cache=MemoryCache())
 
     assert job_of(sweep).status == JobStatus.DONE, job_of(sweep).error
     assert [g.status for g in RunGrade.objects.order_by("run__repetition")] == ["mergeable", "not_mergeable"]
-    assert made == []
+    assert scratch_folders == []
 
 
 def test_provider_limits_are_shared_through_redis_when_a_url_is_set(settings: Any) -> None:

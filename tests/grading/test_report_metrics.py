@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from grading import InputError, read_metrics
 from grading.cli import main
 from grading.judge.cache import MemoryCache
 from grading.outcome import grade_run
@@ -129,3 +130,52 @@ def test_a_fully_measured_report_has_no_integrity_warning(
 
     assert data["cells"][0]["integrity_not_measured_runs"] == 0
     assert not [w for w in data["warnings"] if "test-integrity" in w]
+
+
+# --- read_metrics: one typed reader of metrics.json, from a path or bytes -----------------------------------
+
+
+def test_read_metrics_reads_what_grade_run_wrote_from_a_path_or_bytes(task: Task) -> None:
+    run = graded(task, "r1", {"pass": True, "own_tests_fail_on_base": True, "tests_passed": 4})
+    path = run / "metrics.json"
+    from_path, from_bytes = read_metrics(path), read_metrics(path.read_bytes())
+    assert from_path == from_bytes
+    assert from_path.mergeable is True and from_path.details.status == "mergeable"
+    assert from_path.grade_values() == ({"tests_passed": 4.0}, {"own_tests_fail_on_base": True})
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "message"),
+    [
+        ({"format": 7}, "format", "format 7 is not one this version reads (1)"),
+        ({"mergeable": False}, "mergeable", "False contradicts details.status 'mergeable'"),
+        ({"judge_failure": True}, "judge_failure", "True contradicts details.status 'mergeable'"),
+        ({"merge_score": None}, "merge_score", "a mergeable run has a merge_score"),
+        ({"merge_score": 1.5}, "merge_score", "less than or equal to 1"),
+        ({"grader_failure": "no"}, "grader_failure", "a valid boolean"),
+    ],
+)
+def test_a_bad_metrics_json_names_the_file_and_the_field(
+    task: Task, change: dict[str, Any], field: str, message: str
+) -> None:
+    path = graded(task, "r1", {"pass": True}) / "metrics.json"
+    data = json.loads(path.read_text())
+    data.update(change)
+    path.write_text(json.dumps(data))
+    for source in (path, path.read_bytes()):
+        with pytest.raises(InputError) as exc:
+            read_metrics(source)
+        text = str(exc.value)
+        assert text.startswith(str(path) if isinstance(source, Path) else "metrics.json")
+        assert field in text and message in text, text
+
+
+def test_a_metrics_json_that_is_not_an_object_or_not_json_is_refused() -> None:
+    with pytest.raises(InputError, match=r"^metrics\.json: metrics\.json is a JSON object"):
+        read_metrics(b"[]")
+    with pytest.raises(InputError, match=r"^runs/r1/metrics\.json: .*line 1"):
+        read_metrics(b'{"mergeable": true,}', "runs/r1/metrics.json")
+    with pytest.raises(InputError, match="details"):
+        read_metrics(
+            b'{"mergeable": null, "merge_score": null, "grader_failure": false, "judge_failure": false}'
+        )
