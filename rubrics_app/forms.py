@@ -292,6 +292,7 @@ class JudgeSettingForm(forms.Form):
     sweep_mode = forms.ChoiceField(
         choices=[("interactive", "interactive (answers in seconds)"), ("batch", "batch (cheaper, slower)")],
         initial="interactive",
+        required=False,  # a post without it (a script, an older page) keeps the repository's choice
         label="Sweeps",
         help_text="batch: the provider's batch API, half price, answers within hours",
     )
@@ -316,8 +317,9 @@ class JudgeSettingForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
-        # set_judges takes a flag: the page's choice names it for the person choosing
-        cleaned["sweep_batch"] = cleaned.pop("sweep_mode", "interactive") == "batch"
+        # set_judges takes a flag (None: as it was): the page's choice names it for the person choosing
+        mode = cleaned.pop("sweep_mode", "") or None
+        cleaned["sweep_batch"] = None if mode is None else mode == "batch"
         return cleaned
 
 
