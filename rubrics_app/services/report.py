@@ -44,8 +44,18 @@ from grading import (
     grade_metrics,
     parse_date,
 )
-from rubrics_app.models import ItemKind, Repository, RevisionStatus, RubricItem, RubricRevision, Task
-from rubrics_app.models_runs import AgentRun, HumanVerdict, ReportRow, RunGrade
+from rubrics_app.models import (
+    AgentRun,
+    HumanVerdict,
+    ItemKind,
+    ReportRow,
+    Repository,
+    RevisionStatus,
+    RubricItem,
+    RubricRevision,
+    RunGrade,
+    Task,
+)
 from rubrics_app.services.queue import mergeable_from_labels
 from rubrics_app.services.report_rows import refresh_report_rows
 

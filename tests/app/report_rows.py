@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rubrics_app.models import Task
-from rubrics_app.models_runs import AgentRun, ItemVerdict, JudgeGrade, RunGrade
+from rubrics_app.models import AgentRun, ItemVerdict, JudgeGrade, RunGrade, Task
 from rubrics_app.services.report_rows import refresh_report_rows
 
 BATCH = 2000

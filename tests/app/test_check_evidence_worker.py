@@ -9,8 +9,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from rubrics_app.models import Job, JobKind, JobStatus, Repository, RevisionStatus, Task
-from rubrics_app.models_runs import EvidenceChange
+from rubrics_app.models import EvidenceChange, Job, JobKind, JobStatus, Repository, RevisionStatus, Task
 from rubrics_app.services.rereview import check_evidence_everywhere
 from tests.app.conftest import MakeRevision, rubric_data
 from tests.app.test_celery_worker import wait_for, worker  # noqa: F401 (the worker fixture)

@@ -13,8 +13,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from rubrics_app.models import Repository, Task
-from rubrics_app.models_runs import HumanVerdict, ItemVerdict
+from rubrics_app.models import HumanVerdict, ItemVerdict, Repository, Task
 from tests.app.report_rows import bulk_runs
 
 pytestmark = pytest.mark.django_db

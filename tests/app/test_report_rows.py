@@ -22,8 +22,7 @@ from django.urls import reverse
 
 from grading.judge.cache import MemoryCache
 from rubrics_app.access import Actor
-from rubrics_app.models import JudgeSetting, Repository, RubricRevision, Task
-from rubrics_app.models_runs import ReportRow, RunGrade
+from rubrics_app.models import JudgeSetting, ReportRow, Repository, RubricRevision, RunGrade, Task
 from rubrics_app.services import sweeps
 from rubrics_app.services.report_rows import refresh_report_rows
 from tests.app.conftest import LAZY_DIFF, judge_answers

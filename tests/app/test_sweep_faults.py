@@ -21,8 +21,7 @@ from django.db import connection
 
 from rubrics_app import celery_app
 from rubrics_app.access import Actor
-from rubrics_app.models import Job, JobStatus, JudgeSetting, Repository, RubricRevision
-from rubrics_app.models_runs import ItemVerdict, RunGrade
+from rubrics_app.models import ItemVerdict, Job, JobStatus, JudgeSetting, Repository, RubricRevision, RunGrade
 from rubrics_app.services import sweeps
 from rubrics_app.services.sweeps import sweep_runs
 from tests.app.sweep_helpers import import_runs

@@ -15,8 +15,16 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from rubrics_app.access import Actor
-from rubrics_app.models import Job, JobKind, JobStatus, JudgeSetting, Repository, RubricRevision
-from rubrics_app.models_runs import ItemVerdict, RunGrade
+from rubrics_app.models import (
+    ItemVerdict,
+    Job,
+    JobKind,
+    JobStatus,
+    JudgeSetting,
+    Repository,
+    RubricRevision,
+    RunGrade,
+)
 from rubrics_app.services import jobs, sweeps
 from rubrics_app.services.sweeps import sweep_runs
 from tests.app.sweep_helpers import import_runs

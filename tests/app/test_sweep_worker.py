@@ -16,8 +16,15 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from rubrics_app.models import JudgeSetting, Repository, RubricRevision
-from rubrics_app.models_runs import ItemVerdict, JudgeGrade, RunGrade, Sweep
+from rubrics_app.models import (
+    ItemVerdict,
+    JudgeGrade,
+    JudgeSetting,
+    Repository,
+    RubricRevision,
+    RunGrade,
+    Sweep,
+)
 from tests.app.sweep_helpers import import_runs
 from tests.app.test_calibration_worker import celery_worker
 from tests.app.test_celery_worker import database_url

@@ -13,8 +13,15 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from rubrics_app.models import Repository, RevisionStatus, RubricRevision
-from rubrics_app.models_runs import Dispute, HumanVerdict, ItemVerdict, RunGrade
+from rubrics_app.models import (
+    Dispute,
+    HumanVerdict,
+    ItemVerdict,
+    Repository,
+    RevisionStatus,
+    RubricRevision,
+    RunGrade,
+)
 from rubrics_app.services import queue as review_queue
 from rubrics_app.services.runs import revision_sha256
 from tests.app.conftest import MakeRevision

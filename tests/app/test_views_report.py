@@ -17,8 +17,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from rubrics_app.models import Repository, Task
-from rubrics_app.models_runs import AgentRun, HumanVerdict, RunGrade
+from rubrics_app.models import AgentRun, HumanVerdict, Repository, RunGrade, Task
 from tests.app.runs_helpers import DISAGREEING, PASSING, RUN_DIFF, grade, sha256_of, write_run, write_task_dir
 
 pytestmark = pytest.mark.django_db

@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from rubrics_app.models import Repository, RubricRevision
-from rubrics_app.models_runs import HumanVerdict
+from rubrics_app.models import HumanVerdict, Repository, RubricRevision
 from tests.browser.conftest import PHONE, Browser
 from tests.browser.graded import graded_fixture  # noqa: F401 - the graded fixture
 from tests.browser.test_roles import repository_pages

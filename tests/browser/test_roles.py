@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from rubrics_app.models import CalibrationRun, Repository, RubricRevision
-from rubrics_app.models_runs import HumanVerdict, RunGrade
+from rubrics_app.models import CalibrationRun, HumanVerdict, Repository, RubricRevision, RunGrade
 from tests.browser.conftest import Browser
 from tests.browser.graded import graded_fixture  # noqa: F401 - the graded fixture
 
