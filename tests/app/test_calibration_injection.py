@@ -25,8 +25,8 @@ from rubrics_app.models import (
 )
 from rubrics_app.services import calibration, revisions
 from rubrics_app.services.revisions import NotCalibrated
+from tests.app.calibration_helpers import logged_in
 from tests.app.conftest import MakeRevision, judge_answers
-from tests.app.test_calibration import logged_in
 
 pytestmark = pytest.mark.django_db
 K = len(PAYLOAD_KINDS)

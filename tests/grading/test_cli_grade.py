@@ -15,6 +15,7 @@ import pytest
 
 from examples.build import JUDGE_SCRIPTED, MANIFEST, RUNS, TASK_ID, TASKS
 from grading.cli import main
+from tests.grading.cli_helpers import ESCAPE_REPLY
 from tests.grading.judge.fake_servers import (
     FakeProviderServer,
     fake_server_fixture,  # noqa: F401 - the fake_server fixture
@@ -22,8 +23,7 @@ from tests.grading.judge.fake_servers import (
     text,
     valid,
 )
-from tests.grading.test_admission import Task, answers
-from tests.grading.test_outcome import FIXED, answer_run
+from tests.grading.task_helpers import FIXED, Task, answer_run, answers
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -263,21 +263,6 @@ def test_price_table_and_decoding_reach_the_judge(
     result = json.loads(capsys.readouterr().out)["details"]["judge"]
     assert result["cache_hit"] is False  # another decoding is another key
     assert fake_server.model_calls()[-1].body["temperature"] == 0
-
-
-ESCAPE_REPLY = json.dumps(
-    {
-        "verdicts": [
-            {
-                "id": "\x1b]0;owned\x07\x1b[2J",
-                "reason": "r",
-                "finding": "satisfied",
-                "verdict": "pass",
-                "locations": [],
-            }
-        ]
-    }
-)
 
 
 def test_model_text_in_a_judge_failure_cannot_drive_the_terminal(

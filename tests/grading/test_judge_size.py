@@ -22,8 +22,7 @@ from grading.judge.specs import make_backend
 from grading.outcome import grade_run
 from grading.schema import load_rubric, load_task
 from tests.grading.judge.judge_helpers import FakeBackend, verdicts_json
-from tests.grading.test_admission import Task, answers
-from tests.grading.test_outcome import FIXED, answer_run
+from tests.grading.task_helpers import FIXED, Task, answer_run, answers
 
 LAZY = {"src/calc.py": "def add(a, b):\n    return 4 if a == 2 else a - b\n"}
 BLOB_SIZE = 400 * 1024
