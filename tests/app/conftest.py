@@ -25,6 +25,7 @@ from grading.schema import parse_rubric
 from rubrics_app import celery_app
 from rubrics_app.access import Actor
 from rubrics_app.models import (
+    CalibrationRun,
     CalibrationStatus,
     JudgeSetting,
     Membership,
@@ -305,17 +306,17 @@ def task(repository: Repository) -> Task:
 MakeRevision = Callable[..., RubricRevision]
 
 
-def run_queued_calibration() -> calibration.CalibrationRun:
+def run_queued_calibration() -> CalibrationRun:
     """Run the calibration a view queued, here (a `db` test never commits, so its job is never sent)."""
-    run = calibration.CalibrationRun.objects.get(status=CalibrationStatus.QUEUED)
+    run = CalibrationRun.objects.get(status=CalibrationStatus.QUEUED)
     assert calibration.claim(run)
     try:
         return calibration.run_calibration(run.pk, cache=MemoryCache())
     except calibration.CalibrationError:
-        return calibration.CalibrationRun.objects.get(pk=run.pk)
+        return CalibrationRun.objects.get(pk=run.pk)
 
 
-def calibrate(revision: RubricRevision, by: Any) -> calibration.CalibrationRun:
+def calibrate(revision: RubricRevision, by: Any) -> CalibrationRun:
     """Admitted means calibrated: a passing run with the repository's (scripted) judge, in this process."""
     run = calibration.calibrate_now(revision, Actor.member(by), cache=MemoryCache())
     assert run.status == CalibrationStatus.PASSED, run.reason

@@ -55,7 +55,7 @@ def bulk_runs(tasks: Sequence[Task], arms: Sequence[str], models: Sequence[str],
             RunGrade(
                 run=run,
                 primary_judge="anthropic:claude-judge",
-                status=_details(run.repetition % 3 != 2)["status"],
+                status=str(_details(run.repetition % 3 != 2)["status"]),
                 mergeable=run.repetition % 3 != 2,
                 merge_score=0.8 if run.repetition % 3 != 2 else None,
                 provisional=False,

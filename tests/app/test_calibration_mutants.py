@@ -126,9 +126,9 @@ def test_the_page_shows_the_mutants_and_their_diffs(
     assert '<strong>fail</strong> <span class="finding"' in html and "(violated)</span>:" in html
     assert "Mark harmless" not in html  # a viewer sees the mutants, never the form
     assert "Mark harmless" in logged_in(maintainer).get(page_url(run)).content.decode()
-    mutant = run.mutants.get(mutant_id=setup.gpu_only.id)
+    gpu_only = run.mutants.get(mutant_id=setup.gpu_only.id)
     diff_url = reverse(
-        "rubrics:calibration_mutant_diff", args=[run.revision.task.repository_id, run.pk, mutant.pk]
+        "rubrics:calibration_mutant_diff", args=[run.revision.task.repository_id, run.pk, gpu_only.pk]
     )
     assert diff_url in html
     diff_page = logged_in(viewer).get(diff_url)

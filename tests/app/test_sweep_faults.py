@@ -103,7 +103,7 @@ def test_redis_restarted_mid_sweep_the_job_still_finishes_with_every_run_graded_
         with environment(env), celery_worker(log, fake_server, database_url()):
             sweep = sweeps.new_sweep(repository, Actor.member(maintainer), sweeps.SweepRequest())
             with celery_app.connection_for_write(own_redis.url) as broker:
-                sweep_runs.apply_async((sweep.job_id,), connection=broker)
+                sweep_runs.apply_async((sweep.job_id,), connection=broker)  # type: ignore[call-arg]  # not in celery-types
             deadline = time.monotonic() + WAIT_SECONDS
             while not RunGrade.objects.exists():
                 assert time.monotonic() < deadline, log.read_text(errors="replace")
@@ -150,7 +150,7 @@ def test_the_database_connection_dropped_mid_sweep_loses_no_grade_and_duplicates
     admitted_revision: RubricRevision, repository: Repository, maintainer: User, tmp_path: Path, settings: Any
 ) -> None:
     import_runs(repository, tmp_path / "runs", 5)
-    drops = []
+    drops: list[int] = []
 
     def after_each_grade(run_pk: int) -> None:
         if len(drops) < 2:  # twice: after the first grade and after the second

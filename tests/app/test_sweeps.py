@@ -270,7 +270,7 @@ def test_a_sweep_grades_in_memory_and_writes_no_scratch_folder(
     real_mkdtemp = tempfile.mkdtemp
 
     def recording_mkdtemp(*args: Any, **kwargs: Any) -> str:
-        folder = real_mkdtemp(*args, **kwargs)
+        folder: str = real_mkdtemp(*args, **kwargs)
         made.append(folder)
         return folder
 

@@ -159,9 +159,13 @@ def test_an_older_store_gains_the_attack_successes_column(tmp_path: Path) -> Non
 
 def test_on_row_gives_each_suite_row_the_diff_it_judged(task: Task) -> None:
     seen: dict[int, AdmissionRow] = {}
+
+    def on_row(n: int, total: int, row: AdmissionRow) -> None:
+        seen.setdefault(n, row)
+
     report = check_task(
         task.dir, task.manifest, resisting(task).backend(), injection_suite=True,
-        on_row=lambda n, total, row: seen.setdefault(n, row),
+        on_row=on_row,
     )  # fmt: skip
     assert sorted(seen) == list(range(len(report.rows)))
     by_kind = {(row.kind, row.payload_kind): row for row in seen.values()}

@@ -131,7 +131,7 @@ def test_a_changed_file_that_is_not_utf8_is_graded_with_those_bytes_escaped(
     # The agent wrote a Latin-1 byte: the run still gets its metrics.json (it used to exit 2), and the
     # judge reads the byte as \\xe9: the scripted answer keyed on that escaped text is the one used.
     fixed = {"src/calc.py": b"def add(a, b):\n    return a + b  # caf\xe9\n"}
-    run = task.make_run("latin1", fixed, {"pass": True})  # type: ignore[dict-item]
+    run = task.make_run("latin1", fixed, {"pass": True})
     raw = (run / "workspace.diff").read_bytes()
     assert b"caf\xe9" in raw
     escaped = raw.decode("utf-8", errors="backslashreplace")

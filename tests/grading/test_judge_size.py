@@ -164,7 +164,7 @@ def test_the_scripted_judge_keys_its_answers_on_what_the_judge_reads(task: Task)
     shown = judge_text((run / "workspace.diff").read_text())
     task.script["by_diff_sha256"][hashlib.sha256(shown.encode()).hexdigest()] = answers(("N2",))
     metrics = grade_run(task.dir, run, task.manifest, task.backend())
-    assert (metrics.mergeable, metrics.merge_score) == (True, pytest.approx(2 / 3))
+    assert metrics.mergeable is True and metrics.merge_score == pytest.approx(2 / 3)
 
 
 # --- a text change over the limit: not mergeable, no call -------------------------------------------------
