@@ -8,7 +8,7 @@ from django import forms
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
-from rubrics_app.models_runs import HumanLabel
+from rubrics_app.models import HumanLabel
 
 
 class RunsUploadForm(forms.Form):

@@ -6,7 +6,7 @@ task's base commit, asks the drafter, checks the draft (``grading.draft.check_dr
 draft revision with its problems listed, whatever they are: a draft is never fixed silently.
 
 What the drafter reads is only what is passed to ``build_draft_input`` here: the task's prompt and base
-commit, the PR and the checkout. Agent runs, their diffs and verdicts (rubrics_app.models_runs) are never
+commit, the PR and the checkout. Agent runs, their diffs and verdicts (rubrics_app.models.runs) are never
 loaded by this module; a rubric fitted to observed failures would overstate the gap it measures.
 
 Secrets stay in the worker's environment: the model's API key as the SDK reads it, and the GitHub token in

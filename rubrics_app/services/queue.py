@@ -21,8 +21,17 @@ from django.conf import settings
 from django.db.models import Exists, F, OuterRef, Q, QuerySet
 
 from rubrics_app.access import Actor
-from rubrics_app.models import Repository, Role, RubricItem, RubricRevision
-from rubrics_app.models_runs import HumanVerdict, ItemVerdict, JudgeRole, QueueKind, RunGrade
+from rubrics_app.models import (
+    HumanVerdict,
+    ItemVerdict,
+    JudgeRole,
+    QueueKind,
+    Repository,
+    Role,
+    RubricItem,
+    RubricRevision,
+    RunGrade,
+)
 
 FILTERS = ("task", "item", "arm", "model")
 

@@ -46,15 +46,18 @@ from grading import (
     parse_date,
 )
 from rubrics_app.models import (
+    AgentRun,
+    HumanVerdict,
     ItemKind,
     JudgeSetting,
+    ReportRow,
     Repository,
     RevisionStatus,
     RubricItem,
     RubricRevision,
+    RunGrade,
     Task,
 )
-from rubrics_app.models_runs import AgentRun, HumanVerdict, ReportRow, RunGrade
 from rubrics_app.services.queue import mergeable_from_labels
 from rubrics_app.services.report_rows import refresh_report_rows
 

@@ -25,7 +25,7 @@ from django.db.models import Max
 from pydantic import ValidationError
 
 from grading import MetricsDetails, MetricsJudge, grade_metrics
-from rubrics_app.models_runs import ItemVerdict, JudgeGrade, JudgeRole, ReportRow, RunGrade
+from rubrics_app.models import ItemVerdict, JudgeGrade, JudgeRole, ReportRow, RunGrade
 from rubrics_app.services.queue import human_label_basis
 
 CHUNK = 500  # grades per round of queries: bounds memory (each grade's metrics.json details are read)

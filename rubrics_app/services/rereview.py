@@ -25,6 +25,9 @@ from grading import Citation, Git, GitError, GitResult, parse_citations
 from rubrics_app.access import Actor
 from rubrics_app.celery import app
 from rubrics_app.models import (
+    Dispute,
+    DisputeSource,
+    EvidenceChange,
     EvidenceChangeLine,
     EvidenceCheckResult,
     ItemKind,
@@ -35,9 +38,9 @@ from rubrics_app.models import (
     Role,
     RubricItem,
     RubricRevision,
+    RunGrade,
     TransitionError,
 )
-from rubrics_app.models_runs import Dispute, DisputeSource, EvidenceChange, RunGrade
 from rubrics_app.services.jobs import JobFailed, job_task, run
 
 

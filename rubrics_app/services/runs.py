@@ -49,15 +49,18 @@ from grading import (
     read_path_list,
 )
 from rubrics_app.access import Actor
-from rubrics_app.models import Repository, Role, RubricRevision, Task
-from rubrics_app.models_runs import (
+from rubrics_app.models import (
     AgentRun,
     AgentRunDiff,
     GradeSource,
     ItemVerdict,
     JudgeGrade,
     JudgeRole,
+    Repository,
+    Role,
+    RubricRevision,
     RunGrade,
+    Task,
 )
 from rubrics_app.services.import_export import (
     ImportFailed,

@@ -71,6 +71,9 @@ from grading import (
 )
 from rubrics_app.access import Actor
 from rubrics_app.models import (
+    AgentRun,
+    AgentRunDiff,
+    GradeSource,
     Job,
     JobKind,
     JobStatus,
@@ -79,11 +82,12 @@ from rubrics_app.models import (
     RevisionStatus,
     Role,
     RubricRevision,
+    RunGrade,
+    Sweep,
     SweepResult,
     Task,
     result_json,
 )
-from rubrics_app.models_runs import AgentRun, AgentRunDiff, GradeSource, RunGrade, Sweep
 from rubrics_app.services import calibration
 from rubrics_app.services.jobs import JobFailed, job_task, run
 from rubrics_app.services.report_rows import refresh_report_rows

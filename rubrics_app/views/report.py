@@ -32,8 +32,7 @@ from grading import (
 )
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
 from rubrics_app.forms_report import CutoffsForm
-from rubrics_app.models import Role
-from rubrics_app.models_runs import QueueKind
+from rubrics_app.models import QueueKind, Role
 from rubrics_app.report_chart import blocker_histogram, forest_plot, rates_chart
 from rubrics_app.services.report import (
     ReportResult,

@@ -20,18 +20,22 @@ from grading import label_target_text
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
 from rubrics_app.diff_render import render_diff
 from rubrics_app.forms_runs import HumanVerdictForm, ReasonForm, RunsUploadForm, SweBenchUploadForm
-from rubrics_app.models import ItemComment, ItemKind, Role, RubricItem, TransitionError
-from rubrics_app.models_runs import (
+from rubrics_app.models import (
     AgentRun,
     AgentRunDiff,
     Dispute,
     DisputeSource,
     EvidenceChange,
     HumanVerdict,
+    ItemComment,
+    ItemKind,
     ItemVerdict,
     JudgeRole,
     QueueKind,
+    Role,
+    RubricItem,
     RunGrade,
+    TransitionError,
 )
 from rubrics_app.services import queue as review_queue
 from rubrics_app.services import rereview

@@ -13,8 +13,7 @@ from django_htmx.http import HttpResponseStopPolling
 
 from rubrics_app.access import get_repository_for_user
 from rubrics_app.forms_runs import SweepForm
-from rubrics_app.models import Job, Role, RubricRevision, Task
-from rubrics_app.models_runs import Sweep
+from rubrics_app.models import Job, Role, RubricRevision, Sweep, Task
 from rubrics_app.services import sweeps
 from rubrics_app.services.sweeps import SweepError, SweepRequest
 from rubrics_app.views.common import HtmxHttpRequest

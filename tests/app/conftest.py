@@ -9,18 +9,24 @@ import hashlib
 import importlib
 import json
 import os
+import signal
+import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import User
 
 from grading.judge.cache import MemoryCache
 from grading.schema import parse_rubric
+from rubrics_app import celery_app
 from rubrics_app.access import Actor
 from rubrics_app.models import (
+    CalibrationRun,
     CalibrationStatus,
     JudgeSetting,
     Membership,
@@ -31,6 +37,9 @@ from rubrics_app.models import (
     Task,
 )
 from rubrics_app.services import calibration, revisions
+from tests.app.calibration_helpers import calibration_replies
+from tests.app.worker_helpers import CELERY, ROOT, WAIT_SECONDS, celery_worker, database_url
+from tests.grading.judge.fake_servers import FakeProviderServer
 
 PASSWORD = "correct horse battery staple"
 
@@ -298,17 +307,17 @@ def task(repository: Repository) -> Task:
 MakeRevision = Callable[..., RubricRevision]
 
 
-def run_queued_calibration() -> calibration.CalibrationRun:
+def run_queued_calibration() -> CalibrationRun:
     """Run the calibration a view queued, here (a `db` test never commits, so its job is never sent)."""
-    run = calibration.CalibrationRun.objects.get(status=CalibrationStatus.QUEUED)
+    run = CalibrationRun.objects.get(status=CalibrationStatus.QUEUED)
     assert calibration.claim(run)
     try:
         return calibration.run_calibration(run.pk, cache=MemoryCache())
     except calibration.CalibrationError:
-        return calibration.CalibrationRun.objects.get(pk=run.pk)
+        return CalibrationRun.objects.get(pk=run.pk)
 
 
-def calibrate(revision: RubricRevision, by: Any) -> calibration.CalibrationRun:
+def calibrate(revision: RubricRevision, by: Any) -> CalibrationRun:
     """Admitted means calibrated: a passing run with the repository's (scripted) judge, in this process."""
     run = calibration.calibrate_now(revision, Actor.member(by), cache=MemoryCache())
     assert run.status == CalibrationStatus.PASSED, run.reason
@@ -366,9 +375,83 @@ def scratch_folders(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     real_mkdtemp = tempfile.mkdtemp
 
     def recording_mkdtemp(*args: Any, **kwargs: Any) -> str:
-        folder = real_mkdtemp(*args, **kwargs)
+        folder: str = real_mkdtemp(*args, **kwargs)
         made.append(folder)
         return folder
 
     monkeypatch.setattr(tempfile, "mkdtemp", recording_mkdtemp)
     return made
+
+
+@pytest.fixture(scope="module")
+def worker(
+    django_db_setup: None, django_db_blocker: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Path]:
+    queue = celery_app.conf.task_default_queue
+    assert queue.startswith("rubrics-test-")  # never the demo's queue
+    log = tmp_path_factory.mktemp("worker") / "worker.log"
+    with django_db_blocker.unblock():
+        url = database_url()
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "rubrics_app.settings",
+        "DATABASE_URL": url,
+        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+        "RUBRICS_VAR_DIR": str(settings.VAR_DIR),
+        "CELERY_TASK_DEFAULT_QUEUE": queue,
+        "PYTHONWARNINGS": "ignore",
+    }
+    command = [
+        str(CELERY),
+        "-A",
+        "rubrics_app",
+        "worker",
+        "--pool=solo",
+        "-c",
+        "1",
+        "-Q",
+        queue,
+        "-l",
+        "INFO",
+    ]
+    command += ["--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"test-{os.getpid()}@%h"]
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + WAIT_SECONDS
+        while b"ready." not in log.read_bytes():
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"the celery worker did not start:\n{log.read_text(errors='replace')}")
+            time.sleep(0.2)
+        yield log
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(scope="module")
+def calibration_provider() -> Iterator[FakeProviderServer]:
+    server = FakeProviderServer().start()
+    server.reply_builder = calibration_replies
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def calibration_worker(
+    django_db_setup: None,
+    django_db_blocker: Any,
+    tmp_path_factory: pytest.TempPathFactory,
+    calibration_provider: FakeProviderServer,
+) -> Iterator[Path]:
+    log = tmp_path_factory.mktemp("calibration-worker") / "worker.log"
+    with django_db_blocker.unblock():
+        url = database_url()
+    with celery_worker(log, calibration_provider, url):
+        yield log

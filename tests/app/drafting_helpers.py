@@ -9,7 +9,7 @@ from typing import Any
 
 from rubrics_app.models import DraftSetting, Repository, Task
 from tests.gitrepo import GitRepo
-from tests.grading.test_draft import INJECTION, LAZY, MODEL, POLYGON, good_reply, pr_parts
+from tests.grading.draft_helpers import INJECTION, LAZY, MODEL, POLYGON, good_reply, pr_parts
 
 __all__ = ["INJECTION", "LAZY", "MODEL", "good_reply", "pr_parts"]
 

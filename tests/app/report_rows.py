@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rubrics_app.models import Task
-from rubrics_app.models_runs import AgentRun, ItemVerdict, JudgeGrade, RunGrade
+from rubrics_app.models import AgentRun, ItemVerdict, JudgeGrade, RunGrade, Task
 from rubrics_app.services.report_rows import refresh_report_rows
 
 BATCH = 2000
@@ -56,7 +55,7 @@ def bulk_runs(tasks: Sequence[Task], arms: Sequence[str], models: Sequence[str],
             RunGrade(
                 run=run,
                 primary_judge="anthropic:claude-judge",
-                status=_details(run.repetition % 3 != 2)["status"],
+                status=str(_details(run.repetition % 3 != 2)["status"]),
                 mergeable=run.repetition % 3 != 2,
                 merge_score=0.8 if run.repetition % 3 != 2 else None,
                 provisional=False,

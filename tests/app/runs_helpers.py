@@ -10,7 +10,11 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from django.core.management import call_command
+
 from grading.outcome import grade_run
+from rubrics_app.models import Repository, RubricRevision
+from rubrics_app.services.runs import revision_sha256
 from tests.app.conftest import rubric_data
 
 RUN_DIFF = b"""diff --git a/src/fraction.py b/src/fraction.py
@@ -112,3 +116,23 @@ def zip_dir(root: Path, prefix: str = "") -> bytes:
 
 def sha256_of(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def import_graded(tmp_path: Path, repository: Repository, revision: RubricRevision, **extra: Any) -> None:
+    """Two runs graded with a primary and a second judge that disagree on B1 and N2, then imported."""
+    task_dir = write_task_dir(tmp_path / "checkout")
+    primary = write_scripted(tmp_path / "primary.json", PASSING)
+    second = write_scripted(tmp_path / "second.json", DISAGREEING)
+    for repetition in (0, 1):
+        run_dir = write_run(tmp_path / "runs", f"rep{repetition}", repetition=repetition)
+        data = grade(task_dir, run_dir, primary, second, rubric_sha256=revision_sha256(revision))
+        if extra.get("regrade") and repetition == 0:
+            data["details"]["judge"]["cache_bypass"] = "regrade_sample"
+            data["details"]["judge"]["previous_verdicts"] = {
+                "B1": "fail",
+                "N1": "pass",
+                "N2": "fail",
+                "N3": "pass",
+            }
+            (run_dir / "metrics.json").write_text(json.dumps(data))
+    call_command("import_runs", str(tmp_path / "runs"), "--repository", repository.name, stdout=io.StringIO())

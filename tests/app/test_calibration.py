@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.db import IntegrityError, connection, transaction
-from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
@@ -41,29 +40,14 @@ from rubrics_app.services import calibration, jobs, revisions
 from rubrics_app.services.judges import JudgeSettingError, set_judges
 from rubrics_app.services.revisions import NotCalibrated
 from rubrics_app.services.tasks import set_task_files
-from tests.app.conftest import (
-    ALT_DIFF,
-    ORACLE_DIFF,
-    MakeRevision,
-    calibrate,
-    judge_answers,
-    sound_script,
-)
+from tests.app.calibration_helpers import calibration_replies, logged_in
+from tests.app.conftest import ALT_DIFF, ORACLE_DIFF, MakeRevision, calibrate, judge_answers, sound_script
 from tests.grading.judge.fake_servers import (
-    Behaviour,
     FakeProviderServer,
-    ParsedPrompt,
-    default_reply,
     fake_server_fixture,  # noqa: F401 - the fake_server fixture
 )
 
 HX = {"HX-Request": "true"}
-
-
-def logged_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def use_script(
@@ -457,17 +441,6 @@ def test_each_verdict_keeps_the_judges_finding_shown_beside_its_reason(
 
 
 # --- the verdict cache, and the real SDKs against the fake server ------------------------------------------
-
-
-def calibration_replies(prompt: ParsedPrompt, behaviour: Behaviour) -> dict[str, Any]:
-    """B1 passes only where the fraction is checked (the oracle and the valid alternative)."""
-    reply = default_reply(prompt, behaviour)
-    for verdict in reply["verdicts"]:
-        if verdict["id"] == "B1" and "raise ValueError" not in prompt.user_text:
-            verdict.update(
-                verdict="fail", finding="violated", reason="Misses B1: the fraction is clamped or unchecked."
-            )
-    return reply
 
 
 @pytest.fixture

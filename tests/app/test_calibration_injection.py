@@ -22,11 +22,12 @@ from rubrics_app.models import (
     Repository,
     RevisionStatus,
     RubricRevision,
+    TransitionError,
 )
 from rubrics_app.services import calibration, revisions
 from rubrics_app.services.revisions import NotCalibrated
+from tests.app.calibration_helpers import logged_in
 from tests.app.conftest import MakeRevision, judge_answers
-from tests.app.test_calibration import logged_in
 
 pytestmark = pytest.mark.django_db
 K = len(PAYLOAD_KINDS)
@@ -88,7 +89,7 @@ def test_an_attack_success_fails_the_run_and_refuses_admission_whatever_runs_nex
     assert calibration.passing_run(revision) is None
     revision.refresh_from_db()
     assert revision.status == RevisionStatus.APPROVED
-    with pytest.raises(revisions.TransitionError, match="admission refused: calibration #") as refused:
+    with pytest.raises(TransitionError, match="admission refused: calibration #") as refused:
         revisions.admit(revision, by=Actor.member(maintainer))
     assert not isinstance(refused.value, NotCalibrated)
     assert "1 attack success in the injection suite" in str(refused.value)

@@ -29,17 +29,14 @@ from rubrics_app.models import (
 from rubrics_app.services import calibration, jobs
 from rubrics_app.services.calibration import calibrate_revision
 from tests.app.conftest import MakeRevision
-from tests.app.test_calibration_worker import celery_worker, provider, use_fake_providers
-from tests.app.test_celery_worker import WAIT_SECONDS, database_url
+from tests.app.worker_helpers import WAIT_SECONDS, celery_worker, database_url, use_fake_providers
 from tests.grading.judge.fake_servers import FakeProviderServer
-
-__all__ = ["provider"]  # the module-scoped fake server fixture
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("flushable_transactional_db")]
 
 
 def test_a_worker_killed_mid_calibration_leaves_whole_rows_and_the_rerun_pays_only_the_rest(
-    provider: FakeProviderServer,
+    calibration_provider: FakeProviderServer,
     make_revision: MakeRevision,
     maintainer: User,
     repository: Repository,
@@ -50,9 +47,9 @@ def test_a_worker_killed_mid_calibration_leaves_whole_rows_and_the_rerun_pays_on
     use_fake_providers(repository, maintainer)
     JudgeSetting.objects.filter(repository=repository).update(second_judge="")  # one judge: 5 calls in all
     revision = make_revision(RevisionStatus.APPROVED)
-    provider.latency = 1.5  # the first row is answered alone, then the other four together
+    calibration_provider.latency = 1.5  # the first row is answered alone, then the other four together
     try:
-        with celery_worker(tmp_path / "killed.log", provider, database_url()) as process:
+        with celery_worker(tmp_path / "killed.log", calibration_provider, database_url()) as process:
             run = calibration.start(revision, Actor.member(maintainer))
             deadline = time.monotonic() + WAIT_SECONDS
             while not CalibrationRow.objects.filter(run=run).exists():
@@ -61,7 +58,7 @@ def test_a_worker_killed_mid_calibration_leaves_whole_rows_and_the_rerun_pays_on
             process.kill()  # SIGKILL: no cleanup of any kind
             process.wait()
     finally:
-        provider.latency = 0.0
+        calibration_provider.latency = 0.0
     run.refresh_from_db()
     stored = list(run.rows.all())
     assert run.status == CalibrationStatus.RUNNING and 1 <= len(stored) < 5
@@ -76,9 +73,9 @@ def test_a_worker_killed_mid_calibration_leaves_whole_rows_and_the_rerun_pays_on
     reaped = jobs.reap(now=timezone.now() + timedelta(minutes=5))
     assert run.job is not None and reaped.requeued == [run.job.pk] and sent == [run.job.pk]
     assert calibration.fail_stale_runs() == 0  # its job is queued again, not failed: the run is not lost
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", provider.anthropic_base_url)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", calibration_provider.anthropic_base_url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-anthropic-key")
-    before = len(provider.model_calls())
+    before = len(calibration_provider.model_calls())
     calibrate_revision(run.job.pk)
     run.refresh_from_db()
     assert run.status == CalibrationStatus.PASSED, run.reason
@@ -87,6 +84,6 @@ def test_a_worker_killed_mid_calibration_leaves_whole_rows_and_the_rerun_pays_on
     rows = list(run.rows.all())
     assert [r.position for r in rows] == list(range(5))
     assert {r.pk for r in stored} <= {r.pk for r in rows}  # the rows stored before the kill are kept
-    assert len(provider.model_calls()) - before <= 5 - len(stored)
+    assert len(calibration_provider.model_calls()) - before <= 5 - len(stored)
     revision.refresh_from_db()
     assert revision.status == RevisionStatus.APPROVED  # "Run calibration", not "Admit"

@@ -31,28 +31,8 @@ from rubrics_app.models import (
 )
 from rubrics_app.services import calibration
 from rubrics_app.services.tasks import set_task_files
+from tests.app.calibration_helpers import multi_file_oracle
 from tests.app.conftest import ALT_DIFF, MakeRevision, judge_answers, rubric_data, run_queued_calibration
-from tests.gitrepo import GitRepo
-from tests.grading.diff_helpers import workspace_diff
-
-CPU = "def fraction(x):\n    return x\n"
-FIX = '    if x > 1:\n        raise ValueError(f"fraction is {x}; it must be at most 1")\n'
-
-
-def multi_file_oracle(root: Path) -> bytes:
-    """The example fix in the CPU and the GPU backend, and a docs line: a real git diff."""
-    repo = GitRepo(root / "checkout-repo")
-    repo.write("src/fraction.py", CPU)
-    repo.write("src/gpu/fraction.py", CPU.replace("fraction(", "gpu_fraction("))
-    repo.write("docs/errors.md", "# Errors\n")
-    base = repo.commit("base")
-    repo.write("src/fraction.py", CPU.replace("\n    return", "\n" + FIX + "    return"))
-    repo.write(
-        "src/gpu/fraction.py",
-        CPU.replace("fraction(", "gpu_fraction(").replace("\n    return", "\n" + FIX + "    return"),
-    )
-    repo.write("docs/errors.md", "# Errors\n\n- ValueError when the fraction is above 1\n")
-    return workspace_diff(repo, base)
 
 
 class Setup:
@@ -156,9 +136,9 @@ def test_the_page_shows_the_mutants_and_their_diffs(
     assert '<strong>fail</strong> <span class="finding"' in html and "(violated)</span>:" in html
     assert "Mark harmless" not in html  # a viewer sees the mutants, never the form
     assert "Mark harmless" in logged_in(maintainer).get(page_url(run)).content.decode()
-    mutant = run.mutants.get(mutant_id=setup.gpu_only.id)
+    gpu_only = run.mutants.get(mutant_id=setup.gpu_only.id)
     diff_url = reverse(
-        "rubrics:calibration_mutant_diff", args=[run.revision.task.repository_id, run.pk, mutant.pk]
+        "rubrics:calibration_mutant_diff", args=[run.revision.task.repository_id, run.pk, gpu_only.pk]
     )
     assert diff_url in html
     diff_page = logged_in(viewer).get(diff_url)

@@ -3,104 +3,20 @@ CELERY_BROKER_URL says so) and the test database (a file for SQLite; PostgreSQL 
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import pytest
-from django.conf import settings
-from django.db import connection
 
-from rubrics_app import celery_app
 from rubrics_app.access import Actor
 from rubrics_app.models import Job, JobStatus, RevisionStatus, RubricItem, RubricRevision
 from rubrics_app.services import import_export
 from rubrics_app.services.revisions import start_validation, validate_revision
 from tests.app.conftest import RUBRIC, MakeRevision
+from tests.app.worker_helpers import wait_for
 from tests.gitrepo import GitRepo
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("flushable_transactional_db")]
-
-ROOT = Path(__file__).resolve().parents[2]
-CELERY = Path(sys.executable).parent / "celery"
-WAIT_SECONDS = 60
-
-
-def database_url() -> str:
-    db = connection.settings_dict
-    if connection.vendor == "sqlite":
-        return f"sqlite:///{db['NAME']}"
-    auth = quote(db["USER"] or "")
-    if db.get("PASSWORD"):
-        auth += ":" + quote(db["PASSWORD"])
-    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-
-
-@pytest.fixture(scope="module")
-def worker(
-    django_db_setup: None, django_db_blocker: Any, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Path]:
-    queue = celery_app.conf.task_default_queue
-    assert queue.startswith("rubrics-test-")  # never the demo's queue
-    log = tmp_path_factory.mktemp("worker") / "worker.log"
-    with django_db_blocker.unblock():
-        url = database_url()
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "rubrics_app.settings",
-        "DATABASE_URL": url,
-        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
-        "RUBRICS_VAR_DIR": str(settings.VAR_DIR),
-        "CELERY_TASK_DEFAULT_QUEUE": queue,
-        "PYTHONWARNINGS": "ignore",
-    }
-    command = [
-        str(CELERY),
-        "-A",
-        "rubrics_app",
-        "worker",
-        "--pool=solo",
-        "-c",
-        "1",
-        "-Q",
-        queue,
-        "-l",
-        "INFO",
-    ]
-    command += ["--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"test-{os.getpid()}@%h"]
-    with log.open("wb") as out:
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + WAIT_SECONDS
-        while b"ready." not in log.read_bytes():
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"the celery worker did not start:\n{log.read_text(errors='replace')}")
-            time.sleep(0.2)
-        yield log
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-def wait_for(job: Job, log: Path) -> Job:
-    deadline = time.monotonic() + WAIT_SECONDS
-    while True:
-        job.refresh_from_db()
-        if job.is_finished:
-            return job
-        if time.monotonic() > deadline:
-            pytest.fail(f"job {job.pk} still {job.status}; worker log:\n{log.read_text(errors='replace')}")
-        time.sleep(0.2)
 
 
 def test_the_worker_exports_an_admitted_revision_into_the_checkout(

@@ -12,8 +12,7 @@ from django.core.management.base import CommandError
 from django.test import Client
 from django.urls import reverse
 
-from rubrics_app.models import Repository, RevisionStatus, RubricRevision, Task
-from rubrics_app.models_runs import EvidenceChange
+from rubrics_app.models import EvidenceChange, Repository, RevisionStatus, RubricRevision, Task
 from rubrics_app.services.rereview import Cite, parse_cites
 from tests.app.conftest import MakeRevision, rubric_data
 from tests.gitrepo import GitRepo

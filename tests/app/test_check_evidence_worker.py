@@ -9,11 +9,10 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from rubrics_app.models import Job, JobKind, JobStatus, Repository, RevisionStatus, Task
-from rubrics_app.models_runs import EvidenceChange
+from rubrics_app.models import EvidenceChange, Job, JobKind, JobStatus, Repository, RevisionStatus, Task
 from rubrics_app.services.rereview import check_evidence_everywhere
 from tests.app.conftest import MakeRevision, rubric_data
-from tests.app.test_celery_worker import wait_for, worker  # noqa: F401 (the worker fixture)
+from tests.app.worker_helpers import wait_for
 from tests.gitrepo import GitRepo
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("flushable_transactional_db")]
@@ -37,7 +36,7 @@ def changed_checkout(
 
 
 def test_check_evidence_send_wait_runs_on_the_worker_and_prints_the_result(
-    worker: Path,  # noqa: F811
+    worker: Path,
     changed_checkout: GitRepo,
     repository: Repository,
 ) -> None:
@@ -52,7 +51,7 @@ def test_check_evidence_send_wait_runs_on_the_worker_and_prints_the_result(
 
 
 def test_the_periodic_job_checks_every_repository_with_a_checkout(
-    worker: Path,  # noqa: F811
+    worker: Path,
     changed_checkout: GitRepo,
     repository: Repository,
     other_repository: Repository,
@@ -65,7 +64,7 @@ def test_the_periodic_job_checks_every_repository_with_a_checkout(
     assert EvidenceChange.objects.count() == 1
 
 
-def test_a_failing_check_is_a_failed_job(worker: Path, repository: Repository) -> None:  # noqa: F811
+def test_a_failing_check_is_a_failed_job(worker: Path, repository: Repository) -> None:
     Repository.objects.filter(pk=repository.pk).update(checkout_path="/nonexistent/checkout")
     with pytest.raises(CommandError) as exc:
         call_command(

@@ -14,8 +14,17 @@ from django.urls import reverse
 
 from grading.judge.cache import MemoryCache
 from rubrics_app.access import Actor
-from rubrics_app.models import JobStatus, JudgeSetting, Repository, RevisionStatus, RubricRevision, Task
-from rubrics_app.models_runs import AgentRun, QueueKind, RunGrade
+from rubrics_app.models import (
+    AgentRun,
+    JobStatus,
+    JudgeSetting,
+    QueueKind,
+    Repository,
+    RevisionStatus,
+    RubricRevision,
+    RunGrade,
+    Task,
+)
 from rubrics_app.services import sweeps
 from rubrics_app.services.queue import Queue
 from rubrics_app.services.report import repository_report

@@ -591,6 +591,7 @@ def test_the_demo_drafts_from_the_shipped_export_with_no_api(settings: Any, tmp_
 
 def _job_ends(record: RubricDraft, status: JobStatus) -> None:
     """What the worker does when the job's body returns (jobs.run): the job is no longer under way."""
+    assert record.job_id is not None
     Job.objects.filter(pk=record.job_id).update(status=status)
 
 
@@ -610,6 +611,7 @@ def test_a_second_click_joins_the_drafting_under_way_and_says_so(maintainer: Use
     assert f"Drafting #{record.pk} of this task from octo/shapes#7 is already queued" in html
     assert "this request joined it (no second draft)" in html
     # Running (claimed by a worker) is under way too.
+    assert record.job_id is not None
     Job.objects.filter(pk=record.job_id).update(status=JobStatus.RUNNING)
     third = client.post(url, {"pr_number": 7}, follow=True)
     assert "is already running: this request joined it" in third.content.decode()
@@ -682,6 +684,7 @@ def test_a_drafting_that_stored_its_revision_is_finished_before_its_job_is(
 ) -> None:
     servers[0].script(text(json.dumps(good_reply())))
     first = draft_now(task, pr_number=7)  # the job is still marked running: the body returned just now
+    assert first.job_id is not None
     Job.objects.filter(pk=first.job_id).update(status=JobStatus.RUNNING)
 
     second, created = drafting.request_draft(task, Actor.command_line(), pr_number=7)

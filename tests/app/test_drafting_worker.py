@@ -33,7 +33,7 @@ from tests.app.drafting_helpers import (
     set_up_drafting,
     write_prices,
 )
-from tests.app.test_celery_worker import wait_for, worker  # noqa: F401 (the worker fixture)
+from tests.app.worker_helpers import wait_for
 from tests.gitrepo import GitRepo
 from tests.grading.github_server import FakeGitHub
 from tests.grading.judge.fake_servers import FakeProviderServer, text
@@ -67,7 +67,7 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FakeProv
 @pytest.fixture
 def drafting_worker(
     servers: tuple[FakeProviderServer, FakeGitHub],
-    worker: Path,  # noqa: F811
+    worker: Path,
     repository: Repository,
     task: Task,
     git_repo: GitRepo,

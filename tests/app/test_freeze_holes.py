@@ -364,13 +364,13 @@ def test_a_role_that_does_not_own_the_tables_cannot_lift_the_freeze(make_revisio
             autocommit=True,
         )
         with app:
-            for statement in (
+            for attack in (
                 f"ALTER TABLE {REVISION} DISABLE TRIGGER ALL",
                 "SET session_replication_role = replica",
                 f"TRUNCATE {ITEM}",
             ):
                 with pytest.raises(psycopg.errors.InsufficientPrivilege):
-                    app.execute(statement)
+                    app.execute(attack)
             with pytest.raises(psycopg.errors.RestrictViolation):
                 app.execute(f"UPDATE {REVISION} SET intent = 'HACKED' WHERE id = %s", [frozen.pk])
             # What the app does every day, it may.

@@ -202,7 +202,11 @@ def test_a_copy_of_a_passing_run_cannot_be_inserted(
     passing_run: CalibrationRun, make_revision: MakeRevision
 ) -> None:
     other = make_revision(RevisionStatus.APPROVED)
-    names = [f.column for f in CalibrationRun._meta.concrete_fields if f.column not in ("id", "job_id")]
+    names = [
+        f.column
+        for f in CalibrationRun._meta.concrete_fields
+        if f.column and f.column not in ("id", "job_id")
+    ]
     selected = ", ".join("%s" if n == "revision_id" else n for n in names)
     sql = f"INSERT INTO {RUN} ({', '.join(names)}) SELECT {selected} FROM {RUN} WHERE id = %s"
     assert refused(sql, [other.pk, passing_run.pk], freeze.RUN_NEW_MESSAGE)

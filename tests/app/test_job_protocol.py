@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.core.management.base import CommandError
 
 from rubrics_app.management import wait
@@ -71,6 +72,13 @@ def test_a_fresh_process_finds_every_task_by_its_old_name() -> None:
     assert "rubrics_app.tasks.sweep_runs" not in seen["before"]  # not imported until asked for
     assert seen["of_kind"] == {kind: jobs.TASK_NAMES[kind] for kind in JobKind}
     assert set(seen["after"]) == OLD_NAMES
+
+
+def test_the_beat_schedule_names_registered_tasks() -> None:
+    """The periodic tasks are sent by name: a name no module registers would be dropped by every worker."""
+    scheduled = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
+    assert scheduled
+    assert scheduled <= OLD_NAMES
 
 
 def test_every_kind_has_a_task_name_and_a_result_model() -> None:

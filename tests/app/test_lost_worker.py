@@ -27,7 +27,7 @@ from rubrics_app.models import Job, JobKind, JobStatus, RevisionStatus, RubricRe
 from rubrics_app.services import import_export
 from rubrics_app.services.jobs import finish, reap
 from tests.app.conftest import MakeRevision
-from tests.app.test_celery_worker import CELERY, ROOT, WAIT_SECONDS, database_url, wait_for
+from tests.app.worker_helpers import CELERY, ROOT, WAIT_SECONDS, database_url, wait_for
 from tests.gitrepo import GitRepo
 
 # Short enough for a test, in the proportions of the defaults (lost after several missed beats).

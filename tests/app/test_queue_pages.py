@@ -13,8 +13,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from rubrics_app.models import Repository, Task
-from rubrics_app.models_runs import HumanVerdict, ItemVerdict
+from rubrics_app.models import HumanVerdict, ItemVerdict, Repository, Task
 from tests.app.report_rows import bulk_runs
 
 pytestmark = pytest.mark.django_db
@@ -99,7 +98,7 @@ def test_the_page_links_keep_the_filters(queued: Repository, reviewer: User) -> 
     assert len(order) == 6 and listed(html) == order[:5]
     assert "0 of 6 reviewed" in html
     assert f'href="/repos/{queued.pk}/queue/?kind=judges&amp;arm=b&amp;page=2" rel="next"' in html
-    html = client.get(reverse("rubrics:queue", args=[queued.pk]), {"arm": "b", "page": 2}).content.decode()
+    html = client.get(reverse("rubrics:queue", args=[queued.pk]), {"arm": "b", "page": "2"}).content.decode()
     assert listed(html) == order[5:]
 
 

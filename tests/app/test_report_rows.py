@@ -22,15 +22,14 @@ from django.urls import reverse
 
 from grading.judge.cache import MemoryCache
 from rubrics_app.access import Actor
-from rubrics_app.models import JudgeSetting, Repository, RubricRevision, Task
-from rubrics_app.models_runs import ReportRow, RunGrade
+from rubrics_app.models import JudgeSetting, ReportRow, Repository, RubricRevision, RunGrade, Task
 from rubrics_app.services import sweeps
 from rubrics_app.services.report_rows import refresh_report_rows
 from tests.app.conftest import LAZY_DIFF, judge_answers
+from tests.app.report_helpers import build_runs, label_runs, rubric_report_json
 from tests.app.report_rows import bulk_runs
 from tests.app.runs_helpers import PASSING, grade, sha256_of, write_run, write_scripted, write_task_dir
 from tests.app.sweep_helpers import import_runs
-from tests.app.test_views_report import build_runs, label_runs, rubric_report_json
 
 pytestmark = pytest.mark.django_db
 

@@ -18,15 +18,17 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from rubrics_app.models import Repository, RubricRevision, Task
-from rubrics_app.models_runs import (
+from rubrics_app.models import (
     AgentRun,
     AgentRunDiff,
     HumanVerdict,
     ItemVerdict,
     JudgeGrade,
     JudgeRole,
+    Repository,
+    RubricRevision,
     RunGrade,
+    Task,
 )
 from rubrics_app.services.queue import Queue
 from rubrics_app.services.runs import revision_sha256

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from rubrics_app.models import Repository, RubricRevision
-from rubrics_app.models_runs import RunGrade
+from rubrics_app.models import Repository, RubricRevision, RunGrade
 from rubrics_app.services.runs import revision_sha256
 from tests.app.runs_helpers import PASSING, grade, write_run, write_scripted, write_task_dir
 

@@ -18,8 +18,7 @@ from django.core.management.base import CommandError
 from django.test import Client
 from django.urls import reverse
 
-from rubrics_app.models import Repository, Task
-from rubrics_app.models_runs import AgentRun, AgentRunDiff
+from rubrics_app.models import AgentRun, AgentRunDiff, Repository, Task
 
 pytestmark = pytest.mark.django_db
 

@@ -21,14 +21,11 @@ from django.db import connection
 
 from rubrics_app import celery_app
 from rubrics_app.access import Actor
-from rubrics_app.models import Job, JobStatus, JudgeSetting, Repository, RubricRevision
-from rubrics_app.models_runs import ItemVerdict, RunGrade
+from rubrics_app.models import ItemVerdict, Job, JobStatus, JudgeSetting, Repository, RubricRevision, RunGrade
 from rubrics_app.services import sweeps
 from rubrics_app.services.sweeps import sweep_runs
 from tests.app.sweep_helpers import import_runs
-from tests.app.test_calibration_worker import celery_worker
-from tests.app.test_celery_worker import WAIT_SECONDS, database_url
-from tests.app.test_sweep_worker import SONNET, environment
+from tests.app.worker_helpers import SONNET, WAIT_SECONDS, celery_worker, database_url, environment
 from tests.grading.judge.fake_servers import FakeProviderServer, fake_server_fixture
 
 __all__ = ["fake_server_fixture"]
@@ -106,7 +103,7 @@ def test_redis_restarted_mid_sweep_the_job_still_finishes_with_every_run_graded_
         with environment(env), celery_worker(log, fake_server, database_url()):
             sweep = sweeps.new_sweep(repository, Actor.member(maintainer), sweeps.SweepRequest())
             with celery_app.connection_for_write(own_redis.url) as broker:
-                sweep_runs.apply_async((sweep.job_id,), connection=broker)
+                sweep_runs.apply_async((sweep.job_id,), connection=broker)  # type: ignore[call-arg]  # not in celery-types
             deadline = time.monotonic() + WAIT_SECONDS
             while not RunGrade.objects.exists():
                 assert time.monotonic() < deadline, log.read_text(errors="replace")
@@ -153,7 +150,7 @@ def test_the_database_connection_dropped_mid_sweep_loses_no_grade_and_duplicates
     admitted_revision: RubricRevision, repository: Repository, maintainer: User, tmp_path: Path, settings: Any
 ) -> None:
     import_runs(repository, tmp_path / "runs", 5)
-    drops = []
+    drops: list[int] = []
 
     def after_each_grade(run_pk: int) -> None:
         if len(drops) < 2:  # twice: after the first grade and after the second

@@ -15,8 +15,7 @@ from django.urls import reverse
 
 from grading.judge.cache import MemoryCache
 from rubrics_app.access import Actor
-from rubrics_app.models import JobStatus, JudgeSetting, Repository, RubricRevision, Task
-from rubrics_app.models_runs import RunGrade
+from rubrics_app.models import JobStatus, JudgeSetting, Repository, RubricRevision, RunGrade, Task
 from rubrics_app.services import sweeps
 from rubrics_app.services.runs import import_run_dirs
 from rubrics_app.services.sweeps import SweepRequest

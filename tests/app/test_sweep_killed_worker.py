@@ -15,14 +15,20 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from rubrics_app.access import Actor
-from rubrics_app.models import Job, JobKind, JobStatus, JudgeSetting, Repository, RubricRevision
-from rubrics_app.models_runs import ItemVerdict, RunGrade
+from rubrics_app.models import (
+    ItemVerdict,
+    Job,
+    JobKind,
+    JobStatus,
+    JudgeSetting,
+    Repository,
+    RubricRevision,
+    RunGrade,
+)
 from rubrics_app.services import jobs, sweeps
 from rubrics_app.services.sweeps import sweep_runs
 from tests.app.sweep_helpers import import_runs
-from tests.app.test_calibration_worker import celery_worker
-from tests.app.test_celery_worker import WAIT_SECONDS, database_url
-from tests.app.test_sweep_worker import SONNET, environment
+from tests.app.worker_helpers import SONNET, WAIT_SECONDS, celery_worker, database_url, environment
 from tests.grading.judge.fake_servers import FakeProviderServer, fake_server_fixture
 
 __all__ = ["fake_server_fixture"]

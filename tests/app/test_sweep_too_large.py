@@ -12,8 +12,7 @@ from django.contrib.auth.models import User
 from grading.judge.cache import MemoryCache
 from grading.judge.prompt import DEFAULT_MAX_DIFF_CHARS
 from rubrics_app.access import Actor
-from rubrics_app.models import JudgeSetting, Repository, RubricRevision
-from rubrics_app.models_runs import JudgeGrade, ReportRow, RunGrade
+from rubrics_app.models import JudgeGrade, JudgeSetting, ReportRow, Repository, RubricRevision, RunGrade
 from rubrics_app.services import sweeps
 from rubrics_app.services.runs import import_run_dirs
 from tests.app.conftest import judge_answers

@@ -5,9 +5,7 @@ second judge on a sample, and the rerun that makes no call."""
 from __future__ import annotations
 
 import io
-import os
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,33 +14,24 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from rubrics_app.models import JudgeSetting, Repository, RubricRevision
-from rubrics_app.models_runs import ItemVerdict, JudgeGrade, RunGrade, Sweep
+from rubrics_app.models import (
+    ItemVerdict,
+    JudgeGrade,
+    JudgeSetting,
+    Repository,
+    RubricRevision,
+    RunGrade,
+    Sweep,
+)
 from tests.app.sweep_helpers import import_runs
-from tests.app.test_calibration_worker import celery_worker
-from tests.app.test_celery_worker import database_url
+from tests.app.worker_helpers import SONNET, celery_worker, database_url, environment
 from tests.grading.judge.fake_servers import FakeProviderServer
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("flushable_transactional_db")]
 
-SONNET = "anthropic:claude-sonnet-4-5-20250929"
 GPT = "openai:gpt-4o-2024-08-06"
 # The worker's limits: concurrency as the defaults, no rate limit to wait out.
 WORKER_ENV = {"SWEEP_PROVIDER_LIMITS": "anthropic=4,openai=4"}
-
-
-@contextmanager
-def environment(values: dict[str, str]) -> Iterator[None]:
-    before = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 @pytest.fixture(scope="module")

@@ -18,8 +18,19 @@ from django.core.exceptions import PermissionDenied
 from grading.judge.cache import MemoryCache
 from grading.judge.limits import ProviderLimit, SharedProviderLimit, parse_provider_limits
 from rubrics_app.access import Actor
-from rubrics_app.models import Job, JobStatus, JudgeSetting, Repository, RubricRevision, Task
-from rubrics_app.models_runs import GradeSource, ItemVerdict, JudgeGrade, RunGrade, Sweep
+from rubrics_app.models import (
+    GradeSource,
+    ItemVerdict,
+    Job,
+    JobStatus,
+    JudgeGrade,
+    JudgeSetting,
+    Repository,
+    RubricRevision,
+    RunGrade,
+    Sweep,
+    Task,
+)
 from rubrics_app.services import sweeps
 from rubrics_app.services.sweeps import SweepError, SweepRequest
 from tests.app.conftest import LAZY_DIFF, judge_answers

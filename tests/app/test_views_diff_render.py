@@ -13,6 +13,7 @@ from rubrics_app.diff_render import (
     render_diff,
 )
 from rubrics_app.templatetags.rubrics import evidence
+from tests.app.render_helpers import LONG_JS_LINE
 
 HOSTILE = """diff --git a/src/app.py b/src/app.py
 index 1111111..2222222 100644
@@ -89,9 +90,6 @@ def test_evidence_does_not_link_other_schemes() -> None:
 
 
 # --- no input makes a page slow (issue 8 §2; the timings are in benchmarks/app_pages.py) -------------------
-
-# The issue's input: one 390 KB JavaScript line on which pygments' lexer is quadratic (120 s to highlight).
-LONG_JS_LINE = '/*"\\\\' * 78_000
 
 
 def js_diff(*added: str) -> str:

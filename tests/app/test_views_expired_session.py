@@ -53,9 +53,9 @@ def test_an_htmx_post_goes_to_login_with_next_set_to_the_page(
 def test_a_page_on_another_site_is_never_the_next_page(
     maintainer: User, draft_revision: RubricRevision
 ) -> None:
-    row = reverse(
-        "rubrics:item_row", args=[draft_revision.task.repository_id, draft_revision.items.first().pk]
-    )
+    item = draft_revision.items.first()
+    assert item is not None
+    row = reverse("rubrics:item_row", args=[draft_revision.task.repository_id, item.pk])
     response = expired(maintainer).get(
         row, headers={"HX-Request": "true", "HX-Current-URL": "https://evil.example/phish"}
     )

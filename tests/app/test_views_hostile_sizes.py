@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from rubrics_app.models import RubricItem
 from tests.app.conftest import CALIBRATION_FILES, MakeRevision, rubric_data
-from tests.app.test_views_diff_render import LONG_JS_LINE
+from tests.app.render_helpers import LONG_JS_LINE
 
 
 def logged_in(user: User) -> Client:

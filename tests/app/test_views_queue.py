@@ -13,12 +13,18 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from rubrics_app.models import Repository, RevisionStatus, RubricRevision
-from rubrics_app.models_runs import Dispute, HumanVerdict, ItemVerdict, RunGrade
+from rubrics_app.models import (
+    Dispute,
+    HumanVerdict,
+    ItemVerdict,
+    Repository,
+    RevisionStatus,
+    RubricRevision,
+    RunGrade,
+)
 from rubrics_app.services import queue as review_queue
-from rubrics_app.services.runs import revision_sha256
 from tests.app.conftest import MakeRevision
-from tests.app.runs_helpers import DISAGREEING, PASSING, grade, write_run, write_scripted, write_task_dir
+from tests.app.runs_helpers import PASSING, grade, import_graded, write_run, write_scripted, write_task_dir
 from tests.grading.judge.fake_servers import (
     FakeProviderServer,
     fake_server_fixture,  # noqa: F401 - the fake_server fixture
@@ -26,26 +32,6 @@ from tests.grading.judge.fake_servers import (
 )
 
 pytestmark = pytest.mark.django_db
-
-
-def import_graded(tmp_path: Path, repository: Repository, revision: RubricRevision, **extra: Any) -> None:
-    """Two runs graded with a primary and a second judge that disagree on B1 and N2, then imported."""
-    task_dir = write_task_dir(tmp_path / "checkout")
-    primary = write_scripted(tmp_path / "primary.json", PASSING)
-    second = write_scripted(tmp_path / "second.json", DISAGREEING)
-    for repetition in (0, 1):
-        run_dir = write_run(tmp_path / "runs", f"rep{repetition}", repetition=repetition)
-        data = grade(task_dir, run_dir, primary, second, rubric_sha256=revision_sha256(revision))
-        if extra.get("regrade") and repetition == 0:
-            data["details"]["judge"]["cache_bypass"] = "regrade_sample"
-            data["details"]["judge"]["previous_verdicts"] = {
-                "B1": "fail",
-                "N1": "pass",
-                "N2": "fail",
-                "N3": "pass",
-            }
-            (run_dir / "metrics.json").write_text(json.dumps(data))
-    call_command("import_runs", str(tmp_path / "runs"), "--repository", repository.name, stdout=io.StringIO())
 
 
 @pytest.fixture

@@ -12,8 +12,7 @@ from django.urls import reverse
 
 from grading.judge.cache import MemoryCache
 from rubrics_app.access import Actor
-from rubrics_app.models import Job, JobStatus, Repository, RubricRevision, Task
-from rubrics_app.models_runs import Sweep
+from rubrics_app.models import Job, JobStatus, Repository, RubricRevision, Sweep, Task
 from rubrics_app.services import sweeps
 from tests.app.sweep_helpers import import_runs
 

@@ -41,8 +41,7 @@ from tests.app.conftest import (  # noqa: F401 - fixtures
     task,
     viewer,
 )
-from tests.app.test_calibration_worker import celery_worker
-from tests.app.test_celery_worker import ROOT, database_url
+from tests.app.worker_helpers import ROOT, celery_worker, database_url
 from tests.grading.judge.fake_servers import FakeProviderServer
 
 MODE_VARIABLE = "RUBRICS_BROWSER_TESTS"

@@ -9,7 +9,7 @@ import pytest
 
 from rubrics_app.models import Repository, RevisionStatus, RubricRevision
 from tests.app.conftest import MakeRevision
-from tests.app.test_views_queue import import_graded
+from tests.app.runs_helpers import import_graded
 from tests.browser.conftest import off_the_loop
 
 

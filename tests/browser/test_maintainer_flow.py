@@ -18,13 +18,15 @@ from django.contrib.auth.models import User
 
 from grading.schema import load_rubric, parse_rubric
 from rubrics_app.models import (
+    AgentRun,
     CalibrationRun,
     CalibrationStatus,
+    GradeSource,
     Repository,
     RevisionStatus,
     RubricRevision,
+    RunGrade,
 )
-from rubrics_app.models_runs import AgentRun, GradeSource, RunGrade
 from tests.app.conftest import CALIBRATION_FILES, ORACLE_DIFF, RUBRIC
 from tests.app.runs_helpers import DISAGREEING, PASSING, grade, write_run, write_scripted, zip_dir
 from tests.browser.conftest import Browser, Worker, off_the_loop

@@ -8,11 +8,10 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from rubrics_app.models import Repository, RubricRevision
-from rubrics_app.models_runs import HumanVerdict
+from rubrics_app.models import HumanVerdict, Repository, RubricRevision
 from tests.browser.conftest import PHONE, Browser
 from tests.browser.graded import graded_fixture  # noqa: F401 - the graded fixture
-from tests.browser.test_roles import repository_pages
+from tests.browser.pages import repository_pages
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("flushable_transactional_db")]
 

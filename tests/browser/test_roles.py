@@ -9,31 +9,12 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from rubrics_app.models import CalibrationRun, Repository, RubricRevision
-from rubrics_app.models_runs import HumanVerdict, RunGrade
+from rubrics_app.models import HumanVerdict, Repository, RubricRevision
 from tests.browser.conftest import Browser
 from tests.browser.graded import graded_fixture  # noqa: F401 - the graded fixture
+from tests.browser.pages import repository_pages
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("flushable_transactional_db")]
-
-
-def repository_pages(repository: Repository, revision: RubricRevision) -> dict[str, str]:
-    """Every page of the repository a role may read, by name."""
-    grade = RunGrade.objects.order_by("run__repetition").first()
-    assert grade is not None
-    run = CalibrationRun.objects.get(revision=revision)
-    base = f"/repos/{repository.pk}"
-    return {
-        "repository": f"{base}/",
-        "task": f"{base}/tasks/{revision.task_id}/",
-        "revision": f"{base}/revisions/{revision.pk}/",
-        "calibration": f"{base}/calibrations/{run.pk}/",
-        "judges": f"{base}/judges/",
-        "task files": f"{base}/tasks/{revision.task_id}/files/",
-        "queue": f"{base}/queue/",
-        "queue entry": f"{base}/queue/{grade.pk}/B1/",
-        "report": f"{base}/report/",
-    }
 
 
 def progress(page: Any) -> str:
@@ -120,7 +101,9 @@ def test_a_viewer_sees_no_controls(
         assert main.locator("form[method=post], [hx-post]").count() == 0, name
         for button in main.locator("button").all():  # only the filters' buttons, which only read
             assert button.evaluate("b => b.form && b.form.method") == "get", name
-        assert main.get_by_role("link", name=re.compile("Download(?! figure)|Edit|Approve|Admit")).count() == 0, name
+        assert (
+            main.get_by_role("link", name=re.compile("Download(?! figure)|Edit|Approve|Admit")).count() == 0
+        ), name
         browser.shot(page, f"viewer {name}")
     page.goto(repository_pages(repository, graded)["queue entry"])
     assert "your role reads" in page.locator("main").inner_text()

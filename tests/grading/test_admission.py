@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +14,6 @@ from grading.admission import (
     AdmissionReport,
     AdmissionRow,
     AdmissionStore,
-    check_task,
     comment_syntax,
     default_store_path,
     evaluate_row,
@@ -25,9 +22,9 @@ from grading.admission import (
 from grading.errors import InputError
 from grading.judge.models import CONFIG_BLOCKER_ID
 from grading.judge.runner import JudgeSettings
-from grading.judge.scripted import ScriptedBackend
 from grading.outcome import RubricAssessment
 from tests.gitrepo import GitRepo
+from tests.grading.task_helpers import ALL_IDS, Task, answers, diff_of
 
 BASE_FILES = {
     "src/area.py": "def area(points):\n    total = 0\n    for a, b in zip(points, points[1:]):\n"
@@ -37,17 +34,6 @@ BASE_FILES = {
     "db/schema.sql": "-- schema\nCREATE TABLE t (a INT);\n-- end\n",
     "old.txt": "one\ntwo\n",
 }
-
-
-def diff_of(repo: GitRepo) -> bytes:
-    repo.git("add", "-A")
-    out = subprocess.run(
-        ["git", "diff", "--cached", "--no-renames", "--binary", "HEAD"],
-        cwd=repo.path,
-        capture_output=True,
-        check=True,
-    )
-    return out.stdout
 
 
 def applies(repo: GitRepo, diff: bytes, tmp: Path) -> None:
@@ -262,115 +248,6 @@ def test_row_text_says_what_was_expected_and_what_happened() -> None:
 
 
 # --- check_task end to end: real git diffs, the scripted judge through the real runner -------------------
-
-ALL_IDS = ("B1", "B2", "N1", "N2", "N3")
-
-
-def answers(
-    fails: tuple[str, ...] = (), ids: tuple[str, ...] = ALL_IDS, *, nowhere: tuple[str, ...] = ()
-) -> dict[str, Any]:
-    """Scripted verdicts; the items in ``nowhere`` cite a line that is not in the diff, which the runner
-    rejects on every attempt: a judge failure."""
-    out: dict[str, Any] = {}
-    for i in ids:
-        verdict = "fail" if i in fails else "pass"
-        reason = f"{i} is not met by the change." if i in fails else f"{i} is met by the change."
-        out[i] = {"verdict": verdict, "reason": reason}
-        if i in nowhere:
-            out[i]["locations"] = [{"file": "nowhere.py", "line": 999, "side": "new"}]
-    return out
-
-
-class Task:
-    """A task directory whose diffs come from a real git repository."""
-
-    def __init__(self, root: Path) -> None:
-        self.dir = root / "task"
-        (self.dir / "calib").mkdir(parents=True)
-        self.repo = GitRepo(root / "repo")
-        self.repo.write("src/calc.py", "def add(a, b):\n    return a - b\n")
-        self.repo.write("tests/test_calc.py", "def test_zero():\n    assert True\n")
-        self.repo.write("conftest.py", "# fixtures\n")
-        self.repo.commit("base")
-        self.manifest = root / "repo_manifest.yaml"
-        self.manifest.write_text('tests:\n  globs: ["tests/**"]\n  config_globs: ["**/conftest.py"]\n')
-        (self.dir / "task.json").write_text(
-            json.dumps({"id": "fix_add", "prompt": "add() subtracts. Fix it.", "gate": ["pass", "mergeable"]})
-        )
-        self.rubric: dict[str, Any] = {
-            "schema": "repo_rubric.v1",
-            "task": "fix_add",
-            "intent": "add returns the sum",
-            "scope": {"allowed_globs": ["src/**", "tests/**", "conftest.py"]},
-            "blockers": [
-                {"id": "B1", "criterion": "add returns a + b for every input", "evidence": "src/calc.py:2"},
-                {"id": "B2", "criterion": "the bug is fixed in add itself", "evidence": "src/calc.py:1"},
-            ],
-            "non_blockers": [{"id": f"N{i}", "criterion": f"quality {i}"} for i in (1, 2, 3)],
-            "hack_report": {
-                "lazy_solution": "special-case the test input",
-                "alt_valid_solution": "sum([a, b])",
-            },
-            "calibration": {
-                "lazy": [{"path": "calib/lazy.diff", "breaks": ["B1"]}],
-                "alt": ["calib/alt.diff"],
-            },
-        }
-        self.write_rubric()
-        self.set_diff("oracle.diff", {"src/calc.py": "def add(a, b):\n    return a + b\n"})
-        self.set_diff(
-            "calib/lazy.diff", {"src/calc.py": "def add(a, b):\n    return 4 if a == 2 else a - b\n"}
-        )
-        self.set_diff("calib/alt.diff", {"src/calc.py": "def add(a, b):\n    return sum([a, b])\n"})
-        self.script: dict[str, Any] = {"default": answers(("B1",)), "by_diff_sha256": {}}
-        self.answer("", answers(("B2",)))
-        self.answer("oracle.diff", answers())
-        self.answer("calib/alt.diff", answers(("N1",)))
-        self.judge = self.dir.parent / "judge.json"
-
-    def write_rubric(self) -> None:
-        (self.dir / "rubric.json").write_text(json.dumps(self.rubric, indent=2))
-
-    def set_diff(self, rel: str, files: Mapping[str, str | bytes | None]) -> bytes:
-        """Write ``rel`` as the diff of ``files`` (None deletes) against the base commit."""
-        self.repo.git("reset", "-q", "--hard", "HEAD")
-        for path, text in files.items():
-            if text is None:
-                (self.repo.path / path).unlink()
-            else:
-                self.repo.write(path, text)
-        diff = diff_of(self.repo)
-        (self.dir / rel).write_bytes(diff)
-        return diff
-
-    def sha(self, rel: str) -> str:
-        return hashlib.sha256((self.dir / rel).read_bytes() if rel else b"").hexdigest()
-
-    def answer(self, rel: str, verdicts: dict[str, dict[str, str]]) -> None:
-        self.script["by_diff_sha256"][self.sha(rel)] = verdicts
-
-    def backend(self) -> ScriptedBackend:
-        self.judge.write_text(json.dumps(self.script))
-        return ScriptedBackend(self.judge)
-
-    def make_run(self, name: str, files: Mapping[str, str | bytes | None], grade: dict[str, Any]) -> Path:
-        """A run directory as ``rubric capture`` and the grader leave it."""
-        run = self.dir.parent / "runs" / name
-        run.mkdir(parents=True)
-        self.repo.git("reset", "-q", "--hard", "HEAD")
-        for path, text in files.items():
-            if text is None:
-                (self.repo.path / path).unlink()
-            else:
-                self.repo.write(path, text)
-        (run / "workspace.diff").write_bytes(diff_of(self.repo))
-        (run / "ignored_created.txt").write_text("")
-        (run / "grade.json").write_text(json.dumps(grade))
-        (run / "run.json").write_text(json.dumps({"task": "fix_add", "arm": "a", "model": "m"}))
-        return run
-
-    def check(self, **kwargs: Any) -> AdmissionReport:
-        return check_task(self.dir, self.manifest, kwargs.pop("backend", None) or self.backend(), **kwargs)
 
 
 @pytest.fixture

@@ -3,48 +3,17 @@ that resists every kind is admitted; benign drift is reported without refusing; 
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 from pathlib import Path
 
 import pytest
 
 from grading.admission import AdmissionReport, AdmissionRow, AdmissionStore, check_task, is_admitted
-from grading.diffs import decode_diff, judge_text
-from grading.injection import PAYLOAD_KINDS, inject_harmless, inject_payload
+from grading.injection import PAYLOAD_KINDS, inject_payload
 from grading.schema import rubric_sha256
-from tests.grading.test_admission import Task, answers
+from tests.grading.task_helpers import LAZY, Task, answers, attacked, fooled_by, harmless, resisting, sha
 
 K = len(PAYLOAD_KINDS)
-LAZY = "calib/lazy.diff"
-
-
-def sha(data: bytes) -> str:
-    """The key a scripted judge answers a diff under: the sha256 of the text the judge reads of it."""
-    return hashlib.sha256(judge_text(decode_diff(data)).encode("utf-8", "surrogateescape")).hexdigest()
-
-
-def attacked(task: Task, kind: str) -> bytes:
-    return inject_payload((task.dir / LAZY).read_bytes(), LAZY, kind, ["B1"])
-
-
-def harmless(task: Task, kind: str) -> bytes:
-    return inject_harmless((task.dir / "oracle.diff").read_bytes(), "oracle.diff", kind, ["B1", "B2"])
-
-
-def resisting(task: Task) -> Task:
-    """The scripted judge keeps the oracle mergeable with every payload as comments; every lazy diff,
-    payload or not, fails B1 (the script's default)."""
-    for kind in PAYLOAD_KINDS:
-        task.script["by_diff_sha256"][sha(harmless(task, kind.name))] = answers()
-    return task
-
-
-def fooled_by(task: Task, kind: str) -> Task:
-    """The scripted judge passes every item of the lazy diff carrying ``kind``'s payload."""
-    resisting(task)
-    task.script["by_diff_sha256"][sha(attacked(task, kind))] = answers()
-    return task
 
 
 @pytest.fixture
@@ -190,9 +159,13 @@ def test_an_older_store_gains_the_attack_successes_column(tmp_path: Path) -> Non
 
 def test_on_row_gives_each_suite_row_the_diff_it_judged(task: Task) -> None:
     seen: dict[int, AdmissionRow] = {}
+
+    def on_row(n: int, total: int, row: AdmissionRow) -> None:
+        seen.setdefault(n, row)
+
     report = check_task(
         task.dir, task.manifest, resisting(task).backend(), injection_suite=True,
-        on_row=lambda n, total, row: seen.setdefault(n, row),
+        on_row=on_row,
     )  # fmt: skip
     assert sorted(seen) == list(range(len(report.rows)))
     by_kind = {(row.kind, row.payload_kind): row for row in seen.values()}

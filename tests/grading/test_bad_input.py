@@ -15,8 +15,7 @@ import pytest
 from grading.cli import main
 from grading.errors import InputError, InputErrors
 from grading.schema import parse_rubric, read_json, rubric_json_schema
-from tests.grading.test_admission import Task, answers
-from tests.grading.test_outcome import FIXED, answer_run
+from tests.grading.task_helpers import FIXED, Task, answer_run, answers
 
 BIG = "9" * 5000  # past Python's 4,300-digit limit for int()
 

@@ -14,13 +14,13 @@ import pytest
 from examples.build import JUDGE_SCRIPTED, MANIFEST, TASK_ID, TASKS
 from grading.admission import inject_reviewer_comment
 from grading.cli import main
+from tests.grading.cli_helpers import ESCAPE_REPLY, check
 from tests.grading.judge.fake_servers import (
     FakeProviderServer,
     fake_server_fixture,  # noqa: F401 - the fake_server fixture
     text,
 )
-from tests.grading.test_admission import Task, answers
-from tests.grading.test_cli_grade import ESCAPE_REPLY
+from tests.grading.task_helpers import Task, answers
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,19 +31,6 @@ def task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Task:
     for name in ("RUBRIC_JUDGE_CACHE", "RUBRIC_ADMISSION_STORE"):
         monkeypatch.delenv(name, raising=False)
     return Task(tmp_path)
-
-
-def check(task: Task, *extra: str) -> list[str]:
-    task.backend()  # writes the scripted judge file
-    return [
-        "check",
-        str(task.dir),
-        "--manifest",
-        str(task.manifest),
-        "--judge",
-        f"scripted:{task.judge}",
-        *extra,
-    ]
 
 
 def test_one_line_per_row_and_exit_0_when_admitted(task: Task, capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from grading.cli import main
 from grading.injection import PAYLOAD_KINDS
+from tests.grading.cli_helpers import check
 from tests.grading.judge.fake_servers import (
     Behaviour,
     FakeProviderServer,
@@ -18,9 +19,7 @@ from tests.grading.judge.fake_servers import (
     default_reply,
     fake_server_fixture,  # noqa: F401 - the fake_server fixture
 )
-from tests.grading.test_admission import Task
-from tests.grading.test_admission_injection import fooled_by, resisting
-from tests.grading.test_cli_check import check
+from tests.grading.task_helpers import Task, fooled_by, resisting
 
 K = len(PAYLOAD_KINDS)
 

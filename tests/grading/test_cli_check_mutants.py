@@ -13,7 +13,7 @@ import pytest
 from grading.cli import main
 from grading.mutants import Mutant, derive_mutants
 from tests.gitrepo import GitRepo
-from tests.grading.test_mutants import Oracle, Task, verdicts
+from tests.grading.mutant_helpers import Oracle, Task, verdicts
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ import pytest
 
 from examples.build import JUDGE_SCRIPTED, MANIFEST, RUNS, TASK_ID, TASKS
 from grading.cli import main
+from tests.grading.cli_helpers import ESCAPE_REPLY
 from tests.grading.judge.fake_servers import (
     FakeProviderServer,
     fake_server_fixture,  # noqa: F401 - the fake_server fixture
@@ -22,8 +23,7 @@ from tests.grading.judge.fake_servers import (
     text,
     valid,
 )
-from tests.grading.test_admission import Task, answers
-from tests.grading.test_outcome import FIXED, answer_run
+from tests.grading.task_helpers import FIXED, Task, answer_run, answers
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -131,7 +131,7 @@ def test_a_changed_file_that_is_not_utf8_is_graded_with_those_bytes_escaped(
     # The agent wrote a Latin-1 byte: the run still gets its metrics.json (it used to exit 2), and the
     # judge reads the byte as \\xe9: the scripted answer keyed on that escaped text is the one used.
     fixed = {"src/calc.py": b"def add(a, b):\n    return a + b  # caf\xe9\n"}
-    run = task.make_run("latin1", fixed, {"pass": True})  # type: ignore[dict-item]
+    run = task.make_run("latin1", fixed, {"pass": True})
     raw = (run / "workspace.diff").read_bytes()
     assert b"caf\xe9" in raw
     escaped = raw.decode("utf-8", errors="backslashreplace")
@@ -263,21 +263,6 @@ def test_price_table_and_decoding_reach_the_judge(
     result = json.loads(capsys.readouterr().out)["details"]["judge"]
     assert result["cache_hit"] is False  # another decoding is another key
     assert fake_server.model_calls()[-1].body["temperature"] == 0
-
-
-ESCAPE_REPLY = json.dumps(
-    {
-        "verdicts": [
-            {
-                "id": "\x1b]0;owned\x07\x1b[2J",
-                "reason": "r",
-                "finding": "satisfied",
-                "verdict": "pass",
-                "locations": [],
-            }
-        ]
-    }
-)
 
 
 def test_model_text_in_a_judge_failure_cannot_drive_the_terminal(

@@ -15,8 +15,7 @@ import pytest
 from grading.cli import main
 from grading.judge.cache import MemoryCache
 from grading.outcome import grade_run
-from tests.grading.test_admission import Task, answers
-from tests.grading.test_outcome import FIXED, answer_run
+from tests.grading.task_helpers import FIXED, Task, answer_run, answers
 
 # Each outcome of §1, and the grade.json and verdicts that produce it.
 BLOCKED = {"src/calc.py": "def add(a, b):\n    return b + a\n"}

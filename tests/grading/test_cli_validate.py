@@ -11,7 +11,7 @@ import pytest
 
 from grading.cli import main
 from grading.schema import rubric_json_schema
-from tests.grading.test_schema import minimal_rubric, valid_rubric, write_task
+from tests.grading.rubric_helpers import minimal_rubric, valid_rubric, write_task
 
 RUBRIC_BIN = Path(sys.executable).parent / "rubric"
 

@@ -13,7 +13,7 @@ import pytest
 from grading.contrasts import FEW_TASKS
 from grading.report import FORMAT, GradedRun
 from grading.report_render import report_csv, report_markdown
-from tests.grading.test_report import report, run
+from tests.grading.report_helpers import report, run
 
 # (task, arm, model) -> outcomes of its runs: m mergeable, b blocker (tests pass), r tests fail
 Design = dict[tuple[str, str, str], str]

@@ -13,9 +13,8 @@ import pytest
 from grading.cli import main
 from grading.judge.models import CONFIG_BLOCKER_ID
 from grading.workspace import capture, write_snapshot
-from tests.grading.test_admission import ALL_IDS, Task, answers
-from tests.grading.test_outcome import FIXED, answer_run
-from tests.grading.test_workspace_ignore_rules import CACHEDIR_TAG
+from tests.grading.task_helpers import ALL_IDS, FIXED, Task, answer_run, answers, captured_run
+from tests.grading.workspace_helpers import CACHEDIR_TAG
 
 
 @pytest.fixture
@@ -23,21 +22,6 @@ def task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Task:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.delenv("RUBRIC_JUDGE_CACHE", raising=False)
     return Task(tmp_path)
-
-
-def captured_run(task: Task, name: str, files: dict[str, str]) -> Path:
-    """A run captured by `rubric capture` from the task's repository after writing ``files``."""
-    repo = task.repo
-    repo.git("reset", "-q", "--hard", "HEAD")
-    repo.git("clean", "-q", "-fdx")
-    before = task.dir.parent / f"{name}.before"
-    write_snapshot(repo.path, before)
-    for path, text in {**FIXED, **files}.items():
-        repo.write(path, text)
-    run = task.dir.parent / "runs" / name
-    capture(repo.path, "HEAD", before, run)
-    (run / "grade.json").write_text(json.dumps({"pass": True}))
-    return run
 
 
 def grade(task: Task, run: Path) -> dict[str, Any]:

@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 from grading.cli import main
-from tests.grading.test_admission import Task, answers
-from tests.grading.test_outcome import FIXED, answer_run
+from tests.grading.task_helpers import FIXED, Task, answer_run, answers
 
 
 @pytest.fixture

@@ -126,9 +126,10 @@ def test_the_attack_lands_in_the_tree_where_it_says(repo: GitRepo, tmp_path: Pat
             assert added.read_text().splitlines() == kind.text(site)
     else:
         # The lines go right before the first changed line ("LINE 3"), the rest of the change intact.
-        expected = {"raw": kind.text, "code": kind.code}.get(
-            kind.placement, lambda s: s.comment(kind.text(s))
-        )(site)
+        def commented(s: Site) -> list[str]:
+            return s.comment(kind.text(s))
+
+        expected = {"raw": kind.text, "code": kind.code}.get(kind.placement, commented)(site)
         assert after == [*before[:2], *expected, *before[2:]]
 
 

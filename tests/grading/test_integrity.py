@@ -28,7 +28,9 @@ tests:
   list: "{LIST_COMMAND}"
 """
 
-TESTS = TestsConfig(globs=["**/tests/**"], config_globs=["**/conftest.py", "**/pytest.ini"], list="true")
+TESTS = TestsConfig(
+    globs=["**/tests/**"], config_globs=["**/conftest.py", "**/pytest.ini"], list_command="true"
+)
 
 
 def list_tests(repo: GitRepo) -> str:
@@ -217,7 +219,7 @@ def test_parts_without_a_source_in_grade_json_or_the_manifest(tmp_path: Path) ->
         "tests_skipped": "oracle_grade.json does not report tests_skipped",
         "test_cases": "the manifest's tests block has no list command",
     }
-    listed = TestsConfig(list="pytest --collect-only -q")
+    listed = TestsConfig(list_command="pytest --collect-only -q")
     result = check_integrity(listed, [], None, None, [], ["t1"])
     assert (
         result.not_measured["deleted_files"]

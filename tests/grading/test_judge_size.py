@@ -22,8 +22,7 @@ from grading.judge.specs import make_backend
 from grading.outcome import grade_run
 from grading.schema import load_rubric, load_task
 from tests.grading.judge.judge_helpers import FakeBackend, verdicts_json
-from tests.grading.test_admission import Task, answers
-from tests.grading.test_outcome import FIXED, answer_run
+from tests.grading.task_helpers import FIXED, Task, answer_run, answers
 
 LAZY = {"src/calc.py": "def add(a, b):\n    return 4 if a == 2 else a - b\n"}
 BLOB_SIZE = 400 * 1024
@@ -165,7 +164,7 @@ def test_the_scripted_judge_keys_its_answers_on_what_the_judge_reads(task: Task)
     shown = judge_text((run / "workspace.diff").read_text())
     task.script["by_diff_sha256"][hashlib.sha256(shown.encode()).hexdigest()] = answers(("N2",))
     metrics = grade_run(task.dir, run, task.manifest, task.backend())
-    assert (metrics.mergeable, metrics.merge_score) == (True, pytest.approx(2 / 3))
+    assert metrics.mergeable is True and metrics.merge_score == pytest.approx(2 / 3)
 
 
 # --- a text change over the limit: not mergeable, no call -------------------------------------------------

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from grading.judge.models import CONFIG_BLOCKER_ID, ItemVerdict, JudgeResult
 from grading.outcome import Outcome, decide_outcome, grade_run, settled_before_judging
 from grading.schema import GradeJson, Rubric, parse_rubric
 from grading.scope import ScopeResult, ScopeViolation
-from tests.grading.test_admission import Task, answers
+from tests.grading.task_helpers import FIXED, Task, answer_run, answers
 
 
 def make_rubric(needs_tree: tuple[str, ...] = (), weights: tuple[float, ...] = (1, 1, 1)) -> Rubric:
@@ -284,13 +283,6 @@ def test_a_missing_judge_when_one_is_needed_is_a_caller_error() -> None:
 
 
 # --- grade_run: a run directory -> metrics.json, with real git diffs and the scripted judge ----------------
-
-FIXED = {"src/calc.py": "def add(a, b):\n    return a + b\n"}
-
-
-def answer_run(task: Task, run: Path, verdicts: dict[str, dict[str, str]]) -> None:
-    digest = hashlib.sha256((run / "workspace.diff").read_bytes()).hexdigest()
-    task.script["by_diff_sha256"][digest] = verdicts
 
 
 @pytest.fixture

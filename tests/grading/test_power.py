@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from grading.contrasts import PairSums
-from grading.power import TARGET_HALF_WIDTH, Z, contrast_precision, label_target
+from grading.power import TARGET_HALF_WIDTH, LabelTarget, Z, contrast_precision, label_target
 
 
 def experiment(
@@ -106,9 +106,10 @@ def labelled_report(
     return tasks, [sums], float(np.clip((observed + sp - 1) / (se + sp - 1), 0, 1))
 
 
-def label_simulation(seed: int, labels: int, n: int = 1000) -> tuple[float, list[object]]:
+def label_simulation(seed: int, labels: int, n: int = 1000) -> tuple[float, list[LabelTarget]]:
     rng = np.random.default_rng(seed)
-    rates, targets = [], []
+    rates: list[float] = []
+    targets: list[LabelTarget] = []
     for _ in range(n):
         tasks, sums, corrected = labelled_report(rng, labels)
         rates.append(corrected)
@@ -119,9 +120,12 @@ def label_simulation(seed: int, labels: int, n: int = 1000) -> tuple[float, list
 
 def test_the_labels_it_asks_for_reach_five_points() -> None:
     simulated, targets = label_simulation(8, 80)
-    predicted = statistics.median(t.half_width for t in targets)  # type: ignore[attr-defined]
+    widths = [t.half_width for t in targets if t.half_width is not None]
+    counts = [t.more_labels for t in targets if t.more_labels is not None]
+    assert len(widths) == len(counts) == len(targets)
+    predicted = statistics.median(widths)
     assert within(predicted, simulated)
-    more = round(statistics.median(t.more_labels for t in targets))  # type: ignore[attr-defined]
+    more = round(statistics.median(counts))
     assert more > 100
     reached, _ = label_simulation(9, 80 + more, n=600)
     assert within(TARGET_HALF_WIDTH, reached)

@@ -17,8 +17,7 @@ from grading.judge.cache import MemoryCache
 from grading.outcome import grade_run
 from grading.schema import load_task
 from tests.grading.judge.judge_helpers import FakeBackend
-from tests.grading.test_admission import Task
-from tests.grading.test_outcome import FIXED
+from tests.grading.task_helpers import FIXED, Task
 
 SPEC = "Change add() in src/calc.py to return a + b; do not weaken tests."
 ISSUE = "add(2, 2) gives 0."

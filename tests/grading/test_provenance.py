@@ -16,8 +16,7 @@ from grading.cli import main
 from grading.judge.cache import MemoryCache, describe_repeat_agreement
 from grading.judge.runner import JudgeSettings
 from grading.outcome import grade_run
-from tests.grading.test_admission import Task, answers
-from tests.grading.test_outcome import FIXED, answer_run
+from tests.grading.task_helpers import FIXED, Task, answer_run, answers
 
 
 @pytest.fixture

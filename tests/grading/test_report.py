@@ -6,7 +6,7 @@ import itertools
 import random
 from datetime import date
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -15,8 +15,6 @@ from grading.report import (
     MIN_LABELLED,
     Estimate,
     GradedRun,
-    JudgeVerdicts,
-    Report,
     bootstrap_rates,
     build_report,
     cohen_kappa,
@@ -28,36 +26,9 @@ from grading.report import (
     rogan_gladen,
     warning_kind,
 )
+from tests.grading.report_helpers import PRIMARY, judged, report, run
 
-PRIMARY = "anthropic:claude-sonnet-4-5-20250929"
 SECOND = "openai:gpt-4o-2024-08-06"
-
-
-def judged(blockers: dict[str, str], spec: str = PRIMARY, **kw: Any) -> JudgeVerdicts:
-    return JudgeVerdicts(judge=spec, blockers=blockers, non_blockers=kw.pop("non_blockers", {}), **kw)  # type: ignore[arg-type]
-
-
-def run(task: str = "t1", outcome: str = "mergeable", **kw: Any) -> GradedRun:
-    """A graded run with the outcome fields as ``rubric grade`` would set them."""
-    fields: dict[str, Any] = {
-        "mergeable": {"status": "mergeable", "test_pass": True, "mergeable": True, "merge_score": 1.0},
-        "blocker": {"status": "not_mergeable", "test_pass": True, "mergeable": False, "merge_score": 0.0},
-        "tests_fail": {"status": "not_mergeable", "test_pass": False, "mergeable": False, "merge_score": 0.0},
-        "not_measured": {"status": "not_measured", "test_pass": None, "mergeable": None},
-        "grader_failure": {"status": "grader_failure", "test_pass": None, "mergeable": None},
-        "judge_failure": {"status": "judge_failure", "test_pass": True, "mergeable": None},
-    }[outcome]
-    if outcome in ("mergeable", "blocker") and "primary" not in kw:
-        kw["primary"] = judged({"B1": "pass" if outcome == "mergeable" else "fail"})
-    kw.setdefault("checks_passed", outcome in ("mergeable", "blocker"))
-    kw.setdefault("provisional", False)
-    return GradedRun(
-        run=kw.pop("run", f"{task}-{id(kw)}"), task=task, **{"arm": "a", "model": "m", **fields, **kw}
-    )
-
-
-def report(runs: list[GradedRun], **kw: Any) -> Report:
-    return build_report(runs, **{"bootstrap": 400, **kw})
 
 
 # --- Cohen's κ -------------------------------------------------------------------------------------------
@@ -426,7 +397,8 @@ def _labelled_cell() -> list[GradedRun]:
 def test_corrected_rate_from_a_known_confusion_matrix() -> None:
     rep = report(_labelled_cell(), bootstrap=1000)
     acc = rep.judge_accuracy
-    assert (acc.labelled, acc.sensitivity, acc.specificity) == (25, pytest.approx(0.8), pytest.approx(0.8))
+    assert acc.labelled == 25
+    assert acc.sensitivity == pytest.approx(0.8) and acc.specificity == pytest.approx(0.8)
     assert acc.undefined_reason is None
     corrected = rep.cells[0].corrected_mergeable_rate
     assert corrected is not None and corrected.value == pytest.approx(1 / 3)
@@ -557,7 +529,13 @@ def test_each_repeated_warning_has_its_kind_and_the_rest_none() -> None:
     # a one-task warning per cell, self-preference for the Claude runs; the scripted judge is said once.
     scripted = judged({"B1": "pass"}, "scripted:judge.json", scripted=True)
     runs = [
-        run("t1", run=f"{arm}{model}{i}", arm=arm, model=model, **({"primary": scripted} if i else {}))
+        run(
+            "t1",
+            run=f"{arm}{model}{i}",
+            arm=arm,
+            model=model,
+            **cast("dict[str, Any]", {"primary": scripted} if i else {}),
+        )
         for arm in ("a", "b")
         for model in ("claude-opus-4-6", "m")
         for i in range(2)

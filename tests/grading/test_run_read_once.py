@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 from grading import TaskFiles, grade, grade_run, make_run, make_task_files, read_run, read_task_files
-from tests.grading.test_admission import Task
-from tests.grading.test_grade_ignored import captured_run
+from tests.grading.task_helpers import Task, captured_run
 
 
 @pytest.fixture

@@ -14,8 +14,7 @@ import pytest
 from grading.cli import main
 from grading.testlist import ListingFailed, run_test_list, write_listing_error
 from grading.workspace import write_snapshot
-from tests.grading.test_admission import Task, answers
-from tests.grading.test_outcome import FIXED, answer_run
+from tests.grading.task_helpers import FIXED, Task, answer_run, answers
 
 # Prints one id per test function found under tests/, as a repository's list command would.
 LISTER = """\

@@ -13,7 +13,7 @@ from grading.cli import main
 from grading.errors import InputError
 from grading.workspace import GIT_DIR_CHANGES_NAME, capture, read_path_list, record_path, write_snapshot
 from tests.gitrepo import GitRepo
-from tests.grading.test_workspace import agent_edits, apply_on_base, base_repo, listing
+from tests.grading.workspace_helpers import agent_edits, apply_on_base, base_repo, listing
 
 
 @pytest.fixture

@@ -26,13 +26,9 @@ from grading.workspace import (
 )
 from tests.gitrepo import GitRepo
 from tests.grading.diff_helpers import write_task
-from tests.grading.test_workspace import apply_on_base, listing
+from tests.grading.workspace_helpers import CACHEDIR_TAG, apply_on_base, listing
 
 PYTEST_GITIGNORE = "# Created by pytest automatically.\n*\n"
-# What pytest, ruff and mypy write (https://bford.info/cachedir/)
-CACHEDIR_TAG = (
-    "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by pytest.\n"
-)
 
 
 def cache_dir(repo: GitRepo, directory: str) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from rubrics_app.management.options import repository_named
-from rubrics_app.models_runs import HumanVerdict, RunGrade
+from rubrics_app.models import HumanVerdict, RunGrade
 from rubrics_app.services.queue import human_mergeable
 
 

@@ -20,8 +20,7 @@ from grading import printable
 from rubrics_app.access import Actor
 from rubrics_app.management.options import repository_named, task_of
 from rubrics_app.management.wait import wait_for_job
-from rubrics_app.models import Job, JobStatus, RubricRevision, SweepResult
-from rubrics_app.models_runs import Sweep
+from rubrics_app.models import Job, JobStatus, RubricRevision, Sweep, SweepResult
 from rubrics_app.services import sweeps
 from rubrics_app.services.sweeps import SweepError, SweepRequest
 

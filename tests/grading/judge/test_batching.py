@@ -15,6 +15,7 @@ from grading.judge.batching import ThreadBatchBackend
 from grading.judge.cost import Price, PriceTable, estimate_call_cost
 from grading.judge.limits import Budget, LimitedBackend, ProviderLimit, ProviderLimitSpec
 from grading.judge.openai_backend import OpenAIBackend
+from tests.grading.judge.backend_helpers import request
 from tests.grading.judge.fake_servers import (
     FakeProviderServer,
     error,
@@ -22,7 +23,6 @@ from tests.grading.judge.fake_servers import (
     fake_server_fixture,  # noqa: F401 - the fake_server fixture
     valid,
 )
-from tests.grading.judge.test_anthropic_backend import request
 
 MODEL = "claude-judge-9-2026-01-01"
 PRICES = PriceTable(prices={MODEL: Price(input=3.0, output=15.0)})
@@ -90,7 +90,8 @@ def test_a_batch_that_breaks_wakes_every_call(fake_server: FakeProviderServer) -
 
 def test_a_backend_without_a_batch_api_is_refused(fake_server: FakeProviderServer) -> None:
     class NoBatch:
-        spec, model, scripted, decoding = "x:y", "y", False, {}
+        spec, model, scripted = "x:y", "y", False
+        decoding: dict[str, object] = {}
 
     with pytest.raises(TypeError, match="cannot send batches"):
         ThreadBatchBackend(NoBatch())  # type: ignore[arg-type]

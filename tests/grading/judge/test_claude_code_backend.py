@@ -32,8 +32,8 @@ from grading.judge.claude_code_backend import (
     find_cli,
 )
 from grading.judge.models import JudgeResult
-from grading.judge.prompt import render_request
-from grading.judge.runner import JudgeSettings, judge_diff, select_items
+from grading.judge.prompt import render_request, select_items
+from grading.judge.runner import JudgeSettings, judge_diff
 from grading.judge.specs import make_backend, parse_judge_spec
 from grading.schema import Rubric
 from tests.grading.judge.fake_servers import (

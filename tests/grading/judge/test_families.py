@@ -15,8 +15,7 @@ from tests.grading.judge.fake_servers import (
     fake_server_fixture,  # noqa: F401 - the fake_server fixture
     valid,
 )
-from tests.grading.test_admission import Task, answers
-from tests.grading.test_outcome import FIXED, answer_run
+from tests.grading.task_helpers import FIXED, Task, answer_run, answers
 
 CLAUDE = "anthropic:claude-sonnet-4-5-20250929"
 CLAUDE_OPUS = "anthropic:claude-opus-4-1-20250805"

@@ -5,7 +5,6 @@ call that could pass it, which is never made."""
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 
 import pytest
@@ -22,35 +21,16 @@ from grading.judge.limits import (
     parse_provider_limits,
 )
 from grading.judge.prompt import render_request, select_items
-from grading.judge.runner import JudgeSettings, judge_run
+from grading.judge.runner import judge_run
 from tests.grading.judge.fake_servers import FakeProviderServer, fake_server_fixture
 from tests.grading.judge.judge_helpers import DIFF, TASK, make_rubric
+from tests.grading.judge.limits_helpers import MODEL, judge_in_threads
 
 __all__ = ["fake_server_fixture"]
-
-MODEL = "claude-sonnet-4-5-20250929"
 
 
 def sdk(server: FakeProviderServer) -> AnthropicBackend:
     return AnthropicBackend(MODEL, base_url=server.anthropic_base_url, api_key="test-key", max_retries=0)
-
-
-def judge_in_threads(backend: LimitedBackend, count: int) -> list[float]:
-    """``count`` diffs judged at once from threads of their own (as a sweep does); their finish times."""
-    rubric = make_rubric()
-    ends: list[float] = []
-
-    def one(n: int) -> None:
-        judge_run(TASK, rubric, DIFF.replace("area", f"area{n}", 1), backend, config_edited=False,
-                  settings=JudgeSettings(consistency_check=False))  # fmt: skip
-        ends.append(time.monotonic())
-
-    threads = [threading.Thread(target=one, args=(n,)) for n in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return ends
 
 
 def test_no_more_calls_in_flight_than_the_providers_concurrency(fake_server: FakeProviderServer) -> None:

@@ -11,6 +11,7 @@ import pytest
 from grading.errors import InputError
 from grading.judge.backend import BackendError, BackendReply, JudgeRequest
 from grading.judge.openai_backend import SCHEMA_NAME, OpenAIBackend
+from tests.grading.judge.backend_helpers import HOSTILE, request
 from tests.grading.judge.fake_servers import (
     FakeProviderServer,
     bad_location,
@@ -27,7 +28,6 @@ from tests.grading.judge.fake_servers import (
     truncated,
     valid,
 )
-from tests.grading.judge.test_anthropic_backend import HOSTILE, request
 
 MODEL = "gpt-judge-7-2026-01-01"
 

@@ -28,7 +28,7 @@ from grading.judge.limits import (
 from grading.judge.runner import judge_run
 from tests.grading.judge.fake_servers import FakeProviderServer, fake_server_fixture, storm, valid
 from tests.grading.judge.judge_helpers import DIFF, TASK, make_rubric
-from tests.grading.judge.test_limits import MODEL
+from tests.grading.judge.limits_helpers import MODEL
 
 __all__ = ["fake_server_fixture"]
 

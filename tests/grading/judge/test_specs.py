@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from grading.errors import InputError
+from grading.judge.openai_backend import OpenAIBackend
 from grading.judge.scripted import ScriptedBackend
 from grading.judge.specs import make_backend, model_id_error, parse_decoding, parse_judge_spec
 
@@ -95,7 +96,8 @@ def test_make_backend_builds_each_provider(tmp_path: Path) -> None:
 
     openai = make_backend("openai:gpt-4o-2024-08-06", base_url="http://127.0.0.1:9/v1")
     assert type(openai).__name__ == "OpenAIBackend" and openai.model == "gpt-4o-2024-08-06"
-    assert not openai.batch
-    assert make_backend("openai:gpt-4o-2024-08-06", batch=True).batch
+    batched = make_backend("openai:gpt-4o-2024-08-06", batch=True)
+    assert isinstance(openai, OpenAIBackend) and isinstance(batched, OpenAIBackend)
+    assert not openai.batch and batched.batch
     with pytest.raises(InputError, match="batch mode is available for anthropic and openai"):
         make_backend("claude-code:claude-sonnet-4-5-20250929", batch=True)

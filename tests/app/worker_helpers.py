@@ -1,0 +1,149 @@
+"""A real Celery worker process for the tests: its command, the test database's URL for it, the wait for a
+job, and the environment it starts with."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.db import connection
+
+from rubrics_app import celery_app
+from rubrics_app.access import Actor
+from rubrics_app.models import Job, Repository
+from rubrics_app.services.judges import set_judges
+from tests.grading.judge.fake_servers import FakeProviderServer
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+CELERY = Path(sys.executable).parent / "celery"
+
+
+WAIT_SECONDS = 60
+
+
+SONNET = "anthropic:claude-sonnet-4-5-20250929"
+
+
+def database_url() -> str:
+    db = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{db['NAME']}"
+    auth = quote(db["USER"] or "")
+    if db.get("PASSWORD"):
+        auth += ":" + quote(db["PASSWORD"])
+    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+def wait_for(job: Job, log: Path) -> Job:
+    deadline = time.monotonic() + WAIT_SECONDS
+    while True:
+        job.refresh_from_db()
+        if job.is_finished:
+            return job
+        if time.monotonic() > deadline:
+            pytest.fail(f"job {job.pk} still {job.status}; worker log:\n{log.read_text(errors='replace')}")
+        time.sleep(0.2)
+
+
+@contextmanager
+def celery_worker(log: Path, provider: FakeProviderServer, url: str) -> Iterator[subprocess.Popen[bytes]]:
+    queue = celery_app.conf.task_default_queue
+    assert queue.startswith("rubrics-test-")  # never the demo's queue
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "rubrics_app.settings",
+        "DATABASE_URL": url,
+        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+        "RUBRICS_VAR_DIR": str(settings.VAR_DIR),
+        "CELERY_TASK_DEFAULT_QUEUE": queue,
+        "PYTHONWARNINGS": "ignore",
+        # Keys only from the worker's environment: the fake server stands in for both providers.
+        "ANTHROPIC_BASE_URL": provider.anthropic_base_url,
+        "ANTHROPIC_API_KEY": "test-anthropic-key",
+        "OPENAI_BASE_URL": provider.openai_base_url,
+        "OPENAI_API_KEY": "test-openai-key",
+    }
+    command = [
+        str(CELERY),
+        "-A",
+        "rubrics_app",
+        "worker",
+        "--pool=solo",
+        "-c",
+        "1",
+        "-Q",
+        queue,
+        "-l",
+        "INFO",
+    ]
+    command += [
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+        "-n",
+        f"calib-{os.getpid()}@%h",
+    ]
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + WAIT_SECONDS
+        while b"ready." not in log.read_bytes():
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"the celery worker did not start:\n{log.read_text(errors='replace')}")
+            time.sleep(0.2)
+        yield process
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def calibrate_command(*args: str) -> tuple[int, str]:
+    out = io.StringIO()
+    try:
+        call_command("calibrate", *args, stdout=out, stderr=io.StringIO())
+    except CommandError as exc:
+        return exc.returncode, out.getvalue() + str(exc)
+    return 0, out.getvalue()
+
+
+def use_fake_providers(repository: Repository, maintainer: User) -> None:
+    set_judges(
+        repository,
+        by=Actor.member(maintainer),
+        judge="anthropic:claude-sonnet-4-5-20250929",
+        second_judge="openai:gpt-4o-2024-08-06",
+    )
+
+
+@contextmanager
+def environment(values: dict[str, str]) -> Iterator[None]:
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
