@@ -127,13 +127,20 @@ def test_export_rubrics_writes_admitted_revisions_into_the_checkout(
     repository = admitted.task.repository
     repository.checkout_path = str(git_repo.path)
     repository.save()
+    head = git_repo.head()
     out, _ = run("export_rubrics", "--repository", repository.name, "--branch", "rubrics/export")
     assert "exported 1 admitted revision(s)" in out
-    assert "committed" in out and "on rubrics/export" in out
-    written = git_repo.path / "tasks/fix_fraction_gt1/rubric.json"
-    assert json.loads(written.read_text()) == admitted.to_rubric_dict()
-    assert load_rubric(written).task == "fix_fraction_gt1"
+    commit = git_repo.git("rev-parse", "rubrics/export").strip()
+    assert f"committed {commit[:12]} on branch rubrics/export" in out
+    assert "your checkout (HEAD, index, files) is unchanged" in out
+    # The commit holds the files; the maintainer's checkout stays on its branch with nothing new.
+    assert git_repo.head() == head and git_repo.git("symbolic-ref", "--short", "HEAD").strip() == "main"
     assert git_repo.git("status", "--porcelain") == ""
+    assert not (git_repo.path / "tasks").exists()
+    committed = git_repo.git("show", f"{commit}:tasks/fix_fraction_gt1/rubric.json")
+    assert json.loads(committed) == admitted.to_rubric_dict()
+    git_repo.git("switch", "-q", "rubrics/export")
+    assert load_rubric(git_repo.path / "tasks/fix_fraction_gt1/rubric.json").task == "fix_fraction_gt1"
 
 
 def test_export_rubrics_to_a_directory_and_private_path(make_revision: MakeRevision, tmp_path: Path) -> None:

@@ -62,10 +62,16 @@ class Command(BaseCommand):
                 )
             except (ExportError, TransitionError) as exc:
                 raise CommandError(f"{repository.name}: {exc}") from None
-            for path in result.paths:
-                self.stdout.write(f"{repository.name}: {result.root / path}")
             if result.commit:
-                self.stdout.write(f"{repository.name}: committed {result.commit[:12]} on {result.branch}")
+                for path in result.paths:
+                    self.stdout.write(f"{repository.name}: {path} on branch {result.branch}")
+                self.stdout.write(
+                    f"{repository.name}: committed {result.commit[:12]} on branch {result.branch} in "
+                    f"{result.root}; your checkout (HEAD, index, files) is unchanged"
+                )
+            else:
+                for path in result.paths:
+                    self.stdout.write(f"{repository.name}: {result.root / path}")
             exported += len(revisions)
         if not exported:
             raise CommandError("no admitted revision to export")
