@@ -13,6 +13,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -36,11 +37,29 @@ from rubrics_app.services import queue as review_queue
 from rubrics_app.services import rereview
 from rubrics_app.services.import_export import ImportFailed
 from rubrics_app.services.report import label_target
-from rubrics_app.services.runs import import_runs_zip
+from rubrics_app.services.runs import RunImport, import_runs_zip
 from rubrics_app.services.swe_bench import import_swe_bench_upload
 from rubrics_app.views.common import HtmxHttpRequest
 from rubrics_app.views.repositories import repository_context
 from rubrics_app.views.revisions import redirect_to
+
+
+def _imported(
+    request: HtmxHttpRequest, access: RepositoryAccess, what: str, result: RunImport
+) -> HttpResponse:
+    """Back to the repository page, at its Sweep button when new runs came in: imported runs are not
+    graded by the repository's judges until a sweep grades them."""
+    url = reverse("rubrics:repository_detail", args=[access.repository.pk])
+    if not result.created:
+        messages.success(request, f"{what}: {result.summary()}.")
+        return redirect_to(request, url)
+    count = len(result.created)
+    messages.success(
+        request,
+        f"{what}: {result.summary()}. The new run{pluralize(count)} {'is' if count == 1 else 'are'} not "
+        "graded yet by this repository's judges: Sweep (below) grades them.",
+    )
+    return redirect_to(request, f"{url}#sweeps")
 
 
 @require_POST
@@ -56,8 +75,7 @@ def runs_upload(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
         except ImportFailed as exc:
             problems = [str(problem) for problem in exc.problems]
         else:
-            messages.success(request, f"Runs: {result.summary()}.")
-            return redirect_to(request, reverse("rubrics:repository_detail", args=[access.repository.pk]))
+            return _imported(request, access, "Runs", result)
     context = {**repository_context(access), "runs_form": form, "runs_errors": problems}
     page = "rubrics/repository_detail.html"
     if request.htmx:
@@ -85,8 +103,7 @@ def runs_upload_swe_bench(request: HtmxHttpRequest, repo_pk: int) -> HttpRespons
         except ImportFailed as exc:
             problems = [str(problem) for problem in exc.problems]
         else:
-            messages.success(request, f"SWE-bench runs: {result.summary()}.")
-            return redirect_to(request, reverse("rubrics:repository_detail", args=[access.repository.pk]))
+            return _imported(request, access, "SWE-bench runs", result)
     context = {**repository_context(access), "swe_form": form, "swe_errors": problems}
     page = "rubrics/repository_detail.html"
     if request.htmx:

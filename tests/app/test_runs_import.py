@@ -239,8 +239,18 @@ def test_a_zip_of_runs_is_imported_by_a_maintainer(
     response = upload(client, repository, zip_dir(graded_runs, "batch/"))
     assert response.status_code == 302  # type: ignore[attr-defined]
     assert AgentRun.objects.count() == 3 and RunGrade.objects.count() == 2
-    upload(client, repository, zip_dir(graded_runs, "batch/"))
+    # The page it leads to says the runs still need a sweep, and opens at the Sweep button.
+    where = response["Location"]  # type: ignore[index]
+    assert where == reverse("rubrics:repository_detail", args=[repository.pk]) + "#sweeps"
+    page = " ".join(client.get(where).content.decode().split())
+    assert (
+        "The new runs are not graded yet by this repository&#x27;s judges: Sweep (below) grades them." in page
+    )
+    assert 'id="sweeps"' in page and 'class="inline sweep-form"' in page
+    again = upload(client, repository, zip_dir(graded_runs, "batch/"))
     assert AgentRun.objects.count() == 3 and RunGrade.objects.count() == 2
+    assert "#" not in again["Location"]  # type: ignore[index]
+    assert "not graded yet" not in client.get(again["Location"]).content.decode()  # type: ignore[index]
 
 
 def test_a_bad_zip_imports_nothing_and_lists_the_problems(
