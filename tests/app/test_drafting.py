@@ -287,6 +287,9 @@ def test_a_maintainer_drafts_from_the_task_page(maintainer: User, task: Task) ->
     record = RubricDraft.objects.get(job=job)
     assert (record.pr_number, record.github_repository, record.drafter) == (7, "octo/shapes", DRAFTER)
     assert record.created_by == maintainer and record.token_env == "GITHUB_TOKEN"
+    job_page = client.get(response["Location"]).content.decode()
+    task_url = reverse("rubrics:task_detail", args=[task.repository_id, task.pk])
+    assert f'<a href="{task_url}">{task.task_id}</a> / job {job.pk}' in job_page  # the crumbs lead back
 
 
 @pytest.mark.usefixtures("drafting_ready")

@@ -131,3 +131,15 @@ def test_a_sweep_with_nothing_to_do_says_why(
     text = " ".join(page.content.decode().split())
     assert "Nothing to do: 2 runs already graded with this rubric and judge, so no judge was called." in text
     assert "Every run is graded" not in text and "the report</a>" in text
+
+
+def test_a_sweep_job_page_leads_back_to_its_task(
+    runs: None, client: Client, maintainer: User, repository: Repository, admitted_revision: RubricRevision
+) -> None:
+    task = admitted_revision.task
+    sweep = sweeps.new_sweep(repository, Actor.member(maintainer), sweeps.SweepRequest(task=task))
+    page = logged_in(client, maintainer).get(
+        reverse("rubrics:job_detail", args=[repository.pk, sweep.job_id])
+    )
+    task_url = reverse("rubrics:task_detail", args=[repository.pk, task.pk])
+    assert f'<a href="{task_url}">{task.task_id}</a> / job {sweep.job_id}' in page.content.decode()
