@@ -433,11 +433,15 @@ def test_each_verdict_keeps_the_judges_finding_shown_beside_its_reason(
         .content.decode()
     )
     assert (
-        '<strong>pass</strong> <span class="finding" title="the judge\'s finding on its own reason">'
+        '<span class="badge verdict-pass">pass</span> '
+        '<span class="finding" title="the judge\'s finding on its own reason">'
         "(satisfied)</span>: B1 &lt;b&gt;is met&lt;/b&gt;: the fraction is checked." in html
     )
     assert "<b>is met</b>" not in html
-    assert '<strong>fail</strong> <span class="finding"' in html and "(violated)</span>:" in html
+    assert (
+        '<span class="badge verdict-fail">fail</span> <span class="finding"' in html
+        and "(violated)</span>:" in html
+    )
 
 
 # --- the verdict cache, and the real SDKs against the fake server ------------------------------------------
