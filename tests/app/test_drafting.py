@@ -276,6 +276,9 @@ def test_a_maintainer_drafts_from_the_task_page(maintainer: User, task: Task) ->
     client = _client(maintainer)
     page = client.get(reverse("rubrics:task_detail", args=[task.repository_id, task.pk]))
     assert b"Draft from PR" in page.content and b"octo/shapes" in page.content
+    # Two sources, the second offered as the other choice; with no GitHub repository, the export alone.
+    offered = '<span class="muted">or</span> <label for="id_pr_export">PR export (JSON):</label>'
+    assert offered in page.content.decode()
 
     response = client.post(
         reverse("rubrics:draft_start", args=[task.repository_id, task.pk]), {"pr_number": 7}
@@ -290,6 +293,10 @@ def test_a_maintainer_drafts_from_the_task_page(maintainer: User, task: Task) ->
     job_page = client.get(response["Location"]).content.decode()
     task_url = reverse("rubrics:task_detail", args=[task.repository_id, task.pk])
     assert f'<a href="{task_url}">{task.task_id}</a> / job {job.pk}' in job_page  # the crumbs lead back
+    DraftSetting.objects.filter(repository=task.repository).update(github_repository="")
+    alone = client.get(reverse("rubrics:task_detail", args=[task.repository_id, task.pk])).content.decode()
+    assert '<label for="id_pr_export">PR export (JSON):</label>' in alone
+    assert "id_pr_number" not in alone and ">or</span>" not in alone
 
 
 @pytest.mark.usefixtures("drafting_ready")
@@ -587,6 +594,7 @@ def test_the_demo_drafts_from_the_shipped_export_with_no_api(settings: Any, tmp_
     assert (
         '<span class="badge scripted">scripted</span> (a stand-in that replies with a prepared draft' in html
     )
+    assert html.count("Drafted by") == 1  # the header says it; the drafting paragraph names the model
 
 
 # --- a second request: joined while under way, drafted again once finished --------------------------------
