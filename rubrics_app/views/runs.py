@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.template.defaultfilters import pluralize
 from django.urls import reverse
@@ -39,7 +39,7 @@ from rubrics_app.services.import_export import ImportFailed
 from rubrics_app.services.report import label_target
 from rubrics_app.services.runs import RunImport, import_runs_zip
 from rubrics_app.services.swe_bench import import_swe_bench_upload
-from rubrics_app.views.common import HtmxHttpRequest
+from rubrics_app.views.common import HtmxHttpRequest, request_int
 from rubrics_app.views.repositories import repository_context
 from rubrics_app.views.revisions import redirect_to
 
@@ -146,8 +146,8 @@ def _page_size() -> int:
 
 def _page_number(request: HtmxHttpRequest) -> int:
     """?page=N; anything else is the first page (a number past the end is the last, in Queue.page)."""
-    raw = request.GET.get("page", "")
-    return int(raw) if raw.isdigit() and len(raw) < 10 else 1
+    number = request_int(request.GET.get("page"))
+    return number if number is not None and number < 10**9 else 1
 
 
 @require_GET
@@ -284,6 +284,8 @@ def queue_label(request: HtmxHttpRequest, repo_pk: int, grade_pk: int, item_id: 
     grade = _load_grade(access, grade_pk)
     if not ItemVerdict.objects.filter(judge__grade=grade, item_id=item_id).exists():
         raise Http404("no such item in this grade")
+    if len(request.POST.getlist("verdict")) > 1:
+        return HttpResponseBadRequest("one verdict per label", content_type="text/plain")
     form = HumanVerdictForm(request.POST)
     kind, filters = _queue_params(request)
     if not form.is_valid():
@@ -315,12 +317,10 @@ def item_dispute(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpRe
     )
     source_params = request.POST if request.method == "POST" else request.GET
     comment = grade = None
-    if source_params.get("comment", "").isdigit():
-        comment = ItemComment.objects.filter(item=item, pk=int(source_params["comment"])).first()
-    if source_params.get("grade", "").isdigit():
-        grade = RunGrade.objects.filter(
-            run__task__repository=access.repository, pk=int(source_params["grade"])
-        ).first()
+    if (comment_pk := request_int(source_params.get("comment"))) is not None:
+        comment = ItemComment.objects.filter(item=item, pk=comment_pk).first()
+    if (grade_pk := request_int(source_params.get("grade"))) is not None:
+        grade = RunGrade.objects.filter(run__task__repository=access.repository, pk=grade_pk).first()
     form = ReasonForm(request.POST or None, initial={"reason": comment.text if comment else ""})
     error = ""
     if request.method == "POST" and form.is_valid():
