@@ -13,6 +13,7 @@ import posixpath
 import re
 import stat
 import zipfile
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
@@ -456,17 +457,27 @@ def checked_zip_members(
     archive: zipfile.ZipFile, label: str, *, max_members: int, max_total: int
 ) -> list[zipfile.ZipInfo]:
     """The archive's members, once none is unsafe (absolute, '..', link, encrypted, duplicate) and the
-    declared sizes are within the limits; ImportFailed listing every problem otherwise. Shared by rubric
-    and agent-run uploads."""
+    declared sizes are within the limits (each member's, ``settings.ZIP_MAX_MEMBER_BYTES``, and the
+    total); ImportFailed listing every problem otherwise. The members are counted from the central
+    directory before any is read, and every check is linear in their number. Shared by rubric and
+    agent-run uploads."""
     infos = archive.infolist()
     if len(infos) > max_members:
         raise ImportFailed([ImportProblem(label, f"{len(infos)} members; the limit is {max_members}")])
     problems = [ImportProblem(f"{label}: {i.filename}", p) for i in infos if (p := _member_problem(i))]
+    max_member = settings.ZIP_MAX_MEMBER_BYTES
+    problems.extend(
+        ImportProblem(
+            f"{label}: {i.filename}", f"{i.file_size} bytes uncompressed; the limit is {max_member}"
+        )
+        for i in infos
+        if i.file_size > max_member
+    )
     total = sum(i.file_size for i in infos)
     if total > max_total:
         problems.append(ImportProblem(label, f"{total} bytes uncompressed; the limit is {max_total}"))
-    names = [i.filename for i in infos if not i.is_dir()]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
+    counts = Counter(i.filename for i in infos if not i.is_dir())
+    duplicates = sorted(name for name, count in counts.items() if count > 1)
     problems.extend(ImportProblem(f"{label}: {n}", "appears twice in the archive") for n in duplicates)
     if problems:
         raise ImportFailed(problems)

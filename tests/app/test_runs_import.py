@@ -362,3 +362,34 @@ def test_a_run_stored_by_a_concurrent_import_is_a_problem_not_a_crash(
         call_command("import_runs", str(graded_runs), "--repository", repository.name, stderr=err)
     assert exc.value.returncode == 2 and "at the same time; nothing imported" in err.getvalue()
     assert AgentRun.objects.count() == 3
+
+
+def test_a_member_inflating_past_its_cap_is_refused_before_any_is_read(
+    client: Client, maintainer: User, graded_runs: Path, repository: Repository, settings: Any
+) -> None:
+    diff = (graded_runs / "rep0" / "workspace.diff").read_bytes()
+    settings.ZIP_MAX_MEMBER_BYTES = len(diff) - 1
+    client.force_login(maintainer)
+    response = upload(client, repository, zip_dir(graded_runs, "batch/"))
+    html = response.content.decode()  # type: ignore[attr-defined]
+    assert response.status_code == 400  # type: ignore[attr-defined]
+    limit = f"{len(diff)} bytes uncompressed; the limit is {len(diff) - 1}"
+    assert f"batch/rep0/workspace.diff: {limit}" in html
+    assert not AgentRun.objects.exists()
+
+
+def test_a_run_zip_error_names_the_member_not_the_servers_folder(
+    client: Client, maintainer: User, graded_runs: Path, repository: Repository
+) -> None:
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("batch/rep0/run.json", b"{}")
+        archive.writestr("batch/rep0/run.json/inside", b"x")  # cannot be unpacked: run.json is a file
+    client.force_login(maintainer)
+    response = upload(client, repository, buffer.getvalue())
+    html = response.content.decode()  # type: ignore[attr-defined]
+    assert response.status_code == 400 and "batch/rep0/run.json/inside" in html  # type: ignore[attr-defined]
+    errors = html[html.index("Nothing was imported.") :]
+    assert "batch/rep0/run.json/inside" in errors and "runs-upload-" not in errors
