@@ -297,7 +297,18 @@ def queue_label(request: HtmxHttpRequest, repo_pk: int, grade_pk: int, item_id: 
     location = queue.locate(grade.pk, item_id)
     if location.following is not None:
         return HttpResponseRedirect(_entry_url(access, location.following, kind, filters))
-    messages.success(request, f"{queue.reviewed_count()} of {queue.count()} reviewed: the end of this queue.")
+    reviewed, total = queue.reviewed_count(), queue.count()
+    first = queue.first_unreviewed() if reviewed < total else None
+    if first is not None:
+        # The end of the list is not the end of the work: go back to the first pair still unlabelled.
+        remaining = total - reviewed
+        messages.info(
+            request,
+            f"{reviewed} of {total} reviewed: the end of the list, with {remaining} "
+            f"pair{pluralize(remaining)} still unlabelled. This is the first of them.",
+        )
+        return HttpResponseRedirect(_entry_url(access, first, kind, filters))
+    messages.success(request, f"{reviewed} of {total} reviewed: the end of this queue.")
     return HttpResponseRedirect(_list_url(access, kind, filters))
 
 
