@@ -35,6 +35,7 @@ from rubrics_app.models import (
 )
 from rubrics_app.services import drafting
 from rubrics_app.services.runs import import_run_dirs
+from rubrics_app.views import drafting as drafting_views
 from tests.app.drafting_helpers import (
     DRAFTER,
     INJECTION,
@@ -380,6 +381,7 @@ def test_the_drafting_input_is_for_maintainers_and_escaped(
     maintainer: User,
     reviewer: User,
     outsider: User,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     servers[0].script(text(json.dumps(good_reply())))
     record = draft_now(
@@ -395,6 +397,17 @@ def test_the_drafting_input_is_for_maintainers_and_escaped(
     assert "    1  def signed_area(points):" in html
     assert _client(reviewer).get(url).status_code == 403
     assert _client(outsider).get(url).status_code == 404
+    # A long request shows its first part; the whole of it is a download, for maintainers only.
+    download = reverse("rubrics:draft_input_download", args=[task.repository_id, record.revision.pk])
+    monkeypatch.setattr(drafting_views, "DRAFT_INPUT_SHOW_CHARS", 50)
+    short = _client(maintainer).get(url).content.decode()
+    assert "more characters: <a href=" in short and f'href="{download}" download' in short
+    assert "    1  def signed_area(points):" not in short
+    whole = _client(maintainer).get(download)
+    assert whole.status_code == 200 and whole.content.decode() == record.request_body
+    assert whole["Content-Disposition"].startswith("attachment;")
+    assert _client(reviewer).get(download).status_code == 403
+    assert _client(outsider).get(download).status_code == 404
 
 
 # --- settings -----------------------------------------------------------------------------------------------
