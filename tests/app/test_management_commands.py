@@ -17,6 +17,8 @@ from rubrics_app.models import (
     AuditEvent,
     AuditVerb,
     CalibrationDiff,
+    Job,
+    JobKind,
     Origin,
     Repository,
     ReviewState,
@@ -183,6 +185,10 @@ def test_load_demo_loads_every_state_once(settings: Any, tmp_path: Path) -> None
     assert repository.tasks.count() == 3
     statuses = sorted(RubricRevision.objects.values_list("status", flat=True))
     assert statuses == ["admitted", "approved", "draft", "draft"]
+    # Its admission calibration ran here and passed: its job ended with it, not "queued" for ever.
+    (job,) = Job.objects.filter(kind=JobKind.CALIBRATE_REVISION)
+    assert (job.status, job.progress, job.result["status"]) == ("done", 100, "passed")
+    assert job.finished_at is not None and job.started_at is not None
     example = Task.objects.get(task_id=TASK_ID)
     admitted = example.admitted_revision()
     assert admitted is not None
