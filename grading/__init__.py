@@ -52,7 +52,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "InputError",
         "InputErrors",
     ),
-    "grading.git": ("NO_COMMANDS_CONFIG", "Git", "GitError", "GitResult"),
+    "grading.git": ("NO_COMMANDS_CONFIG", "Git", "GitError", "GitResult", "commit_on_new_branch"),
     "grading.globs": ("glob_error",),
     "grading.injection": ("PAYLOAD_KINDS",),
     "grading.integrity": (
@@ -207,6 +207,7 @@ if TYPE_CHECKING:
     from grading.git import Git as Git
     from grading.git import GitError as GitError
     from grading.git import GitResult as GitResult
+    from grading.git import commit_on_new_branch as commit_on_new_branch
     from grading.globs import glob_error as glob_error
     from grading.injection import PAYLOAD_KINDS as PAYLOAD_KINDS
     from grading.integrity import TESTS_LIST_ERROR_NAME as TESTS_LIST_ERROR_NAME

@@ -20,6 +20,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import tempfile
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -230,3 +231,38 @@ class Git:
         if result.returncode not in tuple(ok_codes):
             raise GitError(self.cwd, f"git {_command(args)} failed: {result.last_error_line()}")
         return result.stdout
+
+
+def commit_on_new_branch(git: Git, branch: str, files: Sequence[tuple[str, bytes]], message: str) -> str:
+    """Commit ``files`` (path in the repository, bytes) on top of HEAD as the new branch ``branch``, and
+    return the commit. Only git's plumbing runs, against a private index in a temp folder: the checkout's
+    work tree, its index and HEAD stay exactly as they were (objects and the new ref are all it adds).
+
+    When the files are already what HEAD holds, the branch points at HEAD itself. An existing branch is
+    never moved (``update-ref`` is told the ref must not exist yet). The commit's author and committer come
+    from ``git``'s environment (``GIT_AUTHOR_NAME`` and so on)."""
+    if not branch or branch.startswith("-"):
+        raise GitError(git.cwd, f"bad branch name {branch!r}")
+    ref = f"refs/heads/{branch}"
+    if git.code("check-ref-format", ref) != 0:
+        raise GitError(git.cwd, f"bad branch name {branch!r}")
+    if git.code("rev-parse", "--verify", "--quiet", ref) == 0:
+        raise GitError(git.cwd, f"branch {branch} already exists")
+    head = git.result("rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    parent = head.stdout.decode("ascii").strip() if head.returncode == 0 else None  # None: no commit yet
+    entries = bytearray()
+    for path, data in files:
+        blob = git.run("hash-object", "-w", "--no-filters", "--stdin", stdin=data).decode("ascii").strip()
+        entries += f"100644 {blob}\t{path}".encode() + b"\0"
+    with tempfile.TemporaryDirectory(prefix="rubric-index-") as scratch:
+        private = {**git.env(), "GIT_INDEX_FILE": str(Path(scratch) / "index")}
+        git.run("read-tree", *([parent] if parent else ["--empty"]), env=private)
+        git.run("update-index", "-z", "--index-info", stdin=bytes(entries), env=private)
+        tree = git.run("write-tree", env=private).decode("ascii").strip()
+    if parent is not None and git.run("rev-parse", f"{parent}^{{tree}}").decode("ascii").strip() == tree:
+        commit = parent
+    else:
+        commit_args = ["commit-tree", tree, *(["-p", parent] if parent else [])]
+        commit = git.run(*commit_args, stdin=message.encode()).decode("ascii").strip()
+    git.run("update-ref", "-m", f"branch: created by export at {commit}", ref, commit, "")
+    return commit

@@ -407,7 +407,7 @@ class DraftRequestForm(forms.Form):
     )
     pr_export = forms.FileField(
         required=False,
-        label="or a PR export (JSON)",
+        label="PR export (JSON)",
         help_text='{"pull", "files", "review_comments", "reviews", "issue_comments"} as GitHub returns them',
     )
 

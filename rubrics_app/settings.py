@@ -311,6 +311,8 @@ RUBRIC_ZIP_MAX_MEMBERS = env_int("RUBRIC_ZIP_MAX_MEMBERS", 200)
 RUNS_UPLOAD_MAX_BYTES = env_int("RUNS_UPLOAD_MAX_BYTES", 200 * 1024 * 1024)
 RUNS_ZIP_MAX_UNCOMPRESSED_BYTES = env_int("RUNS_ZIP_MAX_UNCOMPRESSED_BYTES", 1024 * 1024 * 1024)
 RUNS_ZIP_MAX_MEMBERS = env_int("RUNS_ZIP_MAX_MEMBERS", 20000)
+# What one member of any uploaded zip may inflate to (a 1 MB zip can declare a diff of nearly 1 GiB).
+ZIP_MAX_MEMBER_BYTES = env_int("ZIP_MAX_MEMBER_BYTES", 64 * 1024 * 1024)
 # Percent of the (run, item) pairs where the judges agree that the review queue offers for labelling.
 RUNS_AGREED_SAMPLE_PERCENT = env_int("RUNS_AGREED_SAMPLE_PERCENT", 10)
 # Pairs per page of the review queue's list (the one-per-screen flow runs across pages).

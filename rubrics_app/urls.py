@@ -32,6 +32,11 @@ app_urls = [
     path("repos/<int:repo_pk>/tasks/<int:task_pk>/draft/", drafting.draft_start, name="draft_start"),
     path("repos/<int:repo_pk>/revisions/<int:rev_pk>/draft-input/", drafting.draft_input, name="draft_input"),
     path(
+        "repos/<int:repo_pk>/revisions/<int:rev_pk>/draft-input.json",
+        drafting.draft_input_download,
+        name="draft_input_download",
+    ),
+    path(
         "repos/<int:repo_pk>/revisions/<int:rev_pk>/calibrate/",
         calibration.calibration_start,
         name="revision_calibration_start",

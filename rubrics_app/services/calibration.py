@@ -78,6 +78,7 @@ from rubrics_app.models import (
     Sweep,
     Task,
     TransitionError,
+    result_json,
 )
 from rubrics_app.services import audit
 from rubrics_app.services import mutants as oracle_mutants
@@ -820,9 +821,38 @@ def calibrate_now(
     if not claim(run):
         raise TransitionError("a calibration of this revision is already running")
     try:
-        return run_calibration(run.pk, **kwargs)
+        run = run_calibration(run.pk, **kwargs)
     except CalibrationError:
-        return CalibrationRun.objects.get(pk=run.pk)
+        run = CalibrationRun.objects.get(pk=run.pk)
+    _end_job_here(run)
+    return run
+
+
+def _end_job_here(run: CalibrationRun) -> None:
+    """A calibration run in this process ends its Job as a worker would, so no job page shows it queued for
+    ever (the demo's admission calibration is one)."""
+    if run.job_id is None:
+        return
+    run.revision.refresh_from_db()
+    now = timezone.now()
+    ended = Job.objects.filter(pk=run.job_id, status__in=[JobStatus.QUEUED, JobStatus.RUNNING])
+    if run.status == CalibrationStatus.ERROR:
+        ended.update(status=JobStatus.FAILED, error=run.reason, finished_at=now, progress=100)
+        return
+    result = CalibrationResult(
+        calibration=run.pk,
+        status=run.status,
+        admitted=run.revision.status == RevisionStatus.ADMITTED,
+        calls=run.calls,
+        cost_usd=run.cost_usd,
+    )
+    ended.update(
+        status=JobStatus.DONE,
+        result=result_json(JobKind.CALIBRATE_REVISION, result),
+        started_at=run.started_at or now,
+        finished_at=now,
+        progress=100,
+    )
 
 
 # --- the calibration job ------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import posixpath
 import re
 import stat
 import zipfile
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
@@ -31,6 +32,7 @@ from grading import (
     InputErrors,
     Rubric,
     TaskSpec,
+    commit_on_new_branch,
     load_manifest,
     parse_json,
     parse_rubric,
@@ -455,17 +457,27 @@ def checked_zip_members(
     archive: zipfile.ZipFile, label: str, *, max_members: int, max_total: int
 ) -> list[zipfile.ZipInfo]:
     """The archive's members, once none is unsafe (absolute, '..', link, encrypted, duplicate) and the
-    declared sizes are within the limits; ImportFailed listing every problem otherwise. Shared by rubric
-    and agent-run uploads."""
+    declared sizes are within the limits (each member's, ``settings.ZIP_MAX_MEMBER_BYTES``, and the
+    total); ImportFailed listing every problem otherwise. The members are counted from the central
+    directory before any is read, and every check is linear in their number. Shared by rubric and
+    agent-run uploads."""
     infos = archive.infolist()
     if len(infos) > max_members:
         raise ImportFailed([ImportProblem(label, f"{len(infos)} members; the limit is {max_members}")])
     problems = [ImportProblem(f"{label}: {i.filename}", p) for i in infos if (p := _member_problem(i))]
+    max_member = settings.ZIP_MAX_MEMBER_BYTES
+    problems.extend(
+        ImportProblem(
+            f"{label}: {i.filename}", f"{i.file_size} bytes uncompressed; the limit is {max_member}"
+        )
+        for i in infos
+        if i.file_size > max_member
+    )
     total = sum(i.file_size for i in infos)
     if total > max_total:
         problems.append(ImportProblem(label, f"{total} bytes uncompressed; the limit is {max_total}"))
-    names = [i.filename for i in infos if not i.is_dir()]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
+    counts = Counter(i.filename for i in infos if not i.is_dir())
+    duplicates = sorted(name for name, count in counts.items() if count > 1)
     problems.extend(ImportProblem(f"{label}: {n}", "appears twice in the archive") for n in duplicates)
     if problems:
         raise ImportFailed(problems)
@@ -724,18 +736,6 @@ def _git_env(by: Any) -> dict[str, str]:
 EXPORT_GIT_TIMEOUT = 120.0  # seconds for one git call of an export
 
 
-def _git(root: Path, env: dict[str, str], *args: str) -> str:
-    git = Git(root, env, (*NO_COMMANDS_CONFIG, ("commit.gpgsign", "false")), timeout=EXPORT_GIT_TIMEOUT)
-    try:
-        result = git.result(*args)
-    except GitError as exc:
-        raise ExportError(exc.message) from exc
-    if result.returncode != 0:
-        message = result.stderr.decode("utf-8", errors="replace").strip()
-        raise ExportError(f"git {args[0]} failed: {message}")
-    return result.stdout.decode("utf-8", errors="replace").strip()
-
-
 def _export_root(repository: Repository, private: bool) -> Path:
     raw = repository.private_path if private else repository.checkout_path
     what = "private path" if private else "checkout path"
@@ -756,7 +756,8 @@ def write_many_to_checkout(
     root: Path | None = None,
 ) -> CheckoutExport:
     """Write tasks/<task-id>/rubric.json and calib diffs of admitted revisions (one repository), each file
-    atomically; with ``branch``, commit exactly those files on a new branch of the checkout."""
+    atomically; with ``branch``, commit exactly those files on a new branch of the checkout instead, leaving
+    its work tree, index and HEAD as they were."""
     if not revisions:
         raise ExportError("nothing to export")
     repository = revisions[0].task.repository
@@ -769,36 +770,34 @@ def write_many_to_checkout(
     writes: list[tuple[str, bytes]] = []
     for revision in revisions:
         for rel, data in _task_files_out(revision, private).items():
-            path = posixpath.join("tasks", revision.task.task_id, rel)
-            target = (target_root / path).parent.resolve()
-            if not target.is_relative_to(target_root):
-                raise ExportError(f"{path} leaves {target_root} (symbolic link?)")
-            writes.append((path, data))
-    env = _git_env(by.user)
-    if branch is not None:
-        if not branch or branch.startswith("-"):
-            raise ExportError(f"bad branch name {branch!r}")
-        _git(target_root, env, "check-ref-format", "--branch", branch)
-        if _git_ok(target_root, env, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"):
-            raise ExportError(f"branch {branch} already exists")
-        _git(target_root, env, "switch", "--quiet", "--create", branch)
-    for path, data in writes:
-        final = target_root / path
-        if final.is_symlink():
-            raise ExportError(f"{path} is a symbolic link; not overwriting it")
-        _atomic_write(final, data)
+            writes.append((posixpath.join("tasks", revision.task.task_id, rel), data))
     paths = [p for p, _ in writes]
     commit = None
-    if branch is not None:
-        _git(target_root, env, "add", "--", *paths)
-        # The files may already be exactly what HEAD has (an export of the same revision): then there is
-        # nothing to commit, and the new branch simply points at HEAD.
-        if not _git_ok(target_root, env, "diff", "--cached", "--quiet", "HEAD", "--", *paths):
-            tasks = ", ".join(r.task.task_id for r in revisions)
-            message = f"Rubrics: export admitted revisions of {tasks}"
-            # Naming the paths commits only them, whatever else the maintainer has staged.
-            _git(target_root, env, "commit", "--quiet", "--no-verify", "-m", message, "--only", "--", *paths)
-        commit = _git(target_root, env, "rev-parse", "HEAD")
+    if branch is None:
+        for path, _ in writes:  # checked before any file is written
+            if not (target_root / path).parent.resolve().is_relative_to(target_root):
+                raise ExportError(f"{path} leaves {target_root} (symbolic link?)")
+        for path, data in writes:
+            final = target_root / path
+            if final.is_symlink():
+                raise ExportError(f"{path} is a symbolic link; not overwriting it")
+            _atomic_write(final, data)
+    else:
+        # The maintainer's checkout is left alone: no file, no index entry and no HEAD of theirs moves. The
+        # commit is built from git's objects only, and the new branch waits for them to look at it.
+        tasks = ", ".join(r.task.task_id for r in revisions)
+        git = Git(
+            target_root,
+            _git_env(by.user),
+            (*NO_COMMANDS_CONFIG, ("commit.gpgsign", "false")),
+            timeout=EXPORT_GIT_TIMEOUT,
+        )
+        try:
+            commit = commit_on_new_branch(
+                git, branch, writes, f"Rubrics: export admitted revisions of {tasks}\n"
+            )
+        except GitError as exc:
+            raise ExportError(exc.message) from exc
     for revision in revisions:
         audit.record(
             AuditVerb.EXPORTED,
@@ -813,14 +812,6 @@ def write_many_to_checkout(
             },
         )
     return CheckoutExport(target_root, paths, branch, commit)
-
-
-def _git_ok(root: Path, env: dict[str, str], *args: str) -> bool:
-    try:
-        _git(root, env, *args)
-    except ExportError:
-        return False
-    return True
 
 
 def write_to_checkout(

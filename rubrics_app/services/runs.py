@@ -626,6 +626,21 @@ def _extract(archive: zipfile.ZipFile, members: list[zipfile.ZipInfo], dest: Pat
             raise ImportFailed([ImportProblem(f"{label}: {info.filename}", f"cannot read: {exc}")]) from None
 
 
+def without_folder(problems: list[ImportProblem], folder: Path) -> list[ImportProblem]:
+    """``problems`` with the server's scratch ``folder`` taken out of every text: a member is named by its
+    path inside the zip, never by where this server unpacked it."""
+    prefixes = sorted(
+        {str(folder) + "/", str(folder.resolve()) + "/", str(folder), str(folder.resolve())}, key=len
+    )
+
+    def clean(text: str) -> str:
+        for prefix in reversed(prefixes):
+            text = text.replace(prefix, "")
+        return text
+
+    return [ImportProblem(clean(p.file), clean(p.message), clean(p.path)) for p in problems]
+
+
 def import_runs_zip(repository: Repository, uploaded: IO[bytes] | Any, user: Actor) -> RunImport:
     """A zip of run directories (any layout: every directory holding a run.json is a run)."""
     user.require(Role.MAINTAINER, repository)
@@ -651,6 +666,8 @@ def import_runs_zip(repository: Repository, uploaded: IO[bytes] | Any, user: Act
             )
             _extract(archive, members, scratch, label)
         return import_run_dirs(repository, scratch, "", user)
+    except ImportFailed as exc:
+        raise ImportFailed(without_folder(exc.problems, scratch)) from None
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

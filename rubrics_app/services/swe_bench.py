@@ -39,6 +39,7 @@ from rubrics_app.services.runs import (
     RunImport,
     _extract,
     import_run_dirs,
+    without_folder,
 )
 
 REPORT_NAME = "report.json"
@@ -319,5 +320,7 @@ def import_swe_bench_upload(
             labels=(predictions_label, zip_label),
             by=by,
         )
+    except ImportFailed as exc:
+        raise ImportFailed(without_folder(exc.problems, scratch)) from None
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

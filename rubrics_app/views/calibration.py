@@ -196,6 +196,7 @@ def run_context(access: Any, run: CalibrationRun) -> dict[str, Any]:
     if not run.is_finished:
         calibration.fail_stale_runs()
         run.refresh_from_db()
+    rows = _verdict_rows(run)
     return {
         "suite": _suite_table(run),
         "access": access,
@@ -203,7 +204,9 @@ def run_context(access: Any, run: CalibrationRun) -> dict[str, Any]:
         "task": run.revision.task,
         "revision": run.revision,
         "run": run,
-        "rows": _verdict_rows(run),
+        # What needs reading comes first; the rows that hold are folded behind their count.
+        "breaking_rows": [entry for entry in rows if not entry["row"].holds],
+        "holding_rows": [entry for entry in rows if entry["row"].holds],
         "mutants": mutant_entries(run) if run.with_mutants else [],
     }
 

@@ -11,6 +11,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
+from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from rubrics_app.access import get_repository_for_user
@@ -111,12 +112,40 @@ def draft_input(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResp
     record = RubricDraft.objects.filter(revision=revision).first()
     if record is None or not record.request_body:
         raise Http404("this revision was not drafted by a model here")
+    parts = request_parts(record.request_body)
     context = {
         "access": access,
         "repository": access.repository,
         "task": revision.task,
         "revision": revision,
         "record": record,
-        "parts": request_parts(record.request_body),
+        "parts": parts,
+        # A PR with megabytes of review comments makes a request no page should carry whole: the first
+        # DRAFT_INPUT_SHOW_CHARS of each part are shown, and the whole request is a download.
+        "system": _head(parts["system"]),
+        "user": _head(parts["user"]),
+        "body_chars": len(record.request_body),
     }
     return render(request, "rubrics/draft_input.html", context)
+
+
+DRAFT_INPUT_SHOW_CHARS = 100_000
+
+
+def _head(text: str) -> dict[str, Any]:
+    return {"text": text[:DRAFT_INPUT_SHOW_CHARS], "more": max(0, len(text) - DRAFT_INPUT_SHOW_CHARS)}
+
+
+@require_GET
+@login_required
+def draft_input_download(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
+    """The drafting request body exactly as sent, as a JSON file (maintainers only, as its page)."""
+    access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
+    revision = load_revision(access.repository, rev_pk)
+    record = RubricDraft.objects.filter(revision=revision).first()
+    if record is None or not record.request_body:
+        raise Http404("this revision was not drafted by a model here")
+    response = HttpResponse(record.request_body.encode("utf-8"), content_type="application/json")
+    name = f"{revision.task.task_id}-r{revision.number}-drafting-request.json"
+    response["Content-Disposition"] = content_disposition_header(True, name)
+    return response

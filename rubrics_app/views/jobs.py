@@ -10,10 +10,21 @@ from django.views.decorators.http import require_GET
 from django_htmx.http import HttpResponseStopPolling
 
 from rubrics_app.access import get_repository_for_user
-from rubrics_app.models import Job
+from rubrics_app.models import Job, RubricDraft, Sweep, Task
 from rubrics_app.views.common import HtmxHttpRequest
 
 PAGE = "rubrics/job_detail.html"
+
+
+def _task_of(job: Job) -> Task | None:
+    """The task a job works for, for the breadcrumbs: its revision's, its sweep's or its drafting's."""
+    if job.revision is not None:
+        return job.revision.task
+    sweep = Sweep.objects.filter(job=job).select_related("task", "revision__task").first()
+    if sweep is not None:
+        return sweep.task or (sweep.revision.task if sweep.revision else None)
+    draft = RubricDraft.objects.filter(job=job).select_related("task").first()
+    return draft.task if draft is not None else None
 
 
 @require_GET
@@ -24,7 +35,7 @@ def job_detail(request: HtmxHttpRequest, repo_pk: int, job_pk: int) -> HttpRespo
         Job.objects.filter(repository=access.repository).select_related("revision__task", "created_by"),
         pk=job_pk,
     )
-    context = {"access": access, "repository": access.repository, "job": job}
+    context = {"access": access, "repository": access.repository, "job": job, "task": _task_of(job)}
     if request.htmx:
         response = render(request, f"{PAGE}#job-status", context)
         if job.is_finished:

@@ -120,6 +120,9 @@ def revision_context(
             CalibrationRun.objects.filter(revision=revision).select_related("created_by").order_by("-pk")[:10]
         ),
         "judges": JudgeSetting.objects.filter(repository=access.repository).first(),
+        # Admission calibrates against the oracle: say so before Admit is pressed, not after.
+        "admit_needs_oracle": revision.status == RevisionStatus.APPROVED
+        and not revision.task.task_file("oracle.diff"),
         "draft_record": RubricDraft.objects.filter(revision=revision).first()
         if revision.origin == Origin.MODEL
         else None,

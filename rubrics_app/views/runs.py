@@ -11,8 +11,9 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -41,11 +42,29 @@ from rubrics_app.services import queue as review_queue
 from rubrics_app.services import rereview
 from rubrics_app.services.import_export import ImportFailed
 from rubrics_app.services.report import label_target
-from rubrics_app.services.runs import import_runs_zip, run_grades
+from rubrics_app.services.runs import RunImport, import_runs_zip, run_grades
 from rubrics_app.services.swe_bench import import_swe_bench_upload
-from rubrics_app.views.common import HtmxHttpRequest
+from rubrics_app.views.common import HtmxHttpRequest, request_int
 from rubrics_app.views.repositories import repository_context
 from rubrics_app.views.revisions import redirect_to
+
+
+def _imported(
+    request: HtmxHttpRequest, access: RepositoryAccess, what: str, result: RunImport
+) -> HttpResponse:
+    """Back to the repository page, at its Sweep button when new runs came in: imported runs are not
+    graded by the repository's judges until a sweep grades them."""
+    url = reverse("rubrics:repository_detail", args=[access.repository.pk])
+    if not result.created:
+        messages.success(request, f"{what}: {result.summary()}.")
+        return redirect_to(request, url)
+    count = len(result.created)
+    messages.success(
+        request,
+        f"{what}: {result.summary()}. The new run{pluralize(count)} {'is' if count == 1 else 'are'} not "
+        "graded yet by this repository's judges: Sweep (below) grades them.",
+    )
+    return redirect_to(request, f"{url}#sweeps")
 
 
 @require_POST
@@ -61,8 +80,7 @@ def runs_upload(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
         except ImportFailed as exc:
             problems = [str(problem) for problem in exc.problems]
         else:
-            messages.success(request, f"Runs: {result.summary()}.")
-            return redirect_to(request, reverse("rubrics:repository_detail", args=[access.repository.pk]))
+            return _imported(request, access, "Runs", result)
     context = {**repository_context(access), "runs_form": form, "runs_errors": problems}
     page = "rubrics/repository_detail.html"
     if request.htmx:
@@ -90,8 +108,7 @@ def runs_upload_swe_bench(request: HtmxHttpRequest, repo_pk: int) -> HttpRespons
         except ImportFailed as exc:
             problems = [str(problem) for problem in exc.problems]
         else:
-            messages.success(request, f"SWE-bench runs: {result.summary()}.")
-            return redirect_to(request, reverse("rubrics:repository_detail", args=[access.repository.pk]))
+            return _imported(request, access, "SWE-bench runs", result)
     context = {**repository_context(access), "swe_form": form, "swe_errors": problems}
     page = "rubrics/repository_detail.html"
     if request.htmx:
@@ -134,8 +151,8 @@ def _page_size() -> int:
 
 def _page_number(request: HtmxHttpRequest) -> int:
     """?page=N; anything else is the first page (a number past the end is the last, in Queue.page)."""
-    raw = request.GET.get("page", "")
-    return int(raw) if raw.isdigit() and len(raw) < 10 else 1
+    number = request_int(request.GET.get("page"))
+    return number if number is not None and number < 10**9 else 1
 
 
 @require_GET
@@ -311,6 +328,8 @@ def queue_label(request: HtmxHttpRequest, repo_pk: int, grade_pk: int, item_id: 
     grade = _load_grade(access, grade_pk)
     if not ItemVerdict.objects.filter(judge__grade=grade, item_id=item_id).exists():
         raise Http404("no such item in this grade")
+    if len(request.POST.getlist("verdict")) > 1:
+        return HttpResponseBadRequest("one verdict per label", content_type="text/plain")
     form = HumanVerdictForm(request.POST)
     kind, filters = _queue_params(request)
     if not form.is_valid():
@@ -322,7 +341,18 @@ def queue_label(request: HtmxHttpRequest, repo_pk: int, grade_pk: int, item_id: 
     location = queue.locate(grade.pk, item_id)
     if location.following is not None:
         return HttpResponseRedirect(_entry_url(access, location.following, kind, filters))
-    messages.success(request, f"{queue.reviewed_count()} of {queue.count()} reviewed: the end of this queue.")
+    reviewed, total = queue.reviewed_count(), queue.count()
+    first = queue.first_unreviewed() if reviewed < total else None
+    if first is not None:
+        # The end of the list is not the end of the work: go back to the first pair still unlabelled.
+        remaining = total - reviewed
+        messages.info(
+            request,
+            f"{reviewed} of {total} reviewed: the end of the list, with {remaining} "
+            f"pair{pluralize(remaining)} still unlabelled. This is the first of them.",
+        )
+        return HttpResponseRedirect(_entry_url(access, first, kind, filters))
+    messages.success(request, f"{reviewed} of {total} reviewed: the end of this queue.")
     return HttpResponseRedirect(_list_url(access, kind, filters))
 
 
@@ -342,12 +372,10 @@ def item_dispute(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpRe
     )
     source_params = request.POST if request.method == "POST" else request.GET
     comment = grade = None
-    if source_params.get("comment", "").isdigit():
-        comment = ItemComment.objects.filter(item=item, pk=int(source_params["comment"])).first()
-    if source_params.get("grade", "").isdigit():
-        grade = RunGrade.objects.filter(
-            run__task__repository=access.repository, pk=int(source_params["grade"])
-        ).first()
+    if (comment_pk := request_int(source_params.get("comment"))) is not None:
+        comment = ItemComment.objects.filter(item=item, pk=comment_pk).first()
+    if (grade_pk := request_int(source_params.get("grade"))) is not None:
+        grade = RunGrade.objects.filter(run__task__repository=access.repository, pk=grade_pk).first()
     form = ReasonForm(request.POST or None, initial={"reason": comment.text if comment else ""})
     error = ""
     if request.method == "POST" and form.is_valid():

@@ -3,6 +3,8 @@ its progress and cost, polled with htmx until the job ends; anyone without a rol
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
@@ -58,6 +60,19 @@ def sweep_start(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     return redirect_to(request, sweep_url(sweep))
 
 
+def _next_steps(sweep: Sweep) -> dict[str, str]:
+    """The report and the review queue, narrowed to what the sweep graded (its task, arm and model)."""
+    task = sweep.task or (sweep.revision.task if sweep.revision else None)
+    scope = {"task": task.task_id if task else "", "arm": sweep.arm, "model": sweep.model}
+    scope = {name: value for name, value in scope.items() if value}
+    report = reverse("rubrics:report", args=[sweep.repository_id])
+    queue = reverse("rubrics:queue", args=[sweep.repository_id])
+    return {
+        "report_url": f"{report}?{urlencode(scope)}" if scope else report,
+        "queue_url": f"{queue}?{urlencode(scope)}" if scope else queue,
+    }
+
+
 @require_GET
 @login_required
 def sweep_detail(request: HtmxHttpRequest, repo_pk: int, sweep_pk: int) -> HttpResponse:
@@ -69,7 +84,13 @@ def sweep_detail(request: HtmxHttpRequest, repo_pk: int, sweep_pk: int) -> HttpR
         pk=sweep_pk,
     )
     job: Job = sweep.job
-    context = {"access": access, "repository": access.repository, "sweep": sweep, "job": job}
+    context = {
+        "access": access,
+        "repository": access.repository,
+        "sweep": sweep,
+        "job": job,
+        **_next_steps(sweep),
+    }
     if request.htmx:
         response = render(request, f"{PAGE}#sweep-progress", context)
         if job.is_finished:

@@ -34,6 +34,7 @@ from rubrics_app.models import (
     Repository,
     RevisionStatus,
     RubricRevision,
+    Task,
     TransitionError,
 )
 from rubrics_app.services import calibration, jobs, revisions
@@ -433,11 +434,15 @@ def test_each_verdict_keeps_the_judges_finding_shown_beside_its_reason(
         .content.decode()
     )
     assert (
-        '<strong>pass</strong> <span class="finding" title="the judge\'s finding on its own reason">'
+        '<span class="badge verdict-pass">pass</span> '
+        '<span class="finding" title="the judge\'s finding on its own reason">'
         "(satisfied)</span>: B1 &lt;b&gt;is met&lt;/b&gt;: the fraction is checked." in html
     )
     assert "<b>is met</b>" not in html
-    assert '<strong>fail</strong> <span class="finding"' in html and "(violated)</span>:" in html
+    assert (
+        '<span class="badge verdict-fail">fail</span> <span class="finding"' in html
+        and "(violated)</span>:" in html
+    )
 
 
 # --- the verdict cache, and the real SDKs against the fake server ------------------------------------------
@@ -535,3 +540,17 @@ def test_a_calibration_whose_job_the_reaper_fails_is_failed_with_the_jobs_reason
     assert run.status == CalibrationStatus.ERROR and "worker lost" in run.reason
     revision.refresh_from_db()
     assert revision.status == RevisionStatus.APPROVED
+
+
+def test_admit_says_it_needs_the_oracle_before_it_is_pressed(
+    make_revision: MakeRevision, maintainer: User, repository: Repository
+) -> None:
+    revision = make_revision(RevisionStatus.APPROVED)
+    url = reverse("rubrics:revision_detail", args=[repository.pk, revision.pk])
+    admit = reverse("rubrics:revision_admit", args=[repository.pk, revision.pk])
+    assert admit in logged_in(maintainer).get(url).content.decode()
+    Task.objects.filter(pk=revision.task_id).update(oracle_diff=b"")
+    page = logged_in(maintainer).get(url).content.decode()
+    files = reverse("rubrics:task_files", args=[repository.pk, revision.task_id])
+    assert 'id="admit-needs-oracle"' in page and f'<a href="{files}">add the task\'s files</a>' in page
+    assert admit not in page  # no form that can only fail

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -174,3 +175,27 @@ def test_admit_with_the_suite_ticked_wants_a_passing_run_that_ran_it(
     logged_in(maintainer).post(admit)  # unticked: the passing run without the suite admits
     revision.refresh_from_db()
     assert revision.status == RevisionStatus.ADMITTED
+
+
+def test_the_page_puts_what_does_not_hold_first_and_folds_what_holds(
+    make_revision: MakeRevision, maintainer: User, viewer: User, repository: Repository
+) -> None:
+    revision = make_revision(RevisionStatus.APPROVED)
+    first = calibrate(revision, maintainer, injection_suite=True)
+    fool_judge_with(repository, first.rows.get(kind="injection", payload_kind="role_play"))
+    run = calibrate(revision, maintainer, injection_suite=True)
+    html = logged_in(viewer).get(reverse("rubrics:calibration_detail", args=[repository.pk, run.pk])).content
+    page = html.decode()
+    breaking = run.rows.filter(holds=False).count()
+    holding = run.rows.filter(holds=True).exclude(kind__in=("injection", "benign")).count()
+    assert breaking and holding
+    # The summary first: the rows that do not hold, then the per-kind table, then the holding rows folded.
+    top = page.index(f'<h2 id="rows-breaking">{breaking} rows that do not hold</h2>')
+    suite = page.index('id="injection-suite"')
+    fold = page.index('<details class="holding-rows" id="rows-holding">')
+    assert top < suite < fold
+    assert f"<summary>{holding} rows hold" in page
+    assert page.count('<tr class="breaks"') == breaking
+    assert all(m.start() > fold for m in re.finditer('<tr class="holds"', page))
+    assert all(m.start() < suite for m in re.finditer('<tr class="breaks"', page))
+    assert '<span class="badge calibration-failed">fails</span>' in page

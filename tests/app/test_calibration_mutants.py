@@ -133,7 +133,10 @@ def test_the_page_shows_the_mutants_and_their_diffs(
     for mutant in setup.mutants:
         assert mutant.id in html
     assert html.count("still mergeable</span>") == 2 and html.count(">caught</span>") == 1
-    assert '<strong>fail</strong> <span class="finding"' in html and "(violated)</span>:" in html
+    assert (
+        '<span class="badge verdict-fail">fail</span> <span class="finding"' in html
+        and "(violated)</span>:" in html
+    )
     assert "Mark harmless" not in html  # a viewer sees the mutants, never the form
     assert "Mark harmless" in logged_in(maintainer).get(page_url(run)).content.decode()
     gpu_only = run.mutants.get(mutant_id=setup.gpu_only.id)

@@ -36,10 +36,13 @@ def test_the_worker_exports_an_admitted_revision_into_the_checkout(
     assert job.status == JobStatus.DONE, job.error
     assert job.result is not None
     assert job.result["paths"][0] == "tasks/fix_fraction_gt1/rubric.json"
-    assert job.result["commit"] == git_repo.head()
+    assert job.result["commit"] == git_repo.git("rev-parse", "rubrics/from-worker").strip()
     assert job.started_at is not None and job.finished_at is not None and job.progress == 100
-    assert (git_repo.path / "tasks/fix_fraction_gt1/rubric.json").is_file()
-    assert git_repo.git("show", "HEAD:tasks/fix_fraction_gt1/rubric.json").startswith('{\n  "schema"')
+    assert git_repo.git("branch", "--show-current").strip() == "main"  # the checkout did not move
+    assert not (git_repo.path / "tasks").exists()
+    assert git_repo.git("show", "rubrics/from-worker:tasks/fix_fraction_gt1/rubric.json").startswith(
+        '{\n  "schema"'
+    )
 
 
 def test_the_worker_validates_a_revision_and_maps_errors_to_items(

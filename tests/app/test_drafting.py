@@ -35,6 +35,7 @@ from rubrics_app.models import (
 )
 from rubrics_app.services import drafting
 from rubrics_app.services.runs import import_run_dirs
+from rubrics_app.views import drafting as drafting_views
 from tests.app.drafting_helpers import (
     DRAFTER,
     INJECTION,
@@ -276,6 +277,9 @@ def test_a_maintainer_drafts_from_the_task_page(maintainer: User, task: Task) ->
     client = _client(maintainer)
     page = client.get(reverse("rubrics:task_detail", args=[task.repository_id, task.pk]))
     assert b"Draft from PR" in page.content and b"octo/shapes" in page.content
+    # Two sources, the second offered as the other choice; with no GitHub repository, the export alone.
+    offered = '<span class="muted">or</span> <label for="id_pr_export">PR export (JSON):</label>'
+    assert offered in page.content.decode()
 
     response = client.post(
         reverse("rubrics:draft_start", args=[task.repository_id, task.pk]), {"pr_number": 7}
@@ -287,6 +291,13 @@ def test_a_maintainer_drafts_from_the_task_page(maintainer: User, task: Task) ->
     record = RubricDraft.objects.get(job=job)
     assert (record.pr_number, record.github_repository, record.drafter) == (7, "octo/shapes", DRAFTER)
     assert record.created_by == maintainer and record.token_env == "GITHUB_TOKEN"
+    job_page = client.get(response["Location"]).content.decode()
+    task_url = reverse("rubrics:task_detail", args=[task.repository_id, task.pk])
+    assert f'<a href="{task_url}">{task.task_id}</a> / job {job.pk}' in job_page  # the crumbs lead back
+    DraftSetting.objects.filter(repository=task.repository).update(github_repository="")
+    alone = client.get(reverse("rubrics:task_detail", args=[task.repository_id, task.pk])).content.decode()
+    assert '<label for="id_pr_export">PR export (JSON):</label>' in alone
+    assert "id_pr_number" not in alone and ">or</span>" not in alone
 
 
 @pytest.mark.usefixtures("drafting_ready")
@@ -370,6 +381,7 @@ def test_the_drafting_input_is_for_maintainers_and_escaped(
     maintainer: User,
     reviewer: User,
     outsider: User,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     servers[0].script(text(json.dumps(good_reply())))
     record = draft_now(
@@ -385,6 +397,17 @@ def test_the_drafting_input_is_for_maintainers_and_escaped(
     assert "    1  def signed_area(points):" in html
     assert _client(reviewer).get(url).status_code == 403
     assert _client(outsider).get(url).status_code == 404
+    # A long request shows its first part; the whole of it is a download, for maintainers only.
+    download = reverse("rubrics:draft_input_download", args=[task.repository_id, record.revision.pk])
+    monkeypatch.setattr(drafting_views, "DRAFT_INPUT_SHOW_CHARS", 50)
+    short = _client(maintainer).get(url).content.decode()
+    assert "more characters: <a href=" in short and f'href="{download}" download' in short
+    assert "    1  def signed_area(points):" not in short
+    whole = _client(maintainer).get(download)
+    assert whole.status_code == 200 and whole.content.decode() == record.request_body
+    assert whole["Content-Disposition"].startswith("attachment;")
+    assert _client(reviewer).get(download).status_code == 403
+    assert _client(outsider).get(download).status_code == 404
 
 
 # --- settings -----------------------------------------------------------------------------------------------
@@ -584,6 +607,7 @@ def test_the_demo_drafts_from_the_shipped_export_with_no_api(settings: Any, tmp_
     assert (
         '<span class="badge scripted">scripted</span> (a stand-in that replies with a prepared draft' in html
     )
+    assert html.count("Drafted by") == 1  # the header says it; the drafting paragraph names the model
 
 
 # --- a second request: joined while under way, drafted again once finished --------------------------------

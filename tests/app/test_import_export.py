@@ -486,20 +486,64 @@ def test_it_writes_into_the_checkout_touching_no_other_file(
     assert event.actor == maintainer and event.detail["paths"] == result.paths
 
 
-def test_it_commits_exactly_those_files_on_a_new_branch(
+def checkout_state(repo: GitRepo) -> tuple[str, str, str, bytes, dict[str, bytes]]:
+    """Everything of a checkout a maintainer works with: HEAD, the current branch, status, index, files."""
+    return (
+        repo.git("rev-parse", "HEAD"),
+        repo.git("symbolic-ref", "HEAD"),
+        repo.git("status", "--porcelain", "--untracked-files=all"),
+        (repo.path / ".git" / "index").read_bytes(),
+        snapshot(repo.path),
+    )
+
+
+def test_it_commits_exactly_those_files_on_a_new_branch_leaving_the_checkout_alone(
     admitted_revision: RubricRevision, checkout: GitRepo, maintainer: Any
 ) -> None:
     checkout.write("src/fraction.py", "dirty\n")
     checkout.git("add", "src/fraction.py")  # staged by the maintainer: must not land in the export's commit
+    checkout.write("src/fraction.py", "dirtier, unstaged\n")
+    checkout.write("notes.txt", "untracked\n")
+    base = checkout.head()
+    before = checkout_state(checkout)
     result = import_export.write_to_checkout(
         admitted_revision, branch="rubrics/export-1", by=Actor.member(maintainer)
     )
-    assert checkout.git("branch", "--show-current").strip() == "rubrics/export-1"
-    assert result.commit == checkout.head()
-    committed = checkout.git("show", "--name-only", "--format=", "HEAD").split()
-    assert sorted(committed) == sorted(result.paths)
-    assert checkout.git("log", "-1", "--format=%an <%ae>").strip() == "maintainer <maintainer@example.com>"
-    assert "M  src/fraction.py" in checkout.git("status", "--porcelain")
+    assert checkout_state(checkout) == before  # HEAD, branch, status, index bytes and every file
+    assert not (checkout.path / "tasks/fix_fraction_gt1/rubric.json").exists()
+    assert result.commit == checkout.git("rev-parse", "refs/heads/rubrics/export-1").strip()
+    assert checkout.git("rev-parse", f"{result.commit}^").strip() == base
+    changed = checkout.git("diff", "--name-only", base, result.commit).split()
+    assert sorted(changed) == sorted(result.paths)
+    shown = checkout.git("show", f"{result.commit}:tasks/fix_fraction_gt1/rubric.json")
+    assert json.loads(shown) == RUBRIC
+    # What the commit does not name is HEAD's: the staged edit stays out, the old calib diff stays in.
+    assert checkout.git("show", f"{result.commit}:src/fraction.py") == "def fraction(x):\n    return x\n"
+    assert "tasks/fix_fraction_gt1/calib/old.diff" in checkout.git(
+        "ls-tree", "-r", "--name-only", result.commit
+    )
+    log = checkout.git("log", "-1", "--format=%an <%ae>|%cn|%s", result.commit).strip()
+    subject = "Rubrics: export admitted revisions of fix_fraction_gt1"
+    assert log == f"maintainer <maintainer@example.com>|maintainer|{subject}"
+
+
+def test_a_branch_export_into_a_repository_without_commits_has_no_parent(
+    admitted_revision: RubricRevision, repository: Repository, maintainer: Any, tmp_path: Path
+) -> None:
+    empty = GitRepo(tmp_path / "empty")
+    repository.checkout_path = str(empty.path)
+    repository.save()
+    result = import_export.write_to_checkout(
+        admitted_revision, branch="rubrics/first", by=Actor.member(maintainer)
+    )
+    assert result.commit is not None
+    assert checkout_parents(empty, result.commit) == []
+    assert empty.git("rev-parse", "--verify", "--quiet", "HEAD", check=False) == ""  # still unborn
+    assert sorted(empty.git("ls-tree", "-r", "--name-only", result.commit).split()) == sorted(result.paths)
+
+
+def checkout_parents(repo: GitRepo, commit: str) -> list[str]:
+    return repo.git("log", "-1", "--format=%P", commit).split()
 
 
 def test_exporting_the_same_revision_again_on_a_branch_needs_no_commit(
@@ -519,11 +563,12 @@ def test_exporting_the_same_revision_again_on_a_branch_needs_no_commit(
 def test_it_refuses_a_bad_or_existing_branch(
     admitted_revision: RubricRevision, checkout: GitRepo, maintainer: Any, branch: str
 ) -> None:
-    before = snapshot(checkout.path)
+    before = checkout_state(checkout)
+    main = checkout.git("rev-parse", "main")
     with pytest.raises(ExportError):
         import_export.write_to_checkout(admitted_revision, branch=branch, by=Actor.member(maintainer))
-    assert snapshot(checkout.path) == before
-    assert checkout.git("branch", "--show-current").strip() == "main"
+    assert checkout_state(checkout) == before
+    assert checkout.git("rev-parse", "main") == main
 
 
 def test_held_out_rubrics_go_to_the_private_path(

@@ -17,6 +17,8 @@ from rubrics_app.models import (
     AuditEvent,
     AuditVerb,
     CalibrationDiff,
+    Job,
+    JobKind,
     Origin,
     Repository,
     ReviewState,
@@ -127,13 +129,20 @@ def test_export_rubrics_writes_admitted_revisions_into_the_checkout(
     repository = admitted.task.repository
     repository.checkout_path = str(git_repo.path)
     repository.save()
+    head = git_repo.head()
     out, _ = run("export_rubrics", "--repository", repository.name, "--branch", "rubrics/export")
     assert "exported 1 admitted revision(s)" in out
-    assert "committed" in out and "on rubrics/export" in out
-    written = git_repo.path / "tasks/fix_fraction_gt1/rubric.json"
-    assert json.loads(written.read_text()) == admitted.to_rubric_dict()
-    assert load_rubric(written).task == "fix_fraction_gt1"
+    commit = git_repo.git("rev-parse", "rubrics/export").strip()
+    assert f"committed {commit[:12]} on branch rubrics/export" in out
+    assert "your checkout (HEAD, index, files) is unchanged" in out
+    # The commit holds the files; the maintainer's checkout stays on its branch with nothing new.
+    assert git_repo.head() == head and git_repo.git("symbolic-ref", "--short", "HEAD").strip() == "main"
     assert git_repo.git("status", "--porcelain") == ""
+    assert not (git_repo.path / "tasks").exists()
+    committed = git_repo.git("show", f"{commit}:tasks/fix_fraction_gt1/rubric.json")
+    assert json.loads(committed) == admitted.to_rubric_dict()
+    git_repo.git("switch", "-q", "rubrics/export")
+    assert load_rubric(git_repo.path / "tasks/fix_fraction_gt1/rubric.json").task == "fix_fraction_gt1"
 
 
 def test_export_rubrics_to_a_directory_and_private_path(make_revision: MakeRevision, tmp_path: Path) -> None:
@@ -176,6 +185,11 @@ def test_load_demo_loads_every_state_once(settings: Any, tmp_path: Path) -> None
     assert repository.tasks.count() == 3
     statuses = sorted(RubricRevision.objects.values_list("status", flat=True))
     assert statuses == ["admitted", "approved", "draft", "draft"]
+    # Its admission calibration ran here and passed: its job ended with it, not "queued" for ever.
+    (job,) = Job.objects.filter(kind=JobKind.CALIBRATE_REVISION)
+    assert job.result is not None
+    assert (job.status, job.progress, job.result["status"]) == ("done", 100, "passed")
+    assert job.finished_at is not None and job.started_at is not None
     example = Task.objects.get(task_id=TASK_ID)
     admitted = example.admitted_revision()
     assert admitted is not None

@@ -281,8 +281,18 @@ def test_a_zip_of_runs_is_imported_by_a_maintainer(
     response = upload(client, repository, zip_dir(graded_runs, "batch/"))
     assert response.status_code == 302  # type: ignore[attr-defined]
     assert AgentRun.objects.count() == 3 and RunGrade.objects.count() == 2
-    upload(client, repository, zip_dir(graded_runs, "batch/"))
+    # The page it leads to says the runs still need a sweep, and opens at the Sweep button.
+    where = response["Location"]  # type: ignore[index]
+    assert where == reverse("rubrics:repository_detail", args=[repository.pk]) + "#sweeps"
+    page = " ".join(client.get(where).content.decode().split())
+    assert (
+        "The new runs are not graded yet by this repository&#x27;s judges: Sweep (below) grades them." in page
+    )
+    assert 'id="sweeps"' in page and 'class="inline sweep-form"' in page
+    again = upload(client, repository, zip_dir(graded_runs, "batch/"))
     assert AgentRun.objects.count() == 3 and RunGrade.objects.count() == 2
+    assert "#" not in again["Location"]  # type: ignore[index]
+    assert "not graded yet" not in client.get(again["Location"]).content.decode()  # type: ignore[index]
 
 
 def test_a_bad_zip_imports_nothing_and_lists_the_problems(
@@ -409,3 +419,34 @@ def test_a_metrics_json_contradicting_its_status_is_refused_as_a_report_would(
     field = f"grader_failure: {metrics['grader_failure']} contradicts details.status {status!r}"
     assert f"{graded_runs}/rep0/metrics.json: {field}" in err.getvalue()
     assert not AgentRun.objects.exists()
+
+
+def test_a_member_inflating_past_its_cap_is_refused_before_any_is_read(
+    client: Client, maintainer: User, graded_runs: Path, repository: Repository, settings: Any
+) -> None:
+    diff = (graded_runs / "rep0" / "workspace.diff").read_bytes()
+    settings.ZIP_MAX_MEMBER_BYTES = len(diff) - 1
+    client.force_login(maintainer)
+    response = upload(client, repository, zip_dir(graded_runs, "batch/"))
+    html = response.content.decode()  # type: ignore[attr-defined]
+    assert response.status_code == 400  # type: ignore[attr-defined]
+    limit = f"{len(diff)} bytes uncompressed; the limit is {len(diff) - 1}"
+    assert f"batch/rep0/workspace.diff: {limit}" in html
+    assert not AgentRun.objects.exists()
+
+
+def test_a_run_zip_error_names_the_member_not_the_servers_folder(
+    client: Client, maintainer: User, graded_runs: Path, repository: Repository
+) -> None:
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("batch/rep0/run.json", b"{}")
+        archive.writestr("batch/rep0/run.json/inside", b"x")  # cannot be unpacked: run.json is a file
+    client.force_login(maintainer)
+    response = upload(client, repository, buffer.getvalue())
+    html = response.content.decode()  # type: ignore[attr-defined]
+    assert response.status_code == 400 and "batch/rep0/run.json/inside" in html  # type: ignore[attr-defined]
+    errors = html[html.index("Nothing was imported.") :]
+    assert "batch/rep0/run.json/inside" in errors and "runs-upload-" not in errors

@@ -132,10 +132,21 @@ def test_write_as_a_commit_on_a_new_branch(maintainer: User, make_revision: Make
     repo = GitRepo(Path(admitted.task.repository.checkout_path))
     repo.write("README.md", "hello\n")
     repo.commit("base")
-    logged_in(maintainer).post(url("export_checkout", admitted), {"branch": "rubrics/fix-fraction"})
-    run_job(Job.objects.get(kind=JobKind.EXPORT_REVISION))
-    assert repo.git("branch", "--show-current").strip() == "rubrics/fix-fraction"
-    files = repo.git("show", "--name-only", "--format=", "HEAD").split()
+    repo.write("README.md", "hello, unsaved work\n")
+    head, status = repo.head(), repo.git("status", "--porcelain")
+    client = logged_in(maintainer)
+    client.post(url("export_checkout", admitted), {"branch": "rubrics/fix-fraction"})
+    job = run_job(Job.objects.get(kind=JobKind.EXPORT_REVISION))
+    assert repo.git("branch", "--show-current").strip() == "main"
+    assert (repo.head(), repo.git("status", "--porcelain")) == (head, status)
+    commit = repo.git("rev-parse", "rubrics/fix-fraction").strip()
+    page = client.get(reverse("rubrics:job_detail", args=[admitted.task.repository_id, job.pk]))
+    text = " ".join(page.content.decode().split())
+    assert (
+        f"Committed on the new branch <code>rubrics/fix-fraction</code> as <code>{commit[:12]}</code>" in text
+    )
+    assert "Your checkout was not touched" in text
+    files = repo.git("show", "--name-only", "--format=", commit).split()
     assert sorted(files) == [
         "tasks/fix_fraction_gt1/calib/alt.diff",
         "tasks/fix_fraction_gt1/calib/lazy.diff",

@@ -127,8 +127,16 @@ def test_a_human_verdict_is_stored_apart_and_moves_to_the_next_pair(
 def test_the_last_pair_goes_back_to_the_queue(
     maintainer: User, repository: Repository, graded: RubricRevision
 ) -> None:
-    last = grades()[1]
-    response = logged_in(maintainer).post(entry_url(repository, last, "N2", "label"), {"verdict": "pass"})
+    first, last = grades()
+    client = logged_in(maintainer)
+    # The end of the list with pairs still unlabelled: to the first of them, saying how many remain.
+    response = client.post(entry_url(repository, last, "N2", "label"), {"verdict": "pass"}, follow=True)
+    assert response.redirect_chain[0][0] == entry_url(repository, first, "B1") + "?kind=judges"
+    assert "1 of 4 reviewed: the end of the list, with 3 pairs still unlabelled." in response.content.decode()
+    for run_grade, item in ((first, "B1"), (first, "N2"), (last, "B1")):
+        client.post(entry_url(repository, run_grade, item, "label"), {"verdict": "pass"})
+    # Every pair labelled: back to the queue.
+    response = client.post(entry_url(repository, last, "N2", "label"), {"verdict": "pass"})
     assert response["Location"] == queue_url(repository) + "?kind=judges"
 
 

@@ -113,6 +113,9 @@ def test_filters_narrow_the_report(
     by_style = json.loads(client.get(url, {"prompt_style": "issue"}).content)
     assert [t["task"] for t in by_style["tasks"]] == ["t_gamma"]
     assert {c["prompt_style"] for c in by_style["by_prompt_style"]} == {"issue"}
+    # The filter's label is words, not a squeezed field name.
+    filters = client.get(reverse("rubrics:report", args=[repository.pk])).content.decode()
+    assert "<label>prompt style" in filters and "promptstyle" not in filters
     nothing = json.loads(client.get(url, {"model": "no-such-model"}).content)
     assert nothing["cells"] == []
     page = client.get(reverse("rubrics:report", args=[repository.pk]), {"arm": "guidance"})

@@ -127,3 +127,44 @@ def test_the_judges_page_chooses_batch_sweeps_and_sweeps_follow_it(
     assert client.post(url, {**form, "sweep_mode": "interactive"}).status_code == 302
     client.post(reverse("rubrics:sweep_start", args=[repository.pk]), {})
     assert not Sweep.objects.order_by("-pk").first().batch  # type: ignore[union-attr]
+
+
+def test_an_ended_sweep_gives_its_final_cost_and_leads_to_the_report_and_the_queue(
+    runs: None, client: Client, maintainer: User, repository: Repository, admitted_revision: RubricRevision
+) -> None:
+    request = sweeps.SweepRequest(task=admitted_revision.task)
+    sweep = sweeps.new_sweep(repository, Actor.member(maintainer), request)
+    url = reverse("rubrics:sweep_detail", args=[repository.pk, sweep.pk])
+    running = logged_in(client, maintainer).get(url).content.decode()
+    assert " so far" in running and "the review queue" not in running
+    done = sweeps.sweep_now(repository, Actor.member(maintainer), request, cache=MemoryCache())
+    page = client.get(reverse("rubrics:sweep_detail", args=[repository.pk, done.pk])).content.decode()
+    assert " so far" not in page and f"${done.cost_usd:.4f} in all" in page
+    task_id = admitted_revision.task.task_id
+    assert f'href="{reverse("rubrics:report", args=[repository.pk])}?task={task_id}"' in page
+    assert f'href="{reverse("rubrics:queue", args=[repository.pk])}?task={task_id}"' in page
+    assert "Every run is graded." in page
+
+
+def test_a_sweep_with_nothing_to_do_says_why(
+    runs: None, client: Client, maintainer: User, repository: Repository
+) -> None:
+    sweeps.sweep_now(repository, Actor.member(maintainer), cache=MemoryCache())
+    again = sweeps.sweep_now(repository, Actor.member(maintainer), cache=MemoryCache())
+    assert again.graded_runs == 0
+    page = logged_in(client, maintainer).get(reverse("rubrics:sweep_detail", args=[repository.pk, again.pk]))
+    text = " ".join(page.content.decode().split())
+    assert "Nothing to do: 2 runs already graded with this rubric and judge, so no judge was called." in text
+    assert "Every run is graded" not in text and "the report</a>" in text
+
+
+def test_a_sweep_job_page_leads_back_to_its_task(
+    runs: None, client: Client, maintainer: User, repository: Repository, admitted_revision: RubricRevision
+) -> None:
+    task = admitted_revision.task
+    sweep = sweeps.new_sweep(repository, Actor.member(maintainer), sweeps.SweepRequest(task=task))
+    page = logged_in(client, maintainer).get(
+        reverse("rubrics:job_detail", args=[repository.pk, sweep.job_id])
+    )
+    task_url = reverse("rubrics:task_detail", args=[repository.pk, task.pk])
+    assert f'<a href="{task_url}">{task.task_id}</a> / job {sweep.job_id}' in page.content.decode()

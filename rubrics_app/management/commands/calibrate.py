@@ -20,7 +20,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from grading import printable
 from rubrics_app.access import Actor
-from rubrics_app.management.options import repository_named, task_of
+from rubrics_app.management.options import REPOSITORY_HELP, TASK_HELP, repository_named, task_of
 from rubrics_app.management.wait import wait_for_job
 from rubrics_app.models import (
     CalibrationMutant,
@@ -40,8 +40,8 @@ class Command(BaseCommand):
     help = "Calibrate (and admit when every row holds) the latest approved revision of a task."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--repository", required=True, metavar="NAME")
-        parser.add_argument("--task", required=True, metavar="ID")
+        parser.add_argument("--repository", required=True, metavar="NAME", help=REPOSITORY_HELP)
+        parser.add_argument("--task", required=True, metavar="ID", help=TASK_HELP)
         parser.add_argument(
             "--injection-suite",
             action=argparse.BooleanOptionalAction,

@@ -15,7 +15,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from rubrics_app.access import Actor
-from rubrics_app.management.options import repository_named
+from rubrics_app.management.options import REPOSITORY_HELP, repository_named
 from rubrics_app.management.wait import wait_for_job
 from rubrics_app.models import EvidenceCheckResult, JobStatus, Repository
 from rubrics_app.services.rereview import (
@@ -30,7 +30,7 @@ class Command(BaseCommand):
     help = "Flag admitted revisions whose blockers cite code that changed between the base commit and HEAD."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--repository", required=True, help="the repository's name in the app")
+        parser.add_argument("--repository", required=True, metavar="NAME", help=REPOSITORY_HELP)
         parser.add_argument("--send", action="store_true", help="run it as a Celery job instead of here")
         parser.add_argument("--wait", action="store_true", help="with --send: wait for the job and print it")
         parser.add_argument("--timeout", type=float, default=600.0, help="seconds --wait waits (default 600)")

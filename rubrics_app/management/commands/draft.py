@@ -18,7 +18,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from grading import InputError, printable, read_input_bytes
 from rubrics_app.access import Actor
-from rubrics_app.management.options import repository_named, task_of
+from rubrics_app.management.options import REPOSITORY_HELP, TASK_HELP, repository_named, task_of
 from rubrics_app.management.wait import wait_for_job
 from rubrics_app.models import Job, JobStatus, RubricDraft
 from rubrics_app.services.drafting import DraftRequestError, request_draft
@@ -28,8 +28,8 @@ class Command(BaseCommand):
     help = "Draft a task's rubric from its merged PR with the repository's drafter (a Celery job)."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--repository", required=True, metavar="NAME")
-        parser.add_argument("--task", required=True, metavar="ID")
+        parser.add_argument("--repository", required=True, metavar="NAME", help=REPOSITORY_HELP)
+        parser.add_argument("--task", required=True, metavar="ID", help=TASK_HELP)
         source = parser.add_mutually_exclusive_group(required=True)
         source.add_argument("--pr", type=int, metavar="NUMBER", help="the PR of the repository's GitHub repo")
         source.add_argument("--pr-export", type=Path, metavar="FILE", help="the PR as an export JSON file")

@@ -14,7 +14,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from rubrics_app.access import Actor
-from rubrics_app.management.options import repository_named
+from rubrics_app.management.options import REPOSITORY_HELP, repository_named
 from rubrics_app.models import DraftSetting, Repository
 from rubrics_app.services.drafting import DraftSettingError, set_draft_settings
 
@@ -33,7 +33,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--repository", required=True, metavar="NAME")
+        parser.add_argument("--repository", required=True, metavar="NAME", help=REPOSITORY_HELP)
         parser.add_argument("--drafter", metavar="SPEC", help="anthropic:<full-model-id>, or scripted:FILE")
         parser.add_argument("--github", metavar="OWNER/NAME", help='where PRs are read ("" for exports only)')
         parser.add_argument(

@@ -14,7 +14,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from rubrics_app.management.options import repository_named
+from rubrics_app.management.options import REPOSITORY_HELP, repository_named
 from rubrics_app.models import HumanVerdict, RunGrade
 from rubrics_app.services.queue import human_mergeable
 
@@ -23,7 +23,7 @@ class Command(BaseCommand):
     help = "Write the review queue's human verdicts as a labels file for `rubric report --labels`."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--repository", required=True, help="the repository's name in the app")
+        parser.add_argument("--repository", required=True, metavar="NAME", help=REPOSITORY_HELP)
         parser.add_argument("--out", type=Path, help="the labels file to write (default: standard output)")
 
     def handle(self, *args: Any, **options: Any) -> None:

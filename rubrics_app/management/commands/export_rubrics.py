@@ -15,6 +15,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from rubrics_app.access import Actor
+from rubrics_app.management.options import REPOSITORY_HELP, TASK_HELP
 from rubrics_app.models import Repository, RevisionStatus, RubricRevision, TransitionError
 from rubrics_app.services.import_export import ExportError, write_many_to_checkout
 from rubrics_app.services.rereview import disputed_blockers
@@ -24,8 +25,18 @@ class Command(BaseCommand):
     help = "Export admitted rubric revisions into repository checkouts."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--repository", help="only this repository (required with --out)")
-        parser.add_argument("--task", action="append", default=[], metavar="ID", help="only these tasks")
+        parser.add_argument(
+            "--repository",
+            metavar="NAME",
+            help=f"only this repository (required with --out); {REPOSITORY_HELP}",
+        )
+        parser.add_argument(
+            "--task",
+            action="append",
+            default=[],
+            metavar="ID",
+            help=f"only this task (repeatable); {TASK_HELP}",
+        )
         parser.add_argument("--private", action="store_true", help="write to the private path (held-out set)")
         parser.add_argument("--branch", help="commit the files on this new branch of the checkout")
         parser.add_argument("--out", type=Path, help="write under this directory instead of the checkout")
@@ -73,10 +84,16 @@ class Command(BaseCommand):
                 )
             except (ExportError, TransitionError) as exc:
                 raise CommandError(f"{repository.name}: {exc}") from None
-            for path in result.paths:
-                self.stdout.write(f"{repository.name}: {result.root / path}")
             if result.commit:
-                self.stdout.write(f"{repository.name}: committed {result.commit[:12]} on {result.branch}")
+                for path in result.paths:
+                    self.stdout.write(f"{repository.name}: {path} on branch {result.branch}")
+                self.stdout.write(
+                    f"{repository.name}: committed {result.commit[:12]} on branch {result.branch} in "
+                    f"{result.root}; your checkout (HEAD, index, files) is unchanged"
+                )
+            else:
+                for path in result.paths:
+                    self.stdout.write(f"{repository.name}: {result.root / path}")
             exported += len(revisions)
         if not exported:
             raise CommandError("no admitted revision to export")

@@ -18,6 +18,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from rubrics_app.access import Actor, access_of
+from rubrics_app.management.options import REPOSITORY_HELP
 from rubrics_app.models import Role
 from rubrics_app.services.import_export import ImportFailed, import_checkout, repository_for_checkout
 
@@ -27,7 +28,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("checkout", type=Path, help="the repository checkout (holds tasks/<task-id>/)")
-        parser.add_argument("--repository", help="repository name (default: the checkout folder's name)")
+        parser.add_argument(
+            "--repository", metavar="NAME", help=f"{REPOSITORY_HELP} (default: the checkout folder's name)"
+        )
         parser.add_argument(
             "--approved-by",
             metavar="USER",

@@ -17,7 +17,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from rubrics_app.access import Actor
-from rubrics_app.management.options import repository_named
+from rubrics_app.management.options import REPOSITORY_HELP, repository_named
 from rubrics_app.services.import_export import ImportFailed
 from rubrics_app.services.runs import RunImport, import_run_dirs
 from rubrics_app.services.swe_bench import import_swe_bench
@@ -30,7 +30,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "path", type=Path, nargs="?", help="a run directory, or a folder holding run directories"
         )
-        parser.add_argument("--repository", required=True, help="the repository's name in the app")
+        parser.add_argument("--repository", required=True, metavar="NAME", help=REPOSITORY_HELP)
         parser.add_argument("--format", choices=("runs", "swe-bench"), default="runs")
         parser.add_argument("--predictions", type=Path, help="swe-bench: the harness's predictions.jsonl")
         parser.add_argument(

@@ -14,7 +14,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from grading import InputError, parse_decoding
 from rubrics_app.access import Actor
-from rubrics_app.management.options import repository_named
+from rubrics_app.management.options import REPOSITORY_HELP, repository_named
 from rubrics_app.models import JudgeSetting, Repository
 from rubrics_app.services.judges import JudgeSettingError, set_judges
 
@@ -31,12 +31,16 @@ class Command(BaseCommand):
     help = "Set (or print) a repository's primary and second judge, decoding and monthly spend cap."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--repository", required=True, metavar="NAME")
+        parser.add_argument("--repository", required=True, metavar="NAME", help=REPOSITORY_HELP)
         parser.add_argument("--judge", metavar="SPEC", help="the primary judge (full model id)")
         parser.add_argument("--second-judge", metavar="SPEC", help="a judge of another model family")
         parser.add_argument("--decoding", action="append", metavar="NAME=VALUE", help="the primary's")
         parser.add_argument("--second-decoding", action="append", metavar="NAME=VALUE")
-        parser.add_argument("--monthly-cap", metavar="USD", help="no calibration starts past this spend")
+        parser.add_argument(
+            "--monthly-cap",
+            metavar="USD",
+            help="monthly spend cap in USD for calibrations and sweeps together: none starts past it",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         repository = repository_named(options["repository"])

@@ -22,7 +22,13 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--wait", action="store_true", help="block until a worker has reaped them")
-        parser.add_argument("--timeout", type=float, default=120.0, help="with --wait: give up after this")
+        parser.add_argument(
+            "--timeout",
+            type=float,
+            default=120.0,
+            metavar="SECONDS",
+            help="with --wait: give up after this many seconds",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         lost_jobs_now = lost_jobs()

@@ -18,7 +18,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from grading import printable
 from rubrics_app.access import Actor
-from rubrics_app.management.options import repository_named, task_of
+from rubrics_app.management.options import REPOSITORY_HELP, TASK_HELP, repository_named, task_of
 from rubrics_app.management.wait import wait_for_job
 from rubrics_app.models import Job, JobStatus, RubricRevision, Sweep, SweepResult
 from rubrics_app.services import sweeps
@@ -39,8 +39,8 @@ class Command(BaseCommand):
     help = "Grade every run of a repository (or a task, arm or model) with its judges, in the sweep job."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--repository", required=True, metavar="NAME")
-        parser.add_argument("--task", metavar="ID", help="only this task's runs")
+        parser.add_argument("--repository", required=True, metavar="NAME", help=REPOSITORY_HELP)
+        parser.add_argument("--task", metavar="ID", help=f"only this task's runs; {TASK_HELP}")
         parser.add_argument("--arm", default="", metavar="A", help="only this arm's runs")
         parser.add_argument("--model", default="", metavar="M", help="only this model's runs")
         parser.add_argument(
