@@ -310,37 +310,42 @@ def _rates(sums: TaskSums) -> tuple[float, float, float]:
     return passed / n, merged / n, (passed - merged) / n
 
 
-def uniforms(rng: random.Random, count: int) -> Any:
-    """The next ``count`` values of ``rng.random()`` as a numpy array, drawn in C, and ``rng`` left where
-    ``count`` calls would have left it.
+def _mersenne_twister(rng: random.Random) -> Any:
+    """A numpy Generator on a copy of ``rng``'s state: it draws the values ``rng.random()`` would.
 
     Python's ``random.Random`` and numpy's MT19937 are the same Mersenne Twister, and both make a float in
     [0, 1) from two 32-bit words the same way, so copying the state across gives exactly the values the
-    Python calls would return: a report does not depend on which of the two drew it.
+    Python calls would return: a report does not depend on which of the two drew it. Hand the generator
+    to :func:`_move_on` when done, so ``rng`` is left where as many calls would have left it.
     """
     import numpy as np  # here, not at the top: only a report with intervals needs it
 
-    version, internal, gauss = rng.getstate()
+    _, internal, _ = rng.getstate()
     bits = np.random.MT19937()
     key = np.array(internal[:-1], dtype=np.uint32)
     bits.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": internal[-1]}}
-    values = np.random.Generator(bits).random(count)
-    after = bits.state["state"]
+    return np.random.Generator(bits)
+
+
+def _move_on(rng: random.Random, generator: Any) -> None:
+    version, _, gauss = rng.getstate()
+    after = generator.bit_generator.state["state"]
     rng.setstate((version, (*after["key"].tolist(), int(after["pos"])), gauss))
+
+
+def uniforms(rng: random.Random, count: int) -> Any:
+    """The next ``count`` values of ``rng.random()`` as a numpy array, drawn in C, and ``rng`` left where
+    ``count`` calls would have left it (see :func:`_mersenne_twister`)."""
+    generator = _mersenne_twister(rng)
+    values = generator.random(count)
+    _move_on(rng, generator)
     return values
 
 
-def choice_indices(rng: random.Random, population: int, rows: int) -> Any:
-    """``rows`` draws of ``population`` indices with replacement, as a (rows, population) numpy array: the
-    indices ``rng.choices(range(population), k=population)`` would pick, ``rows`` times in turn."""
-    import numpy as np
-
-    draws = uniforms(rng, rows * population)
-    # random.choices picks population[floor(random() * n)] with n a float: the same product, the same floor
-    # (in place: the arrays are large).
-    np.multiply(draws, float(population), out=draws)
-    np.floor(draws, out=draws)
-    return draws.astype(np.intp).reshape(rows, population)
+# Draws per block of the resampling: a block's arrays (about 128 KB each) stay in the processor's cache,
+# where one array of every draw (16 MB at 2000 replicates of 1000 tasks) would not, and reusing them spares
+# the memory allocation of each replicate set. About half the time of drawing all at once.
+_BLOCK_DRAWS = 16_384
 
 
 def resample_sums(sums: Sequence[tuple[int, ...]], replicates: int, rng: random.Random) -> NDArray[np.int64]:
@@ -351,10 +356,28 @@ def resample_sums(sums: Sequence[tuple[int, ...]], replicates: int, rng: random.
 
     if replicates == 0 or not sums:
         return np.zeros((0, len(sums[0]) if sums else 0), dtype=np.int64)
-    index = choice_indices(rng, len(sums), replicates)
-    table = np.asarray(sums, dtype=np.int64)
+    population = len(sums)
     # Column by column: indexing one column is several times faster than indexing the rows.
-    return np.stack([column[index].sum(axis=1) for column in table.T], axis=1)
+    columns = [np.ascontiguousarray(column) for column in np.asarray(sums, dtype=np.int64).T]
+    out = np.empty((replicates, len(columns)), dtype=np.int64)
+    rows = max(1, _BLOCK_DRAWS // population)  # replicates per block, drawn in turn: the same stream
+    draws = np.empty(rows * population)
+    index = np.empty(rows * population, dtype=np.intp)
+    picked = np.empty(rows * population, dtype=np.int64)
+    generator = _mersenne_twister(rng)
+    for start in range(0, replicates, rows):
+        block = min(rows, replicates - start)
+        size = block * population
+        generator.random(out=draws[:size])
+        # random.choices picks population[floor(random() * n)] with n a float: the same product, and the
+        # same floor, as the cast to integers truncates and the product is >= 0.
+        np.multiply(draws[:size], float(population), out=draws[:size])
+        index[:size] = draws[:size]
+        for j, column in enumerate(columns):
+            np.take(column, index[:size], out=picked[:size])
+            out[start : start + block, j] = picked[:size].reshape(block, population).sum(axis=1)
+    _move_on(rng, generator)
+    return out
 
 
 def resample_tasks(tasks: Sequence[TaskSums], replicates: int, rng: random.Random) -> NDArray[np.int64]:
