@@ -530,37 +530,54 @@ class _Context:
 
 
 def _cell_fields(runs: list[GradedRun], ctx: _Context, key: tuple[str | None, ...]) -> dict[str, Any]:
-    sums = _task_sums(runs)
-    rng = ctx.rng(*key)
-    replicates = resample_tasks(sums, ctx.replicates, rng)
-    test_pass, mergeable, difference = _rate_estimates(sums, replicates)
-    scores = [r.merge_score for r in runs if r.mergeable and r.merge_score is not None]
+    # One pass over the runs for every count below (a cell can hold thousands), in the runs' order, so the
+    # sums of floats add up in the same order as one pass per figure did.
+    by_task: dict[str, list[int]] = {}
+    tasks: set[str] = set()
+    statuses: dict[str, int] = defaultdict(int)
+    provisional = False
+    scores: list[float] = []
     metric_values: dict[str, list[float]] = defaultdict(list)
     flag_values: dict[str, list[bool]] = defaultdict(list)
+    unmeasured_parts: dict[str, int] = defaultdict(int)
+    unmeasured_runs = 0
     for r in runs:
+        tasks.add(r.task)
+        statuses[r.status] += 1
+        provisional = provisional or r.provisional is not False
+        if r.mergeable and r.merge_score is not None:
+            scores.append(r.merge_score)
         if r.status != "grader_failure":
             for name, value in r.metrics.items():
                 metric_values[name].append(value)
             for name, flag in r.flags.items():
                 flag_values[name].append(flag)
-    unmeasured_parts: dict[str, int] = defaultdict(int)
-    for r in runs:
-        if r.measured:
-            for part in set(r.integrity_not_measured):
-                unmeasured_parts[part] += 1
-    corrected = corrected_rate(sums, ctx.accuracy, ctx.labels, replicates, rng)
+        if r.mergeable is not None and r.test_pass is not None:  # r.measured
+            sums = by_task.setdefault(r.task, [0, 0, 0])
+            sums[0] += 1
+            sums[1] += r.test_pass
+            sums[2] += r.mergeable
+            if r.integrity_not_measured:
+                unmeasured_runs += 1
+                for part in set(r.integrity_not_measured):
+                    unmeasured_parts[part] += 1
+    task_sums: list[TaskSums] = [(t[0], t[1], t[2]) for _, t in sorted(by_task.items())]
+    rng = ctx.rng(*key)
+    replicates = resample_tasks(task_sums, ctx.replicates, rng)
+    test_pass, mergeable, difference = _rate_estimates(task_sums, replicates)
+    corrected = corrected_rate(task_sums, ctx.accuracy, ctx.labels, replicates, rng)
     return {
         "runs": len(runs),
-        "tasks": len({r.task for r in runs}),
-        "measured": sum(s[0] for s in sums),
+        "tasks": len(tasks),
+        "measured": sum(t[0] for t in task_sums),
         "test_pass_rate": test_pass,
         "mergeable_rate": mergeable,
         "difference": difference,
         "mean_merge_score": sum(scores) / len(scores) if scores else None,
-        "grader_failures": sum(r.status == "grader_failure" for r in runs),
-        "judge_failures": sum(r.status == "judge_failure" for r in runs),
-        "not_measured": sum(r.status == "not_measured" for r in runs),
-        "provisional": any(r.provisional is not False for r in runs),
+        "grader_failures": statuses["grader_failure"],
+        "judge_failures": statuses["judge_failure"],
+        "not_measured": statuses["not_measured"],
+        "provisional": provisional,
         "corrected_mergeable_rate": corrected,
         "metrics": {
             name: MetricMean(mean=sum(v) / len(v), runs=len(v)) for name, v in sorted(metric_values.items())
@@ -569,7 +586,7 @@ def _cell_fields(runs: list[GradedRun], ctx: _Context, key: tuple[str | None, ..
             name: MetricRate(rate=sum(v) / len(v), true=sum(v), runs=len(v))
             for name, v in sorted(flag_values.items())
         },
-        "integrity_not_measured_runs": sum(bool(r.integrity_not_measured) for r in runs if r.measured),
+        "integrity_not_measured_runs": unmeasured_runs,
         "integrity_not_measured": dict(sorted(unmeasured_parts.items())),
     }
 
