@@ -49,9 +49,11 @@ from rubrics_app.views.revisions import redirect_to
 MAX_DISAGREEMENTS_SHOWN = 200
 
 
-def _queue_url(access: RepositoryAccess, **params: str) -> str:
+def _queue_url(access: RepositoryAccess, base: str | None = None, **params: str) -> str:
+    """The review queue's URL with these filters; ``base``: its path, when the caller already has it
+    (the report page links a thousand agreement rows)."""
     query = urlencode({"kind": QueueKind.JUDGES, **{k: v for k, v in params.items() if v}})
-    return f"{reverse('rubrics:queue', args=[access.repository.pk])}?{query}"
+    return f"{base or reverse('rubrics:queue', args=[access.repository.pk])}?{query}"
 
 
 def warning_lines(warnings: list[str]) -> list[tuple[str, list[str]]]:
@@ -84,10 +86,11 @@ def _page_context(
         access, task=filters.get("task", ""), arm=filters.get("arm", ""), model=filters.get("model", "")
     )
     agreement_rows = [("mergeable", False, report.agreement.mergeable, queue_url, "review queue")]
+    base = reverse("rubrics:queue", args=[pk])
     for item, a in report.agreement.items.items():
         task, _, item_id = item.partition("/")
         item_url = _queue_url(
-            access, task=task, item=item_id, arm=filters.get("arm", ""), model=filters.get("model", "")
+            access, base, task=task, item=item_id, arm=filters.get("arm", ""), model=filters.get("model", "")
         )
         agreement_rows.append((item, True, a, item_url, "in the queue"))
     disagreements = []
