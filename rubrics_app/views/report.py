@@ -48,9 +48,11 @@ from rubrics_app.views.revisions import redirect_to
 MAX_DISAGREEMENTS_SHOWN = 200
 
 
-def _queue_url(access: RepositoryAccess, **params: str) -> str:
+def _queue_url(access: RepositoryAccess, base: str | None = None, **params: str) -> str:
+    """The review queue's URL with these filters; ``base``: its path, when the caller already has it
+    (the report page links a thousand agreement rows)."""
     query = urlencode({"kind": QueueKind.JUDGES, **{k: v for k, v in params.items() if v}})
-    return f"{reverse('rubrics:queue', args=[access.repository.pk])}?{query}"
+    return f"{base or reverse('rubrics:queue', args=[access.repository.pk])}?{query}"
 
 
 def warning_lines(warnings: list[str]) -> list[tuple[str, list[str]]]:
@@ -79,11 +81,17 @@ def _page_context(
     report = result.report
     pk = access.repository.pk
     query = urlencode(filters)
-    agreement_items = [
-        (item, a, _queue_url(access, task=item.partition("/")[0], item=item.partition("/")[2],
-                             arm=filters.get("arm", ""), model=filters.get("model", "")))
-        for item, a in report.agreement.items.items()
-    ]  # fmt: skip
+    queue_url = _queue_url(
+        access, task=filters.get("task", ""), arm=filters.get("arm", ""), model=filters.get("model", "")
+    )
+    agreement_rows = [("mergeable", False, report.agreement.mergeable, queue_url, "review queue")]
+    base = reverse("rubrics:queue", args=[pk])
+    for item, a in report.agreement.items.items():
+        task, _, item_id = item.partition("/")
+        item_url = _queue_url(
+            access, base, task=task, item=item_id, arm=filters.get("arm", ""), model=filters.get("model", "")
+        )
+        agreement_rows.append((item, True, a, item_url, "in the queue"))
     disagreements = []
     for d in report.disagreements[:MAX_DISAGREEMENTS_SHOWN]:
         grade = result.grade_of_run.get(d.run)
@@ -120,11 +128,9 @@ def _page_context(
         "forest_url": f"{figure}?{urlencode({**filters, 'figure': 'contrasts'})}",
         "chart_url": f"{figure}?{urlencode({**filters, 'figure': 'rates'})}",
         "html_url": f"{reverse('rubrics:report_html', args=[pk])}?{query}",
-        "agreement_items": agreement_items,
+        "agreement_rows": agreement_rows,
         "disagreements": disagreements,
-        "queue_url": _queue_url(
-            access, task=filters.get("task", ""), arm=filters.get("arm", ""), model=filters.get("model", "")
-        ),  # fmt: skip
+        "queue_url": queue_url,
         "scripted_judges": scripted,
         "json_url": f"{reverse('rubrics:report_json', args=[pk])}?{query}",
         "csv_url": f"{reverse('rubrics:report_csv', args=[pk])}?{query}",

@@ -153,6 +153,15 @@ def test_the_page_shows_the_report(
     assert (
         reverse("rubrics:queue", args=[repository.pk]) + "?kind=judges&amp;task=t_alpha&amp;item=B1" in html
     )
+    # The agreement table: the mergeable row, then a row per task and blocker, each with its κ and a link.
+    data = json.loads(logged_in(viewer).get(reverse("rubrics:report_json", args=[repository.pk])).content)
+    rows = html.split('id="report-agreement"')[1].split("<tbody>")[1].split("</tbody>")[0].split("</tr>")[:-1]
+    assert len(rows) == 1 + len(data["agreement"]["items"]) > 1
+    assert rows[0].strip().startswith("<tr><td>mergeable</td>") and ">review queue</a>" in rows[0]
+    for row, (item, kappa) in zip(rows[1:], data["agreement"]["items"].items(), strict=True):
+        assert f"<tr><td><code>{item}</code></td>" in row and ">in the queue</a>" in row
+        shown = "undefined" if kappa["kappa"] is None else f"{kappa['kappa']:.3f}"
+        assert shown in row.split("</td>")[1]
     detail = logged_in(viewer).get(reverse("rubrics:repository_detail", args=[repository.pk]))
     assert reverse("rubrics:report", args=[repository.pk]).encode() in detail.content
 

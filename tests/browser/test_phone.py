@@ -3,13 +3,18 @@
 
 from __future__ import annotations
 
+import io
+from pathlib import Path
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.management import call_command
 
 from rubrics_app.models import HumanVerdict, Repository, RubricRevision
-from tests.browser.conftest import PHONE, Browser
+from rubrics_app.services.runs import revision_sha256
+from tests.app.runs_helpers import PASSING, grade, write_run, write_scripted, write_task_dir
+from tests.browser.conftest import DESKTOP, PHONE, Browser, off_the_loop
 from tests.browser.graded import graded_fixture  # noqa: F401 - the graded fixture
 from tests.browser.pages import repository_pages
 
@@ -107,3 +112,51 @@ def test_the_report_fits_a_phone(
     assert not problems, "\n".join(problems)
     width, inner = overflow(page)
     assert width <= inner, f"the report is {width} px wide in {inner} px"
+
+
+# The smallest text a report chart may show, at any width (issue 22 §3).
+MIN_CHART_TEXT_PX = 12
+
+# Per <text> of the report's charts: its chart's class, its text, its font size as rendered (the computed
+# size times the scale from the SVG's user space to the screen, which a viewBox or a transform would
+# shrink) and the height of its box on the screen.
+CHART_TEXT = """() => [...document.querySelectorAll("main svg.report-chart text")].map(t => {
+  const m = t.getScreenCTM();
+  const scale = m ? Math.sqrt(Math.abs(m.a * m.d - m.b * m.c)) : 1;
+  const size = parseFloat(getComputedStyle(t).fontSize) * scale;
+  return [t.closest("svg").getAttribute("class"), t.textContent, size, t.getBoundingClientRect().height];
+})"""
+
+
+def import_second_arm(tmp_path: Path, repository: Repository, revision: RubricRevision) -> None:
+    """Two runs of the graded task in a second arm, so the report has contrasts and draws its forest plot."""
+    task_dir = write_task_dir(tmp_path / "plain-checkout")
+    primary = write_scripted(tmp_path / "plain-primary.json", PASSING)
+    for repetition in (0, 1):
+        run_dir = write_run(tmp_path / "plain-runs", f"plain{repetition}", arm="plain", repetition=repetition)
+        grade(task_dir, run_dir, primary, rubric_sha256=revision_sha256(revision))
+    call_command("import_runs", str(tmp_path / "plain-runs"), "--repository", repository.name,
+                 stdout=io.StringIO())  # fmt: skip
+
+
+def test_the_report_charts_text_is_readable_on_a_phone_and_a_screen(
+    browser: Browser, graded: RubricRevision, repository: Repository, maintainer: User, tmp_path: Path
+) -> None:
+    off_the_loop(lambda: import_second_arm(tmp_path, repository, graded))
+    for viewport in (PHONE, DESKTOP):
+        page = browser.log_in("maintainer", viewport=viewport)
+        response = page.goto(pages(repository, graded)["report"])
+        assert response is not None and response.status == 200
+        browser.shot(page, f"report charts {viewport['width']}")
+        texts = page.evaluate(CHART_TEXT)
+        charts = {chart for chart, *_ in texts}
+        for drawn in ("report-chart forest-plot", "report-chart rates-chart"):
+            assert drawn in charts, f"no {drawn} text at {viewport['width']} px: {sorted(charts)}"
+        small = [
+            f"{chart}: {text!r} at {size:.1f} px (box {height:.1f} px high)"
+            for chart, text, size, height in texts
+            if text.strip() and (size < MIN_CHART_TEXT_PX or height < MIN_CHART_TEXT_PX)
+        ]
+        assert not small, f"chart text under {MIN_CHART_TEXT_PX} px at {viewport['width']} px:\n" + "\n".join(
+            small
+        )

@@ -211,15 +211,25 @@ def _resample_loop(sums: list[tuple[int, ...]], replicates: int, rng: random.Ran
 
 
 @pytest.mark.parametrize(
-    ("tasks", "replicates", "columns"), [(2, 1, 3), (7, 50, 3), (500, 40, 3), (13, 30, 4)]
+    ("tasks", "replicates", "columns", "values"),
+    [
+        (2, 1, 3, (0, 9)),
+        (7, 50, 3, (0, 9)),
+        (500, 40, 3, (0, 9)),  # replicates drawn in more than one block
+        (500, 40, 6, (0, 9)),  # a contrast's six columns, packed two int64s
+        (13, 30, 4, (0, 9)),
+        (20_000, 2, 3, (0, 1)),  # more tasks than a block's draws: a replicate per block
+        (13, 30, 4, (-5, 9)),  # a negative column cannot share an int64
+        (13, 30, 3, (0, 2**59)),  # nor one whose sums need the whole of one
+    ],
 )
 def test_the_vectorised_resample_draws_what_random_choices_draws(
-    tasks: int, replicates: int, columns: int
+    tasks: int, replicates: int, columns: int, values: tuple[int, int]
 ) -> None:
     # numpy draws from the Python generator's own state: the same replicates as the plain loop, bit for
     # bit, and the generator is left where the loop leaves it (the corrected rate draws on after it).
     data = random.Random(tasks)
-    sums = [tuple(data.randint(0, 9) for _ in range(columns)) for _ in range(tasks)]
+    sums = [tuple(data.randint(*values) for _ in range(columns)) for _ in range(tasks)]
     for seed in ("0\x1fcells\x1fa\x1fm", "7"):
         vectorised, plain = random.Random(seed), random.Random(seed)
         plain.random()  # a generator part-way through its block of 624 words
