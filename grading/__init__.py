@@ -50,6 +50,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "grading.errors": (
         "InputError",
         "InputErrors",
+        "Problem",
     ),
     "grading.git": ("NO_COMMANDS_CONFIG", "Git", "GitError", "GitResult"),
     "grading.globs": ("glob_error",),
@@ -193,6 +194,7 @@ if TYPE_CHECKING:
     from grading.draft.pr import parse_github_repository as parse_github_repository
     from grading.errors import InputError as InputError
     from grading.errors import InputErrors as InputErrors
+    from grading.errors import Problem as Problem
     from grading.git import NO_COMMANDS_CONFIG as NO_COMMANDS_CONFIG
     from grading.git import Git as Git
     from grading.git import GitError as GitError

@@ -34,7 +34,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from grading.errors import InputError, InputErrors
+from grading.errors import InputError, InputErrors, Problem
 from grading.globs import glob_error
 
 RUBRIC_SCHEMA = "repo_rubric.v1"
@@ -47,7 +47,7 @@ MIN_NON_BLOCKERS, MAX_NON_BLOCKERS = 3, 6
 
 def _not_blank(value: str) -> str:
     if not value.strip():
-        raise ValueError("must not be blank")
+        raise PydanticCustomError("blank", "must not be blank")
     return value
 
 
@@ -60,7 +60,7 @@ def _valid_glob(value: str) -> str:
 
 def _relative_inside(value: str) -> str:
     if not value.strip():
-        raise ValueError("must not be blank")
+        raise PydanticCustomError("blank", "must not be blank")
     if "\\" in value:
         raise ValueError(f"{value!r}: use '/' as the path separator")
     path = PurePosixPath(value)
@@ -276,35 +276,37 @@ def _loc(loc: tuple[int | str, ...]) -> str:
     return out or "(top level)"
 
 
-def validation_messages(exc: ValidationError) -> list[tuple[str, str]]:
-    """Each problem of a pydantic error as (JSON path, message), once, in order: what InputErrors lists."""
+def validation_messages(exc: ValidationError) -> list[Problem]:
+    """Each problem of a pydantic error once, in order, with its JSON path, its message in the command
+    line's words, and pydantic's error type and context (what InputErrors carries)."""
     seen: set[tuple[str, str]] = set()
-    out: list[tuple[str, str]] = []
+    out: list[Problem] = []
 
-    def add(loc: str, msg: str) -> None:
-        if (loc, msg) not in seen:
-            seen.add((loc, msg))
-            out.append((loc, msg))
+    def add(problem: Problem) -> None:
+        if (problem.path, problem.message) not in seen:
+            seen.add((problem.path, problem.message))
+            out.append(problem)
 
     for err in exc.errors():
         loc = _loc(tuple(err["loc"]))
         msg = err["msg"]
+        kind = err["type"]
         ctx = err.get("ctx") or {}
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
-        if err["type"] == "rubric_rules":
+        if kind == "rubric_rules":
             for where, problem in ctx["problems"]:
-                add(where, problem)
+                add(Problem(where, problem, kind))
             continue
-        if err["type"] == "extra_forbidden":
+        if kind == "extra_forbidden":
             key = str(err["loc"][-1])
             close = difflib.get_close_matches(key, _known_keys(), n=1, cutoff=0.7)
             msg = f"unknown key (did you mean {close[0]!r}?)" if close else "unknown key"
-        elif err["type"] == "missing":
+        elif kind == "missing":
             msg = "required"
-        elif err["type"] in ("too_short", "too_long") and loc in _COUNTED_LISTS:
+        elif kind in ("too_short", "too_long") and loc in _COUNTED_LISTS:
             msg = f"{_COUNTED_LISTS[loc]}, found {ctx.get('actual_length', '?')}"
-        add(loc, msg)
+        add(Problem(loc, msg, kind, {k: v for k, v in ctx.items() if k != "error"}))
     return out
 
 
