@@ -60,7 +60,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "TESTS_LIST_NAME",
         "read_listing_error",
     ),
-    "grading.judge.backend": ("Backend",),
+    "grading.judge.backend": ("Backend", "Decoding"),
     "grading.judge.cache": (
         "CachedVerdicts",
         "MemoryCache",
@@ -83,6 +83,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "grading.judge.models": ("JudgeResult",),
     "grading.judge.runner": ("JudgeSettings",),
     "grading.judge.specs": (
+        "JudgeSpec",
         "check_second_judge",
         "judge_family",
         "make_backend",
@@ -205,6 +206,7 @@ if TYPE_CHECKING:
     from grading.integrity import TESTS_LIST_NAME as TESTS_LIST_NAME
     from grading.integrity import read_listing_error as read_listing_error
     from grading.judge.backend import Backend as Backend
+    from grading.judge.backend import Decoding as Decoding
     from grading.judge.cache import CachedVerdicts as CachedVerdicts
     from grading.judge.cache import MemoryCache as MemoryCache
     from grading.judge.cost import PriceTable as PriceTable
@@ -220,6 +222,7 @@ if TYPE_CHECKING:
     from grading.judge.limits import provider_of as provider_of
     from grading.judge.models import JudgeResult as JudgeResult
     from grading.judge.runner import JudgeSettings as JudgeSettings
+    from grading.judge.specs import JudgeSpec as JudgeSpec
     from grading.judge.specs import check_second_judge as check_second_judge
     from grading.judge.specs import judge_family as judge_family
     from grading.judge.specs import make_backend as make_backend

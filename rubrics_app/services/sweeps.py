@@ -41,6 +41,7 @@ from grading import (
     Backend,
     Budget,
     BudgetExceeded,
+    Decoding,
     InputError,
     JudgeSettings,
     Limit,
@@ -361,7 +362,7 @@ def provider_limit(provider: str) -> Limit:
         return limit
 
 
-def _backend(spec: str, decoding: dict[str, Any]) -> Backend:
+def _backend(spec: str, decoding: Decoding) -> Backend:
     return make_backend(
         spec,
         decoding=decoding,
