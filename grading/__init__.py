@@ -108,7 +108,6 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "Cell",
         "DEFAULT_BOOTSTRAP",
         "DEFAULT_SEED",
-        "Estimate",
         "GradedRun",
         "JudgeVerdicts",
         "REPEATED_WARNINGS",
@@ -135,6 +134,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "precision_text",
         "report_csv",
     ),
+    "grading.report_stats": ("Estimate",),
     "grading.schema": (
         "GradeJson",
         "LazyCalibration",
@@ -152,11 +152,13 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "load_grade",
         "load_manifest",
         "load_run",
-        "parse_json",
         "parse_rubric",
+        "validation_messages",
+    ),
+    "grading.strict_json": (
+        "parse_json",
         "read_input_bytes",
         "read_json",
-        "validation_messages",
     ),
     "grading.workspace": ("read_path_list",),
 }
@@ -241,7 +243,6 @@ if TYPE_CHECKING:
     from grading.report import DEFAULT_SEED as DEFAULT_SEED
     from grading.report import REPEATED_WARNINGS as REPEATED_WARNINGS
     from grading.report import Cell as Cell
-    from grading.report import Estimate as Estimate
     from grading.report import GradedRun as GradedRun
     from grading.report import JudgeVerdicts as JudgeVerdicts
     from grading.report import Report as Report
@@ -263,6 +264,7 @@ if TYPE_CHECKING:
     from grading.report_render import metric_lines as metric_lines
     from grading.report_render import precision_text as precision_text
     from grading.report_render import report_csv as report_csv
+    from grading.report_stats import Estimate as Estimate
     from grading.run import Run as Run
     from grading.run import TaskFiles as TaskFiles
     from grading.run import make_run as make_run
@@ -285,11 +287,11 @@ if TYPE_CHECKING:
     from grading.schema import load_grade as load_grade
     from grading.schema import load_manifest as load_manifest
     from grading.schema import load_run as load_run
-    from grading.schema import parse_json as parse_json
     from grading.schema import parse_rubric as parse_rubric
-    from grading.schema import read_input_bytes as read_input_bytes
-    from grading.schema import read_json as read_json
     from grading.schema import validation_messages as validation_messages
+    from grading.strict_json import parse_json as parse_json
+    from grading.strict_json import read_input_bytes as read_input_bytes
+    from grading.strict_json import read_json as read_json
     from grading.workspace import read_path_list as read_path_list
 
 
