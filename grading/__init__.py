@@ -17,12 +17,11 @@ __version__ = "0.1.0"
 # module -> its public names; tests/grading/test_public_api.py checks them against the imports below.
 _PUBLIC: dict[str, tuple[str, ...]] = {
     "grading.admission": (
-        "AdmissionReport",
-        "AdmissionRow",
         "SUITE_KINDS",
         "check_task",
         "inject_reviewer_comment",
     ),
+    "grading.admission_store": ("AdmissionReport", "AdmissionRow"),
     "grading.agreement": ("judge_agreement",),
     "grading.atomic": ("write_atomic",),
     "grading.citations": ("Citation", "parse_citations"),
@@ -168,10 +167,10 @@ __all__ = sorted(_MODULE_OF)
 
 if TYPE_CHECKING:
     from grading.admission import SUITE_KINDS as SUITE_KINDS
-    from grading.admission import AdmissionReport as AdmissionReport
-    from grading.admission import AdmissionRow as AdmissionRow
     from grading.admission import check_task as check_task
     from grading.admission import inject_reviewer_comment as inject_reviewer_comment
+    from grading.admission_store import AdmissionReport as AdmissionReport
+    from grading.admission_store import AdmissionRow as AdmissionRow
     from grading.agreement import judge_agreement as judge_agreement
     from grading.atomic import write_atomic as write_atomic
     from grading.basetree import BaseTree as BaseTree
