@@ -53,7 +53,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     ),
     "grading.git": ("NO_COMMANDS_CONFIG", "Git", "GitError", "GitResult"),
     "grading.globs": ("glob_error",),
-    "grading.injection": ("PAYLOAD_KINDS",),
+    "grading.injection_corpus": ("PAYLOAD_KINDS",),
     "grading.integrity": (
         "TESTS_LIST_ERROR_NAME",
         "TESTS_LIST_NAME",
@@ -202,7 +202,7 @@ if TYPE_CHECKING:
     from grading.git import GitError as GitError
     from grading.git import GitResult as GitResult
     from grading.globs import glob_error as glob_error
-    from grading.injection import PAYLOAD_KINDS as PAYLOAD_KINDS
+    from grading.injection_corpus import PAYLOAD_KINDS as PAYLOAD_KINDS
     from grading.integrity import TESTS_LIST_ERROR_NAME as TESTS_LIST_ERROR_NAME
     from grading.integrity import TESTS_LIST_NAME as TESTS_LIST_NAME
     from grading.integrity import read_listing_error as read_listing_error
