@@ -95,6 +95,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "MutantRow",
         "check_mutants",
     ),
+    "grading.path_lists": ("read_path_list",),
     "grading.power": ("LabelTarget",),
     "grading.run": ("Run", "TaskFiles", "make_run", "make_task_files", "read_run", "read_task_files"),
     "grading.outcome": (
@@ -159,7 +160,6 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "read_input_bytes",
         "read_json",
     ),
-    "grading.workspace": ("read_path_list",),
 }
 _MODULE_OF = {name: module for module, names in _PUBLIC.items() for name in names}
 
@@ -237,6 +237,7 @@ if TYPE_CHECKING:
     from grading.outcome import RunMetrics as RunMetrics
     from grading.outcome import grade as grade
     from grading.outcome import grade_run as grade_run
+    from grading.path_lists import read_path_list as read_path_list
     from grading.power import LabelTarget as LabelTarget
     from grading.report import DEFAULT_BOOTSTRAP as DEFAULT_BOOTSTRAP
     from grading.report import DEFAULT_SEED as DEFAULT_SEED
@@ -291,7 +292,6 @@ if TYPE_CHECKING:
     from grading.strict_json import parse_json as parse_json
     from grading.strict_json import read_input_bytes as read_input_bytes
     from grading.strict_json import read_json as read_json
-    from grading.workspace import read_path_list as read_path_list
 
 
 def __getattr__(name: str) -> Any:
