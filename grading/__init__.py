@@ -17,13 +17,12 @@ __version__ = "0.1.0"
 # module -> its public names; tests/grading/test_public_api.py checks them against the imports below.
 _PUBLIC: dict[str, tuple[str, ...]] = {
     "grading.admission": (
-        "AdmissionReport",
-        "AdmissionRow",
         "SUITE_KINDS",
         "check_admission",
         "check_task",
         "inject_reviewer_comment",
     ),
+    "grading.admission_store": ("AdmissionReport", "AdmissionRow"),
     "grading.agreement": ("judge_agreement",),
     "grading.atomic": ("write_atomic",),
     "grading.citations": ("Citation", "parse_citations"),
@@ -51,16 +50,17 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "grading.errors": (
         "InputError",
         "InputErrors",
+        "Problem",
     ),
     "grading.git": ("NO_COMMANDS_CONFIG", "Git", "GitError", "GitResult", "commit_on_new_branch"),
     "grading.globs": ("glob_error",),
-    "grading.injection": ("PAYLOAD_KINDS",),
+    "grading.injection_corpus": ("PAYLOAD_KINDS",),
     "grading.integrity": (
         "TESTS_LIST_ERROR_NAME",
         "TESTS_LIST_NAME",
         "read_listing_error",
     ),
-    "grading.judge.backend": ("Backend",),
+    "grading.judge.backend": ("Backend", "Decoding"),
     "grading.judge.batching": ("ThreadBatchBackend",),
     "grading.judge.cache": (
         "CachedVerdicts",
@@ -84,6 +84,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "grading.judge.models": ("JudgeResult",),
     "grading.judge.runner": ("JudgeSettings",),
     "grading.judge.specs": (
+        "JudgeSpec",
         "check_second_judge",
         "judge_family",
         "make_backend",
@@ -97,6 +98,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "check_mutants",
         "judge_mutants",
     ),
+    "grading.path_lists": ("read_path_list",),
     "grading.power": ("LabelTarget",),
     "grading.run": ("Run", "TaskFiles", "make_run", "make_task_files", "read_run", "read_task_files"),
     "grading.outcome": (
@@ -109,7 +111,6 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "Cell",
         "DEFAULT_BOOTSTRAP",
         "DEFAULT_SEED",
-        "Estimate",
         "GradedRun",
         "JudgeVerdicts",
         "REPEATED_WARNINGS",
@@ -142,6 +143,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "precision_text",
         "report_csv",
     ),
+    "grading.report_stats": ("Estimate",),
     "grading.schema": (
         "GradeJson",
         "LazyCalibration",
@@ -159,13 +161,15 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "load_grade",
         "load_manifest",
         "load_run",
-        "parse_json",
         "parse_rubric",
-        "read_input_bytes",
-        "read_json",
         "validation_messages",
     ),
-    "grading.workspace": ("GIT_DIR_CHANGES_NAME", "read_path_list"),
+    "grading.strict_json": (
+        "parse_json",
+        "read_input_bytes",
+        "read_json",
+    ),
+    "grading.workspace": ("GIT_DIR_CHANGES_NAME",),
 }
 _MODULE_OF = {name: module for module, names in _PUBLIC.items() for name in names}
 
@@ -173,11 +177,11 @@ __all__ = sorted(_MODULE_OF)
 
 if TYPE_CHECKING:
     from grading.admission import SUITE_KINDS as SUITE_KINDS
-    from grading.admission import AdmissionReport as AdmissionReport
-    from grading.admission import AdmissionRow as AdmissionRow
     from grading.admission import check_admission as check_admission
     from grading.admission import check_task as check_task
     from grading.admission import inject_reviewer_comment as inject_reviewer_comment
+    from grading.admission_store import AdmissionReport as AdmissionReport
+    from grading.admission_store import AdmissionRow as AdmissionRow
     from grading.agreement import judge_agreement as judge_agreement
     from grading.atomic import write_atomic as write_atomic
     from grading.basetree import BaseTree as BaseTree
@@ -203,17 +207,19 @@ if TYPE_CHECKING:
     from grading.draft.pr import parse_github_repository as parse_github_repository
     from grading.errors import InputError as InputError
     from grading.errors import InputErrors as InputErrors
+    from grading.errors import Problem as Problem
     from grading.git import NO_COMMANDS_CONFIG as NO_COMMANDS_CONFIG
     from grading.git import Git as Git
     from grading.git import GitError as GitError
     from grading.git import GitResult as GitResult
     from grading.git import commit_on_new_branch as commit_on_new_branch
     from grading.globs import glob_error as glob_error
-    from grading.injection import PAYLOAD_KINDS as PAYLOAD_KINDS
+    from grading.injection_corpus import PAYLOAD_KINDS as PAYLOAD_KINDS
     from grading.integrity import TESTS_LIST_ERROR_NAME as TESTS_LIST_ERROR_NAME
     from grading.integrity import TESTS_LIST_NAME as TESTS_LIST_NAME
     from grading.integrity import read_listing_error as read_listing_error
     from grading.judge.backend import Backend as Backend
+    from grading.judge.backend import Decoding as Decoding
     from grading.judge.batching import ThreadBatchBackend as ThreadBatchBackend
     from grading.judge.cache import CachedVerdicts as CachedVerdicts
     from grading.judge.cache import MemoryCache as MemoryCache
@@ -230,6 +236,7 @@ if TYPE_CHECKING:
     from grading.judge.limits import provider_of as provider_of
     from grading.judge.models import JudgeResult as JudgeResult
     from grading.judge.runner import JudgeSettings as JudgeSettings
+    from grading.judge.specs import JudgeSpec as JudgeSpec
     from grading.judge.specs import check_second_judge as check_second_judge
     from grading.judge.specs import judge_family as judge_family
     from grading.judge.specs import make_backend as make_backend
@@ -244,12 +251,12 @@ if TYPE_CHECKING:
     from grading.outcome import RunMetrics as RunMetrics
     from grading.outcome import grade as grade
     from grading.outcome import grade_run as grade_run
+    from grading.path_lists import read_path_list as read_path_list
     from grading.power import LabelTarget as LabelTarget
     from grading.report import DEFAULT_BOOTSTRAP as DEFAULT_BOOTSTRAP
     from grading.report import DEFAULT_SEED as DEFAULT_SEED
     from grading.report import REPEATED_WARNINGS as REPEATED_WARNINGS
     from grading.report import Cell as Cell
-    from grading.report import Estimate as Estimate
     from grading.report import GradedRun as GradedRun
     from grading.report import JudgeVerdicts as JudgeVerdicts
     from grading.report import Report as Report
@@ -275,6 +282,7 @@ if TYPE_CHECKING:
     from grading.report_render import metric_lines as metric_lines
     from grading.report_render import precision_text as precision_text
     from grading.report_render import report_csv as report_csv
+    from grading.report_stats import Estimate as Estimate
     from grading.run import Run as Run
     from grading.run import TaskFiles as TaskFiles
     from grading.run import make_run as make_run
@@ -297,13 +305,12 @@ if TYPE_CHECKING:
     from grading.schema import load_grade as load_grade
     from grading.schema import load_manifest as load_manifest
     from grading.schema import load_run as load_run
-    from grading.schema import parse_json as parse_json
     from grading.schema import parse_rubric as parse_rubric
-    from grading.schema import read_input_bytes as read_input_bytes
-    from grading.schema import read_json as read_json
     from grading.schema import validation_messages as validation_messages
+    from grading.strict_json import parse_json as parse_json
+    from grading.strict_json import read_input_bytes as read_input_bytes
+    from grading.strict_json import read_json as read_json
     from grading.workspace import GIT_DIR_CHANGES_NAME as GIT_DIR_CHANGES_NAME
-    from grading.workspace import read_path_list as read_path_list
 
 
 def __getattr__(name: str) -> Any:

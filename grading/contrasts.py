@@ -101,7 +101,7 @@ def paired_intervals(
 ) -> dict[ContrastMetric, tuple[float, float] | None]:
     """The 95% percentile interval of b − a for each metric, from one set of paired task-level replicates
     (a drawn task brings both sides' runs). None below two shared tasks or with no replicates."""
-    from grading.report import CONFIDENCE, percentile, resample_sums
+    from grading.report_stats import CONFIDENCE, percentile, resample_sums
 
     if len(pairs) < 2 or replicates == 0:
         return dict.fromkeys(METRICS)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 class InputError(Exception):
@@ -23,12 +26,32 @@ class InputError(Exception):
         return f"{prefix}: {self.message}" if prefix else self.message
 
 
+@dataclass(frozen=True)
+class Problem:
+    """One problem inside a file: where (a JSON path such as ``blockers[1].evidence``) and what, in the
+    command line's words, with the schema's structured error beside them so a page can word it its own way.
+
+    ``type`` is pydantic's error type (``too_short``, ``string_pattern_mismatch``, ``missing``; ``blank`` for
+    an empty text field), empty when the problem did not come from a schema; ``ctx`` its context
+    (``actual_length``, ``max_length``, ``gt`` ...)."""
+
+    path: str
+    message: str
+    type: str = ""
+    ctx: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+
 class InputErrors(InputError):
     """Several problems in one file (``rubric validate`` lists all of them)."""
 
-    def __init__(self, file: str | Path | None, errors: list[tuple[str, str]]) -> None:
-        self.errors = errors
-        super().__init__(file, "; ".join(f"{f}: {m}" if f else m for f, m in errors))
+    def __init__(self, file: str | Path | None, errors: Sequence[Problem | tuple[str, str]]) -> None:
+        self.problems = [e if isinstance(e, Problem) else Problem(*e) for e in errors]
+        super().__init__(file, "; ".join(f"{f}: {m}" if f else m for f, m in self.errors))
+
+    @property
+    def errors(self) -> list[tuple[str, str]]:
+        """(JSON path, message) of each problem."""
+        return [(p.path, p.message) for p in self.problems]
 
     def lines(self) -> list[str]:
         return [": ".join(p for p in (self.file, f, m) if p) for f, m in self.errors]

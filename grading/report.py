@@ -32,17 +32,29 @@ from grading.judge.cache import RepeatAgreement
 from grading.judge.specs import model_family
 from grading.outcome import OutcomeStatus
 from grading.power import TARGET_HALF_WIDTH, LabelTarget, label_target
+from grading.report_stats import CONFIDENCE as CONFIDENCE  # re-exported: the statistics live there
+from grading.report_stats import MIN_LABELLED as MIN_LABELLED
+from grading.report_stats import Estimate as Estimate
+from grading.report_stats import JudgeAccuracy as JudgeAccuracy
+from grading.report_stats import LabelSums as LabelSums
+from grading.report_stats import TaskSums as TaskSums
+from grading.report_stats import bootstrap_rates as bootstrap_rates
+from grading.report_stats import corrected_rate as corrected_rate
+from grading.report_stats import percentile as percentile
+from grading.report_stats import rate_estimates as rate_estimates
+from grading.report_stats import resample_sums as resample_sums
+from grading.report_stats import resample_tasks as resample_tasks
+from grading.report_stats import rogan_gladen as rogan_gladen
+from grading.report_stats import sensitivity_specificity as sensitivity_specificity
+from grading.report_stats import uniforms as uniforms
 from grading.schema import PromptStyle
 
 if TYPE_CHECKING:  # numpy is imported where the bootstrap runs: most commands never need it
-    import numpy as np
-    from numpy.typing import NDArray
+    pass
 
 FORMAT = 2  # the report's JSON (metrics.json has its own: grading.outcome.METRICS_FORMAT)
-CONFIDENCE = 0.95
 DEFAULT_BOOTSTRAP = 2000
 DEFAULT_SEED = 0
-MIN_LABELLED = 20  # labelled runs needed before the judge-error correction is shown
 MIN_REPETITIONS = 3  # runs per (task, arm, model) (§7)
 MIN_REPETITIONS_COMPARED = 5  # ... when two arms are compared
 
@@ -158,11 +170,6 @@ def grade_metrics(values: Mapping[str, Any]) -> tuple[dict[str, float], dict[str
 # --- output ----------------------------------------------------------------------------------------------
 
 
-class Estimate(BaseModel):
-    value: float | None
-    ci: tuple[float, float] | None = None
-
-
 class MetricMean(BaseModel):
     mean: float
     runs: int  # runs that reported the metric
@@ -223,16 +230,6 @@ class Disagreement(BaseModel):
     second: Verdict
 
 
-class JudgeAccuracy(BaseModel):
-    """The primary judge's outcome against human labels on mergeable."""
-
-    labelled: int
-    needed: int = MIN_LABELLED
-    sensitivity: float | None = None  # P(mergeable | a human says mergeable)
-    specificity: float | None = None  # P(not mergeable | a human says not mergeable)
-    undefined_reason: str | None = None
-
-
 class JudgeUse(BaseModel):
     role: Literal["primary", "second"]
     judge: str
@@ -268,192 +265,7 @@ class Report(BaseModel):
         return self.model_dump(mode="json")
 
 
-# --- statistics ------------------------------------------------------------------------------------------
-
-
-def rogan_gladen(rate: float, sensitivity: float, specificity: float) -> float | None:
-    """The true rate behind an observed ``rate`` of a classifier with this sensitivity and specificity,
-    clipped to [0, 1]; None when Se + Sp <= 1 (the classifier is no better than chance)."""
-    youden = sensitivity + specificity - 1
-    if youden <= 0:
-        return None
-    return min(1.0, max(0.0, (rate + specificity - 1) / youden))
-
-
-def percentile(ordered: Sequence[float], q: float) -> float:
-    """The ``q`` quantile (0-1) of sorted values, interpolating linearly between order statistics."""
-    if not ordered:
-        raise ValueError("no values")
-    pos = q * (len(ordered) - 1)
-    lo = int(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
-
-
-def _interval(values: list[float], point: float) -> tuple[float, float] | None:
-    """The percentile interval of bootstrap replicates. A percentile bound of a ratio can, rarely, miss the
-    point estimate on small skewed data; the bound then moves to the estimate, so an interval always
-    contains the number it is printed beside."""
-    if not values:
-        return None
-    values.sort()
-    tail = (1 - CONFIDENCE) / 2
-    return (min(point, percentile(values, tail)), max(point, percentile(values, 1 - tail)))
-
-
-# Per task, the sums every rate is a ratio of: (measured runs, test-pass runs, mergeable runs).
-TaskSums = tuple[int, int, int]
-
-
-def _rates(sums: TaskSums) -> tuple[float, float, float]:
-    n, passed, merged = sums
-    return passed / n, merged / n, (passed - merged) / n
-
-
-def _mersenne_twister(rng: random.Random) -> Any:
-    """A numpy Generator on a copy of ``rng``'s state: it draws the values ``rng.random()`` would.
-
-    Python's ``random.Random`` and numpy's MT19937 are the same Mersenne Twister, and both make a float in
-    [0, 1) from two 32-bit words the same way, so copying the state across gives exactly the values the
-    Python calls would return: a report does not depend on which of the two drew it. Hand the generator
-    to :func:`_move_on` when done, so ``rng`` is left where as many calls would have left it.
-    """
-    import numpy as np  # here, not at the top: only a report with intervals needs it
-
-    _, internal, _ = rng.getstate()
-    bits = np.random.MT19937()
-    key = np.array(internal[:-1], dtype=np.uint32)
-    bits.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": internal[-1]}}
-    return np.random.Generator(bits)
-
-
-def _move_on(rng: random.Random, generator: Any) -> None:
-    version, _, gauss = rng.getstate()
-    after = generator.bit_generator.state["state"]
-    rng.setstate((version, (*after["key"].tolist(), int(after["pos"])), gauss))
-
-
-def uniforms(rng: random.Random, count: int) -> Any:
-    """The next ``count`` values of ``rng.random()`` as a numpy array, drawn in C, and ``rng`` left where
-    ``count`` calls would have left it (see :func:`_mersenne_twister`)."""
-    generator = _mersenne_twister(rng)
-    values = generator.random(count)
-    _move_on(rng, generator)
-    return values
-
-
-# Draws per block of the resampling: a block's arrays (about 128 KB each) stay in the processor's cache,
-# where one array of every draw (16 MB at 2000 replicates of 1000 tasks) would not, and reusing them spares
-# the memory allocation of each replicate set. About half the time of drawing all at once.
-_BLOCK_DRAWS = 16_384
-_PACKED_BITS = 63  # the non-negative range of an int64
-
-
-def _packed_columns(table: NDArray[np.int64]) -> list[tuple[NDArray[np.int64], list[tuple[int, int, int]]]]:
-    """The columns of per-task sums, packed so that one gather and one sum add up several: per group, the
-    packed column and its fields (column, shift, mask). A column's sums over a replicate are at most the
-    number of tasks times its largest value, so non-negative columns side by side in the bits of one int64
-    never carry into each other. A column with a negative value, or too large to share, is a group of its own
-    (mask 0: taken whole)."""
-    import numpy as np
-
-    groups: list[tuple[NDArray[np.int64], list[tuple[int, int, int]]]] = []
-    used = _PACKED_BITS
-    for j, column in enumerate(table.T):
-        bits = max(1, (int(column.max()) * len(table)).bit_length())
-        if int(column.min()) < 0 or bits >= _PACKED_BITS:
-            groups.append((np.ascontiguousarray(column), [(j, 0, 0)]))
-            used = _PACKED_BITS
-            continue
-        if used + bits > _PACKED_BITS:
-            groups.append((np.zeros(len(table), dtype=np.int64), []))
-            used = 0
-        packed, fields = groups[-1]
-        packed |= column << used
-        fields.append((j, used, (1 << bits) - 1))
-        used += bits
-    return groups
-
-
-def resample_sums(sums: Sequence[tuple[int, ...]], replicates: int, rng: random.Random) -> NDArray[np.int64]:
-    """``replicates`` resamples of per-task sums, as a (replicates, columns) array: each draws len(sums)
-    tasks with replacement and adds up their sums, column by column. Vectorised; the draws are those of
-    ``rng.choices(sums, k=len(sums))`` called once per replicate, so the result is the same as that loop's."""
-    import numpy as np
-
-    if replicates == 0 or not sums:
-        return np.zeros((0, len(sums[0]) if sums else 0), dtype=np.int64)
-    population = len(sums)
-    table = np.asarray(sums, dtype=np.int64)
-    out = np.empty((replicates, table.shape[1]), dtype=np.int64)
-    groups = _packed_columns(table)
-    rows = max(1, _BLOCK_DRAWS // population)  # replicates per block, drawn in turn: the same stream
-    draws = np.empty(rows * population)
-    index = np.empty(rows * population, dtype=np.intp)
-    picked = np.empty(rows * population, dtype=np.int64)
-    generator = _mersenne_twister(rng)
-    for start in range(0, replicates, rows):
-        block = min(rows, replicates - start)
-        size = block * population
-        generator.random(out=draws[:size])
-        # random.choices picks population[floor(random() * n)] with n a float: the same product, and the
-        # same floor, as the cast to integers truncates and the product is >= 0.
-        np.multiply(draws[:size], float(population), out=draws[:size])
-        index[:size] = draws[:size]
-        for packed, fields in groups:
-            np.take(packed, index[:size], out=picked[:size])
-            added = picked[:size].reshape(block, population).sum(axis=1)
-            for j, shift, mask in fields:
-                out[start : start + block, j] = (added >> shift) & mask if mask else added
-    _move_on(rng, generator)
-    return out
-
-
-def resample_tasks(tasks: Sequence[TaskSums], replicates: int, rng: random.Random) -> NDArray[np.int64]:
-    """Bootstrap replicates of a cell, one row of (measured, test-pass, mergeable) sums each: a replicate
-    draws len(tasks) tasks with replacement, and a drawn task brings all its runs (its sums). The same
-    replicates serve every rate of the cell, so a difference is paired. None (no rows) below two tasks."""
-    return resample_sums(tasks if len(tasks) >= 2 else [], replicates, rng)
-
-
-def _rate_estimates(
-    tasks: Sequence[TaskSums], replicates: NDArray[np.int64]
-) -> tuple[Estimate, Estimate, Estimate]:
-    total: TaskSums = tuple(sum(t[i] for t in tasks) for i in range(3))  # type: ignore[assignment]
-    if total[0] == 0:
-        return Estimate(value=None), Estimate(value=None), Estimate(value=None)
-    point = _rates(total)
-    if not len(replicates):
-        return Estimate(value=point[0]), Estimate(value=point[1]), Estimate(value=point[2])
-    import numpy as np
-
-    n, passed, merged = replicates.T
-    # The same divisions as _rates, in float64 like Python's: the same values.
-    columns = (passed / n, merged / n, (passed - merged) / n)
-    return tuple(  # type: ignore[return-value]
-        Estimate(value=v, ci=_interval(np.sort(c).tolist(), v)) for v, c in zip(point, columns, strict=True)
-    )
-
-
-def bootstrap_rates(
-    tasks: Sequence[TaskSums], replicates: int, rng: random.Random
-) -> tuple[Estimate, Estimate, Estimate]:
-    """Test-pass rate, mergeable rate and their difference over per-task sums, with paired task-level
-    percentile bootstrap intervals (one resample of tasks gives all three, so the difference's interval
-    accounts for their correlation). An interval needs at least two tasks."""
-    return _rate_estimates(tasks, resample_tasks(tasks, replicates, rng))
-
-
-# Per labelled task: (human-mergeable runs the judge called mergeable, human-mergeable runs,
-# human-not-mergeable runs the judge called not mergeable, human-not-mergeable runs).
-LabelSums = tuple[int, int, int, int]
-
-
-def _accuracy(sums: LabelSums) -> tuple[float, float] | None:
-    tp, pos, tn, neg = sums
-    if pos == 0 or neg == 0:
-        return None
-    return tp / pos, tn / neg
+# --- statistics (grading/report_stats.py holds the arithmetic) --------------------------------------------
 
 
 def judge_accuracy(labelled: Sequence[GradedRun]) -> tuple[JudgeAccuracy, list[LabelSums]]:
@@ -474,7 +286,7 @@ def judge_accuracy(labelled: Sequence[GradedRun]) -> tuple[JudgeAccuracy, list[L
         needed = f"{n} labelled runs; at least {MIN_LABELLED} are needed ({MIN_LABELLED - n} more)"
         return JudgeAccuracy(labelled=n, undefined_reason=needed), per_task
     total: LabelSums = tuple(sum(s[i] for s in per_task) for i in range(4))  # type: ignore[assignment]
-    accuracy = _accuracy(total)
+    accuracy = sensitivity_specificity(total)
     if accuracy is None:
         side = "mergeable" if total[1] == 0 else "not mergeable"
         one_sided = f"no labelled run is {side} by the human verdict: sensitivity and specificity need both"
@@ -487,40 +299,6 @@ def judge_accuracy(labelled: Sequence[GradedRun]) -> tuple[JudgeAccuracy, list[L
         JudgeAccuracy(labelled=n, sensitivity=sensitivity, specificity=specificity, undefined_reason=reason),
         per_task,
     )
-
-
-def corrected_rate(
-    tasks: Sequence[TaskSums],
-    accuracy: JudgeAccuracy,
-    labels: Sequence[LabelSums],
-    replicates: NDArray[np.int64],
-    rng: random.Random,
-) -> Estimate | None:
-    """The Rogan-Gladen corrected mergeable rate of a cell. Its interval pairs each replicate of the cell's
-    tasks (from :func:`resample_tasks`) with an independent resample of the labelled tasks, so it carries
-    the uncertainty of sensitivity and specificity too; replicates where the resampled judge is no better
-    than chance, or has labels of one side only, are left out."""
-    if accuracy.sensitivity is None or accuracy.specificity is None or accuracy.undefined_reason:
-        return None
-    n = sum(t[0] for t in tasks)
-    if n == 0:
-        return Estimate(value=None)
-    value = rogan_gladen(sum(t[2] for t in tasks) / n, accuracy.sensitivity, accuracy.specificity)
-    if value is None or not len(replicates):
-        return Estimate(value=value)
-    import numpy as np
-
-    # One resample of the labelled tasks per replicate of the cell, drawn in turn. Then, replicate by
-    # replicate, what _accuracy and rogan_gladen compute, in the same float operations and order.
-    tp, pos, tn, neg = resample_sums(labels, len(replicates), rng).T
-    both_sides = (pos > 0) & (neg > 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        sensitivity, specificity = tp / pos, tn / neg
-        youden = sensitivity + specificity - 1
-        corrected = (replicates[:, 2] / replicates[:, 0] + specificity - 1) / youden
-    kept = both_sides & (youden > 0)
-    draws = np.minimum(1.0, np.maximum(0.0, corrected[kept]))
-    return Estimate(value=value, ci=_interval(np.sort(draws).tolist(), value))
 
 
 # --- the report ------------------------------------------------------------------------------------------
@@ -593,7 +371,7 @@ def _cell_fields(runs: list[GradedRun], ctx: _Context, key: tuple[str | None, ..
     task_sums: list[TaskSums] = [(t[0], t[1], t[2]) for _, t in sorted(by_task.items())]
     rng = ctx.rng(*key)
     replicates = resample_tasks(task_sums, ctx.replicates, rng)
-    test_pass, mergeable, difference = _rate_estimates(task_sums, replicates)
+    test_pass, mergeable, difference = rate_estimates(task_sums, replicates)
     corrected = corrected_rate(task_sums, ctx.accuracy, ctx.labels, replicates, rng)
     return {
         "runs": len(runs),

@@ -10,9 +10,6 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
-import math
-import os
-import stat
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
@@ -34,8 +31,15 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from grading.errors import InputError, InputErrors
+from grading.errors import InputError, InputErrors, Problem
 from grading.globs import glob_error
+from grading.strict_json import MAX_INPUT_BYTES as MAX_INPUT_BYTES  # re-exported: the reader lives there
+from grading.strict_json import JsonProblem as JsonProblem
+from grading.strict_json import lone_surrogate_path as lone_surrogate_path
+from grading.strict_json import parse_json as parse_json
+from grading.strict_json import read_input_bytes as read_input_bytes
+from grading.strict_json import read_json as read_json
+from grading.strict_json import strict_json_loads as strict_json_loads
 
 RUBRIC_SCHEMA = "repo_rubric.v1"
 # The id of the fixed blocker the judge gets when a run edits a test config file (§3);
@@ -47,7 +51,7 @@ MIN_NON_BLOCKERS, MAX_NON_BLOCKERS = 3, 6
 
 def _not_blank(value: str) -> str:
     if not value.strip():
-        raise ValueError("must not be blank")
+        raise PydanticCustomError("blank", "must not be blank")
     return value
 
 
@@ -60,7 +64,7 @@ def _valid_glob(value: str) -> str:
 
 def _relative_inside(value: str) -> str:
     if not value.strip():
-        raise ValueError("must not be blank")
+        raise PydanticCustomError("blank", "must not be blank")
     if "\\" in value:
         raise ValueError(f"{value!r}: use '/' as the path separator")
     path = PurePosixPath(value)
@@ -276,195 +280,38 @@ def _loc(loc: tuple[int | str, ...]) -> str:
     return out or "(top level)"
 
 
-def validation_messages(exc: ValidationError) -> list[tuple[str, str]]:
-    """Each problem of a pydantic error as (JSON path, message), once, in order: what InputErrors lists."""
+def validation_messages(exc: ValidationError) -> list[Problem]:
+    """Each problem of a pydantic error once, in order, with its JSON path, its message in the command
+    line's words, and pydantic's error type and context (what InputErrors carries)."""
     seen: set[tuple[str, str]] = set()
-    out: list[tuple[str, str]] = []
+    out: list[Problem] = []
 
-    def add(loc: str, msg: str) -> None:
-        if (loc, msg) not in seen:
-            seen.add((loc, msg))
-            out.append((loc, msg))
+    def add(problem: Problem) -> None:
+        if (problem.path, problem.message) not in seen:
+            seen.add((problem.path, problem.message))
+            out.append(problem)
 
     for err in exc.errors():
         loc = _loc(tuple(err["loc"]))
         msg = err["msg"]
+        kind = err["type"]
         ctx = err.get("ctx") or {}
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
-        if err["type"] == "rubric_rules":
+        if kind == "rubric_rules":
             for where, problem in ctx["problems"]:
-                add(where, problem)
+                add(Problem(where, problem, kind))
             continue
-        if err["type"] == "extra_forbidden":
+        if kind == "extra_forbidden":
             key = str(err["loc"][-1])
             close = difflib.get_close_matches(key, _known_keys(), n=1, cutoff=0.7)
             msg = f"unknown key (did you mean {close[0]!r}?)" if close else "unknown key"
-        elif err["type"] == "missing":
+        elif kind == "missing":
             msg = "required"
-        elif err["type"] in ("too_short", "too_long") and loc in _COUNTED_LISTS:
+        elif kind in ("too_short", "too_long") and loc in _COUNTED_LISTS:
             msg = f"{_COUNTED_LISTS[loc]}, found {ctx.get('actual_length', '?')}"
-        add(loc, msg)
+        add(Problem(loc, msg, kind, {k: v for k, v in ctx.items() if k != "error"}))
     return out
-
-
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    # json.loads keeps the last of two equal keys silently: a second "blockers" would hide the first.
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _DuplicateKey(key)
-        out[key] = value
-    return out
-
-
-def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON (numbers must be finite)")
-
-
-class _OutOfRange(ValueError):
-    pass
-
-
-# A JSON number is read by most tools as an IEEE double: a number beyond its range cannot travel on (Python
-# would turn 1e400 into inf, written back as null or Infinity), and ints past 4,300 digits do not parse.
-_MAX_INT_DIGITS = 309
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise _OutOfRange(text)
-    return value
-
-
-def _double_sized_int(text: str) -> int:
-    digits = text.lstrip("-")
-    if len(digits) > _MAX_INT_DIGITS:
-        raise _OutOfRange(text)
-    value = int(text)
-    try:
-        float(value)
-    except OverflowError:
-        raise _OutOfRange(text) from None
-    return value
-
-
-def lone_surrogate_path(data: Any) -> str | None:
-    """The JSON path of the first string (key or value) in ``data`` holding a lone surrogate (a ``"\\ud800"``
-    escape), else None. Such a string is not Unicode text: it cannot be written as UTF-8, hashed or sent."""
-    stack: list[tuple[str, Any]] = [("", data)]
-    while stack:
-        where, value = stack.pop()
-        if isinstance(value, str) and not _encodable(value):
-            return where or "(top level)"
-        if isinstance(value, dict):
-            for key, item in reversed(list(value.items())):
-                shown = key if _encodable(key) else key.encode("utf-8", "backslashreplace").decode("ascii")
-                here = f"{where}.{shown}" if where else shown
-                if shown != key:
-                    return here
-                stack.append((here, item))
-        elif isinstance(value, list):
-            stack.extend((f"{where}[{i}]", item) for i, item in reversed(list(enumerate(value))))
-    return None
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-# Input files are small (a PR export for the drafter is the largest); the cap stops a huge one from being read
-# whole, and the regular-file check stops an endless one (a rubric.json symlinked to /dev/zero).
-MAX_INPUT_BYTES = 64 * 1024 * 1024
-
-
-def read_input_bytes(path: Path, max_bytes: int = MAX_INPUT_BYTES) -> bytes:
-    """The bytes of an input file: a regular file (symlinks followed) of at most ``max_bytes``; InputError
-    otherwise (missing, a directory, a device such as /dev/zero, a pipe, too large, unreadable)."""
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        raise InputError(path, "file not found") from None
-    except OSError as exc:
-        raise InputError(path, f"cannot read: {exc.strerror}") from None
-    if stat.S_ISDIR(info.st_mode):
-        raise InputError(path, "is a directory, not a file")
-    if not stat.S_ISREG(info.st_mode):
-        raise InputError(path, "not a regular file (a device, a pipe or a socket)")
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(max_bytes + 1)
-    except OSError as exc:
-        raise InputError(path, f"cannot read: {exc.strerror}") from None
-    if len(data) > max_bytes:
-        raise InputError(path, f"larger than {max_bytes} bytes; refused")
-    return data
-
-
-class JsonProblem(ValueError):
-    """JSON that parses but that the framework refuses (see :func:`strict_json_loads`)."""
-
-
-def strict_json_loads(text: str) -> Any:
-    """``json.loads`` made strict: no duplicate keys, no NaN/Infinity, every number within a double's range,
-    no nesting deeper than the parser can go, and no lone surrogate (``"\\ud800"``) in any string.
-    Raises json.JSONDecodeError for malformed JSON and :class:`JsonProblem` for the rest."""
-    try:
-        data = json.loads(
-            text,
-            object_pairs_hook=_no_duplicate_keys,
-            parse_constant=_no_constants,
-            parse_float=_finite_float,
-            parse_int=_double_sized_int,
-        )
-    except json.JSONDecodeError:
-        raise
-    except _DuplicateKey as exc:
-        raise JsonProblem(f"duplicate key {exc.args[0]!r} in one object") from None
-    except _OutOfRange as exc:
-        shown = exc.args[0] if len(exc.args[0]) <= 24 else f"{exc.args[0][:12]}...({len(exc.args[0])} chars)"
-        raise JsonProblem(f"number {shown} is out of range (a JSON number must fit a double)") from None
-    except ValueError as exc:
-        raise JsonProblem(f"malformed JSON: {exc}") from None
-    except RecursionError:
-        raise JsonProblem("malformed JSON: nested too deeply") from None
-    if (where := lone_surrogate_path(data)) is not None:
-        raise JsonProblem(f"{where}: a lone surrogate escape (such as \\ud800) is not Unicode text")
-    return data
-
-
-def read_json(path: Path, max_bytes: int = MAX_INPUT_BYTES) -> Any:
-    """Parse a JSON file strictly (:func:`strict_json_loads`; UTF-8, a regular file of at most
-    ``max_bytes``); InputError naming the file on any problem."""
-    raw = read_input_bytes(path, max_bytes)
-    return parse_json(raw, path)
-
-
-def parse_json(raw: bytes, source: str | Path) -> Any:
-    """Parse JSON bytes strictly, as :func:`read_json` does a file (UTF-8, :func:`strict_json_loads`);
-    InputError naming ``source`` on any problem."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(source, f"not UTF-8 text (byte {exc.start})") from None
-    if not text.strip():
-        raise InputError(source, "empty file; expected JSON")
-    try:
-        return strict_json_loads(text)
-    except json.JSONDecodeError as exc:
-        where = f"line {exc.lineno} column {exc.colno}"
-        raise InputError(source, f"malformed JSON: {exc.msg}", where) from None
-    except JsonProblem as exc:
-        raise InputError(source, str(exc)) from None
 
 
 def parse_rubric(data: Any, source: str | Path = "rubric.json") -> Rubric:

@@ -103,31 +103,48 @@ import shutil
 import stat
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from pydantic import BaseModel, field_serializer
 
-from grading.diffs import c_quote, read_quoted
+from grading.diffs import c_quote
 from grading.errors import InputError
 from grading.git import NO_COMMANDS_CONFIG, Git
-from grading.schema import read_input_bytes
+from grading.path_lists import (
+    _EXCLUDE_PREFIX,
+    _GITIGNORE,
+    _IGNORE_FILE_PREFIX,
+    _IGNORE_RULES_PREFIX,
+    _is_gitignore,
+    _read_lines,
+    _text,
+)
 
-SNAPSHOT_HEADER = "# rubric snapshot v4"  # what write_snapshot writes: v3 plus the private record
-SNAPSHOT_HEADER_V3 = "# rubric snapshot v3"  # still read: no private record of the git directory
-SNAPSHOT_HEADER_V2 = "# rubric snapshot v2"  # still read: no recorded .gitignore files
-SNAPSHOT_HEADER_V1 = "# rubric snapshot v1"  # still read: paths only, no recorded info/exclude
-_EXCLUDE_PREFIX = "# info/exclude: "
-_IGNORE_FILE_PREFIX = "# ignore file: "
-_IGNORE_RULES_PREFIX = "# ignore rules: "
-_GITIGNORE = ".gitignore"
+# Re-exported: the path-list files (snapshot, ignored_created.txt) are grading/path_lists.py's.
+from grading.path_lists import SNAPSHOT_HEADER as SNAPSHOT_HEADER
+from grading.path_lists import SNAPSHOT_HEADER_V1 as SNAPSHOT_HEADER_V1
+from grading.path_lists import SNAPSHOT_HEADER_V2 as SNAPSHOT_HEADER_V2
+from grading.path_lists import SNAPSHOT_HEADER_V3 as SNAPSHOT_HEADER_V3
+from grading.path_lists import IgnoredCreated as IgnoredCreated
+from grading.path_lists import SelfIgnoringDir as SelfIgnoringDir
+from grading.path_lists import Snapshot as Snapshot
+from grading.path_lists import format_ignored_created as format_ignored_created
+from grading.path_lists import format_path_list as format_path_list
+from grading.path_lists import parse_ignored_created as parse_ignored_created
+from grading.path_lists import parse_path_list as parse_path_list
+from grading.path_lists import quote_path as quote_path
+from grading.path_lists import read_ignored_created as read_ignored_created
+from grading.path_lists import read_path_list as read_path_list
+from grading.path_lists import read_snapshot as read_snapshot
+from grading.path_lists import read_snapshot_file as read_snapshot_file
+from grading.path_lists import unquote_path as unquote_path
+
 _MAX_SELF_IGNORE_BYTES = 64 * 1024  # a tool's "*" file is a few bytes; a bigger one is not read as one
 # What declares a self-ignoring directory a cache (only those stay out of the diff)
 _CACHEDIR_TAG = "CACHEDIR.TAG"
 _CACHEDIR_SIGNATURE = b"Signature: 8a477f597d28d172789f06886806bc55"  # bford.info/cachedir
 _PYVENV_CFG = "pyvenv.cfg"
 # ignored_created.txt: the comment lines that follow a self-ignoring directory's line
-_DIR_COUNT_PREFIX = "# files: "
-_DIR_FILE_PREFIX = "# - "
 DIFF_NAME = "workspace.diff"
 IGNORED_CREATED_NAME = "ignored_created.txt"
 GIT_DIR_CHANGES_NAME = "git_dir_changes.txt"  # run dir: the paths under .git the run changed
@@ -208,26 +225,6 @@ _DIFF_FLAGS: tuple[str, ...] = (
 )
 
 
-class SelfIgnoringDir(BaseModel):
-    """A directory the run created whose own new ``.gitignore`` ignores everything in it (a tool cache or a
-    virtual environment): one entry of ``ignored_created.txt``, not shown in the diff."""
-
-    path: str  # relative to the workspace root, without the trailing '/'
-    files: list[str]  # every file in it, relative to the workspace root
-
-    @property
-    def file_count(self) -> int:
-        return len(self.files)
-
-    @field_serializer("path")
-    def _json_safe_path(self, path: str) -> str:
-        return _text(path)
-
-    @field_serializer("files")
-    def _json_safe_files(self, paths: list[str]) -> list[str]:
-        return [_text(p) for p in paths]
-
-
 class CaptureResult(BaseModel):
     """What ``capture`` wrote into the run directory."""
 
@@ -261,10 +258,6 @@ class CaptureResult(BaseModel):
     @field_serializer("diff_path")
     def _json_safe_path(self, path: str) -> str:
         return _text(path)
-
-
-def _text(path: str) -> str:
-    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 class _Git(Git):
@@ -368,20 +361,6 @@ def _scan(git: _Git, staged_repositories: Sequence[str] = ()) -> _Scan:
         nested_files=[p for p in nested_candidates if p not in nested_ignored],
         ignored=sorted(set(ignored)),
     )
-
-
-class Snapshot(BaseModel):
-    """A snapshot file: the ignored files before the run and, from v2 on, the exclusion rules then."""
-
-    version: int
-    ignored: list[str]
-    info_exclude: bytes | None  # the workspace's .git/info/exclude at snapshot time; None in a v1 file
-    # every .gitignore in the work tree at snapshot time (path -> bytes); None in a v1 or v2 file
-    ignore_files: dict[str, bytes] | None = None
-
-
-def _is_gitignore(path: str) -> bool:
-    return path == _GITIGNORE or path.endswith("/" + _GITIGNORE)
 
 
 def _read_ignore_files(git: _Git, scan: _Scan) -> dict[str, bytes]:
@@ -500,250 +479,6 @@ def _write_text(path: Path, text: str) -> None:
         path.write_bytes(text.encode("utf-8", "surrogateescape"))
     except OSError as exc:
         raise InputError(path, f"cannot write: {exc.strerror or exc}") from exc
-
-
-# ---- path-list files ----------------------------------------------------------------------------------
-
-
-def quote_path(path: str) -> str:
-    """One line of a path-list file: the name as is, or C-quoted when a plain line cannot carry it."""
-    raw = os.fsencode(path)
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return c_quote(raw)
-    if (
-        any(b < 0x20 or b == 0x7F or b in (0x22, 0x5C) for b in raw)
-        or path.startswith("#")
-        or path != path.strip()
-    ):
-        return c_quote(raw)
-    return path
-
-
-def unquote_path(line: str) -> str:
-    """Inverse of :func:`quote_path`; raises ValueError on a malformed quoted name."""
-    if not line.startswith('"'):
-        return line
-    raw, end = read_quoted(line)
-    if end != len(line):
-        raise ValueError("unescaped quote inside a quoted name")
-    return os.fsdecode(raw)
-
-
-def format_path_list(paths: Sequence[str]) -> str:
-    """The text of a path-list file (no header)."""
-    return "".join(quote_path(p) + "\n" for p in paths)
-
-
-def format_ignored_created(files: Sequence[str], self_ignoring: Sequence[SelfIgnoringDir] = ()) -> str:
-    """The text of ``ignored_created.txt``: the ignored files the run created, one per line, then one
-    ``dir/`` line per self-ignoring directory followed by ``# files: N`` and one ``# - path`` comment per
-    file in it (comments, so a reader of plain path lists skips them)."""
-    text = format_path_list(files)
-    for directory in self_ignoring:
-        text += quote_path(directory.path + "/") + "\n" + f"{_DIR_COUNT_PREFIX}{directory.file_count}\n"
-        text += "".join(f"{_DIR_FILE_PREFIX}{quote_path(f)}\n" for f in directory.files)
-    return text
-
-
-class IgnoredCreated(BaseModel):
-    """``ignored_created.txt`` read back."""
-
-    files: list[str] = []
-    self_ignoring_dirs: list[SelfIgnoringDir] = []
-
-    def all_files(self) -> list[str]:
-        """Every ignored file the run created, those inside self-ignoring directories included."""
-        return [*self.files, *(f for d in self.self_ignoring_dirs for f in d.files)]
-
-
-def read_ignored_created(path: Path) -> IgnoredCreated:
-    """Read ``ignored_created.txt`` (:func:`format_ignored_created`); an absent file is an empty one.
-
-    InputError naming the file and line on a malformed line, a path outside the workspace, a file listed
-    under a directory it is not in, or a file count that does not match the files listed.
-    """
-    if not path.exists():
-        return IgnoredCreated()
-    return parse_ignored_created(read_input_bytes(path), path)
-
-
-def parse_ignored_created(data: bytes, path: str | Path) -> IgnoredCreated:
-    """``ignored_created.txt``'s bytes read as :func:`read_ignored_created` reads the file (``path`` names it
-    in errors)."""
-    files: list[str] = []
-    dirs: list[SelfIgnoringDir] = []
-    counts: list[tuple[int, int]] = []  # (declared count, line) per directory
-
-    def name_at(number: int, line: str) -> str:
-        try:
-            name = unquote_path(line)
-        except ValueError as exc:
-            raise InputError(path, str(exc), f"line {number}") from exc
-        if not line.startswith('"') and any(ord(c) < 0x20 or ord(c) == 0x7F for c in line):
-            raise InputError(path, f"control character in an unquoted name: {line!r}", f"line {number}")
-        if problem := _check_relative(name.removesuffix("/") if name.endswith("/") else name):
-            raise InputError(path, f"{problem}: {line!r}", f"line {number}")
-        return name
-
-    for number, line in enumerate(_lines(data, path), start=1):
-        if line.startswith(_DIR_COUNT_PREFIX) and dirs and counts[-1][0] < 0:
-            value = line[len(_DIR_COUNT_PREFIX) :]
-            if not value.isascii() or not value.isdigit() or len(value) > 12:
-                raise InputError(path, f"file count is not a number: {value!r}", f"line {number}")
-            counts[-1] = (int(value), number)
-        elif line.startswith(_DIR_FILE_PREFIX) and dirs:
-            name = name_at(number, line[len(_DIR_FILE_PREFIX) :])
-            if not name.startswith(dirs[-1].path + "/"):
-                raise InputError(path, f"{name!r} is not inside {dirs[-1].path + '/'!r}", f"line {number}")
-            dirs[-1].files.append(name)
-        elif line.startswith("#"):
-            continue
-        elif (name := name_at(number, line)).endswith("/"):
-            dirs.append(SelfIgnoringDir(path=name[:-1], files=[]))
-            counts.append((-1, number))
-        else:
-            files.append(name)
-    for directory, (count, number) in zip(dirs, counts, strict=True):
-        if count != len(directory.files):
-            declared = "no count" if count < 0 else f"a count of {count}"
-            raise InputError(
-                path,
-                f"{directory.path + '/'!r} has {declared} but lists {len(directory.files)} file(s)",
-                f"line {number}",
-            )
-    return IgnoredCreated(files=files, self_ignoring_dirs=dirs)
-
-
-def _check_relative(path: str) -> str | None:
-    if not path:
-        return "empty path"
-    if path.startswith("/"):
-        return "absolute path"
-    if any(part in ("", ".", "..") for part in path.split("/")) or PurePosixPath(path).is_absolute():
-        return "path with an empty, '.' or '..' component"
-    return None
-
-
-def _read_lines(path: Path) -> list[str]:
-    # A regular file only, read up to the cap: a FIFO given as --before would block, /dev/zero never end.
-    return _lines(read_input_bytes(path), path)
-
-
-def _lines(data: bytes, path: str | Path) -> list[str]:
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line_no = data[: exc.start].count(b"\n") + 1
-        raise InputError(
-            path, "not UTF-8 (names that are not UTF-8 must be quoted)", f"line {line_no}"
-        ) from exc
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return lines
-
-
-def read_path_list(path: Path, header: str | None = None) -> list[str]:
-    """Read a path-list file (module docstring); ``header`` is the first line it must start with.
-
-    Raises InputError naming the file and line on a missing file, bad UTF-8, a bad quoted name or a path
-    that is not relative to the workspace.
-    """
-    lines = _read_lines(path)
-    if header is not None and (not lines or lines[0] != header):
-        raise InputError(path, f"not a snapshot written by `rubric snapshot` (first line must be {header!r})")
-    return _parse_paths(path, lines, allow_dirs=True)
-
-
-def parse_path_list(data: bytes, path: str | Path) -> list[str]:
-    """A path-list file's bytes, read as :func:`read_path_list` reads the file (``path`` names it)."""
-    return _parse_paths(path, _lines(data, path), allow_dirs=True)
-
-
-def _parse_paths(path: str | Path, lines: list[str], *, allow_dirs: bool = False) -> list[str]:
-    """The path lines; with ``allow_dirs`` a ``dir/`` line (a self-ignoring directory) is kept as it is."""
-    paths: list[str] = []
-    for number, line in enumerate(lines, start=1):
-        if line.startswith("#"):
-            continue
-        if not line.startswith('"') and any(ord(c) < 0x20 or ord(c) == 0x7F for c in line):
-            raise InputError(path, f"control character in an unquoted name: {line!r}", f"line {number}")
-        try:
-            name = unquote_path(line)
-        except ValueError as exc:
-            raise InputError(path, str(exc), f"line {number}") from exc
-        problem = _check_relative(name[:-1] if allow_dirs and name.endswith("/") else name)
-        if problem:
-            raise InputError(path, f"{problem}: {line!r}", f"line {number}")
-        paths.append(name)
-    return paths
-
-
-def read_snapshot_file(path: Path) -> Snapshot:
-    """Read a file written by :func:`write_snapshot` (v2, or v1 of older versions); InputError if it is
-    missing or malformed."""
-    lines = _read_lines(path)
-    first = lines[0] if lines else ""
-    versions = {SNAPSHOT_HEADER: 4, SNAPSHOT_HEADER_V3: 3, SNAPSHOT_HEADER_V2: 2, SNAPSHOT_HEADER_V1: 1}
-    if first not in versions:
-        raise InputError(
-            path,
-            "not a snapshot written by `rubric snapshot` "
-            f"(first line must be {SNAPSHOT_HEADER!r}, {SNAPSHOT_HEADER_V3!r}, {SNAPSHOT_HEADER_V2!r} or "
-            f"{SNAPSHOT_HEADER_V1!r})",
-        )
-    version = versions[first]
-    if version == 1:
-        return Snapshot(version=1, ignored=_parse_paths(path, lines), info_exclude=None)
-    second = lines[1] if len(lines) > 1 else ""
-    if not second.startswith(_EXCLUDE_PREFIX) or not second[len(_EXCLUDE_PREFIX) :].startswith('"'):
-        raise InputError(path, f"second line must be {_EXCLUDE_PREFIX}followed by a quoted string", "line 2")
-    info_exclude = _quoted_bytes(path, 2, second[len(_EXCLUDE_PREFIX) :], "info/exclude")
-    ignore_files: dict[str, bytes] | None = None
-    if version >= 3:
-        ignore_files = {}
-        number = 3
-        while number <= len(lines) and lines[number - 1].startswith(_IGNORE_FILE_PREFIX):
-            name = os.fsdecode(
-                _quoted_bytes(path, number, lines[number - 1][len(_IGNORE_FILE_PREFIX) :], "ignore file")
-            )
-            rules_line = lines[number] if number < len(lines) else ""
-            if not rules_line.startswith(_IGNORE_RULES_PREFIX):
-                raise InputError(
-                    path,
-                    f"an ignore file line must be followed by {_IGNORE_RULES_PREFIX!r}",
-                    f"line {number + 1}",
-                )
-            if (problem := _check_relative(name)) or not _is_gitignore(name):
-                raise InputError(
-                    path, f"ignore file: {problem or 'not a .gitignore'}: {name!r}", f"line {number}"
-                )
-            rules = _quoted_bytes(path, number + 1, rules_line[len(_IGNORE_RULES_PREFIX) :], "ignore rules")
-            ignore_files[name] = rules
-            number += 2
-    return Snapshot(
-        version=version,
-        ignored=_parse_paths(path, lines),
-        info_exclude=info_exclude,
-        ignore_files=ignore_files,
-    )
-
-
-def _quoted_bytes(path: Path, number: int, quoted: str, what: str) -> bytes:
-    if not quoted.startswith('"'):
-        raise InputError(path, f"{what}: not a quoted string", f"line {number}")
-    try:
-        return os.fsencode(unquote_path(quoted))
-    except ValueError as exc:
-        raise InputError(path, f"{what}: {exc}", f"line {number}") from exc
-
-
-def read_snapshot(path: Path) -> list[str]:
-    """The ignored paths of a file written by :func:`write_snapshot`; InputError if it is missing or
-    malformed."""
-    return read_snapshot_file(path).ignored
 
 
 # ---- the private record (v4 snapshots) ----------------------------------------------------------------

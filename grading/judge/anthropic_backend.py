@@ -23,6 +23,7 @@ from anthropic.types.messages import batch_create_params
 from grading.judge.backend import (
     BackendError,
     BackendReply,
+    Decoding,
     JudgeRequest,
     ToolCall,
     ToolExchange,
@@ -62,7 +63,7 @@ class AnthropicBackend:
         self,
         model: str,
         *,
-        decoding: dict[str, Any] | None = None,
+        decoding: Decoding | None = None,
         base_url: str | None = None,
         api_key: str | None = None,
         max_retries: int = 4,
@@ -73,7 +74,7 @@ class AnthropicBackend:
     ) -> None:
         self.spec = f"anthropic:{model}"
         self.model = model
-        self.decoding: dict[str, Any] = checked_decoding(decoding, RESERVED_KEYS)
+        self.decoding: Decoding = checked_decoding(decoding, RESERVED_KEYS)
         self.base_url = base_url
         self.api_key = api_key
         self.max_retries = max_retries

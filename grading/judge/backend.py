@@ -10,9 +10,12 @@ import os
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from pydantic import BaseModel
+from pydantic import BaseModel, JsonValue
 
 from grading.judge.models import Usage
+
+# Per-model decoding parameters: a name to a JSON value (``temperature`` -> 0). Part of the cache key.
+Decoding = dict[str, JsonValue]
 
 
 class JudgeRequest(BaseModel):
@@ -39,7 +42,7 @@ class Backend(Protocol):
     spec: str
     model: str
     scripted: bool
-    decoding: dict[str, Any]  # per-model decoding parameters, part of the cache key
+    decoding: Decoding  # per-model decoding parameters, part of the cache key
 
     def render(self, request: JudgeRequest) -> dict[str, Any]: ...
 

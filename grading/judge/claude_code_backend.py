@@ -41,7 +41,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from grading.errors import InputError
-from grading.judge.backend import BackendError, BackendReply, JudgeRequest, redact_secrets
+from grading.judge.backend import BackendError, BackendReply, Decoding, JudgeRequest, redact_secrets
 from grading.judge.models import Usage
 
 CLI_ENV = "RUBRIC_CLAUDE_CODE_CLI"
@@ -187,7 +187,7 @@ class ClaudeCodeBackend:
         self,
         model: str,
         *,
-        decoding: dict[str, Any] | None = None,
+        decoding: Decoding | None = None,
         base_url: str | None = None,
         api_key: str | None = None,
         cli: Path | None = None,
@@ -196,7 +196,7 @@ class ClaudeCodeBackend:
     ) -> None:
         self.spec = f"claude-code:{model}"
         self.model = model
-        self.decoding: dict[str, Any] = dict(decoding or {})
+        self.decoding: Decoding = dict(decoding or {})
         for key in self.decoding:
             if key not in DECODING_FLAGS:
                 raise InputError(

@@ -24,6 +24,7 @@ from openai.types.chat import ChatCompletion
 from grading.judge.backend import (
     BackendError,
     BackendReply,
+    Decoding,
     JudgeRequest,
     ToolCall,
     ToolExchange,
@@ -74,7 +75,7 @@ class OpenAIBackend:
         self,
         model: str,
         *,
-        decoding: dict[str, Any] | None = None,
+        decoding: Decoding | None = None,
         base_url: str | None = None,
         api_key: str | None = None,
         max_retries: int = 4,
@@ -85,7 +86,7 @@ class OpenAIBackend:
     ) -> None:
         self.spec = f"openai:{model}"
         self.model = model
-        self.decoding: dict[str, Any] = checked_decoding(decoding, RESERVED_KEYS)
+        self.decoding: Decoding = checked_decoding(decoding, RESERVED_KEYS)
         self.base_url = base_url
         self.api_key = api_key
         self.max_retries = max_retries

@@ -26,7 +26,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from grading.errors import InputError
-from grading.judge.backend import BackendReply, JudgeRequest
+from grading.judge.backend import BackendReply, Decoding, JudgeRequest
 from grading.judge.models import Finding, Location, VerdictValue
 from grading.schema import parse_json, read_input_bytes
 
@@ -98,7 +98,7 @@ class ScriptedBackend:
         self.path = path
         self.spec = f"scripted:{path}"
         self.script, self.file_sha256 = load_scripted(path)
-        self.decoding: dict[str, Any] = {}
+        self.decoding: Decoding = {}
         self.calls = 0
 
     def render(self, request: JudgeRequest) -> dict[str, Any]:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import functools
 import ssl
 from collections.abc import Mapping
-from typing import Any
 
 import httpx2
+from pydantic import JsonValue
 
 from grading.errors import InputError
+from grading.judge.backend import Decoding
 
 
 @functools.cache
@@ -40,7 +41,7 @@ def describe_sdk_error(
     return f"{provider}: {err}"
 
 
-def checked_decoding(decoding: Mapping[str, Any] | None, reserved: frozenset[str]) -> dict[str, Any]:
+def checked_decoding(decoding: Mapping[str, JsonValue] | None, reserved: frozenset[str]) -> Decoding:
     """A copy of the decoding parameters; InputError for a key the runner sets itself (model, messages...)."""
     checked = dict(decoding or {})
     for key in checked:

@@ -16,8 +16,12 @@ Two judges must come from different model families (§4, §9: a judge prefers it
 ``--second-judge`` of the primary's family is refused unless asked for (:func:`second_judge_problem`);
 :func:`judge_family` names the family of a spec from its model id.
 
-Decoding parameters are per model and optional: ``parse_decoding(["temperature=0"])`` gives
-``{"temperature": 0}``; with none given, none is sent (some models refuse a non-default temperature).
+A spec is read into a :class:`JudgeSpec` (provider and model, validated once); its text form
+``str(spec)`` is what results and the judge cache record.
+
+Decoding parameters are per model and optional: ``parse_decoding(["temperature=0"])`` gives the
+:data:`Decoding` ``{"temperature": 0}`` (names to JSON values); with none given, none is sent (some models
+refuse a non-default temperature).
 """
 
 from __future__ import annotations
@@ -25,10 +29,12 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, JsonValue
 
 from grading.errors import InputError
-from grading.judge.backend import Backend
+from grading.judge.backend import Backend, Decoding
 from grading.schema import JsonProblem, strict_json_loads
 
 Provider = Literal["anthropic", "openai", "claude-code", "scripted"]
@@ -109,41 +115,63 @@ def model_id_error(model: str) -> str | None:
     )
 
 
+class JudgeSpec(BaseModel):
+    """A judge: its provider and full model id (for ``scripted``, the script file). Build it with
+    :meth:`parse`, which applies the module's rules; ``str()`` gives back ``provider:model``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    provider: Provider
+    model: str
+
+    @classmethod
+    def parse(cls, spec: str | JudgeSpec) -> JudgeSpec:
+        """``provider:model`` read and checked; InputError for an unknown provider or an alias."""
+        if isinstance(spec, JudgeSpec):
+            return spec
+        provider, sep, rest = spec.partition(":")
+        if not sep or not rest:
+            raise InputError(
+                None,
+                f"judge spec {spec!r}: expected PROVIDER:MODEL with PROVIDER one of " + ", ".join(PROVIDERS),
+                "--judge",
+            )
+        if provider not in PROVIDERS:
+            raise InputError(
+                None,
+                f"judge spec {spec!r}: unknown provider {provider!r}; use one of " + ", ".join(PROVIDERS),
+                "--judge",
+            )
+        if provider != "scripted" and (problem := model_id_error(rest)):
+            raise InputError(None, f"judge spec {spec!r}: {problem}", "--judge")
+        return cls.model_validate({"provider": provider, "model": rest})
+
+    def __str__(self) -> str:
+        return f"{self.provider}:{self.model}"
+
+    @property
+    def family(self) -> str:
+        return judge_family(str(self))
+
+
 def parse_judge_spec(spec: str) -> tuple[Provider, str]:
     """Split ``provider:model`` (``scripted:<file>``); InputError for an unknown provider or an alias."""
-    provider, sep, rest = spec.partition(":")
-    if not sep or not rest:
-        raise InputError(
-            None,
-            f"judge spec {spec!r}: expected PROVIDER:MODEL with PROVIDER one of " + ", ".join(PROVIDERS),
-            "--judge",
-        )
-    if provider not in PROVIDERS:
-        raise InputError(
-            None,
-            f"judge spec {spec!r}: unknown provider {provider!r}; use one of " + ", ".join(PROVIDERS),
-            "--judge",
-        )
-    if provider == "scripted":
-        return "scripted", rest
-    problem = model_id_error(rest)
-    if problem:
-        raise InputError(None, f"judge spec {spec!r}: {problem}", "--judge")
-    return provider, rest
+    parsed = JudgeSpec.parse(spec)
+    return parsed.provider, parsed.model
 
 
-def parse_decoding(pairs: list[str] | None, flag: str = "--decoding") -> dict[str, Any]:
+def parse_decoding(pairs: list[str] | None, flag: str = "--decoding") -> Decoding:
     """``["temperature=0", "top_p=0.9"]`` -> ``{"temperature": 0, "top_p": 0.9}``; values are read as JSON
     when they parse (numbers, booleans, null), else kept as text. JSON the framework refuses anywhere
     (NaN, Infinity, a number beyond a double, nesting too deep) is an InputError, never sent."""
-    out: dict[str, Any] = {}
+    out: Decoding = {}
     for pair in pairs or []:
         name, sep, raw = pair.partition("=")
         name = name.strip()
         if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
             raise InputError(None, f"decoding parameter {_short(pair)}: expected NAME=VALUE", flag)
         try:
-            value: Any = strict_json_loads(raw)
+            value: JsonValue = strict_json_loads(raw)
         except json.JSONDecodeError:
             value = raw
         except JsonProblem as exc:
@@ -159,9 +187,9 @@ def _short(text: str, limit: int = 60) -> str:
 
 
 def make_backend(
-    spec: str,
+    spec: str | JudgeSpec,
     *,
-    decoding: dict[str, Any] | None = None,
+    decoding: Decoding | None = None,
     base_url: str | None = None,
     api_key: str | None = None,
     max_retries: int = 4,
@@ -169,7 +197,8 @@ def make_backend(
     batch: bool = False,
 ) -> Backend:
     """The backend a spec names. Provider SDK modules are imported only when used."""
-    provider, model = parse_judge_spec(spec)
+    judge = JudgeSpec.parse(spec)
+    provider, model = judge.provider, judge.model
     if provider == "scripted":
         from grading.judge.scripted import ScriptedBackend
 

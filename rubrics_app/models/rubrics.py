@@ -8,9 +8,11 @@ triggers on SQLite and PostgreSQL that keep it. Editing one means a new draft re
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +20,7 @@ from django.conf import settings
 from django.db import models, transaction
 from django.utils import timezone
 
-from grading import RUBRIC_SCHEMA, InputError, InputErrors, Rubric, parse_rubric
+from grading import RUBRIC_SCHEMA, InputError, InputErrors, Problem, Rubric, parse_rubric
 from rubrics_app import freeze
 from rubrics_app.models.repositories import JudgeSetting, Repository, name_validator
 
@@ -164,6 +166,8 @@ class FieldError:
     field: str | None  # model field name, e.g. "evidence", "allowed_globs"
     item_pk: int | None = None  # RubricItem primary key when the problem is in a blocker/non-blocker
     diff_pk: int | None = None  # CalibrationDiff primary key when it is in a calibration entry
+    type: str = ""  # grading.schema's error type (pydantic's, e.g. "too_short"); "" when it has none
+    ctx: Mapping[str, Any] = dataclasses.field(default_factory=dict, compare=False)  # the type's context
 
 
 class RubricInvalid(TransitionError):
@@ -318,9 +322,9 @@ class RubricRevision(models.Model):
         try:
             return parse_rubric(self.to_rubric_dict(), source=f"{self.task.task_id}/rubric.json")
         except InputErrors as exc:
-            raise RubricInvalid([self._map_error(path, message) for path, message in exc.errors]) from None
+            raise RubricInvalid([self._map_error(problem) for problem in exc.problems]) from None
         except InputError as exc:
-            raise RubricInvalid([self._map_error(exc.field or "", exc.message)]) from None
+            raise RubricInvalid([self._map_error(Problem(exc.field or "", exc.message))]) from None
 
     def validation_errors(self) -> list[FieldError]:
         """grading.schema's verdict on this revision, each problem mapped to the field a form shows."""
@@ -330,7 +334,8 @@ class RubricRevision(models.Model):
             return exc.errors
         return []
 
-    def _map_error(self, path: str, message: str) -> FieldError:
+    def _map_error(self, problem: Problem) -> FieldError:
+        path, message, error_type, ctx = problem.path, problem.message, problem.type, problem.ctx
         match = _ITEM_PATH.match(path)
         if match:
             kind, index, field = match.group(1), int(match.group(2)), match.group(3)
@@ -338,16 +343,25 @@ class RubricRevision(models.Model):
             item = items[index] if index < len(items) else None
             if field == "id":
                 field = "item_id"
-            return FieldError(path, message, field, item_pk=item.pk if item else None)
+            return FieldError(
+                path, message, field, item_pk=item.pk if item else None, type=error_type, ctx=ctx
+            )
         match = _DIFF_PATH.match(path)
         if match:
             kind, index = match.group(1), int(match.group(2))
             diffs = [d for d in self.ordered_diffs() if d.kind == kind]
             diff = diffs[index] if index < len(diffs) else None
-            return FieldError(path, message, match.group(3) or "path", diff_pk=diff.pk if diff else None)
+            return FieldError(
+                path,
+                message,
+                match.group(3) or "path",
+                diff_pk=diff.pk if diff else None,
+                type=error_type,
+                ctx=ctx,
+            )
         head = path.split("[")[0]
         field = _REVISION_FIELD_BY_PATH.get(head) or _REVISION_FIELD_BY_PATH.get(head.split(".")[0])
-        return FieldError(path, message, field)
+        return FieldError(path, message, field, type=error_type, ctx=ctx)
 
     # --- state changes --------------------------------------------------------------------------------
 

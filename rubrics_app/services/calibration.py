@@ -45,6 +45,7 @@ from grading import (
     Backend,
     BaseTree,
     CachedVerdicts,
+    Decoding,
     InputError,
     InputErrors,
     JudgeSettings,
@@ -610,7 +611,7 @@ def _agreement(run: CalibrationRun) -> dict[str, Any] | None:
     return judge_agreement(pairs).model_dump(mode="json")
 
 
-def _backend(spec: str, decoding: dict[str, Any]) -> Backend:
+def _backend(spec: str, decoding: Decoding) -> Backend:
     return make_backend(spec, decoding=decoding)
 
 

@@ -251,7 +251,9 @@ def _prepare(task_files: TaskFiles, problems: list[ImportProblem]) -> PreparedTa
                 spec = TaskSpec.model_validate(spec_data)
             except PydanticValidationError as exc:
                 # As `rubric` reports task.json: each problem with its JSON path (prompts.spec, ...).
-                problems.extend(ImportProblem(spec_label, msg, loc) for loc, msg in validation_messages(exc))
+                problems.extend(
+                    ImportProblem(spec_label, p.message, p.path) for p in validation_messages(exc)
+                )
             else:
                 if spec.id != rubric.task:
                     problems.append(

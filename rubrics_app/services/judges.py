@@ -11,7 +11,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from grading import InputError, judge_family, make_backend, second_judge_problem
+from grading import Decoding, InputError, judge_family, make_backend, second_judge_problem
 from rubrics_app.access import Actor
 from rubrics_app.models import AuditVerb, JudgeSetting, Repository, Role
 from rubrics_app.services import audit
@@ -26,7 +26,7 @@ class JudgeSettingError(ValueError):
         super().__init__(f"{field}: {message}")
 
 
-def _checked(spec: str, decoding: dict[str, Any], field: str) -> str:
+def _checked(spec: str, decoding: Decoding, field: str) -> str:
     spec = spec.strip()
     try:
         # The same checks as the command line: full model id, known provider, decoding keys the runner does

@@ -49,6 +49,7 @@ from grading import (
     Backend,
     Budget,
     BudgetExceeded,
+    Decoding,
     InputError,
     JudgeSettings,
     Limit,
@@ -396,7 +397,7 @@ def provider_limit(provider: str) -> Limit:
         return limit
 
 
-def _backend(spec: str, decoding: dict[str, Any], batch: bool = False) -> Backend:
+def _backend(spec: str, decoding: Decoding, batch: bool = False) -> Backend:
     backend = make_backend(
         spec,
         decoding=decoding,

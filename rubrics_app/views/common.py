@@ -87,12 +87,6 @@ def load_item(repository: Repository, pk: int) -> RubricItem:
 
 # --- validation errors in the maintainer's words ------------------------------------------------------
 
-_PATTERN = re.compile(r"^String should match pattern")
-_GREATER = re.compile(r"^Input should be greater than 0")
-_TOO_FEW = re.compile(r"^List should have at least (\d+) items? after validation, not (\d+)")
-_TOO_MANY = re.compile(r"^List should have at most (\d+) items? after validation, not (\d+)")
-_TOO_LONG = re.compile(r"^String should have at most (\d+) characters?")
-
 _BLANK = {
     "intent": "Say what the maintainer wants, including what the prompt only implies: the intent is empty.",
     "criterion": "Say what the change must do: the criterion is empty.",
@@ -100,32 +94,27 @@ _BLANK = {
     "lazy_solution": "Describe how a weak change could pass the tests and still be unmergeable.",
     "alt_valid_solution": "Describe a different approach that is also mergeable.",
 }
+_COUNTED = {
+    "blockers": (MIN_BLOCKERS, MAX_BLOCKERS, "blockers"),
+    "non_blockers": (MIN_NON_BLOCKERS, MAX_NON_BLOCKERS, "non-blockers"),
+}
 
 
 def plain_words(error: FieldError) -> str:
-    """grading.schema's message, reworded for a maintainer where pydantic's wording is a programmer's."""
-    message = error.message
-    head = error.path.split("[")[0].split(".")[0]
-    if message == "must not be blank" or message == "required":
+    """grading.schema's problem in a maintainer's words, chosen by its error type (pydantic's, carried from
+    grading's validation) rather than by its English message; grading's own message otherwise."""
+    if error.type in ("blank", "missing"):
         return _BLANK.get(error.field or "", "This cannot be empty.")
-    if _PATTERN.match(message):
+    if error.type == "string_pattern_mismatch":
         return "Use letters, digits, '.', '_' or '-', starting with a letter or digit."
-    if _GREATER.match(message):
-        return "Use a number above 0."
-    if match := _TOO_LONG.match(message):
-        return f"Keep it to {match.group(1)} characters."
-    count = _TOO_FEW.match(message) or _TOO_MANY.match(message)
-    if count and head in ("blockers", "non_blockers"):
-        low, high, noun = (
-            (MIN_BLOCKERS, MAX_BLOCKERS, "blockers")
-            if head == "blockers"
-            else (MIN_NON_BLOCKERS, MAX_NON_BLOCKERS, "non-blockers")
-        )
-        return f"A task has {low}–{high} {noun}; this revision has {count.group(2)}."
-    if error.path == "(top level)" and ": " in message:
-        # "blockers: id 'B1' is used twice (...)": the list name is already shown by where it appears.
-        return message.split(": ", 1)[1]
-    return message
+    if error.type == "greater_than":
+        return f"Use a number above {error.ctx['gt']}."
+    if error.type == "string_too_long":
+        return f"Keep it to {error.ctx['max_length']} characters."
+    if error.type in ("too_short", "too_long") and error.path in _COUNTED:
+        low, high, noun = _COUNTED[error.path]
+        return f"A task has {low}–{high} {noun}; this revision has {error.ctx['actual_length']}."
+    return error.message
 
 
 @dataclass

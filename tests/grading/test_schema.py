@@ -377,6 +377,26 @@ def test_input_errors_name_the_file() -> None:
     assert caught.value.lines() == ["tasks/t/rubric.json: blockers[1].evidence: required"]
 
 
+def test_input_errors_carry_the_schema_error_type_and_context() -> None:
+    def change(d: Data) -> None:
+        del d["blockers"][1:]
+        d["intent"] = " "
+        d["non_blockers"][0]["id"] = "-N1"
+        d["scope"]["max_files"] = 0
+
+    with pytest.raises(InputErrors) as caught:
+        parse_rubric(mutated(change), "rubric.json")
+    found = {p.path: (p.type, dict(p.ctx)) for p in caught.value.problems}
+    assert found == {
+        "scope.max_files": ("greater_than", {"gt": 0}),
+        "blockers": ("too_short", {"field_type": "List", "min_length": 2, "actual_length": 1}),
+        "intent": ("blank", {}),
+        "non_blockers[0].id": ("string_pattern_mismatch", {"pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]*$"}),
+    }
+    # The command line's words are unchanged beside them.
+    assert ("blockers", "a rubric has 2-5 blockers, found 1") in caught.value.errors
+
+
 # --- calibration files on disk -------------------------------------------------------------------------
 
 

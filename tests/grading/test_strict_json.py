@@ -1,4 +1,4 @@
-"""The one strict JSON reader (grading.schema.read_json / parse_json) that the CLI and the web app share."""
+"""The one strict JSON reader (grading.strict_json: read_json, parse_json) the CLI and the web app share."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ import pytest
 from grading.errors import InputError
 from grading.judge.openai_backend import OpenAIBackend
 from grading.judge.scripted import ScriptedBackend
-from grading.judge.specs import make_backend, model_id_error, parse_decoding, parse_judge_spec
+from grading.judge.specs import JudgeSpec, make_backend, model_id_error, parse_decoding, parse_judge_spec
 
 
 @pytest.mark.parametrize(
@@ -101,3 +101,22 @@ def test_make_backend_builds_each_provider(tmp_path: Path) -> None:
     assert not openai.batch and batched.batch
     with pytest.raises(InputError, match="batch mode is available for anthropic and openai"):
         make_backend("claude-code:claude-sonnet-4-5-20250929", batch=True)
+
+
+def test_a_judge_spec_is_read_once_into_a_typed_model() -> None:
+    spec = JudgeSpec.parse("openai:Qwen/Qwen2.5-Coder-32B-Instruct")
+    assert (spec.provider, spec.model, spec.family) == ("openai", "Qwen/Qwen2.5-Coder-32B-Instruct", "qwen")
+    assert str(spec) == "openai:Qwen/Qwen2.5-Coder-32B-Instruct"
+    assert JudgeSpec.parse(spec) is spec
+    assert JudgeSpec.parse("scripted:judge.json") == JudgeSpec(provider="scripted", model="judge.json")
+    with pytest.raises(InputError, match="is an alias"):
+        JudgeSpec.parse("anthropic:sonnet")
+    with pytest.raises(InputError, match="unknown provider 'bedrock'"):
+        JudgeSpec.parse("bedrock:claude-opus-4-6")
+
+
+def test_make_backend_takes_a_parsed_spec(tmp_path: Path) -> None:
+    script = tmp_path / "judge.json"
+    script.write_text('{"default": {}}')
+    backend = make_backend(JudgeSpec(provider="scripted", model=str(script)))
+    assert backend.spec == f"scripted:{script}"
