@@ -59,9 +59,13 @@ def revision_url(revision: RubricRevision, anchor: str = "") -> str:
 
 
 def redirect_to(request: HtmxHttpRequest, url: str) -> HttpResponse:
-    """A full-page move: htmx is told to navigate, a plain form post gets a 302."""
+    """A full-page move: htmx is told to navigate, a plain form post gets a 302.
+
+    htmx navigates by setting ``window.location``; a URL that differs from the current page only by its
+    ``#fragment`` then scrolls without loading the page, and the messages of the post never show. So htmx
+    gets the URL without its fragment (the page loads, at its top)."""
     if request.htmx:
-        return HttpResponseClientRedirect(url)
+        return HttpResponseClientRedirect(url.split("#", 1)[0])
     return HttpResponseRedirect(url)
 
 

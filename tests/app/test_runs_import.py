@@ -295,6 +295,21 @@ def test_a_zip_of_runs_is_imported_by_a_maintainer(
     assert "not graded yet" not in client.get(again["Location"]).content.decode()  # type: ignore[index]
 
 
+
+def test_an_htmx_run_import_loads_the_repository_page_so_its_message_shows(
+    client: Client, maintainer: User, graded_runs: Path, repository: Repository
+) -> None:
+    """From the repository page itself, a move to the same page and a #fragment would only scroll."""
+    client.force_login(maintainer)
+    url = reverse("rubrics:runs_upload", args=[repository.pk])
+    file = SimpleUploadedFile("runs.zip", zip_dir(graded_runs, "batch/"))
+    response = client.post(url, {"file": file}, headers={"HX-Request": "true"})
+    assert response.status_code == 200
+    assert response["HX-Redirect"] == reverse("rubrics:repository_detail", args=[repository.pk])
+    page = " ".join(client.get(response["HX-Redirect"]).content.decode().split())
+    assert "The new runs are not graded yet" in page
+
+
 def test_a_bad_zip_imports_nothing_and_lists_the_problems(
     client: Client, maintainer: User, graded_runs: Path, repository: Repository
 ) -> None:
