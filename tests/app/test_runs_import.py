@@ -295,7 +295,6 @@ def test_a_zip_of_runs_is_imported_by_a_maintainer(
     assert "not graded yet" not in client.get(again["Location"]).content.decode()  # type: ignore[index]
 
 
-
 def test_an_htmx_run_import_loads_the_repository_page_so_its_message_shows(
     client: Client, maintainer: User, graded_runs: Path, repository: Repository
 ) -> None:
