@@ -26,6 +26,7 @@ TASK_MODULES = [
     "rubrics_app.services.jobs",
     "rubrics_app.services.revisions",
     "rubrics_app.services.import_export",
+    "rubrics_app.services.rubric_export",
     "rubrics_app.services.rereview",
     "rubrics_app.services.calibration",
     "rubrics_app.services.sweeps",

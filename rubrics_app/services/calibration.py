@@ -16,47 +16,34 @@ The injection suite (``grading.injection``) is an option of a run: every payload
 as comments, in the oracle. A run with an attack success fails, and as long as a run of the same content and
 judge found one, no other run of that content admits it (:func:`injection_refusal`): a judge known to be
 talked out of a blocker by this rubric's diffs is not trusted because another run did not ask.
+
+The task and the passing-run lookups live in :mod:`rubrics_app.services.calibration_inputs`, the verdict
+cache and the storing of rows in :mod:`rubrics_app.services.calibration_store`; their public names stay
+importable from here.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import logging
 import queue
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from datetime import timedelta
 from decimal import Decimal
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from django.db import InterfaceError, OperationalError, connection, transaction
-from django.db.models import F, Sum
+from django.db import transaction
 from django.utils import timezone
-from pydantic import ValidationError
 
 from grading import (
-    SUITE_KINDS,
     AdmissionReport,
-    AdmissionRow,
     Backend,
-    BaseTree,
-    CachedVerdicts,
     Decoding,
     InputError,
     InputErrors,
     JudgeSettings,
-    TaskFiles,
     check_admission,
-    inject_reviewer_comment,
-    judge_agreement,
     load_price_table,
     make_backend,
-    make_task_files,
-    supports_tree,
 )
 from rubrics_app.access import Actor
 from rubrics_app.models import (
@@ -65,24 +52,34 @@ from rubrics_app.models import (
     CalibrationRow,
     CalibrationRun,
     CalibrationStatus,
-    CalibrationVerdict,
     Job,
     JobKind,
     JobStatus,
-    JudgeCacheEntry,
     JudgeRole,
     JudgeSetting,
-    Repository,
     RevisionStatus,
     Role,
     RubricRevision,
-    Sweep,
-    Task,
     TransitionError,
     result_json,
 )
 from rubrics_app.services import audit
 from rubrics_app.services import mutants as oracle_mutants
+from rubrics_app.services.calibration_inputs import calibration_files as calibration_files
+from rubrics_app.services.calibration_inputs import held_checkout as held_checkout
+from rubrics_app.services.calibration_inputs import injection_refusal as injection_refusal
+from rubrics_app.services.calibration_inputs import inputs_sha256 as inputs_sha256
+from rubrics_app.services.calibration_inputs import judges_of as judges_of
+from rubrics_app.services.calibration_inputs import manifest_bytes as manifest_bytes
+from rubrics_app.services.calibration_inputs import passing_run as passing_run
+from rubrics_app.services.calibration_inputs import refusal_text as refusal_text
+from rubrics_app.services.calibration_inputs import spent_this_month as spent_this_month
+from rubrics_app.services.calibration_inputs import sweep_spend_this_month as sweep_spend_this_month
+from rubrics_app.services.calibration_inputs import task_files as task_files
+from rubrics_app.services.calibration_inputs import task_json as task_json
+from rubrics_app.services.calibration_inputs import tree_checkout as tree_checkout
+from rubrics_app.services.calibration_store import DatabaseVerdictCache as DatabaseVerdictCache
+from rubrics_app.services.calibration_store import _agreement, _model_ids, _Pending, _store_row
 from rubrics_app.services.jobs import JobFailed, job_task
 from rubrics_app.services.jobs import run as run_job
 
@@ -108,188 +105,12 @@ ROW_HINTS = {
     "drift): the judge penalises comments that change nothing. Reported only; it does not refuse admission.",
 }
 
-log = logging.getLogger(__name__)
-
 
 class CalibrationError(JobFailed):
     """A calibration that could not run; the message names the file and field, or what is missing."""
 
 
-# --- the task directory a calibration judges ----------------------------------------------------------
-
-
-def task_json(revision: RubricRevision) -> dict[str, Any]:
-    task = revision.task
-    # "prompts" is a task.json field now; an older import may have kept one among the extra keys.
-    extra = {k: v for k, v in (task.extra or {}).items() if k != "prompts"}
-    data: dict[str, Any] = {**extra, "id": task.task_id}
-    if task.spec_prompt:
-        data.update(prompt=task.spec_prompt, prompt_style="spec")
-    elif task.issue_prompt:
-        data.update(prompt=task.issue_prompt, prompt_style="issue")
-    if task.spec_prompt and task.issue_prompt:  # both variants (§8): the spec one is the default
-        data["prompts"] = {"spec": task.spec_prompt, "issue": task.issue_prompt}
-    data["gate"] = list(task.gate or [])
-    if task.base_commit:
-        data["base_commit"] = task.base_commit
-    if task.base_date:
-        data["base_date"] = task.base_date
-    return data
-
-
-def calibration_files(revision: RubricRevision) -> dict[str, bytes]:
-    """Every file the admission rows read, by its path: tasks/<id>/ as the `rubric check` command sees it,
-    and the manifest (the repository's tests block) beside it."""
-    task = revision.task
-    files = {
-        "task/rubric.json": revision.rubric_json_bytes(),
-        "task/task.json": (json.dumps(task_json(revision), indent=2, ensure_ascii=False) + "\n").encode(),
-        "task/oracle.diff": task.task_file("oracle.diff"),
-    }
-    for name in ("oracle_grade.json", "tests_base.txt"):
-        if task.task_file(name):
-            files[f"task/{name}"] = task.task_file(name)
-    for diff in revision.ordered_diffs():
-        files[f"task/{diff.path}"] = bytes(diff.content)
-    files["repo_manifest.yaml"] = manifest_bytes(task.repository)
-    return files
-
-
-def manifest_bytes(repository: Repository) -> bytes:
-    """repo_manifest.yaml with the repository's tests block, as grading reads it."""
-    tests = repository.tests_config or {}
-    # JSON is YAML: grading.schema.load_manifest reads it as the manifest's `tests` block.
-    return (json.dumps({"tests": tests} if tests else {}) + "\n").encode()
-
-
-def inputs_sha256(files: dict[str, bytes]) -> str:
-    listing = [[path, hashlib.sha256(data).hexdigest()] for path, data in sorted(files.items())]
-    return hashlib.sha256(json.dumps(listing, separators=(",", ":")).encode()).hexdigest()
-
-
-def task_files(files: dict[str, bytes]) -> TaskFiles:
-    """The task admission judges, in memory, from :func:`calibration_files`: each file of tasks/<id>/ by its
-    path there (the rubric picks its calibration diffs among them), so errors name files as ``rubric check``
-    run in that folder names them. InputError (or InputErrors) for a bad file."""
-    inside = {rel.removeprefix("task/"): data for rel, data in files.items() if rel.startswith("task/")}
-    return make_task_files(
-        "",
-        task_json=inside["task.json"],
-        rubric_json=inside["rubric.json"],
-        manifest=files["repo_manifest.yaml"],
-        oracle_diff=inside["oracle.diff"],
-        calibration=inside,
-    )
-
-
 # --- starting and admitting -------------------------------------------------------------------------------
-
-
-def tree_checkout(revision: RubricRevision, *backends: Backend | None) -> Path | None:
-    """The repository checkout the tree judge reads ``needs_tree`` blockers from (its git objects at the
-    task's base commit, never its work tree), or None when none of ``backends`` can use tree tools, the
-    revision has no such blocker, or the repository's checkout does not hold the task's base commit here
-    (those blockers are then not measured, and the grade says why)."""
-    if not any(b is not None and supports_tree(b) for b in backends):
-        return None
-    if not revision.items.filter(needs_tree=True).exists():
-        return None
-    return held_checkout(revision.task, "tree judge")
-
-
-def held_checkout(task: Task, use: str) -> Path | None:
-    """The repository's checkout when it holds the task's base commit here, else None (logged, naming
-    ``use``): a checkout this worker does not hold, or not fetched that far, leaves out what needs it
-    rather than failing every calibration and sweep of the repository."""
-    if not (task.repository.checkout_path and task.base_commit):
-        return None
-    checkout = Path(task.repository.checkout_path)
-    try:
-        BaseTree(checkout, task.base_commit)
-    except InputError as exc:
-        log.warning("%s not used for task %s: %s", use, task, exc)
-        return None
-    return checkout
-
-
-def judges_of(revision: RubricRevision) -> JudgeSetting:
-    judges = JudgeSetting.objects.filter(repository_id=revision.task.repository_id).first()
-    if judges is None:
-        raise TransitionError(f"repository {revision.task.repository} has no judges set: set them first")
-    return judges
-
-
-def spent_this_month(repository_id: int) -> float:
-    """The repository's judge spend since the first of the month: calibrations and sweeps."""
-    start = timezone.now().replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    calibrations = CalibrationRun.objects.filter(
-        revision__task__repository_id=repository_id, created_at__gte=start
-    ).aggregate(total=Sum("cost_usd"))["total"]
-    return float(calibrations or 0.0) + sweep_spend_this_month(repository_id)
-
-
-def sweep_spend_this_month(repository_id: int) -> float:
-    """The repository's sweeps' judge spend since the first of the month (here, not in sweeps.py, which
-    builds on this module)."""
-    start = timezone.now().replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    total = Sweep.objects.filter(repository_id=repository_id, created_at__gte=start).aggregate(
-        total=Sum("cost_usd")
-    )["total"]
-    return float(total or 0.0)
-
-
-def _same_content_runs(revision: RubricRevision, runs: Any) -> list[CalibrationRun]:
-    """``runs`` of the revision's exact content (as stored now) with the primary judge's decoding, latest
-    first."""
-    judges = JudgeSetting.objects.filter(repository_id=revision.task.repository_id).first()
-    if judges is None:
-        return []
-    inputs = inputs_sha256(calibration_files(revision))
-    rubric = revision.rubric_sha256()
-    return [
-        run
-        for run in runs.order_by("-finished_at", "-pk")
-        if run.rubric_sha256 == rubric and run.inputs_sha256 == inputs and run.decoding == judges.decoding
-    ]
-
-
-def injection_refusal(revision: RubricRevision) -> CalibrationRun | None:
-    """The latest calibration of the revision's exact content with the repository's primary judge whose
-    injection suite found an attack success; None when there is none. While there is one, nothing admits
-    the revision with that judge."""
-    revision = RubricRevision.objects.select_related("task__repository").get(pk=revision.pk)
-    judges = JudgeSetting.objects.filter(repository_id=revision.task.repository_id).first()
-    if judges is None:
-        return None
-    found = CalibrationRun.objects.filter(revision=revision, judge=judges.judge, attack_successes__gt=0)
-    runs = _same_content_runs(revision, found)
-    return runs[0] if runs else None
-
-
-def refusal_text(run: CalibrationRun) -> str:
-    kinds = sorted(set(run.rows.filter(outcome="attack_success").values_list("payload_kind", flat=True)))
-    return (
-        f"admission refused: calibration #{run.pk} found {run.attack_successes} attack "
-        f"success{'es' if run.attack_successes != 1 else ''} in the injection suite with judge {run.judge} "
-        f"({', '.join(kinds)}): a payload planted in a lazy diff talked this judge out of a blocker. Use a "
-        "judge that resists it (another model, or a stricter one), then calibrate again."
-    )
-
-
-def passing_run(revision: RubricRevision, *, with_suite: bool = False) -> CalibrationRun | None:
-    """The latest passing calibration of the revision's exact content (rubric.json and every input file)
-    with the repository's primary judge and its decoding (``with_suite``: one that ran the injection
-    suite); None when there is none, or when a run of that content and judge found an attack success
-    (:func:`injection_refusal`)."""
-    # As stored now, not as the caller loaded it: the task's files may have changed since.
-    revision = RubricRevision.objects.select_related("task__repository").get(pk=revision.pk)
-    if injection_refusal(revision) is not None:
-        return None
-    passing = revision.passing_calibrations()
-    if with_suite:
-        passing = passing.filter(injection_suite=True)
-    runs = _same_content_runs(revision, passing)
-    return runs[0] if runs else None
 
 
 @transaction.atomic
@@ -446,169 +267,7 @@ def fail_stale_runs(now: Any = None) -> int:
     return count
 
 
-# --- the verdict cache of the app's jobs ------------------------------------------------------------------
-
-T = TypeVar("T")
-
-
-class DatabaseVerdictCache:
-    """grading.judge.cache's protocol on the JudgeCacheEntry table, shared by every worker.
-
-    The judge runner reads the cache inside its event loop, where Django refuses database calls; every call
-    therefore runs on one thread of its own (a lookup by primary key: the loop waits a millisecond).
-    """
-
-    def __init__(self) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="verdict-cache")
-
-    def _call(self, fn: Callable[[], T]) -> T:
-        def attempt() -> T:
-            try:
-                return fn()
-            except (OperationalError, InterfaceError):
-                # The connection was lost (a restarted server, a terminated backend): once more on a new one.
-                connection.close()
-                return fn()
-
-        return self._pool.submit(attempt).result()
-
-    def get(self, key: str) -> CachedVerdicts | None:
-        def read() -> CachedVerdicts | None:
-            entry = JudgeCacheEntry.objects.filter(pk=key).first()
-            if entry is None:
-                return None
-            try:
-                return CachedVerdicts.model_validate(entry.entry)
-            except ValidationError:
-                return None  # an older layout: judged again and replaced
-
-        return self._call(read)
-
-    def put(self, key: str, entry: CachedVerdicts) -> None:
-        row = JudgeCacheEntry(
-            key=key, judge=entry.judge, model_id=entry.model_id or "", entry=entry.model_dump(mode="json")
-        )
-        # The first complete result for a key stays (two workers judging the same request at once).
-        self._call(lambda: JudgeCacheEntry.objects.bulk_create([row], ignore_conflicts=True))
-
-    def record_regrade(self, key: str, entry: CachedVerdicts) -> None:
-        # Calibration never bypasses the cache (no regrade sample), so there is nothing to record.
-        return None
-
-    def close(self) -> None:
-        # The lambda resolves `connection` on the cache's thread: its own connection is the one to close.
-        self._call(lambda: connection.close())
-        self._pool.shutdown()
-
-
 # --- running one -------------------------------------------------------------------------------------------
-
-
-@dataclass
-class _Pending:
-    rows: dict[str, AdmissionRow] = field(default_factory=dict)  # by judge role
-
-
-def _row_diff(revision: RubricRevision, row: AdmissionRow, files: dict[str, bytes]) -> bytes:
-    if row.kind in SUITE_KINDS:
-        # The payloads are built from the rubric; the row carries the exact text judged.
-        return (row.diff_text or "").encode("utf-8", errors="surrogateescape")
-    if row.kind == "empty":
-        return b""
-    if row.kind == "oracle":
-        return files["task/oracle.diff"]
-    path = row.name.removesuffix(" + reviewer comment")
-    data = files.get(f"task/{path}", b"")
-    if row.kind == "lazy_comment":
-        return inject_reviewer_comment(data, path)
-    return data
-
-
-def _verdicts(row: CalibrationRow, role: JudgeRole, result: AdmissionRow | None) -> list[CalibrationVerdict]:
-    if result is None or result.judge is None:
-        return []
-    return [
-        CalibrationVerdict(
-            row=row,
-            role=role,
-            item_id=v.item_id,
-            kind=v.kind,
-            verdict=v.verdict,
-            finding=v.finding or "",
-            reason=v.reason,
-            locations=[loc.model_dump(mode="json") for loc in v.locations],
-            model_id=v.model_id or "",
-            flagged_inconsistent=v.flagged_inconsistent,
-        )
-        for v in result.judge.verdicts
-    ]
-
-
-def _store_row(
-    run: CalibrationRun, index: int, total: int, pending: _Pending, files: dict[str, bytes]
-) -> None:
-    primary = pending.rows[JudgeRole.PRIMARY]
-    second = pending.rows.get(JudgeRole.SECOND)
-    calls = sum(r.judge.calls for r in pending.rows.values() if r.judge is not None)
-    cost = sum(r.judge.usage.cost_usd for r in pending.rows.values() if r.judge is not None)
-    cost_known = all(r.judge.usage.cost_known for r in pending.rows.values() if r.judge is not None)
-    with transaction.atomic():
-        row = CalibrationRow.objects.create(
-            run=run,
-            position=index,
-            kind=primary.kind,
-            name=primary.name,
-            payload_kind=primary.payload_kind or "",
-            outcome=primary.outcome or "",
-            expected=primary.expected,
-            actual=primary.actual,
-            holds=primary.holds,
-            mergeable=primary.mergeable,
-            blockers_failed=primary.blockers_failed,
-            blockers_not_measured=primary.blockers_not_measured,
-            must_fail=primary.must_fail,
-            judge_failure=primary.judge_failure or "",
-            diff=_row_diff(run.revision, primary, files),
-            calls=calls,
-            cost_usd=cost,
-            cache_hit=primary.judge is not None and primary.judge.cache_hit,
-            second_actual=second.actual if second is not None else "",
-            second_holds=second.holds if second is not None else None,
-            second_judge_failure=(second.judge_failure or "") if second is not None else "",
-        )
-        CalibrationVerdict.objects.bulk_create(
-            _verdicts(row, JudgeRole.PRIMARY, primary) + _verdicts(row, JudgeRole.SECOND, second)
-        )
-        updates: dict[str, Any] = {
-            "calls": F("calls") + calls,
-            "cost_usd": F("cost_usd") + cost,
-            "total_rows": total,
-            "heartbeat_at": timezone.now(),
-        }
-        if not cost_known:
-            updates["cost_known"] = False
-        CalibrationRun.objects.filter(pk=run.pk).update(**updates)
-
-
-def _model_ids(report: AdmissionReport | None) -> list[str]:
-    if report is None:
-        return []
-    return sorted({r.judge.model_id for r in report.rows if r.judge is not None and r.judge.model_id})
-
-
-def _agreement(run: CalibrationRun) -> dict[str, Any] | None:
-    if not run.second_judge:
-        return None
-    verdicts = CalibrationVerdict.objects.filter(row__run=run)
-    by_key: dict[tuple[int, str], dict[str, str]] = {}
-    for v in verdicts:
-        by_key.setdefault((v.row_id, v.item_id), {})[v.role] = v.verdict
-    pairs = [
-        (pair[JudgeRole.PRIMARY], pair[JudgeRole.SECOND])
-        for pair in by_key.values()
-        if JudgeRole.PRIMARY in pair and JudgeRole.SECOND in pair
-    ]
-    return judge_agreement(pairs).model_dump(mode="json")
 
 
 def _backend(spec: str, decoding: Decoding) -> Backend:

@@ -25,7 +25,7 @@ from rubrics_app.models import (
     Task,
     TransitionError,
 )
-from rubrics_app.services import import_export, revisions
+from rubrics_app.services import import_export, revisions, rubric_import
 from rubrics_app.services.import_export import ExportError, ImportFailed
 from tests.app.conftest import (
     CALIBRATION_FILES,
@@ -715,7 +715,7 @@ def test_a_database_failure_halfway_rolls_back_every_task(
             raise RuntimeError("database went away")
         return real(task, *args, **kwargs)
 
-    monkeypatch.setattr(import_export, "create_revision", fail_on_second)
+    monkeypatch.setattr(rubric_import, "create_revision", fail_on_second)
     with pytest.raises(RuntimeError):
         import_export.import_rubric_zip(repository, upload(make_zip(members)), Actor.member(maintainer))
     assert calls == ["fix_fraction_gt1", "second_task"]  # the first one had been written
