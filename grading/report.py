@@ -15,23 +15,38 @@ The statistics are described in docs/report.md. In short:
 
 from __future__ import annotations
 
-import math
 import random
-import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import date
-from typing import TYPE_CHECKING, Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from typing import TYPE_CHECKING, Any
 
 from grading.agreement import Agreement as Agreement  # re-exported: the report's public name
 from grading.agreement import cohen_kappa as cohen_kappa  # re-exported
-from grading.contrasts import Contrast, build_contrasts
+from grading.contrasts import build_contrasts
 from grading.judge.cache import RepeatAgreement
-from grading.judge.specs import model_family
-from grading.outcome import OutcomeStatus
-from grading.power import TARGET_HALF_WIDTH, LabelTarget, label_target
+from grading.power import TARGET_HALF_WIDTH, label_target
+from grading.report_models import DEFAULT_BOOTSTRAP as DEFAULT_BOOTSTRAP
+from grading.report_models import DEFAULT_SEED as DEFAULT_SEED
+from grading.report_models import FORMAT as FORMAT
+from grading.report_models import MIN_REPETITIONS as MIN_REPETITIONS
+from grading.report_models import MIN_REPETITIONS_COMPARED as MIN_REPETITIONS_COMPARED
+from grading.report_models import SPLITS as SPLITS
+from grading.report_models import AgreementReport as AgreementReport
+from grading.report_models import Cell as Cell
+from grading.report_models import ContaminationCell as ContaminationCell
+from grading.report_models import Disagreement as Disagreement
+from grading.report_models import GradedRun as GradedRun
+from grading.report_models import JudgeUse as JudgeUse
+from grading.report_models import JudgeVerdicts as JudgeVerdicts
+from grading.report_models import MetricMean as MetricMean
+from grading.report_models import MetricRate as MetricRate
+from grading.report_models import Report as Report
+from grading.report_models import Split as Split
+from grading.report_models import TaskRow as TaskRow
+from grading.report_models import Verdict as Verdict
+from grading.report_models import _group
+from grading.report_models import grade_metrics as grade_metrics
 from grading.report_stats import CONFIDENCE as CONFIDENCE  # re-exported: the statistics live there
 from grading.report_stats import MIN_LABELLED as MIN_LABELLED
 from grading.report_stats import Estimate as Estimate
@@ -47,223 +62,12 @@ from grading.report_stats import resample_tasks as resample_tasks
 from grading.report_stats import rogan_gladen as rogan_gladen
 from grading.report_stats import sensitivity_specificity as sensitivity_specificity
 from grading.report_stats import uniforms as uniforms
-from grading.schema import PromptStyle
+from grading.report_warnings import REPEATED_WARNINGS as REPEATED_WARNINGS
+from grading.report_warnings import _warnings
+from grading.report_warnings import warning_kind as warning_kind
 
 if TYPE_CHECKING:  # numpy is imported where the bootstrap runs: most commands never need it
     pass
-
-FORMAT = 2  # the report's JSON (metrics.json has its own: grading.outcome.METRICS_FORMAT)
-DEFAULT_BOOTSTRAP = 2000
-DEFAULT_SEED = 0
-MIN_REPETITIONS = 3  # runs per (task, arm, model) (§7)
-MIN_REPETITIONS_COMPARED = 5  # ... when two arms are compared
-
-Verdict = Literal["pass", "fail"]
-Split = Literal["before_cutoff", "after_cutoff", "unknown"]
-SPLITS: tuple[Split, ...] = ("before_cutoff", "after_cutoff", "unknown")
-
-
-# --- input: one graded run --------------------------------------------------------------------------------
-
-
-class JudgeVerdicts(BaseModel):
-    """One judge's verdicts on one run, as the report needs them."""
-
-    model_config = ConfigDict(frozen=True)
-
-    judge: str  # the spec: "anthropic:claude-...", "openai:...", "scripted:<file>"
-    family: str | None = None  # provider family as recorded (metrics.json judge_families); else derived
-    scripted: bool = False
-    failure: str | None = None  # a judge failure: no verdict counts
-    blockers: dict[str, Verdict] = {}
-    non_blockers: dict[str, Verdict] = {}
-    # Same judge, same input, judged again (regrade sample or --no-cache): the verdicts held before.
-    previous: dict[str, Verdict] | None = None
-    tree_judged: list[str] = []  # needs_tree blockers this judge decided with the base tree
-    cost_usd: float = 0.0  # the diff-only judge's calls for this run (0 on a cache hit)
-    tree_cost_usd: float = 0.0  # the tree judge's, apart: its cost is not the diff-only one (§9)
-    cost_known: bool = True  # False when a call's model had no price
-
-    @property
-    def complete(self) -> bool:
-        return self.failure is None
-
-    def mergeable(self) -> bool:
-        """No blocker fails, by this judge (scope and integrity are not the judge's to decide)."""
-        return all(v == "pass" for v in self.blockers.values())
-
-    def vendor(self) -> str | None:
-        """The model vendor behind this judge, for the self-preference check (§9); None when unknown."""
-        if self.scripted:
-            return None
-        if self.family:
-            return model_family(self.family) or self.family.lower()
-        provider, _, model = self.judge.partition(":")
-        return model_family(model) or (provider if provider in ("anthropic", "claude-code") else None)
-
-
-class GradedRun(BaseModel):
-    """One graded run: what ``rubric grade`` decided (metrics.json) plus where it belongs in a report.
-
-    ``test_pass`` is ``pass`` and every other gate entry except ``mergeable`` (None when unknown, a grader
-    failure). ``checks_passed`` is the scope and test-integrity checks together (None when not run).
-    ``provisional`` is None when the record does not say whether the rubric was admitted (treated as
-    provisional). ``human_mergeable`` is a human's verdict on the run, where one exists.
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    run: str
-    task: str
-    arm: str = ""
-    model: str = ""
-    prompt_style: PromptStyle | None = None
-    base_date: date | None = None
-    status: OutcomeStatus
-    test_pass: bool | None
-    mergeable: bool | None
-    merge_score: float | None = Field(default=None, ge=0, le=1)
-    checks_passed: bool | None = None
-    metrics: dict[str, float] = {}  # numeric grade.json metrics, averaged per cell
-    flags: dict[str, bool] = {}  # true/false grade.json metrics (not ``pass``), a rate per cell
-    # The test-integrity parts that could not be measured (metrics.json details.integrity_not_measured):
-    # the run counts apart per cell, since its integrity check covered only the other parts.
-    integrity_not_measured: list[str] = []
-    primary: JudgeVerdicts | None = None
-    second: JudgeVerdicts | None = None
-    provisional: bool | None = None
-    human_mergeable: bool | None = None
-
-    @model_validator(mode="after")
-    def _status_agrees(self) -> GradedRun:
-        expected = {"mergeable": True, "not_mergeable": False}.get(self.status)
-        if self.mergeable is not expected:
-            raise ValueError(f"mergeable {self.mergeable} contradicts status {self.status!r}")
-        if self.status in ("mergeable", "not_mergeable") and self.test_pass is None:
-            raise ValueError(f"a {self.status} run has test_pass true or false")
-        if self.status == "mergeable" and not self.test_pass:
-            raise ValueError("a mergeable run passed the tests")
-        return self
-
-    @property
-    def measured(self) -> bool:
-        """Counted in the rates: mergeable decided (not null) and whether it passed the tests known."""
-        return self.mergeable is not None and self.test_pass is not None
-
-
-def grade_metrics(values: Mapping[str, Any]) -> tuple[dict[str, float], dict[str, bool]]:
-    """grade.json's metrics as a report shows them: finite numbers (a mean per cell) and true/false values
-    (a rate per cell: a mean of booleans would read as a number). ``pass`` is left out: it is the test-pass
-    rate's. Other values (text, lists, objects) are not metrics."""
-    numeric: dict[str, float] = {}
-    flags: dict[str, bool] = {}
-    for name, value in values.items():
-        if name == "pass":
-            continue
-        if isinstance(value, bool):
-            flags[name] = value
-        elif isinstance(value, int | float) and math.isfinite(value):
-            numeric[name] = float(value)
-    return numeric, flags
-
-
-# --- output ----------------------------------------------------------------------------------------------
-
-
-class MetricMean(BaseModel):
-    mean: float
-    runs: int  # runs that reported the metric
-
-
-class MetricRate(BaseModel):
-    """A true/false grade.json metric in a cell: the share of the runs reporting it that said true."""
-
-    rate: float
-    true: int
-    runs: int  # runs that reported the metric as true or false
-
-
-class Cell(BaseModel):
-    arm: str
-    model: str
-    prompt_style: PromptStyle | None
-    runs: int
-    tasks: int
-    measured: int  # the runs the rates are over
-    test_pass_rate: Estimate
-    mergeable_rate: Estimate
-    difference: Estimate  # test-pass rate minus mergeable rate
-    mean_merge_score: float | None  # among mergeable runs
-    grader_failures: int
-    judge_failures: int
-    not_measured: int
-    provisional: bool
-    corrected_mergeable_rate: Estimate | None = None  # Rogan-Gladen; None without enough human labels
-    metrics: dict[str, MetricMean] = {}
-    metric_rates: dict[str, MetricRate] = {}
-    # Measured runs graded with some test-integrity part not measured, and how many per part.
-    integrity_not_measured_runs: int = 0
-    integrity_not_measured: dict[str, int] = {}
-
-
-class ContaminationCell(Cell):
-    split: Split
-
-
-class TaskRow(BaseModel):
-    task: str
-    runs: int
-    judged: int  # runs whose blockers the primary judge decided (the histogram's denominator)
-    failed_blockers: dict[str, int]
-
-
-class AgreementReport(BaseModel):
-    mergeable: Agreement
-    items: dict[str, Agreement]  # "<task>/<blocker id>": blocker ids are per task
-
-
-class Disagreement(BaseModel):
-    run: str
-    task: str
-    item: str
-    primary: Verdict
-    second: Verdict
-
-
-class JudgeUse(BaseModel):
-    role: Literal["primary", "second"]
-    judge: str
-    scripted: bool
-    vendor: str | None
-    runs: int
-    cost_usd: float = 0.0  # the diff-only judge, over these runs
-    tree_cost_usd: float = 0.0  # the tree judge (needs_tree blockers), reported apart
-    tree_judged: int = 0  # verdicts the tree judge gave (counted like any other)
-    tree_judged_runs: int = 0
-    cost_known: bool = True
-
-
-class Report(BaseModel):
-    format: int = FORMAT
-    contrasts: list[Contrast] = []  # grading.contrasts: arm against arm, model against model
-    cells: list[Cell]
-    by_prompt_style: list[Cell]
-    by_contamination: list[ContaminationCell]
-    tasks: list[TaskRow]
-    agreement: AgreementReport
-    repeat_agreement: RepeatAgreement | None
-    disagreements: list[Disagreement]
-    judge_accuracy: JudgeAccuracy
-    # grading.power: human-labelled runs that would bring the corrected rate (all runs) to ±5 points
-    label_target: LabelTarget | None = None
-    judges: list[JudgeUse]
-    bootstrap: int
-    seed: int
-    warnings: list[str]
-
-    def to_json_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
-
 
 # --- statistics (grading/report_stats.py holds the arithmetic) --------------------------------------------
 
@@ -398,15 +202,6 @@ def _cell_fields(runs: list[GradedRun], ctx: _Context, key: tuple[str | None, ..
     }
 
 
-def _group[K: tuple[Any, ...]](
-    runs: Iterable[GradedRun], key: Callable[[GradedRun], K]
-) -> dict[K, list[GradedRun]]:
-    groups: dict[K, list[GradedRun]] = defaultdict(list)
-    for r in runs:
-        groups[key(r)].append(r)
-    return groups
-
-
 def _sort_key(value: str | None) -> tuple[int, str]:
     return (value is None, value or "")
 
@@ -482,25 +277,6 @@ def _repeat_agreement(runs: Sequence[GradedRun]) -> RepeatAgreement | None:
     return out if out.pairs else None
 
 
-def _repetition_warnings(runs: Sequence[GradedRun]) -> list[str]:
-    arms_per_model: dict[str, set[str]] = defaultdict(set)
-    for r in runs:
-        arms_per_model[r.model].add(r.arm)
-    warnings = []
-    for (task, arm, model), group in sorted(_group(runs, lambda r: (r.task, r.arm, r.model)).items()):
-        if all(r.status == "not_measured" for r in group):
-            continue  # no rubric: not a repetition problem
-        needed = MIN_REPETITIONS_COMPARED if len(arms_per_model[model]) > 1 else MIN_REPETITIONS
-        measured = sum(r.measured for r in group)
-        if measured < needed:
-            why = "two arms are compared" if needed == MIN_REPETITIONS_COMPARED else "mergeable rates spread"
-            warnings.append(
-                f"task {task!r}, arm {arm!r}, model {model!r}: {measured} measured runs; "
-                f"use at least {needed} ({why})"
-            )
-    return warnings
-
-
 def _judge_uses(runs: Sequence[GradedRun]) -> list[JudgeUse]:
     counts: dict[tuple[str, str], int] = defaultdict(int)
     seen: dict[tuple[str, str], JudgeVerdicts] = {}
@@ -524,118 +300,6 @@ def _judge_uses(runs: Sequence[GradedRun]) -> list[JudgeUse]:
                  cost_known=bool(spend[(role, spec)][4]))
         for (role, spec), n in sorted(counts.items())
     ]  # fmt: skip
-
-
-# The warnings that come once per task, arm and model, per judge and model, or per cell, each kind by the
-# shape of its sentence (written just above and below): a page may fold each kind into one line with a
-# count. The report's own list (the JSON, the CLI's Markdown) keeps every warning as it is.
-REPEATED_WARNINGS: dict[str, tuple[re.Pattern[str], str]] = {
-    "repetitions": (
-        re.compile(r"task .+, arm .+, model .+: \d+ measured runs; use at least \d+ \(.+\)", re.DOTALL),
-        "task, arm and model groups with fewer measured runs than they need",
-    ),
-    "self_preference": (
-        re.compile(
-            r"self-preference: the \w+ judge .+ judges runs of .+, a model of its own vendor", re.DOTALL
-        ),
-        "judge and model pairs where the judge is of the model's own vendor (self-preference)",
-    ),
-    "one_task": (
-        re.compile(r"arm .+, model .+: one task only, so no interval \(tasks are resampled\)", re.DOTALL),
-        "arm and model cells with one task only, so no interval (tasks are resampled)",
-    ),
-}
-
-
-def warning_kind(warning: str) -> str | None:
-    """The key of :data:`REPEATED_WARNINGS` whose sentence ``warning`` is, or None for a warning said once."""
-    return next((kind for kind, (shape, _) in REPEATED_WARNINGS.items() if shape.fullmatch(warning)), None)
-
-
-def _warnings(
-    runs: Sequence[GradedRun], judges: list[JudgeUse], accuracy: JudgeAccuracy, cells: list[Cell]
-) -> list[str]:
-    out: list[str] = []
-    not_measured = sum(r.status == "not_measured" for r in runs)
-    grader = sum(r.status == "grader_failure" for r in runs)
-    judge = sum(r.status == "judge_failure" for r in runs)
-    if not_measured:
-        out.append(
-            f"{not_measured} runs not measured (no rubric.json): left out of every rate, "
-            "never counted as not mergeable"
-        )
-    if grader or judge:
-        out.append(
-            f"{grader} grader failures and {judge} judge failures: left out of every rate "
-            "(judge failures are runs that passed the tests, so the rates are over the rest)"
-        )
-    for role in ("primary", "second"):
-        specs = [j.judge for j in judges if j.role == role]
-        if len(specs) > 1:
-            out.append(
-                f"more than one {role} judge in this report ({', '.join(specs)}): "
-                "cells mix how runs were scored"
-            )
-    if any(j.scripted for j in judges):
-        out.append(
-            "verdicts from the scripted judge (a deterministic stand-in for tests and demos) "
-            "are in this report"
-        )
-    models = sorted({r.model for r in runs})
-    for j in judges:
-        if j.vendor is None:
-            continue
-        for model in models:
-            if model_family(model) == j.vendor:
-                out.append(
-                    f"self-preference: the {j.role} judge {j.judge} ({j.vendor}) judges runs of "
-                    f"{model} ({j.vendor}), a model of its own vendor"
-                )
-    out += _integrity_warnings(runs)
-    out += _metric_kind_warnings(runs)
-    unknown = sum(r.provisional is None for r in runs)
-    if any(c.provisional for c in cells):
-        out.append("cells marked provisional include runs graded with a rubric that is not admitted")
-    if unknown:
-        out.append(f"{unknown} runs do not record whether their rubric was admitted: treated as provisional")
-    few = [c for c in cells if c.measured and c.tasks < 2]
-    for c in few:
-        out.append(f"arm {c.arm!r}, model {c.model!r}: one task only, so no interval (tasks are resampled)")
-    if accuracy.undefined_reason:
-        out.append(f"no judge-error-corrected rate: {accuracy.undefined_reason}")
-    out += _repetition_warnings(runs)
-    return out
-
-
-def _integrity_warnings(runs: Sequence[GradedRun]) -> list[str]:
-    partial = [r for r in runs if r.measured and r.integrity_not_measured]
-    if not partial:
-        return []
-    parts: dict[str, int] = defaultdict(int)
-    for r in partial:
-        for part in set(r.integrity_not_measured):
-            parts[part] += 1
-    which = ", ".join(f"{part} in {n}" for part, n in sorted(parts.items()))
-    return [
-        f"{len(partial)} measured runs were graded with test-integrity parts not measured ({which}): "
-        "their integrity check covered only the other parts (counted per cell)"
-    ]
-
-
-def _metric_kind_warnings(runs: Sequence[GradedRun]) -> list[str]:
-    numeric: dict[str, int] = defaultdict(int)
-    flags: dict[str, int] = defaultdict(int)
-    for r in runs:
-        if r.status != "grader_failure":
-            for name in r.metrics:
-                numeric[name] += 1
-            for name in r.flags:
-                flags[name] += 1
-    return [
-        f"grade.json metric {name!r} is true/false in {flags[name]} runs and a number in {numeric[name]}: "
-        "shown apart, as a rate and as a mean"
-        for name in sorted(set(numeric) & set(flags))
-    ]
 
 
 def build_report(

@@ -96,9 +96,7 @@ How the capture works, and why:
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
 import shutil
 import stat
 import tempfile
@@ -109,14 +107,12 @@ from pydantic import BaseModel, field_serializer
 
 from grading.diffs import c_quote
 from grading.errors import InputError
-from grading.git import NO_COMMANDS_CONFIG, Git
 from grading.path_lists import (
     _EXCLUDE_PREFIX,
     _GITIGNORE,
     _IGNORE_FILE_PREFIX,
     _IGNORE_RULES_PREFIX,
     _is_gitignore,
-    _read_lines,
     _text,
 )
 
@@ -138,6 +134,18 @@ from grading.path_lists import read_path_list as read_path_list
 from grading.path_lists import read_snapshot as read_snapshot
 from grading.path_lists import read_snapshot_file as read_snapshot_file
 from grading.path_lists import unquote_path as unquote_path
+from grading.workspace_git import _alternates_value, _Git, _git_path, _resolve_base
+from grading.workspace_record import (
+    _RECORD_EXCLUDE,
+    _git_dir_changes,
+    _IndexLister,
+    _open_record,
+    _record_git,
+    _resolve_in_record,
+    _write_record,
+)
+from grading.workspace_record import RECORD_SUFFIX as RECORD_SUFFIX
+from grading.workspace_record import record_path as record_path
 
 _MAX_SELF_IGNORE_BYTES = 64 * 1024  # a tool's "*" file is a few bytes; a bigger one is not read as one
 # What declares a self-ignoring directory a cache (only those stay out of the diff)
@@ -148,63 +156,6 @@ _PYVENV_CFG = "pyvenv.cfg"
 DIFF_NAME = "workspace.diff"
 IGNORED_CREATED_NAME = "ignored_created.txt"
 GIT_DIR_CHANGES_NAME = "git_dir_changes.txt"  # run dir: the paths under .git the run changed
-RECORD_SUFFIX = ".git"  # the private record of a snapshot FILE is the directory FILE.git
-_RECORD_MARKER = "rubric-snapshot-record"
-_RECORD_MANIFEST = "git-dir-manifest"
-_RECORD_FALLBACK = "workspace-objects"  # the workspace's object directory at snapshot time
-_RECORD_EXCLUDE = "workspace-info-exclude"  # where the workspace's info/exclude was at snapshot time
-_HASH_CHUNK = 1 << 20
-
-# Config that shapes the diff text or the file lists, pinned so the repository's .git/config cannot change
-# them. Keys a flag already pins (diff.external via --no-ext-diff, ...) are pinned here too, belt and braces.
-_CONFIG_OVERRIDES: tuple[tuple[str, str], ...] = (
-    # nothing the agent configured may run a command on the grading host (hooks included: `git add -N`
-    # writes the index, which runs post-index-change)
-    *NO_COMMANDS_CONFIG,
-    # the stat cache and index extensions of the copy must not reach outside the scratch directory
-    ("core.untrackedCache", "false"),
-    ("core.splitIndex", "false"),
-    ("index.sparse", "false"),
-    ("core.sparseCheckout", "false"),
-    ("core.trustctime", "true"),
-    ("core.checkStat", "default"),
-    # what counts as a change
-    ("core.fileMode", "true"),
-    ("core.symlinks", "true"),
-    ("core.ignoreCase", "false"),
-    # protections for checkouts on case-insensitive file systems: we never check out, and a file the agent
-    # named GIT~1/x must still be in the diff
-    ("core.protectNTFS", "false"),
-    ("core.protectHFS", "false"),
-    ("core.precomposeUnicode", "false"),
-    ("core.autocrlf", "false"),
-    ("core.eol", "lf"),
-    ("core.safecrlf", "false"),
-    ("core.excludesFile", os.devnull),  # the user's ~/.config/git/ignore is read even without config
-    ("core.attributesFile", os.devnull),
-    ("status.showUntrackedFiles", "all"),
-    ("submodule.recurse", "false"),
-    ("diff.ignoreSubmodules", "dirty"),
-    ("diff.submodule", "short"),
-    # the text of the diff
-    ("core.quotePath", "true"),
-    ("diff.noprefix", "false"),
-    ("diff.mnemonicPrefix", "false"),
-    ("diff.srcPrefix", "a/"),
-    ("diff.dstPrefix", "b/"),
-    ("diff.relative", "false"),
-    ("diff.renames", "false"),
-    ("diff.context", "3"),
-    ("diff.interHunkContext", "0"),
-    ("diff.algorithm", "default"),
-    ("diff.indentHeuristic", "true"),
-    ("diff.suppressBlankEmpty", "false"),
-    ("diff.orderFile", os.devnull),
-    ("color.ui", "false"),
-    ("color.diff", "false"),
-    ("core.abbrev", "40"),
-    ("core.bigFileThreshold", "512m"),
-)
 
 _DIFF_FLAGS: tuple[str, ...] = (
     "--binary",
@@ -258,34 +209,6 @@ class CaptureResult(BaseModel):
     @field_serializer("diff_path")
     def _json_safe_path(self, path: str) -> str:
         return _text(path)
-
-
-class _Git(Git):
-    """git in one workspace, with the user's and the repository's config neutralised (module docstring)."""
-
-    def __init__(self, workspace: Path, extra_env: Mapping[str, str] | None = None) -> None:
-        super().__init__(workspace, extra_env, _CONFIG_OVERRIDES)
-
-    @property
-    def workspace(self) -> Path:
-        return self.cwd
-
-    @workspace.setter
-    def workspace(self, path: Path) -> None:
-        self.cwd = path
-
-    def neutralise_filters(self) -> None:
-        """Switch off every clean/smudge/process filter the repository configures (they run commands)."""
-        names = self.run("config", "--null", "--name-only", "--list").split(b"\0")
-        drivers: set[str] = set()
-        for raw in names:
-            name = raw.decode("utf-8", "surrogateescape")
-            if name.lower().startswith("filter.") and name.count(".") >= 2:
-                drivers.add(name[len("filter.") : name.rindex(".")])
-        for driver in sorted(drivers):
-            for key in ("clean", "smudge", "process"):
-                self.config.append((f"filter.{driver}.{key}", ""))
-            self.config.append((f"filter.{driver}.required", "false"))
 
 
 def _toplevel_git(workspace: Path) -> _Git:
@@ -449,11 +372,6 @@ def snapshot_ignored(workspace: Path) -> list[str]:
     return take_snapshot(workspace).ignored
 
 
-def record_path(snapshot_file: Path) -> Path:
-    """The private record that goes with a snapshot file: the directory ``FILE.git`` beside it."""
-    return snapshot_file.with_name(snapshot_file.name + RECORD_SUFFIX)
-
-
 def write_snapshot(workspace: Path, out: Path) -> int:
     """Write the snapshot of ``workspace`` (v4: ignored files, ``info/exclude``, ``.gitignore`` files) to
     ``out``, and its private record to ``out.git`` (:func:`record_path`). Both must be outside the workspace.
@@ -481,345 +399,7 @@ def _write_text(path: Path, text: str) -> None:
         raise InputError(path, f"cannot write: {exc.strerror or exc}") from exc
 
 
-# ---- the private record (v4 snapshots) ----------------------------------------------------------------
-
-
-def _write_record(git: _Git, real_index: Path, objects: Path, record: Path) -> None:
-    """Write the private record of the workspace's git state to ``record`` (a directory; the module
-    docstring says what it holds). ``git`` reads the workspace's git directory and writes nothing there.
-    Written beside ``record`` and renamed into place, so it is whole or absent."""
-    parent = record.parent
-    if record.exists() and not (record / _RECORD_MARKER).is_file():
-        raise InputError(record, "exists and is not a snapshot record; remove it or write elsewhere")
-    try:
-        tmp = Path(tempfile.mkdtemp(prefix=f".{record.name}.", dir=parent))
-    except OSError as exc:
-        raise InputError(record, f"cannot create the record: {exc.strerror or exc}") from exc
-    try:
-        _fill_record(git, real_index, objects, tmp)
-        if record.exists():
-            shutil.rmtree(record)
-        tmp.rename(record)
-    except OSError as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise InputError(record, f"cannot write the record: {exc.strerror or exc}") from exc
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
-def _fill_record(git: _Git, real_index: Path, objects: Path, record: Path) -> None:
-    pack_dir = record / "objects" / "pack"
-    pack_dir.mkdir(parents=True)
-    (record / "refs").mkdir()
-    head = git.run("rev-parse", "--verify", "--quiet", "HEAD^{commit}", ok_codes=(0, 1, 128)).strip()
-    (record / "HEAD").write_bytes(head + b"\n" if head else b"ref: refs/heads/unborn\n")
-    # Every ref as it is now, so --base names a branch or tag as it was before the run.
-    refs = git.run("for-each-ref", "--format=%(objectname) %(refname)")
-    (record / "packed-refs").write_bytes(refs)
-    object_format = git.run("rev-parse", "--show-object-format").decode("ascii", "replace").strip()
-    config = "[core]\n\trepositoryformatversion = 0\n\tbare = false\n"
-    if object_format and object_format != "sha1":
-        config = (
-            "[core]\n\trepositoryformatversion = 1\n\tbare = false\n"
-            f"[extensions]\n\tobjectformat = {object_format}\n"
-        )
-    (record / "config").write_text(config)
-    # The objects a diff against HEAD needs: HEAD's commit, tree and blobs, and the blobs of the index.
-    wanted = git.run("rev-list", "--objects", "--no-object-names", "--no-walk", "HEAD") if head else b""
-    staged = [
-        entry.split(b" ")[1]
-        for entry in git.run("ls-files", "-z", "--stage").split(b"\0")
-        if entry and not entry.startswith(b"160000 ")
-    ]
-    if staged:  # an intent-to-add entry names the empty blob, which may not exist
-        check = git.run("cat-file", "--batch-check=%(objectname)", stdin=b"".join(o + b"\n" for o in staged))
-        wanted += b"".join(line + b"\n" for line in check.split(b"\n") if line and b" " not in line)
-    if wanted:
-        git.run("pack-objects", "-q", str(pack_dir / "pack"), stdin=wanted)
-    if real_index.is_file():
-        shutil.copy2(real_index, record / "index")  # copy2: the mtime decides racily clean entries
-        for shared in real_index.parent.glob("sharedindex.*"):
-            shutil.copy2(shared, record / shared.name)
-    (record / _RECORD_FALLBACK).write_bytes(os.fsencode(objects))
-    (record / _RECORD_EXCLUDE).write_bytes(os.fsencode(_git_path(git, "info/exclude").absolute()))
-    manifest = _git_dir_manifest(git.workspace, _IndexLister(git, record))
-    (record / _RECORD_MANIFEST).write_text(
-        "".join(entry.line() + "\n" for entry in manifest.values()), encoding="utf-8"
-    )
-    (record / _RECORD_MARKER).write_text(SNAPSHOT_HEADER + "\n")
-
-
-class _IndexLister:
-    """The entries of an index file (paths, modes, object ids, stages, flags; not the stat cache), hashed:
-    what ``git status`` rewrites without changing any entry hashes the same."""
-
-    def __init__(self, git: _Git, git_dir: Path) -> None:
-        self.git = _Git(git.workspace, {"GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(git.workspace)})
-        self.git.config = list(git.config)
-
-    def digest(self, index: Path) -> str | None:
-        self.git.extra_env["GIT_INDEX_FILE"] = str(index)
-        try:
-            listing = self.git.run("ls-files", "-z", "--stage", "-v")
-        except InputError:
-            return None  # not an index git can read
-        return "entries:" + hashlib.sha256(listing).hexdigest()
-
-
-class _GitDirEntry(BaseModel):
-    """One path under the workspace's ``.git`` at snapshot time."""
-
-    path: str  # relative to the workspace: ".git/config"
-    kind: str  # "f" file, "l" symlink, "o" anything else
-    stat_key: str  # size, mode, mtime, ctime, inode: unchanged means unchanged
-    digest: str  # sha256 of the content (a symlink's target); for .git/index, of its entries if readable
-
-    def line(self) -> str:
-        return f"{self.kind} {self.stat_key} {self.digest} {quote_path(self.path)}"
-
-
-def _stat_key(st: os.stat_result) -> str:
-    return f"{st.st_size}:{st.st_mode:o}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
-
-
-def _git_dir_entries(workspace: Path) -> dict[str, tuple[str, os.stat_result]]:
-    """Every path under the workspace's ``.git`` (files, symlinks, other non-directories), not following
-    symbolic links; ``.git`` itself when it is not a directory (a linked worktree's ``.git`` file)."""
-    root = workspace / ".git"
-    try:
-        st = os.lstat(root)
-    except OSError:
-        return {}
-    if not stat.S_ISDIR(st.st_mode):
-        return {".git": (_kind(st), st)}
-    found: dict[str, tuple[str, os.stat_result]] = {}
-    stack = [".git"]
-    while stack:
-        rel = stack.pop()
-        try:
-            entries = list(os.scandir(workspace / rel))
-        except OSError:
-            found[rel + "/"] = ("o", os.lstat(workspace / rel))  # unreadable: compared by its stat only
-            continue
-        for entry in entries:
-            child = f"{rel}/{entry.name}"
-            child_st = entry.stat(follow_symlinks=False)
-            if stat.S_ISDIR(child_st.st_mode):
-                stack.append(child)
-            else:
-                found[child] = (_kind(child_st), child_st)
-    return found
-
-
-def _kind(st: os.stat_result) -> str:
-    return "f" if stat.S_ISREG(st.st_mode) else "l" if stat.S_ISLNK(st.st_mode) else "o"
-
-
-def _digest(workspace: Path, rel: str, kind: str, index: _IndexLister) -> str:
-    path = workspace / rel
-    if kind == "l":
-        try:
-            return hashlib.sha256(os.fsencode(os.readlink(path))).hexdigest()
-        except OSError:
-            return "-"
-    if kind != "f":
-        return "-"
-    if rel == ".git/index" and (entries := index.digest(path)) is not None:
-        return entries
-    sha = hashlib.sha256()
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return "unreadable"
-    with os.fdopen(fd, "rb") as handle:
-        while chunk := handle.read(_HASH_CHUNK):
-            sha.update(chunk)
-    return sha.hexdigest()
-
-
-def _git_dir_manifest(workspace: Path, index: _IndexLister) -> dict[str, _GitDirEntry]:
-    return {
-        rel: _GitDirEntry(
-            path=rel, kind=kind, stat_key=_stat_key(st), digest=_digest(workspace, rel, kind, index)
-        )
-        for rel, (kind, st) in sorted(_git_dir_entries(workspace).items())
-    }
-
-
-def _read_manifest(record: Path) -> dict[str, _GitDirEntry]:
-    path = record / _RECORD_MANIFEST
-    found: dict[str, _GitDirEntry] = {}
-    for number, line in enumerate(_read_lines(path), start=1):
-        parts = line.split(" ", 3)
-        if len(parts) != 4 or parts[0] not in ("f", "l", "o"):
-            raise InputError(path, "not a line of a git directory manifest", f"line {number}")
-        try:
-            rel = unquote_path(parts[3])
-        except ValueError as exc:
-            raise InputError(path, str(exc), f"line {number}") from exc
-        found[rel] = _GitDirEntry(path=rel, kind=parts[0], stat_key=parts[1], digest=parts[2])
-    return found
-
-
-def _git_dir_changes(workspace: Path, record: Path, index: _IndexLister) -> list[str]:
-    """The paths under ``.git`` the run added, removed or changed since the snapshot (module docstring:
-    what counts); ``[".git"]`` when ``.git`` went away or changed kind."""
-    before = _read_manifest(record)
-    now = _git_dir_entries(workspace)
-    if (before and not os.path.lexists(workspace / ".git")) or (".git" in before) != (".git" in now):
-        return [".git"]  # removed, or a directory turned into a file or the other way round
-    changed: list[str] = []
-    for rel in sorted({*before, *now}):
-        old = before.get(rel)
-        if old is None or rel not in now:
-            if not _ordinary_history(workspace, rel, added=old is None):
-                changed.append(rel)
-            continue
-        kind, st = now[rel]
-        stat_changed = _stat_key(st) != old.stat_key
-        if (kind != old.kind or stat_changed and _digest(workspace, rel, kind, index) != old.digest) and not (
-            kind == old.kind and _ordinary_history(workspace, rel, added=False, index=index)
-        ):
-            changed.append(rel)
-    return changed
-
-
-# What committing, staging, branching, tagging, stashing, merging and rebasing write under .git. None of it
-# changes the diff (always the work tree against the base, read from the private record) or what git runs
-# later, so a run that used git as a developer does stays gradable on its merits. Configuration, hooks,
-# info/, alternates, replace refs and anything not listed here still count (docs/capture.md).
-_HISTORY_FILES = frozenset(
-    f".git/{name}"
-    for name in (
-        "HEAD",
-        "ORIG_HEAD",
-        "FETCH_HEAD",
-        "COMMIT_EDITMSG",
-        "MERGE_HEAD",
-        "MERGE_MSG",
-        "MERGE_MODE",
-        "MERGE_RR",
-        "AUTO_MERGE",
-        "CHERRY_PICK_HEAD",
-        "REVERT_HEAD",
-        "REBASE_HEAD",
-        "refs/stash",
-    )
-)
-_HISTORY_TREES = tuple(
-    f".git/{name}/"
-    for name in (
-        "logs",
-        "refs/heads",
-        "refs/tags",
-        "refs/remotes",
-        "rebase-merge",
-        "rebase-apply",
-        "sequencer",
-    )
-)
-_HISTORY_DIRS = frozenset((".git/logs", ".git/refs/heads", ".git/refs/tags", ".git/refs/remotes"))
-_PACKED_HISTORY_REF = re.compile(rb"^[0-9a-f]{40,64} refs/(heads|tags|remotes)/\S+$")
-
-
-def _ordinary_history(workspace: Path, rel: str, *, added: bool, index: _IndexLister | None = None) -> bool:
-    """Whether a path the run added (``added``), removed or rewrote under ``.git`` is what plain history
-    work writes (the list above)."""
-    if rel in _HISTORY_FILES or rel in _HISTORY_DIRS or rel.startswith(_HISTORY_TREES):
-        return True
-    if rel == ".git/index":
-        # Staging changes the entries; an index git cannot read is tampering.
-        return index is not None and index.digest(workspace / rel) is not None
-    if rel == ".git/packed-refs":
-        return _packed_refs_are_history(workspace / rel)
-    if rel.startswith(".git/objects/") and not rel.startswith(".git/objects/info"):
-        # New objects and packs are history; removing or rewriting one the base needs is not.
-        return added
-    return False
-
-
-def _packed_refs_are_history(path: Path) -> bool:
-    try:
-        with path.open("rb") as handle:
-            text = handle.read(_PACKED_REFS_MAX + 1)
-    except OSError:
-        return True  # removed: every packed branch or tag went, which history work may do
-    if len(text) > _PACKED_REFS_MAX:
-        return False
-    return all(
-        not line or line.startswith((b"#", b"^")) or _PACKED_HISTORY_REF.match(line) is not None
-        for line in text.split(b"\n")
-    )
-
-
-_PACKED_REFS_MAX = 64 * 1024 * 1024
-
-
-def _open_record(before: Path) -> Path:
-    record = record_path(before)
-    if not (record / _RECORD_MARKER).is_file():
-        raise InputError(
-            record,
-            "the snapshot's private record is missing (`rubric snapshot` writes it beside the snapshot file)",
-            "--before",
-        )
-    return record
-
-
-def _record_git(workspace: Path, record: Path) -> _Git:
-    """git reading the private record as its git directory and the workspace as its work tree: nothing of
-    the workspace's ``.git`` is read."""
-    if not workspace.is_dir():
-        raise InputError(workspace, "workspace is not a directory")
-    root = Path(os.path.abspath(workspace))
-    return _Git(root, {"GIT_DIR": str(record.absolute()), "GIT_WORK_TREE": str(root)})
-
-
-def _resolve_in_record(git: _Git, record: Path, base: str) -> tuple[str, list[Path]]:
-    """The base commit, from the record's refs and objects; when the record lacks it (a base other than
-    HEAD at snapshot time), from the workspace's object directory as it is now."""
-    try:
-        return _resolve_base(git, base), []
-    except InputError:
-        try:
-            objects = Path(os.fsdecode((record / _RECORD_FALLBACK).read_bytes()))
-        except OSError:
-            raise InputError(record, f"{_RECORD_FALLBACK} is missing") from None
-        if not objects.is_dir():
-            raise
-        fallback = [objects]
-        git.extra_env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = _alternates_value(fallback)
-        return _resolve_base(git, base), fallback
-
-
 # ---- capture -----------------------------------------------------------------------------------------
-
-
-def _resolve_base(git: _Git, base: str) -> str:
-    out = git.run(
-        "rev-parse", "--verify", "--quiet", "--end-of-options", f"{base}^{{commit}}", ok_codes=(0, 1, 128)
-    )
-    commit = out.decode("ascii", "replace").strip()
-    if not commit:
-        raise InputError(
-            git.workspace, f"unknown revision {base!r} (not a commit in this repository)", "--base"
-        )
-    return commit
-
-
-def _git_path(git: _Git, name: str) -> Path:
-    out = os.fsdecode(git.run("rev-parse", "--git-path", name).rstrip(b"\n"))
-    return git.workspace / out  # absolute for linked worktrees, relative to the work tree otherwise
-
-
-def _alternates_value(paths: Sequence[Path]) -> str:
-    # GIT_ALTERNATE_OBJECT_DIRECTORIES is ':'-separated; an entry starting with '"' is C-quoted.
-    entries = []
-    for p in paths:
-        raw = os.fsencode(p)
-        entries.append(c_quote(raw) if b":" in raw or raw.startswith(b'"') else os.fsdecode(raw))
-    return ":".join(entries)
 
 
 def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureResult:
