@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -61,11 +62,15 @@ def revision_url(revision: RubricRevision, anchor: str = "") -> str:
 def redirect_to(request: HtmxHttpRequest, url: str) -> HttpResponse:
     """A full-page move: htmx is told to navigate, a plain form post gets a 302.
 
-    htmx navigates by setting ``window.location``; a URL that differs from the current page only by its
-    ``#fragment`` then scrolls without loading the page, and the messages of the post never show. So htmx
-    gets the URL without its fragment (the page loads, at its top)."""
+    htmx navigates by setting ``window.location``; a URL that differs from the page the post came from
+    only by its ``#fragment`` then scrolls without loading the page, and the post's messages never show.
+    To that same page htmx is sent without the fragment, so the page loads (at its top)."""
     if request.htmx:
-        return HttpResponseClientRedirect(url.split("#", 1)[0])
+        target = urlsplit(url)
+        current = urlsplit(request.htmx.current_url or "")
+        if target.fragment and (target.path, target.query) == (current.path, current.query):
+            url = urlunsplit(target._replace(fragment=""))
+        return HttpResponseClientRedirect(url)
     return HttpResponseRedirect(url)
 
 

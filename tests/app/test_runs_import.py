@@ -302,9 +302,11 @@ def test_an_htmx_run_import_loads_the_repository_page_so_its_message_shows(
     client.force_login(maintainer)
     url = reverse("rubrics:runs_upload", args=[repository.pk])
     file = SimpleUploadedFile("runs.zip", zip_dir(graded_runs, "batch/"))
-    response = client.post(url, {"file": file}, headers={"HX-Request": "true"})
+    page_url = reverse("rubrics:repository_detail", args=[repository.pk])
+    headers = {"HX-Request": "true", "HX-Current-URL": f"http://testserver{page_url}"}
+    response = client.post(url, {"file": file}, headers=headers)
     assert response.status_code == 200
-    assert response["HX-Redirect"] == reverse("rubrics:repository_detail", args=[repository.pk])
+    assert response["HX-Redirect"] == page_url
     page = " ".join(client.get(response["HX-Redirect"]).content.decode().split())
     assert "The new runs are not graded yet" in page
 
