@@ -9,10 +9,7 @@ import hashlib
 import importlib
 import json
 import os
-import signal
-import subprocess
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -38,7 +35,7 @@ from rubrics_app.models import (
 )
 from rubrics_app.services import calibration, revisions
 from tests.app.calibration_helpers import calibration_replies
-from tests.app.worker_helpers import CELERY, ROOT, WAIT_SECONDS, celery_worker, database_url
+from tests.app.worker_helpers import celery_worker, database_url
 from tests.grading.judge.fake_servers import FakeProviderServer
 
 PASSWORD = "correct horse battery staple"
@@ -142,9 +139,6 @@ def django_db_modify_db_settings(
 ) -> Iterator[None]:
     # A file, not SQLite's in-memory test database, so a real Celery worker process sees the same data; and a
     # name of its own per test session so engineers running the suite at once do not share one database.
-    from django.conf import settings
-
-    from rubrics_app import celery_app
 
     db = settings.DATABASES["default"]
     test = db.setdefault("TEST", {})
@@ -161,7 +155,6 @@ def django_db_modify_db_settings(
 
 def _forget_queue(app: Any, queue: str) -> None:
     """Purge the session's queue and drop what declaring it left behind (a binding table per queue)."""
-    from django.conf import settings
 
     app.control.purge()
     if settings.CELERY_BROKER_URL.startswith("filesystem"):
@@ -387,50 +380,11 @@ def scratch_folders(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def worker(
     django_db_setup: None, django_db_blocker: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Path]:
-    queue = celery_app.conf.task_default_queue
-    assert queue.startswith("rubrics-test-")  # never the demo's queue
     log = tmp_path_factory.mktemp("worker") / "worker.log"
     with django_db_blocker.unblock():
         url = database_url()
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "rubrics_app.settings",
-        "DATABASE_URL": url,
-        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
-        "RUBRICS_VAR_DIR": str(settings.VAR_DIR),
-        "CELERY_TASK_DEFAULT_QUEUE": queue,
-        "PYTHONWARNINGS": "ignore",
-    }
-    command = [
-        str(CELERY),
-        "-A",
-        "rubrics_app",
-        "worker",
-        "--pool=solo",
-        "-c",
-        "1",
-        "-Q",
-        queue,
-        "-l",
-        "INFO",
-    ]
-    command += ["--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"test-{os.getpid()}@%h"]
-    with log.open("wb") as out:
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + WAIT_SECONDS
-        while b"ready." not in log.read_bytes():
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"the celery worker did not start:\n{log.read_text(errors='replace')}")
-            time.sleep(0.2)
+    with celery_worker(log, None, url, name="test"):
         yield log
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 @pytest.fixture(scope="module")

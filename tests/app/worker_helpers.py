@@ -61,7 +61,11 @@ def wait_for(job: Job, log: Path) -> Job:
 
 
 @contextmanager
-def celery_worker(log: Path, provider: FakeProviderServer, url: str) -> Iterator[subprocess.Popen[bytes]]:
+def celery_worker(
+    log: Path, provider: FakeProviderServer | None, url: str, name: str = "calib"
+) -> Iterator[subprocess.Popen[bytes]]:
+    """A real worker on the test queue, ready when this yields; with ``provider``, its judges call that fake
+    server (keys only from the worker's environment)."""
     queue = celery_app.conf.task_default_queue
     assert queue.startswith("rubrics-test-")  # never the demo's queue
     env = {
@@ -72,12 +76,15 @@ def celery_worker(log: Path, provider: FakeProviderServer, url: str) -> Iterator
         "RUBRICS_VAR_DIR": str(settings.VAR_DIR),
         "CELERY_TASK_DEFAULT_QUEUE": queue,
         "PYTHONWARNINGS": "ignore",
-        # Keys only from the worker's environment: the fake server stands in for both providers.
-        "ANTHROPIC_BASE_URL": provider.anthropic_base_url,
-        "ANTHROPIC_API_KEY": "test-anthropic-key",
-        "OPENAI_BASE_URL": provider.openai_base_url,
-        "OPENAI_API_KEY": "test-openai-key",
     }
+    if provider is not None:
+        # The fake server stands in for both providers.
+        env |= {
+            "ANTHROPIC_BASE_URL": provider.anthropic_base_url,
+            "ANTHROPIC_API_KEY": "test-anthropic-key",
+            "OPENAI_BASE_URL": provider.openai_base_url,
+            "OPENAI_API_KEY": "test-openai-key",
+        }
     command = [
         str(CELERY),
         "-A",
@@ -96,7 +103,7 @@ def celery_worker(log: Path, provider: FakeProviderServer, url: str) -> Iterator
         "--without-mingle",
         "--without-heartbeat",
         "-n",
-        f"calib-{os.getpid()}@%h",
+        f"{name}-{os.getpid()}@%h",
     ]
     with log.open("wb") as out:
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
