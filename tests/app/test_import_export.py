@@ -552,10 +552,13 @@ def test_exporting_the_same_revision_again_on_a_branch_needs_no_commit(
     first = import_export.write_to_checkout(
         admitted_revision, branch="rubrics/one", by=Actor.member(maintainer)
     )
+    checkout.git("merge", "--ff-only", "rubrics/one")  # the maintainer takes the export into main
     again = import_export.write_to_checkout(
         admitted_revision, branch="rubrics/two", by=Actor.member(maintainer)
     )
-    assert again.commit == first.commit
+    # HEAD already holds every file: the new branch points at HEAD, with no empty commit on top. (Without
+    # the merge this would hold only by chance, when both commits fall in the same second.)
+    assert again.commit == first.commit == checkout.git("rev-parse", "HEAD").strip()
     assert checkout.git("rev-parse", "rubrics/two").strip() == first.commit
 
 
