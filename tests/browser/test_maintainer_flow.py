@@ -1,7 +1,8 @@
 """A maintainer's whole path through the app in Chromium, each step a function of its own: log in, import a
 task with its rubric (zip upload), edit a blocker, approve every item, calibrate with the scripted judge
 and watch the rows arrive, see the revision admitted, import runs, open the report and its chart, export
-rubric.json and get exactly the file `grading` validates."""
+rubric.json and get exactly the file `grading` validates, then dispute a blocker and export only after
+confirming."""
 
 from __future__ import annotations
 
@@ -280,6 +281,41 @@ def export_rubric_json(flow: Flow) -> None:
     flow.shot("rubric.json exported")
 
 
+def dispute_then_export(flow: Flow) -> None:
+    """A maintainer disputes blocker B1 of the admitted revision; the revision page then says so, and a
+    download asks for a confirmation naming B1 before anything leaves."""
+    page = flow.page
+    assert flow.revision is not None
+    revision_url = flow.url(f"revisions/{flow.revision.pk}/")
+    page.goto(revision_url)
+    page.locator("p", has_text="Dispute a blocker:").get_by_role("link", name="B1", exact=True).click()
+    page.get_by_label("Why the blocker is wrong").fill("Clamping is what the upstream docs promise.")
+    page.get_by_role("button", name="Mark disputed").click()
+    page.locator(".messages", has_text="B1 is disputed").wait_for()
+    assert f"revision {flow.revision.number} needs re-review" in page.locator(".messages").inner_text()
+    page.goto(revision_url)
+    assert page.locator(".badge.needs-re-review").first.is_visible()
+    assert "Disputed: B1." in page.locator(".export-disputed").inner_text()
+    flow.shot("blocker B1 disputed")
+    # The download does not go through silently: a page names the disputed blocker and wants a tick.
+    page.get_by_role("link", name="Download rubric.json").click()
+    page.locator("#export-disputed").wait_for()
+    assert "B1 is disputed" in page.locator("#export-disputed").inner_text()
+    assert "Nothing has been exported yet." in page.locator("#export-disputed").inner_text()
+    flow.shot("export asks for a confirmation")
+    confirm = page.locator("#export-confirm")
+    confirm.get_by_role("button").click()  # not ticked: the browser keeps the form (required checkbox)
+    assert page.locator("#export-disputed").is_visible()
+    confirm.get_by_role("checkbox").check()
+    with page.expect_download() as download_info:
+        confirm.get_by_role("button").click()
+    download = download_info.value
+    assert download.suggested_filename == "rubric.json"
+    exported = flow.scratch / "disputed-export.json"
+    download.save_as(str(exported))
+    assert exported.read_bytes() == flow.revision.rubric_json_bytes()
+
+
 def test_a_maintainer_imports_calibrates_admits_and_reports(
     browser: Browser, worker: Worker, repository: Repository, maintainer: User, tmp_path: Path
 ) -> None:
@@ -295,3 +331,4 @@ def test_a_maintainer_imports_calibrates_admits_and_reports(
     sweep_the_runs(flow)
     open_the_report(flow)
     export_rubric_json(flow)
+    dispute_then_export(flow)
