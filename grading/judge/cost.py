@@ -53,8 +53,17 @@ class Price(BaseModel):
         return data
 
 
-# List prices at the time of writing (Anthropic and OpenAI pricing pages). Anthropic's cache write is the
-# 5-minute write (1.25 x input); OpenAI has no cache-write charge and bills cached input at cache_read.
+# List prices at the time of writing. Anthropic's cache write is the 5-minute write (1.25 x input); OpenAI
+# has no cache-write charge and bills cached input at cache_read. Checked 2026-12-04 (docs/benchmarks.md,
+# "Batch billing", says what each source settles and what it leaves open):
+# - Anthropic: https://platform.claude.com/docs/en/about-claude/pricing (every claude-* row below, cache
+#   writes and hits included) and https://platform.claude.com/docs/en/build-with-claude/batch-processing
+#   (batches: all usage at 50% of the standard prices, so cache reads too).
+# - OpenAI: https://developers.openai.com/api/docs/pricing and
+#   https://developers.openai.com/api/docs/guides/prompt-caching (caching from 1,024 tokens, no write
+#   charge). Whether Batch also discounts cached input for gpt-4o and gpt-4.1 is not settled there; priced
+#   here as if it does (the cap's estimate prices all input at the full input price, so it stays an upper
+#   bound either way).
 DEFAULT_PRICES: dict[str, Price] = {
     "claude-opus-4-1-20250805": Price(input=15.0, cache_write=18.75, cache_read=1.50, output=75.0),
     "claude-opus-4-5-20251101": Price(input=5.0, cache_write=6.25, cache_read=0.50, output=25.0),

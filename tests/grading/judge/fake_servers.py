@@ -23,7 +23,9 @@ up to the one carrying ``cache_control``) to a prompt cache on first sight and r
 OpenAI reports the system message as ``cached_tokens`` when the same one was seen before. A prefix becomes
 readable only once the request that wrote it has been answered (``latency`` delays every answer), so
 requests sent together all pay the write, as they do with the real APIs.
-Tokens are counted as ``ceil(len(text) / 4)``.
+Tokens are counted as ``ceil(len(text) / 4)``. By default any prefix is cached; ``cache_min_tokens`` (per
+provider: the shortest prefix the provider caches at all) and ``openai_cache_increment`` (OpenAI caches the
+prefix in steps of 128 tokens) make it bill as the real APIs do, for benchmarks/batch_billing.py.
 
 Pytest fixtures: ``fake_server`` (import ``fake_server_fixture`` from this module into a test module).
 """
@@ -274,6 +276,8 @@ class FakeProviderServer:
         self.max_in_flight = 0
         self.arrivals: list[float] = []  # time.monotonic() of every model call's arrival
         self._prompt_cache: set[str] = set()  # prefixes readable from the prompt cache
+        self.cache_min_tokens: dict[str, int] = {}  # provider -> shortest prefix cached (absent: any)
+        self.openai_cache_increment = 1  # OpenAI's cached tokens are a multiple of this
         self._unpublished = threading.local()  # the prefix this handler thread wrote, readable once answered
         self._batches: dict[str, dict[str, Any]] = {}
         self._files: dict[str, bytes] = {}  # OpenAI files: batch input, output and error files
@@ -416,10 +420,12 @@ class FakeProviderServer:
         answered: requests sent at the same time all pay the write.
         """
         total = tokens(prompt.static_text) + tokens(prompt.user_text)
-        if not prompt.cached_prefix:
+        prefix = tokens(prompt.cached_prefix)
+        if prompt.provider == "openai":
+            prefix -= prefix % self.openai_cache_increment
+        if not prompt.cached_prefix or prefix < self.cache_min_tokens.get(prompt.provider, 1):
             return total, 0, 0
         key = hashlib.sha256(f"{prompt.model}\0{prompt.cached_prefix}".encode()).hexdigest()
-        prefix = tokens(prompt.cached_prefix)
         with self._lock:
             hit = key in self._prompt_cache
         if not hit:

@@ -21,6 +21,7 @@ from tests.grading.judge.fake_servers import (
     error,
     expired,
     fake_server_fixture,  # noqa: F401 - the fake_server fixture
+    tokens,
     valid,
 )
 
@@ -111,3 +112,29 @@ def test_batch_calls_are_reserved_and_paid_at_half_price(fake_server: FakeProvid
     reply = asyncio.run(limited.complete(request()))
     full = PRICES.cost(reply.usage, MODEL).cost_usd
     assert budget.spent == pytest.approx(full / 2) and full > 0
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_the_stand_in_caches_no_prefix_below_the_providers_minimum(
+    fake_server: FakeProviderServer, provider: str
+) -> None:
+    # benchmarks/batch_billing.py bills with these: a prefix under the minimum is never cached, and
+    # OpenAI's cached tokens are whole steps of 128.
+    one = request().model_copy(update={"rubric_text": "rubric and task, long enough to cache\n" * 30})
+    prefix = tokens(one.instructions + one.rubric_text) + (2 if provider == "openai" else 0)  # "\n\n"
+    cached = prefix - prefix % 128 if provider == "openai" else prefix
+    backend: Any
+    if provider == "anthropic":
+        backend = AnthropicBackend(MODEL, base_url=fake_server.anthropic_base_url, api_key="sk-test")
+    else:
+        backend = OpenAIBackend(MODEL, base_url=fake_server.openai_base_url, api_key="sk-test")
+    fake_server.openai_cache_increment = 128
+    fake_server.cache_min_tokens = {provider: cached + 1}
+    usages = [asyncio.run(backend.complete(one)).usage for _ in range(2)]
+    assert [(u.cache_write_tokens, u.cache_read_tokens) for u in usages] == [(0, 0), (0, 0)]
+
+    fake_server.cache_min_tokens = {provider: cached}
+    usages = [asyncio.run(backend.complete(one)).usage for _ in range(2)]
+    assert cached > 0 and usages[1].cache_read_tokens == cached
+    total = usages[1].input_tokens + usages[1].cache_read_tokens
+    assert total == usages[0].input_tokens + usages[0].cache_write_tokens + usages[0].cache_read_tokens
