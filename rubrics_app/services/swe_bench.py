@@ -30,7 +30,7 @@ from typing import IO, Any
 
 from django.conf import settings
 
-from grading import MAX_RUN_INT, InputError, parse_json, read_input_bytes
+from grading import MAX_RUN_INT, SWE_BENCH_SOURCE, InputError, parse_json, read_input_bytes
 from rubrics_app.access import Actor
 from rubrics_app.models import Repository, Role, Task
 from rubrics_app.services.import_export import ImportFailed, ImportProblem, checked_zip_members
@@ -107,10 +107,11 @@ def read_predictions(path: Path, label: str) -> list[Prediction]:
         instance_id = _str_field(data, "instance_id", where, problems, limit=200)
         model = _str_field(data, "model_name_or_path", where, problems, limit=MAX_NAME)
         patch = data.get("model_patch")
+        # Any text is taken, NUL or prose included: the patch is the agent's output, and one the grader
+        # cannot read as a diff leaves that run not mergeable (grading's Run.unreadable_patch). Refusing it
+        # here would let one agent's output keep every run of the file out.
         if patch is not None and not isinstance(patch, str):
             problems.append(ImportProblem(where, "a string (the diff) or null", "model_patch"))
-        elif patch is not None and "\x00" in patch:
-            problems.append(ImportProblem(where, "holds a NUL character", "model_patch"))
         if len(problems) > before:
             continue
         key = (instance_id, model)
@@ -231,8 +232,10 @@ def _write_runs(
             if report.applied is not None:
                 grade["patch_successfully_applied"] = report.applied
             grade["tests_status"] = report.tests_status
+        # The marker grading reads (RunRecord.from_swe_bench): the parts only a capture records, ignored
+        # files and test ids, are then not measured rather than missing.
         run = {"task": p.instance_id, "arm": arm, "model": p.model, "repetition": repetition,
-               "source": "swe-bench"}  # fmt: skip
+               "source": SWE_BENCH_SOURCE}  # fmt: skip
         run_dir = dest / f"line-{p.line}"
         run_dir.mkdir()
         (run_dir / "run.json").write_text(json.dumps(run), encoding="utf-8")
