@@ -5,12 +5,16 @@ Each prediction (``instance_id``, ``model_name_or_path``, ``model_patch``) becom
 with its own checks, all or nothing:
 
 - ``run.json``: task = ``instance_id`` (a task of the repository), model = ``model_name_or_path``, the arm
-  and repetition the caller gives;
-- ``workspace.diff``: ``model_patch`` (null or empty: the agent changed nothing);
+  and repetition the caller gives, and ``"source": "swe-bench"``, the marker grading reads: the integrity
+  parts only a capture records (the ignored files created, the test ids, ``.git``) are then not measured,
+  with the harness named as the reason, instead of a missing test list being a grader failure;
+- ``workspace.diff``: ``model_patch`` as it came (null or empty: the agent changed nothing; text that is
+  not a diff leaves the run not mergeable when it is graded);
 - ``grade.json``: ``pass`` = the report's ``resolved``, with ``patch_successfully_applied`` and the
   ``tests_status`` lists kept beside it. A prediction with an empty patch has no report (the harness does
   not run it): it did not pass. Any other prediction without a report is a problem.
-- no ``tests_list.txt``: the harness does not list test ids, so that integrity part is not measured.
+- ``ignored_created.txt`` empty (the run import needs one; the marker says it means "unknown") and no
+  ``tests_list.txt``.
 
 Every input is bounded: the predictions file's size and line count, each report's size and their count.
 Problems name the file and the line (``predictions.jsonl: line 3: instance_id: ...``); when any line or
@@ -266,8 +270,19 @@ def import_swe_bench(
         problems.append(ImportProblem("--repetition", f"a whole number from 0 to {MAX_RUN_INT}"))
     if problems:
         raise ImportFailed(problems)
-    read = read_predictions(predictions, predictions_label)
-    by_instance = read_reports(reports, reports_label)
+    # Both files are read before anything is refused, so one answer lists every bad line and every bad report.
+    read: list[Prediction] = []
+    by_instance: dict[str, Report] = {}
+    try:
+        read = read_predictions(predictions, predictions_label)
+    except ImportFailed as exc:
+        problems += exc.problems
+    try:
+        by_instance = read_reports(reports, reports_label)
+    except ImportFailed as exc:
+        problems += exc.problems
+    if problems:
+        raise ImportFailed(problems)
     tasks = set(Task.objects.filter(repository=repository).values_list("task_id", flat=True))
     scratch = Path(tempfile.mkdtemp(prefix="swe-bench-"))
     try:

@@ -262,3 +262,56 @@ def test_the_upload_imports_the_same_and_shows_every_problem(
     response = post(predictions.read_bytes())
     assert response.status_code == 302
     assert AgentRun.objects.count() == 3
+
+
+def test_the_upload_lists_every_bad_line_and_report_as_the_command_does(
+    client: Client,
+    maintainer: User,
+    repository: Repository,
+    harness_output: tuple[Path, Path],
+    tmp_path: Path,
+) -> None:
+    _, reports = harness_output
+    broken = report(DJANGO, False)
+    del broken[DJANGO]["resolved"]
+    (next(reports.rglob(f"{DJANGO}/report.json"))).write_text(json.dumps(broken))
+    predictions = write_predictions(
+        tmp_path / "bad.jsonl",
+        [
+            {"instance_id": ASTROPY, "model_name_or_path": MODEL, "model_patch": PATCH},  # good
+            '{"instance_id": "x", ',
+            {"instance_id": DJANGO, "model_patch": DJANGO_PATCH},
+            {"instance_id": ASTROPY, "model_name_or_path": MODEL, "model_patch": PATCH},
+        ],
+    )
+    client.force_login(maintainer)
+    response = client.post(reverse("rubrics:runs_upload_swe_bench", args=[repository.pk]), {
+        "predictions": SimpleUploadedFile("predictions.jsonl", predictions.read_bytes()),
+        "reports": SimpleUploadedFile("reports.zip", zipped(reports)),
+        "arm": "swe-agent", "repetition": "0",
+    })  # fmt: skip
+    assert response.status_code == 400
+    page = response.content.decode()
+    assert "predictions.jsonl: line 2: malformed JSON" in page
+    assert "predictions.jsonl: line 3: model_name_or_path: required: a non-empty string" in page
+    assert "predictions.jsonl: line 4: the same instance and model as line 1" in page
+    # The bad report is named in the same answer, by its path inside the zip, never the server's folder.
+    member = f"reports.zip/logs/run_evaluation/my_eval/{MODEL}/{DJANGO}/report.json"
+    assert f"{member}: {DJANGO}.resolved: required: true or false" in page
+    assert AgentRun.objects.count() == 0
+
+    # The lines fixed, the bad report alone still imports nothing.
+    good = write_predictions(
+        tmp_path / "good.jsonl",
+        [{"instance_id": DJANGO, "model_name_or_path": MODEL, "model_patch": DJANGO_PATCH}],
+    )
+    response = client.post(reverse("rubrics:runs_upload_swe_bench", args=[repository.pk]), {
+        "predictions": SimpleUploadedFile("predictions.jsonl", good.read_bytes()),
+        "reports": SimpleUploadedFile("reports.zip", zipped(reports)),
+        "arm": "swe-agent", "repetition": "0",
+    })  # fmt: skip
+    assert response.status_code == 400
+    page = response.content.decode()
+    assert f"{member}: {DJANGO}.resolved: required: true or false" in page
+    assert "swe-bench-upload-" not in page, [line for line in page.splitlines() if "report.json" in line]
+    assert AgentRun.objects.count() == 0
