@@ -228,11 +228,13 @@ def read_reports(root: Path, label: str) -> Reports:
         raise ImportFailed([ImportProblem(label, "not a directory")])
     max_files = int(settings.RUNS_ZIP_MAX_MEMBERS)
     paths: list[Path] = []
-    for name in (REPORT_NAME, INSTANCE_LOG_NAME):
-        for path in root.rglob(name):
-            paths.append(path)
-            if len(paths) > max_files:
+    for name in (REPORT_NAME, INSTANCE_LOG_NAME):  # one of each per instance: each name counted alone
+        for count, path in enumerate(root.rglob(name), start=1):
+            if count > max_files:
                 raise ImportFailed([ImportProblem(label, f"more than {max_files} {name} files")])
+            # A log is read only where the harness wrote no report: for a patch that may not have applied.
+            if name == REPORT_NAME or not (path.parent / REPORT_NAME).exists():
+                paths.append(path)
     problems: list[ImportProblem] = []
     found = Reports({}, {})
     first: dict[tuple[str, str | None], str] = {}
