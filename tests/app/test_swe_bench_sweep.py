@@ -212,3 +212,21 @@ def test_the_report_counts_harness_runs_apart(
     for n in (1, 2):
         parts = ", ".join(f"{part} {n}" for part in HARNESS_PARTS)
         assert f'<td>{n} <span class="muted">({parts})</span></td>' in table
+
+
+def test_the_run_page_says_the_run_came_from_the_harness_and_what_was_not_measured(
+    revision: RubricRevision, repository: Repository, maintainer: User, tmp_path: Path
+) -> None:
+    import_harness_runs(tmp_path)
+    sweep(repository, maintainer, revision)
+    client = Client()
+    client.force_login(maintainer)
+    run = AgentRun.objects.get(model=MODEL, repetition=0)
+    page = client.get(reverse("rubrics:run_detail", args=[repository.pk, run.pk])).content.decode()
+    assert '<span class="badge">SWE-bench harness</span>' in page
+    current = page.split('id="current-grade"')[1].split("</section>")[0]
+    assert "Test integrity not measured (never counted as passed)" in current
+    assert '<code>test_cases</code>: <span class="muted">the SWE-bench harness lists no test ids' in current
+    assert (
+        '<code>ignored_files</code>: <span class="muted">the SWE-bench harness records no ignored' in current
+    )
