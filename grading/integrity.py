@@ -22,8 +22,10 @@ Three parts, each measured only when its inputs exist; a part that cannot be mea
 
 A run imported from the SWE-bench harness (run.json ``"source": "swe-bench"``) was never captured: there is
 no workspace, so nothing recorded the ignored files it created (``ignored_files``), ran ``tests.list`` in it
-(``test_cases``) or watched ``.git`` (``git_dir``). Those parts are not measured, with a reason naming the
-harness; a missing test list is then the harness's nature, not a grader failure.
+(``test_cases``) or watched ``.git`` (``git_dir``), and its report counts no skipped tests
+(``tests_skipped``). Those parts are not measured, with a reason naming the harness; a missing test list is
+then the harness's nature, not a grader failure. A harness patch that is not a diff leaves every part not
+measured (:func:`unreadable_patch_integrity`).
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ RUN_NAME = "run.json"
 # named only here: for a captured run, ignored_created.txt is part of deleted_files (config edits).
 HARNESS_NOT_MEASURED = {
     "ignored_files": "the SWE-bench harness records no ignored files the run created (it keeps no "
-    "workspace): an ignored test config file would not be seen",
+    "workspace): an ignored test config file, or one under denied_globs, would not be seen",
     "test_cases": "the SWE-bench harness lists no test ids (tests.list never ran in the run's workspace)",
     "git_dir": "the SWE-bench harness keeps no record of what the run changed under .git",
     "tests_skipped": "the SWE-bench harness's report.json does not count skipped tests",
