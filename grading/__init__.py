@@ -156,6 +156,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "RUBRIC_SCHEMA",
         "Rubric",
         "RunRecord",
+        "SWE_BENCH_SOURCE",
         "TaskSpec",
         "TestsConfig",
         "load_grade",
@@ -296,6 +297,7 @@ if TYPE_CHECKING:
     from grading.schema import MIN_BLOCKERS as MIN_BLOCKERS
     from grading.schema import MIN_NON_BLOCKERS as MIN_NON_BLOCKERS
     from grading.schema import RUBRIC_SCHEMA as RUBRIC_SCHEMA
+    from grading.schema import SWE_BENCH_SOURCE as SWE_BENCH_SOURCE
     from grading.schema import GradeJson as GradeJson
     from grading.schema import LazyCalibration as LazyCalibration
     from grading.schema import Rubric as Rubric

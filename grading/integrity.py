@@ -19,6 +19,13 @@ Three parts, each measured only when its inputs exist; a part that cannot be mea
   does not even import hides every test case in it.
 - ``git_dir``: the run changed nothing under ``.git`` (``git_dir_changes.txt``, written by ``rubric
   capture`` from a v4 snapshot; ``git_dir_modified`` per changed path).
+
+A run imported from the SWE-bench harness (run.json ``"source": "swe-bench"``) was never captured: there is
+no workspace, so nothing recorded the ignored files it created (``ignored_files``), ran ``tests.list`` in it
+(``test_cases``) or watched ``.git`` (``git_dir``), and its report counts no skipped tests
+(``tests_skipped``). Those parts are not measured, with a reason naming the harness; a missing test list is
+then the harness's nature, not a grader failure. A harness patch that is not a diff leaves every part not
+measured (:func:`unreadable_patch_integrity`).
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from pydantic import BaseModel
 from grading.diffs import FileChange, load_diff, path_text
 from grading.errors import InputError
 from grading.globs import match_any
-from grading.schema import GradeJson, TestsConfig, load_grade, load_manifest, read_input_bytes
+from grading.schema import GradeJson, TestsConfig, load_grade, load_manifest, load_run, read_input_bytes
 from grading.scope import IGNORED_CREATED_NAME, read_ignored_created_shown
 from grading.workspace import GIT_DIR_CHANGES_NAME, read_path_list
 
@@ -61,6 +68,16 @@ LISTING_ERROR_MAX_BYTES = 32 * 1024
 GIT_DIR_NOT_MEASURED = (
     f"no {GIT_DIR_CHANGES_NAME}: the run was captured from a snapshot without a private record"
 )
+RUN_NAME = "run.json"
+# Why each part a capture records is not measured for a run from the SWE-bench harness. "ignored_files" is
+# named only here: for a captured run, ignored_created.txt is part of deleted_files (config edits).
+HARNESS_NOT_MEASURED = {
+    "ignored_files": "the SWE-bench harness records no ignored files the run created (it keeps no "
+    "workspace): an ignored test config file, or one under denied_globs, would not be seen",
+    "test_cases": "the SWE-bench harness lists no test ids (tests.list never ran in the run's workspace)",
+    "git_dir": "the SWE-bench harness keeps no record of what the run changed under .git",
+    "tests_skipped": "the SWE-bench harness's report.json does not count skipped tests",
+}
 
 
 class IntegrityViolation(BaseModel):
@@ -292,14 +309,49 @@ def integrity_of_run(task: TaskFiles, run: Run) -> IntegrityResult:
     )
     if run.git_dir_changes is None:
         result.not_measured["git_dir"] = GIT_DIR_NOT_MEASURED
+    if run.record is not None and run.record.from_swe_bench:
+        has_list = run.tests_list is not None or run.tests_list_error is not None
+        _harness_not_measured(result, task.tests, run.grade, has_list)
     return result
+
+
+def _harness_not_measured(
+    result: IntegrityResult, tests: TestsConfig | None, grade: GradeJson | None, has_list: bool
+) -> None:
+    """The parts of a run from the SWE-bench harness that only a capture records, marked not measured with
+    the harness as the reason (a part measured from an input the run does have stays measured)."""
+    result.not_measured["ignored_files"] = HARNESS_NOT_MEASURED["ignored_files"]
+    if "git_dir" not in result.measured:
+        result.not_measured["git_dir"] = HARNESS_NOT_MEASURED["git_dir"]
+    if tests is not None and tests.list_command is not None and not has_list:
+        result.not_measured["test_cases"] = HARNESS_NOT_MEASURED["test_cases"]
+    if grade is not None and grade.tests_skipped is None:
+        result.not_measured["tests_skipped"] = HARNESS_NOT_MEASURED["tests_skipped"]
+
+
+def unreadable_patch_integrity(problem: str) -> IntegrityResult:
+    """Integrity of a run whose patch is not a diff (a SWE-bench ``model_patch`` that does not parse: see
+    :attr:`grading.run.Run.unreadable_patch`): nothing can be measured, and no part counts as passed."""
+    why = f"the patch is not a diff ({problem})"
+    parts = ("deleted_files", "tests_skipped", "test_cases", "git_dir", "ignored_files")
+    return IntegrityResult(ok=True, not_measured=dict.fromkeys(parts, why))
 
 
 def missing_run_list(task: TaskFiles, run: Run) -> str | None:
     """:func:`missing_test_list` for a task and a run read once."""
     return _missing_list(
-        task.tests, run.tests_list is not None, run.tests_list_error is not None, task.tests_base is not None
+        task.tests,
+        run.tests_list is not None,
+        run.tests_list_error is not None,
+        task.tests_base is not None,
+        from_harness=run.record is not None and run.record.from_swe_bench,
     )
+
+
+def _from_harness(run_dir: Path) -> bool:
+    """run_dir/run.json (when there is one) says the run came from the SWE-bench harness."""
+    path = run_dir / RUN_NAME
+    return (path.exists() or path.is_symlink()) and load_run(path).from_swe_bench
 
 
 def integrity_for_run(task_dir: Path, run_dir: Path, manifest_path: Path) -> IntegrityResult:
@@ -313,19 +365,24 @@ def integrity_for_run(task_dir: Path, run_dir: Path, manifest_path: Path) -> Int
     tests = load_manifest(manifest_path).tests
     changes = load_diff(run_dir / DIFF_NAME)
     git_dir_changes = read_git_dir_changes(run_dir)
+    grade = _optional_grade(run_dir / GRADE_NAME)
+    run_list = read_test_list(run_dir / TESTS_LIST_NAME)
+    run_list_error = read_listing_error(run_dir)
     result = check_integrity(
         tests,
         changes,
-        _optional_grade(run_dir / GRADE_NAME),
+        grade,
         _optional_grade(task_dir / ORACLE_GRADE_NAME),
         read_test_list(task_dir / TESTS_BASE_NAME),
-        read_test_list(run_dir / TESTS_LIST_NAME),
+        run_list,
         ignored_created_files(run_dir),
         git_dir_changes=git_dir_changes,
-        run_list_error=read_listing_error(run_dir),
+        run_list_error=run_list_error,
     )
     if git_dir_changes is None:
         result.not_measured["git_dir"] = GIT_DIR_NOT_MEASURED
+    if _from_harness(run_dir):
+        _harness_not_measured(result, tests, grade, run_list is not None or run_list_error is not None)
     return result
 
 
@@ -342,18 +399,22 @@ def missing_test_list(tests: TestsConfig | None, task_dir: Path, run_dir: Path) 
     ``tests_list.error`` when the listing ran in the workspace and failed. The latter is the run's doing
     (``test_listing_broken``) only when the task's ``tests_base.txt`` shows the listing works on the base.
     A run with neither was captured without its list, or the listing could not run at all: a grader
-    failure, never a check that silently passes.
+    failure, never a check that silently passes. A run from the SWE-bench harness (run.json) was never
+    captured: its test cases are not measured instead (:data:`HARNESS_NOT_MEASURED`).
     """
     return _missing_list(
         tests,
         (run_dir / TESTS_LIST_NAME).exists(),
         (run_dir / TESTS_LIST_ERROR_NAME).exists(),
         (task_dir / TESTS_BASE_NAME).exists(),
+        from_harness=_from_harness(run_dir),
     )
 
 
-def _missing_list(tests: TestsConfig | None, has_list: bool, has_error: bool, has_base: bool) -> str | None:
-    if tests is None or tests.list_command is None or has_list:
+def _missing_list(
+    tests: TestsConfig | None, has_list: bool, has_error: bool, has_base: bool, *, from_harness: bool
+) -> str | None:
+    if tests is None or tests.list_command is None or has_list or (from_harness and not has_error):
         return None
     if has_error:
         if has_base:

@@ -38,7 +38,13 @@ from pydantic import BaseModel
 
 from grading.atomic import write_atomic
 from grading.errors import InputError
-from grading.integrity import IntegrityResult, integrity_of_run, listing_broken, missing_run_list
+from grading.integrity import (
+    IntegrityResult,
+    integrity_of_run,
+    listing_broken,
+    missing_run_list,
+    unreadable_patch_integrity,
+)
 from grading.judge.backend import Backend
 from grading.judge.cache import VerdictCache, in_regrade_sample
 from grading.judge.models import CONFIG_BLOCKER_ID, JudgeResult
@@ -425,7 +431,10 @@ def grade(
     scope: ScopeResult | None = None
     integrity: IntegrityResult | None = None
     grader_problems: list[str] = []
-    if rubric is not None:
+    if rubric is not None and run.unreadable_patch is not None:
+        run.require_diff()
+        integrity = unreadable_patch_integrity(run.unreadable_patch)
+    elif rubric is not None:
         run.require_diff()
         scope = scope_of_run(rubric, run)
         integrity = integrity_of_run(task_files, run)
@@ -433,6 +442,11 @@ def grade(
             grader_problems.append(problem)
 
     settled = settled_before_judging(task.gate, grade, rubric, grader_problems)
+    if settled is None and rubric is not None and run.unreadable_patch is not None:
+        # The agent's patch (SWE-bench's model_patch) is not a diff: no reviewer could read it, so no
+        # verdict could make it mergeable. Its own doing, so not mergeable, never a grader failure.
+        reason = f"the patch is not a diff that can be reviewed ({run.unreadable_patch})"
+        settled = Outcome(status="not_mergeable", mergeable=False, merge_score=0.0, reasons=[reason])
     primary_result: JudgeResult | None = None
     second_result: JudgeResult | None = None
     second_skipped: str | None = None

@@ -68,6 +68,10 @@ class Run(BaseModel):
     tests_list: list[str] | None = None
     tests_list_error: str | None = None
     git_dir_changes: list[str] | None = None  # None: the capture wrote no record (not measured)
+    # Why workspace.diff is not a diff grading can read, for a run from the SWE-bench harness only: there the
+    # diff is the agent's own text (model_patch), not what `rubric capture` took from git, so a patch that
+    # does not parse is the agent's doing and the run is not mergeable (never a run left ungraded).
+    unreadable_patch: str | None = None
 
     def file(self, name: str) -> Path:
         return Path(self.source) / name
@@ -97,8 +101,14 @@ def make_run(
     grade = parse_grade(grade_json, base / GRADE_NAME)
     changes: list[FileChange] = []
     diff_text: str | None = None
+    unreadable_patch: str | None = None
     if diff is not None:
-        changes = parse_diff(diff, str(base / DIFF_NAME))
+        try:
+            changes = parse_diff(diff, str(base / DIFF_NAME))
+        except InputError as exc:
+            if record is None or not record.from_swe_bench:
+                raise
+            unreadable_patch = f"{exc.field}: {exc.message}" if exc.field else exc.message
         # Bytes that are not UTF-8 are the agent's: shown to the judge as \xNN, never a reason to stop.
         diff_text = decode_diff(diff)
     ignored = IgnoredCreated()
@@ -126,6 +136,7 @@ def make_run(
         tests_list=parse_test_list(tests_list, base / TESTS_LIST_NAME) if tests_list is not None else None,
         tests_list_error=error_text,
         git_dir_changes=git_dir,
+        unreadable_patch=unreadable_patch,
     )
 
 

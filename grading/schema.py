@@ -506,6 +506,11 @@ def task_for_run(task: TaskSpec, run_dir: Path) -> TaskSpec:
 MAX_RUN_INT = 2**31 - 1
 
 
+# run.json's ``source`` for a run imported from the SWE-bench harness (its predictions.jsonl and report.json):
+# no workspace was captured, so the integrity parts only a capture records are not measured (integrity.py).
+SWE_BENCH_SOURCE = "swe-bench"
+
+
 class RunRecord(BaseModel):
     """run.json."""
 
@@ -516,6 +521,12 @@ class RunRecord(BaseModel):
     model: str = ""
     repetition: Annotated[StrictInt, Field(ge=0, le=MAX_RUN_INT)] = 0
     prompt_style: PromptStyle | None = None
+
+    @property
+    def from_swe_bench(self) -> bool:
+        """run.json says ``"source": "swe-bench"``: made by the SWE-bench harness, not by ``rubric capture``.
+        Read from the extra keys, so a run.json with a ``source`` of its own still reads as before."""
+        return (self.model_extra or {}).get("source") == SWE_BENCH_SOURCE
 
 
 class GradeJson(BaseModel):

@@ -16,7 +16,8 @@ def register(subparsers: Subparsers) -> None:
         description="Test-integrity check from the manifest's tests block, "
         "RUN_DIR/workspace.diff, RUN_DIR/grade.json, RUN_DIR/tests_list.txt (or tests_list.error: the "
         "listing failed in the workspace), TASK_DIR/oracle_grade.json and TASK_DIR/tests_base.txt. Parts "
-        "whose inputs are missing are reported as not measured. "
+        "whose inputs are missing are reported as not measured, as are, for a run from the SWE-bench harness "
+        '(RUN_DIR/run.json "source": "swe-bench"), those only a capture records. '
         "Exit 0 ok, 1 failed, 2 bad input.",
     )
     integrity.add_argument("task_dir", type=Path, metavar="TASK_DIR")

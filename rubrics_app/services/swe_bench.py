@@ -5,12 +5,18 @@ Each prediction (``instance_id``, ``model_name_or_path``, ``model_patch``) becom
 with its own checks, all or nothing:
 
 - ``run.json``: task = ``instance_id`` (a task of the repository), model = ``model_name_or_path``, the arm
-  and repetition the caller gives;
-- ``workspace.diff``: ``model_patch`` (null or empty: the agent changed nothing);
+  and repetition the caller gives, and ``"source": "swe-bench"``, the marker grading reads: the integrity
+  parts only a capture records (the ignored files created, the test ids, ``.git``) are then not measured,
+  with the harness named as the reason, instead of a missing test list being a grader failure;
+- ``workspace.diff``: ``model_patch`` as it came (null or empty: the agent changed nothing; text that is
+  not a diff leaves the run not mergeable when it is graded);
 - ``grade.json``: ``pass`` = the report's ``resolved``, with ``patch_successfully_applied`` and the
-  ``tests_status`` lists kept beside it. A prediction with an empty patch has no report (the harness does
-  not run it): it did not pass. Any other prediction without a report is a problem.
-- no ``tests_list.txt``: the harness does not list test ids, so that integrity part is not measured.
+  ``tests_status`` lists kept beside it. Reports are matched by instance and by the model's folder the
+  harness writes them under (``RUN_ID/MODEL/INSTANCE/report.json``). A prediction with an empty patch has no
+  report (the harness does not run it), nor has one whose patch did not apply (its ``run_instance.log``
+  says so): neither passed. Any other prediction without a report is a problem.
+- ``ignored_created.txt`` empty (the run import needs one; the marker says it means "unknown") and no
+  ``tests_list.txt``.
 
 Every input is bounded: the predictions file's size and line count, each report's size and their count.
 Problems name the file and the line (``predictions.jsonl: line 3: instance_id: ...``); when any line or
@@ -24,13 +30,14 @@ import posixpath
 import shutil
 import tempfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from django.conf import settings
 
-from grading import MAX_RUN_INT, InputError, parse_json, read_input_bytes
+from grading import MAX_RUN_INT, SWE_BENCH_SOURCE, InputError, parse_json, read_input_bytes
 from rubrics_app.access import Actor
 from rubrics_app.models import Repository, Role, Task
 from rubrics_app.services.import_export import ImportFailed, ImportProblem, checked_zip_members
@@ -44,6 +51,10 @@ from rubrics_app.services.runs import (
 
 REPORT_NAME = "report.json"
 MAX_REPORT_BYTES = 5 * 1024 * 1024  # one instance's report: test names, a few MB at the very most
+# The harness's log beside report.json, and the line it writes there when no way of applying the patch
+# worked (swebench.harness.constants.APPLY_PATCH_FAIL). It then writes no report.json at all.
+INSTANCE_LOG_NAME = "run_instance.log"
+APPLY_PATCH_FAIL = b">>>>> Patch Apply Failed"
 TEST_STATUS_KEYS = ("FAIL_TO_PASS", "PASS_TO_PASS", "FAIL_TO_FAIL", "PASS_TO_FAIL")
 
 
@@ -61,6 +72,39 @@ class Report:
     resolved: bool
     applied: bool | None
     tests_status: dict[str, dict[str, list[str]]]
+    folder: str | None = None  # MODEL of RUN_ID/MODEL/INSTANCE/report.json; None when not that deep
+
+
+@dataclass
+class Reports:
+    """Every report under the reports folder by instance id, and the instances whose log says the patch
+    did not apply (by instance id, the model folders), each told apart by its model's folder."""
+
+    by_instance: dict[str, list[Report]]
+    apply_failed: dict[str, list[str | None]]
+
+    def report_for(self, prediction: Prediction) -> list[Report]:
+        return _of_model(self.by_instance.get(prediction.instance_id, []), lambda r: r.folder, prediction)
+
+    def did_not_apply(self, prediction: Prediction) -> bool:
+        return bool(_of_model(self.apply_failed.get(prediction.instance_id, []), lambda f: f, prediction))
+
+
+def model_folder(model: str) -> str:
+    """The folder the harness writes a model's logs under (model_name_or_path with / as __)."""
+    return model.replace("/", "__")
+
+
+def _of_model[T](found: list[T], folder: Callable[[T], str | None], prediction: Prediction) -> list[T]:
+    """Those of ``found`` under the prediction's model folder, else those under no model folder (the
+    reports folder given was the model's own): never another model's."""
+    named = [f for f in found if folder(f) == model_folder(prediction.model)]
+    return named or [f for f in found if folder(f) is None]
+
+
+def _folder(root: Path, path: Path) -> str | None:
+    parts = path.relative_to(root).parts  # (..., MODEL, INSTANCE, report.json)
+    return parts[-3] if len(parts) >= 3 else None
 
 
 def _str_field(
@@ -107,10 +151,11 @@ def read_predictions(path: Path, label: str) -> list[Prediction]:
         instance_id = _str_field(data, "instance_id", where, problems, limit=200)
         model = _str_field(data, "model_name_or_path", where, problems, limit=MAX_NAME)
         patch = data.get("model_patch")
+        # Any text is taken, NUL or prose included: the patch is the agent's output, and one the grader
+        # cannot read as a diff leaves that run not mergeable (grading's Run.unreadable_patch). Refusing it
+        # here would let one agent's output keep every run of the file out.
         if patch is not None and not isinstance(patch, str):
             problems.append(ImportProblem(where, "a string (the diff) or null", "model_patch"))
-        elif patch is not None and "\x00" in patch:
-            problems.append(ImportProblem(where, "holds a NUL character", "model_patch"))
         if len(problems) > before:
             continue
         key = (instance_id, model)
@@ -126,7 +171,9 @@ def read_predictions(path: Path, label: str) -> list[Prediction]:
     return predictions
 
 
-def _read_report(path: Path, label: str, problems: list[ImportProblem]) -> dict[str, Report]:
+def _read_report(
+    path: Path, label: str, folder: str | None, problems: list[ImportProblem]
+) -> dict[str, Report]:
     try:
         data = parse_json(read_input_bytes(path, MAX_REPORT_BYTES), label)
     except InputError as exc:
@@ -169,41 +216,63 @@ def _read_report(path: Path, label: str, problems: list[ImportProblem]) -> dict[
                 problems.append(ImportProblem(label, "success and failure are lists of test names", field))
                 continue
             checked[kind] = {k: list(v) for k, v in lists.items()}
-        reports[instance_id] = Report(label, resolved, applied, checked)
+        reports[instance_id] = Report(label, resolved, applied, checked, folder)
     return reports
 
 
-def read_reports(root: Path, label: str) -> dict[str, Report]:
+def read_reports(root: Path, label: str) -> Reports:
     """Every ``report.json`` under ``root`` (any layout, as the harness's logs/run_evaluation/...), by
-    instance id; ImportFailed listing every bad report."""
+    instance id, and the instances whose ``run_instance.log`` says the patch did not apply; ImportFailed
+    listing every bad report."""
     if not root.is_dir():
         raise ImportFailed([ImportProblem(label, "not a directory")])
     max_files = int(settings.RUNS_ZIP_MAX_MEMBERS)
     paths: list[Path] = []
-    for path in root.rglob(REPORT_NAME):
-        paths.append(path)
-        if len(paths) > max_files:
-            raise ImportFailed([ImportProblem(label, f"more than {max_files} {REPORT_NAME} files")])
+    for name in (REPORT_NAME, INSTANCE_LOG_NAME):  # one of each per instance: each name counted alone
+        for count, path in enumerate(root.rglob(name), start=1):
+            if count > max_files:
+                raise ImportFailed([ImportProblem(label, f"more than {max_files} {name} files")])
+            # A log is read only where the harness wrote no report: for a patch that may not have applied.
+            if name == REPORT_NAME or not (path.parent / REPORT_NAME).exists():
+                paths.append(path)
     problems: list[ImportProblem] = []
-    reports: dict[str, Report] = {}
+    found = Reports({}, {})
+    first: dict[tuple[str, str | None], str] = {}
     for path in sorted(paths):
         if path.is_symlink() or not path.is_file():
             continue
+        folder = _folder(root, path)
+        if path.name == INSTANCE_LOG_NAME:
+            if _apply_failed(path):
+                found.apply_failed.setdefault(path.parent.name, []).append(folder)
+            continue
         where = posixpath.join(label, path.relative_to(root).as_posix())
-        for instance_id, report in _read_report(path, where, problems).items():
-            if instance_id in reports:
-                first = reports[instance_id].label
-                problems.append(ImportProblem(where, f"a second report (the first: {first})", instance_id))
+        for instance_id, report in _read_report(path, where, folder, problems).items():
+            if (instance_id, folder) in first:
+                earlier = first[instance_id, folder]
+                problems.append(ImportProblem(where, f"a second report (the first: {earlier})", instance_id))
                 continue
-            reports[instance_id] = report
+            first[instance_id, folder] = where
+            found.by_instance.setdefault(instance_id, []).append(report)
     if problems:
         raise ImportFailed(problems)
-    return reports
+    return found
+
+
+def _apply_failed(path: Path) -> bool:
+    """The harness's log says no way of applying the patch worked (read in chunks: a log can be long)."""
+    tail = b""
+    with path.open("rb") as log:
+        while chunk := log.read(1 << 20):
+            if APPLY_PATCH_FAIL in tail + chunk:
+                return True
+            tail = chunk[-len(APPLY_PATCH_FAIL) :]
+    return False
 
 
 def _write_runs(
     predictions: list[Prediction],
-    reports: dict[str, Report],
+    reports: Reports,
     tasks: set[str],
     arm: str,
     repetition: int,
@@ -218,21 +287,34 @@ def _write_runs(
                 ImportProblem(where, f"no task {p.instance_id!r} in this repository", "instance_id")
             )
             continue
-        report = reports.get(p.instance_id)
-        if report is None and p.patch.strip():
-            problems.append(
-                ImportProblem(
-                    where, f"no {REPORT_NAME} for this instance under the reports folder", "instance_id"
-                )
-            )
-            continue
-        grade: dict[str, Any] = {"pass": report.resolved if report is not None else False}
+        matched = reports.report_for(p)
+        report = matched[0] if matched else None  # read_reports refused a second one
+        grade: dict[str, Any] = {"pass": False}
         if report is not None:
+            grade["pass"] = report.resolved
             if report.applied is not None:
                 grade["patch_successfully_applied"] = report.applied
             grade["tests_status"] = report.tests_status
+        elif reports.did_not_apply(p):
+            # The harness could apply none of the agent's patch and so wrote no report: the agent's doing,
+            # a run that did not pass, never a reason to refuse the file.
+            grade["patch_successfully_applied"] = False
+        elif p.patch.strip():  # an empty patch is not evaluated: it did not pass
+            others = sorted({r.folder or "" for r in reports.by_instance.get(p.instance_id, [])})
+            elsewhere = f" (only under other models' folders: {', '.join(others)})" if others else ""
+            problems.append(
+                ImportProblem(
+                    where,
+                    f"no {REPORT_NAME} for this instance and model under the reports folder{elsewhere}, "
+                    f"nor a {INSTANCE_LOG_NAME} saying the patch did not apply",
+                    "instance_id",
+                )
+            )
+            continue
+        # The marker grading reads (RunRecord.from_swe_bench): the parts only a capture records, ignored
+        # files and test ids, are then not measured rather than missing.
         run = {"task": p.instance_id, "arm": arm, "model": p.model, "repetition": repetition,
-               "source": "swe-bench"}  # fmt: skip
+               "source": SWE_BENCH_SOURCE}  # fmt: skip
         run_dir = dest / f"line-{p.line}"
         run_dir.mkdir()
         (run_dir / "run.json").write_text(json.dumps(run), encoding="utf-8")
@@ -263,8 +345,19 @@ def import_swe_bench(
         problems.append(ImportProblem("--repetition", f"a whole number from 0 to {MAX_RUN_INT}"))
     if problems:
         raise ImportFailed(problems)
-    read = read_predictions(predictions, predictions_label)
-    by_instance = read_reports(reports, reports_label)
+    # Both files are read before anything is refused, so one answer lists every bad line and every bad report.
+    read: list[Prediction] = []
+    by_instance = Reports({}, {})
+    try:
+        read = read_predictions(predictions, predictions_label)
+    except ImportFailed as exc:
+        problems += exc.problems
+    try:
+        by_instance = read_reports(reports, reports_label)
+    except ImportFailed as exc:
+        problems += exc.problems
+    if problems:
+        raise ImportFailed(problems)
     tasks = set(Task.objects.filter(repository=repository).values_list("task_id", flat=True))
     scratch = Path(tempfile.mkdtemp(prefix="swe-bench-"))
     try:

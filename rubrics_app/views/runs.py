@@ -17,7 +17,7 @@ from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from grading import label_target_text
+from grading import SWE_BENCH_SOURCE, label_target_text
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
 from rubrics_app.diff_render import render_diff
 from rubrics_app.forms_runs import HumanVerdictForm, ReasonForm, RunsUploadForm, SweBenchUploadForm
@@ -227,11 +227,14 @@ def run_detail(request: HtmxHttpRequest, repo_pk: int, run_pk: int) -> HttpRespo
     graded against."""
     access = get_repository_for_user(request, repo_pk)
     run = get_object_or_404(
-        AgentRun.objects.select_related("task").defer("run_json", "grade_json"),
+        AgentRun.objects.select_related("task").defer("grade_json"),
         task__repository=access.repository,
         pk=run_pk,
     )
-    grades = [{"grade": grade, "rows": _grade_rows(grade)} for grade in run_grades(run)]
+    grades = [
+        {"grade": grade, "rows": _grade_rows(grade), "not_measured": _integrity_not_measured(grade)}
+        for grade in run_grades(run)
+    ]
     return render(
         request,
         "rubrics/run_detail.html",
@@ -239,10 +242,21 @@ def run_detail(request: HtmxHttpRequest, repo_pk: int, run_pk: int) -> HttpRespo
             "access": access,
             "repository": access.repository,
             "run": run,
+            "from_swe_bench": run.run_json.get("source") == SWE_BENCH_SOURCE,
             "current": grades[0] if grades else None,
             "history": grades[1:],
         },
     )
+
+
+def _integrity_not_measured(grade: RunGrade) -> list[tuple[str, str]]:
+    """The test-integrity parts the grade could not measure, each with why (metrics.json's
+    details.integrity.not_measured, as the grader wrote it)."""
+    integrity = (grade.metrics.get("details") or {}).get("integrity") or {}
+    not_measured = integrity.get("not_measured") or {}
+    if not isinstance(not_measured, dict):
+        return []
+    return sorted((str(part), str(why)) for part, why in not_measured.items())
 
 
 def _sample_percent() -> int:

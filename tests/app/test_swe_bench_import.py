@@ -93,9 +93,11 @@ def write_predictions(path: Path, lines: list[Any]) -> Path:
     return path
 
 
-def write_reports(root: Path, reports: dict[str, dict[str, Any]]) -> Path:
+def write_reports(root: Path, reports: dict[str, dict[str, Any]], model: str = MODEL) -> Path:
+    """logs/run_evaluation/RUN_ID/MODEL/INSTANCE/report.json, the model's / written as __ as the harness
+    writes its folder."""
     for instance_id, data in reports.items():
-        folder = root / "logs" / "run_evaluation" / "my_eval" / MODEL / instance_id
+        folder = root / "logs" / "run_evaluation" / "my_eval" / model.replace("/", "__") / instance_id
         folder.mkdir(parents=True)
         (folder / "report.json").write_text(json.dumps(data, indent=4))
     return root
@@ -198,7 +200,10 @@ def test_unknown_instances_and_missing_reports_import_nothing(
     )
     err = failing_command(predictions, reports)
     assert "line 2: instance_id: no task 'pylint-dev__pylint-7080' in this repository" in err
-    assert "line 3: instance_id: no report.json for this instance under the reports folder" in err
+    assert (
+        "line 3: instance_id: no report.json for this instance and model under the reports folder, "
+        "nor a run_instance.log saying the patch did not apply"
+    ) in err
     assert AgentRun.objects.count() == 0
 
 
@@ -262,3 +267,117 @@ def test_the_upload_imports_the_same_and_shows_every_problem(
     response = post(predictions.read_bytes())
     assert response.status_code == 302
     assert AgentRun.objects.count() == 3
+
+
+def test_the_upload_lists_every_bad_line_and_report_as_the_command_does(
+    client: Client,
+    maintainer: User,
+    repository: Repository,
+    harness_output: tuple[Path, Path],
+    tmp_path: Path,
+) -> None:
+    _, reports = harness_output
+    broken = report(DJANGO, False)
+    del broken[DJANGO]["resolved"]
+    (next(reports.rglob(f"{DJANGO}/report.json"))).write_text(json.dumps(broken))
+    predictions = write_predictions(
+        tmp_path / "bad.jsonl",
+        [
+            {"instance_id": ASTROPY, "model_name_or_path": MODEL, "model_patch": PATCH},  # good
+            '{"instance_id": "x", ',
+            {"instance_id": DJANGO, "model_patch": DJANGO_PATCH},
+            {"instance_id": ASTROPY, "model_name_or_path": MODEL, "model_patch": PATCH},
+        ],
+    )
+    client.force_login(maintainer)
+    response = client.post(reverse("rubrics:runs_upload_swe_bench", args=[repository.pk]), {
+        "predictions": SimpleUploadedFile("predictions.jsonl", predictions.read_bytes()),
+        "reports": SimpleUploadedFile("reports.zip", zipped(reports)),
+        "arm": "swe-agent", "repetition": "0",
+    })  # fmt: skip
+    assert response.status_code == 400
+    page = response.content.decode()
+    assert "predictions.jsonl: line 2: malformed JSON" in page
+    assert "predictions.jsonl: line 3: model_name_or_path: required: a non-empty string" in page
+    assert "predictions.jsonl: line 4: the same instance and model as line 1" in page
+    # The bad report is named in the same answer, by its path inside the zip, never the server's folder.
+    member = f"reports.zip/logs/run_evaluation/my_eval/{MODEL}/{DJANGO}/report.json"
+    assert f"{member}: {DJANGO}.resolved: required: true or false" in page
+    assert AgentRun.objects.count() == 0
+
+    # The lines fixed, the bad report alone still imports nothing.
+    good = write_predictions(
+        tmp_path / "good.jsonl",
+        [{"instance_id": DJANGO, "model_name_or_path": MODEL, "model_patch": DJANGO_PATCH}],
+    )
+    response = client.post(reverse("rubrics:runs_upload_swe_bench", args=[repository.pk]), {
+        "predictions": SimpleUploadedFile("predictions.jsonl", good.read_bytes()),
+        "reports": SimpleUploadedFile("reports.zip", zipped(reports)),
+        "arm": "swe-agent", "repetition": "0",
+    })  # fmt: skip
+    assert response.status_code == 400
+    page = response.content.decode()
+    assert f"{member}: {DJANGO}.resolved: required: true or false" in page
+    assert "swe-bench-upload-" not in page, [line for line in page.splitlines() if "report.json" in line]
+    assert AgentRun.objects.count() == 0
+
+
+def test_each_model_gets_the_report_under_its_own_folder(tmp_path: Path, tasks: list[Task]) -> None:
+    """The harness writes RUN_ID/MODEL/INSTANCE/report.json: two models' predictions for one instance are
+    graded each by its own model's report, never by another model's."""
+    other = "openai/gpt-4o-2024-05-13"
+    reports = write_reports(tmp_path / "eval", {ASTROPY: report(ASTROPY, True)})
+    write_reports(tmp_path / "eval", {ASTROPY: report(ASTROPY, False)}, model=other)
+    predictions = write_predictions(
+        tmp_path / "predictions.jsonl",
+        [
+            {"instance_id": ASTROPY, "model_name_or_path": MODEL, "model_patch": PATCH},
+            {"instance_id": ASTROPY, "model_name_or_path": other, "model_patch": PATCH + " "},
+        ],
+    )
+    import_command(predictions, reports)
+    assert {r.model: r.passed for r in AgentRun.objects.all()} == {MODEL: True, other: False}
+
+    # A third model with no report of its own is refused, naming whose reports there are.
+    third = write_predictions(
+        tmp_path / "third.jsonl",
+        [{"instance_id": ASTROPY, "model_name_or_path": "someone-else", "model_patch": PATCH}],
+    )
+    err = failing_command(third, reports)
+    assert f"only under other models' folders: {MODEL}, openai__gpt-4o-2024-05-13" in err
+    assert AgentRun.objects.count() == 2
+
+
+def test_a_patch_the_harness_could_not_apply_is_a_run_that_did_not_pass(
+    tmp_path: Path, tasks: list[Task]
+) -> None:
+    """When no way of applying the patch works, the harness writes run_instance.log and no report.json: the
+    agent's doing, imported as not passed, never a reason to refuse the file."""
+    reports = write_reports(tmp_path / "eval", {ASTROPY: report(ASTROPY, True)})
+    folder = reports / "logs" / "run_evaluation" / "my_eval" / MODEL / DJANGO
+    folder.mkdir(parents=True)
+    (folder / "run_instance.log").write_text(
+        "2024-06-20 10:00:01,000 - INFO - Container for django__django-11099 started: 4f2a\n"
+        "2024-06-20 10:00:02,000 - INFO - Failed to apply patch to container: git apply --verbose\n"
+        "2024-06-20 10:00:03,000 - INFO - Failed to apply patch to container: patch --batch --fuzz=5 -p1 -i\n"
+        "2024-06-20 10:00:03,000 - INFO - >>>>> Patch Apply Failed:\npatch: **** malformed patch at line 7\n"
+    )
+    predictions = write_predictions(
+        tmp_path / "predictions.jsonl",
+        [
+            {"instance_id": ASTROPY, "model_name_or_path": MODEL, "model_patch": PATCH},
+            {"instance_id": DJANGO, "model_name_or_path": MODEL, "model_patch": DJANGO_PATCH + "@@ junk\n"},
+        ],
+    )
+    assert "2 run(s) imported" in import_command(predictions, reports)
+    django = AgentRun.objects.get(task__task_id=DJANGO)
+    assert django.passed is False
+    assert django.grade_json == {"pass": False, "patch_successfully_applied": False}
+    assert AgentRun.objects.get(task__task_id=ASTROPY).passed is True
+
+
+def test_the_reports_folder_can_be_the_model_s_own(tmp_path: Path, harness_output: tuple[Path, Path]) -> None:
+    predictions, reports = harness_output
+    own = reports / "logs" / "run_evaluation" / "my_eval" / MODEL
+    assert "3 run(s) imported" in import_command(predictions, own)
+    assert AgentRun.objects.get(task__task_id=ASTROPY).passed is True
