@@ -4,7 +4,7 @@ CONTRACT: ``check_integrity(tests: TestsConfig | None, changes: list[FileChange]
 oracle_grade: GradeJson | None, base_list: list[str] | None, run_list: list[str] | None) -> IntegrityResult``
 and ``integrity_for_run(task_dir: Path, run_dir: Path, manifest_path: Path) -> IntegrityResult``.
 
-Three parts, each measured only when its inputs exist; a part that cannot be measured is listed in
+Four parts, each measured only when its inputs exist; a part that cannot be measured is listed in
 ``not_measured`` with the reason and never counts as passed (nor, by itself, as failed):
 
 - ``deleted_files``: no file matching ``tests.globs`` or ``tests.config_globs`` is deleted. Diffs are taken
