@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
+from django.test import Client
 
 from grading import MemoryCache, load_scripted
 from rubrics_app.access import Actor
@@ -108,3 +109,32 @@ def test_the_bounding_box_oracle_is_a_real_fix(demo: Repository, tmp_path: Path)
     )
     assert tests.returncode == 0, tests.stdout + tests.stderr
     assert "10 passed" in tests.stdout
+
+
+# --- the login page ---------------------------------------------------------------------------------------
+
+
+def test_the_login_page_names_the_demo_users_while_the_demo_runs(
+    demo: Repository, settings: Any, client: Client
+) -> None:
+    settings.RUBRICS_DEMO = True
+    page = client.get("/accounts/login/").content.decode()
+    assert 'id="demo-logins"' in page
+    for text in (
+        "<code>demo</code> (maintainer)",
+        "<code>demo-reviewer</code> (reviewer)",
+        "<code>demo</code>.",
+    ):
+        assert text in page
+
+
+def test_the_login_page_names_no_one_without_the_demo_setting(demo: Repository, client: Client) -> None:
+    # The users exist (load_demo ran), but this server is not the demo: no names, no password.
+    page = client.get("/accounts/login/").content.decode()
+    assert "demo-logins" not in page and "demo-reviewer" not in page
+
+
+def test_the_login_page_names_no_one_when_the_demo_users_do_not_exist(settings: Any, client: Client) -> None:
+    settings.RUBRICS_DEMO = True
+    page = client.get("/accounts/login/").content.decode()
+    assert "demo-logins" not in page

@@ -47,6 +47,7 @@ REPOSITORY = "shapes"
 EXAMPLES = Path(settings.BASE_DIR) / "examples"
 EXAMPLE_TASK = EXAMPLES / "tasks" / "fix_clockwise_polygon_area"
 DEMO_USERS = {"demo": Role.MAINTAINER, "demo-reviewer": Role.REVIEWER, "demo-viewer": Role.VIEWER}
+DEFAULT_PASSWORD = "demo"  # what the login page shows while the demo runs (scripts/demo.sh uses it)
 EXAMPLE_JUDGE = EXAMPLES / "judge_scripted.json"
 
 
@@ -309,7 +310,11 @@ class Command(BaseCommand):
     help = "Load the demo: a maintainer login, the example repository, tasks and revisions in every state."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--password", default="demo", help="password of the demo users (default: demo)")
+        parser.add_argument(
+            "--password",
+            default=DEFAULT_PASSWORD,
+            help=f"password of the demo users (default: {DEFAULT_PASSWORD})",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         with transaction.atomic():
