@@ -17,6 +17,7 @@ from grading import MemoryCache, load_scripted
 from rubrics_app.access import Actor
 from rubrics_app.models import (
     CalibrationStatus,
+    GradeSource,
     Job,
     JobKind,
     JudgeSetting,
@@ -25,6 +26,7 @@ from rubrics_app.models import (
     ReviewState,
     RevisionStatus,
     RubricRevision,
+    RunGrade,
     Task,
 )
 from rubrics_app.services import calibration, revisions, sweeps
@@ -68,13 +70,20 @@ def test_a_sweep_fills_the_queue_with_the_judges_disagreements(demo: Repository)
             revisions.approve_item(item, by=as_demo)
     run = calibration.calibrate_now(draft, as_demo, admit=True, cache=MemoryCache())
     assert run.status == CalibrationStatus.PASSED, run.reason
-    before = Queue(demo, QueueKind.JUDGES, {}).count()
     sweep = sweeps.sweep_now(demo, as_demo, cache=MemoryCache())
     assert sweep.job is not None and sweep.job.result is not None, sweep.job.error
     assert sweep.job.result["graded"] == 2
-    after = Queue(demo, QueueKind.JUDGES, {}).count()
-    # Each run's current grade disagrees on B1 (and N1 where both judges were asked).
-    assert after >= 2 and after >= before
+    # The queue holds the sweep's grades, each disagreeing on B1 and N1 (the second judge's script).
+    entries = Queue(demo, QueueKind.JUDGES, {}).page(1, 100).entries
+    swept = RunGrade.objects.filter(pk__in=[e.grade_id for e in entries])
+    assert {grade.source for grade in swept} == {GradeSource.SWEEP}
+    assert {grade.revision_id for grade in swept} == {draft.pk}
+    assert sorted((e.arm, e.item_id) for e in entries) == [
+        ("baseline", "B1"),
+        ("baseline", "N1"),
+        ("guidance", "B1"),
+        ("guidance", "N1"),
+    ]
 
 
 def test_every_approved_demo_revision_is_admitted_with_the_suite(demo: Repository) -> None:
