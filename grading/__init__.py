@@ -21,6 +21,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "check_admission",
         "check_task",
         "inject_reviewer_comment",
+        "teach_scripted_judge",
     ),
     "grading.admission_store": ("AdmissionReport", "AdmissionRow"),
     "grading.agreement": ("judge_agreement",),
@@ -91,6 +92,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "parse_decoding",
         "second_judge_problem",
     ),
+    "grading.judge.scripted": ("ScriptedFile", "ScriptedVerdict", "load_scripted"),
     "grading.judge.tree": ("supports_tree",),
     "grading.mutants": (
         "MutantReport",
@@ -181,6 +183,7 @@ if TYPE_CHECKING:
     from grading.admission import check_admission as check_admission
     from grading.admission import check_task as check_task
     from grading.admission import inject_reviewer_comment as inject_reviewer_comment
+    from grading.admission import teach_scripted_judge as teach_scripted_judge
     from grading.admission_store import AdmissionReport as AdmissionReport
     from grading.admission_store import AdmissionRow as AdmissionRow
     from grading.agreement import judge_agreement as judge_agreement
@@ -237,6 +240,9 @@ if TYPE_CHECKING:
     from grading.judge.limits import provider_of as provider_of
     from grading.judge.models import JudgeResult as JudgeResult
     from grading.judge.runner import JudgeSettings as JudgeSettings
+    from grading.judge.scripted import ScriptedFile as ScriptedFile
+    from grading.judge.scripted import ScriptedVerdict as ScriptedVerdict
+    from grading.judge.scripted import load_scripted as load_scripted
     from grading.judge.specs import JudgeSpec as JudgeSpec
     from grading.judge.specs import check_second_judge as check_second_judge
     from grading.judge.specs import judge_family as judge_family

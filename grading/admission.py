@@ -42,7 +42,7 @@ from grading.admission_store import AdmissionStore as AdmissionStore
 from grading.admission_store import RowKind as RowKind
 from grading.admission_store import default_store_path as default_store_path
 from grading.admission_store import is_admitted as is_admitted
-from grading.diffs import decode_diff, parse_diff
+from grading.diffs import decode_diff, judge_text, parse_diff
 from grading.errors import InputError
 from grading.injection import (
     PAYLOAD_KINDS,
@@ -60,6 +60,7 @@ from grading.judge.cache import VerdictCache, cache_key
 from grading.judge.models import JudgeResult, Usage
 from grading.judge.prompt import DEFAULT_MAX_DIFF_CHARS, check_diff_text, render_request, select_items
 from grading.judge.runner import JudgeSettings, SweepJob, judge_sweep
+from grading.judge.scripted import ScriptedFile
 from grading.judge.specs import make_backend
 from grading.judge.tree import base_tree_for
 from grading.outcome import RubricAssessment, assess
@@ -294,6 +295,37 @@ def collect_workspaces(
 
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def _judge_sha256(diff_text: str) -> str:
+    # What a scripted judge keys its answers on: the diff as the judge reads it (grading.judge.scripted).
+    return _sha256(judge_text(diff_text).encode("utf-8", errors="surrogateescape"))
+
+
+def teach_scripted_judge(script: ScriptedFile, files: TaskFiles) -> ScriptedFile:
+    """``script`` with an answer for every admission row built from a diff it already answers: a reviewer
+    comment or an injection payload in a lazy diff answers as that lazy diff, the oracle with a payload's
+    text as comments (a benign row) as the oracle.
+
+    A scripted judge answers by the diff's hash, so it cannot tell on its own that a row of the injection
+    suite is a diff it knows plus text that changes nothing; taught this way it behaves as a judge that is
+    neither fooled nor put off by the suite. Answers the file already gives for a row are kept (a script may
+    play a judge that is fooled). The rows depend on the rubric's blocker ids (the payloads name them), so
+    teach it with each rubric it will calibrate. Raises InputError as :func:`collect_workspaces` does.
+    """
+    if files.rubric is None:
+        raise InputError(RUBRIC_NAME, "file not found")
+    workspaces = collect_workspaces(files, files.rubric, injection_suite=True)
+    oracle = next(ws for ws in workspaces if ws.kind == "oracle")
+    answers = dict(script.by_diff_sha256)
+    for ws in workspaces:
+        base = oracle if ws.kind == "benign" else workspaces[ws.plain] if ws.plain is not None else None
+        if base is None:
+            continue
+        known = answers.get(_judge_sha256(base.diff_text))
+        if known is not None:
+            answers.setdefault(_judge_sha256(ws.diff_text), known)
+    return script.model_copy(update={"by_diff_sha256": answers})
 
 
 def admission_key(

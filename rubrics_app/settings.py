@@ -70,6 +70,10 @@ VAR_DIR = Path(env_str("RUBRICS_VAR_DIR", str(BASE_DIR / "var")))
 
 DEBUG = env_bool("DEBUG", False)
 
+# Set by scripts/demo.sh only: the login page then names the demo's users (those load_demo made, with its
+# default password), when they exist. Never set it where the users and passwords are real.
+RUBRICS_DEMO = env_bool("RUBRICS_DEMO", False)
+
 # The key this project once shipped as its default: public, so it signs nothing outside DEBUG.
 DEVELOPMENT_SECRET_KEY = "dev-only-not-secret-set-SECRET_KEY-in-production"
 

@@ -12,6 +12,7 @@ from rubrics_app.views import (
     imports,
     items,
     jobs,
+    login,
     mutants,
     report,
     repositories,
@@ -145,7 +146,7 @@ app_urls = [
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", login.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     # Browsers ask for /favicon.ico whatever the page links to; the login page shows it too.
     path("favicon.ico", login_not_required(RedirectView.as_view(url=static("rubrics/favicon.ico")))),

@@ -5,6 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 PORT=${PORT:-8000}
+# The login page names the demo users only with this set (rubrics_app/views/login.py).
+export RUBRICS_DEMO=true
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/rubric-demo.XXXXXX")
 worker_pid=""
 cleanup() {

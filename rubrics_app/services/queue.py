@@ -13,7 +13,6 @@ Human verdicts are rows of their own (HumanVerdict) and never touch a grade or a
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +31,7 @@ from rubrics_app.models import (
     RubricRevision,
     RunGrade,
 )
+from rubrics_app.services.paging import Page, page_of
 
 FILTERS = ("task", "item", "arm", "model")
 
@@ -51,25 +51,7 @@ class QueueEntry:
         return (self.grade_id, self.item_id)
 
 
-@dataclass(frozen=True)
-class QueuePage:
-    entries: list[QueueEntry]
-    number: int  # from 1
-    pages: int  # at least 1, even for an empty queue
-    size: int
-
-    @property
-    def first_position(self) -> int:
-        """The position in the whole queue (from 1) of the page's first entry."""
-        return (self.number - 1) * self.size + 1
-
-    @property
-    def previous_number(self) -> int | None:
-        return self.number - 1 if self.number > 1 else None
-
-    @property
-    def next_number(self) -> int | None:
-        return self.number + 1 if self.number < self.pages else None
+QueuePage = Page[QueueEntry]  # the paging is services.paging's, shared with the task page's runs
 
 
 @dataclass(frozen=True)
@@ -186,11 +168,7 @@ class Queue:
     def page(self, number: int, size: int, total: int | None = None) -> QueuePage:
         """Page ``number`` (from 1; one past either end is the nearest page) of ``size`` entries."""
         total = self.count() if total is None else total
-        pages = max(1, math.ceil(total / size))
-        number = min(max(1, number), pages)
-        start = (number - 1) * size
-        rows = self._rows(self._pairs)[start : start + size]
-        return QueuePage([self._entry(row) for row in rows], number, pages, size)
+        return page_of(self._rows(self._pairs), number, size, total).map(self._entry)
 
     def first_unreviewed(self) -> QueueEntry | None:
         reviewed = HumanVerdict.objects.filter(

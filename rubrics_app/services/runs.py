@@ -69,6 +69,7 @@ from rubrics_app.services.import_export import (
     checked_zip_members,
     rubric_json_bytes,
 )
+from rubrics_app.services.paging import Page, page_of
 from rubrics_app.services.report_rows import refresh_report_rows
 
 DIFF_FILE = "workspace.diff"
@@ -708,22 +709,24 @@ def repository_runs_summary(repository: Repository) -> dict[str, Any]:
     }
 
 
-def task_runs(task: Task) -> list[AgentRun]:
-    """The task's runs for a list, each once with its current grade (``current_grades``, a list of none or
-    one) and how many other grades it has (``history_count``: shown on the run's page). The diff table is
-    never read, and each grade's metrics.json copy is left unloaded."""
+def task_runs(task: Task, number: int, size: int) -> Page[AgentRun]:
+    """Page ``number`` of the task's runs for a list (services.paging, as the review queue pages), each once
+    with its current grade (``current_grades``, a list of none or one) and how many grades it has
+    (``grade_count``; the others are on the run's page). Only the page's runs are read, the diff table
+    never, and each grade's metrics.json copy is left unloaded."""
     from django.db.models import Count, Prefetch
 
     current = RunGrade.objects.current().defer("metrics").select_related("revision")
-    return list(
-        AgentRun.objects.filter(task=task)
-        .defer(
+    runs = AgentRun.objects.filter(task=task)
+    rows = (
+        runs.defer(
             "run_json", "grade_json", "ignored_created", "tests_list", "tests_list_error", "git_dir_changes"
         )
         .annotate(grade_count=Count("grades"))
         .prefetch_related(Prefetch("grades", queryset=current, to_attr="current_grades"))
-        .order_by("arm", "model", "repetition")
+        .order_by("arm", "model", "repetition", "pk")
     )
+    return page_of(rows, number, size, runs.count())
 
 
 def run_grades(run: AgentRun) -> list[RunGrade]:

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db.models import Prefetch, QuerySet
 from django.http import HttpRequest
@@ -43,6 +44,18 @@ def request_int(raw: str | None) -> int | None:
     if raw is None or not _ROW_ID.fullmatch(raw):
         return None
     return int(raw)
+
+
+def page_number(request: HttpRequest) -> int:
+    """?page=N of a paged list (services.paging); anything else is the first page (a number past the end is
+    the last)."""
+    number = request_int(request.GET.get("page"))
+    return number if number is not None and number < 10**9 else 1
+
+
+def page_size() -> int:
+    """Entries per page of the review queue and of a task's runs."""
+    return max(1, int(settings.RUNS_QUEUE_PAGE_SIZE))
 
 
 def revisions_of(repository: Repository) -> QuerySet[RubricRevision]:

@@ -44,7 +44,7 @@ from rubrics_app.services.import_export import ImportFailed
 from rubrics_app.services.report import label_target
 from rubrics_app.services.runs import RunImport, import_runs_zip, run_grades
 from rubrics_app.services.swe_bench import import_swe_bench_upload
-from rubrics_app.views.common import HtmxHttpRequest, request_int
+from rubrics_app.views.common import HtmxHttpRequest, page_number, page_size, request_int
 from rubrics_app.views.repositories import repository_context
 from rubrics_app.views.revisions import redirect_to
 
@@ -143,18 +143,6 @@ def _list_url(access: RepositoryAccess, kind: str, filters: dict[str, str], page
     return f"{reverse('rubrics:queue', args=[access.repository.pk])}?{_query(kind, filters, page)}"
 
 
-def _page_size() -> int:
-    from django.conf import settings
-
-    return max(1, int(settings.RUNS_QUEUE_PAGE_SIZE))
-
-
-def _page_number(request: HtmxHttpRequest) -> int:
-    """?page=N; anything else is the first page (a number past the end is the last, in Queue.page)."""
-    number = request_int(request.GET.get("page"))
-    return number if number is not None and number < 10**9 else 1
-
-
 @require_GET
 @login_required
 def queue_list(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
@@ -163,7 +151,7 @@ def queue_list(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     kind, filters = _queue_params(request)
     queue = review_queue.Queue(access.repository, kind, filters)
     total = queue.count()
-    page = queue.page(_page_number(request), _page_size(), total)
+    page = queue.page(page_number(request), page_size(), total)
     next_entry = queue.first_unreviewed()
     rows = [(e, _entry_url(access, e, kind, filters)) for e in page.entries]
     return render(
@@ -295,7 +283,7 @@ def _entry_context(
     queue = review_queue.Queue(access.repository, kind, filters)
     location = queue.locate(grade.pk, item_id)
     # Back to the list at the page that holds this pair.
-    page = None if location.position is None else (location.position - 1) // _page_size() + 1
+    page = None if location.position is None else (location.position - 1) // page_size() + 1
     diff = AgentRunDiff.objects.filter(run=grade.run).values_list("content", flat=True).first()
     item, exact = review_queue.rubric_item_for(grade, item_id)
     human = HumanVerdict.objects.filter(grade=grade, item_id=item_id).select_related("by").first()

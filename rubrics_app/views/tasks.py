@@ -5,6 +5,7 @@ from typing import Any
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
@@ -13,11 +14,11 @@ from rubrics_app.models import DraftSetting, RevisionStatus, RubricDraft, Rubric
 from rubrics_app.services.rereview import re_review_context
 from rubrics_app.services.runs import task_runs
 from rubrics_app.services.sweeps import recent_sweeps
-from rubrics_app.views.common import HtmxHttpRequest
+from rubrics_app.views.common import HtmxHttpRequest, page_number, page_size
 
 
 def task_context(
-    access: RepositoryAccess, task: Task, *, draft_form: DraftRequestForm | None = None
+    access: RepositoryAccess, task: Task, *, draft_form: DraftRequestForm | None = None, page: int = 1
 ) -> dict[str, Any]:
     revisions = list(
         RubricRevision.objects.filter(task=task)
@@ -29,6 +30,7 @@ def task_context(
     # The newest approved revision, shown while nothing is admitted (revisions are newest first).
     approved = next((r for r in revisions if r.status == RevisionStatus.APPROVED), None)
     draft_setting = DraftSetting.objects.filter(repository=access.repository).first()
+    runs_page = task_runs(task, page, page_size())
     if access.can_edit and draft_form is None:
         draft_form = DraftRequestForm()
     return {
@@ -39,7 +41,9 @@ def task_context(
         "admitted": admitted,
         "drafts": drafts,
         **re_review_context(admitted),
-        "agent_runs": task_runs(task),
+        "runs_page": runs_page,
+        "previous_page_url": _runs_page_url(access, task, runs_page.previous_number),
+        "next_page_url": _runs_page_url(access, task, runs_page.next_number),
         "approved": approved,
         "recent_sweeps": recent_sweeps(access.repository, task=task),
         "draft_setting": draft_setting,
@@ -50,9 +54,16 @@ def task_context(
     }
 
 
+def _runs_page_url(access: RepositoryAccess, task: Task, number: int | None) -> str | None:
+    if number is None:
+        return None
+    url = reverse("rubrics:task_detail", args=[access.repository.pk, task.pk])
+    return f"{url}?page={number}#agent-runs" if number > 1 else f"{url}#agent-runs"
+
+
 @require_GET
 @login_required
 def task_detail(request: HtmxHttpRequest, repo_pk: int, task_pk: int) -> HttpResponse:
     access = get_repository_for_user(request, repo_pk)
     task = get_object_or_404(Task.objects.filter(repository=access.repository), pk=task_pk)
-    return render(request, "rubrics/task_detail.html", task_context(access, task))
+    return render(request, "rubrics/task_detail.html", task_context(access, task, page=page_number(request)))

@@ -17,7 +17,15 @@ from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
-from grading import MemoryCache, parse_rubric
+from grading import (
+    MemoryCache,
+    ScriptedFile,
+    ScriptedVerdict,
+    load_scripted,
+    parse_rubric,
+    teach_scripted_judge,
+    write_atomic,
+)
 from rubrics_app.access import Actor
 from rubrics_app.models import (
     TASK_FILES,
@@ -27,6 +35,7 @@ from rubrics_app.models import (
     Membership,
     Origin,
     Repository,
+    RevisionStatus,
     Role,
     RubricRevision,
     Task,
@@ -38,6 +47,14 @@ REPOSITORY = "shapes"
 EXAMPLES = Path(settings.BASE_DIR) / "examples"
 EXAMPLE_TASK = EXAMPLES / "tasks" / "fix_clockwise_polygon_area"
 DEMO_USERS = {"demo": Role.MAINTAINER, "demo-reviewer": Role.REVIEWER, "demo-viewer": Role.VIEWER}
+DEFAULT_PASSWORD = "demo"  # what the login page shows while the demo runs (scripts/demo.sh uses it)
+EXAMPLE_JUDGE = EXAMPLES / "judge_scripted.json"
+
+
+def _judge_files() -> tuple[Path, Path]:
+    """The demo's primary and second scripted judge files."""
+    demo_dir = (Path(settings.VAR_DIR) / "demo").resolve()
+    return demo_dir / "judge_scripted.json", demo_dir / "second_judge_scripted.json"
 
 
 def _diff(*lines: str) -> bytes:
@@ -60,11 +77,25 @@ BOX_LAZY = _diff(
     " def centroid(points: list[Point]) -> Point:",
 )
 
+# A valid alternative: the corners from the unzipped coordinates, exported; no property, test or changelog.
 BOX_ALT = _diff(
+    "diff --git a/shapes/__init__.py b/shapes/__init__.py",
+    "index 2f55132..ac96c11 100644",
+    "--- a/shapes/__init__.py",
+    "+++ b/shapes/__init__.py",
+    "@@ -1,5 +1,5 @@",
+    ' """Plane shapes: areas, perimeters and centroids of polygons given as (x, y) vertices."""',
+    " ",
+    "-from shapes.polygon import Polygon, centroid, perimeter, polygon_area, signed_area",
+    "+from shapes.polygon import Polygon, bounding_box, centroid, perimeter, polygon_area, signed_area",
+    " ",
+    '-__all__ = ["Polygon", "centroid", "perimeter", "polygon_area", "signed_area"]',
+    '+__all__ = ["Polygon", "bounding_box", "centroid", "perimeter", "polygon_area", "signed_area"]',
     "diff --git a/shapes/polygon.py b/shapes/polygon.py",
+    "index cd16ad7..0bbec85 100644",
     "--- a/shapes/polygon.py",
     "+++ b/shapes/polygon.py",
-    "@@ -29,4 +29,10 @@ def perimeter(points: list[Point]) -> float:",
+    "@@ -29,6 +29,12 @@ def perimeter(points: list[Point]) -> float:",
     "     return sum(math.dist(a, b) for a, b in _edges(points))",
     " ",
     " ",
@@ -75,14 +106,129 @@ BOX_ALT = _diff(
     "+",
     "+",
     " def centroid(points: list[Point]) -> Point:",
+    '     """Centre of mass of the polygon\'s area, for either orientation."""',
+    "     # The signed area keeps the orientation, so the sums below and the divisor change sign together.",
 )
+
+# The maintainer's fix (the task's oracle.diff): calibration reads it, so the task can be admitted.
+BOX_ORACLE = _diff(
+    "diff --git a/CHANGELOG.md b/CHANGELOG.md",
+    "index b5e6c16..3aa44af 100644",
+    "--- a/CHANGELOG.md",
+    "+++ b/CHANGELOG.md",
+    "@@ -1,5 +1,9 @@",
+    " # Changelog",
+    " ",
+    "+## Unreleased",
+    "+",
+    "+- `bounding_box` and `Polygon.bounding_box`: the smallest axis-aligned box around a polygon.",
+    "+",
+    " ## 0.3.0",
+    " ",
+    " - `Polygon` dataclass with `area` and `perimeter`.",
+    "diff --git a/shapes/__init__.py b/shapes/__init__.py",
+    "index 2f55132..ac96c11 100644",
+    "--- a/shapes/__init__.py",
+    "+++ b/shapes/__init__.py",
+    "@@ -1,5 +1,5 @@",
+    ' """Plane shapes: areas, perimeters and centroids of polygons given as (x, y) vertices."""',
+    " ",
+    "-from shapes.polygon import Polygon, centroid, perimeter, polygon_area, signed_area",
+    "+from shapes.polygon import Polygon, bounding_box, centroid, perimeter, polygon_area, signed_area",
+    " ",
+    '-__all__ = ["Polygon", "centroid", "perimeter", "polygon_area", "signed_area"]',
+    '+__all__ = ["Polygon", "bounding_box", "centroid", "perimeter", "polygon_area", "signed_area"]',
+    "diff --git a/shapes/polygon.py b/shapes/polygon.py",
+    "index cd16ad7..7e8c1f0 100644",
+    "--- a/shapes/polygon.py",
+    "+++ b/shapes/polygon.py",
+    "@@ -29,6 +29,14 @@ def perimeter(points: list[Point]) -> float:",
+    "     return sum(math.dist(a, b) for a, b in _edges(points))",
+    " ",
+    " ",
+    "+def bounding_box(points: list[Point]) -> tuple[Point, Point]:",
+    '+    """Lower-left and upper-right corners of the smallest axis-aligned box around the polygon."""',
+    "+    _edges(points)  # the same vertex-count check as every other measurement",
+    "+    xs = [x for x, _ in points]",
+    "+    ys = [y for _, y in points]",
+    "+    return (min(xs), min(ys)), (max(xs), max(ys))",
+    "+",
+    "+",
+    " def centroid(points: list[Point]) -> Point:",
+    '     """Centre of mass of the polygon\'s area, for either orientation."""',
+    "     # The signed area keeps the orientation, so the sums below and the divisor change sign together.",
+    "@@ -57,3 +65,7 @@ class Polygon:",
+    "     @property",
+    "     def perimeter(self) -> float:",
+    "         return perimeter(self.points)",
+    "+",
+    "+    @property",
+    "+    def bounding_box(self) -> tuple[Point, Point]:",
+    "+        return bounding_box(self.points)",
+    "diff --git a/tests/test_polygon.py b/tests/test_polygon.py",
+    "index f4ecc8e..5441cba 100644",
+    "--- a/tests/test_polygon.py",
+    "+++ b/tests/test_polygon.py",
+    "@@ -1,7 +1,7 @@",
+    " import math",
+    " ",
+    " import pytest",
+    "-from shapes import Polygon, centroid, perimeter, polygon_area, signed_area",
+    "+from shapes import Polygon, bounding_box, centroid, perimeter, polygon_area, signed_area",
+    " ",
+    " SQUARE_CCW = [(0.0, 0.0), (2.0, 0.0), (2.0, 2.0), (0.0, 2.0)]",
+    " TRIANGLE_CCW = [(0.0, 0.0), (4.0, 0.0), (0.0, 3.0)]",
+    "@@ -45,3 +45,9 @@ def test_polygon_class() -> None:",
+    " ",
+    " def test_unit_square_perimeter(unit_square: list[tuple[float, float]]) -> None:",
+    "     assert perimeter(unit_square) == 4.0",
+    "+",
+    "+",
+    "+def test_bounding_box_of_clockwise_rotated_polygon() -> None:",
+    "+    diamond_cw = [(1.0, 0.0), (0.0, 1.0), (1.0, 2.0), (2.0, 1.0)]",
+    "+    assert bounding_box(diamond_cw) == ((0.0, 0.0), (2.0, 2.0))",
+    '+    assert Polygon("diamond", diamond_cw).bounding_box == ((0.0, 0.0), (2.0, 2.0))',
+)
+
+# The scripted judge's answers for the bounding-box task's diffs (the example's judge file answers the
+# example task's): what a careful reviewer would say of each, so its calibration passes on its merits.
+BOX_VERDICTS: dict[bytes, dict[str, dict[str, str]]] = {
+    BOX_LAZY: {
+        "B1": {"verdict": "fail", "reason": "bounding_box returns points[0] and points[2]: right only for a "
+               "rectangle listed from its lower-left corner."},
+        "B2": {"verdict": "fail", "reason": "shapes/__init__.py is untouched: bounding_box is not exported."},
+        "N1": {"verdict": "fail", "reason": "Polygon gets no bounding_box property."},
+        "N2": {"verdict": "fail", "reason": "The diff adds no test."},
+        "N3": {"verdict": "fail", "reason": "CHANGELOG.md is untouched."},
+    },
+    BOX_ALT: {
+        "B1": {"verdict": "pass", "reason": "The corners are the minimum and maximum of the unzipped x and y "
+               "coordinates of every vertex."},
+        "B2": {"verdict": "pass", "reason": "bounding_box is imported in shapes/__init__.py and listed in "
+               "__all__."},
+        "N1": {"verdict": "fail", "reason": "Polygon gets no bounding_box property."},
+        "N2": {"verdict": "fail", "reason": "The diff adds no test."},
+        "N3": {"verdict": "fail", "reason": "CHANGELOG.md is untouched."},
+    },
+    BOX_ORACLE: {
+        "B1": {"verdict": "pass", "reason": "The corners are the minimum and maximum of every vertex's x and "
+               "y coordinates."},
+        "B2": {"verdict": "pass", "reason": "bounding_box is imported in shapes/__init__.py and listed in "
+               "__all__."},
+        "N1": {"verdict": "pass", "reason": "Polygon.bounding_box delegates to bounding_box(self.points)."},
+        "N2": {"verdict": "pass", "reason": "test_bounding_box_of_clockwise_rotated_polygon uses a clockwise "
+               "diamond."},
+        "N3": {"verdict": "pass", "reason": "CHANGELOG.md has an Unreleased entry for bounding_box."},
+    },
+}  # fmt: skip
 
 BOX_RUBRIC: dict[str, Any] = {
     "schema": "repo_rubric.v1",
     "task": "add_bounding_box",
     "intent": "A public bounding_box(points) returns the lower-left and upper-right corners of the smallest "
     "axis-aligned box around a polygon, exported from shapes like perimeter, with a Polygon property.",
-    "scope": {"allowed_globs": ["shapes/**", "tests/**", "CHANGELOG.md"], "max_changed_lines": 60},
+    # Room for the oracle (29 lines) with the suite's longest harmless comment (40 lines) in it.
+    "scope": {"allowed_globs": ["shapes/**", "tests/**", "CHANGELOG.md"], "max_changed_lines": 80},
     "blockers": [
         {
             "id": "B1",
@@ -164,7 +310,11 @@ class Command(BaseCommand):
     help = "Load the demo: a maintainer login, the example repository, tasks and revisions in every state."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--password", default="demo", help="password of the demo users (default: demo)")
+        parser.add_argument(
+            "--password",
+            default=DEFAULT_PASSWORD,
+            help=f"password of the demo users (default: {DEFAULT_PASSWORD})",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         with transaction.atomic():
@@ -175,6 +325,8 @@ class Command(BaseCommand):
             else:
                 self._tasks(repository, users["demo"])
                 self._runs(repository)
+            if EXAMPLE_JUDGE.is_file() and not all(path.is_file() for path in _judge_files()):
+                self._judges(repository)  # var/demo/ was emptied since the demo was loaded
         counts = ", ".join(
             f"{status}: {RubricRevision.objects.filter(task__repository=repository, status=status).count()}"
             for status in ("draft", "approved", "admitted", "retired")
@@ -223,10 +375,13 @@ class Command(BaseCommand):
             Membership.objects.get_or_create(
                 repository=repository, user=users[username], defaults={"role": role}
             )
-        script = EXAMPLES / "judge_scripted.json"
-        if script.is_file():
+        if EXAMPLE_JUDGE.is_file():
+            # Two scripted judges (written by _judges once the tasks exist): the second one disagrees on B1
+            # and N1, so a sweep puts its disagreements in the review queue.
+            primary, second = _judge_files()
             JudgeSetting.objects.get_or_create(
-                repository=repository, defaults={"judge": f"scripted:{script.resolve()}"}
+                repository=repository,
+                defaults={"judge": f"scripted:{primary}", "second_judge": f"scripted:{second}"},
             )
         # Drafting with no model and no GitHub: the scripted drafter replies with the example's draft; the
         # PR comes as the shipped export (examples/pr_fix_clockwise_polygon_area.json), uploaded on the
@@ -267,16 +422,27 @@ class Command(BaseCommand):
             )
             (admitted,) = import_task_files(repository, [source], as_demo)
             self._approve_all(admitted, as_demo)
-            # Admitted means calibrated: the demo's judge is the scripted one (labelled so wherever it shows).
-            run = calibration.calibrate_now(admitted, as_demo, cache=MemoryCache())
-            if run.status != CalibrationStatus.PASSED:
-                raise RuntimeError(f"the demo calibration did not pass: {run.reason}")
-            revisions.admit(admitted, by=as_demo)
         else:
             # No example project in this tree: the same story told with an inline rubric, left approved
             # (there is no oracle.diff to calibrate it with).
             admitted = self._create(repository, BOX_RUBRIC | {"task": "add_bounding_box_first_cut"}, as_demo)
             self._approve_all(admitted, as_demo)
+
+        # 2. A second task whose rubric is approved but not yet admitted; its oracle.diff makes Admit work.
+        approved = self._create(repository, BOX_RUBRIC, as_demo, BOX_LAZY, BOX_ALT, oracle=BOX_ORACLE)
+        self._approve_all(approved, as_demo)
+
+        # 3. A third drafted by a model: provisional until a maintainer reviews it.
+        self._create(repository, NAN_RUBRIC, Actor.command_line(), NAN_LAZY, model="scripted:demo-drafter")
+
+        if admitted.task.task_file("oracle.diff"):
+            self._judges(repository)
+            # Admitted means calibrated: the demo's judge is the scripted one (labelled so wherever it shows).
+            # It runs here rather than through the worker (which may not be started yet); its job ends here.
+            run = calibration.calibrate_now(admitted, as_demo, admit=True, cache=MemoryCache())
+            admitted.refresh_from_db()
+            if run.status != CalibrationStatus.PASSED or admitted.status != RevisionStatus.ADMITTED:
+                raise RuntimeError(f"the demo calibration did not pass: {run.reason}")
         draft = revisions.new_draft_from(admitted, by=as_demo)
         items = {i.item_id: i for i in draft.ordered_items()}
         b1 = items["B1"]
@@ -291,35 +457,42 @@ class Command(BaseCommand):
             items["N2"], by=as_demo, note="Say what happens for a degenerate polygon too."
         )
 
-        # 2. A second task whose rubric is approved but not yet admitted.
-        approved = self._create(repository, BOX_RUBRIC, as_demo, BOX_LAZY, BOX_ALT)
-        self._approve_all(approved, as_demo)
-
-        # 3. A third drafted by a model: provisional until a maintainer reviews it.
-        self._create(repository, NAN_RUBRIC, Actor.command_line(), NAN_LAZY, model="scripted:demo-drafter")
+    def _judges(self, repository: Repository) -> None:
+        """Write the demo's two scripted judge files (var/demo/): the example's answers, the bounding-box
+        task's, and, for every revision with an oracle, the rows the injection suite builds from a diff the
+        judge knows (grading.teach_scripted_judge), so its first admission with the suite reports what a
+        judge unmoved by the payloads would, not 40 benign rows drifted. The second judge is the same with B1
+        and N1 turned round."""
+        script, _ = load_scripted(EXAMPLE_JUDGE)
+        known = dict(script.by_diff_sha256)
+        for diff, answers in BOX_VERDICTS.items():
+            known[hashlib.sha256(diff).hexdigest()] = {
+                item_id: ScriptedVerdict(verdict=answer["verdict"], reason=answer["reason"])
+                for item_id, answer in answers.items()
+            }
+        script = script.model_copy(update={"by_diff_sha256": known})
+        taught = RubricRevision.objects.filter(task__repository=repository).exclude(task__oracle_diff=b"")
+        for revision in taught.select_related("task__repository").order_by("pk"):
+            script = teach_scripted_judge(
+                script, calibration.task_files(calibration.calibration_files(revision))
+            )
+        primary, second = _judge_files()
+        primary.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(primary, script.model_dump_json(indent=2, exclude_defaults=True).encode() + b"\n")
+        write_atomic(
+            second, _second_judge(script).model_dump_json(indent=2, exclude_defaults=True).encode() + b"\n"
+        )
 
     def _runs(self, repository: Repository) -> None:
-        """The example runs graded by the `rubric grade` code with two scripted judges (the example's, and a
-        second that disagrees on B1 and N1), imported for the review queue."""
+        """The example runs graded by the `rubric grade` code with the demo's two scripted judges (the second
+        disagrees on B1 and N1), imported for the review queue."""
         from grading import grade_run
         from rubrics_app.services.runs import import_run_dirs
 
-        runs, judge = EXAMPLES / "runs", EXAMPLES / "judge_scripted.json"
-        if not runs.is_dir() or not judge.is_file() or not (EXAMPLE_TASK / "rubric.json").is_file():
+        runs = EXAMPLES / "runs"
+        if not runs.is_dir() or not EXAMPLE_JUDGE.is_file() or not (EXAMPLE_TASK / "rubric.json").is_file():
             return
-        second = Path(settings.VAR_DIR) / "demo" / "second_judge_scripted.json"
-        script = json.loads(judge.read_text(encoding="utf-8"))
-        for answers in [script.get("default", {}), *script.get("by_diff_sha256", {}).values()]:
-            for item_id in ("B1", "N1"):
-                if item_id in answers:
-                    flipped = "fail" if answers[item_id]["verdict"] == "pass" else "pass"
-                    reason = (
-                        "The diff meets this criterion."
-                        if flipped == "pass"
-                        else "The diff falls short here."
-                    )
-                    answers[item_id] = {"verdict": flipped, "reason": f"{reason} (scripted second judge)"}
-        second.write_text(json.dumps(script, indent=2), encoding="utf-8")
+        judge, second = _judge_files()
         with tempfile.TemporaryDirectory(prefix="demo-runs-") as scratch:
             copied = Path(shutil.copytree(runs, Path(scratch) / "runs"))
             for run_dir in sorted(p.parent for p in copied.glob("*/run.json")):
@@ -342,6 +515,7 @@ class Command(BaseCommand):
         lazy: bytes = BOX_LAZY,
         alt: bytes = BOX_ALT,
         model: str = "",
+        oracle: bytes = b"",
     ) -> RubricRevision:
         task, _ = Task.objects.get_or_create(
             repository=repository,
@@ -350,6 +524,7 @@ class Command(BaseCommand):
                 "spec_prompt": data["intent"],
                 "gate": ["pass", "mergeable"],
                 "base_date": "2026-01-05",
+                "oracle_diff": oracle,
             },
         )
         rubric = parse_rubric(data)
@@ -372,3 +547,23 @@ class Command(BaseCommand):
         if not outcome.revision_approved:
             raise RuntimeError(f"demo revision {revision} did not validate: {outcome.errors}")
         revision.refresh_from_db()
+
+
+def _second_judge(script: ScriptedFile) -> ScriptedFile:
+    """``script`` with every answer for B1 and N1 turned round: a second judge that disagrees there."""
+
+    def turned(answers: dict[str, ScriptedVerdict]) -> dict[str, ScriptedVerdict]:
+        out = dict(answers)
+        for item_id in ("B1", "N1"):
+            if item_id in out:
+                passes = out[item_id].verdict != "pass"
+                reason = "The diff meets this criterion." if passes else "The diff falls short here."
+                out[item_id] = ScriptedVerdict(
+                    verdict="pass" if passes else "fail", reason=f"{reason} (scripted second judge)"
+                )
+        return out
+
+    return ScriptedFile(
+        default=turned(script.default),
+        by_diff_sha256={sha: turned(answers) for sha, answers in script.by_diff_sha256.items()},
+    )

@@ -1,0 +1,149 @@
+"""The demo (manage.py load_demo) goes round the whole loop: two judges, every approved revision admissible
+with the injection suite, and a sweep that fills the review queue (issue 21 §6)."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+
+from grading import MemoryCache, load_scripted
+from rubrics_app.access import Actor
+from rubrics_app.models import (
+    CalibrationStatus,
+    GradeSource,
+    Job,
+    JobKind,
+    JudgeSetting,
+    QueueKind,
+    Repository,
+    ReviewState,
+    RevisionStatus,
+    RubricRevision,
+    RunGrade,
+    Task,
+)
+from rubrics_app.services import calibration, revisions, sweeps
+from rubrics_app.services.queue import Queue
+from tests.gitrepo import GitRepo
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def demo(settings: Any, tmp_path: Path) -> Repository:
+    settings.VAR_DIR = tmp_path / "var"
+    call_command("load_demo", stdout=io.StringIO())
+    return Repository.objects.get(name="shapes")
+
+
+def test_the_demo_sets_two_scripted_judges(demo: Repository, tmp_path: Path) -> None:
+    judges = JudgeSetting.objects.get(repository=demo)
+    demo_dir = (tmp_path / "var" / "demo").resolve()
+    assert judges.judge == f"scripted:{demo_dir / 'judge_scripted.json'}"
+    assert judges.second_judge == f"scripted:{demo_dir / 'second_judge_scripted.json'}"
+    primary, _ = load_scripted(demo_dir / "judge_scripted.json")
+    second, _ = load_scripted(demo_dir / "second_judge_scripted.json")
+    # The second judge disagrees on B1 and N1, and only there.
+    assert primary.default["B1"].verdict != second.default["B1"].verdict
+    assert primary.default["N1"].verdict != second.default["N1"].verdict
+    assert primary.default["B2"].verdict == second.default["B2"].verdict
+    # Its admission calibration ran in the command: the job ended, saying the revision was admitted.
+    (job,) = Job.objects.filter(kind=JobKind.CALIBRATE_REVISION)
+    assert job.result is not None
+    assert (job.status, job.result["status"], job.result["admitted"]) == ("done", "passed", True)
+
+
+def test_a_sweep_fills_the_queue_with_the_judges_disagreements(demo: Repository) -> None:
+    # The example task's edited draft, approved and admitted: its runs are graded anew by both judges.
+    task = Task.objects.get(repository=demo, task_id="fix_clockwise_polygon_area")
+    draft = task.revisions.get(status=RevisionStatus.DRAFT)
+    as_demo = Actor.command_line()
+    for item in draft.ordered_items():
+        if item.review_state != ReviewState.APPROVED:
+            revisions.approve_item(item, by=as_demo)
+    run = calibration.calibrate_now(draft, as_demo, admit=True, cache=MemoryCache())
+    assert run.status == CalibrationStatus.PASSED, run.reason
+    sweep = sweeps.sweep_now(demo, as_demo, cache=MemoryCache())
+    assert sweep.job is not None and sweep.job.result is not None, sweep.job.error
+    assert sweep.job.result["graded"] == 2
+    # The queue holds the sweep's grades, each disagreeing on B1 and N1 (the second judge's script).
+    entries = Queue(demo, QueueKind.JUDGES, {}).page(1, 100).entries
+    swept = RunGrade.objects.filter(pk__in=[e.grade_id for e in entries])
+    assert {grade.source for grade in swept} == {GradeSource.SWEEP}
+    assert {grade.revision_id for grade in swept} == {draft.pk}
+    assert sorted((e.arm, e.item_id) for e in entries) == [
+        ("baseline", "B1"),
+        ("baseline", "N1"),
+        ("guidance", "B1"),
+        ("guidance", "N1"),
+    ]
+
+
+def test_every_approved_demo_revision_is_admitted_with_the_suite(demo: Repository) -> None:
+    approved = RubricRevision.objects.filter(task__repository=demo, status=RevisionStatus.APPROVED)
+    assert approved.exists()
+    for revision in approved:
+        run = calibration.calibrate_now(
+            revision, Actor.command_line(), admit=True, injection_suite=True, cache=MemoryCache()
+        )
+        assert run.status == CalibrationStatus.PASSED, run.reason
+        # The scripted judge knows the suite's rows: no benign drift, no attack success.
+        assert run.benign > 0 and run.attacks > 0
+        drifted = [(r.name, r.actual) for r in run.rows.all() if r.kind == "benign" and not r.holds]
+        assert (run.benign_drifts, run.attack_successes, run.attacks_not_measured) == (0, 0, 0), drifted
+        revision.refresh_from_db()
+        assert revision.status == RevisionStatus.ADMITTED
+
+
+def test_the_bounding_box_oracle_is_a_real_fix(demo: Repository, tmp_path: Path) -> None:
+    task = Task.objects.get(repository=demo, task_id="add_bounding_box")
+    checkout = GitRepo(tmp_path / "var/demo/shapes")
+    patch = tmp_path / "oracle.diff"
+    patch.write_bytes(task.task_file("oracle.diff"))
+    checkout.git("apply", str(patch))
+    # The checkout's own tests pass with it, the new one included.
+    tests = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=checkout.path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert tests.returncode == 0, tests.stdout + tests.stderr
+    assert "10 passed" in tests.stdout
+
+
+# --- the login page ---------------------------------------------------------------------------------------
+
+
+def test_the_login_page_names_the_demo_users_while_the_demo_runs(
+    demo: Repository, settings: Any, client: Client
+) -> None:
+    settings.RUBRICS_DEMO = True
+    page = client.get("/accounts/login/").content.decode()
+    assert 'id="demo-logins"' in page
+    for text in (
+        "<code>demo</code> (maintainer)",
+        "<code>demo-reviewer</code> (reviewer)",
+        "<code>demo</code>.",
+    ):
+        assert text in page
+
+
+def test_the_login_page_names_no_one_without_the_demo_setting(demo: Repository, client: Client) -> None:
+    # The users exist (load_demo ran), but this server is not the demo: no names, no password.
+    page = client.get("/accounts/login/").content.decode()
+    assert "demo-logins" not in page and "demo-reviewer" not in page
+
+
+def test_the_login_page_names_no_one_when_the_demo_users_do_not_exist(settings: Any, client: Client) -> None:
+    settings.RUBRICS_DEMO = True
+    page = client.get("/accounts/login/").content.decode()
+    assert "demo-logins" not in page
