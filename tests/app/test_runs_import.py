@@ -72,7 +72,7 @@ def test_import_runs_stores_runs_grades_and_each_judges_verdicts(
     graded_runs: Path, repository: Repository
 ) -> None:
     out, _ = run_command(str(graded_runs), "--repository", repository.name)
-    assert "3 run(s) imported, 0 already there; 2 grade(s) imported" in out
+    assert "3 runs imported, 0 already there; 2 grades imported" in out
     assert AgentRun.objects.count() == 3
     run = AgentRun.objects.get(repetition=1, model="model-a")
     assert (run.arm, run.passed, run.tests_list) == ("guidance", True, "tests/test_fraction.py::test_gt1\n")
@@ -99,7 +99,7 @@ def test_importing_the_same_runs_again_changes_nothing(graded_runs: Path, reposi
     run_command(str(graded_runs), "--repository", repository.name)
     counts = [m.objects.count() for m in (AgentRun, AgentRunDiff, RunGrade, JudgeGrade, ItemVerdict)]
     out, _ = run_command(str(graded_runs), "--repository", repository.name)
-    assert "0 run(s) imported, 3 already there; 0 grade(s) imported, 2 already there" in out
+    assert "0 runs imported, 3 already there; 0 grades imported, 2 already there" in out
     assert [m.objects.count() for m in (AgentRun, AgentRunDiff, RunGrade, JudgeGrade, ItemVerdict)] == counts
 
 
@@ -110,7 +110,7 @@ def test_a_metrics_json_graded_later_is_added_to_the_stored_run(
     task_dir = tmp_path / "checkout" / "tasks" / "fix_fraction_gt1"
     grade(task_dir, graded_runs / "ungraded", write_scripted(tmp_path / "p.json", PASSING))
     out, _ = run_command(str(graded_runs), "--repository", repository.name)
-    assert "0 run(s) imported, 3 already there; 1 grade(s) imported, 2 already there" in out
+    assert "0 runs imported, 3 already there; 1 grade imported, 2 already there" in out
     assert RunGrade.objects.filter(run__model="model-b").count() == 1
 
 
@@ -393,7 +393,7 @@ def test_the_demo_imports_the_example_runs_with_two_judges_for_the_queue(
     settings.VAR_DIR = tmp_path / "var"
     out = io.StringIO()
     call_command("load_demo", stdout=out)
-    assert "agent runs: 2 run(s) imported" in out.getvalue()
+    assert "agent runs: 2 runs imported" in out.getvalue()
     repository = Repository.objects.get(name="shapes")
     assert AgentRun.objects.filter(task__repository=repository).count() == 2
     second = JudgeGrade.objects.filter(role=JudgeRole.SECOND)

@@ -141,7 +141,7 @@ def failing_command(predictions: Path, reports: Path, *extra: str) -> str:
 
 def test_each_prediction_becomes_a_run_graded_by_its_report(harness_output: tuple[Path, Path]) -> None:
     out = import_command(*harness_output, "--repetition", "2")
-    assert "3 run(s) imported" in out
+    assert "3 runs imported" in out
     runs = {r.task.task_id: r for r in AgentRun.objects.select_related("task")}
     assert set(runs) == {ASTROPY, DJANGO, SYMPY}
     astropy = runs[ASTROPY]
@@ -156,7 +156,7 @@ def test_each_prediction_becomes_a_run_graded_by_its_report(harness_output: tupl
     # The harness lists no test ids: the run has no test list, so that integrity part is not measured.
     assert all(r.tests_list is None and r.tests_list_error is None for r in runs.values())
     # Importing the same output again changes nothing.
-    assert "0 run(s) imported, 3 already there" in import_command(*harness_output, "--repetition", "2")
+    assert "0 runs imported, 3 already there" in import_command(*harness_output, "--repetition", "2")
 
 
 def test_bad_lines_are_listed_with_their_numbers_and_nothing_is_imported(
