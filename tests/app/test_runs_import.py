@@ -190,7 +190,7 @@ def test_listing_runs_never_loads_a_diff(graded_runs: Path, repository: Reposito
     assert all("content" not in q["sql"].lower() for q in queries.captured_queries)
 
 
-@pytest.mark.parametrize("repetition", [2**63, 10**30, -1])
+@pytest.mark.parametrize("repetition", [2**31, 2**63, 10**30, -1])
 def test_a_repetition_out_of_range_is_a_clear_error_exit_2(
     graded_runs: Path, repository: Repository, repetition: int
 ) -> None:

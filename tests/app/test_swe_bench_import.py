@@ -18,6 +18,7 @@ from django.core.management.base import CommandError
 from django.test import Client
 from django.urls import reverse
 
+from grading import MAX_RUN_INT
 from rubrics_app.models import AgentRun, AgentRunDiff, Repository, Task
 
 pytestmark = pytest.mark.django_db
@@ -262,3 +263,25 @@ def test_the_upload_imports_the_same_and_shows_every_problem(
     response = post(predictions.read_bytes())
     assert response.status_code == 302
     assert AgentRun.objects.count() == 3
+
+
+def test_a_repetition_past_the_bound_is_refused_by_the_form_and_the_command(
+    client: Client, maintainer: User, repository: Repository, harness_output: tuple[Path, Path]
+) -> None:
+    predictions, reports = harness_output
+    client.force_login(maintainer)
+    response = client.post(
+        reverse("rubrics:runs_upload_swe_bench", args=[repository.pk]),
+        {
+            "predictions": SimpleUploadedFile("predictions.jsonl", predictions.read_bytes()),
+            "reports": SimpleUploadedFile("reports.zip", zipped(reports)),
+            "arm": "swe-agent",
+            "repetition": str(2**31),
+        },
+        follow=True,
+    )
+    assert f"Ensure this value is less than or equal to {MAX_RUN_INT}." in response.content.decode()
+    assert "--repetition: a whole number from 0 to 2147483647" in failing_command(
+        predictions, reports, "--repetition", str(2**31)
+    )
+    assert not AgentRun.objects.exists()
