@@ -14,6 +14,7 @@ from rubrics_app.services.rereview import re_review_context
 from rubrics_app.services.runs import task_runs
 from rubrics_app.services.sweeps import recent_sweeps
 from rubrics_app.views.common import HtmxHttpRequest
+from rubrics_app.views.kept_forms import form_key, kept_form
 
 
 def task_context(
@@ -55,4 +56,5 @@ def task_context(
 def task_detail(request: HtmxHttpRequest, repo_pk: int, task_pk: int) -> HttpResponse:
     access = get_repository_for_user(request, repo_pk)
     task = get_object_or_404(Task.objects.filter(repository=access.repository), pk=task_pk)
-    return render(request, "rubrics/task_detail.html", task_context(access, task))
+    form = kept_form(request, form_key("draft_start", task.pk), DraftRequestForm).form
+    return render(request, "rubrics/task_detail.html", task_context(access, task, draft_form=form))

@@ -254,8 +254,8 @@ def test_the_upload_imports_the_same_and_shows_every_problem(
     bad = (
         predictions.read_bytes() + b'{"instance_id": "nope", "model_name_or_path": "m", "model_patch": ""}\n'
     )
-    response = post(bad)
-    assert response.status_code == 400
+    response = client.get(post(bad)["Location"])  # the repository page, with the problems
+    assert response.status_code == 200
     assert "predictions.jsonl: line 4: instance_id: no task &#x27;nope&#x27; in this repository" in (
         response.content.decode()
     )
