@@ -15,6 +15,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
@@ -231,7 +232,7 @@ def report_cutoffs(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
         cutoffs = form.cleaned_data["cutoffs"]
         repository.training_cutoffs = cutoffs or None
         repository.save(update_fields=["training_cutoffs"])
-        messages.success(request, f"Training cutoffs saved ({len(cutoffs)} models).")
+        messages.success(request, f"Training cutoffs saved ({len(cutoffs)} model{pluralize(len(cutoffs))}).")
         return redirect_to(request, reverse("rubrics:report", args=[repository.pk]))
     url = reverse("rubrics:report", args=[access.repository.pk]) + "#cutoffs-form"
     return redirect_with_form(request, url, form_key("report_cutoffs", access.repository.pk), form)

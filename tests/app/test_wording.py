@@ -39,3 +39,11 @@ def test_a_calibration_job_page_titles_it_in_words(maintainer: User, repository:
     page = client.get(reverse("rubrics:job_detail", args=[repository.pk, job.pk])).content.decode()
     assert "<h1>Calibrate a revision against its admission rows · job" in page
     assert "§" not in page
+
+
+def test_one_saved_cutoff_is_one_model(maintainer: User, repository: Repository) -> None:
+    client = Client()
+    client.force_login(maintainer)
+    url = reverse("rubrics:report_cutoffs", args=[repository.pk])
+    page = client.post(url, {"cutoffs": '{"model-a": "2025-05-01"}'}, follow=True).content.decode()
+    assert "Training cutoffs saved (1 model)." in page
