@@ -30,7 +30,7 @@ def cohen_kappa(
 
     κ is null when there are no pairs, and when either rater gave one verdict throughout: κ is then 0 (or
     0/0) whatever the raw agreement, so it would say nothing about the judges; the reason says which, naming
-    the raters ``first`` and ``second`` and what was paired (``unit``).
+    the raters ``first`` and ``second`` and what was paired (``unit``, a plural noun ending in "s").
     """
     n = len(pairs)
     if n == 0:
@@ -43,7 +43,11 @@ def cohen_kappa(
             verdict = "pass" if share == 1.0 else "fail"
             return Agreement(
                 kappa=None, raw=raw, n=n,
-                undefined_reason=f"the {name} judge gave '{verdict}' on all {n} {unit}",
+                undefined_reason=(
+                    f"the {name} judge gave '{verdict}' on the only {unit.removesuffix('s')}"
+                    if n == 1
+                    else f"the {name} judge gave '{verdict}' on all {n} {unit}"
+                ),
             )  # fmt: skip
     chance = a_yes * b_yes + (1 - a_yes) * (1 - b_yes)
     return Agreement(kappa=(raw - chance) / (1 - chance), raw=raw, n=n)

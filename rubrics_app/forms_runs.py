@@ -8,6 +8,7 @@ from django import forms
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
+from grading import MAX_RUN_INT
 from rubrics_app.models import HumanLabel
 
 
@@ -34,7 +35,7 @@ class SweBenchUploadForm(forms.Form):
     predictions = forms.FileField(label="predictions.jsonl (instance_id, model_name_or_path, model_patch)")
     reports = forms.FileField(label="a zip of the harness's report.json files (any layout)")
     arm = forms.CharField(max_length=200)
-    repetition = forms.IntegerField(min_value=0, max_value=2**31 - 1, initial=0)
+    repetition = forms.IntegerField(min_value=0, max_value=MAX_RUN_INT, initial=0)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("auto_id", "id_swe_%s")

@@ -139,6 +139,8 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    # Before staticfiles: runserver leaves /static/ to WhiteNoise too, so it serves as production does.
+    "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "django_htmx",
     "axes",
@@ -149,6 +151,9 @@ MIDDLEWARE = [
     # First: a body over REQUEST_MAX_BYTES is refused before anything reads it.
     "rubrics_app.middleware.RequestBodyLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Static files (STATIC_ROOT, filled by collectstatic) with any DEBUG, before the rest of the stack reads
+    # sessions or the database for them.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -228,7 +233,16 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
+# `manage.py collectstatic` copies every static file here with a hash of its content in its name, plus a
+# gzipped copy (and a brotli one when brotli is installed); WhiteNoise serves them with a cache header of
+# ten years, since a changed file gets a new name. With DEBUG=false the pages link only those names: a
+# deployment runs collectstatic after each update (docs/deployment.md). With DEBUG on, the unhashed files
+# are served from static/ and the apps as they are. The tests use plain storage (tests/app/conftest.py).
 STATIC_ROOT = VAR_DIR / "staticfiles"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
 
 # Content-Security-Policy (Django's own middleware): only this origin's scripts, styles and images, no
 # inline script or style (htmx is a static file; its indicator styles are off, see base.html), no framing.

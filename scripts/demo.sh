@@ -22,8 +22,11 @@ echo
 echo "== the web app"
 mkdir -p var
 $PY manage.py migrate --noinput
+# DEBUG is off, so pages link the hashed static files that collectstatic writes to var/staticfiles/ (and
+# the app serves them itself through WhiteNoise); a second run copies only what changed.
+$PY manage.py collectstatic --noinput --verbosity 0
 $PY manage.py load_demo
 .venv/bin/celery -A rubrics_app worker --pool=solo --concurrency=1 --loglevel=WARNING &
 worker_pid=$!
 echo "Open http://127.0.0.1:$PORT/ (Ctrl-C stops the server and the worker)"
-$PY manage.py runserver "127.0.0.1:$PORT" --noreload --insecure
+$PY manage.py runserver "127.0.0.1:$PORT" --noreload

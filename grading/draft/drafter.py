@@ -255,7 +255,7 @@ class DraftError(Exception):
 def make_drafter(spec: str, **kwargs: Any) -> Backend:
     """The drafter a spec names: ``anthropic:<full-model-id>`` (the model is named by full id, as judges
     are), or ``scripted:<file>`` (:mod:`grading.draft.scripted`, for demos and tests)."""
-    provider, model = parse_judge_spec(spec)
+    provider, model = parse_judge_spec(spec, what="drafter", option="--drafter")
     if provider == "scripted":
         from grading.draft.scripted import ScriptedDrafter
 

@@ -125,25 +125,27 @@ class JudgeSpec(BaseModel):
     model: str
 
     @classmethod
-    def parse(cls, spec: str | JudgeSpec) -> JudgeSpec:
-        """``provider:model`` read and checked; InputError for an unknown provider or an alias."""
+    def parse(cls, spec: str | JudgeSpec, *, what: str = "judge spec", option: str = "--judge") -> JudgeSpec:
+        """``provider:model`` read and checked; InputError for an unknown provider or an alias. ``what``
+        names the spec in the message and ``option`` where it came from (the drafter's spec is read the same
+        way, and its errors must not call it a judge)."""
         if isinstance(spec, JudgeSpec):
             return spec
         provider, sep, rest = spec.partition(":")
         if not sep or not rest:
             raise InputError(
                 None,
-                f"judge spec {spec!r}: expected PROVIDER:MODEL with PROVIDER one of " + ", ".join(PROVIDERS),
-                "--judge",
+                f"{what} {spec!r}: expected PROVIDER:MODEL with PROVIDER one of " + ", ".join(PROVIDERS),
+                option,
             )
         if provider not in PROVIDERS:
             raise InputError(
                 None,
-                f"judge spec {spec!r}: unknown provider {provider!r}; use one of " + ", ".join(PROVIDERS),
-                "--judge",
+                f"{what} {spec!r}: unknown provider {provider!r}; use one of " + ", ".join(PROVIDERS),
+                option,
             )
         if provider != "scripted" and (problem := model_id_error(rest)):
-            raise InputError(None, f"judge spec {spec!r}: {problem}", "--judge")
+            raise InputError(None, f"{what} {spec!r}: {problem}", option)
         return cls.model_validate({"provider": provider, "model": rest})
 
     def __str__(self) -> str:
@@ -154,9 +156,10 @@ class JudgeSpec(BaseModel):
         return judge_family(str(self))
 
 
-def parse_judge_spec(spec: str) -> tuple[Provider, str]:
-    """Split ``provider:model`` (``scripted:<file>``); InputError for an unknown provider or an alias."""
-    parsed = JudgeSpec.parse(spec)
+def parse_judge_spec(spec: str, *, what: str = "judge spec", option: str = "--judge") -> tuple[Provider, str]:
+    """Split ``provider:model`` (``scripted:<file>``); InputError for an unknown provider or an alias, naming
+    the spec ``what`` (and its ``option``)."""
+    parsed = JudgeSpec.parse(spec, what=what, option=option)
     return parsed.provider, parsed.model
 
 

@@ -24,9 +24,9 @@ class JobKind(models.TextChoices):
     VALIDATE_REVISION = "validate_revision", "Validate a revision"
     EXPORT_REVISION = "export_revision", "Export a revision to the checkout"
     CHECK_EVIDENCE = "check_evidence", "Check blockers' cited code against the checkout"
-    CALIBRATE_REVISION = "calibrate_revision", "Calibrate a revision (§5 admission rows)"
+    CALIBRATE_REVISION = "calibrate_revision", "Calibrate a revision against its admission rows"
     SWEEP = "sweep", "Sweep: grade agent runs with the judges"
-    DRAFT_RUBRIC = "draft_rubric", "Draft a rubric from the merged PR (§6)"
+    DRAFT_RUBRIC = "draft_rubric", "Draft a rubric from the merged PR"
 
 
 class JobStatus(models.TextChoices):

@@ -22,6 +22,7 @@ from django.db import models
 from django.db.models import Case, F, OuterRef, Q, Subquery, When
 from django.utils import timezone
 
+from grading import MAX_RUN_INT
 from rubrics_app.models.calibration import JudgeRole as JudgeRole  # re-exported: the runs side reads it here
 from rubrics_app.models.jobs import Job
 from rubrics_app.models.repositories import Repository
@@ -62,6 +63,13 @@ class AgentRun(models.Model):
             # run.json's identity (§7 statistics are per task, arm and model over repetitions).
             models.UniqueConstraint(
                 fields=["task", "arm", "model", "repetition"], name="one_agent_run_per_key"
+            ),
+            # The bound run.json, the SWE-bench form and --repetition are checked against (grading's
+            # MAX_RUN_INT), in the schema too: PostgreSQL's integer stops there, SQLite's does not, so a
+            # writer that skipped the checks would get a run on one database and an overflow on the other.
+            models.CheckConstraint(
+                condition=Q(repetition__gte=0) & Q(repetition__lte=MAX_RUN_INT),
+                name="agent_run_repetition_in_range",
             ),
         ]
 

@@ -32,6 +32,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import transaction
+from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
 from grading import (
@@ -402,7 +403,8 @@ def _finish(run: CalibrationRun, reports: dict[str, AdmissionReport]) -> Calibra
     reason = (
         ""
         if not failing
-        else f"{len(failing)} of {len(counted)} rows do not hold: "
+        else f"{len(failing)} of {len(counted)} row{pluralize(len(counted))} "
+        f"{'does' if len(failing) == 1 else 'do'} not hold: "
         + "; ".join(f"{row.kind} {row.name}: expected {row.expected}, got {row.actual}" for row in failing)
     )
     suite = primary.injection

@@ -32,6 +32,7 @@ from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Max, QuerySet
 from django.db.models.functions import Length
+from django.template.defaultfilters import pluralize
 
 from grading import (
     DEFAULT_BOOTSTRAP,
@@ -340,7 +341,10 @@ def repository_report(repository: Repository, filters: dict[str, str]) -> Report
     report = build_report(runs, cutoffs=cutoffs, bootstrap=DEFAULT_BOOTSTRAP, seed=DEFAULT_SEED)
     ungraded = _ungraded(repository, filters)
     if ungraded:
-        notes.append(f"{ungraded} runs have no grade yet (no metrics.json imported): not in this report")
+        notes.append(
+            f"{ungraded} run{pluralize(ungraded)} {'has' if ungraded == 1 else 'have'} no grade yet "
+            "(no metrics.json imported): not in this report"
+        )
     # The app's own warnings travel with the report, so the downloads say them too (the command line
     # refuses such input instead: there is nothing of it to compare).
     report.warnings[:0] = notes

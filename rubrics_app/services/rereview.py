@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from django.db import transaction
+from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
 from grading import Citation, Git, GitError, GitResult, parse_citations
@@ -190,7 +191,9 @@ def check_evidence(repository: Repository) -> EvidenceReport:
                     report.notes.append(f"{where}: not in the base commit")
                     continue
                 if cite.end > len(old):
-                    report.notes.append(f"{where}: the base file has only {len(old)} lines")
+                    report.notes.append(
+                        f"{where}: the base file has only {len(old)} line{pluralize(len(old))}"
+                    )
                     continue
                 new = _blob_lines(root, head, cite.path)
                 old_text = "\n".join(old[cite.start - 1 : cite.end])

@@ -27,6 +27,7 @@ from typing import IO, Annotated, Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.template.defaultfilters import pluralize
 from pydantic import BaseModel, ConfigDict, StrictBool, StringConstraints, ValidationError
 
 from grading import (
@@ -165,8 +166,10 @@ class RunImport:
 
     def summary(self) -> str:
         return (
-            f"{len(self.created)} run(s) imported, {len(self.unchanged)} already there; "
-            f"{self.grades_created} grade(s) imported, {self.grades_unchanged} already there"
+            f"{len(self.created)} run{pluralize(len(self.created))} imported, "
+            f"{len(self.unchanged)} already there; "
+            f"{self.grades_created} grade{pluralize(self.grades_created)} imported, "
+            f"{self.grades_unchanged} already there"
         )
 
 

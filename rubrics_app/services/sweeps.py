@@ -43,6 +43,7 @@ from typing import Any
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import F, Q
+from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
 from grading import (
@@ -204,7 +205,8 @@ def new_sweep(repository: Repository, by: Actor, request: SweepRequest) -> Sweep
         what = sweep.scope_label()
         if no_revision:
             raise SweepError(
-                f"no run to grade ({what}): {no_revision} run(s) belong to tasks with no admitted revision; "
+                f"no run to grade ({what}): {no_revision} run{pluralize(no_revision)} "
+                f"{'belongs' if no_revision == 1 else 'belong'} to tasks with no admitted revision; "
                 "admit one, or choose an approved revision"
             )
         raise SweepError(f"no run to grade ({what}): import runs first")
@@ -680,11 +682,13 @@ def run_sweep(
     if database_error is not None:
         raise SweepError(
             f"the database connection failed mid-sweep ({database_error.strip()}); the {sweep.graded_runs} "
-            "grade(s) stored before are kept: sweep again to grade the rest"
+            f"grade{pluralize(sweep.graded_runs)} stored before {'is' if sweep.graded_runs == 1 else 'are'} "
+            "kept: sweep again to grade the rest"
         )
     if stop is not None:
         raise SweepError(
-            f"{stop}. {sweep.done_runs} of {sweep.total_runs} runs are graded and kept; raise the cap or "
+            f"{stop}. {sweep.done_runs} of {sweep.total_runs} run{pluralize(sweep.total_runs)} "
+            f"{'is' if sweep.done_runs == 1 else 'are'} graded and kept; raise the cap or "
             "wait for next month, then sweep again (graded runs are skipped)"
         )
     return outcome

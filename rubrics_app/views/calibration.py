@@ -17,6 +17,7 @@ from grading import PAYLOAD_KINDS, SUITE_KINDS
 from rubrics_app.access import get_repository_for_user
 from rubrics_app.diff_render import line_anchor, parse_for_display
 from rubrics_app.forms import CalibrationOptionsForm, JudgeSettingForm, TaskFilesForm
+from rubrics_app.forms_runs import ReasonForm
 from rubrics_app.models import (
     CalibrationMutant,
     CalibrationRow,
@@ -32,6 +33,7 @@ from rubrics_app.services import calibration
 from rubrics_app.services.judges import JudgeSettingError, set_judges
 from rubrics_app.services.tasks import set_task_files
 from rubrics_app.views.common import HtmxHttpRequest, load_revision
+from rubrics_app.views.kept_forms import form_key, kept_form
 from rubrics_app.views.revisions import redirect_to, revision_url
 
 PAGE = "rubrics/calibration_run.html"
@@ -217,6 +219,9 @@ def calibration_detail(request: HtmxHttpRequest, repo_pk: int, run_pk: int) -> H
     access = get_repository_for_user(request, repo_pk)
     run = _run_for(access.repository.pk, run_pk)
     context = run_context(access, run)
+    kept = kept_form(request, form_key("mutant_mark_harmless", run.pk), ReasonForm)
+    if kept.form is not None:  # a harmless mark without a reason (views/kept_forms.py)
+        context.update({"mutant_form": kept.form, "mutant_form_pk": kept.target})
     if request.htmx:
         response = render(request, f"{PAGE}#calibration-rows", context)
         if run.is_finished:

@@ -24,6 +24,7 @@ from rubrics_app.services.drafting import (
     set_draft_settings,
 )
 from rubrics_app.views.common import HtmxHttpRequest, load_revision
+from rubrics_app.views.kept_forms import form_key, redirect_with_form
 from rubrics_app.views.revisions import redirect_to
 from rubrics_app.views.tasks import task_context
 
@@ -80,8 +81,11 @@ def draft_start(request: HtmxHttpRequest, repo_pk: int, task_pk: int) -> HttpRes
             return redirect_to(
                 request, reverse("rubrics:job_detail", args=[access.repository.pk, draft.job.pk])
             )
-    context = task_context(access, task, draft_form=form)
-    return render(request, "rubrics/task_detail.html", context, status=400)
+    if request.htmx:
+        context = task_context(access, task, draft_form=form)
+        return render(request, "rubrics/task_detail.html", context, status=400)
+    task_url = reverse("rubrics:task_detail", args=[access.repository.pk, task.pk])
+    return redirect_with_form(request, f"{task_url}#draft-from-pr", form_key("draft_start", task.pk), form)
 
 
 def request_parts(body: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from rubrics_app.forms import RubricUploadForm
 from rubrics_app.models import Role
 from rubrics_app.services.import_export import ImportFailed, import_rubric_zip
 from rubrics_app.views.common import HtmxHttpRequest
+from rubrics_app.views.kept_forms import form_key, redirect_with_form
 from rubrics_app.views.repositories import repository_context
 from rubrics_app.views.revisions import redirect_to, revision_url
 
@@ -37,7 +38,8 @@ def rubric_upload(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
             if len(imported) == 1:
                 return redirect_to(request, revision_url(imported[0]))
             return redirect_to(request, reverse("rubrics:repository_detail", args=[access.repository.pk]))
-    context = {"upload_form": form, "upload_errors": problems}
     if request.htmx:
-        return render(request, f"{PAGE}#upload-form", {**repository_context(access), **context})
-    return render(request, PAGE, {**repository_context(access), **context}, status=400)
+        context = {**repository_context(access), "upload_form": form, "upload_errors": problems}
+        return render(request, f"{PAGE}#upload-form", context)
+    url = reverse("rubrics:repository_detail", args=[access.repository.pk]) + "#upload-form"
+    return redirect_with_form(request, url, form_key("rubric_upload", access.repository.pk), form, problems)

@@ -42,6 +42,7 @@ from rubrics_app.views.common import (
     request_int,
     validation_report,
 )
+from rubrics_app.views.kept_forms import form_key, redirect_with_form
 from rubrics_app.views.revisions import (
     PAGE,
     redirect_to,
@@ -95,7 +96,12 @@ def _respond(
         return render_partials(request, ["item-row", "revision-status", "activity"], context)
     if row is not None and row.notice:
         messages.error(request, row.notice)
-    if row is not None and (row.form is not None or row.comment_form is not None):
+    if row is not None and row.comment_form is not None:
+        # Posted to the comment's own URL: the page shows the comment again with its error.
+        key = form_key("item_comment", item.revision_id)
+        url = revision_url(item.revision, f"item-{item.pk}")
+        return redirect_with_form(request, url, key, row.comment_form, target=item.pk)
+    if row is not None and row.form is not None:
         # A form with errors or a conflict: the whole page, with this row still in edit mode.
         revision = load_revision(access.repository, item.revision_id)
         return render(request, PAGE, revision_context(access, revision, editing=row), status=status)
@@ -270,7 +276,10 @@ def _respond_list(
             request, ["item-sections", "revision-status", "calibration-diffs", "activity"], context
         )
     if adding is not None and (adding.errors or notice):
-        return render(request, PAGE, context, status=status)
+        # Posted to the add URL: the page shows the form again, with its errors or why it was not added.
+        key = form_key(f"item_add_{adding.instance.kind}", revision.pk)
+        url = revision_url(revision, f"add-{adding.instance.kind}")
+        return redirect_with_form(request, url, key, adding, [notice] if notice else None)
     if notice:
         messages.error(request, notice)
     return redirect_to(request, revision_url(revision, anchor))

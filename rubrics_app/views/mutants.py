@@ -12,8 +12,9 @@ from rubrics_app.access import get_repository_for_user
 from rubrics_app.forms_runs import ReasonForm
 from rubrics_app.models import CalibrationMutant, CalibrationRun, Role, TransitionError
 from rubrics_app.services import mutants
-from rubrics_app.views.calibration import PAGE, calibration_url, run_context
+from rubrics_app.views.calibration import calibration_url
 from rubrics_app.views.common import HtmxHttpRequest
+from rubrics_app.views.kept_forms import form_key, redirect_with_form
 from rubrics_app.views.revisions import redirect_to
 
 
@@ -63,9 +64,9 @@ def mutant_mark_harmless(request: HtmxHttpRequest, repo_pk: int, run_pk: int, mu
         else:
             messages.success(request, f"{mutant.mutant_id} is marked harmless for this rubric content.")
         return redirect_to(request, _back(mutant.run, mutant))
-    # The page again, with the reason's error beside this mutant's form.
-    context = {**run_context(access, mutant.run), "mutant_form": form, "mutant_form_pk": mutant.pk}
-    return render(request, PAGE, context, status=400)
+    # The page, with the reason's error beside this mutant's form.
+    key = form_key("mutant_mark_harmless", mutant.run.pk)
+    return redirect_with_form(request, _back(mutant.run, mutant), key, form, target=mutant.pk)
 
 
 @require_POST

@@ -15,6 +15,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
@@ -42,6 +43,7 @@ from rubrics_app.services.report import (
     repository_report,
 )
 from rubrics_app.views.common import HtmxHttpRequest
+from rubrics_app.views.kept_forms import form_key, kept_form, redirect_with_form
 from rubrics_app.views.revisions import redirect_to
 
 # The page lists this many (sorted by task); the review queue and the JSON download hold every one.
@@ -147,7 +149,9 @@ def report_page(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     access = get_repository_for_user(request, repo_pk)
     filters = clean_filters(request.GET)
     result = repository_report(access.repository, filters)
-    return render(request, "rubrics/report.html", _page_context(access, filters, result))
+    # Cutoffs that did not save come back here with their errors (views/kept_forms.py).
+    form = kept_form(request, form_key("report_cutoffs", access.repository.pk), CutoffsForm).form
+    return render(request, "rubrics/report.html", _page_context(access, filters, result, form))
 
 
 def _download_name(access: RepositoryAccess, ext: str) -> str:
@@ -228,8 +232,7 @@ def report_cutoffs(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
         cutoffs = form.cleaned_data["cutoffs"]
         repository.training_cutoffs = cutoffs or None
         repository.save(update_fields=["training_cutoffs"])
-        messages.success(request, f"Training cutoffs saved ({len(cutoffs)} models).")
+        messages.success(request, f"Training cutoffs saved ({len(cutoffs)} model{pluralize(len(cutoffs))}).")
         return redirect_to(request, reverse("rubrics:report", args=[repository.pk]))
-    result = repository_report(access.repository, {})
-    context = _page_context(access, {}, result, form)
-    return render(request, "rubrics/report.html", context, status=400)
+    url = reverse("rubrics:report", args=[access.repository.pk]) + "#cutoffs-form"
+    return redirect_with_form(request, url, form_key("report_cutoffs", access.repository.pk), form)

@@ -15,6 +15,7 @@ from rubrics_app.models import RevisionStatus, RubricRevision, Task
 from rubrics_app.services.runs import repository_runs_summary
 from rubrics_app.services.sweeps import recent_sweeps
 from rubrics_app.views.common import HtmxHttpRequest
+from rubrics_app.views.kept_forms import form_key, kept_form
 
 
 @require_GET
@@ -55,4 +56,14 @@ def repository_context(access: RepositoryAccess) -> dict[str, Any]:
 @login_required
 def repository_detail(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     access = get_repository_for_user(request, repo_pk)
-    return render(request, "rubrics/repository_detail.html", repository_context(access))
+    context = repository_context(access)
+    # A form that failed on its own POST-only URL comes back here with its errors (views/kept_forms.py).
+    for action, name, form_class in (
+        ("rubric_upload", "upload", RubricUploadForm),
+        ("runs_upload", "runs", RunsUploadForm),
+        ("runs_upload_swe_bench", "swe", SweBenchUploadForm),
+    ):
+        kept = kept_form(request, form_key(action, access.repository.pk), form_class)
+        if kept.form is not None:
+            context.update({f"{name}_form": kept.form, f"{name}_errors": kept.problems})
+    return render(request, "rubrics/repository_detail.html", context)

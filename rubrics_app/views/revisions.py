@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
-from rubrics_app.forms import CalibrationOptionsForm, NewItemForm, RevisionForm
+from rubrics_app.forms import CalibrationOptionsForm, CommentForm, NewItemForm, RevisionForm
 from rubrics_app.models import (
     AuditEvent,
     CalibrationDiff,
@@ -50,6 +50,7 @@ from rubrics_app.views.common import (
     revisions_of,
     validation_report,
 )
+from rubrics_app.views.kept_forms import form_key, kept_form
 
 PAGE = "rubrics/revision_detail.html"
 
@@ -148,7 +149,23 @@ def revision_context(
 def revision_detail(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
     access = get_repository_for_user(request, repo_pk)
     revision = load_revision(access.repository, rev_pk)
-    return render(request, PAGE, revision_context(access, revision))
+    return render(request, PAGE, revision_context(access, revision, **_kept_item_forms(request, revision)))
+
+
+def _kept_item_forms(request: HtmxHttpRequest, revision: RubricRevision) -> dict[str, Any]:
+    """An add-item or comment form that failed on its POST-only URL, back on this page with its errors
+    (views/kept_forms.py)."""
+    for kind in ItemKind:
+        instance = RubricItem(revision=revision, kind=kind)
+        kept = kept_form(request, form_key(f"item_add_{kind}", revision.pk), NewItemForm, instance=instance)
+        if kept.form is not None:
+            return {"adding": kept.form, "list_notice": " ".join(kept.problems)}
+    comment = kept_form(request, form_key("item_comment", revision.pk), CommentForm)
+    item = next((i for i in revision.ordered_items() if i.pk == comment.target), None)
+    if comment.form is not None and item is not None:
+        errors = validation_report(revision).by_item.get(item.pk, {})
+        return {"editing": ItemRow(item, errors, comment_form=comment.form)}
+    return {}
 
 
 @require_GET

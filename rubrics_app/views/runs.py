@@ -45,6 +45,7 @@ from rubrics_app.services.report import label_target
 from rubrics_app.services.runs import RunImport, import_runs_zip, run_grades
 from rubrics_app.services.swe_bench import import_swe_bench_upload
 from rubrics_app.views.common import HtmxHttpRequest, page_number, page_size, request_int
+from rubrics_app.views.kept_forms import form_key, redirect_with_form
 from rubrics_app.views.repositories import repository_context
 from rubrics_app.views.revisions import redirect_to
 
@@ -81,11 +82,11 @@ def runs_upload(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
             problems = [str(problem) for problem in exc.problems]
         else:
             return _imported(request, access, "Runs", result)
-    context = {**repository_context(access), "runs_form": form, "runs_errors": problems}
-    page = "rubrics/repository_detail.html"
     if request.htmx:
-        return render(request, f"{page}#runs-form", context)
-    return render(request, page, context, status=400)
+        context = {**repository_context(access), "runs_form": form, "runs_errors": problems}
+        return render(request, "rubrics/repository_detail.html#runs-form", context)
+    url = reverse("rubrics:repository_detail", args=[access.repository.pk]) + "#runs-form"
+    return redirect_with_form(request, url, form_key("runs_upload", access.repository.pk), form, problems)
 
 
 @require_POST
@@ -109,11 +110,12 @@ def runs_upload_swe_bench(request: HtmxHttpRequest, repo_pk: int) -> HttpRespons
             problems = [str(problem) for problem in exc.problems]
         else:
             return _imported(request, access, "SWE-bench runs", result)
-    context = {**repository_context(access), "swe_form": form, "swe_errors": problems}
-    page = "rubrics/repository_detail.html"
     if request.htmx:
-        return render(request, f"{page}#swe-form", context)
-    return render(request, page, context, status=400)
+        context = {**repository_context(access), "swe_form": form, "swe_errors": problems}
+        return render(request, "rubrics/repository_detail.html#swe-form", context)
+    url = reverse("rubrics:repository_detail", args=[access.repository.pk]) + "#swe-form"
+    key = form_key("runs_upload_swe_bench", access.repository.pk)
+    return redirect_with_form(request, url, key, form, problems)
 
 
 # --- the queue ----------------------------------------------------------------------------------------

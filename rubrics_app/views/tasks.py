@@ -15,6 +15,7 @@ from rubrics_app.services.rereview import re_review_context
 from rubrics_app.services.runs import task_runs
 from rubrics_app.services.sweeps import recent_sweeps
 from rubrics_app.views.common import HtmxHttpRequest, page_number, page_size
+from rubrics_app.views.kept_forms import form_key, kept_form
 
 
 def task_context(
@@ -66,4 +67,6 @@ def _runs_page_url(access: RepositoryAccess, task: Task, number: int | None) -> 
 def task_detail(request: HtmxHttpRequest, repo_pk: int, task_pk: int) -> HttpResponse:
     access = get_repository_for_user(request, repo_pk)
     task = get_object_or_404(Task.objects.filter(repository=access.repository), pk=task_pk)
-    return render(request, "rubrics/task_detail.html", task_context(access, task, page=page_number(request)))
+    form = kept_form(request, form_key("draft_start", task.pk), DraftRequestForm).form
+    context = task_context(access, task, draft_form=form, page=page_number(request))
+    return render(request, "rubrics/task_detail.html", context)

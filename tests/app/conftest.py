@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.test import override_settings
 
 from grading.judge.cache import MemoryCache
 from grading.schema import parse_rubric
@@ -165,6 +166,23 @@ def _forget_queue(app: Any, queue: str) -> None:
             client = connection.default_channel.client
             for key in client.scan_iter(match=f"_kombu.binding*.{queue}"):
                 client.delete(key)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def static_files_without_collectstatic(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Plain static storage for the tests: pages link the unhashed names that the test client and the live
+    server find in static/ and the apps, so no test depends on a collectstatic run (which would also copy and
+    compress every file, and go stale as soon as a file changes). The production storage is tested on its
+    own, through a real collectstatic into a temp folder (test_static_files.py). STATIC_ROOT is an empty
+    folder, so WhiteNoise has one to read."""
+    with override_settings(
+        STORAGES={
+            **settings.STORAGES,
+            "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+        },
+        STATIC_ROOT=tmp_path_factory.mktemp("static_root"),
+    ):
+        yield
 
 
 # The latest migration that installs rubrics_app.freeze's triggers (test_freeze_module checks its columns).

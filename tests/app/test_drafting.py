@@ -345,9 +345,9 @@ def test_a_bad_export_upload_is_a_form_error_and_stores_nothing(
     client = _client(maintainer)
     upload = SimpleUploadedFile("bad.json", content, content_type="application/json")
     response = client.post(
-        reverse("rubrics:draft_start", args=[task.repository_id, task.pk]), {"pr_export": upload}
+        reverse("rubrics:draft_start", args=[task.repository_id, task.pk]), {"pr_export": upload}, follow=True
     )
-    assert response.status_code == 400
+    assert response.status_code == 200
     assert message in response.content.decode()
     assert not Job.objects.exists() and not RubricDraft.objects.exists()
 
@@ -356,10 +356,10 @@ def test_a_bad_export_upload_is_a_form_error_and_stores_nothing(
 def test_neither_or_both_sources_is_a_form_error(maintainer: User, task: Task) -> None:
     client = _client(maintainer)
     url = reverse("rubrics:draft_start", args=[task.repository_id, task.pk])
-    assert b"Give a PR number or a PR export file" in client.post(url, {}).content
+    assert b"Give a PR number or a PR export file" in client.post(url, {}, follow=True).content
     upload = SimpleUploadedFile("pr.json", export_json())
-    response = client.post(url, {"pr_number": 7, "pr_export": upload})
-    assert response.status_code == 400 and b"Give a PR number or a PR export file" in response.content
+    response = client.post(url, {"pr_number": 7, "pr_export": upload}, follow=True)
+    assert response.status_code == 200 and b"Give a PR number or a PR export file" in response.content
     assert not RubricDraft.objects.exists()
 
 
@@ -368,9 +368,9 @@ def test_without_drafting_settings_the_task_page_says_so(maintainer: User, task:
     page = client.get(reverse("rubrics:task_detail", args=[task.repository_id, task.pk]))
     assert b"Set the drafter first" in page.content
     response = client.post(
-        reverse("rubrics:draft_start", args=[task.repository_id, task.pk]), {"pr_number": 7}
+        reverse("rubrics:draft_start", args=[task.repository_id, task.pk]), {"pr_number": 7}, follow=True
     )
-    assert response.status_code == 400 and b"has no drafting settings" in response.content
+    assert response.status_code == 200 and b"has no drafting settings" in response.content
     assert not RubricDraft.objects.exists()
 
 
@@ -440,7 +440,18 @@ def test_bad_drafting_settings_are_form_errors(
     response = _client(maintainer).post(reverse("rubrics:draft_settings", args=[repository.pk]), data)
     assert response.status_code == 400
     assert message in response.content.decode()
+    assert "judge" not in response.content.decode().split('id="id_drafter"')[1].split("</div>")[0]
     assert not DraftSetting.objects.exists()
+
+
+def test_a_bad_drafter_is_called_the_drafter_not_a_judge_spec(
+    maintainer: User, repository: Repository
+) -> None:
+    data = {"drafter": "claude", "github_repository": "octo/shapes", "token_env": "GITHUB_TOKEN"}
+    response = _client(maintainer).post(reverse("rubrics:draft_settings", args=[repository.pk]), data)
+    assert response.status_code == 400
+    page = response.content.decode()
+    assert "drafter &#x27;claude&#x27;: expected PROVIDER:MODEL" in page and "judge spec" not in page
 
 
 def test_a_maintainer_sets_drafting_and_others_only_see_it(
@@ -608,6 +619,8 @@ def test_the_demo_drafts_from_the_shipped_export_with_no_api(settings: Any, tmp_
         '<span class="badge scripted">scripted</span> (a stand-in that replies with a prepared draft' in html
     )
     assert html.count("Drafted by") == 1  # the header says it; the drafting paragraph names the model
+    # ... once: the header does not name it too.
+    assert "Drafted by a model, asked for by demo," in html and "Drafted by the model" not in html
 
 
 # --- a second request: joined while under way, drafted again once finished --------------------------------

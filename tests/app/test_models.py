@@ -7,11 +7,13 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
-from django.db import IntegrityError, transaction
+from django.db import DataError, IntegrityError, connection, transaction
 
+from grading import MAX_RUN_INT
 from grading.schema import parse_rubric
 from rubrics_app.access import Actor
 from rubrics_app.models import (
+    AgentRun,
     AuditEvent,
     AuditVerb,
     ItemKind,
@@ -378,3 +380,22 @@ def test_a_write_the_trigger_refuses_is_revision_frozen_not_integrity_error(
             call()
     b1.refresh_from_db()
     assert (b1.criterion, b1.review_state) == (RUBRIC["blockers"][0]["criterion"], ReviewState.PENDING)
+
+
+@pytest.mark.parametrize("repetition", [-1, MAX_RUN_INT + 1, 2**40])
+def test_the_database_refuses_a_repetition_out_of_range(task: Task, repetition: int) -> None:
+    """The bound run.json and the forms check is the schema's too: SQLite stores 64-bit integers, so without
+    the constraint 2**31 would be a run here and an overflow on PostgreSQL."""
+    fields = {"task": task, "passed": True, "diff_sha256": "0" * 64, "diff_bytes": 0}
+    AgentRun.objects.create(repetition=MAX_RUN_INT, **fields)  # the bound itself is a repetition
+    # The constraint on SQLite; PostgreSQL's integer column refuses past 2**31 - 1 before it.
+    with pytest.raises((IntegrityError, DataError)) as refused, transaction.atomic():
+        AgentRun.objects.create(repetition=repetition, model="other", **fields)
+    assert "agent_run_repetition_in_range" in str(refused.value) or "out of range" in str(refused.value)
+    assert AgentRun.objects.count() == 1
+
+
+def test_the_repetition_constraint_is_in_the_database(db: None) -> None:
+    with connection.cursor() as cursor:
+        constraints = connection.introspection.get_constraints(cursor, AgentRun._meta.db_table)
+    assert constraints["agent_run_repetition_in_range"]["check"]

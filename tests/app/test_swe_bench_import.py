@@ -18,6 +18,7 @@ from django.core.management.base import CommandError
 from django.test import Client
 from django.urls import reverse
 
+from grading import MAX_RUN_INT
 from rubrics_app.models import AgentRun, AgentRunDiff, Repository, Task
 
 pytestmark = pytest.mark.django_db
@@ -143,7 +144,7 @@ def failing_command(predictions: Path, reports: Path, *extra: str) -> str:
 
 def test_each_prediction_becomes_a_run_graded_by_its_report(harness_output: tuple[Path, Path]) -> None:
     out = import_command(*harness_output, "--repetition", "2")
-    assert "3 run(s) imported" in out
+    assert "3 runs imported" in out
     runs = {r.task.task_id: r for r in AgentRun.objects.select_related("task")}
     assert set(runs) == {ASTROPY, DJANGO, SYMPY}
     astropy = runs[ASTROPY]
@@ -158,7 +159,7 @@ def test_each_prediction_becomes_a_run_graded_by_its_report(harness_output: tupl
     # The harness lists no test ids: the run has no test list, so that integrity part is not measured.
     assert all(r.tests_list is None and r.tests_list_error is None for r in runs.values())
     # Importing the same output again changes nothing.
-    assert "0 run(s) imported, 3 already there" in import_command(*harness_output, "--repetition", "2")
+    assert "0 runs imported, 3 already there" in import_command(*harness_output, "--repetition", "2")
 
 
 def test_bad_lines_are_listed_with_their_numbers_and_nothing_is_imported(
@@ -258,8 +259,8 @@ def test_the_upload_imports_the_same_and_shows_every_problem(
     bad = (
         predictions.read_bytes() + b'{"instance_id": "nope", "model_name_or_path": "m", "model_patch": ""}\n'
     )
-    response = post(bad)
-    assert response.status_code == 400
+    response = client.get(post(bad)["Location"])  # the repository page, with the problems
+    assert response.status_code == 200
     assert "predictions.jsonl: line 4: instance_id: no task &#x27;nope&#x27; in this repository" in (
         response.content.decode()
     )
@@ -294,8 +295,8 @@ def test_the_upload_lists_every_bad_line_and_report_as_the_command_does(
         "predictions": SimpleUploadedFile("predictions.jsonl", predictions.read_bytes()),
         "reports": SimpleUploadedFile("reports.zip", zipped(reports)),
         "arm": "swe-agent", "repetition": "0",
-    })  # fmt: skip
-    assert response.status_code == 400
+    }, follow=True)  # fmt: skip
+    assert response.redirect_chain and response.status_code == 200  # back on the page, with the problems
     page = response.content.decode()
     assert "predictions.jsonl: line 2: malformed JSON" in page
     assert "predictions.jsonl: line 3: model_name_or_path: required: a non-empty string" in page
@@ -314,8 +315,8 @@ def test_the_upload_lists_every_bad_line_and_report_as_the_command_does(
         "predictions": SimpleUploadedFile("predictions.jsonl", good.read_bytes()),
         "reports": SimpleUploadedFile("reports.zip", zipped(reports)),
         "arm": "swe-agent", "repetition": "0",
-    })  # fmt: skip
-    assert response.status_code == 400
+    }, follow=True)  # fmt: skip
+    assert response.redirect_chain and response.status_code == 200  # back on the page, with the problems
     page = response.content.decode()
     assert f"{member}: {DJANGO}.resolved: required: true or false" in page
     assert "swe-bench-upload-" not in page, [line for line in page.splitlines() if "report.json" in line]
@@ -369,7 +370,7 @@ def test_a_patch_the_harness_could_not_apply_is_a_run_that_did_not_pass(
             {"instance_id": DJANGO, "model_name_or_path": MODEL, "model_patch": DJANGO_PATCH + "@@ junk\n"},
         ],
     )
-    assert "2 run(s) imported" in import_command(predictions, reports)
+    assert "2 runs imported" in import_command(predictions, reports)
     django = AgentRun.objects.get(task__task_id=DJANGO)
     assert django.passed is False
     assert django.grade_json == {"pass": False, "patch_successfully_applied": False}
@@ -379,5 +380,27 @@ def test_a_patch_the_harness_could_not_apply_is_a_run_that_did_not_pass(
 def test_the_reports_folder_can_be_the_model_s_own(tmp_path: Path, harness_output: tuple[Path, Path]) -> None:
     predictions, reports = harness_output
     own = reports / "logs" / "run_evaluation" / "my_eval" / MODEL
-    assert "3 run(s) imported" in import_command(predictions, own)
+    assert "3 runs imported" in import_command(predictions, own)
     assert AgentRun.objects.get(task__task_id=ASTROPY).passed is True
+
+
+def test_a_repetition_past_the_bound_is_refused_by_the_form_and_the_command(
+    client: Client, maintainer: User, repository: Repository, harness_output: tuple[Path, Path]
+) -> None:
+    predictions, reports = harness_output
+    client.force_login(maintainer)
+    response = client.post(
+        reverse("rubrics:runs_upload_swe_bench", args=[repository.pk]),
+        {
+            "predictions": SimpleUploadedFile("predictions.jsonl", predictions.read_bytes()),
+            "reports": SimpleUploadedFile("reports.zip", zipped(reports)),
+            "arm": "swe-agent",
+            "repetition": str(2**31),
+        },
+        follow=True,
+    )
+    assert f"Ensure this value is less than or equal to {MAX_RUN_INT}." in response.content.decode()
+    assert "--repetition: a whole number from 0 to 2147483647" in failing_command(
+        predictions, reports, "--repetition", str(2**31)
+    )
+    assert not AgentRun.objects.exists()

@@ -118,9 +118,10 @@ def test_a_stale_add_is_refused_and_forks_no_draft(
         "rubrics:item_add", args=[approved_revision.task.repository_id, approved_revision.pk, "blocker"]
     )
     data = {"seen_status": "draft", "item_id": "B3", "criterion": "Say it.", "evidence": "src/x.py:1"}
-    response = logged_in(maintainer).post(url, data)
-    assert response.status_code == 409
+    response = logged_in(maintainer).post(url, data, follow=True)
+    assert response.status_code == 200  # back on the revision's page, with the text still in the form
     assert "Revision 1 was approved meanwhile, so nothing was added." in response.content.decode()
+    assert 'value="B3"' in response.content.decode()
     assert not RubricRevision.objects.filter(parent=approved_revision).exists()
 
 

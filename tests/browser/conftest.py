@@ -38,6 +38,7 @@ from tests.app.conftest import (  # noqa: F401 - fixtures
     outsider,
     repository,
     reviewer,
+    static_files_without_collectstatic,
     task,
     viewer,
 )

@@ -23,6 +23,8 @@ def test_kappa_is_undefined_when_a_judge_is_constant_or_nothing_was_compared() -
     constant = judge_agreement([("pass", "pass"), ("pass", "fail")])
     assert constant.raw == 0.5 and constant.kappa is None
     assert constant.undefined_reason == "the primary judge gave 'pass' on all 2 items"
+    one = cohen_kappa([(True, True)], "primary", "second", "runs")
+    assert one.undefined_reason == "the primary judge gave 'pass' on the only run"  # never "all 1 runs"
     empty = judge_agreement([])
     assert (empty.n, empty.raw, empty.kappa) == (0, None, None)
     assert empty.undefined_reason == "no items judged by both judges"
