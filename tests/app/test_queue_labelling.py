@@ -246,7 +246,7 @@ def test_the_unlabelled_only_list(reviewer: User, repository: Repository, graded
     assert response["Location"] == entry(repository, d, "kind=judges&show=unlabelled")
     client.post(label_url(repository, d), {"verdict": "fail", "kind": "judges", "show": "unlabelled"})
     html = page(client, f"{url}?kind=judges&show=unlabelled")
-    assert "Every pair of this queue is labelled" in html
+    assert "The end of this queue: every pair is labelled." in html and "Nothing unlabelled to show" in html
 
 
 # --- the end of the list -----------------------------------------------------------------------------------
