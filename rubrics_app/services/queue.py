@@ -80,6 +80,10 @@ class QueuePage:
         return self.number + 1 if self.number < self.pages else None
 
 
+# A pair's place in the queue's order (task, arm, model, repetition, grade, item): see _ORDER.
+_SortKey = tuple[str, str, str, int, int, str]
+
+
 @dataclass(frozen=True)
 class Location:
     """Where one pair stands in a queue: its position (from 1; None when the pair is not in this queue
@@ -88,6 +92,7 @@ class Location:
     position: int | None
     previous: QueueEntry | None
     following: QueueEntry | None
+    key: _SortKey | None = None  # the pair's place in the order (None: no such pair)
 
 
 def _verdicts(repository: Repository, filters: dict[str, str]) -> QuerySet[ItemVerdict]:
@@ -115,7 +120,6 @@ _ORDER = (
     "judge__grade_id",
     "item_id",
 )
-_SortKey = tuple[str, str, str, int, int, str]
 
 
 def _human() -> QuerySet[Any]:
@@ -220,12 +224,10 @@ class Queue:
         rows = self._rows(self._pairs)[start : start + size]
         return QueuePage([self._entry(row) for row in rows], number, pages, size)
 
-    def first_unreviewed(self, after: tuple[int, str] | None = None) -> QueueEntry | None:
-        """The first unlabelled pair of the whole queue; with ``after`` (a pair), the first after it in the
+    def first_unreviewed(self, after: Location | None = None) -> QueueEntry | None:
+        """The first unlabelled pair of the whole queue; after a located pair, the first after it in the
         queue's order, else the first before it: the pair itself never (the "next unlabelled" key)."""
-        if after is None:
-            return self._first(self._unlabelled)
-        key = self._key(*after)
+        key = None if after is None else after.key
         if key is None:
             return self._first(self._unlabelled)
         return self._first(self._unlabelled.filter(_beyond(key, "gt"))) or self._first(
@@ -256,6 +258,7 @@ class Queue:
             position=None if here is None else self._count(before) + 1,
             previous=self._first(before, descending=True),
             following=self._first(self._pairs.filter(_beyond(key, "gt"))),
+            key=key,
         )
 
 

@@ -209,7 +209,7 @@ def queue_list(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     kind, filters = _queue_params(request)
     queue = _queue(access, kind, filters)
     listed = queue.count()
-    total = queue.total()
+    total = queue.total() if queue.unlabelled_only else listed
     reviewed = queue.reviewed_count()
     page = queue.page(_page_number(request), _page_size(), listed)
     next_entry = queue.first_unreviewed() if reviewed < total else None
@@ -343,7 +343,7 @@ def _entry_context(
     human = HumanVerdict.objects.filter(grade=grade, item_id=item_id).select_related("by").first()
     can_dispute = access.can_edit and item is not None and item.kind == ItemKind.BLOCKER
     total, reviewed = queue.total(), queue.reviewed_count()
-    next_unlabelled = queue.first_unreviewed(after=(grade.pk, item_id)) if reviewed < total else None
+    next_unlabelled = queue.first_unreviewed(after=location) if reviewed < total else None
     return {
         "access": access,
         "repository": access.repository,
