@@ -135,6 +135,7 @@ app_urls = [
     ),
     path("repos/<int:repo_pk>/runs/<int:run_pk>/", runs.run_detail, name="run_detail"),
     path("repos/<int:repo_pk>/queue/", runs.queue_list, name="queue"),
+    path("repos/<int:repo_pk>/queue/undo/", runs.queue_undo, name="queue_undo"),
     path("repos/<int:repo_pk>/queue/<int:grade_pk>/<str:item_id>/", runs.queue_entry, name="queue_entry"),
     path(
         "repos/<int:repo_pk>/queue/<int:grade_pk>/<str:item_id>/label/", runs.queue_label, name="queue_label"

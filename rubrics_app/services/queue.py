@@ -8,16 +8,20 @@ Only a run's current grade (``RunGrade.objects.current()``) has entries: an olde
 - ``agreed``: both judges agreed, and the pair falls in the fixed random sample offered for labelling, so
   error rates are not measured only where the judges disagree.
 
-Human verdicts are rows of their own (HumanVerdict) and never touch a grade or a judge's verdict.
+Human verdicts are rows of their own (HumanVerdict) and never touch a grade or a judge's verdict. A
+labeller may undo their own most recent label (:func:`undo_label`): what it replaced is put back.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Exists, F, OuterRef, Q, QuerySet
+from django.db import transaction
+from django.db.models import Exists, F, OuterRef, Q, QuerySet, Subquery
+from django.utils import timezone
 
 from rubrics_app.access import Actor
 from rubrics_app.models import (
@@ -44,14 +48,22 @@ class QueueEntry:
     arm: str
     model: str
     repetition: int
-    reviewed: bool = False
+    verdict: str = ""  # the human verdict (pass / fail / unsure), "" while unlabelled
 
     @property
     def key(self) -> tuple[int, str]:
         return (self.grade_id, self.item_id)
 
+    @property
+    def reviewed(self) -> bool:
+        return bool(self.verdict)
+
 
 QueuePage = Page[QueueEntry]  # the paging is services.paging's, shared with the task page's runs
+
+
+# A pair's place in the queue's order (task, arm, model, repetition, grade, item): see _ORDER.
+_SortKey = tuple[str, str, str, int, int, str]
 
 
 @dataclass(frozen=True)
@@ -62,6 +74,7 @@ class Location:
     position: int | None
     previous: QueueEntry | None
     following: QueueEntry | None
+    key: _SortKey | None = None  # the pair's place in the order (None: no such pair)
 
 
 def _verdicts(repository: Repository, filters: dict[str, str]) -> QuerySet[ItemVerdict]:
@@ -89,7 +102,14 @@ _ORDER = (
     "judge__grade_id",
     "item_id",
 )
-_SortKey = tuple[str, str, str, int, int, str]
+
+
+def _human() -> QuerySet[Any]:
+    """The human verdict on the (grade, item) pair of the outer ItemVerdict row (one at most)."""
+    verdicts: QuerySet[Any] = HumanVerdict.objects.filter(
+        grade_id=OuterRef("judge__grade_id"), item_id=OuterRef("item_id")
+    ).values("verdict")
+    return verdicts
 
 
 def _beyond(key: _SortKey, lookup: str) -> Q:
@@ -103,17 +123,23 @@ def _beyond(key: _SortKey, lookup: str) -> Q:
 
 class Queue:
     """The (grade, item) pairs of one kind under the filters, sorted by task, arm, model, repetition and
-    item.
+    item; with ``unlabelled_only``, the list (its pages, positions and neighbours) leaves out the pairs a
+    human has labelled, while the progress (``total``, ``reviewed_count``) still counts the whole queue.
 
     Nothing here loads the whole queue: each question (how many, how many reviewed, one page, where a pair
     stands and its neighbours) is one or a few queries whose number does not grow with the queue.
     """
 
-    def __init__(self, repository: Repository, kind: str, filters: dict[str, str]) -> None:
+    def __init__(
+        self, repository: Repository, kind: str, filters: dict[str, str], unlabelled_only: bool = False
+    ) -> None:
         self.repository = repository
         self.kind = kind
         self.filters = filters
-        self._pairs = self._query()
+        self.unlabelled_only = unlabelled_only
+        self._whole = self._query()
+        self._unlabelled = self._whole.filter(~Exists(_human()))
+        self._pairs = self._unlabelled if unlabelled_only else self._whole
 
     def _query(self) -> QuerySet[ItemVerdict]:
         query = _verdicts(self.repository, self.filters)
@@ -132,20 +158,17 @@ class Queue:
         return query.filter(Exists(second.exclude(verdict=OuterRef("verdict"))))
 
     def _rows(self, query: QuerySet[ItemVerdict], order: tuple[str, ...] = _ORDER) -> QuerySet[Any]:
-        reviewed = HumanVerdict.objects.filter(
-            grade_id=OuterRef("judge__grade_id"), item_id=OuterRef("item_id")
-        )
         return (
-            query.annotate(reviewed=Exists(reviewed))
+            query.annotate(human=Subquery(_human()[:1]))
             .order_by(*order)
-            .values_list(*_ORDER, "reviewed")
+            .values_list(*_ORDER, "human")
             .distinct()
         )
 
     @staticmethod
     def _entry(row: tuple[Any, ...]) -> QueueEntry:
-        task_id, arm, model, repetition, grade_id, item_id, reviewed = row
-        return QueueEntry(grade_id, item_id, task_id, arm, model, repetition, bool(reviewed))
+        task_id, arm, model, repetition, grade_id, item_id, human = row
+        return QueueEntry(grade_id, item_id, task_id, arm, model, repetition, human or "")
 
     def _first(self, query: QuerySet[ItemVerdict], descending: bool = False) -> QueueEntry | None:
         order = tuple(f"-{field}" for field in _ORDER) if descending else _ORDER
@@ -155,38 +178,65 @@ class Queue:
     def _count(self, query: QuerySet[ItemVerdict]) -> int:
         return query.order_by().values_list("judge__grade_id", "item_id").distinct().count()
 
+    def _key(self, grade_id: int, item_id: str) -> _SortKey | None:
+        """The pair's place in the sort order, whether or not it is in this queue (None: no such pair)."""
+        here = self._first(ItemVerdict.objects.filter(judge__grade_id=grade_id, item_id=item_id))
+        if here is None:
+            return None
+        return (here.task_id, here.arm, here.model, here.repetition, here.grade_id, here.item_id)
+
     def count(self) -> int:
+        """Pairs in the list: the whole queue, or its unlabelled pairs with ``unlabelled_only``."""
         return self._count(self._pairs)
 
+    def total(self) -> int:
+        """Pairs of the whole queue, labelled or not."""
+        return self.count() if not self.unlabelled_only else self._count(self._whole)
+
     def reviewed_count(self) -> int:
-        """Pairs of the whole queue (not one page) that carry a human verdict."""
-        reviewed = HumanVerdict.objects.filter(
-            grade_id=OuterRef("judge__grade_id"), item_id=OuterRef("item_id")
-        )
-        return self._count(self._pairs.filter(Exists(reviewed)))
+        """Pairs of the whole queue (not one page, not only the listed ones) that carry a human verdict."""
+        return self._count(self._whole.filter(Exists(_human())))
 
     def page(self, number: int, size: int, total: int | None = None) -> QueuePage:
         """Page ``number`` (from 1; one past either end is the nearest page) of ``size`` entries."""
         total = self.count() if total is None else total
         return page_of(self._rows(self._pairs), number, size, total).map(self._entry)
 
-    def first_unreviewed(self) -> QueueEntry | None:
-        reviewed = HumanVerdict.objects.filter(
-            grade_id=OuterRef("judge__grade_id"), item_id=OuterRef("item_id")
+    def first_unreviewed(self, after: Location | None = None) -> QueueEntry | None:
+        """The first unlabelled pair of the whole queue; after a located pair, the first after it in the
+        queue's order, else the first before it: the pair itself never (the "next unlabelled" key)."""
+        key = None if after is None else after.key
+        if key is None:
+            return self._first(self._unlabelled)
+        return self._first(self._unlabelled.filter(_beyond(key, "gt"))) or self._first(
+            self._unlabelled.filter(_beyond(key, "lt"))
         )
-        return self._first(self._pairs.filter(~Exists(reviewed)))
 
     def locate(self, grade_id: int, item_id: str) -> Location:
-        """The pair's position and neighbours, by its sort key: four queries at any queue size."""
+        """The pair's position and neighbours, by its sort key: four queries at any queue size. A pair not
+        in this list (filtered out, or labelled in the unlabelled-only list) has no position; its
+        neighbours are the listed pairs either side of its place in the order."""
         here = self._first(self._pairs.filter(judge__grade_id=grade_id, item_id=item_id))
-        if here is None:
-            return Location(None, None, self._first(self._pairs))
-        key: _SortKey = (here.task_id, here.arm, here.model, here.repetition, here.grade_id, here.item_id)
+        if here is not None:
+            key: _SortKey | None = (
+                here.task_id,
+                here.arm,
+                here.model,
+                here.repetition,
+                here.grade_id,
+                here.item_id,
+            )
+        else:
+            key = self._key(grade_id, item_id)
+            if key is None:
+                return Location(None, None, self._first(self._pairs))
+        assert key is not None
         before = self._pairs.filter(_beyond(key, "lt"))
         return Location(
-            position=self._count(before) + 1,
+            position=None if here is None else self._count(before) + 1,
             previous=self._first(before, descending=True),
             following=self._first(self._pairs.filter(_beyond(key, "gt"))),
+            key=key,
         )
 
 
@@ -217,16 +267,128 @@ def rubric_item_for(grade: RunGrade, item_id: str) -> tuple[RubricItem | None, b
     return revision.items.filter(item_id=item_id).first(), exact
 
 
-def label(grade: RunGrade, item_id: str, verdict: str, note: str, queue: str, by: Actor) -> HumanVerdict:
+@dataclass(frozen=True)
+class PriorLabel:
+    """The label a new one replaced on the same pair: what undoing the new one puts back."""
+
+    verdict: str
+    note: str
+    queue: str
+    by_id: int | None
+    at: datetime
+
+
+@dataclass(frozen=True)
+class LabelUndo:
+    """What undoing one label needs: the pair, when the label was given (so a label given again since, by
+    anyone, is never undone in its place) and what it replaced. The view keeps it in the labeller's
+    session, which only the server reads and writes."""
+
+    grade_id: int
+    item_id: str
+    at: datetime
+    prior: PriorLabel | None
+
+    def to_session(self) -> dict[str, Any]:
+        prior = self.prior
+        return {
+            "grade_id": self.grade_id,
+            "item_id": self.item_id,
+            "at": self.at.isoformat(),
+            "prior": None
+            if prior is None
+            else {
+                "verdict": prior.verdict,
+                "note": prior.note,
+                "queue": prior.queue,
+                "by_id": prior.by_id,
+                "at": prior.at.isoformat(),
+            },
+        }
+
+    @classmethod
+    def from_session(cls, data: Any) -> LabelUndo | None:
+        """The undo kept by :meth:`to_session`; None for anything else (an old or foreign session value)."""
+        try:
+            prior_data = data["prior"]
+            prior = (
+                None
+                if prior_data is None
+                else PriorLabel(
+                    verdict=str(prior_data["verdict"]),
+                    note=str(prior_data["note"]),
+                    queue=str(prior_data["queue"]),
+                    by_id=None if prior_data["by_id"] is None else int(prior_data["by_id"]),
+                    at=datetime.fromisoformat(prior_data["at"]),
+                )
+            )
+            return cls(int(data["grade_id"]), str(data["item_id"]), datetime.fromisoformat(data["at"]), prior)
+        except (KeyError, TypeError, ValueError):
+            return None
+
+
+@dataclass(frozen=True)
+class Labelled:
+    human: HumanVerdict
+    undo: LabelUndo
+
+
+class NothingToUndo(Exception):
+    """The label cannot be undone: it was given again since, or is not the labeller's most recent one."""
+
+
+def label(grade: RunGrade, item_id: str, verdict: str, note: str, queue: str, by: Actor) -> Labelled:
     """Record (or replace) the human verdict on a pair (reviewers and maintainers). Only HumanVerdict is
-    written."""
+    written; what it replaced comes back with it, for :func:`undo_label`."""
     by.require(Role.REVIEWER, grade.run.task.repository)
-    human, _ = HumanVerdict.objects.update_or_create(
-        grade=grade,
-        item_id=item_id,
-        defaults={"verdict": verdict, "note": note, "queue": queue, "by": by.user},
-    )
-    return human
+    with transaction.atomic():
+        previous = HumanVerdict.objects.select_for_update().filter(grade=grade, item_id=item_id).first()
+        prior = (
+            None
+            if previous is None
+            else PriorLabel(previous.verdict, previous.note, previous.queue, previous.by_id, previous.at)
+        )
+        human, _ = HumanVerdict.objects.update_or_create(
+            grade=grade,
+            item_id=item_id,
+            defaults={"verdict": verdict, "note": note, "queue": queue, "by": by.user, "at": timezone.now()},
+        )
+    return Labelled(human, LabelUndo(grade.pk, item_id, human.at, prior))
+
+
+def latest_label_of(repository: Repository, user_id: int | None) -> HumanVerdict | None:
+    """The most recent label the user gave in the repository (None: the bare command line's)."""
+    labels = HumanVerdict.objects.filter(grade__run__task__repository=repository)
+    labels = labels.filter(by__isnull=True) if user_id is None else labels.filter(by_id=user_id)
+    return labels.order_by("-at", "-pk").first()
+
+
+def undo_label(grade: RunGrade, undo: LabelUndo, by: Actor) -> HumanVerdict | None:
+    """Take back the label ``undo`` names: only the labeller's own most recent label in the repository, and
+    only as it was given (not once anyone labelled the pair again). The label it replaced comes back (and is
+    returned); a label that replaced none is removed (None)."""
+    repository = grade.run.task.repository
+    by.require(Role.REVIEWER, repository)
+    if undo.grade_id != grade.pk:
+        raise NothingToUndo("that label is of another run")
+    with transaction.atomic():
+        human = HumanVerdict.objects.select_for_update().filter(grade=grade, item_id=undo.item_id).first()
+        user_id = getattr(by.recorded_user, "pk", None)
+        if human is None or human.by_id != user_id or human.at != undo.at:
+            raise NothingToUndo(
+                f"{undo.item_id} on this run was labelled again since, or its label was already undone"
+            )
+        latest = latest_label_of(repository, user_id)
+        if latest is None or latest.pk != human.pk:
+            raise NothingToUndo("only your most recent label can be undone, and you have labelled since")
+        if undo.prior is None:
+            human.delete()
+            return None
+        prior = undo.prior
+        human.verdict, human.note, human.queue = prior.verdict, prior.note, prior.queue
+        human.by_id, human.at = prior.by_id, prior.at
+        human.save(update_fields=["verdict", "note", "queue", "by", "at"])
+        return human
 
 
 def disagreement_counts(repository: Repository) -> dict[str, int]:

@@ -118,16 +118,31 @@ def runs_upload_swe_bench(request: HtmxHttpRequest, repo_pk: int) -> HttpRespons
     return redirect_with_form(request, url, key, form, problems)
 
 
-# --- the queue ----------------------------------------------------------------------------------------
+# --- the queue ---------------------------------------------------------------------------------------
+
+# What the list shows: every pair (the default, for every role) or only the unlabelled ones.
+SHOW_UNLABELLED = "unlabelled"
+# The session key of the last label, which Undo takes back (services.queue.LabelUndo).
+UNDO_SESSION_KEY = "queue_undo"
 
 
 def _queue_params(request: HtmxHttpRequest) -> tuple[str, dict[str, str]]:
+    """The queue's kind and its filters (``show=unlabelled`` among them), from the query or the form."""
     kind = request.GET.get("kind") or request.POST.get("kind") or QueueKind.JUDGES
     if kind not in QueueKind.values:
         kind = QueueKind.JUDGES
     source = request.POST if request.method == "POST" else request.GET
     filters = {name: str(source.get(name, ""))[:200] for name in review_queue.FILTERS if source.get(name)}
+    if source.get("show") == SHOW_UNLABELLED:
+        filters["show"] = SHOW_UNLABELLED
     return kind, filters
+
+
+def _queue(access: RepositoryAccess, kind: str, filters: dict[str, str]) -> review_queue.Queue:
+    narrowing = {name: value for name, value in filters.items() if name in review_queue.FILTERS}
+    return review_queue.Queue(
+        access.repository, kind, narrowing, unlabelled_only=filters.get("show") == SHOW_UNLABELLED
+    )
 
 
 def _query(kind: str, filters: dict[str, str], page: int | None = None) -> str:
@@ -145,17 +160,51 @@ def _list_url(access: RepositoryAccess, kind: str, filters: dict[str, str], page
     return f"{reverse('rubrics:queue', args=[access.repository.pk])}?{_query(kind, filters, page)}"
 
 
+def _pair_name(item_id: str, task_id: str, arm: str, model: str, repetition: int) -> str:
+    return f"{item_id} on {task_id} ({arm or '-'} / {model or '-'} #{repetition})"
+
+
+def _last_label(request: HtmxHttpRequest, access: RepositoryAccess) -> dict[str, Any] | None:
+    """The "saved" notice with its Undo: the label this user gave last, while it is still theirs to take
+    back (their most recent label in this repository, not labelled again since)."""
+    if not access.can_comment:
+        return None
+    kept = request.session.get(UNDO_SESSION_KEY)
+    if not isinstance(kept, dict) or kept.get("repository") != access.repository.pk:
+        return None
+    undo = review_queue.LabelUndo.from_session(kept.get("undo"))
+    if undo is None:
+        return None
+    latest = review_queue.latest_label_of(access.repository, request.user.pk)
+    if latest is None or (latest.grade_id, latest.item_id, latest.at) != (
+        undo.grade_id,
+        undo.item_id,
+        undo.at,
+    ):
+        return None
+    return {
+        "grade_id": undo.grade_id,
+        "item_id": undo.item_id,
+        "verdict": latest.verdict,
+        "pair": str(kept.get("pair", undo.item_id)),
+        "replaced": undo.prior is not None,
+    }
+
+
 @require_GET
 @login_required
 def queue_list(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     """One page of the queue; the progress and the "next one" link are over the whole queue."""
     access = get_repository_for_user(request, repo_pk)
     kind, filters = _queue_params(request)
-    queue = review_queue.Queue(access.repository, kind, filters)
-    total = queue.count()
-    page = queue.page(page_number(request), page_size(), total)
-    next_entry = queue.first_unreviewed()
+    queue = _queue(access, kind, filters)
+    listed = queue.count()
+    total = queue.total() if queue.unlabelled_only else listed
+    reviewed = queue.reviewed_count()
+    page = queue.page(page_number(request), page_size(), listed)
+    next_entry = queue.first_unreviewed() if reviewed < total else None
     rows = [(e, _entry_url(access, e, kind, filters)) for e in page.entries]
+    everything = {name: value for name, value in filters.items() if name != "show"}
     return render(
         request,
         "rubrics/queue.html",
@@ -163,7 +212,9 @@ def queue_list(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
             "access": access,
             "repository": access.repository,
             "total": total,
-            "reviewed_count": queue.reviewed_count(),
+            "listed": listed,
+            "reviewed_count": reviewed,
+            "remaining": total - reviewed,
             "page": page,
             "last_position": page.first_position + len(page.entries) - 1,
             "previous_page_url": _list_url(access, kind, filters, page.previous_number)
@@ -174,10 +225,15 @@ def queue_list(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
             "kind": kind,
             "kinds": QueueKind.choices,
             "filters": filters,
+            "unlabelled_only": filters.get("show") == SHOW_UNLABELLED,
+            "all_url": _list_url(access, kind, everything),
+            "unlabelled_url": _list_url(access, kind, {**everything, "show": SHOW_UNLABELLED}),
             "choices": review_queue.filter_choices(access.repository),
             "next_url": _entry_url(access, next_entry, kind, filters) if next_entry else None,
             "sample_percent": _sample_percent(),
             "label_target": _label_target(access),
+            "last_label": _last_label(request, access),
+            "undo_query": filters,
         },
     )
 
@@ -282,7 +338,7 @@ def _entry_context(
     if all(v is None for v in by_role.values()):
         raise Http404("no such item in this grade")
     kind, filters = _queue_params(request)
-    queue = review_queue.Queue(access.repository, kind, filters)
+    queue = _queue(access, kind, filters)
     location = queue.locate(grade.pk, item_id)
     # Back to the list at the page that holds this pair.
     page = None if location.position is None else (location.position - 1) // page_size() + 1
@@ -290,6 +346,8 @@ def _entry_context(
     item, exact = review_queue.rubric_item_for(grade, item_id)
     human = HumanVerdict.objects.filter(grade=grade, item_id=item_id).select_related("by").first()
     can_dispute = access.can_edit and item is not None and item.kind == ItemKind.BLOCKER
+    total, reviewed = queue.total(), queue.reviewed_count()
+    next_unlabelled = queue.first_unreviewed(after=location) if reviewed < total else None
     return {
         "access": access,
         "repository": access.repository,
@@ -307,12 +365,20 @@ def _entry_context(
         "kind": kind,
         "kind_label": QueueKind(kind).label,
         "filters": filters,
+        "unlabelled_only": filters.get("show") == SHOW_UNLABELLED,
         "query": _query(kind, filters, page),
-        "total": queue.count(),
-        "reviewed_count": queue.reviewed_count(),
+        "total": total,
+        "listed": queue.count() if queue.unlabelled_only else total,
+        "reviewed_count": reviewed,
+        "remaining": total - reviewed,
         "position": location.position,
         "previous_url": _entry_url(access, location.previous, kind, filters) if location.previous else None,
         "next_url": _entry_url(access, location.following, kind, filters) if location.following else None,
+        "next_unlabelled_url": _entry_url(access, next_unlabelled, kind, filters)
+        if next_unlabelled
+        else None,
+        "last_label": _last_label(request, access),
+        "undo_query": filters,
     }
 
 
@@ -327,7 +393,8 @@ def queue_entry(request: HtmxHttpRequest, repo_pk: int, grade_pk: int, item_id: 
 @require_POST
 @login_required
 def queue_label(request: HtmxHttpRequest, repo_pk: int, grade_pk: int, item_id: str) -> HttpResponse:
-    """Record the human verdict and move on to the next pair of the same queue (one keystroke per pair)."""
+    """Record the human verdict and move on to the next pair of the same queue (one keystroke per pair);
+    the next page says what was saved, with an Undo."""
     access = get_repository_for_user(request, repo_pk, role=Role.REVIEWER)
     grade = _load_grade(access, grade_pk)
     if not ItemVerdict.objects.filter(judge__grade=grade, item_id=item_id).exists():
@@ -340,12 +407,20 @@ def queue_label(request: HtmxHttpRequest, repo_pk: int, grade_pk: int, item_id: 
         context = _entry_context(request, access, grade, item_id)
         context["form"] = form
         return render(request, "rubrics/queue_entry.html", context, status=400)
-    review_queue.label(grade, item_id, form.cleaned_data["verdict"], form.cleaned_data["note"], kind, access)
-    queue = review_queue.Queue(access.repository, kind, filters)
+    labelled = review_queue.label(
+        grade, item_id, form.cleaned_data["verdict"], form.cleaned_data["note"], kind, access
+    )
+    run = grade.run
+    request.session[UNDO_SESSION_KEY] = {
+        "repository": access.repository.pk,
+        "undo": labelled.undo.to_session(),
+        "pair": _pair_name(item_id, run.task.task_id, run.arm, run.model, run.repetition),
+    }
+    queue = _queue(access, kind, filters)
     location = queue.locate(grade.pk, item_id)
     if location.following is not None:
         return HttpResponseRedirect(_entry_url(access, location.following, kind, filters))
-    reviewed, total = queue.reviewed_count(), queue.count()
+    reviewed, total = queue.reviewed_count(), queue.total()
     first = queue.first_unreviewed() if reviewed < total else None
     if first is not None:
         # The end of the list is not the end of the work: go back to the first pair still unlabelled.
@@ -358,6 +433,44 @@ def queue_label(request: HtmxHttpRequest, repo_pk: int, grade_pk: int, item_id: 
         return HttpResponseRedirect(_entry_url(access, first, kind, filters))
     messages.success(request, f"{reviewed} of {total} reviewed: the end of this queue.")
     return HttpResponseRedirect(_list_url(access, kind, filters))
+
+
+@require_POST
+@login_required
+def queue_undo(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
+    """Take back the label this user gave last (the form names its pair), and go back to that pair. Only
+    one's own most recent label, and only while nobody labelled the pair again."""
+    access = get_repository_for_user(request, repo_pk, role=Role.REVIEWER)
+    kind, filters = _queue_params(request)
+    kept = request.session.get(UNDO_SESSION_KEY)
+    undo = (
+        review_queue.LabelUndo.from_session(kept.get("undo"))
+        if isinstance(kept, dict) and kept.get("repository") == access.repository.pk
+        else None
+    )
+    named = (request_int(request.POST.get("undo_grade")), str(request.POST.get("undo_item", "")))
+    if undo is None or (undo.grade_id, undo.item_id) != named:
+        messages.error(request, "Nothing to undo: that is not the last label you gave here.")
+        return HttpResponseRedirect(_list_url(access, kind, filters))
+    grade = _load_grade(access, undo.grade_id)
+    pair = str(kept.get("pair", undo.item_id)) if isinstance(kept, dict) else undo.item_id
+    path = reverse("rubrics:queue_entry", args=[access.repository.pk, grade.pk, undo.item_id])
+    back = f"{path}?{_query(kind, filters)}"
+    try:
+        restored = review_queue.undo_label(grade, undo, access)
+    except review_queue.NothingToUndo as exc:
+        request.session.pop(UNDO_SESSION_KEY, None)
+        messages.error(request, f"Nothing undone: {exc}.")
+        return HttpResponseRedirect(back)
+    request.session.pop(UNDO_SESSION_KEY, None)
+    if restored is None:
+        messages.success(request, f"Undone: {pair} is unlabelled again.")
+    else:
+        who = f" by {restored.by}" if restored.by else ""
+        messages.success(
+            request, f"Undone: {pair} is back to {restored.verdict}{who}, the label it replaced."
+        )
+    return HttpResponseRedirect(back)
 
 
 # --- disputes and re-review ------------------------------------------------------------------------------

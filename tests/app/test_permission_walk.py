@@ -9,6 +9,7 @@ import io
 import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +118,9 @@ def _entry_points(
         mutants.mark_harmless: lambda a: mutants.mark_harmless(mutant, a, "harmless"),
         mutants.unmark: lambda a: mutants.unmark(mutant, a),
         queue.label: lambda a: queue.label(grade, "B1", "pass", "", "disagreement", a),
+        queue.undo_label: lambda a: queue.undo_label(
+            grade, queue.LabelUndo(0, "B1", datetime.now(UTC), None), a
+        ),
         rereview.open_dispute: lambda a: rereview.open_dispute(blocker, a, "unclear"),
         rereview.dismiss_dispute: lambda a: rereview.dismiss_dispute(dispute, a, "settled"),
         rereview.dismiss_evidence_change: lambda a: rereview.dismiss_evidence_change(change, a, "fine"),

@@ -83,8 +83,8 @@ def test_the_list_shows_one_page_and_counts_the_whole_queue(queued: Repository, 
     assert "pairs 11 to 12 of 12 · page 3 of 3" in pages[2]
     assert f'href="/repos/{queued.pk}/queue/?kind=judges&amp;page=2" rel="next"' in pages[0]
     assert 'rel="prev"' not in pages[0] and 'rel="next"' not in pages[2]
-    assert pages[2].count('class="badge approved">reviewed') == 2
-    assert pages[0].count('class="badge approved">reviewed') == 0
+    assert pages[2].count('class="badge verdict-pass">pass') == 2  # the verdict given, not just "reviewed"
+    assert pages[0].count('class="badge verdict-') == 0
     # Past the end is the last page; not a number is the first.
     assert listed(client.get(url, {"page": "99"}).content.decode()) == order[10:12]
     assert listed(client.get(url, {"page": "x"}).content.decode()) == order[0:5]

@@ -61,8 +61,8 @@ def test_a_reviewer_works_through_the_queue_with_the_keyboard(
     key("f", "pair 3 of 4")  # fail
     assert progress(page) == "2 of 4 reviewed"
     browser.shot(page, "two pairs labelled")
-    # n: the note; keys typed there are text (this "p" and "f" label nothing); Escape leaves it.
-    page.keyboard.press("n")
+    # c: the note; keys typed there are text (this "p" and "f" label nothing); Escape leaves it.
+    page.keyboard.press("c")
     assert page.evaluate("document.activeElement.name") == "note"
     page.keyboard.type("pf: unsure which backend")
     page.keyboard.press("Escape")
