@@ -42,6 +42,16 @@ import django  # noqa: E402
 django.setup()
 
 from django.conf import settings  # noqa: E402
+from django.test.utils import override_settings  # noqa: E402
+
+# Pages render with Django's plain static storage, as in the tests: the hashed names of production need a
+# collectstatic manifest, which a benchmark has no reason to write.
+override_settings(
+    STORAGES={
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
+).enable()
 from django.contrib.auth.models import User  # noqa: E402
 from django.core.cache import cache  # noqa: E402
 from django.core.management import call_command  # noqa: E402
@@ -52,6 +62,7 @@ from django.urls import reverse  # noqa: E402
 
 from benchmarks._common import Row, machine, print_table  # noqa: E402
 from grading.schema import parse_rubric  # noqa: E402
+from rubrics_app.access import Actor  # noqa: E402
 from rubrics_app.models import Membership, Repository, Role, RubricRevision, Task  # noqa: E402
 from rubrics_app.services.queue import Queue  # noqa: E402
 from rubrics_app.services.revisions import create_revision, new_draft_from  # noqa: E402
@@ -140,13 +151,15 @@ def inputs(bench: Bench) -> None:
         task = Task.objects.create(repository=repository, task_id=f"t{Task.objects.count()}")
         data = rubric_data(task=task.task_id)
         data["blockers"][0]["evidence"] = evidence
-        revision = create_revision(task, parse_rubric(data), CALIBRATION_FILES, by=bench.user)
+        revision = create_revision(task, parse_rubric(data), CALIBRATION_FILES, by=Actor.member(bench.user))
         return reverse("rubrics:revision_detail", args=[repository.pk, revision.pk])
 
     def diff_page(diff: str) -> str:
         task = Task.objects.create(repository=repository, task_id=f"t{Task.objects.count()}")
         files = {**CALIBRATION_FILES, "calib/lazy.diff": diff.encode()}
-        revision = create_revision(task, parse_rubric(rubric_data(task=task.task_id)), files, by=bench.user)
+        revision = create_revision(
+            task, parse_rubric(rubric_data(task=task.task_id)), files, by=Actor.member(bench.user)
+        )
         diff_pk = revision.calibration_diffs.get(path="calib/lazy.diff").pk
         return reverse("rubrics:calibration_diff", args=[repository.pk, revision.pk, diff_pk])
 
@@ -192,7 +205,7 @@ def revision(bench: Bench) -> None:
         data["non_blockers"] = [
             {**base["non_blockers"][0], "id": f"N{i}"} for i in range(1, items - blockers + 1)
         ]
-        revision = create_revision(task, parse_rubric(data), CALIBRATION_FILES, by=bench.user)
+        revision = create_revision(task, parse_rubric(data), CALIBRATION_FILES, by=Actor.member(bench.user))
         return reverse("rubrics:revision_detail", args=[repository.pk, revision.pk])
 
     urls = {n: with_items(n) for n in (5, 8, 11)}
@@ -208,10 +221,10 @@ def revision(bench: Bench) -> None:
     def with_revisions(count: int) -> str:
         task = Task.objects.create(repository=repository, task_id=f"revisions{count}")
         revision = create_revision(
-            task, parse_rubric(rubric_data(task=task.task_id)), CALIBRATION_FILES, by=bench.user
+            task, parse_rubric(rubric_data(task=task.task_id)), CALIBRATION_FILES, by=Actor.member(bench.user)
         )
         for _ in range(count - 1):
-            revision = new_draft_from(revision, by=bench.user)
+            revision = new_draft_from(revision, by=Actor.member(bench.user))
         assert RubricRevision.objects.filter(task=task).count() == count
         return reverse("rubrics:revision_detail", args=[repository.pk, revision.pk])
 

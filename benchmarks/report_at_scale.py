@@ -64,6 +64,16 @@ import django  # noqa: E402
 django.setup()
 
 from django.conf import settings  # noqa: E402
+from django.test.utils import override_settings  # noqa: E402
+
+# Pages render with Django's plain static storage, as in the tests: the hashed names of production need a
+# collectstatic manifest, which a benchmark has no reason to write.
+override_settings(
+    STORAGES={
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
+).enable()
 from django.contrib.auth.models import User  # noqa: E402
 from django.core.cache import cache  # noqa: E402
 from django.core.management import call_command  # noqa: E402
