@@ -87,6 +87,7 @@ from rubrics_app.models.runs import (
     ReportRow,
     RunGrade,
     Sweep,
+    refresh_current_grades,
 )
 
 __all__ = [
@@ -157,6 +158,7 @@ __all__ = [
     "ValidationResult",
     "name_validator",
     "result_json",
+    "refresh_current_grades",
 ]
 
 # Field defaults that migrations name as rubrics_app.models.<name>.

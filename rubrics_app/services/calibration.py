@@ -62,6 +62,7 @@ from rubrics_app.models import (
     Role,
     RubricRevision,
     TransitionError,
+    refresh_current_grades,
     result_json,
 )
 from rubrics_app.services import audit
@@ -210,6 +211,8 @@ def admit_with(revision: RubricRevision, run: CalibrationRun, by: Actor) -> Rubr
     user = by.user if getattr(by.user, "is_authenticated", False) else None
     with transaction.atomic():
         retired = revision.admit(by=user, calibration=run)
+        # The task's runs: their grades against this revision are current now, not the retired one's.
+        refresh_current_grades(tasks=[revision.task_id])
         audit.record(
             AuditVerb.ADMITTED,
             actor=by.user,

@@ -62,6 +62,7 @@ from rubrics_app.models import (
     RubricRevision,
     RunGrade,
     Task,
+    refresh_current_grades,
 )
 from rubrics_app.services.import_export import (
     ImportFailed,
@@ -600,8 +601,10 @@ def _import_run_dirs(repository: Repository, root: Path, label_root: str, user: 
                 else:
                     outcome.grades_unchanged += 1
         # The report's rows of the new grades, in the same transaction: a report never sees a grade
-        # without its row.
+        # without its row; and which grade of each of their runs is current now.
         refresh_report_rows(new_grades)
+        if new_grades:
+            refresh_current_grades(runs=RunGrade.objects.filter(pk__in=new_grades).values("run_id"))
     return outcome
 
 

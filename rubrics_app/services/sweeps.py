@@ -88,6 +88,7 @@ from rubrics_app.models import (
     Sweep,
     SweepResult,
     Task,
+    refresh_current_grades,
     result_json,
 )
 from rubrics_app.services import calibration
@@ -496,6 +497,8 @@ def _store(sweep: Sweep, target: Target, metrics: RunMetrics, replace: bool) -> 
                 refresh_report_rows(
                     RunGrade.objects.filter(run=run).order_by("-pk").values_list("pk", flat=True)[:1]
                 )
+            if created or replace:
+                refresh_current_grades(runs=[run.pk])
             updates: dict[str, Any] = {
                 "done_runs": F("done_runs") + 1,
                 "graded_runs": F("graded_runs") + int(created),
