@@ -5,12 +5,14 @@ against the rule after every test; these take each kind of change on its own."""
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
+from django.db.migrations.executor import MigrationExecutor
 
 from grading.judge.cache import MemoryCache
 from rubrics_app.access import Actor
@@ -164,3 +166,24 @@ def test_one_current_grade_per_run_is_in_the_schema(swept: None) -> None:
     grade.pk, grade.rubric_sha256 = None, "0" * 64
     with pytest.raises(IntegrityError), transaction.atomic():
         grade.save()
+
+
+def test_the_migration_fills_the_marker_by_the_rule(
+    swept: None,
+    admitted_revision: RubricRevision,
+    make_revision: MakeRevision,
+    repository: Repository,
+    maintainer: User,
+) -> None:
+    second = newer_revision(
+        make_revision, admitted_revision.task.task_id, "fit() refuses a fraction above 1."
+    )
+    sweep(repository, maintainer)
+    rewrite_as_newest(list(RunGrade.objects.filter(revision=admitted_revision)))  # the newest is not current
+    stored = set(RunGrade.objects.current().values_list("pk", flat=True))
+    assert {g.revision_id for g in RunGrade.objects.current()} == {second.pk}
+    RunGrade.objects.update(is_current=False)
+    migration = importlib.import_module("rubrics_app.migrations.0134_stored_current_grade")
+    name = ("rubrics_app", "0134_stored_current_grade")
+    migration.fill(MigrationExecutor(connection).loader.project_state(name).apps, None)
+    assert set(RunGrade.objects.current().values_list("pk", flat=True)) == stored
