@@ -87,6 +87,7 @@ from rubrics_app.models.runs import (
     ReportRow,
     RunGrade,
     Sweep,
+    lock_current_grades,
     refresh_current_grades,
 )
 
@@ -158,6 +159,7 @@ __all__ = [
     "ValidationResult",
     "name_validator",
     "result_json",
+    "lock_current_grades",
     "refresh_current_grades",
 ]
 

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
-from django.db import models
+from django.db import models, transaction
 from django.db.models import Case, F, OuterRef, Q, Subquery, When
 from django.utils import timezone
 
@@ -111,6 +111,37 @@ def _ranked_current(grades: type[models.Model]) -> Subquery:
     )
 
 
+def _task_ids(
+    runs: Iterable[int] | models.QuerySet[Any] | None,
+    tasks: Iterable[int] | models.QuerySet[Any] | None,
+    repository: Repository | int | None,
+) -> models.QuerySet[Any]:
+    chosen = Task.objects.all()
+    if runs is not None:
+        chosen = chosen.filter(pk__in=AgentRun.objects.filter(pk__in=runs).values("task_id"))
+    if tasks is not None:
+        chosen = chosen.filter(pk__in=tasks)
+    if repository is not None:
+        chosen = chosen.filter(repository_id=getattr(repository, "pk", repository))
+    return chosen
+
+
+def lock_current_grades(
+    *,
+    runs: Iterable[int] | models.QuerySet[Any] | None = None,
+    tasks: Iterable[int] | models.QuerySet[Any] | None = None,
+    repository: Repository | int | None = None,
+) -> None:
+    """Lock the task rows of these runs (or tasks, or the repository's), in pk order, until the transaction
+    ends. Every transaction that changes what decides a current grade (a grade written or deleted, an
+    admission, a change of primary judge) takes this lock first, before any grade row it writes, and
+    refreshes the marker before it commits: two such transactions then run their refreshes one after the
+    other, and the later one sees what the earlier one committed, so the stored marker is never left by a
+    race. (Taken first, it cannot deadlock against a refresh that waits on a grade row. A no-op on SQLite,
+    which lets one writer at a time anyway.)"""
+    list(_task_ids(runs, tasks, repository).select_for_update(of=("self",)).order_by("pk").values_list("pk"))
+
+
 def refresh_current_grades(
     *,
     runs: Iterable[int] | models.QuerySet[Any] | None = None,
@@ -121,7 +152,8 @@ def refresh_current_grades(
     a query of them), the runs of ``tasks``, or the runs of ``repository``: the rule
     (:func:`current_grade_key`, else the newest) derived in the database, two UPDATE statements, whatever
     the number of runs. Call it wherever the answer can change: a grade written or deleted, a revision
-    admitted (which retires the task's previous one), the repository's primary judge set."""
+    admitted (which retires the task's previous one), the repository's primary judge set; in the same
+    transaction, after :func:`lock_current_grades` (which it takes again here, for a caller that did not)."""
     grades = RunGrade.objects.all()
     if runs is not None:
         grades = grades.filter(run_id__in=runs)
@@ -129,7 +161,9 @@ def refresh_current_grades(
         grades = grades.filter(run__task_id__in=tasks)
     if repository is not None:
         grades = grades.filter(run__task__repository_id=getattr(repository, "pk", repository))
-    write_current_marker(RunGrade, grades.values("pk"))
+    with transaction.atomic():
+        lock_current_grades(runs=runs, tasks=tasks, repository=repository)
+        write_current_marker(RunGrade, grades.values("pk"))
 
 
 def write_current_marker(grades: type[models.Model], pks: models.QuerySet[Any]) -> None:

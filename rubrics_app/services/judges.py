@@ -13,7 +13,14 @@ from django.utils import timezone
 
 from grading import Decoding, InputError, judge_family, make_backend, second_judge_problem
 from rubrics_app.access import Actor
-from rubrics_app.models import AuditVerb, JudgeSetting, Repository, Role, refresh_current_grades
+from rubrics_app.models import (
+    AuditVerb,
+    JudgeSetting,
+    Repository,
+    Role,
+    lock_current_grades,
+    refresh_current_grades,
+)
 from rubrics_app.services import audit
 
 
@@ -69,6 +76,8 @@ def set_judges(
         raise JudgeSettingError("second_decoding", "decoding parameters for a second judge that is not set")
     if monthly_cap_usd is not None and monthly_cap_usd < 0:
         raise JudgeSettingError("monthly_cap_usd", "a spend cap is zero or more")
+    # The repository's tasks first (models.lock_current_grades): the primary judge decides current grades.
+    lock_current_grades(repository=repository)
     setting, created = JudgeSetting.objects.select_for_update().get_or_create(
         repository=repository, defaults={"judge": judge}
     )

@@ -62,6 +62,7 @@ from rubrics_app.models import (
     RubricRevision,
     RunGrade,
     Task,
+    lock_current_grades,
     refresh_current_grades,
 )
 from rubrics_app.services.import_export import (
@@ -554,6 +555,7 @@ def import_run_dirs(repository: Repository, root: Path, label_root: str, user: A
 
 def _import_run_dirs(repository: Repository, root: Path, label_root: str, user: Actor) -> RunImport:
     with transaction.atomic():
+        lock_current_grades(repository=repository)  # before any grade row: models.lock_current_grades
         prepared = prepare_runs(repository, root, label_root)
         problems: list[ImportProblem] = []
         stored = _check_against_stored(prepared, problems)

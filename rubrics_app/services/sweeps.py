@@ -88,6 +88,7 @@ from rubrics_app.models import (
     Sweep,
     SweepResult,
     Task,
+    lock_current_grades,
     refresh_current_grades,
     result_json,
 )
@@ -466,6 +467,7 @@ def _store(sweep: Sweep, target: Target, metrics: RunMetrics, replace: bool) -> 
 
     def store() -> _Stored:
         with transaction.atomic():
+            lock_current_grades(runs=[target.run_pk])  # before any grade row: models.lock_current_grades
             run = AgentRun.objects.select_related("task").get(pk=target.run_pk)
             if replace:
                 RunGrade.objects.filter(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -140,6 +141,63 @@ def test_changing_the_primary_judge_moves_the_current_grade(
     # And back: the grades by the first judge against the admitted revision are current again.
     set_judges(repository, by=Actor.member(maintainer), judge=first_judge)
     assert current_revisions() == {second.pk}
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="row locks are PostgreSQL's (SQLite has one writer)"
+)
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("flushable_transactional_db")
+def test_a_refresh_waits_for_a_change_of_judge_in_flight_and_then_sees_it(
+    swept: None, repository: Repository, maintainer: User, tmp_path: Path
+) -> None:
+    """Two writers at once: a change of primary judge (holding its transaction open) and a sweep-like
+    refresh of one run. The refresh waits on the task lock until the change commits, then stores the
+    marker as the rule gives it with the new judge; without the lock it would run on the old judge."""
+    other = tmp_path / "other-judge.json"
+    other.write_text(json.dumps(sound_script()))
+    run = AgentRun.objects.exclude(repetition=1).first()  # a judged run: its grade by the first judge
+    assert run is not None
+    judge_set, commit, refreshed = threading.Event(), threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def change_judge() -> None:
+        try:
+            with transaction.atomic():
+                set_judges(repository, by=Actor.member(maintainer), judge=f"scripted:{other}")
+                judge_set.set()
+                assert commit.wait(30)
+        except BaseException as exc:  # reported by the test
+            errors.append(exc)
+            judge_set.set()
+        finally:
+            connection.close()
+
+    def refresh() -> None:
+        try:
+            with transaction.atomic():
+                refresh_current_grades(runs=[run.pk])
+            refreshed.set()
+        except BaseException as exc:  # reported by the test
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    changer = threading.Thread(target=change_judge)
+    changer.start()
+    assert judge_set.wait(30)
+    refresher = threading.Thread(target=refresh)
+    refresher.start()
+    # While the change is open, the refresh cannot pass the lock (it would in an instant without one).
+    assert not refreshed.wait(1)
+    commit.set()
+    changer.join(30)
+    refresher.join(30)
+    assert not errors, errors
+    assert refreshed.is_set()
+    assert set(RunGrade.objects.current().values_list("pk", flat=True)) == set(
+        RunGrade.objects.derived_current().values_list("pk", flat=True)
+    )
 
 
 def test_deleting_the_current_grade_moves_it_to_the_run_s_other_grade(
