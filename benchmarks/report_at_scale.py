@@ -98,6 +98,7 @@ from rubrics_app.models import (  # noqa: E402
     RubricRevision,
     RunGrade,
     Task,
+    refresh_current_grades,
 )
 from rubrics_app.services.report_rows import refresh_report_rows  # noqa: E402
 
@@ -296,6 +297,8 @@ def generate(name: str, runs: int, user: User) -> Repository:
         )
         _say(f"{name}: report rows")
         refresh_report_rows(g.pk for g in grades)
+        _say(f"{name}: current grades")
+        refresh_current_grades(repository=repository)
     _say(f"{name}: done")
     return repository
 

@@ -87,6 +87,8 @@ from rubrics_app.models.runs import (
     ReportRow,
     RunGrade,
     Sweep,
+    lock_current_grades,
+    refresh_current_grades,
 )
 
 __all__ = [
@@ -157,6 +159,8 @@ __all__ = [
     "ValidationResult",
     "name_validator",
     "result_json",
+    "lock_current_grades",
+    "refresh_current_grades",
 ]
 
 # Field defaults that migrations name as rubrics_app.models.<name>.

@@ -17,8 +17,11 @@ keyed by the revision content it graded against (``rubric_sha256``) and its prim
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 from django.conf import settings
-from django.db import models
+from django.db import models, transaction
 from django.db.models import Case, F, OuterRef, Q, Subquery, When
 from django.utils import timezone
 
@@ -97,6 +100,82 @@ def current_grade_key() -> Q:
     )
 
 
+def _ranked_current(grades: type[models.Model]) -> Subquery:
+    """The pk of the current grade of the outer query's run, by the rule: a grade current by its key
+    (:func:`current_grade_key`), else the newest. One correlated subquery on the run's own grades."""
+    return Subquery(
+        grades._default_manager.filter(run_id=OuterRef("run_id"))
+        .annotate(keyed=Case(When(current_grade_key(), then=1), default=0))
+        .order_by("-keyed", "-pk")
+        .values("pk")[:1]
+    )
+
+
+def _task_ids(
+    runs: Iterable[int] | models.QuerySet[Any] | None,
+    tasks: Iterable[int] | models.QuerySet[Any] | None,
+    repository: Repository | int | None,
+) -> models.QuerySet[Any]:
+    chosen = Task.objects.all()
+    if runs is not None:
+        chosen = chosen.filter(pk__in=AgentRun.objects.filter(pk__in=runs).values("task_id"))
+    if tasks is not None:
+        chosen = chosen.filter(pk__in=tasks)
+    if repository is not None:
+        chosen = chosen.filter(repository_id=getattr(repository, "pk", repository))
+    return chosen
+
+
+def lock_current_grades(
+    *,
+    runs: Iterable[int] | models.QuerySet[Any] | None = None,
+    tasks: Iterable[int] | models.QuerySet[Any] | None = None,
+    repository: Repository | int | None = None,
+) -> None:
+    """Lock the task rows of these runs (or tasks, or the repository's), in pk order, until the transaction
+    ends. Every transaction that changes what decides a current grade (a grade written or deleted, an
+    admission, a change of primary judge) takes this lock first, before any grade row it writes, and
+    refreshes the marker before it commits: two such transactions then run their refreshes one after the
+    other, and the later one sees what the earlier one committed, so the stored marker is never left by a
+    race. (Taken first, it cannot deadlock against a refresh that waits on a grade row. A no-op on SQLite,
+    which lets one writer at a time anyway.)"""
+    list(_task_ids(runs, tasks, repository).select_for_update(of=("self",)).order_by("pk").values_list("pk"))
+
+
+def refresh_current_grades(
+    *,
+    runs: Iterable[int] | models.QuerySet[Any] | None = None,
+    tasks: Iterable[int] | models.QuerySet[Any] | None = None,
+    repository: Repository | int | None = None,
+) -> None:
+    """Store which grade of each run is current (``RunGrade.is_current``) for the runs given (their pks or
+    a query of them), the runs of ``tasks``, or the runs of ``repository``: the rule
+    (:func:`current_grade_key`, else the newest) derived in the database, two UPDATE statements, whatever
+    the number of runs. Call it wherever the answer can change: a grade written or deleted, a revision
+    admitted (which retires the task's previous one), the repository's primary judge set; in the same
+    transaction, after :func:`lock_current_grades` (which it takes again here, for a caller that did not)."""
+    grades = RunGrade.objects.all()
+    if runs is not None:
+        grades = grades.filter(run_id__in=runs)
+    if tasks is not None:
+        grades = grades.filter(run__task_id__in=tasks)
+    if repository is not None:
+        grades = grades.filter(run__task__repository_id=getattr(repository, "pk", repository))
+    with transaction.atomic():
+        lock_current_grades(runs=runs, tasks=tasks, repository=repository)
+        write_current_marker(RunGrade, grades.values("pk"))
+
+
+def write_current_marker(grades: type[models.Model], pks: models.QuerySet[Any]) -> None:
+    """Set ``is_current`` on the grades ``pks`` selects (whole runs) by the rule; ``grades`` is the model
+    (the migration that added the marker passes its historical one). Unmark first: the database holds one
+    current grade per run at every statement."""
+    manager = grades._default_manager
+    ranked = _ranked_current(grades)
+    manager.filter(pk__in=pks, is_current=True).exclude(pk=ranked).update(is_current=False)
+    manager.filter(pk__in=pks, is_current=False, pk=ranked).update(is_current=True)
+
+
 class RunGradeQuerySet(models.QuerySet["RunGrade"]):
     def current(self) -> RunGradeQuerySet:
         """The run's current grade, one per run: the one against its task's admitted revision with the
@@ -105,18 +184,18 @@ class RunGradeQuerySet(models.QuerySet["RunGrade"]):
         labelled (the run page shows them). This is the one definition; the queue, the report and every
         count read it.
 
-        One correlated subquery per grade, on the run's own grades (the run_id index)."""
-        ranked = (
-            RunGrade.objects.filter(run_id=OuterRef("run_id"))
-            .annotate(is_current=Case(When(current_grade_key(), then=1), default=0))
-            .order_by("-is_current", "-pk")
-            .values("pk")[:1]
-        )
-        return self.filter(pk=Subquery(ranked))
+        Stored, not derived here: ``RunGrade.is_current``, which :func:`refresh_current_grades` writes by
+        that rule wherever the answer can change."""
+        return self.filter(is_current=True)
 
     def history(self) -> RunGradeQuerySet:
         """Every grade that is not its run's current one."""
-        return self.exclude(pk__in=RunGrade.objects.filter(run_id__in=self.values("run_id")).current())
+        return self.filter(is_current=False)
+
+    def derived_current(self) -> RunGradeQuerySet:
+        """The current grades derived by the rule on every read, as ``current()`` did before the marker was
+        stored: what the tests compare the stored marker with."""
+        return self.filter(pk=_ranked_current(RunGrade))
 
 
 class RunGrade(models.Model):
@@ -144,12 +223,18 @@ class RunGrade(models.Model):
     metrics = models.JSONField(default=dict)  # metrics.json as read (details included)
     metrics_sha256 = models.CharField(max_length=64, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+    # The run's current grade (RunGradeQuerySet.current): stored by refresh_current_grades, never set by
+    # hand. Not part of what was graded: writable on a grade against a frozen revision.
+    is_current = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["run_id", "pk"]
         constraints = [
             models.UniqueConstraint(
                 fields=["run", "rubric_sha256", "primary_judge"], name="one_grade_per_run_rubric_judge"
+            ),
+            models.UniqueConstraint(
+                fields=["run"], condition=Q(is_current=True), name="one_current_grade_per_run"
             ),
         ]
 

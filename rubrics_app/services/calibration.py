@@ -62,6 +62,8 @@ from rubrics_app.models import (
     Role,
     RubricRevision,
     TransitionError,
+    lock_current_grades,
+    refresh_current_grades,
     result_json,
 )
 from rubrics_app.services import audit
@@ -209,7 +211,10 @@ def admit_with(revision: RubricRevision, run: CalibrationRun, by: Actor) -> Rubr
     by.require(Role.MAINTAINER, revision.task.repository)
     user = by.user if getattr(by.user, "is_authenticated", False) else None
     with transaction.atomic():
+        lock_current_grades(tasks=[revision.task_id])  # before the revisions: models.lock_current_grades
         retired = revision.admit(by=user, calibration=run)
+        # The task's runs: their grades against this revision are current now, not the retired one's.
+        refresh_current_grades(tasks=[revision.task_id])
         audit.record(
             AuditVerb.ADMITTED,
             actor=by.user,

@@ -13,7 +13,14 @@ from django.utils import timezone
 
 from grading import Decoding, InputError, judge_family, make_backend, second_judge_problem
 from rubrics_app.access import Actor
-from rubrics_app.models import AuditVerb, JudgeSetting, Repository, Role
+from rubrics_app.models import (
+    AuditVerb,
+    JudgeSetting,
+    Repository,
+    Role,
+    lock_current_grades,
+    refresh_current_grades,
+)
 from rubrics_app.services import audit
 
 
@@ -69,7 +76,9 @@ def set_judges(
         raise JudgeSettingError("second_decoding", "decoding parameters for a second judge that is not set")
     if monthly_cap_usd is not None and monthly_cap_usd < 0:
         raise JudgeSettingError("monthly_cap_usd", "a spend cap is zero or more")
-    setting, _ = JudgeSetting.objects.select_for_update().get_or_create(
+    # The repository's tasks first (models.lock_current_grades): the primary judge decides current grades.
+    lock_current_grades(repository=repository)
+    setting, created = JudgeSetting.objects.select_for_update().get_or_create(
         repository=repository, defaults={"judge": judge}
     )
     before = {
@@ -94,6 +103,9 @@ def set_judges(
     setting.updated_at = timezone.now()
     setting.updated_by = by.user if getattr(by.user, "is_authenticated", False) else None
     setting.save()
+    if created or before["judge"] != judge:
+        # The primary judge is part of which grade of a run is current.
+        refresh_current_grades(repository=repository)
     after = {
         "judge": judge,
         "second_judge": second_judge,

@@ -62,6 +62,8 @@ from rubrics_app.models import (
     RubricRevision,
     RunGrade,
     Task,
+    lock_current_grades,
+    refresh_current_grades,
 )
 from rubrics_app.services.import_export import (
     ImportFailed,
@@ -553,6 +555,7 @@ def import_run_dirs(repository: Repository, root: Path, label_root: str, user: A
 
 def _import_run_dirs(repository: Repository, root: Path, label_root: str, user: Actor) -> RunImport:
     with transaction.atomic():
+        lock_current_grades(repository=repository)  # before any grade row: models.lock_current_grades
         prepared = prepare_runs(repository, root, label_root)
         problems: list[ImportProblem] = []
         stored = _check_against_stored(prepared, problems)
@@ -600,8 +603,10 @@ def _import_run_dirs(repository: Repository, root: Path, label_root: str, user: 
                 else:
                     outcome.grades_unchanged += 1
         # The report's rows of the new grades, in the same transaction: a report never sees a grade
-        # without its row.
+        # without its row; and which grade of each of their runs is current now.
         refresh_report_rows(new_grades)
+        if new_grades:
+            refresh_current_grades(runs=RunGrade.objects.filter(pk__in=new_grades).values("run_id"))
     return outcome
 
 

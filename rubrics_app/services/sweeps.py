@@ -88,6 +88,8 @@ from rubrics_app.models import (
     Sweep,
     SweepResult,
     Task,
+    lock_current_grades,
+    refresh_current_grades,
     result_json,
 )
 from rubrics_app.services import calibration
@@ -465,6 +467,7 @@ def _store(sweep: Sweep, target: Target, metrics: RunMetrics, replace: bool) -> 
 
     def store() -> _Stored:
         with transaction.atomic():
+            lock_current_grades(runs=[target.run_pk])  # before any grade row: models.lock_current_grades
             run = AgentRun.objects.select_related("task").get(pk=target.run_pk)
             if replace:
                 RunGrade.objects.filter(
@@ -496,6 +499,8 @@ def _store(sweep: Sweep, target: Target, metrics: RunMetrics, replace: bool) -> 
                 refresh_report_rows(
                     RunGrade.objects.filter(run=run).order_by("-pk").values_list("pk", flat=True)[:1]
                 )
+            if created or replace:
+                refresh_current_grades(runs=[run.pk])
             updates: dict[str, Any] = {
                 "done_runs": F("done_runs") + 1,
                 "graded_runs": F("graded_runs") + int(created),

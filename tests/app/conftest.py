@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.db import DatabaseError
+from django.db.transaction import TransactionManagementError
 from django.test import override_settings
 
 from grading.judge.cache import MemoryCache
@@ -32,6 +34,7 @@ from rubrics_app.models import (
     RevisionStatus,
     Role,
     RubricRevision,
+    RunGrade,
     Task,
 )
 from rubrics_app.services import calibration, revisions
@@ -223,6 +226,29 @@ def flushable_transactional_db(_frozen_triggers_restored: None, transactional_db
     _set_frozen_triggers(installed=True)
     yield
     _set_frozen_triggers(installed=False)
+
+
+@pytest.fixture(autouse=True)
+def current_grades_stored(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After every test that uses the database: the stored current grade of every run (``is_current``) is
+    the one the rule derives, so a write path that forgets ``refresh_current_grades`` fails the test that
+    takes it. The database fixture is set up here, before this one yields, so that it is torn down after
+    this check. A test that left the database unusable (a broken transaction) is not checked."""
+    names = [n for n in ("transactional_db", "django_db_reset_sequences", "db") if n in request.fixturenames]
+    if names:
+        request.getfixturevalue(names[0])
+    yield
+    if not names and request.node.get_closest_marker("django_db") is None:
+        return
+    try:
+        stored = set(RunGrade.objects.current().values_list("pk", flat=True))
+        derived = set(RunGrade.objects.derived_current().values_list("pk", flat=True))
+    except (DatabaseError, TransactionManagementError):
+        return
+    assert stored == derived, (
+        f"stored current grades {sorted(stored - derived)} are not current by the rule, which takes "
+        f"{sorted(derived - stored)}: a write path did not call refresh_current_grades"
+    )
 
 
 @pytest.fixture(autouse=True)

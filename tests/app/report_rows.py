@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rubrics_app.models import AgentRun, ItemVerdict, JudgeGrade, RunGrade, Task
+from rubrics_app.models import AgentRun, ItemVerdict, JudgeGrade, RunGrade, Task, refresh_current_grades
 from rubrics_app.services.report_rows import refresh_report_rows
 
 BATCH = 2000
@@ -81,4 +81,5 @@ def bulk_runs(tasks: Sequence[Task], arms: Sequence[str], models: Sequence[str],
         ]
     ItemVerdict.objects.bulk_create(verdicts, batch_size=BATCH)
     refresh_report_rows(g.pk for g in grades)  # as the import does after writing grades
+    refresh_current_grades(runs=[r.pk for r in runs])
     return len(runs)

@@ -35,6 +35,7 @@ from rubrics_app.models import (
     RunGrade,
     Sweep,
     Task,
+    refresh_current_grades,
 )
 
 pytestmark = pytest.mark.django_db
@@ -122,13 +123,15 @@ class Rows:
         return run
 
     def run_grade(self, n: int) -> RunGrade:
-        return RunGrade.objects.create(
+        grade = RunGrade.objects.create(
             run=self.agent_run(n),
             revision=self.revision,
             status="scored",
             metrics={"blob": BLOB},
             reasons=[BLOB],
         )
+        refresh_current_grades(runs=[grade.run_id])  # as every writer of grades does
+        return grade
 
     def human_verdict(self, n: int) -> HumanVerdict:
         return HumanVerdict.objects.create(

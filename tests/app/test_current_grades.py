@@ -24,6 +24,7 @@ from rubrics_app.models import (
     RubricRevision,
     RunGrade,
     Task,
+    refresh_current_grades,
 )
 from rubrics_app.services import sweeps
 from rubrics_app.services.queue import Queue
@@ -83,8 +84,9 @@ def test_the_current_grade_is_against_the_admitted_revision_even_when_older(
     # The grades against the retired revision written again: now each run's newest.
     for grade in list(RunGrade.objects.exclude(revision=swept_twice)):
         grade.delete()
-        grade.pk = None
+        grade.pk, grade.is_current = None, False
         grade.save()
+    refresh_current_grades()  # as any writer of grades does
     current = RunGrade.objects.current()
     assert set(current.values_list("revision_id", flat=True)) == {swept_twice.pk}
     assert current.count() == RUNS
@@ -94,6 +96,7 @@ def test_without_a_grade_by_the_primary_judge_the_newest_is_current(
     swept_twice: RubricRevision, repository: Repository
 ) -> None:
     JudgeSetting.objects.filter(repository=repository).update(judge="scripted:/elsewhere.json")
+    refresh_current_grades(repository=repository)  # as services.judges.set_judges does
     newest = {
         max(RunGrade.objects.filter(run=run).values_list("pk", flat=True)) for run in AgentRun.objects.all()
     }
