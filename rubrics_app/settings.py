@@ -204,6 +204,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "timeout": 20,
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA recursive_triggers=ON",
     }
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # PostgreSQL's JIT compiles any plan it estimates as costly: at 100,000 runs each report and queue
+    # query spent 0.3 to 0.6 s compiling, more than it saved (docs/benchmarks.md). Off for the app's sessions
+    # (a libpq startup option; a role or server setting does the same for every client).
+    DATABASES["default"].setdefault("OPTIONS", {})["options"] = "-c jit=off"
 
 AUTH_PASSWORD_VALIDATORS: list[dict[str, str]] = []
 # Login throttling (django-axes): AXES_FAILURE_LIMIT failed logins for one username from one address lock

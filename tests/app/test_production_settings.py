@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.contrib.staticfiles import finders
+from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
@@ -248,3 +249,11 @@ def test_a_login_without_a_request_is_not_throttled_but_still_checked(maintainer
     # No address to count by (the test client's login(), a management command): the password decides.
     assert Client().login(username="maintainer", password=PASSWORD)
     assert not Client().login(username="maintainer", password="wrong")
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's JIT")
+def test_the_app_s_postgresql_sessions_run_without_the_jit() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW jit")
+        assert cursor.fetchone() == ("off",)
