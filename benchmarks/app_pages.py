@@ -52,6 +52,7 @@ override_settings(
         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
     }
 ).enable()
+os.makedirs(settings.STATIC_ROOT, exist_ok=True)  # an empty one in the temp folder: WhiteNoise warns without
 from django.contrib.auth.models import User  # noqa: E402
 from django.core.cache import cache  # noqa: E402
 from django.core.management import call_command  # noqa: E402
