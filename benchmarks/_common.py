@@ -146,3 +146,26 @@ def bench_rubric(
         "non_blockers": [{"id": f"N{i}", "criterion": f"non-blocker {i}"} for i in (1, 2, 3)],
         "hack_report": {"lazy_solution": "a lazy change", "alt_valid_solution": "another change"},
     }
+
+
+def django_for_pages(database_url: str | None, prefix: str) -> str:
+    """Set up Django for a benchmark that renders the app's pages: a temp VAR_DIR (returned), the given
+    database (None: a SQLite file in that folder), the filesystem broker, and Django's plain static storage
+    as in the tests (production's hashed names need a collectstatic manifest, which a benchmark has no
+    reason to write) with an empty static root (WhiteNoise warns without one)."""
+    import tempfile
+
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    os.environ["DATABASE_URL"] = database_url or f"sqlite:///{tmp}/bench.sqlite3"
+    os.environ["RUBRICS_VAR_DIR"] = tmp
+    os.environ["CELERY_BROKER_URL"] = "filesystem://"
+    os.environ["DJANGO_SETTINGS_MODULE"] = "rubrics_app.settings"
+    import django
+    from django.conf import settings
+    from django.test.utils import override_settings
+
+    django.setup()
+    plain = {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}
+    override_settings(STORAGES={**settings.STORAGES, "staticfiles": plain}).enable()
+    os.makedirs(settings.STATIC_ROOT, exist_ok=True)
+    return tmp

@@ -22,37 +22,18 @@ the row: a page whose queries grow with what it shows has a query per item, run 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-_tmp = tempfile.mkdtemp(prefix="app-pages-bench-")
-os.environ["DATABASE_URL"] = f"sqlite:///{_tmp}/bench.sqlite3"
-os.environ["RUBRICS_VAR_DIR"] = _tmp
-os.environ["CELERY_BROKER_URL"] = "filesystem://"
-os.environ["DJANGO_SETTINGS_MODULE"] = "rubrics_app.settings"
+from benchmarks._common import django_for_pages  # noqa: E402
 
-import django  # noqa: E402
-
-django.setup()
+_tmp = django_for_pages(None, "app-pages-bench-")
 
 from django.conf import settings  # noqa: E402
-from django.test.utils import override_settings  # noqa: E402
-
-# Pages render with Django's plain static storage, as in the tests: the hashed names of production need a
-# collectstatic manifest, which a benchmark has no reason to write.
-override_settings(
-    STORAGES={
-        **settings.STORAGES,
-        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
-    }
-).enable()
-os.makedirs(settings.STATIC_ROOT, exist_ok=True)  # an empty one in the temp folder: WhiteNoise warns without
 from django.contrib.auth.models import User  # noqa: E402
 from django.core.cache import cache  # noqa: E402
 from django.core.management import call_command  # noqa: E402

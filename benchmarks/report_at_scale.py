@@ -28,10 +28,8 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import os
 import random
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -52,29 +50,11 @@ def _arguments() -> argparse.Namespace:
 
 
 ARGS = _arguments() if __name__ == "__main__" else None
-_tmp = tempfile.mkdtemp(prefix="report-scale-bench-")
-if ARGS is not None:
-    os.environ["DATABASE_URL"] = ARGS.database_url
-os.environ["RUBRICS_VAR_DIR"] = _tmp
-os.environ["CELERY_BROKER_URL"] = "filesystem://"
-os.environ["DJANGO_SETTINGS_MODULE"] = "rubrics_app.settings"
+from benchmarks._common import django_for_pages  # noqa: E402
 
-import django  # noqa: E402
-
-django.setup()
+_tmp = django_for_pages(ARGS.database_url if ARGS is not None else None, "report-scale-bench-")
 
 from django.conf import settings  # noqa: E402
-from django.test.utils import override_settings  # noqa: E402
-
-# Pages render with Django's plain static storage, as in the tests: the hashed names of production need a
-# collectstatic manifest, which a benchmark has no reason to write.
-override_settings(
-    STORAGES={
-        **settings.STORAGES,
-        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
-    }
-).enable()
-os.makedirs(settings.STATIC_ROOT, exist_ok=True)  # an empty one in the temp folder: WhiteNoise warns without
 from django.contrib.auth.models import User  # noqa: E402
 from django.core.cache import cache  # noqa: E402
 from django.core.management import call_command  # noqa: E402
