@@ -30,9 +30,10 @@ h1 { font-size: 1.5rem; } h2 { font-size: 1.2rem; margin-top: 2rem; }
 .warnings { background: #fff7e6; border: 1px solid #f0c36d; padding: .5rem 1rem; }
 .scroll { overflow-x: auto; }
 table { border-collapse: collapse; width: 100%; }
-th, td { text-align: left; padding: .35rem .5rem; border-bottom: 1px solid #e5e7eb; vertical-align: top; }
+th, td { text-align: left; padding: .35rem .3rem; border-bottom: 1px solid #e5e7eb; vertical-align: top; }
 th { font-size: .8rem; color: #4b5563; }
 .ci { display: block; font-size: .85em; color: #4b5563; white-space: nowrap; }
+.ci.why { white-space: normal; }
 svg.report-chart { display: block; width: 100%; margin: .5rem 0 1rem; }
 code { overflow-wrap: anywhere; }
 """
@@ -53,7 +54,7 @@ def _estimate(e: Estimate | None, why: str | None) -> str:
         return '<span class="muted">n/a</span>'
     if e.ci is not None:
         return f'{_pct(e.value)}<span class="ci">[{_pct(e.ci[0])}, {_pct(e.ci[1])}]</span>'
-    return f'{_pct(e.value)}<span class="ci">no interval: {_e(why or "none computed")}</span>'
+    return f'{_pct(e.value)}<span class="ci why">no interval: {_e(why or "none computed")}</span>'
 
 
 def _cells(title: str, cells: list[Cell], bootstrap: int, extra: str | None = None) -> list[str]:
@@ -61,7 +62,7 @@ def _cells(title: str, cells: list[Cell], bootstrap: int, extra: str | None = No
         return []
     head = ["Arm", "Model"] + ([extra] if extra else [])
     head += ["Runs", "Tasks", "Measured", "Test-pass", "Mergeable", "Gap", "Corrected mergeable",
-             "Mean merge_score", "Grader failures", "Judge failures", "Not measured",
+             "Mean merge_<wbr>score", "Grader failures", "Judge failures", "Not measured",
              "Integrity not measured"]  # fmt: skip
     out = [f"<h2>{_e(title)}</h2>", '<div class="scroll"><table>', "<thead><tr>"]
     out += [f"<th>{h}</th>" for h in head] + ["</tr></thead><tbody>"]

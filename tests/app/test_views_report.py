@@ -7,6 +7,7 @@ import io
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from django.contrib.auth.models import User
@@ -384,9 +385,12 @@ def test_contrasts_come_first_as_a_forest_plot_with_their_table_and_figure_downl
     body = svg.content.decode()
     assert body.startswith("<?xml") and body.split("\n", 1)[1].strip() in forest
     assert f'href="{figure}?figure=contrasts" download' in html.replace("&amp;", "&")
-    assert client.get(figure, {"figure": "rates"}).status_code == 200
+    # So do the rates chart and each task's histogram, each from its own link.
+    for query in ({"figure": "rates"}, {"figure": "blockers", "task_histogram": task.task_id}):
+        assert f'href="{figure}?{urlencode(query)}" download' in html.replace("&amp;", "&")
+        drawing = client.get(figure, query)
+        assert drawing.status_code == 200 and drawing.content.decode().split("\n", 1)[1].strip() in html
     histogram = client.get(figure, {"figure": "blockers", "task_histogram": task.task_id})
-    assert histogram.status_code == 200
     # The histogram names each blocker's criterion (from the task's rubric), on the page and in the file.
     criterion = RubricItem.objects.get(revision=revision, item_id="B1").criterion
     assert f"B1: {criterion}"[:40] in histogram.content.decode()

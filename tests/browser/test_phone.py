@@ -11,8 +11,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
 
-from rubrics_app.models import HumanVerdict, Repository, RubricRevision
+from rubrics_app.models import HumanVerdict, Repository, RubricRevision, Task
 from rubrics_app.services.runs import revision_sha256
+from tests.app.report_rows import bulk_runs
 from tests.app.runs_helpers import PASSING, grade, write_run, write_scripted, write_task_dir
 from tests.browser.conftest import DESKTOP, PHONE, Browser, off_the_loop
 from tests.browser.graded import graded_fixture  # noqa: F401 - the graded fixture
@@ -163,3 +164,49 @@ def test_the_report_charts_text_is_readable_on_a_phone_and_a_screen(
         assert not small, f"chart text under {MIN_CHART_TEXT_PX} px at {viewport['width']} px:\n" + "\n".join(
             small
         )
+
+
+# Per report table: its id, the width of the box it scrolls in and the width it would need there.
+TABLE_WIDTHS = """() => [
+  ...document.querySelectorAll("main .table-scroll > table[id^='report-'], main .scroll > table"),
+].map((t, i) => [t.id || `table ${i + 1}`, t.parentElement.clientWidth, t.parentElement.scrollWidth])"""
+
+
+def scrolled_tables(page: Any) -> list[str]:
+    return [
+        f"{t}: needs {needed} px in {box} px"
+        for t, box, needed in page.evaluate(TABLE_WIDTHS)
+        if needed > box
+    ]
+
+
+def test_the_report_tables_fit_a_screen_without_scrolling(
+    browser: Browser, graded: RubricRevision, repository: Repository, maintainer: User, tmp_path: Path
+) -> None:
+    # Cells of one task, whose rates say why they have no interval, beside cells of six tasks with
+    # intervals, under model names as long as real ones (issue 22 §3: the cells table fits 1280 px).
+    def runs() -> None:
+        tasks = [
+            Task.objects.create(repository=repository, task_id=f"t_{i}", spec_prompt="x") for i in range(6)
+        ]
+        bulk_runs(tasks, ["baseline", "guidance"], ["claude-sonnet-4-5", "gpt-5-codex"], 3)
+        import_second_arm(tmp_path, repository, graded)
+
+    off_the_loop(runs)
+    page = browser.log_in("maintainer", viewport=DESKTOP)
+    response = page.goto(pages(repository, graded)["report"])
+    assert response is not None and response.status == 200
+    browser.shot(page, f"report tables {DESKTOP['width']}")
+    cells = page.locator("#report-cells").inner_text()
+    assert "no interval: one task only" in cells and "[66.7%, 66.7%]" in cells
+    tables = [t for t, *_ in page.evaluate(TABLE_WIDTHS)]
+    assert {"report-cells", "report-contrasts"} <= set(tables), tables
+    problems = scrolled_tables(page)
+    # The HTML file (rubric report --html) of the same report, opened as a file would be: no page around it.
+    html_file = page.request.get(page.locator("#report-html-link").get_attribute("href") or "").text()
+    page.goto("about:blank")
+    page.set_content(html_file)
+    browser.shot(page, f"report file tables {DESKTOP['width']}")
+    assert len(page.evaluate(TABLE_WIDTHS)) >= 2  # contrasts and cells
+    problems += [f"the HTML file's {p}" for p in scrolled_tables(page)]
+    assert not problems, f"report tables scroll sideways at {DESKTOP['width']} px:\n" + "\n".join(problems)

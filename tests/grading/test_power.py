@@ -90,28 +90,30 @@ TRUE_RATE, SENSITIVITY, SPECIFICITY = 0.4, 0.85, 0.9
 
 
 def labelled_report(
-    rng: np.random.Generator, labels: int
+    rng: np.random.Generator, labels: int, sensitivity: float = SENSITIVITY, specificity: float = SPECIFICITY
 ) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int, int]], float]:
     """600 tasks x 5 runs judged with known error, ``labels`` of them labelled by a human: the per-task
     sums label_target takes, and the corrected rate this draw gives."""
     ease = np.clip(rng.normal(TRUE_RATE, 0.15, 600), 0, 1)
     truth = rng.random((600, 5)) < ease[:, None]
-    said = np.where(truth, rng.random((600, 5)) < SENSITIVITY, rng.random((600, 5)) >= SPECIFICITY)
+    said = np.where(truth, rng.random((600, 5)) < sensitivity, rng.random((600, 5)) >= specificity)
     tasks = [(5, 5, int(s)) for s in said.sum(axis=1)]
     human = rng.random(labels) < TRUE_RATE
-    judge = np.where(human, rng.random(labels) < SENSITIVITY, rng.random(labels) >= SPECIFICITY)
+    judge = np.where(human, rng.random(labels) < sensitivity, rng.random(labels) >= specificity)
     sums = (int((human & judge).sum()), int(human.sum()), int((~human & ~judge).sum()), int((~human).sum()))
     se, sp = sums[0] / sums[1], sums[2] / sums[3]
     observed = said.mean()
     return tasks, [sums], float(np.clip((observed + sp - 1) / (se + sp - 1), 0, 1))
 
 
-def label_simulation(seed: int, labels: int, n: int = 1000) -> tuple[float, list[LabelTarget]]:
+def label_simulation(
+    seed: int, labels: int, n: int = 1000, sensitivity: float = SENSITIVITY, specificity: float = SPECIFICITY
+) -> tuple[float, list[LabelTarget]]:
     rng = np.random.default_rng(seed)
     rates: list[float] = []
     targets: list[LabelTarget] = []
     for _ in range(n):
-        tasks, sums, corrected = labelled_report(rng, labels)
+        tasks, sums, corrected = labelled_report(rng, labels, sensitivity, specificity)
         rates.append(corrected)
         if len(targets) < 200:
             targets.append(label_target(tasks, sums, minimum=0))
@@ -129,6 +131,14 @@ def test_the_labels_it_asks_for_reach_five_points() -> None:
     assert more > 100
     reached, _ = label_simulation(9, 80 + more, n=600)
     assert within(TARGET_HALF_WIDTH, reached)
+
+
+def test_a_weaker_judge_widens_the_predicted_half_width_as_simulated() -> None:
+    # Se + Sp − 1 = 0.45 instead of 0.75: the correction divides by it, so the interval widens by its
+    # inverse (with 0.75 alone, a variance divided by J instead of J² stays within 20%).
+    simulated, targets = label_simulation(10, 80, sensitivity=0.75, specificity=0.7)
+    predicted = statistics.median(t.half_width for t in targets if t.half_width is not None)
+    assert simulated > 0.2 and within(predicted, simulated)
 
 
 def test_labels_never_ask_for_fewer_than_the_minimum_and_say_why_not() -> None:
