@@ -59,6 +59,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "grading.integrity": (
         "TESTS_LIST_ERROR_NAME",
         "TESTS_LIST_NAME",
+        "listing_error_text",
         "read_listing_error",
     ),
     "grading.judge.backend": ("Backend", "Decoding"),
@@ -100,7 +101,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "check_mutants",
         "judge_mutants",
     ),
-    "grading.path_lists": ("read_path_list",),
+    "grading.path_lists": ("parse_ignored_created", "parse_path_list", "read_path_list"),
     "grading.power": ("LabelTarget",),
     "grading.run": ("Run", "TaskFiles", "make_run", "make_task_files", "read_run", "read_task_files"),
     "grading.outcome": (
@@ -164,7 +165,9 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "load_grade",
         "load_manifest",
         "load_run",
+        "parse_grade",
         "parse_rubric",
+        "parse_run_record",
         "validation_messages",
     ),
     "grading.strict_json": (
@@ -221,6 +224,7 @@ if TYPE_CHECKING:
     from grading.injection_corpus import PAYLOAD_KINDS as PAYLOAD_KINDS
     from grading.integrity import TESTS_LIST_ERROR_NAME as TESTS_LIST_ERROR_NAME
     from grading.integrity import TESTS_LIST_NAME as TESTS_LIST_NAME
+    from grading.integrity import listing_error_text as listing_error_text
     from grading.integrity import read_listing_error as read_listing_error
     from grading.judge.backend import Backend as Backend
     from grading.judge.backend import Decoding as Decoding
@@ -258,6 +262,8 @@ if TYPE_CHECKING:
     from grading.outcome import RunMetrics as RunMetrics
     from grading.outcome import grade as grade
     from grading.outcome import grade_run as grade_run
+    from grading.path_lists import parse_ignored_created as parse_ignored_created
+    from grading.path_lists import parse_path_list as parse_path_list
     from grading.path_lists import read_path_list as read_path_list
     from grading.power import LabelTarget as LabelTarget
     from grading.report import DEFAULT_BOOTSTRAP as DEFAULT_BOOTSTRAP
@@ -313,7 +319,9 @@ if TYPE_CHECKING:
     from grading.schema import load_grade as load_grade
     from grading.schema import load_manifest as load_manifest
     from grading.schema import load_run as load_run
+    from grading.schema import parse_grade as parse_grade
     from grading.schema import parse_rubric as parse_rubric
+    from grading.schema import parse_run_record as parse_run_record
     from grading.schema import validation_messages as validation_messages
     from grading.strict_json import parse_json as parse_json
     from grading.strict_json import read_input_bytes as read_input_bytes

@@ -21,6 +21,7 @@ import posixpath
 import shutil
 import tempfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Annotated, Any
@@ -40,14 +41,15 @@ from grading import (
     JudgeResult,
     RunDetails,
     RunRecord,
-    load_grade,
-    load_run,
+    listing_error_text,
+    make_run,
+    parse_grade,
+    parse_ignored_created,
     parse_json,
+    parse_path_list,
+    parse_run_record,
     read_input_bytes,
-    read_json,
-    read_listing_error,
     read_metrics,
-    read_path_list,
 )
 from rubrics_app.access import Actor
 from rubrics_app.models import (
@@ -225,10 +227,10 @@ def _text(raw: bytes, label: str, problems: list[ImportProblem]) -> str | None:
     return text
 
 
-def _check_json(path: Path, label: str, problems: list[ImportProblem]) -> bool:
-    """The JSON file holds only what the database can store (grading's readers check the rest)."""
+def _check_json(raw: bytes, path: Path, label: str, problems: list[ImportProblem]) -> bool:
+    """The JSON file's bytes hold only what the database can store (grading's readers check the rest)."""
     try:
-        data = read_json(path)
+        data = parse_json(raw, path)
     except InputError as exc:
         problems.extend(_problem(exc, label))
         return False
@@ -241,9 +243,13 @@ def _prepare_metrics(
     path: Path, label: str, grade: GradeJson, problems: list[ImportProblem]
 ) -> PreparedGrade | None:
     before = len(problems)
-    if not _check_json(path, label, problems):
+    try:
+        raw = read_input_bytes(path)  # read once: every check below is of these bytes
+    except InputError as exc:
+        problems.extend(_problem(exc, label))
         return None
-    raw = read_input_bytes(path)
+    if not _check_json(raw, path, label, problems):
+        return None
     try:
         # The same reader as ``rubric report``: the format, and the outcome consistent with details.status.
         read_metrics(raw, path)
@@ -303,7 +309,9 @@ def _prepare_run(
     def name(file: str) -> str:
         return posixpath.join(label, file) if label else file
 
-    raw: dict[str, bytes] = {}  # the small files
+    # The small files, each read once (bounded as grading reads it) and checked from these bytes by
+    # grading's own parser for it: a run stored here is one a sweep can read back (grading.make_run).
+    raw: dict[str, bytes] = {}
     hashes: dict[str, str] = {}
     diff_size = 0
     for file in RUN_FILES:
@@ -312,44 +320,61 @@ def _prepare_run(
             continue
         if file == DIFF_FILE:
             hashes[file], diff_size = _file_sha256(path)
+            continue
+        try:
+            raw[file] = read_input_bytes(path)
+        except InputError as exc:
+            problems.extend(_problem(exc, name(file)))
         else:
-            raw[file] = path.read_bytes()
             hashes[file] = _sha256(raw[file])
     if len(problems) > before:
         return None
-    record = grade = None
-    if _check_json(run_dir / "run.json", name("run.json"), problems):
+
+    def check(file: str, parse: Callable[[bytes, Path], object]) -> bool:
         try:
-            record = load_run(run_dir / "run.json")
+            parse(raw[file], run_dir / file)
+        except InputError as exc:
+            problems.extend(_problem(exc, name(file)))
+            return False
+        return True
+
+    record = grade = None
+    if _check_json(raw["run.json"], run_dir / "run.json", name("run.json"), problems):
+        try:
+            record = parse_run_record(raw["run.json"], run_dir / "run.json")
         except InputError as exc:
             problems.extend(_problem(exc, name("run.json")))
-    if _check_json(run_dir / "grade.json", name("grade.json"), problems):
+    if _check_json(raw["grade.json"], run_dir / "grade.json", name("grade.json"), problems):
         try:
-            grade = load_grade(run_dir / "grade.json")
+            grade = parse_grade(raw["grade.json"], run_dir / "grade.json")
         except InputError as exc:
             problems.extend(_problem(exc, name("grade.json")))
-    try:
-        read_path_list(run_dir / "ignored_created.txt")
-    except InputError as exc:
-        problems.extend(_problem(exc, name("ignored_created.txt")))
+    check("ignored_created.txt", parse_ignored_created)
     ignored = _text(raw["ignored_created.txt"], name("ignored_created.txt"), problems)
     tests_list = tests_list_error = None
     if TESTS_LIST_NAME in raw:
         tests_list = _text(raw[TESTS_LIST_NAME], name(TESTS_LIST_NAME), problems)
     if TESTS_LIST_ERROR_NAME in raw:
-        try:
-            read_listing_error(run_dir)  # as grading reads it: capped, never beside tests_list.txt
-        except InputError as exc:
-            problems.extend(_problem(exc, name(TESTS_LIST_ERROR_NAME)))
+        check(TESTS_LIST_ERROR_NAME, listing_error_text)  # capped at 32 KiB
         tests_list_error = _text(raw[TESTS_LIST_ERROR_NAME], name(TESTS_LIST_ERROR_NAME), problems)
     git_dir_changes = None
-    if GIT_DIR_CHANGES_NAME in raw:
+    if GIT_DIR_CHANGES_NAME in raw and check(GIT_DIR_CHANGES_NAME, parse_path_list):
+        git_dir_changes = _text(raw[GIT_DIR_CHANGES_NAME], name(GIT_DIR_CHANGES_NAME), problems)
+    if len(problems) == before and record is not None and grade is not None:
+        # What no one file says (tests_list.error beside tests_list.txt), as a sweep reads the stored run.
         try:
-            read_path_list(run_dir / GIT_DIR_CHANGES_NAME)  # as grading reads it: bounded, paths checked
+            make_run(
+                run_dir,
+                run_json=raw["run.json"],
+                grade_json=raw["grade.json"],
+                diff=None,
+                ignored_created=raw["ignored_created.txt"],
+                tests_list=raw.get(TESTS_LIST_NAME),
+                tests_list_error=raw.get(TESTS_LIST_ERROR_NAME),
+                git_dir_changes=raw.get(GIT_DIR_CHANGES_NAME),
+            )
         except InputError as exc:
-            problems.extend(_problem(exc, name(GIT_DIR_CHANGES_NAME)))
-        else:
-            git_dir_changes = _text(raw[GIT_DIR_CHANGES_NAME], name(GIT_DIR_CHANGES_NAME), problems)
+            problems.extend(_problem(exc, name(Path(exc.file or "run.json").name)))
     task = None
     if record is not None:
         task = tasks.get(record.task)

@@ -3,8 +3,10 @@ nothing, metrics.json verdicts stored per judge and item."""
 
 from __future__ import annotations
 
+import builtins
 import io
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from grading import InputError, read_run
 from rubrics_app.models import (
     AgentRun,
     AgentRunDiff,
@@ -264,6 +267,54 @@ def test_a_bad_git_dir_changes_file_imports_nothing_and_names_the_file(
         call_command("import_runs", str(graded_runs), "--repository", repository.name, stderr=err)
     assert f"{graded_runs}/rep0/git_dir_changes.txt" in err.getvalue() and message in err.getvalue()
     assert not AgentRun.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        # A self-ignoring directory whose count is not the files listed: a plain path list would take it.
+        ("build/\n# files: 2\n", "line 2: 'build/' has a count of 2 but lists 0 file(s)"),
+        ("build/\n", "line 1: 'build/' has no count but lists 0 file(s)"),
+    ],
+)
+def test_an_ignored_created_file_grading_refuses_is_refused_by_the_import(
+    graded_runs: Path, repository: Repository, content: str, message: str
+) -> None:
+    # Stored, such a run could never be graded: every sweep of it would stop on the file.
+    (graded_runs / "rep0" / "ignored_created.txt").write_text(content)
+    with pytest.raises(InputError, match="has"):
+        read_run(graded_runs / "rep0")
+    err = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command("import_runs", str(graded_runs), "--repository", repository.name, stderr=err)
+    assert f"{graded_runs}/rep0/ignored_created.txt: {message}" in err.getvalue().splitlines()
+    assert not AgentRun.objects.exists()
+
+
+def test_the_import_reads_each_file_of_a_run_once(
+    graded_runs: Path, repository: Repository, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_dir = graded_runs / "rep0"
+    (run_dir / "git_dir_changes.txt").write_text(".git/hooks/pre-commit\n")
+    opened: Counter[str] = Counter()
+    real_open = io.open
+
+    def counting_open(file: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(file, str | Path) and Path(file).parent == run_dir:
+            opened[Path(file).name] += 1
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(io, "open", counting_open)  # what pathlib calls
+    monkeypatch.setattr(builtins, "open", counting_open)
+    run_command(str(graded_runs), "--repository", repository.name)
+    monkeypatch.setattr(io, "open", real_open)
+    monkeypatch.setattr(builtins, "open", real_open)
+    small = ("run.json", "grade.json", "ignored_created.txt", "tests_list.txt", "git_dir_changes.txt")
+    assert {name: opened[name] for name in (*small, "metrics.json")} == dict.fromkeys(
+        (*small, "metrics.json"), 1
+    )
+    # The diff alone is read twice: hashed in chunks while every run is checked, read whole when it is stored.
+    assert opened["workspace.diff"] == 2
 
 
 # --- the zip upload on the repository page -----------------------------------------------------------
