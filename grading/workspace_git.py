@@ -1,6 +1,7 @@
 """git for the workspace diff (grading/workspace.py): the hardened runner with the user's and the
-repository's config neutralised, and the small git look-ups the snapshot, its private record and the
-capture share. grading/workspace.py's docstring says why each override is there."""
+repository's config neutralised, the small git look-ups the snapshot, its private record and the capture
+share, and the scratch git directory their scans run in. grading/workspace.py's docstring says why each
+override is there."""
 
 from __future__ import annotations
 
