@@ -43,7 +43,7 @@ from django.test.utils import CaptureQueriesContext, setup_test_environment  # n
 from django.urls import reverse  # noqa: E402
 
 from benchmarks._common import Row, machine, print_table  # noqa: E402
-from grading.schema import parse_rubric  # noqa: E402
+from grading.loaders import parse_rubric  # noqa: E402
 from rubrics_app.access import Actor  # noqa: E402
 from rubrics_app.models import Membership, Repository, Role, RubricRevision, Task  # noqa: E402
 from rubrics_app.services.queue import Queue  # noqa: E402

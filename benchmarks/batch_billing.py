@@ -40,7 +40,8 @@ from grading.judge.models import Usage  # noqa: E402
 from grading.judge.openai_backend import OpenAIBackend  # noqa: E402
 from grading.judge.prompt import INSTRUCTIONS, render_request, select_items  # noqa: E402
 from grading.judge.runner import JudgeSettings, SweepJob, judge_sweep  # noqa: E402
-from grading.schema import Rubric, TaskSpec, load_rubric, load_task  # noqa: E402
+from grading.loaders import load_rubric, load_task  # noqa: E402
+from grading.schema import Rubric, TaskSpec
 from tests.grading.judge.fake_servers import FakeProviderServer, tokens  # noqa: E402
 from tests.grading.judge.judge_helpers import DIFF, TASK, make_rubric  # noqa: E402
 

@@ -95,6 +95,15 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     ),
     "grading.judge.scripted": ("ScriptedFile", "ScriptedVerdict", "load_scripted"),
     "grading.judge.tree": ("supports_tree",),
+    "grading.loaders": (
+        "load_grade",
+        "load_manifest",
+        "load_run",
+        "parse_grade",
+        "parse_rubric",
+        "parse_run_record",
+        "validation_messages",
+    ),
     "grading.mutants": (
         "MutantReport",
         "MutantRow",
@@ -162,13 +171,6 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "SWE_BENCH_SOURCE",
         "TaskSpec",
         "TestsConfig",
-        "load_grade",
-        "load_manifest",
-        "load_run",
-        "parse_grade",
-        "parse_rubric",
-        "parse_run_record",
-        "validation_messages",
     ),
     "grading.strict_json": (
         "parse_json",
@@ -254,6 +256,13 @@ if TYPE_CHECKING:
     from grading.judge.specs import parse_decoding as parse_decoding
     from grading.judge.specs import second_judge_problem as second_judge_problem
     from grading.judge.tree import supports_tree as supports_tree
+    from grading.loaders import load_grade as load_grade
+    from grading.loaders import load_manifest as load_manifest
+    from grading.loaders import load_run as load_run
+    from grading.loaders import parse_grade as parse_grade
+    from grading.loaders import parse_rubric as parse_rubric
+    from grading.loaders import parse_run_record as parse_run_record
+    from grading.loaders import validation_messages as validation_messages
     from grading.mutants import MutantReport as MutantReport
     from grading.mutants import MutantRow as MutantRow
     from grading.mutants import check_mutants as check_mutants
@@ -316,13 +325,6 @@ if TYPE_CHECKING:
     from grading.schema import RunRecord as RunRecord
     from grading.schema import TaskSpec as TaskSpec
     from grading.schema import TestsConfig as TestsConfig
-    from grading.schema import load_grade as load_grade
-    from grading.schema import load_manifest as load_manifest
-    from grading.schema import load_run as load_run
-    from grading.schema import parse_grade as parse_grade
-    from grading.schema import parse_rubric as parse_rubric
-    from grading.schema import parse_run_record as parse_run_record
-    from grading.schema import validation_messages as validation_messages
     from grading.strict_json import parse_json as parse_json
     from grading.strict_json import read_input_bytes as read_input_bytes
     from grading.strict_json import read_json as read_json

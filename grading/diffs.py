@@ -36,7 +36,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from grading.errors import InputError
-from grading.schema import read_input_bytes
+from grading.strict_json import read_input_bytes
 
 ChangeStatus = Literal["added", "deleted", "modified"]
 HunkLineKind = Literal["ctx", "add", "del", "note"]

@@ -40,9 +40,12 @@ from pydantic import BaseModel
 from grading.diffs import FileChange, load_diff, path_text
 from grading.errors import InputError
 from grading.globs import match_any
-from grading.schema import GradeJson, TestsConfig, load_grade, load_manifest, load_run, read_input_bytes
+from grading.loaders import load_grade, load_manifest, load_run
+from grading.path_lists import read_path_list
+from grading.schema import GradeJson, TestsConfig
 from grading.scope import IGNORED_CREATED_NAME, read_ignored_created_shown
-from grading.workspace import GIT_DIR_CHANGES_NAME, read_path_list
+from grading.strict_json import read_input_bytes
+from grading.workspace import GIT_DIR_CHANGES_NAME
 
 if TYPE_CHECKING:
     from grading.run import Run, TaskFiles

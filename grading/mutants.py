@@ -58,8 +58,9 @@ from grading.judge.specs import make_backend
 from grading.judge.tree import base_tree_for
 from grading.outcome import RubricAssessment, assess
 from grading.run import ORACLE_DIFF_NAME, RUBRIC_NAME, TaskFiles, read_task_files
-from grading.schema import PromptStyle, Rubric, TestsConfig, read_input_bytes
+from grading.schema import PromptStyle, Rubric, TestsConfig
 from grading.scope import check_scope
+from grading.strict_json import read_input_bytes
 
 MutantKind = Literal["drop-hunk", "revert-file", "one-place", "revert-condition"]
 KINDS: tuple[MutantKind, ...] = ("drop-hunk", "revert-file", "one-place", "revert-condition")

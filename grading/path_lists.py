@@ -14,7 +14,7 @@ from pydantic import BaseModel, field_serializer
 
 from grading.diffs import c_quote, read_quoted
 from grading.errors import InputError
-from grading.schema import read_input_bytes
+from grading.strict_json import read_input_bytes
 
 SNAPSHOT_HEADER_V3 = "# rubric snapshot v3"  # still read: no private record of the git directory
 SNAPSHOT_HEADER_V2 = "# rubric snapshot v2"  # still read: no recorded .gitignore files

@@ -16,9 +16,11 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, ValidationError
 
 from grading.errors import InputError, InputErrors
+from grading.loaders import load_run, load_task, validation_messages
 from grading.outcome import FRAMEWORK_METRICS, METRICS_FORMAT, OutcomeStatus
 from grading.report import GradedRun, JudgeVerdicts, Verdict, grade_metrics
-from grading.schema import PromptStyle, load_run, load_task, parse_json, read_json, validation_messages
+from grading.schema import PromptStyle
+from grading.strict_json import parse_json, read_json
 
 # Top-level metrics.json keys that are the framework's, not grade.json metrics.
 _FRAMEWORK_KEYS = frozenset(FRAMEWORK_METRICS) | {"format", "rubric_sha256", "provisional"}

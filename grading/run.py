@@ -27,24 +27,20 @@ from grading.integrity import (
     listing_error_text,
     parse_test_list,
 )
-from grading.schema import (
+from grading.loaders import (
     MAX_MANIFEST_BYTES,
-    GradeJson,
-    Rubric,
-    RunRecord,
-    TaskSpec,
-    TestsConfig,
+    check_calibration_files,
     parse_grade,
-    parse_json,
     parse_manifest,
     parse_rubric,
     parse_run_record,
     parse_task,
-    read_input_bytes,
-    rubric_sha256,
 )
+from grading.path_lists import IgnoredCreated, parse_ignored_created, parse_path_list
+from grading.schema import GradeJson, Rubric, RunRecord, TaskSpec, TestsConfig, rubric_sha256
 from grading.scope import IGNORED_CREATED_NAME, shown_ignored
-from grading.workspace import GIT_DIR_CHANGES_NAME, IgnoredCreated, parse_ignored_created, parse_path_list
+from grading.strict_json import parse_json, read_input_bytes
+from grading.workspace import GIT_DIR_CHANGES_NAME
 
 RUN_NAME = "run.json"
 GRADE_NAME = "grade.json"
@@ -322,16 +318,7 @@ def read_task_files(
     )
     if not admission or files.rubric is None:
         return files
-    calib_dir = rubric_file.parent.resolve()
-    problems: list[tuple[str, str]] = []
-    for field, rel in files.rubric.calibration.paths():
-        target = (rubric_file.parent / rel).resolve()
-        if not target.is_relative_to(calib_dir):
-            problems.append((field, f"{rel!r} leaves the task directory"))
-        elif not target.is_file():
-            problems.append((field, f"{rel!r} does not exist"))
-    if problems:
-        raise InputErrors(rubric_file, problems)
+    check_calibration_files(files.rubric, rubric_file)
     oracle = _diff_file(task_dir / ORACLE_DIFF_NAME, ORACLE_DIFF_NAME)
     calibration = {
         rel: _diff_file(rubric_file.parent / rel, rel) for _, rel in files.rubric.calibration.paths()

@@ -17,8 +17,9 @@ from pydantic import BaseModel
 from grading.diffs import FileChange, load_diff, path_text
 from grading.errors import InputError
 from grading.globs import match_any
-from grading.schema import Rubric, Scope, load_rubric
-from grading.workspace import IgnoredCreated, SelfIgnoringDir, read_ignored_created
+from grading.loaders import load_rubric
+from grading.path_lists import IgnoredCreated, SelfIgnoringDir, read_ignored_created
+from grading.schema import Rubric, Scope
 
 if TYPE_CHECKING:
     from grading.run import Run

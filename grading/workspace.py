@@ -2,10 +2,12 @@
 
 CONTRACT: ``snapshot_ignored(workspace) -> list[str]``, ``write_snapshot(workspace, out) -> int``,
 ``capture(workspace, base, before, out_dir) -> CaptureResult`` (writes ``workspace.diff`` and
-``ignored_created.txt`` into ``out_dir``), ``read_ignored_created(path) -> IgnoredCreated`` to read
-``ignored_created.txt`` back (``read_path_list`` gives its lines only: files, and ``dir/`` entries),
-``read_snapshot(path) -> list[str]`` (its ignored paths; the whole file, with the recorded exclusion rules,
-is ``read_snapshot_file(path) -> Snapshot``).
+``ignored_created.txt`` into ``out_dir``). grading/path_lists.py reads the files back:
+``read_ignored_created(path) -> IgnoredCreated`` for ``ignored_created.txt`` (``read_path_list`` gives its
+lines only: files, and ``dir/`` entries), ``read_snapshot(path) -> list[str]`` (its ignored paths; the whole
+file, with the recorded exclusion rules, is ``read_snapshot_file(path) -> Snapshot``). Which created
+ignored files stay out of the diff is grading/workspace_ignores.py's; the private record of a v4 snapshot
+is grading/workspace_record.py's.
 
 Path-list files (the snapshot and ``ignored_created.txt``) hold one path per line, relative to the
 workspace root, ``/``-separated, UTF-8, each line ending in ``\\n``. A name that a plain line cannot carry
@@ -87,9 +89,9 @@ How the capture works, and why:
   root. Any other self-ignoring directory (``src/pkg/impl/`` with a ``*`` ``.gitignore``) hides nothing:
   its files are in the diff. Only the outermost such directory counts. It
   is one ``dir/`` line of ``ignored_created.txt``, followed by ``# files: N`` and one ``# - path``
-  comment per file in it (:func:`format_ignored_created`, read back with :func:`read_ignored_created`),
-  so ``denied_globs`` and ``tests.config_globs`` still see every file while plain path-list readers
-  skip the comments.
+  comment per file in it (path_lists.py's :func:`format_ignored_created`, read back with
+  :func:`read_ignored_created`), so ``denied_globs`` and ``tests.config_globs`` still see every file while
+  plain path-list readers skip the comments.
 - Ignored files are listed file by file (no ``--directory`` collapsing), so a new file inside a directory
   that was already ignored before the run shows up in ``ignored_created.txt``.
 """
@@ -100,7 +102,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, field_serializer
@@ -112,29 +114,25 @@ from grading.path_lists import (
     _GITIGNORE,
     _IGNORE_FILE_PREFIX,
     _IGNORE_RULES_PREFIX,
+    SNAPSHOT_HEADER,
+    SelfIgnoringDir,
+    Snapshot,
     _is_gitignore,
     _text,
+    format_ignored_created,
+    format_path_list,
+    read_snapshot_file,
 )
-
-# Re-exported: the path-list files (snapshot, ignored_created.txt) are grading/path_lists.py's.
-from grading.path_lists import SNAPSHOT_HEADER as SNAPSHOT_HEADER
-from grading.path_lists import SNAPSHOT_HEADER_V1 as SNAPSHOT_HEADER_V1
-from grading.path_lists import SNAPSHOT_HEADER_V2 as SNAPSHOT_HEADER_V2
-from grading.path_lists import SNAPSHOT_HEADER_V3 as SNAPSHOT_HEADER_V3
-from grading.path_lists import IgnoredCreated as IgnoredCreated
-from grading.path_lists import SelfIgnoringDir as SelfIgnoringDir
-from grading.path_lists import Snapshot as Snapshot
-from grading.path_lists import format_ignored_created as format_ignored_created
-from grading.path_lists import format_path_list as format_path_list
-from grading.path_lists import parse_ignored_created as parse_ignored_created
-from grading.path_lists import parse_path_list as parse_path_list
-from grading.path_lists import quote_path as quote_path
-from grading.path_lists import read_ignored_created as read_ignored_created
-from grading.path_lists import read_path_list as read_path_list
-from grading.path_lists import read_snapshot as read_snapshot
-from grading.path_lists import read_snapshot_file as read_snapshot_file
-from grading.path_lists import unquote_path as unquote_path
-from grading.workspace_git import _alternates_value, _Git, _git_path, _resolve_base
+from grading.workspace_git import (
+    _alternates_value,
+    _Git,
+    _git_path,
+    _nul_joined,
+    _resolve_base,
+    _scratch_git_dir,
+    _split_z,
+)
+from grading.workspace_ignores import _base_ignore_files, _ignored_by, _self_ignoring_dirs
 from grading.workspace_record import (
     _RECORD_EXCLUDE,
     _git_dir_changes,
@@ -143,16 +141,9 @@ from grading.workspace_record import (
     _record_git,
     _resolve_in_record,
     _write_record,
+    record_path,
 )
-from grading.workspace_record import RECORD_SUFFIX as RECORD_SUFFIX
-from grading.workspace_record import record_path as record_path
 
-_MAX_SELF_IGNORE_BYTES = 64 * 1024  # a tool's "*" file is a few bytes; a bigger one is not read as one
-# What declares a self-ignoring directory a cache (only those stay out of the diff)
-_CACHEDIR_TAG = "CACHEDIR.TAG"
-_CACHEDIR_SIGNATURE = b"Signature: 8a477f597d28d172789f06886806bc55"  # bford.info/cachedir
-_PYVENV_CFG = "pyvenv.cfg"
-# ignored_created.txt: the comment lines that follow a self-ignoring directory's line
 DIFF_NAME = "workspace.diff"
 IGNORED_CREATED_NAME = "ignored_created.txt"
 GIT_DIR_CHANGES_NAME = "git_dir_changes.txt"  # run dir: the paths under .git the run changed
@@ -227,10 +218,6 @@ def _toplevel_git(workspace: Path) -> _Git:
     git.workspace = toplevel
     git.neutralise_filters()
     return git
-
-
-def _split_z(data: bytes) -> list[str]:
-    return [os.fsdecode(item) for item in data.split(b"\0") if item]
 
 
 def _walk_nested(git: _Git, directory: str) -> list[str]:
@@ -508,161 +495,6 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
     )
 
 
-def _base_ignore_files(git: _Git, base_commit: str) -> dict[str, bytes]:
-    """The ``.gitignore`` files of the base commit (path -> bytes): the old rules for a v1/v2 snapshot."""
-    listing = git.run("ls-tree", "-r", "-z", "--full-tree", base_commit)
-    wanted: list[tuple[str, str]] = []
-    for entry in listing.split(b"\0"):
-        meta, _, raw_name = entry.partition(b"\t")
-        name = os.fsdecode(raw_name)
-        parts = meta.split(b" ")
-        if len(parts) == 3 and parts[1] == b"blob" and parts[0] != b"120000" and _is_gitignore(name):
-            wanted.append((name, parts[2].decode("ascii")))
-    if not wanted:
-        return {}
-    out = git.run("cat-file", "--batch", stdin="".join(oid + "\n" for _, oid in wanted).encode("ascii"))
-    found: dict[str, bytes] = {}
-    pos = 0
-    for name, _ in wanted:
-        header_end = out.index(b"\n", pos)
-        size = int(out[pos:header_end].split(b" ")[2])
-        found[name] = out[header_end + 1 : header_end + 1 + size]
-        pos = header_end + 1 + size + 1
-    return found
-
-
-def _declares_cache(git: _Git, directory: str) -> bool:
-    """True for a directory that declares itself a cache: a ``CACHEDIR.TAG`` starting with the Cache
-    Directory Tagging Specification's signature (pytest, ruff and mypy write one), or a virtual environment
-    (``pyvenv.cfg`` at its root). Symbolic links do not count."""
-    tag = _read_regular(git.workspace / directory / _CACHEDIR_TAG, len(_CACHEDIR_SIGNATURE))
-    if tag == _CACHEDIR_SIGNATURE:
-        return True
-    return _read_regular(git.workspace / directory / _PYVENV_CFG, 0) is not None
-
-
-def _read_regular(path: Path, limit: int) -> bytes | None:
-    """The first ``limit`` bytes of ``path`` if it is a regular file (not through a symlink), else None."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        return handle.read(limit) if limit else b""
-
-
-def _ignores_everything(rules: bytes) -> bool:
-    """True for a ``.gitignore`` whose one pattern is ``*`` (what pytest, mypy, ruff and venv write)."""
-    patterns = [line.rstrip(b" ") for line in rules.split(b"\n")]
-    return [p for p in patterns if p and not p.startswith(b"#")] == [b"*"]
-
-
-def _self_ignoring_dirs(
-    git: _Git,
-    base_commit: str,
-    created: Sequence[str],
-    before: set[str],
-    old_ignore_files: Mapping[str, bytes],
-) -> list[SelfIgnoringDir]:
-    """New cache directories whose own new ``.gitignore`` ignores everything in them (outermost ones only).
-
-    New means nothing was there before the run: no path of the base commit, no ignored file of the
-    snapshot and no recorded ``.gitignore`` under it. A cache declares itself (:func:`_declares_cache`);
-    any other self-ignoring directory's files go into the diff like any file only new rules ignore.
-    """
-    candidates: list[str] = []
-    for path in created:
-        if "/" not in path or not _is_gitignore(path) or path in old_ignore_files:
-            continue
-        rules = _read_regular(git.workspace / path, _MAX_SELF_IGNORE_BYTES + 1) or b""
-        directory = path[: -len(_GITIGNORE) - 1]
-        if (
-            len(rules) <= _MAX_SELF_IGNORE_BYTES
-            and _ignores_everything(rules)
-            and _declares_cache(git, directory)
-        ):
-            candidates.append(directory)
-    if not candidates:
-        return []
-    in_base = set(
-        _split_z(
-            git.run("--literal-pathspecs", "ls-tree", "-z", "--name-only", base_commit, "--", *candidates)
-        )
-    )
-    earlier = [*before, *old_ignore_files]
-    chosen: list[str] = []
-    for directory in sorted(candidates, key=lambda d: (d.count("/"), d)):
-        prefix = directory + "/"
-        if any(directory.startswith(c + "/") for c in chosen) or directory in in_base:
-            continue
-        if any(p.startswith(prefix) for p in earlier):
-            continue
-        chosen.append(directory)
-    return [
-        SelfIgnoringDir(path=d, files=[p for p in created if p.startswith(d + "/")]) for d in sorted(chosen)
-    ]
-
-
-def _ignored_by(
-    git: _Git,
-    scratch: Path,
-    info_exclude: bytes,
-    ignore_files: Mapping[str, bytes],
-    paths: Sequence[str],
-    source: Path,
-) -> set[str]:
-    """Those of ``paths`` that the old rules ignore: ``ignore_files`` (the ``.gitignore`` files before the
-    run) and ``info_exclude``, asked of git in a shadow work tree that holds only those files."""
-    if not paths:
-        return set()
-    shadow = scratch / "old-rules-tree"
-    try:
-        shadow.mkdir()
-        for rel, rules in ignore_files.items():
-            target = shadow / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(rules)
-    except OSError as exc:
-        raise InputError(source, f"the recorded .gitignore files do not form a tree: {exc}") from exc
-    home = scratch / "old-rules"
-    home.mkdir()
-    git_dir = _scratch_git_dir(git, home, home, info_exclude)
-    old = _Git(shadow, {"GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(shadow),
-                        "GIT_INDEX_FILE": str(home / "index")})  # fmt: skip
-    old.config = list(git.config)
-    # exit 1 means "none of them is ignored"
-    out = old.run("check-ignore", "--no-index", "-z", "--stdin", stdin=_nul_joined(paths), ok_codes=(0, 1))
-    return set(_split_z(out))
-
-
-def _scratch_git_dir(git: _Git, scratch: Path, index_dir: Path, info_exclude: bytes) -> Path:
-    """A scratch git directory whose ``info/exclude`` is ``info_exclude`` and whose ``info/attributes``
-    outranks the workspace's.
-
-    A ``-diff`` or ``binary`` attribute (in ``.gitattributes``, or in ``.git/info/attributes``, which no
-    diff shows) turns a text change into a binary patch: the judge could not read it and max_changed_lines
-    would not count it. ``!diff`` leaves git's own text-or-binary test in charge. Conversions (``text``,
-    ``eol``) stay as the repository sets them: they decide the content, not how it is shown.
-    """
-    object_format = git.run("rev-parse", "--show-object-format").decode("ascii", "replace").strip()
-    git_dir = scratch / "gitdir"
-    for sub in ("refs", "objects", "info"):
-        (git_dir / sub).mkdir(parents=True)
-    (git_dir / "HEAD").write_text("ref: refs/heads/main\n")
-    config = "[core]\n\trepositoryformatversion = 0\n"
-    if object_format and object_format != "sha1":
-        config = f"[core]\n\trepositoryformatversion = 1\n[extensions]\n\tobjectformat = {object_format}\n"
-    (git_dir / "config").write_text(config)
-    (git_dir / "info" / "attributes").write_text("* !diff\n")
-    (git_dir / "info" / "exclude").write_bytes(info_exclude)
-    # A split index names its shared part, which git looks for beside the index's git directory.
-    for shared in index_dir.glob("sharedindex.*"):
-        shutil.copyfile(shared, git_dir / shared.name)
-    return git_dir
-
-
 def _gitlinks(listing: bytes) -> list[str]:
     """Paths of mode 160000 in ``ls-files --stage -z`` or ``ls-tree -r -z`` output."""
     found = []
@@ -700,7 +532,3 @@ def _clear_hiding_bits(git: _Git) -> None:
         git.run("update-index", "--no-assume-unchanged", "-z", "--stdin", stdin=_nul_joined(assumed))
     if skipped:
         git.run("update-index", "--no-skip-worktree", "-z", "--stdin", stdin=_nul_joined(skipped))
-
-
-def _nul_joined(names: Iterable[bytes | str]) -> bytes:
-    return b"".join((os.fsencode(n) if isinstance(n, str) else n) + b"\0" for n in names)

@@ -1,11 +1,13 @@
 """git for the workspace diff (grading/workspace.py): the hardened runner with the user's and the
-repository's config neutralised, and the small git look-ups the snapshot, its private record and the
-capture share. grading/workspace.py's docstring says why each override is there."""
+repository's config neutralised, the small git look-ups the snapshot, its private record and the capture
+share, and the scratch git directory their scans run in. grading/workspace.py's docstring says why each
+override is there."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+import shutil
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from grading.diffs import c_quote
@@ -116,3 +118,37 @@ def _alternates_value(paths: Sequence[Path]) -> str:
         raw = os.fsencode(p)
         entries.append(c_quote(raw) if b":" in raw or raw.startswith(b'"') else os.fsdecode(raw))
     return ":".join(entries)
+
+
+def _split_z(data: bytes) -> list[str]:
+    return [os.fsdecode(item) for item in data.split(b"\0") if item]
+
+
+def _nul_joined(names: Iterable[bytes | str]) -> bytes:
+    return b"".join((os.fsencode(n) if isinstance(n, str) else n) + b"\0" for n in names)
+
+
+def _scratch_git_dir(git: _Git, scratch: Path, index_dir: Path, info_exclude: bytes) -> Path:
+    """A scratch git directory whose ``info/exclude`` is ``info_exclude`` and whose ``info/attributes``
+    outranks the workspace's.
+
+    A ``-diff`` or ``binary`` attribute (in ``.gitattributes``, or in ``.git/info/attributes``, which no
+    diff shows) turns a text change into a binary patch: the judge could not read it and max_changed_lines
+    would not count it. ``!diff`` leaves git's own text-or-binary test in charge. Conversions (``text``,
+    ``eol``) stay as the repository sets them: they decide the content, not how it is shown.
+    """
+    object_format = git.run("rev-parse", "--show-object-format").decode("ascii", "replace").strip()
+    git_dir = scratch / "gitdir"
+    for sub in ("refs", "objects", "info"):
+        (git_dir / sub).mkdir(parents=True)
+    (git_dir / "HEAD").write_text("ref: refs/heads/main\n")
+    config = "[core]\n\trepositoryformatversion = 0\n"
+    if object_format and object_format != "sha1":
+        config = f"[core]\n\trepositoryformatversion = 1\n[extensions]\n\tobjectformat = {object_format}\n"
+    (git_dir / "config").write_text(config)
+    (git_dir / "info" / "attributes").write_text("* !diff\n")
+    (git_dir / "info" / "exclude").write_bytes(info_exclude)
+    # A split index names its shared part, which git looks for beside the index's git directory.
+    for shared in index_dir.glob("sharedindex.*"):
+        shutil.copyfile(shared, git_dir / shared.name)
+    return git_dir

@@ -80,7 +80,7 @@ def run_draft(args: argparse.Namespace) -> int:
     )
     from grading.draft.files import write_draft
     from grading.judge.cost import load_price_table
-    from grading.schema import load_task
+    from grading.loaders import load_task
 
     task = load_task(args.task_dir)
     if not task.base_commit:

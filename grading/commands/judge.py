@@ -46,16 +46,10 @@ from grading.judge.prompt import (
 from grading.judge.runner import JudgeSettings, SweepJob, judge_sweep
 from grading.judge.specs import make_backend, parse_decoding
 from grading.judge.tree import base_tree_for
-from grading.schema import (
-    Rubric,
-    TaskSpec,
-    load_manifest,
-    load_rubric,
-    load_task,
-    read_input_bytes,
-    task_for_run,
-)
+from grading.loaders import load_manifest, load_rubric, load_task, task_for_run
+from grading.schema import Rubric, TaskSpec
 from grading.scope import IGNORED_CREATED_NAME, read_ignored_created_shown
+from grading.strict_json import read_input_bytes
 
 DIFF_NAME = "workspace.diff"
 

@@ -11,7 +11,9 @@ from typing import Any
 
 from grading.commands._common import Subparsers, add_json_flag, print_json
 from grading.errors import InputError, InputErrors
-from grading.schema import load_rubric, read_json, rubric_json_schema
+from grading.loaders import load_rubric
+from grading.schema import rubric_json_schema
+from grading.strict_json import read_json
 
 
 def register(subparsers: Subparsers) -> None:

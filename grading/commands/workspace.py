@@ -9,7 +9,8 @@ from pathlib import Path
 
 from grading.commands._common import Subparsers, add_json_flag, print_json
 from grading.errors import InputError
-from grading.schema import load_manifest
+from grading.loaders import load_manifest
+from grading.path_lists import quote_path
 from grading.testlist import (
     DEFAULT_MAX_BYTES,
     DEFAULT_TIMEOUT,
@@ -21,7 +22,8 @@ from grading.testlist import (
     run_test_list,
     write_listing_error,
 )
-from grading.workspace import capture, quote_path, record_path, write_snapshot
+from grading.workspace import capture, write_snapshot
+from grading.workspace_record import record_path
 
 _NOTES_MAX = 20  # notes printed per kind; --json has them all
 

@@ -13,7 +13,7 @@ from grading.basetree import BaseTree
 from grading.citations import parse_citations
 from grading.draft.drafter import ALT_DIFF_PATH, LAZY_DIFF_PATH, Draft
 from grading.errors import InputError, InputErrors
-from grading.schema import parse_rubric
+from grading.loaders import parse_rubric
 
 
 def evidence_citations(evidence: str) -> list[tuple[str, int, int]]:

@@ -35,7 +35,7 @@ import httpx2
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from grading.errors import InputError
-from grading.schema import parse_json, read_json
+from grading.strict_json import parse_json, read_json
 
 GITHUB_API = "https://api.github.com"
 MAX_REDIRECTS = 5  # per request; GitHub sends one for a renamed or transferred repository

@@ -16,7 +16,7 @@ from typing import Any
 from grading.errors import InputError
 from grading.judge.backend import BackendReply, JudgeRequest
 from grading.judge.scripted import SCRIPTED_MODEL_ID, render_scripted
-from grading.schema import read_json
+from grading.strict_json import read_json
 
 SCRIPTED_DRAFTER_ID = SCRIPTED_MODEL_ID
 

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from grading.errors import InputError
 from grading.judge.models import Usage
-from grading.schema import read_json
+from grading.strict_json import read_json
 
 PRICES_ENV = "RUBRIC_JUDGE_PRICES"
 PerMillion = Annotated[float, Field(ge=0)]

@@ -22,8 +22,8 @@ from grading.diffs import judge_text, read_diff
 from grading.errors import InputError
 from grading.judge.backend import JudgeRequest
 from grading.judge.models import CONFIG_BLOCKER_CRITERION, CONFIG_BLOCKER_ID, ItemKind, TreeBudget
+from grading.path_lists import SelfIgnoringDir, quote_path
 from grading.schema import Rubric, TaskSpec
-from grading.workspace import SelfIgnoringDir, quote_path
 
 # Stands in for the nonce in the cache key, so the key depends on what the judge sees, not on the draw.
 NONCE_PLACEHOLDER = "{{NONCE}}"

@@ -60,8 +60,8 @@ from grading.judge.tree import (
     supports_tree,
     tree_request,
 )
+from grading.path_lists import SelfIgnoringDir
 from grading.schema import Rubric, TaskSpec
-from grading.workspace import SelfIgnoringDir
 
 # stop reasons that mean the reply was cut off (Anthropic, OpenAI)
 TRUNCATED_STOP_REASONS = {"max_tokens", "length", "model_context_window_exceeded"}

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 from grading.errors import InputError
 from grading.judge.backend import BackendReply, Decoding, JudgeRequest
 from grading.judge.models import Finding, Location, VerdictValue
-from grading.schema import parse_json, read_input_bytes
+from grading.strict_json import parse_json, read_input_bytes
 
 SCRIPTED_MODEL_ID = "scripted"
 

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, JsonValue
 
 from grading.errors import InputError
 from grading.judge.backend import Backend, Decoding
-from grading.schema import JsonProblem, strict_json_loads
+from grading.strict_json import JsonProblem, strict_json_loads
 
 Provider = Literal["anthropic", "openai", "claude-code", "scripted"]
 PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai", "claude-code", "scripted")

@@ -83,7 +83,7 @@ def calibration_files(revision: RubricRevision) -> dict[str, bytes]:
 def manifest_bytes(repository: Repository) -> bytes:
     """repo_manifest.yaml with the repository's tests block, as grading reads it."""
     tests = repository.tests_config or {}
-    # JSON is YAML: grading.schema.load_manifest reads it as the manifest's `tests` block.
+    # JSON is YAML: grading.loaders.load_manifest reads it as the manifest's `tests` block.
     return (json.dumps({"tests": tests} if tests else {}) + "\n").encode()
 
 

@@ -25,13 +25,15 @@ calls go as one batch, and the job polls it (every SWEEP_BATCH_POLL_SECONDS) whi
 for any job. Each run is stored as its answer arrives; a call the batch did not answer (expired, errored) is
 that run's judge failure, graded again by the next sweep. Calls are priced, and reserved against the cap, at
 the batch price.
+
+Which runs a sweep grades and the files grading reads for each are built in sweep_inputs.py; the judges it
+calls, behind the provider limits and the spend cap, in sweep_judges.py. This module starts, runs and stores.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -48,33 +50,20 @@ from django.utils import timezone
 
 from grading import (
     Backend,
-    Budget,
     BudgetExceeded,
-    Decoding,
     InputError,
     JudgeSettings,
-    Limit,
     LimitedBackend,
-    PriceTable,
-    ProviderLimit,
-    ProviderLimitSpec,
-    Run,
     RunMetrics,
-    SharedProviderLimit,
-    TaskFiles,
-    ThreadBatchBackend,
     check_second_judge,
     grade,
     load_price_table,
     make_backend,
-    make_run,
-    make_task_files,
     provider_of,
 )
 from rubrics_app.access import Actor
 from rubrics_app.models import (
     AgentRun,
-    AgentRunDiff,
     GradeSource,
     Job,
     JobKind,
@@ -96,6 +85,18 @@ from rubrics_app.services import calibration
 from rubrics_app.services.jobs import JobFailed, job_task, run
 from rubrics_app.services.report_rows import refresh_report_rows
 from rubrics_app.services.runs import ImportedMetrics, store_grade
+from rubrics_app.services.sweep_inputs import (
+    Target,
+    _Admission,
+    _graded_already,
+    _label,
+    _load_run,
+    _run_model,
+    _targets,
+    _task_bytes,
+    _TaskBytes,
+)
+from rubrics_app.services.sweep_judges import _backend, _batched, _budget, _unpriced, provider_limit
 
 
 class SweepError(JobFailed):
@@ -106,14 +107,6 @@ class SweepError(JobFailed):
 
 
 sweep_spend_this_month = calibration.sweep_spend_this_month
-
-
-def _unpriced(specs: list[str], prices: PriceTable) -> list[str]:
-    return [
-        spec
-        for spec in specs
-        if spec and not JudgeSetting.is_scripted(spec) and prices.price_for(spec.partition(":")[2]) is None
-    ]
 
 
 # --- starting -----------------------------------------------------------------------------------------------
@@ -233,203 +226,6 @@ def recent_sweeps(repository: Repository, *, task: Task | None = None, count: in
     if task is not None:
         found = found.filter(Q(task=task) | Q(task__isnull=True))
     return list(found[:count])
-
-
-# --- what a sweep grades ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Target:
-    run_pk: int
-    revision: RubricRevision
-
-
-def _targets(sweep: Sweep) -> tuple[list[Target], int]:
-    """The runs the sweep grades with their revision, and how many it leaves out for want of a revision."""
-    runs = AgentRun.objects.filter(task__repository_id=sweep.repository_id)
-    if sweep.task_id is not None:
-        runs = runs.filter(task_id=sweep.task_id)
-    if sweep.arm:
-        runs = runs.filter(arm=sweep.arm)
-    if sweep.model:
-        runs = runs.filter(model=sweep.model)
-    if sweep.revision is not None:
-        revisions = {sweep.revision.task_id: sweep.revision}
-    else:
-        admitted = RubricRevision.objects.filter(
-            task__repository_id=sweep.repository_id, status=RevisionStatus.ADMITTED
-        ).select_related("task__repository")
-        revisions = {revision.task_id: revision for revision in admitted}
-    targets: list[Target] = []
-    left_out = 0
-    for run_pk, task_id in runs.order_by("task_id", "arm", "model", "repetition").values_list(
-        "pk", "task_id"
-    ):
-        revision = revisions.get(task_id)
-        if revision is None:
-            left_out += 1
-        else:
-            targets.append(Target(run_pk, revision))
-    return targets, left_out
-
-
-def _graded_already(sweep: Sweep, targets: list[Target]) -> tuple[set[int], set[int]]:
-    """Runs with a grade under the sweep's key (skipped), and those whose sweep grade is a judge failure
-    (graded again, the grade replaced)."""
-    done: set[int] = set()
-    retry: set[int] = set()
-    by_revision: dict[int, list[int]] = {}
-    revisions: dict[int, RubricRevision] = {}
-    for target in targets:
-        by_revision.setdefault(target.revision.pk, []).append(target.run_pk)
-        revisions[target.revision.pk] = target.revision
-    for revision_pk, run_pks in by_revision.items():
-        sha = revisions[revision_pk].rubric_sha256()
-        for start_at in range(0, len(run_pks), 500):
-            chunk = run_pks[start_at : start_at + 500]
-            # A grade with no primary judge is one the judge was never needed for (the test gate failed):
-            # no judge could change it.
-            grades = RunGrade.objects.filter(
-                Q(primary_judge=sweep.judge) | Q(primary_judge=""), run_id__in=chunk, rubric_sha256=sha
-            ).values_list("run_id", "source", "judge_failure")
-            for run_id, source, judge_failure in grades:
-                if source == GradeSource.SWEEP and judge_failure:
-                    retry.add(run_id)
-                else:
-                    done.add(run_id)
-    return done, retry - done
-
-
-# --- the files grade_run reads ------------------------------------------------------------------------------
-
-
-def _task_json(revision: RubricRevision, prompt_style: str) -> bytes:
-    data = calibration.task_json(revision)
-    task = revision.task
-    # The judge sees the prompt the agent was given (§8: a task may carry both styles).
-    if prompt_style == "issue" and task.issue_prompt:
-        data.update(prompt=task.issue_prompt, prompt_style="issue")
-    return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode()
-
-
-@dataclass(frozen=True)
-class _TaskBytes:
-    """What grading reads of a revision's task, as bytes: parsed by grading in the worker thread, so a bad
-    rubric is that run's problem, as it is for ``rubric grade``."""
-
-    source: str
-    task_json: bytes
-    rubric_json: bytes
-    manifest: bytes
-    oracle_grade: bytes | None  # None: the task has no oracle_grade.json (tests_skipped not measured)
-    tests_base: bytes | None  # None: the task has no tests_base.txt (test_cases not measured)
-
-    def files(self) -> TaskFiles:
-        return make_task_files(
-            self.source,
-            task_json=self.task_json,
-            rubric_json=self.rubric_json,
-            manifest=self.manifest,
-            oracle_grade=self.oracle_grade,
-            tests_base=self.tests_base,
-        )
-
-
-def _task_bytes(revision: RubricRevision, prompt_style: str) -> _TaskBytes:
-    task = revision.task
-    # The task's own files as tasks/<id>/ holds them; stored empty means the task has none (as calibration
-    # reads them).
-    return _TaskBytes(
-        source=f"tasks/{task.task_id}",
-        task_json=_task_json(revision, prompt_style),
-        rubric_json=revision.rubric_json_bytes(),
-        manifest=calibration.manifest_bytes(task.repository),
-        oracle_grade=task.task_file("oracle_grade.json") or None,
-        tests_base=task.task_file("tests_base.txt") or None,
-    )
-
-
-def _run_model(run: AgentRun, diff: bytes) -> Run:
-    """The stored run as grading reads a run folder: a run imported without git_dir_changes.txt has its
-    git_dir part not measured, as ``rubric grade`` leaves it."""
-    return make_run(
-        f"run {run.pk}",
-        run_json=json.dumps(run.run_json).encode(),
-        grade_json=json.dumps(run.grade_json).encode(),
-        diff=diff,
-        ignored_created=run.ignored_created.encode(),
-        tests_list=run.tests_list.encode() if run.tests_list is not None else None,
-        tests_list_error=run.tests_list_error.encode() if run.tests_list_error is not None else None,
-        git_dir_changes=run.git_dir_changes.encode() if run.git_dir_changes is not None else None,
-    )
-
-
-class _Admission:
-    """grade_run's admission lookup: the sweep decided up front whether its revision is admitted."""
-
-    def __init__(self, admitted: bool) -> None:
-        self.admitted = admitted
-
-    def admits(self, rubric_sha256: str, judge: str) -> bool:
-        return self.admitted
-
-
-# --- judges -------------------------------------------------------------------------------------------------
-
-_limits_lock = threading.Lock()
-_limits: dict[str, tuple[str, Limit]] = {}
-
-
-def provider_limit(provider: str) -> Limit:
-    """The limit of a provider (settings.SWEEP_PROVIDER_LIMITS), shared by every sweep: across every worker
-    through settings.SWEEP_LIMITS_REDIS_URL when set, else by this process's threads."""
-    spec: ProviderLimitSpec = settings.SWEEP_PROVIDER_LIMITS.get(
-        provider, ProviderLimitSpec(concurrency=settings.SWEEP_DEFAULT_CONCURRENCY)
-    )
-    url: str = settings.SWEEP_LIMITS_REDIS_URL
-    where = f"{url} {settings.SWEEP_LIMITS_KEY_PREFIX}"
-    with _limits_lock:
-        known = _limits.get(provider)
-        if known is not None and known[0] == where and known[1].spec == spec:
-            return known[1]
-        limit: Limit = (
-            SharedProviderLimit(spec, url, f"{settings.SWEEP_LIMITS_KEY_PREFIX}:{provider}")
-            if url
-            else ProviderLimit(spec)
-        )
-        _limits[provider] = (where, limit)
-        return limit
-
-
-def _backend(spec: str, decoding: Decoding, batch: bool = False) -> Backend:
-    backend = make_backend(
-        spec,
-        decoding=decoding,
-        timeout=settings.SWEEP_JUDGE_TIMEOUT_SECONDS,
-        max_retries=settings.SWEEP_JUDGE_MAX_RETRIES,
-        batch=batch,
-    )
-    if batch:
-        backend.batch_poll_interval = settings.SWEEP_BATCH_POLL_SECONDS  # type: ignore[attr-defined]
-    return backend
-
-
-def _batched(backend: Backend) -> Backend:
-    """``backend`` with its calls from every grading thread gathered into batches (a batch sweep)."""
-    if not getattr(backend, "batch", False) or not hasattr(backend, "complete_many"):
-        return backend
-    return ThreadBatchBackend(backend, size=settings.SWEEP_BATCH_SIZE)
-
-
-def _budget(repository: Repository) -> Budget | None:
-    judges = JudgeSetting.objects.filter(repository=repository).first()
-    if judges is None or judges.monthly_cap_usd is None:
-        return None
-    return Budget(
-        float(judges.monthly_cap_usd),
-        calibration.spent_this_month(repository.pk),
-        what="the repository's monthly spend cap",
-    )
 
 
 # --- storing ------------------------------------------------------------------------------------------------
@@ -697,17 +493,6 @@ def run_sweep(
             "wait for next month, then sweep again (graded runs are skipped)"
         )
     return outcome
-
-
-def _load_run(run_pk: int) -> tuple[AgentRun, bytes]:
-    run = AgentRun.objects.get(pk=run_pk)
-    diff = AgentRunDiff.objects.filter(run_id=run_pk).values_list("content", flat=True).first()
-    return run, bytes(diff or b"")
-
-
-def _label(target: Target) -> str:
-    run = AgentRun.objects.filter(pk=target.run_pk).first()
-    return str(run) if run is not None else f"#{target.run_pk}"
 
 
 def sweep_now(repository: Repository, by: Actor, request: SweepRequest | None = None, **kwargs: Any) -> Sweep:

@@ -22,7 +22,7 @@ from django.db.transaction import TransactionManagementError
 from django.test import override_settings
 
 from grading.judge.cache import MemoryCache
-from grading.schema import parse_rubric
+from grading.loaders import parse_rubric
 from rubrics_app import celery_app
 from rubrics_app.access import Actor
 from rubrics_app.models import (

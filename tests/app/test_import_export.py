@@ -14,7 +14,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 
 from grading.cli import main as rubric_cli
-from grading.schema import load_rubric, load_task
+from grading.loaders import load_rubric, load_task
 from rubrics_app.access import Actor
 from rubrics_app.models import (
     AuditEvent,

@@ -12,7 +12,7 @@ from django.core.management.base import CommandError
 from django.test import RequestFactory
 
 from examples.build import TASK_ID, TASKS
-from grading.schema import load_rubric
+from grading.loaders import load_rubric
 from rubrics_app.models import (
     AuditEvent,
     AuditVerb,

@@ -10,7 +10,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import DataError, IntegrityError, connection, transaction
 
 from grading import MAX_RUN_INT
-from grading.schema import parse_rubric
+from grading.loaders import parse_rubric
 from rubrics_app.access import Actor
 from rubrics_app.models import (
     AgentRun,

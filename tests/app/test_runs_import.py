@@ -35,7 +35,7 @@ from rubrics_app.models import (
 )
 from rubrics_app.services.queue import Queue
 from rubrics_app.services.runs import revision_sha256
-from rubrics_app.services.sweeps import _run_model
+from rubrics_app.services.sweep_inputs import _run_model
 from tests.app.runs_helpers import (
     DISAGREEING,
     PASSING,

@@ -32,6 +32,7 @@ from rubrics_app.models import (
     Task,
 )
 from rubrics_app.services import sweeps
+from rubrics_app.services.sweep_judges import provider_limit
 from rubrics_app.services.sweeps import SweepError, SweepRequest
 from tests.app.conftest import LAZY_DIFF, judge_answers
 from tests.app.runs_helpers import sha256_of
@@ -275,11 +276,11 @@ def test_a_sweep_grades_in_memory_and_writes_no_scratch_folder(
 def test_provider_limits_are_shared_through_redis_when_a_url_is_set(settings: Any) -> None:
     settings.SWEEP_LIMITS_REDIS_URL = "redis://127.0.0.1:6379/15"
     settings.SWEEP_LIMITS_KEY_PREFIX = "test-limits:sweeps"
-    shared = sweeps.provider_limit("anthropic")
+    shared = provider_limit("anthropic")
     assert isinstance(shared, SharedProviderLimit) and shared.key == "test-limits:sweeps:anthropic"
     assert shared.spec == settings.SWEEP_PROVIDER_LIMITS["anthropic"]
     settings.SWEEP_LIMITS_REDIS_URL = ""  # the embedded broker: this process's own limit
-    assert isinstance(sweeps.provider_limit("anthropic"), ProviderLimit)
+    assert isinstance(provider_limit("anthropic"), ProviderLimit)
 
 
 @pytest.mark.django_db(transaction=True)

@@ -13,7 +13,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
-from grading.schema import load_rubric
+from grading.loaders import load_rubric
 from rubrics_app.models import (
     AuditEvent,
     AuditVerb,

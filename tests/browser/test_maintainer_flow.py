@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from grading.schema import load_rubric, parse_rubric
+from grading.loaders import load_rubric, parse_rubric
 from rubrics_app.models import (
     AgentRun,
     CalibrationRun,

@@ -14,7 +14,9 @@ import pytest
 
 from grading.cli import main
 from grading.errors import InputError, InputErrors
-from grading.schema import parse_rubric, read_json, rubric_json_schema
+from grading.loaders import parse_rubric
+from grading.schema import rubric_json_schema
+from grading.strict_json import read_json
 from tests.grading.task_helpers import FIXED, Task, answer_run, answers
 
 BIG = "9" * 5000  # past Python's 4,300-digit limit for int()

@@ -15,7 +15,7 @@ from examples.build import EXAMPLES, JUDGE_SCRIPTED, MANIFEST, RUNS, TASK_ID, TA
 from examples.demo import main as demo
 from grading.cli import main as rubric_cli
 from grading.draft import load_pr_export
-from grading.schema import load_grade, load_manifest, load_rubric, load_run, load_task
+from grading.loaders import load_grade, load_manifest, load_rubric, load_run, load_task
 
 TASK_DIR = TASKS / TASK_ID
 RUN_DIRS = sorted(p for p in RUNS.iterdir() if p.is_dir())

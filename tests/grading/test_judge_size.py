@@ -19,8 +19,8 @@ from grading.judge.cache import MemoryCache, cache_key
 from grading.judge.prompt import DEFAULT_MAX_DIFF_CHARS, render_request, select_items
 from grading.judge.runner import JudgeSettings, judge_run
 from grading.judge.specs import make_backend
+from grading.loaders import load_rubric, load_task
 from grading.outcome import grade_run
-from grading.schema import load_rubric, load_task
 from tests.grading.judge.judge_helpers import FakeBackend, verdicts_json
 from tests.grading.task_helpers import FIXED, Task, answer_run, answers
 

@@ -12,10 +12,10 @@ from grading.admission import inject_reviewer_comment
 from grading.diffs import c_quote, parse_diff, read_diff, unquote_path
 from grading.judge.models import Location
 from grading.judge.runner import index_diff, judge_diff
+from grading.path_lists import quote_path
+from grading.path_lists import unquote_path as unquote_path_list_line
 from grading.schema import Scope
 from grading.scope import check_scope
-from grading.workspace import quote_path
-from grading.workspace import unquote_path as unquote_path_list_line
 from rubrics_app.diff_render import parse_for_display
 from tests.gitrepo import GitRepo
 from tests.grading.diff_helpers import workspace_diff

@@ -12,8 +12,9 @@ from grading.errors import InputError
 from grading.integrity import IntegrityResult, IntegrityViolation
 from grading.judge.cache import MemoryCache
 from grading.judge.models import CONFIG_BLOCKER_ID, ItemVerdict, JudgeResult
+from grading.loaders import parse_rubric
 from grading.outcome import Outcome, decide_outcome, grade_run, settled_before_judging
-from grading.schema import GradeJson, Rubric, parse_rubric
+from grading.schema import GradeJson, Rubric
 from grading.scope import ScopeResult, ScopeViolation
 from tests.grading.task_helpers import FIXED, Task, answer_run, answers
 

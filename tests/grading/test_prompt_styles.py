@@ -14,8 +14,8 @@ from grading.admission import AdmissionStore
 from grading.cli import main
 from grading.errors import InputError
 from grading.judge.cache import MemoryCache
+from grading.loaders import load_task
 from grading.outcome import grade_run
-from grading.schema import load_task
 from tests.grading.judge.judge_helpers import FakeBackend
 from tests.grading.task_helpers import FIXED, Task
 

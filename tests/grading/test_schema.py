@@ -11,19 +11,9 @@ from typing import Any
 import pytest
 
 from grading.errors import InputError, InputErrors
-from grading.schema import (
-    GradeJson,
-    LazyCalibration,
-    Rubric,
-    load_grade,
-    load_manifest,
-    load_rubric,
-    load_run,
-    load_task,
-    parse_rubric,
-    read_json,
-    rubric_json_schema,
-)
+from grading.loaders import load_grade, load_manifest, load_rubric, load_run, load_task, parse_rubric
+from grading.schema import GradeJson, LazyCalibration, Rubric, rubric_json_schema
+from grading.strict_json import read_json
 from tests.grading.rubric_helpers import Data, minimal_rubric, valid_rubric, write_task
 
 

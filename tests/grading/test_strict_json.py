@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from grading.errors import InputError
-from grading.schema import parse_json, read_json
+from grading.strict_json import parse_json, read_json
 
 
 @pytest.mark.parametrize(

@@ -15,18 +15,16 @@ import pytest
 from grading.cli import main
 from grading.diffs import load_diff, path_text
 from grading.errors import InputError
-from grading.workspace import (
+from grading.path_lists import (
     SNAPSHOT_HEADER,
     SNAPSHOT_HEADER_V1,
     SNAPSHOT_HEADER_V2,
-    capture,
     quote_path,
     read_path_list,
     read_snapshot,
-    snapshot_ignored,
     unquote_path,
-    write_snapshot,
 )
+from grading.workspace import capture, snapshot_ignored, write_snapshot
 from tests.gitrepo import GIT_ENV, GitRepo
 from tests.grading.workspace_helpers import ODD_NAME, agent_edits, apply_on_base, base_repo, listing
 

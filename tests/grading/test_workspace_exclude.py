@@ -15,16 +15,14 @@ import pytest
 from grading.cli import main
 from grading.diffs import load_diff
 from grading.errors import InputError
-from grading.workspace import (
+from grading.path_lists import (
     SNAPSHOT_HEADER,
     SNAPSHOT_HEADER_V1,
-    capture,
     read_path_list,
     read_snapshot,
     read_snapshot_file,
-    snapshot_ignored,
-    write_snapshot,
 )
+from grading.workspace import capture, snapshot_ignored, write_snapshot
 from tests.gitrepo import GitRepo
 from tests.grading.diff_helpers import write_task
 

@@ -11,7 +11,9 @@ import pytest
 
 from grading.cli import main
 from grading.errors import InputError
-from grading.workspace import GIT_DIR_CHANGES_NAME, capture, read_path_list, record_path, write_snapshot
+from grading.path_lists import read_path_list
+from grading.workspace import GIT_DIR_CHANGES_NAME, capture, write_snapshot
+from grading.workspace_record import record_path
 from tests.gitrepo import GitRepo
 from tests.grading.workspace_helpers import agent_edits, apply_on_base, base_repo, listing
 

@@ -9,7 +9,8 @@ from typing import Any
 
 from grading.judge.backend import BackendError, BackendReply, JudgeRequest
 from grading.judge.models import Usage
-from grading.schema import Rubric, TaskSpec, parse_rubric
+from grading.loaders import parse_rubric
+from grading.schema import Rubric, TaskSpec
 
 TASK = TaskSpec(id="fix_area", prompt="polygon_area returns a negative area for clockwise vertices. Fix it.")
 

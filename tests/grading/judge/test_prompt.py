@@ -20,7 +20,7 @@ from grading.judge.prompt import (
     select_items,
     with_nonce,
 )
-from grading.schema import parse_rubric
+from grading.loaders import parse_rubric
 from tests.grading.judge.judge_helpers import DIFF, EVIDENCE, LAZY_SOLUTION, TASK, make_rubric, rubric_data
 
 
