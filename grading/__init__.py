@@ -171,6 +171,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "validation_messages",
     ),
     "grading.strict_json": (
+        "MAX_INPUT_BYTES",
         "parse_json",
         "read_input_bytes",
         "read_json",
@@ -323,6 +324,7 @@ if TYPE_CHECKING:
     from grading.schema import parse_rubric as parse_rubric
     from grading.schema import parse_run_record as parse_run_record
     from grading.schema import validation_messages as validation_messages
+    from grading.strict_json import MAX_INPUT_BYTES as MAX_INPUT_BYTES
     from grading.strict_json import parse_json as parse_json
     from grading.strict_json import read_input_bytes as read_input_bytes
     from grading.strict_json import read_json as read_json

@@ -41,6 +41,7 @@ from tests.app.runs_helpers import (
     PASSING,
     RUN_DIFF,
     grade,
+    sha256_of,
     write_run,
     write_scripted,
     write_task_dir,
@@ -362,6 +363,29 @@ def test_an_htmx_run_import_loads_the_repository_page_so_its_message_shows(
     assert response["HX-Redirect"] == page_url
     page = " ".join(client.get(response["HX-Redirect"]).content.decode().split())
     assert "The new runs are not graded yet" in page
+
+
+@pytest.mark.usefixtures("no_scratch_folder")
+def test_a_zip_of_runs_is_read_from_the_archive_never_unpacked_to_a_folder(
+    client: Client, maintainer: User, graded_runs: Path, repository: Repository
+) -> None:
+    client.force_login(maintainer)
+    run_json = graded_runs / "rep1" / "run.json"
+    good = run_json.read_bytes()
+    run_json.write_text('{"task": "fix_fraction_gt1", "repetition": "one"}')
+    broken = zip_dir(graded_runs, "batch/")
+    run_json.write_bytes(good)
+    html = upload(client, repository, broken, follow=True).content.decode()  # type: ignore[attr-defined]
+    assert "Nothing was imported." in html and "batch/rep1/run.json: repetition:" in html
+    assert not AgentRun.objects.exists()
+
+    response = upload(client, repository, zip_dir(graded_runs, "batch/"))
+    assert response.status_code == 302  # type: ignore[attr-defined]
+    assert AgentRun.objects.count() == 3 and RunGrade.objects.count() == 2
+    for run in AgentRun.objects.all():
+        folder = graded_runs / run.source.removeprefix("batch/")
+        assert bytes(AgentRunDiff.objects.get(run=run).content) == (folder / "workspace.diff").read_bytes()
+        assert run.files_sha256["run.json"] == sha256_of((folder / "run.json").read_bytes())
 
 
 def test_a_bad_zip_imports_nothing_and_lists_the_problems(
