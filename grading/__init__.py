@@ -134,6 +134,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "MetricsDetails",
         "MetricsFile",
         "MetricsJudge",
+        "StrictMetricsFile",
         "parse_date",
         "read_metrics",
     ),
@@ -286,6 +287,7 @@ if TYPE_CHECKING:
     from grading.report_files import MetricsDetails as MetricsDetails
     from grading.report_files import MetricsFile as MetricsFile
     from grading.report_files import MetricsJudge as MetricsJudge
+    from grading.report_files import StrictMetricsFile as StrictMetricsFile
     from grading.report_files import parse_date as parse_date
     from grading.report_files import read_metrics as read_metrics
     from grading.report_html import label_target_text as label_target_text

@@ -17,18 +17,16 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import math
 import posixpath
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Annotated, Any
+from typing import IO, Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.template.defaultfilters import pluralize
-from pydantic import BaseModel, ConfigDict, StrictBool, StringConstraints, ValidationError
 
 from grading import (
     GIT_DIR_CHANGES_NAME,
@@ -39,8 +37,8 @@ from grading import (
     InputError,
     InputErrors,
     JudgeResult,
-    RunDetails,
     RunRecord,
+    StrictMetricsFile,
     listing_error_text,
     make_run,
     parse_grade,
@@ -93,22 +91,6 @@ REQUIRED_FILES = ("run.json", "grade.json", "workspace.diff", "ignored_created.t
 MAX_NAME = 200  # AgentRun.arm and .model
 MAX_ITEM_ID = 40  # ItemVerdict.item_id, as RubricItem.item_id
 MAX_JUDGE_SPEC = 500  # RunGrade.primary_judge, JudgeGrade.judge
-Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
-
-
-class ImportedMetrics(BaseModel):
-    """metrics.json as ``rubric grade`` writes it: the framework's keys (grade.json's metrics sit beside them
-    and are checked against grade.json separately). Keys added by later formats are kept, not refused."""
-
-    model_config = ConfigDict(extra="allow", frozen=True)
-
-    mergeable: StrictBool | None
-    merge_score: float | None
-    grader_failure: StrictBool
-    judge_failure: StrictBool
-    details: RunDetails
-    rubric_sha256: Sha256 | None = None
-    provisional: StrictBool | None = None
 
 
 def revision_sha256(revision: RubricRevision) -> str:
@@ -134,7 +116,7 @@ def sample_key(*parts: str) -> float:
 
 @dataclass
 class PreparedGrade:
-    metrics: ImportedMetrics
+    metrics: StrictMetricsFile
     raw: dict[str, Any]
     sha256: str
     label: str
@@ -302,25 +284,13 @@ def _prepare_metrics(
     if not _check_json(raw, label, problems):  # every check below is of these bytes, read once
         return None
     try:
-        # The same reader as ``rubric report``: the format, and the outcome consistent with details.status.
-        read_metrics(raw, label)
+        # The same reader as ``rubric report``, read whole (strict): the format, the outcome consistent with
+        # details.status, the details as the grader's RunDetails and the rubric's hash a sha256.
+        metrics = read_metrics(raw, label, strict=True)
     except InputError as exc:
         problems.extend(_problem(exc, label))
         return None
     data = parse_json(raw, label)
-    try:
-        # The stored details are RunDetails, and the rubric's hash a sha256: stricter than a report reads.
-        metrics = ImportedMetrics.model_validate(data)
-    except ValidationError as exc:
-        for error in exc.errors():
-            where = ".".join(str(part) for part in error["loc"])
-            message = "required" if error["type"] == "missing" else error["msg"]
-            problems.append(ImportProblem(label, message, where))
-        return None
-    if metrics.merge_score is not None and not (
-        math.isfinite(metrics.merge_score) and 0 <= metrics.merge_score <= 1
-    ):
-        problems.append(ImportProblem(label, "merge_score is a number from 0 to 1", "merge_score"))
     # The grade.json metrics are copied into metrics.json unchanged: a metrics.json of another run differs.
     for key, value in grade.metrics().items():
         if key in data and data[key] != value:
@@ -553,7 +523,7 @@ def _store_judge(grade: RunGrade, role: str, result: JudgeResult, identity: tupl
 
 def store_grade(
     run: AgentRun,
-    metrics: ImportedMetrics,
+    metrics: StrictMetricsFile,
     raw: dict[str, Any],
     sha256: str,
     source: str,

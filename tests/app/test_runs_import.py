@@ -499,6 +499,26 @@ def test_a_run_stored_by_a_concurrent_import_is_a_problem_not_a_crash(
     assert AgentRun.objects.count() == 3
 
 
+def test_a_metrics_json_a_report_reads_but_the_strict_reader_refuses_is_named_by_field(
+    graded_runs: Path, repository: Repository
+) -> None:
+    """What only grading's strict read_metrics refuses (the grader's RunDetails, a sha256) is listed as the
+    app's own model listed it."""
+    metrics = json.loads((graded_runs / "rep0" / "metrics.json").read_text())
+    metrics["rubric_sha256"] = "not-a-sha256"
+    metrics["details"]["reasons"] = "one reason"  # a report does not read the reasons
+    (graded_runs / "rep0" / "metrics.json").write_text(json.dumps(metrics))
+    err = io.StringIO()
+    with pytest.raises(CommandError) as exc:
+        call_command("import_runs", str(graded_runs), "--repository", repository.name, stderr=err)
+    assert exc.value.returncode == 2
+    lines = err.getvalue().splitlines()
+    where = f"{graded_runs}/rep0/metrics.json"
+    assert f"{where}: rubric_sha256: String should match pattern '^[0-9a-f]{{64}}$'" in lines, lines
+    assert f"{where}: details.reasons: Input should be a valid list" in lines, lines
+    assert not AgentRun.objects.exists()
+
+
 def test_a_metrics_json_contradicting_its_status_is_refused_as_a_report_would(
     graded_runs: Path, repository: Repository
 ) -> None:
