@@ -143,6 +143,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "MetricsDetails",
         "MetricsFile",
         "MetricsJudge",
+        "StrictMetricsFile",
         "parse_date",
         "read_metrics",
     ),
@@ -173,6 +174,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "TestsConfig",
     ),
     "grading.strict_json": (
+        "MAX_INPUT_BYTES",
         "parse_json",
         "read_input_bytes",
         "read_json",
@@ -294,6 +296,7 @@ if TYPE_CHECKING:
     from grading.report_files import MetricsDetails as MetricsDetails
     from grading.report_files import MetricsFile as MetricsFile
     from grading.report_files import MetricsJudge as MetricsJudge
+    from grading.report_files import StrictMetricsFile as StrictMetricsFile
     from grading.report_files import parse_date as parse_date
     from grading.report_files import read_metrics as read_metrics
     from grading.report_html import label_target_text as label_target_text
@@ -325,6 +328,7 @@ if TYPE_CHECKING:
     from grading.schema import RunRecord as RunRecord
     from grading.schema import TaskSpec as TaskSpec
     from grading.schema import TestsConfig as TestsConfig
+    from grading.strict_json import MAX_INPUT_BYTES as MAX_INPUT_BYTES
     from grading.strict_json import parse_json as parse_json
     from grading.strict_json import read_input_bytes as read_input_bytes
     from grading.strict_json import read_json as read_json

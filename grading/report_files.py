@@ -11,13 +11,22 @@ from __future__ import annotations
 
 from datetime import date, datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, overload
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StringConstraints,
+    ValidationError,
+)
 
 from grading.errors import InputError, InputErrors
 from grading.loaders import load_run, load_task, validation_messages
-from grading.outcome import FRAMEWORK_METRICS, METRICS_FORMAT, OutcomeStatus
+from grading.outcome import FRAMEWORK_METRICS, METRICS_FORMAT, OutcomeStatus, RunDetails
 from grading.report import GradedRun, JudgeVerdicts, Verdict, grade_metrics
 from grading.schema import PromptStyle
 from grading.strict_json import parse_json, read_json
@@ -83,9 +92,11 @@ class MetricsDetails(_Lenient):
 Score = Annotated[StrictInt | StrictFloat, Field(ge=0, le=1)]
 
 
-class MetricsFile(BaseModel):
-    """metrics.json as ``rubric grade`` writes it (:func:`read_metrics`): the framework's keys, checked, and
-    grade.json's metrics beside them (kept as extra keys; :meth:`grade_values`)."""
+Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+
+
+class _MetricsKeys(BaseModel):
+    """metrics.json's framework keys, checked, and grade.json's metrics beside them (kept as extra keys)."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
@@ -96,13 +107,29 @@ class MetricsFile(BaseModel):
     judge_failure: StrictBool
     provisional: StrictBool | None = None
     rubric_sha256: str | None = None
-    details: MetricsDetails
 
     def grade_values(self) -> tuple[dict[str, float], dict[str, bool]]:
         """grade.json's metrics copied into metrics.json: the numeric ones and the true/false ones
         (:func:`grading.report.grade_metrics`)."""
         extra = self.model_extra or {}
         return grade_metrics({k: v for k, v in extra.items() if k not in _FRAMEWORK_KEYS})
+
+
+class MetricsFile(_MetricsKeys):
+    """metrics.json as ``rubric grade`` writes it (:func:`read_metrics`): the framework's keys, checked, and
+    grade.json's metrics beside them (kept as extra keys; :meth:`grade_values`); the details as far as a
+    report reads them."""
+
+    details: MetricsDetails
+
+
+class StrictMetricsFile(_MetricsKeys):
+    """metrics.json read whole (:func:`read_metrics` with ``strict``), as the web app stores a grade: besides
+    every check of :class:`MetricsFile`, the details are the grader's :class:`RunDetails` (each judge's
+    verdicts, reasons, usage) and the rubric's hash is a sha256."""
+
+    rubric_sha256: Sha256 | None = None
+    details: RunDetails
 
 
 def _judge(record: MetricsJudge | None, family: str | None) -> JudgeVerdicts | None:
@@ -134,10 +161,25 @@ def _test_pass(m: MetricsFile) -> bool | None:
     return None
 
 
-def read_metrics(source: bytes | Path, name: str | Path = "metrics.json") -> MetricsFile:
+@overload
+def read_metrics(
+    source: bytes | Path, name: str | Path = ..., *, strict: Literal[False] = False
+) -> MetricsFile: ...
+
+
+@overload
+def read_metrics(
+    source: bytes | Path, name: str | Path = ..., *, strict: Literal[True]
+) -> StrictMetricsFile: ...
+
+
+def read_metrics(
+    source: bytes | Path, name: str | Path = "metrics.json", *, strict: bool = False
+) -> MetricsFile | StrictMetricsFile:
     """metrics.json (its path, or its bytes named ``name`` in errors) as a :class:`MetricsFile`: strict JSON,
     a format this version reads, the framework's keys typed and consistent with ``details.status``.
-    InputError (or InputErrors) naming the file and the field on any problem."""
+    ``strict``: then also read whole, as a :class:`StrictMetricsFile` (what the web app stores). InputError
+    (or InputErrors) naming the file and the field on any problem."""
     if isinstance(source, Path):
         name = source
         data = read_json(source)
@@ -163,7 +205,12 @@ def read_metrics(source: bytes | Path, name: str | Path = "metrics.json") -> Met
         raise InputError(name, f"{m.judge_failure} contradicts details.status {status!r}", "judge_failure")
     if status == "mergeable" and m.merge_score is None:
         raise InputError(name, "a mergeable run has a merge_score", "merge_score")
-    return m
+    if not strict:
+        return m
+    try:
+        return StrictMetricsFile.model_validate(data)
+    except ValidationError as exc:
+        raise InputErrors(name, validation_messages(exc)) from None
 
 
 class TaskIndex:

@@ -2,8 +2,9 @@
 typed result each kind of job stores.
 
 ``Job.result`` is a JSON column; what goes in is one of the result models below, by the job's kind
-(``RESULT_MODELS``), written by the worker with ``model_dump`` and read back with ``Job.result_as``. The
-templates read the same JSON as a dict.
+(``RESULT_MODELS``), written by the worker with ``model_dump`` and read back with ``Job.result_as`` (or
+``Job.typed_result``, the model of the job's own kind). The views hand the templates those models, never
+the JSON dict.
 """
 
 from __future__ import annotations
@@ -183,3 +184,8 @@ class Job(models.Model):
         if RESULT_MODELS.get(self.kind) is not model:
             raise TypeError(f"a {self.kind} job's result is not a {model.__name__}")
         return None if self.result is None else model.model_validate(self.result)
+
+    def typed_result(self) -> JobResult | None:
+        """The stored result read through the model of this job's kind (None while the job has none): what
+        the pages show, by field, so a renamed field fails where it is read, not as a blank."""
+        return None if self.result is None else RESULT_MODELS[self.kind].model_validate(self.result)

@@ -15,32 +15,30 @@ record of what happened; it is never silently replaced).
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import math
 import posixpath
-import shutil
-import tempfile
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Annotated, Any
+from typing import IO, Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.template.defaultfilters import pluralize
-from pydantic import BaseModel, ConfigDict, StrictBool, StringConstraints, ValidationError
 
 from grading import (
     GIT_DIR_CHANGES_NAME,
+    MAX_INPUT_BYTES,
     TESTS_LIST_ERROR_NAME,
     TESTS_LIST_NAME,
     GradeJson,
     InputError,
     InputErrors,
     JudgeResult,
-    RunDetails,
     RunRecord,
+    StrictMetricsFile,
     listing_error_text,
     make_run,
     parse_grade,
@@ -78,6 +76,7 @@ from rubrics_app.services.paging import Page, page_of
 from rubrics_app.services.report_rows import refresh_report_rows
 
 DIFF_FILE = "workspace.diff"
+METRICS_FILE = "metrics.json"
 RUN_FILES = (
     "run.json",
     "grade.json",
@@ -92,22 +91,6 @@ REQUIRED_FILES = ("run.json", "grade.json", "workspace.diff", "ignored_created.t
 MAX_NAME = 200  # AgentRun.arm and .model
 MAX_ITEM_ID = 40  # ItemVerdict.item_id, as RubricItem.item_id
 MAX_JUDGE_SPEC = 500  # RunGrade.primary_judge, JudgeGrade.judge
-Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
-
-
-class ImportedMetrics(BaseModel):
-    """metrics.json as ``rubric grade`` writes it: the framework's keys (grade.json's metrics sit beside them
-    and are checked against grade.json separately). Keys added by later formats are kept, not refused."""
-
-    model_config = ConfigDict(extra="allow", frozen=True)
-
-    mergeable: StrictBool | None
-    merge_score: float | None
-    grader_failure: StrictBool
-    judge_failure: StrictBool
-    details: RunDetails
-    rubric_sha256: Sha256 | None = None
-    provisional: StrictBool | None = None
 
 
 def revision_sha256(revision: RubricRevision) -> str:
@@ -133,7 +116,7 @@ def sample_key(*parts: str) -> float:
 
 @dataclass
 class PreparedGrade:
-    metrics: ImportedMetrics
+    metrics: StrictMetricsFile
     raw: dict[str, Any]
     sha256: str
     label: str
@@ -145,7 +128,7 @@ class PreparedRun:
     task: Task
     record: RunRecord
     grade: GradeJson
-    diff_path: Path  # read again only when the run is stored
+    read_diff: Callable[[], bytes]  # read again only when the run is stored
     diff_size: int
     ignored_created: str
     tests_list: str | None
@@ -177,6 +160,26 @@ class RunImport:
         )
 
 
+@dataclass(frozen=True)
+class RunFiles:
+    """One run directory's files, however they arrived (a folder, a zip's members, a SWE-bench prediction):
+    the bytes of the small ones by name (metrics.json included), each read once within grading's bound, and
+    the diff's sha256 and size (None: no diff), its bytes read again only when the run is stored."""
+
+    label: str  # the run directory as the user named it; every problem names ``label/<file>``
+    files: dict[str, bytes]
+    diff: tuple[str, int] | None
+    read_diff: Callable[[], bytes]
+
+
+# What is read of a run directory: its files and, once graded, metrics.json; all but the diff kept as bytes.
+READ_FILES = (*RUN_FILES, METRICS_FILE)
+
+
+def _name(label: str, file: str) -> str:
+    return posixpath.join(label, file) if label else file
+
+
 def find_run_dirs(root: Path) -> list[Path]:
     """``root`` itself when it holds a run.json, else every directory below it that does (sorted)."""
     if (root / "run.json").is_file():
@@ -205,14 +208,49 @@ def _present(path: Path, label: str, problems: list[ImportProblem], required: bo
     return True
 
 
-def _file_sha256(path: Path) -> tuple[str, int]:
-    """sha256 and size of a file read in chunks: a diff of tens of MB is not held while runs are checked."""
+def _chunks_sha256(handle: IO[bytes]) -> tuple[str, int]:
+    """sha256 and size of a stream read in chunks: a diff of tens of MB is not held while runs are checked."""
     digest, size = hashlib.sha256(), 0
-    with path.open("rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-            size += len(chunk)
+    while chunk := handle.read(1 << 20):
+        digest.update(chunk)
+        size += len(chunk)
     return digest.hexdigest(), size
+
+
+def read_run_dir(run_dir: Path, label: str, problems: list[ImportProblem]) -> RunFiles | None:
+    """A run folder's files as :class:`RunFiles`; None when one could not be read (``problems`` says why)."""
+    before = len(problems)
+    files: dict[str, bytes] = {}
+    diff = None
+    for file in READ_FILES:
+        path = run_dir / file
+        if not _present(path, _name(label, file), problems, required=file in REQUIRED_FILES):
+            continue
+        try:
+            if file == DIFF_FILE:
+                with path.open("rb") as handle:
+                    diff = _chunks_sha256(handle)
+            else:
+                files[file] = read_input_bytes(path)
+        except OSError as exc:
+            problems.append(ImportProblem(_name(label, file), f"cannot read: {exc.strerror}"))
+        except InputError as exc:
+            problems.extend(_problem(exc, _name(label, file)))
+    if len(problems) > before:
+        return None
+    return RunFiles(label, files, diff, (run_dir / DIFF_FILE).read_bytes)
+
+
+def read_run_dirs(root: Path, label_root: str, problems: list[ImportProblem]) -> Iterator[RunFiles]:
+    """Every run folder under ``root`` (or ``root`` itself), read one at a time; ImportFailed if none."""
+    run_dirs = find_run_dirs(root)
+    if not run_dirs:
+        raise ImportFailed([ImportProblem(label_root, "no run.json found")])
+    for run_dir in run_dirs:
+        rel = run_dir.relative_to(root).as_posix()
+        run = read_run_dir(run_dir, posixpath.join(label_root, rel) if rel != "." else label_root, problems)
+        if run is not None:
+            yield run
 
 
 def _text(raw: bytes, label: str, problems: list[ImportProblem]) -> str | None:
@@ -227,10 +265,10 @@ def _text(raw: bytes, label: str, problems: list[ImportProblem]) -> str | None:
     return text
 
 
-def _check_json(raw: bytes, path: Path, label: str, problems: list[ImportProblem]) -> bool:
+def _check_json(raw: bytes, label: str, problems: list[ImportProblem]) -> bool:
     """The JSON file's bytes hold only what the database can store (grading's readers check the rest)."""
     try:
-        data = parse_json(raw, path)
+        data = parse_json(raw, label)
     except InputError as exc:
         problems.extend(_problem(exc, label))
         return False
@@ -240,36 +278,19 @@ def _check_json(raw: bytes, path: Path, label: str, problems: list[ImportProblem
 
 
 def _prepare_metrics(
-    path: Path, label: str, grade: GradeJson, problems: list[ImportProblem]
+    raw: bytes, label: str, grade: GradeJson, problems: list[ImportProblem]
 ) -> PreparedGrade | None:
     before = len(problems)
+    if not _check_json(raw, label, problems):  # every check below is of these bytes, read once
+        return None
     try:
-        raw = read_input_bytes(path)  # read once: every check below is of these bytes
+        # The same reader as ``rubric report``, read whole (strict): the format, the outcome consistent with
+        # details.status, the details as the grader's RunDetails and the rubric's hash a sha256.
+        metrics = read_metrics(raw, label, strict=True)
     except InputError as exc:
         problems.extend(_problem(exc, label))
         return None
-    if not _check_json(raw, path, label, problems):
-        return None
-    try:
-        # The same reader as ``rubric report``: the format, and the outcome consistent with details.status.
-        read_metrics(raw, path)
-    except InputError as exc:
-        problems.extend(_problem(exc, label))
-        return None
-    data = parse_json(raw, path)
-    try:
-        # The stored details are RunDetails, and the rubric's hash a sha256: stricter than a report reads.
-        metrics = ImportedMetrics.model_validate(data)
-    except ValidationError as exc:
-        for error in exc.errors():
-            where = ".".join(str(part) for part in error["loc"])
-            message = "required" if error["type"] == "missing" else error["msg"]
-            problems.append(ImportProblem(label, message, where))
-        return None
-    if metrics.merge_score is not None and not (
-        math.isfinite(metrics.merge_score) and 0 <= metrics.merge_score <= 1
-    ):
-        problems.append(ImportProblem(label, "merge_score is a number from 0 to 1", "merge_score"))
+    data = parse_json(raw, label)
     # The grade.json metrics are copied into metrics.json unchanged: a metrics.json of another run differs.
     for key, value in grade.metrics().items():
         if key in data and data[key] != value:
@@ -301,52 +322,38 @@ def _prepare_metrics(
     return PreparedGrade(metrics, data, _sha256(raw), label)
 
 
-def _prepare_run(
-    run_dir: Path, label: str, tasks: dict[str, Task], problems: list[ImportProblem]
-) -> PreparedRun | None:
+def _prepare_run(run: RunFiles, tasks: dict[str, Task], problems: list[ImportProblem]) -> PreparedRun | None:
+    """The run's files checked from their bytes, each by grading's own parser for it: a run stored here is
+    one a sweep can read back (grading.make_run)."""
     before = len(problems)
+    label, raw = run.label, run.files
 
     def name(file: str) -> str:
-        return posixpath.join(label, file) if label else file
+        return _name(label, file)
 
-    # The small files, each read once (bounded as grading reads it) and checked from these bytes by
-    # grading's own parser for it: a run stored here is one a sweep can read back (grading.make_run).
-    raw: dict[str, bytes] = {}
-    hashes: dict[str, str] = {}
-    diff_size = 0
-    for file in RUN_FILES:
-        path = run_dir / file
-        if not _present(path, name(file), problems, required=file in REQUIRED_FILES):
-            continue
-        if file == DIFF_FILE:
-            hashes[file], diff_size = _file_sha256(path)
-            continue
-        try:
-            raw[file] = read_input_bytes(path)
-        except InputError as exc:
-            problems.extend(_problem(exc, name(file)))
-        else:
-            hashes[file] = _sha256(raw[file])
-    if len(problems) > before:
+    for file in REQUIRED_FILES:
+        if (run.diff is None) if file == DIFF_FILE else (file not in raw):
+            problems.append(ImportProblem(name(file), "file not found"))
+    if len(problems) > before or run.diff is None:
         return None
 
     def check(file: str, parse: Callable[[bytes, Path], object]) -> bool:
         try:
-            parse(raw[file], run_dir / file)
+            parse(raw[file], Path(name(file)))
         except InputError as exc:
             problems.extend(_problem(exc, name(file)))
             return False
         return True
 
     record = grade = None
-    if _check_json(raw["run.json"], run_dir / "run.json", name("run.json"), problems):
+    if _check_json(raw["run.json"], name("run.json"), problems):
         try:
-            record = parse_run_record(raw["run.json"], run_dir / "run.json")
+            record = parse_run_record(raw["run.json"], Path(name("run.json")))
         except InputError as exc:
             problems.extend(_problem(exc, name("run.json")))
-    if _check_json(raw["grade.json"], run_dir / "grade.json", name("grade.json"), problems):
+    if _check_json(raw["grade.json"], name("grade.json"), problems):
         try:
-            grade = parse_grade(raw["grade.json"], run_dir / "grade.json")
+            grade = parse_grade(raw["grade.json"], Path(name("grade.json")))
         except InputError as exc:
             problems.extend(_problem(exc, name("grade.json")))
     check("ignored_created.txt", parse_ignored_created)
@@ -364,7 +371,7 @@ def _prepare_run(
         # What no one file says (tests_list.error beside tests_list.txt), as a sweep reads the stored run.
         try:
             make_run(
-                run_dir,
+                label,
                 run_json=raw["run.json"],
                 grade_json=raw["grade.json"],
                 diff=None,
@@ -386,8 +393,8 @@ def _prepare_run(
             if len(getattr(record, key)) > MAX_NAME:
                 problems.append(ImportProblem(name("run.json"), f"at most {MAX_NAME} characters", key))
     metrics = None
-    if grade is not None and (run_dir / "metrics.json").exists():
-        metrics = _prepare_metrics(run_dir / "metrics.json", name("metrics.json"), grade, problems)
+    if grade is not None and METRICS_FILE in raw:
+        metrics = _prepare_metrics(raw[METRICS_FILE], name(METRICS_FILE), grade, problems)
     if len(problems) > before or record is None or grade is None or task is None or ignored is None:
         return None
     return PreparedRun(
@@ -395,13 +402,16 @@ def _prepare_run(
         task=task,
         record=record,
         grade=grade,
-        diff_path=run_dir / DIFF_FILE,
-        diff_size=diff_size,
+        read_diff=run.read_diff,
+        diff_size=run.diff[1],
         ignored_created=ignored,
         tests_list=tests_list,
         tests_list_error=tests_list_error,
         git_dir_changes=git_dir_changes,
-        files_sha256=hashes,
+        files_sha256={
+            **{f: _sha256(raw[f]) for f in RUN_FILES if f in raw},
+            DIFF_FILE: run.diff[0],
+        },
         metrics=metrics,
     )
 
@@ -445,27 +455,22 @@ def _check_against_stored(runs: list[PreparedRun], problems: list[ImportProblem]
     return stored
 
 
-def prepare_runs(repository: Repository, root: Path, label_root: str) -> list[PreparedRun]:
-    """Read and check every run directory under ``root``; ImportFailed lists every problem."""
-    problems: list[ImportProblem] = []
-    run_dirs = find_run_dirs(root)
-    if not run_dirs:
-        raise ImportFailed([ImportProblem(label_root, "no run.json found")])
+def prepare_runs(
+    repository: Repository, runs: Iterable[RunFiles], problems: list[ImportProblem]
+) -> list[PreparedRun]:
+    """Check every run of ``runs`` (read one at a time); ImportFailed lists every problem, those ``problems``
+    (where ``runs`` reports what it could not read) included."""
     tasks = {t.task_id: t for t in Task.objects.filter(repository=repository)}
     prepared: list[PreparedRun] = []
     seen: dict[tuple[int, str, str, int], str] = {}
-    for run_dir in run_dirs:
-        rel = run_dir.relative_to(root).as_posix()
-        label = posixpath.join(label_root, rel) if rel != "." else label_root
-        run = _prepare_run(run_dir, label, tasks, problems)
+    for files in runs:
+        run = _prepare_run(files, tasks, problems)
         if run is None:
             continue
         if run.key in seen:
-            problems.append(
-                ImportProblem(posixpath.join(label, "run.json"), f"the same run as {seen[run.key]}")
-            )
+            problems.append(ImportProblem(_name(run.label, "run.json"), f"the same run as {seen[run.key]}"))
             continue
-        seen[run.key] = label
+        seen[run.key] = run.label
         prepared.append(run)
     if problems:
         raise ImportFailed(problems)
@@ -518,7 +523,7 @@ def _store_judge(grade: RunGrade, role: str, result: JudgeResult, identity: tupl
 
 def store_grade(
     run: AgentRun,
-    metrics: ImportedMetrics,
+    metrics: StrictMetricsFile,
     raw: dict[str, Any],
     sha256: str,
     source: str,
@@ -568,9 +573,23 @@ def store_grade(
 
 def import_run_dirs(repository: Repository, root: Path, label_root: str, user: Actor) -> RunImport:
     """Every run directory under ``root`` (or ``root`` itself), all or nothing."""
+    return _import_runs(
+        repository, lambda problems: read_run_dirs(root, label_root, problems), label_root, user
+    )
+
+
+def _import_runs(
+    repository: Repository,
+    read: Callable[[list[ImportProblem]], Iterable[RunFiles]],
+    label_root: str,
+    user: Actor,
+) -> RunImport:
+    """The runs ``read`` gives, one at a time (it adds what it could not read to the problems it is handed),
+    all or nothing: a folder (:func:`read_run_dirs`), a zip's members (:func:`read_zip_runs`) or runs built
+    in memory (SWE-bench predictions). Nothing is written to disk on the way."""
     user.require(Role.MAINTAINER, repository)
     try:
-        return _import_run_dirs(repository, root, label_root, user)
+        return _import_runs_atomic(repository, read, user)
     except IntegrityError:
         # Another import stored one of these runs between our check and our insert: nothing of this one
         # was kept (one transaction), and trying again finds those runs stored.
@@ -578,11 +597,13 @@ def import_run_dirs(repository: Repository, root: Path, label_root: str, user: A
         raise ImportFailed([ImportProblem(label_root or "upload", message)]) from None
 
 
-def _import_run_dirs(repository: Repository, root: Path, label_root: str, user: Actor) -> RunImport:
+def _import_runs_atomic(
+    repository: Repository, read: Callable[[list[ImportProblem]], Iterable[RunFiles]], user: Actor
+) -> RunImport:
     with transaction.atomic():
         lock_current_grades(repository=repository)  # before any grade row: models.lock_current_grades
-        prepared = prepare_runs(repository, root, label_root)
         problems: list[ImportProblem] = []
+        prepared = prepare_runs(repository, read(problems), problems)
         stored = _check_against_stored(prepared, problems)
         if problems:
             raise ImportFailed(problems)
@@ -610,9 +631,9 @@ def _import_run_dirs(repository: Repository, root: Path, label_root: str, user: 
                     source=run.label,
                     imported_by=user.user if getattr(user.user, "is_authenticated", False) else None,
                 )
-                content = run.diff_path.read_bytes()
+                content = run.read_diff()
                 if _sha256(content) != run.files_sha256[DIFF_FILE]:
-                    label = posixpath.join(run.label, DIFF_FILE) if run.label else DIFF_FILE
+                    label = _name(run.label, DIFF_FILE)
                     raise ImportFailed([ImportProblem(label, "changed while it was being imported")])
                 AgentRunDiff.objects.create(run=agent_run, content=content)
                 outcome.created.append(agent_run)
@@ -637,46 +658,84 @@ def _import_run_dirs(repository: Repository, root: Path, label_root: str, user: 
 
 # --- zip uploads --------------------------------------------------------------------------------------
 
-
-def _extract(archive: zipfile.ZipFile, members: list[zipfile.ZipInfo], dest: Path, label: str) -> None:
-    max_total = settings.RUNS_ZIP_MAX_UNCOMPRESSED_BYTES
-    written = 0
-    for info in members:
-        if info.is_dir():
-            continue
-        target = dest / posixpath.normpath(info.filename)
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            # ZipExtFile stops at the declared size and checks the CRC, so a lying header cannot inflate.
-            with archive.open(info) as source, target.open("xb") as out:
-                while chunk := source.read(1 << 20):
-                    written += len(chunk)
-                    if written > max_total:
-                        raise ImportFailed([ImportProblem(label, f"over {max_total} bytes uncompressed")])
-                    out.write(chunk)
-        except ImportFailed:
-            raise
-        except (zipfile.BadZipFile, OSError, NotImplementedError, RuntimeError) as exc:
-            raise ImportFailed([ImportProblem(f"{label}: {info.filename}", f"cannot read: {exc}")]) from None
+ZIP_READ_ERRORS = (zipfile.BadZipFile, OSError, NotImplementedError, RuntimeError, EOFError)
 
 
-def without_folder(problems: list[ImportProblem], folder: Path) -> list[ImportProblem]:
-    """``problems`` with the server's scratch ``folder`` taken out of every text: a member is named by its
-    path inside the zip, never by where this server unpacked it."""
-    prefixes = sorted(
-        {str(folder) + "/", str(folder.resolve()) + "/", str(folder), str(folder.resolve())}, key=len
-    )
+def zip_member_bytes(archive: zipfile.ZipFile, info: zipfile.ZipInfo, max_bytes: int, where: str) -> bytes:
+    """A member's bytes, read straight from the archive: InputError naming ``where`` when it is larger
+    than ``max_bytes`` (as grading's read_input_bytes words it) or cannot be read. ZipExtFile stops at the
+    declared size (checked_zip_members bounds each and their total) and checks the CRC, so a lying header
+    cannot inflate."""
+    if info.file_size > max_bytes:
+        raise InputError(where, f"larger than {max_bytes} bytes; refused")
+    try:
+        with archive.open(info) as handle:
+            return handle.read(max_bytes + 1)
+    except ZIP_READ_ERRORS as exc:
+        raise InputError(where, f"cannot read: {exc}") from None
 
-    def clean(text: str) -> str:
-        for prefix in reversed(prefixes):
-            text = text.replace(prefix, "")
-        return text
 
-    return [ImportProblem(clean(p.file), clean(p.message), clean(p.path)) for p in problems]
+def zip_files(members: list[zipfile.ZipInfo], label: str) -> dict[str, zipfile.ZipInfo]:
+    """The archive's files (not its folders) by their normalised path in the zip, read as a folder would
+    be: ImportFailed naming every member under a path that is a file (``run.json/x`` beside ``run.json``)."""
+    files = {posixpath.normpath(i.filename): i for i in members if not i.is_dir()}
+    problems = [
+        ImportProblem(f"{label}: {name}", f"under {parent}, a file of the archive, not a folder")
+        for name in files
+        for parent in _parents(name)
+        if parent in files
+    ]
+    if problems:
+        raise ImportFailed(problems)
+    return files
+
+
+def _parents(path: str) -> Iterator[str]:
+    while (path := posixpath.dirname(path)) not in ("", "/"):
+        yield path
+
+
+def read_zip_runs(
+    archive: zipfile.ZipFile, members: list[zipfile.ZipInfo], label: str, problems: list[ImportProblem]
+) -> Iterator[RunFiles]:
+    """The run directories among a zip's members (as :func:`find_run_dirs`: the top when it holds a
+    run.json, else every directory that does), read from the archive one at a time; every file is named by
+    its path in the zip. The diff is hashed in chunks here and read again only when its run is stored."""
+    files = zip_files(members, label)
+    if "run.json" in files:
+        run_dirs = [""]
+    else:
+        run_dirs = sorted(posixpath.dirname(n) for n in files if posixpath.basename(n) == "run.json")
+    if not run_dirs:
+        raise ImportFailed([ImportProblem(label, "no run.json found")])
+    for run_dir in run_dirs:
+        before = len(problems)
+        raw: dict[str, bytes] = {}
+        diff = None
+        diff_info = files.get(_name(run_dir, DIFF_FILE))
+        for file in READ_FILES:
+            info = files.get(_name(run_dir, file))
+            if info is None:
+                continue
+            where = _name(run_dir, file)
+            try:
+                if file == DIFF_FILE:
+                    with archive.open(info) as handle:
+                        diff = _chunks_sha256(handle)
+                else:
+                    raw[file] = zip_member_bytes(archive, info, MAX_INPUT_BYTES, where)
+            except ZIP_READ_ERRORS as exc:
+                problems.append(ImportProblem(where, f"cannot read: {exc}"))
+            except InputError as exc:
+                problems.extend(_problem(exc, where))
+        if len(problems) == before:
+            read_diff = functools.partial(archive.read, diff_info) if diff_info is not None else bytes
+            yield RunFiles(run_dir, raw, diff, read_diff)
 
 
 def import_runs_zip(repository: Repository, uploaded: IO[bytes] | Any, user: Actor) -> RunImport:
-    """A zip of run directories (any layout: every directory holding a run.json is a run)."""
+    """A zip of run directories (any layout: every directory holding a run.json is a run), read from the
+    archive as it is: nothing is unpacked to disk."""
     user.require(Role.MAINTAINER, repository)
     label = Path(str(getattr(uploaded, "name", "") or "upload.zip")).name
     limit = settings.RUNS_UPLOAD_MAX_BYTES
@@ -689,21 +748,16 @@ def import_runs_zip(repository: Repository, uploaded: IO[bytes] | Any, user: Act
         archive = zipfile.ZipFile(uploaded)
     except (zipfile.BadZipFile, OSError):
         raise ImportFailed([ImportProblem(label, "not a zip file")]) from None
-    scratch = Path(tempfile.mkdtemp(prefix="runs-upload-"))
-    try:
-        with archive:
-            members = checked_zip_members(
-                archive,
-                label,
-                max_members=settings.RUNS_ZIP_MAX_MEMBERS,
-                max_total=settings.RUNS_ZIP_MAX_UNCOMPRESSED_BYTES,
-            )
-            _extract(archive, members, scratch, label)
-        return import_run_dirs(repository, scratch, "", user)
-    except ImportFailed as exc:
-        raise ImportFailed(without_folder(exc.problems, scratch)) from None
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    with archive:
+        members = checked_zip_members(
+            archive,
+            label,
+            max_members=settings.RUNS_ZIP_MAX_MEMBERS,
+            max_total=settings.RUNS_ZIP_MAX_UNCOMPRESSED_BYTES,
+        )
+        return _import_runs(
+            repository, lambda problems: read_zip_runs(archive, members, label, problems), "", user
+        )
 
 
 # --- what the repository page shows ---------------------------------------------------------------------

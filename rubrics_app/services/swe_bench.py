@@ -1,8 +1,8 @@
 """Runs from the SWE-bench harness: ``predictions.jsonl`` and the harness's per-instance ``report.json``.
 
-Each prediction (``instance_id``, ``model_name_or_path``, ``model_patch``) becomes a run directory as
-``rubric capture`` would leave one, which the run import (:mod:`rubrics_app.services.runs`) then reads
-with its own checks, all or nothing:
+Each prediction (``instance_id``, ``model_name_or_path``, ``model_patch``) becomes the files of a run
+directory as ``rubric capture`` would leave one, built in memory (never written to disk), which the run
+import (:mod:`rubrics_app.services.runs`) then checks as any other run, all or nothing:
 
 - ``run.json``: task = ``instance_id`` (a task of the repository), model = ``model_name_or_path``, the arm
   and repetition the caller gives, and ``"source": "swe-bench"``, the marker grading reads: the integrity
@@ -25,14 +25,14 @@ report has one, nothing is imported.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import posixpath
-import shutil
-import tempfile
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 from django.conf import settings
@@ -43,10 +43,12 @@ from rubrics_app.models import Repository, Role, Task
 from rubrics_app.services.import_export import ImportFailed, ImportProblem, checked_zip_members
 from rubrics_app.services.runs import (
     MAX_NAME,
+    ZIP_READ_ERRORS,
+    RunFiles,
     RunImport,
-    _extract,
-    import_run_dirs,
-    without_folder,
+    _import_runs,
+    zip_files,
+    zip_member_bytes,
 )
 
 REPORT_NAME = "report.json"
@@ -102,9 +104,18 @@ def _of_model[T](found: list[T], folder: Callable[[T], str | None], prediction: 
     return named or [f for f in found if folder(f) is None]
 
 
-def _folder(root: Path, path: Path) -> str | None:
-    parts = path.relative_to(root).parts  # (..., MODEL, INSTANCE, report.json)
+def _folder(path: str) -> str | None:
+    parts = path.split("/")  # (..., MODEL, INSTANCE, report.json)
     return parts[-3] if len(parts) >= 3 else None
+
+
+@dataclass(frozen=True)
+class ReportsFile:
+    """A report.json or run_instance.log of the reports folder, on disk or in a zip."""
+
+    path: str  # under the reports folder, with /
+    read: Callable[[int], bytes]  # its bytes, InputError past the bound given
+    open: Callable[[], IO[bytes]]
 
 
 def _str_field(
@@ -127,6 +138,11 @@ def read_predictions(path: Path, label: str) -> list[Prediction]:
         raw = read_input_bytes(path, int(settings.RUNS_UPLOAD_MAX_BYTES))
     except InputError as exc:
         raise ImportFailed([ImportProblem(label, exc.message)]) from None
+    return parse_predictions(raw, label)
+
+
+def parse_predictions(raw: bytes, label: str) -> list[Prediction]:
+    """:func:`read_predictions` of the file's bytes."""
     lines = raw.split(b"\n")
     max_lines = int(settings.RUNS_ZIP_MAX_MEMBERS)
     if sum(1 for line in lines if line.strip()) > max_lines:
@@ -172,10 +188,10 @@ def read_predictions(path: Path, label: str) -> list[Prediction]:
 
 
 def _read_report(
-    path: Path, label: str, folder: str | None, problems: list[ImportProblem]
+    file: ReportsFile, label: str, folder: str | None, problems: list[ImportProblem]
 ) -> dict[str, Report]:
     try:
-        data = parse_json(read_input_bytes(path, MAX_REPORT_BYTES), label)
+        data = parse_json(file.read(MAX_REPORT_BYTES), label)
     except InputError as exc:
         problems.append(ImportProblem(label, exc.message, exc.field or ""))
         return {}
@@ -227,27 +243,64 @@ def read_reports(root: Path, label: str) -> Reports:
     if not root.is_dir():
         raise ImportFailed([ImportProblem(label, "not a directory")])
     max_files = int(settings.RUNS_ZIP_MAX_MEMBERS)
-    paths: list[Path] = []
+    found: list[ReportsFile] = []
     for name in (REPORT_NAME, INSTANCE_LOG_NAME):  # one of each per instance: each name counted alone
         for count, path in enumerate(root.rglob(name), start=1):
             if count > max_files:
                 raise ImportFailed([ImportProblem(label, f"more than {max_files} {name} files")])
-            # A log is read only where the harness wrote no report: for a patch that may not have applied.
-            if name == REPORT_NAME or not (path.parent / REPORT_NAME).exists():
-                paths.append(path)
+            if path.is_symlink() or not path.is_file():
+                continue
+            found.append(
+                ReportsFile(
+                    path.relative_to(root).as_posix(),
+                    functools.partial(read_input_bytes, path),
+                    _opener(path),
+                )
+            )
+    return _reports_of(found, label)
+
+
+def _opener(path: Path) -> Callable[[], IO[bytes]]:
+    return lambda: path.open("rb")
+
+
+def read_reports_zip(archive: zipfile.ZipFile, members: list[zipfile.ZipInfo], label: str) -> Reports:
+    """:func:`read_reports` of a zip of the reports folder (``members`` checked by checked_zip_members),
+    read from the archive as it is."""
+    found = [
+        ReportsFile(
+            path,
+            functools.partial(zip_member_bytes, archive, info, where=path),
+            functools.partial(archive.open, info),
+        )
+        for path, info in zip_files(members, label).items()
+        if posixpath.basename(path) in (REPORT_NAME, INSTANCE_LOG_NAME)
+    ]
+    return _reports_of(found, label)
+
+
+def _reports_of(files: list[ReportsFile], label: str) -> Reports:
+    reports = {posixpath.dirname(f.path) for f in files if posixpath.basename(f.path) == REPORT_NAME}
     problems: list[ImportProblem] = []
     found = Reports({}, {})
     first: dict[tuple[str, str | None], str] = {}
-    for path in sorted(paths):
-        if path.is_symlink() or not path.is_file():
+    for file in sorted(files, key=lambda f: PurePosixPath(f.path).parts):
+        folder = _folder(file.path)
+        where = posixpath.join(label, file.path)
+        if posixpath.basename(file.path) == INSTANCE_LOG_NAME:
+            # A log is read only where the harness wrote no report: for a patch that may not have applied.
+            if posixpath.dirname(file.path) in reports:
+                continue
+            try:
+                failed = _apply_failed(file)
+            except ZIP_READ_ERRORS as exc:
+                problems.append(ImportProblem(where, f"cannot read: {exc}"))
+                continue
+            if failed:
+                instance = posixpath.basename(posixpath.dirname(file.path))
+                found.apply_failed.setdefault(instance, []).append(folder)
             continue
-        folder = _folder(root, path)
-        if path.name == INSTANCE_LOG_NAME:
-            if _apply_failed(path):
-                found.apply_failed.setdefault(path.parent.name, []).append(folder)
-            continue
-        where = posixpath.join(label, path.relative_to(root).as_posix())
-        for instance_id, report in _read_report(path, where, folder, problems).items():
+        for instance_id, report in _read_report(file, where, folder, problems).items():
             if (instance_id, folder) in first:
                 earlier = first[instance_id, folder]
                 problems.append(ImportProblem(where, f"a second report (the first: {earlier})", instance_id))
@@ -259,10 +312,10 @@ def read_reports(root: Path, label: str) -> Reports:
     return found
 
 
-def _apply_failed(path: Path) -> bool:
+def _apply_failed(file: ReportsFile) -> bool:
     """The harness's log says no way of applying the patch worked (read in chunks: a log can be long)."""
     tail = b""
-    with path.open("rb") as log:
+    with file.open() as log:
         while chunk := log.read(1 << 20):
             if APPLY_PATCH_FAIL in tail + chunk:
                 return True
@@ -270,16 +323,17 @@ def _apply_failed(path: Path) -> bool:
     return False
 
 
-def _write_runs(
+def _runs(
     predictions: list[Prediction],
     reports: Reports,
     tasks: set[str],
     arm: str,
     repetition: int,
     label: str,
-    dest: Path,
-) -> None:
+) -> list[RunFiles]:
+    """Each prediction as the files of a run directory ``label/line-N``, in memory."""
     problems: list[ImportProblem] = []
+    runs: list[RunFiles] = []
     for p in predictions:
         where = f"{label}: line {p.line}"
         if p.instance_id not in tasks:
@@ -315,14 +369,24 @@ def _write_runs(
         # files and test ids, are then not measured rather than missing.
         run = {"task": p.instance_id, "arm": arm, "model": p.model, "repetition": repetition,
                "source": SWE_BENCH_SOURCE}  # fmt: skip
-        run_dir = dest / f"line-{p.line}"
-        run_dir.mkdir()
-        (run_dir / "run.json").write_text(json.dumps(run), encoding="utf-8")
-        (run_dir / "grade.json").write_text(json.dumps(grade), encoding="utf-8")
-        (run_dir / "workspace.diff").write_text(p.patch, encoding="utf-8")
-        (run_dir / "ignored_created.txt").write_text("", encoding="utf-8")
+        diff = p.patch.encode("utf-8")  # hashed here, encoded again only when the run is stored
+        files = {
+            "run.json": json.dumps(run).encode("utf-8"),
+            "grade.json": json.dumps(grade).encode("utf-8"),
+            "ignored_created.txt": b"",
+        }
+        diff_key = (hashlib.sha256(diff).hexdigest(), len(diff))
+        runs.append(
+            RunFiles(
+                posixpath.join(label, f"line-{p.line}"),
+                files,
+                diff_key,
+                functools.partial(p.patch.encode, "utf-8"),
+            )
+        )
     if problems:
         raise ImportFailed(problems)
+    return runs
 
 
 def import_swe_bench(
@@ -338,6 +402,27 @@ def import_swe_bench(
     """Every prediction as a run of the repository, graded by its report; all or nothing."""
     by.require(Role.MAINTAINER, repository)
     predictions_label, reports_label = labels or (str(predictions), str(reports))
+    return _import(
+        repository,
+        lambda: read_predictions(predictions, predictions_label),
+        lambda: read_reports(reports, reports_label),
+        predictions_label,
+        arm=arm,
+        repetition=repetition,
+        by=by,
+    )
+
+
+def _import(
+    repository: Repository,
+    predictions: Callable[[], list[Prediction]],
+    reports: Callable[[], Reports],
+    predictions_label: str,
+    *,
+    arm: str,
+    repetition: int,
+    by: Actor,
+) -> RunImport:
     problems: list[ImportProblem] = []
     if len(arm) > MAX_NAME or "\x00" in arm:
         problems.append(ImportProblem("--arm", f"at most {MAX_NAME} characters, no NUL"))
@@ -349,22 +434,18 @@ def import_swe_bench(
     read: list[Prediction] = []
     by_instance = Reports({}, {})
     try:
-        read = read_predictions(predictions, predictions_label)
+        read = predictions()
     except ImportFailed as exc:
         problems += exc.problems
     try:
-        by_instance = read_reports(reports, reports_label)
+        by_instance = reports()
     except ImportFailed as exc:
         problems += exc.problems
     if problems:
         raise ImportFailed(problems)
     tasks = set(Task.objects.filter(repository=repository).values_list("task_id", flat=True))
-    scratch = Path(tempfile.mkdtemp(prefix="swe-bench-"))
-    try:
-        _write_runs(read, by_instance, tasks, arm, repetition, predictions_label, scratch)
-        return import_run_dirs(repository, scratch, predictions_label, by)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    runs = _runs(read, by_instance, tasks, arm, repetition, predictions_label)
+    return _import_runs(repository, lambda _problems: runs, predictions_label, by)
 
 
 def import_swe_bench_upload(
@@ -376,44 +457,40 @@ def import_swe_bench_upload(
     repetition: int,
     by: Actor,
 ) -> RunImport:
-    """The same from an upload: ``predictions.jsonl`` and a zip of the harness's reports folder."""
+    """The same from an upload: ``predictions.jsonl`` and a zip of the harness's reports folder, both read
+    as they came (the zip's members from the archive): nothing is written to disk."""
     by.require(Role.MAINTAINER, repository)
     predictions_label = Path(str(getattr(predictions, "name", "") or "predictions.jsonl")).name
     zip_label = Path(str(getattr(reports_zip, "name", "") or "reports.zip")).name
-    scratch = Path(tempfile.mkdtemp(prefix="swe-bench-upload-"))
+    limit = int(settings.RUNS_UPLOAD_MAX_BYTES)
+    chunks: list[bytes] = []
+    size = 0
+    for chunk in predictions.chunks() if hasattr(predictions, "chunks") else [predictions.read()]:
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            raise ImportFailed([ImportProblem(predictions_label, f"larger than {limit} bytes")])
+    raw = b"".join(chunks)
+    del chunks
+    if hasattr(reports_zip, "seek"):
+        reports_zip.seek(0)
     try:
-        target = scratch / "predictions.jsonl"
-        limit = int(settings.RUNS_UPLOAD_MAX_BYTES)
-        with target.open("wb") as out:
-            for chunk in predictions.chunks() if hasattr(predictions, "chunks") else [predictions.read()]:
-                out.write(chunk)
-                if out.tell() > limit:
-                    raise ImportFailed([ImportProblem(predictions_label, f"larger than {limit} bytes")])
-        if hasattr(reports_zip, "seek"):
-            reports_zip.seek(0)
-        try:
-            archive = zipfile.ZipFile(reports_zip)
-        except (zipfile.BadZipFile, OSError):
-            raise ImportFailed([ImportProblem(zip_label, "not a zip file")]) from None
-        with archive:
-            members = checked_zip_members(
-                archive,
-                zip_label,
-                max_members=settings.RUNS_ZIP_MAX_MEMBERS,
-                max_total=settings.RUNS_ZIP_MAX_UNCOMPRESSED_BYTES,
-            )
-            _extract(archive, members, scratch / "reports", zip_label)
-        (scratch / "reports").mkdir(exist_ok=True)
-        return import_swe_bench(
+        archive = zipfile.ZipFile(reports_zip)
+    except (zipfile.BadZipFile, OSError):
+        raise ImportFailed([ImportProblem(zip_label, "not a zip file")]) from None
+    with archive:
+        members = checked_zip_members(
+            archive,
+            zip_label,
+            max_members=settings.RUNS_ZIP_MAX_MEMBERS,
+            max_total=settings.RUNS_ZIP_MAX_UNCOMPRESSED_BYTES,
+        )
+        return _import(
             repository,
-            target,
-            scratch / "reports",
+            lambda: parse_predictions(raw, predictions_label),
+            lambda: read_reports_zip(archive, members, zip_label),
+            predictions_label,
             arm=arm,
             repetition=repetition,
-            labels=(predictions_label, zip_label),
             by=by,
         )
-    except ImportFailed as exc:
-        raise ImportFailed(without_folder(exc.problems, scratch)) from None
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)

@@ -60,6 +60,7 @@ from grading import (
     load_price_table,
     make_backend,
     provider_of,
+    read_metrics,
 )
 from rubrics_app.access import Actor
 from rubrics_app.models import (
@@ -84,7 +85,7 @@ from rubrics_app.models import (
 from rubrics_app.services import calibration
 from rubrics_app.services.jobs import JobFailed, job_task, run
 from rubrics_app.services.report_rows import refresh_report_rows
-from rubrics_app.services.runs import ImportedMetrics, store_grade
+from rubrics_app.services.runs import store_grade
 from rubrics_app.services.sweep_inputs import (
     Target,
     _Admission,
@@ -255,7 +256,7 @@ class _Stored:
 def _store(sweep: Sweep, target: Target, metrics: RunMetrics, replace: bool) -> _Stored:
     raw = metrics.to_json_dict()
     encoded = json.dumps(raw, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    imported = ImportedMetrics.model_validate(raw)
+    imported = read_metrics(encoded.encode(), strict=True)  # as the run import reads a metrics.json
     results = [r for r in (metrics.details.judge, metrics.details.second_judge) if r is not None]
     calls = sum(r.calls for r in results)
     cost = sum(r.usage.cost_usd for r in results)

@@ -35,7 +35,13 @@ def job_detail(request: HtmxHttpRequest, repo_pk: int, job_pk: int) -> HttpRespo
         Job.objects.filter(repository=access.repository).select_related("revision__task", "created_by"),
         pk=job_pk,
     )
-    context = {"access": access, "repository": access.repository, "job": job, "task": _task_of(job)}
+    context = {
+        "access": access,
+        "repository": access.repository,
+        "job": job,
+        "result": job.typed_result(),  # the kind's model (models.jobs.RESULT_MODELS), read by field
+        "task": _task_of(job),
+    }
     if request.htmx:
         response = render(request, f"{PAGE}#job-status", context)
         if job.is_finished:

@@ -15,7 +15,7 @@ from django_htmx.http import HttpResponseStopPolling
 
 from rubrics_app.access import get_repository_for_user
 from rubrics_app.forms_runs import SweepForm
-from rubrics_app.models import Job, Role, RubricRevision, Sweep, Task
+from rubrics_app.models import Job, Role, RubricRevision, Sweep, SweepResult, Task
 from rubrics_app.services import sweeps
 from rubrics_app.services.sweeps import SweepError, SweepRequest
 from rubrics_app.views.common import HtmxHttpRequest
@@ -89,6 +89,7 @@ def sweep_detail(request: HtmxHttpRequest, repo_pk: int, sweep_pk: int) -> HttpR
         "repository": access.repository,
         "sweep": sweep,
         "job": job,
+        "result": job.result_as(SweepResult),
         **_next_steps(sweep),
     }
     if request.htmx:

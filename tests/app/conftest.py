@@ -420,6 +420,17 @@ def scratch_folders(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return made
 
 
+@pytest.fixture
+def no_scratch_folder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tempfile refuses to make a folder (TemporaryDirectory makes its folder with mkdtemp): a service that
+    reads its input in memory never asks for one, and one that does fails the test."""
+
+    def refused(*args: Any, **kwargs: Any) -> str:
+        raise AssertionError("a scratch folder was made")
+
+    monkeypatch.setattr(tempfile, "mkdtemp", refused)
+
+
 @pytest.fixture(scope="module")
 def worker(
     django_db_setup: None, django_db_blocker: Any, tmp_path_factory: pytest.TempPathFactory

@@ -41,6 +41,7 @@ from tests.app.runs_helpers import (
     PASSING,
     RUN_DIFF,
     grade,
+    sha256_of,
     write_run,
     write_scripted,
     write_task_dir,
@@ -364,6 +365,29 @@ def test_an_htmx_run_import_loads_the_repository_page_so_its_message_shows(
     assert "The new runs are not graded yet" in page
 
 
+@pytest.mark.usefixtures("no_scratch_folder")
+def test_a_zip_of_runs_is_read_from_the_archive_never_unpacked_to_a_folder(
+    client: Client, maintainer: User, graded_runs: Path, repository: Repository
+) -> None:
+    client.force_login(maintainer)
+    run_json = graded_runs / "rep1" / "run.json"
+    good = run_json.read_bytes()
+    run_json.write_text('{"task": "fix_fraction_gt1", "repetition": "one"}')
+    broken = zip_dir(graded_runs, "batch/")
+    run_json.write_bytes(good)
+    html = upload(client, repository, broken, follow=True).content.decode()  # type: ignore[attr-defined]
+    assert "Nothing was imported." in html and "batch/rep1/run.json: repetition:" in html
+    assert not AgentRun.objects.exists()
+
+    response = upload(client, repository, zip_dir(graded_runs, "batch/"))
+    assert response.status_code == 302  # type: ignore[attr-defined]
+    assert AgentRun.objects.count() == 3 and RunGrade.objects.count() == 2
+    for run in AgentRun.objects.all():
+        folder = graded_runs / run.source.removeprefix("batch/")
+        assert bytes(AgentRunDiff.objects.get(run=run).content) == (folder / "workspace.diff").read_bytes()
+        assert run.files_sha256["run.json"] == sha256_of((folder / "run.json").read_bytes())
+
+
 def test_a_bad_zip_imports_nothing_and_lists_the_problems(
     client: Client, maintainer: User, graded_runs: Path, repository: Repository
 ) -> None:
@@ -473,6 +497,26 @@ def test_a_run_stored_by_a_concurrent_import_is_a_problem_not_a_crash(
         call_command("import_runs", str(graded_runs), "--repository", repository.name, stderr=err)
     assert exc.value.returncode == 2 and "at the same time; nothing imported" in err.getvalue()
     assert AgentRun.objects.count() == 3
+
+
+def test_a_metrics_json_a_report_reads_but_the_strict_reader_refuses_is_named_by_field(
+    graded_runs: Path, repository: Repository
+) -> None:
+    """What only grading's strict read_metrics refuses (the grader's RunDetails, a sha256) is listed as the
+    app's own model listed it."""
+    metrics = json.loads((graded_runs / "rep0" / "metrics.json").read_text())
+    metrics["rubric_sha256"] = "not-a-sha256"
+    metrics["details"]["reasons"] = "one reason"  # a report does not read the reasons
+    (graded_runs / "rep0" / "metrics.json").write_text(json.dumps(metrics))
+    err = io.StringIO()
+    with pytest.raises(CommandError) as exc:
+        call_command("import_runs", str(graded_runs), "--repository", repository.name, stderr=err)
+    assert exc.value.returncode == 2
+    lines = err.getvalue().splitlines()
+    where = f"{graded_runs}/rep0/metrics.json"
+    assert f"{where}: rubric_sha256: String should match pattern '^[0-9a-f]{{64}}$'" in lines, lines
+    assert f"{where}: details.reasons: Input should be a valid list" in lines, lines
+    assert not AgentRun.objects.exists()
 
 
 def test_a_metrics_json_contradicting_its_status_is_refused_as_a_report_would(

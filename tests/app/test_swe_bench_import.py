@@ -270,6 +270,27 @@ def test_the_upload_imports_the_same_and_shows_every_problem(
     assert AgentRun.objects.count() == 3
 
 
+@pytest.mark.usefixtures("no_scratch_folder")
+def test_predictions_are_imported_from_memory_never_written_to_a_folder(
+    client: Client, maintainer: User, repository: Repository, harness_output: tuple[Path, Path]
+) -> None:
+    predictions, reports = harness_output
+    assert "3 runs imported" in import_command(predictions, reports)
+    client.force_login(maintainer)
+    response = client.post(reverse("rubrics:runs_upload_swe_bench", args=[repository.pk]), {
+        "predictions": SimpleUploadedFile("predictions.jsonl", predictions.read_bytes()),
+        "reports": SimpleUploadedFile("reports.zip", zipped(reports)),
+        "arm": "swe-agent", "repetition": "1",
+    })  # fmt: skip
+    assert response.status_code == 302
+    runs = AgentRun.objects.filter(task__task_id=ASTROPY)
+    assert sorted(runs.values_list("repetition", "passed", "source")) == [
+        (0, True, f"{predictions}/line-1"),
+        (1, True, "predictions.jsonl/line-1"),
+    ]
+    assert {bytes(AgentRunDiff.objects.get(run=run).content) for run in runs} == {PATCH.encode()}
+
+
 def test_the_upload_lists_every_bad_line_and_report_as_the_command_does(
     client: Client,
     maintainer: User,

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from grading import InputError, read_metrics
+from grading import InputError, RunDetails, StrictMetricsFile, read_metrics
 from grading.cli import main
 from grading.judge.cache import MemoryCache
 from grading.outcome import grade_run
@@ -167,6 +167,24 @@ def test_a_bad_metrics_json_names_the_file_and_the_field(
         text = str(exc.value)
         assert text.startswith(str(path) if isinstance(source, Path) else "metrics.json")
         assert field in text and message in text, text
+
+
+def test_the_strict_read_is_whole_the_grader_s_details_and_a_sha256(task: Task) -> None:
+    path = graded(task, "r1", {"pass": True}) / "metrics.json"
+    whole = read_metrics(path, strict=True)
+    assert isinstance(whole, StrictMetricsFile) and isinstance(whole.details, RunDetails)
+    assert whole.details.judge is not None and whole.details.judge.verdicts
+    assert whole.grade_values() == read_metrics(path).grade_values()
+    data = json.loads(path.read_text())
+    data["rubric_sha256"] = "abc"
+    data["details"]["judge"]["verdicts"][0]["reason"] = 7
+    path.write_text(json.dumps(data))
+    assert read_metrics(path).rubric_sha256 == "abc"  # a report reads neither
+    with pytest.raises(InputError) as exc:
+        read_metrics(path, strict=True)
+    text = str(exc.value)
+    assert "rubric_sha256: String should match pattern" in text, text
+    assert "details.judge.verdicts[0].reason: Input should be a valid string" in text, text
 
 
 def test_a_metrics_json_that_is_not_an_object_or_not_json_is_refused() -> None:
