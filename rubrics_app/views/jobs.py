@@ -3,17 +3,40 @@ partial, polled while the job runs; the poll stops when the job has ended."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 from django_htmx.http import HttpResponseStopPolling
+from pydantic import BaseModel
 
 from rubrics_app.access import get_repository_for_user
-from rubrics_app.models import Job, RubricDraft, Sweep, Task
+from rubrics_app.models import Job, JobResult, RubricDraft, Sweep, Task
 from rubrics_app.views.common import HtmxHttpRequest
 
 PAGE = "rubrics/job_detail.html"
+
+
+def _text(value: Any) -> str:
+    """One value of a result as a reader reads it: a nested record as its fields, never a Python repr."""
+    if isinstance(value, BaseModel):
+        return "; ".join(f"{name}: {_text(getattr(value, name))}" for name in type(value).model_fields)
+    return "none" if value is None else str(value)
+
+
+def result_facts(result: JobResult | None) -> list[tuple[str, str, list[str] | None]]:
+    """A result's fields in their model's order, each as (name, text, items): a list field has its items
+    (the page lists them) and no text; any other field is one line of text."""
+    facts: list[tuple[str, str, list[str] | None]] = []
+    for name in type(result).model_fields if result is not None else ():
+        value = getattr(result, name)
+        if isinstance(value, list):
+            facts.append((name, "", [_text(item) for item in value]))
+        else:
+            facts.append((name, _text(value), None))
+    return facts
 
 
 def _task_of(job: Job) -> Task | None:
@@ -39,7 +62,8 @@ def job_detail(request: HtmxHttpRequest, repo_pk: int, job_pk: int) -> HttpRespo
         "access": access,
         "repository": access.repository,
         "job": job,
-        "result": job.typed_result(),  # the kind's model (models.jobs.RESULT_MODELS), read by field
+        "result": (result := job.typed_result()),  # the kind's model (models.jobs.RESULT_MODELS), by field
+        "result_facts": result_facts(result),
         "task": _task_of(job),
     }
     if request.htmx:

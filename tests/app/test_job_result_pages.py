@@ -13,6 +13,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 from django.utils.html import escape
+from pydantic import BaseModel
 
 from grading.judge.cache import MemoryCache
 from rubrics_app.access import Actor
@@ -106,7 +107,15 @@ def test_the_job_page_shows_each_field_of_the_kind_s_result(
     page = job_page(client, maintainer, finished(repository, kind, result))
     for name in type(result).model_fields:
         value = getattr(result, name)
-        assert f"<dt>{name}</dt><dd>{escape(value)}</dd>" in page, (name, value)
+        if isinstance(value, list):  # one item a line, each nested record by its fields: never a repr
+            assert f"<dt>{name}</dt><dd><ul" in page, name
+            for item in value:
+                shown = str(item) if not isinstance(item, BaseModel) else None
+                for part in [shown] if shown is not None else [str(v) for v in item.model_dump().values()]:
+                    assert escape(part if part != "None" else "none") in page, (name, part)
+            assert not value or f"{type(value[0]).__name__}(" not in page
+        else:
+            assert f"<dt>{name}</dt><dd>{escape(value)}</dd>" in page, (name, value)
 
 
 def test_the_job_page_tells_what_an_export_wrote_and_committed(
