@@ -425,8 +425,11 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
     # A v1 snapshot did not record the rules: the current ones are all there is (module docstring).
     info_exclude = snap.info_exclude if snap.info_exclude is not None else current_exclude or b""
     if record is not None:
-        # Read as a plain file where it was at snapshot time (a linked worktree's is in the common dir).
-        current_exclude = _read_bytes_or_empty(Path(os.fsdecode((record / _RECORD_EXCLUDE).read_bytes())))
+        # Read as a plain file where it was at snapshot time (a linked worktree's is in the common dir), and
+        # only to tell whether it changed: at most one byte past the recorded rules, and never a FIFO or a
+        # device the run left there (anything but a regular file reads as empty; git_dir_changes names it).
+        where = Path(os.fsdecode((record / _RECORD_EXCLUDE).read_bytes()))
+        current_exclude = _read_regular(where, len(snap.info_exclude or b"") + 1) or b""
     info_exclude_changed = snap.info_exclude is not None and current_exclude != snap.info_exclude
     # A v1 or v2 snapshot did not record the .gitignore files: the base commit's stand in for them.
     old_ignore_files = (
@@ -542,9 +545,12 @@ def _declares_cache(git: _Git, directory: str) -> bool:
 
 
 def _read_regular(path: Path, limit: int) -> bytes | None:
-    """The first ``limit`` bytes of ``path`` if it is a regular file (not through a symlink), else None."""
+    """The first ``limit`` bytes of ``path`` if it is a regular file (not through a symlink), else None.
+
+    The run wrote the workspace: a FIFO there must not block the capture (``O_NONBLOCK`` opens it at once,
+    and it is then no regular file), nor a huge file be read past ``limit``."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as handle:

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -295,22 +293,6 @@ def test_an_error_with_a_newline_stays_one_line(task: Task, capsys: pytest.Captu
 
 
 # --- input that hung or never ended (issue 18 §6) -------------------------------------------------------
-
-
-@pytest.fixture
-def deadline() -> Iterator[None]:
-    """Fail instead of hanging: a read that blocks (a FIFO) is interrupted after 5 s."""
-
-    def expired(signum: int, frame: object) -> None:
-        raise TimeoutError("blocked for 5 s")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(5)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 BILLION_LAUGHS = "".join(
