@@ -379,6 +379,7 @@ def write_snapshot(workspace: Path, out: Path) -> int:
     Returns the number of ignored paths.
     """
     record = record_path(out)
+    _refuse_non_regular(out, "--output")
     if workspace.is_dir():
         inside = Path(os.path.abspath(workspace)).resolve()
         for target in (out, record):
@@ -390,6 +391,21 @@ def write_snapshot(workspace: Path, out: Path) -> int:
         lines += [_IGNORE_FILE_PREFIX + c_quote(os.fsencode(rel)), _IGNORE_RULES_PREFIX + c_quote(rules)]
     _write_text(out, "".join(line + "\n" for line in lines) + format_path_list(snap.ignored))
     return len(snap.ignored)
+
+
+def _refuse_non_regular(path: Path, field: str | None = None) -> None:
+    """InputError when ``path`` exists and is not a regular file: writing to a FIFO blocks until something
+    reads it, and a device or a directory is no place for the file (checked before any work is done)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise InputError(path, f"cannot write: {exc.strerror or exc}", field) from None
+    if stat.S_ISDIR(mode):
+        raise InputError(path, "is a directory, not a file", field)
+    if not stat.S_ISREG(mode):
+        raise InputError(path, "not a regular file (a device, a pipe or a socket)", field)
 
 
 def _write_text(path: Path, text: str) -> None:
@@ -420,6 +436,8 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
     before_paths = set(snap.ignored)
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(out_dir, "run directory is not a directory")
+    for name in (DIFF_NAME, IGNORED_CREATED_NAME, GIT_DIR_CHANGES_NAME):
+        _refuse_non_regular(out_dir / name)
     staged_repositories = _new_gitlinks(git, base_commit)
     current_exclude = _read_info_exclude(git) if record is None else None
     # A v1 snapshot did not record the rules: the current ones are all there is (module docstring).

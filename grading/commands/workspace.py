@@ -35,7 +35,7 @@ def register(subparsers: Subparsers) -> None:
         "ignore rules the run wrote; and write FILE.git, a private record of the git state (HEAD's objects, "
         "refs, index, and a manifest of .git) from which capture diffs whatever the run does to .git. "
         "Exit 0 written, 2 bad input (not the top of a git work tree, FILE inside WORKSPACE, an "
-        "unwritable FILE).",
+        "unwritable FILE, or one that exists and is not a regular file: a FIFO would block).",
     )
     snapshot.add_argument("workspace", type=Path, metavar="WORKSPACE", help="top level of the git work tree")
     snapshot.add_argument(

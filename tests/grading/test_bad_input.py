@@ -13,6 +13,7 @@ import pytest
 from grading.cli import main
 from grading.errors import InputError, InputErrors
 from grading.schema import parse_rubric, read_json, rubric_json_schema
+from grading.workspace import record_path, write_snapshot
 from tests.grading.task_helpers import FIXED, Task, answer_run, answers
 
 BIG = "9" * 5000  # past Python's 4,300-digit limit for int()
@@ -334,6 +335,34 @@ def test_a_snapshot_that_is_a_fifo_or_a_device_is_refused_at_once(
     out = task.dir.parent / "runs" / "r"
     argv = ["capture", str(task.repo.path), "--base", "HEAD", "--before", str(before), "--out", str(out)]
     exit_2_one_line(argv, capsys, "before.txt", "not a regular file")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero"])
+def test_a_snapshot_written_to_a_fifo_or_a_device_is_refused_at_once(
+    task: Task, capsys: pytest.CaptureFixture[str], deadline: None, kind: str
+) -> None:
+    """Writing to a FIFO blocks until something reads it; a device swallows the snapshot."""
+    out = task.dir.parent / "before.txt"
+    if kind == "fifo":
+        os.mkfifo(out)
+    else:
+        out.symlink_to(kind)
+    argv = ["snapshot", str(task.repo.path), "-o", str(out)]
+    exit_2_one_line(argv, capsys, "before.txt: --output: not a regular file")
+    assert not record_path(out).exists()
+
+
+@pytest.mark.parametrize("name", ["workspace.diff", "ignored_created.txt", "git_dir_changes.txt"])
+def test_a_capture_output_that_is_a_fifo_is_refused_at_once(
+    task: Task, capsys: pytest.CaptureFixture[str], deadline: None, name: str
+) -> None:
+    before = task.dir.parent / "before.txt"
+    write_snapshot(task.repo.path, before)
+    out = task.dir.parent / "runs" / "r"
+    out.mkdir(parents=True)
+    os.mkfifo(out / name)
+    argv = ["capture", str(task.repo.path), "--base", "HEAD", "--before", str(before), "--out", str(out)]
+    exit_2_one_line(argv, capsys, f"{name}: not a regular file")
 
 
 @pytest.mark.parametrize(
