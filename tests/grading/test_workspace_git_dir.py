@@ -176,8 +176,8 @@ def test_what_the_run_wrote_under_git_is_named(workspace: tuple[GitRepo, str], t
 
 
 def test_history_work_under_git_is_not_a_change(workspace: tuple[GitRepo, str], tmp_path: Path) -> None:
-    """Staging, committing, branching, tagging, stashing and deleting a packed branch are what a developer
-    does with git: the diff is still against the base, and nothing under .git is named."""
+    """Staging, committing, resetting, branching, tagging, stashing and deleting a packed branch are what a
+    developer does with git: the diff is still against the base, and nothing under .git is named."""
     repo, base = workspace
     repo.git("branch", "old-feature")
     repo.git("pack-refs", "--all")
@@ -188,6 +188,10 @@ def test_history_work_under_git_is_not_a_change(workspace: tuple[GitRepo, str], 
     repo.write("staged.txt", "x\n")
     repo.git("add", "staged.txt")
     repo.git("commit", "-q", "-m", "agent")
+    repo.write("dropped.txt", "committed, then reset away\n")
+    repo.git("add", "dropped.txt")
+    repo.git("commit", "-q", "-m", "dropped")
+    repo.git("reset", "-q", "--hard", "HEAD~1")
     repo.git("checkout", "-q", "-b", "agent/work")
     repo.git("tag", "agent-tag")
     repo.git("branch", "-D", "old-feature")
