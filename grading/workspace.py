@@ -92,6 +92,10 @@ How the capture works, and why:
   skip the comments.
 - Ignored files are listed file by file (no ``--directory`` collapsing), so a new file inside a directory
   that was already ignored before the run shows up in ``ignored_created.txt``.
+- A FIFO, socket or device in the work tree (:func:`_special_files`) cannot be hashed: a tracked one made
+  ``git diff`` fail. Each is absent for the diff (removed from the scratch index, so a tracked one shows
+  as deleted), never opened, and named in ``CaptureResult.special_files`` and as a ``# special file:``
+  comment of ``ignored_created.txt`` (integrity rule ``special_file``).
 """
 
 from __future__ import annotations
@@ -196,8 +200,12 @@ class CaptureResult(BaseModel):
     ignored_in_diff: list[str] = []  # ignored only by rules written during the run: in the diff
     # paths under .git the run changed (git_dir_changes.txt); None without a private record (v3 snapshot)
     git_dir_changes: list[str] | None = None
+    # FIFOs, sockets and devices in the work tree: absent from the diff, never read (ignored_created.txt)
+    special_files: list[str] = []
 
-    @field_serializer("ignored_created", "nested_repositories", "unrepresentable", "ignored_in_diff")
+    @field_serializer(
+        "ignored_created", "nested_repositories", "unrepresentable", "ignored_in_diff", "special_files"
+    )
     def _json_safe(self, paths: list[str]) -> list[str]:
         # JSON cannot carry bytes that are not UTF-8: show them as \xNN, as grading.diffs.path_text does.
         return [_text(p) for p in paths]
@@ -251,6 +259,35 @@ def _walk_nested(git: _Git, directory: str) -> list[str]:
                 found.append(child)
             elif entry.is_dir(follow_symlinks=False):
                 stack.append(child)
+    return sorted(found)
+
+
+def _special_files(root: Path) -> list[str]:
+    """Paths in the work tree that are neither a regular file, a directory nor a symbolic link (a FIFO, a
+    socket, a device), outside every ``.git``, sorted. Symbolic links are not followed: git records a
+    link's target and never reads through it.
+
+    git cannot hash such a file: a tracked one makes ``git diff`` fail ("cannot hash"), and an untracked one
+    is silently left out. The capture treats each as absent from the work tree and names it."""
+    found: list[str] = []
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        try:
+            entries = list(os.scandir(root / rel))
+        except OSError:
+            continue  # unreadable directory: git cannot list it either
+        for entry in entries:
+            if entry.name.lower() == ".git":
+                continue  # the repository's own (git_dir_changes.txt watches it) or a nested one's
+            child = f"{rel}/{entry.name}" if rel else entry.name
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(child)
+                elif not (entry.is_symlink() or entry.is_file(follow_symlinks=False)):
+                    found.append(child)
+            except OSError:
+                continue  # gone since the listing
     return sorted(found)
 
 
@@ -459,6 +496,11 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
         # a file the scan calls untracked is one git add accepts and the diff shows.
         scratch = Path(scratch_name)
         _use_scratch(git, scratch, info_exclude, fallback)
+        special_files = _special_files(git.workspace)
+        if special_files:
+            # Absent from the work tree for the diff: a tracked one leaves the scratch index, so the diff
+            # shows it deleted without git opening it (an untracked one git does not list anyway).
+            git.run("update-index", "--force-remove", "-z", "--stdin", stdin=_nul_joined(special_files))
         scan = _scan(git, staged_repositories)
         created = sorted(set(scan.ignored) - before_paths)
         self_ignoring = _self_ignoring_dirs(git, base_commit, created, before_paths, old_ignore_files)
@@ -503,7 +545,9 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
         diff_path.write_bytes(diff)
     except OSError as exc:
         raise InputError(diff_path, f"cannot write: {exc.strerror or exc}") from exc
-    _write_text(out_dir / IGNORED_CREATED_NAME, format_ignored_created(ignored_created, self_ignoring))
+    _write_text(
+        out_dir / IGNORED_CREATED_NAME, format_ignored_created(ignored_created, self_ignoring, special_files)
+    )
     changes_path = out_dir / GIT_DIR_CHANGES_NAME
     if git_dir_changes is None:
         changes_path.unlink(missing_ok=True)  # one from an earlier capture must not stand in for this one
@@ -526,6 +570,7 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
         self_ignoring_dirs=self_ignoring,
         ignored_in_diff=sorted(p for p in surfaced if p in in_index),
         git_dir_changes=git_dir_changes,
+        special_files=special_files,
     )
 
 

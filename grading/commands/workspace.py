@@ -220,6 +220,15 @@ def run_capture(args: argparse.Namespace) -> int:
             + ", ".join(quote_path(n) for n in names)
             + (f" and {more} more (git_dir_changes.txt lists them)" if more else "")
         )
+    if result.special_files:
+        names = result.special_files[:_NOTES_MAX]
+        more = len(result.special_files) - len(names)
+        print(
+            f"note: the run left {len(result.special_files)} FIFO(s), socket(s) or device(s) in the work "
+            "tree, not read and absent from the diff: "
+            + ", ".join(quote_path(n) for n in names)
+            + (f" and {more} more (ignored_created.txt lists them)" if more else "")
+        )
     if listing is not None:
         print(f"{listing.path}: {listing.test_ids} test id(s)")
     elif args.manifest is not None and argv is None:
