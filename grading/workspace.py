@@ -95,16 +95,20 @@ How the capture works, and why:
 - A FIFO, socket or device in the work tree (:func:`_special_files`) cannot be hashed: a tracked one made
   ``git diff`` fail. Each is absent for the diff (removed from the scratch index, so a tracked one shows
   as deleted), never opened, and named in ``CaptureResult.special_files`` and as a ``# special file:``
-  comment of ``ignored_created.txt`` (integrity rule ``special_file``).
+  comment of ``ignored_created.txt`` (integrity rule ``special_file``). git opens ``.gitignore``,
+  ``.gitattributes`` and ``.gitmodules`` by name: one that is a FIFO reads as empty while git runs
+  (:func:`_rule_fifos_read_empty`) instead of blocking it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, field_serializer
@@ -289,6 +293,47 @@ def _special_files(root: Path) -> list[str]:
             except OSError:
                 continue  # gone since the listing
     return sorted(found)
+
+
+# Files git opens in the work tree whatever the index says: a FIFO there would block it (no writer).
+_RULE_FILES = frozenset((_GITIGNORE, ".gitattributes", ".gitmodules"))
+_UNBLOCK_POLL = 0.002  # seconds between looks for a git waiting on one of them
+
+
+@contextlib.contextmanager
+def _rule_fifos_read_empty(root: Path, special_files: Sequence[str]) -> Iterator[None]:
+    """While the block runs, a git that opens one of ``special_files`` named ``.gitignore``,
+    ``.gitattributes`` or ``.gitmodules`` reads it as empty instead of blocking.
+
+    git opens those files by name in every directory it visits, and opening a FIFO for reading waits for a
+    writer. A thread looks for a waiting reader (a non-blocking open for writing succeeds only when there is
+    one) and closes at once: git's open returns and its read sees the end of the file. A FIFO is therefore
+    read as no rules, the nearest thing to the absence the diff gives it."""
+    fifos: list[Path] = []
+    for rel in special_files:
+        path = root / rel
+        with contextlib.suppress(OSError):
+            if rel.rsplit("/", 1)[-1] in _RULE_FILES and stat.S_ISFIFO(os.lstat(path).st_mode):
+                fifos.append(path)
+    if not fifos:
+        yield
+        return
+    done = threading.Event()
+
+    def unblock() -> None:
+        while not done.wait(_UNBLOCK_POLL):
+            for path in fifos:
+                # ENXIO: nobody is reading it now (or it is gone, or no longer a FIFO): look again later
+                with contextlib.suppress(OSError):
+                    os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW))
+
+    thread = threading.Thread(target=unblock, name="rubric-capture-fifos", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
 
 
 class _Scan(BaseModel):
@@ -491,12 +536,15 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
         snap.ignore_files if snap.ignore_files is not None else _base_ignore_files(git, base_commit)
     )
 
-    with tempfile.TemporaryDirectory(prefix="rubric-capture-") as scratch_name:
+    special_files = _special_files(git.workspace)
+    with (
+        tempfile.TemporaryDirectory(prefix="rubric-capture-") as scratch_name,
+        _rule_fifos_read_empty(git.workspace, special_files),
+    ):
         # Everything from here on (the scan, git add -N, the diff) sees the same scratch git directory, so
         # a file the scan calls untracked is one git add accepts and the diff shows.
         scratch = Path(scratch_name)
         _use_scratch(git, scratch, info_exclude, fallback)
-        special_files = _special_files(git.workspace)
         if special_files:
             # Absent from the work tree for the diff: a tracked one leaves the scratch index, so the diff
             # shows it deleted without git opening it (an untracked one git does not list anyway).

@@ -49,6 +49,10 @@ def workspace(git_repo: GitRepo) -> tuple[GitRepo, str]:
         ("shapes/new_pipe", "fifo", False),  # a new untracked one
         ("new.sock", "socket", False),
         ("build/ignored_pipe", "fifo", False),  # under an ignored directory
+        # git opens these by name in every directory it visits: a FIFO must read as empty, not block
+        (".gitignore", "fifo", True),
+        ("shapes/.gitattributes", "fifo", False),
+        (".gitmodules", "fifo", False),
     ],
 )
 def test_a_special_file_is_absent_from_the_diff_and_named(
