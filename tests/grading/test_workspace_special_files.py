@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import stat
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,11 @@ MANIFEST = 'name: example\ntests:\n  globs: ["**/tests/**"]\n'
 def make_special(path: Path, kind: str) -> None:
     if kind == "fifo":
         os.mkfifo(path)
+    elif kind == "device":
+        try:  # /dev/zero's numbers: read, it never ends
+            os.mknod(path, stat.S_IFCHR | 0o600, os.makedev(1, 5))
+        except PermissionError:
+            pytest.skip("making a device node needs root")
     else:
         # bind() leaves the socket file behind; relative to the directory, the path stays under 108 bytes
         cwd = os.getcwd()
@@ -46,6 +52,7 @@ def workspace(git_repo: GitRepo) -> tuple[GitRepo, str]:
     [
         ("shapes/__init__.py", "fifo", True),  # a tracked file replaced
         ("shapes/__init__.py", "socket", True),
+        ("shapes/__init__.py", "device", True),
         ("shapes/new_pipe", "fifo", False),  # a new untracked one
         ("new.sock", "socket", False),
         ("build/ignored_pipe", "fifo", False),  # under an ignored directory
