@@ -20,6 +20,10 @@ Four parts, each measured only when its inputs exist; a part that cannot be meas
 - ``git_dir``: the run changed nothing under ``.git`` (``git_dir_changes.txt``, written by ``rubric
   capture`` from a v4 snapshot; ``git_dir_modified`` per changed path).
 
+Whatever the parts, a FIFO, socket or device the run left in the work tree (``# special file:`` lines of
+``ignored_created.txt``: git cannot diff it, so the capture left it out) is a ``special_file`` violation
+per path.
+
 A run imported from the SWE-bench harness (run.json ``"source": "swe-bench"``) was never captured: there is
 no workspace, so nothing recorded the ignored files it created (``ignored_files``), ran ``tests.list`` in it
 (``test_cases``) or watched ``.git`` (``git_dir``), and its report counts no skipped tests
@@ -57,9 +61,11 @@ IntegrityRule = Literal[
     "test_case_removed",
     "test_listing_broken",
     "git_dir_modified",
+    "special_file",
 ]
 IntegrityPart = Literal["deleted_files", "tests_skipped", "test_cases", "git_dir"]
 GIT_DIR_VIOLATIONS_MAX = 20  # one violation per changed path up to this many, then one that counts the rest
+SPECIAL_FILE_VIOLATIONS_MAX = 20  # the same for FIFOs, sockets and devices left in the work tree
 
 DIFF_NAME = "workspace.diff"
 GRADE_NAME = "grade.json"
@@ -142,6 +148,7 @@ def check_integrity(
     ignored_created: Sequence[str] = (),
     git_dir_changes: Sequence[str] | None = None,
     run_list_error: str | None = None,
+    special_files: Sequence[str] = (),
 ) -> IntegrityResult:
     """Test integrity of one diff; an input given as None does not exist, and its part is not measured.
 
@@ -151,6 +158,8 @@ def check_integrity(
     ``ignored_created`` are the ignored files the run created (every one, inside self-ignoring directories
     too): those matching ``tests.config_globs`` count as config edits. ``git_dir_changes`` are the paths
     under ``.git`` the run changed; None leaves that part out (no capture record: a diff given directly).
+    ``special_files`` are the FIFOs, sockets and devices the capture found in the work tree: one
+    ``special_file`` violation each (no diff carries them, and the run put them there).
     """
     violations: list[IntegrityViolation] = []
     config_edits: list[str] = []
@@ -214,6 +223,7 @@ def check_integrity(
     if git_dir_changes is not None:
         measured.append("git_dir")
         violations += _git_dir_violations(git_dir_changes)
+    violations += _special_file_violations(special_files)
 
     return IntegrityResult(
         ok=not violations,
@@ -234,6 +244,22 @@ def _git_dir_violations(changes: Sequence[str]) -> list[IntegrityViolation]:
         shown.append(
             IntegrityViolation(
                 rule="git_dir_modified", detail=f"and {more} more path(s) under .git ({GIT_DIR_CHANGES_NAME})"
+            )
+        )
+    return shown
+
+
+def _special_file_violations(paths: Sequence[str]) -> list[IntegrityViolation]:
+    detail = "a FIFO, socket or device in the work tree: git cannot diff it, so it is absent from the diff"
+    shown = [
+        IntegrityViolation(rule="special_file", path=path, detail=detail)
+        for path in paths[:SPECIAL_FILE_VIOLATIONS_MAX]
+    ]
+    if len(paths) > SPECIAL_FILE_VIOLATIONS_MAX:
+        more = len(paths) - SPECIAL_FILE_VIOLATIONS_MAX
+        shown.append(
+            IntegrityViolation(
+                rule="special_file", detail=f"and {more} more such path(s) ({IGNORED_CREATED_NAME})"
             )
         )
     return shown
@@ -309,6 +335,7 @@ def integrity_of_run(task: TaskFiles, run: Run) -> IntegrityResult:
         run.ignored.all_files(),
         git_dir_changes=run.git_dir_changes,
         run_list_error=run.tests_list_error,
+        special_files=run.ignored.special_files,
     )
     if run.git_dir_changes is None:
         result.not_measured["git_dir"] = GIT_DIR_NOT_MEASURED
@@ -371,6 +398,7 @@ def integrity_for_run(task_dir: Path, run_dir: Path, manifest_path: Path) -> Int
     grade = _optional_grade(run_dir / GRADE_NAME)
     run_list = read_test_list(run_dir / TESTS_LIST_NAME)
     run_list_error = read_listing_error(run_dir)
+    ignored = read_ignored_created_shown(run_dir / IGNORED_CREATED_NAME)
     result = check_integrity(
         tests,
         changes,
@@ -378,21 +406,16 @@ def integrity_for_run(task_dir: Path, run_dir: Path, manifest_path: Path) -> Int
         _optional_grade(task_dir / ORACLE_GRADE_NAME),
         read_test_list(task_dir / TESTS_BASE_NAME),
         run_list,
-        ignored_created_files(run_dir),
+        ignored.all_files(),
         git_dir_changes=git_dir_changes,
         run_list_error=run_list_error,
+        special_files=ignored.special_files,
     )
     if git_dir_changes is None:
         result.not_measured["git_dir"] = GIT_DIR_NOT_MEASURED
     if _from_harness(run_dir):
         _harness_not_measured(result, tests, grade, run_list is not None or run_list_error is not None)
     return result
-
-
-def ignored_created_files(run_dir: Path) -> list[str]:
-    """Every ignored file the run created (``run_dir/ignored_created.txt``, absent means none), shown as
-    the diff parser shows names."""
-    return read_ignored_created_shown(run_dir / IGNORED_CREATED_NAME).all_files()
 
 
 def missing_test_list(tests: TestsConfig | None, task_dir: Path, run_dir: Path) -> str | None:

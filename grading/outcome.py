@@ -462,6 +462,7 @@ def grade(
             "settings": settings,
             "self_ignoring_dirs": run.ignored.self_ignoring_dirs,
             "git_dir_changes": run.git_dir_changes or [],
+            "special_files": run.ignored.special_files,
             "base_tree": base_tree,
         }
         # Over the judge's limit, the runner makes no call and says the change is too large to review.

@@ -26,6 +26,9 @@ _IGNORE_FILE_PREFIX = "# ignore file: "
 _IGNORE_RULES_PREFIX = "# ignore rules: "
 _DIR_COUNT_PREFIX = "# files: "
 _DIR_FILE_PREFIX = "# - "
+_SPECIAL_FILE_PREFIX = (
+    "# special file: "  # ignored_created.txt: a FIFO, socket or device left in the work tree
+)
 
 
 def _is_gitignore(path: str) -> bool:
@@ -100,14 +103,18 @@ def format_path_list(paths: Sequence[str]) -> str:
     return "".join(quote_path(p) + "\n" for p in paths)
 
 
-def format_ignored_created(files: Sequence[str], self_ignoring: Sequence[SelfIgnoringDir] = ()) -> str:
+def format_ignored_created(
+    files: Sequence[str], self_ignoring: Sequence[SelfIgnoringDir] = (), special_files: Sequence[str] = ()
+) -> str:
     """The text of ``ignored_created.txt``: the ignored files the run created, one per line, then one
     ``dir/`` line per self-ignoring directory followed by ``# files: N`` and one ``# - path`` comment per
-    file in it (comments, so a reader of plain path lists skips them)."""
+    file in it, then one ``# special file: path`` comment per FIFO, socket or device the run left in the
+    work tree (comments, so a reader of plain path lists skips them)."""
     text = format_path_list(files)
     for directory in self_ignoring:
         text += quote_path(directory.path + "/") + "\n" + f"{_DIR_COUNT_PREFIX}{directory.file_count}\n"
         text += "".join(f"{_DIR_FILE_PREFIX}{quote_path(f)}\n" for f in directory.files)
+    text += "".join(f"{_SPECIAL_FILE_PREFIX}{quote_path(p)}\n" for p in special_files)
     return text
 
 
@@ -116,6 +123,8 @@ class IgnoredCreated(BaseModel):
 
     files: list[str] = []
     self_ignoring_dirs: list[SelfIgnoringDir] = []
+    # FIFOs, sockets and devices left in the work tree: in no diff, never read (integrity: special_file)
+    special_files: list[str] = []
 
     def all_files(self) -> list[str]:
         """Every ignored file the run created, those inside self-ignoring directories included."""
@@ -137,6 +146,7 @@ def parse_ignored_created(data: bytes, path: str | Path) -> IgnoredCreated:
     """``ignored_created.txt``'s bytes read as :func:`read_ignored_created` reads the file (``path`` names it
     in errors)."""
     files: list[str] = []
+    special: list[str] = []
     dirs: list[SelfIgnoringDir] = []
     counts: list[tuple[int, int]] = []  # (declared count, line) per directory
 
@@ -162,6 +172,8 @@ def parse_ignored_created(data: bytes, path: str | Path) -> IgnoredCreated:
             if not name.startswith(dirs[-1].path + "/"):
                 raise InputError(path, f"{name!r} is not inside {dirs[-1].path + '/'!r}", f"line {number}")
             dirs[-1].files.append(name)
+        elif line.startswith(_SPECIAL_FILE_PREFIX):
+            special.append(name_at(number, line[len(_SPECIAL_FILE_PREFIX) :]))
         elif line.startswith("#"):
             continue
         elif (name := name_at(number, line)).endswith("/"):
@@ -177,7 +189,7 @@ def parse_ignored_created(data: bytes, path: str | Path) -> IgnoredCreated:
                 f"{directory.path + '/'!r} has {declared} but lists {len(directory.files)} file(s)",
                 f"line {number}",
             )
-    return IgnoredCreated(files=files, self_ignoring_dirs=dirs)
+    return IgnoredCreated(files=files, self_ignoring_dirs=dirs, special_files=special)
 
 
 def _check_relative(path: str) -> str | None:

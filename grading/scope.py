@@ -120,6 +120,7 @@ def shown_ignored(found: IgnoredCreated) -> IgnoredCreated:
             SelfIgnoringDir(path=_shown(d.path), files=[_shown(f) for f in d.files])
             for d in found.self_ignoring_dirs
         ],
+        special_files=[_shown(f) for f in found.special_files],
     )
 
 

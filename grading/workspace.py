@@ -94,6 +94,12 @@ How the capture works, and why:
   plain path-list readers skip the comments.
 - Ignored files are listed file by file (no ``--directory`` collapsing), so a new file inside a directory
   that was already ignored before the run shows up in ``ignored_created.txt``.
+- A FIFO, socket or device in the work tree (``workspace_special.py``) cannot be hashed: a tracked one
+  made ``git diff`` fail. Each is absent for the diff (removed from the scratch index, so a tracked one shows
+  as deleted), never opened, and named in ``CaptureResult.special_files`` and as a ``# special file:``
+  comment of ``ignored_created.txt`` (integrity rule ``special_file``). git opens ``.gitignore``,
+  ``.gitattributes`` and ``.gitmodules`` by name: one that is a FIFO reads as empty while git runs
+  (:func:`workspace_special.rule_fifos_read_empty`) instead of blocking it.
 """
 
 from __future__ import annotations
@@ -107,6 +113,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, field_serializer
 
+from grading import workspace_special
 from grading.diffs import c_quote
 from grading.errors import InputError
 from grading.path_lists import (
@@ -132,7 +139,7 @@ from grading.workspace_git import (
     _scratch_git_dir,
     _split_z,
 )
-from grading.workspace_ignores import _base_ignore_files, _ignored_by, _self_ignoring_dirs
+from grading.workspace_ignores import _base_ignore_files, _ignored_by, _read_regular, _self_ignoring_dirs
 from grading.workspace_record import (
     _RECORD_EXCLUDE,
     _git_dir_changes,
@@ -187,8 +194,12 @@ class CaptureResult(BaseModel):
     ignored_in_diff: list[str] = []  # ignored only by rules written during the run: in the diff
     # paths under .git the run changed (git_dir_changes.txt); None without a private record (v3 snapshot)
     git_dir_changes: list[str] | None = None
+    # FIFOs, sockets and devices in the work tree: absent from the diff, never read (ignored_created.txt)
+    special_files: list[str] = []
 
-    @field_serializer("ignored_created", "nested_repositories", "unrepresentable", "ignored_in_diff")
+    @field_serializer(
+        "ignored_created", "nested_repositories", "unrepresentable", "ignored_in_diff", "special_files"
+    )
     def _json_safe(self, paths: list[str]) -> list[str]:
         # JSON cannot carry bytes that are not UTF-8: show them as \xNN, as grading.diffs.path_text does.
         return [_text(p) for p in paths]
@@ -366,6 +377,7 @@ def write_snapshot(workspace: Path, out: Path) -> int:
     Returns the number of ignored paths.
     """
     record = record_path(out)
+    _refuse_non_regular(out, "--output")
     if workspace.is_dir():
         inside = Path(os.path.abspath(workspace)).resolve()
         for target in (out, record):
@@ -377,6 +389,21 @@ def write_snapshot(workspace: Path, out: Path) -> int:
         lines += [_IGNORE_FILE_PREFIX + c_quote(os.fsencode(rel)), _IGNORE_RULES_PREFIX + c_quote(rules)]
     _write_text(out, "".join(line + "\n" for line in lines) + format_path_list(snap.ignored))
     return len(snap.ignored)
+
+
+def _refuse_non_regular(path: Path, field: str | None = None) -> None:
+    """InputError when ``path`` exists and is not a regular file: writing to a FIFO blocks until something
+    reads it, and a device or a directory is no place for the file (checked before any work is done)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise InputError(path, f"cannot write: {exc.strerror or exc}", field) from None
+    if stat.S_ISDIR(mode):
+        raise InputError(path, "is a directory, not a file", field)
+    if not stat.S_ISREG(mode):
+        raise InputError(path, "not a regular file (a device, a pipe or a socket)", field)
 
 
 def _write_text(path: Path, text: str) -> None:
@@ -407,24 +434,37 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
     before_paths = set(snap.ignored)
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(out_dir, "run directory is not a directory")
+    for name in (DIFF_NAME, IGNORED_CREATED_NAME, GIT_DIR_CHANGES_NAME):
+        _refuse_non_regular(out_dir / name)
     staged_repositories = _new_gitlinks(git, base_commit)
     current_exclude = _read_info_exclude(git) if record is None else None
     # A v1 snapshot did not record the rules: the current ones are all there is (module docstring).
     info_exclude = snap.info_exclude if snap.info_exclude is not None else current_exclude or b""
     if record is not None:
-        # Read as a plain file where it was at snapshot time (a linked worktree's is in the common dir).
-        current_exclude = _read_bytes_or_empty(Path(os.fsdecode((record / _RECORD_EXCLUDE).read_bytes())))
+        # Read as a plain file where it was at snapshot time (a linked worktree's is in the common dir), and
+        # only to tell whether it changed: at most one byte past the recorded rules, and never a FIFO or a
+        # device the run left there (anything but a regular file reads as empty; git_dir_changes names it).
+        where = Path(os.fsdecode((record / _RECORD_EXCLUDE).read_bytes()))
+        current_exclude = _read_regular(where, len(snap.info_exclude or b"") + 1) or b""
     info_exclude_changed = snap.info_exclude is not None and current_exclude != snap.info_exclude
     # A v1 or v2 snapshot did not record the .gitignore files: the base commit's stand in for them.
     old_ignore_files = (
         snap.ignore_files if snap.ignore_files is not None else _base_ignore_files(git, base_commit)
     )
 
-    with tempfile.TemporaryDirectory(prefix="rubric-capture-") as scratch_name:
+    special_files = workspace_special.special_files(git.workspace)
+    with (
+        tempfile.TemporaryDirectory(prefix="rubric-capture-") as scratch_name,
+        workspace_special.rule_fifos_read_empty(git.workspace, special_files),
+    ):
         # Everything from here on (the scan, git add -N, the diff) sees the same scratch git directory, so
         # a file the scan calls untracked is one git add accepts and the diff shows.
         scratch = Path(scratch_name)
         _use_scratch(git, scratch, info_exclude, fallback)
+        if special_files:
+            # Absent from the work tree for the diff: a tracked one leaves the scratch index, so the diff
+            # shows it deleted without git opening it (an untracked one git does not list anyway).
+            git.run("update-index", "--force-remove", "-z", "--stdin", stdin=_nul_joined(special_files))
         scan = _scan(git, staged_repositories)
         created = sorted(set(scan.ignored) - before_paths)
         self_ignoring = _self_ignoring_dirs(git, base_commit, created, before_paths, old_ignore_files)
@@ -469,7 +509,9 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
         diff_path.write_bytes(diff)
     except OSError as exc:
         raise InputError(diff_path, f"cannot write: {exc.strerror or exc}") from exc
-    _write_text(out_dir / IGNORED_CREATED_NAME, format_ignored_created(ignored_created, self_ignoring))
+    _write_text(
+        out_dir / IGNORED_CREATED_NAME, format_ignored_created(ignored_created, self_ignoring, special_files)
+    )
     changes_path = out_dir / GIT_DIR_CHANGES_NAME
     if git_dir_changes is None:
         changes_path.unlink(missing_ok=True)  # one from an earlier capture must not stand in for this one
@@ -492,6 +534,7 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
         self_ignoring_dirs=self_ignoring,
         ignored_in_diff=sorted(p for p in surfaced if p in in_index),
         git_dir_changes=git_dir_changes,
+        special_files=special_files,
     )
 
 

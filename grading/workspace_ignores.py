@@ -55,9 +55,12 @@ def _declares_cache(git: _Git, directory: str) -> bool:
 
 
 def _read_regular(path: Path, limit: int) -> bytes | None:
-    """The first ``limit`` bytes of ``path`` if it is a regular file (not through a symlink), else None."""
+    """The first ``limit`` bytes of ``path`` if it is a regular file (not through a symlink), else None.
+
+    The run wrote the workspace: a FIFO there must not block the capture (``O_NONBLOCK`` opens it at once,
+    and it is then no regular file), nor a huge file be read past ``limit``."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as handle:

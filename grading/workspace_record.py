@@ -224,12 +224,26 @@ def _git_dir_changes(workspace: Path, record: Path, index: _IndexLister) -> list
                 changed.append(rel)
             continue
         kind, st = now[rel]
-        stat_changed = _stat_key(st) != old.stat_key
-        if (kind != old.kind or stat_changed and _digest(workspace, rel, kind, index) != old.digest) and not (
+        if (kind != old.kind or _content_changed(workspace, rel, kind, st, old, index)) and not (
             kind == old.kind and _ordinary_history(workspace, rel, added=False, index=index)
         ):
             changed.append(rel)
     return changed
+
+
+def _content_changed(
+    workspace: Path, rel: str, kind: str, st: os.stat_result, old: _GitDirEntry, index: _IndexLister
+) -> bool:
+    """Whether a path of the same kind as in the manifest holds other content. The stat is a shortcut to
+    skip hashing, and so is the size: a regular file of another size is changed unread (the run may have
+    left a sparse terabyte there). ``.git/index`` is compared by its entries; one git cannot read differs."""
+    if _stat_key(st) == old.stat_key:
+        return False
+    if kind == "f" and rel == ".git/index":
+        return index.digest(workspace / rel) != old.digest
+    if kind == "f" and str(st.st_size) != old.stat_key.split(":", 1)[0]:
+        return True
+    return _digest(workspace, rel, kind, index) != old.digest
 
 
 # What committing, staging, branching, tagging, stashing, merging and rebasing write under .git. None of it
@@ -288,10 +302,15 @@ def _ordinary_history(workspace: Path, rel: str, *, added: bool, index: _IndexLi
 
 def _packed_refs_are_history(path: Path) -> bool:
     try:
-        with path.open("rb") as handle:
-            text = handle.read(_PACKED_REFS_MAX + 1)
-    except OSError:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
         return True  # removed: every packed branch or tag went, which history work may do
+    except OSError:
+        return False  # a symbolic link, or unreadable: not what git writes
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False  # a FIFO (reading it would block) or a device: git writes a regular file
+        text = handle.read(_PACKED_REFS_MAX + 1)
     if len(text) > _PACKED_REFS_MAX:
         return False
     return all(

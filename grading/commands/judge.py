@@ -41,6 +41,7 @@ from grading.judge.prompt import (
     render_request,
     select_items,
     self_ignoring_note,
+    special_files_note,
     too_large_to_review,
 )
 from grading.judge.runner import JudgeSettings, SweepJob, judge_sweep
@@ -246,6 +247,7 @@ def run_judge(args: argparse.Namespace) -> int:
                 config_edited=edited,
                 self_ignoring_dirs=ignored.self_ignoring_dirs,
                 git_dir_changes=read_git_dir_changes(run_dir) or [],
+                special_files=ignored.special_files,
             )
         )
     backend = make_backend(args.judge, decoding=parse_decoding(args.decoding), batch=args.batch)
@@ -273,6 +275,7 @@ def run_judge(args: argparse.Namespace) -> int:
                 max_diff_chars=settings.max_diff_chars,
                 ignored_note=self_ignoring_note(job.self_ignoring_dirs),
                 git_dir_note=git_dir_note(job.git_dir_changes),
+                special_files_note=special_files_note(job.special_files),
             )
             requests.append(
                 {

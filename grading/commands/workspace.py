@@ -37,7 +37,7 @@ def register(subparsers: Subparsers) -> None:
         "ignore rules the run wrote; and write FILE.git, a private record of the git state (HEAD's objects, "
         "refs, index, and a manifest of .git) from which capture diffs whatever the run does to .git. "
         "Exit 0 written, 2 bad input (not the top of a git work tree, FILE inside WORKSPACE, an "
-        "unwritable FILE).",
+        "unwritable FILE, or one that exists and is not a regular file: a FIFO would block).",
     )
     snapshot.add_argument("workspace", type=Path, metavar="WORKSPACE", help="top level of the git work tree")
     snapshot.add_argument(
@@ -221,6 +221,15 @@ def run_capture(args: argparse.Namespace) -> int:
             f"note: the run changed {len(result.git_dir_changes)} path(s) under .git: "
             + ", ".join(quote_path(n) for n in names)
             + (f" and {more} more (git_dir_changes.txt lists them)" if more else "")
+        )
+    if result.special_files:
+        names = result.special_files[:_NOTES_MAX]
+        more = len(result.special_files) - len(names)
+        print(
+            f"note: the run left {len(result.special_files)} FIFO(s), socket(s) or device(s) in the work "
+            "tree, not read and absent from the diff: "
+            + ", ".join(quote_path(n) for n in names)
+            + (f" and {more} more (ignored_created.txt lists them)" if more else "")
         )
     if listing is not None:
         print(f"{listing.path}: {listing.test_ids} test id(s)")

@@ -28,6 +28,7 @@ class JudgeRequest(BaseModel):
     diff_text: str  # the diff as the judge reads it (binary patches summarized), for the scripted judge
     ignored_note: str = ""  # the self-ignoring directories the run created, shown after the diff (§3)
     git_dir_note: str = ""  # the paths under .git the run changed, shown after the diff (§3)
+    special_files_note: str = ""  # the FIFOs, sockets and devices left in the work tree, after the diff (§3)
 
 
 class BackendReply(BaseModel):

@@ -49,6 +49,7 @@ from grading.judge.prompt import (
     render_rubric_text,
     select_items,
     self_ignoring_note,
+    special_files_note,
     too_large_to_review,
 )
 from grading.judge.tree import (
@@ -296,6 +297,7 @@ async def judge_diff(
     self_ignoring_dirs: Sequence[SelfIgnoringDir] = (),
     base_tree: BaseTree | None = None,
     git_dir_changes: Sequence[str] = (),
+    special_files: Sequence[str] = (),
 ) -> JudgeResult:
     """Judge one workspace diff against the rubric. The judge reads it with every binary patch as one line
     (``grading.diffs.judge_text``); when that text is over ``settings.max_diff_chars`` no call is made and
@@ -318,6 +320,7 @@ async def judge_diff(
         settings=settings,
         self_ignoring_dirs=self_ignoring_dirs,
         git_dir_changes=git_dir_changes,
+        special_files=special_files,
     )
     if not result.not_measured:
         return result
@@ -344,6 +347,7 @@ async def judge_diff(
         settings,
         self_ignoring_dirs,
         git_dir_changes,
+        special_files,
     )
 
 
@@ -358,6 +362,7 @@ async def _judge_tree_items(
     settings: JudgeSettings,
     self_ignoring_dirs: Sequence[SelfIgnoringDir],
     git_dir_changes: Sequence[str] = (),
+    special_files: Sequence[str] = (),
 ) -> JudgeResult:
     """The needs_tree blockers, one tree-judge conversation each, merged into the diff-only result."""
     tool_backend = as_tool_backend(backend)
@@ -374,6 +379,7 @@ async def _judge_tree_items(
     blockers = {b.id: b for b in rubric.blockers}
     note = self_ignoring_note(self_ignoring_dirs)
     git_note = git_dir_note(git_dir_changes)
+    special_note = special_files_note(special_files)
     verdicts = list(result.verdicts)
     records = []
     usage = Usage()
@@ -395,6 +401,7 @@ async def _judge_tree_items(
             max_diff_chars=settings.max_diff_chars,
             ignored_note=note,
             git_dir_note=git_note,
+            special_files_note=special_note,
         )
         outcome = await judge_tree_item(
             tool_backend,
@@ -446,6 +453,7 @@ async def _judge_diff_only(
     settings: JudgeSettings,
     self_ignoring_dirs: Sequence[SelfIgnoringDir],
     git_dir_changes: Sequence[str] = (),
+    special_files: Sequence[str] = (),
 ) -> JudgeResult:
     items, not_measured = select_items(rubric, config_edited=config_edited)
     by_id = {item.id: item for item in items}
@@ -459,6 +467,7 @@ async def _judge_diff_only(
         )
     note = self_ignoring_note(self_ignoring_dirs)
     git_note = git_dir_note(git_dir_changes)
+    special_note = special_files_note(special_files)
     request = render_request(
         task,
         rubric,
@@ -467,6 +476,7 @@ async def _judge_diff_only(
         max_diff_chars=settings.max_diff_chars,
         ignored_note=note,
         git_dir_note=git_note,
+        special_files_note=special_note,
     )
     key = cache_key(backend, request)
     result = JudgeResult(
@@ -527,6 +537,7 @@ async def _judge_diff_only(
                 max_diff_chars=settings.max_diff_chars,
                 ignored_note=note,
                 git_dir_note=git_note,
+                special_files_note=special_note,
             )
             again = await session.ask(again_request)
             if again is None:
@@ -587,6 +598,7 @@ def judge_run(
     self_ignoring_dirs: Sequence[SelfIgnoringDir] = (),
     base_tree: BaseTree | None = None,
     git_dir_changes: Sequence[str] = (),
+    special_files: Sequence[str] = (),
 ) -> JudgeResult:
     """Synchronous :func:`judge_diff` (for callers outside an event loop: the CLI, Celery tasks)."""
     return asyncio.run(
@@ -601,6 +613,7 @@ def judge_run(
             self_ignoring_dirs=self_ignoring_dirs,
             base_tree=base_tree,
             git_dir_changes=git_dir_changes,
+            special_files=special_files,
         )
     )
 
@@ -618,6 +631,7 @@ class SweepJob(BaseModel):
     config_edited: bool = False
     self_ignoring_dirs: list[SelfIgnoringDir] = []  # named after the diff (§3)
     git_dir_changes: list[str] = []  # paths under .git the run changed, named after the diff (§3)
+    special_files: list[str] = []  # FIFOs, sockets and devices left in the work tree, named after it (§3)
 
 
 class SweepResult(BaseModel):
@@ -727,6 +741,7 @@ async def judge_sweep(
                     self_ignoring_dirs=job.self_ignoring_dirs,
                     base_tree=base_tree,
                     git_dir_changes=job.git_dir_changes,
+                    special_files=job.special_files,
                 )
             except InputError as exc:
                 return JudgeResult(judge=backend.spec, scripted=backend.scripted, failure=f"bad input: {exc}")

@@ -461,6 +461,7 @@ def tree_request(
     max_diff_chars: int,
     ignored_note: str = "",
     git_dir_note: str = "",
+    special_files_note: str = "",
 ) -> JudgeRequest:
     """The tree judge's request for one needs_tree blocker: the diff-only request for that item alone,
     with the instructions that name the base commit, the tools and the budget."""
@@ -472,6 +473,7 @@ def tree_request(
         max_diff_chars=max_diff_chars,
         ignored_note=ignored_note,
         git_dir_note=git_dir_note,
+        special_files_note=special_files_note,
     )
     return request.model_copy(update={"instructions": tree_instructions(base_commit, budget)})
 

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,8 @@ from grading.errors import InputError, InputErrors
 from grading.loaders import parse_rubric
 from grading.schema import rubric_json_schema
 from grading.strict_json import read_json
+from grading.workspace import write_snapshot
+from grading.workspace_record import record_path
 from tests.grading.task_helpers import FIXED, Task, answer_run, answers
 
 BIG = "9" * 5000  # past Python's 4,300-digit limit for int()
@@ -299,22 +299,6 @@ def test_an_error_with_a_newline_stays_one_line(task: Task, capsys: pytest.Captu
 # --- input that hung or never ended (issue 18 §6) -------------------------------------------------------
 
 
-@pytest.fixture
-def deadline() -> Iterator[None]:
-    """Fail instead of hanging: a read that blocks (a FIFO) is interrupted after 5 s."""
-
-    def expired(signum: int, frame: object) -> None:
-        raise TimeoutError("blocked for 5 s")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(5)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 BILLION_LAUGHS = "".join(
     f"{name}: &{name} [{', '.join([f'*{prev}' if prev else 'lol'] * 9)}]\n"
     for prev, name in zip(["", *"abcdefgh"], "abcdefghi", strict=True)
@@ -354,6 +338,34 @@ def test_a_snapshot_that_is_a_fifo_or_a_device_is_refused_at_once(
     out = task.dir.parent / "runs" / "r"
     argv = ["capture", str(task.repo.path), "--base", "HEAD", "--before", str(before), "--out", str(out)]
     exit_2_one_line(argv, capsys, "before.txt", "not a regular file")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero"])
+def test_a_snapshot_written_to_a_fifo_or_a_device_is_refused_at_once(
+    task: Task, capsys: pytest.CaptureFixture[str], deadline: None, kind: str
+) -> None:
+    """Writing to a FIFO blocks until something reads it; a device swallows the snapshot."""
+    out = task.dir.parent / "before.txt"
+    if kind == "fifo":
+        os.mkfifo(out)
+    else:
+        out.symlink_to(kind)
+    argv = ["snapshot", str(task.repo.path), "-o", str(out)]
+    exit_2_one_line(argv, capsys, "before.txt: --output: not a regular file")
+    assert not record_path(out).exists()
+
+
+@pytest.mark.parametrize("name", ["workspace.diff", "ignored_created.txt", "git_dir_changes.txt"])
+def test_a_capture_output_that_is_a_fifo_is_refused_at_once(
+    task: Task, capsys: pytest.CaptureFixture[str], deadline: None, name: str
+) -> None:
+    before = task.dir.parent / "before.txt"
+    write_snapshot(task.repo.path, before)
+    out = task.dir.parent / "runs" / "r"
+    out.mkdir(parents=True)
+    os.mkfifo(out / name)
+    argv = ["capture", str(task.repo.path), "--base", "HEAD", "--before", str(before), "--out", str(out)]
+    exit_2_one_line(argv, capsys, f"{name}: not a regular file")
 
 
 @pytest.mark.parametrize(

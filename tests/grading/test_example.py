@@ -16,6 +16,7 @@ from examples.demo import main as demo
 from grading.cli import main as rubric_cli
 from grading.draft import load_pr_export
 from grading.loaders import load_grade, load_manifest, load_rubric, load_run, load_task
+from grading.testlist import ListingFailed, list_command, run_test_list
 
 TASK_DIR = TASKS / TASK_ID
 RUN_DIRS = sorted(p for p in RUNS.iterdir() if p.is_dir())
@@ -135,21 +136,34 @@ def test_the_run_files_validate(run_dir: Path, base_repo: tuple[Path, str]) -> N
     assert (run_dir / "tests_list.txt").read_text().strip()
 
 
-def test_tests_base_is_what_the_manifest_list_command_prints(base_repo: tuple[Path, str]) -> None:
-    manifest = load_manifest(MANIFEST)
-    assert manifest.tests is not None and manifest.tests.list_command is not None
-    # The command says "python"; run it with this interpreter first on PATH.
-    env = {**_nested_env(), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    result = subprocess.run(
-        ["sh", "-c", manifest.tests.list_command],
-        cwd=base_repo[0],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == (TASK_DIR / "tests_base.txt").read_text().splitlines()
+def _run_manifest_listing(checkout: Path, out: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The manifest's tests.list, run as `rubric list-tests` and `rubric capture` run it (no shell of ours,
+    pinned environment); the command says "python", so this interpreter comes first on PATH."""
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    argv = list_command(load_manifest(MANIFEST).tests, MANIFEST)
+    assert argv is not None
+    run_test_list(checkout, argv, out)
+
+
+def test_tests_base_is_what_the_manifest_list_command_prints(
+    base_repo: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "tests_list.txt"
+    _run_manifest_listing(base_repo[0], out, monkeypatch)
+    assert out.read_text().splitlines() == (TASK_DIR / "tests_base.txt").read_text().splitlines()
+
+
+def test_the_manifest_listing_fails_on_a_test_file_that_does_not_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pytest exits 2 on a collection error; the listing must fail with it (test_listing_broken), not pass
+    grep's status on and list the other files' tests."""
+    checkout = fresh_checkout(tmp_path)
+    (checkout / "tests" / "test_broken.py").write_text("def test_x(:\n    pass\n")
+    out = tmp_path / "tests_list.txt"
+    with pytest.raises(ListingFailed, match="exited with status 2"):
+        _run_manifest_listing(checkout, out, monkeypatch)
+    assert not out.exists()
 
 
 def test_the_scripted_judge_covers_every_diff_and_item() -> None:

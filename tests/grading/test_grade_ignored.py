@@ -5,6 +5,7 @@ self-ignoring directories the run created (file names when there are at most 20)
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -152,3 +153,30 @@ def test_a_run_that_changed_git_dir_fails_integrity_and_the_judge_is_told(
     text = rendered(task, run, capsys)
     assert "GIT-DIR-CHANGES BEGIN" in text and "- .git/hooks/post-checkout\\n- .git/index\\n" in text
     assert "GIT-DIR-CHANGES" not in rendered(task, plain, capsys)
+
+
+def test_a_run_that_left_a_fifo_fails_integrity_and_the_judge_is_told(
+    task: Task, capsys: pytest.CaptureFixture[str], deadline: None
+) -> None:
+    plain = captured_run(task, "plain", {})
+    repo = task.repo
+    before = task.dir.parent / "fifo.before"
+    write_snapshot(repo.path, before)
+    for path, text in FIXED.items():
+        repo.write(path, text)
+    os.mkfifo(repo.path / "src" / "pipe")
+    run = task.dir.parent / "runs" / "fifo"
+    capture(repo.path, "HEAD", before, run)
+    (run / "grade.json").write_text(json.dumps({"pass": True}))
+    assert (run / "workspace.diff").read_bytes() == (plain / "workspace.diff").read_bytes()
+    answer_run(task, run, answers())
+
+    metrics = grade(task, run)
+
+    violations = metrics["details"]["integrity"]["violations"]
+    assert [(v["rule"], v["path"]) for v in violations] == [("special_file", "src/pipe")]
+    assert metrics["mergeable"] is False and metrics["details"]["status"] == "not_mergeable"
+    capsys.readouterr()
+    text = rendered(task, run, capsys)
+    assert "SPECIAL-FILES BEGIN" in text and "- src/pipe\\n<<<SPECIAL-FILES END" in text
+    assert "SPECIAL-FILES" not in rendered(task, plain, capsys)

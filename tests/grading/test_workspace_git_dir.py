@@ -90,6 +90,44 @@ def test_a_damaged_git_dir_still_captures_exactly(
         assert any(p.startswith(".git/objects/") for p in got)
 
 
+@pytest.mark.parametrize(
+    "damage", ["exclude_fifo", "exclude_to_dev_zero", "packed_refs_fifo", "sparse_terabyte"]
+)
+def test_what_the_run_left_under_git_never_blocks_the_capture(
+    workspace: tuple[GitRepo, str], tmp_path: Path, deadline: None, damage: str
+) -> None:
+    """Opening a FIFO blocks, /dev/zero never ends and a sparse terabyte takes an hour to hash: each is
+    named at once, and the diff is taken as for any run."""
+    repo, base = workspace
+    git_dir = repo.path / ".git"
+    grown = git_dir / "description"
+    grown.write_text("a file that is there before the run\n")
+    assert not (git_dir / "packed-refs").exists()  # so the run's packed-refs is a new path
+    source = pristine(repo, tmp_path)
+    before = snapshot(repo, tmp_path)
+    repo.write("modify.txt", "edited\n")
+    if damage == "exclude_fifo":
+        (git_dir / "info" / "exclude").unlink()
+        os.mkfifo(git_dir / "info" / "exclude")
+        expected = ".git/info/exclude"
+    elif damage == "exclude_to_dev_zero":
+        (git_dir / "info" / "exclude").unlink()
+        (git_dir / "info" / "exclude").symlink_to("/dev/zero")
+        expected = ".git/info/exclude"
+    elif damage == "packed_refs_fifo":
+        os.mkfifo(git_dir / "packed-refs")
+        expected = ".git/packed-refs"
+    else:
+        os.truncate(grown, 1 << 40)
+        expected = ".git/description"
+    run = tmp_path / "run"
+
+    result = capture(repo.path, base, before, run)
+
+    assert result.git_dir_changes == [expected] and changes(run) == [expected]
+    reproduced(repo, base, run, tmp_path, source)
+
+
 def test_damage_without_the_change_failed_capture(workspace: tuple[GitRepo, str], tmp_path: Path) -> None:
     """The record is what makes this work: without it (a v3 snapshot) git cannot read the repository."""
     repo, base = workspace
@@ -140,8 +178,8 @@ def test_what_the_run_wrote_under_git_is_named(workspace: tuple[GitRepo, str], t
 
 
 def test_history_work_under_git_is_not_a_change(workspace: tuple[GitRepo, str], tmp_path: Path) -> None:
-    """Staging, committing, branching, tagging, stashing and deleting a packed branch are what a developer
-    does with git: the diff is still against the base, and nothing under .git is named."""
+    """Staging, committing, resetting, branching, tagging, stashing and deleting a packed branch are what a
+    developer does with git: the diff is still against the base, and nothing under .git is named."""
     repo, base = workspace
     repo.git("branch", "old-feature")
     repo.git("pack-refs", "--all")
@@ -152,6 +190,10 @@ def test_history_work_under_git_is_not_a_change(workspace: tuple[GitRepo, str], 
     repo.write("staged.txt", "x\n")
     repo.git("add", "staged.txt")
     repo.git("commit", "-q", "-m", "agent")
+    repo.write("dropped.txt", "committed, then reset away\n")
+    repo.git("add", "dropped.txt")
+    repo.git("commit", "-q", "-m", "dropped")
+    repo.git("reset", "-q", "--hard", "HEAD~1")
     repo.git("checkout", "-q", "-b", "agent/work")
     repo.git("tag", "agent-tag")
     repo.git("branch", "-D", "old-feature")

@@ -9,6 +9,7 @@ own new ``.gitignore`` ignores everything and that declares itself a cache (a si
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -308,3 +309,20 @@ def test_a_symlinked_cache_tag_does_not_declare_a_cache(project: tuple[GitRepo, 
 
     assert result.self_ignoring_dirs == []
     assert "src/impl/core.py" in changed(tmp_path / "run")
+
+
+@pytest.mark.parametrize("name", ["CACHEDIR.TAG", "pyvenv.cfg"])
+def test_a_fifo_for_a_cache_declaration_declares_nothing_and_blocks_nothing(
+    project: tuple[GitRepo, str], tmp_path: Path, deadline: None, name: str
+) -> None:
+    """Opening a FIFO blocks: the capture does not wait on one the run named like a cache's declaration."""
+    repo, base = project
+    before = snapshot(repo, tmp_path)
+    repo.write("src/impl/.gitignore", "*\n")
+    repo.write("src/impl/core.py", "x = 1\n")
+    os.mkfifo(repo.path / "src" / "impl" / name)
+
+    result = capture(repo.path, base, before, tmp_path / "run")
+
+    assert result.self_ignoring_dirs == []
+    assert changed(tmp_path / "run") == ["src/impl/.gitignore", "src/impl/core.py"]
