@@ -30,7 +30,7 @@ from typing import Any
 
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Max, QuerySet
+from django.db.models import Count, Max, Q, QuerySet
 from django.db.models.functions import Length
 from django.template.defaultfilters import pluralize
 
@@ -45,6 +45,7 @@ from grading import (
     build_report,
     grade_metrics,
     parse_date,
+    report_label_target,
 )
 from rubrics_app.models import (
     AgentRun,
@@ -208,10 +209,15 @@ _ROW_FIELDS = (
 )
 
 
-def _rows(repository: Repository, filters: dict[str, str], task_pks: dict[str, int]) -> list[tuple[Any, ...]]:
-    """The report rows of the runs' current grades under the filters: one query on one table."""
+def _rows(
+    repository: Repository, filters: dict[str, str], task_pks: dict[str, int], grades: set[int] | None = None
+) -> list[tuple[Any, ...]]:
+    """The report rows of the runs' current grades under the filters (and among ``grades`` when given):
+    one query on one table."""
     current = RunGrade.objects.filter(run__task__repository=repository).current()
     query = ReportRow.objects.filter(repository=repository, grade_id__in=current.values("pk"))
+    if grades is not None:
+        query = query.filter(grade_id__in=sorted(grades))
     if filters.get("task"):
         query = query.filter(task_id=task_pks.get(filters["task"], -1))
     if "arm" in filters:
@@ -256,10 +262,14 @@ class _Decoded:
 
 
 def graded_runs(
-    repository: Repository, filters: dict[str, str], state: dict[str, Any] | None = None
+    repository: Repository,
+    filters: dict[str, str],
+    state: dict[str, Any] | None = None,
+    grades: set[int] | None = None,
 ) -> tuple[list[GradedRun], dict[str, int], list[str]]:
     """The report's input under the filters: GradedRun records, the grade pk of each run id, and notes
-    (tasks whose base_date is not a date)."""
+    (tasks whose base_date is not a date). With ``grades``, only the runs whose current grade is one of
+    them."""
     state = state or _state(repository)
     tasks: dict[int, tuple[str, date | None, str | None]] = {}
     notes: list[str] = []
@@ -282,7 +292,7 @@ def graded_runs(
     grade_of_run: dict[str, int] = {}
     task_pks = {task_id: pk for pk, (task_id, _, _) in tasks.items()}
     decoded = _Decoded()
-    for row in _rows(repository, filters, task_pks):
+    for row in _rows(repository, filters, task_pks, grades):
         (grade_pk, task_pk, revision_pk, name, arm, model, run_style, status, passed, mergeable, score,
          checks, provisional, metrics, unmeasured, primary, second, human_items,
          human_checks) = row  # fmt: skip
@@ -367,10 +377,38 @@ def label_target(repository: Repository) -> LabelTarget | None:
     target = cache.get(target_key)
     if isinstance(target, LabelTarget):
         return target
-    runs, _, _ = graded_runs(repository, {}, state)
-    target = build_report(runs, bootstrap=0).label_target
+    target = cheap_label_target(repository, state)
     cache.set(target_key, target, CACHE_SECONDS)
     return target
+
+
+# A measured run (grading's GradedRun.measured, which the rates count) as a condition on its report row:
+# mergeable decided and whether it passed the tests known. GradedRun takes both from the row unchanged.
+MEASURED = Q(mergeable__isnull=False, test_pass__isnull=False)
+
+
+def cheap_label_target(repository: Repository, state: dict[str, Any] | None = None) -> LabelTarget | None:
+    """The report's label target (``build_report(graded_runs(...)).label_target``) without building a
+    GradedRun per run: the per-task sums of the measured runs in one aggregate query over the current
+    grades' report rows, and GradedRun records only for the few runs a human labelled, through grading's
+    own function (``grading.report_label_target``)."""
+    state = state or _state(repository)
+    names = {pk: task_id for pk, task_id, *_ in state["tasks"]}
+    sums = (
+        ReportRow.objects.filter(MEASURED, repository=repository, grade__is_current=True)
+        .values("task_id")
+        .annotate(
+            measured=Count("pk"),
+            passed=Count("pk", filter=Q(test_pass=True)),
+            mergeable=Count("pk", filter=Q(mergeable=True)),
+        )
+        .values_list("task_id", "measured", "passed", "mergeable")
+        .order_by()
+    )
+    tasks = [(n, passed, merged) for _, n, passed, merged in sorted(sums, key=lambda row: names[row[0]])]
+    labelled = {grade_id for grade_id, _, _ in state["human"]}
+    runs, _, _ = graded_runs(repository, {}, state, grades=labelled)
+    return report_label_target(tasks, runs)
 
 
 def filter_choices(repository: Repository) -> dict[str, list[str]]:
