@@ -1,6 +1,7 @@
 """The review queue's precomputed pairs (QueuePair), filled for every grade already stored, with the same code
-as the app's. The table is filled before its index and its constraint are built: one pass each, not one
-index update per row."""
+as the app's; and the grade's current marker on its report row (ReportRow.current), with the indexes the
+queue page reads by. The tables are filled before their indexes are built: one pass each, not one index
+update per row."""
 
 from typing import Any
 
@@ -20,6 +21,7 @@ def fill_pairs(apps: Any, schema_editor: Any) -> None:
         apps.get_model("rubrics_app", "QueuePair"),
     )
     fill_queue_pairs(models_.grade.objects.values_list("pk", flat=True), models_)
+    models_.row.objects.filter(grade__is_current=True).update(current=True)
 
 
 class Migration(migrations.Migration):
@@ -77,6 +79,11 @@ class Migration(migrations.Migration):
                 ],
             },
         ),
+        migrations.AddField(
+            model_name="reportrow",
+            name="current",
+            field=models.BooleanField(db_default=False, default=False),
+        ),
         migrations.RunPython(fill_pairs, migrations.RunPython.noop),
         migrations.AddIndex(
             model_name="queuepair",
@@ -100,6 +107,27 @@ class Migration(migrations.Migration):
             model_name="queuepair",
             constraint=models.UniqueConstraint(
                 fields=("grade", "item_id", "kind"), name="one_queue_pair_per_kind"
+            ),
+        ),
+        *(
+            migrations.AddIndex(
+                model_name="queuepair",
+                index=models.Index(
+                    condition=models.Q(("current", True)),
+                    fields=["repository", column],
+                    name=f"queue_pair_{column}",
+                ),
+            )
+            for column in ("task_id", "item_id", "arm", "model")
+        ),
+        migrations.AddIndex(
+            model_name="reportrow",
+            index=models.Index(fields=["repository", "id"], name="report_row_count"),
+        ),
+        migrations.AddIndex(
+            model_name="reportrow",
+            index=models.Index(
+                fields=["repository", "current", "task", "test_pass", "mergeable"], name="report_row_sums"
             ),
         ),
     ]

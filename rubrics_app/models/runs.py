@@ -165,10 +165,12 @@ def refresh_current_grades(
     with transaction.atomic():
         lock_current_grades(runs=runs, tasks=tasks, repository=repository)
         write_current_marker(RunGrade, grades.values("pk"))
-        # The queue's pairs carry the marker too (QueuePair.current), so a page is one index range.
-        pairs = QueuePair.objects.filter(grade__in=grades.values("pk"))
-        pairs.filter(current=True, grade__is_current=False).update(current=False)
-        pairs.filter(current=False, grade__is_current=True).update(current=True)
+        # The queue's pairs and the report rows carry the marker too (``current``), so a queue's page is
+        # one index range and the label target's sums one index scan.
+        for summary in (QueuePair, ReportRow):
+            rows = summary.objects.filter(grade__in=grades.values("pk"))
+            rows.filter(current=True, grade__is_current=False).update(current=False)
+            rows.filter(current=False, grade__is_current=True).update(current=True)
 
 
 def write_current_marker(grades: type[models.Model], pks: models.QuerySet[Any]) -> None:
@@ -352,6 +354,9 @@ class ReportRow(models.Model):
         RubricRevision, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     latest = models.BooleanField(default=False)  # the run's newest grade (not always its current one)
+    # The grade's is_current, kept by refresh_current_grades (the default in the schema too: earlier
+    # migrations' fills write rows without it).
+    current = models.BooleanField(default=False, db_default=False)
     name = models.TextField()  # the run's id in a report: its directory as imported
     arm = models.CharField(max_length=200, blank=True)
     model = models.CharField(max_length=200, blank=True)
@@ -382,6 +387,12 @@ class ReportRow(models.Model):
         indexes = [
             models.Index(fields=["repository", "latest", "arm", "model"], name="report_row_lookup"),
             models.Index(fields=["run", "grade"], name="report_row_run"),
+            # The report's cache key counts a repository's rows; the queue's label target sums the
+            # measured current ones per task: both index-only scans.
+            models.Index(fields=["repository", "id"], name="report_row_count"),
+            models.Index(
+                fields=["repository", "current", "task", "test_pass", "mergeable"], name="report_row_sums"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -438,6 +449,13 @@ class QueuePair(models.Model):
                     "sample_key",
                 ],
                 name="queue_pair_order",
+            ),
+            # The filters' choices: each column's distinct values, one index probe per value.
+            *(
+                models.Index(
+                    fields=["repository", column], condition=Q(current=True), name=f"queue_pair_{column}"[:30]
+                )
+                for column in ("task_id", "item_id", "arm", "model")
             ),
         ]
 

@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
@@ -218,17 +218,30 @@ class Queue:
 
 def filter_choices(repository: Repository) -> dict[str, list[str]]:
     """The values each filter can take: the tasks, items, arms and models that have verdicts in the runs'
-    current grades. One pass over the repository's stored pairs (``QueuePair``: every pair with a verdict
-    has one) for the four."""
+    current grades (every pair with a verdict has a stored row, ``QueuePair``). One query: for each column,
+    its distinct values walked one index probe each (a loose index scan, on the column's partial index),
+    instead of a pass over every pair (hundreds of thousands at 100,000 runs)."""
     fields = {"task": "task_id", "item": "item_id", "arm": "arm", "model": "model"}
-    rows = (
-        QueuePair.objects.filter(repository=repository, current=True)
-        .order_by()
-        .values_list(*fields.values())
-        .distinct()
-    )
-    columns = list(zip(*rows, strict=True)) or [() for _ in fields]
-    return {name: sorted(set(column)) for name, column in zip(fields, columns, strict=True)}
+    quote = connection.ops.quote_name
+    table, current, repository_id = quote(QueuePair._meta.db_table), quote("current"), quote("repository_id")
+    where = f"{repository_id} = %s AND {current}"
+    walks = []
+    selects = []
+    for name, field in fields.items():
+        column = quote(field)
+        walks.append(
+            f"{name}(x) AS (SELECT MIN({column}) FROM {table} WHERE {where} UNION ALL "
+            f"SELECT (SELECT MIN({column}) FROM {table} WHERE {where} AND {column} > {name}.x) "
+            f"FROM {name} WHERE {name}.x IS NOT NULL)"
+        )
+        selects.append(f"SELECT '{name}', x FROM {name} WHERE x IS NOT NULL")
+    sql = f"WITH RECURSIVE {', '.join(walks)} {' UNION ALL '.join(selects)}"
+    choices: dict[str, list[str]] = {name: [] for name in fields}
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [repository.pk] * (2 * len(fields)))
+        for name, value in cursor.fetchall():
+            choices[name].append(value)
+    return {name: sorted(values) for name, values in choices.items()}
 
 
 def rubric_revision_for(grade: RunGrade) -> tuple[RubricRevision | None, bool]:

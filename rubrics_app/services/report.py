@@ -395,7 +395,7 @@ def cheap_label_target(repository: Repository, state: dict[str, Any] | None = No
     state = state or _state(repository)
     names = {pk: task_id for pk, task_id, *_ in state["tasks"]}
     sums = (
-        ReportRow.objects.filter(MEASURED, repository=repository, grade__is_current=True)
+        ReportRow.objects.filter(MEASURED, repository=repository, current=True)
         .values("task_id")
         .annotate(
             measured=Count("pk"),

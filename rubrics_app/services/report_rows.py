@@ -172,15 +172,18 @@ _GRADE_FIELDS = (
     "merge_score",
     "provisional",
     "metrics__details",  # only the details of metrics.json, not the whole copy
+    "is_current",  # read only where the row has the column (see _fill)
 )
 
 
 def _fill(pks: list[int], models: RowModels) -> None:
-    grades = [dict(zip(_GRADE_FIELDS, values, strict=True)) for values in
-              models.grade.objects.filter(pk__in=pks).values_list(*_GRADE_FIELDS)]  # fmt: skip
+    # The migrations that added these columns fill them; an earlier migration's rows have no such fields.
+    names = {f.name for f in models.row._meta.get_fields()}
+    has_integrity, has_current = "integrity_not_measured" in names, "current" in names
+    fields = _GRADE_FIELDS if has_current else _GRADE_FIELDS[:-1]
+    grades = [dict(zip(fields, values, strict=True)) for values in
+              models.grade.objects.filter(pk__in=pks).values_list(*fields)]  # fmt: skip
     judges = _judges(pks, models)
-    # The migration that added the column fills it; an earlier migration's rows have no such field.
-    has_integrity = any(f.name == "integrity_not_measured" for f in models.row._meta.get_fields())
     rows = []
     for g in grades:
         details = g["metrics__details"]
@@ -195,7 +198,11 @@ def _fill(pks: list[int], models: RowModels) -> None:
             # give a human verdict, and must not stop the rest (the migration fills every stored grade).
             basis = None
         judged = judges.get(g["pk"], {})
-        extra = {"integrity_not_measured": _json(integrity_not_measured(d))} if has_integrity else {}
+        extra: dict[str, Any] = (
+            {"integrity_not_measured": _json(integrity_not_measured(d))} if has_integrity else {}
+        )
+        if has_current:
+            extra["current"] = g["is_current"]
         rows.append(
             models.row(
                 **extra,
