@@ -209,15 +209,10 @@ _ROW_FIELDS = (
 )
 
 
-def _rows(
-    repository: Repository, filters: dict[str, str], task_pks: dict[str, int], grades: set[int] | None = None
-) -> list[tuple[Any, ...]]:
-    """The report rows of the runs' current grades under the filters (and among ``grades`` when given):
-    one query on one table."""
+def _rows(repository: Repository, filters: dict[str, str], task_pks: dict[str, int]) -> list[tuple[Any, ...]]:
+    """The report rows of the runs' current grades under the filters: one query on one table."""
     current = RunGrade.objects.filter(run__task__repository=repository).current()
     query = ReportRow.objects.filter(repository=repository, grade_id__in=current.values("pk"))
-    if grades is not None:
-        query = query.filter(grade_id__in=sorted(grades))
     if filters.get("task"):
         query = query.filter(task_id=task_pks.get(filters["task"], -1))
     if "arm" in filters:
@@ -262,14 +257,10 @@ class _Decoded:
 
 
 def graded_runs(
-    repository: Repository,
-    filters: dict[str, str],
-    state: dict[str, Any] | None = None,
-    grades: set[int] | None = None,
+    repository: Repository, filters: dict[str, str], state: dict[str, Any] | None = None
 ) -> tuple[list[GradedRun], dict[str, int], list[str]]:
     """The report's input under the filters: GradedRun records, the grade pk of each run id, and notes
-    (tasks whose base_date is not a date). With ``grades``, only the runs whose current grade is one of
-    them."""
+    (tasks whose base_date is not a date)."""
     state = state or _state(repository)
     tasks: dict[int, tuple[str, date | None, str | None]] = {}
     notes: list[str] = []
@@ -292,7 +283,7 @@ def graded_runs(
     grade_of_run: dict[str, int] = {}
     task_pks = {task_id: pk for pk, (task_id, _, _) in tasks.items()}
     decoded = _Decoded()
-    for row in _rows(repository, filters, task_pks, grades):
+    for row in _rows(repository, filters, task_pks):
         (grade_pk, task_pk, revision_pk, name, arm, model, run_style, status, passed, mergeable, score,
          checks, provisional, metrics, unmeasured, primary, second, human_items,
          human_checks) = row  # fmt: skip
@@ -390,24 +381,45 @@ MEASURED = Q(mergeable__isnull=False, test_pass__isnull=False)
 def cheap_label_target(repository: Repository, state: dict[str, Any] | None = None) -> LabelTarget | None:
     """The report's label target (``build_report(graded_runs(...)).label_target``) without building a
     GradedRun per run: the per-task sums of the measured runs in one aggregate query over the current
-    grades' report rows, and GradedRun records only for the few runs a human labelled, through grading's
-    own function (``grading.report_label_target``)."""
+    grades' report rows (an index-only scan), and GradedRun records only for the few runs a human labelled,
+    through grading's own function (``grading.report_label_target``)."""
     state = state or _state(repository)
     names = {pk: task_id for pk, task_id, *_ in state["tasks"]}
+    current = ReportRow.objects.filter(repository=repository, current=True)
     sums = (
-        ReportRow.objects.filter(MEASURED, repository=repository, current=True)
+        current.filter(MEASURED)
         .values("task_id")
         .annotate(
-            measured=Count("pk"),
-            passed=Count("pk", filter=Q(test_pass=True)),
-            mergeable=Count("pk", filter=Q(mergeable=True)),
+            # Counts of a column of the index (not of the pk), so the index alone answers (report_row_sums).
+            measured=Count("task"),
+            passed=Count("task", filter=Q(test_pass=True)),
+            mergeable=Count("task", filter=Q(mergeable=True)),
         )
         .values_list("task_id", "measured", "passed", "mergeable")
         .order_by()
     )
     tasks = [(n, passed, merged) for _, n, passed, merged in sorted(sums, key=lambda row: names[row[0]])]
-    labelled = {grade_id for grade_id, _, _ in state["human"]}
-    runs, _, _ = graded_runs(repository, {}, state, grades=labelled)
+    labels: dict[int, dict[str, str]] = defaultdict(dict)
+    for grade_id, item_id, verdict in state["human"]:
+        labels[grade_id][item_id] = verdict
+    labelled = current.filter(grade_id__in=sorted(labels)).values_list(
+        "grade_id", "task_id", "name", "status", "test_pass", "mergeable", "human_items", "human_checks"
+    )
+    decoded = _Decoded()
+    runs = [
+        # What the target reads of a labelled run: its task, the judge's outcome and the human verdict.
+        GradedRun(
+            run=name,
+            task=names[task_pk],
+            status=status,
+            test_pass=passed,
+            mergeable=mergeable,
+            human_mergeable=None
+            if (judged := decoded.value(items)) is None
+            else mergeable_from_labels(judged, checks, labels[grade_pk]),
+        )
+        for grade_pk, task_pk, name, status, passed, mergeable, items, checks in labelled
+    ]
     return report_label_target(tasks, runs)
 
 
