@@ -356,15 +356,11 @@ def repository_report(repository: Repository, filters: dict[str, str]) -> Report
 
 def label_target(repository: Repository) -> LabelTarget | None:
     """The review queue's target (grading.power): how many more labelled runs would bring the corrected
-    mergeable rate of the repository's report to ±5 points. From the cached report when there is one;
-    otherwise computed without the bootstrap (the target does not depend on it) and cached apart, so the
-    queue page never waits for the report's intervals."""
+    mergeable rate of the repository's report to ±5 points. Computed without the report
+    (:func:`cheap_label_target`, equal to the report's) and cached apart under the report's key: never
+    read from a cached report, whose unpickling (a grade per run) costs more than computing the target."""
     state = _state(repository)
-    key = _cache_key(repository, state, {})
-    cached = cache.get(key)
-    if isinstance(cached, ReportResult):
-        return cached.report.label_target
-    target_key = f"{key}:label-target"
+    target_key = f"{_cache_key(repository, state, {})}:label-target"
     target = cache.get(target_key)
     if isinstance(target, LabelTarget):
         return target
