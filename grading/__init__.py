@@ -130,6 +130,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "TaskRow",
         "build_report",
         "grade_metrics",
+        "report_label_target",
         "warning_kind",
     ),
     "grading.report_charts": (
@@ -287,6 +288,7 @@ if TYPE_CHECKING:
     from grading.report import TaskRow as TaskRow
     from grading.report import build_report as build_report
     from grading.report import grade_metrics as grade_metrics
+    from grading.report import report_label_target as report_label_target
     from grading.report import warning_kind as warning_kind
     from grading.report_charts import blocker_histogram as blocker_histogram
     from grading.report_charts import forest_plot as forest_plot

@@ -25,7 +25,7 @@ from grading.agreement import Agreement as Agreement  # re-exported: the report'
 from grading.agreement import cohen_kappa as cohen_kappa  # re-exported
 from grading.contrasts import build_contrasts
 from grading.judge.cache import RepeatAgreement
-from grading.power import TARGET_HALF_WIDTH, label_target
+from grading.power import TARGET_HALF_WIDTH, LabelTarget, label_target
 from grading.report_models import DEFAULT_BOOTSTRAP as DEFAULT_BOOTSTRAP
 from grading.report_models import DEFAULT_SEED as DEFAULT_SEED
 from grading.report_models import FORMAT as FORMAT
@@ -115,6 +115,15 @@ def contamination_split(run: GradedRun, cutoffs: dict[str, date]) -> Split:
     if cutoff is None or run.base_date is None:
         return "unknown"
     return "after_cutoff" if run.base_date > cutoff else "before_cutoff"
+
+
+def report_label_target(tasks: Sequence[TaskSums], runs: Iterable[GradedRun]) -> LabelTarget:
+    """The report's label target (:func:`grading.power.label_target`), for a caller that sums the runs
+    itself: ``tasks``, per task in the order of the tasks' ids, the (measured, test-pass, mergeable) counts
+    of its measured runs (:attr:`GradedRun.measured`); ``runs``, at least every run with a human verdict
+    on mergeable (the others are left out). What :func:`build_report` gives over all the runs."""
+    labelled = [r for r in runs if r.human_mergeable is not None and r.mergeable is not None]
+    return label_target(tasks, judge_accuracy(labelled)[1], minimum=MIN_LABELLED)
 
 
 def _task_sums(runs: Iterable[GradedRun]) -> list[TaskSums]:
@@ -351,7 +360,7 @@ def build_report(
         repeat_agreement=_repeat_agreement(runs),
         disagreements=disagreements,
         judge_accuracy=accuracy,
-        label_target=label_target(_task_sums(runs), label_sums, minimum=MIN_LABELLED),
+        label_target=report_label_target(_task_sums(runs), labelled),
         judges=judges,
         bootstrap=bootstrap,
         seed=seed,

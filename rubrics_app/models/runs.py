@@ -10,6 +10,7 @@ input changes nothing:
     ItemVerdict    (judge, item_id)                         verdict, reason, cited lines, model id
     HumanVerdict   (grade, item_id)                         a reviewer's label; never changes a score (§4)
     ReportRow      one row per grade                        what the report reads of it, precomputed
+    QueuePair      (grade, item_id, kind)                   the review queue's pairs, precomputed
 
 Today grades come from imported metrics.json files; a sweep job fills the same rows (``source = sweep``),
 keyed by the revision content it graded against (``rubric_sha256``) and its primary judge.
@@ -164,6 +165,12 @@ def refresh_current_grades(
     with transaction.atomic():
         lock_current_grades(runs=runs, tasks=tasks, repository=repository)
         write_current_marker(RunGrade, grades.values("pk"))
+        # The queue's pairs and the report rows carry the marker too (``current``), so a queue's page is
+        # one index range and the label target's sums one index scan.
+        for summary in (QueuePair, ReportRow):
+            rows = summary.objects.filter(grade__in=grades.values("pk"))
+            rows.filter(current=True, grade__is_current=False).update(current=False)
+            rows.filter(current=False, grade__is_current=True).update(current=True)
 
 
 def write_current_marker(grades: type[models.Model], pks: models.QuerySet[Any]) -> None:
@@ -347,6 +354,9 @@ class ReportRow(models.Model):
         RubricRevision, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     latest = models.BooleanField(default=False)  # the run's newest grade (not always its current one)
+    # The grade's is_current, kept by refresh_current_grades (the default in the schema too: earlier
+    # migrations' fills write rows without it).
+    current = models.BooleanField(default=False, db_default=False)
     name = models.TextField()  # the run's id in a report: its directory as imported
     arm = models.CharField(max_length=200, blank=True)
     model = models.CharField(max_length=200, blank=True)
@@ -377,10 +387,80 @@ class ReportRow(models.Model):
         indexes = [
             models.Index(fields=["repository", "latest", "arm", "model"], name="report_row_lookup"),
             models.Index(fields=["run", "grade"], name="report_row_run"),
+            # The report's cache key counts a repository's rows; the queue's label target sums the
+            # measured current ones per task: both index-only scans.
+            models.Index(fields=["repository", "id"], name="report_row_count"),
+            models.Index(
+                fields=["repository", "current", "task", "test_pass", "mergeable"], name="report_row_sums"
+            ),
         ]
 
     def __str__(self) -> str:
         return f"report row of {self.name}"
+
+
+class QueuePair(models.Model):
+    """One (grade, item) pair of the review queue (``services.queue``), written beside the grade's report
+    row so that a queue's page is a range of one index and its counts are counts of one table, instead of
+    joining the item verdicts with themselves (primary against second judge) on every read.
+
+    One row per kind the pair belongs to: ``judges`` (the primary and the second judge differ),
+    ``agreed`` (both judges agree: every such pair, with the primary verdict's ``sample_key``; the share
+    offered for labelling, ``RUNS_AGREED_SAMPLE_PERCENT``, is applied when read), ``regrade`` (either
+    judge's regrade differs from the verdict its cache held; besides its other row), and ``""`` for a pair
+    with a verdict from one judge only (in no queue; kept so that the filters offer every value that has
+    verdicts). Rows of every grade, history too; ``current`` is the grade's ``is_current``.
+
+    Written only by ``services.report_rows.refresh_report_rows`` (with the report rows, from the grade's
+    item verdicts); ``current`` also by :func:`refresh_current_grades`, wherever the current grade moves.
+    The run's sort key (task id, arm, model, repetition) is copied: none of it changes after a grade.
+    """
+
+    grade = models.ForeignKey(RunGrade, on_delete=models.CASCADE, related_name="+", db_index=False)
+    repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="+", db_index=False)
+    item_id = models.CharField(max_length=40)
+    kind = models.CharField(max_length=10, blank=True)  # QueueKind, or "" (one judge only: in no queue)
+    current = models.BooleanField(default=False)  # the grade's is_current
+    task_id = models.CharField(max_length=200)  # the task's id (text), not its pk: the queue's order
+    arm = models.CharField(max_length=200, blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    repetition = models.IntegerField()
+    sample_key = models.FloatField(default=0.0)  # the primary verdict's (0 without one)
+
+    class Meta:
+        ordering = ["repository_id", "kind", "task_id", "arm", "model", "repetition", "grade_id", "item_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["grade", "item_id", "kind"], name="one_queue_pair_per_kind"),
+        ]
+        indexes = [
+            # A queue's page in its order, its counts and its filter choices: ranges of this index (the
+            # sample key last, so the agreed queue's share is read from the index too).
+            models.Index(
+                fields=[
+                    "repository",
+                    "kind",
+                    "current",
+                    "task_id",
+                    "arm",
+                    "model",
+                    "repetition",
+                    "grade",
+                    "item_id",
+                    "sample_key",
+                ],
+                name="queue_pair_order",
+            ),
+            # The filters' choices: each column's distinct values, one index probe per value.
+            *(
+                models.Index(
+                    fields=["repository", column], condition=Q(current=True), name=f"queue_pair_{column}"[:30]
+                )
+                for column in ("task_id", "item_id", "arm", "model")
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind or 'no queue'}: grade {self.grade_id} {self.item_id}"
 
 
 class DisputeSource(models.TextChoices):

@@ -30,7 +30,7 @@ from typing import Any
 
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Max, QuerySet
+from django.db.models import Count, Max, Q, QuerySet
 from django.db.models.functions import Length
 from django.template.defaultfilters import pluralize
 
@@ -45,6 +45,7 @@ from grading import (
     build_report,
     grade_metrics,
     parse_date,
+    report_label_target,
 )
 from rubrics_app.models import (
     AgentRun,
@@ -355,22 +356,67 @@ def repository_report(repository: Repository, filters: dict[str, str]) -> Report
 
 def label_target(repository: Repository) -> LabelTarget | None:
     """The review queue's target (grading.power): how many more labelled runs would bring the corrected
-    mergeable rate of the repository's report to ±5 points. From the cached report when there is one;
-    otherwise computed without the bootstrap (the target does not depend on it) and cached apart, so the
-    queue page never waits for the report's intervals."""
+    mergeable rate of the repository's report to ±5 points. Computed without the report
+    (:func:`cheap_label_target`, equal to the report's) and cached apart under the report's key: never
+    read from a cached report, whose unpickling (a grade per run) costs more than computing the target."""
     state = _state(repository)
-    key = _cache_key(repository, state, {})
-    cached = cache.get(key)
-    if isinstance(cached, ReportResult):
-        return cached.report.label_target
-    target_key = f"{key}:label-target"
+    target_key = f"{_cache_key(repository, state, {})}:label-target"
     target = cache.get(target_key)
     if isinstance(target, LabelTarget):
         return target
-    runs, _, _ = graded_runs(repository, {}, state)
-    target = build_report(runs, bootstrap=0).label_target
+    target = cheap_label_target(repository, state)
     cache.set(target_key, target, CACHE_SECONDS)
     return target
+
+
+# A measured run (grading's GradedRun.measured, which the rates count) as a condition on its report row:
+# mergeable decided and whether it passed the tests known. GradedRun takes both from the row unchanged.
+MEASURED = Q(mergeable__isnull=False, test_pass__isnull=False)
+
+
+def cheap_label_target(repository: Repository, state: dict[str, Any] | None = None) -> LabelTarget | None:
+    """The report's label target (``build_report(graded_runs(...)).label_target``) without building a
+    GradedRun per run: the per-task sums of the measured runs in one aggregate query over the current
+    grades' report rows (an index-only scan), and GradedRun records only for the few runs a human labelled,
+    through grading's own function (``grading.report_label_target``)."""
+    state = state or _state(repository)
+    names = {pk: task_id for pk, task_id, *_ in state["tasks"]}
+    current = ReportRow.objects.filter(repository=repository, current=True)
+    sums = (
+        current.filter(MEASURED)
+        .values("task_id")
+        .annotate(
+            # Counts of a column of the index (not of the pk), so the index alone answers (report_row_sums).
+            measured=Count("task"),
+            passed=Count("task", filter=Q(test_pass=True)),
+            mergeable=Count("task", filter=Q(mergeable=True)),
+        )
+        .values_list("task_id", "measured", "passed", "mergeable")
+        .order_by()
+    )
+    tasks = [(n, passed, merged) for _, n, passed, merged in sorted(sums, key=lambda row: names[row[0]])]
+    labels: dict[int, dict[str, str]] = defaultdict(dict)
+    for grade_id, item_id, verdict in state["human"]:
+        labels[grade_id][item_id] = verdict
+    labelled = current.filter(grade_id__in=sorted(labels)).values_list(
+        "grade_id", "task_id", "name", "status", "test_pass", "mergeable", "human_items", "human_checks"
+    )
+    decoded = _Decoded()
+    runs = [
+        # What the target reads of a labelled run: its task, the judge's outcome and the human verdict.
+        GradedRun(
+            run=name,
+            task=names[task_pk],
+            status=status,
+            test_pass=passed,
+            mergeable=mergeable,
+            human_mergeable=None
+            if (judged := decoded.value(items)) is None
+            else mergeable_from_labels(judged, checks, labels[grade_pk]),
+        )
+        for grade_pk, task_pk, name, status, passed, mergeable, items, checks in labelled
+    ]
+    return report_label_target(tasks, runs)
 
 
 def filter_choices(repository: Repository) -> dict[str, list[str]]:

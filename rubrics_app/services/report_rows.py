@@ -7,11 +7,14 @@ It is idempotent (a grade's row is rewritten from its rows) and costs a fixed nu
 grades, whatever the number of judges and verdicts. It also keeps ``latest`` set on the newest grade of
 each run it touches (the report takes each run's current grade, ``RunGrade.objects.current()``).
 
+It writes the grades' review queue pairs too (``QueuePair``, :func:`fill_queue_pairs`): the queue reads them
+instead of joining the item verdicts with themselves.
+
 Should a grade be written without its row all the same, the report page notices (it counts both) and fills
 the missing rows before computing: a forgotten call costs one slow view, never a wrong report.
 
-The migration that created the table fills it with the same code over the historical models
-(:func:`fill_report_rows`).
+The migrations that created the tables fill them with the same code over the historical models
+(:func:`fill_report_rows`, :func:`fill_queue_pairs`).
 """
 
 from __future__ import annotations
@@ -25,10 +28,11 @@ from django.db.models import Max
 from pydantic import ValidationError
 
 from grading import MetricsDetails, MetricsJudge, grade_metrics
-from rubrics_app.models import ItemVerdict, JudgeGrade, JudgeRole, ReportRow, RunGrade
+from rubrics_app.models import ItemVerdict, JudgeGrade, JudgeRole, QueueKind, QueuePair, ReportRow, RunGrade
 from rubrics_app.services.queue import human_label_basis
 
 CHUNK = 500  # grades per round of queries: bounds memory (each grade's metrics.json details are read)
+PAIR_CHUNK = 2000  # grades per round of the queue pairs' queries (a few small columns each)
 
 
 class RowModels(NamedTuple):
@@ -38,15 +42,18 @@ class RowModels(NamedTuple):
     judge: Any
     verdict: Any
     row: Any
+    pair: Any = None  # QueuePair; None before the migration that added it
 
 
-APP_MODELS = RowModels(RunGrade, JudgeGrade, ItemVerdict, ReportRow)
+APP_MODELS = RowModels(RunGrade, JudgeGrade, ItemVerdict, ReportRow, QueuePair)
 
 
 def refresh_report_rows(grade_pks: Iterable[int]) -> int:
-    """Write (or rewrite) the report rows of these grades, and the ``latest`` flag of their runs' rows.
-    Returns how many grades were filled."""
-    return fill_report_rows(grade_pks, APP_MODELS)
+    """Write (or rewrite) the report rows of these grades, the ``latest`` flag of their runs' rows and the
+    grades' review queue pairs. Returns how many grades were filled."""
+    pks = sorted(set(grade_pks))
+    fill_queue_pairs(pks, APP_MODELS)
+    return fill_report_rows(pks, APP_MODELS)
 
 
 def fill_report_rows(grade_pks: Iterable[int], models: RowModels) -> int:
@@ -165,15 +172,18 @@ _GRADE_FIELDS = (
     "merge_score",
     "provisional",
     "metrics__details",  # only the details of metrics.json, not the whole copy
+    "is_current",  # read only where the row has the column (see _fill)
 )
 
 
 def _fill(pks: list[int], models: RowModels) -> None:
-    grades = [dict(zip(_GRADE_FIELDS, values, strict=True)) for values in
-              models.grade.objects.filter(pk__in=pks).values_list(*_GRADE_FIELDS)]  # fmt: skip
+    # The migrations that added these columns fill them; an earlier migration's rows have no such fields.
+    names = {f.name for f in models.row._meta.get_fields()}
+    has_integrity, has_current = "integrity_not_measured" in names, "current" in names
+    fields = _GRADE_FIELDS if has_current else _GRADE_FIELDS[:-1]
+    grades = [dict(zip(fields, values, strict=True)) for values in
+              models.grade.objects.filter(pk__in=pks).values_list(*fields)]  # fmt: skip
     judges = _judges(pks, models)
-    # The migration that added the column fills it; an earlier migration's rows have no such field.
-    has_integrity = any(f.name == "integrity_not_measured" for f in models.row._meta.get_fields())
     rows = []
     for g in grades:
         details = g["metrics__details"]
@@ -188,7 +198,11 @@ def _fill(pks: list[int], models: RowModels) -> None:
             # give a human verdict, and must not stop the rest (the migration fills every stored grade).
             basis = None
         judged = judges.get(g["pk"], {})
-        extra = {"integrity_not_measured": _json(integrity_not_measured(d))} if has_integrity else {}
+        extra: dict[str, Any] = (
+            {"integrity_not_measured": _json(integrity_not_measured(d))} if has_integrity else {}
+        )
+        if has_current:
+            extra["current"] = g["is_current"]
         rows.append(
             models.row(
                 **extra,
@@ -238,3 +252,80 @@ def _fill(pks: list[int], models: RowModels) -> None:
         grade_id__in=newest.values("newest")
     ).update(latest=False)
     models.row.objects.filter(grade_id__in=newest.values("newest"), latest=False).update(latest=True)
+
+
+# --- the review queue's pairs ---------------------------------------------------------------------------
+
+_PAIR_GRADE_FIELDS = (
+    "pk",
+    "run__task__repository_id",
+    "run__task__task_id",
+    "run__arm",
+    "run__model",
+    "run__repetition",
+    "is_current",
+)
+
+
+def fill_queue_pairs(grade_pks: Iterable[int], models: RowModels) -> int:
+    """Write (or rewrite) the review queue pairs (``QueuePair``) of these grades from their item verdicts:
+    two reads and one insert per 2,000 grades. Returns how many pairs were written."""
+    pks = sorted(set(grade_pks))
+    written = 0
+    for start in range(0, len(pks), PAIR_CHUNK):
+        written += _fill_pairs(pks[start : start + PAIR_CHUNK], models)
+    return written
+
+
+def pair_kinds(primary: tuple[str, str] | None, second: tuple[str, str] | None) -> list[str]:
+    """The kinds of queue a (grade, item) pair is in, from each judge's (verdict, previous verdict) on it
+    (None: that judge gave none): ``judges`` or ``agreed`` when both judges gave one, else ``""`` (in no
+    queue); and ``regrade`` besides when either judge's regrade differs from what its cache held."""
+    if primary is not None and second is not None:
+        kinds = [QueueKind.JUDGES.value if primary[0] != second[0] else QueueKind.AGREED.value]
+    else:
+        kinds = [""]
+    if any(v is not None and v[1] and v[1] != v[0] for v in (primary, second)):
+        kinds.append(QueueKind.REGRADE.value)
+    return kinds
+
+
+def _told(verdict: tuple[str, str, float] | None) -> tuple[str, str] | None:
+    return None if verdict is None else (verdict[0], verdict[1])
+
+
+def _fill_pairs(pks: list[int], models: RowModels) -> int:
+    grades = {
+        values[0]: values
+        for values in models.grade.objects.filter(pk__in=pks).values_list(*_PAIR_GRADE_FIELDS)
+    }
+    # (grade, item) -> role -> (verdict, previous verdict, sample key)
+    verdicts: dict[tuple[int, str], dict[str, tuple[str, str, float]]] = defaultdict(dict)
+    for grade_id, role, item_id, verdict, previous, sample_key in (
+        models.verdict.objects.filter(judge__grade_id__in=pks)
+        .order_by("judge__grade_id", "item_id", "judge__role")
+        .values_list("judge__grade_id", "judge__role", "item_id", "verdict", "previous_verdict", "sample_key")
+    ):
+        verdicts[(grade_id, item_id)][role] = (verdict, previous, sample_key)
+    pairs = []
+    for (grade_id, item_id), by_role in verdicts.items():
+        _, repository_id, task_id, arm, model, repetition, current = grades[grade_id]
+        primary, second = by_role.get(JudgeRole.PRIMARY), by_role.get(JudgeRole.SECOND)
+        for kind in pair_kinds(_told(primary), _told(second)):
+            pairs.append(
+                models.pair(
+                    grade_id=grade_id,
+                    repository_id=repository_id,
+                    item_id=item_id,
+                    kind=kind,
+                    current=current,
+                    task_id=task_id,
+                    arm=arm,
+                    model=model,
+                    repetition=repetition,
+                    sample_key=primary[2] if primary is not None else 0.0,
+                )
+            )
+    models.pair.objects.filter(grade_id__in=pks).delete()
+    models.pair.objects.bulk_create(pairs, batch_size=5000)
+    return len(pairs)

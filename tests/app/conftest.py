@@ -39,6 +39,7 @@ from rubrics_app.models import (
 )
 from rubrics_app.services import calibration, revisions
 from tests.app.calibration_helpers import calibration_replies
+from tests.app.queue_rule import derived_pairs, stored_pairs
 from tests.app.worker_helpers import celery_worker, database_url
 from tests.grading.judge.fake_servers import FakeProviderServer
 
@@ -231,9 +232,11 @@ def flushable_transactional_db(_frozen_triggers_restored: None, transactional_db
 @pytest.fixture(autouse=True)
 def current_grades_stored(request: pytest.FixtureRequest) -> Iterator[None]:
     """After every test that uses the database: the stored current grade of every run (``is_current``) is
-    the one the rule derives, so a write path that forgets ``refresh_current_grades`` fails the test that
-    takes it. The database fixture is set up here, before this one yields, so that it is torn down after
-    this check. A test that left the database unusable (a broken transaction) is not checked."""
+    the one the rule derives, and the review queue's stored pairs (``QueuePair``) are the ones the item
+    verdicts give (tests/app/queue_rule.py), so a write path that forgets ``refresh_current_grades`` or
+    ``refresh_report_rows`` fails the test that takes it. The database fixture is set up here, before this
+    one yields, so that it is torn down after this check. A test that left the database unusable (a broken
+    transaction) is not checked."""
     names = [n for n in ("transactional_db", "django_db_reset_sequences", "db") if n in request.fixturenames]
     if names:
         request.getfixturevalue(names[0])
@@ -248,6 +251,12 @@ def current_grades_stored(request: pytest.FixtureRequest) -> Iterator[None]:
     assert stored == derived, (
         f"stored current grades {sorted(stored - derived)} are not current by the rule, which takes "
         f"{sorted(derived - stored)}: a write path did not call refresh_current_grades"
+    )
+    stored_queue, derived_queue = stored_pairs(), derived_pairs()
+    assert stored_queue == derived_queue, (
+        f"stored queue pairs {sorted(stored_queue - derived_queue, key=str)} are not the rule's, which "
+        f"has {sorted(derived_queue - stored_queue, key=str)}: a write path did not call "
+        "refresh_report_rows (or refresh_current_grades)"
     )
 
 

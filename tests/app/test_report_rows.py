@@ -152,6 +152,12 @@ def test_the_migration_fills_the_rows_the_import_writes(tmp_path: Path, reposito
     later = importlib.import_module("rubrics_app.migrations.0125_report_row_integrity_not_measured")
     name = ("rubrics_app", "0125_report_row_integrity_not_measured")
     later.refill_rows(MigrationExecutor(connection).loader.project_state(name).apps, None)
+    # 0135 marks the current grades' rows.
+    assert not ReportRow.objects.filter(current=True).exists()
+    pairs = importlib.import_module("rubrics_app.migrations.0135_queue_pairs")
+    pairs.fill_pairs(
+        MigrationExecutor(connection).loader.project_state(("rubrics_app", "0135_queue_pairs")).apps, None
+    )
     assert _rows() == written
     assert {r["integrity_not_measured"] for r in written} == {'["git_dir","test_cases","tests_skipped"]'}
 
