@@ -20,7 +20,8 @@ Kinds, each derived from the oracle's hunks as :mod:`grading.diffs` reads them:
   whole condition of the same shape (brackets closed, the same head and ending: never ``} else if (``), and
   the restored line keeps the new line's indentation. With the base tree at hand, a mutant of a Python file
   whose mutated file no longer parses (``ast.parse``) is left out, with a note: it would measure the judge's
-  sense of syntax, not its review.
+  sense of syntax, not its review. A line longer than ``MAX_CONDITION_LINE_BYTES`` is never paired, and at
+  most ``MAX_CONDITION_MUTANTS`` are derived (notes say so): both are quadratic past those bounds.
 
 Every mutant is a diff that applies to the base: hunks are left out whole, later hunks of the same file
 have their new-side start moved, and a restored line becomes context. A mutant's id is its kind and the
@@ -39,7 +40,8 @@ import asyncio
 import difflib
 import hashlib
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -85,6 +87,12 @@ MAX_COMPARED_BYTES = 4000
 _MAX_COMPARED_HUNKS = 300
 # An added line is paired with at most this many removed lines of its block that could be its old version.
 _MAX_PAIR_CANDIDATES = 20
+# A changed line longer than this (bytes) is never paired: telling what changed in it is quadratic in its
+# length, and a condition a reviewer reads fits on a line (a minified bundle's 100 KB line does not).
+MAX_CONDITION_LINE_BYTES = 500
+# At most this many revert-condition mutants are derived, in oracle order: each holds its hunk's whole body,
+# so a hunk with thousands of them is quadratic.
+MAX_CONDITION_MUTANTS = 100
 # A Python file larger than this at the base is not parsed to check a mutant (the check is skipped).
 MAX_PARSED_BYTES = 4 * 1024 * 1024
 
@@ -103,7 +111,9 @@ class Mutant:
 @dataclass(frozen=True, slots=True)
 class MutantSet:
     mutants: list[Mutant]  # the ones to judge, in kind order (at most the cap)
-    derived: int  # distinct mutants before the cap
+    # distinct mutants before the cap (Python ones are checked to parse as they are taken, so past the cap
+    # this may count some that would not parse)
+    derived: int
     duplicates: int  # left out because another mutant has the same diff
     capped: bool
     notes: list[str]
@@ -435,7 +445,7 @@ def _indent(line: bytes) -> bytes:
     return line[: len(line) - len(line.lstrip(b" \t"))]
 
 
-def _restored_bodies(body: list[bytes]) -> list[tuple[int, list[bytes], str, str, str]]:
+def _restored_bodies(body: list[bytes]) -> Iterator[tuple[int, list[bytes], str, str, str]]:
     """For each condition pair in a hunk body: (index of the added line, the body with the old line
     restored, what changed, old text, new text).
 
@@ -444,9 +454,9 @@ def _restored_bodies(body: list[bytes]) -> list[tuple[int, list[bytes], str, str
     comment added above a changed comparison). Candidates are looked up, not compared all against all: an
     operator change leaves the other tokens equal, a condition change keeps the head and the shape. The
     restored line takes the new line's indentation; when that differs from the old line's, the old line
-    stays removed and the restored one is added in the new line's place.
+    stays removed and the restored one is added in the new line's place. Lines longer than
+    ``MAX_CONDITION_LINE_BYTES`` are not paired. Yielded one at a time, so a caller may stop early.
     """
-    out: list[tuple[int, list[bytes], str, str, str]] = []
     i = 0
     n = len(body)
     while i < n:
@@ -462,14 +472,19 @@ def _restored_bodies(body: list[bytes]) -> list[tuple[int, list[bytes], str, str
         removed, added = body[start:middle], body[middle:i]
         if not added or (i < n and body[i][:1] == b"\\"):
             continue  # nothing added, or at the end of a file without its newline: left alone
-        new_texts = [decode_diff(line[1:]) for line in added]
+        bound = MAX_CONDITION_LINE_BYTES + 1  # the line's tag and its text
+        new_texts = [decode_diff(line[1:]) if len(line) <= bound else "" for line in added]
         by_operands: dict[str, list[int]] = {}
         by_shape: dict[tuple[str, str], list[int]] = {}
         for j, text in enumerate(new_texts):
+            if len(added[j]) > bound:
+                continue  # never paired: comparing it is quadratic in its length
             by_operands.setdefault(_operands(text), []).append(j)
             if (shape := _line_shape(text)) is not None:
                 by_shape.setdefault(shape, []).append(j)
         for k, old in enumerate(removed):
+            if len(old) > bound:
+                continue
             old_text = decode_diff(old[1:])
             shape = _line_shape(old_text)
             found = by_operands.get(_operands(old_text), []) + (by_shape.get(shape, []) if shape else [])
@@ -496,16 +511,31 @@ def _restored_bodies(body: list[bytes]) -> list[tuple[int, list[bytes], str, str
             else:
                 restored = b"+" + indent + old[1:].lstrip(b" \t")
                 block = [*removed, *added[:j], restored, *added[j + 1 :]]
-            out.append((middle + j, [*body[:start], *block, *body[i:]], what, old_text, new_texts[j]))
-    return out
+            yield middle + j, [*body[:start], *block, *body[i:]], what, old_text, new_texts[j]
 
 
-def _revert_condition(oracle: _Oracle) -> list[tuple[MutantKind, str, _Edit]]:
+def _revert_condition(oracle: _Oracle, notes: list[str]) -> list[tuple[MutantKind, str, _Edit]]:
     out: list[tuple[MutantKind, str, _Edit]] = []
-    for ref in oracle.hunk_refs():
+    refs = oracle.hunk_refs()
+    bound = MAX_CONDITION_LINE_BYTES + 1  # the line's tag and its text
+    long_lines = sum(
+        1 for ref in refs for line in oracle.body(ref) if line[:1] in (b"+", b"-") and len(line) > bound
+    )
+    if long_lines:
+        notes.append(
+            f"revert-condition: {long_lines} changed line{'s' if long_lines > 1 else ''} longer than "
+            f"{MAX_CONDITION_LINE_BYTES} bytes not compared (minified or generated code)"
+        )
+    for ref in refs:
         hunk = oracle.files[ref[0]].hunks[ref[1]]
         body = oracle.body(ref)
         for at, restored, what, old_text, new_text in _restored_bodies(body):
+            if len(out) == MAX_CONDITION_MUTANTS:
+                notes.append(
+                    f"revert-condition: at most {MAX_CONDITION_MUTANTS} mutants are derived; the condition "
+                    f"changes from {_where(oracle, ref)} on are left out"
+                )
+                return out
             new_line = hunk.new_start + sum(1 for line in body[:at] if line[:1] in (b" ", b"+", b""))
             change = "operator" if what == "operator" else "condition"
             text = (
@@ -586,33 +616,34 @@ class _PythonCheck:
         return False
 
 
-def _python_checked(
+def _python_check(
     oracle: _Oracle,
     candidates: list[tuple[MutantKind, str, _Edit]],
     base: BaseReader | None,
     notes: list[str],
-) -> list[tuple[MutantKind, str, _Edit]]:
-    """``candidates`` (revert-condition) without those whose Python file no longer parses, with a note."""
-    python = [c for c in candidates if any(oracle.path(f).endswith(".py") for f, _ in (c[2].bodies or {}))]
+) -> _PythonCheck | None:
+    """The parse check for ``candidates`` (revert-condition), or None when none is of a Python file or there
+    is no base to check them against (a note says so)."""
+    python = sum(any(oracle.path(f).endswith(".py") for f, _ in (c[2].bodies or {})) for c in candidates)
     if not python:
-        return candidates
+        return None
     if base is None:
         notes.append(
-            f"revert-condition: {len(python)} mutant{'s' if len(python) > 1 else ''} of Python files not "
+            f"revert-condition: {python} mutant{'s' if python > 1 else ''} of Python files not "
             "checked to parse (no checkout of the base commit)"
         )
-        return candidates
-    check = _PythonCheck(oracle, base)
-    broken = [c for c in python if check.breaks(c[2])]
-    if broken:
-        places = "; ".join(text.partition(": ")[0].removeprefix("swaps the ") for _, text, _ in broken[:5])
-        more = f" and {len(broken) - 5} more" if len(broken) > 5 else ""
-        notes.append(
-            f"revert-condition: {len(broken)} mutant{'s' if len(broken) > 1 else ''} left out because the "
-            f"Python file no longer parses with the old line back ({places}{more}): such a mutant measures "
-            "the judge's sense of syntax, not its review"
-        )
-    return [c for c in candidates if c not in broken]
+        return None
+    return _PythonCheck(oracle, base)
+
+
+def _broken_note(broken: list[str]) -> str:
+    places = "; ".join(text.partition(": ")[0].removeprefix("swaps the ") for text in broken[:5])
+    more = f" and {len(broken) - 5} more" if len(broken) > 5 else ""
+    return (
+        f"revert-condition: {len(broken)} mutant{'s' if len(broken) > 1 else ''} left out because the "
+        f"Python file no longer parses with the old line back ({places}{more}): such a mutant measures "
+        "the judge's sense of syntax, not its review"
+    )
 
 
 def derive_mutants(
@@ -630,11 +661,14 @@ def derive_mutants(
         raise InputError(None, "must be 0 or more", "--max-mutants")
     parsed = _Oracle(oracle, source)
     notes: list[str] = []
+    one_place = _one_place(parsed, notes)
+    conditions = _revert_condition(parsed, notes)
+    check = _python_check(parsed, conditions, base, notes)
     candidates: dict[MutantKind, list[tuple[MutantKind, str, _Edit]]] = {
         "drop-hunk": _drop_hunk(parsed),
         "revert-file": _revert_file(parsed),
-        "one-place": _one_place(parsed, notes),
-        "revert-condition": _python_checked(parsed, _revert_condition(parsed), base, notes),
+        "one-place": one_place,
+        "revert-condition": conditions,
     }
     nothing_out = parsed.key(_Edit())
     seen: set[object] = set()
@@ -651,17 +685,26 @@ def derive_mutants(
             seen.add(key)
             found.append((KINDS.index(kind), n, kind, text, edit))
     found.sort(key=lambda entry: entry[:2])
-    derived = len(found)
-    capped = derived > max_mutants
+    # Taken in turn from each kind, so a cap never leaves a kind out while another fills it. A Python
+    # mutant is checked to parse as it is taken (a parse of its whole file each), not all of them first.
+    broken: list[str] = []
+    queues = [deque(entry for entry in found if entry[2] == kind) for kind in KINDS]
+    chosen: list[tuple[int, int, MutantKind, str, _Edit]] = []
+    while len(chosen) < max_mutants and any(queues):
+        for queue in queues:
+            while queue and len(chosen) < max_mutants:
+                entry = queue.popleft()
+                if check is not None and entry[2] == "revert-condition" and check.breaks(entry[4]):
+                    broken.append(entry[3])
+                    continue
+                chosen.append(entry)
+                break
+    if broken:
+        notes.append(_broken_note(broken))
+    derived = len(found) - len(broken)
+    capped = derived > len(chosen)
+    found = sorted(chosen, key=lambda entry: entry[:2])
     if capped:
-        # Taken in turn from each kind, so a cap never leaves a kind out while another fills it.
-        queues = [[entry for entry in found if entry[2] == kind] for kind in KINDS]
-        chosen: list[tuple[int, int, MutantKind, str, _Edit]] = []
-        while len(chosen) < max_mutants:
-            for queue in queues:
-                if queue and len(chosen) < max_mutants:
-                    chosen.append(queue.pop(0))
-        found = sorted(chosen, key=lambda entry: entry[:2])
         notes.append(
             f"capped: {derived} mutants derived, {len(found)} judged (taken in turn from each kind); "
             "raise --max-mutants to judge more"

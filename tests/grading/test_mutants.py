@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,8 @@ from grading.mutants import (
     DEFAULT_MAX_MUTANTS,
     KINDS,
     MAX_COMPARED_BYTES,
+    MAX_CONDITION_LINE_BYTES,
+    MAX_CONDITION_MUTANTS,
     MUTANT_ID,
     Mutant,
     check_mutants,
@@ -351,6 +354,77 @@ def test_a_python_mutant_that_does_not_parse_is_left_out_with_a_note(git_repo: G
         "(condition back in a.py (new line 2)): such a mutant measures the judge's sense of syntax, not its "
         "review"
     ]
+
+
+def test_a_long_changed_line_is_never_paired_and_costs_no_time(git_repo: GitRepo) -> None:
+    # A minified bundle: one 32 KB line whose only change is an operator. Telling what changed in it took
+    # time quadratic in its length (75 s at 53 KB); no reviewer reads it as a condition.
+    minified = "".join(f"if(a{i % 50}<b{i % 7}&&c){{d{i}()}}" for i in range(1500))
+    git_repo.write("dist/app.min.js", minified + "if(x<1){y()}\n")
+    git_repo.write("a.py", "def f(x):\n    if x > 1:\n        return 1\n")
+    base = git_repo.commit("base")
+    git_repo.write("dist/app.min.js", minified + "if(x<=1){y()}\n")
+    git_repo.write("a.py", "def f(x):\n    if x >= 1:\n        return 1\n")
+    diff = workspace_diff(git_repo, base)
+    assert len(minified) > 30_000
+    started = time.monotonic()
+    derived = derive_mutants(diff)
+    assert time.monotonic() - started < 5
+    [kept] = by_kind(derived.mutants, "revert-condition")
+    assert "a.py" in kept.description
+    assert (
+        f"revert-condition: 2 changed lines longer than {MAX_CONDITION_LINE_BYTES} bytes not compared "
+        "(minified or generated code)"
+    ) in derived.notes
+
+
+def conditions_file(n: int, op: str) -> str:
+    return "def f(x):\n" + "".join(f"    if x {op} {i}:\n        x += 1\n" for i in range(n))
+
+
+def test_revert_condition_mutants_are_bounded_in_number(git_repo: GitRepo) -> None:
+    # One hunk with more condition changes than the bound: each mutant holds the hunk's whole body, so
+    # deriving them all is quadratic in the hunk. The first ones are kept and a note says where it stopped.
+    git_repo.write("a.py", conditions_file(MAX_CONDITION_MUTANTS + 50, ">"))
+    base = git_repo.commit("base")
+    git_repo.write("a.py", conditions_file(MAX_CONDITION_MUTANTS + 50, ">="))
+    derived = derive_mutants(workspace_diff(git_repo, base), max_mutants=1000)
+    conditions = by_kind(derived.mutants, "revert-condition")
+    assert len(conditions) == MAX_CONDITION_MUTANTS
+    assert "`if x >= 0:` -> `if x > 0:`" in conditions[0].description
+    assert f"`if x >= {MAX_CONDITION_MUTANTS - 1}:`" in conditions[-1].description
+    assert (
+        f"revert-condition: at most {MAX_CONDITION_MUTANTS} mutants are derived; the condition changes from "
+        "hunk 1 of 1 in a.py (old line 1) on are left out"
+    ) in derived.notes
+
+
+def test_python_mutants_are_parsed_only_as_they_are_taken(
+    git_repo: GitRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Parsing the whole file for every candidate made deriving cost candidates x file size; only the ones
+    # judged (and the oracle's file once) are parsed now, and a broken one is still left out with a note.
+    git_repo.write("a.py", "def f(x):\n    if x = 1:\n        return 1\n" + conditions_file(40, ">"))
+    base = git_repo.commit("base")
+    git_repo.write("a.py", "def f(x):\n    if x == 1:\n        return 1\n" + conditions_file(40, ">="))
+    parses: list[bytes] = []
+    real = mutants_module._parses
+
+    def counting(source: bytes) -> bool:
+        parses.append(source)
+        return real(source)
+
+    monkeypatch.setattr(mutants_module, "_parses", counting)
+    derived = derive_mutants(
+        workspace_diff(git_repo, base), max_mutants=4, base=BaseTree(git_repo.path, base).read
+    )
+    conditions = by_kind(derived.mutants, "revert-condition")
+    # One hunk: leaving it out is the empty row, so every mutant is a revert-condition one.
+    assert len(derived.mutants) == len(conditions) == 4
+    assert all("`if x = 1:`" not in m.description for m in conditions)
+    assert len(parses) == 1 + 1 + 4  # the oracle's file, the broken mutant, the four taken
+    assert derived.capped and derived.derived == 41 - 1  # 41 condition changes, less the broken one
+    assert any(note.startswith("revert-condition: 1 mutant left out because") for note in derived.notes)
 
 
 def test_an_oracle_that_is_not_a_diff_is_an_input_error() -> None:
