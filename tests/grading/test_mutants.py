@@ -356,6 +356,22 @@ def test_a_python_mutant_that_does_not_parse_is_left_out_with_a_note(git_repo: G
     ]
 
 
+def test_a_wrapped_condition_is_never_paired_with_a_whole_one(git_repo: GitRepo) -> None:
+    # Each old condition spans two lines and has the same head and ending as the new one-line condition:
+    # only its open bracket (C, braces on their own line) or its dangling backslash (Python) tells that
+    # the first line is a fragment. Restoring it alone would leave the file broken.
+    git_repo.write(
+        "b.c", "int f(int a, int b)\n{\n  if (a > 3 && (b\n      || a))\n    return 3;\n  return 0;\n}\n"
+    )
+    git_repo.write("a.py", "def f(x, y):\n    assert x > 0 and \\\n        y > 0\n    return x\n")
+    base = git_repo.commit("base")
+    git_repo.write(
+        "b.c", "int f(int a, int b)\n{\n  if (a >= 3 && (b || a))\n    return 3;\n  return 0;\n}\n"
+    )
+    git_repo.write("a.py", "def f(x, y):\n    assert x >= 0 and y > 0\n    return x\n")
+    assert by_kind(derive_mutants(workspace_diff(git_repo, base)).mutants, "revert-condition") == []
+
+
 def test_a_long_changed_line_is_never_paired_and_costs_no_time(git_repo: GitRepo) -> None:
     # A minified bundle: one 32 KB line whose only change is an operator. Telling what changed in it took
     # time quadratic in its length (75 s at 53 KB); no reviewer reads it as a condition.
