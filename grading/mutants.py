@@ -37,8 +37,10 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import bisect
 import difflib
 import hashlib
+import itertools
 import re
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -145,6 +147,17 @@ class _Oracle:
         if self.final_newline:
             self.lines.pop()
         self.files = self.parsed.files
+        self._hunkless = sum(1 for pf in self.files if not pf.hunks)
+        self._hunks = sum(len(pf.hunks) for pf in self.files)
+        # Per file, per hunk: whether it holds a changed line (read once; every render asks).
+        self._changes = [
+            [any(line[:1] in (b"+", b"-") for line in self.body((f, h))) for h in range(len(pf.hunks))]
+            for f, pf in enumerate(self.files)
+        ]
+        # Per file: whether each hunk starts where the one before ends (runs of them are copied as one slice).
+        self._contiguous = [
+            all(a.end_line == b.header_line for a, b in itertools.pairwise(pf.hunks)) for pf in self.files
+        ]
 
     def path(self, f: int) -> str:
         change = self.files[f].change
@@ -186,15 +199,19 @@ class _Oracle:
     ) -> bool:
         """Whether the edit of ``key`` leaves the whole fix out."""
         files, hunks, _ = key
-        hunkless = sum(1 for pf in self.files if not pf.hunks)
-        return len(files) == hunkless and len(hunks) == sum(len(pf.hunks) for pf in self.files)
+        return len(files) == self._hunkless and len(hunks) == self._hunks
 
     def render(self, edit: _Edit) -> bytes:
         out: list[bytes] = list(self.lines[: self.files[0].first_line]) if self.files else []
         bodies = edit.bodies or {}
+        touched = {f for f, _ in edit.drop_hunks} | {f for f, _ in bodies}
         files = 0
         for f, pf in enumerate(self.files):
             if f in edit.drop_files:
+                continue
+            if f not in touched and all(self._changes[f]):
+                out += self.lines[pf.first_line : pf.end_line]  # as the oracle has it: copied whole
+                files += 1
                 continue
             kept = self._file(f, pf, edit.drop_hunks, bodies)
             if kept is not None:
@@ -213,21 +230,39 @@ class _Oracle:
         out = list(self.lines[pf.first_line : pf.hunks[0].header_line])
         shift = 0  # lines the left-out hunks before this one added to the new side
         kept = 0
-        for h, hunk in enumerate(pf.hunks):
-            body = bodies.get((f, h), self.body((f, h)))
-            if (f, h) in drop or not any(line[:1] in (b"+", b"-") for line in body):
-                shift += hunk.new_count - hunk.old_count
+        # Hunks the edit leaves out or replaces, and those without a change: between them, while no hunk
+        # before has moved the new side, hunks are copied as a run (one slice, not one step per hunk).
+        special = sorted(
+            {h for g, h in drop if g == f}
+            | {h for g, h in bodies if g == f}
+            | {h for h, changed in enumerate(self._changes[f]) if not changed}
+        )
+        contiguous = self._contiguous[f]
+        h = 0
+        while h < len(pf.hunks):
+            at = bisect.bisect_left(special, h)
+            if not shift and contiguous and (at == len(special) or special[at] != h):
+                end = special[at] if at < len(special) else len(pf.hunks)
+                out += self.lines[pf.hunks[h].header_line : pf.hunks[end - 1].end_line]
+                kept += end - h
+                h = end
                 continue
-            header = self.lines[hunk.header_line]
-            if shift:
-                match = _HUNK_HEAD.match(header)
-                assert match is not None  # the parser read this header
-                header = (
-                    header[: match.start(3)] + str(hunk.new_start - shift).encode() + header[match.end(3) :]
-                )
-            out.append(header)
-            out += body
-            kept += 1
+            hunk = pf.hunks[h]
+            body = bodies.get((f, h))
+            changed = self._changes[f][h] if body is None else any(line[:1] in (b"+", b"-") for line in body)
+            if (f, h) in drop or not changed:
+                shift += hunk.new_count - hunk.old_count
+            else:
+                header = self.lines[hunk.header_line]
+                if shift:
+                    match = _HUNK_HEAD.match(header)
+                    assert match is not None  # the parser read this header
+                    new_start = str(hunk.new_start - shift).encode()
+                    header = header[: match.start(3)] + new_start + header[match.end(3) :]
+                out.append(header)
+                out += self.body((f, h)) if body is None else body
+                kept += 1
+            h += 1
         # A file whose every hunk is left out is left out whole: its header alone would claim a change (the
         # index line's blobs differ) that is not there.
         return out if kept else None

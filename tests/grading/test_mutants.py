@@ -249,6 +249,41 @@ def lock_block(n: int, version: str) -> str:
     return f'[[package]]\nname = "pkg{n}"\nversion = "{version}"\nfiles = [\n{hashes}]\n\n'
 
 
+def test_a_mutant_is_rendered_without_a_step_per_untouched_hunk(
+    git_repo: GitRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A rename across a file gives thousands of one-line hunks; each judged mutant is rendered whole, and a
+    # step per hunk made that the larger part of deriving (12 s for 80,000 hunks). Hunks the edit does not
+    # touch are copied as runs.
+    git_repo.write("names.py", "".join(f"old_{i} = {i}\n" + "\n" * 7 for i in range(400)))
+    base = git_repo.commit("base")
+    git_repo.write("names.py", "".join(f"new_{i} = {i}\n" + "\n" * 7 for i in range(400)))
+    diff = workspace_diff(git_repo, base)
+    body, render = mutants_module._Oracle.body, mutants_module._Oracle.render
+    rendering: list[bool] = []
+    steps: list[object] = []
+
+    def counting_body(self: Any, ref: Any) -> list[bytes]:
+        if rendering:
+            steps.append(ref)
+        return body(self, ref)
+
+    def flagged_render(self: Any, edit: Any) -> bytes:
+        rendering.append(True)
+        try:
+            return render(self, edit)
+        finally:
+            rendering.clear()
+
+    monkeypatch.setattr(mutants_module._Oracle, "body", counting_body)
+    monkeypatch.setattr(mutants_module._Oracle, "render", flagged_render)
+    derived = derive_mutants(diff, max_mutants=3)
+    assert derived.derived == 400 and len(derived.mutants) == 3
+    assert steps == []
+    for mutant in derived.mutants:  # each leaves out one hunk and keeps the other 399 as they were
+        assert len(read_diff(mutant.diff, "m").files[0].hunks) == 399
+
+
 def test_a_hunk_over_the_size_bound_is_never_one_place(git_repo: GitRepo) -> None:
     # Two lock files rewritten the same way: near-identical hunks, but each far over the bound, as a
     # regenerated lock file is; they are not compared (a note counts them), so no one-place mutant.
