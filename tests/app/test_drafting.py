@@ -621,6 +621,9 @@ def test_the_demo_drafts_from_the_shipped_export_with_no_api(settings: Any, tmp_
     assert html.count("Drafted by") == 1  # the header says it; the drafting paragraph names the model
     # ... once: the header does not name it too.
     assert "Drafted by a model, asked for by demo," in html and "Drafted by the model" not in html
+    # The task page's list of revisions marks it scripted too.
+    task_page = client.get(reverse("rubrics:task_detail", args=[task.repository.pk, task.pk]))
+    assert '<code>scripted</code> <span class="badge scripted">scripted</span>' in task_page.content.decode()
 
 
 # --- a second request: joined while under way, drafted again once finished --------------------------------
