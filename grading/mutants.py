@@ -30,7 +30,10 @@ mutant once the oracle changes. Mutants with the same diff are kept once (the mo
 an empty mutant (the whole fix left out: that is the admission's empty row) is not kept, and at most
 ``max_mutants`` are judged, taken round-robin over the kinds, with a note saying so. Mutants are told apart
 by what they leave out and replace, so only those judged are rendered: derivation stays linear in the
-oracle's size (a 10 MB oracle in well under two seconds; ``benchmarks/mutant_derivation.py``).
+oracle's size. What each hunk costs is kept to a few steps too (its changed lines are read for all hunks
+at once, a rendered mutant is slices of the oracle), as an oracle of many one-line hunks (a rename) has tens
+of thousands of them: a 10 MB oracle of either shape derives in under two seconds
+(``benchmarks/mutant_derivation.py``).
 """
 
 from __future__ import annotations
@@ -39,11 +42,13 @@ import ast
 import asyncio
 import bisect
 import difflib
+import functools
 import hashlib
 import itertools
+import operator
 import re
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -128,6 +133,22 @@ _HUNK_HEAD = re.compile(rb"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 HunkRef = tuple[int, int]  # (file index, hunk index) in ParsedDiff.files
 
 
+# The first character of lines that change something in a hunk body.
+_CHANGE_TAGS = re.compile(rb"[+-]")
+# The ASCII characters str.split() and a str pattern's \s take for whitespace.
+_ASCII_SPACE = b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"
+# Deleted from an ASCII line, what is left is the same for two lines whose operands are the same: cheap to
+# compare, so that operands are computed only for lines that may pair (a rename's lines never do).
+_NOT_SKETCH = b"<>=!&|()andortis" + _ASCII_SPACE
+# _HEAD_HINT on changed lines joined, for ASCII lines (with the whitespace of a str pattern).
+_HEAD_HINTS = re.compile(
+    rb"^[+-][ \t\r\x0b\x0c\x1c-\x1f]*(?:\}[ \t\r\x0b\x0c\x1c-\x1f]*)?(?:else[ \t\r\x0b\x0c\x1c-\x1f]+)?"
+    rb"(?:if|elif|while|assert|unless|until|when|case)\b",
+    re.MULTILINE,
+)
+_NO_KEY_PART: frozenset[int] = frozenset()
+
+
 @dataclass
 class _Edit:
     drop_files: frozenset[int] = frozenset()
@@ -146,18 +167,39 @@ class _Oracle:
         self.final_newline = data.endswith(b"\n")
         if self.final_newline:
             self.lines.pop()
+        # The input with every line ended, and the bytes before each line in it less its index (the line
+        # ends): lines [a, b) are text[starts[a] + a : starts[b] + b], copied as one slice.
+        self._text = data if self.final_newline else data + b"\n"
+        self._starts = list(itertools.accumulate(map(len, self.lines), initial=0))
+        # The first byte of every line ("" for an empty one as " "), and the indices of those that start with
+        # "+" or "-": a hunk's changed lines are found by bisection, not by a step per line.
+        self.firsts = b"".join([line[:1] or b" " for line in self.lines])
+        self._marks = [match.start() for match in _CHANGE_TAGS.finditer(self.firsts)]
         self.files = self.parsed.files
         self._hunkless = sum(1 for pf in self.files if not pf.hunks)
         self._hunks = sum(len(pf.hunks) for pf in self.files)
-        # Per file, per hunk: whether it holds a changed line (read once; every render asks).
-        self._changes = [
-            [any(line[:1] in (b"+", b"-") for line in self.body((f, h))) for h in range(len(pf.hunks))]
-            for f, pf in enumerate(self.files)
+        # Per file, per hunk: where its changed lines are in _marks (read once; every render asks whether
+        # there are any).
+        self._changed_at = [
+            [
+                (
+                    bisect.bisect_left(self._marks, hunk.header_line + 1),
+                    bisect.bisect_left(self._marks, hunk.end_line),
+                )
+                for hunk in pf.hunks
+            ]
+            for pf in self.files
+        ]
+        self._changes = [[lo < hi for lo, hi in spans] for spans in self._changed_at]
+        self._unchanged = [
+            [h for h, changed in enumerate(changes) if not changed] for changes in self._changes
         ]
         # Per file: whether each hunk starts where the one before ends (runs of them are copied as one slice).
         self._contiguous = [
             all(a.end_line == b.header_line for a, b in itertools.pairwise(pf.hunks)) for pf in self.files
         ]
+        # Per file, made when a render first moves its hunks: see _run.
+        self._moved: dict[int, tuple[bytes, list[int], list[int]]] = {}
 
     def path(self, f: int) -> str:
         change = self.files[f].change
@@ -167,14 +209,30 @@ class _Oracle:
         hunk = self.files[ref[0]].hunks[ref[1]]
         return self.lines[hunk.header_line + 1 : hunk.end_line]
 
+    def changed(self, ref: HunkRef) -> list[bytes]:
+        """The hunk's added and removed lines, in order."""
+        lo, hi = self._changed_at[ref[0]][ref[1]]
+        lines = self.lines
+        return [lines[i] for i in self._marks[lo:hi]]
+
+    @functools.cached_property
+    def changed_lines(self) -> _ChangedLines:
+        return _ChangedLines(self)
+
     def hunk_refs(self) -> list[HunkRef]:
         return [(f, h) for f, pf in enumerate(self.files) for h in range(len(pf.hunks))]
+
+    def _span(self, a: int, b: int) -> bytes:
+        """Lines ``[a, b)`` of the oracle, each with its line end."""
+        return self._text[self._starts[a] + a : self._starts[b] + b]
 
     def key(
         self, edit: _Edit
     ) -> tuple[frozenset[int], frozenset[HunkRef], tuple[tuple[HunkRef, bytes], ...]]:
         """What ``edit`` leaves out and replaces, as :meth:`render` would apply it: two edits with one key
         render to one diff. Cheap (no rendering), so mutants are told apart before any is rendered."""
+        if not edit.drop_files and not edit.bodies:
+            return _NO_KEY_PART, edit.drop_hunks, ()  # hunks left out (one per drop-hunk mutant)
         bodies = edit.bodies or {}
         files: set[int] = set()
         hunks: set[HunkRef] = set()
@@ -202,15 +260,17 @@ class _Oracle:
         return len(files) == self._hunkless and len(hunks) == self._hunks
 
     def render(self, edit: _Edit) -> bytes:
-        out: list[bytes] = list(self.lines[: self.files[0].first_line]) if self.files else []
+        """The diff of ``edit``, as slices of the oracle: a file or a run of hunks the edit leaves as they
+        were is one slice, not a step per line or hunk."""
+        out: list[bytes] = [self._span(0, self.files[0].first_line)] if self.files else []
         bodies = edit.bodies or {}
         touched = {f for f, _ in edit.drop_hunks} | {f for f, _ in bodies}
         files = 0
         for f, pf in enumerate(self.files):
             if f in edit.drop_files:
                 continue
-            if f not in touched and all(self._changes[f]):
-                out += self.lines[pf.first_line : pf.end_line]  # as the oracle has it: copied whole
+            if f not in touched and not self._unchanged[f]:
+                out.append(self._span(pf.first_line, pf.end_line))  # as the oracle has it: copied whole
                 files += 1
                 continue
             kept = self._file(f, pf, edit.drop_hunks, bodies)
@@ -219,31 +279,31 @@ class _Oracle:
                 files += 1
         if not files:
             return b""  # the whole fix left out
-        out += self.lines[self.files[-1].end_line :]
-        return b"\n".join(out) + (b"\n" if self.final_newline else b"")
+        out.append(self._span(self.files[-1].end_line, len(self.lines)))
+        data = b"".join(out)
+        return data if self.final_newline else data[:-1]
 
     def _file(
         self, f: int, pf: ParsedFile, drop: frozenset[HunkRef], bodies: Mapping[HunkRef, list[bytes]]
     ) -> list[bytes] | None:
         if not pf.hunks:
-            return list(self.lines[pf.first_line : pf.end_line])  # binary, mode-only or empty file
-        out = list(self.lines[pf.first_line : pf.hunks[0].header_line])
+            return [self._span(pf.first_line, pf.end_line)]  # binary, mode-only or empty file
+        out = [self._span(pf.first_line, pf.hunks[0].header_line)]
         shift = 0  # lines the left-out hunks before this one added to the new side
         kept = 0
-        # Hunks the edit leaves out or replaces, and those without a change: between them, while no hunk
-        # before has moved the new side, hunks are copied as a run (one slice, not one step per hunk).
+        # Hunks the edit leaves out or replaces, and those without a change: between them hunks are copied
+        # as a run (one slice while nothing has moved the new side, else one slice per hunk and its moved
+        # start), not one step per hunk.
         special = sorted(
-            {h for g, h in drop if g == f}
-            | {h for g, h in bodies if g == f}
-            | {h for h, changed in enumerate(self._changes[f]) if not changed}
+            {h for g, h in drop if g == f} | {h for g, h in bodies if g == f} | set(self._unchanged[f])
         )
         contiguous = self._contiguous[f]
         h = 0
         while h < len(pf.hunks):
             at = bisect.bisect_left(special, h)
-            if not shift and contiguous and (at == len(special) or special[at] != h):
+            if contiguous and (at == len(special) or special[at] != h):
                 end = special[at] if at < len(special) else len(pf.hunks)
-                out += self.lines[pf.hunks[h].header_line : pf.hunks[end - 1].end_line]
+                out += self._run(f, pf, h, end, shift)
                 kept += end - h
                 h = end
                 continue
@@ -259,13 +319,48 @@ class _Oracle:
                     assert match is not None  # the parser read this header
                     new_start = str(hunk.new_start - shift).encode()
                     header = header[: match.start(3)] + new_start + header[match.end(3) :]
-                out.append(header)
-                out += self.body((f, h)) if body is None else body
+                if body is None:
+                    out += (header + b"\n", self._span(hunk.header_line + 1, hunk.end_line))
+                else:
+                    out.append(b"\n".join([header, *body]) + b"\n")
                 kept += 1
             h += 1
         # A file whose every hunk is left out is left out whole: its header alone would claim a change (the
         # index line's blobs differ) that is not there.
         return out if kept else None
+
+    def _run(self, f: int, pf: ParsedFile, h: int, end: int, shift: int) -> list[bytes]:
+        """Hunks ``[h, end)`` of file ``f`` (contiguous) with their new-side starts moved back ``shift``."""
+        if not shift:
+            return [self._span(pf.hunks[h].header_line, pf.hunks[end - 1].end_line)]
+        if f not in self._moved:
+            # The file's hunks as a template with "%d" for each new start (and "%" doubled): a moved run is
+            # one formatting, in C, not a step per hunk.
+            pieces: list[bytes] = []
+            bounds = [0]
+            size = 0
+            for hunk in pf.hunks:
+                match = _HUNK_HEAD.match(self.lines[hunk.header_line])
+                assert match is not None  # the parser read this header
+                at = self._starts[hunk.header_line] + hunk.header_line
+                head = self._text[at : at + match.start(3)].replace(b"%", b"%%")
+                rest = self._text[at + match.end(3) : self._starts[hunk.end_line] + hunk.end_line]
+                rest = rest.replace(b"%", b"%%")
+                pieces += (head, b"%d", rest)
+                size += len(head) + 2 + len(rest)
+                bounds.append(size)
+            self._moved[f] = b"".join(pieces), bounds, [hunk.new_start for hunk in pf.hunks]
+        template, bounds, starts = self._moved[f]
+        moved = tuple(map(operator.sub, starts[h:end], itertools.repeat(shift)))
+        return [template[bounds[h] : bounds[end]] % moved]
+
+
+# A mutant before it is judged: its kind, its description (or how to write it), what it changes.
+Candidate = tuple[MutantKind, str | Callable[[], str], _Edit]
+
+
+def _description(text: str | Callable[[], str]) -> str:
+    return text if isinstance(text, str) else text()
 
 
 def _mutant_id(kind: MutantKind, diff: bytes) -> str:
@@ -288,18 +383,24 @@ def _short(text: str, width: int = 70) -> str:
 # --- the kinds ----------------------------------------------------------------------------------------------
 
 
-def _drop_hunk(oracle: _Oracle) -> list[tuple[MutantKind, str, _Edit]]:
-    return [
-        ("drop-hunk", f"leaves out {_where(oracle, ref)}", _Edit(drop_hunks=frozenset([ref])))
-        for ref in oracle.hunk_refs()
-    ]
+def _drop_hunk(oracle: _Oracle) -> Iterator[Candidate]:
+    # One per hunk, and few of them judged: made one at a time (not all kept), and each description is
+    # written when the mutant is taken.
+    for f, pf in enumerate(oracle.files):
+        for h in range(len(pf.hunks)):
+            ref = (f, h)
+            yield "drop-hunk", functools.partial(_left_out, oracle, ref), _Edit(drop_hunks=frozenset([ref]))
 
 
-def _revert_file(oracle: _Oracle) -> list[tuple[MutantKind, str, _Edit]]:
+def _left_out(oracle: _Oracle, ref: HunkRef) -> str:
+    return f"leaves out {_where(oracle, ref)}"
+
+
+def _revert_file(oracle: _Oracle) -> list[Candidate]:
     n = len(oracle.files)
     if n < 2:
         return []
-    out: list[tuple[MutantKind, str, _Edit]] = []
+    out: list[Candidate] = []
     for f, pf in enumerate(oracle.files):
         others = f"keeps the other {n - 1} file{'s' if n > 2 else ''}"
         text = f"reverts {oracle.path(f)} ({pf.change.status} in the oracle), {others}"
@@ -325,29 +426,53 @@ def _trigrams(text: str) -> frozenset[tuple[str, int]]:
     return frozenset(out)
 
 
+class _ChangedLines:
+    """What the kinds ask of each hunk's changed lines, read for all of them at once (in C, over the lines
+    joined) and kept as prefix sums per changed line in ``_Oracle._marks`` order: a hunk's answer is a
+    difference, not a step per line, so the many hunks of a rename cost little."""
+
+    def __init__(self, oracle: _Oracle) -> None:
+        lines = list(map(oracle.lines.__getitem__, oracle._marks))
+        n = len(lines)
+        self.bytes = list(itertools.accumulate(map(len, lines), initial=0))
+        joined = b"\n".join(lines)
+        odd = [] if joined.isascii() else list(itertools.compress(range(n), [not x.isascii() for x in lines]))
+        visible = list(map(len, joined.translate(None, _ASCII_SPACE.replace(b"\n", b"")).split(b"\n")))
+        for k in odd:
+            visible[k] = len("".join(_changed_text(lines[k : k + 1]).split()))
+        self.visible = list(itertools.accumulate(visible, initial=0))
+        # Lines a sketch says nothing of (not ASCII) or that may hold a condition: hunks with one are read
+        # line by line.
+        offsets = list(map(operator.add, self.bytes, range(n + 1)))  # where each line starts in joined
+        heads = [bisect.bisect_right(offsets, m.start()) - 1 for m in _HEAD_HINTS.finditer(joined)]
+        self.odd = sorted({*odd, *heads})
+        self.sketches = joined.translate(None, _NOT_SKETCH.replace(b"\n", b"") + b"+-").split(b"\n")
+        self.long = list(itertools.compress(range(n), [len(x) > MAX_CONDITION_LINE_BYTES + 1 for x in lines]))
+
+
 def _similar_groups(oracle: _Oracle, notes: list[str]) -> list[list[HunkRef]]:
     refs: list[HunkRef] = []
     too_large = 0
-    for ref in oracle.hunk_refs():
-        changed = [line for line in oracle.body(ref) if line[:1] in (b"+", b"-")]
-        if sum(len(line) for line in changed) > MAX_COMPARED_BYTES:
-            too_large += 1
-        else:
-            refs.append(ref)
+    table = oracle.changed_lines
+    sizes, visible = table.bytes, table.visible
+    for f, spans in enumerate(oracle._changed_at):
+        for h, (lo, hi) in enumerate(spans):
+            if sizes[hi] - sizes[lo] > MAX_COMPARED_BYTES:
+                too_large += 1
+            elif visible[hi] - visible[lo] >= _MIN_SIMILAR_CHARS + 2:
+                refs.append((f, h))
     if too_large:
         notes.append(
             f"one-place: {too_large} hunk{'s' if too_large > 1 else ''} with more than {MAX_COMPARED_BYTES} "
             "bytes of changed lines not compared (not a fix repeated by hand)"
         )
-    texts = {ref: _changed_text(oracle.body(ref)) for ref in refs}
-    refs = [ref for ref in refs if len("".join(texts[ref].split())) >= _MIN_SIMILAR_CHARS + 2]
     if len(refs) > _MAX_COMPARED_HUNKS:
         notes.append(
             f"one-place: {len(refs)} hunks are too many to compare pairwise (limit {_MAX_COMPARED_HUNKS}); "
             "no one-place mutants"
         )
         return []
-    grams = {ref: _trigrams(texts[ref]) for ref in refs}
+    grams = {ref: _trigrams(_changed_text(oracle.changed(ref))) for ref in refs}
     parent = {ref: ref for ref in refs}
 
     def root(ref: HunkRef) -> HunkRef:
@@ -376,8 +501,8 @@ def _similar_groups(oracle: _Oracle, notes: list[str]) -> list[list[HunkRef]]:
     return [group for group in groups.values() if len(group) >= 2]
 
 
-def _one_place(oracle: _Oracle, notes: list[str]) -> list[tuple[MutantKind, str, _Edit]]:
-    out: list[tuple[MutantKind, str, _Edit]] = []
+def _one_place(oracle: _Oracle, notes: list[str]) -> list[Candidate]:
+    out: list[Candidate] = []
     for group in _similar_groups(oracle, notes):
         for keep in group:
             others = [ref for ref in group if ref != keep]
@@ -480,7 +605,13 @@ def _indent(line: bytes) -> bytes:
     return line[: len(line) - len(line.lstrip(b" \t"))]
 
 
-def _restored_bodies(body: list[bytes]) -> Iterator[tuple[int, list[bytes], str, str, str]]:
+# A block of a hunk body, by its lines' first characters: removed lines, then the added ones.
+_BLOCK = re.compile(rb"-+\+*")
+
+
+def _restored_bodies(
+    body: list[bytes], tags: bytes | None = None
+) -> Iterator[tuple[int, list[bytes], str, str, str]]:
     """For each condition pair in a hunk body: (index of the added line, the body with the old line
     restored, what changed, old text, new text).
 
@@ -491,30 +622,31 @@ def _restored_bodies(body: list[bytes]) -> Iterator[tuple[int, list[bytes], str,
     restored line takes the new line's indentation; when that differs from the old line's, the old line
     stays removed and the restored one is added in the new line's place. Lines longer than
     ``MAX_CONDITION_LINE_BYTES`` are not paired. Yielded one at a time, so a caller may stop early.
+    ``tags`` is the first byte of each body line (" " for an empty one), when the caller has it.
     """
-    i = 0
     n = len(body)
-    while i < n:
-        if body[i][:1] != b"-":
-            i += 1
-            continue
-        start = i
-        while i < n and body[i][:1] == b"-":
-            i += 1
-        middle = i
-        while i < n and body[i][:1] == b"+":
-            i += 1
+    if tags is None:
+        tags = b"".join([line[:1] or b" " for line in body])
+    for run in _BLOCK.finditer(tags):
+        start, i = run.span()
+        middle = start + tags.count(b"-", start, i)
         removed, added = body[start:middle], body[middle:i]
         if not added or (i < n and body[i][:1] == b"\\"):
             continue  # nothing added, or at the end of a file without its newline: left alone
         bound = MAX_CONDITION_LINE_BYTES + 1  # the line's tag and its text
         new_texts = [decode_diff(line[1:]) if len(line) <= bound else "" for line in added]
+        # Sketches both sides share, when every line is ASCII (None: operands are computed for all).
+        sketches: set[bytes] | None = None
+        if all(line.isascii() for line in removed) and all(line.isascii() for line in added):
+            sketches = {line[1:].translate(None, _NOT_SKETCH) for line in added}
+            sketches &= {line[1:].translate(None, _NOT_SKETCH) for line in removed}
         by_operands: dict[str, list[int]] = {}
         by_shape: dict[tuple[str, str], list[int]] = {}
         for j, text in enumerate(new_texts):
             if len(added[j]) > bound:
                 continue  # never paired: comparing it is quadratic in its length
-            by_operands.setdefault(_operands(text), []).append(j)
+            if sketches is None or added[j][1:].translate(None, _NOT_SKETCH) in sketches:
+                by_operands.setdefault(_operands(text), []).append(j)
             if (shape := _line_shape(text)) is not None:
                 by_shape.setdefault(shape, []).append(j)
         for k, old in enumerate(removed):
@@ -522,7 +654,9 @@ def _restored_bodies(body: list[bytes]) -> Iterator[tuple[int, list[bytes], str,
                 continue
             old_text = decode_diff(old[1:])
             shape = _line_shape(old_text)
-            found = by_operands.get(_operands(old_text), []) + (by_shape.get(shape, []) if shape else [])
+            found = by_shape.get(shape, []) if shape else []
+            if sketches is None or old[1:].translate(None, _NOT_SKETCH) in sketches:
+                found = by_operands.get(_operands(old_text), []) + found
             pairs = []
             for j in sorted(set(found))[:_MAX_PAIR_CANDIDATES]:
                 what = condition_change(old_text, new_texts[j])
@@ -549,22 +683,45 @@ def _restored_bodies(body: list[bytes]) -> Iterator[tuple[int, list[bytes], str,
             yield middle + j, [*body[:start], *block, *body[i:]], what, old_text, new_texts[j]
 
 
-def _revert_condition(oracle: _Oracle, notes: list[str]) -> list[tuple[MutantKind, str, _Edit]]:
-    out: list[tuple[MutantKind, str, _Edit]] = []
+def _may_pair(oracle: _Oracle, lo: int, hi: int) -> bool:
+    """False when no removed line among changed lines ``[lo, hi)`` can pair with an added one: all ASCII,
+    none may hold a condition, and no removed line has the sketch of an added one. True when it cannot
+    tell. Cheap, so that the many hunks of a rename cost little."""
+    table = oracle.changed_lines
+    if bisect.bisect_left(table.odd, lo) < bisect.bisect_left(table.odd, hi):
+        return True
+    sketches = table.sketches
+    if hi - lo == 2:
+        return sketches[lo] == sketches[lo + 1]
+    firsts, marks = oracle.firsts, oracle._marks
+    old = {sketches[k] for k in range(lo, hi) if firsts[marks[k]] == ord("-")}
+    return any(sketches[k] in old for k in range(lo, hi) if firsts[marks[k]] == ord("+"))
+
+
+def _revert_condition(oracle: _Oracle, notes: list[str]) -> list[Candidate]:
+    out: list[Candidate] = []
     refs = oracle.hunk_refs()
-    bound = MAX_CONDITION_LINE_BYTES + 1  # the line's tag and its text
-    long_lines = sum(
-        1 for ref in refs for line in oracle.body(ref) if line[:1] in (b"+", b"-") and len(line) > bound
-    )
+    long_lines = 0
+    if long := oracle.changed_lines.long:
+        for spans in oracle._changed_at:
+            for lo, hi in spans:
+                long_lines += bisect.bisect_left(long, hi) - bisect.bisect_left(long, lo)
     if long_lines:
         notes.append(
             f"revert-condition: {long_lines} changed line{'s' if long_lines > 1 else ''} longer than "
             f"{MAX_CONDITION_LINE_BYTES} bytes not compared (minified or generated code)"
         )
+    firsts = oracle.firsts
     for ref in refs:
         hunk = oracle.files[ref[0]].hunks[ref[1]]
+        removed = firsts.find(b"-", hunk.header_line + 1, hunk.end_line)
+        if removed < 0 or firsts.find(b"+", removed, hunk.end_line) < 0:
+            continue  # no removed line with an added line after it: nothing to pair
+        if not _may_pair(oracle, *oracle._changed_at[ref[0]][ref[1]]):
+            continue
         body = oracle.body(ref)
-        for at, restored, what, old_text, new_text in _restored_bodies(body):
+        tags = firsts[hunk.header_line + 1 : hunk.end_line]
+        for at, restored, what, old_text, new_text in _restored_bodies(body, tags):
             if len(out) == MAX_CONDITION_MUTANTS:
                 notes.append(
                     f"revert-condition: at most {MAX_CONDITION_MUTANTS} mutants are derived; the condition "
@@ -653,7 +810,7 @@ class _PythonCheck:
 
 def _python_check(
     oracle: _Oracle,
-    candidates: list[tuple[MutantKind, str, _Edit]],
+    candidates: list[Candidate],
     base: BaseReader | None,
     notes: list[str],
 ) -> _PythonCheck | None:
@@ -699,7 +856,7 @@ def derive_mutants(
     one_place = _one_place(parsed, notes)
     conditions = _revert_condition(parsed, notes)
     check = _python_check(parsed, conditions, base, notes)
-    candidates: dict[MutantKind, list[tuple[MutantKind, str, _Edit]]] = {
+    candidates: dict[MutantKind, Iterable[Candidate]] = {
         "drop-hunk": _drop_hunk(parsed),
         "revert-file": _revert_file(parsed),
         "one-place": one_place,
@@ -707,9 +864,17 @@ def derive_mutants(
     }
     nothing_out = parsed.key(_Edit())
     seen: set[object] = set()
-    found: list[tuple[int, int, MutantKind, str, _Edit]] = []  # (kind order, place in the oracle, ...)
+    # Per kind, in oracle order: (kind order, place in the oracle, kind, description, edit). Of a kind
+    # taken without a check, no more than the cap can be taken: the others are only counted.
+    found: dict[MutantKind, list[tuple[int, int, MutantKind, str | Callable[[], str], _Edit]]] = {}
+    distinct = 0
     duplicates = 0
     for kind in _PRIORITY:
+        order = KINDS.index(kind)
+        kept = found[kind] = []
+        limit = None if kind == "revert-condition" else max_mutants
+        # No kind comes after the last to ask whether its mutants were seen (and they differ from each other).
+        last = kind == _PRIORITY[-1]
         for n, (_, text, edit) in enumerate(candidates[kind]):
             key = parsed.key(edit)
             if key == nothing_out or parsed.empty(key):
@@ -717,37 +882,41 @@ def derive_mutants(
             if key in seen:
                 duplicates += 1
                 continue
-            seen.add(key)
-            found.append((KINDS.index(kind), n, kind, text, edit))
-    found.sort(key=lambda entry: entry[:2])
+            if not last:
+                seen.add(key)
+            distinct += 1
+            if limit is None or len(kept) < limit:
+                kept.append((order, n, kind, text, edit))
     # Taken in turn from each kind, so a cap never leaves a kind out while another fills it. A Python
     # mutant is checked to parse as it is taken (a parse of its whole file each), not all of them first.
     broken: list[str] = []
-    queues = [deque(entry for entry in found if entry[2] == kind) for kind in KINDS]
-    chosen: list[tuple[int, int, MutantKind, str, _Edit]] = []
+    queues = [deque(found[kind]) for kind in KINDS]
+    chosen: list[tuple[int, int, MutantKind, str | Callable[[], str], _Edit]] = []
     while len(chosen) < max_mutants and any(queues):
         for queue in queues:
             while queue and len(chosen) < max_mutants:
                 entry = queue.popleft()
                 if check is not None and entry[2] == "revert-condition" and check.breaks(entry[4]):
-                    broken.append(entry[3])
+                    broken.append(_description(entry[3]))
                     continue
                 chosen.append(entry)
                 break
     if broken:
         notes.append(_broken_note(broken))
-    derived = len(found) - len(broken)
+    derived = distinct - len(broken)
     capped = derived > len(chosen)
-    found = sorted(chosen, key=lambda entry: entry[:2])
+    chosen.sort(key=lambda entry: entry[:2])
     if capped:
         notes.append(
-            f"capped: {derived} mutants derived, {len(found)} judged (taken in turn from each kind); "
+            f"capped: {derived} mutants derived, {len(chosen)} judged (taken in turn from each kind); "
             "raise --max-mutants to judge more"
         )
     mutants = []
-    for _, _, kind, text, edit in found:
+    for _, _, kind, text, edit in chosen:
         diff = parsed.render(edit)
-        mutants.append(Mutant(id=_mutant_id(kind, diff), kind=kind, description=text, diff=diff))
+        mutants.append(
+            Mutant(id=_mutant_id(kind, diff), kind=kind, description=_description(text), diff=diff)
+        )
     return MutantSet(mutants, derived, duplicates, capped, notes)
 
 

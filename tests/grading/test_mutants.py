@@ -284,6 +284,29 @@ def test_a_mutant_is_rendered_without_a_step_per_untouched_hunk(
         assert len(read_diff(mutant.diff, "m").files[0].hunks) == 399
 
 
+def test_hunks_after_a_left_out_one_are_renumbered_as_git_would(git_repo: GitRepo, tmp_path: Path) -> None:
+    # A left-out hunk that added lines moves every later hunk of its file: they are rendered from a template
+    # of the file's hunks with their new starts left to fill ("%" in the lines must stay as it is), in
+    # one formatting rather than a step per hunk.
+    rows = [f"row_{i} = '%d %s %%' % ({i}, 'x')\n" for i in range(300)]
+    git_repo.write("rows.py", "".join(rows))
+    base = git_repo.commit("base")
+    added = "".join(row + (f"extra_{i} = '%%' % ()\n" if i % 10 == 0 else "") for i, row in enumerate(rows))
+    git_repo.write("rows.py", added)
+    diff = workspace_diff(git_repo, base)
+    assert len(read_diff(diff, "oracle").files[0].hunks) == 30
+    first = derive_mutants(diff, max_mutants=1).mutants[0]
+    assert first.description.startswith("leaves out hunk 1 of 30 in rows.py")
+    git_repo.git("reset", "-q", "--hard", base)
+    patch = tmp_path / "mutant.diff"
+    patch.write_bytes(first.diff)
+    git_repo.git("apply", "--check", str(patch))
+    git_repo.git("apply", str(patch))
+    assert (git_repo.path / "rows.py").read_text() == added.replace("extra_0 = '%%' % ()\n", "")
+    assert hunk_lines(workspace_diff(git_repo, base)) == hunk_lines(first.diff)
+    assert b"@@ -289,6 +318,7 @@" in diff and b"@@ -289,6 +317,7 @@" in first.diff
+
+
 def test_a_hunk_over_the_size_bound_is_never_one_place(git_repo: GitRepo) -> None:
     # Two lock files rewritten the same way: near-identical hunks, but each far over the bound, as a
     # regenerated lock file is; they are not compared (a note counts them), so no one-place mutant.
