@@ -20,8 +20,10 @@ Kinds, each derived from the oracle's hunks as :mod:`grading.diffs` reads them:
   whole condition of the same shape (brackets closed, the same head and ending: never ``} else if (``), and
   the restored line keeps the new line's indentation. With the base tree at hand, a mutant of a Python file
   whose mutated file no longer parses (``ast.parse``) is left out, with a note: it would measure the judge's
-  sense of syntax, not its review. A line longer than ``MAX_CONDITION_LINE_BYTES`` is never paired, and at
-  most ``MAX_CONDITION_MUTANTS`` are derived (notes say so): both are quadratic past those bounds.
+  sense of syntax, not its review (the top-level statement holding the restored line is parsed alone, and
+  the whole file only when that does not parse). A line longer than ``MAX_CONDITION_LINE_BYTES`` is never
+  paired, and at most ``MAX_CONDITION_MUTANTS`` are derived (notes say so): both are quadratic past those
+  bounds.
 
 Every mutant is a diff that applies to the base: hunks are left out whole, later hunks of the same file
 have their new-side start moved, and a restored line becomes context. A mutant's id is its kind and the
@@ -758,12 +760,41 @@ def _patched(base: bytes, hunks: Sequence[tuple[int, int, list[bytes]]]) -> byte
     return b"\n".join(out)
 
 
-def _parses(source: bytes) -> bool:
+def _tree(source: bytes | str) -> ast.Module | None:
     try:
-        ast.parse(source)
+        return ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    return True
+        return None
+
+
+def _parses(source: bytes | str) -> bool:
+    return _tree(source) is not None
+
+
+# A PEP 263 encoding declaration (in a file's first two lines, it says how the file is decoded).
+_CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=]", re.MULTILINE)
+
+
+def _head(source: bytes) -> bytes:
+    return b"\n".join(source.split(b"\n", 2)[:2])
+
+
+def _statement_lines(source: bytes, tree: ast.Module) -> list[tuple[int, int]] | None:
+    """The lines (first and last, from 1) of each top-level statement of a file that parses, decorators
+    included and those sharing a line merged; None when a part of the file might not read alone as it does
+    in the file: a "\\r" (the parser ends lines there too), an encoding declaration, or the future import
+    that changes the grammar."""
+    if b"\r" in source or _CODING.search(_head(source)) or b"barry_as_FLUFL" in source:
+        return None
+    spans: list[tuple[int, int]] = []
+    for node in tree.body:
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+        last = node.end_lineno or node.lineno
+        if spans and first <= spans[-1][1]:
+            spans[-1] = (spans[-1][0], max(last, spans[-1][1]))
+        else:
+            spans.append((first, last))
+    return spans
 
 
 class _PythonCheck:
@@ -773,7 +804,8 @@ class _PythonCheck:
         self.oracle = oracle
         self.base = base
         self._base: dict[int, bytes | None] = {}
-        self._oracle_parses: dict[int, bool] = {}
+        # Per file whose oracle version parses: its lines and its top-level statements' (see _part_parses).
+        self._parsed: dict[int, tuple[list[bytes], list[tuple[int, int]] | None] | None] = {}
 
     def _file(self, f: int, bodies: Mapping[HunkRef, list[bytes]]) -> bytes | None:
         if f not in self._base:
@@ -797,15 +829,46 @@ class _PythonCheck:
         for f in sorted({ref[0] for ref in bodies}):
             if not (self.oracle.files[f].change.new_path or "").endswith(".py"):
                 continue
-            if f not in self._oracle_parses:
+            if f not in self._parsed:
                 fixed = self._file(f, {})
-                self._oracle_parses[f] = fixed is not None and _parses(fixed)
-            if not self._oracle_parses[f]:
+                tree = None if fixed is None else _tree(fixed)
+                if fixed is None or tree is None:
+                    self._parsed[f] = None
+                else:
+                    self._parsed[f] = fixed.split(b"\n"), _statement_lines(fixed, tree)
+            parsed = self._parsed[f]
+            if parsed is None:
                 continue  # not Python this can parse even as the oracle has it: nothing to compare
             mutated = self._file(f, bodies)
-            if mutated is not None and not _parses(mutated):
+            if mutated is not None and not _part_parses(*parsed, mutated) and not _parses(mutated):
                 return True
         return False
+
+
+def _part_parses(lines: list[bytes], statements: list[tuple[int, int]] | None, mutated: bytes) -> bool:
+    """True when ``mutated`` (the file of ``lines``, which parses, with some lines replaced) surely parses:
+    the lines it replaces lie in one top-level statement (``statements``, from :func:`_statement_lines`)
+    and that statement's lines, as the mutant has them, parse alone. A part that parses alone ends where it
+    began, outside any bracket, string or block, so the unchanged statements around it read as before; the
+    file is then parsed as a whole only when the part does not parse (a string opened in it may close
+    further on), which keeps a large file's check to one small parse per mutant. False: parse it whole."""
+    if statements is None:
+        return False
+    new = mutated.split(b"\n")
+    if len(new) != len(lines) or _CODING.search(_head(mutated)):
+        return False
+    changed = [i for i, (old, line) in enumerate(zip(lines, new, strict=True)) if old != line]
+    if not changed:
+        return True  # the file as the oracle has it
+    at = bisect.bisect_right(statements, (changed[0] + 1, len(new) + 1)) - 1
+    if at < 0 or statements[at][1] < changed[-1] + 1:
+        return False  # outside any statement (a comment between two), or across two of them
+    first, last = statements[at]
+    try:
+        part = b"\n".join(new[first - 1 : last]).decode("utf-8")  # as the file is read: no declaration
+    except UnicodeDecodeError:
+        return False
+    return _parses(part)
 
 
 def _python_check(

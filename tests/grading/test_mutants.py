@@ -4,6 +4,7 @@ judged like admission rows through the real runner with the scripted judge."""
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import time
@@ -481,10 +482,10 @@ def test_python_mutants_are_parsed_only_as_they_are_taken(
     git_repo.write("a.py", "def f(x):\n    if x = 1:\n        return 1\n" + conditions_file(40, ">"))
     base = git_repo.commit("base")
     git_repo.write("a.py", "def f(x):\n    if x == 1:\n        return 1\n" + conditions_file(40, ">="))
-    parses: list[bytes] = []
+    parses: list[bytes | str] = []
     real = mutants_module._parses
 
-    def counting(source: bytes) -> bool:
+    def counting(source: bytes | str) -> bool:
         parses.append(source)
         return real(source)
 
@@ -496,9 +497,72 @@ def test_python_mutants_are_parsed_only_as_they_are_taken(
     # One hunk: leaving it out is the empty row, so every mutant is a revert-condition one.
     assert len(derived.mutants) == len(conditions) == 4
     assert all("`if x = 1:`" not in m.description for m in conditions)
-    assert len(parses) == 1 + 1 + 4  # the oracle's file, the broken mutant, the four taken
+    # The oracle's file once (not through _parses); the broken mutant's function alone, then its whole file
+    # (bytes); each of the four taken, its function alone.
+    assert [type(source) for source in parses] == [str, bytes, str, str, str, str]
     assert derived.capped and derived.derived == 41 - 1  # 41 condition changes, less the broken one
     assert any(note.startswith("revert-condition: 1 mutant left out because") for note in derived.notes)
+
+
+def functions(ops: dict[int, str], n: int = 300) -> str:
+    return "".join(
+        f"@cached\ndef f{i}(x):\n    if x {ops.get(i, '>')} {i}:\n        return {i}\n    return 0\n\n\n"
+        for i in range(n)
+    )
+
+
+def test_a_python_mutant_is_parsed_as_its_statement_alone_when_that_parses(
+    git_repo: GitRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A large file cost a whole parse per mutant taken. The restored line lies in one top-level statement
+    # (here a decorated function of 300): when that statement's lines parse alone, so does the file; when
+    # they do not, the file is parsed whole to decide, and the broken mutant is still left out.
+    git_repo.write("a.py", functions({0: "="}))
+    base = git_repo.commit("base")
+    git_repo.write("a.py", functions({0: "==", 100: ">=", 200: ">="}))
+    parses: list[bytes | str] = []
+    real = mutants_module._parses
+
+    def counting(source: bytes | str) -> bool:
+        parses.append(source)
+        return real(source)
+
+    monkeypatch.setattr(mutants_module, "_parses", counting)
+    derived = derive_mutants(workspace_diff(git_repo, base), base=BaseTree(git_repo.path, base).read)
+
+    conditions = by_kind(derived.mutants, "revert-condition")
+    assert [m.description.split(": ")[0] for m in conditions] == [
+        "swaps the operator back in a.py (new line 703)",
+        "swaps the operator back in a.py (new line 1403)",
+    ]
+    assert any(note.startswith("revert-condition: 1 mutant left out because") for note in derived.notes)
+    # Each mutant's function alone (as the file is read: text); only the broken one's whole file (bytes).
+    alone = "@cached\ndef f{0}(x):\n    if x {1} {0}:\n        return {0}\n    return 0"
+    assert parses == [
+        alone.format(0, "="),
+        functions({0: "=", 100: ">=", 200: ">="}).encode(),
+        alone.format(100, ">"),
+        alone.format(200, ">"),
+    ]
+
+
+def test_a_part_that_does_not_parse_alone_is_not_taken_for_the_file() -> None:
+    # A string the replaced line opens may close in a later statement: the part alone does not parse, the
+    # file does, so the check falls back to the whole file rather than calling the mutant broken.
+    fixed = b'x = 1\ny = 2  # """\n'
+    statements = mutants_module._statement_lines(fixed, ast.parse(fixed))
+    assert statements == [(1, 1), (2, 2)]
+    mutated = b'x = """\ny = 2  # """\n'
+    assert not mutants_module._part_parses(fixed.split(b"\n"), statements, mutated)
+    assert mutants_module._parses(mutated)
+    assert mutants_module._part_parses(fixed.split(b"\n"), statements, b'x = 3\ny = 2  # """\n')
+    # Lines the parser would split otherwise, or decode otherwise, are never read in parts.
+    for other in (
+        b"x = 1\r\ny = 2\n",
+        b"# coding: latin-1\nx = 1\n",
+        b"from __future__ import barry_as_FLUFL\n",
+    ):
+        assert mutants_module._statement_lines(other, ast.parse(other)) is None
 
 
 def test_an_oracle_that_is_not_a_diff_is_an_input_error() -> None:
