@@ -148,6 +148,8 @@ _HEAD_HINTS = re.compile(
     rb"(?:if|elif|while|assert|unless|until|when|case)\b",
     re.MULTILINE,
 )
+# _NOT_OPERANDS for ASCII bytes.
+_ASCII_OPERANDS = re.compile(rb"\b(?:and|or|not|is|in)\b|[<>=!&|() \t\n\r\x0b\x0c\x1c-\x1f]")
 _NO_KEY_PART: frozenset[int] = frozenset()
 
 
@@ -180,26 +182,30 @@ class _Oracle:
         self.files = self.parsed.files
         self._hunkless = sum(1 for pf in self.files if not pf.hunks)
         self._hunks = sum(len(pf.hunks) for pf in self.files)
-        # Per file, per hunk: where its changed lines are in _marks (read once; every render asks whether
-        # there are any).
-        self._changed_at = [
-            [
-                (
-                    bisect.bisect_left(self._marks, hunk.header_line + 1),
-                    bisect.bisect_left(self._marks, hunk.end_line),
+        # Per file, per hunk: where its changed lines start and end in _marks (read once; every render asks
+        # whether there are any), whether it has any, and the hunks without. Per file: whether each hunk
+        # starts where the one before ends (runs of them are copied as one slice).
+        self._lo: list[list[int]] = []
+        self._hi: list[list[int]] = []
+        self._changes: list[list[bool]] = []
+        self._unchanged: list[list[int]] = []
+        self._contiguous: list[bool] = []
+        for pf in self.files:
+            heads = [hunk.header_line for hunk in pf.hunks]
+            ends = [hunk.end_line for hunk in pf.hunks]
+            lo = list(
+                map(
+                    bisect.bisect_left,
+                    itertools.repeat(self._marks),
+                    map(operator.add, heads, itertools.repeat(1)),
                 )
-                for hunk in pf.hunks
-            ]
-            for pf in self.files
-        ]
-        self._changes = [[lo < hi for lo, hi in spans] for spans in self._changed_at]
-        self._unchanged = [
-            [h for h, changed in enumerate(changes) if not changed] for changes in self._changes
-        ]
-        # Per file: whether each hunk starts where the one before ends (runs of them are copied as one slice).
-        self._contiguous = [
-            all(a.end_line == b.header_line for a, b in itertools.pairwise(pf.hunks)) for pf in self.files
-        ]
+            )
+            hi = list(map(bisect.bisect_left, itertools.repeat(self._marks), ends))
+            self._lo.append(lo)
+            self._hi.append(hi)
+            self._changes.append(list(map(operator.lt, lo, hi)))
+            self._unchanged.append(list(itertools.compress(itertools.count(), map(operator.ge, lo, hi))))
+            self._contiguous.append(ends[:-1] == heads[1:])
         # Per file, made when a render first moves its hunks: see _run.
         self._moved: dict[int, tuple[bytes, list[int], list[int]]] = {}
 
@@ -213,7 +219,7 @@ class _Oracle:
 
     def changed(self, ref: HunkRef) -> list[bytes]:
         """The hunk's added and removed lines, in order."""
-        lo, hi = self._changed_at[ref[0]][ref[1]]
+        lo, hi = self._lo[ref[0]][ref[1]], self._hi[ref[0]][ref[1]]
         lines = self.lines
         return [lines[i] for i in self._marks[lo:hi]]
 
@@ -457,8 +463,8 @@ def _similar_groups(oracle: _Oracle, notes: list[str]) -> list[list[HunkRef]]:
     too_large = 0
     table = oracle.changed_lines
     sizes, visible = table.bytes, table.visible
-    for f, spans in enumerate(oracle._changed_at):
-        for h, (lo, hi) in enumerate(spans):
+    for f, (los, his) in enumerate(zip(oracle._lo, oracle._hi, strict=True)):
+        for h, (lo, hi) in enumerate(zip(los, his, strict=True)):
             if sizes[hi] - sizes[lo] > MAX_COMPARED_BYTES:
                 too_large += 1
             elif visible[hi] - visible[lo] >= _MIN_SIMILAR_CHARS + 2:
@@ -692,10 +698,15 @@ def _may_pair(oracle: _Oracle, lo: int, hi: int) -> bool:
     table = oracle.changed_lines
     if bisect.bisect_left(table.odd, lo) < bisect.bisect_left(table.odd, hi):
         return True
-    sketches = table.sketches
+    sketches, marks, lines = table.sketches, oracle._marks, oracle.lines
     if hi - lo == 2:
-        return sketches[lo] == sketches[lo + 1]
-    firsts, marks = oracle.firsts, oracle._marks
+        # The sketch drops every letter of "and", "or"...: when it cannot tell, the operands are compared
+        # (the same as _operands gives for ASCII text).
+        return sketches[lo] == sketches[lo + 1] and (
+            _ASCII_OPERANDS.sub(b"", lines[marks[lo]][1:])
+            == _ASCII_OPERANDS.sub(b"", lines[marks[lo + 1]][1:])
+        )
+    firsts = oracle.firsts
     old = {sketches[k] for k in range(lo, hi) if firsts[marks[k]] == ord("-")}
     return any(sketches[k] in old for k in range(lo, hi) if firsts[marks[k]] == ord("+"))
 
@@ -705,8 +716,8 @@ def _revert_condition(oracle: _Oracle, notes: list[str]) -> list[Candidate]:
     refs = oracle.hunk_refs()
     long_lines = 0
     if long := oracle.changed_lines.long:
-        for spans in oracle._changed_at:
-            for lo, hi in spans:
+        for los, his in zip(oracle._lo, oracle._hi, strict=True):
+            for lo, hi in zip(los, his, strict=True):
                 long_lines += bisect.bisect_left(long, hi) - bisect.bisect_left(long, lo)
     if long_lines:
         notes.append(
@@ -719,7 +730,7 @@ def _revert_condition(oracle: _Oracle, notes: list[str]) -> list[Candidate]:
         removed = firsts.find(b"-", hunk.header_line + 1, hunk.end_line)
         if removed < 0 or firsts.find(b"+", removed, hunk.end_line) < 0:
             continue  # no removed line with an added line after it: nothing to pair
-        if not _may_pair(oracle, *oracle._changed_at[ref[0]][ref[1]]):
+        if not _may_pair(oracle, oracle._lo[ref[0]][ref[1]], oracle._hi[ref[0]][ref[1]]):
             continue
         body = oracle.body(ref)
         tags = firsts[hunk.header_line + 1 : hunk.end_line]
