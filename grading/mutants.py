@@ -136,7 +136,7 @@ HunkRef = tuple[int, int]  # (file index, hunk index) in ParsedDiff.files
 
 
 # The first character of lines that change something in a hunk body.
-_CHANGE_TAGS = re.compile(rb"[+-]")
+_CHANGE_TAGS = re.compile(r"[+-]")
 # The ASCII characters str.split() and a str pattern's \s take for whitespace.
 _ASCII_SPACE = b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"
 # Deleted from an ASCII line, what is left is the same for two lines whose operands are the same: cheap to
@@ -175,9 +175,10 @@ class _Oracle:
         # ends): lines [a, b) are text[starts[a] + a : starts[b] + b], copied as one slice.
         self._text = data if self.final_newline else data + b"\n"
         self._starts = list(itertools.accumulate(map(len, self.lines), initial=0))
-        # The first byte of every line ("" for an empty one as " "), and the indices of those that start with
-        # "+" or "-": a hunk's changed lines are found by bisection, not by a step per line.
-        self.firsts = b"".join([line[:1] or b" " for line in self.lines])
+        # The first character of every line, as the parser read them (the same for "+", "-" and " "), and
+        # the indices of those that start with "+" or "-": a hunk's changed lines are found by bisection,
+        # not by a step per line.
+        self.firsts = self.parsed.firsts
         self._marks = [match.start() for match in _CHANGE_TAGS.finditer(self.firsts)]
         self.files = self.parsed.files
         self._hunkless = sum(1 for pf in self.files if not pf.hunks)
@@ -614,11 +615,11 @@ def _indent(line: bytes) -> bytes:
 
 
 # A block of a hunk body, by its lines' first characters: removed lines, then the added ones.
-_BLOCK = re.compile(rb"-+\+*")
+_BLOCK = re.compile(r"-+\+*")
 
 
 def _restored_bodies(
-    body: list[bytes], tags: bytes | None = None
+    body: list[bytes], tags: str | None = None
 ) -> Iterator[tuple[int, list[bytes], str, str, str]]:
     """For each condition pair in a hunk body: (index of the added line, the body with the old line
     restored, what changed, old text, new text).
@@ -630,14 +631,14 @@ def _restored_bodies(
     restored line takes the new line's indentation; when that differs from the old line's, the old line
     stays removed and the restored one is added in the new line's place. Lines longer than
     ``MAX_CONDITION_LINE_BYTES`` are not paired. Yielded one at a time, so a caller may stop early.
-    ``tags`` is the first byte of each body line (" " for an empty one), when the caller has it.
+    ``tags`` is the first character of each body line (any other for an empty one), when the caller has it.
     """
     n = len(body)
     if tags is None:
-        tags = b"".join([line[:1] or b" " for line in body])
+        tags = "".join([chr(line[0]) if line else " " for line in body])
     for run in _BLOCK.finditer(tags):
         start, i = run.span()
-        middle = start + tags.count(b"-", start, i)
+        middle = start + tags.count("-", start, i)
         removed, added = body[start:middle], body[middle:i]
         if not added or (i < n and body[i][:1] == b"\\"):
             continue  # nothing added, or at the end of a file without its newline: left alone
@@ -707,13 +708,12 @@ def _may_pair(oracle: _Oracle, lo: int, hi: int) -> bool:
             == _ASCII_OPERANDS.sub(b"", lines[marks[lo + 1]][1:])
         )
     firsts = oracle.firsts
-    old = {sketches[k] for k in range(lo, hi) if firsts[marks[k]] == ord("-")}
-    return any(sketches[k] in old for k in range(lo, hi) if firsts[marks[k]] == ord("+"))
+    old = {sketches[k] for k in range(lo, hi) if firsts[marks[k]] == "-"}
+    return any(sketches[k] in old for k in range(lo, hi) if firsts[marks[k]] == "+")
 
 
 def _revert_condition(oracle: _Oracle, notes: list[str]) -> list[Candidate]:
     out: list[Candidate] = []
-    refs = oracle.hunk_refs()
     long_lines = 0
     if long := oracle.changed_lines.long:
         for los, his in zip(oracle._lo, oracle._hi, strict=True):
@@ -725,30 +725,39 @@ def _revert_condition(oracle: _Oracle, notes: list[str]) -> list[Candidate]:
             f"{MAX_CONDITION_LINE_BYTES} bytes not compared (minified or generated code)"
         )
     firsts = oracle.firsts
-    for ref in refs:
-        hunk = oracle.files[ref[0]].hunks[ref[1]]
-        removed = firsts.find(b"-", hunk.header_line + 1, hunk.end_line)
-        if removed < 0 or firsts.find(b"+", removed, hunk.end_line) < 0:
-            continue  # no removed line with an added line after it: nothing to pair
-        if not _may_pair(oracle, oracle._lo[ref[0]][ref[1]], oracle._hi[ref[0]][ref[1]]):
-            continue
-        body = oracle.body(ref)
-        tags = firsts[hunk.header_line + 1 : hunk.end_line]
-        for at, restored, what, old_text, new_text in _restored_bodies(body, tags):
-            if len(out) == MAX_CONDITION_MUTANTS:
-                notes.append(
-                    f"revert-condition: at most {MAX_CONDITION_MUTANTS} mutants are derived; the condition "
-                    f"changes from {_where(oracle, ref)} on are left out"
-                )
+    for f, pf in enumerate(oracle.files):
+        for h, hunk in enumerate(pf.hunks):
+            removed = firsts.find("-", hunk.header_line + 1, hunk.end_line)
+            if removed < 0 or firsts.find("+", removed, hunk.end_line) < 0:
+                continue  # no removed line with an added line after it: nothing to pair
+            if not _may_pair(oracle, oracle._lo[f][h], oracle._hi[f][h]):
+                continue
+            if _conditions(oracle, (f, h), out, notes):
                 return out
-            new_line = hunk.new_start + sum(1 for line in body[:at] if line[:1] in (b" ", b"+", b""))
-            change = "operator" if what == "operator" else "condition"
-            text = (
-                f"swaps the {change} back in {oracle.path(ref[0])} (new line {new_line}): "
-                f"`{_short(new_text.strip(), 60)}` -> `{_short(old_text.strip(), 60)}`"
-            )
-            out.append(("revert-condition", text, _Edit(bodies={ref: restored})))
     return out
+
+
+def _conditions(oracle: _Oracle, ref: HunkRef, out: list[Candidate], notes: list[str]) -> bool:
+    """Add the revert-condition mutants of hunk ``ref`` to ``out``; True when the bound stopped it (a note
+    says so)."""
+    hunk = oracle.files[ref[0]].hunks[ref[1]]
+    body = oracle.body(ref)
+    tags = oracle.firsts[hunk.header_line + 1 : hunk.end_line]
+    for at, restored, what, old_text, new_text in _restored_bodies(body, tags):
+        if len(out) == MAX_CONDITION_MUTANTS:
+            notes.append(
+                f"revert-condition: at most {MAX_CONDITION_MUTANTS} mutants are derived; the condition "
+                f"changes from {_where(oracle, ref)} on are left out"
+            )
+            return True
+        new_line = hunk.new_start + sum(1 for line in body[:at] if line[:1] in (b" ", b"+", b""))
+        change = "operator" if what == "operator" else "condition"
+        text = (
+            f"swaps the {change} back in {oracle.path(ref[0])} (new line {new_line}): "
+            f"`{_short(new_text.strip(), 60)}` -> `{_short(old_text.strip(), 60)}`"
+        )
+        out.append(("revert-condition", text, _Edit(bodies={ref: restored})))
+    return False
 
 
 def _patched(base: bytes, hunks: Sequence[tuple[int, int, list[bytes]]]) -> bytes:
