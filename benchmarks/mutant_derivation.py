@@ -1,4 +1,4 @@
-"""Mutant derivation on a lock-file-like oracle: ``grading.mutants.derive_mutants`` on a 10 MB diff.
+"""Mutant derivation on a 10 MB oracle of two shapes: ``grading.mutants.derive_mutants``.
 
     .venv/bin/python benchmarks/mutant_derivation.py [--megabytes 10] [--repeat 3]
 
@@ -6,7 +6,9 @@ A real commit that rewrote a 272 KB lock file (21 hunks, up to 67,000 characters
 derive mutants when one-place compared whole hunk texts with difflib. The oracle here is generated the same
 way, larger: a ``poetry.lock`` whose packages are bumped in runs (hunks of one to sixty packages, their
 hashes changed) and one at a time (one version line: near-identical small hunks, which one-place groups),
-beside two Python files with a condition changed. Goal: derivation under 2 s for an oracle up to 10 MB.
+beside two Python files with a condition changed. The other shape is many small hunks: a name changed on
+every eighth line of 100 Python files (one-line hunks, tens of thousands of them), which costs per hunk
+rather than per byte. Goal: derivation under 2 s for an oracle up to 10 MB.
 The reference is reading the same oracle with ``grading.diffs.read_diff``, which derivation does first:
 the ratio is what deriving costs over reading.
 """
@@ -72,6 +74,44 @@ def lock_files(megabytes: float, seed: int = 0) -> tuple[str, str]:
     return "".join(before), "".join(after)
 
 
+def renamed_files(megabytes: float, files: int = 100) -> dict[str, tuple[str, str]]:
+    """Python files before and after a rename on every eighth line (each a one-line hunk: three lines of
+    context either side, the seventh between two of them shown by neither), sized so that their diff is
+    about ``megabytes``."""
+    budget = megabytes * 1e6 / files
+    out: dict[str, tuple[str, str]] = {}
+    for f in range(files):
+        before = ["def run(w):\n"]
+        after = ["def run(w):\n"]
+        size = 0
+        h = 0
+        while size < budget:
+            context = [f"    a{h}_{k} = w[{k}]\n" for k in range(7)]
+            old, new = f"    r{h} = old(a{h}_0)\n", f"    r{h} = new(a{h}_0)\n"
+            before += [*context, old]
+            after += [*context, new]
+            # in the diff: the header, three context lines either side (one byte more each), the two lines
+            size += len(f"@@ -{8 * h + 6},7 +{8 * h + 6},7 @@ def run(w):\n") + sum(map(len, context[1:])) + 6
+            size += len(old) + len(new) + 2
+            h += 1
+        out[f"pkg/module_{f:03d}.py"] = ("".join(before), "".join(after))
+    return out
+
+
+def renamed_diff(root: Path, megabytes: float) -> bytes:
+    repo = root / "renamed"
+    (repo / "pkg").mkdir(parents=True)
+    git(repo, "init", "-q")
+    files = renamed_files(megabytes)
+    for name, (before, _) in files.items():
+        (repo / name).write_text(before)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    for name, (_, after) in files.items():
+        (repo / name).write_text(after)
+    return git(repo, "diff", "--full-index")
+
+
 def oracle_diff(root: Path, megabytes: float) -> bytes:
     repo = root / "repo"
     repo.mkdir()
@@ -88,6 +128,12 @@ def oracle_diff(root: Path, megabytes: float) -> bytes:
     return git(repo, "diff", "--full-index")
 
 
+SHAPES = {
+    "lock-file-like": oracle_diff,
+    "many one-line hunks": renamed_diff,
+}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -98,39 +144,41 @@ def main() -> None:
     rows: list[Row] = []
     lines: list[str] = []
     with tempfile.TemporaryDirectory(prefix="rubric-bench-") as tmp:
-        for size in sorted({0.25, args.megabytes}):
-            sized = Path(tmp) / str(size)
-            sized.mkdir()
-            diff = oracle_diff(sized, size)
-            parsed = read_diff(diff, "oracle.diff")
-            hunks = sum(len(f.hunks) for f in parsed.files)
-            reading = best_of(args.repeat, lambda diff=diff: read_diff(diff, "oracle.diff"))
-            deriving = best_of(args.repeat, lambda diff=diff: derive_mutants(diff, "oracle.diff"))
-            result = derive_mutants(diff, "oracle.diff")
-            kinds = {
-                kind: sum(m.kind == kind for m in result.mutants)
-                for kind in ("one-place", "revert-condition")
-            }
-            rows.append(
-                Row(
-                    f"derive_mutants, {len(diff) / 1e6:.2f} MB oracle ({hunks} hunks)",
-                    deriving,
-                    "read_diff of the same oracle",
-                    reading,
-                    None,
+        for shape, make in SHAPES.items():
+            for size in sorted({0.25, args.megabytes}):
+                sized = Path(tmp) / f"{len(rows)}"
+                sized.mkdir()
+                diff = make(sized, size)
+                parsed = read_diff(diff, "oracle.diff")
+                hunks = sum(len(f.hunks) for f in parsed.files)
+                reading = best_of(args.repeat, lambda diff=diff: read_diff(diff, "oracle.diff"))
+                deriving = best_of(args.repeat, lambda diff=diff: derive_mutants(diff, "oracle.diff"))
+                result = derive_mutants(diff, "oracle.diff")
+                kinds = {
+                    kind: sum(m.kind == kind for m in result.mutants)
+                    for kind in ("one-place", "revert-condition")
+                }
+                rows.append(
+                    Row(
+                        f"derive_mutants, {shape}, {len(diff) / 1e6:.2f} MB ({hunks} hunks in "
+                        f"{len(parsed.files)} files)",
+                        deriving,
+                        "read_diff of the same oracle",
+                        reading,
+                        None,
+                    )
                 )
-            )
-            met = "yes" if deriving < 2 else "NO"
-            lines.append(
-                f"{len(diff) / 1e6:.2f} MB: {deriving:.2f} s, under 2 s: {met} "
-                f"({result.derived} mutants derived, "
-                f"{kinds['one-place']} one-place and {kinds['revert-condition']} revert-condition among the "
-                f"{len(result.mutants)} kept; notes: {' | '.join(result.notes) or 'none'})"
-            )
+                met = "yes" if deriving < 2 else "NO"
+                lines.append(
+                    f"{shape}, {len(diff) / 1e6:.2f} MB: {deriving:.2f} s, under 2 s: {met} "
+                    f"({result.derived} mutants derived, {kinds['one-place']} one-place and "
+                    f"{kinds['revert-condition']} revert-condition among the {len(result.mutants)} kept; "
+                    f"notes: {' | '.join(result.notes) or 'none'})"
+                )
     print_table(
-        "Mutant derivation on a lock-file-like oracle",
+        "Mutant derivation on a lock-file-like oracle and on many small hunks",
         rows,
-        ["; ".join(lines) + ".", f"Fastest of {args.repeat} runs each; {machine()}."],
+        [*(line + "." for line in lines), f"Fastest of {args.repeat} runs each; {machine()}."],
     )
 
 

@@ -53,6 +53,10 @@ class ObjectMissing(Exception):
 
 # How ``git grep`` names an object it could not read: "error: '<commit>:<path>': unable to read <oid>".
 _GREP_UNREADABLE = re.compile(rb"^error: '(.*)': unable to read [0-9a-f]+$", re.MULTILINE)
+# A directory whose tree object is missing stops ``git grep``: "fatal: unable to read tree (<oid>)".
+_GREP_NO_TREE = re.compile(rb"^fatal: unable to read tree \(?([0-9a-f]+)\)?$", re.MULTILINE)
+# A search goes around at most this many missing directories before it gives up.
+MAX_MISSING_TREES = 10
 
 
 class BaseTree:
@@ -152,21 +156,40 @@ class BaseTree:
         timeout: float = 20.0,
     ) -> tuple[list[tuple[str, int, str]], list[str]]:
         """:meth:`grep`, and the paths git could not search because the repository does not hold their
-        object (git reports them and searches on)."""
+        object: git reports a missing file and searches on; a missing directory stops it, so the search is
+        run again around that directory (its siblings and its parents' siblings, within ``pathspecs``)."""
         args = ["--literal-pathspecs", "grep", "-n", "-z", "-I", "--no-color"]
         args += ["-F"] if fixed else ["-E"]
         if ignore_case:
             args.append("-i")
-        args += ["-e", pattern, self.commit, "--", *pathspecs]
-        try:
-            result = self.git.result(*args, timeout=timeout)
-        except GitTimeout:
-            raise GrepTimeout(f"git grep ran longer than {timeout:g}s") from None
+        args += ["-e", pattern, self.commit, "--"]
+        specs = list(pathspecs) or [""]
+        missing_dirs: list[str] = []
+        while True:
+            try:
+                result = self.git.result(*args, *[s for s in specs if s], timeout=timeout)
+            except GitTimeout:
+                raise GrepTimeout(f"git grep ran longer than {timeout:g}s") from None
+            no_tree = _GREP_NO_TREE.search(result.stderr) if result.returncode == 128 else None
+            if no_tree is None or len(missing_dirs) == MAX_MISSING_TREES:
+                break
+            directory = self._tree_path(no_tree.group(1).decode(), specs)
+            if directory is None or directory in missing_dirs:
+                break
+            missing_dirs.append(directory)
+            specs = self._around(specs, directory)
+            if not specs:  # the search covered nothing but missing directories
+                return [], missing_dirs
         prefix = f"{self.commit}:".encode()
         unreadable = list(  # git may report one object twice
             dict.fromkeys(
-                os.fsdecode(m[len(prefix) :] if m.startswith(prefix) else m)
-                for m in _GREP_UNREADABLE.findall(result.stderr)
+                [
+                    *missing_dirs,
+                    *(
+                        os.fsdecode(m[len(prefix) :] if m.startswith(prefix) else m)
+                        for m in _GREP_UNREADABLE.findall(result.stderr)
+                    ),
+                ]
             )
         )
         if result.returncode == 1:
@@ -195,6 +218,45 @@ class BaseTree:
                 )
             at = text_end + 1
         return matches, unreadable
+
+    def _tree_path(self, object_id: str, specs: list[str]) -> str | None:
+        """The path, within ``specs``, of the directory whose tree object is ``object_id`` (listed by its
+        parent, which the repository holds); None when no listing names it."""
+        out = self._git(
+            "--literal-pathspecs",
+            "ls-tree",
+            "-r",
+            "-t",
+            "-z",
+            self.commit,
+            "--",
+            *[s for s in specs if s],
+            ok_codes=(0, 1, 128),  # git stops at the missing tree, having listed the entry naming it
+        )
+        for record in out.split(b"\0"):
+            meta, _, name = record.partition(b"\t")
+            fields = meta.split()
+            if len(fields) == 3 and fields[1] == b"tree" and fields[2].decode() == object_id:
+                return os.fsdecode(name)
+        return None
+
+    def _around(self, specs: list[str], directory: str) -> list[str]:
+        """``specs`` without ``directory``: a spec holding it is replaced by the entries beside each step of
+        the way down to it (the directories on the way were listed, so they are held)."""
+        out: list[str] = []
+        for spec in specs:
+            if spec == directory:
+                continue
+            if spec and not directory.startswith(spec + "/"):
+                out.append(spec)
+                continue
+            here = spec
+            for part in directory[len(spec) :].strip("/").split("/"):
+                for entry in self.entries(here) or []:
+                    if entry.name != part:
+                        out.append(f"{here}/{entry.name}" if here else entry.name)
+                here = f"{here}/{part}" if here else part
+        return out
 
     def paths(self) -> list[str]:
         """Every file path of the tree (blobs and symlinks), ``/``-separated."""

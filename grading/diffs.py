@@ -122,6 +122,9 @@ class ParsedDiff:
     files: list[ParsedFile] = field(default_factory=list)
     error: InputError | None = None
     unparsed_from: int | None = None
+    # The first character of each line the files were read from ("\0" for an empty one): a hunk's lines are
+    # counted by str.count, and callers may look for changed lines the same way.
+    firsts: str = ""
 
     def changes(self) -> list[FileChange]:
         return [f.change for f in self.files]
@@ -820,6 +823,7 @@ def read_diff(data: bytes | str, source: str = "workspace.diff", *, strict: bool
     scanner = _Scanner(lines, source, strict)
     scanner.scan(parsed, strict)
     parsed.files = scanner.files
+    parsed.firsts = scanner.firsts
     if scanner.cut is not None and parsed.error is None:
         parsed.error = scanner.cut
     if nul_line is not None and parsed.unparsed_from is not None and parsed.unparsed_from > nul_line:

@@ -20,7 +20,10 @@ Kinds, each derived from the oracle's hunks as :mod:`grading.diffs` reads them:
   whole condition of the same shape (brackets closed, the same head and ending: never ``} else if (``), and
   the restored line keeps the new line's indentation. With the base tree at hand, a mutant of a Python file
   whose mutated file no longer parses (``ast.parse``) is left out, with a note: it would measure the judge's
-  sense of syntax, not its review.
+  sense of syntax, not its review (the top-level statement holding the restored line is parsed alone, and
+  the whole file only when that does not parse). A line longer than ``MAX_CONDITION_LINE_BYTES`` is never
+  paired, and at most ``MAX_CONDITION_MUTANTS`` are derived (notes say so): both are quadratic past those
+  bounds.
 
 Every mutant is a diff that applies to the base: hunks are left out whole, later hunks of the same file
 have their new-side start moved, and a restored line becomes context. A mutant's id is its kind and the
@@ -29,17 +32,25 @@ mutant once the oracle changes. Mutants with the same diff are kept once (the mo
 an empty mutant (the whole fix left out: that is the admission's empty row) is not kept, and at most
 ``max_mutants`` are judged, taken round-robin over the kinds, with a note saying so. Mutants are told apart
 by what they leave out and replace, so only those judged are rendered: derivation stays linear in the
-oracle's size (a 10 MB oracle in well under two seconds; ``benchmarks/mutant_derivation.py``).
+oracle's size. What each hunk costs is kept to a few steps too (its changed lines are read for all hunks
+at once, a rendered mutant is slices of the oracle), as an oracle of many one-line hunks (a rename) has tens
+of thousands of them: a 10 MB oracle of either shape derives in under two seconds
+(``benchmarks/mutant_derivation.py``).
 """
 
 from __future__ import annotations
 
 import ast
 import asyncio
+import bisect
 import difflib
+import functools
 import hashlib
+import itertools
+import operator
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -86,6 +97,12 @@ MAX_COMPARED_BYTES = 4000
 _MAX_COMPARED_HUNKS = 300
 # An added line is paired with at most this many removed lines of its block that could be its old version.
 _MAX_PAIR_CANDIDATES = 20
+# A changed line longer than this (bytes) is never paired: telling what changed in it is quadratic in its
+# length, and a condition a reviewer reads fits on a line (a minified bundle's 100 KB line does not).
+MAX_CONDITION_LINE_BYTES = 500
+# At most this many revert-condition mutants are derived, in oracle order: each holds its hunk's whole body,
+# so a hunk with thousands of them is quadratic.
+MAX_CONDITION_MUTANTS = 100
 # A Python file larger than this at the base is not parsed to check a mutant (the check is skipped).
 MAX_PARSED_BYTES = 4 * 1024 * 1024
 
@@ -104,7 +121,9 @@ class Mutant:
 @dataclass(frozen=True, slots=True)
 class MutantSet:
     mutants: list[Mutant]  # the ones to judge, in kind order (at most the cap)
-    derived: int  # distinct mutants before the cap
+    # distinct mutants before the cap (Python ones are checked to parse as they are taken, so past the cap
+    # this may count some that would not parse)
+    derived: int
     duplicates: int  # left out because another mutant has the same diff
     capped: bool
     notes: list[str]
@@ -115,6 +134,24 @@ class MutantSet:
 _HUNK_HEAD = re.compile(rb"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 HunkRef = tuple[int, int]  # (file index, hunk index) in ParsedDiff.files
+
+
+# The first character of lines that change something in a hunk body.
+_CHANGE_TAGS = re.compile(r"[+-]")
+# The ASCII characters str.split() and a str pattern's \s take for whitespace.
+_ASCII_SPACE = b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"
+# Deleted from an ASCII line, what is left is the same for two lines whose operands are the same: cheap to
+# compare, so that operands are computed only for lines that may pair (a rename's lines never do).
+_NOT_SKETCH = b"<>=!&|()andortis" + _ASCII_SPACE
+# _HEAD_HINT on changed lines joined, for ASCII lines (with the whitespace of a str pattern).
+_HEAD_HINTS = re.compile(
+    rb"^[+-][ \t\r\x0b\x0c\x1c-\x1f]*(?:\}[ \t\r\x0b\x0c\x1c-\x1f]*)?(?:else[ \t\r\x0b\x0c\x1c-\x1f]+)?"
+    rb"(?:if|elif|while|assert|unless|until|when|case)\b",
+    re.MULTILINE,
+)
+# _NOT_OPERANDS for ASCII bytes.
+_ASCII_OPERANDS = re.compile(rb"\b(?:and|or|not|is|in)\b|[<>=!&|() \t\n\r\x0b\x0c\x1c-\x1f]")
+_NO_KEY_PART: frozenset[int] = frozenset()
 
 
 @dataclass
@@ -135,7 +172,44 @@ class _Oracle:
         self.final_newline = data.endswith(b"\n")
         if self.final_newline:
             self.lines.pop()
+        # The input with every line ended, and the bytes before each line in it less its index (the line
+        # ends): lines [a, b) are text[starts[a] + a : starts[b] + b], copied as one slice.
+        self._text = data if self.final_newline else data + b"\n"
+        self._starts = list(itertools.accumulate(map(len, self.lines), initial=0))
+        # The first character of every line, as the parser read them (the same for "+", "-" and " "), and
+        # the indices of those that start with "+" or "-": a hunk's changed lines are found by bisection,
+        # not by a step per line.
+        self.firsts = self.parsed.firsts
+        self._marks = [match.start() for match in _CHANGE_TAGS.finditer(self.firsts)]
         self.files = self.parsed.files
+        self._hunkless = sum(1 for pf in self.files if not pf.hunks)
+        self._hunks = sum(len(pf.hunks) for pf in self.files)
+        # Per file, per hunk: where its changed lines start and end in _marks (read once; every render asks
+        # whether there are any), whether it has any, and the hunks without. Per file: whether each hunk
+        # starts where the one before ends (runs of them are copied as one slice).
+        self._lo: list[list[int]] = []
+        self._hi: list[list[int]] = []
+        self._changes: list[list[bool]] = []
+        self._unchanged: list[list[int]] = []
+        self._contiguous: list[bool] = []
+        for pf in self.files:
+            heads = [hunk.header_line for hunk in pf.hunks]
+            ends = [hunk.end_line for hunk in pf.hunks]
+            lo = list(
+                map(
+                    bisect.bisect_left,
+                    itertools.repeat(self._marks),
+                    map(operator.add, heads, itertools.repeat(1)),
+                )
+            )
+            hi = list(map(bisect.bisect_left, itertools.repeat(self._marks), ends))
+            self._lo.append(lo)
+            self._hi.append(hi)
+            self._changes.append(list(map(operator.lt, lo, hi)))
+            self._unchanged.append(list(itertools.compress(itertools.count(), map(operator.ge, lo, hi))))
+            self._contiguous.append(ends[:-1] == heads[1:])
+        # Per file, made when a render first moves its hunks: see _run.
+        self._moved: dict[int, tuple[bytes, list[int], list[int]]] = {}
 
     def path(self, f: int) -> str:
         change = self.files[f].change
@@ -145,14 +219,30 @@ class _Oracle:
         hunk = self.files[ref[0]].hunks[ref[1]]
         return self.lines[hunk.header_line + 1 : hunk.end_line]
 
+    def changed(self, ref: HunkRef) -> list[bytes]:
+        """The hunk's added and removed lines, in order."""
+        lo, hi = self._lo[ref[0]][ref[1]], self._hi[ref[0]][ref[1]]
+        lines = self.lines
+        return [lines[i] for i in self._marks[lo:hi]]
+
+    @functools.cached_property
+    def changed_lines(self) -> _ChangedLines:
+        return _ChangedLines(self)
+
     def hunk_refs(self) -> list[HunkRef]:
         return [(f, h) for f, pf in enumerate(self.files) for h in range(len(pf.hunks))]
+
+    def _span(self, a: int, b: int) -> bytes:
+        """Lines ``[a, b)`` of the oracle, each with its line end."""
+        return self._text[self._starts[a] + a : self._starts[b] + b]
 
     def key(
         self, edit: _Edit
     ) -> tuple[frozenset[int], frozenset[HunkRef], tuple[tuple[HunkRef, bytes], ...]]:
         """What ``edit`` leaves out and replaces, as :meth:`render` would apply it: two edits with one key
         render to one diff. Cheap (no rendering), so mutants are told apart before any is rendered."""
+        if not edit.drop_files and not edit.bodies:
+            return _NO_KEY_PART, edit.drop_hunks, ()  # hunks left out (one per drop-hunk mutant)
         bodies = edit.bodies or {}
         files: set[int] = set()
         hunks: set[HunkRef] = set()
@@ -177,15 +267,21 @@ class _Oracle:
     ) -> bool:
         """Whether the edit of ``key`` leaves the whole fix out."""
         files, hunks, _ = key
-        hunkless = sum(1 for pf in self.files if not pf.hunks)
-        return len(files) == hunkless and len(hunks) == sum(len(pf.hunks) for pf in self.files)
+        return len(files) == self._hunkless and len(hunks) == self._hunks
 
     def render(self, edit: _Edit) -> bytes:
-        out: list[bytes] = list(self.lines[: self.files[0].first_line]) if self.files else []
+        """The diff of ``edit``, as slices of the oracle: a file or a run of hunks the edit leaves as they
+        were is one slice, not a step per line or hunk."""
+        out: list[bytes] = [self._span(0, self.files[0].first_line)] if self.files else []
         bodies = edit.bodies or {}
+        touched = {f for f, _ in edit.drop_hunks} | {f for f, _ in bodies}
         files = 0
         for f, pf in enumerate(self.files):
             if f in edit.drop_files:
+                continue
+            if f not in touched and not self._unchanged[f]:
+                out.append(self._span(pf.first_line, pf.end_line))  # as the oracle has it: copied whole
+                files += 1
                 continue
             kept = self._file(f, pf, edit.drop_hunks, bodies)
             if kept is not None:
@@ -193,35 +289,88 @@ class _Oracle:
                 files += 1
         if not files:
             return b""  # the whole fix left out
-        out += self.lines[self.files[-1].end_line :]
-        return b"\n".join(out) + (b"\n" if self.final_newline else b"")
+        out.append(self._span(self.files[-1].end_line, len(self.lines)))
+        data = b"".join(out)
+        return data if self.final_newline else data[:-1]
 
     def _file(
         self, f: int, pf: ParsedFile, drop: frozenset[HunkRef], bodies: Mapping[HunkRef, list[bytes]]
     ) -> list[bytes] | None:
         if not pf.hunks:
-            return list(self.lines[pf.first_line : pf.end_line])  # binary, mode-only or empty file
-        out = list(self.lines[pf.first_line : pf.hunks[0].header_line])
+            return [self._span(pf.first_line, pf.end_line)]  # binary, mode-only or empty file
+        out = [self._span(pf.first_line, pf.hunks[0].header_line)]
         shift = 0  # lines the left-out hunks before this one added to the new side
         kept = 0
-        for h, hunk in enumerate(pf.hunks):
-            body = bodies.get((f, h), self.body((f, h)))
-            if (f, h) in drop or not any(line[:1] in (b"+", b"-") for line in body):
-                shift += hunk.new_count - hunk.old_count
+        # Hunks the edit leaves out or replaces, and those without a change: between them hunks are copied
+        # as a run (one slice while nothing has moved the new side, else one slice per hunk and its moved
+        # start), not one step per hunk.
+        special = sorted(
+            {h for g, h in drop if g == f} | {h for g, h in bodies if g == f} | set(self._unchanged[f])
+        )
+        contiguous = self._contiguous[f]
+        h = 0
+        while h < len(pf.hunks):
+            at = bisect.bisect_left(special, h)
+            if contiguous and (at == len(special) or special[at] != h):
+                end = special[at] if at < len(special) else len(pf.hunks)
+                out += self._run(f, pf, h, end, shift)
+                kept += end - h
+                h = end
                 continue
-            header = self.lines[hunk.header_line]
-            if shift:
-                match = _HUNK_HEAD.match(header)
-                assert match is not None  # the parser read this header
-                header = (
-                    header[: match.start(3)] + str(hunk.new_start - shift).encode() + header[match.end(3) :]
-                )
-            out.append(header)
-            out += body
-            kept += 1
+            hunk = pf.hunks[h]
+            body = bodies.get((f, h))
+            changed = self._changes[f][h] if body is None else any(line[:1] in (b"+", b"-") for line in body)
+            if (f, h) in drop or not changed:
+                shift += hunk.new_count - hunk.old_count
+            else:
+                header = self.lines[hunk.header_line]
+                if shift:
+                    match = _HUNK_HEAD.match(header)
+                    assert match is not None  # the parser read this header
+                    new_start = str(hunk.new_start - shift).encode()
+                    header = header[: match.start(3)] + new_start + header[match.end(3) :]
+                if body is None:
+                    out += (header + b"\n", self._span(hunk.header_line + 1, hunk.end_line))
+                else:
+                    out.append(b"\n".join([header, *body]) + b"\n")
+                kept += 1
+            h += 1
         # A file whose every hunk is left out is left out whole: its header alone would claim a change (the
         # index line's blobs differ) that is not there.
         return out if kept else None
+
+    def _run(self, f: int, pf: ParsedFile, h: int, end: int, shift: int) -> list[bytes]:
+        """Hunks ``[h, end)`` of file ``f`` (contiguous) with their new-side starts moved back ``shift``."""
+        if not shift:
+            return [self._span(pf.hunks[h].header_line, pf.hunks[end - 1].end_line)]
+        if f not in self._moved:
+            # The file's hunks as a template with "%d" for each new start (and "%" doubled): a moved run is
+            # one formatting, in C, not a step per hunk.
+            pieces: list[bytes] = []
+            bounds = [0]
+            size = 0
+            for hunk in pf.hunks:
+                match = _HUNK_HEAD.match(self.lines[hunk.header_line])
+                assert match is not None  # the parser read this header
+                at = self._starts[hunk.header_line] + hunk.header_line
+                head = self._text[at : at + match.start(3)].replace(b"%", b"%%")
+                rest = self._text[at + match.end(3) : self._starts[hunk.end_line] + hunk.end_line]
+                rest = rest.replace(b"%", b"%%")
+                pieces += (head, b"%d", rest)
+                size += len(head) + 2 + len(rest)
+                bounds.append(size)
+            self._moved[f] = b"".join(pieces), bounds, [hunk.new_start for hunk in pf.hunks]
+        template, bounds, starts = self._moved[f]
+        moved = tuple(map(operator.sub, starts[h:end], itertools.repeat(shift)))
+        return [template[bounds[h] : bounds[end]] % moved]
+
+
+# A mutant before it is judged: its kind, its description (or how to write it), what it changes.
+Candidate = tuple[MutantKind, str | Callable[[], str], _Edit]
+
+
+def _description(text: str | Callable[[], str]) -> str:
+    return text if isinstance(text, str) else text()
 
 
 def _mutant_id(kind: MutantKind, diff: bytes) -> str:
@@ -244,18 +393,24 @@ def _short(text: str, width: int = 70) -> str:
 # --- the kinds ----------------------------------------------------------------------------------------------
 
 
-def _drop_hunk(oracle: _Oracle) -> list[tuple[MutantKind, str, _Edit]]:
-    return [
-        ("drop-hunk", f"leaves out {_where(oracle, ref)}", _Edit(drop_hunks=frozenset([ref])))
-        for ref in oracle.hunk_refs()
-    ]
+def _drop_hunk(oracle: _Oracle) -> Iterator[Candidate]:
+    # One per hunk, and few of them judged: made one at a time (not all kept), and each description is
+    # written when the mutant is taken.
+    for f, pf in enumerate(oracle.files):
+        for h in range(len(pf.hunks)):
+            ref = (f, h)
+            yield "drop-hunk", functools.partial(_left_out, oracle, ref), _Edit(drop_hunks=frozenset([ref]))
 
 
-def _revert_file(oracle: _Oracle) -> list[tuple[MutantKind, str, _Edit]]:
+def _left_out(oracle: _Oracle, ref: HunkRef) -> str:
+    return f"leaves out {_where(oracle, ref)}"
+
+
+def _revert_file(oracle: _Oracle) -> list[Candidate]:
     n = len(oracle.files)
     if n < 2:
         return []
-    out: list[tuple[MutantKind, str, _Edit]] = []
+    out: list[Candidate] = []
     for f, pf in enumerate(oracle.files):
         others = f"keeps the other {n - 1} file{'s' if n > 2 else ''}"
         text = f"reverts {oracle.path(f)} ({pf.change.status} in the oracle), {others}"
@@ -281,29 +436,53 @@ def _trigrams(text: str) -> frozenset[tuple[str, int]]:
     return frozenset(out)
 
 
+class _ChangedLines:
+    """What the kinds ask of each hunk's changed lines, read for all of them at once (in C, over the lines
+    joined) and kept as prefix sums per changed line in ``_Oracle._marks`` order: a hunk's answer is a
+    difference, not a step per line, so the many hunks of a rename cost little."""
+
+    def __init__(self, oracle: _Oracle) -> None:
+        lines = list(map(oracle.lines.__getitem__, oracle._marks))
+        n = len(lines)
+        self.bytes = list(itertools.accumulate(map(len, lines), initial=0))
+        joined = b"\n".join(lines)
+        odd = [] if joined.isascii() else list(itertools.compress(range(n), [not x.isascii() for x in lines]))
+        visible = list(map(len, joined.translate(None, _ASCII_SPACE.replace(b"\n", b"")).split(b"\n")))
+        for k in odd:
+            visible[k] = len("".join(_changed_text(lines[k : k + 1]).split()))
+        self.visible = list(itertools.accumulate(visible, initial=0))
+        # Lines a sketch says nothing of (not ASCII) or that may hold a condition: hunks with one are read
+        # line by line.
+        offsets = list(map(operator.add, self.bytes, range(n + 1)))  # where each line starts in joined
+        heads = [bisect.bisect_right(offsets, m.start()) - 1 for m in _HEAD_HINTS.finditer(joined)]
+        self.odd = sorted({*odd, *heads})
+        self.sketches = joined.translate(None, _NOT_SKETCH.replace(b"\n", b"") + b"+-").split(b"\n")
+        self.long = list(itertools.compress(range(n), [len(x) > MAX_CONDITION_LINE_BYTES + 1 for x in lines]))
+
+
 def _similar_groups(oracle: _Oracle, notes: list[str]) -> list[list[HunkRef]]:
     refs: list[HunkRef] = []
     too_large = 0
-    for ref in oracle.hunk_refs():
-        changed = [line for line in oracle.body(ref) if line[:1] in (b"+", b"-")]
-        if sum(len(line) for line in changed) > MAX_COMPARED_BYTES:
-            too_large += 1
-        else:
-            refs.append(ref)
+    table = oracle.changed_lines
+    sizes, visible = table.bytes, table.visible
+    for f, (los, his) in enumerate(zip(oracle._lo, oracle._hi, strict=True)):
+        for h, (lo, hi) in enumerate(zip(los, his, strict=True)):
+            if sizes[hi] - sizes[lo] > MAX_COMPARED_BYTES:
+                too_large += 1
+            elif visible[hi] - visible[lo] >= _MIN_SIMILAR_CHARS + 2:
+                refs.append((f, h))
     if too_large:
         notes.append(
             f"one-place: {too_large} hunk{'s' if too_large > 1 else ''} with more than {MAX_COMPARED_BYTES} "
             "bytes of changed lines not compared (not a fix repeated by hand)"
         )
-    texts = {ref: _changed_text(oracle.body(ref)) for ref in refs}
-    refs = [ref for ref in refs if len("".join(texts[ref].split())) >= _MIN_SIMILAR_CHARS + 2]
     if len(refs) > _MAX_COMPARED_HUNKS:
         notes.append(
             f"one-place: {len(refs)} hunks are too many to compare pairwise (limit {_MAX_COMPARED_HUNKS}); "
             "no one-place mutants"
         )
         return []
-    grams = {ref: _trigrams(texts[ref]) for ref in refs}
+    grams = {ref: _trigrams(_changed_text(oracle.changed(ref))) for ref in refs}
     parent = {ref: ref for ref in refs}
 
     def root(ref: HunkRef) -> HunkRef:
@@ -332,8 +511,8 @@ def _similar_groups(oracle: _Oracle, notes: list[str]) -> list[list[HunkRef]]:
     return [group for group in groups.values() if len(group) >= 2]
 
 
-def _one_place(oracle: _Oracle, notes: list[str]) -> list[tuple[MutantKind, str, _Edit]]:
-    out: list[tuple[MutantKind, str, _Edit]] = []
+def _one_place(oracle: _Oracle, notes: list[str]) -> list[Candidate]:
+    out: list[Candidate] = []
     for group in _similar_groups(oracle, notes):
         for keep in group:
             others = [ref for ref in group if ref != keep]
@@ -436,7 +615,13 @@ def _indent(line: bytes) -> bytes:
     return line[: len(line) - len(line.lstrip(b" \t"))]
 
 
-def _restored_bodies(body: list[bytes]) -> list[tuple[int, list[bytes], str, str, str]]:
+# A block of a hunk body, by its lines' first characters: removed lines, then the added ones.
+_BLOCK = re.compile(r"-+\+*")
+
+
+def _restored_bodies(
+    body: list[bytes], tags: str | None = None
+) -> Iterator[tuple[int, list[bytes], str, str, str]]:
     """For each condition pair in a hunk body: (index of the added line, the body with the old line
     restored, what changed, old text, new text).
 
@@ -445,35 +630,43 @@ def _restored_bodies(body: list[bytes]) -> list[tuple[int, list[bytes], str, str
     comment added above a changed comparison). Candidates are looked up, not compared all against all: an
     operator change leaves the other tokens equal, a condition change keeps the head and the shape. The
     restored line takes the new line's indentation; when that differs from the old line's, the old line
-    stays removed and the restored one is added in the new line's place.
+    stays removed and the restored one is added in the new line's place. Lines longer than
+    ``MAX_CONDITION_LINE_BYTES`` are not paired. Yielded one at a time, so a caller may stop early.
+    ``tags`` is the first character of each body line (any other for an empty one), when the caller has it.
     """
-    out: list[tuple[int, list[bytes], str, str, str]] = []
-    i = 0
     n = len(body)
-    while i < n:
-        if body[i][:1] != b"-":
-            i += 1
-            continue
-        start = i
-        while i < n and body[i][:1] == b"-":
-            i += 1
-        middle = i
-        while i < n and body[i][:1] == b"+":
-            i += 1
+    if tags is None:
+        tags = "".join([chr(line[0]) if line else " " for line in body])
+    for run in _BLOCK.finditer(tags):
+        start, i = run.span()
+        middle = start + tags.count("-", start, i)
         removed, added = body[start:middle], body[middle:i]
         if not added or (i < n and body[i][:1] == b"\\"):
             continue  # nothing added, or at the end of a file without its newline: left alone
-        new_texts = [decode_diff(line[1:]) for line in added]
+        bound = MAX_CONDITION_LINE_BYTES + 1  # the line's tag and its text
+        new_texts = [decode_diff(line[1:]) if len(line) <= bound else "" for line in added]
+        # Sketches both sides share, when every line is ASCII (None: operands are computed for all).
+        sketches: set[bytes] | None = None
+        if all(line.isascii() for line in removed) and all(line.isascii() for line in added):
+            sketches = {line[1:].translate(None, _NOT_SKETCH) for line in added}
+            sketches &= {line[1:].translate(None, _NOT_SKETCH) for line in removed}
         by_operands: dict[str, list[int]] = {}
         by_shape: dict[tuple[str, str], list[int]] = {}
         for j, text in enumerate(new_texts):
-            by_operands.setdefault(_operands(text), []).append(j)
+            if len(added[j]) > bound:
+                continue  # never paired: comparing it is quadratic in its length
+            if sketches is None or added[j][1:].translate(None, _NOT_SKETCH) in sketches:
+                by_operands.setdefault(_operands(text), []).append(j)
             if (shape := _line_shape(text)) is not None:
                 by_shape.setdefault(shape, []).append(j)
         for k, old in enumerate(removed):
+            if len(old) > bound:
+                continue
             old_text = decode_diff(old[1:])
             shape = _line_shape(old_text)
-            found = by_operands.get(_operands(old_text), []) + (by_shape.get(shape, []) if shape else [])
+            found = by_shape.get(shape, []) if shape else []
+            if sketches is None or old[1:].translate(None, _NOT_SKETCH) in sketches:
+                found = by_operands.get(_operands(old_text), []) + found
             pairs = []
             for j in sorted(set(found))[:_MAX_PAIR_CANDIDATES]:
                 what = condition_change(old_text, new_texts[j])
@@ -497,24 +690,75 @@ def _restored_bodies(body: list[bytes]) -> list[tuple[int, list[bytes], str, str
             else:
                 restored = b"+" + indent + old[1:].lstrip(b" \t")
                 block = [*removed, *added[:j], restored, *added[j + 1 :]]
-            out.append((middle + j, [*body[:start], *block, *body[i:]], what, old_text, new_texts[j]))
+            yield middle + j, [*body[:start], *block, *body[i:]], what, old_text, new_texts[j]
+
+
+def _may_pair(oracle: _Oracle, lo: int, hi: int) -> bool:
+    """False when no removed line among changed lines ``[lo, hi)`` can pair with an added one: all ASCII,
+    none may hold a condition, and no removed line has the sketch of an added one. True when it cannot
+    tell. Cheap, so that the many hunks of a rename cost little."""
+    table = oracle.changed_lines
+    if bisect.bisect_left(table.odd, lo) < bisect.bisect_left(table.odd, hi):
+        return True
+    sketches, marks, lines = table.sketches, oracle._marks, oracle.lines
+    if hi - lo == 2:
+        # The sketch drops every letter of "and", "or"...: when it cannot tell, the operands are compared
+        # (the same as _operands gives for ASCII text).
+        return sketches[lo] == sketches[lo + 1] and (
+            _ASCII_OPERANDS.sub(b"", lines[marks[lo]][1:])
+            == _ASCII_OPERANDS.sub(b"", lines[marks[lo + 1]][1:])
+        )
+    firsts = oracle.firsts
+    old = {sketches[k] for k in range(lo, hi) if firsts[marks[k]] == "-"}
+    return any(sketches[k] in old for k in range(lo, hi) if firsts[marks[k]] == "+")
+
+
+def _revert_condition(oracle: _Oracle, notes: list[str]) -> list[Candidate]:
+    out: list[Candidate] = []
+    long_lines = 0
+    if long := oracle.changed_lines.long:
+        for los, his in zip(oracle._lo, oracle._hi, strict=True):
+            for lo, hi in zip(los, his, strict=True):
+                long_lines += bisect.bisect_left(long, hi) - bisect.bisect_left(long, lo)
+    if long_lines:
+        notes.append(
+            f"revert-condition: {long_lines} changed line{'s' if long_lines > 1 else ''} longer than "
+            f"{MAX_CONDITION_LINE_BYTES} bytes not compared (minified or generated code)"
+        )
+    firsts = oracle.firsts
+    for f, pf in enumerate(oracle.files):
+        for h, hunk in enumerate(pf.hunks):
+            removed = firsts.find("-", hunk.header_line + 1, hunk.end_line)
+            if removed < 0 or firsts.find("+", removed, hunk.end_line) < 0:
+                continue  # no removed line with an added line after it: nothing to pair
+            if not _may_pair(oracle, oracle._lo[f][h], oracle._hi[f][h]):
+                continue
+            if _conditions(oracle, (f, h), out, notes):
+                return out
     return out
 
 
-def _revert_condition(oracle: _Oracle) -> list[tuple[MutantKind, str, _Edit]]:
-    out: list[tuple[MutantKind, str, _Edit]] = []
-    for ref in oracle.hunk_refs():
-        hunk = oracle.files[ref[0]].hunks[ref[1]]
-        body = oracle.body(ref)
-        for at, restored, what, old_text, new_text in _restored_bodies(body):
-            new_line = hunk.new_start + sum(1 for line in body[:at] if line[:1] in (b" ", b"+", b""))
-            change = "operator" if what == "operator" else "condition"
-            text = (
-                f"swaps the {change} back in {oracle.path(ref[0])} (new line {new_line}): "
-                f"`{_short(new_text.strip(), 60)}` -> `{_short(old_text.strip(), 60)}`"
+def _conditions(oracle: _Oracle, ref: HunkRef, out: list[Candidate], notes: list[str]) -> bool:
+    """Add the revert-condition mutants of hunk ``ref`` to ``out``; True when the bound stopped it (a note
+    says so)."""
+    hunk = oracle.files[ref[0]].hunks[ref[1]]
+    body = oracle.body(ref)
+    tags = oracle.firsts[hunk.header_line + 1 : hunk.end_line]
+    for at, restored, what, old_text, new_text in _restored_bodies(body, tags):
+        if len(out) == MAX_CONDITION_MUTANTS:
+            notes.append(
+                f"revert-condition: at most {MAX_CONDITION_MUTANTS} mutants are derived; the condition "
+                f"changes from {_where(oracle, ref)} on are left out"
             )
-            out.append(("revert-condition", text, _Edit(bodies={ref: restored})))
-    return out
+            return True
+        new_line = hunk.new_start + sum(1 for line in body[:at] if line[:1] in (b" ", b"+", b""))
+        change = "operator" if what == "operator" else "condition"
+        text = (
+            f"swaps the {change} back in {oracle.path(ref[0])} (new line {new_line}): "
+            f"`{_short(new_text.strip(), 60)}` -> `{_short(old_text.strip(), 60)}`"
+        )
+        out.append(("revert-condition", text, _Edit(bodies={ref: restored})))
+    return False
 
 
 def _patched(base: bytes, hunks: Sequence[tuple[int, int, list[bytes]]]) -> bytes:
@@ -537,12 +781,41 @@ def _patched(base: bytes, hunks: Sequence[tuple[int, int, list[bytes]]]) -> byte
     return b"\n".join(out)
 
 
-def _parses(source: bytes) -> bool:
+def _tree(source: bytes | str) -> ast.Module | None:
     try:
-        ast.parse(source)
+        return ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    return True
+        return None
+
+
+def _parses(source: bytes | str) -> bool:
+    return _tree(source) is not None
+
+
+# A PEP 263 encoding declaration (in a file's first two lines, it says how the file is decoded).
+_CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=]", re.MULTILINE)
+
+
+def _head(source: bytes) -> bytes:
+    return b"\n".join(source.split(b"\n", 2)[:2])
+
+
+def _statement_lines(source: bytes, tree: ast.Module) -> list[tuple[int, int]] | None:
+    """The lines (first and last, from 1) of each top-level statement of a file that parses, decorators
+    included and those sharing a line merged; None when a part of the file might not read alone as it does
+    in the file: a "\\r" (the parser ends lines there too), an encoding declaration, or the future import
+    that changes the grammar."""
+    if b"\r" in source or _CODING.search(_head(source)) or b"barry_as_FLUFL" in source:
+        return None
+    spans: list[tuple[int, int]] = []
+    for node in tree.body:
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+        last = node.end_lineno or node.lineno
+        if spans and first <= spans[-1][1]:
+            spans[-1] = (spans[-1][0], max(last, spans[-1][1]))
+        else:
+            spans.append((first, last))
+    return spans
 
 
 class _PythonCheck:
@@ -552,7 +825,8 @@ class _PythonCheck:
         self.oracle = oracle
         self.base = base
         self._base: dict[int, bytes | None] = {}
-        self._oracle_parses: dict[int, bool] = {}
+        # Per file whose oracle version parses: its lines and its top-level statements' (see _part_parses).
+        self._parsed: dict[int, tuple[list[bytes], list[tuple[int, int]] | None] | None] = {}
 
     def _file(self, f: int, bodies: Mapping[HunkRef, list[bytes]]) -> bytes | None:
         if f not in self._base:
@@ -576,44 +850,76 @@ class _PythonCheck:
         for f in sorted({ref[0] for ref in bodies}):
             if not (self.oracle.files[f].change.new_path or "").endswith(".py"):
                 continue
-            if f not in self._oracle_parses:
+            if f not in self._parsed:
                 fixed = self._file(f, {})
-                self._oracle_parses[f] = fixed is not None and _parses(fixed)
-            if not self._oracle_parses[f]:
+                tree = None if fixed is None else _tree(fixed)
+                if fixed is None or tree is None:
+                    self._parsed[f] = None
+                else:
+                    self._parsed[f] = fixed.split(b"\n"), _statement_lines(fixed, tree)
+            parsed = self._parsed[f]
+            if parsed is None:
                 continue  # not Python this can parse even as the oracle has it: nothing to compare
             mutated = self._file(f, bodies)
-            if mutated is not None and not _parses(mutated):
+            if mutated is not None and not _part_parses(*parsed, mutated) and not _parses(mutated):
                 return True
         return False
 
 
-def _python_checked(
+def _part_parses(lines: list[bytes], statements: list[tuple[int, int]] | None, mutated: bytes) -> bool:
+    """True when ``mutated`` (the file of ``lines``, which parses, with some lines replaced) surely parses:
+    the lines it replaces lie in one top-level statement (``statements``, from :func:`_statement_lines`)
+    and that statement's lines, as the mutant has them, parse alone. A part that parses alone ends where it
+    began, outside any bracket, string or block, so the unchanged statements around it read as before; the
+    file is then parsed as a whole only when the part does not parse (a string opened in it may close
+    further on), which keeps a large file's check to one small parse per mutant. False: parse it whole."""
+    if statements is None:
+        return False
+    new = mutated.split(b"\n")
+    if len(new) != len(lines) or _CODING.search(_head(mutated)):
+        return False
+    changed = [i for i, (old, line) in enumerate(zip(lines, new, strict=True)) if old != line]
+    if not changed:
+        return True  # the file as the oracle has it
+    at = bisect.bisect_right(statements, (changed[0] + 1, len(new) + 1)) - 1
+    if at < 0 or statements[at][1] < changed[-1] + 1:
+        return False  # outside any statement (a comment between two), or across two of them
+    first, last = statements[at]
+    try:
+        part = b"\n".join(new[first - 1 : last]).decode("utf-8")  # as the file is read: no declaration
+    except UnicodeDecodeError:
+        return False
+    return _parses(part)
+
+
+def _python_check(
     oracle: _Oracle,
-    candidates: list[tuple[MutantKind, str, _Edit]],
+    candidates: list[Candidate],
     base: BaseReader | None,
     notes: list[str],
-) -> list[tuple[MutantKind, str, _Edit]]:
-    """``candidates`` (revert-condition) without those whose Python file no longer parses, with a note."""
-    python = [c for c in candidates if any(oracle.path(f).endswith(".py") for f, _ in (c[2].bodies or {}))]
+) -> _PythonCheck | None:
+    """The parse check for ``candidates`` (revert-condition), or None when none is of a Python file or there
+    is no base to check them against (a note says so)."""
+    python = sum(any(oracle.path(f).endswith(".py") for f, _ in (c[2].bodies or {})) for c in candidates)
     if not python:
-        return candidates
+        return None
     if base is None:
         notes.append(
-            f"revert-condition: {len(python)} mutant{'s' if len(python) > 1 else ''} of Python files not "
+            f"revert-condition: {python} mutant{'s' if python > 1 else ''} of Python files not "
             "checked to parse (no checkout of the base commit)"
         )
-        return candidates
-    check = _PythonCheck(oracle, base)
-    broken = [c for c in python if check.breaks(c[2])]
-    if broken:
-        places = "; ".join(text.partition(": ")[0].removeprefix("swaps the ") for _, text, _ in broken[:5])
-        more = f" and {len(broken) - 5} more" if len(broken) > 5 else ""
-        notes.append(
-            f"revert-condition: {len(broken)} mutant{'s' if len(broken) > 1 else ''} left out because the "
-            f"Python file no longer parses with the old line back ({places}{more}): such a mutant measures "
-            "the judge's sense of syntax, not its review"
-        )
-    return [c for c in candidates if c not in broken]
+        return None
+    return _PythonCheck(oracle, base)
+
+
+def _broken_note(broken: list[str]) -> str:
+    places = "; ".join(text.partition(": ")[0].removeprefix("swaps the ") for text in broken[:5])
+    more = f" and {len(broken) - 5} more" if len(broken) > 5 else ""
+    return (
+        f"revert-condition: {len(broken)} mutant{'s' if len(broken) > 1 else ''} left out because the "
+        f"Python file no longer parses with the old line back ({places}{more}): such a mutant measures "
+        "the judge's sense of syntax, not its review"
+    )
 
 
 def derive_mutants(
@@ -631,17 +937,28 @@ def derive_mutants(
         raise InputError(None, "must be 0 or more", "--max-mutants")
     parsed = _Oracle(oracle, source)
     notes: list[str] = []
-    candidates: dict[MutantKind, list[tuple[MutantKind, str, _Edit]]] = {
+    one_place = _one_place(parsed, notes)
+    conditions = _revert_condition(parsed, notes)
+    check = _python_check(parsed, conditions, base, notes)
+    candidates: dict[MutantKind, Iterable[Candidate]] = {
         "drop-hunk": _drop_hunk(parsed),
         "revert-file": _revert_file(parsed),
-        "one-place": _one_place(parsed, notes),
-        "revert-condition": _python_checked(parsed, _revert_condition(parsed), base, notes),
+        "one-place": one_place,
+        "revert-condition": conditions,
     }
     nothing_out = parsed.key(_Edit())
     seen: set[object] = set()
-    found: list[tuple[int, int, MutantKind, str, _Edit]] = []  # (kind order, place in the oracle, ...)
+    # Per kind, in oracle order: (kind order, place in the oracle, kind, description, edit). Of a kind
+    # taken without a check, no more than the cap can be taken: the others are only counted.
+    found: dict[MutantKind, list[tuple[int, int, MutantKind, str | Callable[[], str], _Edit]]] = {}
+    distinct = 0
     duplicates = 0
     for kind in _PRIORITY:
+        order = KINDS.index(kind)
+        kept = found[kind] = []
+        limit = None if kind == "revert-condition" else max_mutants
+        # No kind comes after the last to ask whether its mutants were seen (and they differ from each other).
+        last = kind == _PRIORITY[-1]
         for n, (_, text, edit) in enumerate(candidates[kind]):
             key = parsed.key(edit)
             if key == nothing_out or parsed.empty(key):
@@ -649,28 +966,41 @@ def derive_mutants(
             if key in seen:
                 duplicates += 1
                 continue
-            seen.add(key)
-            found.append((KINDS.index(kind), n, kind, text, edit))
-    found.sort(key=lambda entry: entry[:2])
-    derived = len(found)
-    capped = derived > max_mutants
+            if not last:
+                seen.add(key)
+            distinct += 1
+            if limit is None or len(kept) < limit:
+                kept.append((order, n, kind, text, edit))
+    # Taken in turn from each kind, so a cap never leaves a kind out while another fills it. A Python
+    # mutant is checked to parse as it is taken (a parse of its whole file each), not all of them first.
+    broken: list[str] = []
+    queues = [deque(found[kind]) for kind in KINDS]
+    chosen: list[tuple[int, int, MutantKind, str | Callable[[], str], _Edit]] = []
+    while len(chosen) < max_mutants and any(queues):
+        for queue in queues:
+            while queue and len(chosen) < max_mutants:
+                entry = queue.popleft()
+                if check is not None and entry[2] == "revert-condition" and check.breaks(entry[4]):
+                    broken.append(_description(entry[3]))
+                    continue
+                chosen.append(entry)
+                break
+    if broken:
+        notes.append(_broken_note(broken))
+    derived = distinct - len(broken)
+    capped = derived > len(chosen)
+    chosen.sort(key=lambda entry: entry[:2])
     if capped:
-        # Taken in turn from each kind, so a cap never leaves a kind out while another fills it.
-        queues = [[entry for entry in found if entry[2] == kind] for kind in KINDS]
-        chosen: list[tuple[int, int, MutantKind, str, _Edit]] = []
-        while len(chosen) < max_mutants:
-            for queue in queues:
-                if queue and len(chosen) < max_mutants:
-                    chosen.append(queue.pop(0))
-        found = sorted(chosen, key=lambda entry: entry[:2])
         notes.append(
-            f"capped: {derived} mutants derived, {len(found)} judged (taken in turn from each kind); "
+            f"capped: {derived} mutants derived, {len(chosen)} judged (taken in turn from each kind); "
             "raise --max-mutants to judge more"
         )
     mutants = []
-    for _, _, kind, text, edit in found:
+    for _, _, kind, text, edit in chosen:
         diff = parsed.render(edit)
-        mutants.append(Mutant(id=_mutant_id(kind, diff), kind=kind, description=text, diff=diff))
+        mutants.append(
+            Mutant(id=_mutant_id(kind, diff), kind=kind, description=_description(text), diff=diff)
+        )
     return MutantSet(mutants, derived, duplicates, capped, notes)
 
 

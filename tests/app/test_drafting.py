@@ -19,6 +19,7 @@ from django.urls import reverse
 
 from grading.draft.drafter import fence_close, fence_open
 from rubrics_app.access import Actor
+from rubrics_app.management.commands import draft as draft_command
 from rubrics_app.models import (
     AgentRunDiff,
     AuditEvent,
@@ -512,6 +513,36 @@ def test_manage_draft_bad_export_file_names_the_field(repository: Repository, tm
     assert not Job.objects.exists()
 
 
+@pytest.mark.usefixtures("drafting_ready")
+def test_manage_draft_wait_says_a_scripted_drafter_is_a_stand_in(
+    repository: Repository, task: Task, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 19: a scripted draft is labelled so wherever it shows, the command line's --wait included.
+    script = tmp_path / "draft.json"
+    script.write_text(json.dumps(good_reply()))
+    draft_settings("--repository", repository.name, "--drafter", f"scripted:{script}")
+    export = tmp_path / "pr.json"
+    export.write_bytes(export_json())
+
+    def run_here(job: Job, *, timeout: float, on_poll: Any = None) -> Job:
+        drafting.run_draft(job)  # the job's body, here (a `db` test has no worker)
+        fresh = Job.objects.get(pk=job.pk)
+        if on_poll is not None:
+            on_poll(fresh)
+        return fresh
+
+    monkeypatch.setattr(draft_command, "wait_for_job", run_here)
+    out = io.StringIO()
+    args = ["--repository", repository.name, "--task", task.task_id, "--pr-export", str(export), "--wait"]
+
+    call_command("draft", *args, stdout=out)
+
+    record = RubricDraft.objects.get()
+    assert record.revision is not None and record.scripted
+    assert "drafted by scripted (scripted drafter: a stand-in, not a model) (input sha256 " in out.getvalue()
+    assert f"{task.task_id} revision 1 (draft)" in out.getvalue()
+
+
 def draft_settings(*args: str) -> str:
     out = io.StringIO()
     call_command("draft_settings", *args, stdout=out, stderr=io.StringIO())
@@ -621,6 +652,9 @@ def test_the_demo_drafts_from_the_shipped_export_with_no_api(settings: Any, tmp_
     assert html.count("Drafted by") == 1  # the header says it; the drafting paragraph names the model
     # ... once: the header does not name it too.
     assert "Drafted by a model, asked for by demo," in html and "Drafted by the model" not in html
+    # The task page's list of revisions marks it scripted too.
+    task_page = client.get(reverse("rubrics:task_detail", args=[task.repository.pk, task.pk]))
+    assert '<code>scripted</code> <span class="badge scripted">scripted</span>' in task_page.content.decode()
 
 
 # --- a second request: joined while under way, drafted again once finished --------------------------------

@@ -4,8 +4,10 @@ judged like admission rows through the real runner with the scripted judge."""
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,8 @@ from grading.mutants import (
     DEFAULT_MAX_MUTANTS,
     KINDS,
     MAX_COMPARED_BYTES,
+    MAX_CONDITION_LINE_BYTES,
+    MAX_CONDITION_MUTANTS,
     MUTANT_ID,
     Mutant,
     check_mutants,
@@ -246,6 +250,64 @@ def lock_block(n: int, version: str) -> str:
     return f'[[package]]\nname = "pkg{n}"\nversion = "{version}"\nfiles = [\n{hashes}]\n\n'
 
 
+def test_a_mutant_is_rendered_without_a_step_per_untouched_hunk(
+    git_repo: GitRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A rename across a file gives thousands of one-line hunks; each judged mutant is rendered whole, and a
+    # step per hunk made that the larger part of deriving (12 s for 80,000 hunks). Hunks the edit does not
+    # touch are copied as runs.
+    git_repo.write("names.py", "".join(f"old_{i} = {i}\n" + "\n" * 7 for i in range(400)))
+    base = git_repo.commit("base")
+    git_repo.write("names.py", "".join(f"new_{i} = {i}\n" + "\n" * 7 for i in range(400)))
+    diff = workspace_diff(git_repo, base)
+    body, render = mutants_module._Oracle.body, mutants_module._Oracle.render
+    rendering: list[bool] = []
+    steps: list[object] = []
+
+    def counting_body(self: Any, ref: Any) -> list[bytes]:
+        if rendering:
+            steps.append(ref)
+        return body(self, ref)
+
+    def flagged_render(self: Any, edit: Any) -> bytes:
+        rendering.append(True)
+        try:
+            return render(self, edit)
+        finally:
+            rendering.clear()
+
+    monkeypatch.setattr(mutants_module._Oracle, "body", counting_body)
+    monkeypatch.setattr(mutants_module._Oracle, "render", flagged_render)
+    derived = derive_mutants(diff, max_mutants=3)
+    assert derived.derived == 400 and len(derived.mutants) == 3
+    assert steps == []
+    for mutant in derived.mutants:  # each leaves out one hunk and keeps the other 399 as they were
+        assert len(read_diff(mutant.diff, "m").files[0].hunks) == 399
+
+
+def test_hunks_after_a_left_out_one_are_renumbered_as_git_would(git_repo: GitRepo, tmp_path: Path) -> None:
+    # A left-out hunk that added lines moves every later hunk of its file: they are rendered from a template
+    # of the file's hunks with their new starts left to fill ("%" in the lines must stay as it is), in
+    # one formatting rather than a step per hunk.
+    rows = [f"row_{i} = '%d %s %%' % ({i}, 'x')\n" for i in range(300)]
+    git_repo.write("rows.py", "".join(rows))
+    base = git_repo.commit("base")
+    added = "".join(row + (f"extra_{i} = '%%' % ()\n" if i % 10 == 0 else "") for i, row in enumerate(rows))
+    git_repo.write("rows.py", added)
+    diff = workspace_diff(git_repo, base)
+    assert len(read_diff(diff, "oracle").files[0].hunks) == 30
+    first = derive_mutants(diff, max_mutants=1).mutants[0]
+    assert first.description.startswith("leaves out hunk 1 of 30 in rows.py")
+    git_repo.git("reset", "-q", "--hard", base)
+    patch = tmp_path / "mutant.diff"
+    patch.write_bytes(first.diff)
+    git_repo.git("apply", "--check", str(patch))
+    git_repo.git("apply", str(patch))
+    assert (git_repo.path / "rows.py").read_text() == added.replace("extra_0 = '%%' % ()\n", "")
+    assert hunk_lines(workspace_diff(git_repo, base)) == hunk_lines(first.diff)
+    assert b"@@ -289,6 +318,7 @@" in diff and b"@@ -289,6 +317,7 @@" in first.diff
+
+
 def test_a_hunk_over_the_size_bound_is_never_one_place(git_repo: GitRepo) -> None:
     # Two lock files rewritten the same way: near-identical hunks, but each far over the bound, as a
     # regenerated lock file is; they are not compared (a note counts them), so no one-place mutant.
@@ -351,6 +413,156 @@ def test_a_python_mutant_that_does_not_parse_is_left_out_with_a_note(git_repo: G
         "(condition back in a.py (new line 2)): such a mutant measures the judge's sense of syntax, not its "
         "review"
     ]
+
+
+def test_a_wrapped_condition_is_never_paired_with_a_whole_one(git_repo: GitRepo) -> None:
+    # Each old condition spans two lines and has the same head and ending as the new one-line condition:
+    # only its open bracket (C, braces on their own line) or its dangling backslash (Python) tells that
+    # the first line is a fragment. Restoring it alone would leave the file broken.
+    git_repo.write(
+        "b.c", "int f(int a, int b)\n{\n  if (a > 3 && (b\n      || a))\n    return 3;\n  return 0;\n}\n"
+    )
+    git_repo.write("a.py", "def f(x, y):\n    assert x > 0 and \\\n        y > 0\n    return x\n")
+    base = git_repo.commit("base")
+    git_repo.write(
+        "b.c", "int f(int a, int b)\n{\n  if (a >= 3 && (b || a))\n    return 3;\n  return 0;\n}\n"
+    )
+    git_repo.write("a.py", "def f(x, y):\n    assert x >= 0 and y > 0\n    return x\n")
+    assert by_kind(derive_mutants(workspace_diff(git_repo, base)).mutants, "revert-condition") == []
+
+
+def test_a_long_changed_line_is_never_paired_and_costs_no_time(git_repo: GitRepo) -> None:
+    # A minified bundle: one 32 KB line whose only change is an operator. Telling what changed in it took
+    # time quadratic in its length (75 s at 53 KB); no reviewer reads it as a condition.
+    minified = "".join(f"if(a{i % 50}<b{i % 7}&&c){{d{i}()}}" for i in range(1500))
+    git_repo.write("dist/app.min.js", minified + "if(x<1){y()}\n")
+    git_repo.write("a.py", "def f(x):\n    if x > 1:\n        return 1\n")
+    base = git_repo.commit("base")
+    git_repo.write("dist/app.min.js", minified + "if(x<=1){y()}\n")
+    git_repo.write("a.py", "def f(x):\n    if x >= 1:\n        return 1\n")
+    diff = workspace_diff(git_repo, base)
+    assert len(minified) > 30_000
+    started = time.monotonic()
+    derived = derive_mutants(diff)
+    assert time.monotonic() - started < 5
+    [kept] = by_kind(derived.mutants, "revert-condition")
+    assert "a.py" in kept.description
+    assert (
+        f"revert-condition: 2 changed lines longer than {MAX_CONDITION_LINE_BYTES} bytes not compared "
+        "(minified or generated code)"
+    ) in derived.notes
+
+
+def conditions_file(n: int, op: str) -> str:
+    return "def f(x):\n" + "".join(f"    if x {op} {i}:\n        x += 1\n" for i in range(n))
+
+
+def test_revert_condition_mutants_are_bounded_in_number(git_repo: GitRepo) -> None:
+    # One hunk with more condition changes than the bound: each mutant holds the hunk's whole body, so
+    # deriving them all is quadratic in the hunk. The first ones are kept and a note says where it stopped.
+    git_repo.write("a.py", conditions_file(MAX_CONDITION_MUTANTS + 50, ">"))
+    base = git_repo.commit("base")
+    git_repo.write("a.py", conditions_file(MAX_CONDITION_MUTANTS + 50, ">="))
+    derived = derive_mutants(workspace_diff(git_repo, base), max_mutants=1000)
+    conditions = by_kind(derived.mutants, "revert-condition")
+    assert len(conditions) == MAX_CONDITION_MUTANTS
+    assert "`if x >= 0:` -> `if x > 0:`" in conditions[0].description
+    assert f"`if x >= {MAX_CONDITION_MUTANTS - 1}:`" in conditions[-1].description
+    assert (
+        f"revert-condition: at most {MAX_CONDITION_MUTANTS} mutants are derived; the condition changes from "
+        "hunk 1 of 1 in a.py (old line 1) on are left out"
+    ) in derived.notes
+
+
+def test_python_mutants_are_parsed_only_as_they_are_taken(
+    git_repo: GitRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Parsing the whole file for every candidate made deriving cost candidates x file size; only the ones
+    # judged (and the oracle's file once) are parsed now, and a broken one is still left out with a note.
+    git_repo.write("a.py", "def f(x):\n    if x = 1:\n        return 1\n" + conditions_file(40, ">"))
+    base = git_repo.commit("base")
+    git_repo.write("a.py", "def f(x):\n    if x == 1:\n        return 1\n" + conditions_file(40, ">="))
+    parses: list[bytes | str] = []
+    real = mutants_module._parses
+
+    def counting(source: bytes | str) -> bool:
+        parses.append(source)
+        return real(source)
+
+    monkeypatch.setattr(mutants_module, "_parses", counting)
+    derived = derive_mutants(
+        workspace_diff(git_repo, base), max_mutants=4, base=BaseTree(git_repo.path, base).read
+    )
+    conditions = by_kind(derived.mutants, "revert-condition")
+    # One hunk: leaving it out is the empty row, so every mutant is a revert-condition one.
+    assert len(derived.mutants) == len(conditions) == 4
+    assert all("`if x = 1:`" not in m.description for m in conditions)
+    # The oracle's file once (not through _parses); the broken mutant's function alone, then its whole file
+    # (bytes); each of the four taken, its function alone.
+    assert [type(source) for source in parses] == [str, bytes, str, str, str, str]
+    assert derived.capped and derived.derived == 41 - 1  # 41 condition changes, less the broken one
+    assert any(note.startswith("revert-condition: 1 mutant left out because") for note in derived.notes)
+
+
+def functions(ops: dict[int, str], n: int = 300) -> str:
+    return "".join(
+        f"@cached\ndef f{i}(x):\n    if x {ops.get(i, '>')} {i}:\n        return {i}\n    return 0\n\n\n"
+        for i in range(n)
+    )
+
+
+def test_a_python_mutant_is_parsed_as_its_statement_alone_when_that_parses(
+    git_repo: GitRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A large file cost a whole parse per mutant taken. The restored line lies in one top-level statement
+    # (here a decorated function of 300): when that statement's lines parse alone, so does the file; when
+    # they do not, the file is parsed whole to decide, and the broken mutant is still left out.
+    git_repo.write("a.py", functions({0: "="}))
+    base = git_repo.commit("base")
+    git_repo.write("a.py", functions({0: "==", 100: ">=", 200: ">="}))
+    parses: list[bytes | str] = []
+    real = mutants_module._parses
+
+    def counting(source: bytes | str) -> bool:
+        parses.append(source)
+        return real(source)
+
+    monkeypatch.setattr(mutants_module, "_parses", counting)
+    derived = derive_mutants(workspace_diff(git_repo, base), base=BaseTree(git_repo.path, base).read)
+
+    conditions = by_kind(derived.mutants, "revert-condition")
+    assert [m.description.split(": ")[0] for m in conditions] == [
+        "swaps the operator back in a.py (new line 703)",
+        "swaps the operator back in a.py (new line 1403)",
+    ]
+    assert any(note.startswith("revert-condition: 1 mutant left out because") for note in derived.notes)
+    # Each mutant's function alone (as the file is read: text); only the broken one's whole file (bytes).
+    alone = "@cached\ndef f{0}(x):\n    if x {1} {0}:\n        return {0}\n    return 0"
+    assert parses == [
+        alone.format(0, "="),
+        functions({0: "=", 100: ">=", 200: ">="}).encode(),
+        alone.format(100, ">"),
+        alone.format(200, ">"),
+    ]
+
+
+def test_a_part_that_does_not_parse_alone_is_not_taken_for_the_file() -> None:
+    # A string the replaced line opens may close in a later statement: the part alone does not parse, the
+    # file does, so the check falls back to the whole file rather than calling the mutant broken.
+    fixed = b'x = 1\ny = 2  # """\n'
+    statements = mutants_module._statement_lines(fixed, ast.parse(fixed))
+    assert statements == [(1, 1), (2, 2)]
+    mutated = b'x = """\ny = 2  # """\n'
+    assert not mutants_module._part_parses(fixed.split(b"\n"), statements, mutated)
+    assert mutants_module._parses(mutated)
+    assert mutants_module._part_parses(fixed.split(b"\n"), statements, b'x = 3\ny = 2  # """\n')
+    # Lines the parser would split otherwise, or decode otherwise, are never read in parts.
+    for other in (
+        b"x = 1\r\ny = 2\n",
+        b"# coding: latin-1\nx = 1\n",
+        b"from __future__ import barry_as_FLUFL\n",
+    ):
+        assert mutants_module._statement_lines(other, ast.parse(other)) is None
 
 
 def test_an_oracle_that_is_not_a_diff_is_an_input_error() -> None:

@@ -506,3 +506,30 @@ def test_the_tree_judge_records_which_paths_were_unavailable(
     answers = tool_results(fake_server.model_calls()[2].body)
     assert [a["is_error"] for a in answers] == [False, True]
     assert "object not available in this checkout" in answers[1]["content"]
+
+
+def test_a_search_goes_around_a_missing_directory(git_repo: GitRepo) -> None:
+    # A missing blob, git grep reports and searches on; a missing tree stops it ("fatal: unable to read
+    # tree"), which ended every search over the folder holding it with that error and no matches.
+    for path in ("gone/inner.py", "pkg/sub/deep.py", "pkg/other.py", "pkg/sub2/x.py", "src/kept.py"):
+        git_repo.write(path, "needle = 1\n")
+    base = git_repo.commit("base")
+    for spec in (f"{base}:gone", f"{base}:pkg/sub"):
+        drop_object(git_repo, spec)
+    tools = TreeTools(BaseTree(git_repo.path, base), [], max_answer_chars=4000)
+
+    def search(path: str) -> str:
+        text, error = tools.answer(
+            ToolCall(id="t", name="search_tree", arguments={"pattern": "needle", "path": path})
+        )
+        assert not error, text
+        return text
+
+    found = search("")
+    assert "3 matches" in found
+    for path in ("pkg/other.py", "pkg/sub2/x.py", "src/kept.py"):
+        assert f"{path}:1: needle = 1" in found
+    assert found.endswith("[not searched, object not available in this checkout: gone, pkg/sub]")
+    inside = search("pkg")
+    assert "2 matches" in inside and inside.endswith("object not available in this checkout: pkg/sub]")
+    assert tools.unavailable == ["gone", "pkg/sub"]
