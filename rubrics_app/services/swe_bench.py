@@ -41,15 +41,9 @@ from grading import MAX_RUN_INT, SWE_BENCH_SOURCE, InputError, parse_json, read_
 from rubrics_app.access import Actor
 from rubrics_app.models import Repository, Role, Task
 from rubrics_app.services.import_export import ImportFailed, ImportProblem, checked_zip_members
-from rubrics_app.services.runs import (
-    MAX_NAME,
-    ZIP_READ_ERRORS,
-    RunFiles,
-    RunImport,
-    _import_runs,
-    zip_files,
-    zip_member_bytes,
-)
+from rubrics_app.services.run_checks import MAX_NAME
+from rubrics_app.services.run_files import ZIP_READ_ERRORS, RunFiles, zip_files, zip_member_bytes
+from rubrics_app.services.runs import RunImport, _import_runs
 
 REPORT_NAME = "report.json"
 MAX_REPORT_BYTES = 5 * 1024 * 1024  # one instance's report: test names, a few MB at the very most

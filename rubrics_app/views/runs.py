@@ -42,7 +42,8 @@ from rubrics_app.services import queue as review_queue
 from rubrics_app.services import rereview
 from rubrics_app.services.import_export import ImportFailed
 from rubrics_app.services.report import label_target
-from rubrics_app.services.runs import RunImport, import_runs_zip, run_grades
+from rubrics_app.services.run_pages import run_grades
+from rubrics_app.services.runs import RunImport, import_runs_zip
 from rubrics_app.services.swe_bench import import_swe_bench_upload
 from rubrics_app.views.common import HtmxHttpRequest, page_number, page_size, request_int
 from rubrics_app.views.kept_forms import form_key, redirect_with_form
