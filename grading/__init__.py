@@ -104,7 +104,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "parse_run_record",
         "validation_messages",
     ),
-    "grading.mutants": (
+    "grading.mutants_judging": (
         "MutantReport",
         "MutantRow",
         "check_mutants",
@@ -266,10 +266,10 @@ if TYPE_CHECKING:
     from grading.loaders import parse_rubric as parse_rubric
     from grading.loaders import parse_run_record as parse_run_record
     from grading.loaders import validation_messages as validation_messages
-    from grading.mutants import MutantReport as MutantReport
-    from grading.mutants import MutantRow as MutantRow
-    from grading.mutants import check_mutants as check_mutants
-    from grading.mutants import judge_mutants as judge_mutants
+    from grading.mutants_judging import MutantReport as MutantReport
+    from grading.mutants_judging import MutantRow as MutantRow
+    from grading.mutants_judging import check_mutants as check_mutants
+    from grading.mutants_judging import judge_mutants as judge_mutants
     from grading.outcome import RunDetails as RunDetails
     from grading.outcome import RunMetrics as RunMetrics
     from grading.outcome import grade as grade

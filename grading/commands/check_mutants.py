@@ -16,7 +16,8 @@ from grading.errors import InputError
 from grading.judge.backend import Backend
 from grading.judge.cache import VerdictCache
 from grading.judge.runner import JudgeSettings
-from grading.mutants import DEFAULT_MAX_MUTANTS, MutantReport, MutantRow, check_mutants, load_harmless
+from grading.mutants import DEFAULT_MAX_MUTANTS
+from grading.mutants_judging import MutantReport, MutantRow, check_mutants, load_harmless
 
 
 def _count(value: str) -> int:

@@ -13,23 +13,19 @@ from typing import Any
 
 import pytest
 
-from grading import mutants as mutants_module
+from grading import mutants_diff, mutants_parse
 from grading.basetree import BaseTree
 from grading.diffs import read_diff
 from grading.errors import InputError
 from grading.judge.cache import MemoryCache
-from grading.mutants import (
-    DEFAULT_MAX_MUTANTS,
+from grading.mutants import DEFAULT_MAX_MUTANTS, MUTANT_ID, Mutant, derive_mutants
+from grading.mutants_judging import check_mutants, load_harmless
+from grading.mutants_kinds import (
     KINDS,
     MAX_COMPARED_BYTES,
     MAX_CONDITION_LINE_BYTES,
     MAX_CONDITION_MUTANTS,
-    MUTANT_ID,
-    Mutant,
-    check_mutants,
     condition_change,
-    derive_mutants,
-    load_harmless,
 )
 from tests.gitrepo import GitRepo
 from tests.grading.diff_helpers import workspace_diff
@@ -227,13 +223,13 @@ def test_only_the_mutants_kept_are_rendered(oracle: Oracle, monkeypatch: pytest.
     # Mutants are told apart by what they leave out, so rendering (a pass over the whole oracle each) is
     # done for the judged ones only: derivation stays linear in the oracle's size.
     rendered: list[object] = []
-    render = mutants_module._Oracle.render
+    render = mutants_diff._Oracle.render
 
     def counting(self: Any, edit: Any) -> bytes:
         rendered.append(edit)
         return render(self, edit)
 
-    monkeypatch.setattr(mutants_module._Oracle, "render", counting)
+    monkeypatch.setattr(mutants_diff._Oracle, "render", counting)
     derived = derive_mutants(oracle.diff, max_mutants=3)
     assert derived.derived == 12 and len(derived.mutants) == 3 and len(rendered) == 3
     full = derive_mutants(oracle.diff)
@@ -260,7 +256,7 @@ def test_a_mutant_is_rendered_without_a_step_per_untouched_hunk(
     base = git_repo.commit("base")
     git_repo.write("names.py", "".join(f"new_{i} = {i}\n" + "\n" * 7 for i in range(400)))
     diff = workspace_diff(git_repo, base)
-    body, render = mutants_module._Oracle.body, mutants_module._Oracle.render
+    body, render = mutants_diff._Oracle.body, mutants_diff._Oracle.render
     rendering: list[bool] = []
     steps: list[object] = []
 
@@ -276,8 +272,8 @@ def test_a_mutant_is_rendered_without_a_step_per_untouched_hunk(
         finally:
             rendering.clear()
 
-    monkeypatch.setattr(mutants_module._Oracle, "body", counting_body)
-    monkeypatch.setattr(mutants_module._Oracle, "render", flagged_render)
+    monkeypatch.setattr(mutants_diff._Oracle, "body", counting_body)
+    monkeypatch.setattr(mutants_diff._Oracle, "render", flagged_render)
     derived = derive_mutants(diff, max_mutants=3)
     assert derived.derived == 400 and len(derived.mutants) == 3
     assert steps == []
@@ -483,13 +479,13 @@ def test_python_mutants_are_parsed_only_as_they_are_taken(
     base = git_repo.commit("base")
     git_repo.write("a.py", "def f(x):\n    if x == 1:\n        return 1\n" + conditions_file(40, ">="))
     parses: list[bytes | str] = []
-    real = mutants_module._parses
+    real = mutants_parse._parses
 
     def counting(source: bytes | str) -> bool:
         parses.append(source)
         return real(source)
 
-    monkeypatch.setattr(mutants_module, "_parses", counting)
+    monkeypatch.setattr(mutants_parse, "_parses", counting)
     derived = derive_mutants(
         workspace_diff(git_repo, base), max_mutants=4, base=BaseTree(git_repo.path, base).read
     )
@@ -521,13 +517,13 @@ def test_a_python_mutant_is_parsed_as_its_statement_alone_when_that_parses(
     base = git_repo.commit("base")
     git_repo.write("a.py", functions({0: "==", 100: ">=", 200: ">="}))
     parses: list[bytes | str] = []
-    real = mutants_module._parses
+    real = mutants_parse._parses
 
     def counting(source: bytes | str) -> bool:
         parses.append(source)
         return real(source)
 
-    monkeypatch.setattr(mutants_module, "_parses", counting)
+    monkeypatch.setattr(mutants_parse, "_parses", counting)
     derived = derive_mutants(workspace_diff(git_repo, base), base=BaseTree(git_repo.path, base).read)
 
     conditions = by_kind(derived.mutants, "revert-condition")
@@ -550,19 +546,19 @@ def test_a_part_that_does_not_parse_alone_is_not_taken_for_the_file() -> None:
     # A string the replaced line opens may close in a later statement: the part alone does not parse, the
     # file does, so the check falls back to the whole file rather than calling the mutant broken.
     fixed = b'x = 1\ny = 2  # """\n'
-    statements = mutants_module._statement_lines(fixed, ast.parse(fixed))
+    statements = mutants_parse._statement_lines(fixed, ast.parse(fixed))
     assert statements == [(1, 1), (2, 2)]
     mutated = b'x = """\ny = 2  # """\n'
-    assert not mutants_module._part_parses(fixed.split(b"\n"), statements, mutated)
-    assert mutants_module._parses(mutated)
-    assert mutants_module._part_parses(fixed.split(b"\n"), statements, b'x = 3\ny = 2  # """\n')
+    assert not mutants_parse._part_parses(fixed.split(b"\n"), statements, mutated)
+    assert mutants_parse._parses(mutated)
+    assert mutants_parse._part_parses(fixed.split(b"\n"), statements, b'x = 3\ny = 2  # """\n')
     # Lines the parser would split otherwise, or decode otherwise, are never read in parts.
     for other in (
         b"x = 1\r\ny = 2\n",
         b"# coding: latin-1\nx = 1\n",
         b"from __future__ import barry_as_FLUFL\n",
     ):
-        assert mutants_module._statement_lines(other, ast.parse(other)) is None
+        assert mutants_parse._statement_lines(other, ast.parse(other)) is None
 
 
 def test_an_oracle_that_is_not_a_diff_is_an_input_error() -> None:
