@@ -234,35 +234,35 @@ def check_integrity(
     )
 
 
-def _git_dir_violations(changes: Sequence[str]) -> list[IntegrityViolation]:
-    shown = [
-        IntegrityViolation(rule="git_dir_modified", path=path, detail="changed under .git during the run")
-        for path in changes[:GIT_DIR_VIOLATIONS_MAX]
-    ]
-    if len(changes) > GIT_DIR_VIOLATIONS_MAX:
-        more = len(changes) - GIT_DIR_VIOLATIONS_MAX
-        shown.append(
-            IntegrityViolation(
-                rule="git_dir_modified", detail=f"and {more} more path(s) under .git ({GIT_DIR_CHANGES_NAME})"
-            )
-        )
+def _capped_violations(
+    rule: str, paths: Sequence[str], detail: str, cap: int, rest: str
+) -> list[IntegrityViolation]:
+    """One violation per path up to ``cap``, then one that counts the rest (``rest`` says where they are
+    all named): a run cannot bury its grade under a million paths."""
+    shown = [IntegrityViolation(rule=rule, path=path, detail=detail) for path in paths[:cap]]
+    if len(paths) > cap:
+        shown.append(IntegrityViolation(rule=rule, detail=f"and {len(paths) - cap} more {rest}"))
     return shown
+
+
+def _git_dir_violations(changes: Sequence[str]) -> list[IntegrityViolation]:
+    return _capped_violations(
+        "git_dir_modified",
+        changes,
+        "changed under .git during the run",
+        GIT_DIR_VIOLATIONS_MAX,
+        f"path(s) under .git ({GIT_DIR_CHANGES_NAME})",
+    )
 
 
 def _special_file_violations(paths: Sequence[str]) -> list[IntegrityViolation]:
-    detail = "a FIFO, socket or device in the work tree: git cannot diff it, so it is absent from the diff"
-    shown = [
-        IntegrityViolation(rule="special_file", path=path, detail=detail)
-        for path in paths[:SPECIAL_FILE_VIOLATIONS_MAX]
-    ]
-    if len(paths) > SPECIAL_FILE_VIOLATIONS_MAX:
-        more = len(paths) - SPECIAL_FILE_VIOLATIONS_MAX
-        shown.append(
-            IntegrityViolation(
-                rule="special_file", detail=f"and {more} more such path(s) ({IGNORED_CREATED_NAME})"
-            )
-        )
-    return shown
+    return _capped_violations(
+        "special_file",
+        paths,
+        "a FIFO, socket or device in the work tree: git cannot diff it, so it is absent from the diff",
+        SPECIAL_FILE_VIOLATIONS_MAX,
+        f"such path(s) ({IGNORED_CREATED_NAME})",
+    )
 
 
 def read_git_dir_changes(run_dir: Path) -> list[str] | None:
