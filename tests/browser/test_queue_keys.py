@@ -26,6 +26,7 @@ from rubrics_app.models import (
     RunGrade,
 )
 from rubrics_app.services import sweeps
+from rubrics_app.services.report_rows import refresh_report_rows
 from rubrics_app.services.sweeps import SweepRequest
 from tests.app.conftest import MakeRevision, judge_answers, rubric_data
 from tests.app.sweep_helpers import import_runs
@@ -153,6 +154,9 @@ def test_task_ids_do_not_break_letter_by_letter_on_a_phone(
     AgentRun.objects.filter(pk__in=graded_runs).update(
         arm="guidance-with-tests", model="claude-sonnet-4-5-20250929"
     )
+    # A run's arm and model never change in the app (its admin is read-only): a test that changes them
+    # rewrites what is derived from them, the report rows and the queue's pairs, as an import would.
+    refresh_report_rows(RunGrade.objects.values_list("pk", flat=True))
     page = browser.log_in("reviewer", viewport=PHONE)
     page.goto(f"/repos/{repository.pk}/queue/")
     browser.shot(page, "phone queue list")
