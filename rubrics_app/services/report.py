@@ -255,6 +255,21 @@ class _Decoded:
             verdicts = self.verdicts[text] = None if data is None else JudgeVerdicts(**data)
             return verdicts
 
+    def human(self, items: str, checks: bool, labels: dict[str, str] | None) -> bool | None:
+        """A row's human verdict on mergeable from its ``human_items`` and ``human_checks`` and the labels
+        given on its grade (None: none given)."""
+        if labels is None or (judged := self.value(items)) is None:
+            return None
+        return mergeable_from_labels(judged, checks, labels)
+
+
+def _labels_by_grade(state: dict[str, Any]) -> dict[int, dict[str, str]]:
+    """The human labels of :func:`_state`, per grade: item id -> verdict."""
+    labels: dict[int, dict[str, str]] = defaultdict(dict)
+    for grade_id, item_id, verdict in state["human"]:
+        labels[grade_id][item_id] = verdict
+    return labels
+
 
 def graded_runs(
     repository: Repository, filters: dict[str, str], state: dict[str, Any] | None = None
@@ -276,9 +291,7 @@ def graded_runs(
         tasks[pk] = (task_id, parsed, task_prompt_style(bool(spec), bool(issue)))
     # Stored provisional as graded; a draft revision approved or admitted since makes it count as admitted.
     draft = {pk for pk, status in state["revisions"] if status == RevisionStatus.DRAFT}
-    labels: dict[int, dict[str, str]] = defaultdict(dict)
-    for grade_id, item_id, verdict in state["human"]:
-        labels[grade_id][item_id] = verdict
+    labels = _labels_by_grade(state)
     runs: list[GradedRun] = []
     grade_of_run: dict[str, int] = {}
     task_pks = {task_id: pk for pk, (task_id, _, _) in tasks.items()}
@@ -291,9 +304,7 @@ def graded_runs(
         style = run_style or task_style
         if filters.get("prompt_style") and style != filters["prompt_style"]:
             continue
-        human = None
-        if grade_pk in labels and (judged := decoded.value(human_items)) is not None:
-            human = mergeable_from_labels(judged, human_checks, labels[grade_pk])
+        human = decoded.human(human_items, human_checks, labels.get(grade_pk))
         runs.append(
             GradedRun(
                 run=name,
@@ -395,9 +406,7 @@ def cheap_label_target(repository: Repository, state: dict[str, Any] | None = No
         .order_by()
     )
     tasks = [(n, passed, merged) for _, n, passed, merged in sorted(sums, key=lambda row: names[row[0]])]
-    labels: dict[int, dict[str, str]] = defaultdict(dict)
-    for grade_id, item_id, verdict in state["human"]:
-        labels[grade_id][item_id] = verdict
+    labels = _labels_by_grade(state)
     labelled = current.filter(grade_id__in=sorted(labels)).values_list(
         "grade_id", "task_id", "name", "status", "test_pass", "mergeable", "human_items", "human_checks"
     )
@@ -410,9 +419,7 @@ def cheap_label_target(repository: Repository, state: dict[str, Any] | None = No
             status=status,
             test_pass=passed,
             mergeable=mergeable,
-            human_mergeable=None
-            if (judged := decoded.value(items)) is None
-            else mergeable_from_labels(judged, checks, labels[grade_pk]),
+            human_mergeable=decoded.human(items, checks, labels.get(grade_pk)),
         )
         for grade_pk, task_pk, name, status, passed, mergeable, items, checks in labelled
     ]
