@@ -123,6 +123,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "Cell",
         "DEFAULT_BOOTSTRAP",
         "DEFAULT_SEED",
+        "Disagreement",
         "GradedRun",
         "JudgeVerdicts",
         "REPEATED_WARNINGS",
@@ -130,8 +131,16 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "TaskRow",
         "build_report",
         "grade_metrics",
+        "report_from_sums",
         "report_label_target",
         "warning_kind",
+    ),
+    "grading.report_sums": (
+        "JudgeCost",
+        "PartSums",
+        "ReportSums",
+        "VerdictGroup",
+        "run_disagreements",
     ),
     "grading.report_charts": (
         "blocker_histogram",
@@ -282,12 +291,14 @@ if TYPE_CHECKING:
     from grading.report import DEFAULT_SEED as DEFAULT_SEED
     from grading.report import REPEATED_WARNINGS as REPEATED_WARNINGS
     from grading.report import Cell as Cell
+    from grading.report import Disagreement as Disagreement
     from grading.report import GradedRun as GradedRun
     from grading.report import JudgeVerdicts as JudgeVerdicts
     from grading.report import Report as Report
     from grading.report import TaskRow as TaskRow
     from grading.report import build_report as build_report
     from grading.report import grade_metrics as grade_metrics
+    from grading.report import report_from_sums as report_from_sums
     from grading.report import report_label_target as report_label_target
     from grading.report import warning_kind as warning_kind
     from grading.report_charts import blocker_histogram as blocker_histogram
@@ -310,6 +321,11 @@ if TYPE_CHECKING:
     from grading.report_render import precision_text as precision_text
     from grading.report_render import report_csv as report_csv
     from grading.report_stats import Estimate as Estimate
+    from grading.report_sums import JudgeCost as JudgeCost
+    from grading.report_sums import PartSums as PartSums
+    from grading.report_sums import ReportSums as ReportSums
+    from grading.report_sums import VerdictGroup as VerdictGroup
+    from grading.report_sums import run_disagreements as run_disagreements
     from grading.run import Run as Run
     from grading.run import TaskFiles as TaskFiles
     from grading.run import make_run as make_run

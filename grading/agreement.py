@@ -8,6 +8,7 @@ decide anything; this module only counts.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from pydantic import BaseModel
 
@@ -32,12 +33,40 @@ def cohen_kappa(
     0/0) whatever the raw agreement, so it would say nothing about the judges; the reason says which, naming
     the raters ``first`` and ``second`` and what was paired (``unit``, a plural noun ending in "s").
     """
-    n = len(pairs)
+    counts = PairCounts()
+    for a, b in pairs:
+        counts.add(a, b)
+    return counts.kappa(first, second, unit)
+
+
+@dataclass(slots=True)
+class PairCounts:
+    """Pairs of two raters' binary verdicts, counted: how many, how many agree, how many each said yes."""
+
+    n: int = 0
+    agreeing: int = 0
+    first_yes: int = 0
+    second_yes: int = 0
+
+    def add(self, a: bool, b: bool, count: int = 1) -> None:
+        """Add ``count`` pairs (a, b)."""
+        self.n += count
+        self.agreeing += count * (a == b)
+        self.first_yes += count * a
+        self.second_yes += count * b
+
+    def kappa(self, first: str = "first", second: str = "second", unit: str = "runs") -> Agreement:
+        """:func:`cohen_kappa` of the pairs counted."""
+        return _kappa(self, first, second, unit)
+
+
+def _kappa(counts: PairCounts, first: str, second: str, unit: str) -> Agreement:
+    n = counts.n
     if n == 0:
         return Agreement(kappa=None, raw=None, n=0, undefined_reason=f"no {unit} judged by both judges")
-    raw = sum(a == b for a, b in pairs) / n
-    a_yes = sum(a for a, _ in pairs) / n
-    b_yes = sum(b for _, b in pairs) / n
+    raw = counts.agreeing / n
+    a_yes = counts.first_yes / n
+    b_yes = counts.second_yes / n
     for name, share in ((first, a_yes), (second, b_yes)):
         if share in (0.0, 1.0):
             verdict = "pass" if share == 1.0 else "fail"

@@ -147,10 +147,21 @@ def build_contrasts(
     """Every contrast of the report: for each model each pair of arms, then for each arm each pair of
     models, three metrics each (b − a, ``a`` before ``b`` in sorted order). With ``target`` (a half-width
     such as 0.05) each carries its :class:`Precision`."""
+    return contrasts_from_sums(cell_task_sums(runs), replicates=replicates, seed=seed, target=target)
+
+
+def contrasts_from_sums(
+    cells: dict[tuple[str, str], dict[str, tuple[int, int, int]]],
+    *,
+    replicates: int,
+    seed: int,
+    target: float | None = None,
+) -> list[Contrast]:
+    """:func:`build_contrasts` from the sums :func:`cell_task_sums` gives: per (arm, model), per task, its
+    (measured, test-pass, mergeable) runs."""
     from grading.power import contrast_precision
 
     out: list[Contrast] = []
-    cells = cell_task_sums(runs)
     for kind in KINDS:
         for fixed, values in _sides(cells, kind).items():
             for a, b in itertools.combinations(values, 2):

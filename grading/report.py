@@ -19,11 +19,13 @@ import random
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import date
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from grading.agreement import Agreement as Agreement  # re-exported: the report's public name
+from grading.agreement import PairCounts
 from grading.agreement import cohen_kappa as cohen_kappa  # re-exported
-from grading.contrasts import build_contrasts
+from grading.contrasts import contrasts_from_sums
 from grading.judge.cache import RepeatAgreement
 from grading.power import TARGET_HALF_WIDTH, LabelTarget, label_target
 from grading.report_models import DEFAULT_BOOTSTRAP as DEFAULT_BOOTSTRAP
@@ -62,6 +64,11 @@ from grading.report_stats import resample_tasks as resample_tasks
 from grading.report_stats import rogan_gladen as rogan_gladen
 from grading.report_stats import sensitivity_specificity as sensitivity_specificity
 from grading.report_stats import uniforms as uniforms
+from grading.report_sums import PartSums as PartSums
+from grading.report_sums import ReportSums as ReportSums
+from grading.report_sums import VerdictGroup as VerdictGroup
+from grading.report_sums import mean
+from grading.report_sums import summarise as summarise
 from grading.report_warnings import REPEATED_WARNINGS as REPEATED_WARNINGS
 from grading.report_warnings import _warnings
 from grading.report_warnings import warning_kind as warning_kind
@@ -108,7 +115,7 @@ def judge_accuracy(labelled: Sequence[GradedRun]) -> tuple[JudgeAccuracy, list[L
 # --- the report ------------------------------------------------------------------------------------------
 
 
-def contamination_split(run: GradedRun, cutoffs: dict[str, date]) -> Split:
+def contamination_split(run: GradedRun | PartSums, cutoffs: dict[str, date]) -> Split:
     """before_cutoff when the task's base date is on or before the model's training cutoff (its fix may
     have been seen: the merge comes after the base), after_cutoff when later, unknown otherwise."""
     cutoff = cutoffs.get(run.model)
@@ -126,14 +133,14 @@ def report_label_target(tasks: Sequence[TaskSums], runs: Iterable[GradedRun]) ->
     return label_target(tasks, judge_accuracy(labelled)[1], minimum=MIN_LABELLED)
 
 
-def _task_sums(runs: Iterable[GradedRun]) -> list[TaskSums]:
+def _task_sums(parts: Iterable[PartSums]) -> list[TaskSums]:
     by_task: dict[str, list[int]] = {}
-    for r in runs:
-        if r.measured:
-            sums = by_task.setdefault(r.task, [0, 0, 0])
-            sums[0] += 1
-            sums[1] += bool(r.test_pass)
-            sums[2] += bool(r.mergeable)
+    for p in parts:
+        if p.measured:
+            sums = by_task.setdefault(p.task, [0, 0, 0])
+            sums[0] += p.measured
+            sums[1] += p.passed
+            sums[2] += p.merged
     return [(s[0], s[1], s[2]) for _, s in sorted(by_task.items())]
 
 
@@ -149,62 +156,65 @@ class _Context:
         return random.Random("\x1f".join([str(self.seed), *(k or "" for k in key)]))
 
 
-def _cell_fields(runs: list[GradedRun], ctx: _Context, key: tuple[str | None, ...]) -> dict[str, Any]:
-    # One pass over the runs for every count below (a cell can hold thousands), in the runs' order, so the
-    # sums of floats add up in the same order as one pass per figure did.
+def _cell_fields(parts: list[PartSums], ctx: _Context, key: tuple[str | None, ...]) -> dict[str, Any]:
     by_task: dict[str, list[int]] = {}
     tasks: set[str] = set()
     statuses: dict[str, int] = defaultdict(int)
     provisional = False
-    scores: list[float] = []
-    metric_values: dict[str, list[float]] = defaultdict(list)
-    flag_values: dict[str, list[bool]] = defaultdict(list)
+    score_sum, scored = Decimal(0), 0
+    metric_values: dict[str, list[Any]] = {}
+    flag_values: dict[str, list[int]] = {}
     unmeasured_parts: dict[str, int] = defaultdict(int)
-    unmeasured_runs = 0
-    for r in runs:
-        tasks.add(r.task)
-        statuses[r.status] += 1
-        provisional = provisional or r.provisional is not False
-        if r.mergeable and r.merge_score is not None:
-            scores.append(r.merge_score)
-        if r.status != "grader_failure":
-            for name, value in r.metrics.items():
-                metric_values[name].append(value)
-            for name, flag in r.flags.items():
-                flag_values[name].append(flag)
-        if r.mergeable is not None and r.test_pass is not None:  # r.measured
-            sums = by_task.setdefault(r.task, [0, 0, 0])
-            sums[0] += 1
-            sums[1] += r.test_pass
-            sums[2] += r.mergeable
-            if r.integrity_not_measured:
-                unmeasured_runs += 1
-                for part in set(r.integrity_not_measured):
-                    unmeasured_parts[part] += 1
+    unmeasured_runs = runs = 0
+    for p in parts:
+        runs += p.runs
+        tasks.add(p.task)
+        for status, n in p.statuses.items():
+            statuses[status] += n
+        provisional = provisional or bool(p.provisional or p.provisional_unknown)
+        score_sum += p.score_sum
+        scored += p.scored
+        for name, (total, n) in p.metrics.items():
+            values = metric_values.setdefault(name, [Decimal(0), 0])
+            values[0] += total
+            values[1] += n
+        for name, (true, n) in p.flags.items():
+            counts = flag_values.setdefault(name, [0, 0])
+            counts[0] += true
+            counts[1] += n
+        if p.measured:
+            sums = by_task.setdefault(p.task, [0, 0, 0])
+            sums[0] += p.measured
+            sums[1] += p.passed
+            sums[2] += p.merged
+        unmeasured_runs += p.unmeasured_runs
+        for part, n in p.unmeasured_parts.items():
+            unmeasured_parts[part] += n
     task_sums: list[TaskSums] = [(t[0], t[1], t[2]) for _, t in sorted(by_task.items())]
     rng = ctx.rng(*key)
     replicates = resample_tasks(task_sums, ctx.replicates, rng)
     test_pass, mergeable, difference = rate_estimates(task_sums, replicates)
     corrected = corrected_rate(task_sums, ctx.accuracy, ctx.labels, replicates, rng)
     return {
-        "runs": len(runs),
+        "runs": runs,
         "tasks": len(tasks),
         "measured": sum(t[0] for t in task_sums),
         "test_pass_rate": test_pass,
         "mergeable_rate": mergeable,
         "difference": difference,
-        "mean_merge_score": sum(scores) / len(scores) if scores else None,
+        "mean_merge_score": mean(score_sum, scored) if scored else None,
         "grader_failures": statuses["grader_failure"],
         "judge_failures": statuses["judge_failure"],
         "not_measured": statuses["not_measured"],
         "provisional": provisional,
         "corrected_mergeable_rate": corrected,
         "metrics": {
-            name: MetricMean(mean=sum(v) / len(v), runs=len(v)) for name, v in sorted(metric_values.items())
+            name: MetricMean(mean=mean(total, n), runs=n)
+            for name, (total, n) in sorted(metric_values.items())
         },
         "metric_rates": {
-            name: MetricRate(rate=sum(v) / len(v), true=sum(v), runs=len(v))
-            for name, v in sorted(flag_values.items())
+            name: MetricRate(rate=true / n, true=true, runs=n)
+            for name, (true, n) in sorted(flag_values.items())
         },
         "integrity_not_measured_runs": unmeasured_runs,
         "integrity_not_measured": dict(sorted(unmeasured_parts.items())),
@@ -215,91 +225,75 @@ def _sort_key(value: str | None) -> tuple[int, str]:
     return (value is None, value or "")
 
 
-def _task_rows(runs: Sequence[GradedRun]) -> list[TaskRow]:
-    rows = []
-    for task, task_runs in sorted(_group(runs, lambda r: (r.task,)).items()):
-        failed: dict[str, int] = defaultdict(int)
-        judged = 0
-        for r in task_runs:
-            # Only runs the primary judge decided: the blockers agents fail when the tests pass.
-            if r.primary is not None and r.primary.complete and r.test_pass:
-                judged += 1
-                for item, verdict in r.primary.blockers.items():
-                    if verdict == "fail":
-                        failed[item] += 1
-        rows.append(
-            TaskRow(
-                task=task[0], runs=len(task_runs), judged=judged, failed_blockers=dict(sorted(failed.items()))
-            )
-        )
-    return rows
+def _task_rows(parts: Sequence[PartSums], groups: Sequence[VerdictGroup]) -> list[TaskRow]:
+    runs: dict[str, int] = defaultdict(int)
+    for p in parts:
+        runs[p.task] += p.runs
+    failed: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    judged: dict[str, int] = defaultdict(int)
+    for g in groups:
+        # Only runs the primary judge decided: the blockers agents fail when the tests pass.
+        if g.primary is not None and g.primary.complete and g.test_pass:
+            judged[g.task] += g.runs
+            for item, verdict in g.primary.blockers.items():
+                if verdict == "fail":
+                    failed[g.task][item] += g.runs
+    return [
+        TaskRow(task=task, runs=n, judged=judged[task], failed_blockers=dict(sorted(failed[task].items())))
+        for task, n in sorted(runs.items())
+    ]
 
 
-def _both_judged(runs: Sequence[GradedRun]) -> list[tuple[GradedRun, JudgeVerdicts, JudgeVerdicts]]:
-    out = []
-    for r in runs:
-        if r.primary and r.second and r.primary.complete and r.second.complete and r.test_pass:
-            out.append((r, r.primary, r.second))
-    return out
-
-
-def _agreement(runs: Sequence[GradedRun]) -> tuple[AgreementReport, list[Disagreement]]:
-    both = _both_judged(runs)
+def _agreement(groups: Sequence[VerdictGroup]) -> AgreementReport:
     # Mergeable pairs only where the judges decide it: a run that failed scope or integrity is not
     # mergeable by either, and counting it would inflate κ with agreement that is not the judges'.
-    mergeable = cohen_kappa(
-        [(p.mergeable(), s.mergeable()) for r, p, s in both if r.checks_passed], "primary", "second"
-    )
-    item_pairs: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
-    disagreements: list[Disagreement] = []
-    for r, p, s in both:
+    mergeable = PairCounts()
+    items: dict[str, PairCounts] = defaultdict(PairCounts)
+    for g in groups:
+        if not g.both_judged():
+            continue
+        p, s = g.primary, g.second
+        assert p is not None and s is not None
+        if g.checks_passed:
+            mergeable.add(p.mergeable(), s.mergeable(), g.runs)
         for item, verdict in p.blockers.items():
             other = s.blockers.get(item)
             if other is not None:
-                item_pairs[f"{r.task}/{item}"].append((verdict == "pass", other == "pass"))
-        for mine, theirs in ((p.blockers, s.blockers), (p.non_blockers, s.non_blockers)):
-            if mine == theirs:  # most pairs agree throughout: nothing to look for item by item
-                continue
-            for item in sorted(mine):
-                if item in theirs and mine[item] != theirs[item]:
-                    disagreements.append(
-                        Disagreement(
-                            run=r.run, task=r.task, item=item, primary=mine[item], second=theirs[item]
-                        )
-                    )
-    items = {k: cohen_kappa(v, "primary", "second") for k, v in sorted(item_pairs.items())}
-    disagreements.sort(key=lambda d: (d.task, d.run, d.item))
-    return AgreementReport(mergeable=mergeable, items=items), disagreements
+                items[f"{g.task}/{item}"].add(verdict == "pass", other == "pass", g.runs)
+    return AgreementReport(
+        mergeable=mergeable.kappa("primary", "second"),
+        items={k: v.kappa("primary", "second") for k, v in sorted(items.items())},
+    )
 
 
-def _repeat_agreement(runs: Sequence[GradedRun]) -> RepeatAgreement | None:
+def _repeat_agreement(groups: Sequence[VerdictGroup]) -> RepeatAgreement | None:
     out = RepeatAgreement()
-    for r in runs:
-        p = r.primary
+    for g in groups:
+        p = g.primary
         if p is None or not p.complete or p.previous is None:
             continue
         now = {**p.blockers, **p.non_blockers}
         compared = [(p.previous[i], now[i]) for i in now if i in p.previous]
-        out.pairs += 1
-        out.items += len(compared)
-        out.agreeing += sum(a == b for a, b in compared)
+        out.pairs += g.runs
+        out.items += len(compared) * g.runs
+        out.agreeing += sum(a == b for a, b in compared) * g.runs
     return out if out.pairs else None
 
 
-def _judge_uses(runs: Sequence[GradedRun]) -> list[JudgeUse]:
+def _judge_uses(groups: Sequence[VerdictGroup]) -> list[JudgeUse]:
     counts: dict[tuple[str, str], int] = defaultdict(int)
     seen: dict[tuple[str, str], JudgeVerdicts] = {}
     spend: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0, 0, 0, 1])
-    for r in runs:
-        for role, j in (("primary", r.primary), ("second", r.second)):
+    for g in groups:
+        for role, j, cost in (("primary", g.primary, g.primary_cost), ("second", g.second, g.second_cost)):
             if j is not None:
-                counts[(role, j.judge)] += 1
+                counts[(role, j.judge)] += g.runs
                 seen.setdefault((role, j.judge), j)
                 s = spend[(role, j.judge)]
-                s[0] += j.cost_usd
-                s[1] += j.tree_cost_usd
-                s[2] += len(j.tree_judged)
-                s[3] += bool(j.tree_judged)
+                s[0] += cost.cost_usd
+                s[1] += cost.tree_cost_usd
+                s[2] += len(j.tree_judged) * g.runs
+                s[3] += bool(j.tree_judged) * g.runs
                 s[4] = s[4] and j.cost_known
     return [
         JudgeUse(role=role, judge=spec, scripted=seen[(role, spec)].scripted,
@@ -311,6 +305,19 @@ def _judge_uses(runs: Sequence[GradedRun]) -> list[JudgeUse]:
     ]  # fmt: skip
 
 
+def _cell_task_sums(parts: Iterable[PartSums]) -> dict[tuple[str, str], dict[str, tuple[int, int, int]]]:
+    """Per (arm, model), per task: its (measured, test-pass, mergeable) runs (grading.contrasts' input)."""
+    cells: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(dict)
+    for p in parts:
+        tasks = cells[(p.arm, p.model)]  # a cell with nothing measured is still compared (value None)
+        if p.measured:
+            sums = tasks.setdefault(p.task, [0, 0, 0])
+            sums[0] += p.measured
+            sums[1] += p.passed
+            sums[2] += p.merged
+    return {cell: {t: (s[0], s[1], s[2]) for t, s in tasks.items()} for cell, tasks in cells.items()}
+
+
 def build_report(
     runs: Sequence[GradedRun],
     *,
@@ -318,23 +325,34 @@ def build_report(
     bootstrap: int = DEFAULT_BOOTSTRAP,
     seed: int = DEFAULT_SEED,
 ) -> Report:
-    """The §7 report over graded runs.
+    """The §7 report over graded runs (:func:`report_from_sums` of their :func:`summarise`).
 
     ``cutoffs`` maps a model id to its training cutoff; without it ``by_contamination`` is empty.
     ``bootstrap`` is the number of bootstrap replicates (0: no intervals), ``seed`` seeds them.
     Human labels travel on the runs (:attr:`GradedRun.human_mergeable`).
     """
+    return report_from_sums(summarise(runs), cutoffs=cutoffs, bootstrap=bootstrap, seed=seed)
+
+
+def report_from_sums(
+    sums: ReportSums,
+    *,
+    cutoffs: dict[str, date] | None = None,
+    bootstrap: int = DEFAULT_BOOTSTRAP,
+    seed: int = DEFAULT_SEED,
+) -> Report:
+    """The §7 report from the sums of its runs (grading.report_sums), as :func:`build_report` describes."""
     if bootstrap < 0:
         raise ValueError("bootstrap must be >= 0")
-    labelled = [r for r in runs if r.human_mergeable is not None and r.mergeable is not None]
-    accuracy, label_sums = judge_accuracy(labelled)
+    parts = sorted(sums.parts, key=lambda p: (p.task, p.arm, p.model, _sort_key(p.prompt_style)))
+    accuracy, label_sums = judge_accuracy(sums.labelled)
     ctx = _Context(bootstrap, seed, accuracy, label_sums)
 
     cells = [
         Cell(arm=arm, model=model, prompt_style=None, **_cell_fields(group, ctx, ("cells", arm, model)))
-        for (arm, model), group in sorted(_group(runs, lambda r: (r.arm, r.model)).items())
+        for (arm, model), group in sorted(_group(parts, lambda p: (p.arm, p.model)).items())
     ]
-    styled = _group(runs, lambda r: (r.arm, r.model, r.prompt_style))
+    styled = _group(parts, lambda p: (p.arm, p.model, p.prompt_style))
     by_prompt_style = [
         Cell(arm=arm, model=model, prompt_style=style,
              **_cell_fields(styled[(arm, model, style)], ctx, ("prompt_style", arm, model, style)))
@@ -342,27 +360,28 @@ def build_report(
     ]  # fmt: skip
     by_contamination: list[ContaminationCell] = []
     if cutoffs is not None:
-        split = _group(runs, lambda r: (r.arm, r.model, contamination_split(r, cutoffs)))
+        split = _group(parts, lambda p: (p.arm, p.model, contamination_split(p, cutoffs)))
         by_contamination = [
             ContaminationCell(arm=arm, model=model, prompt_style=None, split=s,
                               **_cell_fields(split[(arm, model, s)], ctx, ("contamination", arm, model, s)))
             for arm, model, s in sorted(split, key=lambda k: (k[0], k[1], SPLITS.index(k[2])))
         ]  # fmt: skip
-    agreement, disagreements = _agreement(runs)
-    judges = _judge_uses(runs)
+    judges = _judge_uses(sums.verdicts)
     return Report(
-        contrasts=build_contrasts(runs, replicates=bootstrap, seed=seed, target=TARGET_HALF_WIDTH),
+        contrasts=contrasts_from_sums(
+            _cell_task_sums(parts), replicates=bootstrap, seed=seed, target=TARGET_HALF_WIDTH
+        ),
         cells=cells,
         by_prompt_style=by_prompt_style,
         by_contamination=by_contamination,
-        tasks=_task_rows(runs),
-        agreement=agreement,
-        repeat_agreement=_repeat_agreement(runs),
-        disagreements=disagreements,
+        tasks=_task_rows(parts, sums.verdicts),
+        agreement=_agreement(sums.verdicts),
+        repeat_agreement=_repeat_agreement(sums.verdicts),
+        disagreements=sorted(sums.disagreements, key=lambda d: (d.task, d.run, d.item)),
         judge_accuracy=accuracy,
-        label_target=report_label_target(_task_sums(runs), labelled),
+        label_target=report_label_target(_task_sums(parts), sums.labelled),
         judges=judges,
         bootstrap=bootstrap,
         seed=seed,
-        warnings=_warnings(runs, judges, accuracy, cells),
+        warnings=_warnings(parts, judges, accuracy, cells),
     )

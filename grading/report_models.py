@@ -235,10 +235,8 @@ class Report(BaseModel):
         return self.model_dump(mode="json")
 
 
-def _group[K: tuple[Any, ...]](
-    runs: Iterable[GradedRun], key: Callable[[GradedRun], K]
-) -> dict[K, list[GradedRun]]:
-    groups: dict[K, list[GradedRun]] = defaultdict(list)
+def _group[T, K: tuple[Any, ...]](runs: Iterable[T], key: Callable[[T], K]) -> dict[K, list[T]]:
+    groups: dict[K, list[T]] = defaultdict(list)
     for r in runs:
         groups[key(r)].append(r)
     return groups

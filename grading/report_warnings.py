@@ -11,23 +11,23 @@ from grading.report_models import (
     MIN_REPETITIONS,
     MIN_REPETITIONS_COMPARED,
     Cell,
-    GradedRun,
     JudgeUse,
     _group,
 )
 from grading.report_stats import JudgeAccuracy
+from grading.report_sums import PartSums
 
 
-def _repetition_warnings(runs: Sequence[GradedRun]) -> list[str]:
+def _repetition_warnings(parts: Sequence[PartSums]) -> list[str]:
     arms_per_model: dict[str, set[str]] = defaultdict(set)
-    for r in runs:
-        arms_per_model[r.model].add(r.arm)
+    for p in parts:
+        arms_per_model[p.model].add(p.arm)
     warnings = []
-    for (task, arm, model), group in sorted(_group(runs, lambda r: (r.task, r.arm, r.model)).items()):
-        if all(r.status == "not_measured" for r in group):
+    for (task, arm, model), group in sorted(_group(parts, lambda p: (p.task, p.arm, p.model)).items()):
+        if all(p.statuses.get("not_measured", 0) == p.runs for p in group):
             continue  # no rubric: not a repetition problem
         needed = MIN_REPETITIONS_COMPARED if len(arms_per_model[model]) > 1 else MIN_REPETITIONS
-        measured = sum(r.measured for r in group)
+        measured = sum(p.measured for p in group)
         if measured < needed:
             why = "two arms are compared" if needed == MIN_REPETITIONS_COMPARED else "mergeable rates spread"
             warnings.append(
@@ -64,12 +64,12 @@ def warning_kind(warning: str) -> str | None:
 
 
 def _warnings(
-    runs: Sequence[GradedRun], judges: list[JudgeUse], accuracy: JudgeAccuracy, cells: list[Cell]
+    parts: Sequence[PartSums], judges: list[JudgeUse], accuracy: JudgeAccuracy, cells: list[Cell]
 ) -> list[str]:
     out: list[str] = []
-    not_measured = sum(r.status == "not_measured" for r in runs)
-    grader = sum(r.status == "grader_failure" for r in runs)
-    judge = sum(r.status == "judge_failure" for r in runs)
+    not_measured = sum(p.statuses.get("not_measured", 0) for p in parts)
+    grader = sum(p.statuses.get("grader_failure", 0) for p in parts)
+    judge = sum(p.statuses.get("judge_failure", 0) for p in parts)
     if not_measured:
         out.append(
             f"{not_measured} runs not measured (no rubric.json): left out of every rate, "
@@ -92,7 +92,7 @@ def _warnings(
             "verdicts from the scripted judge (a deterministic stand-in for tests and demos) "
             "are in this report"
         )
-    models = sorted({r.model for r in runs})
+    models = sorted({p.model for p in parts})
     for j in judges:
         if j.vendor is None:
             continue
@@ -102,9 +102,9 @@ def _warnings(
                     f"self-preference: the {j.role} judge {j.judge} ({j.vendor}) judges runs of "
                     f"{model} ({j.vendor}), a model of its own vendor"
                 )
-    out += _integrity_warnings(runs)
-    out += _metric_kind_warnings(runs)
-    unknown = sum(r.provisional is None for r in runs)
+    out += _integrity_warnings(parts)
+    out += _metric_kind_warnings(parts)
+    unknown = sum(p.provisional_unknown for p in parts)
     if any(c.provisional for c in cells):
         out.append("cells marked provisional include runs graded with a rubric that is not admitted")
     if unknown:
@@ -114,34 +114,33 @@ def _warnings(
         out.append(f"arm {c.arm!r}, model {c.model!r}: one task only, so no interval (tasks are resampled)")
     if accuracy.undefined_reason:
         out.append(f"no judge-error-corrected rate: {accuracy.undefined_reason}")
-    out += _repetition_warnings(runs)
+    out += _repetition_warnings(parts)
     return out
 
 
-def _integrity_warnings(runs: Sequence[GradedRun]) -> list[str]:
-    partial = [r for r in runs if r.measured and r.integrity_not_measured]
+def _integrity_warnings(parts: Sequence[PartSums]) -> list[str]:
+    partial = sum(p.unmeasured_runs for p in parts)
     if not partial:
         return []
-    parts: dict[str, int] = defaultdict(int)
-    for r in partial:
-        for part in set(r.integrity_not_measured):
-            parts[part] += 1
-    which = ", ".join(f"{part} in {n}" for part, n in sorted(parts.items()))
+    counts: dict[str, int] = defaultdict(int)
+    for p in parts:
+        for part, n in p.unmeasured_parts.items():
+            counts[part] += n
+    which = ", ".join(f"{part} in {n}" for part, n in sorted(counts.items()))
     return [
-        f"{len(partial)} measured runs were graded with test-integrity parts not measured ({which}): "
+        f"{partial} measured runs were graded with test-integrity parts not measured ({which}): "
         "their integrity check covered only the other parts (counted per cell)"
     ]
 
 
-def _metric_kind_warnings(runs: Sequence[GradedRun]) -> list[str]:
+def _metric_kind_warnings(parts: Sequence[PartSums]) -> list[str]:
     numeric: dict[str, int] = defaultdict(int)
     flags: dict[str, int] = defaultdict(int)
-    for r in runs:
-        if r.status != "grader_failure":
-            for name in r.metrics:
-                numeric[name] += 1
-            for name in r.flags:
-                flags[name] += 1
+    for p in parts:
+        for name, (_, n) in p.metrics.items():
+            numeric[name] += n
+        for name, (_, n) in p.flags.items():
+            flags[name] += n
     return [
         f"grade.json metric {name!r} is true/false in {flags[name]} runs and a number in {numeric[name]}: "
         "shown apart, as a rate and as a mean"

@@ -367,12 +367,18 @@ class ReportRow(models.Model):
     merge_score = models.FloatField(null=True)
     checks_passed = models.BooleanField(null=True)  # scope and test integrity; None when not run
     provisional = models.BooleanField()  # as graded; an admitted revision overrides it when read
+    # Each judge's cost on this run (grading.report.JudgeVerdicts cost_usd and tree_cost_usd; 0 when it did
+    # not run), apart from its verdicts so that runs with the same verdicts are summed in one group.
+    primary_cost = models.FloatField(default=0.0, db_default=0.0)
+    primary_tree_cost = models.FloatField(default=0.0, db_default=0.0)
+    second_cost = models.FloatField(default=0.0, db_default=0.0)
+    second_tree_cost = models.FloatField(default=0.0, db_default=0.0)
     # The rest as JSON text, which the report decodes itself (identical texts once: runs share verdicts):
     # grade.json's metrics, numbers and true/false values (services.report_rows.report_metrics); the
     # test-integrity parts not measured (metrics.json details.integrity_not_measured); each judge's
     # verdicts, {"judge", "family", "scripted", "failure", "blockers", "non_blockers", "previous",
-    # "tree_judged", "cost_usd", "tree_cost_usd", "cost_known"}
-    # (grading.report.JudgeVerdicts) or null when that judge did not run; and the blockers a human
+    # "tree_judged", "cost_known"} (grading.report.JudgeVerdicts without its costs, which are the columns
+    # above) or null when that judge did not run; and the blockers a human
     # must label for a verdict on mergeable (services.queue.human_label_basis), null when labels cannot
     # give one, with human_checks: scope and integrity passed.
     metrics = models.TextField()

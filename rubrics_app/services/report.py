@@ -30,28 +30,36 @@ from typing import Any
 
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Max, Q, QuerySet
+from django.db.models import Count, Max, Q, QuerySet, Sum
 from django.db.models.functions import Length
 from django.template.defaultfilters import pluralize
 
 from grading import (
     DEFAULT_BOOTSTRAP,
     DEFAULT_SEED,
+    Disagreement,
     GradedRun,
     InputError,
+    JudgeCost,
     JudgeVerdicts,
     LabelTarget,
+    PartSums,
     Report,
-    build_report,
+    ReportSums,
+    VerdictGroup,
     grade_metrics,
     parse_date,
+    report_from_sums,
     report_label_target,
+    run_disagreements,
 )
 from rubrics_app.models import (
     AgentRun,
     HumanVerdict,
     ItemKind,
     JudgeSetting,
+    QueueKind,
+    QueuePair,
     ReportRow,
     Repository,
     RevisionStatus,
@@ -76,7 +84,8 @@ class ReportResult:
     report: Report
     runs: int  # runs in the report
     ungraded: int  # runs under the filters with no grade yet: not in the report
-    grade_of_run: dict[str, int] = field(default_factory=dict)  # run id -> grade pk (queue links)
+    # run id -> grade pk, of the runs in a disagreement (the page links them to the queue)
+    grade_of_run: dict[str, int] = field(default_factory=dict)
 
 
 def clean_filters(raw: Any) -> dict[str, str]:
@@ -186,40 +195,19 @@ def _runs_query(repository: Repository, filters: dict[str, str]) -> QuerySet[Age
     return query
 
 
-_ROW_FIELDS = (
-    "grade_id",
-    "task_id",
-    "revision_id",
-    "name",
-    "arm",
-    "model",
-    "prompt_style",
-    "status",
-    "test_pass",
-    "mergeable",
-    "merge_score",
-    "checks_passed",
-    "provisional",
-    "metrics",
-    "integrity_not_measured",
-    "primary",
-    "second",
-    "human_items",
-    "human_checks",
-)
-
-
-def _rows(repository: Repository, filters: dict[str, str], task_pks: dict[str, int]) -> list[tuple[Any, ...]]:
-    """The report rows of the runs' current grades under the filters: one query on one table."""
-    current = RunGrade.objects.filter(run__task__repository=repository).current()
-    query = ReportRow.objects.filter(repository=repository, grade_id__in=current.values("pk"))
+def _current_rows(
+    repository: Repository, filters: dict[str, str], task_pks: dict[str, int]
+) -> QuerySet[ReportRow]:
+    """The report rows of the runs' current grades under the filters (but the prompt style, which is the
+    task's where the run does not say: applied to the groups these rows are summed in)."""
+    query = ReportRow.objects.filter(repository=repository, current=True)
     if filters.get("task"):
         query = query.filter(task_id=task_pks.get(filters["task"], -1))
     if "arm" in filters:
         query = query.filter(arm=filters["arm"])
     if "model" in filters:
         query = query.filter(model=filters["model"])
-    return [tuple(row) for row in query.order_by("run_id").values_list(*_ROW_FIELDS)]
+    return query.order_by()
 
 
 class _Decoded:
@@ -271,64 +259,181 @@ def _labels_by_grade(state: dict[str, Any]) -> dict[int, dict[str, str]]:
     return labels
 
 
-def graded_runs(
-    repository: Repository, filters: dict[str, str], state: dict[str, Any] | None = None
-) -> tuple[list[GradedRun], dict[str, int], list[str]]:
-    """The report's input under the filters: GradedRun records, the grade pk of each run id, and notes
-    (tasks whose base_date is not a date)."""
-    state = state or _state(repository)
-    tasks: dict[int, tuple[str, date | None, str | None]] = {}
-    notes: list[str] = []
-    for pk, task_id, base_date, spec, issue in state["tasks"]:
-        parsed: date | None = None
-        if base_date:
-            try:
-                parsed = parse_date(base_date, task_id, "base_date")
-            except InputError:
-                notes.append(
-                    f"task {task_id!r}: base_date {base_date!r} is not a date; its runs count as unknown"
+@dataclass
+class _Tasks:
+    """The repository's tasks as the report reads them: per task pk, its id, base date and prompt style."""
+
+    by_pk: dict[int, tuple[str, date | None, str | None]]
+    notes: list[str]
+
+    @classmethod
+    def of(cls, state: dict[str, Any]) -> _Tasks:
+        by_pk: dict[int, tuple[str, date | None, str | None]] = {}
+        notes: list[str] = []
+        for pk, task_id, base_date, spec, issue in state["tasks"]:
+            parsed: date | None = None
+            if base_date:
+                try:
+                    parsed = parse_date(base_date, task_id, "base_date")
+                except InputError:
+                    notes.append(
+                        f"task {task_id!r}: base_date {base_date!r} is not a date; its runs count as unknown"
+                    )
+            by_pk[pk] = (task_id, parsed, task_prompt_style(bool(spec), bool(issue)))
+        return cls(by_pk, notes)
+
+    def style(self, task_pk: int, run_style: str) -> str | None:
+        """A run's prompt style: its own (run.json's), else its task's."""
+        return run_style or self.by_pk[task_pk][2]
+
+
+def _labelled_runs(
+    rows: QuerySet[ReportRow],
+    labels: dict[int, dict[str, str]],
+    tasks: _Tasks,
+    wanted_style: str | None,
+    decoded: _Decoded,
+) -> list[GradedRun]:
+    """The runs among ``rows`` with a human verdict on mergeable and a mergeable outcome, as records of
+    what the report reads of them: their task, the judge's outcome and the human verdict. Few: one query
+    for the labelled grades' rows."""
+    out = []
+    for grade_pk, task_pk, name, run_style, status, passed, mergeable, items, checks in rows.filter(
+        grade_id__in=sorted(labels)
+    ).values_list(
+        "grade_id", "task_id", "name", "prompt_style", "status", "test_pass", "mergeable", "human_items",
+        "human_checks",
+    ):  # fmt: skip
+        if wanted_style and tasks.style(task_pk, run_style) != wanted_style:
+            continue
+        human = decoded.human(items, checks, labels.get(grade_pk))
+        if human is not None and mergeable is not None:
+            out.append(
+                GradedRun(
+                    run=name,
+                    task=tasks.by_pk[task_pk][0],
+                    status=status,
+                    test_pass=passed,
+                    mergeable=mergeable,
+                    human_mergeable=human,
                 )
-        tasks[pk] = (task_id, parsed, task_prompt_style(bool(spec), bool(issue)))
+            )
+    return out
+
+
+def report_sums(
+    repository: Repository, filters: dict[str, str], state: dict[str, Any] | None = None
+) -> tuple[ReportSums, dict[str, int], list[str]]:
+    """The report's input under the filters, summed by the database (grading.report_sums): the parts and
+    the verdict groups are a few aggregate queries over the current grades' report rows, whatever the
+    number of runs; the disagreements are read from the runs the review queue holds as such, and the
+    labelled runs one by one (few). Also the grade pk of each run listed in a disagreement (the page
+    links them to the queue), and notes (tasks whose base_date is not a date)."""
+    state = state or _state(repository)
+    tasks = _Tasks.of(state)
+    task_pks = {task_id: pk for pk, (task_id, _, _) in tasks.by_pk.items()}
+    wanted_style = filters.get("prompt_style")
+    rows = _current_rows(repository, filters, task_pks)
+    decoded = _Decoded()
     # Stored provisional as graded; a draft revision approved or admitted since makes it count as admitted.
     draft = {pk for pk, status in state["revisions"] if status == RevisionStatus.DRAFT}
-    labels = _labels_by_grade(state)
-    runs: list[GradedRun] = []
-    grade_of_run: dict[str, int] = {}
-    task_pks = {task_id: pk for pk, (task_id, _, _) in tasks.items()}
-    decoded = _Decoded()
-    for row in _rows(repository, filters, task_pks):
-        (grade_pk, task_pk, revision_pk, name, arm, model, run_style, status, passed, mergeable, score,
-         checks, provisional, metrics, unmeasured, primary, second, human_items,
-         human_checks) = row  # fmt: skip
-        task_id, base_date, task_style = tasks[task_pk]
-        style = run_style or task_style
-        if filters.get("prompt_style") and style != filters["prompt_style"]:
+
+    parts: dict[tuple[int, str, str, str | None], PartSums] = {}
+
+    def part(task_pk: int, arm: str, model: str, style: str | None) -> PartSums:
+        key = (task_pk, arm, model, style)
+        found = parts.get(key)
+        if found is None:
+            task_id, base_date, _ = tasks.by_pk[task_pk]
+            found = parts[key] = PartSums(task_id, arm, model, style, base_date)  # type: ignore[arg-type]
+        return found
+
+    outcomes = rows.values_list(
+        "task_id", "arm", "model", "prompt_style", "revision_id", "provisional", "status", "test_pass",
+        "mergeable", "merge_score", "integrity_not_measured",
+    ).annotate(n=Count("pk"))  # fmt: skip
+    for (
+        task_pk,
+        arm,
+        model,
+        run_style,
+        revision,
+        provisional,
+        status,
+        passed,
+        mergeable,
+        score,
+        unmeasured,
+        n,
+    ) in outcomes:
+        style = tasks.style(task_pk, run_style)
+        if wanted_style and style != wanted_style:
             continue
-        human = decoded.human(human_items, human_checks, labels.get(grade_pk))
-        runs.append(
-            GradedRun(
-                run=name,
-                task=task_id,
-                arm=arm,
-                model=model,
-                prompt_style=style,
-                base_date=base_date,
-                status=status,
+        part(task_pk, arm, model, style).add(
+            n,
+            status=status,
+            test_pass=passed,
+            mergeable=mergeable,
+            provisional=provisional and (revision is None or revision in draft),
+            merge_score=score,
+            integrity_not_measured=decoded.value(unmeasured),
+        )
+    metrics = (
+        rows.exclude(status="grader_failure")
+        .values_list("task_id", "arm", "model", "prompt_style", "metrics")
+        .annotate(n=Count("pk"))
+    )
+    for task_pk, arm, model, run_style, text, n in metrics:
+        style = tasks.style(task_pk, run_style)
+        if not (wanted_style and style != wanted_style):
+            part(task_pk, arm, model, style).add_metrics(n, *decoded.metrics(text))
+
+    verdicts: list[VerdictGroup] = []
+    groups = rows.values_list(
+        "task_id", "prompt_style", "test_pass", "checks_passed", "primary", "second"
+    ).annotate(
+        n=Count("pk"),
+        primary_cost=Sum("primary_cost"),
+        primary_tree_cost=Sum("primary_tree_cost"),
+        second_cost=Sum("second_cost"),
+        second_tree_cost=Sum("second_tree_cost"),
+    )
+    for task_pk, run_style, passed, checks, primary, second, n, *costs in groups:
+        if wanted_style and tasks.style(task_pk, run_style) != wanted_style:
+            continue
+        verdicts.append(
+            VerdictGroup(
+                task=tasks.by_pk[task_pk][0],
                 test_pass=passed,
-                mergeable=mergeable,
-                merge_score=score,
                 checks_passed=checks,
-                metrics=decoded.metrics(metrics)[0],
-                flags=decoded.metrics(metrics)[1],
-                integrity_not_measured=decoded.value(unmeasured),
                 primary=decoded.judge(primary),
                 second=decoded.judge(second),
-                provisional=provisional and (revision_pk is None or revision_pk in draft),
-                human_mergeable=human,
+                runs=n,
+                primary_cost=JudgeCost(costs[0], costs[1]),
+                second_cost=JudgeCost(costs[2], costs[3]),
             )
         )
-        grade_of_run[name] = grade_pk
-    return runs, grade_of_run, notes
+
+    # The judges disagree on an item of a run only where the queue holds that pair as the judges' (a
+    # superset: the report also asks that both judges decided every item and the run passed the tests).
+    disagreeing = QueuePair.objects.filter(repository=repository, kind=QueueKind.JUDGES, current=True)
+    disagreements: list[Disagreement] = []
+    grade_of_run: dict[str, int] = {}
+    for grade_pk, task_pk, name, run_style, passed, primary, second in rows.filter(
+        grade_id__in=disagreeing.values("grade_id")
+    ).values_list("grade_id", "task_id", "name", "prompt_style", "test_pass", "primary", "second"):
+        if wanted_style and tasks.style(task_pk, run_style) != wanted_style:
+            continue
+        found = run_disagreements(
+            name, tasks.by_pk[task_pk][0], passed, decoded.judge(primary), decoded.judge(second)
+        )
+        if found:
+            disagreements += found
+            grade_of_run[name] = grade_pk
+
+    labelled = _labelled_runs(rows, _labels_by_grade(state), tasks, wanted_style, decoded)
+    sums = ReportSums(list(parts.values()), verdicts, disagreements, labelled)
+    return sums, grade_of_run, tasks.notes
 
 
 def _ungraded(repository: Repository, filters: dict[str, str]) -> int:
@@ -348,9 +453,9 @@ def repository_report(repository: Repository, filters: dict[str, str]) -> Report
     cached = cache.get(key)
     if isinstance(cached, ReportResult):
         return cached
-    runs, grade_of_run, notes = graded_runs(repository, filters, state)
+    sums, grade_of_run, notes = report_sums(repository, filters, state)
     cutoffs = cutoff_dates(repository, notes)
-    report = build_report(runs, cutoffs=cutoffs, bootstrap=DEFAULT_BOOTSTRAP, seed=DEFAULT_SEED)
+    report = report_from_sums(sums, cutoffs=cutoffs, bootstrap=DEFAULT_BOOTSTRAP, seed=DEFAULT_SEED)
     ungraded = _ungraded(repository, filters)
     if ungraded:
         notes.append(
@@ -360,7 +465,8 @@ def repository_report(repository: Repository, filters: dict[str, str]) -> Report
     # The app's own warnings travel with the report, so the downloads say them too (the command line
     # refuses such input instead: there is nothing of it to compare).
     report.warnings[:0] = notes
-    result = ReportResult(report=report, runs=len(runs), ungraded=ungraded, grade_of_run=grade_of_run)
+    runs = sum(p.runs for p in sums.parts)
+    result = ReportResult(report=report, runs=runs, ungraded=ungraded, grade_of_run=grade_of_run)
     cache.set(key, result, CACHE_SECONDS)
     return result
 
@@ -386,13 +492,13 @@ MEASURED = Q(mergeable__isnull=False, test_pass__isnull=False)
 
 
 def cheap_label_target(repository: Repository, state: dict[str, Any] | None = None) -> LabelTarget | None:
-    """The report's label target (``build_report(graded_runs(...)).label_target``) without building a
-    GradedRun per run: the per-task sums of the measured runs in one aggregate query over the current
-    grades' report rows (an index-only scan), and GradedRun records only for the few runs a human labelled,
-    through grading's own function (``grading.report_label_target``)."""
+    """The report's label target (``repository_report(...).report.label_target``) without the report: the
+    per-task sums of the measured runs in one aggregate query over the current grades' report rows (an
+    index-only scan), and the few labelled runs, through grading's own function
+    (``grading.report_label_target``)."""
     state = state or _state(repository)
-    names = {pk: task_id for pk, task_id, *_ in state["tasks"]}
-    current = ReportRow.objects.filter(repository=repository, current=True)
+    tasks = _Tasks.of(state)
+    current = ReportRow.objects.filter(repository=repository, current=True).order_by()
     sums = (
         current.filter(MEASURED)
         .values("task_id")
@@ -403,27 +509,12 @@ def cheap_label_target(repository: Repository, state: dict[str, Any] | None = No
             mergeable=Count("task", filter=Q(mergeable=True)),
         )
         .values_list("task_id", "measured", "passed", "mergeable")
-        .order_by()
     )
-    tasks = [(n, passed, merged) for _, n, passed, merged in sorted(sums, key=lambda row: names[row[0]])]
-    labels = _labels_by_grade(state)
-    labelled = current.filter(grade_id__in=sorted(labels)).values_list(
-        "grade_id", "task_id", "name", "status", "test_pass", "mergeable", "human_items", "human_checks"
-    )
-    decoded = _Decoded()
-    runs = [
-        # What the target reads of a labelled run: its task, the judge's outcome and the human verdict.
-        GradedRun(
-            run=name,
-            task=names[task_pk],
-            status=status,
-            test_pass=passed,
-            mergeable=mergeable,
-            human_mergeable=decoded.human(items, checks, labels.get(grade_pk)),
-        )
-        for grade_pk, task_pk, name, status, passed, mergeable, items, checks in labelled
+    per_task = [
+        (n, passed, merged) for _, n, passed, merged in sorted(sums, key=lambda row: tasks.by_pk[row[0]][0])
     ]
-    return report_label_target(tasks, runs)
+    labelled = _labelled_runs(current, _labels_by_grade(state), tasks, None, _Decoded())
+    return report_label_target(per_task, labelled)
 
 
 def filter_choices(repository: Repository) -> dict[str, list[str]]:

@@ -132,14 +132,15 @@ def _judges(pks: list[int], models: RowModels) -> dict[int, dict[str, dict[str, 
 
 
 def _verdicts(
-    entry: dict[str, Any] | None, family: str | None, record: MetricsJudge | None
+    entry: dict[str, Any] | None, family: str | None, record: MetricsJudge | None, costs: bool = True
 ) -> dict[str, Any] | None:
     """The fields of grading.report.JudgeVerdicts: the verdicts from the judge's rows, `previous` only on a
     deliberate regrade (a cache bypass); the tree-judged blockers and the costs from the judge's record in
-    metrics.json (``record``), read as ``rubric report`` reads them (grading.report_files)."""
+    metrics.json (``record``), read as ``rubric report`` reads them (grading.report_files). Without
+    ``costs``, the costs are left out (the row holds them in columns of their own: :func:`_costs`)."""
     if entry is None:
         return None
-    return {
+    verdicts = {
         "judge": entry["judge"],
         "family": family,
         "scripted": entry["scripted"],
@@ -152,6 +153,17 @@ def _verdicts(
         "tree_cost_usd": float(record.tree_usage.cost_usd) if record is not None else 0.0,
         "cost_known": record is None or (record.usage.cost_known and record.tree_usage.cost_known),
     }
+    if not costs:
+        del verdicts["cost_usd"], verdicts["tree_cost_usd"]
+    return verdicts
+
+
+def _costs(entry: dict[str, Any] | None, record: MetricsJudge | None) -> tuple[float, float]:
+    """A judge's (cost_usd, tree_cost_usd) on the run, as :func:`_verdicts` reads them; 0 when it did not
+    run."""
+    if entry is None or record is None:
+        return 0.0, 0.0
+    return float(record.usage.cost_usd), float(record.tree_usage.cost_usd)
 
 
 _GRADE_FIELDS = (
@@ -180,6 +192,7 @@ def _fill(pks: list[int], models: RowModels) -> None:
     # The migrations that added these columns fill them; an earlier migration's rows have no such fields.
     names = {f.name for f in models.row._meta.get_fields()}
     has_integrity, has_current = "integrity_not_measured" in names, "current" in names
+    has_costs = "primary_cost" in names  # else the costs stay in the verdicts' JSON, as rows held them then
     fields = _GRADE_FIELDS if has_current else _GRADE_FIELDS[:-1]
     grades = [dict(zip(fields, values, strict=True)) for values in
               models.grade.objects.filter(pk__in=pks).values_list(*fields)]  # fmt: skip
@@ -203,6 +216,13 @@ def _fill(pks: list[int], models: RowModels) -> None:
         )
         if has_current:
             extra["current"] = g["is_current"]
+        primary = judged.get(JudgeRole.PRIMARY), families.primary if families is not None else None
+        second = judged.get(JudgeRole.SECOND), families.second if families is not None else None
+        primary_record = d.judge if d is not None else None
+        second_record = d.second_judge if d is not None else None
+        if has_costs:
+            extra["primary_cost"], extra["primary_tree_cost"] = _costs(primary[0], primary_record)
+            extra["second_cost"], extra["second_tree_cost"] = _costs(second[0], second_record)
         rows.append(
             models.row(
                 **extra,
@@ -225,20 +245,8 @@ def _fill(pks: list[int], models: RowModels) -> None:
                 else bool(in_scope) and bool(integrity_ok),
                 provisional=g["provisional"],
                 metrics=_json(report_metrics(g["run__grade_json"])),
-                primary=_json(
-                    _verdicts(
-                        judged.get(JudgeRole.PRIMARY),
-                        families.primary if families is not None else None,
-                        d.judge if d is not None else None,
-                    )
-                ),
-                second=_json(
-                    _verdicts(
-                        judged.get(JudgeRole.SECOND),
-                        families.second if families is not None else None,
-                        d.second_judge if d is not None else None,
-                    )
-                ),
+                primary=_json(_verdicts(*primary, primary_record, costs=not has_costs)),
+                second=_json(_verdicts(*second, second_record, costs=not has_costs)),
                 human_items=_json(None if basis is None else basis[0]),
                 human_checks=basis is not None and basis[1],
             )

@@ -1,5 +1,6 @@
 """The review queue's label target computed without the report: per-task sums of the current grades' report
-rows in one query, and GradedRun records only for the labelled runs, equal to the report's own."""
+rows in one query, and GradedRun records only for the labelled runs, equal to the report's own; and the
+report's sums count the runs the rows say are measured."""
 
 from __future__ import annotations
 
@@ -8,9 +9,8 @@ from pathlib import Path
 import pytest
 from django.core.cache import cache
 
-from grading import build_report
 from rubrics_app.models import ReportRow, Repository, RunGrade
-from rubrics_app.services.report import MEASURED, cheap_label_target, graded_runs
+from rubrics_app.services.report import MEASURED, cheap_label_target, report_sums, repository_report
 from rubrics_app.services.report_rows import refresh_report_rows
 from tests.app.report_helpers import build_runs, label_runs
 
@@ -33,29 +33,23 @@ def _vary(repository: Repository) -> None:
 def test_the_measured_rows_are_the_measured_runs(tmp_path: Path, repository: Repository) -> None:
     build_runs(tmp_path, repository)
     _vary(repository)
-    runs, _, _ = graded_runs(repository, {})
+    parts = report_sums(repository, {})[0].parts
     rows = ReportRow.objects.filter(repository=repository, grade__is_current=True)
-    assert {r.run for r in runs if r.measured} == set(rows.filter(MEASURED).values_list("name", flat=True))
-    assert {(r.mergeable is None, r.test_pass is None) for r in runs} == {
-        (False, False),
-        (True, False),
-        (True, True),
-    }
-    assert any(r.test_pass is False for r in runs)  # failed the tests: measured
+    assert sum(p.measured for p in parts) == rows.filter(MEASURED).count() == rows.count() - 2
+    assert sum(p.runs for p in parts) == rows.count()
+    statuses = {status for p in parts for status, n in p.statuses.items() if n}
+    assert {"judge_failure", "grader_failure", "mergeable", "not_mergeable"} <= statuses
+    assert sum(p.measured - p.passed for p in parts) > 0  # failed the tests: measured
 
 
 def test_the_queue_s_label_target_is_the_report_s(tmp_path: Path, repository: Repository) -> None:
     build_runs(tmp_path, repository)
     _vary(repository)
-    assert (
-        cheap_label_target(repository)
-        == build_report(graded_runs(repository, {})[0], bootstrap=0).label_target
-    )
+    assert cheap_label_target(repository) == repository_report(repository, {}).report.label_target
     label_runs(repository)
     cache.clear()
-    runs = graded_runs(repository, {})[0]
-    assert sum(r.human_mergeable is not None for r in runs) >= 10
-    assert {r.human_mergeable for r in runs} == {True, False, None}
-    target = build_report(runs, bootstrap=0).label_target
+    report = repository_report(repository, {}).report
+    assert report.judge_accuracy.labelled >= 10
+    target = report.label_target
     assert target is not None and target.labelled > 0
     assert cheap_label_target(repository) == target

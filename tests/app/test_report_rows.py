@@ -158,7 +158,14 @@ def test_the_migration_fills_the_rows_the_import_writes(tmp_path: Path, reposito
     pairs.fill_pairs(
         MigrationExecutor(connection).loader.project_state(("rubrics_app", "0135_queue_pairs")).apps, None
     )
+    # 0136 moves each judge's costs out of its verdicts' JSON into columns of their own.
+    assert all('"cost_usd"' in r["primary"] for r in _rows() if r["primary"] != "null")
+    costs = importlib.import_module("rubrics_app.migrations.0136_report_row_costs")
+    costs.refill_rows(
+        MigrationExecutor(connection).loader.project_state(("rubrics_app", "0136_report_row_costs")).apps, None
+    )
     assert _rows() == written
+    assert not any('"cost_usd"' in r["primary"] or '"cost_usd"' in r["second"] for r in written)
     assert {r["integrity_not_measured"] for r in written} == {'["git_dir","test_cases","tests_skipped"]'}
 
 
