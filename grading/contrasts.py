@@ -72,9 +72,17 @@ def _side_rate(metric: ContrastMetric, n: float, passed: float, merged: float) -
 
 def contrast_value(metric: ContrastMetric, pairs: Sequence[PairSums]) -> float | None:
     """b − a of ``metric`` over the shared tasks' sums (pooled ratios); None without a shared task."""
-    if not pairs:
+    return _value_of_totals(metric, _totals(pairs))
+
+
+def _totals(pairs: Sequence[PairSums]) -> list[int] | None:
+    """The six sums over the shared tasks; None without one."""
+    return [sum(p[i] for p in pairs) for i in range(6)] if pairs else None
+
+
+def _value_of_totals(metric: ContrastMetric, t: list[int] | None) -> float | None:
+    if t is None:
         return None
-    t = [sum(p[i] for p in pairs) for i in range(6)]
     return _side_rate(metric, t[3], t[4], t[5]) - _side_rate(metric, t[0], t[1], t[2])
 
 
@@ -108,8 +116,9 @@ def paired_intervals(
     drawn: Any = resample_sums(pairs, replicates, rng).astype(float)
     out: dict[ContrastMetric, tuple[float, float] | None] = {}
     tail = (1 - CONFIDENCE) / 2
+    totals = _totals(pairs)
     for metric in METRICS:
-        point = contrast_value(metric, pairs)
+        point = _value_of_totals(metric, totals)
         assert point is not None
         # _side_rate on the replicates' columns: numpy arrays, the same divisions
         b_side = _side_rate(metric, drawn[:, 3], drawn[:, 4], drawn[:, 5])
@@ -160,25 +169,37 @@ def contrasts_from_sums(
     """:func:`build_contrasts` from the sums :func:`cell_task_sums` gives: per (arm, model), per task, its
     (measured, test-pass, mergeable) runs."""
     from grading.power import contrast_precision
+    from grading.report_stats import in_parallel
 
-    out: list[Contrast] = []
+    compared: list[tuple[ContrastKind, str, str, str, list[PairSums]]] = []
     for kind in KINDS:
         for fixed, values in _sides(cells, kind).items():
             for a, b in itertools.combinations(values, 2):
                 side_a, side_b = ((a, fixed), (b, fixed)) if kind == "arm" else ((fixed, a), (fixed, b))
-                pairs = pair_sums(cells[side_a], cells[side_b])
-                rng = random.Random("\x1f".join([str(seed), "contrast", kind, fixed, a, b]))
-                intervals = paired_intervals(pairs, replicates, rng)
-                runs_count = sum(p[0] + p[3] for p in pairs)
-                for metric in METRICS:
-                    ci = intervals[metric]
-                    out.append(
-                        Contrast(
-                            kind=kind, fixed=fixed, a=a, b=b, metric=metric,
-                            value=contrast_value(metric, pairs), ci=ci, tasks=len(pairs), runs=runs_count,
-                            few_tasks=len(pairs) < FEW_TASKS,
-                            interval_reason=None if ci else _interval_reason(len(pairs), replicates),
-                            precision=contrast_precision(pairs, metric, ci, target) if target else None,
-                        )
-                    )  # fmt: skip
+                compared.append((kind, fixed, a, b, pair_sums(cells[side_a], cells[side_b])))
+
+    def intervals_of(
+        contrast: tuple[ContrastKind, str, str, str, list[PairSums]],
+    ) -> dict[ContrastMetric, tuple[float, float] | None]:
+        kind, fixed, a, b, pairs = contrast
+        rng = random.Random("\x1f".join([str(seed), "contrast", kind, fixed, a, b]))
+        return paired_intervals(pairs, replicates, rng)
+
+    out: list[Contrast] = []
+    for (kind, fixed, a, b, pairs), intervals in zip(
+        compared, in_parallel(intervals_of, compared), strict=True
+    ):
+        runs_count = sum(p[0] + p[3] for p in pairs)
+        totals = _totals(pairs)
+        for metric in METRICS:
+            ci = intervals[metric]
+            out.append(
+                Contrast(
+                    kind=kind, fixed=fixed, a=a, b=b, metric=metric,
+                    value=_value_of_totals(metric, totals), ci=ci, tasks=len(pairs), runs=runs_count,
+                    few_tasks=len(pairs) < FEW_TASKS,
+                    interval_reason=None if ci else _interval_reason(len(pairs), replicates),
+                    precision=contrast_precision(pairs, metric, ci, target) if target else None,
+                )
+            )  # fmt: skip
     return out

@@ -57,6 +57,7 @@ from grading.report_stats import LabelSums as LabelSums
 from grading.report_stats import TaskSums as TaskSums
 from grading.report_stats import bootstrap_rates as bootstrap_rates
 from grading.report_stats import corrected_rate as corrected_rate
+from grading.report_stats import in_parallel
 from grading.report_stats import percentile as percentile
 from grading.report_stats import rate_estimates as rate_estimates
 from grading.report_stats import resample_sums as resample_sums
@@ -348,24 +349,28 @@ def report_from_sums(
     accuracy, label_sums = judge_accuracy(sums.labelled)
     ctx = _Context(bootstrap, seed, accuracy, label_sums)
 
-    cells = [
-        Cell(arm=arm, model=model, prompt_style=None, **_cell_fields(group, ctx, ("cells", arm, model)))
-        for (arm, model), group in sorted(_group(parts, lambda p: (p.arm, p.model)).items())
-    ]
+    # Every cell's fields at once (their bootstraps run side by side: grading.report_stats.in_parallel).
+    plain = sorted(_group(parts, lambda p: (p.arm, p.model)).items())
     styled = _group(parts, lambda p: (p.arm, p.model, p.prompt_style))
-    by_prompt_style = [
-        Cell(arm=arm, model=model, prompt_style=style,
-             **_cell_fields(styled[(arm, model, style)], ctx, ("prompt_style", arm, model, style)))
-        for arm, model, style in sorted(styled, key=lambda k: (k[0], k[1], _sort_key(k[2])))
-    ]  # fmt: skip
-    by_contamination: list[ContaminationCell] = []
+    styles = sorted(styled, key=lambda k: (k[0], k[1], _sort_key(k[2])))
+    split: dict[tuple[str, str, Split], list[PartSums]] = {}
     if cutoffs is not None:
         split = _group(parts, lambda p: (p.arm, p.model, contamination_split(p, cutoffs)))
-        by_contamination = [
-            ContaminationCell(arm=arm, model=model, prompt_style=None, split=s,
-                              **_cell_fields(split[(arm, model, s)], ctx, ("contamination", arm, model, s)))
-            for arm, model, s in sorted(split, key=lambda k: (k[0], k[1], SPLITS.index(k[2])))
-        ]  # fmt: skip
+    splits = sorted(split, key=lambda k: (k[0], k[1], SPLITS.index(k[2])))
+    jobs: list[tuple[list[PartSums], tuple[str | None, ...]]] = [
+        *((group, ("cells", arm, model)) for (arm, model), group in plain),
+        *((styled[(arm, model, style)], ("prompt_style", arm, model, style)) for arm, model, style in styles),
+        *((split[(arm, model, s)], ("contamination", arm, model, s)) for arm, model, s in splits),
+    ]
+    fields = iter(in_parallel(lambda job: _cell_fields(job[0], ctx, job[1]), jobs))
+    cells = [Cell(arm=arm, model=model, prompt_style=None, **next(fields)) for (arm, model), _ in plain]
+    by_prompt_style = [
+        Cell(arm=arm, model=model, prompt_style=style, **next(fields)) for arm, model, style in styles
+    ]
+    by_contamination = [
+        ContaminationCell(arm=arm, model=model, prompt_style=None, split=s, **next(fields))
+        for arm, model, s in splits
+    ]
     judges = _judge_uses(sums.verdicts)
     return Report(
         contrasts=contrasts_from_sums(

@@ -97,11 +97,20 @@ class PartSums:
         """Add the grade.json metrics of ``count`` runs that reported these (:func:`grade_metrics`'s split);
         only runs that are not grader failures have their metrics counted."""
         for name, value in numeric.items():
-            total, runs = self.metrics.get(name, (Decimal(0), 0))
-            self.metrics[name] = (_EXACT.add(total, _EXACT.multiply(exact(value), count)), runs + count)
+            self.add_metric(name, _EXACT.multiply(exact(value), count), count)
         for name, flag in flags.items():
-            true, runs = self.flags.get(name, (0, 0))
-            self.flags[name] = (true + count * flag, runs + count)
+            self.add_flag(name, count * flag, count)
+
+    def add_metric(self, name: str, total: Decimal, runs: int) -> None:
+        """Add ``runs`` runs whose numeric metric ``name`` adds up to ``total`` (exactly, as :func:`exact`
+        writes each value)."""
+        before, counted = self.metrics.get(name, (Decimal(0), 0))
+        self.metrics[name] = (_EXACT.add(before, total), counted + runs)
+
+    def add_flag(self, name: str, true: int, runs: int) -> None:
+        """Add ``runs`` runs that reported the true/false metric ``name``, ``true`` of them true."""
+        before, counted = self.flags.get(name, (0, 0))
+        self.flags[name] = (before + true, counted + runs)
 
 
 @dataclass(slots=True)

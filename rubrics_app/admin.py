@@ -300,7 +300,7 @@ class ReportRowAdmin(ReadOnlyAdmin):  # type: ignore[type-arg]
     list_filter = ["repository", "latest", "status"]
     search_fields = ["name"]
     list_select_related = ["task"]
-    list_defer = ("metrics", "primary", "second", "human_items")
+    list_defer = ("metrics", "human_items")
 
 
 @admin.register(Sweep)

@@ -373,18 +373,15 @@ class ReportRow(models.Model):
     primary_tree_cost = models.FloatField(default=0.0, db_default=0.0)
     second_cost = models.FloatField(default=0.0, db_default=0.0)
     second_tree_cost = models.FloatField(default=0.0, db_default=0.0)
-    # The rest as JSON text, which the report decodes itself (identical texts once: runs share verdicts):
-    # grade.json's metrics, numbers and true/false values (services.report_rows.report_metrics); the
-    # test-integrity parts not measured (metrics.json details.integrity_not_measured); each judge's
-    # verdicts, {"judge", "family", "scripted", "failure", "blockers", "non_blockers", "previous",
-    # "tree_judged", "cost_known"} (grading.report.JudgeVerdicts without its costs, which are the columns
-    # above) or null when that judge did not run; and the blockers a human
+    # Both judges' verdicts, shared by every row with the same (ReportVerdicts): the report sums runs by it.
+    verdicts = models.ForeignKey("ReportVerdicts", on_delete=models.PROTECT, related_name="+")
+    # The rest as JSON text, which the report decodes itself (identical texts once): grade.json's metrics,
+    # numbers and true/false values (services.report_rows.report_metrics); the test-integrity parts not
+    # measured (metrics.json details.integrity_not_measured); and the blockers a human
     # must label for a verdict on mergeable (services.queue.human_label_basis), null when labels cannot
     # give one, with human_checks: scope and integrity passed.
     metrics = models.TextField()
     integrity_not_measured = models.TextField(default="[]", db_default="[]")
-    primary = models.TextField()
-    second = models.TextField()
     human_items = models.TextField()
     human_checks = models.BooleanField(default=False)
 
@@ -399,10 +396,63 @@ class ReportRow(models.Model):
             models.Index(
                 fields=["repository", "current", "task", "test_pass", "mergeable"], name="report_row_sums"
             ),
+            # The report's sums (services.report.report_sums), each read from its index alone and in its
+            # order (no sort): the runs' outcomes per part, and their verdict groups with the judges' costs.
+            # No column of unbounded length: an index entry has a size limit.
+            models.Index(
+                fields=[
+                    "repository",
+                    "current",
+                    "task",
+                    "arm",
+                    "model",
+                    "prompt_style",
+                    "revision",
+                    "provisional",
+                    "status",
+                    "test_pass",
+                    "mergeable",
+                    "merge_score",
+                    "integrity_not_measured",
+                ],
+                name="report_row_outcomes",
+            ),
+            models.Index(
+                fields=[
+                    "repository",
+                    "current",
+                    "task",
+                    "prompt_style",
+                    "test_pass",
+                    "checks_passed",
+                    "verdicts",
+                    "primary_cost",
+                    "primary_tree_cost",
+                    "second_cost",
+                    "second_tree_cost",
+                ],
+                name="report_row_verdicts",
+            ),
         ]
 
     def __str__(self) -> str:
         return f"report row of {self.name}"
+
+
+class ReportVerdicts(models.Model):
+    """Both judges' verdicts on a run as the report reads them, once for every report row that has the same
+    (most runs of a task do): each judge's {"judge", "family", "scripted", "failure", "blockers",
+    "non_blockers", "previous", "tree_judged", "cost_known"} (grading.report.JudgeVerdicts without its
+    costs, which are the row's columns), or null when that judge did not run, as JSON text. Found by the
+    digest of both texts; written only by ``services.report_rows``, never changed or deleted (a pair no
+    row uses any more costs a row, and is used again when a run gets those verdicts)."""
+
+    digest = models.CharField(max_length=64, unique=True)  # sha256 of primary, newline, second
+    primary = models.TextField()
+    second = models.TextField()
+
+    def __str__(self) -> str:
+        return f"report verdicts {self.digest[:12]}"
 
 
 class QueuePair(models.Model):

@@ -29,7 +29,7 @@ from datetime import date
 from typing import Any
 
 from django.core.cache import cache
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Max, Q, QuerySet, Sum
 from django.db.models.functions import Length
 from django.template.defaultfilters import pluralize
@@ -58,9 +58,8 @@ from rubrics_app.models import (
     HumanVerdict,
     ItemKind,
     JudgeSetting,
-    QueueKind,
-    QueuePair,
     ReportRow,
+    ReportVerdicts,
     Repository,
     RevisionStatus,
     RubricItem,
@@ -287,6 +286,80 @@ class _Tasks:
         return run_style or self.by_pk[task_pk][2]
 
 
+def _metric_sums(rows: QuerySet[ReportRow]) -> list[tuple[Any, ...]]:
+    """PostgreSQL: the grade.json metrics of ``rows`` that are not grader failures, summed by the database
+    per (task pk, arm, model, run prompt style, metric): its kind ("number" or "boolean"), the runs that
+    reported it, the exact sum of a number's values (numeric, from the JSON text: what
+    ``grading.report_sums.exact`` makes of each) and how many said true. The metrics are stored as JSON text
+    (``services.report_rows.report_metrics``: finite numbers and true/false values only)."""
+    inner, params = (
+        rows.exclude(status="grader_failure")
+        .values("task_id", "arm", "model", "prompt_style", "metrics")
+        .query.sql_with_params()
+    )
+    sql = f"""
+        SELECT r.task_id, r.arm, r.model, r.prompt_style, m.key, jsonb_typeof(m.value), count(*),
+               sum(CASE WHEN jsonb_typeof(m.value) = 'number' THEN (m.value #>> '{{}}')::numeric END),
+               count(*) FILTER (WHERE m.value = 'true'::jsonb)
+        FROM ({inner}) r CROSS JOIN LATERAL jsonb_each(r.metrics::jsonb) m
+        GROUP BY 1, 2, 3, 4, 5, 6
+    """  # noqa: S608 -- the inner query is Django's, with its parameters apart
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return list(cursor.fetchall())
+
+
+def _verdict_groups(
+    rows: QuerySet[ReportRow], tasks: _Tasks, wanted_style: str | None
+) -> tuple[list[VerdictGroup], dict[tuple[int, bool | None, int], list[Disagreement]]]:
+    """The verdict groups of ``rows`` (one aggregate query, read from the report_row_verdicts index alone,
+    and one for the distinct verdict texts), and the disagreements of a run of each group that has some,
+    by (task pk, test pass, verdicts pk), under an empty run name."""
+    groups = list(
+        rows.values_list("task_id", "prompt_style", "test_pass", "checks_passed", "verdicts_id").annotate(
+            n=Count("task"),  # a column of the index, as every other one here
+            primary_cost=Sum("primary_cost"),
+            primary_tree_cost=Sum("primary_tree_cost"),
+            second_cost=Sum("second_cost"),
+            second_tree_cost=Sum("second_tree_cost"),
+        )
+    )
+    decoded = _Decoded()
+    texts = {
+        pk: (decoded.judge(primary), decoded.judge(second))
+        for pk, primary, second in ReportVerdicts.objects.filter(
+            pk__in=sorted({g[4] for g in groups})
+        ).values_list("pk", "primary", "second")
+    }
+    out: list[VerdictGroup] = []
+    disagreeing: dict[tuple[int, bool | None, int], list[Disagreement]] = {}
+    items: dict[tuple[bool | None, int], list[Disagreement]] = {}
+    for task_pk, run_style, passed, checks, verdicts_pk, n, *costs in groups:
+        if wanted_style and tasks.style(task_pk, run_style) != wanted_style:
+            continue
+        task_id = tasks.by_pk[task_pk][0]
+        primary, second = texts[verdicts_pk]
+        out.append(
+            VerdictGroup(
+                task=task_id,
+                test_pass=passed,
+                checks_passed=checks,
+                primary=primary,
+                second=second,
+                runs=n,
+                primary_cost=JudgeCost(costs[0], costs[1]),
+                second_cost=JudgeCost(costs[2], costs[3]),
+            )
+        )
+        if (passed, verdicts_pk) not in items:  # the same for every task: the verdicts say it all
+            items[(passed, verdicts_pk)] = run_disagreements("", "", passed, primary, second)
+        if items[(passed, verdicts_pk)]:
+            disagreeing[(task_pk, passed, verdicts_pk)] = [
+                d.model_copy(update={"task": task_id}) for d in items[(passed, verdicts_pk)]
+            ]
+    return out, disagreeing
+
+
 def _labelled_runs(
     rows: QuerySet[ReportRow],
     labels: dict[int, dict[str, str]],
@@ -348,10 +421,12 @@ def report_sums(
             found = parts[key] = PartSums(task_id, arm, model, style, base_date)  # type: ignore[arg-type]
         return found
 
+    # In the order of the report_row_outcomes index, and counting one of its columns (not the pk): the
+    # index alone answers, in its order, with no sort.
     outcomes = rows.values_list(
         "task_id", "arm", "model", "prompt_style", "revision_id", "provisional", "status", "test_pass",
         "mergeable", "merge_score", "integrity_not_measured",
-    ).annotate(n=Count("pk"))  # fmt: skip
+    ).annotate(n=Count("task"))  # fmt: skip
     for (
         task_pk,
         arm,
@@ -378,57 +453,41 @@ def report_sums(
             merge_score=score,
             integrity_not_measured=decoded.value(unmeasured),
         )
-    metrics = (
-        rows.exclude(status="grader_failure")
-        .values_list("task_id", "arm", "model", "prompt_style", "metrics")
-        .annotate(n=Count("pk"))
-    )
-    for task_pk, arm, model, run_style, text, n in metrics:
-        style = tasks.style(task_pk, run_style)
-        if not (wanted_style and style != wanted_style):
-            part(task_pk, arm, model, style).add_metrics(n, *decoded.metrics(text))
-
-    verdicts: list[VerdictGroup] = []
-    groups = rows.values_list(
-        "task_id", "prompt_style", "test_pass", "checks_passed", "primary", "second"
-    ).annotate(
-        n=Count("pk"),
-        primary_cost=Sum("primary_cost"),
-        primary_tree_cost=Sum("primary_tree_cost"),
-        second_cost=Sum("second_cost"),
-        second_tree_cost=Sum("second_tree_cost"),
-    )
-    for task_pk, run_style, passed, checks, primary, second, n, *costs in groups:
-        if wanted_style and tasks.style(task_pk, run_style) != wanted_style:
-            continue
-        verdicts.append(
-            VerdictGroup(
-                task=tasks.by_pk[task_pk][0],
-                test_pass=passed,
-                checks_passed=checks,
-                primary=decoded.judge(primary),
-                second=decoded.judge(second),
-                runs=n,
-                primary_cost=JudgeCost(costs[0], costs[1]),
-                second_cost=JudgeCost(costs[2], costs[3]),
-            )
+    if connection.vendor == "postgresql":
+        for task_pk, arm, model, run_style, name, kind, n, total, true in _metric_sums(rows):
+            style = tasks.style(task_pk, run_style)
+            if not (wanted_style and style != wanted_style):
+                if kind == "number":
+                    part(task_pk, arm, model, style).add_metric(name, total, n)
+                else:
+                    part(task_pk, arm, model, style).add_flag(name, true, n)
+    else:  # SQLite, small: runs with the same metrics summed in one group, each text decoded once
+        metrics = (
+            rows.exclude(status="grader_failure")
+            .values_list("task_id", "arm", "model", "prompt_style", "metrics")
+            .annotate(n=Count("pk"))
         )
+        for task_pk, arm, model, run_style, text, n in metrics:
+            style = tasks.style(task_pk, run_style)
+            if not (wanted_style and style != wanted_style):
+                part(task_pk, arm, model, style).add_metrics(n, *decoded.metrics(text))
 
-    # The judges disagree on an item of a run only where the queue holds that pair as the judges' (a
-    # superset: the report also asks that both judges decided every item and the run passed the tests).
-    disagreeing = QueuePair.objects.filter(repository=repository, kind=QueueKind.JUDGES, current=True)
+    verdicts, disagreeing = _verdict_groups(rows, tasks, wanted_style)
+    # A run's disagreements are its group's (the same verdicts, test outcome and task), under its name:
+    # the names are read for the groups that have some.
     disagreements: list[Disagreement] = []
     grade_of_run: dict[str, int] = {}
-    for grade_pk, task_pk, name, run_style, passed, primary, second in rows.filter(
-        grade_id__in=disagreeing.values("grade_id")
-    ).values_list("grade_id", "task_id", "name", "prompt_style", "test_pass", "primary", "second"):
-        if wanted_style and tasks.style(task_pk, run_style) != wanted_style:
-            continue
-        found = run_disagreements(
-            name, tasks.by_pk[task_pk][0], passed, decoded.judge(primary), decoded.judge(second)
-        )
-        if found:
-            disagreements += found
+    for grade_pk, task_pk, name, run_style, passed, verdicts_pk in (
+        rows.filter(verdicts__in=sorted({key[2] for key in disagreeing}), test_pass=True)
+        .values_list("grade_id", "task_id", "name", "prompt_style", "test_pass", "verdicts_id")
+        .order_by()
+    ):
+        found = disagreeing.get((task_pk, passed, verdicts_pk))
+        if found and not (wanted_style and tasks.style(task_pk, run_style) != wanted_style):
+            disagreements += [
+                Disagreement(run=name, task=d.task, item=d.item, primary=d.primary, second=d.second)
+                for d in found
+            ]
             grade_of_run[name] = grade_pk
 
     labelled = _labelled_runs(rows, _labels_by_grade(state), tasks, wanted_style, decoded)
@@ -518,14 +577,18 @@ def cheap_label_target(repository: Repository, state: dict[str, Any] | None = No
 
 
 def filter_choices(repository: Repository) -> dict[str, list[str]]:
-    """The tasks, arms and models that have runs (one query)."""
+    """The tasks, arms and models that have runs (two queries: the distinct (task, arm, model) of the runs,
+    by task pk, which the runs' unique index answers without joining the tasks; then the tasks' ids)."""
+    tasks = Task.objects.filter(repository=repository)
     rows = set(
-        AgentRun.objects.filter(task__repository=repository)
-        .values_list("task__task_id", "arm", "model")
+        AgentRun.objects.filter(task__in=tasks.values("pk"))
+        .values_list("task_id", "arm", "model")
+        .order_by()
         .distinct()
     )
+    names = dict(tasks.filter(pk__in={r[0] for r in rows}).values_list("pk", "task_id"))
     return {
-        "task": sorted({r[0] for r in rows}),
+        "task": sorted({names[r[0]] for r in rows}),
         "arm": sorted({r[1] for r in rows}),
         "model": sorted({r[2] for r in rows}),
         "prompt_style": list(PROMPT_STYLES),

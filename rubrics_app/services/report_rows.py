@@ -19,6 +19,7 @@ The migrations that created the tables fill them with the same code over the his
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Iterable
@@ -28,7 +29,16 @@ from django.db.models import Max
 from pydantic import ValidationError
 
 from grading import MetricsDetails, MetricsJudge, grade_metrics
-from rubrics_app.models import ItemVerdict, JudgeGrade, JudgeRole, QueueKind, QueuePair, ReportRow, RunGrade
+from rubrics_app.models import (
+    ItemVerdict,
+    JudgeGrade,
+    JudgeRole,
+    QueueKind,
+    QueuePair,
+    ReportRow,
+    ReportVerdicts,
+    RunGrade,
+)
 from rubrics_app.services.queue import human_label_basis
 
 CHUNK = 500  # grades per round of queries: bounds memory (each grade's metrics.json details are read)
@@ -43,9 +53,10 @@ class RowModels(NamedTuple):
     verdict: Any
     row: Any
     pair: Any = None  # QueuePair; None before the migration that added it
+    verdicts: Any = None  # ReportVerdicts; None before the migration that added it
 
 
-APP_MODELS = RowModels(RunGrade, JudgeGrade, ItemVerdict, ReportRow, QueuePair)
+APP_MODELS = RowModels(RunGrade, JudgeGrade, ItemVerdict, ReportRow, QueuePair, ReportVerdicts)
 
 
 def refresh_report_rows(grade_pks: Iterable[int]) -> int:
@@ -166,6 +177,33 @@ def _costs(entry: dict[str, Any] | None, record: MetricsJudge | None) -> tuple[f
     return float(record.usage.cost_usd), float(record.tree_usage.cost_usd)
 
 
+def _verdict_texts(primary: str, second: str, texts: list[tuple[str, str]] | None) -> dict[str, str]:
+    """A row's verdict fields: the texts themselves where rows hold them (``texts`` None, before
+    ReportVerdicts), else none, with the pair appended to ``texts`` for :func:`verdict_ids`."""
+    if texts is None:
+        return {"primary": primary, "second": second}
+    texts.append((primary, second))
+    return {}
+
+
+def verdicts_digest(primary: str, second: str) -> str:
+    """What finds a pair of verdict texts in ReportVerdicts (JSON texts hold no raw newline)."""
+    return hashlib.sha256(f"{primary}\n{second}".encode()).hexdigest()
+
+
+def verdict_ids(pairs: Iterable[tuple[str, str]], model: Any) -> dict[tuple[str, str], int]:
+    """The ReportVerdicts id of each (primary, second) pair of texts, writing those not stored yet: two
+    queries whatever the number (three when some are new). A pair written by another transaction at the
+    same moment is read back, not written twice (the digest is unique)."""
+    by_digest = {verdicts_digest(*pair): pair for pair in set(pairs)}
+    found = dict(model.objects.filter(digest__in=by_digest).values_list("digest", "pk"))
+    missing = [model(digest=d, primary=p, second=s) for d, (p, s) in by_digest.items() if d not in found]
+    if missing:
+        model.objects.bulk_create(missing, ignore_conflicts=True)
+        found = dict(model.objects.filter(digest__in=by_digest).values_list("digest", "pk"))
+    return {pair: found[digest] for digest, pair in by_digest.items()}
+
+
 _GRADE_FIELDS = (
     "pk",
     "run_id",
@@ -192,7 +230,11 @@ def _fill(pks: list[int], models: RowModels) -> None:
     # The migrations that added these columns fill them; an earlier migration's rows have no such fields.
     names = {f.name for f in models.row._meta.get_fields()}
     has_integrity, has_current = "integrity_not_measured" in names, "current" in names
-    has_costs = "primary_cost" in names  # else the costs stay in the verdicts' JSON, as rows held them then
+    # With ReportVerdicts (migration 0136), the verdicts go there and each judge's costs in the row's own
+    # columns; before (an earlier migration's fill, or 0136 undone), each row holds both judges' texts,
+    # costs included.
+    has_verdicts = has_costs = models.verdicts is not None
+    texts: list[tuple[str, str]] = []
     fields = _GRADE_FIELDS if has_current else _GRADE_FIELDS[:-1]
     grades = [dict(zip(fields, values, strict=True)) for values in
               models.grade.objects.filter(pk__in=pks).values_list(*fields)]  # fmt: skip
@@ -245,12 +287,19 @@ def _fill(pks: list[int], models: RowModels) -> None:
                 else bool(in_scope) and bool(integrity_ok),
                 provisional=g["provisional"],
                 metrics=_json(report_metrics(g["run__grade_json"])),
-                primary=_json(_verdicts(*primary, primary_record, costs=not has_costs)),
-                second=_json(_verdicts(*second, second_record, costs=not has_costs)),
+                **_verdict_texts(
+                    _json(_verdicts(*primary, primary_record, costs=not has_costs)),
+                    _json(_verdicts(*second, second_record, costs=not has_costs)),
+                    texts if has_verdicts else None,
+                ),
                 human_items=_json(None if basis is None else basis[0]),
                 human_checks=basis is not None and basis[1],
             )
         )
+    if has_verdicts:
+        ids = verdict_ids(texts, models.verdicts)
+        for row, pair in zip(rows, texts, strict=True):
+            row.verdicts_id = ids[pair]
     models.row.objects.filter(grade_id__in=pks).delete()
     models.row.objects.bulk_create(rows)
     # The newest grade of each run touched.

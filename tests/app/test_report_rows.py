@@ -22,7 +22,15 @@ from django.urls import reverse
 
 from grading.judge.cache import MemoryCache
 from rubrics_app.access import Actor
-from rubrics_app.models import JudgeSetting, ReportRow, Repository, RubricRevision, RunGrade, Task
+from rubrics_app.models import (
+    JudgeSetting,
+    ReportRow,
+    ReportVerdicts,
+    Repository,
+    RubricRevision,
+    RunGrade,
+    Task,
+)
 from rubrics_app.services import sweeps
 from rubrics_app.services.report_rows import refresh_report_rows
 from tests.app.conftest import LAZY_DIFF, judge_answers
@@ -132,40 +140,54 @@ def test_judge_costs_and_tree_judged_blockers_read_as_the_command_reads_them(
 
 
 def _rows() -> list[dict[str, Any]]:
-    return list(
-        ReportRow.objects.order_by("grade_id").values(*(f.attname for f in ReportRow._meta.fields[1:]))
-    )
+    """Every report row's fields, its verdicts as their texts (ids differ between tables)."""
+    texts = {pk: (p, s) for pk, p, s in ReportVerdicts.objects.values_list("pk", "primary", "second")}
+    rows = ReportRow.objects.order_by("grade_id").values(*(f.attname for f in ReportRow._meta.fields[1:]))
+    return [{**row, "verdicts_id": texts[row["verdicts_id"]]} for row in rows]
 
 
+def _migrate(name: str) -> None:
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate([("rubrics_app", name)])
+
+
+@pytest.mark.django_db(transaction=True)
 def test_the_migration_fills_the_rows_the_import_writes(tmp_path: Path, repository: Repository) -> None:
     build_runs(tmp_path, repository)
     label_runs(repository)
     written = _rows()
     assert len(written) == RunGrade.objects.count() == 24
-    assert any(r["human_items"] != "null" for r in written) and any(r["second"] != "null" for r in written)
-    ReportRow.objects.all().delete()
-    migration = importlib.import_module("rubrics_app.migrations.0100_report_rows")
-    state = MigrationExecutor(connection).loader.project_state(("rubrics_app", "0100_report_rows"))
-    migration.fill_rows(state.apps, None)
-    # 0125 writes them again with the columns added since (the integrity parts not measured).
-    assert {r["integrity_not_measured"] for r in _rows()} == {"[]"}
-    later = importlib.import_module("rubrics_app.migrations.0125_report_row_integrity_not_measured")
-    name = ("rubrics_app", "0125_report_row_integrity_not_measured")
-    later.refill_rows(MigrationExecutor(connection).loader.project_state(name).apps, None)
-    # 0135 marks the current grades' rows.
-    assert not ReportRow.objects.filter(current=True).exists()
-    pairs = importlib.import_module("rubrics_app.migrations.0135_queue_pairs")
-    pairs.fill_pairs(
-        MigrationExecutor(connection).loader.project_state(("rubrics_app", "0135_queue_pairs")).apps, None
-    )
-    # 0136 moves each judge's costs out of its verdicts' JSON into columns of their own.
-    assert all('"cost_usd"' in r["primary"] for r in _rows() if r["primary"] != "null")
-    costs = importlib.import_module("rubrics_app.migrations.0136_report_row_costs")
-    costs.refill_rows(
-        MigrationExecutor(connection).loader.project_state(("rubrics_app", "0136_report_row_costs")).apps, None
-    )
+    assert any(r["human_items"] != "null" for r in written)
+    assert any(r["verdicts_id"][1] != "null" for r in written)
+    assert not any('"cost_usd"' in text for r in written for text in r["verdicts_id"])
+    # Back to before the verdicts left the rows, and the rows written again by each migration that did.
+    latest = MigrationExecutor(connection).loader.graph.leaf_nodes("rubrics_app")[0][1]
+    _migrate("0135_queue_pairs")
+    try:
+        old = MigrationExecutor(connection).loader.project_state(("rubrics_app", "0135_queue_pairs")).apps
+        rows = old.get_model("rubrics_app", "ReportRow").objects
+        # Undone, 0136 put the texts back into the rows, costs included, as 0135's code reads them.
+        restored = dict(rows.values_list("grade_id", "primary"))
+        assert len(restored) == 24 and all('"cost_usd"' in p for p in restored.values() if p != "null")
+        rows.all().delete()
+        migration = importlib.import_module("rubrics_app.migrations.0100_report_rows")
+        state = MigrationExecutor(connection).loader.project_state(("rubrics_app", "0100_report_rows"))
+        migration.fill_rows(state.apps, None)
+        # 0125 writes them again with the columns added since (the integrity parts not measured).
+        assert set(rows.values_list("integrity_not_measured", flat=True)) == {"[]"}
+        later = importlib.import_module("rubrics_app.migrations.0125_report_row_integrity_not_measured")
+        name = ("rubrics_app", "0125_report_row_integrity_not_measured")
+        later.refill_rows(MigrationExecutor(connection).loader.project_state(name).apps, None)
+        # 0135 marks the current grades' rows.
+        assert not rows.filter(current=True).exists()
+        pairs = importlib.import_module("rubrics_app.migrations.0135_queue_pairs")
+        pairs.fill_pairs(old, None)
+        assert dict(rows.values_list("grade_id", "primary")) == restored
+    finally:
+        # 0136 writes them again: the costs in their columns, the verdicts in ReportVerdicts.
+        _migrate(latest)
     assert _rows() == written
-    assert not any('"cost_usd"' in r["primary"] or '"cost_usd"' in r["second"] for r in written)
     assert {r["integrity_not_measured"] for r in written} == {'["git_dir","test_cases","tests_skipped"]'}
 
 
