@@ -168,7 +168,7 @@ def contrasts_from_sums(
 ) -> list[Contrast]:
     """:func:`build_contrasts` from the sums :func:`cell_task_sums` gives: per (arm, model), per task, its
     (measured, test-pass, mergeable) runs."""
-    from grading.power import contrast_precision
+    from grading.power import contrast_precisions
     from grading.report_stats import in_parallel
 
     compared: list[tuple[ContrastKind, str, str, str, list[PairSums]]] = []
@@ -191,6 +191,7 @@ def contrasts_from_sums(
     ):
         runs_count = sum(p[0] + p[3] for p in pairs)
         totals = _totals(pairs)
+        precisions = contrast_precisions(pairs, intervals, target) if target else {}
         for metric in METRICS:
             ci = intervals[metric]
             out.append(
@@ -199,7 +200,7 @@ def contrasts_from_sums(
                     value=_value_of_totals(metric, totals), ci=ci, tasks=len(pairs), runs=runs_count,
                     few_tasks=len(pairs) < FEW_TASKS,
                     interval_reason=None if ci else _interval_reason(len(pairs), replicates),
-                    precision=contrast_precision(pairs, metric, ci, target) if target else None,
+                    precision=precisions.get(metric),
                 )
             )  # fmt: skip
     return out

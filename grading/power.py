@@ -22,7 +22,7 @@ is the task-clustered variance of the pooled mergeable rate, which labels do not
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from statistics import NormalDist
 
 from pydantic import BaseModel
@@ -39,10 +39,14 @@ def _ceil(x: float) -> int:
     return math.ceil(x - _EPS)
 
 
-def _successes(metric: ContrastMetric, n: int, passed: int, merged: int) -> int:
-    """Each metric is the share of runs with a yes/no outcome: test passed, mergeable, or passed but not
-    mergeable (the difference: a mergeable run passed the tests)."""
-    return {"test_pass_rate": passed, "mergeable_rate": merged, "difference": passed - merged}[metric]
+# Each metric is the share of runs with a yes/no outcome: test passed, mergeable, or passed but not
+# mergeable (the difference: a mergeable run passed the tests). Its column of a side's (measured, test-pass,
+# mergeable) sums; None: test-pass less mergeable.
+_COLUMN: dict[ContrastMetric, int | None] = {"test_pass_rate": 1, "mergeable_rate": 2, "difference": None}
+
+
+def _successes(column: int | None, side: Sequence[int]) -> int:
+    return side[column] if column is not None else side[1] - side[2]
 
 
 def contrast_precision(
@@ -53,29 +57,62 @@ def contrast_precision(
 ) -> Precision:
     """The half-width of a contrast's interval now, and how many more shared tasks (at the current
     repetitions) or how many runs per task and side (at the current tasks) would bring it to ±``target``."""
-    half = (ci[1] - ci[0]) / 2 if ci else None
+    return contrast_precisions(pairs, {metric: ci}, target)[metric]
+
+
+def contrast_precisions(
+    pairs: Sequence[PairSums],
+    intervals: Mapping[ContrastMetric, tuple[float, float] | None],
+    target: float = TARGET_HALF_WIDTH,
+) -> dict[ContrastMetric, Precision]:
+    """:func:`contrast_precision` of each metric of ``intervals`` (metric -> its interval), in one pass over
+    the shared tasks."""
     tasks = len(pairs)
+    halves = {metric: (ci[1] - ci[0]) / 2 if ci else None for metric, ci in intervals.items()}
     if tasks == 0:
-        return Precision(
-            target=target, half_width=half, predicted_half_width=None, between_task_variance=None,
-            within_task_variance=None, repetitions=0.0, more_tasks=None, repetitions_needed=None,
-            reason="no task has measured runs on both sides",
-        )  # fmt: skip
-    diffs: list[float] = []
+        return {
+            metric: Precision(
+                target=target,
+                half_width=half,
+                predicted_half_width=None,
+                between_task_variance=None,
+                within_task_variance=None,
+                repetitions=0.0,
+                more_tasks=None,
+                repetitions_needed=None,
+                reason="no task has measured runs on both sides",
+            )  # fmt: skip
+            for metric, half in halves.items()
+        }
+    columns = {metric: _COLUMN[metric] for metric in intervals}
+    diffs: dict[ContrastMetric, list[float]] = {metric: [] for metric in intervals}
+    within_ss = dict.fromkeys(intervals, 0.0)
     inverse_n: list[float] = []
-    within_ss = 0.0
     within_df = 0
     for p in pairs:
-        (na, ka), (nb, kb) = ((p[0], _successes(metric, *p[0:3])), (p[3], _successes(metric, *p[3:6])))
-        diffs.append(kb / nb - ka / na)
+        na, nb = p[0], p[3]
         inverse_n.append(1 / na + 1 / nb)
-        for n, k in ((na, ka), (nb, kb)):
-            if n >= 2:  # the unbiased variance of n yes/no outcomes with k yes: k(n − k) / (n(n − 1))
-                within_ss += k * (n - k) / n
-                within_df += n - 1
+        for metric, column in columns.items():
+            ka, kb = _successes(column, p[0:3]), _successes(column, p[3:6])
+            diffs[metric].append(kb / nb - ka / na)
+            for n, k in ((na, ka), (nb, kb)):
+                if n >= 2:  # the unbiased variance of n yes/no outcomes with k yes: k(n − k) / (n(n − 1))
+                    within_ss[metric] += k * (n - k) / n
+        within_df += (na - 1 if na >= 2 else 0) + (nb - 1 if nb >= 2 else 0)
     c = sum(inverse_n) / tasks  # 2 / (harmonic mean of runs per task and side)
+    return {
+        metric: _precision(
+            diffs[metric], halves[metric], c, within_ss[metric] / within_df if within_df else None, target
+        )
+        for metric in intervals
+    }
+
+
+def _precision(
+    diffs: list[float], half: float | None, c: float, within: float | None, target: float
+) -> Precision:
+    tasks = len(diffs)
     repetitions = 2 / c
-    within = within_ss / within_df if within_df else None
     if tasks < 2:
         return Precision(
             target=target, half_width=half, predicted_half_width=None, between_task_variance=None,

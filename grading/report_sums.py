@@ -17,10 +17,11 @@ it): they do not depend on the order the runs are added in, nor on how they are 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Context, Decimal
+from functools import lru_cache
 
 from grading.report_models import Disagreement, GradedRun, JudgeVerdicts
 from grading.schema import PromptStyle
@@ -29,6 +30,7 @@ from grading.schema import PromptStyle
 _EXACT = Context(prec=60)
 
 
+@lru_cache(maxsize=4096)  # merge scores and metric values repeat: a few fractions of a rubric's weights
 def exact(value: float) -> Decimal:
     """``value`` as the decimal that JSON writes for it (its shortest round-trip form), exactly."""
     return Decimal(repr(float(value)))
@@ -71,7 +73,7 @@ class PartSums:
         mergeable: bool | None,
         provisional: bool | None,
         merge_score: float | None,
-        integrity_not_measured: Iterable[str] = (),
+        integrity_not_measured: Collection[str] = (),
     ) -> None:
         """Add ``count`` runs that share these values."""
         self.runs += count
@@ -81,16 +83,18 @@ class PartSums:
         elif provisional:
             self.provisional += count
         if mergeable and merge_score is not None:
-            self.score_sum = _EXACT.add(self.score_sum, _EXACT.multiply(exact(merge_score), count))
+            score = exact(merge_score)
+            self.score_sum = _EXACT.add(
+                self.score_sum, score if count == 1 else _EXACT.multiply(score, count)
+            )
             self.scored += count
         if mergeable is not None and test_pass is not None:  # GradedRun.measured
             self.measured += count
             self.passed += count * test_pass
             self.merged += count * mergeable
-            parts = set(integrity_not_measured)
-            if parts:
+            if integrity_not_measured:
                 self.unmeasured_runs += count
-                for part in parts:
+                for part in set(integrity_not_measured):
                     self.unmeasured_parts[part] = self.unmeasured_parts.get(part, 0) + count
 
     def add_metrics(self, count: int, numeric: Mapping[str, float], flags: Mapping[str, bool]) -> None:

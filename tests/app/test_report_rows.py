@@ -217,3 +217,33 @@ def test_refreshing_rows_costs_the_same_queries_for_few_and_many_grades(reposito
         counts.append(len(queries))
     assert len(pks[4:]) == 400 and counts[0] == counts[1]
     assert ReportRow.objects.count() == 404 and ReportRow.objects.filter(latest=True).count() == 404
+
+
+def test_rows_with_the_same_verdicts_share_one_copy_of_them(repository: Repository) -> None:
+    tasks = [Task.objects.create(repository=repository, task_id=f"t{i}", spec_prompt="x") for i in range(3)]
+    bulk_runs(tasks, ["a", "b"], ["m"], 6)
+    rows = ReportRow.objects.filter(repository=repository)
+    # Repetitions differ only in B1 (every third fails) and the second judge's N1 (odd ones): 4 pairs.
+    assert rows.count() == 36 and ReportVerdicts.objects.count() == 4
+    texts = {(v.primary, v.second) for v in ReportVerdicts.objects.all()}
+    assert len(texts) == 4 and all('"cost_usd"' not in p for p, _ in texts)
+    # Written again, the rows find the copies they had.
+    refresh_report_rows(RunGrade.objects.values_list("pk", flat=True))
+    assert ReportVerdicts.objects.count() == 4 and rows.count() == 36
+
+
+def test_the_report_s_sums_cost_the_same_queries_for_few_and_many_runs(repository: Repository) -> None:
+    from rubrics_app.services.report import report_sums
+
+    few = Repository.objects.create(name="few")
+    bulk_runs([Task.objects.create(repository=few, task_id="t", spec_prompt="x")], ["a"], ["m"], 3)
+    tasks = [Task.objects.create(repository=repository, task_id=f"t{i}", spec_prompt="x") for i in range(12)]
+    bulk_runs(tasks, ["a", "b"], ["m", "n"], 5)
+    counts = []
+    for chosen in (few, repository):
+        with CaptureQueriesContext(connection) as queries:
+            sums, grade_of_run, _ = report_sums(chosen, {})
+        counts.append(len(queries))
+        assert sum(p.runs for p in sums.parts) == ReportRow.objects.filter(repository=chosen).count()
+        assert grade_of_run and sums.disagreements  # the second judge disagrees on N1 of odd repetitions
+    assert counts[0] == counts[1]
