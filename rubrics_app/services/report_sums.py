@@ -255,7 +255,8 @@ def _verdict_groups(
             items[(passed, verdicts_pk)] = run_disagreements("", "", passed, primary, second)
         if items[(passed, verdicts_pk)]:
             disagreeing[(task_pk, passed, verdicts_pk)] = [
-                d.model_copy(update={"task": task_id}) for d in items[(passed, verdicts_pk)]
+                Disagreement(run="", task=task_id, item=d.item, primary=d.primary, second=d.second)
+                for d in items[(passed, verdicts_pk)]
             ]
     return out, disagreeing
 
