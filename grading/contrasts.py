@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel
 
 if TYPE_CHECKING:
-    from grading.report import GradedRun
+    from grading.report_sums import PartSums
 
 ContrastKind = Literal["arm", "model"]
 ContrastMetric = Literal["test_pass_rate", "mergeable_rate", "difference"]
@@ -86,16 +86,16 @@ def _value_of_totals(metric: ContrastMetric, t: list[int] | None) -> float | Non
     return _side_rate(metric, t[3], t[4], t[5]) - _side_rate(metric, t[0], t[1], t[2])
 
 
-def cell_task_sums(runs: Iterable[GradedRun]) -> dict[tuple[str, str], dict[str, tuple[int, int, int]]]:
-    """Per (arm, model), per task: its (measured, test-pass, mergeable) runs, in one pass over the runs."""
+def cell_task_sums(parts: Iterable[PartSums]) -> dict[tuple[str, str], dict[str, tuple[int, int, int]]]:
+    """Per (arm, model), per task: its (measured, test-pass, mergeable) runs, from the report's parts."""
     cells: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(dict)
-    for r in runs:
-        tasks = cells[(r.arm, r.model)]  # a cell with nothing measured is still compared (value None)
-        if r.measured:
-            sums = tasks.setdefault(r.task, [0, 0, 0])
-            sums[0] += 1
-            sums[1] += bool(r.test_pass)
-            sums[2] += bool(r.mergeable)
+    for p in parts:
+        tasks = cells[(p.arm, p.model)]  # a cell with nothing measured is still compared (value None)
+        if p.measured:
+            sums = tasks.setdefault(p.task, [0, 0, 0])
+            sums[0] += p.measured
+            sums[1] += p.passed
+            sums[2] += p.merged
     return {cell: {t: (s[0], s[1], s[2]) for t, s in tasks.items()} for cell, tasks in cells.items()}
 
 
@@ -150,15 +150,6 @@ def _sides(cells: Iterable[tuple[str, str]], kind: ContrastKind) -> dict[str, li
     return {fixed: sorted(values) for fixed, values in sorted(seen.items()) if len(values) > 1}
 
 
-def build_contrasts(
-    runs: Sequence[GradedRun], *, replicates: int, seed: int, target: float | None = None
-) -> list[Contrast]:
-    """Every contrast of the report: for each model each pair of arms, then for each arm each pair of
-    models, three metrics each (b − a, ``a`` before ``b`` in sorted order). With ``target`` (a half-width
-    such as 0.05) each carries its :class:`Precision`."""
-    return contrasts_from_sums(cell_task_sums(runs), replicates=replicates, seed=seed, target=target)
-
-
 def contrasts_from_sums(
     cells: dict[tuple[str, str], dict[str, tuple[int, int, int]]],
     *,
@@ -166,8 +157,10 @@ def contrasts_from_sums(
     seed: int,
     target: float | None = None,
 ) -> list[Contrast]:
-    """:func:`build_contrasts` from the sums :func:`cell_task_sums` gives: per (arm, model), per task, its
-    (measured, test-pass, mergeable) runs."""
+    """Every contrast of the report, from the sums :func:`cell_task_sums` gives (per (arm, model), per task,
+    its measured, test-pass and mergeable runs): for each model each pair of arms, then for each arm each
+    pair of models, three metrics each (b − a, ``a`` before ``b`` in sorted order). With ``target`` (a
+    half-width such as 0.05) each carries its :class:`Precision`."""
     from grading.power import contrast_precisions
     from grading.report_stats import in_parallel
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from grading.agreement import Agreement as Agreement  # re-exported: the report's public name
 from grading.agreement import PairCounts
 from grading.agreement import cohen_kappa as cohen_kappa  # re-exported
-from grading.contrasts import contrasts_from_sums
+from grading.contrasts import cell_task_sums, contrasts_from_sums
 from grading.judge.cache import RepeatAgreement
 from grading.power import TARGET_HALF_WIDTH, LabelTarget, label_target
 from grading.report_models import DEFAULT_BOOTSTRAP as DEFAULT_BOOTSTRAP
@@ -306,19 +306,6 @@ def _judge_uses(groups: Sequence[VerdictGroup]) -> list[JudgeUse]:
     ]  # fmt: skip
 
 
-def _cell_task_sums(parts: Iterable[PartSums]) -> dict[tuple[str, str], dict[str, tuple[int, int, int]]]:
-    """Per (arm, model), per task: its (measured, test-pass, mergeable) runs (grading.contrasts' input)."""
-    cells: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(dict)
-    for p in parts:
-        tasks = cells[(p.arm, p.model)]  # a cell with nothing measured is still compared (value None)
-        if p.measured:
-            sums = tasks.setdefault(p.task, [0, 0, 0])
-            sums[0] += p.measured
-            sums[1] += p.passed
-            sums[2] += p.merged
-    return {cell: {t: (s[0], s[1], s[2]) for t, s in tasks.items()} for cell, tasks in cells.items()}
-
-
 def build_report(
     runs: Sequence[GradedRun],
     *,
@@ -374,7 +361,7 @@ def report_from_sums(
     judges = _judge_uses(sums.verdicts)
     return Report(
         contrasts=contrasts_from_sums(
-            _cell_task_sums(parts), replicates=bootstrap, seed=seed, target=TARGET_HALF_WIDTH
+            cell_task_sums(parts), replicates=bootstrap, seed=seed, target=TARGET_HALF_WIDTH
         ),
         cells=cells,
         by_prompt_style=by_prompt_style,
