@@ -82,6 +82,40 @@ def test_it_downloads_what_rubric_report_json_prints_on_the_same_runs(
     assert guidance["integrity_not_measured_runs"] == guidance["measured"] > 0
 
 
+@pytest.mark.parametrize(
+    ("filters", "chosen"),
+    [
+        # The runs of the tasks posed as a spec (t_alpha, t_beta): the style is the task's.
+        ({"prompt_style": "spec"}, lambda name: not name.startswith("t_gamma")),
+        ({"arm": "plain", "model": "model-a"}, lambda name: "-plain-" in name),
+    ],
+)
+def test_a_filtered_download_is_rubric_report_on_those_runs(
+    graded_repository: tuple[Repository, list[Path], Path],
+    viewer: User,
+    tmp_path: Path,
+    filters: dict[str, str],
+    chosen: Any,
+) -> None:
+    repository, run_dirs, labels = graded_repository
+    cutoffs = tmp_path / "cutoffs.json"
+    cutoffs.write_text(json.dumps(CUTOFFS))
+    subset = [d for d in run_dirs if chosen(d.name)]
+    assert 0 < len(subset) < len(run_dirs)
+    tasks = str(tmp_path / "checkout" / "tasks")
+    expected = rubric_report_json(
+        subset, "--tasks", tasks, "--cutoffs", str(cutoffs), "--labels", str(labels)
+    )
+    url = reverse("rubrics:report_json", args=[repository.pk])
+    got = json.loads(logged_in(viewer).get(url, filters).content)
+    # The labels file names every labelled run; the command says it ignores those of the other runs.
+    ignored = [w for w in expected["warnings"] if w.endswith("name runs not in this report: ignored")]
+    assert len(ignored) == 1
+    expected["warnings"].remove(ignored[0])
+    assert got == expected
+    assert got["cells"] and got["tasks"]
+
+
 def test_the_csv_download_is_the_same_report(
     graded_repository: tuple[Repository, list[Path], Path], maintainer: User
 ) -> None:
