@@ -300,9 +300,10 @@ def report_sums(
 ) -> tuple[ReportSums, dict[str, int], list[str]]:
     """The report's input under the filters, summed by the database (grading.report_sums): the parts and
     the verdict groups are a few aggregate queries over the current grades' report rows, whatever the
-    number of runs; the disagreements are read from the runs the review queue holds as such, and the
-    labelled runs one by one (few). Also the grade pk of each run listed in a disagreement (the page
-    links them to the queue), and notes (tasks whose base_date is not a date)."""
+    number of runs; a run's disagreements are its verdict group's, under the names of the runs of the
+    groups that have some; the labelled runs are read one by one (few). Also the grade pk of each run
+    listed in a disagreement (the page links them to the queue), and notes (tasks whose base_date is not a
+    date)."""
     state = state or report_state(repository)
     tasks = Tasks.of(state)
     task_pks = {task_id: pk for pk, (task_id, _, _) in tasks.by_pk.items()}
