@@ -70,11 +70,6 @@ def _side_rate(metric: ContrastMetric, n: float, passed: float, merged: float) -
     return (passed - merged) / n
 
 
-def contrast_value(metric: ContrastMetric, pairs: Sequence[PairSums]) -> float | None:
-    """b − a of ``metric`` over the shared tasks' sums (pooled ratios); None without a shared task."""
-    return _value_of_totals(metric, _totals(pairs))
-
-
 def _totals(pairs: Sequence[PairSums]) -> list[int] | None:
     """The six sums over the shared tasks; None without one."""
     return [sum(p[i] for p in pairs) for i in range(6)] if pairs else None
@@ -87,16 +82,14 @@ def _value_of_totals(metric: ContrastMetric, t: list[int] | None) -> float | Non
 
 
 def cell_task_sums(parts: Iterable[PartSums]) -> dict[tuple[str, str], dict[str, tuple[int, int, int]]]:
-    """Per (arm, model), per task: its (measured, test-pass, mergeable) runs, from the report's parts."""
-    cells: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(dict)
+    """Per (arm, model), per task: its (measured, test-pass, mergeable) runs, from the report's parts. A
+    cell with nothing measured is still there (its contrasts have no value)."""
+    from grading.report_sums import sums_by_task
+
+    cells: dict[tuple[str, str], list[PartSums]] = defaultdict(list)
     for p in parts:
-        tasks = cells[(p.arm, p.model)]  # a cell with nothing measured is still compared (value None)
-        if p.measured:
-            sums = tasks.setdefault(p.task, [0, 0, 0])
-            sums[0] += p.measured
-            sums[1] += p.passed
-            sums[2] += p.merged
-    return {cell: {t: (s[0], s[1], s[2]) for t, s in tasks.items()} for cell, tasks in cells.items()}
+        cells[(p.arm, p.model)].append(p)
+    return {cell: sums_by_task(group) for cell, group in cells.items()}
 
 
 def pair_sums(a: dict[str, tuple[int, int, int]], b: dict[str, tuple[int, int, int]]) -> list[PairSums]:

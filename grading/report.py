@@ -68,7 +68,7 @@ from grading.report_stats import uniforms as uniforms
 from grading.report_sums import PartSums as PartSums
 from grading.report_sums import ReportSums as ReportSums
 from grading.report_sums import VerdictGroup as VerdictGroup
-from grading.report_sums import mean
+from grading.report_sums import mean, sums_by_task
 from grading.report_sums import summarise as summarise
 from grading.report_warnings import REPEATED_WARNINGS as REPEATED_WARNINGS
 from grading.report_warnings import _warnings
@@ -135,14 +135,7 @@ def report_label_target(tasks: Sequence[TaskSums], runs: Iterable[GradedRun]) ->
 
 
 def _task_sums(parts: Iterable[PartSums]) -> list[TaskSums]:
-    by_task: dict[str, list[int]] = {}
-    for p in parts:
-        if p.measured:
-            sums = by_task.setdefault(p.task, [0, 0, 0])
-            sums[0] += p.measured
-            sums[1] += p.passed
-            sums[2] += p.merged
-    return [(s[0], s[1], s[2]) for _, s in sorted(by_task.items())]
+    return [sums for _, sums in sorted(sums_by_task(parts).items())]
 
 
 class _Context:
@@ -158,7 +151,6 @@ class _Context:
 
 
 def _cell_fields(parts: list[PartSums], ctx: _Context, key: tuple[str | None, ...]) -> dict[str, Any]:
-    by_task: dict[str, list[int]] = {}
     tasks: set[str] = set()
     statuses: dict[str, int] = defaultdict(int)
     provisional = False
@@ -183,15 +175,10 @@ def _cell_fields(parts: list[PartSums], ctx: _Context, key: tuple[str | None, ..
             counts = flag_values.setdefault(name, [0, 0])
             counts[0] += true
             counts[1] += n
-        if p.measured:
-            sums = by_task.setdefault(p.task, [0, 0, 0])
-            sums[0] += p.measured
-            sums[1] += p.passed
-            sums[2] += p.merged
         unmeasured_runs += p.unmeasured_runs
         for part, n in p.unmeasured_parts.items():
             unmeasured_parts[part] += n
-    task_sums: list[TaskSums] = [(t[0], t[1], t[2]) for _, t in sorted(by_task.items())]
+    task_sums = _task_sums(parts)
     rng = ctx.rng(*key)
     replicates = resample_tasks(task_sums, ctx.replicates, rng)
     test_pass, mergeable, difference = rate_estimates(task_sums, replicates)

@@ -17,7 +17,7 @@ it): they do not depend on the order the runs are added in, nor on how they are 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Context, Decimal
@@ -115,6 +115,20 @@ class PartSums:
         """Add ``runs`` runs that reported the true/false metric ``name``, ``true`` of them true."""
         before, counted = self.flags.get(name, (0, 0))
         self.flags[name] = (before + true, counted + runs)
+
+
+def sums_by_task(parts: Iterable[PartSums]) -> dict[str, tuple[int, int, int]]:
+    """Per task, the (measured, test-pass, mergeable) runs of ``parts`` (grading.report_stats.TaskSums: what
+    every rate is a ratio of), in the order the tasks first come; a task without a measured run is left
+    out."""
+    by_task: dict[str, list[int]] = {}
+    for p in parts:
+        if p.measured:
+            sums = by_task.setdefault(p.task, [0, 0, 0])
+            sums[0] += p.measured
+            sums[1] += p.passed
+            sums[2] += p.merged
+    return {task: (s[0], s[1], s[2]) for task, s in by_task.items()}
 
 
 @dataclass(slots=True)

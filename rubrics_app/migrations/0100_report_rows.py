@@ -10,12 +10,7 @@ def fill_rows(apps: Any, schema_editor: Any) -> None:
     # The same code as the app's, over the models as they are at this migration.
     from rubrics_app.services.report_rows import RowModels, fill_report_rows
 
-    models_ = RowModels(
-        apps.get_model("rubrics_app", "RunGrade"),
-        apps.get_model("rubrics_app", "JudgeGrade"),
-        apps.get_model("rubrics_app", "ItemVerdict"),
-        apps.get_model("rubrics_app", "ReportRow"),
-    )
+    models_ = RowModels.of(apps)
     fill_report_rows(models_.grade.objects.values_list("pk", flat=True), models_)
 
 

@@ -9,12 +9,7 @@ from django.db import migrations, models
 def refill_rows(apps: Any, schema_editor: Any) -> None:
     from rubrics_app.services.report_rows import RowModels, fill_report_rows
 
-    models_ = RowModels(
-        apps.get_model("rubrics_app", "RunGrade"),
-        apps.get_model("rubrics_app", "JudgeGrade"),
-        apps.get_model("rubrics_app", "ItemVerdict"),
-        apps.get_model("rubrics_app", "ReportRow"),
-    )
+    models_ = RowModels.of(apps)
     fill_report_rows(models_.grade.objects.values_list("pk", flat=True), models_)
 
 

@@ -13,13 +13,7 @@ def fill_pairs(apps: Any, schema_editor: Any) -> None:
     # The same code as the app's, over the models as they are at this migration.
     from rubrics_app.services.report_rows import RowModels, fill_queue_pairs
 
-    models_ = RowModels(
-        apps.get_model("rubrics_app", "RunGrade"),
-        apps.get_model("rubrics_app", "JudgeGrade"),
-        apps.get_model("rubrics_app", "ItemVerdict"),
-        apps.get_model("rubrics_app", "ReportRow"),
-        apps.get_model("rubrics_app", "QueuePair"),
-    )
+    models_ = RowModels.of(apps, pairs=True)
     fill_queue_pairs(models_.grade.objects.values_list("pk", flat=True), models_)
     models_.row.objects.filter(grade__is_current=True).update(current=True)
 

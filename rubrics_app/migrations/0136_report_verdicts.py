@@ -14,14 +14,7 @@ def _refill(apps: Any, verdicts: bool) -> None:
     # rows' verdicts go there, without it (undone) back into the rows, costs included.
     from rubrics_app.services.report_rows import RowModels, fill_report_rows
 
-    models_ = RowModels(
-        apps.get_model("rubrics_app", "RunGrade"),
-        apps.get_model("rubrics_app", "JudgeGrade"),
-        apps.get_model("rubrics_app", "ItemVerdict"),
-        apps.get_model("rubrics_app", "ReportRow"),
-        apps.get_model("rubrics_app", "QueuePair"),
-        apps.get_model("rubrics_app", "ReportVerdicts") if verdicts else None,
-    )
+    models_ = RowModels.of(apps, pairs=True, verdicts=verdicts)
     fill_report_rows(models_.row.objects.values_list("grade_id", flat=True), models_)
 
 

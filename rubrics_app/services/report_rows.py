@@ -19,6 +19,7 @@ The migrations that created the tables fill them with the same code over the his
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections import defaultdict
@@ -54,6 +55,19 @@ class RowModels(NamedTuple):
     row: Any
     pair: Any = None  # QueuePair; None before the migration that added it
     verdicts: Any = None  # ReportVerdicts; None before the migration that added it
+
+    @classmethod
+    def of(cls, apps: Any, *, pairs: bool = False, verdicts: bool = False) -> RowModels:
+        """A migration's historical models (``apps``), with QueuePair and ReportVerdicts where asked."""
+        model = functools.partial(apps.get_model, "rubrics_app")
+        return cls(
+            model("RunGrade"),
+            model("JudgeGrade"),
+            model("ItemVerdict"),
+            model("ReportRow"),
+            model("QueuePair") if pairs else None,
+            model("ReportVerdicts") if verdicts else None,
+        )
 
 
 APP_MODELS = RowModels(RunGrade, JudgeGrade, ItemVerdict, ReportRow, QueuePair, ReportVerdicts)

@@ -210,7 +210,7 @@ def _metric_sums(rows: QuerySet[ReportRow]) -> list[tuple[Any, ...]]:
 
 
 def _verdict_groups(
-    rows: QuerySet[ReportRow], tasks: Tasks, wanted_style: str | None
+    rows: QuerySet[ReportRow], tasks: Tasks, wanted_style: str | None, decoded: Decoded
 ) -> tuple[list[VerdictGroup], dict[tuple[int, bool | None, int], list[Disagreement]]]:
     """The verdict groups of ``rows`` (one aggregate query, read from the report_row_verdicts index alone,
     and one for the distinct verdict texts), and the disagreements of a run of each group that has some,
@@ -224,7 +224,6 @@ def _verdict_groups(
             second_tree_cost=Sum("second_tree_cost"),
         )
     )
-    decoded = Decoded()
     texts = {
         pk: (decoded.judge(primary), decoded.judge(second))
         for pk, primary, second in ReportVerdicts.objects.filter(
@@ -374,7 +373,7 @@ def report_sums(
             if not (wanted_style and style != wanted_style):
                 part(task_pk, arm, model, style).add_metrics(n, *decoded.metrics(text))
 
-    verdicts, disagreeing = _verdict_groups(rows, tasks, wanted_style)
+    verdicts, disagreeing = _verdict_groups(rows, tasks, wanted_style, decoded)
     # A run's disagreements are its group's (the same verdicts, test outcome and task), under its name:
     # the names are read for the groups that have some.
     disagreements: list[Disagreement] = []
