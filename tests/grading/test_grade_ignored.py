@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 from grading.cli import main
 from grading.judge.models import CONFIG_BLOCKER_ID
 from grading.workspace import capture, write_snapshot
+from tests.gitrepo import GitRepo
 from tests.grading.task_helpers import ALL_IDS, FIXED, Task, answer_run, answers, captured_run
 from tests.grading.workspace_helpers import CACHEDIR_TAG
 
@@ -124,22 +126,32 @@ def test_grade_shows_the_judge_the_self_ignoring_directories(task: Task) -> None
     assert keys[0] != keys[1]  # the same diff, but the judge's input names .mypy_cache/
 
 
-def test_a_run_that_changed_git_dir_fails_integrity_and_the_judge_is_told(
-    task: Task, capsys: pytest.CaptureFixture[str]
-) -> None:
+def _fixed_runs(task: Task, name: str, damage: Callable[[GitRepo], None]) -> tuple[Path, Path]:
+    """Two captured runs that make the oracle's fix, with the judge's answers: ``plain``, and ``name``, which
+    also does ``damage`` to the checkout (outside the diff: its diff is plain's)."""
     plain = captured_run(task, "plain", {})
     repo = task.repo
-    before = task.dir.parent / "hook.before"
+    before = task.dir.parent / f"{name}.before"
     write_snapshot(repo.path, before)
     for path, text in FIXED.items():
         repo.write(path, text)
-    repo.write(".git/hooks/post-checkout", "#!/bin/sh\necho owned\n", executable=True)
-    (repo.path / ".git" / "index").write_bytes(b"garbage")  # and the index is beyond repair
-    run = task.dir.parent / "runs" / "hook"
+    damage(repo)
+    run = task.dir.parent / "runs" / name
     capture(repo.path, "HEAD", before, run)
     (run / "grade.json").write_text(json.dumps({"pass": True}))
     assert (run / "workspace.diff").read_bytes() == (plain / "workspace.diff").read_bytes()
     answer_run(task, run, answers())
+    return plain, run
+
+
+def test_a_run_that_changed_git_dir_fails_integrity_and_the_judge_is_told(
+    task: Task, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def damage(repo: GitRepo) -> None:
+        repo.write(".git/hooks/post-checkout", "#!/bin/sh\necho owned\n", executable=True)
+        (repo.path / ".git" / "index").write_bytes(b"garbage")  # and the index is beyond repair
+
+    plain, run = _fixed_runs(task, "hook", damage)
 
     metrics = grade(task, run)
 
@@ -158,18 +170,7 @@ def test_a_run_that_changed_git_dir_fails_integrity_and_the_judge_is_told(
 def test_a_run_that_left_a_fifo_fails_integrity_and_the_judge_is_told(
     task: Task, capsys: pytest.CaptureFixture[str], deadline: None
 ) -> None:
-    plain = captured_run(task, "plain", {})
-    repo = task.repo
-    before = task.dir.parent / "fifo.before"
-    write_snapshot(repo.path, before)
-    for path, text in FIXED.items():
-        repo.write(path, text)
-    os.mkfifo(repo.path / "src" / "pipe")
-    run = task.dir.parent / "runs" / "fifo"
-    capture(repo.path, "HEAD", before, run)
-    (run / "grade.json").write_text(json.dumps({"pass": True}))
-    assert (run / "workspace.diff").read_bytes() == (plain / "workspace.diff").read_bytes()
-    answer_run(task, run, answers())
+    plain, run = _fixed_runs(task, "fifo", lambda repo: os.mkfifo(repo.path / "src" / "pipe"))
 
     metrics = grade(task, run)
 

@@ -470,22 +470,28 @@ def test_revert_condition_mutants_are_bounded_in_number(git_repo: GitRepo) -> No
     ) in derived.notes
 
 
+@pytest.fixture
+def parses(monkeypatch: pytest.MonkeyPatch) -> list[bytes | str]:
+    """Each source the Python parse check parses, in order."""
+    seen: list[bytes | str] = []
+    real = mutants_parse._parses
+
+    def counting(source: bytes | str) -> bool:
+        seen.append(source)
+        return real(source)
+
+    monkeypatch.setattr(mutants_parse, "_parses", counting)
+    return seen
+
+
 def test_python_mutants_are_parsed_only_as_they_are_taken(
-    git_repo: GitRepo, monkeypatch: pytest.MonkeyPatch
+    git_repo: GitRepo, parses: list[bytes | str]
 ) -> None:
     # Parsing the whole file for every candidate made deriving cost candidates x file size; only the ones
     # judged (and the oracle's file once) are parsed now, and a broken one is still left out with a note.
     git_repo.write("a.py", "def f(x):\n    if x = 1:\n        return 1\n" + conditions_file(40, ">"))
     base = git_repo.commit("base")
     git_repo.write("a.py", "def f(x):\n    if x == 1:\n        return 1\n" + conditions_file(40, ">="))
-    parses: list[bytes | str] = []
-    real = mutants_parse._parses
-
-    def counting(source: bytes | str) -> bool:
-        parses.append(source)
-        return real(source)
-
-    monkeypatch.setattr(mutants_parse, "_parses", counting)
     derived = derive_mutants(
         workspace_diff(git_repo, base), max_mutants=4, base=BaseTree(git_repo.path, base).read
     )
@@ -508,7 +514,7 @@ def functions(ops: dict[int, str], n: int = 300) -> str:
 
 
 def test_a_python_mutant_is_parsed_as_its_statement_alone_when_that_parses(
-    git_repo: GitRepo, monkeypatch: pytest.MonkeyPatch
+    git_repo: GitRepo, parses: list[bytes | str]
 ) -> None:
     # A large file cost a whole parse per mutant taken. The restored line lies in one top-level statement
     # (here a decorated function of 300): when that statement's lines parse alone, so does the file; when
@@ -516,14 +522,6 @@ def test_a_python_mutant_is_parsed_as_its_statement_alone_when_that_parses(
     git_repo.write("a.py", functions({0: "="}))
     base = git_repo.commit("base")
     git_repo.write("a.py", functions({0: "==", 100: ">=", 200: ">="}))
-    parses: list[bytes | str] = []
-    real = mutants_parse._parses
-
-    def counting(source: bytes | str) -> bool:
-        parses.append(source)
-        return real(source)
-
-    monkeypatch.setattr(mutants_parse, "_parses", counting)
     derived = derive_mutants(workspace_diff(git_repo, base), base=BaseTree(git_repo.path, base).read)
 
     conditions = by_kind(derived.mutants, "revert-condition")
