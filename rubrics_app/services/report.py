@@ -208,7 +208,7 @@ def cheap_label_target(repository: Repository, state: dict[str, Any] | None = No
     per_task = [
         (n, passed, merged) for _, n, passed, merged in sorted(sums, key=lambda row: tasks.by_pk[row[0]][0])
     ]
-    labelled = labelled_runs(current, labels_by_grade(state), tasks, None, Decoded())
+    labelled = labelled_runs(current, labels_by_grade(state), tasks, Decoded())
     return report_label_target(per_task, labelled)
 
 

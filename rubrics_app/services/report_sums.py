@@ -19,7 +19,7 @@ from datetime import date
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, Max, QuerySet, Sum
+from django.db.models import Count, Max, Q, QuerySet, Sum
 from django.db.models.functions import Length
 
 from grading import (
@@ -94,18 +94,19 @@ def report_state(repository: Repository) -> dict[str, Any]:
     }
 
 
-def current_rows(
-    repository: Repository, filters: dict[str, str], task_pks: dict[str, int]
-) -> QuerySet[ReportRow]:
-    """The report rows of the runs' current grades under the filters (but the prompt style, which is the
-    task's where the run does not say: applied to the groups these rows are summed in)."""
+def current_rows(repository: Repository, filters: dict[str, str], tasks: Tasks) -> QuerySet[ReportRow]:
+    """The report rows of the runs' current grades under the filters. A run's prompt style is its own
+    (run.json's), else its task's (:meth:`Tasks.style`)."""
     query = ReportRow.objects.filter(repository=repository, current=True)
     if filters.get("task"):
-        query = query.filter(task_id=task_pks.get(filters["task"], -1))
+        query = query.filter(task_id=tasks.pk_of(filters["task"]))
     if "arm" in filters:
         query = query.filter(arm=filters["arm"])
     if "model" in filters:
         query = query.filter(model=filters["model"])
+    if wanted := filters.get("prompt_style"):
+        posed = [pk for pk, (_, _, style) in tasks.by_pk.items() if style == wanted]
+        query = query.filter(Q(prompt_style=wanted) | Q(prompt_style="", task_id__in=posed))
     return query.order_by()
 
 
@@ -181,6 +182,10 @@ class Tasks:
             by_pk[pk] = (task_id, parsed, task_prompt_style(bool(spec), bool(issue)))
         return cls(by_pk, notes)
 
+    def pk_of(self, task_id: str) -> int:
+        """The pk of the task with this id; -1 (no task) when there is none."""
+        return next((pk for pk, (name, _, _) in self.by_pk.items() if name == task_id), -1)
+
     def style(self, task_pk: int, run_style: str) -> str | None:
         """A run's prompt style: its own (run.json's), else its task's."""
         return run_style or self.by_pk[task_pk][2]
@@ -210,12 +215,13 @@ def _metric_sums(rows: QuerySet[ReportRow]) -> list[tuple[Any, ...]]:
 
 
 def _verdict_groups(
-    rows: QuerySet[ReportRow], tasks: Tasks, wanted_style: str | None, decoded: Decoded
+    rows: QuerySet[ReportRow], tasks: Tasks, decoded: Decoded
 ) -> tuple[list[VerdictGroup], dict[tuple[int, bool | None, int], list[Disagreement]]]:
     """The verdict groups of ``rows`` (one aggregate query, read from the report_row_verdicts index alone,
     and one for the distinct verdict texts), and the disagreements of a run of each group that has some,
     by (task pk, test pass, verdicts pk), under an empty run name."""
     groups = list(
+        # Grouped in the index's order (the prompt style too, though the report does not need it): no sort.
         rows.values_list("task_id", "prompt_style", "test_pass", "checks_passed", "verdicts_id").annotate(
             n=Count("task"),  # a column of the index, as every other one here
             primary_cost=Sum("primary_cost"),
@@ -233,9 +239,7 @@ def _verdict_groups(
     out: list[VerdictGroup] = []
     disagreeing: dict[tuple[int, bool | None, int], list[Disagreement]] = {}
     items: dict[tuple[bool | None, int], list[Disagreement]] = {}
-    for task_pk, run_style, passed, checks, verdicts_pk, n, *costs in groups:
-        if wanted_style and tasks.style(task_pk, run_style) != wanted_style:
-            continue
+    for task_pk, _, passed, checks, verdicts_pk, n, *costs in groups:
         task_id = tasks.by_pk[task_pk][0]
         primary, second = texts[verdicts_pk]
         out.append(
@@ -264,21 +268,17 @@ def labelled_runs(
     rows: QuerySet[ReportRow],
     labels: dict[int, dict[str, str]],
     tasks: Tasks,
-    wanted_style: str | None,
     decoded: Decoded,
 ) -> list[GradedRun]:
     """The runs among ``rows`` with a human verdict on mergeable and a mergeable outcome, as records of
     what the report reads of them: their task, the judge's outcome and the human verdict. Few: one query
     for the labelled grades' rows."""
     out = []
-    for grade_pk, task_pk, name, run_style, status, passed, mergeable, items, checks in rows.filter(
+    for grade_pk, task_pk, name, status, passed, mergeable, items, checks in rows.filter(
         grade_id__in=sorted(labels)
     ).values_list(
-        "grade_id", "task_id", "name", "prompt_style", "status", "test_pass", "mergeable", "human_items",
-        "human_checks",
-    ):  # fmt: skip
-        if wanted_style and tasks.style(task_pk, run_style) != wanted_style:
-            continue
+        "grade_id", "task_id", "name", "status", "test_pass", "mergeable", "human_items", "human_checks"
+    ):
         human = decoded.human(items, checks, labels.get(grade_pk))
         if human is not None and mergeable is not None:
             out.append(
@@ -305,9 +305,7 @@ def report_sums(
     date)."""
     state = state or report_state(repository)
     tasks = Tasks.of(state)
-    task_pks = {task_id: pk for pk, (task_id, _, _) in tasks.by_pk.items()}
-    wanted_style = filters.get("prompt_style")
-    rows = current_rows(repository, filters, task_pks)
+    rows = current_rows(repository, filters, tasks)
     decoded = Decoded()
     # Stored provisional as graded; a draft revision approved or admitted since makes it count as admitted.
     draft = {pk for pk, status in state["revisions"] if status == RevisionStatus.DRAFT}
@@ -342,10 +340,7 @@ def report_sums(
         unmeasured,
         n,
     ) in outcomes:
-        style = tasks.style(task_pk, run_style)
-        if wanted_style and style != wanted_style:
-            continue
-        part(task_pk, arm, model, style).add(
+        part(task_pk, arm, model, tasks.style(task_pk, run_style)).add(
             n,
             status=status,
             test_pass=passed,
@@ -356,12 +351,11 @@ def report_sums(
         )
     if connection.vendor == "postgresql":
         for task_pk, arm, model, run_style, name, kind, n, total, true in _metric_sums(rows):
-            style = tasks.style(task_pk, run_style)
-            if not (wanted_style and style != wanted_style):
-                if kind == "number":
-                    part(task_pk, arm, model, style).add_metric(name, total, n)
-                else:
-                    part(task_pk, arm, model, style).add_flag(name, true, n)
+            summed = part(task_pk, arm, model, tasks.style(task_pk, run_style))
+            if kind == "number":
+                summed.add_metric(name, total, n)
+            else:
+                summed.add_flag(name, true, n)
     else:  # SQLite, small: runs with the same metrics summed in one group, each text decoded once
         metrics = (
             rows.exclude(status="grader_failure")
@@ -369,28 +363,24 @@ def report_sums(
             .annotate(n=Count("pk"))
         )
         for task_pk, arm, model, run_style, text, n in metrics:
-            style = tasks.style(task_pk, run_style)
-            if not (wanted_style and style != wanted_style):
-                part(task_pk, arm, model, style).add_metrics(n, *decoded.metrics(text))
+            part(task_pk, arm, model, tasks.style(task_pk, run_style)).add_metrics(n, *decoded.metrics(text))
 
-    verdicts, disagreeing = _verdict_groups(rows, tasks, wanted_style, decoded)
+    verdicts, disagreeing = _verdict_groups(rows, tasks, decoded)
     # A run's disagreements are its group's (the same verdicts, test outcome and task), under its name:
     # the names are read for the groups that have some.
     disagreements: list[Disagreement] = []
     grade_of_run: dict[str, int] = {}
-    for grade_pk, task_pk, name, run_style, passed, verdicts_pk in (
-        rows.filter(verdicts__in=sorted({key[2] for key in disagreeing}), test_pass=True)
-        .values_list("grade_id", "task_id", "name", "prompt_style", "test_pass", "verdicts_id")
-        .order_by()
-    ):
+    for grade_pk, task_pk, name, passed, verdicts_pk in rows.filter(
+        verdicts__in=sorted({key[2] for key in disagreeing}), test_pass=True
+    ).values_list("grade_id", "task_id", "name", "test_pass", "verdicts_id"):
         found = disagreeing.get((task_pk, passed, verdicts_pk))
-        if found and not (wanted_style and tasks.style(task_pk, run_style) != wanted_style):
+        if found:
             disagreements += [
                 Disagreement(run=name, task=d.task, item=d.item, primary=d.primary, second=d.second)
                 for d in found
             ]
             grade_of_run[name] = grade_pk
 
-    labelled = labelled_runs(rows, labels_by_grade(state), tasks, wanted_style, decoded)
+    labelled = labelled_runs(rows, labels_by_grade(state), tasks, decoded)
     sums = ReportSums(list(parts.values()), verdicts, disagreements, labelled)
     return sums, grade_of_run, tasks.notes
