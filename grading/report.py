@@ -19,7 +19,6 @@ import random
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import date
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from grading.agreement import Agreement as Agreement  # re-exported: the report's public name
@@ -151,61 +150,36 @@ class _Context:
 
 
 def _cell_fields(parts: list[PartSums], ctx: _Context, key: tuple[str | None, ...]) -> dict[str, Any]:
-    tasks: set[str] = set()
-    statuses: dict[str, int] = defaultdict(int)
-    provisional = False
-    score_sum, scored = Decimal(0), 0
-    metric_values: dict[str, list[Any]] = {}
-    flag_values: dict[str, list[int]] = {}
-    unmeasured_parts: dict[str, int] = defaultdict(int)
-    unmeasured_runs = runs = 0
+    total = PartSums("", "", "", None)
     for p in parts:
-        runs += p.runs
-        tasks.add(p.task)
-        for status, n in p.statuses.items():
-            statuses[status] += n
-        provisional = provisional or bool(p.provisional or p.provisional_unknown)
-        score_sum += p.score_sum
-        scored += p.scored
-        for name, (total, n) in p.metrics.items():
-            values = metric_values.setdefault(name, [Decimal(0), 0])
-            values[0] += total
-            values[1] += n
-        for name, (true, n) in p.flags.items():
-            counts = flag_values.setdefault(name, [0, 0])
-            counts[0] += true
-            counts[1] += n
-        unmeasured_runs += p.unmeasured_runs
-        for part, n in p.unmeasured_parts.items():
-            unmeasured_parts[part] += n
+        total.absorb(p)
     task_sums = _task_sums(parts)
     rng = ctx.rng(*key)
     replicates = resample_tasks(task_sums, ctx.replicates, rng)
     test_pass, mergeable, difference = rate_estimates(task_sums, replicates)
     corrected = corrected_rate(task_sums, ctx.accuracy, ctx.labels, replicates, rng)
     return {
-        "runs": runs,
-        "tasks": len(tasks),
+        "runs": total.runs,
+        "tasks": len({p.task for p in parts}),
         "measured": sum(t[0] for t in task_sums),
         "test_pass_rate": test_pass,
         "mergeable_rate": mergeable,
         "difference": difference,
-        "mean_merge_score": mean(score_sum, scored) if scored else None,
-        "grader_failures": statuses["grader_failure"],
-        "judge_failures": statuses["judge_failure"],
-        "not_measured": statuses["not_measured"],
-        "provisional": provisional,
+        "mean_merge_score": mean(total.score_sum, total.scored) if total.scored else None,
+        "grader_failures": total.statuses.get("grader_failure", 0),
+        "judge_failures": total.statuses.get("judge_failure", 0),
+        "not_measured": total.statuses.get("not_measured", 0),
+        "provisional": bool(total.provisional or total.provisional_unknown),
         "corrected_mergeable_rate": corrected,
         "metrics": {
-            name: MetricMean(mean=mean(total, n), runs=n)
-            for name, (total, n) in sorted(metric_values.items())
+            name: MetricMean(mean=mean(sum_, n), runs=n) for name, (sum_, n) in sorted(total.metrics.items())
         },
         "metric_rates": {
             name: MetricRate(rate=true / n, true=true, runs=n)
-            for name, (true, n) in sorted(flag_values.items())
+            for name, (true, n) in sorted(total.flags.items())
         },
-        "integrity_not_measured_runs": unmeasured_runs,
-        "integrity_not_measured": dict(sorted(unmeasured_parts.items())),
+        "integrity_not_measured_runs": total.unmeasured_runs,
+        "integrity_not_measured": dict(sorted(total.unmeasured_parts.items())),
     }
 
 

@@ -105,6 +105,26 @@ class PartSums:
         for name, flag in flags.items():
             self.add_flag(name, count * flag, count)
 
+    def absorb(self, other: PartSums) -> None:
+        """Add every count and sum of ``other`` (runs of other tasks, arms or styles too: a cell's total)."""
+        self.runs += other.runs
+        for status, n in other.statuses.items():
+            self.statuses[status] = self.statuses.get(status, 0) + n
+        self.provisional += other.provisional
+        self.provisional_unknown += other.provisional_unknown
+        self.measured += other.measured
+        self.passed += other.passed
+        self.merged += other.merged
+        self.score_sum = _EXACT.add(self.score_sum, other.score_sum)
+        self.scored += other.scored
+        for name, (total, runs) in other.metrics.items():
+            self.add_metric(name, total, runs)
+        for name, (true, runs) in other.flags.items():
+            self.add_flag(name, true, runs)
+        self.unmeasured_runs += other.unmeasured_runs
+        for part, n in other.unmeasured_parts.items():
+            self.unmeasured_parts[part] = self.unmeasured_parts.get(part, 0) + n
+
     def add_metric(self, name: str, total: Decimal, runs: int) -> None:
         """Add ``runs`` runs whose numeric metric ``name`` adds up to ``total`` (exactly, as :func:`exact`
         writes each value)."""
