@@ -31,5 +31,6 @@ TASK_MODULES = [
     "rubrics_app.services.calibration",
     "rubrics_app.services.sweeps",
     "rubrics_app.services.drafting",
+    "rubrics_app.services.report",
 ]
 app.conf.imports = TASK_MODULES

@@ -8,6 +8,7 @@
     calibration    calibration runs, rows, verdicts and the verdict cache
     runs           agent runs, grades, verdicts, the review queue, disputes, sweeps
     mutants        the oracle's mutants judged with a calibration
+    reports        the report kept ready for the page
 
 Everything is re-exported here: import models from ``rubrics_app.models``, as Django does.
 """
@@ -41,6 +42,7 @@ from rubrics_app.models.jobs import (
     result_json,
 )
 from rubrics_app.models.mutants import CalibrationMutant, HarmlessMutant
+from rubrics_app.models.reports import ReportSnapshot
 from rubrics_app.models.repositories import (
     ITEM_ID_RE,
     DraftSetting,
@@ -143,6 +145,7 @@ __all__ = [
     "REVISION_OPTIONAL_KEYS",
     "QueuePair",
     "ReportRow",
+    "ReportSnapshot",
     "ReportVerdicts",
     "Repository",
     "RepositoryQuerySet",

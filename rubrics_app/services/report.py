@@ -6,16 +6,30 @@ Caching: the report is cached under a key made of everything it depends on: the 
 the report rows' count and newest id (a row is only ever written whole, under a new id), the human
 verdicts, the tasks' base dates and prompts, the revisions' statuses, the primary judge (which grade is
 current depends on it and on the admitted revisions), the training cutoffs and the filters.
-Any change gives a new key, so a cached report is never stale; the key costs a few small queries.
+Any change gives a new key, so a cached report is never stale; the key costs a few small queries. The key
+also holds a digest of the code that computes the report (``grading`` and these services), so a deploy
+that changes a computation or the report's shape never serves a report of the code before.
+
+Kept ready: a repository's whole report (no filters) is also stored in the database (``ReportSnapshot``),
+where every process and machine finds it. A job that changes the runs (an import, a sweep) sends
+:func:`keep_report_ready` once it is committed, and a worker computes the report for the new key and
+stores it: the page's first view then reads it. Until it is stored, the page computes the report itself,
+as before (never a report of an older key). ``manage.py prepare_report`` does the same on demand, after a
+deploy or a migration.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import pickle
+import zlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import date
+from functools import cache as once
+from pathlib import Path
 from typing import Any
 
 from django.core.cache import cache
@@ -33,10 +47,12 @@ from grading import (
     report_from_sums,
     report_label_target,
 )
+from rubrics_app.celery import app
 from rubrics_app.models import (
     AgentRun,
     ItemKind,
     ReportRow,
+    ReportSnapshot,
     Repository,
     RubricItem,
     RunGrade,
@@ -55,7 +71,14 @@ from rubrics_app.services.report_sums import (
 FILTERS = ("task", "arm", "model", "prompt_style")
 PROMPT_STYLES = ("spec", "issue")
 CACHE_SECONDS = 24 * 3600  # the key changes with the data; this only bounds how long an unused one stays
-_CACHE_VERSION = "report-v4"  # the Report's shape: a cached one of an older shape is never served
+_CACHE_VERSION = "report-v5"  # the cached value's shape (the code digest below covers the report's own)
+# The code a report depends on: every module of the grading package, and the app's report services.
+_REPORT_CODE = (
+    Path(__file__).resolve().parents[2] / "grading",
+    *sorted(Path(__file__).resolve().parent.glob("report*.py")),
+)
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -113,8 +136,20 @@ def _fill_missing_rows(repository: Repository, rows: int) -> bool:
         return True  # another request filled them at the same moment
 
 
+@once
+def code_digest() -> str:
+    """sha256 of the source of the code that computes a report (read once per process)."""
+    digest = hashlib.sha256()
+    for root in _REPORT_CODE:
+        for path in sorted(root.rglob("*.py")) if root.is_dir() else [root]:
+            digest.update(f"{path.relative_to(root.parent)}\0".encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
 def _cache_key(repository: Repository, state: dict[str, Any], filters: dict[str, str]) -> str:
-    return f"{_CACHE_VERSION}:{repository.pk}:{_digest([state, filters, DEFAULT_BOOTSTRAP, DEFAULT_SEED])}"
+    parts = [state, filters, DEFAULT_BOOTSTRAP, DEFAULT_SEED, code_digest()]
+    return f"{_CACHE_VERSION}:{repository.pk}:{_digest(parts)}"
 
 
 # --- rows -> GradedRun ----------------------------------------------------------------------------------
@@ -139,15 +174,32 @@ def _ungraded(repository: Repository, filters: dict[str, str]) -> int:
     return query.count()
 
 
-def repository_report(repository: Repository, filters: dict[str, str]) -> ReportResult:
-    """The report of the repository's graded runs under the filters, from the cache when nothing changed."""
+def _current(repository: Repository, filters: dict[str, str]) -> tuple[str, dict[str, Any]]:
+    """The report's cache key and the state it is made of, once every grade has its report row."""
     state = report_state(repository)
     if _fill_missing_rows(repository, state["rows"]["n"]):
         state = report_state(repository)
-    key = _cache_key(repository, state, filters)
+    return _cache_key(repository, state, filters), state
+
+
+def repository_report(repository: Repository, filters: dict[str, str]) -> ReportResult:
+    """The report of the repository's graded runs under the filters: from this process's cache when nothing
+    changed, else (no filters) the one a worker kept ready for the same key, else computed here."""
+    key, state = _current(repository, filters)
     cached = cache.get(key)
     if isinstance(cached, ReportResult):
         return cached
+    if not filters:
+        stored = _stored(key)
+        if stored is not None:
+            cache.set(key, stored, CACHE_SECONDS)
+            return stored
+    result = _computed(repository, filters, state)
+    cache.set(key, result, CACHE_SECONDS)
+    return result
+
+
+def _computed(repository: Repository, filters: dict[str, str], state: dict[str, Any]) -> ReportResult:
     sums, grade_of_run, notes = report_sums(repository, filters, state)
     cutoffs = cutoff_dates(repository, notes)
     report = report_from_sums(sums, cutoffs=cutoffs, bootstrap=DEFAULT_BOOTSTRAP, seed=DEFAULT_SEED)
@@ -161,9 +213,63 @@ def repository_report(repository: Repository, filters: dict[str, str]) -> Report
     # refuses such input instead: there is nothing of it to compare).
     report.warnings[:0] = notes
     runs = sum(p.runs for p in sums.parts)
-    result = ReportResult(report=report, runs=runs, ungraded=ungraded, grade_of_run=grade_of_run)
+    return ReportResult(report=report, runs=runs, ungraded=ungraded, grade_of_run=grade_of_run)
+
+
+# --- the report kept ready ------------------------------------------------------------------------------
+
+
+def _stored(key: str) -> ReportResult | None:
+    data = ReportSnapshot.objects.filter(key=key).values_list("data", flat=True).first()
+    if data is None:
+        return None
+    try:
+        # Pickled by prepare_report below, for this very key (which holds the code's digest): never input
+        # from outside the app.
+        result = pickle.loads(zlib.decompress(data))  # noqa: S301
+    except Exception:  # a damaged row: the page computes the report, and the next job replaces the row
+        log.exception("report snapshot %s could not be read", key)
+        return None
+    return result if isinstance(result, ReportResult) else None
+
+
+def prepare_report(repository: Repository) -> bool:
+    """Compute the repository's report (no filters) for its current key and store it for every process,
+    unless it is stored already; True when it was computed. The repository's older snapshots are deleted."""
+    key, state = _current(repository, {})
+    if ReportSnapshot.objects.filter(key=key).exists():
+        return False
+    result = _computed(repository, {}, state)
+    data = zlib.compress(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL), 1)
+    try:
+        with transaction.atomic():
+            snapshot = ReportSnapshot.objects.create(repository=repository, key=key, data=data)
+    except IntegrityError:
+        return False  # another worker stored the same key at the same moment
+    ReportSnapshot.objects.filter(repository=repository, pk__lt=snapshot.pk).delete()
     cache.set(key, result, CACHE_SECONDS)
-    return result
+    return True
+
+
+@app.task(name="rubrics_app.tasks.keep_report_ready", ignore_result=True)
+def keep_report_ready(repository_pk: int) -> None:
+    """Celery task: :func:`prepare_report` of the repository, if it still exists."""
+    repository = Repository.objects.filter(pk=repository_pk).first()
+    if repository is not None:
+        prepare_report(repository)
+
+
+def report_changed(repository_pk: int) -> None:
+    """Send :func:`keep_report_ready` once the current transaction commits. A failure to send (the broker
+    is down) is logged, never raised: the page then computes the report itself."""
+
+    def send() -> None:
+        try:
+            keep_report_ready.delay(repository_pk)
+        except Exception:
+            log.exception("could not send keep_report_ready for repository %s", repository_pk)
+
+    transaction.on_commit(send)
 
 
 def label_target(repository: Repository) -> LabelTarget | None:

@@ -47,6 +47,7 @@ from rubrics_app.services.import_export import (
     checked_zip_members,
     rubric_json_bytes,
 )
+from rubrics_app.services.report import report_changed
 from rubrics_app.services.report_rows import refresh_report_rows
 from rubrics_app.services.run_checks import PreparedRun, _sha256, prepare_runs
 from rubrics_app.services.run_files import DIFF_FILE, RUN_FILES, RunFiles, _name, read_run_dirs, read_zip_runs
@@ -299,6 +300,8 @@ def _import_runs_atomic(
         refresh_report_rows(new_grades)
         if new_grades:
             refresh_current_grades(runs=RunGrade.objects.filter(pk__in=new_grades).values("run_id"))
+        if outcome.created or new_grades:
+            report_changed(repository.pk)  # a worker computes the new report once this commits
     return outcome
 
 

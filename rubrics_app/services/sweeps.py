@@ -84,6 +84,7 @@ from rubrics_app.models import (
 )
 from rubrics_app.services import calibration
 from rubrics_app.services.jobs import JobFailed, job_task, run
+from rubrics_app.services.report import report_changed
 from rubrics_app.services.report_rows import refresh_report_rows
 from rubrics_app.services.runs import store_grade
 from rubrics_app.services.sweep_inputs import (
@@ -525,7 +526,12 @@ def sweep_now(repository: Repository, by: Actor, request: SweepRequest | None = 
 def _sweep(job: Job) -> SweepResult:
     # A job the reaper queued again (its worker was lost) runs the same sweep: the Job claim is the lock,
     # and the runs graded before are skipped.
-    return run_sweep(job.sweep.pk).result()
+    try:
+        return run_sweep(job.sweep.pk).result()
+    finally:
+        # Grades were stored as they came, whether the sweep finished or not: a worker computes the new
+        # report once (not once per grade).
+        report_changed(job.sweep.repository_id)
 
 
 @job_task(JobKind.SWEEP)

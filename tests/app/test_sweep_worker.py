@@ -5,12 +5,14 @@ second judge on a sample, and the rerun that makes no call."""
 from __future__ import annotations
 
 import io
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.cache import cache
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
@@ -18,13 +20,16 @@ from rubrics_app.models import (
     ItemVerdict,
     JudgeGrade,
     JudgeSetting,
+    ReportSnapshot,
     Repository,
     RubricRevision,
     RunGrade,
     Sweep,
 )
+from rubrics_app.services import report as report_service
+from rubrics_app.services.report import ReportResult, repository_report
 from tests.app.sweep_helpers import import_runs
-from tests.app.worker_helpers import SONNET, celery_worker, database_url, environment
+from tests.app.worker_helpers import SONNET, WAIT_SECONDS, celery_worker, database_url, environment
 from tests.grading.judge.fake_servers import FakeProviderServer
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("flushable_transactional_db")]
@@ -57,6 +62,26 @@ def worker(
         yield log
 
 
+def ready_report(repository: Repository, log: Path) -> ReportResult:
+    """The repository's report as the page reads it once a worker has stored it for the current runs (never
+    computed here: a computation fails the wait)."""
+
+    def refuse(*args: object) -> ReportResult:
+        raise LookupError("not stored yet")
+
+    deadline = time.monotonic() + WAIT_SECONDS
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(report_service, "_computed", refuse)
+        while True:
+            cache.clear()
+            try:
+                return repository_report(repository, {})
+            except LookupError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"no report stored; worker log:\n{log.read_text(errors='replace')}")
+                time.sleep(0.2)
+
+
 def sweep_command(*args: str) -> tuple[int, str]:
     out = io.StringIO()
     try:
@@ -78,6 +103,10 @@ def test_sweep_waits_for_the_worker_with_the_scripted_judge(
     assert ItemVerdict.objects.count() == 3 * 4
     code, out = sweep_command("--repository", repository.name, "--revision", "999999")
     assert code == 2 and "--revision: example-project has no revision 999999" in out
+    # The job sent the report to the worker, which stored it: the page reads it, computing nothing.
+    ready = ready_report(repository, worker)
+    assert ready.runs == 3 and ready.ungraded == 0
+    assert ReportSnapshot.objects.filter(repository=repository).count() == 1
 
 
 def test_two_providers_a_second_judge_sample_and_a_rerun_without_calls(

@@ -1,0 +1,208 @@
+"""The report kept ready (services.report): a repository's whole report stored by a worker or by
+``manage.py prepare_report``, which the page then reads instead of computing; never for a key of changed
+runs, labels or code; sent to a worker once an import commits."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.cache import cache
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.test import Client
+from django.urls import reverse
+
+from rubrics_app.models import HumanVerdict, ReportSnapshot, Repository
+from rubrics_app.services import report as report_service
+from rubrics_app.services.report import keep_report_ready, prepare_report
+from tests.app.report_helpers import build_runs, label_runs
+from tests.app.runs_helpers import write_run
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache() -> None:
+    cache.clear()  # test databases reuse row ids: a report cached by an earlier test must not answer
+
+
+@pytest.fixture
+def graded(tmp_path: Path, repository: Repository) -> Repository:
+    build_runs(tmp_path, repository)
+    label_runs(repository)
+    return repository
+
+
+@pytest.fixture
+def computations(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, str]]:
+    """The filters of every report computed from here on (not read from a cache or a stored report)."""
+    seen: list[dict[str, str]] = []
+    compute = report_service._computed
+
+    def counted(repository: Repository, filters: dict[str, str], state: dict[str, Any]) -> Any:
+        seen.append(filters)
+        return compute(repository, filters, state)
+
+    monkeypatch.setattr(report_service, "_computed", counted)
+    return seen
+
+
+def report_json(user: User, repository: Repository, **filters: str) -> dict[str, Any]:
+    client = Client()
+    client.force_login(user)
+    response = client.get(reverse("rubrics:report_json", args=[repository.pk]), filters)
+    assert response.status_code == 200
+    data: dict[str, Any] = json.loads(response.content)
+    return data
+
+
+def test_the_page_reads_the_stored_report_instead_of_computing_it(
+    graded: Repository, viewer: User, computations: list[dict[str, str]]
+) -> None:
+    expected = report_json(viewer, graded)
+    assert computations == [{}]
+    cache.clear()
+    assert prepare_report(graded) is True and len(computations) == 2
+    assert prepare_report(graded) is False and len(computations) == 2  # stored already: not computed again
+    cache.clear()  # as in another process, or after a restart
+    assert report_json(viewer, graded) == expected
+    assert len(computations) == 2
+    client = Client()
+    client.force_login(viewer)
+    page = client.get(reverse("rubrics:report", args=[graded.pk]))
+    assert page.status_code == 200 and b"24 graded runs in this report" in page.content
+    assert len(computations) == 2
+    # A filtered view is never stored: it is computed.
+    report_json(viewer, graded, arm="plain")
+    assert computations[2:] == [{"arm": "plain"}]
+
+
+def test_a_stored_report_never_answers_for_changed_labels_runs_or_code(
+    graded: Repository, viewer: User, computations: list[dict[str, str]], tmp_path: Path, monkeypatch: Any
+) -> None:
+    prepare_report(graded)
+    stored = report_json(viewer, graded)
+    assert len(computations) == 1
+    # A new label: the stored report is of the labels before.
+    label = HumanVerdict.objects.filter(grade__run__task__repository=graded, item_id="B1", verdict="pass")[0]
+    label.verdict = "fail"  # a reviewer changes their mind
+    label.save()
+    cache.clear()
+    relabelled = report_json(viewer, graded)
+    assert len(computations) == 2
+    assert relabelled != stored
+    # A new run (ungraded): the page says so, from a report computed for it.
+    run_dir = write_run(tmp_path / "more", "extra", task_id="t_alpha", arm="plain", repetition=9)
+    call_command("import_runs", str(run_dir.parent), "--repository", graded.name, stdout=io.StringIO())
+    cache.clear()
+    with_run = report_json(viewer, graded)
+    assert len(computations) == 3
+    assert any("1 run has no grade yet" in w for w in with_run["warnings"])
+    # Another version of the code that computes reports: a new key as well.
+    assert prepare_report(graded) is True and len(computations) == 4
+    monkeypatch.setattr(report_service, "code_digest", lambda: "0" * 64)
+    cache.clear()
+    report_json(viewer, graded)
+    assert len(computations) == 5
+    # One stored report per repository: the newest.
+    assert prepare_report(graded) is True
+    assert ReportSnapshot.objects.filter(repository=graded).count() == 1
+
+
+def test_the_code_digest_covers_the_grading_package_and_the_report_services() -> None:
+    names = {path.name for path in report_service._REPORT_CODE}
+    assert {"grading", "report.py", "report_rows.py", "report_sums.py"} <= names
+    assert len(report_service.code_digest()) == 64
+
+
+def test_a_damaged_stored_report_is_computed_again(
+    graded: Repository, viewer: User, computations: list[dict[str, str]], caplog: pytest.LogCaptureFixture
+) -> None:
+    prepare_report(graded)
+    expected = report_json(viewer, graded)
+    ReportSnapshot.objects.filter(repository=graded).update(data=b"not a report")
+    cache.clear()
+    with caplog.at_level(logging.ERROR, logger="rubrics_app.services.report"):
+        assert report_json(viewer, graded) == expected
+    assert len(computations) == 2
+    assert "could not be read" in caplog.text
+
+
+def test_the_task_prepares_the_report_and_skips_a_repository_gone(
+    graded: Repository, computations: list[dict[str, str]]
+) -> None:
+    keep_report_ready(graded.pk)  # as a worker runs it
+    assert ReportSnapshot.objects.filter(repository=graded).count() == 1 and len(computations) == 1
+    keep_report_ready(999_999)
+    assert len(computations) == 1
+
+
+@pytest.fixture
+def sent(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The repositories keep_report_ready was sent for (to the broker: the worker is tested apart)."""
+    sends: list[int] = []
+    monkeypatch.setattr(keep_report_ready, "delay", sends.append)
+    return sends
+
+
+def test_an_import_sends_the_report_to_a_worker_once_it_is_committed(
+    tmp_path: Path,
+    repository: Repository,
+    task: Any,
+    sent: list[int],
+    django_capture_on_commit_callbacks: Callable[..., Any],
+) -> None:
+    runs = tmp_path / "runs"
+    write_run(runs, "one", task_id="fix_fraction_gt1", arm="plain", repetition=0)
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("import_runs", str(runs), "--repository", repository.name, stdout=io.StringIO())
+    assert sent == [repository.pk]
+    with django_capture_on_commit_callbacks(execute=True):  # the same runs again: nothing new, nothing sent
+        call_command("import_runs", str(runs), "--repository", repository.name, stdout=io.StringIO())
+    assert sent == [repository.pk]
+    (runs / "bad").mkdir()
+    (runs / "bad" / "run.json").write_text("{")
+    write_run(runs, "two", task_id="fix_fraction_gt1", arm="plain", repetition=1)
+    with django_capture_on_commit_callbacks(execute=True), pytest.raises(CommandError):
+        call_command("import_runs", str(runs), "--repository", repository.name, stdout=io.StringIO())
+    assert sent == [repository.pk]  # nothing imported: nothing sent
+
+
+def test_an_import_succeeds_when_the_broker_is_down(
+    tmp_path: Path,
+    repository: Repository,
+    task: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    django_capture_on_commit_callbacks: Callable[..., Any],
+) -> None:
+    def refused(repository_pk: int) -> None:
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    monkeypatch.setattr(keep_report_ready, "delay", refused)
+    runs = tmp_path / "runs"
+    write_run(runs, "one", task_id="fix_fraction_gt1", arm="plain", repetition=0)
+    with caplog.at_level(logging.ERROR), django_capture_on_commit_callbacks(execute=True):
+        call_command("import_runs", str(runs), "--repository", repository.name, stdout=io.StringIO())
+    assert repository.tasks.get().agent_runs.count() == 1
+    assert f"could not send keep_report_ready for repository {repository.pk}" in caplog.text
+
+
+def test_prepare_report_command(graded: Repository, computations: list[dict[str, str]]) -> None:
+    out = io.StringIO()
+    call_command("prepare_report", "--repository", graded.name, stdout=out)
+    assert out.getvalue().startswith(f"{graded.name}: report computed and stored in ")
+    out = io.StringIO()
+    call_command("prepare_report", stdout=out)
+    assert f"{graded.name}: report already stored" in out.getvalue()
+    assert len(computations) == 1
+    with pytest.raises(CommandError) as raised:
+        call_command("prepare_report", "--repository", "nope", stdout=io.StringIO())
+    assert raised.value.returncode == 2 and "no repository named 'nope'" in str(raised.value)
