@@ -37,6 +37,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Q, QuerySet
 from django.template.defaultfilters import pluralize
 
+import grading
 from grading import (
     DEFAULT_BOOTSTRAP,
     DEFAULT_SEED,
@@ -74,7 +75,7 @@ CACHE_SECONDS = 24 * 3600  # the key changes with the data; this only bounds how
 _CACHE_VERSION = "report-v5"  # the cached value's shape (the code digest below covers the report's own)
 # The code a report depends on: every module of the grading package, and the app's report services.
 _REPORT_CODE = (
-    Path(__file__).resolve().parents[2] / "grading",
+    Path(grading.__file__).resolve().parent,
     *sorted(Path(__file__).resolve().parent.glob("report*.py")),
 )
 
