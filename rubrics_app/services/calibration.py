@@ -85,6 +85,7 @@ from rubrics_app.services.calibration_store import DatabaseVerdictCache as Datab
 from rubrics_app.services.calibration_store import _agreement, _model_ids, _Pending, _store_row
 from rubrics_app.services.jobs import JobFailed, job_task
 from rubrics_app.services.jobs import run as run_job
+from rubrics_app.services.report import report_changed
 
 HEARTBEAT_SECONDS = 5.0
 # A running calibration whose heartbeat is older than this lost its worker.
@@ -215,6 +216,7 @@ def admit_with(revision: RubricRevision, run: CalibrationRun, by: Actor) -> Rubr
         retired = revision.admit(by=user, calibration=run)
         # The task's runs: their grades against this revision are current now, not the retired one's.
         refresh_current_grades(tasks=[revision.task_id])
+        report_changed(revision.task.repository_id)  # a worker computes the new report once committed
         audit.record(
             AuditVerb.ADMITTED,
             actor=by.user,

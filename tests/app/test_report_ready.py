@@ -19,7 +19,7 @@ from django.core.management.base import CommandError
 from django.test import Client
 from django.urls import reverse
 
-from rubrics_app.models import HumanVerdict, ReportSnapshot, Repository
+from rubrics_app.models import HumanVerdict, ReportSnapshot, Repository, RevisionStatus
 from rubrics_app.services import report as report_service
 from rubrics_app.services.report import keep_report_ready, prepare_report
 from tests.app.report_helpers import build_runs, label_runs
@@ -173,6 +173,21 @@ def test_an_import_sends_the_report_to_a_worker_once_it_is_committed(
     with django_capture_on_commit_callbacks(execute=True), pytest.raises(CommandError):
         call_command("import_runs", str(runs), "--repository", repository.name, stdout=io.StringIO())
     assert sent == [repository.pk]  # nothing imported: nothing sent
+
+
+def test_an_admission_sends_the_report_to_a_worker(
+    make_revision: Callable[[str], Any],
+    repository: Repository,
+    sent: list[int],
+    django_capture_on_commit_callbacks: Callable[..., Any],
+) -> None:
+    """Which grades are current follows the admitted revisions: admitting one changes the report."""
+    with django_capture_on_commit_callbacks(execute=True):
+        make_revision(RevisionStatus.APPROVED)
+    assert sent == []
+    with django_capture_on_commit_callbacks(execute=True):
+        make_revision(RevisionStatus.ADMITTED)
+    assert sent == [repository.pk]
 
 
 def test_an_import_succeeds_when_the_broker_is_down(
