@@ -42,7 +42,8 @@ from grading.admission_store import AdmissionStore as AdmissionStore
 from grading.admission_store import RowKind as RowKind
 from grading.admission_store import default_store_path as default_store_path
 from grading.admission_store import is_admitted as is_admitted
-from grading.diffs import decode_diff, judge_text, parse_diff
+from grading.binary_text import judge_text
+from grading.diffs import decode_diff, parse_diff
 from grading.errors import InputError
 from grading.injection import (
     PAYLOAD_KINDS,

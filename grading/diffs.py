@@ -5,8 +5,8 @@ CONTRACT (other modules rely on it): ``parse_diff(data: bytes | str, source: str
 list[FileChange]``; ``read_diff(data, source, strict=True) -> ParsedDiff``: the same parse with every
 file's hunks (old and new line numbers, the diff line each starts on), for the judge's location check,
 admission's reviewer comment and the web app's diff view. ``decode_diff(data) -> str``: the text the
-judge sees. ``c_quote`` / ``read_quoted``: git's C-quoting of names, shared with the path-list files of
-``grading.workspace``.
+judge sees. Names in headers are read with git's C-quoting (``grading.git_quote``, shared with the
+path-list files and the workspace).
 
 Scope, integrity, the judge's location check and the diff view all take their paths from here, so they
 cannot disagree about which file a line belongs to.
@@ -17,15 +17,13 @@ its line number. Hunk bodies are read by the counts in their headers, so diff-li
 (``--- a/fake``) stays content. ``diff --git a/x b/y.txt b/x b/y.txt`` (a file named ``x b/y.txt``) is split
 the way git apply splits it. A ``GIT binary patch`` is checked line by line (length, base85 alphabet, the
 start of its zlib stream) but never inflated: scope and integrity need its paths only, and a 1 MB literal
-can inflate to a gigabyte. ``judge_text(diff_text) -> str`` is the diff as the judge reads it: every binary
-patch one line (path, sizes, the sha256 of a literal's content, inflated as a stream and never past its stated
-size, nor past BINARY_HASH_MAX_BYTES).
+can inflate to a gigabyte. What the judge reads of a binary patch, one line in its place, is
+``grading.binary_text``; this reader takes that line where a binary patch may stand.
 """
 
 from __future__ import annotations
 
 import base64
-import hashlib
 import re
 import zlib
 from collections.abc import Iterator
@@ -36,6 +34,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from grading.errors import InputError
+from grading.git_quote import path_text, quoted_at, raw_bytes, unquote_path
 from grading.strict_json import read_input_bytes
 
 ChangeStatus = Literal["added", "deleted", "modified"]
@@ -46,12 +45,10 @@ MAX_DIFF_BYTES = 256 * 1024 * 1024
 
 DEV_NULL = "/dev/null"
 
-# The line that stands for a ``GIT binary patch`` in the text the judge reads (:func:`judge_text`). The
-# reader takes it where a binary patch may stand, so that text is still a diff this module reads.
+# The line that stands for a ``GIT binary patch`` in the text the judge reads
+# (:func:`grading.binary_text.judge_text`). The reader takes it where a binary patch may stand, so that
+# text is still a diff this module reads.
 BINARY_NOT_SHOWN = "Binary patch not shown: "
-# A literal up to this size is inflated (streamed, never held whole) for its content's sha256; a larger one
-# is not: Python decodes base85 at about 8 MB/s, and the judge's input must not wait on a huge file.
-BINARY_HASH_MAX_BYTES = 16 * 1024 * 1024
 
 
 class FileChange(BaseModel):
@@ -163,112 +160,12 @@ def decode_diff(data: bytes) -> str:
         return data.decode("utf-8", errors="backslashreplace")
 
 
-def path_text(raw: bytes) -> str:
-    """A path as text: UTF-8, bytes that are not UTF-8 shown as ``\\xNN`` (nothing lost, nothing crashes)."""
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return raw.decode("utf-8", errors="backslashreplace")
-
-
-def _raw(text: str) -> bytes:
-    # Lines are decoded with surrogateescape, so this gives back the exact bytes of the input.
-    return text.encode("utf-8", errors="surrogateescape")
-
-
-# git's C-style quoting (quote.c): these bytes get a letter, other control bytes three octal digits.
-_QUOTE_LETTERS = {7: "a", 8: "b", 9: "t", 10: "n", 11: "v", 12: "f", 13: "r", 34: '"', 92: "\\"}
-_UNQUOTE_LETTERS = {letter: byte for byte, letter in _QUOTE_LETTERS.items()}
-_OCTAL = frozenset("01234567")
-
-
-def _utf8_length(raw: bytes, i: int) -> int:
-    """Length of the valid UTF-8 sequence starting at ``raw[i]`` (a byte >= 0x80), 0 if it is not one."""
-    b = raw[i]
-    length = 2 if b >> 5 == 0b110 else 3 if b >> 4 == 0b1110 else 4 if b >> 3 == 0b11110 else 0
-    if not length:
-        return 0
-    try:
-        raw[i : i + length].decode("utf-8")
-    except UnicodeDecodeError:
-        return 0
-    return length
-
-
-def c_quote(raw: bytes) -> str:
-    """``raw`` between double quotes, C-escaped as git quotes names; valid non-ASCII UTF-8 stays readable
-    and only bytes that are not UTF-8 become octal escapes."""
-    out: list[str] = []
-    i = 0
-    while i < len(raw):
-        b = raw[i]
-        if b in _QUOTE_LETTERS:
-            out.append("\\" + _QUOTE_LETTERS[b])
-        elif b < 0x20 or b == 0x7F:
-            out.append(f"\\{b:03o}")
-        elif b < 0x80:
-            out.append(chr(b))
-        elif length := _utf8_length(raw, i):
-            out.append(raw[i : i + length].decode("utf-8"))
-            i += length
-            continue
-        else:
-            out.append(f"\\{b:03o}")
-        i += 1
-    return '"' + "".join(out) + '"'
-
-
-def read_quoted(text: str, start: int = 0) -> tuple[bytes, int]:
-    """Read the C-quoted name starting at ``text[start] == '"'``: (its bytes, the index after the closing
-    quote). Raises ValueError naming what is wrong (no closing quote, an unknown escape, octal over 377)."""
-    out = bytearray()
-    i = start + 1
-    n = len(text)
-    while i < n:
-        c = text[i]
-        if c == '"':
-            return bytes(out), i + 1
-        if c != "\\":
-            out += _raw(c)
-            i += 1
-            continue
-        e = text[i + 1 : i + 2]
-        if e in _UNQUOTE_LETTERS:
-            out.append(_UNQUOTE_LETTERS[e])
-            i += 2
-        elif len(digits := text[i + 1 : i + 4]) == 3 and set(digits) <= _OCTAL:
-            if digits[0] not in "0123":
-                raise ValueError(f"octal escape out of range: \\{digits}")
-            out.append(int(digits, 8))
-            i += 4
-        else:
-            raise ValueError(f"bad escape {text[i : i + 2]!r}")
-    raise ValueError("quoted name without its closing quote")
-
-
-def _unquote_at(text: str, start: int) -> tuple[bytes, int] | None:
-    try:
-        return read_quoted(text, start)
-    except ValueError:
-        return None
-
-
-def unquote_path(text: str) -> str | None:
-    """Unquote one name as git writes it (``"caf\\303\\251.txt"`` -> ``café.txt``); None if malformed."""
-    if text.startswith('"'):
-        parsed = _unquote_at(text, 0)
-        if parsed is None or parsed[1] != len(text):
-            return None
-        return path_text(parsed[0])
-    return path_text(_raw(text))
-
-
 def _header_path(rest: str) -> str | None:
     """The path of ``diff --git <a> <b>`` when both names denote the same file (always, without renames);
     None when they do not or the split is ambiguous.
     """
     if rest.startswith('"'):
-        parsed = _unquote_at(rest, 0)
+        parsed = quoted_at(rest, 0)
         if parsed is None or rest[parsed[1] : parsed[1] + 1] != " ":
             return None
         second = unquote_path(rest[parsed[1] + 1 :])
@@ -277,11 +174,11 @@ def _header_path(rest: str) -> str | None:
         # An unquoted name never holds '"' (git quotes such names), so the first ' "' splits them.
         idx = rest.find(' "')
         second = unquote_path(rest[idx + 1 :]) if idx >= 0 else None
-        return _same_path(path_text(_raw(rest[:idx])), second) if second is not None else None
+        return _same_path(path_text(raw_bytes(rest[:idx])), second) if second is not None else None
     # Both unquoted, and a name may hold spaces ("x b/y.txt"): like git apply, take the one split at which
     # both names denote the same path once their prefixes (of any length) are removed.
     found = _unquoted_splits(rest)
-    return path_text(_raw(found.pop())) if len(found) == 1 else None
+    return path_text(raw_bytes(found.pop())) if len(found) == 1 else None
 
 
 def _unquoted_splits(rest: str) -> set[str]:
@@ -334,11 +231,11 @@ def _strip_prefix(name: str) -> str:
 def _file_header_name(text: str) -> str | None:
     """The name on a ``---``/``+++`` line (after the marker): quoted, or up to a tab (timestamp)."""
     if text.startswith('"'):
-        parsed = _unquote_at(text, 0)
+        parsed = quoted_at(text, 0)
         if parsed is None:
             return None
         return path_text(parsed[0])
-    return path_text(_raw(text.split("\t", 1)[0]))
+    return path_text(raw_bytes(text.split("\t", 1)[0]))
 
 
 # --- the scanner ------------------------------------------------------------------------------------
@@ -746,7 +643,7 @@ class _Scanner:
             i += 1
             block_start = i
             while i < self.n and self.lines[i]:
-                self.check_base85_line(i)
+                self.checkbase85_line(i)
                 i += 1
             if i >= self.n:
                 raise self.error(self.n - 1, "the diff ends inside a binary patch: truncated diff")
@@ -759,7 +656,7 @@ class _Scanner:
             raise self.error(i, "'GIT binary patch' without a literal or delta block")
         return i
 
-    def check_base85_line(self, i: int) -> None:
+    def checkbase85_line(self, i: int) -> None:
         text = self.lines[i]
         if _BASE85_LINE.fullmatch(text) is None:
             raise self.error(i, "corrupt binary patch line (not base85)")
@@ -772,7 +669,7 @@ class _Scanner:
         data = bytearray()
         for index in range(first, min(end, first + _BINARY_PROBE_LINES)):
             try:
-                data += _base85_line(self.lines[index])
+                data += base85_line(self.lines[index])
             except ValueError:
                 raise self.error(index, "corrupt binary patch line (not base85)") from None
         try:
@@ -781,7 +678,7 @@ class _Scanner:
             raise self.error(first, "corrupt binary patch (its data is not a zlib stream)") from None
 
 
-def _base85_line(text: str) -> bytes:
+def base85_line(text: str) -> bytes:
     """The bytes of one binary-patch data line: its length letter, then base85 (ValueError if corrupt)."""
     length = ord(text[0]) - (ord("A") - 1 if text[0] <= "Z" else ord("a") - 27)
     return base64.b85decode(text[1:])[:length]
@@ -855,150 +752,3 @@ def read_diff_bytes(path: Path) -> bytes:
         raise InputError(path, f"{size} bytes; diffs over {MAX_DIFF_BYTES} bytes are refused")
     # A regular file only, read up to the cap: a FIFO would block and /dev/zero never end.
     return read_input_bytes(path, MAX_DIFF_BYTES)
-
-
-# --- what the judge reads of a binary file ---------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class BinarySide:
-    """One side (old or new) of a binary file as far as its patch tells: size and content sha256."""
-
-    present: bool  # False: the file does not exist on this side (added or deleted)
-    size: int | None = None  # None: the patch does not tell
-    sha256: str | None = None
-    no_hash: str = ""  # why there is no sha256 (a delta, over the hashing limit, corrupt data)
-
-    def describe(self) -> str:
-        if not self.present:
-            return "absent"
-        if self.size is None:
-            return "size unknown"
-        text = f"{self.size} bytes"
-        if self.sha256 is not None:
-            return f"{text}, sha256 {self.sha256}"
-        return f"{text} (sha256 not computed: {self.no_hash})" if self.no_hash else text
-
-
-def _block_bytes(lines: list[str], block: BinaryBlock) -> Iterator[bytes]:
-    for index in range(block.first_line, block.end_line):
-        yield _base85_line(lines[index])
-
-
-def _literal_side(lines: list[str], block: BinaryBlock) -> BinarySide:
-    """A literal block's content: its size, and its sha256 when it is at most BINARY_HASH_MAX_BYTES."""
-    if block.size > BINARY_HASH_MAX_BYTES:
-        return BinarySide(True, block.size, no_hash=f"over {BINARY_HASH_MAX_BYTES} bytes")
-    corrupt = BinarySide(True, block.size, no_hash="the literal does not inflate to its stated size")
-    inflater = zlib.decompressobj()
-    digest = hashlib.sha256()
-    total = 0
-    try:
-        for data in _block_bytes(lines, block):
-            # At most one byte past the stated size: a stream that goes further is corrupt, and a bomb stops.
-            chunk = inflater.decompress(data, block.size + 1 - total)
-            total += len(chunk)
-            if total > block.size or inflater.unconsumed_tail:
-                return corrupt
-            digest.update(chunk)
-        if not inflater.eof:
-            return corrupt
-    except (ValueError, zlib.error):
-        return corrupt
-    return BinarySide(True, block.size, digest.hexdigest()) if total == block.size else corrupt
-
-
-def _delta_sizes(lines: list[str], block: BinaryBlock) -> tuple[int, int] | None:
-    """The source and target sizes a delta block starts with (two little-endian base-128 numbers)."""
-    inflater = zlib.decompressobj()
-    head = b""
-    try:
-        for data in _block_bytes(lines, block):
-            head += inflater.decompress(data, 32 - len(head))
-            if len(head) >= 20 or inflater.unconsumed_tail:
-                break
-    except (ValueError, zlib.error):
-        return None
-    sizes: list[int] = []
-    i = 0
-    for _ in range(2):
-        value = shift = 0
-        while True:
-            if i >= len(head) or shift > 63:
-                return None
-            byte = head[i]
-            i += 1
-            value |= (byte & 0x7F) << shift
-            shift += 7
-            if not byte & 0x80:
-                break
-        sizes.append(value)
-    return sizes[0], sizes[1]
-
-
-def binary_sides(lines: list[str], file: ParsedFile) -> tuple[BinarySide, BinarySide]:
-    """(old, new) of a file with a ``GIT binary patch``: the forward block gives the new content (a literal)
-    or the sizes of both (a delta); the reverse block, when there is one, the old content."""
-    change = file.change
-    blocks = file.binary_blocks
-    old = BinarySide(present=change.old_path is not None)
-    new = BinarySide(present=change.new_path is not None)
-    delta = "a delta against the other side"
-    if blocks and new.present:
-        forward = blocks[0]
-        if forward.kind == "literal":
-            new = _literal_side(lines, forward)
-        elif (sizes := _delta_sizes(lines, forward)) is not None:
-            new = BinarySide(True, sizes[1], no_hash=delta)
-            old = BinarySide(True, sizes[0], no_hash=delta) if old.present else old
-    if len(blocks) > 1 and old.present:
-        reverse = blocks[1]
-        if reverse.kind == "literal":
-            old = _literal_side(lines, reverse)
-        elif old.size is None and (sizes := _delta_sizes(lines, reverse)) is not None:
-            old = BinarySide(True, sizes[1], no_hash=delta)
-    return old, new
-
-
-def _shown_path(path: str) -> str:
-    """A path on one line: as is, or C-quoted when it holds a control character, a quote or a backslash."""
-    if any(not c.isprintable() or c in '"\\' for c in path):
-        return c_quote(_raw(path))
-    return path
-
-
-def binary_not_shown(lines: list[str], file: ParsedFile) -> str:
-    """The one line that stands for ``file``'s binary patch in the text the judge reads."""
-    change = file.change
-    path = change.new_path if change.new_path is not None else change.old_path
-    assert path is not None
-    old, new = binary_sides(lines, file)
-    return (
-        f"{BINARY_NOT_SHOWN}{_shown_path(path)} ({change.status}): old {old.describe()}; new {new.describe()}"
-    )
-
-
-def judge_text(diff_text: str) -> str:
-    """The diff as the judge reads it: every ``GIT binary patch`` replaced by one line (its path, the old
-    and new size, the sha256 of each side's content when the patch holds it as a literal).
-
-    The judge cannot review base85, and a binary file's bytes must not count toward its input limit. The
-    result is still a diff this module reads (:data:`BINARY_NOT_SHOWN` marks a binary file, as
-    ``Binary files ... differ`` does), with the same files and the same text hunks; a diff without a
-    binary patch is returned unchanged. What cannot be parsed (lenient reading) is kept as it is.
-    """
-    if "\nGIT binary patch" not in diff_text:
-        return diff_text
-    parsed = read_diff(diff_text, strict=False)
-    # The reader splits at "\n" as here, so its line indices are this list's.
-    lines = diff_text.split("\n")
-    out: list[str] = []
-    at = 0
-    for file in parsed.files:
-        if file.binary_line is None:
-            continue
-        out += lines[at : file.binary_line]
-        out.append(binary_not_shown(parsed.lines, file))
-        at = file.end_line
-    out += lines[at:]
-    return "\n".join(out)

@@ -32,8 +32,9 @@ from typing import Literal
 
 from pydantic import BaseModel, computed_field
 
-from grading.diffs import c_quote, read_diff
+from grading.diffs import read_diff
 from grading.errors import InputError
+from grading.git_quote import c_quote
 from grading.injection_corpus import GUESSED_NONCES as GUESSED_NONCES  # re-exported: the corpus lives there
 from grading.injection_corpus import PAYLOAD_KINDS as PAYLOAD_KINDS
 from grading.injection_corpus import PayloadKind as PayloadKind

@@ -41,8 +41,9 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
 
-from grading.diffs import FileChange, load_diff, path_text
+from grading.diffs import FileChange, load_diff
 from grading.errors import InputError
+from grading.git_quote import path_text
 from grading.globs import match_any
 from grading.loaders import load_grade, load_manifest, load_run
 from grading.path_lists import read_path_list

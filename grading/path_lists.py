@@ -12,8 +12,8 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, field_serializer
 
-from grading.diffs import c_quote, read_quoted
 from grading.errors import InputError
+from grading.git_quote import c_quote, read_quoted
 from grading.strict_json import read_input_bytes
 
 SNAPSHOT_HEADER_V3 = "# rubric snapshot v3"  # still read: no private record of the git directory

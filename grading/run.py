@@ -16,8 +16,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from grading.diffs import MAX_DIFF_BYTES, FileChange, decode_diff, parse_diff, path_text, read_diff_bytes
+from grading.diffs import MAX_DIFF_BYTES, FileChange, decode_diff, parse_diff, read_diff_bytes
 from grading.errors import InputError, InputErrors
+from grading.git_quote import path_text
 from grading.integrity import (
     LISTING_ERROR_MAX_BYTES,
     ORACLE_GRADE_NAME,

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
 
-from grading.diffs import FileChange, load_diff, path_text
+from grading.diffs import FileChange, load_diff
 from grading.errors import InputError
+from grading.git_quote import path_text
 from grading.globs import match_any
 from grading.loaders import load_rubric
 from grading.path_lists import IgnoredCreated, SelfIgnoringDir, read_ignored_created

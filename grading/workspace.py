@@ -114,8 +114,8 @@ from pathlib import Path
 from pydantic import BaseModel, field_serializer
 
 from grading import workspace_special
-from grading.diffs import c_quote
 from grading.errors import InputError
+from grading.git_quote import c_quote
 from grading.path_lists import (
     _EXCLUDE_PREFIX,
     _GITIGNORE,
@@ -201,7 +201,7 @@ class CaptureResult(BaseModel):
         "ignored_created", "nested_repositories", "unrepresentable", "ignored_in_diff", "special_files"
     )
     def _json_safe(self, paths: list[str]) -> list[str]:
-        # JSON cannot carry bytes that are not UTF-8: show them as \xNN, as grading.diffs.path_text does.
+        # JSON cannot carry bytes that are not UTF-8: show them as \xNN, as grading.git_quote.path_text does.
         return [_text(p) for p in paths]
 
     @field_serializer("git_dir_changes")

@@ -10,9 +10,9 @@ import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from grading.diffs import c_quote
 from grading.errors import InputError
 from grading.git import NO_COMMANDS_CONFIG, Git
+from grading.git_quote import c_quote
 
 # Config that shapes the diff text or the file lists, pinned so the repository's .git/config cannot change
 # them. Keys a flag already pins (diff.external via --no-ext-diff, ...) are pinned here too, belt and braces.

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from grading.binary_text import judge_text
 from grading.commands._common import (
     JUDGE_SPEC_HELP,
     Subparsers,
@@ -28,7 +29,7 @@ from grading.commands._common import (
     regrade_rate,
     tree_budget,
 )
-from grading.diffs import MAX_DIFF_BYTES, decode_diff, judge_text, parse_diff
+from grading.diffs import MAX_DIFF_BYTES, decode_diff, parse_diff
 from grading.errors import InputError
 from grading.integrity import check_integrity, read_git_dir_changes
 from grading.judge.cache import SqliteCache, cache_key, default_cache_path, describe_repeat_agreement

@@ -18,7 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from grading.diffs import judge_text, read_diff
+from grading.binary_text import judge_text
+from grading.diffs import read_diff
 from grading.errors import InputError
 from grading.judge.backend import JudgeRequest
 from grading.judge.models import CONFIG_BLOCKER_CRITERION, CONFIG_BLOCKER_ID, ItemKind, TreeBudget
@@ -342,8 +343,9 @@ TOO_LARGE_TO_REVIEW = "too large to review"
 
 
 def too_large_to_review(shown_text: str, max_chars: int) -> str | None:
-    """Why the judge cannot review ``shown_text`` (grading.diffs.judge_text of a diff), or None when it is
-    within ``max_chars``: it starts with :data:`TOO_LARGE_TO_REVIEW` and gives the changed lines and the size.
+    """Why the judge cannot review ``shown_text`` (grading.binary_text.judge_text of a diff), or None when
+    it is within ``max_chars``: it starts with :data:`TOO_LARGE_TO_REVIEW` and gives the changed lines and
+    the size.
 
     The diff is never truncated (hidden lines could hide a blocker). For a run it makes the run not
     mergeable, since a maintainer does not merge what cannot be reviewed; for a calibration diff it is bad
@@ -387,7 +389,7 @@ def render_request(
 ) -> JudgeRequest:
     """Render the judge request for ``items``. The nonce is drawn here, after the diff is fixed.
 
-    The judge reads ``grading.diffs.judge_text`` of ``diff_text``: one line per binary patch, never its
+    The judge reads ``grading.binary_text.judge_text`` of ``diff_text``: one line per binary patch, never its
     literal. The request's ``diff_text`` is that text, so the cache key and a scripted judge's answers
     follow what the judge reads.
     ``ignored_note`` names the self-ignoring directories the run created (:func:`self_ignoring_note`)."""

@@ -9,7 +9,7 @@ and its item judged once more, and a second disagreement is a judge failure. ``n
 not sent with the others: given the repository at the base commit (``base_tree``) and a backend that can
 use tools, each is judged by the tree judge (:mod:`grading.judge.tree`), its cost counted apart; otherwise
 it is listed as not measured, with the reason. The judge reads binary patches as one line each
-(``grading.diffs.judge_text``); a diff still over its size limit is not judged and no call is made: the
+(``grading.binary_text.judge_text``); a diff still over its size limit is not judged and no call is made: the
 result says it is too large to review (``too_large_to_review``), which makes a run not mergeable, and is
 no judge failure. :func:`judge_sweep` judges many diffs under a concurrency limit.
 """
@@ -24,7 +24,8 @@ from typing import Annotated, Any, Literal, cast
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from grading.basetree import BaseTree
-from grading.diffs import judge_text, read_diff
+from grading.binary_text import judge_text
+from grading.diffs import read_diff
 from grading.errors import InputError
 from grading.judge.backend import Backend, BackendError, BackendReply, BatchBackend, JudgeRequest
 from grading.judge.cache import CachedVerdicts, VerdictCache, cache_key, in_regrade_sample
@@ -300,8 +301,8 @@ async def judge_diff(
     special_files: Sequence[str] = (),
 ) -> JudgeResult:
     """Judge one workspace diff against the rubric. The judge reads it with every binary patch as one line
-    (``grading.diffs.judge_text``); when that text is over ``settings.max_diff_chars`` no call is made and
-    the result's ``too_large_to_review`` says so (the agent wrote it: the run is not mergeable, never
+    (``grading.binary_text.judge_text``); when that text is over ``settings.max_diff_chars`` no call is made
+    and the result's ``too_large_to_review`` says so (the agent wrote it: the run is not mergeable, never
     ungradeable). InputError for a diff the judge cannot be shown at all (NUL bytes).
 
     ``self_ignoring_dirs`` (from ignored_created.txt) are named after the diff (§3). ``base_tree`` (the

@@ -5,8 +5,8 @@ Format (ARCHITECTURE.md)::
     {"default": {"B1": {"verdict": "pass", "reason": "...", "locations": [...], "finding": ...}, ...},
      "by_diff_sha256": {"<sha256 of the diff's bytes>": {"B1": {"verdict": "fail", "reason": "..."}}}}
 
-The diff is the one the judge reads (``grading.diffs.judge_text``): the diff's own bytes unless it holds a
-binary patch, which the judge reads as one summary line.
+The diff is the one the judge reads (``grading.binary_text.judge_text``): the diff's own bytes unless it
+holds a binary patch, which the judge reads as one summary line.
 
 The answer for a diff is ``default`` updated with the entry for the diff's sha256 (when there is one), cut
 to the ids the request asks for. ``finding`` is optional: by default the one the verdict implies

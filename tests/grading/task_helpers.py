@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from grading.admission import AdmissionReport, check_task
-from grading.diffs import decode_diff, judge_text
+from grading.binary_text import judge_text
+from grading.diffs import decode_diff
 from grading.injection import PAYLOAD_KINDS, inject_harmless, inject_payload
 from grading.judge.scripted import ScriptedBackend
 from grading.workspace import capture, write_snapshot

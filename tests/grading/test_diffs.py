@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from grading import diffs
-from grading.diffs import FileChange, load_diff, parse_diff, unquote_path
+from grading.diffs import FileChange, load_diff, parse_diff
 from grading.errors import InputError
+from grading.git_quote import unquote_path
 from tests.gitrepo import GitRepo
 from tests.grading.diff_helpers import DIFF_ARGS, git_bytes, workspace_diff, zeros_literal_diff
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from grading.binary_text import judge_text
 from grading.cli import main
-from grading.diffs import BINARY_NOT_SHOWN, judge_text, read_diff
+from grading.diffs import BINARY_NOT_SHOWN, read_diff
 from grading.errors import InputError
 from grading.judge.backend import BackendError, BackendReply, JudgeRequest
 from grading.judge.cache import MemoryCache, cache_key
@@ -107,7 +108,7 @@ def test_a_literal_over_the_hashing_limit_is_not_inflated(
     task: Task, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     diff = task.set_diff("calib/lazy.diff", {**LAZY, "src/blob.bin": random_bytes(5000, 12)}).decode()
-    monkeypatch.setattr("grading.diffs.BINARY_HASH_MAX_BYTES", 4999)
+    monkeypatch.setattr("grading.binary_text.BINARY_HASH_MAX_BYTES", 4999)
     assert "new 5000 bytes (sha256 not computed: over 4999 bytes)" in judge_text(diff)
 
 

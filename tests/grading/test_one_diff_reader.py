@@ -9,7 +9,8 @@ import os
 import pytest
 
 from grading.admission import inject_reviewer_comment
-from grading.diffs import c_quote, parse_diff, read_diff, unquote_path
+from grading.diffs import parse_diff, read_diff
+from grading.git_quote import c_quote, unquote_path
 from grading.judge.models import Location
 from grading.judge.runner import index_diff, judge_diff
 from grading.path_lists import quote_path

@@ -10,7 +10,7 @@ from pathlib import Path
 from examples.build import JUDGE_SCRIPTED, MANIFEST, TASK_ID, TASKS
 from grading import ScriptedVerdict, check_admission, load_scripted, read_task_files, teach_scripted_judge
 from grading.admission import collect_workspaces
-from grading.diffs import judge_text
+from grading.binary_text import judge_text
 from grading.judge.scripted import ScriptedBackend
 
 

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from grading.cli import main
-from grading.diffs import load_diff, path_text
+from grading.diffs import load_diff
 from grading.errors import InputError
+from grading.git_quote import path_text
 from grading.path_lists import (
     SNAPSHOT_HEADER,
     SNAPSHOT_HEADER_V1,
