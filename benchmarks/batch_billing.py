@@ -39,7 +39,8 @@ from grading.judge.cost import DEFAULT_PRICES, Price  # noqa: E402
 from grading.judge.models import Usage  # noqa: E402
 from grading.judge.openai_backend import OpenAIBackend  # noqa: E402
 from grading.judge.prompt import INSTRUCTIONS, render_request, select_items  # noqa: E402
-from grading.judge.runner import JudgeSettings, SweepJob, judge_sweep  # noqa: E402
+from grading.judge.runner import JudgeSettings  # noqa: E402
+from grading.judge.sweep import SweepJob, judge_sweep  # noqa: E402
 from grading.loaders import load_rubric, load_task  # noqa: E402
 from grading.schema import Rubric, TaskSpec
 from tests.grading.judge.fake_servers import FakeProviderServer, tokens  # noqa: E402

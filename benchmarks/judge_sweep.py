@@ -26,7 +26,8 @@ from grading.judge.backend import Backend  # noqa: E402
 from grading.judge.cache import SqliteCache  # noqa: E402
 from grading.judge.openai_backend import OpenAIBackend  # noqa: E402
 from grading.judge.prompt import render_request, select_items  # noqa: E402
-from grading.judge.runner import JudgeSettings, SweepJob, judge_sweep  # noqa: E402
+from grading.judge.runner import JudgeSettings  # noqa: E402
+from grading.judge.sweep import SweepJob, judge_sweep  # noqa: E402
 from tests.grading.judge.fake_servers import FakeProviderServer  # noqa: E402
 from tests.grading.judge.judge_helpers import DIFF, TASK, make_rubric  # noqa: E402
 

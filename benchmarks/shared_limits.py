@@ -5,7 +5,7 @@
 
 The local API stand-in (tests/grading/judge/fake_servers.py) runs in this process and notes when every
 model call arrives and how many are answered at once. Each worker is a process of its own that judges its
-share of the diffs through the runner (``judge_sweep``) and the real Anthropic SDK, with the backend
+share of the diffs through the runner's sweep (``judge_sweep``) and the real Anthropic SDK, with the backend
 wrapped as a sweep wraps it (``LimitedBackend`` over a ``SharedProviderLimit`` in Redis). The workers are
 started, wait until all have loaded, and are then let go together.
 
@@ -34,7 +34,8 @@ import redis  # noqa: E402
 
 from grading.judge.anthropic_backend import AnthropicBackend  # noqa: E402
 from grading.judge.limits import LimitedBackend, ProviderLimitSpec, SharedProviderLimit  # noqa: E402
-from grading.judge.runner import JudgeSettings, SweepJob, judge_sweep  # noqa: E402
+from grading.judge.runner import JudgeSettings  # noqa: E402
+from grading.judge.sweep import SweepJob, judge_sweep  # noqa: E402
 from tests.grading.judge.fake_servers import FakeProviderServer  # noqa: E402
 from tests.grading.judge.judge_helpers import DIFF, TASK, make_rubric  # noqa: E402
 

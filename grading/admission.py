@@ -60,9 +60,10 @@ from grading.judge.backend import Backend
 from grading.judge.cache import VerdictCache, cache_key
 from grading.judge.models import JudgeResult, Usage
 from grading.judge.prompt import DEFAULT_MAX_DIFF_CHARS, check_diff_text, render_request, select_items
-from grading.judge.runner import JudgeSettings, SweepJob, judge_sweep
+from grading.judge.runner import JudgeSettings
 from grading.judge.scripted import ScriptedFile
 from grading.judge.specs import make_backend
+from grading.judge.sweep import SweepJob, judge_sweep
 from grading.judge.tree import base_tree_for
 from grading.outcome import RubricAssessment, assess
 from grading.run import ORACLE_DIFF_NAME, RUBRIC_NAME, TaskFiles, read_task_files

@@ -19,8 +19,9 @@ from grading.judge.backend import Backend
 from grading.judge.cache import VerdictCache
 from grading.judge.models import JudgeResult, Usage
 from grading.judge.prompt import check_diff_text
-from grading.judge.runner import JudgeSettings, SweepJob, judge_sweep
+from grading.judge.runner import JudgeSettings
 from grading.judge.specs import make_backend
+from grading.judge.sweep import SweepJob, judge_sweep
 from grading.judge.tree import base_tree_for
 from grading.mutants import DEFAULT_MAX_MUTANTS, MUTANT_ID, Mutant, derive_mutants
 from grading.mutants_kinds import MutantKind, _short

@@ -45,8 +45,9 @@ from grading.judge.prompt import (
     special_files_note,
     too_large_to_review,
 )
-from grading.judge.runner import JudgeSettings, SweepJob, judge_sweep
+from grading.judge.runner import JudgeSettings
 from grading.judge.specs import make_backend, parse_decoding
+from grading.judge.sweep import SweepJob, judge_sweep
 from grading.judge.tree import base_tree_for
 from grading.loaders import load_manifest, load_rubric, load_task, task_for_run
 from grading.schema import Rubric, TaskSpec

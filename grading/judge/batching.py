@@ -1,7 +1,7 @@
 """Judge calls made by many threads, sent together through a provider's batch API.
 
 A sweep in the app grades its runs in a pool of threads, each with an event loop of its own, so the
-runner's :class:`grading.judge.runner.BatchingBackend` (one event loop) cannot gather them.
+sweep's :class:`grading.judge.sweep.BatchingBackend` (one event loop) cannot gather them.
 :class:`ThreadBatchBackend` can: every thread's ``complete`` joins one pending list, and the list is sent as
 one batch (``complete_many`` of an Anthropic or OpenAI backend built with ``batch=True``) from a thread of
 its own once ``size`` calls are waiting, or once no call joined for ``window`` seconds (or ``max_wait`` passed

@@ -2,56 +2,59 @@
 
 :func:`judge_diff` renders the request, answers from the cache when it can, calls the backend otherwise,
 and accepts a reply only when it covers every item id exactly once, with a reason and with locations that
-exist in the diff. A rejected reply is asked again (``attempts``); when every attempt is rejected the result
-is a judge failure: no verdicts, never a pass and never a fail. Each verdict comes with the judge's own
-finding on its reason (``satisfied`` / ``violated``); a verdict that disagrees with its finding is flagged
-and its item judged once more, and a second disagreement is a judge failure. ``needs_tree`` blockers are
-not sent with the others: given the repository at the base commit (``base_tree``) and a backend that can
-use tools, each is judged by the tree judge (:mod:`grading.judge.tree`), its cost counted apart; otherwise
-it is listed as not measured, with the reason. The judge reads binary patches as one line each
-(``grading.binary_text.judge_text``); a diff still over its size limit is not judged and no call is made: the
-result says it is too large to review (``too_large_to_review``), which makes a run not mergeable, and is
-no judge failure. :func:`judge_sweep` judges many diffs under a concurrency limit.
+exist in the diff (the check and the location index are :mod:`grading.judge.replies`). A rejected reply is
+asked again (``attempts``); when every attempt is rejected the result is a judge failure: no verdicts,
+never a pass and never a fail. Each verdict comes with the judge's own finding on its reason
+(``satisfied`` / ``violated``); a verdict that disagrees with its finding is flagged and its item judged
+once more, and a second disagreement is a judge failure. ``needs_tree`` blockers are not sent with the
+others: given the repository at the base commit (``base_tree``) and a backend that can use tools, each is
+judged by the tree judge (:mod:`grading.judge.tree`), its cost counted apart; otherwise it is listed as
+not measured, with the reason. The judge reads binary patches as one line each
+(``grading.binary_text.judge_text``); a diff still over its size limit is not judged and no call is made:
+the result says it is too large to review (``too_large_to_review``), which makes a run not mergeable, and
+is no judge failure. :func:`grading.judge.sweep.judge_sweep` judges many diffs under a concurrency limit.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Callable, Sequence
-from typing import Annotated, Any, Literal, cast
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from grading.basetree import BaseTree
 from grading.binary_text import judge_text
-from grading.diffs import read_diff
-from grading.errors import InputError
-from grading.judge.backend import Backend, BackendError, BackendReply, BatchBackend, JudgeRequest
+from grading.judge.backend import Backend, BackendError, BackendReply, JudgeRequest
 from grading.judge.cache import CachedVerdicts, VerdictCache, cache_key, in_regrade_sample
 from grading.judge.cost import PriceTable
 from grading.judge.models import (
-    FINDING_VERDICT,
-    Finding,
     ItemVerdict,
     JudgeResult,
     Location,
     TreeBudget,
     Usage,
-    VerdictValue,
 )
 from grading.judge.prompt import (
     DEFAULT_MAX_DIFF_CHARS,
-    INSTRUCTIONS,
     JudgeItem,
     git_dir_note,
     redraw_nonce,
     render_request,
-    render_rubric_text,
     select_items,
     self_ignoring_note,
     special_files_note,
     too_large_to_review,
+)
+from grading.judge.replies import (
+    DiffAndTreeIndex,
+    DiffIndex,
+    RejectedReply,
+    ReplyVerdict,
+    check_reply,
+    finding_disagrees,
+    index_diff,
 )
 from grading.judge.tree import (
     ReplyRejected,
@@ -64,10 +67,6 @@ from grading.judge.tree import (
 )
 from grading.path_lists import SelfIgnoringDir
 from grading.schema import Rubric, TaskSpec
-
-# stop reasons that mean the reply was cut off (Anthropic, OpenAI)
-TRUNCATED_STOP_REASONS = {"max_tokens", "length", "model_context_window_exceeded"}
-REFUSED_STOP_REASONS = {"refusal", "content_filter"}
 
 
 class JudgeSettings(BaseModel):
@@ -86,148 +85,6 @@ class JudgeSettings(BaseModel):
     # The tree judge's budget per needs_tree blocker. Unlike the settings above it is stated in the tree
     # judge's instructions, so it is part of those items' cache key.
     tree_budget: TreeBudget = TreeBudget()
-
-
-# --- where a verdict may point: the diff-location index ----------------------------------------------------
-
-
-def _strip_prefix(path: str) -> str:
-    return path[2:] if path.startswith(("a/", "b/")) else path
-
-
-class DiffIndex:
-    """Line numbers each file shows in the diff: new side (added and context lines), old side (removed and
-    context lines). Its paths are the ones ``grading.diffs`` gives scope and integrity."""
-
-    def __init__(self) -> None:
-        self.new_lines: dict[str, set[int]] = {}
-        self.old_lines: dict[str, set[int]] = {}
-
-    def has(self, location: Location) -> bool:
-        table = self.new_lines if location.side == "new" else self.old_lines
-        # A judge may cite the path as the diff header spells it ("b/src/x.py") or with a leading slash.
-        for path in (location.file, _strip_prefix(location.file), location.file.lstrip("/")):
-            if location.line in table.get(path, ()):
-                return True
-        return False
-
-    def files(self) -> list[str]:
-        return sorted(set(self.new_lines) | set(self.old_lines))
-
-
-class DiffAndTreeIndex(DiffIndex):
-    """Where a tree-judged verdict may point: a line of the diff, or an old-side line of the base tree."""
-
-    def __init__(self, diff: DiffIndex, tools: TreeTools) -> None:
-        super().__init__()
-        self.new_lines, self.old_lines = diff.new_lines, diff.old_lines
-        self.tools = tools
-
-    def has(self, location: Location) -> bool:
-        if super().has(location):
-            return True
-        return location.side == "old" and self.tools.has_line(_strip_prefix(location.file), location.line)
-
-
-def index_diff(diff_text: str) -> DiffIndex:
-    """Build the :class:`DiffIndex` of a unified diff with :func:`grading.diffs.read_diff`, leniently: files
-    after a part it cannot read are left out (no location in them is accepted)."""
-    index = DiffIndex()
-    parsed = read_diff(diff_text, strict=False)
-    for diff_file in parsed.files:
-        old_path, new_path = diff_file.change.old_path, diff_file.change.new_path
-        for hunk in diff_file.hunks:
-            old_set = index.old_lines.setdefault(old_path, set()) if old_path is not None else set()
-            new_set = index.new_lines.setdefault(new_path, set()) if new_path is not None else set()
-            for kind, old_no, new_no, _ in parsed.hunk_lines(hunk):
-                if kind != "add" and old_no is not None:
-                    old_set.add(old_no)
-                if kind != "del" and new_no is not None:
-                    new_set.add(new_no)
-    return index
-
-
-# --- replies ---------------------------------------------------------------------------------------------
-
-
-class _ReplyLocation(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    file: str
-    line: StrictInt
-    side: Literal["new", "old"]
-
-
-class _ReplyVerdict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    id: str
-    reason: Annotated[str, Field(min_length=1)]
-    finding: Finding
-    verdict: VerdictValue
-    locations: list[_ReplyLocation]
-
-
-class _Reply(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    verdicts: list[_ReplyVerdict]
-
-
-class RejectedReply(Exception):
-    """A reply that cannot be counted; the runner asks again, then records a judge failure."""
-
-
-def check_reply(reply: BackendReply, item_ids: list[str], index: DiffIndex) -> list[_ReplyVerdict]:
-    """The reply's verdicts when it covers every id exactly once with valid locations; else RejectedReply."""
-    if reply.refused or (reply.stop_reason or "") in REFUSED_STOP_REASONS:
-        raise RejectedReply("refused")
-    if (reply.stop_reason or "") in TRUNCATED_STOP_REASONS:
-        raise RejectedReply(f"truncated (stop reason {reply.stop_reason})")
-    if not reply.text or not reply.text.strip():
-        raise RejectedReply("empty reply")
-    try:
-        parsed = _Reply.model_validate_json(reply.text.strip())
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "reply"
-        raise RejectedReply(f"malformed reply: {where}: {first['msg']}") from None
-    seen: list[str] = [v.id for v in parsed.verdicts]
-    duplicates = sorted({i for i in seen if seen.count(i) > 1})
-    missing = [i for i in item_ids if i not in seen]
-    extra = sorted({i for i in seen if i not in item_ids})
-    problems = []
-    if missing:
-        problems.append("missing " + ", ".join(missing))
-    if extra:
-        problems.append("unknown " + ", ".join(extra))
-    if duplicates:
-        problems.append("more than one verdict for " + ", ".join(duplicates))
-    if problems:
-        raise RejectedReply("does not cover every id exactly once: " + "; ".join(problems))
-    if any(not v.reason.strip() for v in parsed.verdicts):
-        raise RejectedReply("a verdict has a blank reason")
-    bad = [
-        f"{v.id}: {loc.file}:{loc.line} ({loc.side})"
-        for v in parsed.verdicts
-        for loc in v.locations
-        if not index.has(Location(file=loc.file, line=loc.line, side=loc.side))
-    ]
-    if bad:
-        raise RejectedReply("cites locations that are not in the diff: " + "; ".join(bad[:5]))
-    order = {item_id: n for n, item_id in enumerate(item_ids)}
-    return sorted(parsed.verdicts, key=lambda v: order[v.id])
-
-
-# --- consistency ---------------------------------------------------------------------------------------
-
-
-def finding_disagrees(verdict: VerdictValue, finding: Finding) -> bool:
-    """True when the verdict is not the one the judge's own finding on its reason implies (§4 consistency):
-    "satisfied" goes with "pass", "violated" with "fail". The judge states the finding right after the
-    reason and before the verdict, so a reason that argues the other way shows up here, in the judge's own
-    words, instead of through a keyword guess at the reason's polarity."""
-    return FINDING_VERDICT[finding] != verdict
 
 
 # --- the runner ------------------------------------------------------------------------------------------
@@ -251,7 +108,7 @@ class _Session:
         batch = bool(getattr(self.backend, "batch", False))
         return self.settings.prices.cost(reply.usage, self.backend.model, reply.model_id, batch=batch)
 
-    async def ask(self, request: JudgeRequest) -> tuple[list[_ReplyVerdict], str] | None:
+    async def ask(self, request: JudgeRequest) -> tuple[list[ReplyVerdict], str] | None:
         for attempt in range(1, self.settings.attempts + 1):
             sent = redraw_nonce(request)  # a fresh nonce for every call
             try:
@@ -270,7 +127,7 @@ class _Session:
         return None
 
 
-def _item_verdict(v: _ReplyVerdict, item: JudgeItem, model_id: str, flagged: bool) -> ItemVerdict:
+def _item_verdict(v: ReplyVerdict, item: JudgeItem, model_id: str, flagged: bool) -> ItemVerdict:
     return ItemVerdict(
         item_id=v.id,
         kind=item.kind,
@@ -371,7 +228,7 @@ async def _judge_tree_items(
     tools = TreeTools(base_tree, added_paths(diff_text), max_answer_chars=budget.max_answer_chars)
     index = DiffAndTreeIndex(index_diff(diff_text), tools)
 
-    def check(reply: BackendReply, item_ids: list[str]) -> list[_ReplyVerdict]:
+    def check(reply: BackendReply, item_ids: list[str]) -> list[ReplyVerdict]:
         try:
             return check_reply(reply, item_ids, index)
         except RejectedReply as exc:
@@ -617,179 +474,6 @@ def judge_run(
             special_files=special_files,
         )
     )
-
-
-# --- sweeps ------------------------------------------------------------------------------------------------
-
-
-class SweepJob(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    label: str  # what the progress line and the report call this diff (usually the run directory)
-    task: TaskSpec
-    rubric: Rubric
-    diff_text: str
-    config_edited: bool = False
-    self_ignoring_dirs: list[SelfIgnoringDir] = []  # named after the diff (§3)
-    git_dir_changes: list[str] = []  # paths under .git the run changed, named after the diff (§3)
-    special_files: list[str] = []  # FIFOs, sockets and devices left in the work tree, named after it (§3)
-
-
-class SweepResult(BaseModel):
-    results: list[JudgeResult]  # in the order of the jobs
-    labels: list[str]
-    calls: int = 0
-    cache_hits: int = 0
-    failures: int = 0
-    usage: Usage = Usage()  # the diff-only judge
-    tree_usage: Usage = Usage()  # the tree judge (needs_tree blockers), reported apart (§9)
-    tree_calls: int = 0
-
-
-Progress = Callable[[int, int, str, JudgeResult], None]
-
-
-class BatchingBackend:
-    """Collects the calls a sweep makes at about the same time and sends them as one batch
-    (``backend.complete_many``, e.g. Anthropic Message Batches); retries and re-judgements form later batches.
-    Everything else (spec, model, render, decoding: so the cache key) is the wrapped backend's."""
-
-    def __init__(self, backend: BatchBackend, *, window: float = 0.2) -> None:
-        self.inner = backend
-        self.spec = backend.spec
-        self.model = backend.model
-        self.scripted = backend.scripted
-        self.decoding = backend.decoding
-        self.batch = True
-        self.window = window
-        self.batches = 0
-        self._pending: list[tuple[JudgeRequest, asyncio.Future[BackendReply]]] = []
-        self._flush: asyncio.Task[None] | None = None
-
-    def render(self, request: JudgeRequest) -> dict[str, Any]:
-        return self.inner.render(request)
-
-    async def complete(self, request: JudgeRequest) -> BackendReply:
-        future: asyncio.Future[BackendReply] = asyncio.get_running_loop().create_future()
-        self._pending.append((request, future))
-        if self._flush is None or self._flush.done():
-            self._flush = asyncio.create_task(self._send_after_window())
-        return await future
-
-    async def _send_after_window(self) -> None:
-        await asyncio.sleep(self.window)
-        pending, self._pending = self._pending, []
-        self.batches += 1
-        try:
-            replies = list(await self.inner.complete_many([request for request, _ in pending]))
-            if len(replies) != len(pending):
-                raise BackendError(f"the batch answered {len(replies)} of {len(pending)} requests")
-        except Exception as exc:
-            # Every waiting call must wake up: an unresolved future would hang the sweep.
-            failure = exc if isinstance(exc, BackendError) else BackendError(f"batch failed: {exc!r}")
-            replies = [failure for _ in pending]
-        for (_, future), reply in zip(pending, replies, strict=True):
-            if future.done():
-                continue
-            if isinstance(reply, BaseException):
-                future.set_exception(reply)
-            else:
-                future.set_result(reply)
-
-
-async def judge_sweep(
-    jobs: list[SweepJob],
-    backend: Backend,
-    *,
-    cache: VerdictCache | None = None,
-    settings: JudgeSettings | None = None,
-    progress: Progress | None = None,
-    base_tree: BaseTree | None = None,
-) -> SweepResult:
-    """Judge many diffs, at most ``settings.concurrency`` at once; ``progress(done, total, label, result)``
-    after each. A diff the judge cannot be shown becomes a judge failure for that run, not an abort.
-    ``base_tree`` (the task's base commit; the jobs share a task) lets the tree judge decide needs_tree
-    blockers (:func:`judge_diff`)."""
-    settings = settings or JudgeSettings()
-    if (
-        getattr(backend, "batch", False)
-        and hasattr(backend, "complete_many")
-        and not isinstance(backend, BatchingBackend)
-    ):
-        backend = BatchingBackend(cast(BatchBackend, backend))
-    limit = asyncio.Semaphore(settings.concurrency)
-    results: list[JudgeResult | None] = [None] * len(jobs)
-    done = 0
-    # Calls sent together all pay the provider's prompt-cache write for the static prefix they share
-    # (it is readable only once the writing call is answered). So the first call for each distinct prefix
-    # goes alone, and the jobs sharing it start once a call has written it. Batches are left alone.
-    priming = settings.concurrency > 1 and not backend.scripted and not isinstance(backend, BatchingBackend)
-    prefixes = [static_prefix(job) for job in jobs] if priming else [None] * len(jobs)
-    primed: set[str] = set()
-    leaders = {prefix: asyncio.Lock() for prefix in prefixes if prefix is not None}
-
-    async def judge(job: SweepJob) -> JudgeResult:
-        async with limit:
-            try:
-                return await judge_diff(
-                    job.task,
-                    job.rubric,
-                    job.diff_text,
-                    backend,
-                    config_edited=job.config_edited,
-                    cache=cache,
-                    settings=settings,
-                    self_ignoring_dirs=job.self_ignoring_dirs,
-                    base_tree=base_tree,
-                    git_dir_changes=job.git_dir_changes,
-                    special_files=job.special_files,
-                )
-            except InputError as exc:
-                return JudgeResult(judge=backend.spec, scripted=backend.scripted, failure=f"bad input: {exc}")
-
-    async def one(n: int, job: SweepJob) -> None:
-        nonlocal done
-        prefix = prefixes[n]
-        result: JudgeResult | None = None
-        if prefix is not None and prefix not in primed:
-            async with leaders[prefix]:
-                if prefix not in primed:
-                    result = await judge(job)
-                    # Once a call was tried the others may go (a cache hit or bad input tried none).
-                    if result.calls or result.attempt_errors:
-                        primed.add(prefix)
-        if result is None:
-            result = await judge(job)
-        results[n] = result
-        done += 1
-        if progress is not None:
-            progress(done, len(jobs), job.label, result)
-
-    await asyncio.gather(*(one(n, job) for n, job in enumerate(jobs)))
-    final = [r for r in results if r is not None]
-    usage = Usage()
-    tree_usage = Usage()
-    for r in final:
-        usage = usage + r.usage
-        tree_usage = tree_usage + r.tree_usage
-    return SweepResult(
-        results=final,
-        labels=[job.label for job in jobs],
-        calls=sum(r.calls for r in final),
-        cache_hits=sum(1 for r in final if r.cache_hit),
-        failures=sum(1 for r in final if r.failure is not None),
-        usage=usage,
-        tree_usage=tree_usage,
-        tree_calls=sum(rec.calls for r in final for rec in r.tree),
-    )
-
-
-def static_prefix(job: SweepJob) -> str:
-    """What a job's calls share with other jobs' calls at the start of the prompt: the instructions and the
-    rubric part (task, items), which the provider caches; the diff comes after it."""
-    items, _ = select_items(job.rubric, config_edited=job.config_edited)
-    text = INSTRUCTIONS + render_rubric_text(job.task, job.rubric, items)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def diff_sha256(diff_text: str) -> str:

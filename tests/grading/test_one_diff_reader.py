@@ -12,7 +12,8 @@ from grading.admission import inject_reviewer_comment
 from grading.diffs import parse_diff, read_diff
 from grading.git_quote import c_quote, unquote_path
 from grading.judge.models import Location
-from grading.judge.runner import index_diff, judge_diff
+from grading.judge.replies import index_diff
+from grading.judge.runner import judge_diff
 from grading.path_lists import quote_path
 from grading.path_lists import unquote_path as unquote_path_list_line
 from grading.schema import Scope

@@ -20,7 +20,7 @@ from grading.judge.prompt import (
     render_request,
     select_items,
 )
-from grading.judge.runner import index_diff
+from grading.judge.replies import index_diff
 from tests.grading.judge.judge_helpers import TASK, make_rubric
 
 CORPUS = sorted((Path(__file__).parent / "adversarial").glob("*.diff"))

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from grading.judge.models import Location
-from grading.judge.runner import finding_disagrees, index_diff
+from grading.judge.replies import finding_disagrees, index_diff
 
 
 @pytest.mark.parametrize(

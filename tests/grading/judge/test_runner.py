@@ -13,14 +13,8 @@ from grading.judge.cache import MemoryCache
 from grading.judge.cost import Price, PriceTable
 from grading.judge.models import CONFIG_BLOCKER_ID, Usage
 from grading.judge.prompt import fenced_diff
-from grading.judge.runner import (
-    BatchingBackend,
-    JudgeSettings,
-    SweepJob,
-    judge_diff,
-    judge_run,
-    judge_sweep,
-)
+from grading.judge.runner import JudgeSettings, judge_diff, judge_run
+from grading.judge.sweep import BatchingBackend, SweepJob, judge_sweep
 from tests.grading.judge.judge_helpers import DIFF, TASK, FakeBackend, make_rubric, verdicts_json
 
 ALL = ["B1", "B2", "N1", "N2", "N3"]

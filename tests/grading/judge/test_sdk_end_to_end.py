@@ -22,7 +22,8 @@ from grading.judge.cache import SqliteCache
 from grading.judge.models import JudgeResult, Usage
 from grading.judge.openai_backend import OpenAIBackend
 from grading.judge.prompt import fence_open
-from grading.judge.runner import JudgeSettings, SweepJob, SweepResult, judge_diff, judge_sweep
+from grading.judge.runner import JudgeSettings, judge_diff
+from grading.judge.sweep import SweepJob, SweepResult, judge_sweep
 from tests.grading.judge.fake_servers import (
     Behaviour,
     FakeProviderServer,
