@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 from grading.diffs import read_diff
 from grading.judge.backend import BackendReply
 from grading.judge.models import FINDING_VERDICT, Finding, Location, VerdictValue
-from grading.judge.tree import TreeTools
+from grading.judge.tree_tools import TreeTools
 
 # stop reasons that mean the reply was cut off (Anthropic, OpenAI)
 TRUNCATED_STOP_REASONS = {"max_tokens", "length", "model_context_window_exceeded"}

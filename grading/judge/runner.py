@@ -58,13 +58,13 @@ from grading.judge.replies import (
 )
 from grading.judge.tree import (
     ReplyRejected,
-    TreeTools,
     added_paths,
     as_tool_backend,
     judge_tree_item,
     supports_tree,
     tree_request,
 )
+from grading.judge.tree_tools import TreeTools
 from grading.path_lists import SelfIgnoringDir
 from grading.schema import Rubric, TaskSpec
 

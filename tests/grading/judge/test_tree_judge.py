@@ -21,7 +21,8 @@ from grading.judge.openai_backend import OpenAIBackend
 from grading.judge.prompt import JudgeItem
 from grading.judge.runner import JudgeSettings, judge_diff
 from grading.judge.scripted import ScriptedBackend
-from grading.judge.tree import TreeTools, tree_cache_key, tree_request
+from grading.judge.tree import tree_cache_key, tree_request
+from grading.judge.tree_tools import TreeTools
 from grading.outcome import grade_run
 from grading.schema import TaskSpec
 from tests.gitrepo import GitRepo
