@@ -526,12 +526,13 @@ def sweep_now(repository: Repository, by: Actor, request: SweepRequest | None = 
 def _sweep(job: Job) -> SweepResult:
     # A job the reaper queued again (its worker was lost) runs the same sweep: the Job claim is the lock,
     # and the runs graded before are skipped.
+    sweep = job.sweep
     try:
-        return run_sweep(job.sweep.pk).result()
+        return run_sweep(sweep.pk).result()
     finally:
         # Grades were stored as they came, whether the sweep finished or not: a worker computes the new
         # report once (not once per grade).
-        report_changed(job.sweep.repository_id)
+        report_changed(sweep.repository_id)
 
 
 @job_task(JobKind.SWEEP)
