@@ -236,7 +236,9 @@ def _stored(key: str) -> ReportResult | None:
 
 def prepare_report(repository: Repository) -> bool:
     """Compute the repository's report (no filters) for its current key and store it for every process,
-    unless it is stored already; True when it was computed. The repository's older snapshots are deleted."""
+    unless it is stored already; True when it was computed. The repository's snapshots stored before it are
+    deleted; but when the runs changed while it was computed (its key is no longer the current one), it is
+    the one deleted: a newer one, stored by another worker meanwhile, stays."""
     key, state = _current(repository, {})
     if ReportSnapshot.objects.filter(key=key).exists():
         return False
@@ -247,8 +249,11 @@ def prepare_report(repository: Repository) -> bool:
             snapshot = ReportSnapshot.objects.create(repository=repository, key=key, data=data)
     except IntegrityError:
         return False  # another worker stored the same key at the same moment
-    ReportSnapshot.objects.filter(repository=repository, pk__lt=snapshot.pk).delete()
-    cache.set(key, result, CACHE_SECONDS)
+    if _current(repository, {})[0] == key:
+        ReportSnapshot.objects.filter(repository=repository, pk__lt=snapshot.pk).delete()
+        cache.set(key, result, CACHE_SECONDS)
+    else:
+        snapshot.delete()
     return True
 
 

@@ -116,6 +116,31 @@ def test_a_stored_report_never_answers_for_changed_labels_runs_or_code(
     assert ReportSnapshot.objects.filter(repository=graded).count() == 1
 
 
+def test_a_report_whose_runs_changed_while_it_was_computed_is_not_kept(
+    graded: Repository, viewer: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    prepare_report(graded)
+    [older] = ReportSnapshot.objects.filter(repository=graded)
+    label = HumanVerdict.objects.filter(grade__run__task__repository=graded, item_id="B1", verdict="pass")[0]
+    label.verdict = "fail"
+    label.save()
+    compute = report_service._computed
+
+    def relabelled_meanwhile(repository: Repository, filters: dict[str, str], state: dict[str, Any]) -> Any:
+        result = compute(repository, filters, state)
+        label.verdict = "pass"  # a reviewer changes their mind back while the worker computes
+        label.save()
+        return result
+
+    monkeypatch.setattr(report_service, "_computed", relabelled_meanwhile)
+    assert prepare_report(graded) is True
+    # Its key is no longer current: not kept; the one of the labels as they are now stays.
+    assert list(ReportSnapshot.objects.filter(repository=graded)) == [older]
+    monkeypatch.setattr(report_service, "_computed", compute)
+    cache.clear()
+    assert report_service._stored(report_service._current(graded, {})[0]) is not None
+
+
 def test_the_code_digest_covers_the_grading_package_and_the_report_services() -> None:
     names = {path.name for path in report_service._REPORT_CODE}
     assert {"grading", "report.py", "report_rows.py", "report_sums.py"} <= names
