@@ -307,14 +307,7 @@ class Pages:
 
     def timed(self, url: str, before: Callable[[], None] = lambda: None) -> tuple[float, int]:
         """The fastest of ``repeat`` renders (``before`` runs untimed before each) and the queries of one."""
-        best = float("inf")
-        queries = 0
-        for _ in range(self.repeat):
-            before()
-            started = time.perf_counter()
-            queries = self.get(url)
-            best = min(best, time.perf_counter() - started)
-        return best, queries
+        return _timed(functools.partial(self.get, url), before, self.repeat)
 
     def slowest(self, url: str, before: Callable[[], None], count: int = 5) -> None:
         """EXPLAIN ANALYZE of the ``count`` slowest queries of one render."""
