@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from functools import cache as once
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
@@ -234,27 +234,30 @@ def _stored(key: str) -> ReportResult | None:
     return result if isinstance(result, ReportResult) else None
 
 
-def prepare_report(repository: Repository) -> bool:
+Prepared = Literal["stored", "stored already", "changed meanwhile"]
+
+
+def prepare_report(repository: Repository) -> Prepared:
     """Compute the repository's report (no filters) for its current key and store it for every process,
-    unless it is stored already; True when it was computed. The repository's snapshots stored before it are
-    deleted; but when the runs changed while it was computed (its key is no longer the current one), it is
-    the one deleted: a newer one, stored by another worker meanwhile, stays."""
+    unless it is stored already. A repository keeps one stored report: storing it and deleting the others
+    is one transaction, holding the repository's row lock, so no reader ever sees two, and two workers
+    storing at once take turns. When the runs changed while it was computed (its key is no longer the
+    current one), it is not stored ("changed meanwhile"): the job that changed them sends its own."""
     key, state = _current(repository, {})
     if ReportSnapshot.objects.filter(key=key).exists():
-        return False
+        return "stored already"
     result = _computed(repository, {}, state)
     data = zlib.compress(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL), 1)
-    try:
-        with transaction.atomic():
-            snapshot = ReportSnapshot.objects.create(repository=repository, key=key, data=data)
-    except IntegrityError:
-        return False  # another worker stored the same key at the same moment
-    if _current(repository, {})[0] == key:
-        ReportSnapshot.objects.filter(repository=repository, pk__lt=snapshot.pk).delete()
-        cache.set(key, result, CACHE_SECONDS)
-    else:
-        snapshot.delete()
-    return True
+    with transaction.atomic():
+        list(Repository.objects.select_for_update().filter(pk=repository.pk).values_list("pk", flat=True))
+        if _current(repository, {})[0] != key:
+            return "changed meanwhile"
+        if ReportSnapshot.objects.filter(key=key).exists():
+            return "stored already"
+        ReportSnapshot.objects.filter(repository=repository).delete()
+        ReportSnapshot.objects.create(repository=repository, key=key, data=data)
+    cache.set(key, result, CACHE_SECONDS)
+    return "stored"
 
 
 @app.task(name="rubrics_app.tasks.keep_report_ready", ignore_result=True)

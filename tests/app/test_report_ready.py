@@ -69,8 +69,10 @@ def test_the_page_reads_the_stored_report_instead_of_computing_it(
     expected = report_json(viewer, graded)
     assert computations == [{}]
     cache.clear()
-    assert prepare_report(graded) is True and len(computations) == 2
-    assert prepare_report(graded) is False and len(computations) == 2  # stored already: not computed again
+    assert prepare_report(graded) == "stored" and len(computations) == 2
+    assert (
+        prepare_report(graded) == "stored already" and len(computations) == 2
+    )  # stored already: not computed again
     cache.clear()  # as in another process, or after a restart
     assert report_json(viewer, graded) == expected
     assert len(computations) == 2
@@ -106,13 +108,13 @@ def test_a_stored_report_never_answers_for_changed_labels_runs_or_code(
     assert len(computations) == 3
     assert any("1 run has no grade yet" in w for w in with_run["warnings"])
     # Another version of the code that computes reports: a new key as well.
-    assert prepare_report(graded) is True and len(computations) == 4
+    assert prepare_report(graded) == "stored" and len(computations) == 4
     monkeypatch.setattr(report_service, "code_digest", lambda: "0" * 64)
     cache.clear()
     report_json(viewer, graded)
     assert len(computations) == 5
     # One stored report per repository: the newest.
-    assert prepare_report(graded) is True
+    assert prepare_report(graded) == "stored"
     assert ReportSnapshot.objects.filter(repository=graded).count() == 1
 
 
@@ -133,8 +135,8 @@ def test_a_report_whose_runs_changed_while_it_was_computed_is_not_kept(
         return result
 
     monkeypatch.setattr(report_service, "_computed", relabelled_meanwhile)
-    assert prepare_report(graded) is True
-    # Its key is no longer current: not kept; the one of the labels as they are now stays.
+    assert prepare_report(graded) == "changed meanwhile"
+    # Its key is no longer current: not stored; the one of the labels as they are now stays.
     assert list(ReportSnapshot.objects.filter(repository=graded)) == [older]
     monkeypatch.setattr(report_service, "_computed", compute)
     cache.clear()

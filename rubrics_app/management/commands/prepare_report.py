@@ -31,7 +31,11 @@ class Command(BaseCommand):
             repositories = list(Repository.objects.order_by("name"))
         for repository in repositories:
             started = time.monotonic()
-            computed = prepare_report(repository)
+            outcome = prepare_report(repository)
             seconds = time.monotonic() - started
-            what = f"computed and stored in {seconds:.1f} s" if computed else "already stored"
+            what = {
+                "stored": f"computed and stored in {seconds:.1f} s",
+                "stored already": "already stored",
+                "changed meanwhile": f"computed in {seconds:.1f} s, not stored: its runs changed meanwhile",
+            }[outcome]
             self.stdout.write(f"{repository.name}: report {what}")
