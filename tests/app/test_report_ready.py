@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection
+from django.db.models import signals
 from django.test import Client
 from django.urls import reverse
 
@@ -141,6 +144,38 @@ def test_a_report_whose_runs_changed_while_it_was_computed_is_not_kept(
     monkeypatch.setattr(report_service, "_computed", compute)
     cache.clear()
     assert report_service._stored(report_service._current(graded, {})[0]) is not None
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="a second reader at once is PostgreSQL's")
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("flushable_transactional_db")
+def test_no_reader_ever_sees_two_stored_reports(graded: Repository) -> None:
+    """Storing the newer report and deleting the older is one commit: a reader on another connection, at
+    the moment the older is deleted, still sees the older one alone (never both, never none)."""
+    prepare_report(graded)
+    label = HumanVerdict.objects.filter(grade__run__task__repository=graded, item_id="B1", verdict="pass")[0]
+    label.verdict = "fail"
+    label.save()
+    seen: list[int] = []
+
+    def count_elsewhere() -> None:
+        try:
+            seen.append(ReportSnapshot.objects.filter(repository=graded).count())
+        finally:
+            connection.close()
+
+    def on_delete(**kwargs: Any) -> None:
+        reader = threading.Thread(target=count_elsewhere)
+        reader.start()
+        reader.join(30)
+
+    signals.pre_delete.connect(on_delete, sender=ReportSnapshot)
+    try:
+        assert prepare_report(graded) == "stored"
+    finally:
+        signals.pre_delete.disconnect(on_delete, sender=ReportSnapshot)
+    assert seen == [1]
+    assert ReportSnapshot.objects.filter(repository=graded).count() == 1
 
 
 def test_the_code_digest_covers_the_grading_package_and_the_report_services() -> None:
