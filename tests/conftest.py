@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -7,6 +8,32 @@ from pathlib import Path
 import pytest
 
 from tests.gitrepo import GitRepo
+
+# The library's tests (tests/grading) use no database and no Celery broker: DATABASE_URL and
+# CELERY_BROKER_URL change nothing for them. RUBRICS_LIBRARY_TESTS=skip leaves them uncollected, for the
+# second pass of .ci/run (PostgreSQL + Redis), which would run the same 1,800 tests again; unset or `run`
+# runs them.
+LIBRARY_VARIABLE = "RUBRICS_LIBRARY_TESTS"
+LIBRARY_TESTS = Path(__file__).parent / "grading"
+
+
+def _library_tests_skipped() -> bool:
+    mode = os.environ.get(LIBRARY_VARIABLE, "run")
+    if mode not in ("run", "skip"):
+        raise pytest.UsageError(f"{LIBRARY_VARIABLE}={mode!r}: it must be run or skip")
+    return mode == "skip"
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    if collection_path == LIBRARY_TESTS and _library_tests_skipped():
+        return True
+    return None
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    if _library_tests_skipped():
+        return f"{LIBRARY_VARIABLE}=skip: tests/grading (no database, no broker) is not collected"
+    return None
 
 
 @pytest.fixture
