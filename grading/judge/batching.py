@@ -17,10 +17,27 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import Future
 from typing import Any, cast
 
 from grading.judge.backend import Backend, BackendError, BackendReply, BatchBackend, JudgeRequest
+
+
+async def answer_batch(
+    backend: BatchBackend, requests: Sequence[JudgeRequest]
+) -> list[BackendReply | BackendError]:
+    """One reply or error per request, in order, whatever happens: a batch that fails, or answers another
+    number of requests, gives every request its error. Every waiting call must wake up: an unresolved
+    future would hang its caller."""
+    try:
+        replies = list(await backend.complete_many(requests))
+        if len(replies) != len(requests):
+            raise BackendError(f"the batch answered {len(replies)} of {len(requests)} requests")
+    except Exception as exc:
+        failure = exc if isinstance(exc, BackendError) else BackendError(f"batch failed: {exc!r}")
+        return [failure for _ in requests]
+    return replies
 
 
 class ThreadBatchBackend:
@@ -98,14 +115,7 @@ class ThreadBatchBackend:
     def _send(self, taken: list[tuple[JudgeRequest, Future[BackendReply]]]) -> None:
         with self._lock:
             self.batches.append(len(taken))
-        try:
-            replies = list(asyncio.run(self.inner.complete_many([request for request, _ in taken])))
-            if len(replies) != len(taken):
-                raise BackendError(f"the batch answered {len(replies)} of {len(taken)} requests")
-        except Exception as exc:
-            # Every waiting call must wake up: an unresolved future would hang its thread.
-            failure = exc if isinstance(exc, BackendError) else BackendError(f"batch failed: {exc!r}")
-            replies = [failure for _ in taken]
+        replies = asyncio.run(answer_batch(self.inner, [request for request, _ in taken]))
         for (_, future), reply in zip(taken, replies, strict=True):
             if isinstance(reply, BaseException):
                 future.set_exception(reply)

@@ -14,7 +14,8 @@ from pydantic import BaseModel, ConfigDict
 
 from grading.basetree import BaseTree
 from grading.errors import InputError
-from grading.judge.backend import Backend, BackendError, BackendReply, BatchBackend, JudgeRequest
+from grading.judge.backend import Backend, BackendReply, BatchBackend, JudgeRequest
+from grading.judge.batching import answer_batch
 from grading.judge.cache import VerdictCache
 from grading.judge.models import JudgeResult, Usage
 from grading.judge.prompt import INSTRUCTIONS, render_rubric_text, select_items
@@ -81,14 +82,7 @@ class BatchingBackend:
         await asyncio.sleep(self.window)
         pending, self._pending = self._pending, []
         self.batches += 1
-        try:
-            replies = list(await self.inner.complete_many([request for request, _ in pending]))
-            if len(replies) != len(pending):
-                raise BackendError(f"the batch answered {len(replies)} of {len(pending)} requests")
-        except Exception as exc:
-            # Every waiting call must wake up: an unresolved future would hang the sweep.
-            failure = exc if isinstance(exc, BackendError) else BackendError(f"batch failed: {exc!r}")
-            replies = [failure for _ in pending]
+        replies = await answer_batch(self.inner, [request for request, _ in pending])
         for (_, future), reply in zip(pending, replies, strict=True):
             if future.done():
                 continue
