@@ -182,6 +182,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "SWE_BENCH_SOURCE",
         "TaskSpec",
         "TestsConfig",
+        "harness_infra_failure",
     ),
     "grading.strict_json": (
         "MAX_INPUT_BYTES",
@@ -346,6 +347,7 @@ if TYPE_CHECKING:
     from grading.schema import RunRecord as RunRecord
     from grading.schema import TaskSpec as TaskSpec
     from grading.schema import TestsConfig as TestsConfig
+    from grading.schema import harness_infra_failure as harness_infra_failure
     from grading.strict_json import MAX_INPUT_BYTES as MAX_INPUT_BYTES
     from grading.strict_json import parse_json as parse_json
     from grading.strict_json import read_input_bytes as read_input_bytes

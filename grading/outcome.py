@@ -13,7 +13,9 @@ Rules, in the order they apply:
    manifest declares ``tests.list`` but the run has no ``tests_list.txt``: the test-case check would
    otherwise pass unmeasured. (A ``tests_list.error`` with the task's ``tests_base.txt`` is no grader
    failure: the run broke the listing, an integrity violation, ``test_listing_broken``.)
-2. No rubric.json: both null (not measured), never false.
+2. No rubric.json: both null (not measured), never false. Likewise a run from the SWE-bench harness whose
+   report says its infrastructure failed (``infra_failure``: schema.harness_infra_failure): its ``pass``
+   measured nothing of the patch.
 3. ``pass`` false, or a gate entry that does not hold (``mergeable`` and ``merge_score`` in the gate are the
    framework's own and are skipped): not mergeable, merge_score 0. The test gate failed, so the judge is
    not called: its verdict cannot change that (and a judge failure must not turn this false into null).
@@ -442,6 +444,10 @@ def grade(
             grader_problems.append(problem)
 
     settled = settled_before_judging(task.gate, grade, rubric, grader_problems)
+    if run.not_measured is not None and (settled is None or not settled.grader_failure):
+        # The harness's report could not say whether the patch passed (its own environment broke): the
+        # run is neither failing nor mergeable, and no verdict could make it either.
+        settled = Outcome(status="not_measured", mergeable=None, merge_score=None, reasons=[run.not_measured])
     if settled is None and rubric is not None and run.unreadable_patch is not None:
         # The agent's patch (SWE-bench's model_patch) is not a diff: no reviewer could read it, so no
         # verdict could make it mergeable. Its own doing, so not mergeable, never a grader failure.

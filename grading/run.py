@@ -38,7 +38,15 @@ from grading.loaders import (
     parse_task,
 )
 from grading.path_lists import IgnoredCreated, parse_ignored_created, parse_path_list
-from grading.schema import GradeJson, Rubric, RunRecord, TaskSpec, TestsConfig, rubric_sha256
+from grading.schema import (
+    GradeJson,
+    Rubric,
+    RunRecord,
+    TaskSpec,
+    TestsConfig,
+    harness_infra_failure,
+    rubric_sha256,
+)
 from grading.scope import IGNORED_CREATED_NAME, shown_ignored
 from grading.strict_json import parse_json, read_input_bytes
 from grading.workspace import GIT_DIR_CHANGES_NAME
@@ -69,6 +77,9 @@ class Run(BaseModel):
     # diff is the agent's own text (model_patch), not what `rubric capture` took from git, so a patch that
     # does not parse is the agent's doing and the run is not mergeable (never a run left ungraded).
     unreadable_patch: str | None = None
+    # Why the run's test gate was not measured: the SWE-bench harness's own infrastructure failed on it
+    # (schema.harness_infra_failure). Neither a pass nor a fail of the agent's patch.
+    not_measured: str | None = None
 
     def file(self, name: str) -> Path:
         return Path(self.source) / name
@@ -134,6 +145,7 @@ def make_run(
         tests_list_error=error_text,
         git_dir_changes=git_dir,
         unreadable_patch=unreadable_patch,
+        not_measured=harness_infra_failure(record, grade),
     )
 
 

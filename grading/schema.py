@@ -386,6 +386,21 @@ class GradeJson(BaseModel):
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 
+def harness_infra_failure(record: RunRecord | None, grade: GradeJson) -> str | None:
+    """Why a run from the SWE-bench harness was not measured: its report said ``infra_failure: true`` (the
+    harness's own environment broke, out of memory or no container, before the tests could say anything
+    of the patch), kept in grade.json with the harness's ``infra_failure_reason``. None for any other run:
+    its ``pass`` stands."""
+    if record is None or not record.from_swe_bench:
+        return None
+    kept = grade.model_extra or {}
+    if kept.get("infra_failure") is not True:
+        return None
+    reason = kept.get("infra_failure_reason")
+    why = f": {reason}" if isinstance(reason, str) and reason.strip() else ""
+    return f"not measured: the SWE-bench harness's infrastructure failed{why} (infra_failure in its report)"
+
+
 class TestsConfig(_Strict):
     """The manifest's ``tests`` block (§3)."""
 

@@ -32,8 +32,13 @@ class SweBenchUploadForm(forms.Form):
     """The SWE-bench harness's output: predictions.jsonl, a zip of its report.json files, and the arm and
     repetition every prediction is a run of."""
 
-    predictions = forms.FileField(label="predictions.jsonl (instance_id, model_name_or_path, model_patch)")
-    reports = forms.FileField(label="a zip of the harness's report.json files (any layout)")
+    predictions = forms.FileField(
+        label="predictions: .jsonl, or .json as a list or SWE-agent's preds.json "
+        "(instance_id, model_name_or_path, model_patch)"
+    )
+    reports = forms.FileField(
+        label="a zip of the harness's report.json files (logs/run_evaluation/RUN_ID, or a submission folder)"
+    )
     arm = forms.CharField(max_length=200)
     repetition = forms.IntegerField(min_value=0, max_value=MAX_RUN_INT, initial=0)
 

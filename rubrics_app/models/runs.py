@@ -41,7 +41,9 @@ class AgentRun(models.Model):
     prompt_style = models.CharField(max_length=10, blank=True)
     run_json = models.JSONField(default=dict)
     grade_json = models.JSONField(default=dict)
-    passed = models.BooleanField()  # grade.json's "pass"
+    # grade.json's "pass"; None when it measured nothing of the patch: the SWE-bench harness's own
+    # infrastructure failed on it (grading.harness_infra_failure)
+    passed = models.BooleanField(null=True)
     ignored_created = models.TextField(blank=True)
     tests_list = models.TextField(null=True, blank=True)  # None: the run had no tests_list.txt
     # tests_list.error: why tests.list failed in the workspace (capture writes it instead of tests_list.txt)

@@ -24,7 +24,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.template.defaultfilters import pluralize
 
-from grading import JudgeResult, StrictMetricsFile
+from grading import JudgeResult, StrictMetricsFile, harness_infra_failure
 from rubrics_app.access import Actor
 from rubrics_app.models import (
     AgentRun,
@@ -267,7 +267,7 @@ def _import_runs_atomic(
                     prompt_style=run.record.prompt_style or "",
                     run_json=run.record.model_dump(mode="json", exclude_unset=True),
                     grade_json=run.grade.metrics(),
-                    passed=run.grade.passed,
+                    passed=None if harness_infra_failure(run.record, run.grade) else run.grade.passed,
                     ignored_created=run.ignored_created,
                     tests_list=run.tests_list,
                     tests_list_error=run.tests_list_error,

@@ -1,4 +1,4 @@
-"""Runs from the SWE-bench harness: ``predictions.jsonl`` and the harness's per-instance ``report.json``.
+"""Runs from the SWE-bench harness: its predictions file and the per-instance ``report.json``.
 
 Each prediction (``instance_id``, ``model_name_or_path``, ``model_patch``) becomes the files of a run
 directory as ``rubric capture`` would leave one, built in memory (never written to disk), which the run
@@ -10,17 +10,31 @@ import (:mod:`rubrics_app.services.runs`) then checks as any other run, all or n
   with the harness named as the reason, instead of a missing test list being a grader failure;
 - ``workspace.diff``: ``model_patch`` as it came (null or empty: the agent changed nothing; text that is
   not a diff leaves the run not mergeable when it is graded);
-- ``grade.json``: ``pass`` = the report's ``resolved``, with ``patch_successfully_applied`` and the
-  ``tests_status`` lists kept beside it. Reports are matched by instance and by the model's folder the
-  harness writes them under (``RUN_ID/MODEL/INSTANCE/report.json``). A prediction with an empty patch has no
-  report (the harness does not run it), nor has one whose patch did not apply (its ``run_instance.log``
-  says so): neither passed. Any other prediction without a report is a problem.
+- ``grade.json``: ``pass`` = the report's ``resolved``, with ``patch_successfully_applied``,
+  ``patch_is_None``, ``patch_exists``, ``infra_failure`` (and its reason) and the ``tests_status`` lists
+  kept beside it. A report with ``infra_failure: true`` measured nothing of the patch: grading reads the run
+  as not measured (grading.harness_infra_failure), never as a failing patch.
 - ``ignored_created.txt`` empty (the run import needs one; the marker says it means "unknown") and no
   ``tests_list.txt``.
 
-Every input is bounded: the predictions file's size and line count, each report's size and their count.
-Problems name the file and the line (``predictions.jsonl: line 3: instance_id: ...``); when any line or
-report has one, nothing is imported.
+The predictions file is read as the harness reads it (``swebench.harness.utils.get_predictions_from_file``):
+a ``.json`` file is one document, a list of predictions or SWE-agent's ``preds.json`` object of them by
+instance id; any other name is JSON lines.
+
+A report goes with a prediction by instance id and model. The harness writes
+``logs/run_evaluation/RUN_ID/MODEL/INSTANCE/report.json``, MODEL being ``model_name_or_path`` with ``/`` as
+``__``; a report under a model's folder (or naming its model in ``model_name_or_path``) is that model's
+only. A report under no model's folder (the experiments repository's ``SUBMISSION/logs/INSTANCE/``, or a
+zip of one model's folder) counts only when every prediction is of one model and every report lies, with
+no model folder, in one folder; otherwise the predictions it could be for are refused, with the reason.
+Without a report: an empty patch was not run by the harness, and a patch whose ``run_instance.log`` says
+it did not apply did not pass. An instance whose log says neither (a timeout, the harness's own error) was
+not evaluated: it is listed and left out, and the others are imported. A prediction the harness left no
+trace of under the reports folder is a problem.
+
+Every input is bounded: the predictions file's size and count, each report's size and their count.
+Problems name the file and the line or item (``predictions.jsonl: line 3: instance_id: ...``); when any
+line or report has one, nothing is imported.
 """
 
 from __future__ import annotations
@@ -29,13 +43,15 @@ import functools
 import hashlib
 import json
 import posixpath
+import re
 import zipfile
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 from django.conf import settings
+from django.template.defaultfilters import pluralize
 
 from grading import MAX_RUN_INT, SWE_BENCH_SOURCE, InputError, parse_json, read_input_bytes
 from rubrics_app.access import Actor
@@ -51,39 +67,97 @@ MAX_REPORT_BYTES = 5 * 1024 * 1024  # one instance's report: test names, a few M
 # worked (swebench.harness.constants.APPLY_PATCH_FAIL). It then writes no report.json at all.
 INSTANCE_LOG_NAME = "run_instance.log"
 APPLY_PATCH_FAIL = b">>>>> Patch Apply Failed"
+# What the log says when the tests outran the harness's --timeout (run_evaluation's EvaluationError); it
+# then writes no report.json either, and the patch was not evaluated.
+TIMED_OUT = re.compile(rb"Test timed out after \d{1,12} seconds")
+LOG_OVERLAP = 64  # bytes of one chunk kept with the next, so a line cut between chunks is still found
+# The harness's folder of its evaluation logs (swebench.harness.constants.RUN_EVALUATION_LOG_DIR's last
+# part): the folder above a reports folder's parent there is this, that reports folder is a model's.
+RUN_EVALUATION = "run_evaluation"
+# SWE-bench/experiments keeps a submission's reports as evaluation/SPLIT/SUBMISSION/logs/INSTANCE/report.json:
+# a folder of this name above an instance's is no model's.
+EXPERIMENTS_LOGS = "logs"
 TEST_STATUS_KEYS = ("FAIL_TO_PASS", "PASS_TO_PASS", "FAIL_TO_FAIL", "PASS_TO_FAIL")
+# The report's own true/false keys kept in grade.json as they came (get_eval_report writes them all).
+KEPT_FLAGS = ("patch_is_None", "patch_exists", "infra_failure")
+MAX_REASON = 2000  # infra_failure_reason: a short code ("out_of_memory") or a line of the harness's
 
 
 @dataclass(frozen=True)
 class Prediction:
-    line: int
+    where: str  # how problems name it: "predictions.jsonl: line 3", "preds.json: item 2"
+    name: str  # the run directory it becomes under the file's name: "line-3", "item-2"
     instance_id: str
     model: str
     patch: str
 
 
 @dataclass(frozen=True)
+class Place:
+    """Where the harness left an instance's files, under the reports folder."""
+
+    folder: str | None  # the model's folder (.../MODEL/INSTANCE/), or the one its report names; None: none
+    origin: str  # the folder holding the instance's folder ("" for the reports folder itself)
+
+
+@dataclass(frozen=True)
 class Report:
     label: str
+    place: Place
     resolved: bool
     applied: bool | None
     tests_status: dict[str, dict[str, list[str]]]
-    folder: str | None = None  # MODEL of RUN_ID/MODEL/INSTANCE/report.json; None when not that deep
+    kept: dict[str, Any]  # KEPT_FLAGS and infra_failure_reason, as the report has them
+
+    @property
+    def infra_failure(self) -> bool:
+        return self.kept.get("infra_failure") is True
+
+
+@dataclass(frozen=True)
+class InstanceLog:
+    """The run_instance.log of an instance the harness wrote no report.json for."""
+
+    label: str
+    place: Place
+    apply_failed: bool
+    timed_out: str | None  # the log's line saying the tests timed out
 
 
 @dataclass
 class Reports:
-    """Every report under the reports folder by instance id, and the instances whose log says the patch
-    did not apply (by instance id, the model folders), each told apart by its model's folder."""
+    """Every report under the reports folder by instance id, and the logs of the instances that have none."""
 
-    by_instance: dict[str, list[Report]]
-    apply_failed: dict[str, list[str | None]]
+    by_instance: dict[str, list[Report]] = field(default_factory=dict)
+    logs: dict[str, list[InstanceLog]] = field(default_factory=dict)
 
-    def report_for(self, prediction: Prediction) -> list[Report]:
-        return _of_model(self.by_instance.get(prediction.instance_id, []), lambda r: r.folder, prediction)
+    def found(self, instance_id: str | None = None) -> list[Report | InstanceLog]:
+        """The reports and logs of one instance (None: of every instance)."""
+        if instance_id is not None:
+            return [*self.by_instance.get(instance_id, []), *self.logs.get(instance_id, [])]
+        reports: list[Report | InstanceLog] = [r for found in self.by_instance.values() for r in found]
+        return reports + [log for found in self.logs.values() for log in found]
 
-    def did_not_apply(self, prediction: Prediction) -> bool:
-        return bool(_of_model(self.apply_failed.get(prediction.instance_id, []), lambda f: f, prediction))
+    def without_model(self, models: int) -> str | None:
+        """Why what lies under no model's folder cannot be told to be a prediction's, for an import of
+        ``models`` models; None when it can (one model, every report and log in one folder of no model)."""
+        places = {x.place for x in self.found()}
+        if models > 1:
+            return f"the predictions are of {models} models"
+        if named := sorted({p.folder for p in places if p.folder is not None}):
+            return f"other reports lie under model folders ({', '.join(named[:3])})"
+        if len(origins := sorted({p.origin or "." for p in places})) > 1:
+            return f"reports lie in {len(origins)} folders of no model ({', '.join(origins[:3])})"
+        return None
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What the harness left under the reports folder for one prediction."""
+
+    report: Report | None = None
+    log: InstanceLog | None = None
+    problem: str | None = None  # why what there is cannot be taken as this prediction's
 
 
 def model_folder(model: str) -> str:
@@ -91,16 +165,35 @@ def model_folder(model: str) -> str:
     return model.replace("/", "__")
 
 
-def _of_model[T](found: list[T], folder: Callable[[T], str | None], prediction: Prediction) -> list[T]:
-    """Those of ``found`` under the prediction's model folder, else those under no model folder (the
-    reports folder given was the model's own): never another model's."""
-    named = [f for f in found if folder(f) == model_folder(prediction.model)]
-    return named or [f for f in found if folder(f) is None]
+def _evaluation(prediction: Prediction, reports: Reports, without_model: str | None) -> Evaluation:
+    """The report (else the log) of the prediction's instance under its model's folder; one under no
+    model's folder only when ``without_model`` is None: never another model's."""
+    folder = model_folder(prediction.model)
+    found = reports.found(prediction.instance_id)
+    own = [x for x in found if x.place.folder == folder]
+    anonymous = [x for x in found if x.place.folder is None]
+    if not own and anonymous:
+        if without_model is not None:
+            return Evaluation(
+                problem=f"{anonymous[0].label} lies under no model's folder and names no model, and "
+                f"{without_model}: it is not taken as this model's (give --reports the harness's "
+                "logs/run_evaluation/RUN_ID folder, or import one model's predictions at a time)"
+            )
+        own = anonymous
+    report = next((x for x in own if isinstance(x, Report)), None)
+    logs = [x for x in own if isinstance(x, InstanceLog)]
+    log = next((x for x in logs if x.apply_failed), logs[0] if logs else None)
+    return Evaluation(report=report, log=log)
 
 
-def _folder(path: str) -> str | None:
+def _place(path: str, root_folder: str | None) -> Place:
     parts = path.split("/")  # (..., MODEL, INSTANCE, report.json)
-    return parts[-3] if len(parts) >= 3 else None
+    origin = "/".join(parts[:-2])
+    if len(parts) >= 3:
+        return Place(None if parts[-3] == EXPERIMENTS_LOGS else parts[-3], origin)
+    # The instance's folder right under the reports folder: that folder is a model's only when it lies
+    # where the harness puts one (run_evaluation/RUN_ID/MODEL).
+    return Place(root_folder if len(parts) == 2 else None, origin)
 
 
 @dataclass(frozen=True)
@@ -127,7 +220,7 @@ def _str_field(
 
 
 def read_predictions(path: Path, label: str) -> list[Prediction]:
-    """Every line of ``predictions.jsonl`` (blank lines skipped); ImportFailed listing every bad line."""
+    """Every prediction of the file (see :func:`parse_predictions`); ImportFailed listing every bad one."""
     try:
         raw = read_input_bytes(path, int(settings.RUNS_UPLOAD_MAX_BYTES))
     except InputError as exc:
@@ -135,25 +228,46 @@ def read_predictions(path: Path, label: str) -> list[Prediction]:
     return parse_predictions(raw, label)
 
 
-def parse_predictions(raw: bytes, label: str) -> list[Prediction]:
-    """:func:`read_predictions` of the file's bytes."""
+def _entries(raw: bytes, label: str, problems: list[ImportProblem]) -> Iterable[tuple[str, str, Any]]:
+    """(where, run name, parsed JSON) of each prediction, as the harness reads the file: a ``.json`` file
+    is one document, a list of predictions or an object of them by instance id (SWE-agent's preds.json,
+    whose values the harness takes); any other is JSON lines, blank lines skipped."""
+    max_count = int(settings.RUNS_ZIP_MAX_MEMBERS)
+    if label.lower().endswith(".json"):
+        try:
+            data = parse_json(raw, label)
+        except InputError as exc:
+            raise ImportFailed([ImportProblem(label, exc.message, exc.field or "")]) from None
+        if isinstance(data, dict):
+            data = list(data.values())
+        if not isinstance(data, list):
+            message = "a list of predictions, or an object of them by instance_id (SWE-agent's preds.json)"
+            raise ImportFailed([ImportProblem(label, message)])
+        if len(data) > max_count:
+            raise ImportFailed([ImportProblem(label, f"more than {max_count} predictions")])
+        return [(f"{label}: item {n}", f"item-{n}", item) for n, item in enumerate(data, start=1)]
     lines = raw.split(b"\n")
-    max_lines = int(settings.RUNS_ZIP_MAX_MEMBERS)
-    if sum(1 for line in lines if line.strip()) > max_lines:
-        raise ImportFailed([ImportProblem(label, f"more than {max_lines} predictions")])
-    problems: list[ImportProblem] = []
-    predictions: list[Prediction] = []
-    seen: dict[tuple[str, str], int] = {}
+    if sum(1 for line in lines if line.strip()) > max_count:
+        raise ImportFailed([ImportProblem(label, f"more than {max_count} predictions")])
+    entries: list[tuple[str, str, Any]] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         where = f"{label}: line {number}"
         try:
-            data = parse_json(line, where)
+            entries.append((where, f"line-{number}", parse_json(line, where)))
         except InputError as exc:
             column = f" ({exc.field.removeprefix('line 1 ')})" if exc.field else ""  # within this line
             problems.append(ImportProblem(where, exc.message + column))
-            continue
+    return entries
+
+
+def parse_predictions(raw: bytes, label: str) -> list[Prediction]:
+    """:func:`read_predictions` of the file's bytes, ``label`` its name (``.json``: one document)."""
+    problems: list[ImportProblem] = []
+    predictions: list[Prediction] = []
+    seen: dict[tuple[str, str], str] = {}
+    for where, name, data in _entries(raw, label, problems):
         if not isinstance(data, dict):
             problems.append(ImportProblem(where, "a prediction is a JSON object"))
             continue
@@ -170,10 +284,10 @@ def parse_predictions(raw: bytes, label: str) -> list[Prediction]:
             continue
         key = (instance_id, model)
         if key in seen:
-            problems.append(ImportProblem(where, f"the same instance and model as line {seen[key]}"))
+            problems.append(ImportProblem(where, f"the same instance and model as {seen[key]}"))
             continue
-        seen[key] = number
-        predictions.append(Prediction(number, instance_id, model, patch or ""))
+        seen[key] = where.removeprefix(f"{label}: ")
+        predictions.append(Prediction(where, name, instance_id, model, patch or ""))
     if problems:
         raise ImportFailed(problems)
     if not predictions:
@@ -181,8 +295,27 @@ def parse_predictions(raw: bytes, label: str) -> list[Prediction]:
     return predictions
 
 
+def _kept(entry: dict[str, Any], label: str, where: str, problems: list[ImportProblem]) -> dict[str, Any]:
+    kept: dict[str, Any] = {}
+    for key in KEPT_FLAGS:
+        if key not in entry:
+            continue
+        if not isinstance(entry[key], bool):
+            problems.append(ImportProblem(label, "true or false", f"{where}.{key}"))
+        kept[key] = entry[key]
+    reason = entry.get("infra_failure_reason")
+    if reason is not None:
+        if not isinstance(reason, str) or len(reason) > MAX_REASON or "\x00" in reason:
+            message = f"a string of at most {MAX_REASON} characters, no NUL"
+            problems.append(ImportProblem(label, message, f"{where}.infra_failure_reason"))
+        kept["infra_failure_reason"] = reason
+    if kept.get("infra_failure") is True and entry.get("resolved") is True:
+        problems.append(ImportProblem(label, "resolved and an infrastructure failure at once", where))
+    return kept
+
+
 def _read_report(
-    file: ReportsFile, label: str, folder: str | None, problems: list[ImportProblem]
+    file: ReportsFile, label: str, place: Place, problems: list[ImportProblem]
 ) -> dict[str, Report]:
     try:
         data = parse_json(file.read(MAX_REPORT_BYTES), label)
@@ -198,41 +331,56 @@ def _read_report(
         if not isinstance(entry, dict):
             problems.append(ImportProblem(label, "a JSON object", where))
             continue
+        before = len(problems)
         resolved = entry.get("resolved")
         if not isinstance(resolved, bool):
             problems.append(ImportProblem(label, "required: true or false", f"{where}.resolved"))
-            continue
         applied = entry.get("patch_successfully_applied")
         if applied is not None and not isinstance(applied, bool):
             problems.append(ImportProblem(label, "true or false", f"{where}.patch_successfully_applied"))
-            continue
+        kept = _kept(entry, label, where, problems)
+        own = place
+        named = entry.get("model_name_or_path")  # not the harness's, but a report naming its model is its
+        if named is not None:
+            if not isinstance(named, str) or not named.strip() or len(named) > MAX_NAME:
+                problems.append(ImportProblem(label, "a model's name", f"{where}.model_name_or_path"))
+            elif place.folder is not None and model_folder(named) != place.folder:
+                message = f"names model {named!r} but lies under the folder of {place.folder!r}"
+                problems.append(ImportProblem(label, message, f"{where}.model_name_or_path"))
+            else:
+                own = Place(model_folder(named), place.origin)
         status = entry.get("tests_status", {})
         checked: dict[str, dict[str, list[str]]] = {}
         if not isinstance(status, dict):
             problems.append(ImportProblem(label, "a JSON object", f"{where}.tests_status"))
             continue
         for kind, lists in status.items():
-            field = f"{where}.tests_status.{kind}"
+            field_name = f"{where}.tests_status.{kind}"
             if kind not in TEST_STATUS_KEYS:
-                problems.append(ImportProblem(label, f"one of {', '.join(TEST_STATUS_KEYS)}", field))
+                problems.append(ImportProblem(label, f"one of {', '.join(TEST_STATUS_KEYS)}", field_name))
                 continue
             if not isinstance(lists, dict) or set(lists) - {"success", "failure"}:
-                problems.append(ImportProblem(label, "an object of success and failure lists", field))
+                problems.append(ImportProblem(label, "an object of success and failure lists", field_name))
                 continue
             if not all(
                 isinstance(names, list) and all(isinstance(n, str) and "\x00" not in n for n in names)
                 for names in lists.values()
             ):
-                problems.append(ImportProblem(label, "success and failure are lists of test names", field))
+                problems.append(
+                    ImportProblem(label, "success and failure are lists of test names", field_name)
+                )
                 continue
             checked[kind] = {k: list(v) for k, v in lists.items()}
-        reports[instance_id] = Report(label, resolved, applied, checked, folder)
+        if len(problems) > before:
+            continue
+        assert isinstance(resolved, bool)
+        reports[instance_id] = Report(label, own, resolved, applied, checked, kept)
     return reports
 
 
 def read_reports(root: Path, label: str) -> Reports:
-    """Every ``report.json`` under ``root`` (any layout, as the harness's logs/run_evaluation/...), by
-    instance id, and the instances whose ``run_instance.log`` says the patch did not apply; ImportFailed
+    """Every ``report.json`` under ``root`` (the harness's logs/run_evaluation/..., or an experiments
+    submission), by instance id, and the ``run_instance.log`` of each instance with no report; ImportFailed
     listing every bad report."""
     if not root.is_dir():
         raise ImportFailed([ImportProblem(label, "not a directory")])
@@ -251,7 +399,9 @@ def read_reports(root: Path, label: str) -> Reports:
                     _opener(path),
                 )
             )
-    return _reports_of(found, label)
+    resolved = root.resolve()
+    root_folder = resolved.name if resolved.parent.parent.name == RUN_EVALUATION else None
+    return _reports_of(found, label, root_folder)
 
 
 def _opener(path: Path) -> Callable[[], IO[bytes]]:
@@ -260,7 +410,7 @@ def _opener(path: Path) -> Callable[[], IO[bytes]]:
 
 def read_reports_zip(archive: zipfile.ZipFile, members: list[zipfile.ZipInfo], label: str) -> Reports:
     """:func:`read_reports` of a zip of the reports folder (``members`` checked by checked_zip_members),
-    read from the archive as it is."""
+    read from the archive as it is. Its top is no model's folder: the zip's name says nothing."""
     found = [
         ReportsFile(
             path,
@@ -270,51 +420,96 @@ def read_reports_zip(archive: zipfile.ZipFile, members: list[zipfile.ZipInfo], l
         for path, info in zip_files(members, label).items()
         if posixpath.basename(path) in (REPORT_NAME, INSTANCE_LOG_NAME)
     ]
-    return _reports_of(found, label)
+    return _reports_of(found, label, None)
 
 
-def _reports_of(files: list[ReportsFile], label: str) -> Reports:
+def _reports_of(files: list[ReportsFile], label: str, root_folder: str | None) -> Reports:
     reports = {posixpath.dirname(f.path) for f in files if posixpath.basename(f.path) == REPORT_NAME}
     problems: list[ImportProblem] = []
-    found = Reports({}, {})
-    first: dict[tuple[str, str | None], str] = {}
+    found = Reports()
+    first: dict[tuple[str, str | None, str], str] = {}
     for file in sorted(files, key=lambda f: PurePosixPath(f.path).parts):
-        folder = _folder(file.path)
+        place = _place(file.path, root_folder)
         where = posixpath.join(label, file.path)
         if posixpath.basename(file.path) == INSTANCE_LOG_NAME:
-            # A log is read only where the harness wrote no report: for a patch that may not have applied.
+            # A log is read only where the harness wrote no report: why it wrote none.
             if posixpath.dirname(file.path) in reports:
                 continue
             try:
-                failed = _apply_failed(file)
+                apply_failed, timed_out = _read_log(file)
             except ZIP_READ_ERRORS as exc:
                 problems.append(ImportProblem(where, f"cannot read: {exc}"))
                 continue
-            if failed:
-                instance = posixpath.basename(posixpath.dirname(file.path))
-                found.apply_failed.setdefault(instance, []).append(folder)
-            continue
-        for instance_id, report in _read_report(file, where, folder, problems).items():
-            if (instance_id, folder) in first:
-                earlier = first[instance_id, folder]
-                problems.append(ImportProblem(where, f"a second report (the first: {earlier})", instance_id))
+            except InputError as exc:
+                problems.append(ImportProblem(where, exc.message))
                 continue
-            first[instance_id, folder] = where
+            instance = posixpath.basename(posixpath.dirname(file.path))
+            found.logs.setdefault(instance, []).append(InstanceLog(where, place, apply_failed, timed_out))
+            continue
+        for instance_id, report in _read_report(file, where, place, problems).items():
+            # One report per instance and model; under no model, one per folder (two such folders make the
+            # layout ambiguous, said where a prediction would take one).
+            key = (instance_id, report.place.folder, "" if report.place.folder else report.place.origin)
+            if key in first:
+                problems.append(
+                    ImportProblem(where, f"a second report (the first: {first[key]})", instance_id)
+                )
+                continue
+            first[key] = where
             found.by_instance.setdefault(instance_id, []).append(report)
     if problems:
         raise ImportFailed(problems)
     return found
 
 
-def _apply_failed(file: ReportsFile) -> bool:
-    """The harness's log says no way of applying the patch worked (read in chunks: a log can be long)."""
+def _read_log(file: ReportsFile) -> tuple[bool, str | None]:
+    """Whether the harness's log says no way of applying the patch worked, and its line saying the tests
+    timed out; read in chunks up to the bound of one zip member."""
+    limit = int(settings.ZIP_MAX_MEMBER_BYTES)
     tail = b""
+    size = 0
+    timed_out: str | None = None
     with file.open() as log:
         while chunk := log.read(1 << 20):
-            if APPLY_PATCH_FAIL in tail + chunk:
-                return True
-            tail = chunk[-len(APPLY_PATCH_FAIL) :]
-    return False
+            size += len(chunk)
+            if size > limit:
+                raise InputError(file.path, f"larger than {limit} bytes; refused")
+            window = tail + chunk
+            if APPLY_PATCH_FAIL in window:
+                return True, None
+            if timed_out is None and (match := TIMED_OUT.search(window)):
+                timed_out = match.group().decode("ascii")
+            tail = window[-LOG_OVERLAP:]
+    return False, timed_out
+
+
+@dataclass
+class SweBenchImport(RunImport):
+    """A run import, and the predictions the harness did not measure: stored as not measured (its
+    infrastructure failed), or left out (not evaluated: no report), each a line naming it and why."""
+
+    not_measured: list[str] = field(default_factory=list)
+    not_evaluated: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        text = super().summary()
+        if n := len(self.not_measured):
+            text += f"; {n} run{pluralize(n)} not measured (the harness's infrastructure failed)"
+        if n := len(self.not_evaluated):
+            text += f"; {n} prediction{pluralize(n)} not evaluated by the harness, left out"
+        return text
+
+    def notes(self) -> list[str]:
+        return [*self.not_measured, *self.not_evaluated]
+
+
+def _grade(report: Report) -> dict[str, Any]:
+    grade: dict[str, Any] = {"pass": report.resolved}
+    if report.applied is not None:
+        grade["patch_successfully_applied"] = report.applied
+    grade.update(report.kept)
+    grade["tests_status"] = report.tests_status
+    return grade
 
 
 def _runs(
@@ -324,37 +519,52 @@ def _runs(
     arm: str,
     repetition: int,
     label: str,
+    outcome: SweBenchImport,
 ) -> list[RunFiles]:
-    """Each prediction as the files of a run directory ``label/line-N``, in memory."""
+    """Each prediction as the files of a run directory ``label/line-N``, in memory; those not evaluated
+    are left out and listed in ``outcome``."""
     problems: list[ImportProblem] = []
     runs: list[RunFiles] = []
+    without_model = reports.without_model(len({p.model for p in predictions}))
     for p in predictions:
-        where = f"{label}: line {p.line}"
         if p.instance_id not in tasks:
             problems.append(
-                ImportProblem(where, f"no task {p.instance_id!r} in this repository", "instance_id")
+                ImportProblem(p.where, f"no task {p.instance_id!r} in this repository", "instance_id")
             )
             continue
-        matched = reports.report_for(p)
-        report = matched[0] if matched else None  # read_reports refused a second one
+        found = _evaluation(p, reports, without_model)
+        who = f"{p.where}: {p.instance_id} ({p.model})"
         grade: dict[str, Any] = {"pass": False}
-        if report is not None:
-            grade["pass"] = report.resolved
-            if report.applied is not None:
-                grade["patch_successfully_applied"] = report.applied
-            grade["tests_status"] = report.tests_status
-        elif reports.did_not_apply(p):
+        if found.problem is not None:
+            problems.append(ImportProblem(p.where, found.problem, "instance_id"))
+            continue
+        if found.report is not None:
+            grade = _grade(found.report)
+            if found.report.infra_failure:
+                reason = found.report.kept.get("infra_failure_reason") or "no reason given"
+                outcome.not_measured.append(
+                    f"{who}: not measured: the harness's infrastructure failed ({reason})"
+                )
+        elif found.log is not None and found.log.apply_failed:
             # The harness could apply none of the agent's patch and so wrote no report: the agent's doing,
             # a run that did not pass, never a reason to refuse the file.
             grade["patch_successfully_applied"] = False
-        elif p.patch.strip():  # an empty patch is not evaluated: it did not pass
-            others = sorted({r.folder or "" for r in reports.by_instance.get(p.instance_id, [])})
+        elif not p.patch.strip():
+            pass  # an empty patch is not evaluated by the harness: the agent changed nothing, no pass
+        elif found.log is not None:
+            # The harness began and wrote no report (its tests timed out, or it broke down): nothing is known
+            # of the patch, so it is left out rather than stored as a failure; the others are imported.
+            why = found.log.timed_out or "no report.json and no failure to apply the patch"
+            outcome.not_evaluated.append(f"{who}: not evaluated by the harness: {why} ({found.log.label})")
+            continue
+        else:
+            others = sorted({x.place.folder or "" for x in reports.by_instance.get(p.instance_id, [])})
             elsewhere = f" (only under other models' folders: {', '.join(others)})" if others else ""
             problems.append(
                 ImportProblem(
-                    where,
-                    f"no {REPORT_NAME} for this instance and model under the reports folder{elsewhere}, "
-                    f"nor a {INSTANCE_LOG_NAME} saying the patch did not apply",
+                    p.where,
+                    f"no {REPORT_NAME} for this instance and model under the reports folder, nor a "
+                    f"{INSTANCE_LOG_NAME}: the harness's output holds no evaluation of it{elsewhere}",
                     "instance_id",
                 )
             )
@@ -372,7 +582,7 @@ def _runs(
         diff_key = (hashlib.sha256(diff).hexdigest(), len(diff))
         runs.append(
             RunFiles(
-                posixpath.join(label, f"line-{p.line}"),
+                posixpath.join(label, p.name),
                 files,
                 diff_key,
                 functools.partial(p.patch.encode, "utf-8"),
@@ -392,8 +602,9 @@ def import_swe_bench(
     repetition: int = 0,
     labels: tuple[str, str] | None = None,
     by: Actor,
-) -> RunImport:
-    """Every prediction as a run of the repository, graded by its report; all or nothing."""
+) -> SweBenchImport:
+    """Every prediction as a run of the repository, graded by its report; all or nothing, but for the
+    predictions the harness did not evaluate, which are listed."""
     by.require(Role.MAINTAINER, repository)
     predictions_label, reports_label = labels or (str(predictions), str(reports))
     return _import(
@@ -416,7 +627,7 @@ def _import(
     arm: str,
     repetition: int,
     by: Actor,
-) -> RunImport:
+) -> SweBenchImport:
     problems: list[ImportProblem] = []
     if len(arm) > MAX_NAME or "\x00" in arm:
         problems.append(ImportProblem("--arm", f"at most {MAX_NAME} characters, no NUL"))
@@ -426,20 +637,22 @@ def _import(
         raise ImportFailed(problems)
     # Both files are read before anything is refused, so one answer lists every bad line and every bad report.
     read: list[Prediction] = []
-    by_instance = Reports({}, {})
+    found = Reports()
     try:
         read = predictions()
     except ImportFailed as exc:
         problems += exc.problems
     try:
-        by_instance = reports()
+        found = reports()
     except ImportFailed as exc:
         problems += exc.problems
     if problems:
         raise ImportFailed(problems)
     tasks = set(Task.objects.filter(repository=repository).values_list("task_id", flat=True))
-    runs = _runs(read, by_instance, tasks, arm, repetition, predictions_label)
-    return _import_runs(repository, lambda _problems: runs, predictions_label, by)
+    noted = SweBenchImport()
+    runs = _runs(read, found, tasks, arm, repetition, predictions_label, noted)
+    result = _import_runs(repository, lambda _problems: runs, predictions_label, by)
+    return SweBenchImport(**vars(result), not_measured=noted.not_measured, not_evaluated=noted.not_evaluated)
 
 
 def import_swe_bench_upload(
@@ -450,7 +663,7 @@ def import_swe_bench_upload(
     arm: str,
     repetition: int,
     by: Actor,
-) -> RunImport:
+) -> SweBenchImport:
     """The same from an upload: ``predictions.jsonl`` and a zip of the harness's reports folder, both read
     as they came (the zip's members from the archive): nothing is written to disk."""
     by.require(Role.MAINTAINER, repository)

@@ -90,10 +90,14 @@ def runs_upload(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     return redirect_with_form(request, url, form_key("runs_upload", access.repository.pk), form, problems)
 
 
+SHOWN_NOTES = 20  # a page's messages: the predictions not evaluated or not measured, the first ones
+
+
 @require_POST
 @login_required
 def runs_upload_swe_bench(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
-    """The SWE-bench harness's predictions.jsonl and reports; any bad line or report: nothing imported."""
+    """The SWE-bench harness's predictions and reports; any bad line or report: nothing imported (the
+    predictions the harness did not evaluate are left out, each named)."""
     access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
     form = SweBenchUploadForm(request.POST, request.FILES)
     problems: list[str] = []
@@ -110,6 +114,13 @@ def runs_upload_swe_bench(request: HtmxHttpRequest, repo_pk: int) -> HttpRespons
         except ImportFailed as exc:
             problems = [str(problem) for problem in exc.problems]
         else:
+            notes = result.notes()
+            for note in notes[:SHOWN_NOTES]:
+                messages.warning(request, note)
+            if len(notes) > SHOWN_NOTES:
+                messages.warning(
+                    request, f"and {len(notes) - SHOWN_NOTES} more (the command lists every one)"
+                )
             return _imported(request, access, "SWE-bench runs", result)
     if request.htmx:
         context = {**repository_context(access), "swe_form": form, "swe_errors": problems}

@@ -203,7 +203,7 @@ def test_unknown_instances_and_missing_reports_import_nothing(
     assert "line 2: instance_id: no task 'pylint-dev__pylint-7080' in this repository" in err
     assert (
         "line 3: instance_id: no report.json for this instance and model under the reports folder, "
-        "nor a run_instance.log saying the patch did not apply"
+        "nor a run_instance.log: the harness's output holds no evaluation of it"
     ) in err
     assert AgentRun.objects.count() == 0
 
@@ -425,3 +425,284 @@ def test_a_repetition_past_the_bound_is_refused_by_the_form_and_the_command(
         predictions, reports, "--repetition", str(2**31)
     )
     assert not AgentRun.objects.exists()
+
+
+OPENAI = "openai/gpt-4o-2024-05-13"
+
+
+def run_folder(root: Path, model: str = MODEL) -> Path:
+    """logs/run_evaluation/RUN_ID/MODEL under ``root``, as write_reports lays it out."""
+    return root / "logs" / "run_evaluation" / "my_eval" / model_folder(model)
+
+
+def model_folder(model: str) -> str:
+    return model.replace("/", "__")
+
+
+def two_models(tmp_path: Path) -> tuple[Path, Path]:
+    """One instance evaluated for two models in one harness run: resolved for MODEL, not for OPENAI."""
+    reports = write_reports(tmp_path / "eval", {DJANGO: report(DJANGO, True)})
+    write_reports(tmp_path / "eval", {DJANGO: report(DJANGO, False)}, model=OPENAI)
+    predictions = write_predictions(
+        tmp_path / "predictions.jsonl",
+        [
+            {"instance_id": DJANGO, "model_name_or_path": MODEL, "model_patch": DJANGO_PATCH},
+            {"instance_id": DJANGO, "model_name_or_path": OPENAI, "model_patch": DJANGO_PATCH + " "},
+        ],
+    )
+    return predictions, reports
+
+
+@pytest.mark.usefixtures("tasks")
+def test_one_model_s_folder_never_grades_another_model(tmp_path: Path) -> None:
+    """--reports at MODEL's own folder: its report.json lies there with no model folder above it, and is
+    MODEL's (the folder is a model's: run_evaluation/RUN_ID/MODEL), never OPENAI's."""
+    predictions, reports = two_models(tmp_path)
+    err = failing_command(predictions, run_folder(reports))
+    assert (
+        "line 2: instance_id: no report.json for this instance and model under the reports folder, nor a "
+        f"run_instance.log: the harness's output holds no evaluation of it (only under other models' "
+        f"folders: {MODEL})"
+    ) in err
+    assert "line 1" not in err
+    assert not AgentRun.objects.exists()
+
+    # The harness's run folder: each model's prediction graded by its own report.
+    import_command(predictions, run_folder(reports).parent)
+    assert {r.model: r.passed for r in AgentRun.objects.all()} == {MODEL: True, OPENAI: False}
+
+
+def test_a_report_under_no_model_folder_counts_for_one_model_only(
+    client: Client, maintainer: User, repository: Repository, tasks: list[Task], tmp_path: Path
+) -> None:
+    """A zip of MODEL's folder holds INSTANCE/report.json: nothing names the model. With two models'
+    predictions it is nobody's (refused, saying why); with one model's, it is that model's."""
+    predictions, reports = two_models(tmp_path)
+    client.force_login(maintainer)
+    url = reverse("rubrics:runs_upload_swe_bench", args=[repository.pk])
+
+    def post(predictions_bytes: bytes, reports_zip: bytes) -> str:
+        response = client.post(url, {
+            "predictions": SimpleUploadedFile("predictions.jsonl", predictions_bytes),
+            "reports": SimpleUploadedFile("reports.zip", reports_zip),
+            "arm": "swe-agent", "repetition": "0",
+        }, follow=True)  # fmt: skip
+        assert response.status_code == 200
+        return response.content.decode()
+
+    page = post(predictions.read_bytes(), zipped(run_folder(reports)))
+    assert (
+        f"predictions.jsonl: line 1: instance_id: reports.zip/{DJANGO}/report.json lies under no "
+        "model&#x27;s folder and names no model, and the predictions are of 2 models: it is not taken as "
+        "this model&#x27;s"
+    ) in page
+    assert "predictions.jsonl: line 2: instance_id: reports.zip/" in page
+    assert not AgentRun.objects.exists()
+
+    # A report that names its model (model_name_or_path beside resolved) is that model's only.
+    named = report(DJANGO, False)
+    named[DJANGO]["model_name_or_path"] = OPENAI
+    own = tmp_path / "openai-own" / DJANGO
+    own.mkdir(parents=True)
+    (own / "report.json").write_text(json.dumps(named))
+    page = post(predictions.read_bytes(), zipped(own.parent))
+    assert "predictions.jsonl: line 1: instance_id: no report.json for this instance and model" in page
+    assert "only under other models&#x27; folders: openai__gpt-4o-2024-05-13" in page
+    assert not AgentRun.objects.exists()
+
+    # One model's predictions alone: the folder of no model is unambiguous, and its report is taken.
+    alone = predictions.read_bytes().splitlines(keepends=True)[0]
+    post(alone, zipped(run_folder(reports)))
+    assert [(r.model, r.passed) for r in AgentRun.objects.all()] == [(MODEL, True)]
+
+
+def infra_failure_report(instance_id: str) -> dict[str, Any]:
+    """What get_eval_report writes when the tests left no output it can parse and the logs match an
+    environment signature (swebench.harness.infra_failure): no tests_status, resolved false."""
+    return {
+        instance_id: {
+            "patch_is_None": False,
+            "patch_exists": True,
+            "patch_successfully_applied": False,
+            "resolved": False,
+            "infra_failure": True,
+            "infra_failure_reason": "out_of_memory",
+        }
+    }
+
+
+def test_an_infrastructure_failure_is_stored_not_measured(
+    tmp_path: Path, harness_output: tuple[Path, Path]
+) -> None:
+    predictions, reports = harness_output
+    (next(reports.rglob(f"{DJANGO}/report.json"))).write_text(json.dumps(infra_failure_report(DJANGO)))
+    out = import_command(predictions, reports)
+    assert "3 runs imported" in out and "1 run not measured (the harness's infrastructure failed)" in out
+    assert (
+        f"{predictions}: line 2: {DJANGO} ({MODEL}): not measured: the harness's infrastructure failed "
+        "(out_of_memory)"
+    ) in out
+    django = AgentRun.objects.get(task__task_id=DJANGO)
+    assert django.passed is None  # not a failing patch: nothing is known of it
+    assert django.grade_json == {
+        "pass": False,
+        "patch_successfully_applied": False,
+        "patch_is_None": False,
+        "patch_exists": True,
+        "infra_failure": True,
+        "infra_failure_reason": "out_of_memory",
+        "tests_status": {},
+    }
+    astropy = AgentRun.objects.get(task__task_id=ASTROPY)
+    assert astropy.passed is True
+    assert (astropy.grade_json["patch_is_None"], astropy.grade_json["patch_exists"]) == (False, True)
+
+
+def test_a_harness_timeout_is_listed_not_evaluated_and_the_others_import(
+    client: Client,
+    maintainer: User,
+    repository: Repository,
+    tmp_path: Path,
+    harness_output: tuple[Path, Path],
+) -> None:
+    """The tests outran --timeout: the harness logs an EvaluationError and writes no report.json. Nothing
+    is known of that patch: it is left out and listed, and the other predictions are imported."""
+    predictions, reports = harness_output
+    folder = next(reports.rglob(f"{DJANGO}/report.json")).parent
+    (folder / "report.json").unlink()
+    log = f"logs/run_evaluation/my_eval/{MODEL}/{DJANGO}/run_instance.log"
+    (folder / "run_instance.log").write_text(
+        f"2024-06-20 10:00:01,000 - INFO - Container for {DJANGO} started: 4f2a9c\n"
+        "2024-06-20 10:00:02,000 - INFO - >>>>> Applied Patch:\n"
+        "Checking patch django/contrib/auth/validators.py...\n"
+        "Applied patch django/contrib/auth/validators.py cleanly.\n"
+        "2024-06-20 10:30:02,300 - INFO - Test runtime: 1_800.12 seconds\n"
+        "2024-06-20 10:30:02,400 - INFO - Traceback (most recent call last):\n"
+        '  File "swebench/harness/run_evaluation.py", line 360, in run_instance\n'
+        "    raise EvaluationError(\n"
+        f"swebench.harness.utils.EvaluationError: Error in evaluation for {DJANGO}: Test timed out after "
+        f"1800 seconds.\nCheck ({log}) for more information.\n"
+    )
+    (folder / "test_output.txt").write_text(
+        "+ ./tests/runtests.py\n\n\nTimeout error: 1800 seconds exceeded."
+    )
+    out = import_command(predictions, reports)
+    assert "2 runs imported" in out and "1 prediction not evaluated by the harness, left out" in out
+    assert (
+        f"{predictions}: line 2: {DJANGO} ({MODEL}): not evaluated by the harness: Test timed out after 1800 "
+        f"seconds ({reports}/{log})"
+    ) in out
+    assert {r.task.task_id for r in AgentRun.objects.select_related("task")} == {ASTROPY, SYMPY}
+    assert "0 runs imported, 2 already there" in import_command(predictions, reports)
+
+    # The upload says the same on the page it returns to.
+    client.force_login(maintainer)
+    response = client.post(reverse("rubrics:runs_upload_swe_bench", args=[repository.pk]), {
+        "predictions": SimpleUploadedFile("predictions.jsonl", predictions.read_bytes()),
+        "reports": SimpleUploadedFile("reports.zip", zipped(reports)),
+        "arm": "swe-agent", "repetition": "1",
+    }, follow=True)  # fmt: skip
+    page = response.content.decode()
+    assert "1 prediction not evaluated by the harness, left out" in page
+    assert (
+        f"predictions.jsonl: line 2: {DJANGO} ({MODEL}): not evaluated by the harness: Test timed out after "
+        f"1800 seconds (reports.zip/{log})"
+    ) in page
+    assert AgentRun.objects.filter(repetition=1).count() == 2
+
+
+def test_json_prediction_files_are_read_as_the_harness_reads_them(
+    client: Client,
+    maintainer: User,
+    repository: Repository,
+    harness_output: tuple[Path, Path],
+    tmp_path: Path,
+) -> None:
+    """A .json file is one document: a list of predictions, or SWE-agent's preds.json (an object of them by
+    instance id, whose values the harness takes)."""
+    _, reports = harness_output
+    lines = [
+        {"model_name_or_path": MODEL, "instance_id": ASTROPY, "model_patch": PATCH},
+        {"model_name_or_path": MODEL, "instance_id": DJANGO, "model_patch": DJANGO_PATCH},
+        {"model_name_or_path": MODEL, "instance_id": SYMPY, "model_patch": ""},
+    ]
+    preds = tmp_path / "preds.json"
+    preds.write_text(json.dumps({line["instance_id"]: line for line in lines}, indent=4))
+    assert "3 runs imported" in import_command(preds, reports)
+    runs = {r.task.task_id: r for r in AgentRun.objects.select_related("task")}
+    assert (runs[ASTROPY].source, runs[ASTROPY].passed) == (f"{preds}/item-1", True)
+    assert (runs[DJANGO].passed, runs[SYMPY].passed) == (False, False)
+
+    as_list = tmp_path / "all_preds.json"
+    as_list.write_text(json.dumps(lines))
+    assert "0 runs imported, 3 already there" in import_command(as_list, reports)
+    as_list.write_text(json.dumps([lines[0], {"instance_id": DJANGO, "model_patch": 7}, "x"]))
+    err = failing_command(as_list, reports)
+    assert f"{as_list}: item 2: model_name_or_path: required: a non-empty string" in err
+    assert f"{as_list}: item 2: model_patch: a string (the diff) or null" in err
+    assert f"{as_list}: item 3: a prediction is a JSON object" in err
+    as_list.write_text('"not predictions"')
+    assert "a list of predictions, or an object of them by instance_id" in failing_command(as_list, reports)
+
+    # The upload reads it by its name the same way.
+    client.force_login(maintainer)
+    response = client.post(reverse("rubrics:runs_upload_swe_bench", args=[repository.pk]), {
+        "predictions": SimpleUploadedFile("preds.json", preds.read_bytes()),
+        "reports": SimpleUploadedFile("reports.zip", zipped(reports)),
+        "arm": "swe-agent", "repetition": "1",
+    })  # fmt: skip
+    assert response.status_code == 302
+    assert AgentRun.objects.filter(repetition=1, source="preds.json/item-2", passed=False).exists()
+
+
+def experiments_submission(root: Path, name: str, model: str, resolved: dict[str, bool]) -> Path:
+    """evaluation/lite/SUBMISSION as SWE-bench/experiments keeps one: all_preds.jsonl, metadata.yaml,
+    results/results.json and logs/INSTANCE/ with the harness's files, no model folder."""
+    submission = root / "evaluation" / "lite" / name
+    (submission / "results").mkdir(parents=True)
+    write_predictions(
+        submission / "all_preds.jsonl",
+        [
+            {"instance_id": ASTROPY, "model_name_or_path": model, "model_patch": PATCH},
+            {"instance_id": DJANGO, "model_name_or_path": model, "model_patch": DJANGO_PATCH},
+        ],
+    )
+    (submission / "metadata.yaml").write_text(f"name: {name}\noss: true\nverified: false\n")
+    (submission / "results" / "results.json").write_text(
+        json.dumps(
+            {"resolved": sorted(i for i, r in resolved.items() if r), "no_generation": [], "no_logs": []}
+        )
+    )
+    for instance_id, passed in resolved.items():
+        logs = submission / "logs" / instance_id
+        logs.mkdir(parents=True)
+        (logs / "patch.diff").write_text(PATCH if instance_id == ASTROPY else DJANGO_PATCH)
+        (logs / "report.json").write_text(json.dumps(report(instance_id, passed), indent=4))
+        (logs / "run_instance.log").write_text(f"INFO - >>>>> Applied Patch:\nResult for {instance_id}\n")
+        (logs / "test_output.txt").write_text(">>>>> Start Test Output\n")
+    return submission
+
+
+@pytest.mark.usefixtures("tasks")
+def test_reports_at_an_experiments_submission_root(tmp_path: Path) -> None:
+    """SWE-bench/experiments: evaluation/SPLIT/SUBMISSION/logs/INSTANCE/report.json, the submission's folder
+    named by date and system, not by model_name_or_path. One model's predictions: its reports are taken."""
+    submission = experiments_submission(
+        tmp_path,
+        "20240620_sweagent_claude3.5sonnet",
+        "claude-3-5-sonnet-20240620",
+        {ASTROPY: True, DJANGO: False},
+    )
+    assert "2 runs imported" in import_command(submission / "all_preds.jsonl", submission)
+    assert {r.task.task_id: r.passed for r in AgentRun.objects.select_related("task")} == {
+        ASTROPY: True,
+        DJANGO: False,
+    }
+
+    # The split's folder holds two submissions' logs: which is this model's cannot be told.
+    experiments_submission(tmp_path, "20240612_other_system", "gpt-4o", {ASTROPY: False, DJANGO: True})
+    err = failing_command(submission / "all_preds.jsonl", submission.parent)
+    assert (
+        "reports lie in 2 folders of no model (20240612_other_system/logs, "
+        "20240620_sweagent_claude3.5sonnet/logs)"
+    ) in err

@@ -89,7 +89,14 @@ def harness_report(resolved: bool, applied: bool = True) -> dict[str, Any]:
     }
 
 
-def harness_run(root: Path, run_id: str, model: str, patch: str | None, resolved: bool | None) -> None:
+def harness_run(
+    root: Path,
+    run_id: str,
+    model: str,
+    patch: str | None,
+    resolved: bool | None,
+    report: dict[str, Any] | None = None,
+) -> None:
     """One evaluation by the harness: its predictions.jsonl (the harness takes one prediction per instance)
     and logs/run_evaluation/RUN_ID/MODEL/INSTANCE/report.json (none for an empty patch), imported."""
     folder = root / run_id
@@ -101,7 +108,7 @@ def harness_run(root: Path, run_id: str, model: str, patch: str | None, resolved
     reports.mkdir(parents=True)
     if resolved is not None:
         (reports / model / INSTANCE).mkdir(parents=True)
-        report = harness_report(resolved, applied=patch != PROSE_PATCH)
+        report = report or harness_report(resolved, applied=patch != PROSE_PATCH)
         (reports / model / INSTANCE / "report.json").write_text(json.dumps(report, indent=4))
     call_command(
         "import_runs", "--format", "swe-bench", "--predictions", str(predictions), "--reports", str(reports),
@@ -230,3 +237,43 @@ def test_the_run_page_says_the_run_came_from_the_harness_and_what_was_not_measur
     assert (
         '<code>ignored_files</code>: <span class="muted">the SWE-bench harness records no ignored' in current
     )
+
+
+def test_an_infrastructure_failure_is_not_measured_and_not_counted(
+    revision: RubricRevision, repository: Repository, maintainer: User, tmp_path: Path
+) -> None:
+    """The harness's container ran out of memory (report.json's infra_failure, written by
+    swebench.harness.infra_failure): its resolved false says nothing of the patch, so the sweep grades the
+    run not measured, with the harness's reason, and the report leaves it out of the rates."""
+    oom = {
+        INSTANCE: {
+            "patch_is_None": False,
+            "patch_exists": True,
+            "patch_successfully_applied": False,
+            "resolved": False,
+            "infra_failure": True,
+            "infra_failure_reason": "out_of_memory",
+        }
+    }
+    harness_run(tmp_path, "nightly-0", MODEL, numbered_diff(0).decode(), resolved=True)
+    harness_run(tmp_path, "nightly-1", MODEL, numbered_diff(1).decode(), resolved=False, report=oom)
+    grades = sweep(repository, maintainer, revision)
+    failed = grades[f"{MODEL}#1"]
+    assert (failed.status, failed.mergeable, failed.merge_score, failed.grader_failure) == (
+        "not_measured",
+        None,
+        None,
+        False,
+    )
+    assert failed.reasons == [
+        "not measured: the SWE-bench harness's infrastructure failed: out_of_memory "
+        "(infra_failure in its report)"
+    ]
+    assert grades[f"{MODEL}#0"].status == "mergeable"
+
+    cache.clear()
+    client = Client()
+    client.force_login(maintainer)
+    report = client.get(reverse("rubrics:report_json", args=[repository.pk])).json()
+    (cell,) = report["cells"]
+    assert (cell["runs"], cell["measured"]) == (2, 1)

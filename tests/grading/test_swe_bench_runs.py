@@ -142,3 +142,36 @@ def test_a_diff_that_does_not_parse_is_still_bad_input_for_a_captured_run() -> N
         "run", grade_json=b'{"pass": true}', diff=b"prose\n", run_json=b'{"task": "t", "source": "swe-bench"}'
     )
     assert harness.changes == [] and harness.unreadable_patch is not None
+
+
+def test_an_infrastructure_failure_of_the_harness_is_not_measured(
+    task: Task, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """grade.json as the app's import writes it from a report with ``infra_failure: true``: the harness's
+    environment broke, so ``pass: false`` measured nothing of the patch: not measured, the judge not called,
+    and ``rubric report`` leaves it out of the measured runs."""
+    run = harness_run(task, "oom", resolved=False)
+    grade_json = json.loads((run / "grade.json").read_text())
+    grade_json |= {"patch_is_None": False, "patch_exists": True, "infra_failure": True}
+    grade_json["infra_failure_reason"] = "out_of_memory"
+    (run / "grade.json").write_text(json.dumps(grade_json))
+    grade(task, run)
+    graded = metrics(run)
+    assert (graded["mergeable"], graded["merge_score"], graded["grader_failure"]) == (None, None, False)
+    assert graded["details"]["status"] == "not_measured"
+    assert graded["details"]["reasons"] == [
+        "not measured: the SWE-bench harness's infrastructure failed: out_of_memory "
+        "(infra_failure in its report)"
+    ]
+    assert graded["details"]["judge"] is None
+    capsys.readouterr()
+    assert main(["report", str(run), "--json", "--bootstrap", "0"]) == 0
+    (cell,) = json.loads(capsys.readouterr().out)["cells"]
+    assert (cell["runs"], cell["measured"]) == (1, 0)
+
+    # The key means nothing in a grader's own grade.json: a captured run that says pass false failed.
+    captured = harness_run(task, "captured", resolved=False, marked=False)
+    (captured / "grade.json").write_text(json.dumps(grade_json))
+    (captured / "tests_list.txt").write_text(BASE_TESTS)
+    grade(task, captured)
+    assert metrics(captured)["details"]["status"] == "not_mergeable"

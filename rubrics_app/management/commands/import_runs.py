@@ -4,9 +4,11 @@ manage.py import_runs --format swe-bench --predictions FILE --reports DIR --repo
 
 Every run directory under PATH (PATH itself when it holds a run.json) becomes an agent run of the
 repository, with its grade and judge verdicts when metrics.json is there. With ``--format swe-bench``, every
-line of the SWE-bench harness's predictions.jsonl becomes a run, graded by the harness's report.json for
-its instance (found anywhere under DIR). All or nothing: any bad run or line is listed with its file and
-field and nothing is imported (exit code 2). Importing the same runs again changes nothing.
+prediction of the SWE-bench harness's predictions file (JSON lines, or a .json list or SWE-agent's
+preds.json) becomes a run, graded by the harness's report.json for its instance and model (found under
+DIR). All or nothing: any bad run or line is listed with its file and field and nothing is imported (exit
+code 2); only the predictions the harness did not evaluate are left out, each listed. Importing the same
+runs again changes nothing.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from rubrics_app.access import Actor
 from rubrics_app.management.options import REPOSITORY_HELP, repository_named
 from rubrics_app.services.import_export import ImportFailed
 from rubrics_app.services.runs import RunImport, import_run_dirs
-from rubrics_app.services.swe_bench import import_swe_bench
+from rubrics_app.services.swe_bench import SweBenchImport, import_swe_bench
 
 
 class Command(BaseCommand):
@@ -32,9 +34,16 @@ class Command(BaseCommand):
         )
         parser.add_argument("--repository", required=True, metavar="NAME", help=REPOSITORY_HELP)
         parser.add_argument("--format", choices=("runs", "swe-bench"), default="runs")
-        parser.add_argument("--predictions", type=Path, help="swe-bench: the harness's predictions.jsonl")
         parser.add_argument(
-            "--reports", type=Path, help="swe-bench: the folder holding its report.json files"
+            "--predictions",
+            type=Path,
+            help="swe-bench: the harness's predictions (.jsonl, or .json: a list or SWE-agent's preds.json)",
+        )
+        parser.add_argument(
+            "--reports",
+            type=Path,
+            help="swe-bench: the folder holding its report.json files (logs/run_evaluation/RUN_ID, or an "
+            "experiments submission folder)",
         )
         parser.add_argument("--arm", help="swe-bench: the arm of every run")
         parser.add_argument("--repetition", type=int, default=0, help="swe-bench: the repetition (default 0)")
@@ -58,6 +67,8 @@ class Command(BaseCommand):
             raise CommandError(f"nothing imported: {len(exc.problems)} problem(s)", returncode=2) from None
         for run in result.created:
             self.stdout.write(f"{run.source} -> {run}")
+        for note in result.notes() if isinstance(result, SweBenchImport) else []:
+            self.stdout.write(note)
         self.stdout.write(self.style.SUCCESS(f"{repository_name}: {result.summary()}"))
 
     def _swe_bench(self, repository_name: str, options: dict[str, Any]) -> RunImport:
