@@ -11,7 +11,8 @@ Every git command of grading (capture, the base tree) and of the app (re-review,
   (fsmonitor, hooks, an external diff, automatic gc and maintenance);
 - a command runs at most ``timeout`` seconds and prints at most ``max_output`` bytes on stdout (only the
   last :data:`STDERR_KEEP_BYTES` of stderr are kept): past either it is killed, with its process group,
-  and :class:`GitError` says which bound it hit.
+  and :class:`GitError` says which bound it hit. A caller that needs only part of the output (the head of
+  a large blob, a count of its lines) hands it to a ``sink`` instead, which may stop git early.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import signal
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -57,8 +58,9 @@ class GitTimeout(GitError):
 @dataclass(frozen=True)
 class GitResult:
     returncode: int
-    stdout: bytes
+    stdout: bytes  # empty when a sink took it
     stderr: bytes  # its last STDERR_KEEP_BYTES
+    stopped: bool = False  # the sink had read enough: git was killed before it finished
 
     def last_error_line(self) -> str:
         lines = self.stderr.decode("utf-8", "replace").strip().splitlines()
@@ -104,10 +106,15 @@ def run_git(
     stdin: bytes | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     max_output: int = DEFAULT_MAX_OUTPUT,
+    sink: Callable[[bytes], bool] | None = None,
 ) -> GitResult:
     """``git --no-pager args`` in ``cwd`` with exactly ``env``, whatever its exit code. Raises
     :class:`GitError` when git cannot start or prints more than ``max_output`` bytes, :class:`GitTimeout`
-    past ``timeout`` seconds."""
+    past ``timeout`` seconds.
+
+    With ``sink``, stdout is not kept: each chunk goes to ``sink`` as it arrives (``max_output`` does not
+    apply, the sink bounds what it keeps), and when it returns False git is killed there and the result
+    says ``stopped``."""
     command = _command(args)
     try:
         proc = subprocess.Popen(
@@ -126,9 +133,16 @@ def run_git(
     out = bytearray()
     err = bytearray()
     too_large = threading.Event()
+    stopped = threading.Event()
 
     def read_out(stream: IO[bytes]) -> None:
         while chunk := os.read(stream.fileno(), _CHUNK):
+            if sink is not None:
+                if not sink(chunk):
+                    stopped.set()
+                    _kill(proc)
+                    return
+                continue
             if len(out) + len(chunk) > max_output:
                 too_large.set()
                 _kill(proc)
@@ -173,7 +187,7 @@ def run_git(
         raise GitTimeout(cwd, f"git {command} ran longer than {timeout:g} s")
     if too_large.is_set():
         raise GitError(cwd, f"git {command} printed more than {max_output} bytes")
-    return GitResult(proc.returncode, bytes(out), bytes(err))
+    return GitResult(proc.returncode, bytes(out), bytes(err), stopped.is_set())
 
 
 class Git:
@@ -204,8 +218,10 @@ class Git:
         stdin: bytes | None = None,
         env: Mapping[str, str] | None = None,
         timeout: float | None = None,
+        sink: Callable[[bytes], bool] | None = None,
     ) -> GitResult:
-        """The run's exit code and output, whatever the exit code (``env`` replaces :meth:`env`)."""
+        """The run's exit code and output, whatever the exit code (``env`` replaces :meth:`env`; ``sink``
+        as in :func:`run_git`)."""
         return run_git(
             args,
             self.cwd,
@@ -213,7 +229,22 @@ class Git:
             stdin=stdin,
             timeout=self.timeout if timeout is None else timeout,
             max_output=self.max_output,
+            sink=sink,
         )
+
+    def head(self, *args: str, max_bytes: int) -> tuple[bytes, bool]:
+        """The first ``max_bytes`` of stdout of a run that exits 0, and whether there was more (git is
+        stopped there: a large blob is never read whole); otherwise :class:`GitError`."""
+        kept = bytearray()
+
+        def keep(chunk: bytes) -> bool:
+            kept.extend(chunk[: max_bytes + 1 - len(kept)])
+            return len(kept) <= max_bytes
+
+        result = self.result(*args, sink=keep)
+        if not result.stopped and result.returncode != 0:
+            raise GitError(self.cwd, f"git {_command(args)} failed: {result.last_error_line()}")
+        return bytes(kept[:max_bytes]), len(kept) > max_bytes
 
     def code(self, *args: str) -> int:
         return self.result(*args).returncode

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from grading.basetree import ObjectMissing
 from grading.diffs import decode_diff, parse_diff
 from grading.errors import InputError
 from grading.integrity import check_integrity
@@ -230,7 +231,10 @@ def judge_mutants(
         tree = base_tree_for(task, checkout, Path(files.task_file))
 
         def base(path: str) -> bytes | None:
-            return tree.read(path, MAX_PARSED_BYTES + 1)
+            try:
+                return tree.read(path, MAX_PARSED_BYTES + 1)
+            except ObjectMissing:  # not held by this checkout: no base to check the mutant's syntax against
+                return None
 
     mutants = derive_mutants(oracle, "oracle.diff", max_mutants=max_mutants, base=base)
     marks = dict(harmless or {})

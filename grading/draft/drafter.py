@@ -159,7 +159,7 @@ def render_static(draft_input: DraftInput) -> str:
         "Base source of the files the pull request touches (line-numbered)", draft_input.base_sources
     )
     if draft_input.omitted:
-        lines.append("Left out for size: " + ", ".join(draft_input.omitted))
+        lines.append("Left out: " + "; ".join(draft_input.omitted))
     return "\n".join(lines) + "\n"
 
 

@@ -15,12 +15,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from grading.basetree import BaseTree
+from grading.basetree import BaseTree, ObjectMissing
 from grading.diffs import read_diff
 from grading.draft.pr import PullRequest, ReviewComment
 from grading.globs import match_any
+from grading.path_lists import quote_path
 
 DEFAULT_GUIDANCE_GLOBS = ("CONTRIBUTING.md", "AGENTS.md", "CLAUDE.md", "docs/dev/**", "**/CONTRIBUTING.md")
+# Why a file the drafter would have read is not in its input (DraftInput.omitted).
+OVER_BUDGET = "left out for size: the source budget was spent"
+NOT_AVAILABLE = "object not available in this checkout"
 MAX_FILE_BYTES = 40_000  # one file's share; a longer file is cut and marked so
 MAX_SOURCE_BYTES = 240_000  # guidance and base source together
 # The PR material sent to the model, in characters (about a quarter of that in tokens): with the sources
@@ -50,7 +54,9 @@ class DraftInput(BaseModel):
     pr: PullRequest
     guidance: list[SourceFile] = []
     base_sources: list[SourceFile] = []
-    omitted: list[str] = []  # files left out once MAX_SOURCE_BYTES was reached
+    # Files the drafter would have read and does not, each "path (why)": left out once MAX_SOURCE_BYTES was
+    # reached, or not held by the checkout (a partial clone, a pruned or damaged object store).
+    omitted: list[str] = []
     pr_left_out: list[str] = []  # PR material left out once MAX_PR_CHARS was reached
 
     def sha256(self) -> str:
@@ -81,20 +87,29 @@ def build_draft_input(
         nonlocal budget
         out: list[SourceFile] = []
         for path in paths:
-            data = tree.read(path, max_file_bytes + 1)
-            if data is None:
+            # A name that is not UTF-8 is shown C-quoted, as git shows it: the request must be text.
+            shown = quote_path(path)
+            try:
+                data = tree.read(path, max_file_bytes + 1)
+            except ObjectMissing:
+                omitted.append(f"{shown} ({NOT_AVAILABLE})")
                 continue
+            if data is None:
+                continue  # not at the base commit: the PR adds it, and the diff shows it whole
             if b"\0" in data[:8000]:
                 continue  # binary: nothing a reviewer reads
             if budget <= 0:
-                omitted.append(path)
+                omitted.append(f"{shown} ({OVER_BUDGET})")
                 continue
             cut = min(max_file_bytes, budget)
-            out.append(SourceFile(path=path, text=_decoded(data[:cut]), truncated=len(data) > cut))
+            out.append(SourceFile(path=shown, text=_decoded(data[:cut]), truncated=len(data) > cut))
             budget -= min(len(data), cut)
         return out
 
-    all_paths = tree.paths()
+    all_paths, unlisted = tree.paths_report()
+    for directory in unlisted:
+        where = f"{quote_path(directory)}/" if directory else "the whole tree"
+        omitted.append(f"{where} ({NOT_AVAILABLE}: its guidance files cannot be listed)")
     guidance_paths = [p for p in all_paths if match_any(guidance_globs, p)]
     touched = [p for p in pr.touched_paths() if p not in guidance_paths]
     guidance = take(guidance_paths)

@@ -6,7 +6,7 @@ usual request (instructions, the one item, the fenced diff) and three tools that
 the task's base commit from its git objects (:class:`grading.basetree.BaseTree`):
 
 - ``list_directory(path)``: the entries of a directory;
-- ``read_file(path, start_line, end_line)``: numbered lines of a file;
+- ``read_file(path, start_line, end_line, start_column)``: numbered lines of a file (a long line in pieces);
 - ``search_tree(pattern, path, fixed_string, ignore_case)``: ``git grep`` over the commit's tree.
 
 The tools and their answers are :mod:`grading.judge.tree_tools`. Never the agent's workspace, never the

@@ -37,7 +37,7 @@ from rubrics_app.models import (
     Sweep,
 )
 from tests.app.sweep_helpers import import_runs
-from tests.grading.judge.fake_servers import FakeProviderServer
+from tests.grading.judge.fake_servers import FakeProviderServer, error
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("flushable_transactional_db")]
 
@@ -189,3 +189,26 @@ def test_the_judges_page_batch_choice_is_the_default_of_the_command(
     assert Sweep.objects.get().batch
     assert provider.model_calls() == [] and batch_posts(provider) == ["/v1/messages/batches"]
     assert RunGrade.objects.count() == 2 and JudgeGrade.objects.filter(role="primary").count() == 2
+
+
+@pytest.mark.parametrize("mode", ["--batch", "--interactive"])
+def test_a_sweep_in_which_every_call_failed_exits_1(
+    mode: str,
+    admitted_revision: RubricRevision,
+    repository: Repository,
+    tmp_path: Path,
+    provider: FakeProviderServer,
+) -> None:
+    import_runs(repository, tmp_path / "runs", 2)
+    JudgeSetting.objects.filter(repository=repository).update(judge=SONNET, second_judge="")
+    provider.script([error(400) for _ in range(20)])  # in a batch: each request an errored item
+
+    code, out = sweep_command("--repository", repository.name, mode)
+    assert code == 1, out
+    assert "2 of 2 runs done, 2 graded now, 2 judge failure(s)" in out
+    assert out.endswith(
+        "2 of 2 run(s) left without a grade (2 judge failure(s), 0 not readable); sweep again to grade them"
+    )
+    assert "every run is graded" not in out
+    assert JudgeGrade.objects.exclude(failure="").count() == 2
+    assert bool(batch_posts(provider)) == (mode == "--batch")

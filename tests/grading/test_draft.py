@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from pathlib import Path
@@ -23,7 +24,7 @@ from grading.draft import (
     make_drafter,
     pull_request_from_parts,
 )
-from grading.draft.drafter import fence_close, fence_open, render_pr
+from grading.draft.drafter import fence_close, fence_open, render_pr, render_static
 from grading.errors import InputError
 from grading.judge.prompt import NONCE_PLACEHOLDER
 from tests.gitrepo import GitRepo
@@ -276,6 +277,30 @@ def test_input_is_bounded(repo: tuple[GitRepo, str]) -> None:
     assert sum(len(f.text) for f in kept) <= 30
     assert all(len(f.text) <= 20 for f in kept)
     assert draft_input.omitted  # what did not fit is named, not dropped silently
+    assert all(o.endswith("(left out for size: the source budget was spent)") for o in draft_input.omitted)
+
+
+def test_input_names_the_files_the_checkout_does_not_hold(tmp_path: Path) -> None:
+    git = GitRepo(tmp_path / "pruned")
+    git.write("shapes/polygon.py", POLYGON)
+    git.write("CONTRIBUTING.md", "Be kind.\n")
+    git.write("docs/dev/style.md", "Keep functions small.\n")
+    git.write(os.fsdecode(b"docs/caf\xe9/CONTRIBUTING.md"), "A guidance file under a latin-1 name.\n")
+    base = git.commit("base")
+    for spec in (f"{base}:shapes/polygon.py", f"{base}:docs/dev"):  # a pruned store, or a partial clone
+        object_id = git.git("rev-parse", spec).strip()
+        (git.path / ".git" / "objects" / object_id[:2] / object_id[2:]).unlink()
+    draft_input = the_input((git, base))
+
+    assert draft_input.base_sources == []
+    assert draft_input.omitted == [
+        "docs/dev/ (object not available in this checkout: its guidance files cannot be listed)",
+        "shapes/polygon.py (object not available in this checkout)",
+    ]
+    guidance = {f.path: f.text for f in draft_input.guidance}
+    assert guidance['"docs/caf\\351/CONTRIBUTING.md"'] == "A guidance file under a latin-1 name.\n"
+    assert "Left out: docs/dev/ (object not available" in render_static(draft_input)
+    render_static(draft_input).encode("utf-8")  # text the SDK can send
 
 
 # --- the call ---

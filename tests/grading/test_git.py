@@ -34,6 +34,30 @@ def test_output_past_its_bound_is_an_error_not_a_partial_read(git_repo: GitRepo)
     assert len(Git(git_repo.path, max_output=10_000).run("cat-file", "blob", "HEAD:big.txt")) == 10_000
 
 
+def test_a_head_read_stops_git_once_it_has_enough(git_repo: GitRepo) -> None:
+    git_repo.write("big.txt", "".join(f"{n:09}\n" for n in range(100_000)))  # 1 MB
+    git_repo.commit("big")
+    git = Git(git_repo.path, max_output=1000)  # reading it whole is an error
+    assert git.head("cat-file", "blob", "HEAD:big.txt", max_bytes=25) == (
+        b"000000000\n000000001\n00000",
+        True,
+    )
+    assert git.head("cat-file", "blob", "HEAD:big.txt", max_bytes=1_000_000) == (
+        "".join(f"{n:09}\n" for n in range(100_000)).encode(),
+        False,
+    )
+    with pytest.raises(GitError, match=r"git cat-file failed: fatal: path 'nope' does not exist"):
+        git.head("cat-file", "blob", "HEAD:nope", max_bytes=10)
+    seen: list[int] = []
+
+    def count(chunk: bytes) -> bool:
+        seen.append(len(chunk))
+        return True
+
+    result = git.result("cat-file", "blob", "HEAD:big.txt", sink=count)
+    assert result.returncode == 0 and not result.stopped and result.stdout == b"" and sum(seen) == 1_000_000
+
+
 def test_large_stdin_and_stdout_do_not_deadlock(git_repo: GitRepo) -> None:
     git_repo.write("a.txt", "a\n")
     git_repo.commit("a")

@@ -6,7 +6,8 @@ provisional). --batch (or the repository's choice on the Judges page) sends the 
 providers' batch APIs, at half price and slower; --interactive one by one. Runs already graded against that
 content with that judge are skipped. With --wait, prints the progress until the job ends and exits 0 when
 every run is graded, 1 when the sweep stopped or failed (the reason is printed; the grades stored before are
-kept), 2 on bad input.
+kept) or when a run is left without a grade, batch or not: a judge failure (every call failed, say) or a run
+that could not be read (the next sweep grades them again), 2 on bad input.
 """
 
 from __future__ import annotations
@@ -120,10 +121,18 @@ class Command(BaseCommand):
             f"{sweep.judge_failures} judge failure(s); {sweep.calls} judge calls, ${sweep.cost_usd:.4f}"
         )
         result = job.result_as(SweepResult)
-        for problem in result.problems if result is not None else []:
+        problems = result.problems if result is not None else []
+        for problem in problems:
             self.stdout.write(printable(f"  not graded: {problem}"))
         if job.status == JobStatus.FAILED:
             raise CommandError(printable(f"the sweep did not finish: {job.error}"), returncode=1)
+        left = sweep.judge_failures + len(problems)
+        if left:
+            raise CommandError(
+                f"{left} of {sweep.total_runs} run(s) left without a grade ({sweep.judge_failures} judge "
+                f"failure(s), {len(problems)} not readable); sweep again to grade them",
+                returncode=1,
+            )
         self.stdout.write(self.style.SUCCESS("every run is graded"))
 
     def _follow(self, sweep: Sweep, timeout: float) -> Job:

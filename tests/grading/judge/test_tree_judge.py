@@ -6,12 +6,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from grading.basetree import BaseTree
+from grading.basetree import MAX_READ_BYTES, BaseTree
 from grading.cli import main
 from grading.judge.anthropic_backend import AnthropicBackend
 from grading.judge.backend import Backend, ToolCall
@@ -534,3 +535,207 @@ def test_a_search_goes_around_a_missing_directory(git_repo: GitRepo) -> None:
     inside = search("pkg")
     assert "2 matches" in inside and inside.endswith("object not available in this checkout: pkg/sub]")
     assert tools.unavailable == ["gone", "pkg/sub"]
+
+
+# --- whatever the repository holds -------------------------------------------------------------------------
+
+
+def ask_tools(tools: TreeTools, name: str, **arguments: Any) -> tuple[str, bool]:
+    text, error = tools.answer(ToolCall(id="t", name=name, arguments=arguments))
+    text.encode("utf-8")  # what reaches the provider's SDK is always text it can send
+    return text, error
+
+
+def partial_clone(tmp_path: Path, filter_spec: str, *, reachable: bool = False) -> tuple[GitRepo, str]:
+    """A clone of a two-file repository made with ``--filter=filter_spec`` from a local bare repository
+    over file://, whose promisor remote is then moved away (unless ``reachable``): every object the clone
+    lacks is unreachable."""
+    origin = GitRepo(tmp_path / "origin")
+    origin.write("src/kept.py", "KEPT = 1  # needle\n")
+    origin.write("README.md", "read me\n")
+    base = origin.commit("base")
+    origin.git("clone", "-q", "--bare", str(origin.path), str(tmp_path / "bare.git"))
+    env = {"GIT_TERMINAL_PROMPT": "0"}
+    origin.git("-C", str(tmp_path / "bare.git"), "config", "uploadpack.allowFilter", "true")
+    url = (tmp_path / "bare.git").as_uri()
+    clone_args = ["--no-checkout", f"--filter={filter_spec}", url, str(tmp_path / "clone")]
+    origin.git("clone", "-q", *clone_args, env=env)
+    if not reachable:
+        (tmp_path / "bare.git").rename(tmp_path / "gone.git")
+    clone = GitRepo.__new__(GitRepo)  # made by git clone above, not by GitRepo's init
+    clone.path = tmp_path / "clone"
+    return clone, base
+
+
+def test_a_partial_clone_whose_remote_is_unreachable_answers_not_available(
+    fake_server: FakeProviderServer, tmp_path: Path
+) -> None:
+    # git would fetch each missing blob from the promisor remote (`ls-tree --long` asks for sizes) and die
+    # when it cannot: a GitError out of answer() that ended the judge run.
+    clone, base = partial_clone(tmp_path, "blob:none", reachable=True)
+    packs = sorted((clone.path / ".git" / "objects" / "pack").iterdir())
+    tree = BaseTree(clone.path, base)
+    tools = TreeTools(tree, [], max_answer_chars=4000)
+    # Even with the remote there, nothing is fetched: the tools read what the checkout holds.
+    text, error = ask_tools(tools, "read_file", path="README.md")
+    assert error and "'README.md': object not available in this checkout" in text
+    assert sorted((clone.path / ".git" / "objects" / "pack").iterdir()) == packs
+    (tmp_path / "bare.git").rename(tmp_path / "gone.git")
+
+    text, error = ask_tools(tools, "list_directory", path="src")
+    assert not error and "kept.py (object not available in this checkout)" in text
+    text, error = ask_tools(tools, "read_file", path="README.md")
+    assert error and "'README.md': object not available in this checkout" in text
+    text, error = ask_tools(tools, "search_tree", pattern="needle", path="")
+    assert not error and "0 matches" in text
+    assert "[not searched, object not available in this checkout: README.md, src/kept.py]" in text
+    assert not tools.has_line("src/kept.py", 1)
+    assert tools.unavailable == ["README.md", "src/kept.py"]
+
+    fake_server.script(valid(), tool_use(("read_file", {"path": "README.md"})), valid("fail"))
+    result = judge(anthropic(fake_server), tree)
+    assert result.failure is None, result.failure
+    assert result.tree[0].unavailable == ["README.md"]
+
+
+def test_a_missing_root_tree_is_not_available_never_an_empty_listing(
+    tmp_path: Path, git_repo: GitRepo
+) -> None:
+    # A treeless clone lacks the root tree itself; so does a store that lost it.
+    clone, base = partial_clone(tmp_path, "tree:0")
+    git_repo.write("a.py", "A = 1\n")
+    lost = git_repo.commit("base")
+    drop_object(git_repo, f"{lost}^{{tree}}")
+    for tree in (BaseTree(clone.path, base), BaseTree(git_repo.path, lost)):
+        tools = TreeTools(tree, [], max_answer_chars=4000)
+        for name, arguments in (
+            ("list_directory", {"path": ""}),
+            ("list_directory", {"path": "src"}),
+            ("read_file", {"path": "a.py"}),
+            ("search_tree", {"pattern": "A"}),
+        ):
+            text, error = ask_tools(tools, name, **arguments)
+            assert error and "'(repository root)': object not available in this checkout" in text, text
+        assert tools.unavailable == ["."]
+        assert tree.paths_report() == ([], [""])
+
+
+def test_a_blob_past_the_read_bound_is_read_in_its_first_bytes_only(git_repo: GitRepo) -> None:
+    lines = [f"line {n:05} {'x' * 40}" for n in range(1, 2001)]  # 52 bytes each
+    git_repo.write("big.txt", "\n".join(lines) + "\n")
+    base = git_repo.commit("base")
+    tree = BaseTree(git_repo.path, base)
+    # git's own output bound stands in for the 512 MiB one that stopped a larger blob with a GitError.
+    tree.git.max_output = 10_000
+    tools = TreeTools(tree, [], max_answer_chars=4000, max_read_bytes=5200)
+
+    text, error = ask_tools(tools, "read_file", path="big.txt", start_line=99)
+    assert not error, text
+    assert "lines 99-100 of 100 (all that is read: the first 5200 bytes of its 104000 bytes)" in text
+    assert f"   100\t{lines[99]}" in text and "line 00101" not in text
+    assert "[the file goes on past the 5200 bytes read; the rest cannot be read]" in text
+    text, error = ask_tools(tools, "read_file", path="big.txt", start_line=101)
+    assert error and "read in the first 5200 bytes of its 104000 bytes only, lines 1-100" in text
+    assert tools.has_line("big.txt", 100) and not tools.has_line("big.txt", 101)
+    assert tree.read("big.txt", 52) == lines[0].encode() + b"\n"
+    assert tree.line_count("big.txt") == 2000  # counted as git prints it, never held whole
+
+
+def test_the_real_read_bound_holds_for_a_blob_larger_than_it(git_repo: GitRepo) -> None:
+    line = b"y" * 63 + b"\n"
+    size = MAX_READ_BYTES + 4 * len(line) * 1024
+    blob = (
+        subprocess.run(
+            ["git", "hash-object", "-w", "--stdin"],
+            cwd=git_repo.path,
+            input=line * (size // len(line)),
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .strip()
+    )
+    git_repo.git("update-index", "--add", "--cacheinfo", f"100644,{blob},huge.txt")
+    git_repo.git("commit", "-q", "-m", "huge")
+    tree = BaseTree(git_repo.path, git_repo.head())
+    tree.git.max_output = MAX_READ_BYTES + 1024  # reading it whole would be a GitError
+    tools = TreeTools(tree, [], max_answer_chars=4000)
+    text, error = ask_tools(tools, "read_file", path="huge.txt", start_line=MAX_READ_BYTES // 64)
+    assert not error, text
+    assert f"the first {MAX_READ_BYTES} bytes of its {size} bytes" in text
+
+
+def test_a_name_that_is_not_utf8_is_shown_quoted_and_read_by_that_form(
+    fake_server: FakeProviderServer, git_repo: GitRepo
+) -> None:
+    git_repo.write(os.fsdecode(b"caf\xe9.txt"), "latin-1 name\n")
+    git_repo.write(os.fsdecode(b"d\xff/x.txt"), "in a latin-1 directory  # needle\n")
+    git_repo.write("tab\there.txt", "a tab in the name\n")
+    base = git_repo.commit("base")
+    tools = TreeTools(BaseTree(git_repo.path, base), [], max_answer_chars=4000)
+
+    text, error = ask_tools(tools, "list_directory", path="")
+    assert not error
+    assert '"caf\\351.txt" (13 bytes)' in text and '"d\\377"/' in text and '"tab\\there.txt"' in text
+    for path in ('"caf\\351.txt"', '"d\\377/x.txt"', '"d\\377"/x.txt', '"tab\\there.txt"'):
+        text, error = ask_tools(tools, "read_file", path=path)
+        assert not error and "     1\t" in text, (path, text)
+    assert ask_tools(tools, "read_file", path='"d\\377/x.txt"')[0].startswith('"d\\377/x.txt" at base commit')
+    text, error = ask_tools(tools, "search_tree", pattern="needle")
+    assert not error and '"d\\377/x.txt":1: in a latin-1 directory' in text
+    text, error = ask_tools(tools, "read_file", path='"caf\\9.txt"')
+    assert error and "not a well-formed quoted name" in text
+    assert tools.has_line('"caf\\351.txt"', 1)
+
+    # Through the real SDK: a lone surrogate in an answer made it raise UnicodeEncodeError.
+    fake_server.script(valid(), tool_use(("list_directory", {"path": ""})), valid("fail"))
+    result = judge(anthropic(fake_server), BaseTree(git_repo.path, base))
+    assert result.failure is None, result.failure
+    (answer,) = tool_results(fake_server.model_calls()[2].body)
+    assert '"caf\\351.txt" (13 bytes)' in answer["content"]
+
+
+def test_a_line_longer_than_an_answer_is_read_in_pieces(git_repo: GitRepo) -> None:
+    long_line = "".join(f"<path d='M{n} {n}'/>" for n in range(3000))  # one 60,000-character line, as an svg
+    git_repo.write("logo.svg", f"<svg>\n{long_line}\n</svg>\n")
+    base = git_repo.commit("base")
+    tools = TreeTools(BaseTree(git_repo.path, base), [], max_answer_chars=2000)
+
+    pieces: list[str] = []
+    column: int | None = None
+    for _ in range(100):
+        text, error = ask_tools(
+            tools, "read_file", path="logo.svg", start_line=2, end_line=2, start_column=column
+        )
+        assert not error and len(text) <= 2000, text
+        body = text.splitlines()
+        pieces.append(body[1].split("\t", 1)[1])
+        if len(body) == 2:
+            break
+        note = body[2]
+        assert note.startswith(f"[line 2 has {len(long_line)} characters: cut at column"), note
+        column = int(note.rsplit("start_column ", 1)[1].rstrip("]"))
+    assert "".join(pieces) == long_line
+    past = len(long_line) + 1
+    text, error = ask_tools(tools, "read_file", path="logo.svg", start_line=2, start_column=past)
+    assert error and "start_column" in text
+    # Lines after a long first one are left for the next call, as before.
+    text, _ = ask_tools(tools, "read_file", path="logo.svg")
+    assert text.splitlines()[1] == "     1\t<svg>" and "[cut at line 1 by the answer size limit" in text
+
+
+def test_a_git_failure_is_a_tool_error_and_the_tools_carry_on(git_repo: GitRepo) -> None:
+    git_repo.write("a.py", "A = 1\n")
+    base = git_repo.commit("base")
+    tree = BaseTree(git_repo.path, base)
+    tools = TreeTools(tree, [], max_answer_chars=4000)
+    tree.git.max_output = 10  # the listing is longer: git is stopped with a GitError
+    text, error = ask_tools(tools, "list_directory", path="")
+    assert error and text == (
+        "tool error: list_directory: git could not answer: git ls-tree printed more than 10 bytes"
+    )
+    tree.git.max_output = 1000
+    assert ask_tools(tools, "read_file", path="a.py") == (
+        f"a.py at base commit {base[:12]}, lines 1-1 of 1:\n     1\tA = 1",
+        False,
+    )
