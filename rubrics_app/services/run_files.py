@@ -31,7 +31,7 @@ from grading import (
     InputErrors,
     read_input_bytes,
 )
-from rubrics_app.services.import_export import ImportFailed, ImportProblem
+from rubrics_app.services.import_export import ImportFailed, ImportProblem, zip_member_path
 
 DIFF_FILE = "workspace.diff"
 METRICS_FILE = "metrics.json"
@@ -156,9 +156,10 @@ def zip_member_bytes(archive: zipfile.ZipFile, info: zipfile.ZipInfo, max_bytes:
 
 
 def zip_files(members: list[zipfile.ZipInfo], label: str) -> dict[str, zipfile.ZipInfo]:
-    """The archive's files (not its folders) by their normalised path in the zip, read as a folder would
-    be: ImportFailed naming every member under a path that is a file (``run.json/x`` beside ``run.json``)."""
-    files = {posixpath.normpath(i.filename): i for i in members if not i.is_dir()}
+    """The archive's files (not its folders) by their normalised path in the zip (checked_zip_members
+    refused two of one path), read as a folder would be: ImportFailed naming every member under a path
+    that is a file (``run.json/x`` beside ``run.json``)."""
+    files = {zip_member_path(i): i for i in members if not i.is_dir()}
     problems = [
         ImportProblem(f"{label}: {name}", f"under {parent}, a file of the archive, not a folder")
         for name in files
