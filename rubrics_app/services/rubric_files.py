@@ -23,6 +23,7 @@ from grading import (
     InputError,
     parse_json,
     parse_rubric,
+    read_input_bytes,
 )
 from rubrics_app.models import (
     TASK_FILES,
@@ -212,16 +213,19 @@ def _group_task_dirs(contents: dict[str, bytes]) -> list[TaskFiles]:
 
 
 def read_checkout(root: Path) -> list[TaskFiles]:
-    """Every tasks/*/ directory of a checkout that holds a rubric.json, with the files its rubric names."""
+    """Every tasks/*/ directory of a checkout that holds a rubric.json, with the files its rubric names: each
+    a regular file inside its task directory, within a rubric upload's bounds."""
     problems: list[ImportProblem] = []
     out: list[TaskFiles] = []
     tasks_dir = root / "tasks"
     if not tasks_dir.is_dir():
         raise ImportFailed([ImportProblem(str(root), "no tasks/ directory")])
-    max_bytes = settings.RUBRIC_ZIP_MAX_UNCOMPRESSED_BYTES
+    # A file of a checkout is held to what it could be in a rubric upload: any one member's bound and the
+    # whole zip's, whichever is smaller.
+    max_bytes = min(settings.ZIP_MAX_MEMBER_BYTES, settings.RUBRIC_ZIP_MAX_UNCOMPRESSED_BYTES)
     for task_dir in sorted(p for p in tasks_dir.iterdir() if p.is_dir()):
         rubric_path = task_dir / "rubric.json"
-        if not rubric_path.is_file():
+        if not rubric_path.exists():
             continue
         directory = f"tasks/{task_dir.name}"
         base = task_dir.resolve()
@@ -236,10 +240,13 @@ def read_checkout(root: Path) -> list[TaskFiles]:
             if not path.resolve().is_relative_to(base):
                 problems.append(ImportProblem(label, "leaves the task directory (symbolic link?)"))
                 return None
-            if path.stat().st_size > max_bytes:
-                problems.append(ImportProblem(label, f"larger than {max_bytes} bytes"))
+            try:
+                # A regular file within the bound, by its size before a byte is read: a FIFO as
+                # calib/lazy.diff is refused, never waited on.
+                return read_input_bytes(path, max_bytes)
+            except InputError as exc:
+                problems.append(ImportProblem(label, exc.message))
                 return None
-            return path.read_bytes()
 
         rubric = read("rubric.json")
         if rubric is None:
