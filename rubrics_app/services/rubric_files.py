@@ -229,6 +229,9 @@ def read_checkout(root: Path) -> list[TaskFiles]:
             continue
         directory = f"tasks/{task_dir.name}"
         base = task_dir.resolve()
+        if not base.is_relative_to(tasks_dir.resolve()):
+            problems.append(ImportProblem(directory, "leaves the tasks/ directory (symbolic link?)"))
+            continue
 
         def read(
             rel: str, directory: str = directory, task_dir: Path = task_dir, base: Path = base

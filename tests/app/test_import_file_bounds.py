@@ -109,3 +109,14 @@ def test_a_task_file_over_the_upload_bound_is_refused_by_its_size(git_repo: GitR
     problems = failing("import_rubrics", str(git_repo.path), "--repository", "project")
     assert problems == [f"tasks/fix_fraction_gt1/oracle.diff: larger than {limit} bytes; refused"]
     assert not RubricRevision.objects.exists()
+
+
+def test_a_task_directory_linked_from_outside_the_checkout_is_refused(
+    git_repo: GitRepo, tmp_path: Path
+) -> None:
+    outside = write_task(GitRepo(tmp_path / "elsewhere"), "secret_task")
+    write_task(git_repo)
+    (git_repo.path / "tasks" / "secret_task").symlink_to(outside, target_is_directory=True)
+    problems = failing("import_rubrics", str(git_repo.path), "--repository", "project")
+    assert problems == ["tasks/secret_task: leaves the tasks/ directory (symbolic link?)"]
+    assert not RubricRevision.objects.exists()
