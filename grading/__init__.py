@@ -186,6 +186,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     ),
     "grading.strict_json": (
         "MAX_INPUT_BYTES",
+        "open_input_file",
         "parse_json",
         "read_input_bytes",
         "read_json",
@@ -349,6 +350,7 @@ if TYPE_CHECKING:
     from grading.schema import TestsConfig as TestsConfig
     from grading.schema import harness_infra_failure as harness_infra_failure
     from grading.strict_json import MAX_INPUT_BYTES as MAX_INPUT_BYTES
+    from grading.strict_json import open_input_file as open_input_file
     from grading.strict_json import parse_json as parse_json
     from grading.strict_json import read_input_bytes as read_input_bytes
     from grading.strict_json import read_json as read_json

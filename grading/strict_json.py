@@ -11,7 +11,7 @@ import math
 import os
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from grading.errors import InputError
 
@@ -95,24 +95,53 @@ def _encodable(text: str) -> bool:
 MAX_INPUT_BYTES = 64 * 1024 * 1024
 
 
-def read_input_bytes(path: Path, max_bytes: int = MAX_INPUT_BYTES) -> bytes:
-    """The bytes of an input file: a regular file (symlinks followed) of at most ``max_bytes``; InputError
-    otherwise (missing, a directory, a device such as /dev/zero, a pipe, too large, unreadable)."""
+def open_input_file(path: Path, max_bytes: int = MAX_INPUT_BYTES) -> BinaryIO:
+    """An input file opened for reading, once known to be a regular file (symlinks followed) of at most
+    ``max_bytes`` by its size, before a byte is read; InputError otherwise (missing, a directory, a device
+    such as /dev/zero, a pipe, too large, unreadable). Opened without blocking, so a FIFO put there after
+    the first look is refused too, never waited on. Read at most ``max_bytes + 1`` from it: a file can grow
+    while it is read."""
     try:
         info = os.stat(path)
     except FileNotFoundError:
         raise InputError(path, "file not found") from None
     except OSError as exc:
         raise InputError(path, f"cannot read: {exc.strerror}") from None
+    _check_input(path, info, max_bytes)
+    try:
+        handle = open(path, "rb", opener=_open_nonblocking)  # noqa: SIM115 - the caller closes it
+    except OSError as exc:
+        raise InputError(path, f"cannot read: {exc.strerror}") from None
+    try:
+        _check_input(path, os.fstat(handle.fileno()), max_bytes)
+    except InputError:
+        handle.close()
+        raise
+    return handle
+
+
+def _open_nonblocking(path: str, flags: int) -> int:
+    return os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
+
+
+def _check_input(path: Path, info: os.stat_result, max_bytes: int) -> None:
     if stat.S_ISDIR(info.st_mode):
         raise InputError(path, "is a directory, not a file")
     if not stat.S_ISREG(info.st_mode):
         raise InputError(path, "not a regular file (a device, a pipe or a socket)")
-    try:
-        with open(path, "rb") as handle:
+    if info.st_size > max_bytes:
+        raise InputError(path, f"larger than {max_bytes} bytes; refused")
+
+
+def read_input_bytes(path: Path, max_bytes: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of an input file: a regular file (symlinks followed) of at most ``max_bytes``; InputError
+    otherwise (missing, a directory, a device such as /dev/zero, a pipe, too large, unreadable). A file over
+    the bound is refused by its size, before it is read (:func:`open_input_file`)."""
+    with open_input_file(path, max_bytes) as handle:
+        try:
             data = handle.read(max_bytes + 1)
-    except OSError as exc:
-        raise InputError(path, f"cannot read: {exc.strerror}") from None
+        except OSError as exc:
+            raise InputError(path, f"cannot read: {exc.strerror}") from None
     if len(data) > max_bytes:
         raise InputError(path, f"larger than {max_bytes} bytes; refused")
     return data

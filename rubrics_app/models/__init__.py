@@ -75,6 +75,7 @@ from rubrics_app.models.rubrics import (
     TransitionError,
 )
 from rubrics_app.models.runs import (
+    MAX_RUN_SOURCE,
     AgentRun,
     AgentRunDiff,
     Dispute,
@@ -96,6 +97,7 @@ from rubrics_app.models.runs import (
 )
 
 __all__ = [
+    "MAX_RUN_SOURCE",
     "AgentRun",
     "AgentRunDiff",
     "AuditEvent",

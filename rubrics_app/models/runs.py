@@ -24,6 +24,8 @@ from typing import Any
 from django.conf import settings
 from django.db import models, transaction
 from django.db.models import Case, F, OuterRef, Q, Subquery, When
+from django.db.models.functions import Length
+from django.db.models.lookups import LessThanOrEqual
 from django.utils import timezone
 
 from grading import MAX_RUN_INT
@@ -31,6 +33,10 @@ from rubrics_app.models.calibration import JudgeRole as JudgeRole  # re-exported
 from rubrics_app.models.jobs import Job
 from rubrics_app.models.repositories import Repository
 from rubrics_app.models.rubrics import RevisionStatus, RubricItem, RubricRevision, Task
+
+# The run's source, its folder or zip member as the user named it: the run import refuses a longer one
+# before anything is written, and the schema holds the same bound on SQLite as PostgreSQL's varchar does.
+MAX_RUN_SOURCE = 500
 
 
 class AgentRun(models.Model):
@@ -57,7 +63,7 @@ class AgentRun(models.Model):
     # sha256 of each file as imported, so a repeated import can tell "the same run" from "a different run
     # under the same key" without reading the stored diff back.
     files_sha256 = models.JSONField(default=dict)
-    source = models.CharField(max_length=500, blank=True)  # the directory or zip member it came from
+    source = models.CharField(max_length=MAX_RUN_SOURCE, blank=True)  # the folder or zip member it came from
     imported_at = models.DateTimeField(default=timezone.now)
     imported_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
@@ -76,6 +82,10 @@ class AgentRun(models.Model):
             models.CheckConstraint(
                 condition=Q(repetition__gte=0) & Q(repetition__lte=MAX_RUN_INT),
                 name="agent_run_repetition_in_range",
+            ),
+            # SQLite stores any length in a varchar; PostgreSQL refuses past it (MAX_RUN_SOURCE).
+            models.CheckConstraint(
+                condition=LessThanOrEqual(Length("source"), MAX_RUN_SOURCE), name="agent_run_source_length"
             ),
         ]
 

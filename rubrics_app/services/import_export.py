@@ -55,6 +55,9 @@ from rubrics_app.services.rubric_files import (
 from rubrics_app.services.rubric_files import (
     read_zip as read_zip,
 )
+from rubrics_app.services.rubric_files import (
+    zip_member_path as zip_member_path,
+)
 from rubrics_app.services.rubric_import import (
     MAX_JSON_DEPTH as MAX_JSON_DEPTH,
 )

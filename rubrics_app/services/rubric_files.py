@@ -12,7 +12,7 @@ import posixpath
 import re
 import stat
 import zipfile
-from collections import Counter
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
@@ -23,6 +23,7 @@ from grading import (
     InputError,
     parse_json,
     parse_rubric,
+    read_input_bytes,
 )
 from rubrics_app.models import (
     TASK_FILES,
@@ -88,6 +89,12 @@ def _member_problem(info: zipfile.ZipInfo) -> str | None:
     return None
 
 
+def zip_member_path(info: zipfile.ZipInfo) -> str:
+    """The path a member names once normalised (``./a//b`` and ``a/./b`` are ``a/b``): what every reader of
+    an archive keys its files by, so :func:`checked_zip_members` refuses two members of one path."""
+    return posixpath.normpath(info.filename)
+
+
 def _read_upload(uploaded: IO[bytes] | Any, limit: int) -> bytes:
     size = getattr(uploaded, "size", None)
     if isinstance(size, int) and size > limit:
@@ -107,11 +114,11 @@ def _name(uploaded: Any) -> str:
 def checked_zip_members(
     archive: zipfile.ZipFile, label: str, *, max_members: int, max_total: int
 ) -> list[zipfile.ZipInfo]:
-    """The archive's members, once none is unsafe (absolute, '..', link, encrypted, duplicate) and the
-    declared sizes are within the limits (each member's, ``settings.ZIP_MAX_MEMBER_BYTES``, and the
-    total); ImportFailed listing every problem otherwise. The members are counted from the central
-    directory before any is read, and every check is linear in their number. Shared by rubric and
-    agent-run uploads."""
+    """The archive's members, once none is unsafe (absolute, '..', link, encrypted, two of one path once
+    normalised by :func:`zip_member_path`) and the declared sizes are within the limits (each member's,
+    ``settings.ZIP_MAX_MEMBER_BYTES``, and the total); ImportFailed listing every problem otherwise. The
+    members are counted from the central directory before any is read, and every check is linear in their
+    number. Shared by rubric and agent-run uploads."""
     infos = archive.infolist()
     if len(infos) > max_members:
         raise ImportFailed([ImportProblem(label, f"{len(infos)} members; the limit is {max_members}")])
@@ -127,12 +134,27 @@ def checked_zip_members(
     total = sum(i.file_size for i in infos)
     if total > max_total:
         problems.append(ImportProblem(label, f"{total} bytes uncompressed; the limit is {max_total}"))
-    counts = Counter(i.filename for i in infos if not i.is_dir())
-    duplicates = sorted(name for name, count in counts.items() if count > 1)
-    problems.extend(ImportProblem(f"{label}: {n}", "appears twice in the archive") for n in duplicates)
+    # Two members of one path would leave the reader keeping whichever came last (a rubric imported with
+    # the second file's intent): the archive is refused, naming every member of that path.
+    by_path: dict[str, list[str]] = defaultdict(list)
+    for info in infos:
+        if not info.is_dir():
+            by_path[zip_member_path(info)].append(info.filename)
+    problems.extend(
+        ImportProblem(f"{label}: {names[0]}", _same_path(names[1:], path))
+        for path, names in sorted(by_path.items())
+        if len(names) > 1
+    )
     if problems:
         raise ImportFailed(problems)
     return infos
+
+
+def _same_path(others: list[str], path: str) -> str:
+    if all(other == path for other in others):
+        return "appears twice in the archive" if len(others) == 1 else f"appears {len(others) + 1} times"
+    named = ", ".join(repr(other) for other in others)
+    return f"the same file as {named} ({'both name' if len(others) == 1 else 'all name'} {path})"
 
 
 def read_zip(raw: bytes, label: str = "upload.zip") -> list[TaskFiles]:
@@ -165,7 +187,7 @@ def read_zip(raw: bytes, label: str = "upload.zip") -> list[TaskFiles]:
             read_total += len(data)
             if read_total > max_total:
                 raise ImportFailed([ImportProblem(label, f"over {max_total} bytes uncompressed")])
-            contents[posixpath.normpath(info.filename)] = data
+            contents[zip_member_path(info)] = data
     return _group_task_dirs(contents)
 
 
@@ -191,19 +213,25 @@ def _group_task_dirs(contents: dict[str, bytes]) -> list[TaskFiles]:
 
 
 def read_checkout(root: Path) -> list[TaskFiles]:
-    """Every tasks/*/ directory of a checkout that holds a rubric.json, with the files its rubric names."""
+    """Every tasks/*/ directory of a checkout that holds a rubric.json, with the files its rubric names: each
+    a regular file inside its task directory, within a rubric upload's bounds."""
     problems: list[ImportProblem] = []
     out: list[TaskFiles] = []
     tasks_dir = root / "tasks"
     if not tasks_dir.is_dir():
         raise ImportFailed([ImportProblem(str(root), "no tasks/ directory")])
-    max_bytes = settings.RUBRIC_ZIP_MAX_UNCOMPRESSED_BYTES
+    # A file of a checkout is held to what it could be in a rubric upload: any one member's bound and the
+    # whole zip's, whichever is smaller.
+    max_bytes = min(settings.ZIP_MAX_MEMBER_BYTES, settings.RUBRIC_ZIP_MAX_UNCOMPRESSED_BYTES)
     for task_dir in sorted(p for p in tasks_dir.iterdir() if p.is_dir()):
         rubric_path = task_dir / "rubric.json"
-        if not rubric_path.is_file():
+        if not rubric_path.exists():
             continue
         directory = f"tasks/{task_dir.name}"
         base = task_dir.resolve()
+        if not base.is_relative_to(tasks_dir.resolve()):
+            problems.append(ImportProblem(directory, "leaves the tasks/ directory (symbolic link?)"))
+            continue
 
         def read(
             rel: str, directory: str = directory, task_dir: Path = task_dir, base: Path = base
@@ -215,10 +243,13 @@ def read_checkout(root: Path) -> list[TaskFiles]:
             if not path.resolve().is_relative_to(base):
                 problems.append(ImportProblem(label, "leaves the task directory (symbolic link?)"))
                 return None
-            if path.stat().st_size > max_bytes:
-                problems.append(ImportProblem(label, f"larger than {max_bytes} bytes"))
+            try:
+                # A regular file within the bound, by its size before a byte is read: a FIFO as
+                # calib/lazy.diff is refused, never waited on.
+                return read_input_bytes(path, max_bytes)
+            except InputError as exc:
+                problems.append(ImportProblem(label, exc.message))
                 return None
-            return path.read_bytes()
 
         rubric = read("rubric.json")
         if rubric is None:

@@ -3,8 +3,8 @@
 Every file is checked through grading's own readers (strict JSON, run.json/grade.json models, the path-list
 reader, metrics.json's ``RunDetails``) and then with ``make_run`` itself, so the app accepts exactly what the
 command line accepts and a run it stores is one a sweep reads back. Also checked: what the database columns
-can hold (lengths, NUL characters), the task named in run.json, and that no run is given twice. Nothing is
-written here: :mod:`rubrics_app.services.runs` stores what passes.
+can hold (lengths, the run's own path among them, NUL characters), the task named in run.json, and that no
+run is given twice. Nothing is written here: :mod:`rubrics_app.services.runs` stores what passes.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from grading import (
     parse_run_record,
     read_metrics,
 )
-from rubrics_app.models import Repository, Task
+from rubrics_app.models import MAX_RUN_SOURCE, Repository, Task
 from rubrics_app.services.import_export import ImportFailed, ImportProblem, _unstorable_text
 from rubrics_app.services.run_files import (
     DIFF_FILE,
@@ -159,6 +159,9 @@ def _prepare_run(run: RunFiles, tasks: dict[str, Task], problems: list[ImportPro
     def name(file: str) -> str:
         return _name(label, file)
 
+    if len(label) > MAX_RUN_SOURCE:  # stored as the run's source: checked here, alike on every database
+        too_long = f"the run's path is {len(label)} characters; at most {MAX_RUN_SOURCE} can be stored"
+        problems.append(ImportProblem(label, too_long))
     for file in REQUIRED_FILES:
         if (run.diff is None) if file == DIFF_FILE else (file not in raw):
             problems.append(ImportProblem(name(file), "file not found"))

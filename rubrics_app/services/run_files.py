@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from django.conf import settings
+
 from grading import (
     GIT_DIR_CHANGES_NAME,
     MAX_INPUT_BYTES,
@@ -29,9 +31,10 @@ from grading import (
     TESTS_LIST_NAME,
     InputError,
     InputErrors,
+    open_input_file,
     read_input_bytes,
 )
-from rubrics_app.services.import_export import ImportFailed, ImportProblem
+from rubrics_app.services.import_export import ImportFailed, ImportProblem, zip_member_path
 
 DIFF_FILE = "workspace.diff"
 METRICS_FILE = "metrics.json"
@@ -93,13 +96,29 @@ def _present(path: Path, label: str, problems: list[ImportProblem], required: bo
     return True
 
 
-def _chunks_sha256(handle: IO[bytes]) -> tuple[str, int]:
-    """sha256 and size of a stream read in chunks: a diff of tens of MB is not held while runs are checked."""
+def _chunks_sha256(handle: IO[bytes], max_bytes: int | None = None) -> tuple[str, int]:
+    """sha256 and size of a stream read in chunks: a diff of tens of MB is not held while runs are checked.
+    With ``max_bytes``, no more than one byte past it is read (the caller refuses what is larger)."""
     digest, size = hashlib.sha256(), 0
-    while chunk := handle.read(1 << 20):
+    while chunk := handle.read(1 << 20 if max_bytes is None else min(1 << 20, max_bytes + 1 - size)):
         digest.update(chunk)
         size += len(chunk)
     return digest.hexdigest(), size
+
+
+def _diff_bound() -> int:
+    """What a run folder's workspace.diff may hold: what any member of an uploaded zip may inflate to, so a
+    folder and a zip of it are read within one bound."""
+    return int(settings.ZIP_MAX_MEMBER_BYTES)
+
+
+def _read_diff_again(path: Path, label: str) -> bytes:
+    """The diff read whole when its run is stored, within the same bound: a problem, not a traceback, if
+    it was replaced or grew meanwhile."""
+    try:
+        return read_input_bytes(path, _diff_bound())
+    except InputError as exc:
+        raise ImportFailed([ImportProblem(label, exc.message)]) from None
 
 
 def read_run_dir(run_dir: Path, label: str, problems: list[ImportProblem]) -> RunFiles | None:
@@ -113,8 +132,12 @@ def read_run_dir(run_dir: Path, label: str, problems: list[ImportProblem]) -> Ru
             continue
         try:
             if file == DIFF_FILE:
-                with path.open("rb") as handle:
-                    diff = _chunks_sha256(handle)
+                # A regular file within the bound, by its size before a byte is read: a FIFO is never
+                # waited on, nor a diff of gigabytes read.
+                with open_input_file(path, _diff_bound()) as handle:
+                    diff = _chunks_sha256(handle, _diff_bound())
+                if diff[1] > _diff_bound():
+                    raise InputError(path, f"larger than {_diff_bound()} bytes; refused")
             else:
                 files[file] = read_input_bytes(path)
         except OSError as exc:
@@ -123,7 +146,9 @@ def read_run_dir(run_dir: Path, label: str, problems: list[ImportProblem]) -> Ru
             problems.extend(_problem(exc, _name(label, file)))
     if len(problems) > before:
         return None
-    return RunFiles(label, files, diff, (run_dir / DIFF_FILE).read_bytes)
+    return RunFiles(
+        label, files, diff, functools.partial(_read_diff_again, run_dir / DIFF_FILE, _name(label, DIFF_FILE))
+    )
 
 
 def read_run_dirs(root: Path, label_root: str, problems: list[ImportProblem]) -> Iterator[RunFiles]:
@@ -156,9 +181,10 @@ def zip_member_bytes(archive: zipfile.ZipFile, info: zipfile.ZipInfo, max_bytes:
 
 
 def zip_files(members: list[zipfile.ZipInfo], label: str) -> dict[str, zipfile.ZipInfo]:
-    """The archive's files (not its folders) by their normalised path in the zip, read as a folder would
-    be: ImportFailed naming every member under a path that is a file (``run.json/x`` beside ``run.json``)."""
-    files = {posixpath.normpath(i.filename): i for i in members if not i.is_dir()}
+    """The archive's files (not its folders) by their normalised path in the zip (checked_zip_members
+    refused two of one path), read as a folder would be: ImportFailed naming every member under a path
+    that is a file (``run.json/x`` beside ``run.json``)."""
+    files = {zip_member_path(i): i for i in members if not i.is_dir()}
     problems = [
         ImportProblem(f"{label}: {name}", f"under {parent}, a file of the archive, not a folder")
         for name in files
