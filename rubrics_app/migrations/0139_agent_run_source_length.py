@@ -11,7 +11,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("rubrics_app", "0137_report_snapshot"),
+        ("rubrics_app", "0138_agent_run_passed_not_measured"),
     ]
 
     operations = [

@@ -53,7 +53,7 @@ from typing import IO, Any
 from django.conf import settings
 from django.template.defaultfilters import pluralize
 
-from grading import MAX_RUN_INT, SWE_BENCH_SOURCE, InputError, parse_json, read_input_bytes
+from grading import MAX_RUN_INT, SWE_BENCH_SOURCE, InputError, open_input_file, parse_json, read_input_bytes
 from rubrics_app.access import Actor
 from rubrics_app.models import Repository, Role, Task
 from rubrics_app.services.import_export import ImportFailed, ImportProblem, checked_zip_members
@@ -405,7 +405,9 @@ def read_reports(root: Path, label: str) -> Reports:
 
 
 def _opener(path: Path) -> Callable[[], IO[bytes]]:
-    return lambda: path.open("rb")
+    # The log is read in chunks up to the same bound (_read_log); opening it checks its type and size
+    # first, so a FIFO or device put in the reports folder is refused, never waited on.
+    return lambda: open_input_file(path, int(settings.ZIP_MAX_MEMBER_BYTES))
 
 
 def read_reports_zip(archive: zipfile.ZipFile, members: list[zipfile.ZipInfo], label: str) -> Reports:
