@@ -6,7 +6,8 @@ provisional). --batch (or the repository's choice on the Judges page) sends the 
 providers' batch APIs, at half price and slower; --interactive one by one. Runs already graded against that
 content with that judge are skipped. With --wait, prints the progress until the job ends and exits 0 when
 every run is graded, 1 when the sweep stopped or failed (the reason is printed; the grades stored before are
-kept), 2 on bad input.
+kept), 2 on bad input. Exit 1 at once when the job queue is unreachable (the job is failed; nothing was
+started).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from rubrics_app.management.options import REPOSITORY_HELP, TASK_HELP, repositor
 from rubrics_app.management.wait import wait_for_job
 from rubrics_app.models import Job, JobStatus, RubricRevision, Sweep, SweepResult
 from rubrics_app.services import sweeps
+from rubrics_app.services.jobs import QueueUnreachable
 from rubrics_app.services.sweeps import SweepError, SweepRequest
 
 
@@ -104,6 +106,8 @@ class Command(BaseCommand):
             sweep = sweeps.start(repository, Actor.command_line(), request)
         except (SweepError, PermissionDenied) as exc:
             raise CommandError(str(exc), returncode=2) from None
+        except QueueUnreachable as exc:
+            raise CommandError(exc.detail, returncode=1) from None
         tag = (" (scripted judge)" if sweep.scripted else "") + (", batch" if sweep.batch else "")
         provisional = ", provisional" if sweep.provisional else ""
         self.stdout.write(
