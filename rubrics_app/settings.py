@@ -279,6 +279,26 @@ CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = (
     if CELERY_BROKER_URL.startswith("filesystem")
     else {}
 )
+# A broker that is down or hung must not hold the request that starts a job: each connect and each read of
+# a Redis broker waits at most BROKER_SOCKET_TIMEOUT_SECONDS (kombu's default is for ever), and a publish is
+# retried at most twice, a fifth of a second apart, before services.jobs fails the job as "the job queue was
+# unreachable". Measured: a closed port fails in 0.2 s, a server that accepts and never answers in this.
+BROKER_SOCKET_TIMEOUT_SECONDS = env_int("BROKER_SOCKET_TIMEOUT_SECONDS", 3)
+if BROKER_SOCKET_TIMEOUT_SECONDS <= 0:
+    raise ImproperlyConfiguredEnv("BROKER_SOCKET_TIMEOUT_SECONDS must be above 0")
+if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    CELERY_BROKER_TRANSPORT_OPTIONS |= {
+        "socket_timeout": BROKER_SOCKET_TIMEOUT_SECONDS,
+        "socket_connect_timeout": BROKER_SOCKET_TIMEOUT_SECONDS,
+    }
+CELERY_BROKER_CONNECTION_TIMEOUT = BROKER_SOCKET_TIMEOUT_SECONDS
+CELERY_TASK_PUBLISH_RETRY = True
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 2,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.2,
+}
 # Tests give every session a queue of its own, so a demo worker never takes a test's job (or the reverse).
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "rubrics")
 CELERY_RESULT_BACKEND = None
@@ -300,13 +320,20 @@ JOB_HEARTBEAT_SECONDS = env_int("JOB_HEARTBEAT_SECONDS", 10)
 JOB_LOST_AFTER_SECONDS = env_int("JOB_LOST_AFTER_SECONDS", 60)
 JOB_REAP_EVERY_SECONDS = env_int("JOB_REAP_EVERY_SECONDS", 30)
 JOB_MAX_ATTEMPTS = env_int("JOB_MAX_ATTEMPTS", 2)
+# A queued job that no worker claimed within this many seconds of its message being sent (or of its creation,
+# when the process that made it died before sending) is sent again by the reaper: the broker lost the message
+# (a Redis restarted without persistence) or never had it. A duplicate of a message still waiting in a busy
+# queue is harmless (the claim is conditional), so the job is sent again, never failed, for waiting.
+JOB_QUEUED_LOST_AFTER_SECONDS = env_int("JOB_QUEUED_LOST_AFTER_SECONDS", 600)
 if not 0 < JOB_HEARTBEAT_SECONDS * 2 <= JOB_LOST_AFTER_SECONDS:
     raise ImproperlyConfiguredEnv(
         f"JOB_LOST_AFTER_SECONDS={JOB_LOST_AFTER_SECONDS} must be at least twice "
         f"JOB_HEARTBEAT_SECONDS={JOB_HEARTBEAT_SECONDS} (and both above 0), or live jobs look lost"
     )
-if JOB_REAP_EVERY_SECONDS <= 0 or JOB_MAX_ATTEMPTS <= 0:
-    raise ImproperlyConfiguredEnv("JOB_REAP_EVERY_SECONDS and JOB_MAX_ATTEMPTS must be above 0")
+if JOB_REAP_EVERY_SECONDS <= 0 or JOB_MAX_ATTEMPTS <= 0 or JOB_QUEUED_LOST_AFTER_SECONDS <= 0:
+    raise ImproperlyConfiguredEnv(
+        "JOB_REAP_EVERY_SECONDS, JOB_MAX_ATTEMPTS and JOB_QUEUED_LOST_AFTER_SECONDS must be above 0"
+    )
 
 # SQLite will not create its file's folder, nor kombu its queue folders: make them on first start.
 _EMBEDDED_BROKER = CELERY_BROKER_URL.startswith("filesystem")

@@ -31,6 +31,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import httpx2
@@ -39,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pyrate_limiter import Duration, Rate, RateItem, RedisBucket
 
 from grading.errors import InputError
-from grading.judge.backend import Backend, BackendReply, JudgeRequest
+from grading.judge.backend import Backend, BackendError, BackendReply, JudgeRequest
 from grading.judge.cost import PriceTable, estimate_call_cost
 
 
@@ -286,8 +287,17 @@ class SharedProviderLimit:
                 self._redis.zrem(self._holders, holder)
 
 
-# The limit (and the hold) the calling LimitedBackend asks of every HTTP request it sends.
-_request_limit: contextvars.ContextVar[tuple[Limit, float] | None] = contextvars.ContextVar(
+@dataclass
+class _CallLimit:
+    """The limit (and the hold) a LimitedBackend call asks of every HTTP request it sends, and the
+    LimitUnavailable that refused one of them, if any."""
+
+    limit: Limit
+    hold: float
+    unavailable: LimitUnavailable | None = None
+
+
+_request_limit: contextvars.ContextVar[_CallLimit | None] = contextvars.ContextVar(
     "provider_request_limit", default=None
 )
 
@@ -301,9 +311,16 @@ class LimitedSendClient(httpx2.AsyncClient):
         limited = _request_limit.get()
         if limited is None:
             return await super().send(request, **kwargs)
-        limit, hold = limited
-        async with limit.slot(hold):
-            return await super().send(request, **kwargs)
+        if limited.unavailable is not None:
+            # The SDK retries whatever its client raised: the limit's server is not asked (and waited for)
+            # once more per retry.
+            raise limited.unavailable
+        try:
+            async with limited.limit.slot(limited.hold):
+                return await super().send(request, **kwargs)
+        except LimitUnavailable as exc:
+            limited.unavailable = exc
+            raise
 
 
 class BudgetExceeded(Exception):
@@ -348,6 +365,11 @@ class Budget:
             self._changed.notify_all()
 
 
+def _not_made(unavailable: LimitUnavailable) -> BackendError:
+    """The judge failure of a call the limit's Redis server refused: it names Redis, not the provider."""
+    return BackendError(f"{unavailable} (the call was not made)")
+
+
 class LimitedBackend:
     """A backend whose calls wait for their provider's limit and are paid for from a budget."""
 
@@ -387,14 +409,23 @@ class LimitedBackend:
             if self.limit is None:
                 reply = await self.inner.complete(request)
             elif getattr(self.inner, "limits_each_request", False):
-                token = _request_limit.set((self.limit, self._hold()))
+                call = _CallLimit(self.limit, self._hold())
+                token = _request_limit.set(call)
                 try:
                     reply = await self.inner.complete(request)
+                except BackendError:
+                    # The SDK took the limit's failure for a connection error of the provider's.
+                    if call.unavailable is not None:
+                        raise _not_made(call.unavailable) from call.unavailable
+                    raise
                 finally:
                     _request_limit.reset(token)
             else:
-                async with self.limit.slot(self._hold()):
-                    reply = await self.inner.complete(request)
+                try:
+                    async with self.limit.slot(self._hold()):
+                        reply = await self.inner.complete(request)
+                except LimitUnavailable as exc:
+                    raise _not_made(exc) from exc
             if not self.scripted:
                 actual = self.prices.cost(reply.usage, self.model, reply.model_id, batch=self.batch).cost_usd
             return reply

@@ -161,6 +161,9 @@ class Job(models.Model):
     # or, after JOB_MAX_ATTEMPTS claims, fails it with "worker lost".
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)  # claims by a worker
+    # When its message was last handed to the broker (services.jobs.send); None until then. The reaper sends
+    # again a queued job that no worker claimed within JOB_QUEUED_LOST_AFTER_SECONDS of this.
+    sent_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-pk"]

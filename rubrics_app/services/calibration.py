@@ -83,7 +83,7 @@ from rubrics_app.services.calibration_inputs import task_json as task_json
 from rubrics_app.services.calibration_inputs import tree_checkout as tree_checkout
 from rubrics_app.services.calibration_store import DatabaseVerdictCache as DatabaseVerdictCache
 from rubrics_app.services.calibration_store import _agreement, _model_ids, _Pending, _store_row
-from rubrics_app.services.jobs import JobFailed, job_task
+from rubrics_app.services.jobs import JobFailed, QueueUnreachable, job_task, send
 from rubrics_app.services.jobs import run as run_job
 from rubrics_app.services.report import report_changed
 
@@ -189,7 +189,6 @@ def new_run(
     return run, True
 
 
-@transaction.atomic
 def start(
     revision: RubricRevision,
     by: Actor,
@@ -200,10 +199,18 @@ def start(
 ) -> CalibrationRun:
     """Queue a calibration of ``revision`` and send its job once committed (``admit``: admit it if it
     passes, what "Admit" does when no passing run exists; ``injection_suite``: run the suite too;
-    ``mutants``: judge the oracle's mutants too)."""
-    run, created = new_run(revision, by, admit=admit, injection_suite=injection_suite, mutants=mutants)
-    if created and run.job is not None:
-        calibrate_revision.delay_on_commit(run.job.pk)
+    ``mutants``: judge the oracle's mutants too). QueueUnreachable when the broker did not take it: its
+    job and the run are failed, so the next start makes a new one."""
+    try:
+        with transaction.atomic():
+            run, created = new_run(
+                revision, by, admit=admit, injection_suite=injection_suite, mutants=mutants
+            )
+            if created and run.job is not None:
+                send(calibrate_revision, run.job.pk)
+    except QueueUnreachable:
+        fail_stale_runs()
+        raise
     return run
 
 

@@ -64,7 +64,7 @@ from rubrics_app.models import (
 )
 from rubrics_app.services import audit
 from rubrics_app.services.draft_store import MAX_COUNT, store_draft
-from rubrics_app.services.jobs import JobFailed, job_task, run
+from rubrics_app.services.jobs import JobFailed, job_task, run, send
 
 log = logging.getLogger(__name__)
 
@@ -304,7 +304,7 @@ def request_draft(
         drafter=setting.drafter,
         created_by=user,
     )
-    draft_rubric_job.delay_on_commit(job.pk)
+    send(draft_rubric_job, job.pk)
     return draft, True
 
 

@@ -4,12 +4,14 @@ worker was lost. It imports no service; each service defines the Celery task of 
 
 A job's task takes the Job id, claims the row with a conditional QUEUED -> RUNNING update (so a redelivered
 message never runs a job twice), runs the body, and stores the body's typed result (``models.jobs``) or its
-error on the row the pages poll. Services send a task with ``delay_on_commit``, once the Job row is
-committed.
+error on the row the pages poll. Services send a job with :func:`send`, once the Job row is committed; a job
+whose message the broker did not take is failed there and then ("the job queue was unreachable"), and the
+caller gets :class:`QueueUnreachable`, so no job waits for a message that was never sent.
 
 While a job runs, a thread of the worker touches its heartbeat. Every worker runs the reaper in a thread of
 its own (started when the worker is ready): it queues again a running job whose heartbeat stopped, or fails
-it with "worker lost" after JOB_MAX_ATTEMPTS claims. ``reap_lost_jobs`` is the same as a task anyone may send
+it with "worker lost" after JOB_MAX_ATTEMPTS claims; and it sends again a queued job that no worker claimed
+within JOB_QUEUED_LOST_AFTER_SECONDS of its sending. ``reap_lost_jobs`` is the same as a task anyone may send
 (``manage.py reap_jobs``). The reaper finds the task of a job's kind in the Celery registry by its name
 (``TASK_NAMES``), so it needs no import of the service that defines it.
 """
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, cast
 
+from celery.app.task import Task as CeleryTask
 from celery.contrib.django.task import DjangoTask
 from celery.signals import worker_ready, worker_shutdown
 from django.conf import settings
@@ -30,6 +33,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import connections, transaction
 from django.db.models import F, Q
 from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerUnreachable
 
 from rubrics_app.celery import app
 from rubrics_app.models import (
@@ -62,6 +66,24 @@ class JobFailed(Exception):
     errors derive from it; anything else a job raises is a bug, logged as an internal error."""
 
 
+class QueueUnreachable(JobFailed):
+    """The broker did not take a job's message: the job is failed, nothing was started. Raised to whoever
+    committed the transaction that sent it, once committed. ``reason``: the broker's error, for the command
+    line (the pages do not show the broker's address)."""
+
+    def __init__(self, job_id: int | None, reason: str) -> None:
+        super().__init__("the job queue is unreachable; nothing was started")
+        self.job_id = job_id
+        self.reason = reason
+
+    @property
+    def detail(self) -> str:
+        return f"the job queue is unreachable ({self.reason}); nothing was started"
+
+
+# What a job that could not be sent ends with.
+UNSENT_ERROR = "the job queue was unreachable: the job could not be sent; start it again"
+
 # Failures from the models and Django that a maintainer can act on as well.
 EXPECTED_FAILURES: tuple[type[Exception], ...] = (
     JobFailed,
@@ -89,6 +111,44 @@ def task_of(kind: str) -> DjangoTask[[int], None] | None:
     if name not in app.tasks:
         app.loader.import_default_modules()
     return cast("DjangoTask[[int], None] | None", app.tasks.get(name))
+
+
+def publish(task: CeleryTask[Any, Any], *args: Any) -> None:
+    """Hand ``task(*args)`` to the broker now, on a connection of its own to the broker configured now, with
+    the bounded retries of CELERY_TASK_PUBLISH_RETRY_POLICY; QueueUnreachable (no job named) when it is
+    not taken."""
+    try:
+        with app.connection_for_write() as connection:
+            task.apply_async(args, connection=connection)  # type: ignore[call-arg]  # not in celery-types
+    except BrokerUnreachable as exc:
+        # Logged below warning: a command says it in its one line, and a page in its message.
+        log.info("the broker did not take %s: %s", task.name, exc)
+        raise QueueUnreachable(None, str(exc)) from exc
+
+
+def send(task: CeleryTask[[int], None], job_id: int) -> None:
+    """Send ``task(job_id)`` once the current transaction commits (at once outside one): the one way a job
+    is sent. When the broker does not take the message, the job, still queued, is failed with
+    UNSENT_ERROR, and QueueUnreachable is raised after the commit to the code that committed; what the
+    transaction stored stays. Send last in a transaction: commit callbacks registered after this one do not
+    run when it raises."""
+
+    def publish_job() -> None:
+        try:
+            publish(task, job_id)
+        except QueueUnreachable as exc:
+            now = timezone.now()
+            # A worker that got the message after all (a reply lost after the write) has claimed the job:
+            # then it was sent.
+            unsent = Job.objects.filter(pk=job_id, status=JobStatus.QUEUED).update(
+                status=JobStatus.FAILED, error=UNSENT_ERROR, progress=100, finished_at=now
+            )
+            if unsent:
+                raise QueueUnreachable(job_id, exc.reason) from None
+        else:
+            Job.objects.filter(pk=job_id).update(sent_at=timezone.now())
+
+    transaction.on_commit(publish_job)
 
 
 def claim(job_id: int) -> Job | None:
@@ -167,6 +227,7 @@ def finish(job: Job, status: JobStatus, *, result: JobResult | None = None, erro
 class Reaped:
     requeued: list[int] = field(default_factory=list)
     failed: list[int] = field(default_factory=list)
+    resent: list[int] = field(default_factory=list)
 
 
 def lost_jobs(now: datetime | None = None) -> list[Job]:
@@ -176,28 +237,68 @@ def lost_jobs(now: datetime | None = None) -> list[Job]:
     return list(Job.objects.filter(stale, status=JobStatus.RUNNING).order_by("pk"))
 
 
+def unclaimed_jobs(now: datetime | None = None) -> list[Job]:
+    """Queued jobs no worker claimed within JOB_QUEUED_LOST_AFTER_SECONDS of their sending (of their
+    creation, for one never sent: its process died between the commit and the send)."""
+    before = (now or timezone.now()) - timedelta(seconds=settings.JOB_QUEUED_LOST_AFTER_SECONDS)
+    waiting = Q(sent_at__lt=before) | Q(sent_at__isnull=True, created_at__lt=before)
+    return list(Job.objects.filter(waiting, status=JobStatus.QUEUED).order_by("pk"))
+
+
 def reap(now: datetime | None = None) -> Reaped:
-    """Re-queue each lost job, or fail it with "worker lost" once it has had JOB_MAX_ATTEMPTS claims."""
+    """Re-queue each lost job, or fail it with "worker lost" once it has had JOB_MAX_ATTEMPTS claims; send
+    each unclaimed queued job again. A job the broker does not take is failed (:func:`send`)."""
     now = now or timezone.now()
     reaped = Reaped()
     for job in lost_jobs(now):
         task = task_of(job.kind)
         # Conditional on the heartbeat read: a worker that beats meanwhile is alive and keeps its job.
         still_lost = Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING, heartbeat_at=job.heartbeat_at)
-        with transaction.atomic():
-            if task is not None and job.attempts < settings.JOB_MAX_ATTEMPTS:
-                if still_lost.update(status=JobStatus.QUEUED, started_at=None, heartbeat_at=None, progress=0):
-                    task.delay_on_commit(job.pk)
-                    reaped.requeued.append(job.pk)
-                    log.warning("job %s: worker lost; queued again (attempt %s)", job.pk, job.attempts + 1)
-                continue
-            error = (
-                f"worker lost: no heartbeat for {settings.JOB_LOST_AFTER_SECONDS} s "
-                f"(claimed {job.attempts} time{'s' if job.attempts != 1 else ''})"
-            )
-            if still_lost.update(status=JobStatus.FAILED, error=error, progress=100, finished_at=now):
+        if task is not None and job.attempts < settings.JOB_MAX_ATTEMPTS:
+            try:
+                with transaction.atomic():
+                    if still_lost.update(
+                        status=JobStatus.QUEUED, started_at=None, heartbeat_at=None, progress=0, sent_at=now
+                    ):
+                        send(task, job.pk)
+                        reaped.requeued.append(job.pk)
+                        log.warning(
+                            "job %s: worker lost; queued again (attempt %s)", job.pk, job.attempts + 1
+                        )
+            except QueueUnreachable:
+                reaped.requeued.remove(job.pk)
                 reaped.failed.append(job.pk)
-                log.warning("job %s: %s", job.pk, error)
+            continue
+        error = (
+            f"worker lost: no heartbeat for {settings.JOB_LOST_AFTER_SECONDS} s "
+            f"(claimed {job.attempts} time{'s' if job.attempts != 1 else ''})"
+        )
+        if still_lost.update(status=JobStatus.FAILED, error=error, progress=100, finished_at=now):
+            reaped.failed.append(job.pk)
+            log.warning("job %s: %s", job.pk, error)
+    for job in unclaimed_jobs(now):
+        task = task_of(job.kind)
+        # Conditional on the sending read: of several reapers, one sends it.
+        still_unclaimed = Job.objects.filter(pk=job.pk, status=JobStatus.QUEUED, sent_at=job.sent_at)
+        if task is None:
+            if still_unclaimed.update(
+                status=JobStatus.FAILED, error=f"no task for {job.kind} jobs", progress=100, finished_at=now
+            ):
+                reaped.failed.append(job.pk)
+            continue
+        try:
+            with transaction.atomic():
+                if still_unclaimed.update(sent_at=now):
+                    send(task, job.pk)
+                    reaped.resent.append(job.pk)
+                    log.warning(
+                        "job %s: queued and not claimed for %s s; sent again",
+                        job.pk,
+                        settings.JOB_QUEUED_LOST_AFTER_SECONDS,
+                    )
+        except QueueUnreachable:
+            reaped.resent.remove(job.pk)
+            reaped.failed.append(job.pk)
     return reaped
 
 

@@ -12,6 +12,7 @@ through a shell, and checked before git sees them.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -42,7 +43,9 @@ from rubrics_app.models import (
     RunGrade,
     TransitionError,
 )
-from rubrics_app.services.jobs import JobFailed, job_task, run
+from rubrics_app.services.jobs import JobFailed, QueueUnreachable, job_task, run, send
+
+log = logging.getLogger(__name__)
 
 
 def needs_re_review(revision_ids: Iterable[int]) -> set[int]:
@@ -272,7 +275,7 @@ def start_evidence_check(repository: Repository, by: Actor) -> Job:
     """``by``: a maintainer, or the command line or the periodic job (``Actor.command_line()``)."""
     by.require(Role.MAINTAINER, repository)
     job = Job.objects.create(kind=JobKind.CHECK_EVIDENCE, repository=repository, created_by=by.recorded_user)
-    check_repository_evidence.delay_on_commit(job.pk)
+    send(check_repository_evidence, job.pk)
     return job
 
 
@@ -314,4 +317,9 @@ def check_evidence_everywhere() -> None:
     """The periodic task (Celery beat, RUNS_EVIDENCE_CHECK_HOURS): one evidence check per repository that has
     a checkout path."""
     for repository in Repository.objects.exclude(checkout_path=""):
-        start_evidence_check(repository, by=Actor.command_line())
+        try:
+            start_evidence_check(repository, by=Actor.command_line())
+        except QueueUnreachable:
+            # Its job is failed; the others would fail the same way: the next period checks them all.
+            log.warning("evidence checks not sent: the job queue is unreachable")
+            return

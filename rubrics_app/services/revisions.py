@@ -42,7 +42,7 @@ from rubrics_app.models import (
     ValidationResult,
 )
 from rubrics_app.services import audit
-from rubrics_app.services.jobs import JobFailed, job_task, run
+from rubrics_app.services.jobs import JobFailed, job_task, run, send
 
 ITEM_EDITABLE_FIELDS = frozenset({"item_id", "criterion", "rationale", "evidence", "needs_tree", "weight"})
 REVISION_EDITABLE_FIELDS = frozenset(
@@ -546,7 +546,7 @@ def start_validation(revision: RubricRevision, by: Actor) -> Job:
         revision=revision,
         created_by=by.recorded_user,
     )
-    validate_revision.delay_on_commit(job.pk)
+    send(validate_revision, job.pk)
     return job
 
 

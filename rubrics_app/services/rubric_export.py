@@ -40,7 +40,7 @@ from rubrics_app.models import (
     TransitionError,
 )
 from rubrics_app.services import audit
-from rubrics_app.services.jobs import JobFailed, job_task, run
+from rubrics_app.services.jobs import JobFailed, job_task, run, send
 
 
 class ExportError(JobFailed):
@@ -244,7 +244,7 @@ def start_export(
         created_by=by.recorded_user,
         params={"private": private, "branch": branch},
     )
-    export_revision_to_checkout.delay_on_commit(job.pk)
+    send(export_revision_to_checkout, job.pk)
     return job
 
 

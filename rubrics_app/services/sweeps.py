@@ -83,7 +83,7 @@ from rubrics_app.models import (
     result_json,
 )
 from rubrics_app.services import calibration
-from rubrics_app.services.jobs import JobFailed, job_task, run
+from rubrics_app.services.jobs import JobFailed, job_task, run, send
 from rubrics_app.services.report import report_changed
 from rubrics_app.services.report_rows import refresh_report_rows
 from rubrics_app.services.runs import store_grade
@@ -218,7 +218,7 @@ def new_sweep(repository: Repository, by: Actor, request: SweepRequest) -> Sweep
 def start(repository: Repository, by: Actor, request: SweepRequest | None = None) -> Sweep:
     """Queue a sweep and send its job once committed."""
     sweep = new_sweep(repository, by, request or SweepRequest())
-    sweep_runs.delay_on_commit(sweep.job_id)
+    send(sweep_runs, sweep.job_id)
     return sweep
 
 

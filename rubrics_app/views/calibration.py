@@ -30,6 +30,7 @@ from rubrics_app.models import (
     TransitionError,
 )
 from rubrics_app.services import calibration
+from rubrics_app.services.jobs import QueueUnreachable
 from rubrics_app.services.judges import JudgeSettingError, set_judges
 from rubrics_app.services.tasks import set_task_files
 from rubrics_app.views.common import HtmxHttpRequest, load_revision
@@ -65,7 +66,7 @@ def calibration_start(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> Ht
             injection_suite=bool(form.cleaned_data.get("injection_suite")),
             mutants=request.POST.get("mutants") == "on",
         )
-    except TransitionError as exc:
+    except (TransitionError, QueueUnreachable) as exc:
         messages.error(request, str(exc))
         return redirect_to(request, revision_url(revision))
     return redirect_to(request, calibration_url(run))

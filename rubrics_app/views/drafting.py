@@ -23,6 +23,7 @@ from rubrics_app.services.drafting import (
     request_draft,
     set_draft_settings,
 )
+from rubrics_app.services.jobs import QueueUnreachable
 from rubrics_app.views.common import HtmxHttpRequest, load_revision
 from rubrics_app.views.kept_forms import form_key, redirect_with_form
 from rubrics_app.views.revisions import redirect_to
@@ -70,6 +71,9 @@ def draft_start(request: HtmxHttpRequest, repo_pk: int, task_pk: int) -> HttpRes
             )
         except DraftRequestError as exc:
             form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+        except QueueUnreachable as exc:
+            messages.error(request, f"No draft: {exc}.")
+            return redirect_to(request, reverse("rubrics:task_detail", args=[access.repository.pk, task.pk]))
         else:
             assert draft.job is not None
             if not created:

@@ -17,6 +17,7 @@ from rubrics_app.access import RepositoryAccess, get_repository_for_user
 from rubrics_app.forms import CheckoutExportForm
 from rubrics_app.models import RevisionStatus, Role, RubricRevision, TransitionError
 from rubrics_app.services.import_export import export_rubric_json, export_zip, start_export
+from rubrics_app.services.jobs import QueueUnreachable
 from rubrics_app.services.rereview import disputed_blockers
 from rubrics_app.views.common import HtmxHttpRequest, load_revision
 from rubrics_app.views.revisions import redirect_to, revision_url
@@ -110,7 +111,7 @@ def export_checkout(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> Http
             private=form.cleaned_data["private"],
             branch=form.cleaned_data["branch"] or None,
         )
-    except TransitionError as exc:
+    except (TransitionError, QueueUnreachable) as exc:
         messages.error(request, f"Nothing was written: {exc}")
         return redirect_to(request, revision_url(revision))
     return redirect_to(request, reverse("rubrics:job_detail", args=[access.repository.pk, job.pk]))

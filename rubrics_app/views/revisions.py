@@ -31,6 +31,7 @@ from rubrics_app.models import (
     TransitionError,
 )
 from rubrics_app.services import calibration
+from rubrics_app.services.jobs import QueueUnreachable
 from rubrics_app.services.rereview import re_review_context
 from rubrics_app.services.revisions import (
     Conflict,
@@ -272,7 +273,7 @@ def revision_admit(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpR
     except NotCalibrated:
         try:
             run = calibration.start(revision, access, admit=True, injection_suite=suite)
-        except TransitionError as exc:
+        except (TransitionError, QueueUnreachable) as exc:
             messages.error(request, str(exc))
             return redirect_to(request, revision_url(revision))
         with_suite = " and the injection suite finds no attack success" if suite else ""

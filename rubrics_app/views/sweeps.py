@@ -17,6 +17,7 @@ from rubrics_app.access import get_repository_for_user
 from rubrics_app.forms_runs import SweepForm
 from rubrics_app.models import Job, Role, RubricRevision, Sweep, SweepResult, Task
 from rubrics_app.services import sweeps
+from rubrics_app.services.jobs import QueueUnreachable
 from rubrics_app.services.sweeps import SweepError, SweepRequest
 from rubrics_app.views.common import HtmxHttpRequest
 from rubrics_app.views.revisions import redirect_to
@@ -54,7 +55,7 @@ def sweep_start(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     request_ = SweepRequest(task=task, revision=revision, arm=data["arm"], model=data["model"])
     try:
         sweep = sweeps.start(repository, access, request_)
-    except SweepError as exc:
+    except (SweepError, QueueUnreachable) as exc:
         messages.error(request, f"The sweep was not sent: {exc}")
         return redirect_to(request, back)
     return redirect_to(request, sweep_url(sweep))

@@ -268,4 +268,4 @@ def test_the_reap_command_waits_and_prints_what_became_of_each_job(
     out = capsys.readouterr().out.splitlines()
     assert f"job {lost.pk} (validate_revision): queued again (now queued)" in out
     assert any(line.startswith(f"job {done.pk} (validate_revision): failed: worker lost") for line in out)
-    assert out[-1] == "reaped 2 lost job(s)"
+    assert out[-1] == "reaped 2 lost job(s), 0 unclaimed job(s)"

@@ -6,11 +6,7 @@ Django on SQLite). Either way every run ends up graded once, or the job is faile
 
 from __future__ import annotations
 
-import shutil
-import socket
-import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,64 +20,14 @@ from rubrics_app.access import Actor
 from rubrics_app.models import ItemVerdict, Job, JobStatus, JudgeSetting, Repository, RubricRevision, RunGrade
 from rubrics_app.services import sweeps
 from rubrics_app.services.sweeps import sweep_runs
+from tests.app.redis_helpers import OwnRedis, own_redis_fixture
 from tests.app.sweep_helpers import import_runs
 from tests.app.worker_helpers import SONNET, WAIT_SECONDS, celery_worker, database_url, environment
 from tests.grading.judge.fake_servers import FakeProviderServer, fake_server_fixture
 
-__all__ = ["fake_server_fixture"]
+__all__ = ["fake_server_fixture", "own_redis_fixture"]
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("flushable_transactional_db")]
-
-REDIS_SERVER = shutil.which("redis-server")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class OwnRedis:
-    """A redis-server of this test only, without persistence: restarting it loses every message in it."""
-
-    def __init__(self, port: int, folder: Path) -> None:
-        self.port = port
-        self.folder = folder
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        command = [str(REDIS_SERVER), "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
-        command += ["--appendonly", "no", "--dir", str(self.folder)]
-        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                    return
-            except OSError:
-                assert time.monotonic() < deadline, "redis-server did not start"
-                time.sleep(0.05)
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=10)
-
-
-@pytest.fixture
-def own_redis(tmp_path: Path) -> Iterator[OwnRedis]:
-    if REDIS_SERVER is None:
-        pytest.skip("redis-server is not installed: the Redis restart test starts one of its own")
-    redis = OwnRedis(free_port(), tmp_path)
-    redis.start()
-    try:
-        yield redis
-    finally:
-        redis.stop()
 
 
 def test_redis_restarted_mid_sweep_the_job_still_finishes_with_every_run_graded_once(

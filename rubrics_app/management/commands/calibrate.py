@@ -8,7 +8,8 @@ admission. With
 --wait, prints each row as it finishes and exits 0 when admitted, 1 when a row does not hold, 2 on bad
 input (no such repository, task or approved revision; a calibration that could not run, with its reason).
 --mutants also judges the oracle's mutants (an authoring aid): --wait prints them and their counts after
-the rows; they never change the exit code.
+the rows; they never change the exit code. Exit 1 at once when the job queue is unreachable (the job is
+failed; nothing was started).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from rubrics_app.models import (
     TransitionError,
 )
 from rubrics_app.services import calibration
+from rubrics_app.services.jobs import QueueUnreachable
 from rubrics_app.services.mutants import harmless_marks
 
 
@@ -77,6 +79,8 @@ class Command(BaseCommand):
             )
         except TransitionError as exc:
             raise CommandError(str(exc), returncode=2) from None
+        except QueueUnreachable as exc:
+            raise CommandError(exc.detail, returncode=1) from None
         tag = " (scripted judge)" if run.scripted else ""
         self.stdout.write(
             f"calibration #{run.pk} of {task.task_id} revision {revision.number}, judge {run.judge}{tag}"

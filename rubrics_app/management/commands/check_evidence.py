@@ -5,7 +5,8 @@ task's base commit with the checkout's HEAD (real git), flags the revision "need
 change and prints the old and new text. Exit 0: no open change; 1: the cited code changed; 2: bad input.
 
 ``--send`` hands the same check to a Celery worker as a job (the one the periodic job sends); ``--wait``
-blocks until the worker finishes it and prints its result.
+blocks until the worker finishes it and prints its result. ``--send`` exits 1 at once when the job queue is
+unreachable (the job is failed; nothing was started).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from rubrics_app.access import Actor
 from rubrics_app.management.options import REPOSITORY_HELP, repository_named
 from rubrics_app.management.wait import wait_for_job
 from rubrics_app.models import EvidenceCheckResult, JobStatus, Repository
+from rubrics_app.services.jobs import QueueUnreachable
 from rubrics_app.services.rereview import (
     EvidenceCheckError,
     check_evidence,
@@ -51,7 +53,10 @@ class Command(BaseCommand):
         self._finish(repository, evidence_result(report))
 
     def _send(self, repository: Repository, wait: bool, timeout: float) -> None:
-        job = start_evidence_check(repository, by=Actor.command_line())
+        try:
+            job = start_evidence_check(repository, by=Actor.command_line())
+        except QueueUnreachable as exc:
+            raise CommandError(exc.detail, returncode=1) from None
         self.stdout.write(f"sent job {job.pk} (check_evidence {repository.name})")
         if not wait:
             return

@@ -6,7 +6,8 @@ revision with its problems listed. With --wait, prints each step as the worker r
 its cost and its problems: exit 0 for a draft with no problem, 1 for a draft with problems or a drafting
 that failed (at which step, and why), 2 on bad input. A drafting of the same task from the same source (PR
 number, or export with the same sha256) still queued or running is joined, and followed with --wait, rather
-than sent twice; a finished one is drafted again.
+than sent twice; a finished one is drafted again. Exit 1 at once when the job queue is unreachable (the job
+is failed; nothing was started).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from rubrics_app.management.options import REPOSITORY_HELP, TASK_HELP, repositor
 from rubrics_app.management.wait import wait_for_job
 from rubrics_app.models import Job, JobStatus, RubricDraft
 from rubrics_app.services.drafting import DraftRequestError, request_draft
+from rubrics_app.services.jobs import QueueUnreachable
 
 
 class Command(BaseCommand):
@@ -57,6 +59,8 @@ class Command(BaseCommand):
         except DraftRequestError as exc:
             flag = {"pr_number": "--pr: ", "pr_export": "--pr-export: "}.get(exc.field or "", "")
             raise CommandError(f"{flag}{exc.message}", returncode=2) from None
+        except QueueUnreachable as exc:
+            raise CommandError(exc.detail, returncode=1) from None
         assert draft.job is not None
         if created:
             self.stdout.write(

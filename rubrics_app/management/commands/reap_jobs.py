@@ -1,8 +1,10 @@
 """manage.py reap_jobs [--wait] [--timeout SECONDS]
 
-Sends the reaper job (what beat sends every JOB_REAP_EVERY_SECONDS): every running job whose worker stopped
-beating is queued again, or failed with "worker lost" after JOB_MAX_ATTEMPTS claims. With --wait, blocks until
-a worker has reaped the jobs that were lost when it was sent, and prints what became of each.
+Sends the reaper job (what every worker runs every JOB_REAP_EVERY_SECONDS): every running job whose worker
+stopped beating is queued again, or failed with "worker lost" after JOB_MAX_ATTEMPTS claims; every queued job
+that no worker claimed within JOB_QUEUED_LOST_AFTER_SECONDS of its sending is sent again. With --wait, blocks
+until a worker has reaped the jobs that were lost when it was sent, and prints what became of each. Exit 1
+when the job queue is unreachable (nothing was sent).
 """
 
 from __future__ import annotations
@@ -10,15 +12,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from rubrics_app.management.wait import JobGone, wait_for_job
 from rubrics_app.models import Job, JobStatus
-from rubrics_app.services.jobs import lost_jobs, reap_lost_jobs
+from rubrics_app.services.jobs import QueueUnreachable, lost_jobs, publish, reap_lost_jobs, unclaimed_jobs
 
 
 class Command(BaseCommand):
-    help = "Queue again (or fail) running jobs whose worker was lost."
+    help = "Queue again (or fail) running jobs whose worker was lost; send again queued jobs never claimed."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--wait", action="store_true", help="block until a worker has reaped them")
@@ -31,24 +33,33 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        lost_jobs_now = lost_jobs()
-        lost = {job.pk: job.heartbeat_at for job in lost_jobs_now}
-        reap_lost_jobs.delay()
+        # Each job with what it looked like: a reaped one is no longer running (queued) or was sent since.
+        lost = [(job, JobStatus.RUNNING, "heartbeat_at", job.heartbeat_at) for job in lost_jobs()]
+        unclaimed = [(job, JobStatus.QUEUED, "sent_at", job.sent_at) for job in unclaimed_jobs()]
+        try:
+            publish(reap_lost_jobs)
+        except QueueUnreachable as exc:
+            raise CommandError(exc.detail, returncode=1) from None
         if not options["wait"]:
-            self.stdout.write(f"reaper sent; {len(lost)} job(s) look lost now")
+            self.stdout.write(
+                f"reaper sent; {len(lost)} job(s) look lost now, {len(unclaimed)} queued job(s) unclaimed"
+            )
             return
         deadline = time.monotonic() + options["timeout"]
-        for job in lost_jobs_now:
-            beat = lost[job.pk]
+        for job, status, field, seen in lost + unclaimed:
 
-            def reaped(j: Job, beat: object = beat) -> bool:
-                # No longer running, or running again under a new claim (a fresh heartbeat).
-                return j.status != JobStatus.RUNNING or j.heartbeat_at != beat
+            def reaped(j: Job, status: str = status, field: str = field, seen: object = seen) -> bool:
+                return j.status != status or getattr(j, field) != seen
 
             try:
                 job = wait_for_job(job, timeout=options["timeout"], until=reaped, deadline=deadline)
             except JobGone:
                 continue
-            what = "queued again" if job.status != JobStatus.FAILED else f"failed: {job.error}"
+            if job.status == JobStatus.FAILED:
+                what = f"failed: {job.error}"
+            elif status == JobStatus.RUNNING:
+                what = "queued again"
+            else:
+                what = "sent again"
             self.stdout.write(f"job {job.pk} ({job.kind}): {what} (now {job.status})")
-        self.stdout.write(f"reaped {len(lost)} lost job(s)")
+        self.stdout.write(f"reaped {len(lost)} lost job(s), {len(unclaimed)} unclaimed job(s)")

@@ -7,7 +7,8 @@ providers' batch APIs, at half price and slower; --interactive one by one. Runs 
 content with that judge are skipped. With --wait, prints the progress until the job ends and exits 0 when
 every run is graded, 1 when the sweep stopped or failed (the reason is printed; the grades stored before are
 kept) or when a run is left without a grade, batch or not: a judge failure (every call failed, say) or a run
-that could not be read (the next sweep grades them again), 2 on bad input.
+that could not be read (the next sweep grades them again), 2 on bad input. Exit 1 at once when the job
+queue is unreachable (the job is failed; nothing was started).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from rubrics_app.management.options import REPOSITORY_HELP, TASK_HELP, repositor
 from rubrics_app.management.wait import wait_for_job
 from rubrics_app.models import Job, JobStatus, RubricRevision, Sweep, SweepResult
 from rubrics_app.services import sweeps
+from rubrics_app.services.jobs import QueueUnreachable
 from rubrics_app.services.sweeps import SweepError, SweepRequest
 
 
@@ -105,6 +107,8 @@ class Command(BaseCommand):
             sweep = sweeps.start(repository, Actor.command_line(), request)
         except (SweepError, PermissionDenied) as exc:
             raise CommandError(str(exc), returncode=2) from None
+        except QueueUnreachable as exc:
+            raise CommandError(exc.detail, returncode=1) from None
         tag = (" (scripted judge)" if sweep.scripted else "") + (", batch" if sweep.batch else "")
         provisional = ", provisional" if sweep.provisional else ""
         self.stdout.write(

@@ -26,6 +26,7 @@ from grading.judge.limits import (
     SharedProviderLimit,
 )
 from grading.judge.runner import judge_run
+from grading.judge.scripted import ScriptedBackend
 from tests.grading.judge.fake_servers import FakeProviderServer, fake_server_fixture, storm, valid
 from tests.grading.judge.judge_helpers import DIFF, TASK, make_rubric
 from tests.grading.judge.limits_helpers import MODEL
@@ -181,3 +182,44 @@ def test_an_unreachable_redis_stops_the_call_with_its_reason(key: str) -> None:
 
     with pytest.raises(LimitUnavailable, match=f"shared provider limit '{key}' could not be reached"):
         asyncio.run(asyncio.wait_for(take(), timeout=10))
+
+
+def test_a_judge_call_the_unreachable_redis_stopped_names_redis_not_the_provider(
+    fake_server: FakeProviderServer,
+) -> None:
+    # A closed port: the SDK takes what its HTTP client raised for a connection error of the provider's.
+    limit = SharedProviderLimit(
+        ProviderLimitSpec(concurrency=1),
+        "redis://127.0.0.1:1/0",
+        "test-limits:unreachable",
+        unavailable_after=0.2,
+        socket_timeout=0.5,
+    )
+    fake_server.script(valid())
+    backend = AnthropicBackend(MODEL, base_url=fake_server.anthropic_base_url, api_key="k", max_retries=2)
+    result = judge_run(TASK, make_rubric(), DIFF, LimitedBackend(backend, limit), config_edited=False)
+    assert result.failure is not None
+    assert "the Redis server of the shared provider limit 'test-limits:unreachable' could not be reached" in (
+        result.failure
+    )
+    assert "(the call was not made)" in result.failure
+    assert "anthropic: connection failed" not in result.failure
+    assert fake_server.arrivals == []  # the provider was never called
+
+
+def test_a_call_limited_as_a_whole_names_redis_too(tmp_path: Path) -> None:
+    # A backend without its own HTTP client (claude-code, a scripted judge) is limited around the call.
+    script = tmp_path / "judge.json"
+    script.write_text('{"default": {}}')
+    limit = SharedProviderLimit(
+        ProviderLimitSpec(concurrency=1),
+        "redis://127.0.0.1:1/0",
+        "test-limits:unreachable",
+        unavailable_after=0.2,
+        socket_timeout=0.5,
+    )
+    backend = ScriptedBackend(script)
+    result = judge_run(TASK, make_rubric(), DIFF, LimitedBackend(backend, limit), config_edited=False)
+    assert result.failure is not None
+    assert "the Redis server of the shared provider limit 'test-limits:unreachable'" in result.failure
+    assert backend.calls == 0
