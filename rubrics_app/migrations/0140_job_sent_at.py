@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("rubrics_app", "0137_report_snapshot"),
+        ("rubrics_app", "0139_agent_run_source_length"),
     ]
 
     operations = [
