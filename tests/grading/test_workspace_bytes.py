@@ -12,6 +12,7 @@ import pytest
 
 from grading.cli import main
 from grading.diffs import FileChange, load_diff
+from grading.git_quote import path_text
 from tests.gitrepo import GitRepo
 from tests.grading.task_helpers import FIXED, Task
 from tests.grading.workspace_helpers import apply_on_base, listing
@@ -145,6 +146,8 @@ def late_nul(text: str) -> bytes:
 
 
 ODD = 'odd *[x] "q"?.dat'
+ODDER = os.fsdecode(b"#new\nline\\ \xe9 [!x].dat")  # quoted by git: a newline, a backslash, not UTF-8
+ODDER_SHOWN = path_text(os.fsencode(ODDER))  # as the diff reader names it
 
 
 def test_a_late_nul_byte_makes_a_binary_patch_on_either_side(git_repo: GitRepo, tmp_path: Path) -> None:
@@ -158,6 +161,7 @@ def test_a_late_nul_byte_makes_a_binary_patch_on_either_side(git_repo: GitRepo, 
         repo.write("notes.txt", late_nul("plain text\n"))  # text made binary
         repo.write("logo.ai", "%!PS-Adobe-3.0\n")  # binary made text: the NUL is on the old side only
         repo.write(ODD, late_nul("new\n"))
+        repo.write(ODDER, late_nul("new\n"))
         repo.write("odd *[x] other.dat", "changed, still text\n")
         (repo.path / "link").unlink()
         repo.write("link", late_nul("a symbolic link made a file\n"))  # a type change: two sections
@@ -167,9 +171,9 @@ def test_a_late_nul_byte_makes_a_binary_patch_on_either_side(git_repo: GitRepo, 
     diff = (run / "workspace.diff").read_bytes()
     assert b"\0" not in diff
     found = changes(run)
-    assert set(found) == {"logo.ai", "notes.txt", "odd *[x] other.dat", ODD, "link"}
-    assert {p for p, c in found.items() if c.binary} == {"logo.ai", "notes.txt", ODD, "link"}
-    assert diff.count(b"GIT binary patch") == 4
+    assert set(found) == {"logo.ai", "notes.txt", "odd *[x] other.dat", ODD, ODDER_SHOWN, "link"}
+    assert {p for p, c in found.items() if c.binary} == {"logo.ai", "notes.txt", ODD, ODDER_SHOWN, "link"}
+    assert diff.count(b"GIT binary patch") == 5
     clone = apply_on_base(git_repo, base, run / "workspace.diff", tmp_path / "clone")
     assert listing(clone.path) == listing(git_repo.path)
     # The trap is live: git alone writes a text hunk holding the NUL byte.
