@@ -5,8 +5,9 @@ CONTRACT (other modules rely on it): ``parse_diff(data: bytes | str, source: str
 list[FileChange]``; ``read_diff(data, source, strict=True) -> ParsedDiff``: the same parse with every
 file's hunks (old and new line numbers, the diff line each starts on), for the judge's location check,
 admission's reviewer comment and the web app's diff view. ``decode_diff(data) -> str``: the text the
-judge sees. Names in headers are read with git's C-quoting (``grading.git_quote``, shared with the
-path-list files and the workspace).
+judge sees. ``holds_binary(data) -> bool``: the one rule for binary content (a NUL byte anywhere), which
+the capture follows when it writes a diff. Names in headers are read with git's C-quoting
+(``grading.git_quote``, shared with the path-list files and the workspace).
 
 Scope, integrity, the judge's location check and the diff view all take their paths from here, so they
 cannot disagree about which file a line belongs to.
@@ -146,6 +147,13 @@ class ParsedDiff:
 
 
 # --- text and paths ----------------------------------------------------------------------------------
+
+
+def holds_binary(data: bytes | str) -> bool:
+    """The one rule for what is binary: a NUL byte anywhere. This reader refuses a diff holding one outside
+    a binary patch (base85 never does), and the capture writes every file holding one as a binary patch,
+    whatever git's own test says (it looks at the first 8,000 bytes only)."""
+    return ("\x00" in data) if isinstance(data, str) else (b"\x00" in data)
 
 
 def decode_diff(data: bytes) -> str:
@@ -703,8 +711,9 @@ def read_diff(data: bytes | str, source: str = "workspace.diff", *, strict: bool
         # A UTF-8 byte order mark would hide the first file's header.
         lines[0] = lines[0][1:]
     parsed = ParsedDiff(lines=lines)
-    has_nul = "\x00" in data if isinstance(data, str) else b"\x00" in data
-    nul_line = next((index for index, line in enumerate(lines) if "\x00" in line), None) if has_nul else None
+    nul_line = (
+        next((i for i, line in enumerate(lines) if holds_binary(line)), None) if holds_binary(data) else None
+    )
     if nul_line is not None:
         error = InputError(source, "NUL byte: binary data, not a diff", f"line {nul_line + 1}")
         if strict:

@@ -55,10 +55,13 @@ How the capture works, and why:
   edits to tracked files.
 - Everything after the snapshot's or capture's first look at the repository (the file scan, ``git add -N``,
   the diff) runs with one scratch git directory (``GIT_DIR``; the work tree is the workspace). Its
-  ``info/attributes`` (``* !diff``) outranks the workspace's ``.gitattributes`` and replaces its
-  ``.git/info/attributes``: a ``binary`` or ``-diff`` attribute must not turn a text change into a binary
-  patch the judge cannot read and max_changed_lines does not count. The system attributes file is not read
-  (``GIT_ATTR_NOSYSTEM``), as the system config is not.
+  ``info/attributes`` (``* !diff -text -ident -filter !working-tree-encoding``) outranks the workspace's
+  ``.gitattributes`` and replaces its ``.git/info/attributes``: a ``binary`` or ``-diff`` attribute must not
+  turn a text change into a binary patch the judge cannot read and max_changed_lines does not count, and no
+  conversion applies, so the diff is of the bytes on disk (grading/workspace_bytes.py: a file whose bytes
+  equal its base blob is never in it, a file a checkout of the base converted and the run left alone is
+  not either, and a file holding a NUL byte anywhere is a binary patch). The system attributes file is
+  not read (``GIT_ATTR_NOSYSTEM``), as the system config is not.
 - A nested repository the agent created (a directory with its own ``.git``, with or without commits, left
   untracked or staged/committed as a gitlink the base does not have) would be a gitlink, which ``git apply``
   cannot reproduce and which hides every file inside it. Its files (not its ``.git``) are therefore
@@ -130,14 +133,15 @@ from grading.path_lists import (
     format_path_list,
     read_snapshot_file,
 )
+from grading.workspace_bytes import byte_exact_diff
 from grading.workspace_git import (
     _alternates_value,
     _Git,
     _git_path,
-    _nul_joined,
     _resolve_base,
-    _scratch_git_dir,
     _split_z,
+    nul_joined,
+    scratch_git_dir,
 )
 from grading.workspace_ignores import _base_ignore_files, _ignored_by, _read_regular, _self_ignoring_dirs
 from grading.workspace_record import (
@@ -271,7 +275,7 @@ def _scan(git: _Git, staged_repositories: Sequence[str] = ()) -> _Scan:
     nested_candidates = [f for repo in nested_repos for f in _walk_nested(git, repo)]
     nested_ignored: set[str] = set()
     if nested_candidates:
-        stdin = _nul_joined(nested_candidates)
+        stdin = nul_joined(nested_candidates)
         # exit 1 means "none of them is ignored"
         out = git.run("check-ignore", "--no-index", "-z", "--stdin", stdin=stdin, ok_codes=(0, 1))
         nested_ignored = set(_split_z(out))
@@ -334,7 +338,7 @@ def _use_scratch(git: _Git, scratch: Path, info_exclude: bytes, fallback: Sequen
         # fresh mtime on the copy would hide a same-size edit made right after `git status` or a checkout.
         shutil.copy2(real_index, scratch_index)
     (scratch / "objects").mkdir()
-    git_dir = _scratch_git_dir(git, scratch, real_index.parent, info_exclude)
+    git_dir = scratch_git_dir(git, scratch, real_index.parent, info_exclude)
     git.extra_env = {
         "GIT_DIR": str(git_dir),
         "GIT_WORK_TREE": str(git.workspace),
@@ -464,7 +468,7 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
         if special_files:
             # Absent from the work tree for the diff: a tracked one leaves the scratch index, so the diff
             # shows it deleted without git opening it (an untracked one git does not list anyway).
-            git.run("update-index", "--force-remove", "-z", "--stdin", stdin=_nul_joined(special_files))
+            git.run("update-index", "--force-remove", "-z", "--stdin", stdin=nul_joined(special_files))
         scan = _scan(git, staged_repositories)
         created = sorted(set(scan.ignored) - before_paths)
         self_ignoring = _self_ignoring_dirs(git, base_commit, created, before_paths, old_ignore_files)
@@ -484,16 +488,16 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
                 "--pathspec-file-nul",
             )
             git.run(
-                "--literal-pathspecs", "add", *add_flags, stdin=_nul_joined(scan.untracked), ok_codes=(0, 1)
+                "--literal-pathspecs", "add", *add_flags, stdin=nul_joined(scan.untracked), ok_codes=(0, 1)
             )
         if staged_repositories:
-            git.run("update-index", "--force-remove", "-z", "--stdin", stdin=_nul_joined(staged_repositories))
+            git.run("update-index", "--force-remove", "-z", "--stdin", stdin=nul_joined(staged_repositories))
         if scan.nested_files or surfaced:
             # git add would stop at a nested .git (a gitlink) and refuses ignored files; update-index adds
             # the files themselves and reads no ignore rule.
             files = [*scan.nested_files, *surfaced]
-            git.run("update-index", "--add", "-z", "--stdin", stdin=_nul_joined(files))
-        diff = git.run("diff", *_DIFF_FLAGS, base_commit, "--")
+            git.run("update-index", "--add", "-z", "--stdin", stdin=nul_joined(files))
+        diff = byte_exact_diff(git, scratch, base_commit, _DIFF_FLAGS)
         in_index = set(_split_z(git.run("ls-files", "-z")))
     # Names git refuses to track anywhere (a '.GIT' directory): no diff can carry them, so they are listed
     # with the ignored files, where denied_globs still sees them.
@@ -572,6 +576,6 @@ def _clear_hiding_bits(git: _Git) -> None:
         if tag.upper() == b"S":
             skipped.append(name)
     if assumed:
-        git.run("update-index", "--no-assume-unchanged", "-z", "--stdin", stdin=_nul_joined(assumed))
+        git.run("update-index", "--no-assume-unchanged", "-z", "--stdin", stdin=nul_joined(assumed))
     if skipped:
-        git.run("update-index", "--no-skip-worktree", "-z", "--stdin", stdin=_nul_joined(skipped))
+        git.run("update-index", "--no-skip-worktree", "-z", "--stdin", stdin=nul_joined(skipped))

@@ -14,6 +14,12 @@ from grading.errors import InputError
 from grading.git import NO_COMMANDS_CONFIG, Git
 from grading.git_quote import c_quote
 
+# The capture's info/attributes, which outranks .gitattributes and .git/info/attributes. `!diff`: a `binary`
+# or `-diff` attribute must not make a text change a binary patch the judge cannot read (git's own
+# text-or-binary test decides, then grading/workspace_bytes.py's NUL rule). The rest switch off every
+# conversion, so git hashes and diffs the bytes on disk (`-working-tree-encoding` is an error to git).
+RAW_ATTRIBUTES = "* !diff -text -ident -filter !working-tree-encoding\n"
+
 # Config that shapes the diff text or the file lists, pinned so the repository's .git/config cannot change
 # them. Keys a flag already pins (diff.external via --no-ext-diff, ...) are pinned here too, belt and braces.
 _CONFIG_OVERRIDES: tuple[tuple[str, str], ...] = (
@@ -124,18 +130,21 @@ def _split_z(data: bytes) -> list[str]:
     return [os.fsdecode(item) for item in data.split(b"\0") if item]
 
 
-def _nul_joined(names: Iterable[bytes | str]) -> bytes:
+def nul_joined(names: Iterable[bytes | str]) -> bytes:
     return b"".join((os.fsencode(n) if isinstance(n, str) else n) + b"\0" for n in names)
 
 
-def _scratch_git_dir(git: _Git, scratch: Path, index_dir: Path, info_exclude: bytes) -> Path:
+def scratch_git_dir(
+    git: Git, scratch: Path, index_dir: Path, info_exclude: bytes, *, attributes: str | None = None
+) -> Path:
     """A scratch git directory whose ``info/exclude`` is ``info_exclude`` and whose ``info/attributes``
-    outranks the workspace's.
+    (``attributes``; by default :data:`RAW_ATTRIBUTES`) outranks the workspace's.
 
     A ``-diff`` or ``binary`` attribute (in ``.gitattributes``, or in ``.git/info/attributes``, which no
     diff shows) turns a text change into a binary patch: the judge could not read it and max_changed_lines
     would not count it. ``!diff`` leaves git's own text-or-binary test in charge. Conversions (``text``,
-    ``eol``) stay as the repository sets them: they decide the content, not how it is shown.
+    ``eol``, ``ident``, ``working-tree-encoding``, filters) are off: the diff is of the bytes on disk
+    (grading/workspace_bytes.py).
     """
     object_format = git.run("rev-parse", "--show-object-format").decode("ascii", "replace").strip()
     git_dir = scratch / "gitdir"
@@ -146,7 +155,7 @@ def _scratch_git_dir(git: _Git, scratch: Path, index_dir: Path, info_exclude: by
     if object_format and object_format != "sha1":
         config = f"[core]\n\trepositoryformatversion = 1\n[extensions]\n\tobjectformat = {object_format}\n"
     (git_dir / "config").write_text(config)
-    (git_dir / "info" / "attributes").write_text("* !diff\n")
+    (git_dir / "info" / "attributes").write_text(RAW_ATTRIBUTES if attributes is None else attributes)
     (git_dir / "info" / "exclude").write_bytes(info_exclude)
     # A split index names its shared part, which git looks for beside the index's git directory.
     for shared in index_dir.glob("sharedindex.*"):

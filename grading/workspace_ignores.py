@@ -12,7 +12,7 @@ from pathlib import Path
 
 from grading.errors import InputError
 from grading.path_lists import _GITIGNORE, SelfIgnoringDir, _is_gitignore
-from grading.workspace_git import _Git, _nul_joined, _scratch_git_dir, _split_z
+from grading.workspace_git import _Git, _split_z, nul_joined, scratch_git_dir
 
 _MAX_SELF_IGNORE_BYTES = 64 * 1024  # a tool's "*" file is a few bytes; a bigger one is not read as one
 # What declares a self-ignoring directory a cache (only those stay out of the diff)
@@ -144,10 +144,10 @@ def _ignored_by(
         raise InputError(source, f"the recorded .gitignore files do not form a tree: {exc}") from exc
     home = scratch / "old-rules"
     home.mkdir()
-    git_dir = _scratch_git_dir(git, home, home, info_exclude)
+    git_dir = scratch_git_dir(git, home, home, info_exclude)
     old = _Git(shadow, {"GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(shadow),
                         "GIT_INDEX_FILE": str(home / "index")})  # fmt: skip
     old.config = list(git.config)
     # exit 1 means "none of them is ignored"
-    out = old.run("check-ignore", "--no-index", "-z", "--stdin", stdin=_nul_joined(paths), ok_codes=(0, 1))
+    out = old.run("check-ignore", "--no-index", "-z", "--stdin", stdin=nul_joined(paths), ok_codes=(0, 1))
     return set(_split_z(out))
