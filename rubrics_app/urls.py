@@ -22,6 +22,9 @@ from rubrics_app.views import (
     tasks,
 )
 
+# A BadParameter (a control character in the query or the path, say) is a page that names the parameter.
+handler400 = "rubrics_app.views.common.bad_request"
+
 
 @login_not_required
 def favicon(request: HttpRequest) -> HttpResponseRedirect:

@@ -1,16 +1,20 @@
-"""What the rubric views share: the htmx request type, the revision loader and the rows of the item list."""
+"""What the rubric views share: the htmx request type, the readers of request parameters, the revision
+loader and the rows of the item list."""
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.core.exceptions import BadRequest
 from django.db.models import Prefetch, QuerySet
-from django.http import HttpRequest
-from django.shortcuts import get_object_or_404
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.views import defaults
 from django_htmx.middleware import HtmxDetails
 
 from grading import MAX_BLOCKERS, MAX_NON_BLOCKERS, MIN_BLOCKERS, MIN_NON_BLOCKERS
@@ -44,6 +48,33 @@ def request_int(raw: str | None) -> int | None:
     if raw is None or not _ROW_ID.fullmatch(raw):
         return None
     return int(raw)
+
+
+class BadParameter(BadRequest):
+    """A request parameter no view can use; its message, shown on the 400 page, names the parameter."""
+
+
+def refuse_control_characters(text: str, what: str) -> None:
+    """BadParameter when ``text`` holds a control character (Unicode category Cc: C0, DEL, C1).
+
+    No filter, id, name or choice of this app holds one, and a NUL reaching a query is a 500 on PostgreSQL
+    ("text fields cannot contain NUL") where SQLite quietly finds nothing: refused here, the same on both.
+    ``what`` names the parameter: "query parameter 'arm'"."""
+    for character in text:
+        if unicodedata.category(character) == "Cc":
+            raise BadParameter(
+                f"The {what} holds a control character (U+{ord(character):04X}), which no name, id or filter "
+                "here holds: nothing was looked up."
+            )
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """handler400: a BadParameter's page says what was wrong, in the site's frame. Django's own 400s
+    (a disallowed Host header, too many fields) keep its bare page: their message is for the log, and
+    the frame could trip on the same bad request."""
+    if not isinstance(exception, BadParameter):
+        return defaults.bad_request(request, exception)
+    return render(request, "400.html", {"problem": str(exception)}, status=400)
 
 
 def page_number(request: HttpRequest) -> int:

@@ -45,7 +45,13 @@ from rubrics_app.services.report import label_target
 from rubrics_app.services.run_pages import run_grades
 from rubrics_app.services.runs import RunImport, import_runs_zip
 from rubrics_app.services.swe_bench import import_swe_bench_upload
-from rubrics_app.views.common import HtmxHttpRequest, page_number, page_size, request_int
+from rubrics_app.views.common import (
+    HtmxHttpRequest,
+    page_number,
+    page_size,
+    refuse_control_characters,
+    request_int,
+)
 from rubrics_app.views.kept_forms import form_key, redirect_with_form
 from rubrics_app.views.repositories import repository_context
 from rubrics_app.views.revisions import redirect_to
@@ -134,6 +140,9 @@ def _queue_params(request: HtmxHttpRequest) -> tuple[str, dict[str, str]]:
         kind = QueueKind.JUDGES
     source = request.POST if request.method == "POST" else request.GET
     filters = {name: str(source.get(name, ""))[:200] for name in review_queue.FILTERS if source.get(name)}
+    if request.method == "POST":  # the query string was checked by RequestTextMiddleware
+        for name, value in filters.items():
+            refuse_control_characters(value, f"form field {name!r}")
     if source.get("show") == SHOW_UNLABELLED:
         filters["show"] = SHOW_UNLABELLED
     return kind, filters
