@@ -13,7 +13,7 @@ Two sources give the same :class:`PullRequest`:
   times, and only within the configured API origin; the token is only ever sent to that origin, and a
   ``Link`` or redirect to another origin is refused. The fetch is bounded in pages per list, bytes and wall
   time; past a bound it fails naming the bound (a rubric drafted from part of a review thread would look
-  complete and be wrong).
+  complete and be wrong). A pull that answers with another number than the one asked for is an error.
 - :func:`load_pr_export`: a JSON file of the same shape, for repositories hosted elsewhere:
   ``{"pull": {...}, "files": [...], "review_comments": [...], "reviews": [...], "issue_comments": [...]}``
   with the fields GitHub gives (``pull.title/body/number/base.sha``, ``files[].filename/status/patch``,
@@ -385,9 +385,15 @@ class GitHubSource:
         finally:
             self.close()
         self.moved_to = _moved_to(pull, self.repository)
-        return pull_request_from_parts(
+        pr = pull_request_from_parts(
             pull, files, comments, reviews, issue_comments, source=f"GitHub {self.repository}#{number}"
         )
+        if pr.number != number:
+            # Drafted from, it would be another PR's rubric under this one's number.
+            raise GitHubError(
+                f"GitHub: asked for PR #{number} of {self.repository}, and the answer is PR #{pr.number}"
+            )
+        return pr
 
     def notes(self) -> list[str]:
         """What the caller should tell the maintainer about this fetch (a moved repository, a rate-limit

@@ -1,7 +1,7 @@
 """A drafting job meets GitHub answers the client does not take at their word: a rate-limit header that is
 not a usable number (waited out as absent, and named on the draft, or named in the failure past the wait
-limit; never "internal error: ValueError"). Against the local GitHub stand-in; waits are recorded, never
-slept."""
+limit; never "internal error: ValueError"), and a pull answered under another number (a failure naming
+both). Against the local GitHub stand-in; waits are recorded, never slept."""
 
 from __future__ import annotations
 
@@ -113,5 +113,18 @@ def test_past_the_wait_limit_the_job_fails_naming_the_header(
         "x-ratelimit-reset: '99999999999999' is not a usable number of seconds (read as absent), so the wait "
         "would be 60s more: try again then"
     )
+    assert not RubricRevision.objects.filter(task=task).exists()
+    assert fake_server.model_calls() == []
+
+
+@pytest.mark.usefixtures("ready")
+def test_a_pull_answered_under_another_number_fails_the_job_naming_both(
+    fake_server: FakeProviderServer, github: FakeGitHub, task: Task
+) -> None:
+    serve_pull(github, answered_as=8)
+
+    record = run_job(task)
+
+    assert record.error == "fetching the PR: GitHub: asked for PR #7 of octo/shapes, and the answer is PR #8"
     assert not RubricRevision.objects.filter(task=task).exists()
     assert fake_server.model_calls() == []

@@ -1,6 +1,6 @@
 """GitHub answers the client must not take at their word: rate-limit headers that are not usable numbers
-(read as absent, a bounded wait, and said). Against the local GitHub stand-in, with the real HTTP client;
-waits are recorded, never slept."""
+(read as absent, a bounded wait, and said), and a pull that is not the one asked for (an error naming both
+numbers). Against the local GitHub stand-in, with the real HTTP client; waits are recorded, never slept."""
 
 from __future__ import annotations
 
@@ -105,6 +105,16 @@ def test_past_the_wait_limit_an_unreadable_header_is_named_in_the_error(
     assert slept == [60.0]
 
 
+# --- the PR asked for ---------------------------------------------------------------------------------------
+
+
+def test_a_pull_answered_under_another_number_is_an_error_naming_both(github: FakeGitHub) -> None:
+    serve_pull(github, number=7, answered_as=8)
+    with pytest.raises(GitHubError) as info:
+        source(github, []).fetch(7)
+    assert str(info.value) == "GitHub: asked for PR #7 of octo/shapes, and the answer is PR #8"
+
+
 # --- rubric draft -------------------------------------------------------------------------------------------
 
 
@@ -196,4 +206,19 @@ def test_rubric_draft_past_the_wait_limit_exits_1_with_one_line(
     assert printed.out.startswith("rubric: fetching the PR: GitHub: rate limited; waited 0s in all")
     assert "x-ratelimit-reset: '99999999999999' is not a usable number" in printed.out
     assert "Traceback" not in printed.out + printed.err
+    assert not (tmp_path / "out").exists()
+
+
+def test_rubric_draft_of_a_pull_answered_under_another_number_exits_1(
+    github: FakeGitHub,
+    task_and_checkout: tuple[Path, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    serve_pull(github, number=7, answered_as=70)
+    code = rubric_draft(tmp_path, task_and_checkout, github)
+    assert code == 1
+    assert capsys.readouterr().out == (
+        "rubric: fetching the PR: GitHub: asked for PR #7 of octo/shapes, and the answer is PR #70\n"
+    )
     assert not (tmp_path / "out").exists()
