@@ -1,6 +1,7 @@
-"""Middleware: Django's login-required backstop taught about htmx, and the request body cap (a request
+"""Middleware: Django's login-required backstop taught about htmx, the request body cap (a request
 that says it carries more than REQUEST_MAX_BYTES is answered 413 before anything reads its body; Django
-would read a form into memory, or spool an upload to disk, first)."""
+would read a form into memory, or spool an upload to disk, first), and the refusal of control characters in
+the query string and the path."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import resolve_url
 from django_htmx.http import HttpResponseClientRedirect
+
+from rubrics_app.views.common import refuse_control_characters
 
 
 class LoginRequiredMiddleware(middleware.LoginRequiredMiddleware):
@@ -54,3 +57,34 @@ class RequestBodyLimitMiddleware:
                 f"Request body too large: the limit is {limit} bytes.", status=413, content_type="text/plain"
             )
         return self.get_response(request)
+
+
+class RequestTextMiddleware:
+    """Every query parameter (its name and each value) and every text part of the path is checked here,
+    once, before any view reads it: a control character is a 400 naming the parameter (views.common's
+    ``refuse_control_characters``), on every database. Posted forms check their own fields (Django's
+    CharField refuses NUL with a form error); a view that reads a posted value itself checks it with the
+    same rule."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_view(
+        self,
+        request: HttpRequest,
+        view_func: Callable[..., Any],
+        view_args: tuple[Any, ...],
+        view_kwargs: dict[str, Any],
+    ) -> None:
+        for name, values in request.GET.lists():
+            for text in (name, *values):
+                refuse_control_characters(text, f"query parameter {name!r}")
+        for name, value in view_kwargs.items():
+            if isinstance(value, str):
+                refuse_control_characters(value, f"URL's {name}")
+        for value in view_args:
+            if isinstance(value, str):
+                refuse_control_characters(value, "URL")

@@ -161,6 +161,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # A backstop: every view also says @login_required; a new view that forgets is still closed.
     "rubrics_app.middleware.LoginRequiredMiddleware",
+    # After the login check (an anonymous request goes to the login page whatever it asks), before any view
+    # reads a parameter: a control character in the query or the path is a 400.
+    "rubrics_app.middleware.RequestTextMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",

@@ -21,6 +21,10 @@ from rubrics_app.views import (
     sweeps,
     tasks,
 )
+from rubrics_app.views.common import require_post
+
+# A BadParameter (a control character in the query or the path, say) is a page that names the parameter.
+handler400 = "rubrics_app.views.common.bad_request"
 
 
 @login_not_required
@@ -157,7 +161,11 @@ app_urls = [
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/login/", login.LoginView.as_view(), name="login"),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path(
+        "accounts/logout/",
+        require_post("logs you out", back="rubrics:repository_list")(auth_views.LogoutView.as_view()),
+        name="logout",
+    ),
     # Browsers ask for /favicon.ico whatever the page links to; the login page shows it too.
     path("favicon.ico", favicon),
     path("", include((app_urls, "rubrics"))),

@@ -6,11 +6,14 @@ Two sources give the same :class:`PullRequest`:
   every list followed through its ``Link: rel="next"`` pages, and rate limits honoured: a 403/429 with
   ``x-ratelimit-remaining: 0`` waits until ``x-ratelimit-reset``, one with ``retry-after`` waits that long,
   both only up to ``max_wait`` seconds in all, after which the fetch fails with the time to try again.
+  A rate-limit header that is not a usable number of seconds (``retry-after: ²``, a reset thousands of
+  years away) is read as absent: the wait is GitHub's documented minute, bounded the same way, and the
+  fetch's notes say which header it could not read.
   Redirects (301, 302, 307, 308: a renamed or transferred repository) are followed a bounded number of
   times, and only within the configured API origin; the token is only ever sent to that origin, and a
   ``Link`` or redirect to another origin is refused. The fetch is bounded in pages per list, bytes and wall
   time; past a bound it fails naming the bound (a rubric drafted from part of a review thread would look
-  complete and be wrong).
+  complete and be wrong). A pull that answers with another number than the one asked for is an error.
 - :func:`load_pr_export`: a JSON file of the same shape, for repositories hosted elsewhere:
   ``{"pull": {...}, "files": [...], "review_comments": [...], "reviews": [...], "issue_comments": [...]}``
   with the fields GitHub gives (``pull.title/body/number/base.sha``, ``files[].filename/status/patch``,
@@ -26,6 +29,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -42,6 +46,10 @@ MAX_REDIRECTS = 5  # per request; GitHub sends one for a renamed or transferred 
 MAX_PAGES = 50  # per list, of 100 entries each
 MAX_FETCH_BYTES = 20 * 1024 * 1024  # every response body of one fetch together
 MAX_FETCH_SECONDS = 120.0  # one fetch's transfers; rate-limit waits have their own bound (max_wait)
+# GitHub's rate limits reset within the hour; a reset further away is not a time this fetch can use.
+RATE_LIMIT_WINDOW = 3600
+# GitHub's advice when its headers say nothing usable: wait at least a minute.
+UNREADABLE_RATE_LIMIT_WAIT = 60.0
 MAX_HUNK_CHARS = 3_000  # the diff_hunk a review comment is shown with (its last lines: the commented ones)
 
 # GitHub's rules: an owner (user or organisation) is letters, digits and hyphens, not starting with a
@@ -344,6 +352,7 @@ class GitHubSource:
         self.requests = 0
         self.bytes_read = 0
         self.moved_to: str | None = None
+        self.unreadable_headers: list[str] = []  # "retry-after: '²'", once each
         self._sleep = sleep
         self._clock = clock
         self._started = time.monotonic()
@@ -376,15 +385,29 @@ class GitHubSource:
         finally:
             self.close()
         self.moved_to = _moved_to(pull, self.repository)
-        return pull_request_from_parts(
+        pr = pull_request_from_parts(
             pull, files, comments, reviews, issue_comments, source=f"GitHub {self.repository}#{number}"
         )
+        if pr.number != number:
+            # Drafted from, it would be another PR's rubric under this one's number.
+            raise GitHubError(
+                f"GitHub: asked for PR #{number} of {self.repository}, and the answer is PR #{pr.number}"
+            )
+        return pr
 
     def notes(self) -> list[str]:
-        """What the caller should tell the maintainer about this fetch (a moved repository)."""
-        if self.moved_to is None:
-            return []
-        return [f"the repository moved to {self.moved_to} (asked for {self.repository}): name the new one"]
+        """What the caller should tell the maintainer about this fetch (a moved repository, a rate-limit
+        header that could not be read)."""
+        notes = [
+            f"GitHub's rate-limit header {header} is not a usable number of seconds: read as absent (the "
+            f"wait went by GitHub's other header, or was {UNREADABLE_RATE_LIMIT_WAIT:.0f}s)"
+            for header in self.unreadable_headers
+        ]
+        if self.moved_to is not None:
+            notes.append(
+                f"the repository moved to {self.moved_to} (asked for {self.repository}): name the new one"
+            )
+        return notes
 
     def _pages(self, url: str, what: str) -> list[Any]:
         out: list[Any] = []
@@ -471,13 +494,14 @@ class GitHubSource:
             except httpx2.HTTPError as exc:
                 self._timeout_left()  # a timeout cut short by the fetch's own bound says so
                 raise GitHubError(f"GitHub: {type(exc).__name__} for {url}") from exc
-            wait = self._rate_limit_wait(response)
-            if wait is None:
+            limit = self._rate_limit(response)
+            if limit is None:
                 return response.status_code, b"".join(chunks), response.headers
-            if self.waited + wait > self.max_wait:
-                raise GitHubError(f"GitHub: rate limited; {self._rate_limit_text(response, wait)}")
-            self.waited += wait
-            self._sleep(wait)
+            self.unreadable_headers.extend(h for h in limit.unreadable if h not in self.unreadable_headers)
+            if self.waited + limit.wait > self.max_wait:
+                raise GitHubError(f"GitHub: rate limited; {self._rate_limit_text(limit)}")
+            self.waited += limit.wait
+            self._sleep(limit.wait)
 
     def _timeout_left(self) -> float:
         """Seconds the fetch may still take (rate-limit waits not counted); GitHubError past the bound."""
@@ -486,30 +510,64 @@ class GitHubSource:
             raise GitHubError(f"GitHub: the fetch took longer than {self.max_seconds:.0f}s, the most it may")
         return min(self.timeout, left)
 
-    def _rate_limit_text(self, response: httpx2.Response, wait: float) -> str:
-        reset = response.headers.get("x-ratelimit-reset", "")
-        if reset.isdigit():
-            when = datetime.fromtimestamp(int(reset), UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-            resets = f"the limit resets at {when} (in {wait:.0f}s)"
+    def _rate_limit_text(self, limit: _RateLimit) -> str:
+        if limit.resets_at is not None:
+            when = datetime.fromtimestamp(limit.resets_at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+            resets = f"the limit resets at {when} (in {limit.wait:.0f}s)"
+        elif limit.unreadable:
+            resets = (
+                f"GitHub's {' and '.join(limit.unreadable)} is not a usable number of seconds (read as "
+                f"absent), so the wait would be {limit.wait:.0f}s more"
+            )
         else:
-            resets = f"GitHub asks to wait {wait:.0f}s more"
+            resets = f"GitHub asks to wait {limit.wait:.0f}s more"
         return (
             f"waited {self.waited:.0f}s in all, and this fetch waits at most {self.max_wait:.0f}s; "
             f"{resets}: try again then"
         )
 
-    def _rate_limit_wait(self, response: httpx2.Response) -> float | None:
+    def _rate_limit(self, response: httpx2.Response) -> _RateLimit | None:
+        """The wait a rate-limited answer asks for (GitHub's rules: ``retry-after`` seconds; else, with no
+        requests left, until ``x-ratelimit-reset``); None when the answer is not rate limited. A header
+        that is not a usable number is read as absent, and named."""
         if response.status_code not in (403, 429):
             return None
+        unreadable: list[str] = []
         retry_after = response.headers.get("retry-after")
-        if retry_after is not None and retry_after.strip().isdigit():
-            return float(retry_after.strip())
+        if retry_after is not None:
+            seconds = _whole_seconds(retry_after)
+            if seconds is not None:
+                return _RateLimit(float(seconds))
+            unreadable.append(f"retry-after: {retry_after[:40]!r}")
         if response.headers.get("x-ratelimit-remaining") == "0":
-            reset = response.headers.get("x-ratelimit-reset", "")
-            if reset.isdigit():
-                return max(0.0, float(reset) - self._clock()) + 1.0
-            return 60.0
-        return None
+            reset = response.headers.get("x-ratelimit-reset")
+            resets_at = _whole_seconds(reset) if reset is not None else None
+            now = self._clock()
+            if resets_at is not None and resets_at - now <= RATE_LIMIT_WINDOW:
+                wait = max(0.0, resets_at - now) + 1.0
+                return _RateLimit(wait, resets_at=resets_at, unreadable=tuple(unreadable))
+            if reset is not None:
+                unreadable.append(f"x-ratelimit-reset: {reset[:40]!r}")
+        elif not unreadable:
+            return None  # a 403 or 429 that is not a rate limit
+        return _RateLimit(UNREADABLE_RATE_LIMIT_WAIT, unreadable=tuple(unreadable))
+
+
+@dataclass(frozen=True)
+class _RateLimit:
+    wait: float  # seconds
+    resets_at: int | None = None  # the reset GitHub announced, as a Unix time, when it was a usable one
+    unreadable: tuple[str, ...] = ()  # the headers read as absent: "retry-after: '²'"
+
+
+_WHOLE_SECONDS = re.compile(r"[0-9]{1,10}")
+
+
+def _whole_seconds(value: str) -> int | None:
+    """A header's whole number of seconds (or Unix time): ASCII digits, at most 10 of them (``str.isdigit``
+    accepts '²', which ``int`` refuses); None for anything else, an HTTP date included."""
+    value = value.strip()
+    return int(value) if _WHOLE_SECONDS.fullmatch(value) else None
 
 
 def _origin_text(origin: Origin) -> str:

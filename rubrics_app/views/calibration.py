@@ -10,7 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseStopPolling
 
 from grading import PAYLOAD_KINDS, SUITE_KINDS
@@ -33,7 +33,7 @@ from rubrics_app.services import calibration
 from rubrics_app.services.jobs import QueueUnreachable
 from rubrics_app.services.judges import JudgeSettingError, set_judges
 from rubrics_app.services.tasks import set_task_files
-from rubrics_app.views.common import HtmxHttpRequest, load_revision
+from rubrics_app.views.common import HtmxHttpRequest, load_revision, require_post
 from rubrics_app.views.kept_forms import form_key, kept_form
 from rubrics_app.views.revisions import redirect_to, revision_url
 
@@ -52,7 +52,7 @@ def _run_for(repository_pk: int, run_pk: int) -> CalibrationRun:
     )
 
 
-@require_POST
+@require_post("starts a calibration of a rubric revision", back="rubrics:revision_detail")
 @login_required
 def calibration_start(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
     access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)

@@ -1,16 +1,23 @@
-"""What the rubric views share: the htmx request type, the revision loader and the rows of the item list."""
+"""What the rubric views share: the htmx request type, the readers of request parameters, the POST-only
+decorator, the revision loader and the rows of the item list."""
 
 from __future__ import annotations
 
 import re
+import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import wraps
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.core.exceptions import BadRequest
 from django.db.models import Prefetch, QuerySet
-from django.http import HttpRequest
-from django.shortcuts import get_object_or_404
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.views import defaults
 from django_htmx.middleware import HtmxDetails
 
 from grading import MAX_BLOCKERS, MAX_NON_BLOCKERS, MIN_BLOCKERS, MIN_NON_BLOCKERS
@@ -46,6 +53,33 @@ def request_int(raw: str | None) -> int | None:
     return int(raw)
 
 
+class BadParameter(BadRequest):
+    """A request parameter no view can use; its message, shown on the 400 page, names the parameter."""
+
+
+def refuse_control_characters(text: str, what: str) -> None:
+    """BadParameter when ``text`` holds a control character (Unicode category Cc: C0, DEL, C1).
+
+    No filter, id, name or choice of this app holds one, and a NUL reaching a query is a 500 on PostgreSQL
+    ("text fields cannot contain NUL") where SQLite quietly finds nothing: refused here, the same on both.
+    ``what`` names the parameter: "query parameter 'arm'"."""
+    for character in text:
+        if unicodedata.category(character) == "Cc":
+            raise BadParameter(
+                f"The {what} holds a control character (U+{ord(character):04X}), which no name, id or filter "
+                "here holds: nothing was looked up."
+            )
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """handler400: a BadParameter's page says what was wrong, in the site's frame. Django's own 400s
+    (a disallowed Host header, too many fields) keep its bare page: their message is for the log, and
+    the frame could trip on the same bad request."""
+    if not isinstance(exception, BadParameter):
+        return defaults.bad_request(request, exception)
+    return render(request, "400.html", {"problem": str(exception)}, status=400)
+
+
 def page_number(request: HttpRequest) -> int:
     """?page=N of a paged list (services.paging); anything else is the first page (a number past the end is
     the last)."""
@@ -56,6 +90,50 @@ def page_number(request: HttpRequest) -> int:
 def page_size() -> int:
     """Entries per page of the review queue and of a task's runs."""
     return max(1, int(settings.RUNS_QUEUE_PAGE_SIZE))
+
+
+# --- POST-only URLs ----------------------------------------------------------------------------------------
+
+
+def _converters(url_name: str) -> set[str]:
+    """The path parameters of the URL named ``url_name`` ("rubrics:revision_detail")."""
+    namespace, _, name = url_name.rpartition(":")
+    patterns = get_resolver().url_patterns
+    if namespace:
+        resolvers = [r for r in patterns if isinstance(r, URLResolver) and r.namespace == namespace]
+        patterns = [p for r in resolvers for p in r.url_patterns]
+    for pattern in patterns:
+        if isinstance(pattern, URLPattern) and pattern.name == name:
+            return set(pattern.pattern.converters)
+    raise LookupError(f"no URL named {url_name!r}")
+
+
+View = Callable[..., HttpResponse]
+
+
+def require_post(purpose: str, back: str) -> Callable[[View], View]:
+    """Django's ``require_POST``, whose 405 for any other method is a page: what the URL does (``purpose``,
+    completing "This address ...") and a link to the page its form is on (the URL named ``back``, with the
+    path parameters of this URL that it takes). A bookmark, a reload or a login that returns to an action's
+    URL lands here; a bare empty 405 told nobody anything."""
+
+    def decorator(view: View) -> View:
+        @wraps(view)
+        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if request.method == "POST":
+                return view(request, *args, **kwargs)
+            needed = _converters(back)
+            context = {
+                "purpose": purpose,
+                "back_url": reverse(back, kwargs={k: v for k, v in kwargs.items() if k in needed}),
+            }
+            response = render(request, "405.html", context, status=405)
+            response["Allow"] = "POST"
+            return response
+
+        return wrapped
+
+    return decorator
 
 
 def revisions_of(repository: Repository) -> QuerySet[RubricRevision]:

@@ -12,7 +12,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.http import content_disposition_header
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 
 from rubrics_app.access import get_repository_for_user
 from rubrics_app.forms import DraftRequestForm, DraftSettingForm
@@ -24,7 +24,7 @@ from rubrics_app.services.drafting import (
     set_draft_settings,
 )
 from rubrics_app.services.jobs import QueueUnreachable
-from rubrics_app.views.common import HtmxHttpRequest, load_revision
+from rubrics_app.views.common import HtmxHttpRequest, load_revision, require_post
 from rubrics_app.views.kept_forms import form_key, redirect_with_form
 from rubrics_app.views.revisions import redirect_to
 from rubrics_app.views.tasks import task_context
@@ -53,7 +53,7 @@ def draft_settings(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     return render(request, "rubrics/draft_settings.html", context, status=status)
 
 
-@require_POST
+@require_post("drafts a rubric for a task from a merged PR", back="rubrics:task_detail")
 @login_required
 def draft_start(request: HtmxHttpRequest, repo_pk: int, task_pk: int) -> HttpResponse:
     access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)

@@ -11,7 +11,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET
 
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
 from rubrics_app.forms import CheckoutExportForm
@@ -19,7 +19,7 @@ from rubrics_app.models import RevisionStatus, Role, RubricRevision, TransitionE
 from rubrics_app.services.import_export import export_rubric_json, export_zip, start_export
 from rubrics_app.services.jobs import QueueUnreachable
 from rubrics_app.services.rereview import disputed_blockers
-from rubrics_app.views.common import HtmxHttpRequest, load_revision
+from rubrics_app.views.common import HtmxHttpRequest, load_revision, require_post
 from rubrics_app.views.revisions import redirect_to, revision_url
 
 
@@ -91,7 +91,7 @@ def export_zip_view(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> Http
     return response
 
 
-@require_POST
+@require_post("writes a rubric revision into the repository's checkout", back="rubrics:revision_detail")
 @login_required
 def export_checkout(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
     """Writing into the checkout runs git: it is a job, and its page shows how it went."""

@@ -5,13 +5,12 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
-from django.views.decorators.http import require_POST
 
 from rubrics_app.access import get_repository_for_user
 from rubrics_app.forms import RubricUploadForm
 from rubrics_app.models import Role
 from rubrics_app.services.import_export import ImportFailed, import_rubric_zip
-from rubrics_app.views.common import HtmxHttpRequest
+from rubrics_app.views.common import HtmxHttpRequest, require_post
 from rubrics_app.views.kept_forms import form_key, redirect_with_form
 from rubrics_app.views.repositories import repository_context
 from rubrics_app.views.revisions import redirect_to, revision_url
@@ -19,7 +18,7 @@ from rubrics_app.views.revisions import redirect_to, revision_url
 PAGE = "rubrics/repository_detail.html"
 
 
-@require_POST
+@require_post("imports rubrics: a rubric.json or a zip of tasks", back="rubrics:repository_detail")
 @login_required
 def rubric_upload(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     """A rubric.json, or a zip of task directories with their calib diffs, becomes draft revisions; or, when

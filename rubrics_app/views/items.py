@@ -11,7 +11,7 @@ from django.contrib.auth.decorators import login_required
 from django.db import IntegrityError
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
 from rubrics_app.forms import CommentForm, ItemForm, NewItemForm, RequestChangesForm
@@ -40,6 +40,7 @@ from rubrics_app.views.common import (
     load_item,
     load_revision,
     request_int,
+    require_post,
     validation_report,
 )
 from rubrics_app.views.kept_forms import form_key, redirect_with_form
@@ -180,7 +181,7 @@ def item_edit(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpRespo
     return _respond(request, access, load_item(access.repository, item_pk))
 
 
-@require_POST
+@require_post("approves a blocker or non-blocker", back="rubrics:item_row")
 @login_required
 def item_approve(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpResponse:
     access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
@@ -216,7 +217,7 @@ def item_approve(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpRe
     return _respond(request, access, outcome.item, transition=outcome.revision_approved)
 
 
-@require_POST
+@require_post("requests changes to a blocker or non-blocker", back="rubrics:item_row")
 @login_required
 def item_request_changes(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpResponse:
     access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
@@ -238,7 +239,7 @@ def item_request_changes(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -
     return _respond(request, access, load_item(access.repository, item_pk))
 
 
-@require_POST
+@require_post("adds a comment to a blocker or non-blocker", back="rubrics:item_row")
 @login_required
 def item_comment(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpResponse:
     access = get_repository_for_user(request, repo_pk, role=Role.REVIEWER)
@@ -292,7 +293,7 @@ def _item_kind(value: str) -> ItemKind:
         raise Http404("no such kind of item") from None
 
 
-@require_POST
+@require_post("adds a blocker or non-blocker to a rubric revision", back="rubrics:revision_detail")
 @login_required
 def item_add(request: HtmxHttpRequest, repo_pk: int, rev_pk: int, kind: str) -> HttpResponse:
     """Add a blocker or non-blocker to a draft. On an approved or admitted revision, as with an edit, the

@@ -6,14 +6,14 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET
 
 from rubrics_app.access import get_repository_for_user
 from rubrics_app.forms_runs import ReasonForm
 from rubrics_app.models import CalibrationMutant, CalibrationRun, Role, TransitionError
 from rubrics_app.services import mutants
 from rubrics_app.views.calibration import calibration_url
-from rubrics_app.views.common import HtmxHttpRequest
+from rubrics_app.views.common import HtmxHttpRequest, require_post
 from rubrics_app.views.kept_forms import form_key, redirect_with_form
 from rubrics_app.views.revisions import redirect_to
 
@@ -50,7 +50,7 @@ def calibration_mutant_diff(
     return render(request, "rubrics/calibration_mutant_diff.html", context)
 
 
-@require_POST
+@require_post("marks a mutant of a calibration harmless", back="rubrics:calibration_detail")
 @login_required
 def mutant_mark_harmless(request: HtmxHttpRequest, repo_pk: int, run_pk: int, mutant_pk: int) -> HttpResponse:
     access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
@@ -69,7 +69,7 @@ def mutant_mark_harmless(request: HtmxHttpRequest, repo_pk: int, run_pk: int, mu
     return redirect_with_form(request, _back(mutant.run, mutant), key, form, target=mutant.pk)
 
 
-@require_POST
+@require_post("takes back a mutant's harmless mark", back="rubrics:calibration_detail")
 @login_required
 def mutant_unmark(request: HtmxHttpRequest, repo_pk: int, run_pk: int, mutant_pk: int) -> HttpResponse:
     access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)

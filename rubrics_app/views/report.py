@@ -17,7 +17,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.template.defaultfilters import pluralize
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET
 
 from grading import (
     METRIC_NAMES,
@@ -42,7 +42,7 @@ from rubrics_app.services.report import (
     filter_choices,
     repository_report,
 )
-from rubrics_app.views.common import HtmxHttpRequest
+from rubrics_app.views.common import HtmxHttpRequest, require_post
 from rubrics_app.views.kept_forms import form_key, kept_form, redirect_with_form
 from rubrics_app.views.revisions import redirect_to
 
@@ -222,7 +222,7 @@ def report_figure(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     return response
 
 
-@require_POST
+@require_post("saves the repository's training cutoffs", back="rubrics:report")
 @login_required
 def report_cutoffs(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)

@@ -9,7 +9,7 @@ from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
@@ -48,6 +48,7 @@ from rubrics_app.views.common import (
     item_rows,
     load_revision,
     request_int,
+    require_post,
     revisions_of,
     validation_report,
 )
@@ -231,7 +232,7 @@ def revision_edit(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpRe
     return redirect(revision_url(revision, "revision-fields"))
 
 
-@require_POST
+@require_post("starts a new draft from a rubric revision", back="rubrics:revision_detail")
 @login_required
 def revision_new_draft(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
     access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
@@ -241,7 +242,7 @@ def revision_new_draft(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> H
     return redirect_to(request, revision_url(draft))
 
 
-@require_POST
+@require_post("approves a rubric revision", back="rubrics:revision_detail")
 @login_required
 def revision_approve(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
     """Approve a draft whose items are all approved (after a fix to intent, scope or hack report)."""
@@ -258,7 +259,7 @@ def revision_approve(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> Htt
     return redirect_to(request, revision_url(revision))
 
 
-@require_POST
+@require_post("admits a rubric revision, calibrating it first if needed", back="rubrics:revision_detail")
 @login_required
 def revision_admit(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
     """Admit through a passing calibration of this exact content; without one, run the calibration, which

@@ -15,7 +15,7 @@ from django.http import Http404, HttpResponse, HttpResponseBadRequest, HttpRespo
 from django.shortcuts import get_object_or_404, render
 from django.template.defaultfilters import pluralize
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 
 from grading import SWE_BENCH_SOURCE, label_target_text
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
@@ -45,7 +45,14 @@ from rubrics_app.services.report import label_target
 from rubrics_app.services.run_pages import run_grades
 from rubrics_app.services.runs import RunImport, import_runs_zip
 from rubrics_app.services.swe_bench import import_swe_bench_upload
-from rubrics_app.views.common import HtmxHttpRequest, page_number, page_size, request_int
+from rubrics_app.views.common import (
+    HtmxHttpRequest,
+    page_number,
+    page_size,
+    refuse_control_characters,
+    request_int,
+    require_post,
+)
 from rubrics_app.views.kept_forms import form_key, redirect_with_form
 from rubrics_app.views.repositories import repository_context
 from rubrics_app.views.revisions import redirect_to
@@ -69,7 +76,7 @@ def _imported(
     return redirect_to(request, f"{url}#sweeps")
 
 
-@require_POST
+@require_post("imports agent runs from a zip", back="rubrics:repository_detail")
 @login_required
 def runs_upload(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     """A zip of run directories; when any run has a problem nothing is imported, every problem listed."""
@@ -93,7 +100,7 @@ def runs_upload(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
 SHOWN_NOTES = 20  # a page's messages: the predictions not evaluated or not measured, the first ones
 
 
-@require_POST
+@require_post("imports SWE-bench predictions and reports", back="rubrics:repository_detail")
 @login_required
 def runs_upload_swe_bench(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     """The SWE-bench harness's predictions and reports; any bad line or report: nothing imported (the
@@ -145,6 +152,9 @@ def _queue_params(request: HtmxHttpRequest) -> tuple[str, dict[str, str]]:
         kind = QueueKind.JUDGES
     source = request.POST if request.method == "POST" else request.GET
     filters = {name: str(source.get(name, ""))[:200] for name in review_queue.FILTERS if source.get(name)}
+    if request.method == "POST":  # the query string was checked by RequestTextMiddleware
+        for name, value in filters.items():
+            refuse_control_characters(value, f"form field {name!r}")
     if source.get("show") == SHOW_UNLABELLED:
         filters["show"] = SHOW_UNLABELLED
     return kind, filters
@@ -402,7 +412,7 @@ def queue_entry(request: HtmxHttpRequest, repo_pk: int, grade_pk: int, item_id: 
     return render(request, "rubrics/queue_entry.html", _entry_context(request, access, grade, item_id))
 
 
-@require_POST
+@require_post("records a reviewer's verdict on a pair of the review queue", back="rubrics:queue_entry")
 @login_required
 def queue_label(request: HtmxHttpRequest, repo_pk: int, grade_pk: int, item_id: str) -> HttpResponse:
     """Record the human verdict and move on to the next pair of the same queue (one keystroke per pair);
@@ -447,7 +457,7 @@ def queue_label(request: HtmxHttpRequest, repo_pk: int, grade_pk: int, item_id: 
     return HttpResponseRedirect(_list_url(access, kind, filters))
 
 
-@require_POST
+@require_post("takes back the last label you gave in the review queue", back="rubrics:queue")
 @login_required
 def queue_undo(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     """Take back the label this user gave last (the form names its pair), and go back to that pair. Only
@@ -537,7 +547,7 @@ def item_dispute(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpRe
     )
 
 
-@require_POST
+@require_post("dismisses a dispute or an evidence change", back="rubrics:repository_detail")
 @login_required
 def flag_dismiss(request: HtmxHttpRequest, repo_pk: int, what: str, pk: int) -> HttpResponse:
     """Dismiss a dispute or an evidence change, with a reason."""

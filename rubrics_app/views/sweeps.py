@@ -10,7 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET
 from django_htmx.http import HttpResponseStopPolling
 
 from rubrics_app.access import get_repository_for_user
@@ -19,7 +19,7 @@ from rubrics_app.models import Job, Role, RubricRevision, Sweep, SweepResult, Ta
 from rubrics_app.services import sweeps
 from rubrics_app.services.jobs import QueueUnreachable
 from rubrics_app.services.sweeps import SweepError, SweepRequest
-from rubrics_app.views.common import HtmxHttpRequest
+from rubrics_app.views.common import HtmxHttpRequest, require_post
 from rubrics_app.views.revisions import redirect_to
 
 PAGE = "rubrics/sweep_detail.html"
@@ -29,7 +29,7 @@ def sweep_url(sweep: Sweep) -> str:
     return reverse("rubrics:sweep_detail", args=[sweep.repository_id, sweep.pk])
 
 
-@require_POST
+@require_post("starts a sweep that grades the repository's runs", back="rubrics:repository_detail")
 @login_required
 def sweep_start(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)

@@ -5,9 +5,10 @@ from __future__ import annotations
 from django.contrib.auth.models import User
 from django.contrib.staticfiles import finders
 from django.test import Client
-from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.urls import reverse
 
 from tests.app.conftest import PASSWORD
+from tests.app.url_walk import app_patterns
 
 
 def test_login_page_and_login(maintainer: User) -> None:
@@ -36,16 +37,8 @@ def test_logout_is_a_post(maintainer: User) -> None:
     assert client.get(reverse("rubrics:repository_list")).status_code == 302
 
 
-def _app_patterns() -> list[URLPattern]:
-    out: list[URLPattern] = []
-    for entry in get_resolver().url_patterns:
-        if isinstance(entry, URLResolver) and entry.namespace == "rubrics":
-            out.extend(p for p in entry.url_patterns if isinstance(p, URLPattern))
-    return out
-
-
 def test_every_app_url_needs_login() -> None:
-    patterns = _app_patterns()
+    patterns = app_patterns()
     assert len(patterns) >= 15
     client = Client()
     for pattern in patterns:

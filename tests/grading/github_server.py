@@ -25,6 +25,7 @@ class FakeGitHub:
         # path prefix -> number of rate-limit answers still to give before answering normally
         self.rate_limited: dict[str, int] = {}
         self.rate_limit_reset_in = 3
+        self.rate_limit_reset: str | None = None  # the x-ratelimit-reset sent as is (default: in ..._in s)
         self.retry_after: str | None = None
         # path prefix -> (status, target prefix: a path on this server, or an absolute URL elsewhere)
         self.redirects: dict[str, tuple[int, str]] = {}
@@ -110,7 +111,8 @@ class FakeGitHub:
                         server.rate_limited[prefix] = left - 1
                         headers = {
                             "x-ratelimit-remaining": "0",
-                            "x-ratelimit-reset": str(int(time.time()) + server.rate_limit_reset_in),
+                            "x-ratelimit-reset": server.rate_limit_reset
+                            or str(int(time.time()) + server.rate_limit_reset_in),
                         }
                         if server.retry_after is not None:
                             headers = {"retry-after": server.retry_after}
