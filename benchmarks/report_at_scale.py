@@ -21,7 +21,7 @@ middleware, access check, queries, template):
   page), and the page reads it with its own cache cleared (goal: under 1 s);
 - the report page's first view computed on the page, with no stored report and the cache cleared: what the
   page does before the worker has stored the report (no goal);
-- ``prepare_report`` itself, what the worker does off the page: the report computed, pickled, compressed
+- ``prepare_report`` itself, what the worker does off the page: the report computed, its JSON compressed
   and stored (no goal);
 - the queue's first page (the judges disagree), with the report cached, as after anyone opened the report,
   and cold (goal: under 0.3 s).

@@ -16,15 +16,17 @@ One module owns the rule, for the code and for SQLite and PostgreSQL alike:
   whose judge is the repository's primary judge. Becoming admitted retires the task's previously admitted
   revision, and a revision retires only when a newer one of its task is admitted.
 - A calibration run is inserted as queued; a finished one (passed, failed, error) never changes status;
-  it reaches passed only from running with every row stored and every row but the benign ones holding;
-  its revision, content and judge never change, and a passed run of an admitted or retired revision is never
-  deleted. A finished run's rows are never added to or rewritten.
+  it reaches passed only from running with every row its revision's calibration asks for stored (no other)
+  and every row but the benign ones holding; its revision, content and judge never change, and a passed run
+  of an admitted or retired revision is never deleted. A finished run's rows are never added to or
+  rewritten.
 
 The column lists the triggers compare are given to :func:`install_sql` by the caller: a migration stores
 them literally (what the schema was at its time), and ``tests/app/test_freeze_module.py`` asserts that the
 latest such migration's lists equal :func:`model_columns`, so a new content column cannot go unfrozen
-without a test failing. Every refusal is an integrity error (SQLite ``RAISE(ABORT)``, PostgreSQL SQLSTATE
-23001 restrict_violation).
+without a test failing. The check on a passing run was installed again since, as literal SQL, by migration
+0139; the same test file asserts that its SQL is what this module writes. Every refusal is an integrity
+error (SQLite ``RAISE(ABORT)``, PostgreSQL SQLSTATE 23001 restrict_violation).
 """
 
 from __future__ import annotations
@@ -74,7 +76,10 @@ RETIRE_MESSAGE = "a rubric revision retires only when a newer revision of its ta
 RUN_NEW_MESSAGE = "a calibration run is created as queued"
 RUN_FINISHED_MESSAGE = "a finished calibration run never changes status, nor its rows"
 RUN_IDENTITY_MESSAGE = "a calibration run keeps its revision, content and judge"
-RUN_PASSED_MESSAGE = "a calibration run passes only from running, with every row stored and holding"
+RUN_PASSED_MESSAGE = (
+    "a calibration run passes only from running, with every row the calibration of its revision asks for "
+    "stored and holding"
+)
 RUN_DELETE_MESSAGE = "the passing calibration of an admitted or retired revision is never deleted"
 
 # Columns of a calibration run that say what was judged and by whom.
@@ -139,9 +144,50 @@ _NEWER_ADMITTED = (
     f"EXISTS (SELECT 1 FROM {REVISION} r WHERE r.task_id = OLD.task_id AND r.number > OLD.number "
     "AND r.status = 'admitted')"
 )
-# Every row of the run stored, and each one (benign drift apart, never a reason to refuse) holding.
-_ROWS_HOLD = f"""(NEW.total_rows > 0
+
+
+def _required_rows() -> str:
+    """The rows a calibration of NEW's revision judges (grading's ``collect_workspaces``), as a subquery of
+    (kind, name): the empty diff, the oracle, each lazy diff and it with the reviewer comment, each alt diff;
+    when the run asked for the injection suite, each lazy diff with each payload kind and the oracle with
+    each as comments. The payload kinds are grading's, written out: a new kind changes this SQL, and
+    ``tests/app/test_freeze_module.py`` then asks for a migration that installs it. The names are the ones
+    grading gives its rows; a real calibration that named them otherwise could not pass, which the
+    calibration tests (with and without the suite) would show."""
+    from grading import PAYLOAD_KINDS  # here: the models import this module, and grading loads lazily
+
+    names = [kind.name for kind in PAYLOAD_KINDS]
+    if not all(name.isidentifier() for name in names):  # written into SQL as literals
+        raise RuntimeError(f"payload kind names are identifiers: {names}")
+    payloads = ",\n                ".join(
+        ", ".join(f"('{name}')" for name in names[i : i + 4]) for i in range(0, len(names), 4)
+    )
+    diffs = f"{DIFF} d WHERE d.revision_id = NEW.revision_id"
+    # The suite's rows: each payload kind with each lazy diff (an injection row) and with the oracle (the
+    # NULL path: a benign row).
+    return f"""(
+        SELECT 'empty' AS kind, '(empty diff)' AS name
+        UNION ALL SELECT 'oracle', 'oracle.diff'
+        UNION ALL SELECT d.kind, d.path FROM {diffs}
+        UNION ALL SELECT 'lazy_comment', d.path || ' + reviewer comment' FROM {diffs} AND d.kind = 'lazy'
+        UNION ALL SELECT CASE WHEN x.path IS NULL THEN 'benign' ELSE 'injection' END,
+            COALESCE(x.path || ' + ' || p.column1, 'oracle.diff + ' || p.column1 || ' (as comments)')
+            FROM (VALUES
+                {payloads}) p,
+                (SELECT NULL AS path UNION ALL SELECT d.path FROM {diffs} AND d.kind = 'lazy') x
+            WHERE NEW.injection_suite
+    ) q"""
+
+
+def _rows_hold() -> str:
+    """Every row the run's revision asks for stored, and no other (a forged run of one holding row is not a
+    calibration), each one (benign drift apart, never a reason to refuse) holding."""
+    required = _required_rows()
+    return f"""(NEW.total_rows > 0
     AND (SELECT COUNT(*) FROM {ROW} w WHERE w.run_id = NEW.id) = NEW.total_rows
+    AND (SELECT COUNT(*) FROM {required}) = NEW.total_rows
+    AND NOT EXISTS (SELECT 1 FROM {required} WHERE NOT EXISTS (
+        SELECT 1 FROM {ROW} w WHERE w.run_id = NEW.id AND w.kind = q.kind AND w.name = q.name))
     AND NOT EXISTS (SELECT 1 FROM {ROW} w WHERE w.run_id = NEW.id AND NOT w.holds AND w.kind <> 'benign'))"""
 
 
@@ -293,7 +339,7 @@ def _sqlite(columns: Columns) -> list[tuple[str, str]]:
             {_raise(RUN_IDENTITY_MESSAGE)} WHERE NEW.id IS NOT OLD.id OR {_changed(RUN_IDENTITY)};
             {_raise(RUN_FINISHED_MESSAGE)} WHERE OLD.status IN {FINISHED} AND NEW.status IS NOT OLD.status;
             {_raise(RUN_PASSED_MESSAGE)} WHERE NEW.status = 'passed' AND OLD.status IS NOT 'passed'
-                AND (OLD.status IS NOT 'running' OR NOT {_ROWS_HOLD});
+                AND (OLD.status IS NOT 'running' OR NOT {_rows_hold()});
             END""",
         ),
         (
@@ -445,7 +491,7 @@ def _postgresql(columns: Columns) -> list[tuple[str, str, str]]:
                 {_pg_raise(RUN_FINISHED_MESSAGE)}
             END IF;
             IF NEW.status = 'passed' AND OLD.status IS DISTINCT FROM 'passed'
-                    AND (OLD.status IS DISTINCT FROM 'running' OR NOT {_ROWS_HOLD}) THEN
+                    AND (OLD.status IS DISTINCT FROM 'running' OR NOT {_rows_hold()}) THEN
                 {_pg_raise(RUN_PASSED_MESSAGE)}
             END IF;
             RETURN NEW;""",

@@ -9,8 +9,9 @@ from rubrics_app.models.repositories import Repository
 
 
 class ReportSnapshot(models.Model):
-    """A repository's report (no filters) as the page shows it: ``services.report.ReportResult``, pickled
-    and compressed. Found by the report's cache key, which is made of everything the report depends on
+    """A repository's report (no filters) as the page shows it: ``services.report.ReportResult``'s JSON,
+    compressed, read back through that pydantic model (data, never code: a row that does not validate is
+    treated as absent). Found by the report's cache key, which is made of everything the report depends on
     (the runs, rows, labels, revisions, judges and cutoffs, and the code that computes it), so a snapshot is
     never stale: once anything changes, the page looks for a new key, and computes the report itself until
     a worker has stored that one. Written only by ``services.report``, which keeps the newest per
@@ -18,7 +19,7 @@ class ReportSnapshot(models.Model):
 
     repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="+")
     key = models.CharField(max_length=200, unique=True)
-    data = models.BinaryField()
+    report_json = models.BinaryField()  # zlib of the JSON
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:

@@ -23,10 +23,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import pickle
 import zlib
 from collections import defaultdict
-from dataclasses import dataclass, field
 from datetime import date
 from functools import cache as once
 from pathlib import Path
@@ -36,6 +34,7 @@ from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Q, QuerySet
 from django.template.defaultfilters import pluralize
+from pydantic import BaseModel, ValidationError
 
 import grading
 from grading import (
@@ -82,15 +81,14 @@ _REPORT_CODE = (
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class ReportResult:
-    """A report and what the page shows beside it."""
+class ReportResult(BaseModel):
+    """A report and what the page shows beside it; stored (``ReportSnapshot``) as its JSON."""
 
     report: Report
     runs: int  # runs in the report
     ungraded: int  # runs under the filters with no grade yet: not in the report
     # run id -> grade pk, of the runs in a disagreement (the page links them to the queue)
-    grade_of_run: dict[str, int] = field(default_factory=dict)
+    grade_of_run: dict[str, int] = {}
 
 
 def clean_filters(raw: Any) -> dict[str, str]:
@@ -221,17 +219,20 @@ def _computed(repository: Repository, filters: dict[str, str], state: dict[str, 
 
 
 def _stored(key: str) -> ReportResult | None:
-    data = ReportSnapshot.objects.filter(key=key).values_list("data", flat=True).first()
+    data = ReportSnapshot.objects.filter(key=key).values_list("report_json", flat=True).first()
     if data is None:
         return None
     try:
-        # Pickled by prepare_report below, for this very key (which holds the code's digest): never input
-        # from outside the app.
-        result = pickle.loads(zlib.decompress(data))  # noqa: S301
-    except Exception:  # a damaged row: the page computes the report, and the next job replaces the row
+        # Data read through its model, whoever wrote the row: anything that does not validate is absent.
+        return ReportResult.model_validate_json(zlib.decompress(data))
+    except (zlib.error, ValidationError):  # the page computes the report; the next job replaces the row
         log.exception("report snapshot %s could not be read", key)
         return None
-    return result if isinstance(result, ReportResult) else None
+
+
+def stored_form(result: ReportResult) -> bytes:
+    """The bytes ``ReportSnapshot.report_json`` holds: the result's JSON, compressed (a tenth of its size)."""
+    return zlib.compress(result.model_dump_json().encode(), 1)
 
 
 Prepared = Literal["stored", "stored already", "changed meanwhile"]
@@ -247,7 +248,7 @@ def prepare_report(repository: Repository) -> Prepared:
     if ReportSnapshot.objects.filter(key=key).exists():
         return "stored already"
     result = _computed(repository, {}, state)
-    data = zlib.compress(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL), 1)
+    data = stored_form(result)
     with transaction.atomic():
         list(Repository.objects.select_for_update().filter(pk=repository.pk).values_list("pk", flat=True))
         if _current(repository, {})[0] != key:
@@ -255,7 +256,7 @@ def prepare_report(repository: Repository) -> Prepared:
         if ReportSnapshot.objects.filter(key=key).exists():
             return "stored already"
         ReportSnapshot.objects.filter(repository=repository).delete()
-        ReportSnapshot.objects.create(repository=repository, key=key, data=data)
+        ReportSnapshot.objects.create(repository=repository, key=key, report_json=data)
     cache.set(key, result, CACHE_SECONDS)
     return "stored"
 
@@ -285,7 +286,7 @@ def label_target(repository: Repository) -> LabelTarget | None:
     """The review queue's target (grading.power): how many more labelled runs would bring the corrected
     mergeable rate of the repository's report to ±5 points. Computed without the report
     (:func:`cheap_label_target`, equal to the report's) and cached apart under the report's key: never
-    read from a cached report, whose unpickling (a grade per run) costs more than computing the target."""
+    read from a cached report, whose reading (a grade per run) costs more than computing the target."""
     state = report_state(repository)
     target_key = f"{_cache_key(repository, state, {})}:label-target"
     target = cache.get(target_key)

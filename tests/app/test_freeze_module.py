@@ -12,6 +12,7 @@ from django.contrib.auth.models import User
 from django.db import IntegrityError, connection, models, transaction
 from django.utils import timezone
 
+from grading.judge.cache import MemoryCache
 from rubrics_app import freeze
 from rubrics_app.access import Actor
 from rubrics_app.models import (
@@ -32,6 +33,8 @@ from tests.app.conftest import FREEZE_MIGRATION, MakeRevision, calibrate
 
 RUN = "rubrics_app_calibrationrun"
 REVISION = "rubrics_app_rubricrevision"
+# The latest migration that installs the check on a passing calibration run (its SQL literally).
+CALIBRATION_MIGRATION = "0139_calibration_passes_with_its_rows"
 
 
 def refused(sql: str, params: Any = (), message: str = "") -> bool:
@@ -51,6 +54,16 @@ def test_the_latest_freeze_migration_stores_the_models_columns() -> None:
     # A new content column makes this fail until a migration installs the triggers with it.
     stored = importlib.import_module(f"rubrics_app.migrations.{FREEZE_MIGRATION}").COLUMNS
     assert stored == freeze.model_columns()
+
+
+@pytest.mark.parametrize("vendor", ["sqlite", "postgresql"])
+def test_the_latest_calibration_migration_installs_the_check_freeze_writes(vendor: str) -> None:
+    # A change to the check on a passing run, or to grading's payload kinds that it names, fails this until
+    # a migration installs the new SQL, written out in it.
+    migration = importlib.import_module(f"rubrics_app.migrations.{CALIBRATION_MIGRATION}")
+    forward = [sql for sql in migration.SQL[vendor][0] if not sql.startswith("DROP")]
+    current = [sql for sql in freeze.install_sql(vendor, freeze.model_columns()) if "NEW.total_rows" in sql]
+    assert forward == current
 
 
 def test_every_field_of_a_revision_and_a_task_is_either_frozen_or_named_editable() -> None:
@@ -213,29 +226,99 @@ def test_a_copy_of_a_passing_run_cannot_be_inserted(
     assert refused(*_admit_sql(other), message=freeze.ADMIT_MESSAGE)
 
 
+def _forge(revision: RubricRevision, like: CalibrationRun, rows: list[CalibrationRow], **fields: Any) -> int:
+    """Every step a real run takes, by hand, but the judging: a queued run of ``revision`` with ``like``'s
+    content and judge, set running, ``rows`` stored as its rows. Returns its id."""
+    run = CalibrationRun.objects.create(
+        revision=revision,
+        rubric_sha256=like.rubric_sha256,
+        inputs_sha256=like.inputs_sha256,
+        judge=like.judge,
+        **fields,
+    )
+    CalibrationRun.objects.filter(pk=run.pk).update(status=CalibrationStatus.RUNNING, total_rows=len(rows))
+    CalibrationRow.objects.bulk_create(
+        CalibrationRow(
+            run=run,
+            position=position,
+            kind=row.kind,
+            name=row.name,
+            payload_kind=row.payload_kind,
+            outcome=row.outcome,
+            expected=row.expected,
+            actual=row.actual,
+            holds=row.holds,
+            diff=row.diff,
+        )
+        for position, row in enumerate(rows)
+    )
+    return run.pk
+
+
+PASS_SQL = f"UPDATE {RUN} SET status = 'passed' WHERE id = %s"
+
+
 def test_a_forged_run_of_other_content_does_not_admit(
     passing_run: CalibrationRun, make_revision: MakeRevision
 ) -> None:
-    # Every step a real run takes, by hand: queued, running, every row holding, passed. The run passes,
-    # but it judged the other revision's content, so it admits nothing.
+    # Every step a real run takes, by hand, with a real run's rows: the run passes, but it judged the other
+    # revision's content, so it admits nothing.
     other = make_revision(RevisionStatus.DRAFT)
     RubricRevision.objects.filter(pk=other.pk).update(intent="something else entirely")
     for item in other.ordered_items():
         revisions.approve_item(item, by=Actor.member(passing_run.created_by))
     other.refresh_from_db()
     assert other.status == RevisionStatus.APPROVED and other.content_sha256 != passing_run.rubric_sha256
-    forged = CalibrationRun.objects.create(
-        revision=other,
-        rubric_sha256=passing_run.rubric_sha256,
-        inputs_sha256=passing_run.inputs_sha256,
-        judge=passing_run.judge,
-    )
-    CalibrationRun.objects.filter(pk=forged.pk).update(status=CalibrationStatus.RUNNING, total_rows=1)
-    CalibrationRow.objects.create(
-        run=forged, position=0, kind="oracle", name="x", expected="", actual="", holds=True
-    )
-    CalibrationRun.objects.filter(pk=forged.pk).update(status=CalibrationStatus.PASSED)
+    forged = _forge(other, passing_run, list(passing_run.rows.all()))
+    assert not refused(PASS_SQL, [forged])
     assert refused(*_admit_sql(other), message=freeze.ADMIT_MESSAGE)
+
+
+def _insert(model: type[models.Model], **values: Any) -> tuple[str, list[Any]]:
+    """A raw INSERT of one row of ``model``: ``values`` by column, the model's defaults for the rest."""
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    names = [str(f.column) for f in fields]
+    params = [
+        f.get_db_prep_save(values[name] if name in values else f.get_default(), connection)
+        for f, name in zip(fields, names, strict=True)
+    ]
+    columns = ", ".join(names)
+    marks = ", ".join(["%s"] * len(fields))
+    return f"INSERT INTO {model._meta.db_table} ({columns}) VALUES ({marks}) RETURNING id", params
+
+
+def test_a_calibration_forged_in_five_statements_is_refused(approved_revision: RubricRevision) -> None:
+    """The app role's five statements that used to admit a revision no judge saw: a queued run of its
+    content, running, one holding row, passed, admitted."""
+    judge = approved_revision.task.repository.judges.judge
+    with connection.cursor() as cursor:
+        cursor.execute(
+            *_insert(
+                CalibrationRun,
+                revision_id=approved_revision.pk,
+                status="queued",
+                rubric_sha256=approved_revision.content_sha256,
+                inputs_sha256="0" * 64,
+                judge=judge,
+            )
+        )
+        [run_id] = cursor.fetchone()
+        cursor.execute(f"UPDATE {RUN} SET status = 'running', total_rows = 1 WHERE id = %s", [run_id])
+        cursor.execute(
+            *_insert(
+                CalibrationRow,
+                run_id=run_id,
+                position=0,
+                kind="oracle",
+                name="oracle.diff",
+                expected="mergeable, every blocker passes",
+                actual="mergeable, every measured blocker passes",
+                holds=True,
+            )
+        )
+    assert refused(PASS_SQL, [run_id], freeze.RUN_PASSED_MESSAGE)
+    assert refused(*_admit_sql(approved_revision), message=freeze.ADMIT_MESSAGE)
+    assert RubricRevision.objects.get(pk=approved_revision.pk).status == RevisionStatus.APPROVED
 
 
 def test_a_failed_run_never_becomes_passed(approved_revision: RubricRevision, maintainer: Any) -> None:
@@ -254,42 +337,79 @@ def test_a_failed_run_never_becomes_passed(approved_revision: RubricRevision, ma
     assert refused("UPDATE rubrics_app_calibrationrow SET holds = %s WHERE run_id = %s", [False, run.pk])
 
 
-@pytest.mark.parametrize("case", ["queued", "a row does not hold", "a row missing", "no rows"])
-def test_a_run_passes_only_from_running_with_every_row_holding(
-    approved_revision: RubricRevision, maintainer: Any, case: str
-) -> None:
-    run, _ = importlib.import_module("rubrics_app.services.calibration").new_run(
-        approved_revision, Actor.member(maintainer)
-    )
-    if case != "queued":
-        total = {"a row missing": 2, "no rows": 0}.get(case, 1)
-        CalibrationRun.objects.filter(pk=run.pk).update(status=CalibrationStatus.RUNNING, total_rows=total)
-        if case != "no rows":
-            CalibrationRow.objects.create(
-                run=run,
-                position=0,
-                kind="lazy",
-                name="x",
-                expected="",
-                actual="",
-                holds=case != "a row does not hold",
-            )
-    sql = f"UPDATE {RUN} SET status = 'passed' WHERE id = %s"
-    assert refused(sql, [run.pk], freeze.RUN_PASSED_MESSAGE)
+ROW_CASES = [
+    "every row",
+    "queued",
+    "no rows",
+    "the empty row missing",
+    "the oracle row missing",
+    "the lazy row missing",
+    "the commented lazy row missing",
+    "the alt row missing",
+    "a row twice, another missing",
+    "a row more",
+    "a row renamed",
+    "a row does not hold",
+    "the injection suite asked for, its rows missing",
+]
 
 
-def test_a_benign_drift_does_not_stop_a_run_passing(
-    approved_revision: RubricRevision, maintainer: Any
+@pytest.mark.parametrize("case", ROW_CASES)
+def test_a_run_passes_only_from_running_with_every_row_its_revision_asks_for_holding(
+    passing_run: CalibrationRun, case: str
 ) -> None:
-    run, _ = importlib.import_module("rubrics_app.services.calibration").new_run(
-        approved_revision, Actor.member(maintainer)
-    )
-    CalibrationRun.objects.filter(pk=run.pk).update(status=CalibrationStatus.RUNNING, total_rows=2)
-    for position, (kind, holds) in enumerate([("oracle", True), ("benign", False)]):
-        CalibrationRow.objects.create(
-            run=run, position=position, kind=kind, name="x", expected="", actual="", holds=holds
+    """A real run's rows (empty, oracle, lazy, lazy with the comment, alt), taken whole, as a forger could:
+    the database cannot tell who judged them (docs/architecture.md), but it refuses any set of rows that
+    is not the one the revision's calibration content asks for."""
+    rows = list(passing_run.rows.order_by("position"))
+    assert [r.kind for r in rows] == ["empty", "oracle", "lazy", "lazy_comment", "alt"]
+    fields: dict[str, Any] = {}
+    by_kind = {row.kind: row for row in rows}
+    if case == "no rows":
+        rows = []
+    elif case.endswith(" row missing"):
+        kind = {"empty": "empty", "oracle": "oracle", "lazy": "lazy", "commented lazy": "lazy_comment"}.get(
+            case.removeprefix("the ").removesuffix(" row missing"), "alt"
         )
-    assert not refused(f"UPDATE {RUN} SET status = 'passed' WHERE id = %s", [run.pk])
+        rows.remove(by_kind[kind])
+    elif case == "a row twice, another missing":
+        rows[-1] = rows[2]
+    elif case == "a row more":
+        rows.append(rows[2])
+    elif case == "a row renamed":
+        rows[2].name = "calib/other.diff"
+    elif case == "a row does not hold":
+        rows[3].holds = False
+    elif case == "the injection suite asked for, its rows missing":
+        fields["injection_suite"] = True
+    forged = _forge(passing_run.revision, passing_run, rows, **fields)
+    if case == "queued":
+        CalibrationRun.objects.filter(pk=forged).update(status=CalibrationStatus.QUEUED)
+    if case == "every row":
+        assert not refused(PASS_SQL, [forged])
+    else:
+        assert refused(PASS_SQL, [forged], freeze.RUN_PASSED_MESSAGE)
+
+
+def test_a_run_with_the_suite_passes_only_with_every_suite_row(
+    make_revision: MakeRevision, maintainer: Any
+) -> None:
+    """With the injection suite: each lazy diff with each payload kind and the oracle with each, all
+    present; a benign row that drifts (does not hold) is never a reason to refuse."""
+    revision = make_revision(RevisionStatus.APPROVED)
+    real = importlib.import_module("rubrics_app.services.calibration").calibrate_now(
+        revision, Actor.member(maintainer), injection_suite=True, cache=MemoryCache()
+    )
+    assert real.status == CalibrationStatus.PASSED, real.reason
+    rows = list(real.rows.order_by("position"))
+    benign = [row for row in rows if row.kind == "benign"]
+    assert benign and not any(row.holds for row in benign)  # the scripted judge drifts on every one
+    forged = _forge(revision, real, rows, injection_suite=True)
+    assert not refused(PASS_SQL, [forged])
+    for kind in ("injection", "benign"):
+        less = [row for row in rows if row is not next(r for r in rows if r.kind == kind)]
+        forged = _forge(revision, real, less, injection_suite=True)
+        assert refused(PASS_SQL, [forged], freeze.RUN_PASSED_MESSAGE)
 
 
 def test_the_admitted_revision_never_retires_without_a_newer_one_admitted(

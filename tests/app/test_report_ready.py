@@ -7,7 +7,11 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
+import pickle
+import shlex
 import threading
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -189,12 +193,63 @@ def test_a_damaged_stored_report_is_computed_again(
 ) -> None:
     prepare_report(graded)
     expected = report_json(viewer, graded)
-    ReportSnapshot.objects.filter(repository=graded).update(data=b"not a report")
+    ReportSnapshot.objects.filter(repository=graded).update(report_json=b"not a report")
     cache.clear()
     with caplog.at_level(logging.ERROR, logger="rubrics_app.services.report"):
         assert report_json(viewer, graded) == expected
     assert len(computations) == 2
     assert "could not be read" in caplog.text
+
+
+def test_the_stored_report_reads_back_equal_to_the_one_computed(graded: Repository) -> None:
+    key, state = report_service._current(graded, {})
+    computed = report_service._computed(graded, {}, state)
+    assert computed.grade_of_run and computed.report.disagreements  # the data set has both
+    prepare_report(graded)
+    assert report_service._stored(key) == computed
+
+
+def test_a_pickle_in_the_stored_report_row_is_never_run(
+    graded: Repository,
+    viewer: User,
+    computations: list[dict[str, str]],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Whoever can write the row (a pickled row of before migration 0138 is one) gets data read, never code
+    run: the row does not validate, so the page computes the report."""
+    prepare_report(graded)
+    expected = report_json(viewer, graded)
+    marker = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self) -> tuple[Any, ...]:
+            return (os.system, (f"touch {shlex.quote(str(marker))}",))
+
+    forged = zlib.compress(pickle.dumps(Payload(), protocol=pickle.HIGHEST_PROTOCOL), 1)
+    ReportSnapshot.objects.filter(repository=graded).update(report_json=forged)
+    cache.clear()
+    client = Client()
+    client.force_login(viewer)
+    with caplog.at_level(logging.ERROR, logger="rubrics_app.services.report"):
+        page = client.get(reverse("rubrics:report", args=[graded.pk]))
+    assert page.status_code == 200 and b"24 graded runs in this report" in page.content
+    assert not marker.exists()
+    assert "could not be read" in caplog.text
+    assert len(computations) == 2  # computed on the page instead
+    assert report_json(viewer, graded) == expected
+
+
+@pytest.mark.parametrize("stored", [b"[]", b'{"report": {}, "runs": 1, "ungraded": 0}', b'{"runs": "x"}'])
+def test_a_stored_report_that_does_not_validate_is_computed_again(
+    graded: Repository, viewer: User, computations: list[dict[str, str]], stored: bytes
+) -> None:
+    prepare_report(graded)
+    expected = report_json(viewer, graded)
+    ReportSnapshot.objects.filter(repository=graded).update(report_json=zlib.compress(stored))
+    cache.clear()
+    assert report_json(viewer, graded) == expected
+    assert len(computations) == 2
 
 
 def test_the_task_prepares_the_report_and_skips_a_repository_gone(
