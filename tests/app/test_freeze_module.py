@@ -34,7 +34,7 @@ from tests.app.conftest import FREEZE_MIGRATION, MakeRevision, calibrate
 RUN = "rubrics_app_calibrationrun"
 REVISION = "rubrics_app_rubricrevision"
 # The latest migration that installs the check on a passing calibration run (its SQL literally).
-CALIBRATION_MIGRATION = "0139_calibration_passes_with_its_rows"
+CALIBRATION_MIGRATION = "0142_calibration_passes_with_its_rows"
 
 
 def refused(sql: str, params: Any = (), message: str = "") -> bool:

@@ -216,7 +216,7 @@ def test_a_pickle_in_the_stored_report_row_is_never_run(
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """Whoever can write the row (a pickled row of before migration 0138 is one) gets data read, never code
+    """Whoever can write the row (a pickled row of before migration 0141 is one) gets data read, never code
     run: the row does not validate, so the page computes the report."""
     prepare_report(graded)
     expected = report_json(viewer, graded)

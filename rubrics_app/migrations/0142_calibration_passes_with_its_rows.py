@@ -210,7 +210,7 @@ def backward(apps: Any, schema_editor: Any) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("rubrics_app", "0138_report_snapshot_json"),
+        ("rubrics_app", "0141_report_snapshot_json"),
     ]
 
     operations = [migrations.RunPython(forward, backward)]

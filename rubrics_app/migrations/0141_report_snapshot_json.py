@@ -13,7 +13,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("rubrics_app", "0137_report_snapshot"),
+        ("rubrics_app", "0140_job_sent_at"),
     ]
 
     operations = [
