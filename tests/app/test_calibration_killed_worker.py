@@ -68,7 +68,8 @@ def test_a_worker_killed_mid_calibration_leaves_whole_rows_and_the_rerun_pays_on
     # again: the message is caught here and the job run in this process, as the next worker would.
     assert jobs.task_of(JobKind.CALIBRATE_REVISION).name == calibrate_revision.name  # type: ignore[union-attr]
     sent: list[int] = []
-    monkeypatch.setattr(calibrate_revision, "delay_on_commit", sent.append)
+    # jobs.send hands every message to Celery through apply_async, after the commit.
+    monkeypatch.setattr(calibrate_revision, "apply_async", lambda args, **options: sent.extend(args))
     settings.JOB_MAX_ATTEMPTS = 2
     reaped = jobs.reap(now=timezone.now() + timedelta(minutes=5))
     assert run.job is not None and reaped.requeued == [run.job.pk] and sent == [run.job.pk]

@@ -72,7 +72,8 @@ def test_a_worker_killed_mid_sweep_loses_no_verdict_and_duplicates_none(
     # the message is caught here and the job run in this process, as the next worker would run it.
     assert jobs.task_of(JobKind.SWEEP).name == sweep_runs.name  # type: ignore[union-attr]
     sent: list[int] = []
-    monkeypatch.setattr(sweep_runs, "delay_on_commit", sent.append)
+    # jobs.send hands every message to Celery through apply_async, after the commit.
+    monkeypatch.setattr(sweep_runs, "apply_async", lambda args, **options: sent.extend(args))
     reaped = jobs.reap(now=timezone.now() + timedelta(minutes=5))
     assert reaped.requeued == [job.pk] and sent == [job.pk]
     monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_server.anthropic_base_url)
