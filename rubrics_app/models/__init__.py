@@ -49,7 +49,6 @@ from rubrics_app.models.repositories import (
     JudgeSetting,
     Membership,
     Repository,
-    RepositoryQuerySet,
     Role,
     name_validator,
 )
@@ -150,7 +149,6 @@ __all__ = [
     "ReportSnapshot",
     "ReportVerdicts",
     "Repository",
-    "RepositoryQuerySet",
     "ReviewState",
     "RevisionFrozen",
     "RevisionStatus",
