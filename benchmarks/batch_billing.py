@@ -33,18 +33,18 @@ from _common import REPO_ROOT, machine
 
 sys.path.insert(0, str(REPO_ROOT))
 
-from grading.judge.anthropic_backend import AnthropicBackend  # noqa: E402
-from grading.judge.backend import Backend  # noqa: E402
-from grading.judge.cost import DEFAULT_PRICES, Price  # noqa: E402
-from grading.judge.models import Usage  # noqa: E402
-from grading.judge.openai_backend import OpenAIBackend  # noqa: E402
-from grading.judge.prompt import INSTRUCTIONS, render_request, select_items  # noqa: E402
-from grading.judge.runner import JudgeSettings  # noqa: E402
-from grading.judge.sweep import SweepJob, judge_sweep  # noqa: E402
-from grading.loaders import load_rubric, load_task  # noqa: E402
+from grading.judge.anthropic_backend import AnthropicBackend
+from grading.judge.backend import Backend
+from grading.judge.cost import DEFAULT_PRICES, Price
+from grading.judge.models import Usage
+from grading.judge.openai_backend import OpenAIBackend
+from grading.judge.prompt import INSTRUCTIONS, render_request, select_items
+from grading.judge.runner import JudgeSettings
+from grading.judge.sweep import SweepJob, judge_sweep
+from grading.loaders import load_rubric, load_task
 from grading.schema import Rubric, TaskSpec
-from tests.grading.judge.fake_servers import FakeProviderServer, tokens  # noqa: E402
-from tests.grading.judge.judge_helpers import DIFF, TASK, make_rubric  # noqa: E402
+from tests.grading.judge.fake_servers import FakeProviderServer, tokens
+from tests.grading.judge.judge_helpers import DIFF, TASK, make_rubric
 
 ANTHROPIC_MODEL = "claude-sonnet-4-5-20250929"
 OPENAI_MODEL = "gpt-4.1-2025-04-14"

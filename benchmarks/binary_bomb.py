@@ -20,7 +20,7 @@ from _common import REPO_ROOT, RUBRIC, Row, bench_rubric, machine, peak_rss_mb, 
 
 sys.path.insert(0, str(REPO_ROOT))
 
-from tests.grading.diff_helpers import zeros_literal_diff  # noqa: E402
+from tests.grading.diff_helpers import zeros_literal_diff
 
 SMALL = "diff --git a/src/a.py b/src/a.py\n--- a/src/a.py\n+++ b/src/a.py\n@@ -1 +1 @@\n-a\n+b\n"
 

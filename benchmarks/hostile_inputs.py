@@ -18,10 +18,10 @@ from _common import REPO_ROOT, Row, best_of, machine, print_table
 
 sys.path.insert(0, str(REPO_ROOT))
 
-from grading.diffs import FileChange, parse_diff  # noqa: E402
-from grading.globs import compile_glob, match_glob  # noqa: E402
-from grading.integrity import check_integrity  # noqa: E402
-from grading.schema import TestsConfig  # noqa: E402
+from grading.diffs import FileChange, parse_diff
+from grading.globs import compile_glob, match_glob
+from grading.integrity import check_integrity
+from grading.schema import TestsConfig
 
 
 def header_diff(name: str) -> str:

@@ -21,15 +21,15 @@ from _common import REPO_ROOT, Row, machine, print_table
 
 sys.path.insert(0, str(REPO_ROOT))
 
-from grading.judge.anthropic_backend import AnthropicBackend  # noqa: E402
-from grading.judge.backend import Backend  # noqa: E402
-from grading.judge.cache import SqliteCache  # noqa: E402
-from grading.judge.openai_backend import OpenAIBackend  # noqa: E402
-from grading.judge.prompt import render_request, select_items  # noqa: E402
-from grading.judge.runner import JudgeSettings  # noqa: E402
-from grading.judge.sweep import SweepJob, judge_sweep  # noqa: E402
-from tests.grading.judge.fake_servers import FakeProviderServer  # noqa: E402
-from tests.grading.judge.judge_helpers import DIFF, TASK, make_rubric  # noqa: E402
+from grading.judge.anthropic_backend import AnthropicBackend
+from grading.judge.backend import Backend
+from grading.judge.cache import SqliteCache
+from grading.judge.openai_backend import OpenAIBackend
+from grading.judge.prompt import render_request, select_items
+from grading.judge.runner import JudgeSettings
+from grading.judge.sweep import SweepJob, judge_sweep
+from tests.grading.judge.fake_servers import FakeProviderServer
+from tests.grading.judge.judge_helpers import DIFF, TASK, make_rubric
 
 ANTHROPIC_MODEL = "claude-sonnet-4-5-20250929"
 OPENAI_MODEL = "gpt-4.1-2025-04-14"

@@ -26,8 +26,8 @@ from _common import REPO_ROOT, Row, best_of, git, machine, print_table
 
 sys.path.insert(0, str(REPO_ROOT))
 
-from grading.diffs import read_diff  # noqa: E402
-from grading.mutants import derive_mutants  # noqa: E402
+from grading.diffs import read_diff
+from grading.mutants import derive_mutants
 
 KERNEL = (
     "def run(fraction, rows):\n    if fraction > 1.0:\n        raise ValueError(fraction)\n    return rows\n"

@@ -30,14 +30,14 @@ from _common import REPO_ROOT, Row, env, machine, print_table
 
 sys.path.insert(0, str(REPO_ROOT))
 
-import redis  # noqa: E402
+import redis
 
-from grading.judge.anthropic_backend import AnthropicBackend  # noqa: E402
-from grading.judge.limits import LimitedBackend, ProviderLimitSpec, SharedProviderLimit  # noqa: E402
-from grading.judge.runner import JudgeSettings  # noqa: E402
-from grading.judge.sweep import SweepJob, judge_sweep  # noqa: E402
-from tests.grading.judge.fake_servers import FakeProviderServer  # noqa: E402
-from tests.grading.judge.judge_helpers import DIFF, TASK, make_rubric  # noqa: E402
+from grading.judge.anthropic_backend import AnthropicBackend
+from grading.judge.limits import LimitedBackend, ProviderLimitSpec, SharedProviderLimit
+from grading.judge.runner import JudgeSettings
+from grading.judge.sweep import SweepJob, judge_sweep
+from tests.grading.judge.fake_servers import FakeProviderServer
+from tests.grading.judge.judge_helpers import DIFF, TASK, make_rubric
 
 MODEL = "claude-sonnet-4-5-20250929"
 

@@ -204,23 +204,6 @@ class BaseTree:
             raise ObjectMissing(object_id)
         return newlines + (0 if last == b"\n" else 1)
 
-    def grep(
-        self,
-        pattern: str,
-        pathspecs: Iterable[str] = (),
-        *,
-        fixed: bool = False,
-        ignore_case: bool = False,
-        timeout: float = 20.0,
-    ) -> list[tuple[str, int, str]]:
-        """``git grep`` over the commit's tree (never the work tree): (path, line number, line) per match,
-        text files only. ``pathspecs`` are literal paths (a directory matches what is under it).
-        Raises :class:`GrepTimeout` past ``timeout`` seconds, InputError for a pattern git refuses."""
-        matches, _, _ = self.grep_report(
-            pattern, pathspecs, fixed=fixed, ignore_case=ignore_case, timeout=timeout
-        )
-        return matches
-
     def grep_report(
         self,
         pattern: str,
@@ -231,7 +214,8 @@ class BaseTree:
         timeout: float = 20.0,
         max_output: int = MAX_GREP_OUTPUT,
     ) -> tuple[list[tuple[str, int, str]], list[str], bool]:
-        """:meth:`grep`, the paths git could not search because the repository does not hold their
+        """``git grep`` over the commit's tree (never the work tree), text files only: (path, line number,
+        line) per match, the paths git could not search because the repository does not hold their
         object, and whether git was stopped after ``max_output`` bytes of matches (the matches are then
         those it had printed, the last one maybe cut). git reports a missing file and searches on; a
         missing directory stops it, so the search is run again around that directory (its siblings and

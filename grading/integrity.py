@@ -369,7 +369,15 @@ def unreadable_patch_integrity(problem: str) -> IntegrityResult:
 
 
 def missing_run_list(task: TaskFiles, run: Run) -> str | None:
-    """:func:`missing_test_list` for a task and a run read once."""
+    """Why the run cannot be graded for want of its test list, or None.
+
+    When the manifest declares ``tests.list``, ``rubric capture --manifest`` writes ``tests_list.txt``, or
+    ``tests_list.error`` when the listing ran in the workspace and failed. The latter is the run's doing
+    (``test_listing_broken``) only when the task's ``tests_base.txt`` shows the listing works on the base.
+    A run with neither was captured without its list, or the listing could not run at all: a grader
+    failure, never a check that silently passes. A run from the SWE-bench harness (run.json) was never
+    captured: its test cases are not measured instead (:data:`HARNESS_NOT_MEASURED`).
+    """
     return _missing_list(
         task.tests,
         run.tests_list is not None,
@@ -417,25 +425,6 @@ def integrity_for_run(task_dir: Path, run_dir: Path, manifest_path: Path) -> Int
     if _from_harness(run_dir):
         _harness_not_measured(result, tests, grade, run_list is not None or run_list_error is not None)
     return result
-
-
-def missing_test_list(tests: TestsConfig | None, task_dir: Path, run_dir: Path) -> str | None:
-    """Why the run cannot be graded for want of its test list, or None.
-
-    When the manifest declares ``tests.list``, ``rubric capture --manifest`` writes ``tests_list.txt``, or
-    ``tests_list.error`` when the listing ran in the workspace and failed. The latter is the run's doing
-    (``test_listing_broken``) only when the task's ``tests_base.txt`` shows the listing works on the base.
-    A run with neither was captured without its list, or the listing could not run at all: a grader
-    failure, never a check that silently passes. A run from the SWE-bench harness (run.json) was never
-    captured: its test cases are not measured instead (:data:`HARNESS_NOT_MEASURED`).
-    """
-    return _missing_list(
-        tests,
-        (run_dir / TESTS_LIST_NAME).exists(),
-        (run_dir / TESTS_LIST_ERROR_NAME).exists(),
-        (task_dir / TESTS_BASE_NAME).exists(),
-        from_harness=_from_harness(run_dir),
-    )
 
 
 def _missing_list(

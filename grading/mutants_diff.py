@@ -100,9 +100,6 @@ class _Oracle:
         lines = self.lines
         return [lines[i] for i in self.marks[lo:hi]]
 
-    def hunk_refs(self) -> list[HunkRef]:
-        return [(f, h) for f, pf in enumerate(self.files) for h in range(len(pf.hunks))]
-
     def _span(self, a: int, b: int) -> bytes:
         """Lines ``[a, b)`` of the oracle, each with its line end."""
         return self._text[self._starts[a] + a : self._starts[b] + b]

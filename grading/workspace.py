@@ -18,14 +18,14 @@ starting with ``#``. Inside the quotes ``\\a \\b \\t \\n \\v \\f \\r \\" \\\\`` 
 with ``#`` are comments. Names that are not UTF-8 come back as ``str`` with surrogate escapes
 (``os.fsdecode``).
 
-The snapshot starts with the line ``# rubric snapshot v3``, which is how a wrong ``--before`` file is told
-apart. Its second line is ``# info/exclude: "..."``: the bytes of the workspace's ``.git/info/exclude`` at
-snapshot time, always C-quoted as above (``""`` when the file is absent or empty). That file is an exclusion
-source outside the tree, so no diff shows an edit to it: the capture lists untracked and ignored files with
-the recorded content instead of the current one (see below). Then, per ``.gitignore`` in the work tree, a
-``# ignore file: "<path>"`` line and a ``# ignore rules: "<bytes>"`` line (both C-quoted): the rules that
-existed before the run. The ignored paths follow, one per line. Version 2 (no ``.gitignore`` record) is
-still read.
+The snapshot starts with the line ``# rubric snapshot v4`` (v3 and older are still read, see below), which is
+how a wrong ``--before`` file is told apart. Its second line is ``# info/exclude: "..."``: the bytes of the
+workspace's ``.git/info/exclude`` at snapshot time, always C-quoted as above (``""`` when the file is absent
+or empty). That file is an exclusion source outside the tree, so no diff shows an edit to it: the capture
+lists untracked and ignored files with the recorded content instead of the current one (see below). Then, per
+``.gitignore`` in the work tree, a ``# ignore file: "<path>"`` line and a ``# ignore rules: "<bytes>"`` line
+(both C-quoted): the rules that existed before the run. The ignored paths follow, one per line. Version 2 (no
+``.gitignore`` record) is still read.
 Version 1 (``# rubric snapshot v1``, paths only) is still read, but it lacks the recorded exclusion rules,
 so a capture from a v1 snapshot falls back to the workspace's current ``info/exclude``: a file the agent
 excluded there during the run is then missing from the diff (``CaptureResult.exclude_rules_recorded`` is
@@ -80,7 +80,7 @@ How the capture works, and why:
 - ``.gitignore`` files are in the tree, and rules the run wrote hide nothing: a file the run created
   that only rules which did not exist before the run ignore (a new or edited ``.gitignore`` anywhere,
   one that ignores itself included) is added to the diff like any untracked file
-  (``CaptureResult.ignored_in_diff``). The rules before the run are the ``.gitignore`` files the v3
+  (``CaptureResult.ignored_in_diff``). The rules before the run are the ``.gitignore`` files a v3 or v4
   snapshot records byte for byte (tracked, untracked and ignored ones) plus the recorded
   ``info/exclude``; ``git check-ignore`` decides in a shadow work tree holding only those files, so
   git's own matching applies. A v1/v2 snapshot has no record: the base commit's ``.gitignore`` files

@@ -240,11 +240,6 @@ class CalibrationOptionsForm(forms.Form):
     injection_suite = forms.BooleanField(required=False)
 
 
-class CompareForm(forms.Form):
-    a = forms.IntegerField(min_value=1)
-    b = forms.IntegerField(min_value=1)
-
-
 class CheckoutExportForm(forms.Form):
     private = forms.BooleanField(required=False, label="to the private path (held-out rubrics)")
     branch = forms.CharField(

@@ -49,7 +49,6 @@ from rubrics_app.models.repositories import (
     JudgeSetting,
     Membership,
     Repository,
-    RepositoryQuerySet,
     Role,
     name_validator,
 )
@@ -150,7 +149,6 @@ __all__ = [
     "ReportSnapshot",
     "ReportVerdicts",
     "Repository",
-    "RepositoryQuerySet",
     "ReviewState",
     "RevisionFrozen",
     "RevisionStatus",
@@ -173,7 +171,7 @@ __all__ = [
 ]
 
 # Field defaults that migrations name as rubrics_app.models.<name>.
-from rubrics_app.models.repositories import _default_guidance_globs as _default_guidance_globs  # noqa: E402
-from rubrics_app.models.rubrics import _all_item_optional_keys as _all_item_optional_keys  # noqa: E402
-from rubrics_app.models.rubrics import _all_revision_optional_keys as _all_revision_optional_keys  # noqa: E402
-from rubrics_app.models.rubrics import _no_keys as _no_keys  # noqa: E402
+from rubrics_app.models.repositories import _default_guidance_globs as _default_guidance_globs
+from rubrics_app.models.rubrics import _all_item_optional_keys as _all_item_optional_keys
+from rubrics_app.models.rubrics import _all_revision_optional_keys as _all_revision_optional_keys
+from rubrics_app.models.rubrics import _no_keys as _no_keys

@@ -22,6 +22,9 @@ from rubrics_app.models.rubrics import RubricRevision
 
 
 class JobKind(models.TextChoices):
+    # Retired: nothing starts it and it has no task (services/jobs.py). Kept so that the rows an older
+    # version wrote keep their label and their ValidationResult reads; dropping the choice would need a
+    # migration for nothing the database checks.
     VALIDATE_REVISION = "validate_revision", "Validate a revision"
     EXPORT_REVISION = "export_revision", "Export a revision to the checkout"
     CHECK_EVIDENCE = "check_evidence", "Check blockers' cited code against the checkout"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
@@ -23,14 +21,6 @@ class Role(models.TextChoices):
     VIEWER = "viewer", "Viewer"  # read
 
 
-class RepositoryQuerySet(models.QuerySet["Repository"]):
-    def for_user(self, user: Any) -> RepositoryQuerySet:
-        """Repositories on which ``user`` has any role (the only ones they may see)."""
-        if not getattr(user, "is_authenticated", False):
-            return self.none()
-        return self.filter(memberships__user=user)  # one membership per user and repository: no duplicates
-
-
 class Repository(models.Model):
     name = models.CharField(max_length=100, unique=True, validators=[name_validator])
     checkout_path = models.CharField(max_length=1000, blank=True, help_text="the repository's working tree")
@@ -46,8 +36,6 @@ class Repository(models.Model):
     training_cutoffs = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
-    objects = RepositoryQuerySet.as_manager()
-
     class Meta:
         ordering = ["name"]
         verbose_name_plural = "repositories"
@@ -57,12 +45,6 @@ class Repository(models.Model):
 
     def tests(self) -> TestsConfig:
         return TestsConfig.model_validate(self.tests_config or {})
-
-    def role_of(self, user: Any) -> Role | None:
-        if not getattr(user, "is_authenticated", False):
-            return None
-        membership = self.memberships.filter(user=user).first()
-        return Role(membership.role) if membership else None
 
 
 class Membership(models.Model):

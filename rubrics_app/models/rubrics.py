@@ -175,9 +175,6 @@ class RubricInvalid(TransitionError):
         self.errors = errors
         super().__init__("; ".join(f"{e.path}: {e.message}" for e in errors))
 
-    def for_item(self, item_pk: int) -> list[FieldError]:
-        return [e for e in self.errors if e.item_pk == item_pk]
-
     def for_revision(self) -> list[FieldError]:
         return [e for e in self.errors if e.item_pk is None and e.diff_pk is None]
 

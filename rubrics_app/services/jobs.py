@@ -51,8 +51,9 @@ log = logging.getLogger(__name__)
 
 # The Celery name of each kind of job's task. The names are those the tasks had when they all lived in
 # rubrics_app/tasks.py: queued messages and workers of the old layout keep finding them.
+# validate_revision has none: nothing sent it, so its task was removed; the reaper fails a job of it that an
+# older version left queued or running ("no task for validate_revision jobs").
 TASK_NAMES: dict[str, str] = {
-    JobKind.VALIDATE_REVISION: "rubrics_app.tasks.validate_revision",
     JobKind.EXPORT_REVISION: "rubrics_app.tasks.export_revision_to_checkout",
     JobKind.CHECK_EVIDENCE: "rubrics_app.tasks.check_repository_evidence",
     JobKind.CALIBRATE_REVISION: "rubrics_app.tasks.calibrate_revision",

@@ -24,11 +24,8 @@ from rubrics_app.models import (
     CalibrationDiff,
     DiffKind,
     FieldError,
-    FieldProblem,
     ItemComment,
     ItemKind,
-    Job,
-    JobKind,
     Origin,
     ReviewState,
     RevisionFrozen,
@@ -39,10 +36,8 @@ from rubrics_app.models import (
     RubricRevision,
     Task,
     TransitionError,
-    ValidationResult,
 )
 from rubrics_app.services import audit
-from rubrics_app.services.jobs import JobFailed, job_task, run, send
 
 ITEM_EDITABLE_FIELDS = frozenset({"item_id", "criterion", "rationale", "evidence", "needs_tree", "weight"})
 REVISION_EDITABLE_FIELDS = frozenset(
@@ -532,39 +527,3 @@ def admit(revision: RubricRevision, by: Actor, *, with_suite: bool = False) -> R
             "repository's primary judge: run calibration first"
         )
     return calibration.admit_with(revision, run, by)
-
-
-# --- the validation job -------------------------------------------------------------------------------------
-
-
-@transaction.atomic
-def start_validation(revision: RubricRevision, by: Actor) -> Job:
-    by.require(Role.MAINTAINER, revision.task.repository)
-    job = Job.objects.create(
-        kind=JobKind.VALIDATE_REVISION,
-        repository=revision.task.repository,
-        revision=revision,
-        created_by=by.recorded_user,
-    )
-    send(validate_revision, job.pk)
-    return job
-
-
-def _validate(job: Job) -> ValidationResult:
-    revision = job.revision
-    if revision is None:
-        raise JobFailed("the revision of this job is gone")
-    errors = revision.validation_errors()
-    return ValidationResult(
-        valid=not errors,
-        errors=[
-            FieldProblem(path=e.path, message=e.message, field=e.field, item_pk=e.item_pk, diff_pk=e.diff_pk)
-            for e in errors
-        ],
-    )
-
-
-@job_task(JobKind.VALIDATE_REVISION)
-def validate_revision(job_id: int) -> None:
-    """Check a revision against grading.schema and store the errors, mapped to fields, on the job."""
-    run(job_id, _validate)

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from rubrics_app.access import Actor
-from rubrics_app.models import Job, JobStatus, RevisionStatus, RubricItem, RubricRevision
+from rubrics_app.models import Job, JobKind, JobStatus, RevisionStatus
 from rubrics_app.services import import_export
-from rubrics_app.services.revisions import start_validation, validate_revision
+from rubrics_app.services.rubric_export import export_revision_to_checkout
 from tests.app.conftest import RUBRIC, MakeRevision
 from tests.app.worker_helpers import wait_for
 from tests.gitrepo import GitRepo
@@ -45,27 +45,6 @@ def test_the_worker_exports_an_admitted_revision_into_the_checkout(
     )
 
 
-def test_the_worker_validates_a_revision_and_maps_errors_to_items(
-    worker: Path, draft_revision: RubricRevision, maintainer: Any
-) -> None:
-    b1 = draft_revision.items.get(item_id="B1")
-    RubricItem.objects.filter(pk=b1.pk).update(criterion="  ")
-    job = wait_for(start_validation(draft_revision, Actor.member(maintainer)), worker)
-    assert job.status == JobStatus.DONE
-    assert job.result == {
-        "valid": False,
-        "errors": [
-            {
-                "path": "blockers[0].criterion",
-                "message": "must not be blank",
-                "field": "criterion",
-                "item_pk": b1.pk,
-                "diff_pk": None,
-            }
-        ],
-    }
-
-
 def test_a_failing_job_is_marked_failed_with_its_reason(
     worker: Path, make_revision: MakeRevision, maintainer: Any
 ) -> None:
@@ -80,14 +59,18 @@ def test_a_failing_job_is_marked_failed_with_its_reason(
 
 
 def test_a_job_already_claimed_is_not_run_twice(
-    worker: Path, draft_revision: RubricRevision, maintainer: Any
+    worker: Path, make_revision: MakeRevision, maintainer: Any
 ) -> None:
-    taken = Job.objects.create(kind="validate_revision", revision=draft_revision, status=JobStatus.RUNNING)
-    validate_revision.delay(taken.pk)  # e.g. a redelivered message
-    later = wait_for(
-        start_validation(draft_revision, Actor.member(maintainer)), worker
-    )  # one worker: runs after it
-    assert later.status == JobStatus.DONE
+    revision = make_revision(RevisionStatus.ADMITTED)
+    repository = revision.task.repository
+    repository.checkout_path = "/nonexistent/checkout"  # the export fails at once: it ran
+    repository.save()
+    taken = Job.objects.create(
+        kind=JobKind.EXPORT_REVISION, repository=repository, revision=revision, status=JobStatus.RUNNING
+    )
+    export_revision_to_checkout.delay(taken.pk)  # e.g. a redelivered message
+    later = wait_for(import_export.start_export(revision, Actor.member(maintainer)), worker)  # runs after it
+    assert later.status == JobStatus.FAILED
     taken.refresh_from_db()
-    assert (taken.status, taken.result, taken.started_at) == (JobStatus.RUNNING, None, None)
+    assert (taken.status, taken.result, taken.error, taken.started_at) == (JobStatus.RUNNING, None, "", None)
     assert f"job {taken.pk} was not queued" in worker.read_text()

@@ -28,7 +28,13 @@ FLOOR_NAMES = ["base", "models", "services", "entry points"]
 def floor(module: str) -> int:
     """The floor of a module of rubrics_app; anything not named is an entry point (views, commands, forms,
     admin, urls, template tags, migrations)."""
-    if module in ("rubrics_app", "rubrics_app.apps", "rubrics_app.celery", "rubrics_app.settings"):
+    if module in (
+        "rubrics_app",
+        "rubrics_app.apps",
+        "rubrics_app.checks",
+        "rubrics_app.celery",
+        "rubrics_app.settings",
+    ):
         return BASE
     if module == "rubrics_app.freeze":  # the freeze's statuses and trigger SQL: the models build on it
         return BASE

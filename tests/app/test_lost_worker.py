@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from rubrics_app import celery_app
 from rubrics_app.access import Actor
-from rubrics_app.models import Job, JobKind, JobStatus, RevisionStatus, RubricRevision, ValidationResult
+from rubrics_app.models import ExportResult, Job, JobKind, JobStatus, RevisionStatus, RubricRevision
 from rubrics_app.services import import_export
 from rubrics_app.services.jobs import finish, reap
 from tests.app.conftest import MakeRevision
@@ -158,7 +158,7 @@ def test_a_job_whose_worker_is_killed_is_run_again_by_another_worker(
 def running_job(revision: RubricRevision, *, beat_seconds_ago: float, attempts: int = 1) -> Job:
     beat = timezone.now() - timedelta(seconds=beat_seconds_ago)
     return Job.objects.create(
-        kind=JobKind.VALIDATE_REVISION,
+        kind=JobKind.EXPORT_REVISION,
         repository=revision.task.repository,
         revision=revision,
         status=JobStatus.RUNNING,
@@ -245,12 +245,13 @@ def test_a_run_taken_for_lost_does_not_overwrite_the_run_after_it(draft_revision
     job = running_job(draft_revision, beat_seconds_ago=0, attempts=2)
     first_attempt = Job.objects.get(pk=job.pk)
     first_attempt.attempts = 1
-    finish(first_attempt, JobStatus.DONE, result=ValidationResult(valid=True))
+    result = ExportResult(root="/checkout", paths=["tasks/t/rubric.json"], branch=None, commit=None)
+    finish(first_attempt, JobStatus.DONE, result=result)
     job.refresh_from_db()
     assert (job.status, job.result) == (JobStatus.RUNNING, None)
-    finish(job, JobStatus.DONE, result=ValidationResult(valid=True))
+    finish(job, JobStatus.DONE, result=result)
     job.refresh_from_db()
-    assert (job.status, job.result) == (JobStatus.DONE, {"valid": True, "errors": []})
+    assert (job.status, job.result) == (JobStatus.DONE, result.model_dump(mode="json"))
 
 
 def test_the_reap_command_waits_and_prints_what_became_of_each_job(
@@ -266,6 +267,6 @@ def test_the_reap_command_waits_and_prints_what_became_of_each_job(
     )
     call_command("reap_jobs", "--wait", "--timeout", "30")
     out = capsys.readouterr().out.splitlines()
-    assert f"job {lost.pk} (validate_revision): queued again (now queued)" in out
-    assert any(line.startswith(f"job {done.pk} (validate_revision): failed: worker lost") for line in out)
+    assert f"job {lost.pk} (export_revision): queued again (now queued)" in out
+    assert any(line.startswith(f"job {done.pk} (export_revision): failed: worker lost") for line in out)
     assert out[-1] == "reaped 2 lost job(s), 0 unclaimed job(s)"

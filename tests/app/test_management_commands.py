@@ -13,6 +13,7 @@ from django.test import RequestFactory
 
 from examples.build import TASK_ID, TASKS
 from grading.loaders import load_rubric
+from rubrics_app.access import access_of
 from rubrics_app.models import (
     AuditEvent,
     AuditVerb,
@@ -181,7 +182,7 @@ def test_load_demo_loads_every_state_once(settings: Any, tmp_path: Path) -> None
     login = RequestFactory().post("/accounts/login/")  # django-axes throttles per request
     assert authenticate(login, username="demo", password="demo") is not None
     repository = Repository.objects.get(name="shapes")
-    assert repository.role_of(authenticate(login, username="demo", password="demo")) == "maintainer"
+    assert access_of(authenticate(login, username="demo", password="demo"), repository).role == "maintainer"
     assert repository.tasks.count() == 3
     statuses = sorted(RubricRevision.objects.values_list("status", flat=True))
     assert statuses == ["admitted", "approved", "draft", "draft"]

@@ -5,13 +5,14 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import PermissionDenied
 from django.db import DataError, IntegrityError, connection, transaction
+from django.test import RequestFactory
 
 from grading import MAX_RUN_INT
 from grading.loaders import parse_rubric
-from rubrics_app.access import Actor
+from rubrics_app.access import Actor, access_of, repositories_for_user
 from rubrics_app.models import (
     AgentRun,
     AuditEvent,
@@ -142,11 +143,19 @@ def test_a_draft_cannot_be_admitted(draft_revision: RubricRevision, maintainer: 
 def test_roles_and_visibility(
     repository: Repository, maintainer: Any, viewer: Any, outsider: Any, other_repository: Repository
 ) -> None:
-    assert repository.role_of(maintainer) == Role.MAINTAINER
-    assert repository.role_of(viewer) == Role.VIEWER
-    assert repository.role_of(outsider) is None
-    assert list(Repository.objects.for_user(outsider)) == [other_repository]
-    assert list(Repository.objects.for_user(viewer)) == [repository]
+    # The one policy (rubrics_app/access.py): the role a command or service sees, the list a page shows.
+    assert access_of(maintainer, repository).role == Role.MAINTAINER
+    assert access_of(viewer, repository).role == Role.VIEWER
+    assert access_of(outsider, repository).role is None
+
+    def visible_to(user: Any) -> list[Repository]:
+        request = RequestFactory().get("/")
+        request.user = user
+        return [access.repository for access in repositories_for_user(request)]
+
+    assert visible_to(outsider) == [other_repository]
+    assert visible_to(viewer) == [repository]
+    assert visible_to(AnonymousUser()) == []
 
 
 def test_revision_numbers_count_per_task(make_revision: MakeRevision, repository: Repository) -> None:

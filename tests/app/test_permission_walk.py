@@ -111,7 +111,6 @@ def _entry_points(
             [admitted], by=a, root=out
         ),
         import_export.write_to_checkout: lambda a: import_export.write_to_checkout(admitted, by=a),
-        revisions.start_validation: lambda a: revisions.start_validation(draft, a),
         import_export.start_export: lambda a: import_export.start_export(admitted, a),
         rereview.start_evidence_check: lambda a: rereview.start_evidence_check(repository, a),
         judges.set_judges: lambda a: judges.set_judges(repository, by=a, judge="scripted:x"),

@@ -54,6 +54,9 @@ def test_check_deploy_is_clean_with_the_documented_environment(tmp_path: Path) -
     env = production_environment()
     assert env["SECRET_KEY"].startswith("<")  # a placeholder in the docs, never a real key
     env["SECRET_KEY"] = STRONG_KEY
+    # Deployed means collected too (rubrics.E001 otherwise, test_static_files.py).
+    collected = run_python(["manage.py", "collectstatic", "--noinput", "-v0"], env, tmp_path)
+    assert collected.returncode == 0, collected.stderr
     done = run_python(["manage.py", "check", "--deploy", "--fail-level", "WARNING"], env, tmp_path)
     assert done.returncode == 0, done.stderr
     assert "System check identified no issues" in done.stdout

@@ -138,3 +138,45 @@ def test_the_favicon_redirects_to_its_hashed_name(production_server: tuple[str, 
     assert re.fullmatch(r"/static/rubrics/favicon\.[0-9a-f]{12}\.ico", location), location
     status, _, _ = get(base + location)
     assert status == 200
+
+
+def manage(var_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=production_env(var_dir),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_without_collectstatic_runserver_refuses_to_start_with_one_line(tmp_path: Path) -> None:
+    # --noreload: a check error then ends the process (the autoreloader would wait for a file change).
+    result = manage(tmp_path, "runserver", f"127.0.0.1:{free_port()}", "--noreload")
+    assert result.returncode == 1, result.stdout + result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert "rubrics.E001" in line and "run `manage.py collectstatic --noinput`" in line
+
+
+def test_without_collectstatic_the_wsgi_entry_refuses_to_load(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", "import rubrics_app.wsgi"],
+        cwd=ROOT,
+        env=production_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 1
+    assert "run `manage.py collectstatic --noinput`" in result.stderr.strip().splitlines()[-1]
+
+
+def test_without_collectstatic_the_other_commands_still_run(tmp_path: Path) -> None:
+    # migrate and check run every ordinary check; a deployment runs them before collectstatic.
+    for args in (["check"], ["migrate", "--plan"]):
+        result = manage(tmp_path, *args)
+        assert result.returncode == 0, result.stderr
+    listed = manage(tmp_path, "check", "--deploy", "--tag", "serving")
+    assert listed.returncode == 1
+    assert "rubrics.E001" in listed.stderr

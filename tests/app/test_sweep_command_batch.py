@@ -76,7 +76,7 @@ def batch_posts(provider: FakeProviderServer) -> list[str]:
 
 
 def _get(provider: FakeProviderServer, path: str) -> bytes:
-    with urllib.request.urlopen(provider.url + path, timeout=10) as response:  # noqa: S310 - the stand-in
+    with urllib.request.urlopen(provider.url + path, timeout=10) as response:
         body: bytes = response.read()
         return body
 

@@ -693,7 +693,7 @@ class FakeProviderServer:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
+            def log_message(self, format: str, *args: Any) -> None:
                 pass
 
             def do_GET(self) -> None:

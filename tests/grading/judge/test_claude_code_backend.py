@@ -227,7 +227,7 @@ class RecordingProxy:
 
             do_CONNECT = do_GET = do_POST = _refuse
 
-            def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the stdlib's name
+            def log_message(self, format: str, *args: object) -> None:
                 pass
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
