@@ -21,12 +21,12 @@ One module owns the rule, for the code and for SQLite and PostgreSQL alike:
   of an admitted or retired revision is never deleted. A finished run's rows are never added to or
   rewritten.
 
-The column lists the triggers compare are given to :func:`install_sql` by the caller: a migration stores
-them literally (what the schema was at its time), and ``tests/app/test_freeze_module.py`` asserts that the
-latest such migration's lists equal :func:`model_columns`, so a new content column cannot go unfrozen
-without a test failing. The check on a passing run was installed again since, as literal SQL, by migration
-0139; the same test file asserts that its SQL is what this module writes. Every refusal is an integrity
-error (SQLite ``RAISE(ABORT)``, PostgreSQL SQLSTATE 23001 restrict_violation).
+The column lists the triggers compare are given to :func:`install_sql` by the caller. No migration calls this
+module: each holds the SQL it installs as literal text, as this module wrote it at the migration's time, and
+``tests/app/test_migration_triggers.py`` asserts that a database built by the migrations has exactly the
+triggers this module writes now with :func:`model_columns`, so a new content column or an edit here fails a
+test until a new migration installs it. Every refusal is an integrity error (SQLite ``RAISE(ABORT)``,
+PostgreSQL SQLSTATE 23001 restrict_violation).
 """
 
 from __future__ import annotations

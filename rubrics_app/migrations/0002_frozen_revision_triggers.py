@@ -6,86 +6,63 @@ its provenance, going back to draft, deleting it) and every INSERT/UPDATE/DELETE
 calibration diffs is rejected with an integrity error.
 """
 
+# ruff: noqa: E501  (the SQL is literal, as it was written at this migration)
+
 from __future__ import annotations
 
 from typing import Any
 
 from django.db import migrations
 
-REVISION = "rubrics_app_rubricrevision"
-CHILDREN = ("rubrics_app_rubricitem", "rubrics_app_calibrationdiff")
-FROZEN = "('approved', 'admitted')"
-
-# Every column of a revision except id, status, admitted_at and admitted_by_id.
-CONTENT_COLUMNS = [
-    "task_id",
-    "number",
-    "parent_id",
-    "origin",
-    "drafted_by_id",
-    "drafted_by_model",
-    "input_hash",
-    "created_at",
-    "intent",
-    "allowed_globs",
-    "denied_globs",
-    "max_changed_lines",
-    "max_files",
-    "lazy_solution",
-    "alt_valid_solution",
-    "omitted_keys",
-    "version",
-    "approved_at",
-    "approved_by_id",
-]
-
-MESSAGE = "rubric revision is approved or admitted: it is never edited (start a new draft from it)"
-
-
-def _sqlite() -> tuple[list[str], list[str]]:
-    changed = " OR ".join(f"NEW.{c} IS NOT OLD.{c}" for c in CONTENT_COLUMNS)
-    forward = [
-        f"""CREATE TRIGGER rubrics_frozen_revision_update BEFORE UPDATE ON {REVISION}
-        FOR EACH ROW WHEN OLD.status IN {FROZEN} AND (NEW.status = 'draft' OR {changed})
-        BEGIN SELECT RAISE(ABORT, '{MESSAGE}'); END""",
-        f"""CREATE TRIGGER rubrics_frozen_revision_delete BEFORE DELETE ON {REVISION}
-        FOR EACH ROW WHEN OLD.status IN {FROZEN}
-        BEGIN SELECT RAISE(ABORT, '{MESSAGE}'); END""",
-    ]
-    backward = [
-        "DROP TRIGGER IF EXISTS rubrics_frozen_revision_update",
-        "DROP TRIGGER IF EXISTS rubrics_frozen_revision_delete",
-    ]
-    for table in CHILDREN:
-        frozen_old = f"(SELECT status FROM {REVISION} WHERE id = OLD.revision_id) IN {FROZEN}"
-        frozen_new = f"(SELECT status FROM {REVISION} WHERE id = NEW.revision_id) IN {FROZEN}"
-        for event, condition in (
-            ("INSERT", frozen_new),
-            ("UPDATE", f"{frozen_old} OR {frozen_new}"),
-            ("DELETE", frozen_old),
-        ):
-            name = f"{table}_frozen_{event.lower()}"
-            forward.append(
-                f"""CREATE TRIGGER {name} BEFORE {event} ON {table}
-                FOR EACH ROW WHEN {condition}
-                BEGIN SELECT RAISE(ABORT, '{MESSAGE}'); END"""
-            )
-            backward.append(f"DROP TRIGGER IF EXISTS {name}")
-    return forward, backward
-
-
-def _postgresql() -> tuple[list[str], list[str]]:
-    new_row = ", ".join(f"NEW.{c}" for c in CONTENT_COLUMNS)
-    old_row = ", ".join(f"OLD.{c}" for c in CONTENT_COLUMNS)
-    # SQLSTATE 23001 (restrict_violation) reaches Django as IntegrityError, as SQLite's RAISE(ABORT) does.
-    forward = [
-        f"""CREATE OR REPLACE FUNCTION rubrics_refuse_frozen_revision() RETURNS trigger
+# vendor -> (statements that install the triggers, statements that remove them).
+SQL = {
+    "sqlite": (
+        [
+            """CREATE TRIGGER rubrics_frozen_revision_update BEFORE UPDATE ON rubrics_app_rubricrevision
+        FOR EACH ROW WHEN OLD.status IN ('approved', 'admitted') AND (NEW.status = 'draft' OR NEW.task_id IS NOT OLD.task_id OR NEW.number IS NOT OLD.number OR NEW.parent_id IS NOT OLD.parent_id OR NEW.origin IS NOT OLD.origin OR NEW.drafted_by_id IS NOT OLD.drafted_by_id OR NEW.drafted_by_model IS NOT OLD.drafted_by_model OR NEW.input_hash IS NOT OLD.input_hash OR NEW.created_at IS NOT OLD.created_at OR NEW.intent IS NOT OLD.intent OR NEW.allowed_globs IS NOT OLD.allowed_globs OR NEW.denied_globs IS NOT OLD.denied_globs OR NEW.max_changed_lines IS NOT OLD.max_changed_lines OR NEW.max_files IS NOT OLD.max_files OR NEW.lazy_solution IS NOT OLD.lazy_solution OR NEW.alt_valid_solution IS NOT OLD.alt_valid_solution OR NEW.omitted_keys IS NOT OLD.omitted_keys OR NEW.version IS NOT OLD.version OR NEW.approved_at IS NOT OLD.approved_at OR NEW.approved_by_id IS NOT OLD.approved_by_id)
+        BEGIN SELECT RAISE(ABORT, 'rubric revision is approved or admitted: it is never edited (start a new draft from it)'); END""",
+            """CREATE TRIGGER rubrics_frozen_revision_delete BEFORE DELETE ON rubrics_app_rubricrevision
+        FOR EACH ROW WHEN OLD.status IN ('approved', 'admitted')
+        BEGIN SELECT RAISE(ABORT, 'rubric revision is approved or admitted: it is never edited (start a new draft from it)'); END""",
+            """CREATE TRIGGER rubrics_app_rubricitem_frozen_insert BEFORE INSERT ON rubrics_app_rubricitem
+                FOR EACH ROW WHEN (SELECT status FROM rubrics_app_rubricrevision WHERE id = NEW.revision_id) IN ('approved', 'admitted')
+                BEGIN SELECT RAISE(ABORT, 'rubric revision is approved or admitted: it is never edited (start a new draft from it)'); END""",
+            """CREATE TRIGGER rubrics_app_rubricitem_frozen_update BEFORE UPDATE ON rubrics_app_rubricitem
+                FOR EACH ROW WHEN (SELECT status FROM rubrics_app_rubricrevision WHERE id = OLD.revision_id) IN ('approved', 'admitted') OR (SELECT status FROM rubrics_app_rubricrevision WHERE id = NEW.revision_id) IN ('approved', 'admitted')
+                BEGIN SELECT RAISE(ABORT, 'rubric revision is approved or admitted: it is never edited (start a new draft from it)'); END""",
+            """CREATE TRIGGER rubrics_app_rubricitem_frozen_delete BEFORE DELETE ON rubrics_app_rubricitem
+                FOR EACH ROW WHEN (SELECT status FROM rubrics_app_rubricrevision WHERE id = OLD.revision_id) IN ('approved', 'admitted')
+                BEGIN SELECT RAISE(ABORT, 'rubric revision is approved or admitted: it is never edited (start a new draft from it)'); END""",
+            """CREATE TRIGGER rubrics_app_calibrationdiff_frozen_insert BEFORE INSERT ON rubrics_app_calibrationdiff
+                FOR EACH ROW WHEN (SELECT status FROM rubrics_app_rubricrevision WHERE id = NEW.revision_id) IN ('approved', 'admitted')
+                BEGIN SELECT RAISE(ABORT, 'rubric revision is approved or admitted: it is never edited (start a new draft from it)'); END""",
+            """CREATE TRIGGER rubrics_app_calibrationdiff_frozen_update BEFORE UPDATE ON rubrics_app_calibrationdiff
+                FOR EACH ROW WHEN (SELECT status FROM rubrics_app_rubricrevision WHERE id = OLD.revision_id) IN ('approved', 'admitted') OR (SELECT status FROM rubrics_app_rubricrevision WHERE id = NEW.revision_id) IN ('approved', 'admitted')
+                BEGIN SELECT RAISE(ABORT, 'rubric revision is approved or admitted: it is never edited (start a new draft from it)'); END""",
+            """CREATE TRIGGER rubrics_app_calibrationdiff_frozen_delete BEFORE DELETE ON rubrics_app_calibrationdiff
+                FOR EACH ROW WHEN (SELECT status FROM rubrics_app_rubricrevision WHERE id = OLD.revision_id) IN ('approved', 'admitted')
+                BEGIN SELECT RAISE(ABORT, 'rubric revision is approved or admitted: it is never edited (start a new draft from it)'); END""",
+        ],
+        [
+            """DROP TRIGGER IF EXISTS rubrics_frozen_revision_update""",
+            """DROP TRIGGER IF EXISTS rubrics_frozen_revision_delete""",
+            """DROP TRIGGER IF EXISTS rubrics_app_rubricitem_frozen_insert""",
+            """DROP TRIGGER IF EXISTS rubrics_app_rubricitem_frozen_update""",
+            """DROP TRIGGER IF EXISTS rubrics_app_rubricitem_frozen_delete""",
+            """DROP TRIGGER IF EXISTS rubrics_app_calibrationdiff_frozen_insert""",
+            """DROP TRIGGER IF EXISTS rubrics_app_calibrationdiff_frozen_update""",
+            """DROP TRIGGER IF EXISTS rubrics_app_calibrationdiff_frozen_delete""",
+        ],
+    ),
+    "postgresql": (
+        [
+            """CREATE OR REPLACE FUNCTION rubrics_refuse_frozen_revision() RETURNS trigger
         LANGUAGE plpgsql AS $$
         BEGIN
-            IF OLD.status IN {FROZEN} THEN
+            IF OLD.status IN ('approved', 'admitted') THEN
                 IF TG_OP = 'DELETE' OR NEW.status = 'draft'
-                   OR ROW({new_row}) IS DISTINCT FROM ROW({old_row}) THEN
-                    RAISE EXCEPTION '{MESSAGE}' USING ERRCODE = 'restrict_violation';
+                   OR ROW(NEW.task_id, NEW.number, NEW.parent_id, NEW.origin, NEW.drafted_by_id, NEW.drafted_by_model, NEW.input_hash, NEW.created_at, NEW.intent, NEW.allowed_globs, NEW.denied_globs, NEW.max_changed_lines, NEW.max_files, NEW.lazy_solution, NEW.alt_valid_solution, NEW.omitted_keys, NEW.version, NEW.approved_at, NEW.approved_by_id) IS DISTINCT FROM ROW(OLD.task_id, OLD.number, OLD.parent_id, OLD.origin, OLD.drafted_by_id, OLD.drafted_by_model, OLD.input_hash, OLD.created_at, OLD.intent, OLD.allowed_globs, OLD.denied_globs, OLD.max_changed_lines, OLD.max_files, OLD.lazy_solution, OLD.alt_valid_solution, OLD.omitted_keys, OLD.version, OLD.approved_at, OLD.approved_by_id) THEN
+                    RAISE EXCEPTION 'rubric revision is approved or admitted: it is never edited (start a new draft from it)' USING ERRCODE = 'restrict_violation';
                 END IF;
             END IF;
             IF TG_OP = 'DELETE' THEN
@@ -93,58 +70,56 @@ def _postgresql() -> tuple[list[str], list[str]]:
             END IF;
             RETURN NEW;
         END $$""",
-        f"""CREATE TRIGGER rubrics_frozen_revision BEFORE UPDATE OR DELETE ON {REVISION}
+            """CREATE TRIGGER rubrics_frozen_revision BEFORE UPDATE OR DELETE ON rubrics_app_rubricrevision
         FOR EACH ROW EXECUTE FUNCTION rubrics_refuse_frozen_revision()""",
-        f"""CREATE OR REPLACE FUNCTION rubrics_refuse_frozen_revision_part() RETURNS trigger
+            """CREATE OR REPLACE FUNCTION rubrics_refuse_frozen_revision_part() RETURNS trigger
         LANGUAGE plpgsql AS $$
         BEGIN
             IF TG_OP IN ('UPDATE', 'DELETE') AND EXISTS (
-                SELECT 1 FROM {REVISION} WHERE id = OLD.revision_id AND status IN {FROZEN}
+                SELECT 1 FROM rubrics_app_rubricrevision WHERE id = OLD.revision_id AND status IN ('approved', 'admitted')
             ) THEN
-                RAISE EXCEPTION '{MESSAGE}' USING ERRCODE = 'restrict_violation';
+                RAISE EXCEPTION 'rubric revision is approved or admitted: it is never edited (start a new draft from it)' USING ERRCODE = 'restrict_violation';
             END IF;
             IF TG_OP IN ('INSERT', 'UPDATE') AND EXISTS (
-                SELECT 1 FROM {REVISION} WHERE id = NEW.revision_id AND status IN {FROZEN}
+                SELECT 1 FROM rubrics_app_rubricrevision WHERE id = NEW.revision_id AND status IN ('approved', 'admitted')
             ) THEN
-                RAISE EXCEPTION '{MESSAGE}' USING ERRCODE = 'restrict_violation';
+                RAISE EXCEPTION 'rubric revision is approved or admitted: it is never edited (start a new draft from it)' USING ERRCODE = 'restrict_violation';
             END IF;
             IF TG_OP = 'DELETE' THEN
                 RETURN OLD;
             END IF;
             RETURN NEW;
         END $$""",
-    ]
-    backward = [f"DROP TRIGGER IF EXISTS rubrics_frozen_revision ON {REVISION}"]
-    for table in CHILDREN:
-        forward.append(
-            f"""CREATE TRIGGER {table}_frozen BEFORE INSERT OR UPDATE OR DELETE ON {table}
-            FOR EACH ROW EXECUTE FUNCTION rubrics_refuse_frozen_revision_part()"""
-        )
-        backward.append(f"DROP TRIGGER IF EXISTS {table}_frozen ON {table}")
-    backward += [
-        "DROP FUNCTION IF EXISTS rubrics_refuse_frozen_revision()",
-        "DROP FUNCTION IF EXISTS rubrics_refuse_frozen_revision_part()",
-    ]
-    return forward, backward
+            """CREATE TRIGGER rubrics_app_rubricitem_frozen BEFORE INSERT OR UPDATE OR DELETE ON rubrics_app_rubricitem
+            FOR EACH ROW EXECUTE FUNCTION rubrics_refuse_frozen_revision_part()""",
+            """CREATE TRIGGER rubrics_app_calibrationdiff_frozen BEFORE INSERT OR UPDATE OR DELETE ON rubrics_app_calibrationdiff
+            FOR EACH ROW EXECUTE FUNCTION rubrics_refuse_frozen_revision_part()""",
+        ],
+        [
+            """DROP TRIGGER IF EXISTS rubrics_frozen_revision ON rubrics_app_rubricrevision""",
+            """DROP TRIGGER IF EXISTS rubrics_app_rubricitem_frozen ON rubrics_app_rubricitem""",
+            """DROP TRIGGER IF EXISTS rubrics_app_calibrationdiff_frozen ON rubrics_app_calibrationdiff""",
+            """DROP FUNCTION IF EXISTS rubrics_refuse_frozen_revision()""",
+            """DROP FUNCTION IF EXISTS rubrics_refuse_frozen_revision_part()""",
+        ],
+    ),
+}
 
 
-def trigger_sql(vendor: str) -> tuple[list[str], list[str]]:
-    """(statements that install the triggers, statements that remove them) for a database vendor."""
-    if vendor == "sqlite":
-        return _sqlite()
-    if vendor == "postgresql":
-        return _postgresql()
-    raise RuntimeError(f"no frozen-revision triggers for database {vendor!r}: use SQLite or PostgreSQL")
+def _run(schema_editor: Any, index: int) -> None:
+    vendor = schema_editor.connection.vendor
+    if vendor not in SQL:
+        raise RuntimeError(f"no frozen-revision triggers for database {vendor!r}: use SQLite or PostgreSQL")
+    for statement in SQL[vendor][index]:
+        schema_editor.execute(statement)
 
 
 def install(apps: Any, schema_editor: Any) -> None:
-    for sql in trigger_sql(schema_editor.connection.vendor)[0]:
-        schema_editor.execute(sql)
+    _run(schema_editor, 0)
 
 
 def uninstall(apps: Any, schema_editor: Any) -> None:
-    for sql in trigger_sql(schema_editor.connection.vendor)[1]:
-        schema_editor.execute(sql)
+    _run(schema_editor, 1)
 
 
 class Migration(migrations.Migration):

@@ -8,82 +8,531 @@ revision; a revision retires only when a newer one of its task is admitted, whic
 itself as another is admitted (so the partial unique index on admitted revisions goes: it would refuse the
 newer admission before the older one could retire).
 
-The column lists below are what the schema was at this migration: ``tests/app/test_freeze_module.py``
-asserts they equal ``freeze.model_columns()``. A migration that adds a content column stores its own lists
-and installs the triggers again.
+The SQL below is what ``rubrics_app.freeze`` wrote when this migration was added, with the content columns
+of that time, written out so that a later edit to freeze.py never changes what this migration installs. The
+check on a passing calibration run was tightened since by 0142, which replaces it.
 
 Revisions frozen before this migration get ``content_sha256`` from their latest passing calibration (the
 content that admitted them); an approved revision never calibrated keeps it empty and is admitted through
 a new draft of it.
 """
 
+# ruff: noqa: E501  (the SQL is literal, as it was written at this migration)
+
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from django.db import migrations, models
 
-from rubrics_app import freeze
-
-_0006 = importlib.import_module("rubrics_app.migrations.0006_freeze_holes_closed")
-_0011 = importlib.import_module("rubrics_app.migrations.0011_admitted_means_calibrated")
-
-COLUMNS = freeze.Columns(
-    revision=(
-        "task_id",
-        "number",
-        "parent_id",
-        "origin",
-        "drafted_by_id",
-        "drafted_by_model",
-        "input_hash",
-        "created_at",
-        "intent",
-        "allowed_globs",
-        "denied_globs",
-        "max_changed_lines",
-        "max_files",
-        "lazy_solution",
-        "alt_valid_solution",
-        "omitted_keys",
-        "version",
-        "approved_at",
-        "content_sha256",
-        "approved_by_id",
-    ),
-    task=(
-        "id",
-        "repository_id",
-        "task_id",
-        "spec_prompt",
-        "issue_prompt",
-        "gate",
-        "base_commit",
-        "base_date",
-    ),
-    task_files=("oracle_diff", "oracle_grade", "tests_base"),
+# vendor -> (statements that drop 0011's admission trigger and 0006's freeze triggers, statements that put
+# them back on reversal), as 0006 and 0011 wrote them.
+OLD_SQL = {
+    "sqlite": (
+        [
+            """DROP TRIGGER IF EXISTS rubrics_admitted_requires_calibration""",
+            """DROP TRIGGER IF EXISTS rubrics_admitted_requires_calibration_insert""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_revision_insert""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_revision_update""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_revision_delete""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_rubrics_app_rubricitem_insert""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_rubrics_app_rubricitem_update""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_rubrics_app_rubricitem_delete""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_rubrics_app_calibrationdiff_insert""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_rubrics_app_calibrationdiff_update""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_rubrics_app_calibrationdiff_delete""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_task_insert""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_task_update""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_task_delete""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_repository_insert""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_repository_update""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_repository_delete""",
+        ],
+        [
+            """CREATE TRIGGER rubrics_freeze_revision_insert BEFORE INSERT ON rubrics_app_rubricrevision FOR EACH ROW
+        BEGIN
+            SELECT RAISE(ABORT, 'rubric revision is approved, admitted or retired: it is never edited (start a new draft from it)') WHERE EXISTS (SELECT 1 FROM rubrics_app_rubricrevision r WHERE r.status IN ('approved', 'admitted', 'retired') AND (r.id = NEW.id OR (r.task_id = NEW.task_id AND r.number = NEW.number) OR (r.task_id = NEW.task_id AND r.status = 'admitted' AND NEW.status = 'admitted')));
+            SELECT RAISE(ABORT, 'a rubric revision is created as a draft') WHERE NEW.status IS NOT 'draft';
+        END""",
+            """CREATE TRIGGER rubrics_freeze_revision_update BEFORE UPDATE ON rubrics_app_rubricrevision FOR EACH ROW
+        BEGIN
+            SELECT RAISE(ABORT, 'rubric revision is approved, admitted or retired: it is never edited (start a new draft from it)') WHERE OLD.status IN ('approved', 'admitted', 'retired')
+                AND (NEW.status NOT IN ('approved', 'admitted', 'retired') OR NEW.id IS NOT OLD.id OR NEW.task_id IS NOT OLD.task_id OR NEW.number IS NOT OLD.number OR NEW.parent_id IS NOT OLD.parent_id OR NEW.origin IS NOT OLD.origin OR NEW.drafted_by_id IS NOT OLD.drafted_by_id OR NEW.drafted_by_model IS NOT OLD.drafted_by_model OR NEW.input_hash IS NOT OLD.input_hash OR NEW.created_at IS NOT OLD.created_at OR NEW.intent IS NOT OLD.intent OR NEW.allowed_globs IS NOT OLD.allowed_globs OR NEW.denied_globs IS NOT OLD.denied_globs OR NEW.max_changed_lines IS NOT OLD.max_changed_lines OR NEW.max_files IS NOT OLD.max_files OR NEW.lazy_solution IS NOT OLD.lazy_solution OR NEW.alt_valid_solution IS NOT OLD.alt_valid_solution OR NEW.omitted_keys IS NOT OLD.omitted_keys OR NEW.version IS NOT OLD.version OR NEW.approved_at IS NOT OLD.approved_at OR NEW.approved_by_id IS NOT OLD.approved_by_id);
+            SELECT RAISE(ABORT, 'rubric revision is approved, admitted or retired: it is never edited (start a new draft from it)') WHERE EXISTS (SELECT 1 FROM rubrics_app_rubricrevision r WHERE r.id IS NOT OLD.id AND r.status IN ('approved', 'admitted', 'retired') AND (r.id = NEW.id OR (r.task_id = NEW.task_id AND r.number = NEW.number) OR (r.task_id = NEW.task_id AND r.status = 'admitted' AND NEW.status = 'admitted')));
+            SELECT RAISE(ABORT, 'rubric revision status moves only forward: draft -> approved -> admitted -> retired') WHERE NEW.status IS NOT OLD.status
+                AND OLD.status || '>' || NEW.status NOT IN ('draft>approved', 'approved>admitted', 'admitted>retired');
+        END""",
+            """CREATE TRIGGER rubrics_freeze_revision_delete BEFORE DELETE ON rubrics_app_rubricrevision FOR EACH ROW
+        WHEN OLD.status IN ('approved', 'admitted', 'retired')
+        BEGIN SELECT RAISE(ABORT, 'rubric revision is approved, admitted or retired: it is never edited (start a new draft from it)'); END""",
+            """CREATE TRIGGER rubrics_freeze_rubrics_app_rubricitem_insert BEFORE INSERT ON rubrics_app_rubricitem
+                FOR EACH ROW WHEN (SELECT status FROM rubrics_app_rubricrevision WHERE id = NEW.revision_id) IN ('approved', 'admitted', 'retired') OR EXISTS (SELECT 1 FROM rubrics_app_rubricitem c JOIN rubrics_app_rubricrevision r ON r.id = c.revision_id WHERE c.id = NEW.id AND r.status IN ('approved', 'admitted', 'retired'))
+                BEGIN SELECT RAISE(ABORT, 'rubric revision is approved, admitted or retired: it is never edited (start a new draft from it)'); END""",
+            """CREATE TRIGGER rubrics_freeze_rubrics_app_rubricitem_update BEFORE UPDATE ON rubrics_app_rubricitem
+                FOR EACH ROW WHEN (SELECT status FROM rubrics_app_rubricrevision WHERE id = OLD.revision_id) IN ('approved', 'admitted', 'retired') OR (SELECT status FROM rubrics_app_rubricrevision WHERE id = NEW.revision_id) IN ('approved', 'admitted', 'retired') OR EXISTS (SELECT 1 FROM rubrics_app_rubricitem c JOIN rubrics_app_rubricrevision r ON r.id = c.revision_id WHERE c.id = NEW.id AND r.status IN ('approved', 'admitted', 'retired'))
+                BEGIN SELECT RAISE(ABORT, 'rubric revision is approved, admitted or retired: it is never edited (start a new draft from it)'); END""",
+            """CREATE TRIGGER rubrics_freeze_rubrics_app_rubricitem_delete BEFORE DELETE ON rubrics_app_rubricitem
+                FOR EACH ROW WHEN (SELECT status FROM rubrics_app_rubricrevision WHERE id = OLD.revision_id) IN ('approved', 'admitted', 'retired')
+                BEGIN SELECT RAISE(ABORT, 'rubric revision is approved, admitted or retired: it is never edited (start a new draft from it)'); END""",
+            """CREATE TRIGGER rubrics_freeze_rubrics_app_calibrationdiff_insert BEFORE INSERT ON rubrics_app_calibrationdiff
+                FOR EACH ROW WHEN (SELECT status FROM rubrics_app_rubricrevision WHERE id = NEW.revision_id) IN ('approved', 'admitted', 'retired') OR EXISTS (SELECT 1 FROM rubrics_app_calibrationdiff c JOIN rubrics_app_rubricrevision r ON r.id = c.revision_id WHERE c.id = NEW.id AND r.status IN ('approved', 'admitted', 'retired'))
+                BEGIN SELECT RAISE(ABORT, 'rubric revision is approved, admitted or retired: it is never edited (start a new draft from it)'); END""",
+            """CREATE TRIGGER rubrics_freeze_rubrics_app_calibrationdiff_update BEFORE UPDATE ON rubrics_app_calibrationdiff
+                FOR EACH ROW WHEN (SELECT status FROM rubrics_app_rubricrevision WHERE id = OLD.revision_id) IN ('approved', 'admitted', 'retired') OR (SELECT status FROM rubrics_app_rubricrevision WHERE id = NEW.revision_id) IN ('approved', 'admitted', 'retired') OR EXISTS (SELECT 1 FROM rubrics_app_calibrationdiff c JOIN rubrics_app_rubricrevision r ON r.id = c.revision_id WHERE c.id = NEW.id AND r.status IN ('approved', 'admitted', 'retired'))
+                BEGIN SELECT RAISE(ABORT, 'rubric revision is approved, admitted or retired: it is never edited (start a new draft from it)'); END""",
+            """CREATE TRIGGER rubrics_freeze_rubrics_app_calibrationdiff_delete BEFORE DELETE ON rubrics_app_calibrationdiff
+                FOR EACH ROW WHEN (SELECT status FROM rubrics_app_rubricrevision WHERE id = OLD.revision_id) IN ('approved', 'admitted', 'retired')
+                BEGIN SELECT RAISE(ABORT, 'rubric revision is approved, admitted or retired: it is never edited (start a new draft from it)'); END""",
+            """CREATE TRIGGER rubrics_freeze_task_insert BEFORE INSERT ON rubrics_app_task FOR EACH ROW
+        WHEN EXISTS (SELECT 1 FROM rubrics_app_task t WHERE (t.id = NEW.id OR (t.repository_id = NEW.repository_id AND t.task_id = NEW.task_id)) AND EXISTS (SELECT 1 FROM rubrics_app_rubricrevision r WHERE r.task_id = t.id AND r.status IN ('approved', 'admitted', 'retired')))
+        BEGIN SELECT RAISE(ABORT, 'task holds an approved, admitted or retired rubric revision: its id, repository, prompts, gate and base commit are frozen, and it is never deleted'); END""",
+            """CREATE TRIGGER rubrics_freeze_task_update BEFORE UPDATE ON rubrics_app_task FOR EACH ROW
+        WHEN ((NEW.id IS NOT OLD.id OR NEW.repository_id IS NOT OLD.repository_id OR NEW.task_id IS NOT OLD.task_id OR NEW.spec_prompt IS NOT OLD.spec_prompt OR NEW.issue_prompt IS NOT OLD.issue_prompt OR NEW.gate IS NOT OLD.gate OR NEW.base_commit IS NOT OLD.base_commit OR NEW.base_date IS NOT OLD.base_date) AND EXISTS (SELECT 1 FROM rubrics_app_rubricrevision r WHERE r.task_id = OLD.id AND r.status IN ('approved', 'admitted', 'retired'))) OR EXISTS (SELECT 1 FROM rubrics_app_task t WHERE t.id IS NOT OLD.id AND (t.id = NEW.id OR (t.repository_id = NEW.repository_id AND t.task_id = NEW.task_id)) AND EXISTS (SELECT 1 FROM rubrics_app_rubricrevision r WHERE r.task_id = t.id AND r.status IN ('approved', 'admitted', 'retired')))
+        BEGIN SELECT RAISE(ABORT, 'task holds an approved, admitted or retired rubric revision: its id, repository, prompts, gate and base commit are frozen, and it is never deleted'); END""",
+            """CREATE TRIGGER rubrics_freeze_task_delete BEFORE DELETE ON rubrics_app_task FOR EACH ROW
+        WHEN EXISTS (SELECT 1 FROM rubrics_app_rubricrevision r WHERE r.task_id = OLD.id AND r.status IN ('approved', 'admitted', 'retired'))
+        BEGIN SELECT RAISE(ABORT, 'task holds an approved, admitted or retired rubric revision: its id, repository, prompts, gate and base commit are frozen, and it is never deleted'); END""",
+            """CREATE TRIGGER rubrics_freeze_repository_insert BEFORE INSERT ON rubrics_app_repository FOR EACH ROW
+        WHEN EXISTS (SELECT 1 FROM rubrics_app_repository p WHERE (p.id = NEW.id OR p.name = NEW.name) AND EXISTS (SELECT 1 FROM rubrics_app_rubricrevision r JOIN rubrics_app_task t ON t.id = r.task_id WHERE t.repository_id = p.id AND r.status IN ('approved', 'admitted', 'retired')))
+        BEGIN SELECT RAISE(ABORT, 'repository holds an approved, admitted or retired rubric revision: it is never deleted'); END""",
+            """CREATE TRIGGER rubrics_freeze_repository_update BEFORE UPDATE ON rubrics_app_repository FOR EACH ROW
+        WHEN (NEW.id IS NOT OLD.id AND EXISTS (SELECT 1 FROM rubrics_app_rubricrevision r JOIN rubrics_app_task t ON t.id = r.task_id WHERE t.repository_id = OLD.id AND r.status IN ('approved', 'admitted', 'retired')))
+            OR EXISTS (SELECT 1 FROM rubrics_app_repository p WHERE p.id IS NOT OLD.id AND (p.id = NEW.id OR p.name = NEW.name) AND EXISTS (SELECT 1 FROM rubrics_app_rubricrevision r JOIN rubrics_app_task t ON t.id = r.task_id WHERE t.repository_id = p.id AND r.status IN ('approved', 'admitted', 'retired')))
+        BEGIN SELECT RAISE(ABORT, 'repository holds an approved, admitted or retired rubric revision: it is never deleted'); END""",
+            """CREATE TRIGGER rubrics_freeze_repository_delete BEFORE DELETE ON rubrics_app_repository FOR EACH ROW
+        WHEN EXISTS (SELECT 1 FROM rubrics_app_rubricrevision r JOIN rubrics_app_task t ON t.id = r.task_id WHERE t.repository_id = OLD.id AND r.status IN ('approved', 'admitted', 'retired'))
+        BEGIN SELECT RAISE(ABORT, 'repository holds an approved, admitted or retired rubric revision: it is never deleted'); END""",
+            """CREATE TRIGGER rubrics_admitted_requires_calibration BEFORE UPDATE OF status ON rubrics_app_rubricrevision
+            FOR EACH ROW WHEN NEW.status = 'admitted' AND OLD.status IS NOT 'admitted' AND NOT EXISTS (
+    SELECT 1 FROM rubrics_app_calibrationrun AS c
+    JOIN rubrics_app_task AS t ON t.id = NEW.task_id
+    JOIN rubrics_app_judgesetting AS j ON j.repository_id = t.repository_id
+    WHERE c.revision_id = NEW.id AND c.status = 'passed' AND c.judge = j.judge
 )
+            BEGIN SELECT RAISE(ABORT, 'a rubric revision is admitted only through a passing calibration run of it with the primary judge of its repository'); END""",
+            """CREATE TRIGGER rubrics_admitted_requires_calibration_insert BEFORE INSERT ON rubrics_app_rubricrevision
+            FOR EACH ROW WHEN NEW.status = 'admitted' AND NOT EXISTS (
+    SELECT 1 FROM rubrics_app_calibrationrun AS c
+    JOIN rubrics_app_task AS t ON t.id = NEW.task_id
+    JOIN rubrics_app_judgesetting AS j ON j.repository_id = t.repository_id
+    WHERE c.revision_id = NEW.id AND c.status = 'passed' AND c.judge = j.judge
+)
+            BEGIN SELECT RAISE(ABORT, 'a rubric revision is admitted only through a passing calibration run of it with the primary judge of its repository'); END""",
+        ],
+    ),
+    "postgresql": (
+        [
+            """DROP TRIGGER IF EXISTS rubrics_admitted_requires_calibration ON rubrics_app_rubricrevision""",
+            """DROP FUNCTION IF EXISTS rubrics_admitted_requires_calibration()""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_revision ON rubrics_app_rubricrevision""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_part ON rubrics_app_rubricitem""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_part ON rubrics_app_calibrationdiff""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_truncate ON rubrics_app_rubricrevision""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_truncate ON rubrics_app_rubricitem""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_truncate ON rubrics_app_calibrationdiff""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_task ON rubrics_app_task""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_repository ON rubrics_app_repository""",
+            """DROP FUNCTION IF EXISTS rubrics_freeze_revision()""",
+            """DROP FUNCTION IF EXISTS rubrics_freeze_revision_part()""",
+            """DROP FUNCTION IF EXISTS rubrics_freeze_truncate()""",
+            """DROP FUNCTION IF EXISTS rubrics_freeze_task()""",
+            """DROP FUNCTION IF EXISTS rubrics_freeze_repository()""",
+        ],
+        [
+            """CREATE OR REPLACE FUNCTION rubrics_freeze_revision() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP = 'INSERT' THEN
+                IF NEW.status IS DISTINCT FROM 'draft' THEN RAISE EXCEPTION 'a rubric revision is created as a draft' USING ERRCODE = 'restrict_violation'; END IF;
+                RETURN NEW;
+            END IF;
+            IF OLD.status IN ('approved', 'admitted', 'retired') AND (TG_OP = 'DELETE' OR NEW.status NOT IN ('approved', 'admitted', 'retired')
+                    OR NEW.id IS DISTINCT FROM OLD.id OR ROW(NEW.task_id, NEW.number, NEW.parent_id, NEW.origin, NEW.drafted_by_id, NEW.drafted_by_model, NEW.input_hash, NEW.created_at, NEW.intent, NEW.allowed_globs, NEW.denied_globs, NEW.max_changed_lines, NEW.max_files, NEW.lazy_solution, NEW.alt_valid_solution, NEW.omitted_keys, NEW.version, NEW.approved_at, NEW.approved_by_id) IS DISTINCT FROM ROW(OLD.task_id, OLD.number, OLD.parent_id, OLD.origin, OLD.drafted_by_id, OLD.drafted_by_model, OLD.input_hash, OLD.created_at, OLD.intent, OLD.allowed_globs, OLD.denied_globs, OLD.max_changed_lines, OLD.max_files, OLD.lazy_solution, OLD.alt_valid_solution, OLD.omitted_keys, OLD.version, OLD.approved_at, OLD.approved_by_id)) THEN
+                RAISE EXCEPTION 'rubric revision is approved, admitted or retired: it is never edited (start a new draft from it)' USING ERRCODE = 'restrict_violation';
+            END IF;
+            IF TG_OP = 'UPDATE' AND NEW.status IS DISTINCT FROM OLD.status
+                    AND OLD.status || '>' || NEW.status NOT IN ('draft>approved', 'approved>admitted', 'admitted>retired') THEN
+                RAISE EXCEPTION 'rubric revision status moves only forward: draft -> approved -> admitted -> retired' USING ERRCODE = 'restrict_violation';
+            END IF;
+            IF TG_OP = 'DELETE' THEN RETURN OLD; END IF; RETURN NEW;
+        END $$""",
+            """CREATE TRIGGER rubrics_freeze_revision BEFORE INSERT OR UPDATE OR DELETE ON rubrics_app_rubricrevision
+        FOR EACH ROW EXECUTE FUNCTION rubrics_freeze_revision()""",
+            """CREATE OR REPLACE FUNCTION rubrics_freeze_revision_part() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP IN ('UPDATE', 'DELETE') AND EXISTS (
+                SELECT 1 FROM rubrics_app_rubricrevision WHERE id = OLD.revision_id AND status IN ('approved', 'admitted', 'retired')
+            ) THEN
+                RAISE EXCEPTION 'rubric revision is approved, admitted or retired: it is never edited (start a new draft from it)' USING ERRCODE = 'restrict_violation';
+            END IF;
+            IF TG_OP IN ('INSERT', 'UPDATE') AND EXISTS (
+                SELECT 1 FROM rubrics_app_rubricrevision WHERE id = NEW.revision_id AND status IN ('approved', 'admitted', 'retired')
+            ) THEN
+                RAISE EXCEPTION 'rubric revision is approved, admitted or retired: it is never edited (start a new draft from it)' USING ERRCODE = 'restrict_violation';
+            END IF;
+            IF TG_OP = 'DELETE' THEN RETURN OLD; END IF; RETURN NEW;
+        END $$""",
+            """CREATE TRIGGER rubrics_freeze_part BEFORE INSERT OR UPDATE OR DELETE ON rubrics_app_rubricitem
+            FOR EACH ROW EXECUTE FUNCTION rubrics_freeze_revision_part()""",
+            """CREATE TRIGGER rubrics_freeze_part BEFORE INSERT OR UPDATE OR DELETE ON rubrics_app_calibrationdiff
+            FOR EACH ROW EXECUTE FUNCTION rubrics_freeze_revision_part()""",
+            """CREATE OR REPLACE FUNCTION rubrics_freeze_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_TABLE_NAME = 'rubrics_app_rubricrevision' AND EXISTS (
+                SELECT 1 FROM rubrics_app_rubricrevision WHERE status IN ('approved', 'admitted', 'retired')
+            ) OR TG_TABLE_NAME IN ('rubrics_app_rubricitem', 'rubrics_app_calibrationdiff') AND EXISTS (
+                SELECT 1 FROM rubrics_app_rubricitem c JOIN rubrics_app_rubricrevision r ON r.id = c.revision_id WHERE r.status IN ('approved', 'admitted', 'retired')
+                UNION ALL
+                SELECT 1 FROM rubrics_app_calibrationdiff c JOIN rubrics_app_rubricrevision r ON r.id = c.revision_id WHERE r.status IN ('approved', 'admitted', 'retired')
+            ) THEN
+                RAISE EXCEPTION 'rubric revision is approved, admitted or retired: it is never edited (start a new draft from it)' USING ERRCODE = 'restrict_violation';
+            END IF;
+            RETURN NULL;
+        END $$""",
+            """CREATE TRIGGER rubrics_freeze_truncate BEFORE TRUNCATE ON rubrics_app_rubricrevision
+            FOR EACH STATEMENT EXECUTE FUNCTION rubrics_freeze_truncate()""",
+            """CREATE TRIGGER rubrics_freeze_truncate BEFORE TRUNCATE ON rubrics_app_rubricitem
+            FOR EACH STATEMENT EXECUTE FUNCTION rubrics_freeze_truncate()""",
+            """CREATE TRIGGER rubrics_freeze_truncate BEFORE TRUNCATE ON rubrics_app_calibrationdiff
+            FOR EACH STATEMENT EXECUTE FUNCTION rubrics_freeze_truncate()""",
+            """CREATE OR REPLACE FUNCTION rubrics_freeze_task() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF (TG_OP = 'DELETE' OR ROW(NEW.id, NEW.repository_id, NEW.task_id, NEW.spec_prompt, NEW.issue_prompt, NEW.gate, NEW.base_commit, NEW.base_date) IS DISTINCT FROM ROW(OLD.id, OLD.repository_id, OLD.task_id, OLD.spec_prompt, OLD.issue_prompt, OLD.gate, OLD.base_commit, OLD.base_date))
+                AND EXISTS (SELECT 1 FROM rubrics_app_rubricrevision r WHERE r.task_id = OLD.id AND r.status IN ('approved', 'admitted', 'retired')) THEN
+                RAISE EXCEPTION 'task holds an approved, admitted or retired rubric revision: its id, repository, prompts, gate and base commit are frozen, and it is never deleted' USING ERRCODE = 'restrict_violation';
+            END IF;
+            IF TG_OP = 'DELETE' THEN RETURN OLD; END IF; RETURN NEW;
+        END $$""",
+            """CREATE TRIGGER rubrics_freeze_task BEFORE UPDATE OR DELETE ON rubrics_app_task
+        FOR EACH ROW EXECUTE FUNCTION rubrics_freeze_task()""",
+            """CREATE OR REPLACE FUNCTION rubrics_freeze_repository() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF (TG_OP = 'DELETE' OR NEW.id IS DISTINCT FROM OLD.id)
+                AND EXISTS (SELECT 1 FROM rubrics_app_rubricrevision r JOIN rubrics_app_task t ON t.id = r.task_id WHERE t.repository_id = OLD.id AND r.status IN ('approved', 'admitted', 'retired')) THEN
+                RAISE EXCEPTION 'repository holds an approved, admitted or retired rubric revision: it is never deleted' USING ERRCODE = 'restrict_violation';
+            END IF;
+            IF TG_OP = 'DELETE' THEN RETURN OLD; END IF; RETURN NEW;
+        END $$""",
+            """CREATE TRIGGER rubrics_freeze_repository BEFORE UPDATE OR DELETE ON rubrics_app_repository
+        FOR EACH ROW EXECUTE FUNCTION rubrics_freeze_repository()""",
+            """CREATE OR REPLACE FUNCTION rubrics_admitted_requires_calibration() RETURNS trigger
+            LANGUAGE plpgsql AS $$
+            DECLARE
+                becomes_admitted boolean := NEW.status = 'admitted';
+            BEGIN
+                IF TG_OP = 'UPDATE' THEN
+                    becomes_admitted := becomes_admitted AND OLD.status IS DISTINCT FROM 'admitted';
+                END IF;
+                IF becomes_admitted AND NOT EXISTS (
+    SELECT 1 FROM rubrics_app_calibrationrun AS c
+    JOIN rubrics_app_task AS t ON t.id = NEW.task_id
+    JOIN rubrics_app_judgesetting AS j ON j.repository_id = t.repository_id
+    WHERE c.revision_id = NEW.id AND c.status = 'passed' AND c.judge = j.judge
+) THEN
+                    RAISE EXCEPTION 'a rubric revision is admitted only through a passing calibration run of it with the primary judge of its repository' USING ERRCODE = 'restrict_violation';
+                END IF;
+                RETURN NEW;
+            END $$""",
+            """CREATE TRIGGER rubrics_admitted_requires_calibration BEFORE INSERT OR UPDATE ON rubrics_app_rubricrevision
+            FOR EACH ROW EXECUTE FUNCTION rubrics_admitted_requires_calibration()""",
+        ],
+    ),
+}
 
-install, uninstall = freeze.installer(COLUMNS)
+# vendor -> (statements that install the freeze triggers, statements that drop them), as rubrics_app.freeze
+# wrote them at this migration.
+FREEZE_SQL = {
+    "sqlite": (
+        [
+            """CREATE TRIGGER rubrics_freeze_revision_insert BEFORE INSERT ON rubrics_app_rubricrevision FOR EACH ROW BEGIN
+            SELECT RAISE(ABORT, 'rubric revision is approved, admitted or retired: it is never edited (start a new draft from it)') WHERE EXISTS (SELECT 1 FROM rubrics_app_rubricrevision r WHERE r.status IN ('approved', 'admitted', 'retired') AND (r.id = NEW.id OR (r.task_id = NEW.task_id AND r.number = NEW.number)));
+            SELECT RAISE(ABORT, 'a rubric revision is created as a draft') WHERE NEW.status IS NOT 'draft';
+            END""",
+            """CREATE TRIGGER rubrics_freeze_revision_update BEFORE UPDATE ON rubrics_app_rubricrevision FOR EACH ROW BEGIN
+            SELECT RAISE(ABORT, 'rubric revision is approved, admitted or retired: it is never edited (start a new draft from it)') WHERE OLD.status IN ('approved', 'admitted', 'retired')
+                AND (NEW.status NOT IN ('approved', 'admitted', 'retired') OR NEW.id IS NOT OLD.id OR (NEW.task_id IS NOT OLD.task_id OR NEW.number IS NOT OLD.number OR NEW.parent_id IS NOT OLD.parent_id OR NEW.origin IS NOT OLD.origin OR NEW.drafted_by_id IS NOT OLD.drafted_by_id OR NEW.drafted_by_model IS NOT OLD.drafted_by_model OR NEW.input_hash IS NOT OLD.input_hash OR NEW.created_at IS NOT OLD.created_at OR NEW.intent IS NOT OLD.intent OR NEW.allowed_globs IS NOT OLD.allowed_globs OR NEW.denied_globs IS NOT OLD.denied_globs OR NEW.max_changed_lines IS NOT OLD.max_changed_lines OR NEW.max_files IS NOT OLD.max_files OR NEW.lazy_solution IS NOT OLD.lazy_solution OR NEW.alt_valid_solution IS NOT OLD.alt_valid_solution OR NEW.omitted_keys IS NOT OLD.omitted_keys OR NEW.version IS NOT OLD.version OR NEW.approved_at IS NOT OLD.approved_at OR NEW.content_sha256 IS NOT OLD.content_sha256 OR NEW.approved_by_id IS NOT OLD.approved_by_id));
+            SELECT RAISE(ABORT, 'rubric revision is approved, admitted or retired: it is never edited (start a new draft from it)') WHERE EXISTS (SELECT 1 FROM rubrics_app_rubricrevision r WHERE r.id IS NOT OLD.id AND r.status IN ('approved', 'admitted', 'retired') AND (r.id = NEW.id OR (r.task_id = NEW.task_id AND r.number = NEW.number)));
+            SELECT RAISE(ABORT, 'rubric revision status moves only forward: draft -> approved -> admitted -> retired') WHERE NEW.status IS NOT OLD.status
+                AND OLD.status || '>' || NEW.status NOT IN ('draft>approved', 'approved>admitted', 'admitted>retired');
+            SELECT RAISE(ABORT, 'a rubric revision is admitted only through a passing calibration run of its content with the primary judge of its repository') WHERE NEW.status = 'admitted' AND OLD.status IS NOT 'admitted'
+                AND NOT EXISTS (
+    SELECT 1 FROM rubrics_app_calibrationrun c
+    JOIN rubrics_app_task t ON t.id = NEW.task_id
+    JOIN rubrics_app_judgesetting j ON j.repository_id = t.repository_id
+    WHERE c.revision_id = NEW.id AND c.status = 'passed' AND c.judge = j.judge
+        AND NEW.content_sha256 <> '' AND c.rubric_sha256 = NEW.content_sha256
+);
+            SELECT RAISE(ABORT, 'a rubric revision retires only when a newer revision of its task is admitted') WHERE NEW.status = 'retired' AND OLD.status IS NOT 'retired'
+                AND NOT EXISTS (SELECT 1 FROM rubrics_app_rubricrevision r WHERE r.task_id = OLD.task_id AND r.number > OLD.number AND r.status = 'admitted');
+            END""",
+            """CREATE TRIGGER rubrics_freeze_revision_admitted AFTER UPDATE OF status ON rubrics_app_rubricrevision FOR EACH ROW
+            WHEN NEW.status = 'admitted' AND OLD.status IS NOT 'admitted' BEGIN
+            UPDATE rubrics_app_rubricrevision SET status = 'retired'
+                WHERE task_id = NEW.task_id AND status = 'admitted' AND id <> NEW.id;
+            END""",
+            """CREATE TRIGGER rubrics_freeze_revision_delete BEFORE DELETE ON rubrics_app_rubricrevision FOR EACH ROW WHEN OLD.status IN ('approved', 'admitted', 'retired')
+            BEGIN SELECT RAISE(ABORT, 'rubric revision is approved, admitted or retired: it is never edited (start a new draft from it)'); END""",
+            """CREATE TRIGGER rubrics_freeze_rubrics_app_rubricitem_insert BEFORE INSERT ON rubrics_app_rubricitem FOR EACH ROW WHEN (SELECT status FROM rubrics_app_rubricrevision WHERE id = NEW.revision_id) IN ('approved', 'admitted', 'retired') OR EXISTS (SELECT 1 FROM rubrics_app_rubricitem c JOIN rubrics_app_rubricrevision r ON r.id = c.revision_id WHERE c.id = NEW.id AND r.status IN ('approved', 'admitted', 'retired'))
+                    BEGIN SELECT RAISE(ABORT, 'rubric revision is approved, admitted or retired: it is never edited (start a new draft from it)'); END""",
+            """CREATE TRIGGER rubrics_freeze_rubrics_app_rubricitem_update BEFORE UPDATE ON rubrics_app_rubricitem FOR EACH ROW WHEN (SELECT status FROM rubrics_app_rubricrevision WHERE id = OLD.revision_id) IN ('approved', 'admitted', 'retired') OR (SELECT status FROM rubrics_app_rubricrevision WHERE id = NEW.revision_id) IN ('approved', 'admitted', 'retired') OR EXISTS (SELECT 1 FROM rubrics_app_rubricitem c JOIN rubrics_app_rubricrevision r ON r.id = c.revision_id WHERE c.id = NEW.id AND r.status IN ('approved', 'admitted', 'retired'))
+                    BEGIN SELECT RAISE(ABORT, 'rubric revision is approved, admitted or retired: it is never edited (start a new draft from it)'); END""",
+            """CREATE TRIGGER rubrics_freeze_rubrics_app_rubricitem_delete BEFORE DELETE ON rubrics_app_rubricitem FOR EACH ROW WHEN (SELECT status FROM rubrics_app_rubricrevision WHERE id = OLD.revision_id) IN ('approved', 'admitted', 'retired')
+                    BEGIN SELECT RAISE(ABORT, 'rubric revision is approved, admitted or retired: it is never edited (start a new draft from it)'); END""",
+            """CREATE TRIGGER rubrics_freeze_rubrics_app_calibrationdiff_insert BEFORE INSERT ON rubrics_app_calibrationdiff FOR EACH ROW WHEN (SELECT status FROM rubrics_app_rubricrevision WHERE id = NEW.revision_id) IN ('approved', 'admitted', 'retired') OR EXISTS (SELECT 1 FROM rubrics_app_calibrationdiff c JOIN rubrics_app_rubricrevision r ON r.id = c.revision_id WHERE c.id = NEW.id AND r.status IN ('approved', 'admitted', 'retired'))
+                    BEGIN SELECT RAISE(ABORT, 'rubric revision is approved, admitted or retired: it is never edited (start a new draft from it)'); END""",
+            """CREATE TRIGGER rubrics_freeze_rubrics_app_calibrationdiff_update BEFORE UPDATE ON rubrics_app_calibrationdiff FOR EACH ROW WHEN (SELECT status FROM rubrics_app_rubricrevision WHERE id = OLD.revision_id) IN ('approved', 'admitted', 'retired') OR (SELECT status FROM rubrics_app_rubricrevision WHERE id = NEW.revision_id) IN ('approved', 'admitted', 'retired') OR EXISTS (SELECT 1 FROM rubrics_app_calibrationdiff c JOIN rubrics_app_rubricrevision r ON r.id = c.revision_id WHERE c.id = NEW.id AND r.status IN ('approved', 'admitted', 'retired'))
+                    BEGIN SELECT RAISE(ABORT, 'rubric revision is approved, admitted or retired: it is never edited (start a new draft from it)'); END""",
+            """CREATE TRIGGER rubrics_freeze_rubrics_app_calibrationdiff_delete BEFORE DELETE ON rubrics_app_calibrationdiff FOR EACH ROW WHEN (SELECT status FROM rubrics_app_rubricrevision WHERE id = OLD.revision_id) IN ('approved', 'admitted', 'retired')
+                    BEGIN SELECT RAISE(ABORT, 'rubric revision is approved, admitted or retired: it is never edited (start a new draft from it)'); END""",
+            """CREATE TRIGGER rubrics_freeze_task_insert BEFORE INSERT ON rubrics_app_task FOR EACH ROW WHEN EXISTS (SELECT 1 FROM rubrics_app_task t WHERE (t.id = NEW.id OR (t.repository_id = NEW.repository_id AND t.task_id = NEW.task_id)) AND EXISTS (SELECT 1 FROM rubrics_app_rubricrevision r WHERE r.task_id = t.id AND r.status IN ('approved', 'admitted', 'retired')))
+            BEGIN SELECT RAISE(ABORT, 'task holds an approved, admitted or retired rubric revision: its id, repository, prompts, gate and base commit are frozen, and it is never deleted'); END""",
+            """CREATE TRIGGER rubrics_freeze_task_update BEFORE UPDATE ON rubrics_app_task FOR EACH ROW BEGIN
+            SELECT RAISE(ABORT, 'task holds an approved, admitted or retired rubric revision: its id, repository, prompts, gate and base commit are frozen, and it is never deleted') WHERE ((NEW.id IS NOT OLD.id OR NEW.repository_id IS NOT OLD.repository_id OR NEW.task_id IS NOT OLD.task_id OR NEW.spec_prompt IS NOT OLD.spec_prompt OR NEW.issue_prompt IS NOT OLD.issue_prompt OR NEW.gate IS NOT OLD.gate OR NEW.base_commit IS NOT OLD.base_commit OR NEW.base_date IS NOT OLD.base_date) AND EXISTS (SELECT 1 FROM rubrics_app_rubricrevision r WHERE r.task_id = OLD.id AND r.status IN ('approved', 'admitted', 'retired')))
+                OR EXISTS (SELECT 1 FROM rubrics_app_task t WHERE t.id IS NOT OLD.id AND (t.id = NEW.id OR (t.repository_id = NEW.repository_id AND t.task_id = NEW.task_id)) AND EXISTS (SELECT 1 FROM rubrics_app_rubricrevision r WHERE r.task_id = t.id AND r.status IN ('approved', 'admitted', 'retired')));
+            SELECT RAISE(ABORT, 'task holds an admitted rubric revision: its task files were calibrated with it and are frozen') WHERE (NEW.oracle_diff IS NOT OLD.oracle_diff OR NEW.oracle_grade IS NOT OLD.oracle_grade OR NEW.tests_base IS NOT OLD.tests_base)
+                AND EXISTS (SELECT 1 FROM rubrics_app_rubricrevision r WHERE r.task_id = OLD.id AND r.status IN ('admitted'));
+            END""",
+            """CREATE TRIGGER rubrics_freeze_task_delete BEFORE DELETE ON rubrics_app_task FOR EACH ROW WHEN EXISTS (SELECT 1 FROM rubrics_app_rubricrevision r WHERE r.task_id = OLD.id AND r.status IN ('approved', 'admitted', 'retired'))
+            BEGIN SELECT RAISE(ABORT, 'task holds an approved, admitted or retired rubric revision: its id, repository, prompts, gate and base commit are frozen, and it is never deleted'); END""",
+            """CREATE TRIGGER rubrics_freeze_repository_insert BEFORE INSERT ON rubrics_app_repository FOR EACH ROW WHEN EXISTS (SELECT 1 FROM rubrics_app_repository p WHERE (p.id = NEW.id OR p.name = NEW.name) AND EXISTS (SELECT 1 FROM rubrics_app_rubricrevision r JOIN rubrics_app_task t ON t.id = r.task_id WHERE t.repository_id = p.id AND r.status IN ('approved', 'admitted', 'retired')))
+            BEGIN SELECT RAISE(ABORT, 'repository holds an approved, admitted or retired rubric revision: it is never deleted'); END""",
+            """CREATE TRIGGER rubrics_freeze_repository_update BEFORE UPDATE ON rubrics_app_repository FOR EACH ROW
+            WHEN (NEW.id IS NOT OLD.id AND EXISTS (SELECT 1 FROM rubrics_app_rubricrevision r JOIN rubrics_app_task t ON t.id = r.task_id WHERE t.repository_id = OLD.id AND r.status IN ('approved', 'admitted', 'retired')))
+                OR EXISTS (SELECT 1 FROM rubrics_app_repository p WHERE p.id IS NOT OLD.id AND (p.id = NEW.id OR p.name = NEW.name) AND EXISTS (SELECT 1 FROM rubrics_app_rubricrevision r JOIN rubrics_app_task t ON t.id = r.task_id WHERE t.repository_id = p.id AND r.status IN ('approved', 'admitted', 'retired')))
+            BEGIN SELECT RAISE(ABORT, 'repository holds an approved, admitted or retired rubric revision: it is never deleted'); END""",
+            """CREATE TRIGGER rubrics_freeze_repository_delete BEFORE DELETE ON rubrics_app_repository FOR EACH ROW WHEN EXISTS (SELECT 1 FROM rubrics_app_rubricrevision r JOIN rubrics_app_task t ON t.id = r.task_id WHERE t.repository_id = OLD.id AND r.status IN ('approved', 'admitted', 'retired'))
+            BEGIN SELECT RAISE(ABORT, 'repository holds an approved, admitted or retired rubric revision: it is never deleted'); END""",
+            """CREATE TRIGGER rubrics_freeze_calibration_insert BEFORE INSERT ON rubrics_app_calibrationrun FOR EACH ROW BEGIN
+            SELECT RAISE(ABORT, 'a calibration run is created as queued') WHERE NEW.status IS NOT 'queued';
+            SELECT RAISE(ABORT, 'a finished calibration run never changes status, nor its rows') WHERE EXISTS (
+                SELECT 1 FROM rubrics_app_calibrationrun c WHERE c.id = NEW.id AND c.status IN ('passed', 'failed', 'error'));
+            END""",
+            """CREATE TRIGGER rubrics_freeze_calibration_update BEFORE UPDATE ON rubrics_app_calibrationrun FOR EACH ROW BEGIN
+            SELECT RAISE(ABORT, 'a calibration run keeps its revision, content and judge') WHERE NEW.id IS NOT OLD.id OR (NEW.revision_id IS NOT OLD.revision_id OR NEW.rubric_sha256 IS NOT OLD.rubric_sha256 OR NEW.inputs_sha256 IS NOT OLD.inputs_sha256 OR NEW.judge IS NOT OLD.judge);
+            SELECT RAISE(ABORT, 'a finished calibration run never changes status, nor its rows') WHERE OLD.status IN ('passed', 'failed', 'error') AND NEW.status IS NOT OLD.status;
+            SELECT RAISE(ABORT, 'a calibration run passes only from running, with every row stored and holding') WHERE NEW.status = 'passed' AND OLD.status IS NOT 'passed'
+                AND (OLD.status IS NOT 'running' OR NOT (NEW.total_rows > 0
+    AND (SELECT COUNT(*) FROM rubrics_app_calibrationrow w WHERE w.run_id = NEW.id) = NEW.total_rows
+    AND NOT EXISTS (SELECT 1 FROM rubrics_app_calibrationrow w WHERE w.run_id = NEW.id AND NOT w.holds AND w.kind <> 'benign')));
+            END""",
+            """CREATE TRIGGER rubrics_freeze_calibration_delete BEFORE DELETE ON rubrics_app_calibrationrun FOR EACH ROW
+            WHEN OLD.status = 'passed' AND (SELECT status FROM rubrics_app_rubricrevision WHERE id = OLD.revision_id)
+                IN ('admitted', 'retired')
+            BEGIN SELECT RAISE(ABORT, 'the passing calibration of an admitted or retired revision is never deleted'); END""",
+            """CREATE TRIGGER rubrics_freeze_calibration_row_insert BEFORE INSERT ON rubrics_app_calibrationrow FOR EACH ROW WHEN (SELECT status FROM rubrics_app_calibrationrun WHERE id = NEW.run_id) IN ('passed', 'failed', 'error')
+                BEGIN SELECT RAISE(ABORT, 'a finished calibration run never changes status, nor its rows'); END""",
+            """CREATE TRIGGER rubrics_freeze_calibration_row_update BEFORE UPDATE ON rubrics_app_calibrationrow FOR EACH ROW WHEN (SELECT status FROM rubrics_app_calibrationrun WHERE id = NEW.run_id) IN ('passed', 'failed', 'error') OR (SELECT status FROM rubrics_app_calibrationrun WHERE id = OLD.run_id) IN ('passed', 'failed', 'error')
+                BEGIN SELECT RAISE(ABORT, 'a finished calibration run never changes status, nor its rows'); END""",
+        ],
+        [
+            """DROP TRIGGER IF EXISTS rubrics_freeze_revision_insert""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_revision_update""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_revision_admitted""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_revision_delete""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_rubrics_app_rubricitem_insert""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_rubrics_app_rubricitem_update""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_rubrics_app_rubricitem_delete""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_rubrics_app_calibrationdiff_insert""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_rubrics_app_calibrationdiff_update""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_rubrics_app_calibrationdiff_delete""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_task_insert""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_task_update""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_task_delete""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_repository_insert""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_repository_update""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_repository_delete""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_calibration_insert""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_calibration_update""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_calibration_delete""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_calibration_row_insert""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_calibration_row_update""",
+        ],
+    ),
+    "postgresql": (
+        [
+            """CREATE OR REPLACE FUNCTION rubrics_freeze_revision() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF TG_OP = 'INSERT' THEN
+                IF NEW.status IS DISTINCT FROM 'draft' THEN RAISE EXCEPTION 'a rubric revision is created as a draft' USING ERRCODE = 'restrict_violation'; END IF;
+                RETURN NEW;
+            END IF;
+            IF OLD.status IN ('approved', 'admitted', 'retired') AND (TG_OP = 'DELETE' OR NEW.status NOT IN ('approved', 'admitted', 'retired')
+                    OR NEW.id IS DISTINCT FROM OLD.id OR ROW(NEW.task_id, NEW.number, NEW.parent_id, NEW.origin, NEW.drafted_by_id, NEW.drafted_by_model, NEW.input_hash, NEW.created_at, NEW.intent, NEW.allowed_globs, NEW.denied_globs, NEW.max_changed_lines, NEW.max_files, NEW.lazy_solution, NEW.alt_valid_solution, NEW.omitted_keys, NEW.version, NEW.approved_at, NEW.content_sha256, NEW.approved_by_id) IS DISTINCT FROM ROW(OLD.task_id, OLD.number, OLD.parent_id, OLD.origin, OLD.drafted_by_id, OLD.drafted_by_model, OLD.input_hash, OLD.created_at, OLD.intent, OLD.allowed_globs, OLD.denied_globs, OLD.max_changed_lines, OLD.max_files, OLD.lazy_solution, OLD.alt_valid_solution, OLD.omitted_keys, OLD.version, OLD.approved_at, OLD.content_sha256, OLD.approved_by_id)) THEN
+                RAISE EXCEPTION 'rubric revision is approved, admitted or retired: it is never edited (start a new draft from it)' USING ERRCODE = 'restrict_violation';
+            END IF;
+            IF TG_OP = 'UPDATE' AND NEW.status IS DISTINCT FROM OLD.status THEN
+                IF OLD.status || '>' || NEW.status NOT IN ('draft>approved', 'approved>admitted', 'admitted>retired') THEN RAISE EXCEPTION 'rubric revision status moves only forward: draft -> approved -> admitted -> retired' USING ERRCODE = 'restrict_violation'; END IF;
+                IF NEW.status = 'admitted' AND NOT EXISTS (
+    SELECT 1 FROM rubrics_app_calibrationrun c
+    JOIN rubrics_app_task t ON t.id = NEW.task_id
+    JOIN rubrics_app_judgesetting j ON j.repository_id = t.repository_id
+    WHERE c.revision_id = NEW.id AND c.status = 'passed' AND c.judge = j.judge
+        AND NEW.content_sha256 <> '' AND c.rubric_sha256 = NEW.content_sha256
+) THEN RAISE EXCEPTION 'a rubric revision is admitted only through a passing calibration run of its content with the primary judge of its repository' USING ERRCODE = 'restrict_violation'; END IF;
+                IF NEW.status = 'retired' AND NOT EXISTS (SELECT 1 FROM rubrics_app_rubricrevision r WHERE r.task_id = OLD.task_id AND r.number > OLD.number AND r.status = 'admitted') THEN RAISE EXCEPTION 'a rubric revision retires only when a newer revision of its task is admitted' USING ERRCODE = 'restrict_violation'; END IF;
+            END IF;
+            IF TG_OP = 'DELETE' THEN RETURN OLD; END IF; RETURN NEW;
+                END $$""",
+            """CREATE TRIGGER rubrics_freeze_revision BEFORE INSERT OR UPDATE OR DELETE ON rubrics_app_rubricrevision FOR EACH ROW EXECUTE FUNCTION rubrics_freeze_revision()""",
+            """CREATE OR REPLACE FUNCTION rubrics_freeze_revision_admitted() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF NEW.status = 'admitted' AND OLD.status IS DISTINCT FROM 'admitted' THEN
+                UPDATE rubrics_app_rubricrevision SET status = 'retired'
+                    WHERE task_id = NEW.task_id AND status = 'admitted' AND id <> NEW.id;
+            END IF;
+            RETURN NULL;
+                END $$""",
+            """CREATE TRIGGER rubrics_freeze_revision_admitted AFTER UPDATE OF status ON rubrics_app_rubricrevision FOR EACH ROW EXECUTE FUNCTION rubrics_freeze_revision_admitted()""",
+            """CREATE OR REPLACE FUNCTION rubrics_freeze_revision_part() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF TG_OP IN ('UPDATE', 'DELETE') AND EXISTS (
+                SELECT 1 FROM rubrics_app_rubricrevision WHERE id = OLD.revision_id AND status IN ('approved', 'admitted', 'retired')
+            ) THEN
+                RAISE EXCEPTION 'rubric revision is approved, admitted or retired: it is never edited (start a new draft from it)' USING ERRCODE = 'restrict_violation';
+            END IF;
+            IF TG_OP IN ('INSERT', 'UPDATE') AND EXISTS (
+                SELECT 1 FROM rubrics_app_rubricrevision WHERE id = NEW.revision_id AND status IN ('approved', 'admitted', 'retired')
+            ) THEN
+                RAISE EXCEPTION 'rubric revision is approved, admitted or retired: it is never edited (start a new draft from it)' USING ERRCODE = 'restrict_violation';
+            END IF;
+            IF TG_OP = 'DELETE' THEN RETURN OLD; END IF; RETURN NEW;
+                END $$""",
+            """CREATE TRIGGER rubrics_freeze_part BEFORE INSERT OR UPDATE OR DELETE ON rubrics_app_rubricitem FOR EACH ROW EXECUTE FUNCTION rubrics_freeze_revision_part()""",
+            """CREATE TRIGGER rubrics_freeze_part BEFORE INSERT OR UPDATE OR DELETE ON rubrics_app_calibrationdiff FOR EACH ROW EXECUTE FUNCTION rubrics_freeze_revision_part()""",
+            """CREATE OR REPLACE FUNCTION rubrics_freeze_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF TG_TABLE_NAME = 'rubrics_app_rubricrevision' AND EXISTS (
+                SELECT 1 FROM rubrics_app_rubricrevision WHERE status IN ('approved', 'admitted', 'retired')
+            ) OR TG_TABLE_NAME IN ('rubrics_app_rubricitem', 'rubrics_app_calibrationdiff') AND EXISTS (
+                SELECT 1 FROM rubrics_app_rubricitem c JOIN rubrics_app_rubricrevision r ON r.id = c.revision_id WHERE r.status IN ('approved', 'admitted', 'retired')
+                UNION ALL
+                SELECT 1 FROM rubrics_app_calibrationdiff c JOIN rubrics_app_rubricrevision r ON r.id = c.revision_id WHERE r.status IN ('approved', 'admitted', 'retired')
+            ) OR TG_TABLE_NAME IN ('rubrics_app_calibrationrun', 'rubrics_app_calibrationrow') AND EXISTS (
+                SELECT 1 FROM rubrics_app_calibrationrun WHERE status IN ('passed', 'failed', 'error')
+            ) THEN
+                RAISE EXCEPTION 'rubric revision is approved, admitted or retired: it is never edited (start a new draft from it)' USING ERRCODE = 'restrict_violation';
+            END IF;
+            RETURN NULL;
+                END $$""",
+            """CREATE TRIGGER rubrics_freeze_truncate BEFORE TRUNCATE ON rubrics_app_rubricrevision FOR EACH STATEMENT EXECUTE FUNCTION rubrics_freeze_truncate()""",
+            """CREATE TRIGGER rubrics_freeze_truncate BEFORE TRUNCATE ON rubrics_app_rubricitem FOR EACH STATEMENT EXECUTE FUNCTION rubrics_freeze_truncate()""",
+            """CREATE TRIGGER rubrics_freeze_truncate BEFORE TRUNCATE ON rubrics_app_calibrationdiff FOR EACH STATEMENT EXECUTE FUNCTION rubrics_freeze_truncate()""",
+            """CREATE TRIGGER rubrics_freeze_truncate BEFORE TRUNCATE ON rubrics_app_calibrationrun FOR EACH STATEMENT EXECUTE FUNCTION rubrics_freeze_truncate()""",
+            """CREATE TRIGGER rubrics_freeze_truncate BEFORE TRUNCATE ON rubrics_app_calibrationrow FOR EACH STATEMENT EXECUTE FUNCTION rubrics_freeze_truncate()""",
+            """CREATE OR REPLACE FUNCTION rubrics_freeze_task() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF (TG_OP = 'DELETE' OR ROW(NEW.id, NEW.repository_id, NEW.task_id, NEW.spec_prompt, NEW.issue_prompt, NEW.gate, NEW.base_commit, NEW.base_date) IS DISTINCT FROM ROW(OLD.id, OLD.repository_id, OLD.task_id, OLD.spec_prompt, OLD.issue_prompt, OLD.gate, OLD.base_commit, OLD.base_date)) AND EXISTS (SELECT 1 FROM rubrics_app_rubricrevision r WHERE r.task_id = OLD.id AND r.status IN ('approved', 'admitted', 'retired')) THEN
+                RAISE EXCEPTION 'task holds an approved, admitted or retired rubric revision: its id, repository, prompts, gate and base commit are frozen, and it is never deleted' USING ERRCODE = 'restrict_violation';
+            END IF;
+            IF TG_OP = 'UPDATE' AND ROW(NEW.oracle_diff, NEW.oracle_grade, NEW.tests_base) IS DISTINCT FROM ROW(OLD.oracle_diff, OLD.oracle_grade, OLD.tests_base)
+                    AND EXISTS (SELECT 1 FROM rubrics_app_rubricrevision r WHERE r.task_id = OLD.id AND r.status IN ('admitted')) THEN
+                RAISE EXCEPTION 'task holds an admitted rubric revision: its task files were calibrated with it and are frozen' USING ERRCODE = 'restrict_violation';
+            END IF;
+            IF TG_OP = 'DELETE' THEN RETURN OLD; END IF; RETURN NEW;
+                END $$""",
+            """CREATE TRIGGER rubrics_freeze_task BEFORE UPDATE OR DELETE ON rubrics_app_task FOR EACH ROW EXECUTE FUNCTION rubrics_freeze_task()""",
+            """CREATE OR REPLACE FUNCTION rubrics_freeze_repository() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF (TG_OP = 'DELETE' OR NEW.id IS DISTINCT FROM OLD.id)
+                AND EXISTS (SELECT 1 FROM rubrics_app_rubricrevision r JOIN rubrics_app_task t ON t.id = r.task_id WHERE t.repository_id = OLD.id AND r.status IN ('approved', 'admitted', 'retired')) THEN
+                RAISE EXCEPTION 'repository holds an approved, admitted or retired rubric revision: it is never deleted' USING ERRCODE = 'restrict_violation';
+            END IF;
+            IF TG_OP = 'DELETE' THEN RETURN OLD; END IF; RETURN NEW;
+                END $$""",
+            """CREATE TRIGGER rubrics_freeze_repository BEFORE UPDATE OR DELETE ON rubrics_app_repository FOR EACH ROW EXECUTE FUNCTION rubrics_freeze_repository()""",
+            """CREATE OR REPLACE FUNCTION rubrics_freeze_calibration() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF TG_OP = 'INSERT' THEN
+                IF NEW.status IS DISTINCT FROM 'queued' THEN RAISE EXCEPTION 'a calibration run is created as queued' USING ERRCODE = 'restrict_violation'; END IF;
+                RETURN NEW;
+            END IF;
+            IF TG_OP = 'DELETE' THEN
+                IF OLD.status = 'passed' AND EXISTS (SELECT 1 FROM rubrics_app_rubricrevision
+                        WHERE id = OLD.revision_id AND status IN ('admitted', 'retired')) THEN
+                    RAISE EXCEPTION 'the passing calibration of an admitted or retired revision is never deleted' USING ERRCODE = 'restrict_violation';
+                END IF;
+                RETURN OLD;
+            END IF;
+            IF NEW.id IS DISTINCT FROM OLD.id OR ROW(NEW.revision_id, NEW.rubric_sha256, NEW.inputs_sha256, NEW.judge) IS DISTINCT FROM ROW(OLD.revision_id, OLD.rubric_sha256, OLD.inputs_sha256, OLD.judge) THEN
+                RAISE EXCEPTION 'a calibration run keeps its revision, content and judge' USING ERRCODE = 'restrict_violation';
+            END IF;
+            IF OLD.status IN ('passed', 'failed', 'error') AND NEW.status IS DISTINCT FROM OLD.status THEN
+                RAISE EXCEPTION 'a finished calibration run never changes status, nor its rows' USING ERRCODE = 'restrict_violation';
+            END IF;
+            IF NEW.status = 'passed' AND OLD.status IS DISTINCT FROM 'passed'
+                    AND (OLD.status IS DISTINCT FROM 'running' OR NOT (NEW.total_rows > 0
+    AND (SELECT COUNT(*) FROM rubrics_app_calibrationrow w WHERE w.run_id = NEW.id) = NEW.total_rows
+    AND NOT EXISTS (SELECT 1 FROM rubrics_app_calibrationrow w WHERE w.run_id = NEW.id AND NOT w.holds AND w.kind <> 'benign'))) THEN
+                RAISE EXCEPTION 'a calibration run passes only from running, with every row stored and holding' USING ERRCODE = 'restrict_violation';
+            END IF;
+            RETURN NEW;
+                END $$""",
+            """CREATE TRIGGER rubrics_freeze_calibration BEFORE INSERT OR UPDATE OR DELETE ON rubrics_app_calibrationrun FOR EACH ROW EXECUTE FUNCTION rubrics_freeze_calibration()""",
+            """CREATE OR REPLACE FUNCTION rubrics_freeze_calibration_row() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF EXISTS (SELECT 1 FROM rubrics_app_calibrationrun WHERE id = NEW.run_id AND status IN ('passed', 'failed', 'error'))
+                OR TG_OP = 'UPDATE' AND EXISTS (
+                    SELECT 1 FROM rubrics_app_calibrationrun WHERE id = OLD.run_id AND status IN ('passed', 'failed', 'error')) THEN
+                RAISE EXCEPTION 'a finished calibration run never changes status, nor its rows' USING ERRCODE = 'restrict_violation';
+            END IF;
+            RETURN NEW;
+                END $$""",
+            """CREATE TRIGGER rubrics_freeze_calibration_row BEFORE INSERT OR UPDATE ON rubrics_app_calibrationrow FOR EACH ROW EXECUTE FUNCTION rubrics_freeze_calibration_row()""",
+        ],
+        [
+            """DROP TRIGGER IF EXISTS rubrics_freeze_revision ON rubrics_app_rubricrevision""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_revision_admitted ON rubrics_app_rubricrevision""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_part ON rubrics_app_rubricitem""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_part ON rubrics_app_calibrationdiff""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_truncate ON rubrics_app_rubricrevision""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_truncate ON rubrics_app_rubricitem""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_truncate ON rubrics_app_calibrationdiff""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_truncate ON rubrics_app_calibrationrun""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_truncate ON rubrics_app_calibrationrow""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_task ON rubrics_app_task""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_repository ON rubrics_app_repository""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_calibration ON rubrics_app_calibrationrun""",
+            """DROP TRIGGER IF EXISTS rubrics_freeze_calibration_row ON rubrics_app_calibrationrow""",
+            """DROP FUNCTION IF EXISTS rubrics_freeze_revision()""",
+            """DROP FUNCTION IF EXISTS rubrics_freeze_revision_admitted()""",
+            """DROP FUNCTION IF EXISTS rubrics_freeze_revision_part()""",
+            """DROP FUNCTION IF EXISTS rubrics_freeze_truncate()""",
+            """DROP FUNCTION IF EXISTS rubrics_freeze_task()""",
+            """DROP FUNCTION IF EXISTS rubrics_freeze_repository()""",
+            """DROP FUNCTION IF EXISTS rubrics_freeze_calibration()""",
+            """DROP FUNCTION IF EXISTS rubrics_freeze_calibration_row()""",
+        ],
+    ),
+}
+
+
+def _run(schema_editor: Any, sql: dict[str, tuple[list[str], list[str]]], index: int) -> None:
+    vendor = schema_editor.connection.vendor
+    if vendor not in sql:
+        raise RuntimeError(f"no freeze triggers for database {vendor!r}: use SQLite or PostgreSQL")
+    for statement in sql[vendor][index]:
+        schema_editor.execute(statement)
 
 
 def drop_old(apps: Any, schema_editor: Any) -> None:
-    vendor = schema_editor.connection.vendor
-    for sql in _0011.calibration_trigger_sql(vendor)[1] + _0006.trigger_sql(vendor)[1]:
-        schema_editor.execute(sql)
+    _run(schema_editor, OLD_SQL, 0)
 
 
 def restore_old(apps: Any, schema_editor: Any) -> None:
-    vendor = schema_editor.connection.vendor
-    for sql in _0006.trigger_sql(vendor)[0] + _0011.calibration_trigger_sql(vendor)[0]:
-        schema_editor.execute(sql)
+    _run(schema_editor, OLD_SQL, 1)
+
+
+def install(apps: Any, schema_editor: Any) -> None:
+    _run(schema_editor, FREEZE_SQL, 0)
+
+
+def uninstall(apps: Any, schema_editor: Any) -> None:
+    _run(schema_editor, FREEZE_SQL, 1)
 
 
 def fill_content_sha256(apps: Any, schema_editor: Any) -> None:
     revision_model = apps.get_model("rubrics_app", "RubricRevision")
     run_model = apps.get_model("rubrics_app", "CalibrationRun")
-    for revision in revision_model.objects.filter(status__in=freeze.FROZEN_STATUSES).only("pk"):
+    for revision in revision_model.objects.filter(status__in=("approved", "admitted", "retired")).only("pk"):
         run = (
             run_model.objects.filter(revision=revision, status="passed")
             .order_by("-finished_at", "-pk")

@@ -9,9 +9,10 @@ comment, each alt diff, and with the injection suite each lazy diff with each pa
 with each as comments (the payload kinds of this time, written out).
 
 Only the check on passing changes: SQLite's ``rubrics_freeze_calibration_update`` trigger is replaced and
-PostgreSQL's ``rubrics_freeze_calibration()`` function redefined (its trigger stays). The SQL is the text
-``rubrics_app.freeze`` generates at this migration; ``tests/app/test_freeze_module.py`` asserts that they
-agree. Runs that passed before keep their status: a finished run never changes.
+PostgreSQL's ``rubrics_freeze_calibration()`` function redefined (its trigger stays), replacing the check
+0130 installed. The SQL is the text ``rubrics_app.freeze`` generated at this migration, written out;
+``tests/app/test_freeze_module.py`` and ``tests/app/test_migration_triggers.py`` assert that it is what
+freeze.py writes now. Runs that passed before keep their status: a finished run never changes.
 """
 
 # ruff: noqa: E501  (the SQL is literal, as rubrics_app.freeze wrote it at this migration)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import hashlib
-import importlib
 import json
 import os
 import tempfile
@@ -189,17 +188,13 @@ def static_files_without_collectstatic(tmp_path_factory: pytest.TempPathFactory)
         yield
 
 
-# The latest migration that installs rubrics_app.freeze's triggers (test_freeze_module checks its columns).
-FREEZE_MIGRATION = "0130_freeze_in_one_module"
-
-
 def _set_frozen_triggers(installed: bool) -> None:
     from django.db import connection
 
     from rubrics_app import freeze
 
-    # The column lists of the latest migration that (re)installs the triggers.
-    columns = importlib.import_module(f"rubrics_app.migrations.{FREEZE_MIGRATION}").COLUMNS
+    # What freeze.py writes now is what the migrations install (test_migration_triggers checks it).
+    columns = freeze.model_columns()
     install = freeze.install_sql(connection.vendor, columns)
     uninstall = freeze.drop_sql(connection.vendor, columns)
     with connection.cursor() as cursor:
