@@ -30,7 +30,7 @@ class Repository(models.Model):
     tests_config = models.JSONField(default=dict, blank=True)
     guidance = models.TextField(blank=True)
     # §7 contamination: full model id -> its training cutoff "YYYY-MM-DD" (the report page splits cells by
-    # each task's base_date against it). Edited by maintainers through forms_report.CutoffsForm. Null, not
+    # each task's base_date against it). Edited by maintainers through forms.report.CutoffsForm. Null, not
     # default={}: SQLite adds a nullable column in place, where a NOT NULL one rebuilds the table and
     # would drop migration 0006's freeze triggers on it.
     training_cutoffs = models.JSONField(null=True, blank=True)

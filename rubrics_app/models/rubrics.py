@@ -3,7 +3,7 @@
 An approved, admitted or retired revision is frozen. The code refuses to edit it
 (``RubricRevision.is_frozen``), and so does the database: :mod:`rubrics_app.freeze` owns the rule and the
 triggers on SQLite and PostgreSQL that keep it. Editing one means a new draft revision
-(``rubrics_app.services.revisions.fork_for_edit``).
+(``rubrics_app.services.rubrics.revisions.fork_for_edit``).
 """
 
 from __future__ import annotations

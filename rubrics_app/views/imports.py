@@ -7,7 +7,7 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from rubrics_app.access import get_repository_for_user
-from rubrics_app.forms import RubricUploadForm
+from rubrics_app.forms.rubrics import RubricUploadForm
 from rubrics_app.models import Role
 from rubrics_app.services.import_export import ImportFailed, import_rubric_zip
 from rubrics_app.views.common import HtmxHttpRequest, require_post

@@ -37,10 +37,12 @@ from rubrics_app.models import (
     Task,
     TransitionError,
 )
-from rubrics_app.services import calibration, jobs, revisions
+from rubrics_app.services import jobs
+from rubrics_app.services.calibration import run as calibration
 from rubrics_app.services.judges import JudgeSettingError, set_judges
-from rubrics_app.services.revisions import NotCalibrated
-from rubrics_app.services.tasks import set_task_files
+from rubrics_app.services.rubrics import revisions
+from rubrics_app.services.rubrics.revisions import NotCalibrated
+from rubrics_app.services.rubrics.task_files import set_task_files
 from tests.app.calibration_helpers import calibration_replies, logged_in
 from tests.app.conftest import ALT_DIFF, ORACLE_DIFF, MakeRevision, calibrate, judge_answers, sound_script
 from tests.grading.judge.fake_servers import (

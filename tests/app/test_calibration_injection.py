@@ -25,8 +25,9 @@ from rubrics_app.models import (
     RubricRevision,
     TransitionError,
 )
-from rubrics_app.services import calibration, revisions
-from rubrics_app.services.revisions import NotCalibrated
+from rubrics_app.services.calibration import run as calibration
+from rubrics_app.services.rubrics import revisions
+from rubrics_app.services.rubrics.revisions import NotCalibrated
 from tests.app.calibration_helpers import logged_in
 from tests.app.conftest import MakeRevision, judge_answers
 

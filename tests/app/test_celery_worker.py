@@ -11,7 +11,7 @@ import pytest
 from rubrics_app.access import Actor
 from rubrics_app.models import Job, JobKind, JobStatus, RevisionStatus
 from rubrics_app.services import import_export
-from rubrics_app.services.rubric_export import export_revision_to_checkout
+from rubrics_app.services.rubrics.exports import export_revision_to_checkout
 from tests.app.conftest import RUBRIC, MakeRevision
 from tests.app.worker_helpers import wait_for
 from tests.gitrepo import GitRepo

@@ -25,8 +25,10 @@ from rubrics_app.models import (
     Task,
     TransitionError,
 )
-from rubrics_app.services import import_export, revisions, rubric_import
+from rubrics_app.services import import_export
 from rubrics_app.services.import_export import ExportError, ImportFailed
+from rubrics_app.services.rubrics import imports as rubric_import
+from rubrics_app.services.rubrics import revisions
 from tests.app.conftest import (
     CALIBRATION_FILES,
     ORACLE_DIFF,

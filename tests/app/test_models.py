@@ -29,7 +29,7 @@ from rubrics_app.models import (
     Task,
     TransitionError,
 )
-from rubrics_app.services import revisions
+from rubrics_app.services.rubrics import revisions
 from tests.app.conftest import RUBRIC, MakeRevision, calibrate, rubric_data
 
 
@@ -186,7 +186,7 @@ def test_the_admin_shows_revisions_read_only(client: Any, admitted_revision: Rub
 def test_a_stale_edit_gets_a_conflict_with_the_other_text(
     draft_revision: RubricRevision, maintainer: Any
 ) -> None:
-    from rubrics_app.services.revisions import Conflict
+    from rubrics_app.services.rubrics.revisions import Conflict
 
     mine = draft_revision.items.get(item_id="B1")
     theirs = RubricItem.objects.get(
@@ -211,7 +211,7 @@ def test_a_stale_edit_gets_a_conflict_with_the_other_text(
 
 
 def test_a_stale_revision_edit_gets_a_conflict(draft_revision: RubricRevision, maintainer: Any) -> None:
-    from rubrics_app.services.revisions import Conflict
+    from rubrics_app.services.rubrics.revisions import Conflict
 
     other = RubricRevision.objects.get(pk=draft_revision.pk)
     revisions.edit_revision(

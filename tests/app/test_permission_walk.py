@@ -34,21 +34,16 @@ from rubrics_app.models import (
     RunGrade,
     Task,
 )
-from rubrics_app.services import (
-    calibration,
-    drafting,
-    import_export,
-    judges,
-    mutants,
-    queue,
-    rereview,
-    revisions,
-    runs,
-    swe_bench,
-    sweeps,
-    tasks,
-)
-from rubrics_app.services.sweeps import SweepRequest
+from rubrics_app.services import import_export, judges
+from rubrics_app.services.calibration import mutants
+from rubrics_app.services.calibration import run as calibration
+from rubrics_app.services.drafting import run as drafting
+from rubrics_app.services.rubrics import rereview, revisions
+from rubrics_app.services.rubrics import task_files as tasks
+from rubrics_app.services.runs import queue, swe_bench
+from rubrics_app.services.runs import store as runs
+from rubrics_app.services.sweeps import run as sweeps
+from rubrics_app.services.sweeps.run import SweepRequest
 
 Call = Callable[[Actor], object]
 

@@ -33,9 +33,9 @@ from rubrics_app.models import (
     RunGrade,
     Task,
 )
-from rubrics_app.services.queue import Queue
-from rubrics_app.services.runs import revision_sha256
-from rubrics_app.services.sweep_inputs import _run_model
+from rubrics_app.services.runs.queue import Queue
+from rubrics_app.services.runs.store import revision_sha256
+from rubrics_app.services.sweeps.inputs import _run_model
 from tests.app.runs_helpers import (
     DISAGREEING,
     PASSING,
@@ -491,7 +491,7 @@ def test_a_run_stored_by_a_concurrent_import_is_a_problem_not_a_crash(
 ) -> None:
     run_command(str(graded_runs), "--repository", repository.name)
     # As if another import stored these runs after this one looked: the insert hits the unique key.
-    monkeypatch.setattr("rubrics_app.services.runs._check_against_stored", lambda runs, problems: {})
+    monkeypatch.setattr("rubrics_app.services.runs.store._check_against_stored", lambda runs, problems: {})
     err = io.StringIO()
     with pytest.raises(CommandError) as exc:
         call_command("import_runs", str(graded_runs), "--repository", repository.name, stderr=err)

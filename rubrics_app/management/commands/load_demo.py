@@ -41,8 +41,9 @@ from rubrics_app.models import (
     Task,
     refresh_current_grades,
 )
-from rubrics_app.services import calibration, revisions
+from rubrics_app.services.calibration import run as calibration
 from rubrics_app.services.import_export import TaskFiles, import_task_files
+from rubrics_app.services.rubrics import revisions
 
 REPOSITORY = "shapes"
 EXAMPLES = Path(settings.BASE_DIR) / "examples"
@@ -490,7 +491,7 @@ class Command(BaseCommand):
         """The example runs graded by the `rubric grade` code with the demo's two scripted judges (the second
         disagrees on B1 and N1), imported for the review queue."""
         from grading import grade_run
-        from rubrics_app.services.runs import import_run_dirs
+        from rubrics_app.services.runs.store import import_run_dirs
 
         runs = EXAMPLES / "runs"
         if not runs.is_dir() or not EXAMPLE_JUDGE.is_file() or not (EXAMPLE_TASK / "rubric.json").is_file():

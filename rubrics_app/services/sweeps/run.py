@@ -82,12 +82,12 @@ from rubrics_app.models import (
     refresh_current_grades,
     result_json,
 )
-from rubrics_app.services import calibration
+from rubrics_app.services.calibration import run as calibration
 from rubrics_app.services.jobs import JobFailed, job_task, run, send
-from rubrics_app.services.report import report_changed
 from rubrics_app.services.report_rows import refresh_report_rows
-from rubrics_app.services.runs import store_grade
-from rubrics_app.services.sweep_inputs import (
+from rubrics_app.services.reports.report import report_changed
+from rubrics_app.services.runs.store import store_grade
+from rubrics_app.services.sweeps.inputs import (
     Target,
     _Admission,
     _graded_already,
@@ -98,7 +98,7 @@ from rubrics_app.services.sweep_inputs import (
     _task_bytes,
     _TaskBytes,
 )
-from rubrics_app.services.sweep_judges import _backend, _batched, _budget, _unpriced, provider_limit
+from rubrics_app.services.sweeps.judges import _backend, _batched, _budget, _unpriced, provider_limit
 
 
 class SweepError(JobFailed):

@@ -7,8 +7,8 @@ integrity part not measured), and ``metrics.json`` once ``rubric grade`` has gra
 
 Each run becomes a :class:`RunFiles`, however it arrived: the small files' bytes, each read once within
 grading's bound, and the diff's sha256 and size, nothing written to disk on the way. What cannot be read is
-a problem naming ``label/<file>``. Checking the bytes is :mod:`rubrics_app.services.run_checks`; storing the
-runs, :mod:`rubrics_app.services.runs`.
+a problem naming ``label/<file>``. Checking the bytes is :mod:`rubrics_app.services.runs.checks`; storing the
+runs, :mod:`rubrics_app.services.runs.store`.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from grading import (
     make_backend,
 )
 from rubrics_app.models import JudgeSetting, Repository
-from rubrics_app.services import calibration
+from rubrics_app.services.calibration import run as calibration
 
 
 def _unpriced(specs: list[str], prices: PriceTable) -> list[str]:

@@ -19,7 +19,7 @@ from rubrics_app.models import (
     RunGrade,
     Sweep,
 )
-from rubrics_app.services import calibration
+from rubrics_app.services.calibration import run as calibration
 
 
 @dataclass(frozen=True)

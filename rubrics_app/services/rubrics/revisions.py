@@ -510,7 +510,7 @@ def admit(revision: RubricRevision, by: Actor, *, with_suite: bool = False) -> R
     judge exists (``with_suite``: none that ran the injection suite; start one with
     ``calibration.start(revision, by, admit=True, injection_suite=with_suite)``), and TransitionError when a
     run of this content and judge found an attack success in the injection suite."""
-    from rubrics_app.services import calibration
+    from rubrics_app.services.calibration import run as calibration
 
     revision = RubricRevision.objects.select_related("task__repository").get(pk=revision.pk)
     by.require(Role.MAINTAINER, revision.task.repository)

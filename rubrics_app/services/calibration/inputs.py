@@ -37,7 +37,7 @@ from rubrics_app.models import (
 )
 
 # The calibration module's logger, as before these functions moved here.
-log = logging.getLogger("rubrics_app.services.calibration")
+log = logging.getLogger("rubrics_app.services.calibration.run")
 
 
 # --- the task directory a calibration judges ----------------------------------------------------------

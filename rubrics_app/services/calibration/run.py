@@ -17,8 +17,8 @@ as comments, in the oracle. A run with an attack success fails, and as long as a
 judge found one, no other run of that content admits it (:func:`injection_refusal`): a judge known to be
 talked out of a blocker by this rubric's diffs is not trusted because another run did not ask.
 
-The task and the passing-run lookups live in :mod:`rubrics_app.services.calibration_inputs`, the verdict
-cache and the storing of rows in :mod:`rubrics_app.services.calibration_store`; their public names stay
+The task and the passing-run lookups live in :mod:`rubrics_app.services.calibration.inputs`, the verdict
+cache and the storing of rows in :mod:`rubrics_app.services.calibration.store`; their public names stay
 importable from here.
 """
 
@@ -67,25 +67,25 @@ from rubrics_app.models import (
     result_json,
 )
 from rubrics_app.services import audit
-from rubrics_app.services import mutants as oracle_mutants
-from rubrics_app.services.calibration_inputs import calibration_files as calibration_files
-from rubrics_app.services.calibration_inputs import held_checkout as held_checkout
-from rubrics_app.services.calibration_inputs import injection_refusal as injection_refusal
-from rubrics_app.services.calibration_inputs import inputs_sha256 as inputs_sha256
-from rubrics_app.services.calibration_inputs import judges_of as judges_of
-from rubrics_app.services.calibration_inputs import manifest_bytes as manifest_bytes
-from rubrics_app.services.calibration_inputs import passing_run as passing_run
-from rubrics_app.services.calibration_inputs import refusal_text as refusal_text
-from rubrics_app.services.calibration_inputs import spent_this_month as spent_this_month
-from rubrics_app.services.calibration_inputs import sweep_spend_this_month as sweep_spend_this_month
-from rubrics_app.services.calibration_inputs import task_files as task_files
-from rubrics_app.services.calibration_inputs import task_json as task_json
-from rubrics_app.services.calibration_inputs import tree_checkout as tree_checkout
-from rubrics_app.services.calibration_store import DatabaseVerdictCache as DatabaseVerdictCache
-from rubrics_app.services.calibration_store import _agreement, _model_ids, _Pending, _store_row
+from rubrics_app.services.calibration import mutants as oracle_mutants
+from rubrics_app.services.calibration.inputs import calibration_files as calibration_files
+from rubrics_app.services.calibration.inputs import held_checkout as held_checkout
+from rubrics_app.services.calibration.inputs import injection_refusal as injection_refusal
+from rubrics_app.services.calibration.inputs import inputs_sha256 as inputs_sha256
+from rubrics_app.services.calibration.inputs import judges_of as judges_of
+from rubrics_app.services.calibration.inputs import manifest_bytes as manifest_bytes
+from rubrics_app.services.calibration.inputs import passing_run as passing_run
+from rubrics_app.services.calibration.inputs import refusal_text as refusal_text
+from rubrics_app.services.calibration.inputs import spent_this_month as spent_this_month
+from rubrics_app.services.calibration.inputs import sweep_spend_this_month as sweep_spend_this_month
+from rubrics_app.services.calibration.inputs import task_files as task_files
+from rubrics_app.services.calibration.inputs import task_json as task_json
+from rubrics_app.services.calibration.inputs import tree_checkout as tree_checkout
+from rubrics_app.services.calibration.store import DatabaseVerdictCache as DatabaseVerdictCache
+from rubrics_app.services.calibration.store import _agreement, _model_ids, _Pending, _store_row
 from rubrics_app.services.jobs import JobFailed, QueueUnreachable, job_task, send
 from rubrics_app.services.jobs import run as run_job
-from rubrics_app.services.report import report_changed
+from rubrics_app.services.reports.report import report_changed
 
 HEARTBEAT_SECONDS = 5.0
 # A running calibration whose heartbeat is older than this lost its worker.

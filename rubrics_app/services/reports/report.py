@@ -1,5 +1,5 @@
 """The report page's data: the report ``grading.report.report_from_sums`` computes from the repository's
-runs as the database sums them (``services.report_sums``), cached; and what the page shows beside it (the
+runs as the database sums them (``services.reports.sums``), cached; and what the page shows beside it (the
 filters and their choices, the training cutoffs, the blockers' criteria, the queue's label target).
 
 Caching: the report is cached under a key made of everything it depends on: the runs' count and newest id,
@@ -59,7 +59,7 @@ from rubrics_app.models import (
     Task,
 )
 from rubrics_app.services.report_rows import refresh_report_rows
-from rubrics_app.services.report_sums import (
+from rubrics_app.services.reports.sums import (
     Decoded,
     Tasks,
     labelled_runs,

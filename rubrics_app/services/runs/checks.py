@@ -1,10 +1,10 @@
-"""Check a run directory's bytes (:class:`~rubrics_app.services.run_files.RunFiles`) into a prepared run.
+"""Check a run directory's bytes (:class:`~rubrics_app.services.runs.files.RunFiles`) into a prepared run.
 
 Every file is checked through grading's own readers (strict JSON, run.json/grade.json models, the path-list
 reader, metrics.json's ``RunDetails``) and then with ``make_run`` itself, so the app accepts exactly what the
 command line accepts and a run it stores is one a sweep reads back. Also checked: what the database columns
 can hold (lengths, the run's own path among them, NUL characters), the task named in run.json, and that no
-run is given twice. Nothing is written here: :mod:`rubrics_app.services.runs` stores what passes.
+run is given twice. Nothing is written here: :mod:`rubrics_app.services.runs.store` stores what passes.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from grading import (
 )
 from rubrics_app.models import MAX_RUN_SOURCE, Repository, Task
 from rubrics_app.services.import_export import ImportFailed, ImportProblem, _unstorable_text
-from rubrics_app.services.run_files import (
+from rubrics_app.services.runs.files import (
     DIFF_FILE,
     METRICS_FILE,
     REQUIRED_FILES,

@@ -44,8 +44,7 @@ from rubrics_app.models import (
     Task,
 )
 from rubrics_app.services import audit
-from rubrics_app.services.revisions import create_revision
-from rubrics_app.services.rubric_files import (
+from rubrics_app.services.rubrics.files import (
     ImportFailed,
     ImportProblem,
     TaskFiles,
@@ -54,6 +53,7 @@ from rubrics_app.services.rubric_files import (
     read_checkout,
     read_zip,
 )
+from rubrics_app.services.rubrics.revisions import create_revision
 
 
 @dataclass

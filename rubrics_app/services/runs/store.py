@@ -1,8 +1,8 @@
 """Store agent runs, their grades and judge verdicts: the run imports' entry points and ``store_grade``.
 
-A run arrives as files (a folder on disk or an uploaded zip: :mod:`rubrics_app.services.run_files`; runs built
-in memory: :mod:`rubrics_app.services.swe_bench`) and is checked into a prepared run
-(:mod:`rubrics_app.services.run_checks`) before anything is written.
+A run arrives as files (a folder on disk or an uploaded zip: :mod:`rubrics_app.services.runs.files`; runs
+built in memory: :mod:`rubrics_app.services.runs.swe_bench`) and is checked into a prepared run
+(:mod:`rubrics_app.services.runs.checks`) before anything is written.
 
 All or nothing, as rubric import: every run is read and checked first; only when none has a problem are
 rows written, in one transaction. A run is keyed by (task, arm, model, repetition): importing the same
@@ -47,10 +47,17 @@ from rubrics_app.services.import_export import (
     checked_zip_members,
     rubric_json_bytes,
 )
-from rubrics_app.services.report import report_changed
 from rubrics_app.services.report_rows import refresh_report_rows
-from rubrics_app.services.run_checks import PreparedRun, _sha256, prepare_runs
-from rubrics_app.services.run_files import DIFF_FILE, RUN_FILES, RunFiles, _name, read_run_dirs, read_zip_runs
+from rubrics_app.services.reports.report import report_changed
+from rubrics_app.services.runs.checks import PreparedRun, _sha256, prepare_runs
+from rubrics_app.services.runs.files import (
+    DIFF_FILE,
+    RUN_FILES,
+    RunFiles,
+    _name,
+    read_run_dirs,
+    read_zip_runs,
+)
 
 
 def revision_sha256(revision: RubricRevision) -> str:
