@@ -25,7 +25,6 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 TASK_MODULES = [
     "rubrics_app.services.jobs",
     "rubrics_app.services.rubrics.revisions",
-    "rubrics_app.services.import_export",
     "rubrics_app.services.rubrics.exports",
     "rubrics_app.services.rubrics.rereview",
     "rubrics_app.services.calibration.run",

@@ -29,7 +29,7 @@ from django.db.models.lookups import LessThanOrEqual
 from django.utils import timezone
 
 from grading import MAX_RUN_INT
-from rubrics_app.models.calibration import JudgeRole as JudgeRole  # re-exported: the runs side reads it here
+from rubrics_app.models.calibration import JudgeRole
 from rubrics_app.models.jobs import Job
 from rubrics_app.models.repositories import Repository
 from rubrics_app.models.rubrics import RevisionStatus, RubricItem, RubricRevision, Task

@@ -30,6 +30,7 @@ from rubrics_app.models import (
     TransitionError,
 )
 from rubrics_app.services.calibration import run as calibration
+from rubrics_app.services.calibration.inputs import spent_this_month
 from rubrics_app.services.jobs import QueueUnreachable
 from rubrics_app.services.judges import JudgeSettingError, set_judges
 from rubrics_app.services.rubrics.task_files import set_task_files
@@ -271,7 +272,7 @@ def judge_settings(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
             else:
                 messages.success(request, "The judges are saved.")
                 return redirect_to(request, reverse("rubrics:judge_settings", args=[access.repository.pk]))
-    spent = calibration.spent_this_month(access.repository.pk)
+    spent = spent_this_month(access.repository.pk)
     context = {
         "access": access,
         "repository": access.repository,

@@ -38,9 +38,9 @@ from rubrics_app.models import (
     RunGrade,
     TransitionError,
 )
-from rubrics_app.services.import_export import ImportFailed
 from rubrics_app.services.reports.report import label_target
 from rubrics_app.services.rubrics import rereview
+from rubrics_app.services.rubrics.files import ImportFailed
 from rubrics_app.services.runs import queue as review_queue
 from rubrics_app.services.runs.pages import run_grades
 from rubrics_app.services.runs.store import RunImport, import_runs_zip

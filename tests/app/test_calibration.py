@@ -39,6 +39,7 @@ from rubrics_app.models import (
 )
 from rubrics_app.services import jobs
 from rubrics_app.services.calibration import run as calibration
+from rubrics_app.services.calibration.inputs import passing_run
 from rubrics_app.services.judges import JudgeSettingError, set_judges
 from rubrics_app.services.rubrics import revisions
 from rubrics_app.services.rubrics.revisions import NotCalibrated
@@ -171,12 +172,12 @@ def test_admitting_needs_a_passing_run_of_the_exact_content_and_judge(
     with pytest.raises(NotCalibrated):
         revisions.admit(revision, by=Actor.member(maintainer))
     calibrate(revision, maintainer)
-    assert calibration.passing_run(revision) is not None
+    assert passing_run(revision) is not None
     # Another oracle: what was calibrated is no longer what would be admitted.
     set_task_files(task, {"oracle.diff": ALT_DIFF}, by=Actor.member(maintainer))
-    assert calibration.passing_run(revision) is None
+    assert passing_run(revision) is None
     set_task_files(task, {"oracle.diff": ORACLE_DIFF}, by=Actor.member(maintainer))
-    assert calibration.passing_run(revision) is not None
+    assert passing_run(revision) is not None
     # Another primary judge: the run was not made with it.
     use_script(repository, tmp_path, sound_script(), "other.json")
     with pytest.raises(NotCalibrated):

@@ -242,7 +242,7 @@ def test_the_audit_trail_records_who_did_what(
     make_revision: MakeRevision, maintainer: Any, tmp_path: Any
 ) -> None:
     from rubrics_app.models import AuditEvent, AuditVerb
-    from rubrics_app.services import import_export
+    from rubrics_app.services.rubrics import exports
 
     revision = make_revision()
     b1 = revision.items.get(item_id="B1")
@@ -253,7 +253,7 @@ def test_the_audit_trail_records_who_did_what(
     calibrate(revision, maintainer)
     revisions.admit(revision, by=Actor.member(maintainer))
     revision.refresh_from_db()
-    import_export.export_rubric_json(revision, by=Actor.member(maintainer))
+    exports.export_rubric_json(revision, by=Actor.member(maintainer))
     events = list(AuditEvent.objects.filter(revision=revision).order_by("at", "pk"))
     verbs = [e.verb for e in events]
     assert verbs == [

@@ -42,8 +42,10 @@ from rubrics_app.models import (
     refresh_current_grades,
 )
 from rubrics_app.services.calibration import run as calibration
-from rubrics_app.services.import_export import TaskFiles, import_task_files
+from rubrics_app.services.calibration.inputs import calibration_files, task_files
 from rubrics_app.services.rubrics import revisions
+from rubrics_app.services.rubrics.files import TaskFiles
+from rubrics_app.services.rubrics.imports import import_task_files
 
 REPOSITORY = "shapes"
 EXAMPLES = Path(settings.BASE_DIR) / "examples"
@@ -477,9 +479,7 @@ class Command(BaseCommand):
         script = script.model_copy(update={"by_diff_sha256": known})
         taught = RubricRevision.objects.filter(task__repository=repository).exclude(task__oracle_diff=b"")
         for revision in taught.select_related("task__repository").order_by("pk"):
-            script = teach_scripted_judge(
-                script, calibration.task_files(calibration.calibration_files(revision))
-            )
+            script = teach_scripted_judge(script, task_files(calibration_files(revision)))
         primary, second = _judge_files()
         primary.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(primary, script.model_dump_json(indent=2, exclude_defaults=True).encode() + b"\n")
