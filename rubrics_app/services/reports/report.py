@@ -72,10 +72,12 @@ FILTERS = ("task", "arm", "model", "prompt_style")
 PROMPT_STYLES = ("spec", "issue")
 CACHE_SECONDS = 24 * 3600  # the key changes with the data; this only bounds how long an unused one stays
 _CACHE_VERSION = "report-v5"  # the cached value's shape (the code digest below covers the report's own)
-# The code a report depends on: every module of the grading package, and the app's report services.
+# The code a report depends on: every module of the grading package, this package (the report, the
+# database's sums) and services/report_rows.py (the rows they read).
 _REPORT_CODE = (
     Path(grading.__file__).resolve().parent,
-    *sorted(Path(__file__).resolve().parent.glob("report*.py")),
+    Path(__file__).resolve().parent,
+    Path(__file__).resolve().parents[1] / "report_rows.py",
 )
 
 log = logging.getLogger(__name__)
