@@ -25,9 +25,10 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-import grading.report  # noqa: E402
+import grading.report.build  # noqa: E402
 from benchmarks._common import Row, machine, print_table  # noqa: E402
-from grading.report import GradedRun, JudgeVerdicts, build_report  # noqa: E402
+from grading.report.build import build_report  # noqa: E402
+from grading.report.models import GradedRun, JudgeVerdicts  # noqa: E402
 
 PRIMARY = "anthropic:claude-sonnet-4-5-20250929"
 SECOND = "openai:gpt-4o-2024-08-06"
@@ -73,12 +74,12 @@ def _loop(sums: Sequence[tuple[int, ...]], replicates: int, rng: random.Random) 
 
 @contextmanager
 def plain_python() -> Iterator[None]:
-    vectorised = grading.report.resample_sums
-    grading.report.resample_sums = _loop
+    vectorised = grading.report.build.resample_sums
+    grading.report.build.resample_sums = _loop
     try:
         yield
     finally:
-        grading.report.resample_sums = vectorised
+        grading.report.build.resample_sums = vectorised
 
 
 def best_of(runs: list[GradedRun]) -> tuple[float, dict[str, Any]]:

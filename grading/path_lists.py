@@ -1,6 +1,6 @@
 """The path-list files of the workspace diff (spec §3): the ignored-file snapshot taken before a run and
 ``ignored_created.txt`` written after it. Their format, quoting and versions are described in
-:mod:`grading.workspace`, which takes the snapshot and captures the diff; this module writes and reads
+:mod:`grading.workspace.capture`, which takes the snapshot and captures the diff; this module writes and reads
 the files, with no git.
 """
 

@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from grading import agreement, report
-from grading.agreement import cohen_kappa, judge_agreement
+from grading.report import agreement
+from grading.report import build as report
+from grading.report.agreement import cohen_kappa, judge_agreement
 
 
 def test_kappa_of_two_judges_that_agree_beyond_chance() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import grading.draft
-from grading.cli import main
+from grading.cli.rubric import main
 from grading.draft import GitHubError, GitHubSource
 from grading.draft.pr import UNREADABLE_RATE_LIMIT_WAIT
 from tests.gitrepo import GitRepo

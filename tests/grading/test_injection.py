@@ -9,14 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from grading import injection
-from grading.diffs import read_diff
-from grading.errors import InputError
-from grading.injection import (
+from grading.admission import injection
+from grading.admission.corpus import PAYLOAD_KINDS, PayloadKind
+from grading.admission.injection import (
     COMMENT_SYNTAXES,
-    PAYLOAD_KINDS,
     SUFFIX_OF_SYNTAX,
-    PayloadKind,
     Site,
     comment_line,
     comment_syntax,
@@ -24,6 +21,8 @@ from grading.injection import (
     inject_payload,
     summarize,
 )
+from grading.diffs import read_diff
+from grading.errors import InputError
 from grading.judge import prompt
 from grading.judge.prompt import NONCE_PLACEHOLDER
 from tests.gitrepo import GitRepo

@@ -13,14 +13,15 @@ from typing import Any
 
 import pytest
 
-from grading import mutants_diff, mutants_parse
 from grading.basetree import BaseTree
 from grading.diffs import read_diff
 from grading.errors import InputError
 from grading.judge.cache import MemoryCache
-from grading.mutants import DEFAULT_MAX_MUTANTS, MUTANT_ID, Mutant, derive_mutants
-from grading.mutants_judging import check_mutants, load_harmless
-from grading.mutants_kinds import (
+from grading.mutants import diff as mutants_diff
+from grading.mutants import parse as mutants_parse
+from grading.mutants.derive import DEFAULT_MAX_MUTANTS, MUTANT_ID, Mutant, derive_mutants
+from grading.mutants.judging import check_mutants, load_harmless
+from grading.mutants.kinds import (
     KINDS,
     MAX_COMPARED_BYTES,
     MAX_CONDITION_LINE_BYTES,

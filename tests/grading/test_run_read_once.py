@@ -1,4 +1,5 @@
-"""A run and a task are read once (grading.run), and grading them in memory is grading their folders."""
+"""A run and a task are read once (grading.checks.run), and grading them in memory is grading their
+folders."""
 
 from __future__ import annotations
 
