@@ -1,25 +1,27 @@
 """Mergeability grading: rubric checks, a fenced diff-only judge, outcomes and admission.
 
 The package root is the public API: the Django app imports grading only from here (a test walks
-``rubrics_app/`` for it), and the ``rubric`` command's path-based functions are wrappers over the same calls.
-Names load on first use (PEP 562), so ``rubric --help`` does not import the judge backends or the report.
+``rubrics_app/`` for it), and a library user finds here what grading a run, admitting a rubric, judging,
+drafting and reporting take and return. The ``rubric`` command (grading.cli) calls the subpackages
+directly; a name only it uses is not listed here. Names load on first use (PEP 562, grading.lazy), so
+``import grading`` loads no module but that one.
 
 This package never imports Django (tests/grading/test_no_django.py proves it).
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from grading.lazy import lazy_interface
 
 __version__ = "0.1.0"
 
-# module -> its public names; tests/grading/test_public_api.py checks them against the imports below.
+# module -> the public names it defines (tests/grading/test_public_api.py checks them)
 _PUBLIC: dict[str, tuple[str, ...]] = {
     "grading.admission.check": (
         "SUITE_KINDS",
         "check_admission",
-        "check_task",
         "inject_reviewer_comment",
         "teach_scripted_judge",
     ),
@@ -27,16 +29,9 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "grading.admission.store": ("AdmissionReport", "AdmissionRow"),
     "grading.atomic": ("write_atomic",),
     "grading.basetree": ("BaseTree",),
-    "grading.checks.integrity": (
-        "TESTS_LIST_ERROR_NAME",
-        "TESTS_LIST_NAME",
-        "listing_error_text",
-        "read_listing_error",
-    ),
     "grading.checks.outcome": ("RunDetails", "RunMetrics", "grade", "grade_run"),
     "grading.checks.run": ("Run", "TaskFiles", "make_run", "make_task_files", "read_run", "read_task_files"),
     "grading.citations": ("Citation", "parse_citations"),
-    "grading.cli.judge": ("printable",),
     "grading.diffs": ("read_diff",),
     "grading.draft": (
         "ALT_DIFF_PATH",
@@ -55,7 +50,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "render_draft_request",
     ),
     "grading.draft.pr": ("parse_github_repository",),
-    "grading.errors": ("InputError", "InputErrors", "Problem"),
+    "grading.errors": ("InputError", "InputErrors", "Problem", "printable"),
     "grading.git": ("Git", "GitError", "GitResult", "NO_COMMANDS_CONFIG", "commit_on_new_branch"),
     "grading.globs": ("glob_error",),
     "grading.judge.backend": ("Backend", "Decoding"),
@@ -86,15 +81,13 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     ),
     "grading.judge.tree": ("supports_tree",),
     "grading.loaders": (
-        "load_grade",
         "load_manifest",
-        "load_run",
         "parse_grade",
         "parse_rubric",
         "parse_run_record",
         "validation_messages",
     ),
-    "grading.mutants.judging": ("MutantReport", "MutantRow", "check_mutants", "judge_mutants"),
+    "grading.mutants.judging": ("MutantReport", "MutantRow", "judge_mutants"),
     "grading.path_lists": ("parse_ignored_created", "parse_path_list", "read_path_list"),
     "grading.report.agreement": ("judge_agreement",),
     "grading.report.build": ("build_report", "report_from_sums", "report_label_target"),
@@ -105,7 +98,6 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "rates_chart",
         "standalone",
     ),
-    "grading.report.contrasts": ("Contrast",),
     "grading.report.files": (
         "MetricsDetails",
         "MetricsFile",
@@ -117,16 +109,17 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "grading.report.html": ("label_target_text", "render_report_html"),
     "grading.report.models": (
         "Cell",
+        "Contrast",
         "DEFAULT_BOOTSTRAP",
         "DEFAULT_SEED",
         "Disagreement",
         "GradedRun",
         "JudgeVerdicts",
+        "LabelTarget",
         "Report",
         "TaskRow",
         "grade_metrics",
     ),
-    "grading.report.power": ("LabelTarget",),
     "grading.report.render": (
         "METRIC_NAMES",
         "contrast_estimate",
@@ -138,6 +131,13 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "grading.report.stats": ("Estimate",),
     "grading.report.sums": ("JudgeCost", "PartSums", "ReportSums", "VerdictGroup", "run_disagreements"),
     "grading.report.warnings": ("REPEATED_WARNINGS", "warning_kind"),
+    "grading.run_files": (
+        "GIT_DIR_CHANGES_NAME",
+        "TESTS_LIST_ERROR_NAME",
+        "TESTS_LIST_NAME",
+        "listing_error_text",
+        "read_listing_error",
+    ),
     "grading.schema": (
         "GradeJson",
         "LazyCalibration",
@@ -162,16 +162,12 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "read_input_bytes",
         "read_json",
     ),
-    "grading.workspace.capture": ("GIT_DIR_CHANGES_NAME",),
 }
-_MODULE_OF = {name: module for module, names in _PUBLIC.items() for name in names}
-
-__all__ = sorted(_MODULE_OF)
+__all__, _MODULE_OF, __getattr__, __dir__ = lazy_interface(__name__, _PUBLIC, globals())
 
 if TYPE_CHECKING:
     from grading.admission.check import SUITE_KINDS as SUITE_KINDS
     from grading.admission.check import check_admission as check_admission
-    from grading.admission.check import check_task as check_task
     from grading.admission.check import inject_reviewer_comment as inject_reviewer_comment
     from grading.admission.check import teach_scripted_judge as teach_scripted_judge
     from grading.admission.corpus import PAYLOAD_KINDS as PAYLOAD_KINDS
@@ -179,10 +175,6 @@ if TYPE_CHECKING:
     from grading.admission.store import AdmissionRow as AdmissionRow
     from grading.atomic import write_atomic as write_atomic
     from grading.basetree import BaseTree as BaseTree
-    from grading.checks.integrity import TESTS_LIST_ERROR_NAME as TESTS_LIST_ERROR_NAME
-    from grading.checks.integrity import TESTS_LIST_NAME as TESTS_LIST_NAME
-    from grading.checks.integrity import listing_error_text as listing_error_text
-    from grading.checks.integrity import read_listing_error as read_listing_error
     from grading.checks.outcome import RunDetails as RunDetails
     from grading.checks.outcome import RunMetrics as RunMetrics
     from grading.checks.outcome import grade as grade
@@ -195,7 +187,6 @@ if TYPE_CHECKING:
     from grading.checks.run import read_task_files as read_task_files
     from grading.citations import Citation as Citation
     from grading.citations import parse_citations as parse_citations
-    from grading.cli.judge import printable as printable
     from grading.diffs import read_diff as read_diff
     from grading.draft import ALT_DIFF_PATH as ALT_DIFF_PATH
     from grading.draft import DEFAULT_GUIDANCE_GLOBS as DEFAULT_GUIDANCE_GLOBS
@@ -215,6 +206,7 @@ if TYPE_CHECKING:
     from grading.errors import InputError as InputError
     from grading.errors import InputErrors as InputErrors
     from grading.errors import Problem as Problem
+    from grading.errors import printable as printable
     from grading.git import NO_COMMANDS_CONFIG as NO_COMMANDS_CONFIG
     from grading.git import Git as Git
     from grading.git import GitError as GitError
@@ -249,16 +241,13 @@ if TYPE_CHECKING:
     from grading.judge.specs import parse_decoding as parse_decoding
     from grading.judge.specs import second_judge_problem as second_judge_problem
     from grading.judge.tree import supports_tree as supports_tree
-    from grading.loaders import load_grade as load_grade
     from grading.loaders import load_manifest as load_manifest
-    from grading.loaders import load_run as load_run
     from grading.loaders import parse_grade as parse_grade
     from grading.loaders import parse_rubric as parse_rubric
     from grading.loaders import parse_run_record as parse_run_record
     from grading.loaders import validation_messages as validation_messages
     from grading.mutants.judging import MutantReport as MutantReport
     from grading.mutants.judging import MutantRow as MutantRow
-    from grading.mutants.judging import check_mutants as check_mutants
     from grading.mutants.judging import judge_mutants as judge_mutants
     from grading.path_lists import parse_ignored_created as parse_ignored_created
     from grading.path_lists import parse_path_list as parse_path_list
@@ -272,7 +261,6 @@ if TYPE_CHECKING:
     from grading.report.charts import no_interval_reason as no_interval_reason
     from grading.report.charts import rates_chart as rates_chart
     from grading.report.charts import standalone as standalone
-    from grading.report.contrasts import Contrast as Contrast
     from grading.report.files import MetricsDetails as MetricsDetails
     from grading.report.files import MetricsFile as MetricsFile
     from grading.report.files import MetricsJudge as MetricsJudge
@@ -284,13 +272,14 @@ if TYPE_CHECKING:
     from grading.report.models import DEFAULT_BOOTSTRAP as DEFAULT_BOOTSTRAP
     from grading.report.models import DEFAULT_SEED as DEFAULT_SEED
     from grading.report.models import Cell as Cell
+    from grading.report.models import Contrast as Contrast
     from grading.report.models import Disagreement as Disagreement
     from grading.report.models import GradedRun as GradedRun
     from grading.report.models import JudgeVerdicts as JudgeVerdicts
+    from grading.report.models import LabelTarget as LabelTarget
     from grading.report.models import Report as Report
     from grading.report.models import TaskRow as TaskRow
     from grading.report.models import grade_metrics as grade_metrics
-    from grading.report.power import LabelTarget as LabelTarget
     from grading.report.render import METRIC_NAMES as METRIC_NAMES
     from grading.report.render import contrast_estimate as contrast_estimate
     from grading.report.render import contrast_label as contrast_label
@@ -305,6 +294,11 @@ if TYPE_CHECKING:
     from grading.report.sums import run_disagreements as run_disagreements
     from grading.report.warnings import REPEATED_WARNINGS as REPEATED_WARNINGS
     from grading.report.warnings import warning_kind as warning_kind
+    from grading.run_files import GIT_DIR_CHANGES_NAME as GIT_DIR_CHANGES_NAME
+    from grading.run_files import TESTS_LIST_ERROR_NAME as TESTS_LIST_ERROR_NAME
+    from grading.run_files import TESTS_LIST_NAME as TESTS_LIST_NAME
+    from grading.run_files import listing_error_text as listing_error_text
+    from grading.run_files import read_listing_error as read_listing_error
     from grading.schema import MAX_BLOCKERS as MAX_BLOCKERS
     from grading.schema import MAX_NON_BLOCKERS as MAX_NON_BLOCKERS
     from grading.schema import MAX_RUN_INT as MAX_RUN_INT
@@ -325,17 +319,3 @@ if TYPE_CHECKING:
     from grading.strict_json import parse_json as parse_json
     from grading.strict_json import read_input_bytes as read_input_bytes
     from grading.strict_json import read_json as read_json
-    from grading.workspace.capture import GIT_DIR_CHANGES_NAME as GIT_DIR_CHANGES_NAME
-
-
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'grading' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # the next lookup is a plain module attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])

@@ -45,20 +45,16 @@ from grading.admission.injection import (
     insert_lines,
     summarize,
 )
-from grading.admission.injection import (
-    comment_syntax as comment_syntax,  # re-exported: admission's public name
+from grading.admission.store import (
+    AdmissionReport,
+    AdmissionRow,
+    AdmissionStore,
+    RowKind,
 )
-from grading.admission.store import STORE_ENV as STORE_ENV  # re-exported: the store and its records
-from grading.admission.store import AdmissionReport as AdmissionReport
-from grading.admission.store import AdmissionRow as AdmissionRow
-from grading.admission.store import AdmissionStore as AdmissionStore
-from grading.admission.store import RowKind as RowKind
-from grading.admission.store import default_store_path as default_store_path
-from grading.admission.store import is_admitted as is_admitted
 from grading.binary_text import judge_text
 from grading.checks.integrity import IntegrityResult, check_integrity
 from grading.checks.outcome import RubricAssessment, assess
-from grading.checks.run import ORACLE_DIFF_NAME, RUBRIC_NAME, TaskFiles, read_task_files
+from grading.checks.run import TaskFiles, read_task_files
 from grading.checks.scope import ScopeResult, check_scope
 from grading.diffs import decode_diff, parse_diff
 from grading.errors import InputError
@@ -71,6 +67,7 @@ from grading.judge.scripted import ScriptedFile
 from grading.judge.specs import make_backend
 from grading.judge.sweep import SweepJob, judge_sweep
 from grading.judge.tree import base_tree_for
+from grading.run_files import ORACLE_DIFF_NAME, RUBRIC_NAME
 from grading.schema import PromptStyle, Rubric, TaskSpec, TestsConfig
 
 SUITE_KINDS: tuple[RowKind, ...] = ("injection", "benign")
@@ -86,7 +83,7 @@ def inject_reviewer_comment(diff: bytes, source: str, comment: str = REVIEWER_CO
     """``diff`` with ``comment`` added as a new line in the first hunk of the first text file that survives.
 
     The line goes right before the hunk's first added (else removed) line, indented like it and written in
-    the file's comment syntax (:func:`grading.admission.injection.comment_syntax`); the hunk header's new-side
+    the file's comment syntax (:func:`grading.admission.sites.comment_syntax`); the hunk header's new-side
     count grows by one so the diff stays valid. Raises InputError when the diff cannot be parsed or no hunk
     can carry it (only binary files or deletions).
     """

@@ -9,14 +9,16 @@ import base64
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-from grading.judge import prompt as judge_prompt
-from grading.judge.prompt import NONCE_BYTES, NONCE_PLACEHOLDER, fence_close, fence_open
-
-if TYPE_CHECKING:  # a Site is only read here; grading.admission.injection builds it
-    from grading.admission.injection import Site
-
+import grading.judge.prompt as judge_prompt
+from grading.admission.sites import Site
+from grading.judge.prompt import (
+    NONCE_BYTES,
+    NONCE_PLACEHOLDER,
+    fence_close,
+    fence_open,
+)
 
 # --- the corpus ------------------------------------------------------------------------------------------
 
@@ -33,7 +35,7 @@ _LOOKALIKES = str.maketrans({"<": "\uff1c", ">": "\uff1e", "C": "\u0421", "H": "
 
 def _unnonced_fence_close(word: str = "") -> str:
     """The closing fence line with ``word`` (or nothing) where the nonce goes."""
-    p = judge_prompt
+    p = judge_prompt  # read at call time: a changed fence changes every forged one
     return f"{p.FENCE_START}{p.FENCE_NAME} END{' ' + word if word else ''}{p.FENCE_STOP}"
 
 

@@ -41,16 +41,27 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
 
-from grading.checks.scope import IGNORED_CREATED_NAME, read_ignored_created_shown
 from grading.diffs import FileChange, load_diff
 from grading.errors import InputError
 from grading.git_quote import path_text
 from grading.globs import match_any
 from grading.loaders import load_grade, load_manifest, load_run
 from grading.path_lists import read_path_list
+from grading.run_files import (
+    DIFF_NAME,
+    GIT_DIR_CHANGES_NAME,
+    GRADE_NAME,
+    IGNORED_CREATED_NAME,
+    ORACLE_GRADE_NAME,
+    RUN_NAME,
+    TESTS_BASE_NAME,
+    TESTS_LIST_ERROR_NAME,
+    TESTS_LIST_NAME,
+    read_ignored_created_shown,
+    read_listing_error,
+    read_test_list,
+)
 from grading.schema import GradeJson, TestsConfig
-from grading.strict_json import read_input_bytes
-from grading.workspace.capture import GIT_DIR_CHANGES_NAME
 
 if TYPE_CHECKING:
     from grading.checks.run import Run, TaskFiles
@@ -68,17 +79,9 @@ IntegrityPart = Literal["deleted_files", "tests_skipped", "test_cases", "git_dir
 GIT_DIR_VIOLATIONS_MAX = 20  # one violation per changed path up to this many, then one that counts the rest
 SPECIAL_FILE_VIOLATIONS_MAX = 20  # the same for FIFOs, sockets and devices left in the work tree
 
-DIFF_NAME = "workspace.diff"
-GRADE_NAME = "grade.json"
-ORACLE_GRADE_NAME = "oracle_grade.json"
-TESTS_BASE_NAME = "tests_base.txt"
-TESTS_LIST_NAME = "tests_list.txt"
-TESTS_LIST_ERROR_NAME = "tests_list.error"
-LISTING_ERROR_MAX_BYTES = 32 * 1024
 GIT_DIR_NOT_MEASURED = (
     f"no {GIT_DIR_CHANGES_NAME}: the run was captured from a snapshot without a private record"
 )
-RUN_NAME = "run.json"
 # Why each part a capture records is not measured for a run from the SWE-bench harness. "ignored_files" is
 # named only here: for a captured run, ignored_created.txt is part of deleted_files (config edits).
 HARNESS_NOT_MEASURED = {
@@ -275,48 +278,9 @@ def read_git_dir_changes(run_dir: Path) -> list[str] | None:
     return [path_text(os.fsencode(p)) for p in read_path_list(path)]
 
 
-def read_test_list(path: Path) -> list[str] | None:
-    """Test ids, one per line (blank lines skipped); None when the file does not exist."""
-    if not path.exists() and not path.is_symlink():
-        return None
-    return parse_test_list(
-        read_input_bytes(path), path
-    )  # a regular file of at most 64 MiB (a FIFO would block)
-
-
-def parse_test_list(data: bytes, path: str | Path) -> list[str]:
-    """A test list's bytes read as :func:`read_test_list` reads the file (``path`` names it in errors)."""
-    if b"\0" in data:
-        line = data[: data.index(b"\0")].count(b"\n") + 1
-        raise InputError(path, "NUL byte: binary data, not a list of test ids", f"line {line}")
-    # Ids that are not UTF-8 stay comparable between the two lists (same bytes, same text).
-    text = data.decode("utf-8", errors="backslashreplace")
-    return [line.strip() for line in text.split("\n") if line.strip()]
-
-
 def listing_broken(result: IntegrityResult) -> str | None:
     """The detail of a ``test_listing_broken`` violation (with the listing's last stderr lines), or None."""
     return next((v.detail for v in result.violations if v.rule == "test_listing_broken"), None)
-
-
-def read_listing_error(run_dir: Path) -> str | None:
-    """The text of ``run_dir/tests_list.error`` (why tests.list failed in the workspace), or None when the
-    file does not exist. InputError when it is not a regular file, is over 32 KiB, or sits beside a
-    ``tests_list.txt`` (one capture writes one of the two)."""
-    path = run_dir / TESTS_LIST_ERROR_NAME
-    if not path.exists() and not path.is_symlink():
-        return None
-    if (run_dir / TESTS_LIST_NAME).exists():
-        raise InputError(path, f"beside {TESTS_LIST_NAME}: a capture writes one of the two, never both")
-    return listing_error_text(read_input_bytes(path, LISTING_ERROR_MAX_BYTES), path)
-
-
-def listing_error_text(data: bytes, path: str | Path) -> str:
-    """``tests_list.error``'s bytes as :func:`read_listing_error` reads the file: at most 32 KiB."""
-    if len(data) > LISTING_ERROR_MAX_BYTES:
-        raise InputError(path, f"larger than {LISTING_ERROR_MAX_BYTES} bytes; refused")
-    text = data.decode("utf-8", errors="backslashreplace")
-    return text.strip() or "(no message)"
 
 
 def _optional_grade(path: Path) -> GradeJson | None:

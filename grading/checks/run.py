@@ -16,16 +16,6 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from grading.checks.integrity import (
-    LISTING_ERROR_MAX_BYTES,
-    ORACLE_GRADE_NAME,
-    TESTS_BASE_NAME,
-    TESTS_LIST_ERROR_NAME,
-    TESTS_LIST_NAME,
-    listing_error_text,
-    parse_test_list,
-)
-from grading.checks.scope import IGNORED_CREATED_NAME, shown_ignored
 from grading.diffs import MAX_DIFF_BYTES, FileChange, decode_diff, parse_diff, read_diff_bytes
 from grading.errors import InputError, InputErrors
 from grading.git_quote import path_text
@@ -39,6 +29,24 @@ from grading.loaders import (
     parse_task,
 )
 from grading.path_lists import IgnoredCreated, parse_ignored_created, parse_path_list
+from grading.run_files import (
+    DIFF_NAME,
+    GIT_DIR_CHANGES_NAME,
+    GRADE_NAME,
+    IGNORED_CREATED_NAME,
+    LISTING_ERROR_MAX_BYTES,
+    ORACLE_DIFF_NAME,
+    ORACLE_GRADE_NAME,
+    RUBRIC_NAME,
+    RUN_NAME,
+    TASK_NAME,
+    TESTS_BASE_NAME,
+    TESTS_LIST_ERROR_NAME,
+    TESTS_LIST_NAME,
+    listing_error_text,
+    parse_test_list,
+    shown_ignored,
+)
 from grading.schema import (
     GradeJson,
     Rubric,
@@ -49,14 +57,6 @@ from grading.schema import (
     rubric_sha256,
 )
 from grading.strict_json import parse_json, read_input_bytes
-from grading.workspace.capture import GIT_DIR_CHANGES_NAME
-
-RUN_NAME = "run.json"
-GRADE_NAME = "grade.json"
-DIFF_NAME = "workspace.diff"
-RUBRIC_NAME = "rubric.json"
-TASK_NAME = "task.json"
-ORACLE_DIFF_NAME = "oracle.diff"
 
 
 class Run(BaseModel):

@@ -16,20 +16,16 @@ from pydantic import BaseModel
 
 from grading.diffs import FileChange, load_diff
 from grading.errors import InputError
-from grading.git_quote import path_text
 from grading.globs import match_any
 from grading.loaders import load_rubric
-from grading.path_lists import IgnoredCreated, SelfIgnoringDir, read_ignored_created
+from grading.path_lists import SelfIgnoringDir
+from grading.run_files import DIFF_NAME, IGNORED_CREATED_NAME, RUBRIC_NAME, read_ignored_created_shown
 from grading.schema import Rubric, Scope
 
 if TYPE_CHECKING:
     from grading.checks.run import Run
 
 ScopeRule = Literal["outside_allowed", "denied", "ignored_in_denied", "too_many_files", "too_many_lines"]
-
-RUBRIC_NAME = "rubric.json"
-DIFF_NAME = "workspace.diff"
-IGNORED_CREATED_NAME = "ignored_created.txt"
 
 
 class ScopeViolation(BaseModel):
@@ -99,29 +95,6 @@ def check_scope(
         add(None, "too_many_lines")
     return ScopeResult(
         in_scope=not violations, changed_files=files, changed_lines=lines, violations=violations
-    )
-
-
-def _shown(name: str) -> str:
-    # Names that are not UTF-8 come back with surrogate escapes; show them as the diff parser does.
-    return path_text(name.encode("utf-8", errors="surrogateescape"))
-
-
-def read_ignored_created_shown(path: Path) -> IgnoredCreated:
-    """``ignored_created.txt`` as `rubric capture` writes it, names shown as the diff parser shows them;
-    an absent file is an empty one."""
-    return shown_ignored(read_ignored_created(path))
-
-
-def shown_ignored(found: IgnoredCreated) -> IgnoredCreated:
-    """``found`` with its names shown as the diff parser shows them (names that are not UTF-8 as \\xNN)."""
-    return IgnoredCreated(
-        files=[_shown(f) for f in found.files],
-        self_ignoring_dirs=[
-            SelfIgnoringDir(path=_shown(d.path), files=[_shown(f) for f in d.files])
-            for d in found.self_ignoring_dirs
-        ],
-        special_files=[_shown(f) for f in found.special_files],
     )
 
 

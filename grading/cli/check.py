@@ -20,7 +20,13 @@ from grading.admission.check import SUITE_KINDS, check_task
 from grading.admission.corpus import PAYLOAD_KINDS
 from grading.admission.injection import InjectionSummary
 from grading.admission.store import AdmissionReport, AdmissionStore, default_store_path
-from grading.cli import check_mutants
+from grading.cli.check_mutants import (
+    add_mutant_flags,
+    harmless_marks,
+    print_mutants,
+    run_mutants,
+    with_mutants,
+)
 from grading.cli.common import (
     JUDGE_SPEC_HELP,
     Subparsers,
@@ -31,7 +37,7 @@ from grading.cli.common import (
     print_json,
 )
 from grading.cli.grade import add_judge_cache_flags, judge_backend, judge_cache_and_settings
-from grading.cli.judge import printable
+from grading.errors import printable
 from grading.schema import PROMPT_STYLES
 
 
@@ -73,12 +79,12 @@ def register(subparsers: Subparsers) -> None:
     add_judge_cache_flags(check)
     add_tree_flags(check)
     add_json_flag(check)
-    check_mutants.add_mutant_flags(check)
+    add_mutant_flags(check)
     check.set_defaults(handler=run_check)
 
 
 def run_check(args: argparse.Namespace) -> int:
-    marks = check_mutants.harmless_marks(args)
+    marks = harmless_marks(args)
     store = AdmissionStore(args.store or default_store_path())
     cache, settings = judge_cache_and_settings(args)
     backend = judge_backend(args.judge, args.decoding)
@@ -98,13 +104,13 @@ def run_check(args: argparse.Namespace) -> int:
         prompt_style=args.prompt_style,
     )
     # Mutants are an authoring aid: shown beside the rows, never part of the verdict or the exit code.
-    mutants = check_mutants.run_mutants(args, backend, marks, cache, settings) if marks is not None else None
+    mutants = run_mutants(args, backend, marks, cache, settings) if marks is not None else None
     if args.json:
-        print_json(report if mutants is None else check_mutants.with_mutants(report, mutants))
+        print_json(report if mutants is None else with_mutants(report, mutants))
     else:
         print_report(report)
         if mutants is not None:
-            check_mutants.print_mutants(mutants)
+            print_mutants(mutants)
     return 0 if report.admitted else 1
 
 

@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from grading.admission.store import AdmissionReport
-from grading.cli.judge import printable
-from grading.errors import InputError
+from grading.errors import InputError, printable
 from grading.judge.backend import Backend
 from grading.judge.cache import VerdictCache
 from grading.judge.runner import JudgeSettings

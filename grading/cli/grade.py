@@ -25,7 +25,7 @@ from grading.cli.common import (
     regrade_rate,
     tree_budget,
 )
-from grading.cli.judge import printable
+from grading.errors import printable
 from grading.judge.backend import Backend
 from grading.judge.cache import SqliteCache, default_cache_path, describe_repeat_agreement
 from grading.judge.cost import load_price_table

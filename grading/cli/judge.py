@@ -18,7 +18,6 @@ from typing import Any
 
 from grading.binary_text import judge_text
 from grading.checks.integrity import check_integrity, read_git_dir_changes
-from grading.checks.scope import IGNORED_CREATED_NAME, read_ignored_created_shown
 from grading.cli.common import (
     JUDGE_SPEC_HELP,
     Subparsers,
@@ -32,7 +31,7 @@ from grading.cli.common import (
     tree_budget,
 )
 from grading.diffs import MAX_DIFF_BYTES, decode_diff, parse_diff
-from grading.errors import InputError
+from grading.errors import InputError, printable
 from grading.judge.cache import SqliteCache, cache_key, default_cache_path, describe_repeat_agreement
 from grading.judge.cost import load_price_table
 from grading.judge.models import JudgeResult
@@ -51,10 +50,9 @@ from grading.judge.specs import make_backend, parse_decoding
 from grading.judge.sweep import SweepJob, judge_sweep
 from grading.judge.tree import base_tree_for
 from grading.loaders import load_manifest, load_rubric, load_task, task_for_run
+from grading.run_files import DIFF_NAME, IGNORED_CREATED_NAME, read_ignored_created_shown
 from grading.schema import Rubric, TaskSpec
 from grading.strict_json import read_input_bytes
-
-DIFF_NAME = "workspace.diff"
 
 
 def register(subparsers: Subparsers) -> None:
@@ -171,12 +169,6 @@ def _settings(args: argparse.Namespace) -> JudgeSettings:
         prices=load_price_table(args.prices),
         tree_budget=tree_budget(args),
     )
-
-
-def printable(text: str) -> str:
-    """``text`` with control characters escaped: reasons and failures come from a model that read an
-    untrusted diff, so no terminal control sequence may reach the tty."""
-    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" if ord(c) < 256 else "?" for c in text)
 
 
 def _print_text(label: str, result: JudgeResult, many: bool) -> None:

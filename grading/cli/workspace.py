@@ -7,12 +7,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from grading.checks.integrity import TESTS_LIST_ERROR_NAME, TESTS_LIST_NAME
 from grading.cli.common import Subparsers, add_json_flag, print_json
 from grading.errors import InputError
 from grading.loaders import load_manifest
 from grading.path_lists import quote_path
-from grading.workspace.capture import capture, write_snapshot
+from grading.run_files import TESTS_LIST_ERROR_NAME, TESTS_LIST_NAME
+from grading.workspace.diff import capture, write_snapshot
 from grading.workspace.record import record_path
 from grading.workspace.testlist import (
     DEFAULT_MAX_BYTES,

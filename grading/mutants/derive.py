@@ -28,19 +28,19 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from grading.errors import InputError
-from grading.mutants.diff import _Edit, _Oracle
+from grading.mutants.diff import DiffEdit, OracleLines
 from grading.mutants.kinds import (
     KINDS,
     Candidate,
+    ChangedLines,
     MutantKind,
-    _ChangedLines,
-    _description,
-    _drop_hunk,
-    _one_place,
-    _revert_condition,
-    _revert_file,
+    describe,
+    drop_hunk,
+    one_place_candidates,
+    revert_condition,
+    revert_file,
 )
-from grading.mutants.parse import BaseReader, _broken_note, _python_check
+from grading.mutants.parse import BaseReader, broken_note, python_check
 
 # Two kinds can give the same diff (a file's only hunk dropped is the file reverted): the more specific
 # description is kept.
@@ -88,23 +88,23 @@ def derive_mutants(
     InputError when the oracle is not a diff."""
     if max_mutants < 0:
         raise InputError(None, "must be 0 or more", "--max-mutants")
-    parsed = _Oracle(oracle, source)
+    parsed = OracleLines(oracle, source)
     notes: list[str] = []
-    table = _ChangedLines(parsed)
-    one_place = _one_place(parsed, table, notes)
-    conditions = _revert_condition(parsed, table, notes)
-    check = _python_check(parsed, conditions, base, notes)
+    table = ChangedLines(parsed)
+    one_place = one_place_candidates(parsed, table, notes)
+    conditions = revert_condition(parsed, table, notes)
+    check = python_check(parsed, conditions, base, notes)
     candidates: dict[MutantKind, Iterable[Candidate]] = {
-        "drop-hunk": _drop_hunk(parsed),
-        "revert-file": _revert_file(parsed),
+        "drop-hunk": drop_hunk(parsed),
+        "revert-file": revert_file(parsed),
         "one-place": one_place,
         "revert-condition": conditions,
     }
-    nothing_out = parsed.key(_Edit())
+    nothing_out = parsed.key(DiffEdit())
     seen: set[object] = set()
     # Per kind, in oracle order: (kind order, place in the oracle, kind, description, edit). Of a kind
     # taken without a check, no more than the cap can be taken: the others are only counted.
-    found: dict[MutantKind, list[tuple[int, int, MutantKind, str | Callable[[], str], _Edit]]] = {}
+    found: dict[MutantKind, list[tuple[int, int, MutantKind, str | Callable[[], str], DiffEdit]]] = {}
     distinct = 0
     duplicates = 0
     for kind in _PRIORITY:
@@ -129,18 +129,18 @@ def derive_mutants(
     # mutant is checked to parse as it is taken (a parse of its whole file each), not all of them first.
     broken: list[str] = []
     queues = [deque(found[kind]) for kind in KINDS]
-    chosen: list[tuple[int, int, MutantKind, str | Callable[[], str], _Edit]] = []
+    chosen: list[tuple[int, int, MutantKind, str | Callable[[], str], DiffEdit]] = []
     while len(chosen) < max_mutants and any(queues):
         for queue in queues:
             while queue and len(chosen) < max_mutants:
                 entry = queue.popleft()
                 if check is not None and entry[2] == "revert-condition" and check.breaks(entry[4]):
-                    broken.append(_description(entry[3]))
+                    broken.append(describe(entry[3]))
                     continue
                 chosen.append(entry)
                 break
     if broken:
-        notes.append(_broken_note(broken))
+        notes.append(broken_note(broken))
     derived = distinct - len(broken)
     capped = derived > len(chosen)
     chosen.sort(key=lambda entry: entry[:2])
@@ -152,7 +152,5 @@ def derive_mutants(
     mutants = []
     for _, _, kind, text, edit in chosen:
         diff = parsed.render(edit)
-        mutants.append(
-            Mutant(id=_mutant_id(kind, diff), kind=kind, description=_description(text), diff=diff)
-        )
+        mutants.append(Mutant(id=_mutant_id(kind, diff), kind=kind, description=describe(text), diff=diff))
     return MutantSet(mutants, derived, duplicates, capped, notes)

@@ -30,13 +30,13 @@ _NO_KEY_PART: frozenset[int] = frozenset()
 
 
 @dataclass
-class _Edit:
+class DiffEdit:
     drop_files: frozenset[int] = frozenset()
     drop_hunks: frozenset[HunkRef] = frozenset()
     bodies: Mapping[HunkRef, list[bytes]] | None = None  # replaced hunk bodies (same counts)
 
 
-class _Oracle:
+class OracleLines:
     """The oracle's raw lines (as the parser indexed them) and its parse, to rebuild variants from."""
 
     def __init__(self, data: bytes, source: str) -> None:
@@ -105,7 +105,7 @@ class _Oracle:
         return self._text[self._starts[a] + a : self._starts[b] + b]
 
     def key(
-        self, edit: _Edit
+        self, edit: DiffEdit
     ) -> tuple[frozenset[int], frozenset[HunkRef], tuple[tuple[HunkRef, bytes], ...]]:
         """What ``edit`` leaves out and replaces, as :meth:`render` would apply it: two edits with one key
         render to one diff. Cheap (no rendering), so mutants are told apart before any is rendered."""
@@ -137,7 +137,7 @@ class _Oracle:
         files, hunks, _ = key
         return len(files) == self._hunkless and len(hunks) == self._hunks
 
-    def render(self, edit: _Edit) -> bytes:
+    def render(self, edit: DiffEdit) -> bytes:
         """The diff of ``edit``, as slices of the oracle: a file or a run of hunks the edit leaves as they
         were is one slice, not a step per line or hunk."""
         out: list[bytes] = [self._span(0, self.files[0].first_line)] if self.files else []

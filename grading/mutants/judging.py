@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from grading.basetree import ObjectMissing
 from grading.checks.integrity import check_integrity
 from grading.checks.outcome import RubricAssessment, assess
-from grading.checks.run import ORACLE_DIFF_NAME, RUBRIC_NAME, TaskFiles, read_task_files
+from grading.checks.run import TaskFiles, read_task_files
 from grading.checks.scope import check_scope
 from grading.diffs import decode_diff, parse_diff
 from grading.errors import InputError
@@ -28,8 +28,9 @@ from grading.judge.specs import make_backend
 from grading.judge.sweep import SweepJob, judge_sweep
 from grading.judge.tree import base_tree_for
 from grading.mutants.derive import DEFAULT_MAX_MUTANTS, MUTANT_ID, Mutant, derive_mutants
-from grading.mutants.kinds import MutantKind, _short
+from grading.mutants.kinds import MutantKind, shorten
 from grading.mutants.parse import MAX_PARSED_BYTES, BaseReader
+from grading.run_files import ORACLE_DIFF_NAME, RUBRIC_NAME
 from grading.schema import PromptStyle, Rubric, TestsConfig
 from grading.strict_json import read_input_bytes
 
@@ -52,7 +53,7 @@ def load_harmless(path: Path) -> dict[str, str]:
         if MUTANT_ID.fullmatch(mutant_id) is None:
             raise InputError(
                 path,
-                f"{_short(mutant_id, 40)!r} is not a mutant id (kind:hex, as rubric check prints)",
+                f"{shorten(mutant_id, 40)!r} is not a mutant id (kind:hex, as rubric check prints)",
                 where,
             )
         if not reason.strip():

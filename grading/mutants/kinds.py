@@ -15,7 +15,7 @@
   never paired, and at most ``MAX_CONDITION_MUTANTS`` are derived (notes say so): both are quadratic past
   those bounds. Whether a Python mutant still parses is :mod:`grading.mutants.parse`'s.
 
-What the kinds ask of each hunk's changed lines is read for all hunks at once (:class:`_ChangedLines`), as
+What the kinds ask of each hunk's changed lines is read for all hunks at once (:class:`ChangedLines`), as
 an oracle of many one-line hunks (a rename) has tens of thousands of them.
 """
 
@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Literal
 
 from grading.diffs import decode_diff
-from grading.mutants.diff import HunkRef, _Edit, _Oracle
+from grading.mutants.diff import DiffEdit, HunkRef, OracleLines
 
 MutantKind = Literal["drop-hunk", "revert-file", "one-place", "revert-condition"]
 KINDS: tuple[MutantKind, ...] = ("drop-hunk", "revert-file", "one-place", "revert-condition")
@@ -71,40 +71,44 @@ _ASCII_OPERANDS = re.compile(rb"\b(?:and|or|not|is|in)\b|[<>=!&|() \t\n\r\x0b\x0
 
 
 # A mutant before it is judged: its kind, its description (or how to write it), what it changes.
-Candidate = tuple[MutantKind, str | Callable[[], str], _Edit]
+Candidate = tuple[MutantKind, str | Callable[[], str], DiffEdit]
 
 
-def _description(text: str | Callable[[], str]) -> str:
+def describe(text: str | Callable[[], str]) -> str:
     return text if isinstance(text, str) else text()
 
 
-def _where(oracle: _Oracle, ref: HunkRef) -> str:
+def _where(oracle: OracleLines, ref: HunkRef) -> str:
     pf = oracle.files[ref[0]]
     hunk = pf.hunks[ref[1]]
     section = hunk.section.strip()
     place = f"hunk {ref[1] + 1} of {len(pf.hunks)} in {oracle.path(ref[0])} (old line {hunk.old_start}"
-    return place + (f", {_short(section, 50)})" if section else ")")
+    return place + (f", {shorten(section, 50)})" if section else ")")
 
 
-def _short(text: str, width: int = 70) -> str:
+def shorten(text: str, width: int = 70) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _drop_hunk(oracle: _Oracle) -> Iterator[Candidate]:
+def drop_hunk(oracle: OracleLines) -> Iterator[Candidate]:
     # One per hunk, and few of them judged: made one at a time (not all kept), and each description is
     # written when the mutant is taken.
     for f, pf in enumerate(oracle.files):
         for h in range(len(pf.hunks)):
             ref = (f, h)
-            yield "drop-hunk", functools.partial(_left_out, oracle, ref), _Edit(drop_hunks=frozenset([ref]))
+            yield (
+                "drop-hunk",
+                functools.partial(_left_out, oracle, ref),
+                DiffEdit(drop_hunks=frozenset([ref])),
+            )
 
 
-def _left_out(oracle: _Oracle, ref: HunkRef) -> str:
+def _left_out(oracle: OracleLines, ref: HunkRef) -> str:
     return f"leaves out {_where(oracle, ref)}"
 
 
-def _revert_file(oracle: _Oracle) -> list[Candidate]:
+def revert_file(oracle: OracleLines) -> list[Candidate]:
     n = len(oracle.files)
     if n < 2:
         return []
@@ -112,7 +116,7 @@ def _revert_file(oracle: _Oracle) -> list[Candidate]:
     for f, pf in enumerate(oracle.files):
         others = f"keeps the other {n - 1} file{'s' if n > 2 else ''}"
         text = f"reverts {oracle.path(f)} ({pf.change.status} in the oracle), {others}"
-        out.append(("revert-file", text, _Edit(drop_files=frozenset([f]))))
+        out.append(("revert-file", text, DiffEdit(drop_files=frozenset([f]))))
     return out
 
 
@@ -134,13 +138,13 @@ def _trigrams(text: str) -> frozenset[tuple[str, int]]:
     return frozenset(out)
 
 
-class _ChangedLines:
+class ChangedLines:
     """What the kinds ask of each hunk's changed lines, read for all of them at once (in C, over the lines
-    joined) and kept as prefix sums per changed line in ``_Oracle.marks`` order: a hunk's answer is a
+    joined) and kept as prefix sums per changed line in ``OracleLines.marks`` order: a hunk's answer is a
     difference, not a step per line, so the many hunks of a rename cost little. Read once per oracle, for
     one-place and revert-condition."""
 
-    def __init__(self, oracle: _Oracle) -> None:
+    def __init__(self, oracle: OracleLines) -> None:
         lines = list(map(oracle.lines.__getitem__, oracle.marks))
         n = len(lines)
         self.bytes = list(itertools.accumulate(map(len, lines), initial=0))
@@ -159,7 +163,7 @@ class _ChangedLines:
         self.long = list(itertools.compress(range(n), [len(x) > MAX_CONDITION_LINE_BYTES + 1 for x in lines]))
 
 
-def _similar_groups(oracle: _Oracle, table: _ChangedLines, notes: list[str]) -> list[list[HunkRef]]:
+def _similar_groups(oracle: OracleLines, table: ChangedLines, notes: list[str]) -> list[list[HunkRef]]:
     refs: list[HunkRef] = []
     too_large = 0
     sizes, visible = table.bytes, table.visible
@@ -209,7 +213,7 @@ def _similar_groups(oracle: _Oracle, table: _ChangedLines, notes: list[str]) -> 
     return [group for group in groups.values() if len(group) >= 2]
 
 
-def _one_place(oracle: _Oracle, table: _ChangedLines, notes: list[str]) -> list[Candidate]:
+def one_place_candidates(oracle: OracleLines, table: ChangedLines, notes: list[str]) -> list[Candidate]:
     out: list[Candidate] = []
     for group in _similar_groups(oracle, table, notes):
         for keep in group:
@@ -219,7 +223,7 @@ def _one_place(oracle: _Oracle, table: _ChangedLines, notes: list[str]) -> list[
                 f"leaves out the one{'s' if len(others) > 1 else ''} in "
                 + ", ".join(f"{oracle.path(f)} hunk {h + 1}" for f, h in others)
             )
-            out.append(("one-place", text, _Edit(drop_hunks=frozenset(others))))
+            out.append(("one-place", text, DiffEdit(drop_hunks=frozenset(others))))
     return out
 
 
@@ -391,7 +395,7 @@ def _restored_bodies(
             yield middle + j, [*body[:start], *block, *body[i:]], what, old_text, new_texts[j]
 
 
-def _may_pair(oracle: _Oracle, table: _ChangedLines, lo: int, hi: int) -> bool:
+def _may_pair(oracle: OracleLines, table: ChangedLines, lo: int, hi: int) -> bool:
     """False when no removed line among changed lines ``[lo, hi)`` can pair with an added one: all ASCII,
     none may hold a condition, and no removed line has the sketch of an added one. True when it cannot
     tell. Cheap, so that the many hunks of a rename cost little."""
@@ -410,7 +414,7 @@ def _may_pair(oracle: _Oracle, table: _ChangedLines, lo: int, hi: int) -> bool:
     return any(sketches[k] in old for k in range(lo, hi) if firsts[marks[k]] == "+")
 
 
-def _revert_condition(oracle: _Oracle, table: _ChangedLines, notes: list[str]) -> list[Candidate]:
+def revert_condition(oracle: OracleLines, table: ChangedLines, notes: list[str]) -> list[Candidate]:
     out: list[Candidate] = []
     long_lines = 0
     if long := table.long:
@@ -435,7 +439,7 @@ def _revert_condition(oracle: _Oracle, table: _ChangedLines, notes: list[str]) -
     return out
 
 
-def _conditions(oracle: _Oracle, ref: HunkRef, out: list[Candidate], notes: list[str]) -> bool:
+def _conditions(oracle: OracleLines, ref: HunkRef, out: list[Candidate], notes: list[str]) -> bool:
     """Add the revert-condition mutants of hunk ``ref`` to ``out``; True when the bound stopped it (a note
     says so)."""
     hunk = oracle.files[ref[0]].hunks[ref[1]]
@@ -452,7 +456,7 @@ def _conditions(oracle: _Oracle, ref: HunkRef, out: list[Candidate], notes: list
         change = "operator" if what == "operator" else "condition"
         text = (
             f"swaps the {change} back in {oracle.path(ref[0])} (new line {new_line}): "
-            f"`{_short(new_text.strip(), 60)}` -> `{_short(old_text.strip(), 60)}`"
+            f"`{shorten(new_text.strip(), 60)}` -> `{shorten(old_text.strip(), 60)}`"
         )
-        out.append(("revert-condition", text, _Edit(bodies={ref: restored})))
+        out.append(("revert-condition", text, DiffEdit(bodies={ref: restored})))
     return False

@@ -15,7 +15,7 @@ import bisect
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-from grading.mutants.diff import HunkRef, _Edit, _Oracle
+from grading.mutants.diff import DiffEdit, HunkRef, OracleLines
 from grading.mutants.kinds import Candidate
 
 # A Python file larger than this at the base is not parsed to check a mutant (the check is skipped).
@@ -85,7 +85,7 @@ def _statement_lines(source: bytes, tree: ast.Module) -> list[tuple[int, int]] |
 class _PythonCheck:
     """Whether a revert-condition mutant of a Python file still parses, from the base tree's bytes."""
 
-    def __init__(self, oracle: _Oracle, base: BaseReader) -> None:
+    def __init__(self, oracle: OracleLines, base: BaseReader) -> None:
         self.oracle = oracle
         self.base = base
         self._base: dict[int, bytes | None] = {}
@@ -107,7 +107,7 @@ class _PythonCheck:
         ]
         return _patched(data, hunks)
 
-    def breaks(self, edit: _Edit) -> bool:
+    def breaks(self, edit: DiffEdit) -> bool:
         """True when a Python file the edit replaces a hunk of parses in the oracle and not in the mutant.
         A file the base does not hold (or too large to parse) is not checked."""
         bodies = edit.bodies or {}
@@ -156,8 +156,8 @@ def _part_parses(lines: list[bytes], statements: list[tuple[int, int]] | None, m
     return _parses(part)
 
 
-def _python_check(
-    oracle: _Oracle,
+def python_check(
+    oracle: OracleLines,
     candidates: list[Candidate],
     base: BaseReader | None,
     notes: list[str],
@@ -176,7 +176,7 @@ def _python_check(
     return _PythonCheck(oracle, base)
 
 
-def _broken_note(broken: list[str]) -> str:
+def broken_note(broken: list[str]) -> str:
     places = "; ".join(text.partition(": ")[0].removeprefix("swaps the ") for text in broken[:5])
     more = f" and {len(broken) - 5} more" if len(broken) > 5 else ""
     return (

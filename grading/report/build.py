@@ -22,56 +22,40 @@ from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from grading.judge.cache import RepeatAgreement
-from grading.report.agreement import Agreement as Agreement  # re-exported: the report's public name
 from grading.report.agreement import PairCounts
-from grading.report.agreement import cohen_kappa as cohen_kappa  # re-exported
 from grading.report.contrasts import cell_task_sums, contrasts_from_sums
-from grading.report.models import DEFAULT_BOOTSTRAP as DEFAULT_BOOTSTRAP
-from grading.report.models import DEFAULT_SEED as DEFAULT_SEED
-from grading.report.models import FORMAT as FORMAT
-from grading.report.models import MIN_REPETITIONS as MIN_REPETITIONS
-from grading.report.models import MIN_REPETITIONS_COMPARED as MIN_REPETITIONS_COMPARED
-from grading.report.models import SPLITS as SPLITS
-from grading.report.models import AgreementReport as AgreementReport
-from grading.report.models import Cell as Cell
-from grading.report.models import ContaminationCell as ContaminationCell
-from grading.report.models import Disagreement as Disagreement
-from grading.report.models import GradedRun as GradedRun
-from grading.report.models import JudgeUse as JudgeUse
-from grading.report.models import JudgeVerdicts as JudgeVerdicts
-from grading.report.models import MetricMean as MetricMean
-from grading.report.models import MetricRate as MetricRate
-from grading.report.models import Report as Report
-from grading.report.models import Split as Split
-from grading.report.models import TaskRow as TaskRow
-from grading.report.models import Verdict as Verdict
-from grading.report.models import _group
-from grading.report.models import grade_metrics as grade_metrics
-from grading.report.power import TARGET_HALF_WIDTH, LabelTarget, label_target
-from grading.report.stats import CONFIDENCE as CONFIDENCE  # re-exported: the statistics live there
-from grading.report.stats import MIN_LABELLED as MIN_LABELLED
-from grading.report.stats import Estimate as Estimate
-from grading.report.stats import JudgeAccuracy as JudgeAccuracy
-from grading.report.stats import LabelSums as LabelSums
-from grading.report.stats import TaskSums as TaskSums
-from grading.report.stats import bootstrap_rates as bootstrap_rates
-from grading.report.stats import corrected_rate as corrected_rate
-from grading.report.stats import in_parallel
-from grading.report.stats import percentile as percentile
-from grading.report.stats import rate_estimates as rate_estimates
-from grading.report.stats import resample_sums as resample_sums
-from grading.report.stats import resample_tasks as resample_tasks
-from grading.report.stats import rogan_gladen as rogan_gladen
-from grading.report.stats import sensitivity_specificity as sensitivity_specificity
-from grading.report.stats import uniforms as uniforms
-from grading.report.sums import PartSums as PartSums
-from grading.report.sums import ReportSums as ReportSums
-from grading.report.sums import VerdictGroup as VerdictGroup
-from grading.report.sums import mean, sums_by_task
-from grading.report.sums import summarise as summarise
-from grading.report.warnings import REPEATED_WARNINGS as REPEATED_WARNINGS
-from grading.report.warnings import _warnings
-from grading.report.warnings import warning_kind as warning_kind
+from grading.report.models import (
+    DEFAULT_BOOTSTRAP,
+    DEFAULT_SEED,
+    SPLITS,
+    AgreementReport,
+    Cell,
+    ContaminationCell,
+    GradedRun,
+    JudgeUse,
+    JudgeVerdicts,
+    LabelTarget,
+    MetricMean,
+    MetricRate,
+    Report,
+    Split,
+    TaskRow,
+    group_by,
+)
+from grading.report.power import TARGET_HALF_WIDTH, label_target
+from grading.report.stats import (
+    MIN_LABELLED,
+    JudgeAccuracy,
+    LabelSums,
+    TaskSums,
+    corrected_rate,
+    in_parallel,
+    rate_estimates,
+    resample_tasks,
+    sensitivity_specificity,
+)
+from grading.report.sums import PartSums, ReportSums, VerdictGroup, mean, summarise, sums_by_task
+from grading.report.warnings import collect_warnings
 
 if TYPE_CHECKING:  # numpy is imported where the bootstrap runs: most commands never need it
     pass
@@ -298,12 +282,12 @@ def report_from_sums(
     ctx = _Context(bootstrap, seed, accuracy, label_sums)
 
     # Every cell's fields at once (their bootstraps run side by side: grading.report.stats.in_parallel).
-    plain = sorted(_group(parts, lambda p: (p.arm, p.model)).items())
-    styled = _group(parts, lambda p: (p.arm, p.model, p.prompt_style))
+    plain = sorted(group_by(parts, lambda p: (p.arm, p.model)).items())
+    styled = group_by(parts, lambda p: (p.arm, p.model, p.prompt_style))
     styles = sorted(styled, key=lambda k: (k[0], k[1], _sort_key(k[2])))
     split: dict[tuple[str, str, Split], list[PartSums]] = {}
     if cutoffs is not None:
-        split = _group(parts, lambda p: (p.arm, p.model, contamination_split(p, cutoffs)))
+        split = group_by(parts, lambda p: (p.arm, p.model, contamination_split(p, cutoffs)))
     splits = sorted(split, key=lambda k: (k[0], k[1], SPLITS.index(k[2])))
     jobs: list[tuple[list[PartSums], tuple[str | None, ...]]] = [
         *((group, ("cells", arm, model)) for (arm, model), group in plain),
@@ -336,5 +320,5 @@ def report_from_sums(
         judges=judges,
         bootstrap=bootstrap,
         seed=seed,
-        warnings=_warnings(parts, judges, accuracy, cells),
+        warnings=collect_warnings(parts, judges, accuracy, cells),
     )

@@ -17,8 +17,7 @@ import html
 import math
 from collections.abc import Mapping
 
-from grading.report.contrasts import Contrast
-from grading.report.models import Cell, TaskRow
+from grading.report.models import Cell, Contrast, TaskRow
 from grading.report.render import METRIC_NAMES, contrast_estimate, contrast_label, points
 from grading.report.stats import Estimate
 

@@ -16,51 +16,16 @@ import itertools
 import random
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
-from pydantic import BaseModel
+from grading.report.models import Contrast, ContrastKind, ContrastMetric, PairSums
+from grading.report.power import contrast_precisions
+from grading.report.stats import CONFIDENCE, in_parallel, percentile, resample_sums
+from grading.report.sums import PartSums, sums_by_task
 
-if TYPE_CHECKING:
-    from grading.report.sums import PartSums
-
-ContrastKind = Literal["arm", "model"]
-ContrastMetric = Literal["test_pass_rate", "mergeable_rate", "difference"]
 METRICS: tuple[ContrastMetric, ...] = ("test_pass_rate", "mergeable_rate", "difference")
 KINDS: tuple[ContrastKind, ...] = ("arm", "model")
 FEW_TASKS = 5  # a contrast over fewer shared tasks is marked "few tasks": its interval covers less
-
-# Per shared task: (measured, test-pass, mergeable) runs of side a, then the same of side b.
-PairSums = tuple[int, int, int, int, int, int]
-
-
-class Precision(BaseModel):
-    """How precise a contrast is now and what would bring its interval to ±``target`` (see
-    grading.report.power)."""
-
-    target: float  # the half-width aimed at (0.05: ±5 points)
-    half_width: float | None  # half the bootstrap interval's width now
-    predicted_half_width: float | None  # the variance model's, at the current tasks and repetitions
-    between_task_variance: float | None  # of the per-task b − a, beyond what the runs' own noise explains
-    within_task_variance: float | None  # of one run's outcome around its task's rate, pooled over sides
-    repetitions: float  # measured runs per task and side now (harmonic mean)
-    more_tasks: int | None  # shared tasks to add, at the current repetitions
-    repetitions_needed: int | None  # runs per task and side, at the current tasks
-    reason: str | None = None  # why a figure above is null
-
-
-class Contrast(BaseModel):
-    kind: ContrastKind  # "arm": two arms of one model; "model": two models in one arm
-    fixed: str  # the model (kind "arm") or the arm (kind "model") both sides share
-    a: str
-    b: str
-    metric: ContrastMetric
-    value: float | None  # b − a; None when no task has measured runs on both sides
-    ci: tuple[float, float] | None
-    tasks: int  # tasks with measured runs on both sides
-    runs: int  # measured runs of those tasks, both sides together
-    few_tasks: bool  # fewer than FEW_TASKS shared tasks
-    interval_reason: str | None = None  # why ci is null
-    precision: Precision | None = None
 
 
 def _side_rate(metric: ContrastMetric, n: float, passed: float, merged: float) -> float:
@@ -85,7 +50,6 @@ def _value_of_totals(metric: ContrastMetric, t: list[int] | None) -> float | Non
 def cell_task_sums(parts: Iterable[PartSums]) -> dict[tuple[str, str], dict[str, tuple[int, int, int]]]:
     """Per (arm, model), per task: its (measured, test-pass, mergeable) runs, from the report's parts. A
     cell with nothing measured is still there (its contrasts have no value)."""
-    from grading.report.sums import sums_by_task
 
     cells: dict[tuple[str, str], list[PartSums]] = defaultdict(list)
     for p in parts:
@@ -103,7 +67,6 @@ def paired_intervals(
 ) -> dict[ContrastMetric, tuple[float, float] | None]:
     """The 95% percentile interval of b − a for each metric, from one set of paired task-level replicates
     (a drawn task brings both sides' runs). None below two shared tasks or with no replicates."""
-    from grading.report.stats import CONFIDENCE, percentile, resample_sums
 
     if len(pairs) < 2 or replicates == 0:
         return dict.fromkeys(METRICS)
@@ -155,8 +118,6 @@ def contrasts_from_sums(
     its measured, test-pass and mergeable runs): for each model each pair of arms, then for each arm each
     pair of models, three metrics each (b − a, ``a`` before ``b`` in sorted order). With ``target`` (a
     half-width such as 0.05) each carries its :class:`Precision`."""
-    from grading.report.power import contrast_precisions
-    from grading.report.stats import in_parallel
 
     compared: list[tuple[ContrastKind, str, str, str, list[PairSums]]] = []
     for kind in KINDS:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import html
 from collections.abc import Mapping
 
-from grading.report import charts as report_charts
 from grading.report.agreement import Agreement
+from grading.report.charts import blocker_histogram, forest_plot, no_interval_reason, rates_chart
 from grading.report.models import Cell, ContaminationCell, Report
 from grading.report.render import (
     METRIC_NAMES,
@@ -69,7 +69,7 @@ def _cells(title: str, cells: list[Cell], bootstrap: int, extra: str | None = No
     out = [f"<h2>{_e(title)}</h2>", '<div class="scroll"><table>', "<thead><tr>"]
     out += [f"<th>{h}</th>" for h in head] + ["</tr></thead><tbody>"]
     for c in cells:
-        why = report_charts.no_interval_reason(c, bootstrap)
+        why = no_interval_reason(c, bootstrap)
         row = [_e(c.arm or "-"), _e(c.model or "-")]
         if extra:
             row.append(_e(c.split if isinstance(c, ContaminationCell) else (c.prompt_style or "unknown")))
@@ -118,7 +118,7 @@ def render_report_html(
             '<h2 id="contrasts">Contrasts</h2>',
             '<p class="muted">b − a over the tasks both sides measured; paired task-level 95% intervals. '
             "A hollow point: fewer than 5 shared tasks.</p>",
-            report_charts.forest_plot(report.contrasts),
+            forest_plot(report.contrasts),
             '<div class="scroll"><table><thead><tr><th>Contrast</th><th>Metric</th><th>b − a [95%]</th>'
             "<th>Tasks</th><th>Runs</th><th>How many runs are enough</th></tr></thead><tbody>",
         ]
@@ -131,7 +131,7 @@ def render_report_html(
         out.append("</tbody></table></div>")
     out += _cells("Per arm and model", report.cells, report.bootstrap)
     if report.cells:
-        out.append(report_charts.rates_chart(report.cells, report.bootstrap))
+        out.append(rates_chart(report.cells, report.bootstrap))
         lines = metric_lines(report.cells)
         if lines:
             out.append("<h3>grade.json metrics</h3><ul>")
@@ -187,7 +187,7 @@ def render_report_html(
             f'<h3><code>{_e(t.task)}</code> <span class="muted">{t.judged} judged of {t.runs} runs</span>'
             "</h3>"
         )
-        out.append(report_charts.blocker_histogram(t, criteria.get(t.task)))
+        out.append(blocker_histogram(t, criteria.get(t.task)))
     if not failed:
         out.append('<p class="muted">No blocker failed in a judged run.</p>')
     out.append("</main></body></html>")

@@ -14,8 +14,6 @@ from grading.checks.outcome import OutcomeStatus
 from grading.judge.cache import RepeatAgreement
 from grading.judge.specs import model_family
 from grading.report.agreement import Agreement
-from grading.report.contrasts import Contrast
-from grading.report.power import LabelTarget
 from grading.report.stats import (
     Estimate,
     JudgeAccuracy,
@@ -34,6 +32,56 @@ SPLITS: tuple[Split, ...] = ("before_cutoff", "after_cutoff", "unknown")
 
 
 # --- input: one graded run --------------------------------------------------------------------------------
+
+
+ContrastKind = Literal["arm", "model"]
+
+ContrastMetric = Literal["test_pass_rate", "mergeable_rate", "difference"]
+
+# Per shared task: (measured, test-pass, mergeable) runs of side a, then the same of side b.
+PairSums = tuple[int, int, int, int, int, int]
+
+
+class Precision(BaseModel):
+    """How precise a contrast is now and what would bring its interval to ±``target`` (see
+    grading.report.power)."""
+
+    target: float  # the half-width aimed at (0.05: ±5 points)
+    half_width: float | None  # half the bootstrap interval's width now
+    predicted_half_width: float | None  # the variance model's, at the current tasks and repetitions
+    between_task_variance: float | None  # of the per-task b − a, beyond what the runs' own noise explains
+    within_task_variance: float | None  # of one run's outcome around its task's rate, pooled over sides
+    repetitions: float  # measured runs per task and side now (harmonic mean)
+    more_tasks: int | None  # shared tasks to add, at the current repetitions
+    repetitions_needed: int | None  # runs per task and side, at the current tasks
+    reason: str | None = None  # why a figure above is null
+
+
+class Contrast(BaseModel):
+    kind: ContrastKind  # "arm": two arms of one model; "model": two models in one arm
+    fixed: str  # the model (kind "arm") or the arm (kind "model") both sides share
+    a: str
+    b: str
+    metric: ContrastMetric
+    value: float | None  # b − a; None when no task has measured runs on both sides
+    ci: tuple[float, float] | None
+    tasks: int  # tasks with measured runs on both sides
+    runs: int  # measured runs of those tasks, both sides together
+    few_tasks: bool  # fewer than FEW_TASKS shared tasks
+    interval_reason: str | None = None  # why ci is null
+    precision: Precision | None = None
+
+
+class LabelTarget(BaseModel):
+    """How many more human-labelled runs would bring the judge-error-corrected mergeable rate (over every
+    measured run of the report) to ±``target``."""
+
+    target: float
+    labelled: int
+    corrected_rate: float | None
+    half_width: float | None  # predicted now
+    more_labels: int | None  # labelled runs to add (each run needs every blocker the judge decided)
+    reason: str | None = None
 
 
 class JudgeVerdicts(BaseModel):
@@ -235,7 +283,7 @@ class Report(BaseModel):
         return self.model_dump(mode="json")
 
 
-def _group[T, K: tuple[Any, ...]](runs: Iterable[T], key: Callable[[T], K]) -> dict[K, list[T]]:
+def group_by[T, K: tuple[Any, ...]](runs: Iterable[T], key: Callable[[T], K]) -> dict[K, list[T]]:
     groups: dict[K, list[T]] = defaultdict(list)
     for r in runs:
         groups[key(r)].append(r)

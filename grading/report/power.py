@@ -25,9 +25,7 @@ import math
 from collections.abc import Mapping, Sequence
 from statistics import NormalDist
 
-from pydantic import BaseModel
-
-from grading.report.contrasts import ContrastMetric, PairSums, Precision
+from grading.report.models import ContrastMetric, LabelTarget, PairSums, Precision
 
 TARGET_HALF_WIDTH = 0.05  # ±5 points
 Z = NormalDist().inv_cdf(0.975)
@@ -153,18 +151,6 @@ def _precision(
         repetitions_needed=repetitions_needed,
         reason=reason,
     )
-
-
-class LabelTarget(BaseModel):
-    """How many more human-labelled runs would bring the judge-error-corrected mergeable rate (over every
-    measured run of the report) to ±``target``."""
-
-    target: float
-    labelled: int
-    corrected_rate: float | None
-    half_width: float | None  # predicted now
-    more_labels: int | None  # labelled runs to add (each run needs every blocker the judge decided)
-    reason: str | None = None
 
 
 def _rate_variance(tasks: Sequence[tuple[int, int, int]]) -> tuple[float, float] | None:

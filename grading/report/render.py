@@ -12,8 +12,7 @@ import io
 import re
 
 from grading.report.agreement import Agreement
-from grading.report.contrasts import Contrast
-from grading.report.models import Cell, ContaminationCell, Report
+from grading.report.models import Cell, ContaminationCell, Contrast, Report
 from grading.report.stats import Estimate
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")

@@ -12,7 +12,7 @@ from grading.report.models import (
     MIN_REPETITIONS_COMPARED,
     Cell,
     JudgeUse,
-    _group,
+    group_by,
 )
 from grading.report.stats import JudgeAccuracy
 from grading.report.sums import PartSums
@@ -23,7 +23,7 @@ def _repetition_warnings(parts: Sequence[PartSums]) -> list[str]:
     for p in parts:
         arms_per_model[p.model].add(p.arm)
     warnings = []
-    for (task, arm, model), group in sorted(_group(parts, lambda p: (p.task, p.arm, p.model)).items()):
+    for (task, arm, model), group in sorted(group_by(parts, lambda p: (p.task, p.arm, p.model)).items()):
         if all(p.statuses.get("not_measured", 0) == p.runs for p in group):
             continue  # no rubric: not a repetition problem
         needed = MIN_REPETITIONS_COMPARED if len(arms_per_model[model]) > 1 else MIN_REPETITIONS
@@ -63,7 +63,7 @@ def warning_kind(warning: str) -> str | None:
     return next((kind for kind, (shape, _) in REPEATED_WARNINGS.items() if shape.fullmatch(warning)), None)
 
 
-def _warnings(
+def collect_warnings(
     parts: Sequence[PartSums], judges: list[JudgeUse], accuracy: JudgeAccuracy, cells: list[Cell]
 ) -> list[str]:
     out: list[str] = []

@@ -1,4 +1,4 @@
-"""The workspace diff is of bytes (grading/workspace/capture.py; docs/capture.md, "The diff is of the bytes on
+"""The workspace diff is of bytes (grading/workspace/diff.py; docs/capture.md, "The diff is of the bytes on
 disk").
 
 git would diff what a file becomes once its attributes convert it (``text``, ``eol``, ``ident``,

@@ -1,6 +1,6 @@
-"""git for the workspace diff (grading/workspace/capture.py): the hardened runner with the user's and the
+"""git for the workspace diff (grading/workspace/diff.py): the hardened runner with the user's and the
 repository's config neutralised, the small git look-ups the snapshot, its private record and the capture
-share, and the scratch git directory their scans run in. grading/workspace/capture.py's docstring says why
+share, and the scratch git directory their scans run in. grading/workspace/diff.py's docstring says why
 each override is there."""
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ _CONFIG_OVERRIDES: tuple[tuple[str, str], ...] = (
 )
 
 
-class _Git(Git):
+class WorkspaceGit(Git):
     """git in one workspace, with the user's and the repository's config neutralised (module docstring)."""
 
     def __init__(self, workspace: Path, extra_env: Mapping[str, str] | None = None) -> None:
@@ -100,7 +100,7 @@ class _Git(Git):
             self.config.append((f"filter.{driver}.required", "false"))
 
 
-def _resolve_base(git: _Git, base: str) -> str:
+def resolve_base(git: WorkspaceGit, base: str) -> str:
     out = git.run(
         "rev-parse", "--verify", "--quiet", "--end-of-options", f"{base}^{{commit}}", ok_codes=(0, 1, 128)
     )
@@ -112,12 +112,12 @@ def _resolve_base(git: _Git, base: str) -> str:
     return commit
 
 
-def _git_path(git: _Git, name: str) -> Path:
+def git_path(git: WorkspaceGit, name: str) -> Path:
     out = os.fsdecode(git.run("rev-parse", "--git-path", name).rstrip(b"\n"))
     return git.workspace / out  # absolute for linked worktrees, relative to the work tree otherwise
 
 
-def _alternates_value(paths: Sequence[Path]) -> str:
+def alternates_value(paths: Sequence[Path]) -> str:
     # GIT_ALTERNATE_OBJECT_DIRECTORIES is ':'-separated; an entry starting with '"' is C-quoted.
     entries = []
     for p in paths:
@@ -126,7 +126,7 @@ def _alternates_value(paths: Sequence[Path]) -> str:
     return ":".join(entries)
 
 
-def _split_z(data: bytes) -> list[str]:
+def split_z(data: bytes) -> list[str]:
     return [os.fsdecode(item) for item in data.split(b"\0") if item]
 
 

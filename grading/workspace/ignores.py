@@ -1,4 +1,4 @@
-"""Which of the ignored files a run created stay out of the workspace diff (grading/workspace/capture.py's
+"""Which of the ignored files a run created stay out of the workspace diff (grading/workspace/diff.py's
 docstring, the ``.gitignore`` and tool-cache points): the files the exclusion rules from before the run
 still ignore, and the new tool caches and virtual environments that are one ``dir/`` line of
 ``ignored_created.txt``. Every other created file goes into the diff."""
@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from grading.errors import InputError
-from grading.path_lists import _GITIGNORE, SelfIgnoringDir, _is_gitignore
-from grading.workspace.git import _Git, _split_z, nul_joined, scratch_git_dir
+from grading.path_lists import GITIGNORE, SelfIgnoringDir, is_gitignore
+from grading.workspace.git import WorkspaceGit, nul_joined, scratch_git_dir, split_z
 
 _MAX_SELF_IGNORE_BYTES = 64 * 1024  # a tool's "*" file is a few bytes; a bigger one is not read as one
 # What declares a self-ignoring directory a cache (only those stay out of the diff)
@@ -21,7 +21,7 @@ _CACHEDIR_SIGNATURE = b"Signature: 8a477f597d28d172789f06886806bc55"  # bford.in
 _PYVENV_CFG = "pyvenv.cfg"
 
 
-def _base_ignore_files(git: _Git, base_commit: str) -> dict[str, bytes]:
+def base_ignore_files(git: WorkspaceGit, base_commit: str) -> dict[str, bytes]:
     """The ``.gitignore`` files of the base commit (path -> bytes): the old rules for a v1/v2 snapshot."""
     listing = git.run("ls-tree", "-r", "-z", "--full-tree", base_commit)
     wanted: list[tuple[str, str]] = []
@@ -29,7 +29,7 @@ def _base_ignore_files(git: _Git, base_commit: str) -> dict[str, bytes]:
         meta, _, raw_name = entry.partition(b"\t")
         name = os.fsdecode(raw_name)
         parts = meta.split(b" ")
-        if len(parts) == 3 and parts[1] == b"blob" and parts[0] != b"120000" and _is_gitignore(name):
+        if len(parts) == 3 and parts[1] == b"blob" and parts[0] != b"120000" and is_gitignore(name):
             wanted.append((name, parts[2].decode("ascii")))
     if not wanted:
         return {}
@@ -44,17 +44,17 @@ def _base_ignore_files(git: _Git, base_commit: str) -> dict[str, bytes]:
     return found
 
 
-def _declares_cache(git: _Git, directory: str) -> bool:
+def _declares_cache(git: WorkspaceGit, directory: str) -> bool:
     """True for a directory that declares itself a cache: a ``CACHEDIR.TAG`` starting with the Cache
     Directory Tagging Specification's signature (pytest, ruff and mypy write one), or a virtual environment
     (``pyvenv.cfg`` at its root). Symbolic links do not count."""
-    tag = _read_regular(git.workspace / directory / _CACHEDIR_TAG, len(_CACHEDIR_SIGNATURE))
+    tag = read_regular(git.workspace / directory / _CACHEDIR_TAG, len(_CACHEDIR_SIGNATURE))
     if tag == _CACHEDIR_SIGNATURE:
         return True
-    return _read_regular(git.workspace / directory / _PYVENV_CFG, 0) is not None
+    return read_regular(git.workspace / directory / _PYVENV_CFG, 0) is not None
 
 
-def _read_regular(path: Path, limit: int) -> bytes | None:
+def read_regular(path: Path, limit: int) -> bytes | None:
     """The first ``limit`` bytes of ``path`` if it is a regular file (not through a symlink), else None.
 
     The run wrote the workspace: a FIFO there must not block the capture (``O_NONBLOCK`` opens it at once,
@@ -75,8 +75,8 @@ def _ignores_everything(rules: bytes) -> bool:
     return [p for p in patterns if p and not p.startswith(b"#")] == [b"*"]
 
 
-def _self_ignoring_dirs(
-    git: _Git,
+def find_self_ignoring_dirs(
+    git: WorkspaceGit,
     base_commit: str,
     created: Sequence[str],
     before: set[str],
@@ -90,10 +90,10 @@ def _self_ignoring_dirs(
     """
     candidates: list[str] = []
     for path in created:
-        if "/" not in path or not _is_gitignore(path) or path in old_ignore_files:
+        if "/" not in path or not is_gitignore(path) or path in old_ignore_files:
             continue
-        rules = _read_regular(git.workspace / path, _MAX_SELF_IGNORE_BYTES + 1) or b""
-        directory = path[: -len(_GITIGNORE) - 1]
+        rules = read_regular(git.workspace / path, _MAX_SELF_IGNORE_BYTES + 1) or b""
+        directory = path[: -len(GITIGNORE) - 1]
         if (
             len(rules) <= _MAX_SELF_IGNORE_BYTES
             and _ignores_everything(rules)
@@ -103,7 +103,7 @@ def _self_ignoring_dirs(
     if not candidates:
         return []
     in_base = set(
-        _split_z(
+        split_z(
             git.run("--literal-pathspecs", "ls-tree", "-z", "--name-only", base_commit, "--", *candidates)
         )
     )
@@ -121,8 +121,8 @@ def _self_ignoring_dirs(
     ]
 
 
-def _ignored_by(
-    git: _Git,
+def ignored_by(
+    git: WorkspaceGit,
     scratch: Path,
     info_exclude: bytes,
     ignore_files: Mapping[str, bytes],
@@ -145,9 +145,9 @@ def _ignored_by(
     home = scratch / "old-rules"
     home.mkdir()
     git_dir = scratch_git_dir(git, home, home, info_exclude)
-    old = _Git(shadow, {"GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(shadow),
+    old = WorkspaceGit(shadow, {"GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(shadow),
                         "GIT_INDEX_FILE": str(home / "index")})  # fmt: skip
     old.config = list(git.config)
     # exit 1 means "none of them is ignored"
     out = old.run("check-ignore", "--no-index", "-z", "--stdin", stdin=nul_joined(paths), ok_codes=(0, 1))
-    return set(_split_z(out))
+    return set(split_z(out))

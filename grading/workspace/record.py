@@ -1,4 +1,4 @@
-"""The private record of a v4 snapshot (grading/workspace/capture.py's docstring): the directory ``FILE.git``
+"""The private record of a v4 snapshot (grading/workspace/diff.py's docstring): the directory ``FILE.git``
 beside the snapshot file, holding a git directory of its own and a manifest of the workspace's ``.git``,
 and the rules that tell which changes under ``.git`` are ordinary history work."""
 
@@ -15,14 +15,14 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from grading.errors import InputError
-from grading.path_lists import SNAPSHOT_HEADER, _read_lines, quote_path, unquote_path
-from grading.workspace.git import _alternates_value, _Git, _git_path, _resolve_base
+from grading.path_lists import SNAPSHOT_HEADER, quote_path, read_lines, unquote_path
+from grading.workspace.git import WorkspaceGit, alternates_value, git_path, resolve_base
 
 RECORD_SUFFIX = ".git"  # the private record of a snapshot FILE is the directory FILE.git
 _RECORD_MARKER = "rubric-snapshot-record"
 _RECORD_MANIFEST = "git-dir-manifest"
 _RECORD_FALLBACK = "workspace-objects"  # the workspace's object directory at snapshot time
-_RECORD_EXCLUDE = "workspace-info-exclude"  # where the workspace's info/exclude was at snapshot time
+RECORD_EXCLUDE = "workspace-info-exclude"  # where the workspace's info/exclude was at snapshot time
 _HASH_CHUNK = 1 << 20
 
 
@@ -31,7 +31,7 @@ def record_path(snapshot_file: Path) -> Path:
     return snapshot_file.with_name(snapshot_file.name + RECORD_SUFFIX)
 
 
-def _write_record(git: _Git, real_index: Path, objects: Path, record: Path) -> None:
+def write_record(git: WorkspaceGit, real_index: Path, objects: Path, record: Path) -> None:
     """Write the private record of the workspace's git state to ``record`` (a directory; the module
     docstring says what it holds). ``git`` reads the workspace's git directory and writes nothing there.
     Written beside ``record`` and renamed into place, so it is whole or absent."""
@@ -55,7 +55,7 @@ def _write_record(git: _Git, real_index: Path, objects: Path, record: Path) -> N
         raise
 
 
-def _fill_record(git: _Git, real_index: Path, objects: Path, record: Path) -> None:
+def _fill_record(git: WorkspaceGit, real_index: Path, objects: Path, record: Path) -> None:
     pack_dir = record / "objects" / "pack"
     pack_dir.mkdir(parents=True)
     (record / "refs").mkdir()
@@ -89,20 +89,20 @@ def _fill_record(git: _Git, real_index: Path, objects: Path, record: Path) -> No
         for shared in real_index.parent.glob("sharedindex.*"):
             shutil.copy2(shared, record / shared.name)
     (record / _RECORD_FALLBACK).write_bytes(os.fsencode(objects))
-    (record / _RECORD_EXCLUDE).write_bytes(os.fsencode(_git_path(git, "info/exclude").absolute()))
-    manifest = _git_dir_manifest(git.workspace, _IndexLister(git, record))
+    (record / RECORD_EXCLUDE).write_bytes(os.fsencode(git_path(git, "info/exclude").absolute()))
+    manifest = _git_dir_manifest(git.workspace, IndexLister(git, record))
     (record / _RECORD_MANIFEST).write_text(
         "".join(entry.line() + "\n" for entry in manifest.values()), encoding="utf-8"
     )
     (record / _RECORD_MARKER).write_text(SNAPSHOT_HEADER + "\n")
 
 
-class _IndexLister:
+class IndexLister:
     """The entries of an index file (paths, modes, object ids, stages, flags; not the stat cache), hashed:
     what ``git status`` rewrites without changing any entry hashes the same."""
 
-    def __init__(self, git: _Git, git_dir: Path) -> None:
-        self.git = _Git(git.workspace, {"GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(git.workspace)})
+    def __init__(self, git: WorkspaceGit, git_dir: Path) -> None:
+        self.git = WorkspaceGit(git.workspace, {"GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(git.workspace)})
         self.git.config = list(git.config)
 
     def digest(self, index: Path) -> str | None:
@@ -163,7 +163,7 @@ def _kind(st: os.stat_result) -> str:
     return "f" if stat.S_ISREG(st.st_mode) else "l" if stat.S_ISLNK(st.st_mode) else "o"
 
 
-def _digest(workspace: Path, rel: str, kind: str, index: _IndexLister) -> str:
+def _digest(workspace: Path, rel: str, kind: str, index: IndexLister) -> str:
     path = workspace / rel
     if kind == "l":
         try:
@@ -185,7 +185,7 @@ def _digest(workspace: Path, rel: str, kind: str, index: _IndexLister) -> str:
     return sha.hexdigest()
 
 
-def _git_dir_manifest(workspace: Path, index: _IndexLister) -> dict[str, _GitDirEntry]:
+def _git_dir_manifest(workspace: Path, index: IndexLister) -> dict[str, _GitDirEntry]:
     return {
         rel: _GitDirEntry(
             path=rel, kind=kind, stat_key=_stat_key(st), digest=_digest(workspace, rel, kind, index)
@@ -197,7 +197,7 @@ def _git_dir_manifest(workspace: Path, index: _IndexLister) -> dict[str, _GitDir
 def _read_manifest(record: Path) -> dict[str, _GitDirEntry]:
     path = record / _RECORD_MANIFEST
     found: dict[str, _GitDirEntry] = {}
-    for number, line in enumerate(_read_lines(path), start=1):
+    for number, line in enumerate(read_lines(path), start=1):
         parts = line.split(" ", 3)
         if len(parts) != 4 or parts[0] not in ("f", "l", "o"):
             raise InputError(path, "not a line of a git directory manifest", f"line {number}")
@@ -209,7 +209,7 @@ def _read_manifest(record: Path) -> dict[str, _GitDirEntry]:
     return found
 
 
-def _git_dir_changes(workspace: Path, record: Path, index: _IndexLister) -> list[str]:
+def list_git_dir_changes(workspace: Path, record: Path, index: IndexLister) -> list[str]:
     """The paths under ``.git`` the run added, removed or changed since the snapshot (module docstring:
     what counts); ``[".git"]`` when ``.git`` went away or changed kind."""
     before = _read_manifest(record)
@@ -232,7 +232,7 @@ def _git_dir_changes(workspace: Path, record: Path, index: _IndexLister) -> list
 
 
 def _content_changed(
-    workspace: Path, rel: str, kind: str, st: os.stat_result, old: _GitDirEntry, index: _IndexLister
+    workspace: Path, rel: str, kind: str, st: os.stat_result, old: _GitDirEntry, index: IndexLister
 ) -> bool:
     """Whether a path of the same kind as in the manifest holds other content. The stat is a shortcut to
     skip hashing, and so is the size: a regular file of another size is changed unread (the run may have
@@ -284,7 +284,7 @@ _HISTORY_DIRS = frozenset((".git/logs", ".git/refs/heads", ".git/refs/tags", ".g
 _PACKED_HISTORY_REF = re.compile(rb"^[0-9a-f]{40,64} refs/(heads|tags|remotes)/\S+$")
 
 
-def _ordinary_history(workspace: Path, rel: str, *, added: bool, index: _IndexLister | None = None) -> bool:
+def _ordinary_history(workspace: Path, rel: str, *, added: bool, index: IndexLister | None = None) -> bool:
     """Whether a path the run added (``added``), removed or rewrote under ``.git`` is what plain history
     work writes (the list above)."""
     if rel in _HISTORY_FILES or rel in _HISTORY_DIRS or rel.startswith(_HISTORY_TREES):
@@ -322,7 +322,7 @@ def _packed_refs_are_history(path: Path) -> bool:
 _PACKED_REFS_MAX = 64 * 1024 * 1024
 
 
-def _open_record(before: Path) -> Path:
+def open_record(before: Path) -> Path:
     record = record_path(before)
     if not (record / _RECORD_MARKER).is_file():
         raise InputError(
@@ -333,20 +333,20 @@ def _open_record(before: Path) -> Path:
     return record
 
 
-def _record_git(workspace: Path, record: Path) -> _Git:
+def record_git(workspace: Path, record: Path) -> WorkspaceGit:
     """git reading the private record as its git directory and the workspace as its work tree: nothing of
     the workspace's ``.git`` is read."""
     if not workspace.is_dir():
         raise InputError(workspace, "workspace is not a directory")
     root = Path(os.path.abspath(workspace))
-    return _Git(root, {"GIT_DIR": str(record.absolute()), "GIT_WORK_TREE": str(root)})
+    return WorkspaceGit(root, {"GIT_DIR": str(record.absolute()), "GIT_WORK_TREE": str(root)})
 
 
-def _resolve_in_record(git: _Git, record: Path, base: str) -> tuple[str, list[Path]]:
+def resolve_in_record(git: WorkspaceGit, record: Path, base: str) -> tuple[str, list[Path]]:
     """The base commit, from the record's refs and objects; when the record lacks it (a base other than
     HEAD at snapshot time), from the workspace's object directory as it is now."""
     try:
-        return _resolve_base(git, base), []
+        return resolve_base(git, base), []
     except InputError:
         try:
             objects = Path(os.fsdecode((record / _RECORD_FALLBACK).read_bytes()))
@@ -355,5 +355,5 @@ def _resolve_in_record(git: _Git, record: Path, base: str) -> tuple[str, list[Pa
         if not objects.is_dir():
             raise
         fallback = [objects]
-        git.extra_env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = _alternates_value(fallback)
-        return _resolve_base(git, base), fallback
+        git.extra_env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = alternates_value(fallback)
+        return resolve_base(git, base), fallback

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from grading.path_lists import _GITIGNORE
+from grading.path_lists import GITIGNORE
 
 
 def special_files(root: Path) -> list[str]:
@@ -46,7 +46,7 @@ def special_files(root: Path) -> list[str]:
 
 
 # Files git opens in the work tree whatever the index says: a FIFO there would block it (no writer).
-_RULE_FILES = frozenset((_GITIGNORE, ".gitattributes", ".gitmodules"))
+_RULE_FILES = frozenset((GITIGNORE, ".gitattributes", ".gitmodules"))
 _UNBLOCK_POLL = 0.002  # seconds between looks for a git waiting on one of them
 
 

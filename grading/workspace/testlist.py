@@ -44,13 +44,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from grading.atomic import write_atomic
-from grading.checks.integrity import (
-    LISTING_ERROR_MAX_BYTES,
-    TESTS_BASE_NAME,
-    TESTS_LIST_ERROR_NAME,
-    TESTS_LIST_NAME,
-)
 from grading.errors import InputError
+from grading.run_files import LISTING_ERROR_MAX_BYTES, TESTS_BASE_NAME, TESTS_LIST_ERROR_NAME, TESTS_LIST_NAME
 from grading.schema import TestsConfig
 
 __all__ = [

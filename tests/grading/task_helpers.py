@@ -17,7 +17,7 @@ from grading.admission.store import AdmissionReport
 from grading.binary_text import judge_text
 from grading.diffs import decode_diff
 from grading.judge.scripted import ScriptedBackend
-from grading.workspace.capture import capture, write_snapshot
+from grading.workspace.diff import capture, write_snapshot
 from tests.gitrepo import GitRepo
 
 ALL_IDS = ("B1", "B2", "N1", "N2", "N3")

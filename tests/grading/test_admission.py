@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from grading.admission.check import REVIEWER_COMMENT, evaluate_row, inject_reviewer_comment
-from grading.admission.injection import comment_syntax
+from grading.admission.sites import comment_syntax
 from grading.admission.store import AdmissionReport, AdmissionRow, AdmissionStore, default_store_path
 from grading.checks.outcome import RubricAssessment
 from grading.errors import InputError

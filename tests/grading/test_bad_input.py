@@ -15,7 +15,7 @@ from grading.errors import InputError, InputErrors
 from grading.loaders import parse_rubric
 from grading.schema import rubric_json_schema
 from grading.strict_json import read_json
-from grading.workspace.capture import write_snapshot
+from grading.workspace.diff import write_snapshot
 from grading.workspace.record import record_path
 from tests.grading.task_helpers import FIXED, Task, answer_run, answers
 

@@ -14,7 +14,7 @@ import pytest
 
 from grading.cli.rubric import main
 from grading.schema import CONFIG_BLOCKER_ID
-from grading.workspace.capture import capture, write_snapshot
+from grading.workspace.diff import capture, write_snapshot
 from tests.gitrepo import GitRepo
 from tests.grading.task_helpers import ALL_IDS, FIXED, Task, answer_run, answers, captured_run
 from tests.grading.workspace_helpers import CACHEDIR_TAG

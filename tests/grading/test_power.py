@@ -7,8 +7,8 @@ import statistics
 import numpy as np
 import pytest
 
-from grading.report.contrasts import PairSums
-from grading.report.power import TARGET_HALF_WIDTH, LabelTarget, Z, contrast_precision, label_target
+from grading.report.models import LabelTarget, PairSums
+from grading.report.power import TARGET_HALF_WIDTH, Z, contrast_precision, label_target
 
 
 def experiment(

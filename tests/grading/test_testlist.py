@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from grading.cli.rubric import main
-from grading.workspace.capture import write_snapshot
+from grading.workspace.diff import write_snapshot
 from grading.workspace.testlist import ListingFailed, run_test_list, write_listing_error
 from tests.grading.task_helpers import FIXED, Task, answer_run, answers
 

@@ -22,7 +22,7 @@ from grading.path_lists import (
     read_snapshot,
     read_snapshot_file,
 )
-from grading.workspace.capture import capture, snapshot_ignored, write_snapshot
+from grading.workspace.diff import capture, snapshot_ignored, write_snapshot
 from tests.gitrepo import GitRepo
 from tests.grading.diff_helpers import write_task
 

@@ -12,7 +12,8 @@ import pytest
 from grading.cli.rubric import main
 from grading.errors import InputError
 from grading.path_lists import read_path_list
-from grading.workspace.capture import GIT_DIR_CHANGES_NAME, capture, write_snapshot
+from grading.run_files import GIT_DIR_CHANGES_NAME
+from grading.workspace.diff import capture, write_snapshot
 from grading.workspace.record import record_path
 from tests.gitrepo import GitRepo
 from tests.grading.workspace_helpers import agent_edits, apply_on_base, base_repo, listing

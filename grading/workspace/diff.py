@@ -102,7 +102,7 @@ How the capture works, and why:
   as deleted), never opened, and named in ``CaptureResult.special_files`` and as a ``# special file:``
   comment of ``ignored_created.txt`` (integrity rule ``special_file``). git opens ``.gitignore``,
   ``.gitattributes`` and ``.gitmodules`` by name: one that is a FIFO reads as empty while git runs
-  (:func:`workspace_special.rule_fifos_read_empty`) instead of blocking it.
+  (:func:`rule_fifos_read_empty`) instead of blocking it.
 """
 
 from __future__ import annotations
@@ -119,45 +119,43 @@ from pydantic import BaseModel, field_serializer
 from grading.errors import InputError
 from grading.git_quote import c_quote
 from grading.path_lists import (
-    _EXCLUDE_PREFIX,
-    _GITIGNORE,
-    _IGNORE_FILE_PREFIX,
-    _IGNORE_RULES_PREFIX,
+    EXCLUDE_PREFIX,
+    GITIGNORE,
+    IGNORE_FILE_PREFIX,
+    IGNORE_RULES_PREFIX,
     SNAPSHOT_HEADER,
     SelfIgnoringDir,
     Snapshot,
-    _is_gitignore,
-    _text,
     format_ignored_created,
     format_path_list,
+    fs_text,
+    is_gitignore,
     read_snapshot_file,
 )
-from grading.workspace import special as workspace_special
+from grading.run_files import DIFF_NAME, GIT_DIR_CHANGES_NAME, IGNORED_CREATED_NAME
 from grading.workspace.bytes import byte_exact_diff
 from grading.workspace.git import (
-    _alternates_value,
-    _Git,
-    _git_path,
-    _resolve_base,
-    _split_z,
+    WorkspaceGit,
+    alternates_value,
+    git_path,
     nul_joined,
+    resolve_base,
     scratch_git_dir,
+    split_z,
 )
-from grading.workspace.ignores import _base_ignore_files, _ignored_by, _read_regular, _self_ignoring_dirs
+from grading.workspace.ignores import base_ignore_files, find_self_ignoring_dirs, ignored_by, read_regular
 from grading.workspace.record import (
-    _RECORD_EXCLUDE,
-    _git_dir_changes,
-    _IndexLister,
-    _open_record,
-    _record_git,
-    _resolve_in_record,
-    _write_record,
+    RECORD_EXCLUDE,
+    IndexLister,
+    list_git_dir_changes,
+    open_record,
+    record_git,
     record_path,
+    resolve_in_record,
+    write_record,
 )
-
-DIFF_NAME = "workspace.diff"
-IGNORED_CREATED_NAME = "ignored_created.txt"
-GIT_DIR_CHANGES_NAME = "git_dir_changes.txt"  # run dir: the paths under .git the run changed
+from grading.workspace.special import rule_fifos_read_empty
+from grading.workspace.special import special_files as find_special_files
 
 _DIFF_FLAGS: tuple[str, ...] = (
     "--binary",
@@ -206,21 +204,21 @@ class CaptureResult(BaseModel):
     )
     def _json_safe(self, paths: list[str]) -> list[str]:
         # JSON cannot carry bytes that are not UTF-8: show them as \xNN, as grading.git_quote.path_text does.
-        return [_text(p) for p in paths]
+        return [fs_text(p) for p in paths]
 
     @field_serializer("git_dir_changes")
     def _json_safe_changes(self, paths: list[str] | None) -> list[str] | None:
-        return None if paths is None else [_text(p) for p in paths]
+        return None if paths is None else [fs_text(p) for p in paths]
 
     @field_serializer("diff_path")
     def _json_safe_path(self, path: str) -> str:
-        return _text(path)
+        return fs_text(path)
 
 
-def _toplevel_git(workspace: Path) -> _Git:
+def _toplevel_git(workspace: Path) -> WorkspaceGit:
     if not workspace.is_dir():
         raise InputError(workspace, "workspace is not a directory")
-    git = _Git(workspace)
+    git = WorkspaceGit(workspace)
     try:
         out = git.run("rev-parse", "--show-toplevel")
     except InputError as exc:
@@ -235,7 +233,7 @@ def _toplevel_git(workspace: Path) -> _Git:
     return git
 
 
-def _walk_nested(git: _Git, directory: str) -> list[str]:
+def _walk_nested(git: WorkspaceGit, directory: str) -> list[str]:
     """Files and symlinks under a nested repository, skipping every ``.git`` (paths relative to the root)."""
     found: list[str] = []
     stack = [directory.rstrip("/")]
@@ -263,10 +261,10 @@ class _Scan(BaseModel):
     ignored: list[str]  # every ignored file, one by one, nested repositories included
 
 
-def _scan(git: _Git, staged_repositories: Sequence[str] = ()) -> _Scan:
+def _scan(git: WorkspaceGit, staged_repositories: Sequence[str] = ()) -> _Scan:
     """The file lists; ``staged_repositories`` are nested repositories the agent staged as gitlinks."""
-    others = _split_z(git.run("ls-files", "-z", "--others", "--exclude-standard"))
-    ignored_entries = _split_z(git.run("ls-files", "-z", "--others", "--ignored", "--exclude-standard"))
+    others = split_z(git.run("ls-files", "-z", "--others", "--exclude-standard"))
+    ignored_entries = split_z(git.run("ls-files", "-z", "--others", "--ignored", "--exclude-standard"))
     # Without --directory git lists files one by one, except a nested repository: that is one "dir/" entry.
     ignored = [p for p in ignored_entries if not p.endswith("/")]
     for nested in (p for p in ignored_entries if p.endswith("/")):
@@ -278,7 +276,7 @@ def _scan(git: _Git, staged_repositories: Sequence[str] = ()) -> _Scan:
         stdin = nul_joined(nested_candidates)
         # exit 1 means "none of them is ignored"
         out = git.run("check-ignore", "--no-index", "-z", "--stdin", stdin=stdin, ok_codes=(0, 1))
-        nested_ignored = set(_split_z(out))
+        nested_ignored = set(split_z(out))
     ignored.extend(p for p in nested_candidates if p in nested_ignored)
     return _Scan(
         untracked=[p for p in others if not p.endswith("/")],
@@ -288,15 +286,15 @@ def _scan(git: _Git, staged_repositories: Sequence[str] = ()) -> _Scan:
     )
 
 
-def _read_ignore_files(git: _Git, scan: _Scan) -> dict[str, bytes]:
+def _read_ignore_files(git: WorkspaceGit, scan: _Scan) -> dict[str, bytes]:
     """The bytes of every ``.gitignore`` in the work tree: tracked, untracked and ignored ones.
 
     git does not follow a ``.gitignore`` that is a symbolic link, so neither does this.
     """
-    tracked = _split_z(git.run("ls-files", "-z", "--cached", "--", f":(top,glob)**/{_GITIGNORE}"))
+    tracked = split_z(git.run("ls-files", "-z", "--cached", "--", f":(top,glob)**/{GITIGNORE}"))
     found: dict[str, bytes] = {}
     for rel in sorted({*tracked, *scan.untracked, *scan.nested_files, *scan.ignored}):
-        if not _is_gitignore(rel):
+        if not is_gitignore(rel):
             continue
         try:
             fd = os.open(git.workspace / rel, os.O_RDONLY | os.O_NOFOLLOW)
@@ -309,9 +307,9 @@ def _read_ignore_files(git: _Git, scan: _Scan) -> dict[str, bytes]:
     return found
 
 
-def _read_info_exclude(git: _Git) -> bytes:
+def _read_info_exclude(git: WorkspaceGit) -> bytes:
     """The current bytes of the workspace's ``info/exclude`` (the common one for a linked worktree)."""
-    return _read_bytes_or_empty(_git_path(git, "info/exclude"))
+    return _read_bytes_or_empty(git_path(git, "info/exclude"))
 
 
 def _read_bytes_or_empty(path: Path) -> bytes:
@@ -323,14 +321,16 @@ def _read_bytes_or_empty(path: Path) -> bytes:
         raise InputError(path, f"cannot read: {exc.strerror or exc}") from exc
 
 
-def _use_scratch(git: _Git, scratch: Path, info_exclude: bytes, fallback: Sequence[Path] = ()) -> None:
+def _use_scratch(
+    git: WorkspaceGit, scratch: Path, info_exclude: bytes, fallback: Sequence[Path] = ()
+) -> None:
     """Point ``git`` at a scratch git directory, index copy and object directory inside ``scratch``.
 
     The repository's objects stay readable (alternates) and its work tree is the work tree; nothing of its
     git directory is written. The scratch directory's ``info/exclude`` holds ``info_exclude``.
     """
-    real_index = _git_path(git, "index")
-    objects = _git_path(git, "objects").resolve()
+    real_index = git_path(git, "index")
+    objects = git_path(git, "objects").resolve()
     scratch_index = scratch / "index"
     if real_index.is_file():
         # copy2 keeps the index's mtime: git takes an entry whose file changed in the same second as the
@@ -346,26 +346,26 @@ def _use_scratch(git: _Git, scratch: Path, info_exclude: bytes, fallback: Sequen
         # git add -N writes the empty blob, update-index writes nested files' blobs: keep them out of
         # the repository's object store, and read everything else from it.
         "GIT_OBJECT_DIRECTORY": str(scratch / "objects"),
-        "GIT_ALTERNATE_OBJECT_DIRECTORIES": _alternates_value([objects, *fallback]),
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES": alternates_value([objects, *fallback]),
     }
 
 
 def take_snapshot(workspace: Path, record: Path | None = None) -> Snapshot:
     """The ignored files now in ``workspace`` (one entry per file, sorted) and its ``info/exclude``; with
-    ``record``, also write the private record there (:func:`_write_record`)."""
+    ``record``, also write the private record there (:func:`write_record`)."""
     git = _toplevel_git(workspace)
     info_exclude = _read_info_exclude(git)
     # The scan runs exactly as the capture's will, from a scratch git directory holding these same bytes.
     with tempfile.TemporaryDirectory(prefix="rubric-snapshot-") as scratch_name:
-        real_index = _git_path(git, "index")
-        objects = _git_path(git, "objects").resolve()
-        real = _Git(git.workspace)  # the workspace's own git directory, read only, for the record
+        real_index = git_path(git, "index")
+        objects = git_path(git, "objects").resolve()
+        real = WorkspaceGit(git.workspace)  # the workspace's own git directory, read only, for the record
         real.config = list(git.config)
         _use_scratch(git, Path(scratch_name), info_exclude)
         scan = _scan(git)
         ignore_files = _read_ignore_files(git, scan)
         if record is not None:
-            _write_record(real, real_index, objects, record)
+            write_record(real, real_index, objects, record)
     return Snapshot(version=4, ignored=scan.ignored, info_exclude=info_exclude, ignore_files=ignore_files)
 
 
@@ -388,9 +388,9 @@ def write_snapshot(workspace: Path, out: Path) -> int:
             if Path(os.path.abspath(target)).resolve().is_relative_to(inside):
                 raise InputError(target, "is inside the workspace, where the run could change it", "--output")
     snap = take_snapshot(workspace, record)
-    lines = [SNAPSHOT_HEADER, _EXCLUDE_PREFIX + c_quote(snap.info_exclude or b"")]
+    lines = [SNAPSHOT_HEADER, EXCLUDE_PREFIX + c_quote(snap.info_exclude or b"")]
     for rel, rules in (snap.ignore_files or {}).items():
-        lines += [_IGNORE_FILE_PREFIX + c_quote(os.fsencode(rel)), _IGNORE_RULES_PREFIX + c_quote(rules)]
+        lines += [IGNORE_FILE_PREFIX + c_quote(os.fsencode(rel)), IGNORE_RULES_PREFIX + c_quote(rules)]
     _write_text(out, "".join(line + "\n" for line in lines) + format_path_list(snap.ignored))
     return len(snap.ignored)
 
@@ -424,17 +424,17 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
     """Write ``out_dir/workspace.diff`` (BASE to the working tree) and ``out_dir/ignored_created.txt``, and
     from a v4 snapshot ``out_dir/git_dir_changes.txt``."""
     snap = read_snapshot_file(before)
-    record = _open_record(before) if snap.version >= 4 else None
+    record = open_record(before) if snap.version >= 4 else None
     fallback: list[Path] = []
     git_dir_changes: list[str] | None = None
     if record is None:
         git = _toplevel_git(workspace)
-        base_commit = _resolve_base(git, base)
+        base_commit = resolve_base(git, base)
     else:
         # Nothing of the workspace's .git is read: the run may have broken or removed it.
-        git = _record_git(workspace, record)
-        base_commit, fallback = _resolve_in_record(git, record, base)
-        git_dir_changes = _git_dir_changes(git.workspace, record, _IndexLister(git, record))
+        git = record_git(workspace, record)
+        base_commit, fallback = resolve_in_record(git, record, base)
+        git_dir_changes = list_git_dir_changes(git.workspace, record, IndexLister(git, record))
     before_paths = set(snap.ignored)
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(out_dir, "run directory is not a directory")
@@ -448,18 +448,18 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
         # Read as a plain file where it was at snapshot time (a linked worktree's is in the common dir), and
         # only to tell whether it changed: at most one byte past the recorded rules, and never a FIFO or a
         # device the run left there (anything but a regular file reads as empty; git_dir_changes names it).
-        where = Path(os.fsdecode((record / _RECORD_EXCLUDE).read_bytes()))
-        current_exclude = _read_regular(where, len(snap.info_exclude or b"") + 1) or b""
+        where = Path(os.fsdecode((record / RECORD_EXCLUDE).read_bytes()))
+        current_exclude = read_regular(where, len(snap.info_exclude or b"") + 1) or b""
     info_exclude_changed = snap.info_exclude is not None and current_exclude != snap.info_exclude
     # A v1 or v2 snapshot did not record the .gitignore files: the base commit's stand in for them.
     old_ignore_files = (
-        snap.ignore_files if snap.ignore_files is not None else _base_ignore_files(git, base_commit)
+        snap.ignore_files if snap.ignore_files is not None else base_ignore_files(git, base_commit)
     )
 
-    special_files = workspace_special.special_files(git.workspace)
+    special_files = find_special_files(git.workspace)
     with (
         tempfile.TemporaryDirectory(prefix="rubric-capture-") as scratch_name,
-        workspace_special.rule_fifos_read_empty(git.workspace, special_files),
+        rule_fifos_read_empty(git.workspace, special_files),
     ):
         # Everything from here on (the scan, git add -N, the diff) sees the same scratch git directory, so
         # a file the scan calls untracked is one git add accepts and the diff shows.
@@ -471,11 +471,11 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
             git.run("update-index", "--force-remove", "-z", "--stdin", stdin=nul_joined(special_files))
         scan = _scan(git, staged_repositories)
         created = sorted(set(scan.ignored) - before_paths)
-        self_ignoring = _self_ignoring_dirs(git, base_commit, created, before_paths, old_ignore_files)
+        self_ignoring = find_self_ignoring_dirs(git, base_commit, created, before_paths, old_ignore_files)
         in_dirs = {f for d in self_ignoring for f in d.files}
         rest = [p for p in created if p not in in_dirs]
         # A file that only rules written during the run ignore is an ordinary new file (module docstring).
-        still_ignored = _ignored_by(git, scratch, info_exclude, old_ignore_files, rest, before)
+        still_ignored = ignored_by(git, scratch, info_exclude, old_ignore_files, rest, before)
         surfaced = [p for p in rest if p not in still_ignored]
         _clear_hiding_bits(git)
         if scan.untracked:
@@ -498,7 +498,7 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
             files = [*scan.nested_files, *surfaced]
             git.run("update-index", "--add", "-z", "--stdin", stdin=nul_joined(files))
         diff = byte_exact_diff(git, scratch, base_commit, _DIFF_FLAGS)
-        in_index = set(_split_z(git.run("ls-files", "-z")))
+        in_index = set(split_z(git.run("ls-files", "-z")))
     # Names git refuses to track anywhere (a '.GIT' directory): no diff can carry them, so they are listed
     # with the ignored files, where denied_globs still sees them.
     unrepresentable = sorted(p for p in (*scan.untracked, *scan.nested_files, *surfaced) if p not in in_index)
@@ -552,7 +552,7 @@ def _gitlinks(listing: bytes) -> list[str]:
     return found
 
 
-def _new_gitlinks(git: _Git, base_commit: str) -> list[str]:
+def _new_gitlinks(git: WorkspaceGit, base_commit: str) -> list[str]:
     """Nested repositories the agent staged or committed (`git add nested` makes a gitlink): the base has
     no gitlink there. Their files go into the diff, as for an untracked nested repository."""
     staged = _gitlinks(git.run("ls-files", "-z", "--stage"))
@@ -562,7 +562,7 @@ def _new_gitlinks(git: _Git, base_commit: str) -> list[str]:
     return [p for p in staged if p not in in_base]
 
 
-def _clear_hiding_bits(git: _Git) -> None:
+def _clear_hiding_bits(git: WorkspaceGit) -> None:
     """Clear assume-unchanged and skip-worktree in the scratch index: both hide edits from git diff."""
     listing = git.run("ls-files", "-z", "-v")
     assumed: list[bytes] = []
