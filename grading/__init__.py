@@ -30,7 +30,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "grading.atomic": ("write_atomic",),
     "grading.basetree": ("BaseTree",),
     "grading.checks.outcome": ("RunDetails", "RunMetrics", "grade", "grade_run"),
-    "grading.checks.run": ("Run", "TaskFiles", "make_run", "make_task_files", "read_run", "read_task_files"),
+    "grading.checks.run": ("Run", "LoadedTask", "make_run", "make_task_files", "read_run", "read_task_files"),
     "grading.citations": ("Citation", "parse_citations"),
     "grading.diffs": ("read_diff",),
     "grading.draft": (
@@ -179,8 +179,8 @@ if TYPE_CHECKING:
     from grading.checks.outcome import RunMetrics as RunMetrics
     from grading.checks.outcome import grade as grade
     from grading.checks.outcome import grade_run as grade_run
+    from grading.checks.run import LoadedTask as LoadedTask
     from grading.checks.run import Run as Run
-    from grading.checks.run import TaskFiles as TaskFiles
     from grading.checks.run import make_run as make_run
     from grading.checks.run import make_task_files as make_task_files
     from grading.checks.run import read_run as read_run

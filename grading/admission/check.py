@@ -54,7 +54,7 @@ from grading.admission.store import (
 from grading.binary_text import judge_text
 from grading.checks.integrity import IntegrityResult, check_integrity
 from grading.checks.outcome import RubricAssessment, assess
-from grading.checks.run import TaskFiles, read_task_files
+from grading.checks.run import LoadedTask, read_task_files
 from grading.checks.scope import ScopeResult, check_scope
 from grading.diffs import decode_diff, parse_diff
 from grading.errors import InputError
@@ -235,7 +235,7 @@ def _workspace(
     )
 
 
-def _calibration_diff(files: TaskFiles, path: str) -> str:
+def _calibration_diff(files: LoadedTask, path: str) -> str:
     data = files.calibration.get(path)
     if data is None:
         raise InputError(path, "file not found")
@@ -243,7 +243,7 @@ def _calibration_diff(files: TaskFiles, path: str) -> str:
 
 
 def collect_workspaces(
-    files: TaskFiles,
+    files: LoadedTask,
     rubric: Rubric,
     max_chars: int = DEFAULT_MAX_DIFF_CHARS,
     injection_suite: bool = False,
@@ -304,7 +304,7 @@ def _judge_sha256(diff_text: str) -> str:
     return _sha256(judge_text(diff_text).encode("utf-8", errors="surrogateescape"))
 
 
-def teach_scripted_judge(script: ScriptedFile, files: TaskFiles) -> ScriptedFile:
+def teach_scripted_judge(script: ScriptedFile, files: LoadedTask) -> ScriptedFile:
     """``script`` with an answer for every admission row built from a diff it already answers: a reviewer
     comment or an injection payload in a lazy diff answers as that lazy diff, the oracle with a payload's
     text as comments (a benign row) as the oracle.
@@ -449,7 +449,7 @@ def check_task(
 
 
 def check_admission(
-    files: TaskFiles,
+    files: LoadedTask,
     judge: Backend | str,
     *,
     store: AdmissionStore | None = None,

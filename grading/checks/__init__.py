@@ -27,7 +27,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "grade",
         "grade_run",
     ),
-    "grading.checks.run": ("Run", "TaskFiles", "make_run", "make_task_files", "read_run", "read_task_files"),
+    "grading.checks.run": ("Run", "LoadedTask", "make_run", "make_task_files", "read_run", "read_task_files"),
     "grading.checks.scope": ("ScopeResult", "check_scope", "scope_for_run", "scope_of_run"),
 }
 __all__, _MODULE_OF, __getattr__, __dir__ = lazy_interface(__name__, _PUBLIC, globals())
@@ -47,8 +47,8 @@ if TYPE_CHECKING:
     from grading.checks.outcome import assess as assess
     from grading.checks.outcome import grade as grade
     from grading.checks.outcome import grade_run as grade_run
+    from grading.checks.run import LoadedTask as LoadedTask
     from grading.checks.run import Run as Run
-    from grading.checks.run import TaskFiles as TaskFiles
     from grading.checks.run import make_run as make_run
     from grading.checks.run import make_task_files as make_task_files
     from grading.checks.run import read_run as read_run

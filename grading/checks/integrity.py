@@ -64,7 +64,7 @@ from grading.run_files import (
 from grading.schema import GradeJson, TestsConfig
 
 if TYPE_CHECKING:
-    from grading.checks.run import Run, TaskFiles
+    from grading.checks.run import LoadedTask, Run
 
 IntegrityRule = Literal[
     "test_file_deleted",
@@ -287,7 +287,7 @@ def _optional_grade(path: Path) -> GradeJson | None:
     return load_grade(path) if path.exists() else None
 
 
-def integrity_of_run(task: TaskFiles, run: Run) -> IntegrityResult:
+def integrity_of_run(task: LoadedTask, run: Run) -> IntegrityResult:
     """Integrity of a run read once (:class:`grading.checks.run.Run`) against a task read once: the manifest's
     tests block, the oracle's grade.json and the base test list (each part not measured without its input)."""
     result = check_integrity(
@@ -333,7 +333,7 @@ def unreadable_patch_integrity(problem: str) -> IntegrityResult:
     return IntegrityResult(ok=True, not_measured=dict.fromkeys(parts, why))
 
 
-def missing_run_list(task: TaskFiles, run: Run) -> str | None:
+def missing_run_list(task: LoadedTask, run: Run) -> str | None:
     """Why the run cannot be graded for want of its test list, or None.
 
     When the manifest declares ``tests.list``, ``rubric capture --manifest`` writes ``tests_list.txt``, or

@@ -46,7 +46,7 @@ from grading.checks.integrity import (
     missing_run_list,
     unreadable_patch_integrity,
 )
-from grading.checks.run import Run, TaskFiles, posed_for, read_run, read_task_files
+from grading.checks.run import LoadedTask, Run, posed_for, read_run, read_task_files
 from grading.checks.scope import ScopeResult, scope_of_run
 from grading.errors import InputError
 from grading.judge.backend import Backend
@@ -397,7 +397,7 @@ def grade_run(
 
 
 def grade(
-    task_files: TaskFiles,
+    task_files: LoadedTask,
     run: Run,
     judge: Backend | str,
     second_judge: Backend | str | None = None,

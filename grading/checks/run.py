@@ -194,7 +194,7 @@ def posed_for(task: TaskSpec, run: Run) -> TaskSpec:
         raise InputError(run.file(RUN_NAME), str(exc), "prompt_style") from None
 
 
-class TaskFiles(BaseModel):
+class LoadedTask(BaseModel):
     """One task, read once: task.json, its rubric, the manifest's tests block and the task's own files."""
 
     model_config = ConfigDict(frozen=True)
@@ -224,8 +224,8 @@ def make_task_files(
     task_file: str | Path | None = None,
     rubric_file: str | Path | None = None,
     manifest_file: str | Path | None = None,
-) -> TaskFiles:
-    """A :class:`TaskFiles` from the bytes of its files (None: the file does not exist). With
+) -> LoadedTask:
+    """A :class:`LoadedTask` from the bytes of its files (None: the file does not exist). With
     ``calibration`` (admission), every diff rubric.json's calibration names must be among them.
     InputError naming ``source/<file>`` (or the ``*_file`` given) on any problem."""
     base = Path(source)
@@ -261,7 +261,7 @@ def make_task_files(
         if manifest is None:
             raise InputError(manifest_path, "file not found")
         tests = parse_manifest(manifest, manifest_path).tests
-    return TaskFiles(
+    return LoadedTask(
         task_file=str(task_path),
         task=task,
         rubric=rubric,
@@ -291,8 +291,8 @@ def read_task_files(
     rubric_path: Path | None = None,
     task_json: Path | None = None,
     admission: bool = False,
-) -> TaskFiles:
-    """A task folder as :class:`TaskFiles`, each file read once.
+) -> LoadedTask:
+    """A task folder as :class:`LoadedTask`, each file read once.
 
     ``rubric_path`` and ``task_json`` replace ``task_dir/rubric.json`` and ``task_dir/task.json`` (held-out
     rubrics, §7); with ``rubric_path`` given, or for ``admission``, the rubric must exist. Without a rubric

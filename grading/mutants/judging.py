@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from grading.basetree import ObjectMissing
 from grading.checks.integrity import check_integrity
 from grading.checks.outcome import RubricAssessment, assess
-from grading.checks.run import TaskFiles, read_task_files
+from grading.checks.run import LoadedTask, read_task_files
 from grading.checks.scope import check_scope
 from grading.diffs import decode_diff, parse_diff
 from grading.errors import InputError
@@ -194,7 +194,7 @@ def check_mutants(
 
 
 def judge_mutants(
-    files: TaskFiles,
+    files: LoadedTask,
     judge: Backend | str,
     *,
     max_mutants: int = DEFAULT_MAX_MUTANTS,
