@@ -1,3 +1,6 @@
+"""What the subcommands share: the flags of the judge, the tree judge, held-out runs, regrading and
+``--json``, argument types, and printing JSON."""
+
 from __future__ import annotations
 
 import argparse
