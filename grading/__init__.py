@@ -3,17 +3,16 @@
 The package root is the public API: the Django app imports grading only from here (a test walks
 ``rubrics_app/`` for it), and a library user finds here what grading a run, admitting a rubric, judging,
 drafting and reporting take and return. The ``rubric`` command (grading.cli) calls the subpackages
-directly; a name only it uses is not listed here. Names load on first use (PEP 562, grading.lazy), so
-``import grading`` loads no module but that one.
+directly; a name only it uses is not listed here. Names load on first use (PEP 562, as
+grading.lazy does for the subpackages), so ``import grading`` loads none of its modules.
 
 This package never imports Django (tests/grading/test_no_django.py proves it).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from grading.lazy import lazy_interface
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
@@ -163,7 +162,9 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "read_json",
     ),
 }
-__all__, _MODULE_OF, __getattr__, __dir__ = lazy_interface(__name__, _PUBLIC, globals())
+_MODULE_OF = {name: module for module, names in _PUBLIC.items() for name in names}
+
+__all__ = sorted(_MODULE_OF)
 
 if TYPE_CHECKING:
     from grading.admission.check import SUITE_KINDS as SUITE_KINDS
@@ -319,3 +320,18 @@ if TYPE_CHECKING:
     from grading.strict_json import parse_json as parse_json
     from grading.strict_json import read_input_bytes as read_input_bytes
     from grading.strict_json import read_json as read_json
+
+
+# The root's own copy of grading.lazy.lazy_interface: importing that module too would add to the start-up
+# of every `rubric` command and of the app, which import grading first.
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'grading' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # the next lookup is a plain module attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

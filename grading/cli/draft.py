@@ -67,18 +67,11 @@ def register(subparsers: Subparsers) -> None:
 def run_draft(args: argparse.Namespace) -> int:
     # Imported here: the SDKs load only for commands that call a model.
     from grading.basetree import BaseTree
-    from grading.draft import (
-        DEFAULT_GUIDANCE_GLOBS,
-        DraftError,
-        GitHubError,
-        GitHubSource,
-        build_draft_input,
-        check_draft,
-        draft_rubric,
-        load_pr_export,
-        make_drafter,
-    )
+    from grading.draft.checks import check_draft
+    from grading.draft.drafter import DraftError, draft_rubric, make_drafter
     from grading.draft.files import write_draft
+    from grading.draft.inputs import DEFAULT_GUIDANCE_GLOBS, build_draft_input
+    from grading.draft.pr import GitHubError, GitHubSource, load_pr_export
     from grading.judge.cost import load_price_table
     from grading.loaders import load_task
 
