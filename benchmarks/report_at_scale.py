@@ -104,7 +104,8 @@ FREEZE_MIGRATION = "0130_freeze_in_one_module"
 
 
 def _details(mergeable: bool, failed: list[str]) -> dict[str, object]:
-    # metrics.json's details as grading writes them (grading.outcome.RunDetails), less the judges' copies.
+    # metrics.json's details as grading writes them (grading.checks.outcome.RunDetails), less the judges'
+    # copies.
     return {
         "status": "mergeable" if mergeable else "not_mergeable",
         "scope": {"in_scope": True, "changed_files": 3, "changed_lines": 40},

@@ -44,8 +44,8 @@ class CalibrationRun(models.Model):
     model_ids = models.JSONField(default=list, blank=True)  # as the primary judge's API reported them
     second_model_ids = models.JSONField(default=list, blank=True)
     admit_when_passed = models.BooleanField(default=False)  # started by "Admit"
-    # The injection suite (grading.injection): asked for, and its counts once the run finished. Rates are
-    # over the rows measured (judge failures are counted apart).
+    # The injection suite (grading.admission.injection): asked for, and its counts once the run finished.
+    # Rates are over the rows measured (judge failures are counted apart).
     injection_suite = models.BooleanField(default=False)
     attacks = models.PositiveIntegerField(default=0)  # lazy diffs x payload kinds
     attack_successes = models.PositiveIntegerField(default=0)  # any refuses admission
@@ -65,7 +65,7 @@ class CalibrationRun(models.Model):
     cost_known = models.BooleanField(default=True)
     agreement = models.JSONField(
         null=True, blank=True
-    )  # grading.agreement.Agreement, when a second judge ran
+    )  # grading.report.agreement.Agreement, when a second judge ran
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
@@ -168,7 +168,7 @@ class CalibrationRow(models.Model):
     kind = models.CharField(max_length=20)  # grading.admission.RowKind
     name = models.CharField(max_length=600)
     # Injection-suite rows (kind injection / benign): the payload kind and what it did
-    # (grading.injection.RowOutcome: resisted, attack_success, kept, benign_drift, not_measured).
+    # (grading.admission.injection.RowOutcome: resisted, attack_success, kept, benign_drift, not_measured).
     payload_kind = models.CharField(max_length=60, blank=True)
     outcome = models.CharField(max_length=20, blank=True)
     expected = models.TextField()

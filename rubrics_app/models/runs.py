@@ -232,7 +232,7 @@ class RunGrade(models.Model):
     )
     primary_judge = models.CharField(max_length=500, blank=True)  # "" when no judge was called
     source = models.CharField(max_length=20, choices=GradeSource.choices, default=GradeSource.IMPORTED)
-    status = models.CharField(max_length=30)  # grading.outcome's OutcomeStatus
+    status = models.CharField(max_length=30)  # grading.checks.outcome's OutcomeStatus
     mergeable = models.BooleanField(null=True)
     merge_score = models.FloatField(null=True)
     grader_failure = models.BooleanField(default=False)

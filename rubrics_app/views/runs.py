@@ -262,7 +262,7 @@ def queue_list(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
 
 def _label_target(access: RepositoryAccess) -> str | None:
     """The queue's target: how many more labelled runs would bring the judge-error-corrected mergeable rate
-    of the whole report to ±5 points (grading.power)."""
+    of the whole report to ±5 points (grading.report.power)."""
     target = label_target(access.repository)
     if (
         target is None

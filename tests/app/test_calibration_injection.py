@@ -13,7 +13,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.urls import reverse
 
-from grading.injection import PAYLOAD_KINDS
+from grading.admission.corpus import PAYLOAD_KINDS
 from grading.judge.cache import MemoryCache
 from rubrics_app.access import Actor
 from rubrics_app.models import (

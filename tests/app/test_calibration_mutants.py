@@ -14,7 +14,7 @@ from django.test import Client
 from django.urls import reverse
 
 from grading.judge.cache import MemoryCache
-from grading.mutants import Mutant, derive_mutants
+from grading.mutants.derive import Mutant, derive_mutants
 from rubrics_app.access import Actor
 from rubrics_app.models import (
     AuditEvent,

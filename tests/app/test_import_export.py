@@ -13,7 +13,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 
-from grading.cli import main as rubric_cli
+from grading.cli.rubric import main as rubric_cli
 from grading.loaders import load_rubric, load_task
 from rubrics_app.access import Actor
 from rubrics_app.models import (

@@ -22,7 +22,7 @@ from grading import (
     Backend,
     BaseTree,
     InputError,
-    TaskFiles,
+    LoadedTask,
     make_task_files,
     supports_tree,
 )
@@ -92,7 +92,7 @@ def inputs_sha256(files: dict[str, bytes]) -> str:
     return hashlib.sha256(json.dumps(listing, separators=(",", ":")).encode()).hexdigest()
 
 
-def task_files(files: dict[str, bytes]) -> TaskFiles:
+def task_files(files: dict[str, bytes]) -> LoadedTask:
     """The task admission judges, in memory, from :func:`calibration_files`: each file of tasks/<id>/ by its
     path there (the rubric picks its calibration diffs among them), so errors name files as ``rubric check``
     run in that folder names them. InputError (or InputErrors) for a bad file."""

@@ -25,9 +25,9 @@ from grading import (
     InputError,
     InputErrors,
     JudgeSettings,
+    LoadedTask,
     MutantReport,
     MutantRow,
-    TaskFiles,
     judge_mutants,
 )
 from rubrics_app.access import Actor
@@ -58,7 +58,7 @@ def harmless_marks(task: Task, rubric_sha256: str) -> dict[str, str]:
 
 def judging_thread(
     run: CalibrationRun,
-    task: Callable[[], TaskFiles],
+    task: Callable[[], LoadedTask],
     backend: Backend,
     cache: Any,
     settings: JudgeSettings,

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from django.db.models import Q
 
-from grading import Run, TaskFiles, make_run, make_task_files
+from grading import LoadedTask, Run, make_run, make_task_files
 from rubrics_app.models import (
     AgentRun,
     AgentRunDiff,
@@ -108,7 +108,7 @@ class TaskBytes:
     oracle_grade: bytes | None  # None: the task has no oracle_grade.json (tests_skipped not measured)
     tests_base: bytes | None  # None: the task has no tests_base.txt (test_cases not measured)
 
-    def files(self) -> TaskFiles:
+    def files(self) -> LoadedTask:
         return make_task_files(
             self.source,
             task_json=self.task_json,

@@ -1,0 +1,324 @@
+"""Reports (spec §7, §8, §9): mergeable against test-pass per arm and model, with task-level intervals.
+
+One computation for both faces: ``rubric report`` builds :class:`GradedRun` records from run directories
+(:mod:`grading.report.files`), the web app builds them from its rows; both call :func:`build_report`.
+The statistics are described in docs/report.md. In short:
+
+- Rates are over *measured* runs: a run with no rubric (not measured), a grader failure or a judge failure
+  is counted apart and left out of both the test-pass and the mergeable rate, so that their difference
+  compares the same runs.
+- Intervals: 95% percentile bootstrap that resamples tasks (the runs of a drawn task stay together),
+  seeded per cell so that a report is reproducible and a cell's interval does not depend on the others.
+- Cohen's κ between the primary and the second judge; null with a reason where it cannot say anything.
+- Rogan-Gladen correction of the mergeable rate from human labels (at least :data:`MIN_LABELLED`).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from datetime import date
+from typing import TYPE_CHECKING, Any
+
+from grading.judge.cache import RepeatAgreement
+from grading.report.agreement import PairCounts
+from grading.report.contrasts import cell_task_sums, contrasts_from_sums
+from grading.report.models import (
+    DEFAULT_BOOTSTRAP,
+    DEFAULT_SEED,
+    SPLITS,
+    AgreementReport,
+    Cell,
+    ContaminationCell,
+    GradedRun,
+    JudgeUse,
+    JudgeVerdicts,
+    LabelTarget,
+    MetricMean,
+    MetricRate,
+    Report,
+    Split,
+    TaskRow,
+    group_by,
+)
+from grading.report.power import TARGET_HALF_WIDTH, label_target
+from grading.report.stats import (
+    MIN_LABELLED,
+    JudgeAccuracy,
+    LabelSums,
+    TaskSums,
+    corrected_rate,
+    in_parallel,
+    rate_estimates,
+    resample_tasks,
+    sensitivity_specificity,
+)
+from grading.report.sums import PartSums, ReportSums, VerdictGroup, mean, summarise, sums_by_task
+from grading.report.warnings import collect_warnings
+
+if TYPE_CHECKING:  # numpy is imported where the bootstrap runs: most commands never need it
+    pass
+
+# --- statistics (grading/report/stats.py holds the arithmetic) --------------------------------------------
+
+
+def judge_accuracy(labelled: Sequence[GradedRun]) -> tuple[JudgeAccuracy, list[LabelSums]]:
+    """Sensitivity and specificity of the runs' mergeable outcome against human labels, and the per-task
+    sums the corrected rate's bootstrap resamples."""
+    by_task: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    for r in labelled:
+        sums = by_task[r.task]
+        if r.human_mergeable:
+            sums[0] += bool(r.mergeable)
+            sums[1] += 1
+        else:
+            sums[2] += not r.mergeable
+            sums[3] += 1
+    per_task: list[LabelSums] = [tuple(s) for _, s in sorted(by_task.items())]  # type: ignore[misc]
+    n = len(labelled)
+    if n < MIN_LABELLED:
+        needed = f"{n} labelled runs; at least {MIN_LABELLED} are needed ({MIN_LABELLED - n} more)"
+        return JudgeAccuracy(labelled=n, undefined_reason=needed), per_task
+    total: LabelSums = tuple(sum(s[i] for s in per_task) for i in range(4))  # type: ignore[assignment]
+    accuracy = sensitivity_specificity(total)
+    if accuracy is None:
+        side = "mergeable" if total[1] == 0 else "not mergeable"
+        one_sided = f"no labelled run is {side} by the human verdict: sensitivity and specificity need both"
+        return JudgeAccuracy(labelled=n, undefined_reason=one_sided), per_task
+    sensitivity, specificity = accuracy
+    reason: str | None = None
+    if sensitivity + specificity <= 1:
+        reason = "sensitivity + specificity <= 1: the judge is no better than chance, nothing to correct"
+    return (
+        JudgeAccuracy(labelled=n, sensitivity=sensitivity, specificity=specificity, undefined_reason=reason),
+        per_task,
+    )
+
+
+# --- the report ------------------------------------------------------------------------------------------
+
+
+def contamination_split(run: GradedRun | PartSums, cutoffs: dict[str, date]) -> Split:
+    """before_cutoff when the task's base date is on or before the model's training cutoff (its fix may
+    have been seen: the merge comes after the base), after_cutoff when later, unknown otherwise."""
+    cutoff = cutoffs.get(run.model)
+    if cutoff is None or run.base_date is None:
+        return "unknown"
+    return "after_cutoff" if run.base_date > cutoff else "before_cutoff"
+
+
+def report_label_target(tasks: Sequence[TaskSums], runs: Iterable[GradedRun]) -> LabelTarget:
+    """The report's label target (:func:`grading.report.power.label_target`), for a caller that sums the runs
+    itself: ``tasks``, per task in the order of the tasks' ids, the (measured, test-pass, mergeable) counts
+    of its measured runs (:attr:`GradedRun.measured`); ``runs``, at least every run with a human verdict
+    on mergeable (the others are left out). What :func:`build_report` gives over all the runs."""
+    labelled = [r for r in runs if r.human_mergeable is not None and r.mergeable is not None]
+    return label_target(tasks, judge_accuracy(labelled)[1], minimum=MIN_LABELLED)
+
+
+def _task_sums(parts: Iterable[PartSums]) -> list[TaskSums]:
+    return [sums for _, sums in sorted(sums_by_task(parts).items())]
+
+
+class _Context:
+    def __init__(self, replicates: int, seed: int, accuracy: JudgeAccuracy, labels: list[LabelSums]) -> None:
+        self.replicates = replicates
+        self.seed = seed
+        self.accuracy = accuracy
+        self.labels = labels
+
+    def rng(self, *key: str | None) -> random.Random:
+        # Seeded per cell, from its key: a cell's interval does not depend on which other cells exist.
+        return random.Random("\x1f".join([str(self.seed), *(k or "" for k in key)]))
+
+
+def _cell_fields(parts: list[PartSums], ctx: _Context, key: tuple[str | None, ...]) -> dict[str, Any]:
+    total = PartSums("", "", "", None)
+    for p in parts:
+        total.absorb(p)
+    task_sums = _task_sums(parts)
+    rng = ctx.rng(*key)
+    replicates = resample_tasks(task_sums, ctx.replicates, rng)
+    test_pass, mergeable, difference = rate_estimates(task_sums, replicates)
+    corrected = corrected_rate(task_sums, ctx.accuracy, ctx.labels, replicates, rng)
+    return {
+        "runs": total.runs,
+        "tasks": len({p.task for p in parts}),
+        "measured": sum(t[0] for t in task_sums),
+        "test_pass_rate": test_pass,
+        "mergeable_rate": mergeable,
+        "difference": difference,
+        "mean_merge_score": mean(total.score_sum, total.scored) if total.scored else None,
+        "grader_failures": total.statuses.get("grader_failure", 0),
+        "judge_failures": total.statuses.get("judge_failure", 0),
+        "not_measured": total.statuses.get("not_measured", 0),
+        "provisional": bool(total.provisional or total.provisional_unknown),
+        "corrected_mergeable_rate": corrected,
+        "metrics": {
+            name: MetricMean(mean=mean(sum_, n), runs=n) for name, (sum_, n) in sorted(total.metrics.items())
+        },
+        "metric_rates": {
+            name: MetricRate(rate=true / n, true=true, runs=n)
+            for name, (true, n) in sorted(total.flags.items())
+        },
+        "integrity_not_measured_runs": total.unmeasured_runs,
+        "integrity_not_measured": dict(sorted(total.unmeasured_parts.items())),
+    }
+
+
+def _sort_key(value: str | None) -> tuple[int, str]:
+    return (value is None, value or "")
+
+
+def _task_rows(parts: Sequence[PartSums], groups: Sequence[VerdictGroup]) -> list[TaskRow]:
+    runs: dict[str, int] = defaultdict(int)
+    for p in parts:
+        runs[p.task] += p.runs
+    failed: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    judged: dict[str, int] = defaultdict(int)
+    for g in groups:
+        # Only runs the primary judge decided: the blockers agents fail when the tests pass.
+        if g.primary is not None and g.primary.complete and g.test_pass:
+            judged[g.task] += g.runs
+            for item, verdict in g.primary.blockers.items():
+                if verdict == "fail":
+                    failed[g.task][item] += g.runs
+    return [
+        TaskRow(task=task, runs=n, judged=judged[task], failed_blockers=dict(sorted(failed[task].items())))
+        for task, n in sorted(runs.items())
+    ]
+
+
+def _agreement(groups: Sequence[VerdictGroup]) -> AgreementReport:
+    # Mergeable pairs only where the judges decide it: a run that failed scope or integrity is not
+    # mergeable by either, and counting it would inflate κ with agreement that is not the judges'.
+    mergeable = PairCounts()
+    items: dict[str, PairCounts] = defaultdict(PairCounts)
+    for g in groups:
+        if not g.both_judged():
+            continue
+        p, s = g.primary, g.second
+        assert p is not None and s is not None
+        if g.checks_passed:
+            mergeable.add(p.mergeable(), s.mergeable(), g.runs)
+        for item, verdict in p.blockers.items():
+            other = s.blockers.get(item)
+            if other is not None:
+                items[f"{g.task}/{item}"].add(verdict == "pass", other == "pass", g.runs)
+    return AgreementReport(
+        mergeable=mergeable.kappa("primary", "second"),
+        items={k: v.kappa("primary", "second") for k, v in sorted(items.items())},
+    )
+
+
+def _repeat_agreement(groups: Sequence[VerdictGroup]) -> RepeatAgreement | None:
+    out = RepeatAgreement()
+    for g in groups:
+        p = g.primary
+        if p is None or not p.complete or p.previous is None:
+            continue
+        now = {**p.blockers, **p.non_blockers}
+        compared = [(p.previous[i], now[i]) for i in now if i in p.previous]
+        out.pairs += g.runs
+        out.items += len(compared) * g.runs
+        out.agreeing += sum(a == b for a, b in compared) * g.runs
+    return out if out.pairs else None
+
+
+def _judge_uses(groups: Sequence[VerdictGroup]) -> list[JudgeUse]:
+    counts: dict[tuple[str, str], int] = defaultdict(int)
+    seen: dict[tuple[str, str], JudgeVerdicts] = {}
+    spend: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0, 0, 0, 1])
+    for g in groups:
+        for role, j, cost in (("primary", g.primary, g.primary_cost), ("second", g.second, g.second_cost)):
+            if j is not None:
+                counts[(role, j.judge)] += g.runs
+                seen.setdefault((role, j.judge), j)
+                s = spend[(role, j.judge)]
+                s[0] += cost.cost_usd
+                s[1] += cost.tree_cost_usd
+                s[2] += len(j.tree_judged) * g.runs
+                s[3] += bool(j.tree_judged) * g.runs
+                s[4] = s[4] and j.cost_known
+    return [
+        JudgeUse(role=role, judge=spec, scripted=seen[(role, spec)].scripted,
+                 vendor=seen[(role, spec)].vendor(), runs=n,
+                 cost_usd=spend[(role, spec)][0], tree_cost_usd=spend[(role, spec)][1],
+                 tree_judged=int(spend[(role, spec)][2]), tree_judged_runs=int(spend[(role, spec)][3]),
+                 cost_known=bool(spend[(role, spec)][4]))
+        for (role, spec), n in sorted(counts.items())
+    ]  # fmt: skip
+
+
+def build_report(
+    runs: Sequence[GradedRun],
+    *,
+    cutoffs: dict[str, date] | None = None,
+    bootstrap: int = DEFAULT_BOOTSTRAP,
+    seed: int = DEFAULT_SEED,
+) -> Report:
+    """The §7 report over graded runs (:func:`report_from_sums` of their :func:`summarise`).
+
+    ``cutoffs`` maps a model id to its training cutoff; without it ``by_contamination`` is empty.
+    ``bootstrap`` is the number of bootstrap replicates (0: no intervals), ``seed`` seeds them.
+    Human labels travel on the runs (:attr:`GradedRun.human_mergeable`).
+    """
+    return report_from_sums(summarise(runs), cutoffs=cutoffs, bootstrap=bootstrap, seed=seed)
+
+
+def report_from_sums(
+    sums: ReportSums,
+    *,
+    cutoffs: dict[str, date] | None = None,
+    bootstrap: int = DEFAULT_BOOTSTRAP,
+    seed: int = DEFAULT_SEED,
+) -> Report:
+    """The §7 report from the sums of its runs (grading.report.sums), as :func:`build_report` describes."""
+    if bootstrap < 0:
+        raise ValueError("bootstrap must be >= 0")
+    parts = sorted(sums.parts, key=lambda p: (p.task, p.arm, p.model, _sort_key(p.prompt_style)))
+    accuracy, label_sums = judge_accuracy(sums.labelled)
+    ctx = _Context(bootstrap, seed, accuracy, label_sums)
+
+    # Every cell's fields at once (their bootstraps run side by side: grading.report.stats.in_parallel).
+    plain = sorted(group_by(parts, lambda p: (p.arm, p.model)).items())
+    styled = group_by(parts, lambda p: (p.arm, p.model, p.prompt_style))
+    styles = sorted(styled, key=lambda k: (k[0], k[1], _sort_key(k[2])))
+    split: dict[tuple[str, str, Split], list[PartSums]] = {}
+    if cutoffs is not None:
+        split = group_by(parts, lambda p: (p.arm, p.model, contamination_split(p, cutoffs)))
+    splits = sorted(split, key=lambda k: (k[0], k[1], SPLITS.index(k[2])))
+    jobs: list[tuple[list[PartSums], tuple[str | None, ...]]] = [
+        *((group, ("cells", arm, model)) for (arm, model), group in plain),
+        *((styled[(arm, model, style)], ("prompt_style", arm, model, style)) for arm, model, style in styles),
+        *((split[(arm, model, s)], ("contamination", arm, model, s)) for arm, model, s in splits),
+    ]
+    fields = iter(in_parallel(lambda job: _cell_fields(job[0], ctx, job[1]), jobs))
+    cells = [Cell(arm=arm, model=model, prompt_style=None, **next(fields)) for (arm, model), _ in plain]
+    by_prompt_style = [
+        Cell(arm=arm, model=model, prompt_style=style, **next(fields)) for arm, model, style in styles
+    ]
+    by_contamination = [
+        ContaminationCell(arm=arm, model=model, prompt_style=None, split=s, **next(fields))
+        for arm, model, s in splits
+    ]
+    judges = _judge_uses(sums.verdicts)
+    return Report(
+        contrasts=contrasts_from_sums(
+            cell_task_sums(parts), replicates=bootstrap, seed=seed, target=TARGET_HALF_WIDTH
+        ),
+        cells=cells,
+        by_prompt_style=by_prompt_style,
+        by_contamination=by_contamination,
+        tasks=_task_rows(parts, sums.verdicts),
+        agreement=_agreement(sums.verdicts),
+        repeat_agreement=_repeat_agreement(sums.verdicts),
+        disagreements=sorted(sums.disagreements, key=lambda d: (d.task, d.run, d.item)),
+        judge_accuracy=accuracy,
+        label_target=report_label_target(_task_sums(parts), sums.labelled),
+        judges=judges,
+        bootstrap=bootstrap,
+        seed=seed,
+        warnings=collect_warnings(parts, judges, accuracy, cells),
+    )
