@@ -46,7 +46,6 @@ from django.conf import settings
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.template.defaultfilters import pluralize
-from django.utils import timezone
 
 from grading import (
     Backend,
@@ -68,7 +67,6 @@ from rubrics_app.models import (
     GradeSource,
     Job,
     JobKind,
-    JobStatus,
     JudgeSetting,
     Repository,
     RevisionStatus,
@@ -80,7 +78,6 @@ from rubrics_app.models import (
     Task,
     lock_current_grades,
     refresh_current_grades,
-    result_json,
 )
 from rubrics_app.services import calibration
 from rubrics_app.services.jobs import JobFailed, job_task, run, send
@@ -498,24 +495,12 @@ def run_sweep(
 
 
 def sweep_now(repository: Repository, by: Actor, request: SweepRequest | None = None, **kwargs: Any) -> Sweep:
-    """Send nothing: create the sweep and run it in this process (tests, eager mode)."""
+    """Create the sweep and run its job in this process (tests, the demo), with the ``cache`` or
+    ``on_stored`` of :func:`run_sweep`: the Job is not sent but run here through the job protocol
+    (``jobs.run``: the same claim, heartbeat and end as on a worker). Eager mode is Celery's own
+    (CELERY_TASK_ALWAYS_EAGER), through :func:`start`."""
     sweep = new_sweep(repository, by, request or SweepRequest())
-    Job.objects.filter(pk=sweep.job_id).update(
-        status=JobStatus.RUNNING, started_at=timezone.now(), attempts=1
-    )
-    try:
-        outcome = run_sweep(sweep.pk, **kwargs)
-    except SweepError as exc:
-        Job.objects.filter(pk=sweep.job_id).update(
-            status=JobStatus.FAILED, error=str(exc), finished_at=timezone.now(), progress=100
-        )
-    else:
-        Job.objects.filter(pk=sweep.job_id).update(
-            status=JobStatus.DONE,
-            result=result_json(JobKind.SWEEP, outcome.result()),
-            finished_at=timezone.now(),
-            progress=100,
-        )
+    run(sweep.job_id, lambda job: run_sweep(sweep.pk, **kwargs).result())
     sweep.refresh_from_db()
     return sweep
 

@@ -196,9 +196,6 @@ def mutant_entries(run: CalibrationRun) -> list[dict[str, Any]]:
 
 
 def run_context(access: Any, run: CalibrationRun) -> dict[str, Any]:
-    if not run.is_finished:
-        calibration.fail_stale_runs()
-        run.refresh_from_db()
     rows = _verdict_rows(run)
     return {
         "suite": _suite_table(run),
