@@ -134,7 +134,7 @@ def new_sweep(repository: Repository, by: Actor, request: SweepRequest) -> Sweep
     """A queued sweep and its Job. SweepError (or PermissionDenied) when it cannot run, saying why; nothing
     is stored then."""
     by.require(Role.MAINTAINER, repository)
-    judges = JudgeSetting.objects.filter(repository=repository).first()
+    judges = repository.judge_setting()
     if judges is None:
         raise SweepError(f"repository {repository.name} has no judges set: set them first")
     revision = request.revision

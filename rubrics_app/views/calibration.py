@@ -24,7 +24,6 @@ from rubrics_app.models import (
     CalibrationRun,
     HarmlessMutant,
     JudgeRole,
-    JudgeSetting,
     Role,
     Task,
     TransitionError,
@@ -255,7 +254,7 @@ def calibration_row_diff(request: HtmxHttpRequest, repo_pk: int, run_pk: int, ro
 def judge_settings(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     """Everyone with a role sees the judges; maintainers edit them."""
     access = get_repository_for_user(request, repo_pk)
-    setting = JudgeSetting.objects.filter(repository=access.repository).first()
+    setting = access.repository.judge_setting()
     form = JudgeSettingForm(instance_setting=setting)
     if request.method == "POST":
         access.require(Role.MAINTAINER, access.repository)
