@@ -63,8 +63,7 @@ from rubrics_app.models import (
     Role,
     RubricRevision,
     TransitionError,
-    lock_current_grades,
-    refresh_current_grades,
+    deciding_current_grades,
 )
 from rubrics_app.services import audit
 from rubrics_app.services import mutants as oracle_mutants
@@ -207,11 +206,9 @@ def admit_with(revision: RubricRevision, run: CalibrationRun, by: Actor) -> Rubr
     """Admit ``revision`` on the strength of ``run``; returns the revision this retired, if any."""
     by.require(Role.MAINTAINER, revision.task.repository)
     user = by.user if getattr(by.user, "is_authenticated", False) else None
-    with transaction.atomic():
-        lock_current_grades(tasks=[revision.task_id])  # before the revisions: models.lock_current_grades
+    # The task's runs: their grades against this revision are current now, not the retired one's.
+    with deciding_current_grades(tasks=[revision.task_id]):
         retired = revision.admit(by=user, calibration=run)
-        # The task's runs: their grades against this revision are current now, not the retired one's.
-        refresh_current_grades(tasks=[revision.task_id])
         report_changed(revision.task.repository_id)  # a worker computes the new report once committed
         audit.record(
             AuditVerb.ADMITTED,

@@ -76,14 +76,11 @@ from rubrics_app.models import (
     Sweep,
     SweepResult,
     Task,
-    lock_current_grades,
-    refresh_current_grades,
 )
 from rubrics_app.services import calibration
 from rubrics_app.services.jobs import JobFailed, job_task, run, send
 from rubrics_app.services.report import report_changed
-from rubrics_app.services.report_rows import refresh_report_rows
-from rubrics_app.services.runs import store_grade
+from rubrics_app.services.runs import writing_grades
 from rubrics_app.services.sweep_inputs import (
     Target,
     _Admission,
@@ -261,19 +258,22 @@ def _store(sweep: Sweep, target: Target, metrics: RunMetrics, replace: bool) -> 
     cost_known = all(r.usage.cost_known for r in results)
 
     def store() -> _Stored:
-        with transaction.atomic():
-            lock_current_grades(runs=[target.run_pk])  # before any grade row: models.lock_current_grades
+        # The one grade writer: the report row, queue pairs and current grade of what is written here are
+        # refreshed in this transaction (a replaced judge failure may have been the run's newest grade).
+        with writing_grades(runs=[target.run_pk]) as grades:
             run = AgentRun.objects.select_related("task").get(pk=target.run_pk)
             if replace:
-                RunGrade.objects.filter(
-                    run=run,
-                    rubric_sha256=metrics.rubric_sha256 or "",
-                    source=GradeSource.SWEEP,
-                    judge_failure=True,
-                ).delete()
+                grades.delete(
+                    RunGrade.objects.filter(
+                        run=run,
+                        rubric_sha256=metrics.rubric_sha256 or "",
+                        source=GradeSource.SWEEP,
+                        judge_failure=True,
+                    )
+                )
             try:
                 with transaction.atomic():
-                    grade, created = store_grade(
+                    grade, created = grades.store(
                         run,
                         imported,
                         raw,
@@ -286,16 +286,6 @@ def _store(sweep: Sweep, target: Target, metrics: RunMetrics, replace: bool) -> 
                 created, failed = False, False  # another sweep stored this run's grade first
             else:
                 failed = grade.judge_failure
-            # The report's row of the new grade, in this transaction; a replaced judge failure may have
-            # been the run's newest grade, so then the run's newest is marked again.
-            if created:
-                refresh_report_rows([grade.pk])
-            elif replace:
-                refresh_report_rows(
-                    RunGrade.objects.filter(run=run).order_by("-pk").values_list("pk", flat=True)[:1]
-                )
-            if created or replace:
-                refresh_current_grades(runs=[run.pk])
             updates: dict[str, Any] = {
                 "done_runs": F("done_runs") + 1,
                 "graded_runs": F("graded_runs") + int(created),
