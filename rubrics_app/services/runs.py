@@ -178,56 +178,6 @@ def _store_judge(grade: RunGrade, role: str, result: JudgeResult, identity: tupl
     )
 
 
-def _store_grade(
-    run: AgentRun,
-    metrics: StrictMetricsFile,
-    raw: dict[str, Any],
-    sha256: str,
-    source: str,
-    *,
-    revision: RubricRevision | None = None,
-    provisional: bool | None = None,
-) -> tuple[RunGrade, bool]:
-    """The grade and its verdict rows, or the one already stored under the same key (created: False).
-
-    ``revision`` is the revision graded against when the caller knows it (a sweep), else looked up by the
-    rubric content; ``provisional`` the caller's decision, else taken from metrics.json and the revision."""
-    details = metrics.details
-    rubric_sha = metrics.rubric_sha256 or ""
-    primary = details.judge.judge if details.judge is not None else ""
-    existing = RunGrade.objects.filter(run=run, rubric_sha256=rubric_sha, primary_judge=primary).first()
-    if existing is not None:
-        return existing, False
-    if revision is None:
-        revision = _revision_for(run.task, rubric_sha)
-    if provisional is None:
-        # metrics.json says provisional: false when the grader's admission store held a passing check of
-        # this content with this judge; true only means that store held none. A revision of the same content
-        # that this app approved or admitted counts as well, so only then does the revision decide.
-        provisional = False if metrics.provisional is False else (revision is None or revision.is_provisional)
-    grade = RunGrade.objects.create(
-        run=run,
-        rubric_sha256=rubric_sha,
-        revision=revision,
-        primary_judge=primary,
-        source=source,
-        status=details.status,
-        mergeable=metrics.mergeable,
-        merge_score=metrics.merge_score,
-        grader_failure=metrics.grader_failure,
-        judge_failure=metrics.judge_failure,
-        provisional=provisional,
-        reasons=list(details.reasons),
-        metrics=raw,
-        metrics_sha256=sha256,
-    )
-    identity = (run.task.task_id, run.arm, run.model, str(run.repetition), rubric_sha, primary)
-    for role, result in ((JudgeRole.PRIMARY, details.judge), (JudgeRole.SECOND, details.second_judge)):
-        if result is not None:
-            _store_judge(grade, role, result, identity)
-    return grade, True
-
-
 # --- the one grade writer -----------------------------------------------------------------------------------
 
 
@@ -255,13 +205,43 @@ class GradeWrites:
         ``revision`` is the revision graded against when the caller knows it (a sweep), else looked up by
         the rubric content; ``provisional`` the caller's decision, else taken from metrics.json and the
         revision."""
-        grade, created = _store_grade(
-            run, metrics, raw, sha256, source, revision=revision, provisional=provisional
+        details = metrics.details
+        rubric_sha = metrics.rubric_sha256 or ""
+        primary = details.judge.judge if details.judge is not None else ""
+        existing = RunGrade.objects.filter(run=run, rubric_sha256=rubric_sha, primary_judge=primary).first()
+        if existing is not None:
+            return existing, False
+        if revision is None:
+            revision = _revision_for(run.task, rubric_sha)
+        if provisional is None:
+            # metrics.json says provisional: false when the grader's admission store held a passing check
+            # of this content with this judge; true only means that store held none. A revision of the same
+            # content that this app approved or admitted counts as well, so only then does the revision
+            # decide.
+            provisional = metrics.provisional is not False and (revision is None or revision.is_provisional)
+        grade = RunGrade.objects.create(
+            run=run,
+            rubric_sha256=rubric_sha,
+            revision=revision,
+            primary_judge=primary,
+            source=source,
+            status=details.status,
+            mergeable=metrics.mergeable,
+            merge_score=metrics.merge_score,
+            grader_failure=metrics.grader_failure,
+            judge_failure=metrics.judge_failure,
+            provisional=provisional,
+            reasons=list(details.reasons),
+            metrics=raw,
+            metrics_sha256=sha256,
         )
-        if created:
-            self.stored.append(grade.pk)
-            self.changed_runs.add(run.pk)
-        return grade, created
+        identity = (run.task.task_id, run.arm, run.model, str(run.repetition), rubric_sha, primary)
+        for role, result in ((JudgeRole.PRIMARY, details.judge), (JudgeRole.SECOND, details.second_judge)):
+            if result is not None:
+                _store_judge(grade, role, result, identity)
+        self.stored.append(grade.pk)
+        self.changed_runs.add(run.pk)
+        return grade, True
 
     def delete(self, grades: QuerySet[RunGrade]) -> None:
         """Delete these grades (their verdicts, report rows and queue pairs go with them)."""

@@ -281,11 +281,16 @@ def waiting_tasks(broker: OwnRedis) -> list[tuple[str, str]]:
     return [(m["headers"]["task"], m["headers"]["argsrepr"]) for m in map(json.loads, raw)]
 
 
+def started_calibration(broker: OwnRedis, revision: RubricRevision, by: User) -> CalibrationRun:
+    """A calibration sent to the test's broker, which is started first."""
+    broker.start()
+    return calibration.start(revision, Actor.member(by))
+
+
 def test_a_calibration_whose_message_the_broker_lost_is_sent_again_and_runs(
     broker: OwnRedis, approved_revision: RubricRevision, maintainer: User
 ) -> None:
-    broker.start()
-    run = calibration.start(approved_revision, Actor.member(maintainer))
+    run = started_calibration(broker, approved_revision, maintainer)
     assert run.job is not None
     assert waiting_tasks(broker) == [(calibrate_revision.name, f"({run.job.pk},)")]
     redis.Redis.from_url(broker.url).delete(celery_app.conf.task_default_queue)  # the broker lost it
@@ -305,8 +310,7 @@ def test_a_calibration_whose_message_the_broker_lost_is_sent_again_and_runs(
 def test_a_calibration_whose_message_cannot_be_sent_again_is_failed_with_its_job(
     broker: OwnRedis, approved_revision: RubricRevision, maintainer: User
 ) -> None:
-    broker.start()
-    run = calibration.start(approved_revision, Actor.member(maintainer))
+    run = started_calibration(broker, approved_revision, maintainer)
     assert run.job is not None
     broker.stop()  # the message is lost with the broker, which is still down when the reaper looks
     bound = settings.JOB_QUEUED_LOST_AFTER_SECONDS
