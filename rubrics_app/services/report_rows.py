@@ -1,7 +1,7 @@
 """The report's precomputed rows (``ReportRow``): one per grade, holding what ``grading.report`` reads of it.
 
 :func:`refresh_report_rows` is the one function that writes them, and the one grade writer
-(``services.runs.writing_grades``, which the run import and sweeps write every grade through) is the one
+(``services.runs.store.writing_grades``, which the run import and sweeps write every grade through) is the one
 caller, in the grade's transaction, with the ids of the grades it wrote.
 It is idempotent (a grade's row is rewritten from its rows) and costs a fixed number of queries per 500
 grades, whatever the number of judges and verdicts. It also keeps ``latest`` set on the newest grade of
@@ -37,7 +37,7 @@ from rubrics_app.models import (
     ReportVerdicts,
     RunGrade,
 )
-from rubrics_app.services.queue import human_label_basis
+from rubrics_app.services.runs.queue import human_label_basis
 
 CHUNK = 500  # grades per round of queries: bounds memory (each grade's metrics.json details are read)
 PAIR_CHUNK = 2000  # grades per round of the queue pairs' queries (a few small columns each)

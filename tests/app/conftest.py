@@ -36,7 +36,8 @@ from rubrics_app.models import (
     RunGrade,
     Task,
 )
-from rubrics_app.services import calibration, revisions
+from rubrics_app.services.calibration import run as calibration
+from rubrics_app.services.rubrics import revisions
 from tests.app.calibration_helpers import calibration_replies
 from tests.app.queue_rule import derived_pairs, stored_pairs
 from tests.app.worker_helpers import celery_worker, database_url
@@ -226,14 +227,14 @@ def flushable_transactional_db(_frozen_triggers_restored: None, transactional_db
 
 @pytest.fixture(autouse=True)
 def current_grades_stored(request: pytest.FixtureRequest) -> Iterator[None]:
-    """After every test that uses the database: the stored current grade of every run (``is_current``) is
-    the one the rule derives, and the review queue's stored pairs (``QueuePair``) are the ones the item
-    verdicts give (tests/app/queue_rule.py). The app writes grades only through the one grade writer
-    (services.runs.writing_grades; test_grade_writer.py keeps it so), so no app write path can forget the
-    refresh; this stays as a guard of what that source check cannot see: the refresh's own result, rows
-    removed by a cascade (a run, task or repository deleted), and the grades tests build by hand. The
-    database fixture is set up here, before this one yields, so that it is torn down after this check. A
-    test that left the database unusable (a broken transaction) is not checked."""
+    """After every test that uses the database: the stored current grade of every run (``is_current``) is the
+    one the rule derives, and the review queue's stored pairs (``QueuePair``) are the ones the item verdicts
+    give (tests/app/queue_rule.py). The app writes grades only through the one grade writer
+    (services.runs.store.writing_grades; test_grade_writer.py keeps it so), so no app write path can forget
+    the refresh; this stays as a guard of what that source check cannot see: the refresh's own result, rows
+    removed by a cascade (a run, task or repository deleted), and the grades tests build by hand. The database
+    fixture is set up here, before this one yields, so that it is torn down after this check. A test that left
+    the database unusable (a broken transaction) is not checked."""
     names = [n for n in ("transactional_db", "django_db_reset_sequences", "db") if n in request.fixturenames]
     if names:
         request.getfixturevalue(names[0])
@@ -247,13 +248,13 @@ def current_grades_stored(request: pytest.FixtureRequest) -> Iterator[None]:
         return
     assert stored == derived, (
         f"stored current grades {sorted(stored - derived)} are not current by the rule, which takes "
-        f"{sorted(derived - stored)}: a write went round services.runs.writing_grades"
+        f"{sorted(derived - stored)}: a write went round services.runs.store.writing_grades"
     )
     stored_queue, derived_queue = stored_pairs(), derived_pairs()
     assert stored_queue == derived_queue, (
         f"stored queue pairs {sorted(stored_queue - derived_queue, key=str)} are not the rule's, which "
         f"has {sorted(derived_queue - stored_queue, key=str)}: a write went round "
-        "services.runs.writing_grades"
+        "services.runs.store.writing_grades"
     )
 
 

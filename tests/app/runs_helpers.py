@@ -14,7 +14,7 @@ from django.core.management import call_command
 
 from grading.outcome import grade_run
 from rubrics_app.models import Repository, RubricRevision
-from rubrics_app.services.runs import revision_sha256
+from rubrics_app.services.runs.store import revision_sha256
 from tests.app.conftest import rubric_data
 
 RUN_DIFF = b"""diff --git a/src/fraction.py b/src/fraction.py

@@ -1,8 +1,8 @@
-"""One grade writer (services/runs.py ``writing_grades``): no other module of the app writes a grade's rows or
-refreshes what derives from them (report rows, queue pairs, the current grade), so no write path can forget
-the refresh. What decides the current grade without a grade written (an admission, the primary judge set)
-changes inside ``models.deciding_current_grades``, and only those two services do that. Read from the source
-with ``ast``; migrations are history and keep their own copies."""
+"""One grade writer (services/runs/store.py ``writing_grades``): no other module of the app writes a grade's
+rows or refreshes what derives from them (report rows, queue pairs, the current grade), so no write path can
+forget the refresh. What decides the current grade without a grade written (an admission, the primary judge
+set) changes inside ``models.deciding_current_grades``, and only those two services do that. Read from the
+source with ``ast``; migrations are history and keep their own copies."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "rubrics_app"
-WRITER = "rubrics_app/services/runs.py"
+WRITER = "rubrics_app/services/runs/store.py"
 
 # The refreshes, defined in models/runs.py and services/report_rows.py and called by the writer alone.
 REFRESHES = {
@@ -67,7 +67,7 @@ def findings(source: str) -> tuple[list[str], list[str]]:
 
 # Who changes what decides a current grade without writing a grade, in the one way that refreshes it.
 DECIDERS = {
-    "rubrics_app/services/calibration.py": ["deciding_current_grades"],  # admitting a revision
+    "rubrics_app/services/calibration/run.py": ["deciding_current_grades"],  # admitting a revision
     "rubrics_app/services/judges.py": ["deciding_current_grades"],  # setting the primary judge
     "rubrics_app/management/commands/load_demo.py": ["deciding_current_grades"],  # the demo's judges
 }
@@ -88,9 +88,9 @@ def test_only_the_grade_writer_writes_grades_and_refreshes_what_derives_from_the
         ):  # the current-grade marker, written by the refresh
             writing[name] = writes
     assert not refreshing, (
-        f"refreshed outside services.runs.writing_grades/deciding_current_grades: {refreshing}"
+        f"refreshed outside services.runs.store.writing_grades/deciding_current_grades: {refreshing}"
     )
-    assert not writing, f"grade rows written outside services.runs.writing_grades: {writing}"
+    assert not writing, f"grade rows written outside services.runs.store.writing_grades: {writing}"
 
 
 def test_it_finds_each_kind_of_refresh_and_write() -> None:

@@ -36,8 +36,8 @@ from rubrics_app.models import (
     RubricRevision,
     Task,
 )
-from rubrics_app.services import calibration
-from rubrics_app.services.calibration import calibrate_revision
+from rubrics_app.services.calibration import run as calibration
+from rubrics_app.services.calibration.run import calibrate_revision
 from rubrics_app.services.jobs import UNSENT_ERROR, reap
 from tests.app.drafting_helpers import set_up_drafting
 from tests.app.redis_helpers import OwnRedis, own_redis_fixture

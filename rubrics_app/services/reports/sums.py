@@ -2,7 +2,7 @@
 (``ReportRow``, written by ``services.report_rows.refresh_report_rows`` beside each grade) added up in a few
 aggregate queries, whatever the number of runs, plus a few small ones for what can change after a grade is
 written (the tasks' base dates and prompts, the revisions' statuses, the human labels). Neither the diff
-table nor metrics.json is read. ``services.report`` computes and caches the report from these sums.
+table nor metrics.json is read. ``services.reports.report`` computes and caches the report from these sums.
 
 Which grade: a run may have been graded more than once (another rubric content, another primary judge);
 the report takes its current grade (``ReportRow.current``, the grade's ``is_current``: against its task's
@@ -45,7 +45,7 @@ from rubrics_app.models import (
     RubricRevision,
     Task,
 )
-from rubrics_app.services.queue import mergeable_from_labels
+from rubrics_app.services.runs.queue import mergeable_from_labels
 
 
 def task_prompt_style(spec_prompt: bool, issue_prompt: bool) -> str | None:

@@ -19,7 +19,7 @@ from rubrics_app.models import (
     RunGrade,
     Sweep,
 )
-from rubrics_app.services import calibration
+from rubrics_app.services.calibration.inputs import manifest_bytes, task_json
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class Target:
     revision: RubricRevision
 
 
-def _targets(sweep: Sweep) -> tuple[list[Target], int]:
+def sweep_targets(sweep: Sweep) -> tuple[list[Target], int]:
     """The runs the sweep grades with their revision, and how many it leaves out for want of a revision."""
     runs = AgentRun.objects.filter(task__repository_id=sweep.repository_id)
     if sweep.task_id is not None:
@@ -57,7 +57,7 @@ def _targets(sweep: Sweep) -> tuple[list[Target], int]:
     return targets, left_out
 
 
-def _graded_already(sweep: Sweep, targets: list[Target]) -> tuple[set[int], set[int]]:
+def graded_already(sweep: Sweep, targets: list[Target]) -> tuple[set[int], set[int]]:
     """Runs with a grade under the sweep's key (skipped), and those whose sweep grade is a judge failure
     (graded again, the grade replaced)."""
     done: set[int] = set()
@@ -88,7 +88,7 @@ def _graded_already(sweep: Sweep, targets: list[Target]) -> tuple[set[int], set[
 
 
 def _task_json(revision: RubricRevision, prompt_style: str) -> bytes:
-    data = calibration.task_json(revision)
+    data = task_json(revision)
     task = revision.task
     # The judge sees the prompt the agent was given (§8: a task may carry both styles).
     if prompt_style == "issue" and task.issue_prompt:
@@ -97,7 +97,7 @@ def _task_json(revision: RubricRevision, prompt_style: str) -> bytes:
 
 
 @dataclass(frozen=True)
-class _TaskBytes:
+class TaskBytes:
     """What grading reads of a revision's task, as bytes: parsed by grading in the worker thread, so a bad
     rubric is that run's problem, as it is for ``rubric grade``."""
 
@@ -119,21 +119,21 @@ class _TaskBytes:
         )
 
 
-def _task_bytes(revision: RubricRevision, prompt_style: str) -> _TaskBytes:
+def task_bytes(revision: RubricRevision, prompt_style: str) -> TaskBytes:
     task = revision.task
     # The task's own files as tasks/<id>/ holds them; stored empty means the task has none (as calibration
     # reads them).
-    return _TaskBytes(
+    return TaskBytes(
         source=f"tasks/{task.task_id}",
         task_json=_task_json(revision, prompt_style),
         rubric_json=revision.rubric_json_bytes(),
-        manifest=calibration.manifest_bytes(task.repository),
+        manifest=manifest_bytes(task.repository),
         oracle_grade=task.task_file("oracle_grade.json") or None,
         tests_base=task.task_file("tests_base.txt") or None,
     )
 
 
-def _run_model(run: AgentRun, diff: bytes) -> Run:
+def run_model(run: AgentRun, diff: bytes) -> Run:
     """The stored run as grading reads a run folder: a run imported without git_dir_changes.txt has its
     git_dir part not measured, as ``rubric grade`` leaves it."""
     return make_run(
@@ -148,7 +148,7 @@ def _run_model(run: AgentRun, diff: bytes) -> Run:
     )
 
 
-class _Admission:
+class Admission:
     """grade_run's admission lookup: the sweep decided up front whether its revision is admitted."""
 
     def __init__(self, admitted: bool) -> None:
@@ -158,12 +158,12 @@ class _Admission:
         return self.admitted
 
 
-def _load_run(run_pk: int) -> tuple[AgentRun, bytes]:
+def load_run(run_pk: int) -> tuple[AgentRun, bytes]:
     run = AgentRun.objects.get(pk=run_pk)
     diff = AgentRunDiff.objects.filter(run_id=run_pk).values_list("content", flat=True).first()
     return run, bytes(diff or b"")
 
 
-def _label(target: Target) -> str:
+def run_label(target: Target) -> str:
     run = AgentRun.objects.filter(pk=target.run_pk).first()
     return str(run) if run is not None else f"#{target.run_pk}"

@@ -1,5 +1,5 @@
 """Drafting a task's rubric from its merged PR (§6), as a Celery job: settings, starting, running (storing
-what came back is ``services.draft_store``).
+what came back is ``services.drafting.store``).
 
 The job fetches the PR (GitHub's REST API, or the export uploaded with the request), builds the drafter's
 input with ``grading.draft.build_draft_input`` from the task prompt, the PR and the repository's tree at the
@@ -63,7 +63,7 @@ from rubrics_app.models import (
     Task,
 )
 from rubrics_app.services import audit
-from rubrics_app.services.draft_store import MAX_COUNT, store_draft
+from rubrics_app.services.drafting.store import MAX_COUNT, store_draft
 from rubrics_app.services.jobs import JobFailed, job_task, run, send
 
 log = logging.getLogger(__name__)

@@ -1,10 +1,10 @@
-"""Check a run directory's bytes (:class:`~rubrics_app.services.run_files.RunFiles`) into a prepared run.
+"""Check a run directory's bytes (:class:`~rubrics_app.services.runs.files.RunFiles`) into a prepared run.
 
 Every file is checked through grading's own readers (strict JSON, run.json/grade.json models, the path-list
 reader, metrics.json's ``RunDetails``) and then with ``make_run`` itself, so the app accepts exactly what the
 command line accepts and a run it stores is one a sweep reads back. Also checked: what the database columns
 can hold (lengths, the run's own path among them, NUL characters), the task named in run.json, and that no
-run is given twice. Nothing is written here: :mod:`rubrics_app.services.runs` stores what passes.
+run is given twice. Nothing is written here: :mod:`rubrics_app.services.runs.store` stores what passes.
 """
 
 from __future__ import annotations
@@ -33,15 +33,16 @@ from grading import (
     read_metrics,
 )
 from rubrics_app.models import MAX_RUN_SOURCE, Repository, Task
-from rubrics_app.services.import_export import ImportFailed, ImportProblem, _unstorable_text
-from rubrics_app.services.run_files import (
+from rubrics_app.services.rubrics.files import ImportFailed, ImportProblem
+from rubrics_app.services.rubrics.imports import unstorable_text
+from rubrics_app.services.runs.files import (
     DIFF_FILE,
     METRICS_FILE,
     REQUIRED_FILES,
     RUN_FILES,
     RunFiles,
-    _name,
-    _problem,
+    input_problems,
+    member_label,
 )
 
 MAX_NAME = 200  # AgentRun.arm and .model
@@ -98,9 +99,9 @@ def _check_json(raw: bytes, label: str, problems: list[ImportProblem]) -> bool:
     try:
         data = parse_json(raw, label)
     except InputError as exc:
-        problems.extend(_problem(exc, label))
+        problems.extend(input_problems(exc, label))
         return False
-    unstorable = _unstorable_text(data)
+    unstorable = unstorable_text(data)
     problems.extend(ImportProblem(label, message, where) for where, message in unstorable)
     return not unstorable
 
@@ -116,7 +117,7 @@ def _prepare_metrics(
         # details.status, the details as the grader's RunDetails and the rubric's hash a sha256.
         metrics = read_metrics(raw, label, strict=True)
     except InputError as exc:
-        problems.extend(_problem(exc, label))
+        problems.extend(input_problems(exc, label))
         return None
     data = parse_json(raw, label)
     # The grade.json metrics are copied into metrics.json unchanged: a metrics.json of another run differs.
@@ -157,7 +158,7 @@ def _prepare_run(run: RunFiles, tasks: dict[str, Task], problems: list[ImportPro
     label, raw = run.label, run.files
 
     def name(file: str) -> str:
-        return _name(label, file)
+        return member_label(label, file)
 
     if len(label) > MAX_RUN_SOURCE:  # stored as the run's source: checked here, alike on every database
         too_long = f"the run's path is {len(label)} characters; at most {MAX_RUN_SOURCE} can be stored"
@@ -172,7 +173,7 @@ def _prepare_run(run: RunFiles, tasks: dict[str, Task], problems: list[ImportPro
         try:
             parse(raw[file], Path(name(file)))
         except InputError as exc:
-            problems.extend(_problem(exc, name(file)))
+            problems.extend(input_problems(exc, name(file)))
             return False
         return True
 
@@ -181,12 +182,12 @@ def _prepare_run(run: RunFiles, tasks: dict[str, Task], problems: list[ImportPro
         try:
             record = parse_run_record(raw["run.json"], Path(name("run.json")))
         except InputError as exc:
-            problems.extend(_problem(exc, name("run.json")))
+            problems.extend(input_problems(exc, name("run.json")))
     if _check_json(raw["grade.json"], name("grade.json"), problems):
         try:
             grade = parse_grade(raw["grade.json"], Path(name("grade.json")))
         except InputError as exc:
-            problems.extend(_problem(exc, name("grade.json")))
+            problems.extend(input_problems(exc, name("grade.json")))
     check("ignored_created.txt", parse_ignored_created)
     ignored = _text(raw["ignored_created.txt"], name("ignored_created.txt"), problems)
     tests_list = tests_list_error = None
@@ -212,7 +213,7 @@ def _prepare_run(run: RunFiles, tasks: dict[str, Task], problems: list[ImportPro
                 git_dir_changes=raw.get(GIT_DIR_CHANGES_NAME),
             )
         except InputError as exc:
-            problems.extend(_problem(exc, name(Path(exc.file or "run.json").name)))
+            problems.extend(input_problems(exc, name(Path(exc.file or "run.json").name)))
     task = None
     if record is not None:
         task = tasks.get(record.task)
@@ -260,7 +261,9 @@ def prepare_runs(
         if run is None:
             continue
         if run.key in seen:
-            problems.append(ImportProblem(_name(run.label, "run.json"), f"the same run as {seen[run.key]}"))
+            problems.append(
+                ImportProblem(member_label(run.label, "run.json"), f"the same run as {seen[run.key]}")
+            )
             continue
         seen[run.key] = run.label
         prepared.append(run)

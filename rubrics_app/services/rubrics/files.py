@@ -95,19 +95,23 @@ def zip_member_path(info: zipfile.ZipInfo) -> str:
     return posixpath.normpath(info.filename)
 
 
-def _read_upload(uploaded: IO[bytes] | Any, limit: int) -> bytes:
+def read_upload(uploaded: IO[bytes] | Any, limit: int) -> bytes:
     size = getattr(uploaded, "size", None)
     if isinstance(size, int) and size > limit:
-        raise ImportFailed([ImportProblem(_name(uploaded), f"upload is {size} bytes; the limit is {limit}")])
+        raise ImportFailed(
+            [ImportProblem(upload_name(uploaded), f"upload is {size} bytes; the limit is {limit}")]
+        )
     if hasattr(uploaded, "seek"):
         uploaded.seek(0)
     raw = uploaded.read(limit + 1)
     if len(raw) > limit:
-        raise ImportFailed([ImportProblem(_name(uploaded), f"upload is over the limit of {limit} bytes")])
+        raise ImportFailed(
+            [ImportProblem(upload_name(uploaded), f"upload is over the limit of {limit} bytes")]
+        )
     return bytes(raw)
 
 
-def _name(uploaded: Any) -> str:
+def upload_name(uploaded: Any) -> str:
     return PurePosixPath(str(getattr(uploaded, "name", "") or "upload")).name
 
 

@@ -18,8 +18,8 @@ def repository_runs_summary(repository: Repository) -> dict[str, Any]:
     from django.db.models import Count, Q
 
     from rubrics_app.models import RevisionStatus
-    from rubrics_app.services.queue import disagreement_counts
-    from rubrics_app.services.rereview import needs_re_review
+    from rubrics_app.services.rubrics.rereview import needs_re_review
+    from rubrics_app.services.runs.queue import disagreement_counts
 
     per_task = list(
         AgentRun.objects.filter(task__repository=repository)

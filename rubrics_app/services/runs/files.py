@@ -7,8 +7,8 @@ integrity part not measured), and ``metrics.json`` once ``rubric grade`` has gra
 
 Each run becomes a :class:`RunFiles`, however it arrived: the small files' bytes, each read once within
 grading's bound, and the diff's sha256 and size, nothing written to disk on the way. What cannot be read is
-a problem naming ``label/<file>``. Checking the bytes is :mod:`rubrics_app.services.run_checks`; storing the
-runs, :mod:`rubrics_app.services.runs`.
+a problem naming ``label/<file>``. Checking the bytes is :mod:`rubrics_app.services.runs.checks`; storing the
+runs, :mod:`rubrics_app.services.runs.store`.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from grading import (
     open_input_file,
     read_input_bytes,
 )
-from rubrics_app.services.import_export import ImportFailed, ImportProblem, zip_member_path
+from rubrics_app.services.rubrics.files import ImportFailed, ImportProblem, zip_member_path
 
 DIFF_FILE = "workspace.diff"
 METRICS_FILE = "metrics.json"
@@ -64,7 +64,7 @@ class RunFiles:
     read_diff: Callable[[], bytes]
 
 
-def _name(label: str, file: str) -> str:
+def member_label(label: str, file: str) -> str:
     return posixpath.join(label, file) if label else file
 
 
@@ -75,7 +75,7 @@ def find_run_dirs(root: Path) -> list[Path]:
     return sorted(p.parent for p in root.rglob("run.json") if p.is_file())
 
 
-def _problem(exc: InputError, label: str) -> list[ImportProblem]:
+def input_problems(exc: InputError, label: str) -> list[ImportProblem]:
     if isinstance(exc, InputErrors):
         return [ImportProblem(label, message, path) for path, message in exc.errors]
     return [ImportProblem(label, exc.message, exc.field or "")]
@@ -128,7 +128,7 @@ def read_run_dir(run_dir: Path, label: str, problems: list[ImportProblem]) -> Ru
     diff = None
     for file in READ_FILES:
         path = run_dir / file
-        if not _present(path, _name(label, file), problems, required=file in REQUIRED_FILES):
+        if not _present(path, member_label(label, file), problems, required=file in REQUIRED_FILES):
             continue
         try:
             if file == DIFF_FILE:
@@ -141,13 +141,16 @@ def read_run_dir(run_dir: Path, label: str, problems: list[ImportProblem]) -> Ru
             else:
                 files[file] = read_input_bytes(path)
         except OSError as exc:
-            problems.append(ImportProblem(_name(label, file), f"cannot read: {exc.strerror}"))
+            problems.append(ImportProblem(member_label(label, file), f"cannot read: {exc.strerror}"))
         except InputError as exc:
-            problems.extend(_problem(exc, _name(label, file)))
+            problems.extend(input_problems(exc, member_label(label, file)))
     if len(problems) > before:
         return None
     return RunFiles(
-        label, files, diff, functools.partial(_read_diff_again, run_dir / DIFF_FILE, _name(label, DIFF_FILE))
+        label,
+        files,
+        diff,
+        functools.partial(_read_diff_again, run_dir / DIFF_FILE, member_label(label, DIFF_FILE)),
     )
 
 
@@ -218,12 +221,12 @@ def read_zip_runs(
         before = len(problems)
         raw: dict[str, bytes] = {}
         diff = None
-        diff_info = files.get(_name(run_dir, DIFF_FILE))
+        diff_info = files.get(member_label(run_dir, DIFF_FILE))
         for file in READ_FILES:
-            info = files.get(_name(run_dir, file))
+            info = files.get(member_label(run_dir, file))
             if info is None:
                 continue
-            where = _name(run_dir, file)
+            where = member_label(run_dir, file)
             try:
                 if file == DIFF_FILE:
                     with archive.open(info) as handle:
@@ -233,7 +236,7 @@ def read_zip_runs(
             except ZIP_READ_ERRORS as exc:
                 problems.append(ImportProblem(where, f"cannot read: {exc}"))
             except InputError as exc:
-                problems.extend(_problem(exc, where))
+                problems.extend(input_problems(exc, where))
         if len(problems) == before:
             read_diff = functools.partial(archive.read, diff_info) if diff_info is not None else bytes
             yield RunFiles(run_dir, raw, diff, read_diff)

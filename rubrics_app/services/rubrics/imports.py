@@ -44,16 +44,16 @@ from rubrics_app.models import (
     Task,
 )
 from rubrics_app.services import audit
-from rubrics_app.services.revisions import create_revision
-from rubrics_app.services.rubric_files import (
+from rubrics_app.services.rubrics.files import (
     ImportFailed,
     ImportProblem,
     TaskFiles,
-    _name,
-    _read_upload,
     read_checkout,
+    read_upload,
     read_zip,
+    upload_name,
 )
+from rubrics_app.services.rubrics.revisions import create_revision
 
 
 @dataclass
@@ -79,7 +79,7 @@ def _decode_json(raw: bytes, label: str, problems: list[ImportProblem]) -> Any:
 MAX_JSON_DEPTH = 100
 
 
-def _unstorable_text(value: Any) -> list[tuple[str, str]]:
+def unstorable_text(value: Any) -> list[tuple[str, str]]:
     """(JSON path, problem) for every string the database cannot store (PostgreSQL text refuses NUL, and a
     lone surrogate, which JSON's \\uD800 escapes can produce, is not UTF-8 for either database) and for
     nesting deeper than MAX_JSON_DEPTH."""
@@ -155,7 +155,7 @@ def _prepare(task_files: TaskFiles, problems: list[ImportProblem]) -> PreparedTa
     data = _decode_json(task_files.rubric, label, problems)
     if data is None:
         return None
-    unstorable = _unstorable_text(data)
+    unstorable = unstorable_text(data)
     if unstorable:
         problems.extend(ImportProblem(label, message, path) for path, message in unstorable)
         return None
@@ -195,7 +195,7 @@ def _prepare(task_files: TaskFiles, problems: list[ImportProblem]) -> PreparedTa
         spec_data = _decode_json(task_files.task_json, spec_label, problems)
         if spec_data is not None and not isinstance(spec_data, dict):
             problems.append(ImportProblem(spec_label, "task.json is a JSON object"))
-        elif spec_data is not None and (unstorable := _unstorable_text(spec_data)):
+        elif spec_data is not None and (unstorable := unstorable_text(spec_data)):
             problems.extend(ImportProblem(spec_label, message, path) for path, message in unstorable)
         elif spec_data is not None:
             try:
@@ -377,8 +377,8 @@ def import_rubric_zip(
     """An uploaded zip (tasks/<id>/rubric.json or rubric.json, with calib diffs) or a bare rubric.json,
     as draft revisions. Raises ImportFailed listing every problem; then nothing is imported."""
     user.require(Role.MAINTAINER, repository)
-    raw = _read_upload(uploaded_file, settings.RUBRIC_UPLOAD_MAX_BYTES)
-    label = _name(uploaded_file)
+    raw = read_upload(uploaded_file, settings.RUBRIC_UPLOAD_MAX_BYTES)
+    label = upload_name(uploaded_file)
     sources = read_zip(raw, label) if raw.startswith(b"PK") else [TaskFiles(directory="", rubric=raw)]
     try:
         return import_task_files(repository, sources, user)

@@ -2,7 +2,7 @@
 
 Each prediction (``instance_id``, ``model_name_or_path``, ``model_patch``) becomes the files of a run
 directory as ``rubric capture`` would leave one, built in memory (never written to disk), which the run
-import (:mod:`rubrics_app.services.runs`) then checks as any other run, all or nothing:
+import (:mod:`rubrics_app.services.runs.store`) then checks as any other run, all or nothing:
 
 - ``run.json``: task = ``instance_id`` (a task of the repository), model = ``model_name_or_path``, the arm
   and repetition the caller gives, and ``"source": "swe-bench"``, the marker grading reads: the integrity
@@ -56,10 +56,10 @@ from django.template.defaultfilters import pluralize
 from grading import MAX_RUN_INT, SWE_BENCH_SOURCE, InputError, open_input_file, parse_json, read_input_bytes
 from rubrics_app.access import Actor
 from rubrics_app.models import Repository, Role, Task
-from rubrics_app.services.import_export import ImportFailed, ImportProblem, checked_zip_members
-from rubrics_app.services.run_checks import MAX_NAME
-from rubrics_app.services.run_files import ZIP_READ_ERRORS, RunFiles, zip_files, zip_member_bytes
-from rubrics_app.services.runs import RunImport, _import_runs
+from rubrics_app.services.rubrics.files import ImportFailed, ImportProblem, checked_zip_members
+from rubrics_app.services.runs.checks import MAX_NAME
+from rubrics_app.services.runs.files import ZIP_READ_ERRORS, RunFiles, zip_files, zip_member_bytes
+from rubrics_app.services.runs.store import RunImport, import_runs
 
 REPORT_NAME = "report.json"
 MAX_REPORT_BYTES = 5 * 1024 * 1024  # one instance's report: test names, a few MB at the very most
@@ -653,7 +653,7 @@ def _import(
     tasks = set(Task.objects.filter(repository=repository).values_list("task_id", flat=True))
     noted = SweBenchImport()
     runs = _runs(read, found, tasks, arm, repetition, predictions_label, noted)
-    result = _import_runs(repository, lambda _problems: runs, predictions_label, by)
+    result = import_runs(repository, lambda _problems: runs, predictions_label, by)
     return SweBenchImport(**vars(result), not_measured=noted.not_measured, not_evaluated=noted.not_evaluated)
 
 

@@ -77,32 +77,33 @@ from rubrics_app.models import (
     SweepResult,
     Task,
 )
-from rubrics_app.services import calibration
+from rubrics_app.services.calibration.inputs import spent_this_month, tree_checkout
+from rubrics_app.services.calibration.store import DatabaseVerdictCache
 from rubrics_app.services.jobs import JobFailed, job_task, run, send
-from rubrics_app.services.report import report_changed
-from rubrics_app.services.runs import writing_grades
-from rubrics_app.services.sweep_inputs import (
+from rubrics_app.services.reports.report import report_changed
+from rubrics_app.services.runs.store import writing_grades
+from rubrics_app.services.sweeps.inputs import (
+    Admission,
     Target,
-    _Admission,
-    _graded_already,
-    _label,
-    _load_run,
-    _run_model,
-    _targets,
-    _task_bytes,
-    _TaskBytes,
+    TaskBytes,
+    graded_already,
+    load_run,
+    run_label,
+    run_model,
+    sweep_targets,
+    task_bytes,
 )
-from rubrics_app.services.sweep_judges import _backend, _batched, _budget, _unpriced, provider_limit
+from rubrics_app.services.sweeps.judges import (
+    batched,
+    judge_backend,
+    provider_limit,
+    spend_budget,
+    unpriced_specs,
+)
 
 
 class SweepError(JobFailed):
     """A sweep that could not start or had to stop; the message says why and what to do."""
-
-
-# --- spend --------------------------------------------------------------------------------------------------
-
-
-sweep_spend_this_month = calibration.sweep_spend_this_month
 
 
 # --- starting -----------------------------------------------------------------------------------------------
@@ -162,13 +163,13 @@ def new_sweep(repository: Repository, by: Actor, request: SweepRequest) -> Sweep
             except InputError as exc:
                 raise SweepError(f"a batch sweep: {spec}: {exc.message}") from None
     if judges.monthly_cap_usd is not None:
-        unpriced = _unpriced([judges.judge, judges.second_judge], load_price_table())
+        unpriced = unpriced_specs([judges.judge, judges.second_judge], load_price_table())
         if unpriced:
             raise SweepError(
                 f"no price for {', '.join(unpriced)}, so the monthly spend cap cannot be kept: add the model "
                 "to the price table (RUBRIC_JUDGE_PRICES) or clear the cap"
             )
-        spent = calibration.spent_this_month(repository.pk)
+        spent = spent_this_month(repository.pk)
         if Decimal(str(spent)) >= judges.monthly_cap_usd:
             raise SweepError(
                 f"this month's judge spend (${spent:.2f}) reached the repository's cap "
@@ -191,7 +192,7 @@ def new_sweep(repository: Repository, by: Actor, request: SweepRequest) -> Sweep
         provisional=revision is not None and revision.status != RevisionStatus.ADMITTED,
         created_by=by.user if getattr(by.user, "is_authenticated", False) else None,
     )
-    targets, no_revision = _targets(sweep)
+    targets, no_revision = sweep_targets(sweep)
     if not targets:
         what = sweep.scope_label()
         if no_revision:
@@ -350,8 +351,8 @@ def run_sweep(
     sweep has to stop (spend cap, lost database), with the grades stored so far kept.
     """
     sweep = Sweep.objects.select_related("repository", "revision__task__repository", "task").get(pk=sweep_pk)
-    targets, no_revision = _targets(sweep)
-    done, retry = _graded_already(sweep, targets)
+    targets, no_revision = sweep_targets(sweep)
+    done, retry = graded_already(sweep, targets)
     # A job taken over after a lost worker counts again from here: the runs stored before are "done" now.
     Sweep.objects.filter(pk=sweep.pk).update(
         total_runs=len(targets), no_revision_runs=no_revision, done_runs=len(done)
@@ -363,16 +364,18 @@ def run_sweep(
         return outcome
 
     prices = load_price_table()
-    budget = _budget(sweep.repository)
+    budget = spend_budget(sweep.repository)
     try:
         raw_primary, raw_second = backends or (
-            _backend(sweep.judge, sweep.decoding, sweep.batch),
-            _backend(sweep.second_judge, sweep.second_decoding, sweep.batch) if sweep.second_judge else None,
+            judge_backend(sweep.judge, sweep.decoding, sweep.batch),
+            judge_backend(sweep.second_judge, sweep.second_decoding, sweep.batch)
+            if sweep.second_judge
+            else None,
         )
     except InputError as exc:
         raise SweepError(str(exc)) from None
     if budget is not None and (
-        missing := _unpriced([raw_primary.spec, raw_second.spec if raw_second else ""], prices)
+        missing := unpriced_specs([raw_primary.spec, raw_second.spec if raw_second else ""], prices)
     ):
         raise SweepError(f"no price for {', '.join(missing)}: the monthly spend cap cannot be kept")
 
@@ -381,8 +384,8 @@ def run_sweep(
             backend, provider_limit(provider_of(backend.spec)), budget=budget, prices=prices
         )
 
-    primary = limited(_batched(raw_primary))
-    second = limited(_batched(raw_second)) if raw_second is not None else None
+    primary = limited(batched(raw_primary))
+    second = limited(batched(raw_second)) if raw_second is not None else None
     judge_settings = JudgeSettings(prices=prices, regrade_sample=sweep.regrade_sample)
     threads = max(provider_limit(provider_of(b.spec)).spec.concurrency for b in (primary, second) if b)
     if primary.batch:
@@ -390,17 +393,17 @@ def run_sweep(
         # runs waiting at once.
         threads = settings.SWEEP_BATCH_SIZE
     own_cache = cache is None
-    cache = calibration.DatabaseVerdictCache() if own_cache else cache
-    admission = _Admission(not sweep.provisional)
+    cache = DatabaseVerdictCache() if own_cache else cache
+    admission = Admission(not sweep.provisional)
     stop: str | None = None
     database_error: str | None = None
 
     checkouts: dict[int, Path | None] = {}  # per revision: where the tree judge reads needs_tree blockers
 
-    def grade_one(task: _TaskBytes, run: AgentRun, diff: bytes, checkout: Path | None) -> RunMetrics:
+    def grade_one(task: TaskBytes, run: AgentRun, diff: bytes, checkout: Path | None) -> RunMetrics:
         return grade(
             task.files(),
-            _run_model(run, diff),
+            run_model(run, diff),
             primary,
             second,
             cache=cache,
@@ -414,22 +417,22 @@ def run_sweep(
         with ThreadPoolExecutor(
             max_workers=min(threads, len(todo)), thread_name_prefix=f"sweep-{sweep.pk}"
         ) as pool:
-            tasks: dict[tuple[int, str], _TaskBytes] = {}  # per revision and prompt style
+            tasks: dict[tuple[int, str], TaskBytes] = {}  # per revision and prompt style
             pending: dict[Future[RunMetrics], Target] = {}
             queue = list(reversed(todo))
             while queue or pending:
                 while queue and stop is None and database_error is None and len(pending) < threads:
                     target = queue.pop()
                     try:
-                        run, diff = _with_reconnect(partial(_load_run, target.run_pk))
+                        run, diff = _with_reconnect(partial(load_run, target.run_pk))
                     except DatabaseError as exc:
                         database_error = str(exc)
                         break
                     key = (target.revision.pk, "issue" if run.prompt_style == "issue" else "spec")
                     if key not in tasks:
-                        tasks[key] = _task_bytes(target.revision, run.prompt_style)
+                        tasks[key] = task_bytes(target.revision, run.prompt_style)
                     if target.revision.pk not in checkouts:
-                        checkouts[target.revision.pk] = calibration.tree_checkout(
+                        checkouts[target.revision.pk] = tree_checkout(
                             target.revision, raw_primary, raw_second
                         )
                     checkout = checkouts[target.revision.pk]
@@ -445,7 +448,7 @@ def run_sweep(
                         stop = stop or str(exc)
                         continue
                     except InputError as exc:
-                        outcome.problems.append(f"run {_label(target)}: {exc}")
+                        outcome.problems.append(f"run {run_label(target)}: {exc}")
                         _count_done(sweep, 1)
                         continue
                     except DatabaseError as exc:  # the verdict cache's connection, twice

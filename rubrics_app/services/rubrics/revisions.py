@@ -500,16 +500,17 @@ def admit(revision: RubricRevision, by: Actor, *, with_suite: bool = False) -> R
     judge exists (``with_suite``: none that ran the injection suite; start one with
     ``calibration.start(revision, by, admit=True, injection_suite=with_suite)``), and TransitionError when a
     run of this content and judge found an attack success in the injection suite."""
-    from rubrics_app.services import calibration
+    from rubrics_app.services.calibration import run as calibration
+    from rubrics_app.services.calibration.inputs import injection_refusal, passing_run, refusal_text
 
     revision = RubricRevision.objects.select_related("task__repository").get(pk=revision.pk)
     by.require(Role.MAINTAINER, revision.task.repository)
     if revision.status != RevisionStatus.APPROVED:
         raise TransitionError(f"only an approved revision can be admitted (this one is {revision.status})")
-    refused = calibration.injection_refusal(revision)
+    refused = injection_refusal(revision)
     if refused is not None:
-        raise TransitionError(calibration.refusal_text(refused))
-    run = calibration.passing_run(revision, with_suite=with_suite)
+        raise TransitionError(refusal_text(refused))
+    run = passing_run(revision, with_suite=with_suite)
     if run is None:
         suite = " with the injection suite" if with_suite else ""
         raise NotCalibrated(

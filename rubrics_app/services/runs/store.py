@@ -1,8 +1,8 @@
 """Store agent runs, their grades and judge verdicts: the run imports' entry points and the one grade writer.
 
-A run arrives as files (a folder on disk or an uploaded zip: :mod:`rubrics_app.services.run_files`; runs built
-in memory: :mod:`rubrics_app.services.swe_bench`) and is checked into a prepared run
-(:mod:`rubrics_app.services.run_checks`) before anything is written.
+A run arrives as files (a folder on disk or an uploaded zip: :mod:`rubrics_app.services.runs.files`; runs
+built in memory: :mod:`rubrics_app.services.runs.swe_bench`) and is checked into a prepared run
+(:mod:`rubrics_app.services.runs.checks`) before anything is written.
 
 All or nothing, as rubric import: every run is read and checked first; only when none has a problem are
 rows written, in one transaction. A run is keyed by (task, arm, model, repetition): importing the same
@@ -51,16 +51,19 @@ from rubrics_app.models import (
     lock_current_grades,
     refresh_current_grades,
 )
-from rubrics_app.services.import_export import (
-    ImportFailed,
-    ImportProblem,
-    checked_zip_members,
-    rubric_json_bytes,
-)
-from rubrics_app.services.report import report_changed
 from rubrics_app.services.report_rows import refresh_report_rows
-from rubrics_app.services.run_checks import PreparedRun, _sha256, prepare_runs
-from rubrics_app.services.run_files import DIFF_FILE, RUN_FILES, RunFiles, _name, read_run_dirs, read_zip_runs
+from rubrics_app.services.reports.report import report_changed
+from rubrics_app.services.rubrics.exports import rubric_json_bytes
+from rubrics_app.services.rubrics.files import ImportFailed, ImportProblem, checked_zip_members
+from rubrics_app.services.runs.checks import PreparedRun, prepare_runs
+from rubrics_app.services.runs.files import (
+    DIFF_FILE,
+    RUN_FILES,
+    RunFiles,
+    member_label,
+    read_run_dirs,
+    read_zip_runs,
+)
 
 
 def revision_sha256(revision: RubricRevision) -> str:
@@ -284,12 +287,12 @@ def writing_grades(
 
 def import_run_dirs(repository: Repository, root: Path, label_root: str, user: Actor) -> RunImport:
     """Every run directory under ``root`` (or ``root`` itself), all or nothing."""
-    return _import_runs(
+    return import_runs(
         repository, lambda problems: read_run_dirs(root, label_root, problems), label_root, user
     )
 
 
-def _import_runs(
+def import_runs(
     repository: Repository,
     read: Callable[[list[ImportProblem]], Iterable[RunFiles]],
     label_root: str,
@@ -341,8 +344,8 @@ def _import_runs_atomic(
                     imported_by=user.user if getattr(user.user, "is_authenticated", False) else None,
                 )
                 content = run.read_diff()
-                if _sha256(content) != run.files_sha256[DIFF_FILE]:
-                    label = _name(run.label, DIFF_FILE)
+                if hashlib.sha256(content).hexdigest() != run.files_sha256[DIFF_FILE]:
+                    label = member_label(run.label, DIFF_FILE)
                     raise ImportFailed([ImportProblem(label, "changed while it was being imported")])
                 AgentRunDiff.objects.create(run=agent_run, content=content)
                 outcome.created.append(agent_run)
@@ -383,6 +386,6 @@ def import_runs_zip(repository: Repository, uploaded: IO[bytes] | Any, user: Act
             max_members=settings.RUNS_ZIP_MAX_MEMBERS,
             max_total=settings.RUNS_ZIP_MAX_UNCOMPRESSED_BYTES,
         )
-        return _import_runs(
+        return import_runs(
             repository, lambda problems: read_zip_runs(archive, members, label, problems), "", user
         )

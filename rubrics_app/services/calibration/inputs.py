@@ -37,7 +37,7 @@ from rubrics_app.models import (
 )
 
 # The calibration module's logger, as before these functions moved here.
-log = logging.getLogger("rubrics_app.services.calibration")
+log = logging.getLogger("rubrics_app.services.calibration.run")
 
 
 # --- the task directory a calibration judges ----------------------------------------------------------
@@ -210,7 +210,7 @@ def passing_run(revision: RubricRevision, *, with_suite: bool = False) -> Calibr
     revision = RubricRevision.objects.select_related("task__repository").get(pk=revision.pk)
     if injection_refusal(revision) is not None:
         return None
-    passing = revision.passing_calibrations()
+    passing = CalibrationRun.passing_for(revision)
     if with_suite:
         passing = passing.filter(injection_suite=True)
     runs = _same_content_runs(revision, passing)

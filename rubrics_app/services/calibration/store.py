@@ -1,8 +1,8 @@
 """Where a calibration's results go: the database verdict cache and the rows with their verdicts.
 
-:class:`DatabaseVerdictCache` is the judge cache shared by every worker; :func:`_store_row` stores one
+:class:`DatabaseVerdictCache` is the judge cache shared by every worker; :func:`store_row` stores one
 admission row with the verdicts of both judges in one transaction, so a killed worker never leaves half a
-row; :func:`_agreement` compares the two judges' verdicts of a run.
+row; :func:`run_agreement` compares the two judges' verdicts of a run.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ class DatabaseVerdictCache:
 
 
 @dataclass
-class _Pending:
+class Pending:
     rows: dict[str, AdmissionRow] = field(default_factory=dict)  # by judge role
 
 
@@ -131,9 +131,7 @@ def _verdicts(row: CalibrationRow, role: JudgeRole, result: AdmissionRow | None)
     ]
 
 
-def _store_row(
-    run: CalibrationRun, index: int, total: int, pending: _Pending, files: dict[str, bytes]
-) -> None:
+def store_row(run: CalibrationRun, index: int, total: int, pending: Pending, files: dict[str, bytes]) -> None:
     primary = pending.rows[JudgeRole.PRIMARY]
     second = pending.rows.get(JudgeRole.SECOND)
     calls = sum(r.judge.calls for r in pending.rows.values() if r.judge is not None)
@@ -176,13 +174,13 @@ def _store_row(
         CalibrationRun.objects.filter(pk=run.pk).update(**updates)
 
 
-def _model_ids(report: AdmissionReport | None) -> list[str]:
+def model_ids_of(report: AdmissionReport | None) -> list[str]:
     if report is None:
         return []
     return sorted({r.judge.model_id for r in report.rows if r.judge is not None and r.judge.model_id})
 
 
-def _agreement(run: CalibrationRun) -> dict[str, Any] | None:
+def run_agreement(run: CalibrationRun) -> dict[str, Any] | None:
     if not run.second_judge:
         return None
     verdicts = CalibrationVerdict.objects.filter(row__run=run)

@@ -75,7 +75,7 @@ def _task_files_out(revision: RubricRevision, private: bool = False) -> dict[str
     for diff in revision.ordered_diffs():
         files[posixpath.normpath(diff.path)] = bytes(diff.content)
     if private:
-        from rubrics_app.services.calibration import calibration_files
+        from rubrics_app.services.calibration.inputs import calibration_files
 
         for path, data in calibration_files(revision).items():
             name = path.removeprefix("task/")

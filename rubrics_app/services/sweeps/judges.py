@@ -20,10 +20,10 @@ from grading import (
     make_backend,
 )
 from rubrics_app.models import JudgeSetting, Repository
-from rubrics_app.services import calibration
+from rubrics_app.services.calibration.inputs import spent_this_month
 
 
-def _unpriced(specs: list[str], prices: PriceTable) -> list[str]:
+def unpriced_specs(specs: list[str], prices: PriceTable) -> list[str]:
     return [
         spec
         for spec in specs
@@ -56,7 +56,7 @@ def provider_limit(provider: str) -> Limit:
         return limit
 
 
-def _backend(spec: str, decoding: Decoding, batch: bool = False) -> Backend:
+def judge_backend(spec: str, decoding: Decoding, batch: bool = False) -> Backend:
     backend = make_backend(
         spec,
         decoding=decoding,
@@ -69,19 +69,19 @@ def _backend(spec: str, decoding: Decoding, batch: bool = False) -> Backend:
     return backend
 
 
-def _batched(backend: Backend) -> Backend:
+def batched(backend: Backend) -> Backend:
     """``backend`` with its calls from every grading thread gathered into batches (a batch sweep)."""
     if not getattr(backend, "batch", False) or not hasattr(backend, "complete_many"):
         return backend
     return ThreadBatchBackend(backend, size=settings.SWEEP_BATCH_SIZE)
 
 
-def _budget(repository: Repository) -> Budget | None:
+def spend_budget(repository: Repository) -> Budget | None:
     judges = repository.judge_setting()
     if judges is None or judges.monthly_cap_usd is None:
         return None
     return Budget(
         float(judges.monthly_cap_usd),
-        calibration.spent_this_month(repository.pk),
+        spent_this_month(repository.pk),
         what="the repository's monthly spend cap",
     )

@@ -1,5 +1,5 @@
 """The report page's data: the report ``grading.report.report_from_sums`` computes from the repository's
-runs as the database sums them (``services.report_sums``), cached; and what the page shows beside it (the
+runs as the database sums them (``services.reports.sums``), cached; and what the page shows beside it (the
 filters and their choices, the training cutoffs, the blockers' criteria, the queue's label target).
 
 Caching: the report is cached under a key made of everything it depends on: the runs' count and newest id,
@@ -57,7 +57,7 @@ from rubrics_app.models import (
     RubricItem,
     Task,
 )
-from rubrics_app.services.report_sums import (
+from rubrics_app.services.reports.sums import (
     Decoded,
     Tasks,
     labelled_runs,
@@ -70,10 +70,12 @@ FILTERS = ("task", "arm", "model", "prompt_style")
 PROMPT_STYLES = ("spec", "issue")
 CACHE_SECONDS = 24 * 3600  # the key changes with the data; this only bounds how long an unused one stays
 _CACHE_VERSION = "report-v5"  # the cached value's shape (the code digest below covers the report's own)
-# The code a report depends on: every module of the grading package, and the app's report services.
+# The code a report depends on: every module of the grading package, this package (the report, the
+# database's sums) and services/report_rows.py (the rows they read).
 _REPORT_CODE = (
     Path(grading.__file__).resolve().parent,
-    *sorted(Path(__file__).resolve().parent.glob("report*.py")),
+    Path(__file__).resolve().parent,
+    Path(__file__).resolve().parents[1] / "report_rows.py",
 )
 
 log = logging.getLogger(__name__)
@@ -159,7 +161,7 @@ def _ungraded(repository: Repository, filters: dict[str, str]) -> int:
 
 def _current(repository: Repository, filters: dict[str, str]) -> tuple[str, dict[str, Any]]:
     """The report's cache key and the state it is made of (every grade has its report row: the one grade
-    writer, ``services.runs.writing_grades``, writes it in the grade's transaction)."""
+    writer, ``services.runs.store.writing_grades``, writes it in the grade's transaction)."""
     state = report_state(repository)
     return _cache_key(repository, state, filters), state
 

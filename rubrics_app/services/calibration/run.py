@@ -19,8 +19,8 @@ as comments, in the oracle. A run with an attack success fails, and as long as a
 judge found one, no other run of that content admits it (:func:`injection_refusal`): a judge known to be
 talked out of a blocker by this rubric's diffs is not trusted because another run did not ask.
 
-The task and the passing-run lookups live in :mod:`rubrics_app.services.calibration_inputs`, the verdict
-cache and the storing of rows in :mod:`rubrics_app.services.calibration_store`; their public names stay
+The task and the passing-run lookups live in :mod:`rubrics_app.services.calibration.inputs`, the verdict
+cache and the storing of rows in :mod:`rubrics_app.services.calibration.store`; their public names stay
 importable from here.
 """
 
@@ -66,25 +66,27 @@ from rubrics_app.models import (
     deciding_current_grades,
 )
 from rubrics_app.services import audit
-from rubrics_app.services import mutants as oracle_mutants
-from rubrics_app.services.calibration_inputs import calibration_files as calibration_files
-from rubrics_app.services.calibration_inputs import held_checkout as held_checkout
-from rubrics_app.services.calibration_inputs import injection_refusal as injection_refusal
-from rubrics_app.services.calibration_inputs import inputs_sha256 as inputs_sha256
-from rubrics_app.services.calibration_inputs import judges_of as judges_of
-from rubrics_app.services.calibration_inputs import manifest_bytes as manifest_bytes
-from rubrics_app.services.calibration_inputs import passing_run as passing_run
-from rubrics_app.services.calibration_inputs import refusal_text as refusal_text
-from rubrics_app.services.calibration_inputs import spent_this_month as spent_this_month
-from rubrics_app.services.calibration_inputs import sweep_spend_this_month as sweep_spend_this_month
-from rubrics_app.services.calibration_inputs import task_files as task_files
-from rubrics_app.services.calibration_inputs import task_json as task_json
-from rubrics_app.services.calibration_inputs import tree_checkout as tree_checkout
-from rubrics_app.services.calibration_store import DatabaseVerdictCache as DatabaseVerdictCache
-from rubrics_app.services.calibration_store import _agreement, _model_ids, _Pending, _store_row
+from rubrics_app.services.calibration import mutants as oracle_mutants
+from rubrics_app.services.calibration.inputs import (
+    calibration_files,
+    held_checkout,
+    inputs_sha256,
+    judges_of,
+    passing_run,
+    spent_this_month,
+    task_files,
+    tree_checkout,
+)
+from rubrics_app.services.calibration.store import (
+    DatabaseVerdictCache,
+    Pending,
+    model_ids_of,
+    run_agreement,
+    store_row,
+)
 from rubrics_app.services.jobs import JobFailed, job_task, send
 from rubrics_app.services.jobs import run as run_job
-from rubrics_app.services.report import report_changed
+from rubrics_app.services.reports.report import report_changed
 
 # What a failing row usually means, by row kind (shown beside the row; §5).
 ROW_HINTS = {
@@ -208,7 +210,7 @@ def admit_with(revision: RubricRevision, run: CalibrationRun, by: Actor) -> Rubr
     user = by.user if getattr(by.user, "is_authenticated", False) else None
     # The task's runs: their grades against this revision are current now, not the retired one's.
     with deciding_current_grades(tasks=[revision.task_id]):
-        retired = revision.admit(by=user, calibration=run)
+        retired = run.admit(revision, by=user)
         report_changed(revision.task.repository_id)  # a worker computes the new report once committed
         audit.record(
             AuditVerb.ADMITTED,
@@ -322,7 +324,7 @@ def run_calibration(
         stored_mutants = oracle_mutants.stored_positions(run)
         for thread in threads:
             thread.start()
-        pending: dict[int, _Pending] = {}
+        pending: dict[int, Pending] = {}
         # Rows a lost worker stored before the run was taken over stay as they are (whole rows).
         stored = set(CalibrationRow.objects.filter(run=run).values_list("position", flat=True))
         finished = 0
@@ -332,10 +334,10 @@ def run_calibration(
                 finished += oracle_mutants.handle(run, what, payload, stored_mutants)
             elif what == "row":
                 index, total, row = payload
-                entry = pending.setdefault(index, _Pending())
+                entry = pending.setdefault(index, Pending())
                 entry.rows[role] = row
                 if not errors and len(entry.rows) == len(roles) and index not in stored:
-                    _store_row(run, index, total, entry, files)
+                    store_row(run, index, total, entry, files)
                     if on_stored is not None:
                         on_stored(index)
             elif what == "error":
@@ -395,9 +397,9 @@ def _finish(run: CalibrationRun, reports: dict[str, AdmissionReport]) -> Calibra
         run.status = status
         run.reason = reason
         run.finished_at = timezone.now()
-        run.model_ids = _model_ids(primary)
-        run.second_model_ids = _model_ids(reports.get(JudgeRole.SECOND))
-        run.agreement = _agreement(run)
+        run.model_ids = model_ids_of(primary)
+        run.second_model_ids = model_ids_of(reports.get(JudgeRole.SECOND))
+        run.agreement = run_agreement(run)
         fields = ["status", "reason", "finished_at", "model_ids", "second_model_ids", "agreement"]
         if suite is not None:
             run.attacks, run.attack_successes = suite.attacks, suite.attack_successes

@@ -9,7 +9,7 @@ from django.db import transaction
 from rubrics_app.access import Actor
 from rubrics_app.models import TASK_FILES, AuditVerb, RevisionStatus, Role, Task, TransitionError
 from rubrics_app.services import audit
-from rubrics_app.services.import_export import task_file_problems
+from rubrics_app.services.rubrics.imports import task_file_problems
 
 
 @transaction.atomic

@@ -343,7 +343,7 @@ class TaskFilesForm(forms.Form):
 
 
 class DraftSettingForm(forms.Form):
-    """How the repository's rubrics are drafted; checked in services.drafting.set_draft_settings."""
+    """How the repository's rubrics are drafted; checked in services.drafting.run.set_draft_settings."""
 
     drafter = forms.CharField(
         max_length=500,

@@ -2,7 +2,7 @@
 or not, with every problem listed on the drafting record. A value that cannot be stored as written (not a
 string, not a whole number, an id missing, too long or used twice) is stored as near as it can be, and
 becomes one more listed problem: a draft is never fixed silently. Called by the drafting job
-(:mod:`rubrics_app.services.drafting`).
+(:mod:`rubrics_app.services.drafting.run`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from rubrics_app.models import (
     Task,
 )
 from rubrics_app.services import audit
-from rubrics_app.services.revisions import omitted_revision_keys
+from rubrics_app.services.rubrics.revisions import omitted_revision_keys
 
 MAX_ITEM_ID = 40  # RubricItem.item_id
 MAX_COUNT = 2**31 - 1  # a PositiveIntegerField on every database
