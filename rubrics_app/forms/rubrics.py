@@ -152,15 +152,7 @@ class RevisionForm(_RevisionModelForm):
 
     class Meta:
         model = RubricRevision
-        fields = [
-            "intent",
-            "allowed_globs",
-            "denied_globs",
-            "max_changed_lines",
-            "max_files",
-            "lazy_solution",
-            "alt_valid_solution",
-        ]
+        fields = list(RubricRevision.EDITABLE_FIELDS)
         labels = {
             "lazy_solution": "Lazy solution (how a weak change passes the tests and is still unmergeable)",
             "alt_valid_solution": "Valid alternative (the rubric must not penalize it)",

@@ -91,6 +91,7 @@ from rubrics_app.models.runs import (
     ReportVerdicts,
     RunGrade,
     Sweep,
+    deciding_current_grades,
     lock_current_grades,
     refresh_current_grades,
 )
@@ -166,6 +167,7 @@ __all__ = [
     "ValidationResult",
     "name_validator",
     "result_json",
+    "deciding_current_grades",
     "lock_current_grades",
     "refresh_current_grades",
 ]

@@ -9,7 +9,6 @@ from django.db import models, transaction
 from django.utils import timezone
 
 from rubrics_app.models.jobs import Job
-from rubrics_app.models.repositories import JudgeSetting
 from rubrics_app.models.rubrics import RevisionStatus, RubricRevision, TransitionError
 
 
@@ -72,8 +71,6 @@ class CalibrationRun(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    # Written by the running job every few seconds: a run whose heartbeat stopped lost its worker.
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-pk"]
@@ -86,7 +83,7 @@ class CalibrationRun(models.Model):
     def passing_for(cls, revision: RubricRevision) -> models.QuerySet[CalibrationRun]:
         """Passing calibration runs of the content ``revision`` was approved with, with the repository's
         current primary judge (what the database's admitted-means-calibrated trigger asks for too)."""
-        judges = JudgeSetting.objects.filter(repository_id=revision.task.repository_id).first()
+        judges = revision.task.repository.judge_setting()
         if judges is None or not revision.content_sha256:
             return cls.objects.none()
         return cls.objects.filter(

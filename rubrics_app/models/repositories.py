@@ -46,6 +46,11 @@ class Repository(models.Model):
     def tests(self) -> TestsConfig:
         return TestsConfig.model_validate(self.tests_config or {})
 
+    def judge_setting(self) -> JudgeSetting | None:
+        """The repository's judges as stored now (not the cached ``judges`` relation), or None when none are
+        set: the one lookup of them."""
+        return JudgeSetting.objects.filter(repository_id=self.pk).first()
+
 
 class Membership(models.Model):
     repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="memberships")

@@ -226,6 +226,18 @@ class RubricRevision(models.Model):
     # Optimistic locking of the revision-level fields (intent, scope, hack report).
     version = models.PositiveIntegerField(default=1)
 
+    # What an editor of a draft may change at the revision's level, in the form's order: the one list the
+    # edit service and the revision form read.
+    EDITABLE_FIELDS = (
+        "intent",
+        "allowed_globs",
+        "denied_globs",
+        "max_changed_lines",
+        "max_files",
+        "lazy_solution",
+        "alt_valid_solution",
+    )
+
     approved_at = models.DateTimeField(null=True, blank=True)
     # sha256 of rubric.json as approved: a calibration admits the revision only when it judged these bytes
     # (the database compares them, rubrics_app.freeze).
@@ -436,11 +448,12 @@ class RubricItem(models.Model):
     def __str__(self) -> str:
         return f"{self.item_id} ({self.kind})"
 
-    TEXT_FIELDS = ("item_id", "criterion", "rationale", "evidence", "needs_tree", "weight")
+    # What an editor of a draft may change in an item: the one list the edit service reads.
+    EDITABLE_FIELDS = ("item_id", "criterion", "rationale", "evidence", "needs_tree", "weight")
 
     def text(self) -> dict[str, Any]:
         """The editable content, e.g. for a conflict message showing the other maintainer's text."""
-        return {name: getattr(self, name) for name in self.TEXT_FIELDS}
+        return {name: getattr(self, name) for name in self.EDITABLE_FIELDS}
 
     # --- review transitions: the caller checked who may review (rubrics_app.access) -------------------------
 

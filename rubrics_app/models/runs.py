@@ -18,7 +18,8 @@ keyed by the revision content it graded against (``rubric_sha256``) and its prim
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.conf import settings
@@ -183,6 +184,21 @@ def refresh_current_grades(
             rows = summary.objects.filter(grade__in=grades.values("pk"))
             rows.filter(current=True, grade__is_current=False).update(current=False)
             rows.filter(current=False, grade__is_current=True).update(current=True)
+
+
+@contextmanager
+def deciding_current_grades(
+    *, tasks: Iterable[int] | None = None, repository: Repository | int | None = None
+) -> Iterator[None]:
+    """A change of what decides which grade of a run is current, with no grade written (a revision of
+    ``tasks`` admitted, which retires the one before; the ``repository``'s primary judge set): one
+    transaction that locks those tasks first (:func:`lock_current_grades`) and stores the current grades
+    anew (and their copies on the queue pairs and report rows) before it commits. Grades themselves are
+    written through ``services.runs.store.writing_grades``, which refreshes the same way."""
+    with transaction.atomic():
+        lock_current_grades(tasks=tasks, repository=repository)
+        yield
+        refresh_current_grades(tasks=tasks, repository=repository)
 
 
 def write_current_marker(grades: type[models.Model], pks: models.QuerySet[Any]) -> None:

@@ -14,6 +14,11 @@ it with "worker lost" after JOB_MAX_ATTEMPTS claims; and it sends again a queued
 within JOB_QUEUED_LOST_AFTER_SECONDS of its sending. ``reap_lost_jobs`` is the same as a task anyone may send
 (``manage.py reap_jobs``). The reaper finds the task of a job's kind in the Celery registry by its name
 (``TASK_NAMES``), so it needs no import of the service that defines it.
+
+Every change of a job's status is made here. A service whose job kind keeps rows of its own beside the Job
+(a calibration run) names, in ``job_task(kind, on_failed=...)``, what becomes of them when the job fails; this
+module calls it in the same transaction as the update that fails the job, wherever that happens (the body
+raised, the message could not be sent, the reaper gave up on it).
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from celery.signals import worker_ready, worker_shutdown
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db import connections, transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerUnreachable
 
@@ -95,12 +100,34 @@ EXPECTED_FAILURES: tuple[type[Exception], ...] = (
 )
 
 JobBody = Callable[[Job], JobResult]
+# What a kind's own rows do when its job fails: called with the job's id and error, in the same transaction.
+OnFailed = Callable[[int, str], None]
+
+_ON_FAILED: dict[str, OnFailed] = {}
 
 
-def job_task(kind: JobKind) -> Callable[[Callable[[int], None]], DjangoTask[[int], None]]:
+def job_task(
+    kind: JobKind, *, on_failed: OnFailed | None = None
+) -> Callable[[Callable[[int], None]], DjangoTask[[int], None]]:
     """The Celery task decorator for ``kind``'s task: its stable name, acknowledged late and rejected when
-    its worker is lost (the reaper then queues the job again)."""
+    its worker is lost (the reaper then queues the job again). ``on_failed``: what becomes of the kind's own
+    rows when one of its jobs fails, in the same transaction."""
+    if on_failed is not None:
+        _ON_FAILED[kind] = on_failed
     return app.task(name=TASK_NAMES[kind], acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+
+
+def _fail(matching: QuerySet[Job], job_id: int, kind: str, error: str, now: datetime) -> bool:
+    """Fail the job if ``matching`` (a conditional filter of it) still matches, and its kind's rows with it
+    (the ``on_failed`` of its task, found as the reaper finds the task); whether it was failed."""
+    task_of(kind)  # imports the task modules, and with them each kind's on_failed, if not imported yet
+    with transaction.atomic():
+        if not matching.update(status=JobStatus.FAILED, error=error, progress=100, finished_at=now):
+            return False
+        on_failed = _ON_FAILED.get(kind)
+        if on_failed is not None:
+            on_failed(job_id, error)
+    return True
 
 
 def task_of(kind: str) -> DjangoTask[[int], None] | None:
@@ -138,13 +165,11 @@ def send(task: CeleryTask[[int], None], job_id: int) -> None:
         try:
             publish(task, job_id)
         except QueueUnreachable as exc:
-            now = timezone.now()
             # A worker that got the message after all (a reply lost after the write) has claimed the job:
             # then it was sent.
-            unsent = Job.objects.filter(pk=job_id, status=JobStatus.QUEUED).update(
-                status=JobStatus.FAILED, error=UNSENT_ERROR, progress=100, finished_at=now
-            )
-            if unsent:
+            queued = Job.objects.filter(pk=job_id, status=JobStatus.QUEUED)
+            kind = queued.values_list("kind", flat=True).first()
+            if kind is not None and _fail(queued, job_id, kind, UNSENT_ERROR, timezone.now()):
                 raise QueueUnreachable(job_id, exc.reason) from None
         else:
             Job.objects.filter(pk=job_id).update(sent_at=timezone.now())
@@ -215,10 +240,12 @@ def run(job_id: int, body: JobBody) -> None:
 
 def finish(job: Job, status: JobStatus, *, result: JobResult | None = None, error: str = "") -> None:
     # Only this claim's run: a run the reaper took for lost (and queued again) does not overwrite the next.
+    this_claim = Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING, attempts=job.attempts)
+    if status == JobStatus.FAILED:
+        _fail(this_claim, job.pk, job.kind, error, timezone.now())
+        return
     stored = None if result is None else result_json(job.kind, result)
-    Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING, attempts=job.attempts).update(
-        status=status, result=stored, error=error, progress=100, finished_at=timezone.now()
-    )
+    this_claim.update(status=status, result=stored, error=error, progress=100, finished_at=timezone.now())
 
 
 # --- the reaper ---------------------------------------------------------------------------------------------
@@ -274,7 +301,7 @@ def reap(now: datetime | None = None) -> Reaped:
             f"worker lost: no heartbeat for {settings.JOB_LOST_AFTER_SECONDS} s "
             f"(claimed {job.attempts} time{'s' if job.attempts != 1 else ''})"
         )
-        if still_lost.update(status=JobStatus.FAILED, error=error, progress=100, finished_at=now):
+        if _fail(still_lost, job.pk, job.kind, error, now):
             reaped.failed.append(job.pk)
             log.warning("job %s: %s", job.pk, error)
     for job in unclaimed_jobs(now):
@@ -282,9 +309,7 @@ def reap(now: datetime | None = None) -> Reaped:
         # Conditional on the sending read: of several reapers, one sends it.
         still_unclaimed = Job.objects.filter(pk=job.pk, status=JobStatus.QUEUED, sent_at=job.sent_at)
         if task is None:
-            if still_unclaimed.update(
-                status=JobStatus.FAILED, error=f"no task for {job.kind} jobs", progress=100, finished_at=now
-            ):
+            if _fail(still_unclaimed, job.pk, job.kind, f"no task for {job.kind} jobs", now):
                 reaped.failed.append(job.pk)
             continue
         try:

@@ -18,8 +18,7 @@ from rubrics_app.models import (
     JudgeSetting,
     Repository,
     Role,
-    lock_current_grades,
-    refresh_current_grades,
+    deciding_current_grades,
 )
 from rubrics_app.services import audit
 
@@ -76,36 +75,33 @@ def set_judges(
         raise JudgeSettingError("second_decoding", "decoding parameters for a second judge that is not set")
     if monthly_cap_usd is not None and monthly_cap_usd < 0:
         raise JudgeSettingError("monthly_cap_usd", "a spend cap is zero or more")
-    # The repository's tasks first (models.lock_current_grades): the primary judge decides current grades.
-    lock_current_grades(repository=repository)
-    setting, created = JudgeSetting.objects.select_for_update().get_or_create(
-        repository=repository, defaults={"judge": judge}
-    )
-    before = {
-        "judge": setting.judge,
-        "second_judge": setting.second_judge,
-        "decoding": setting.decoding,
-        "second_decoding": setting.second_decoding,
-        "monthly_cap_usd": str(setting.monthly_cap_usd) if setting.monthly_cap_usd is not None else None,
-        "sweep_batch": setting.sweep_batch,
-    }
-    setting.judge, setting.second_judge = judge, second_judge
-    setting.decoding, setting.second_decoding = decoding, second_decoding
-    setting.monthly_cap_usd = monthly_cap_usd
-    if sweep_batch is not None:
-        setting.sweep_batch = sweep_batch
-    if setting.sweep_batch:
-        for spec in (s for s in (judge, second_judge) if s):
-            try:
-                make_backend(spec, batch=True, api_key="not-used-for-checking")
-            except InputError as exc:
-                raise JudgeSettingError("sweep_mode", f"{spec}: {exc.message}") from None
-    setting.updated_at = timezone.now()
-    setting.updated_by = by.user if getattr(by.user, "is_authenticated", False) else None
-    setting.save()
-    if created or before["judge"] != judge:
-        # The primary judge is part of which grade of a run is current.
-        refresh_current_grades(repository=repository)
+    # The primary judge is part of which grade of a run is current: it changes as the grade writer says.
+    with deciding_current_grades(repository=repository):
+        setting, created = JudgeSetting.objects.select_for_update().get_or_create(
+            repository=repository, defaults={"judge": judge}
+        )
+        before = {
+            "judge": setting.judge,
+            "second_judge": setting.second_judge,
+            "decoding": setting.decoding,
+            "second_decoding": setting.second_decoding,
+            "monthly_cap_usd": str(setting.monthly_cap_usd) if setting.monthly_cap_usd is not None else None,
+            "sweep_batch": setting.sweep_batch,
+        }
+        setting.judge, setting.second_judge = judge, second_judge
+        setting.decoding, setting.second_decoding = decoding, second_decoding
+        setting.monthly_cap_usd = monthly_cap_usd
+        if sweep_batch is not None:
+            setting.sweep_batch = sweep_batch
+        if setting.sweep_batch:
+            for spec in (s for s in (judge, second_judge) if s):
+                try:
+                    make_backend(spec, batch=True, api_key="not-used-for-checking")
+                except InputError as exc:
+                    raise JudgeSettingError("sweep_mode", f"{spec}: {exc.message}") from None
+        setting.updated_at = timezone.now()
+        setting.updated_by = by.user if getattr(by.user, "is_authenticated", False) else None
+        setting.save()
     after = {
         "judge": judge,
         "second_judge": second_judge,

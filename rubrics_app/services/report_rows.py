@@ -1,17 +1,14 @@
 """The report's precomputed rows (``ReportRow``): one per grade, holding what ``grading.report`` reads of it.
 
-:func:`refresh_report_rows` is the one function that writes them. Whatever creates a RunGrade with its
-JudgeGrade and ItemVerdict rows calls it afterwards, in the same transaction, with the new grades' ids: the
-import of metrics.json files does (``services.runs.store``), and a sweep that grades runs in the app must too.
+:func:`refresh_report_rows` is the one function that writes them, and the one grade writer
+(``services.runs.store.writing_grades``, which the run import and sweeps write every grade through) is the one
+caller, in the grade's transaction, with the ids of the grades it wrote.
 It is idempotent (a grade's row is rewritten from its rows) and costs a fixed number of queries per 500
 grades, whatever the number of judges and verdicts. It also keeps ``latest`` set on the newest grade of
 each run it touches (the report takes each run's current grade, ``RunGrade.objects.current()``).
 
 It writes the grades' review queue pairs too (``QueuePair``, :func:`fill_queue_pairs`): the queue reads them
 instead of joining the item verdicts with themselves.
-
-Should a grade be written without its row all the same, the report page notices (it counts both) and fills
-the missing rows before computing: a forgotten call costs one slow view, never a wrong report.
 
 The migrations that created the tables fill them with the same code over the historical models
 (:func:`fill_report_rows`, :func:`fill_queue_pairs`).

@@ -24,7 +24,6 @@ from rubrics_app.models import (
     CalibrationRun,
     HarmlessMutant,
     JudgeRole,
-    JudgeSetting,
     Role,
     Task,
     TransitionError,
@@ -197,9 +196,6 @@ def mutant_entries(run: CalibrationRun) -> list[dict[str, Any]]:
 
 
 def run_context(access: Any, run: CalibrationRun) -> dict[str, Any]:
-    if not run.is_finished:
-        calibration.fail_stale_runs()
-        run.refresh_from_db()
     rows = _verdict_rows(run)
     return {
         "suite": _suite_table(run),
@@ -259,7 +255,7 @@ def calibration_row_diff(request: HtmxHttpRequest, repo_pk: int, run_pk: int, ro
 def judge_settings(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     """Everyone with a role sees the judges; maintainers edit them."""
     access = get_repository_for_user(request, repo_pk)
-    setting = JudgeSetting.objects.filter(repository=access.repository).first()
+    setting = access.repository.judge_setting()
     form = JudgeSettingForm(instance_setting=setting)
     if request.method == "POST":
         access.require(Role.MAINTAINER, access.repository)

@@ -19,7 +19,6 @@ from rubrics_app.models import (
     CalibrationDiff,
     CalibrationRun,
     ItemKind,
-    JudgeSetting,
     Origin,
     ReviewState,
     RevisionStatus,
@@ -131,7 +130,7 @@ def revision_context(
         "calibrations": list(
             CalibrationRun.objects.filter(revision=revision).select_related("created_by").order_by("-pk")[:10]
         ),
-        "judges": JudgeSetting.objects.filter(repository=access.repository).first(),
+        "judges": access.repository.judge_setting(),
         # Admission calibrates against the oracle: say so before Admit is pressed, not after.
         "admit_needs_oracle": revision.status == RevisionStatus.APPROVED
         and not revision.task.task_file("oracle.diff"),

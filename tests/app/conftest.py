@@ -227,12 +227,14 @@ def flushable_transactional_db(_frozen_triggers_restored: None, transactional_db
 
 @pytest.fixture(autouse=True)
 def current_grades_stored(request: pytest.FixtureRequest) -> Iterator[None]:
-    """After every test that uses the database: the stored current grade of every run (``is_current``) is
-    the one the rule derives, and the review queue's stored pairs (``QueuePair``) are the ones the item
-    verdicts give (tests/app/queue_rule.py), so a write path that forgets ``refresh_current_grades`` or
-    ``refresh_report_rows`` fails the test that takes it. The database fixture is set up here, before this
-    one yields, so that it is torn down after this check. A test that left the database unusable (a broken
-    transaction) is not checked."""
+    """After every test that uses the database: the stored current grade of every run (``is_current``) is the
+    one the rule derives, and the review queue's stored pairs (``QueuePair``) are the ones the item verdicts
+    give (tests/app/queue_rule.py). The app writes grades only through the one grade writer
+    (services.runs.store.writing_grades; test_grade_writer.py keeps it so), so no app write path can forget
+    the refresh; this stays as a guard of what that source check cannot see: the refresh's own result, rows
+    removed by a cascade (a run, task or repository deleted), and the grades tests build by hand. The database
+    fixture is set up here, before this one yields, so that it is torn down after this check. A test that left
+    the database unusable (a broken transaction) is not checked."""
     names = [n for n in ("transactional_db", "django_db_reset_sequences", "db") if n in request.fixturenames]
     if names:
         request.getfixturevalue(names[0])
@@ -246,13 +248,13 @@ def current_grades_stored(request: pytest.FixtureRequest) -> Iterator[None]:
         return
     assert stored == derived, (
         f"stored current grades {sorted(stored - derived)} are not current by the rule, which takes "
-        f"{sorted(derived - stored)}: a write path did not call refresh_current_grades"
+        f"{sorted(derived - stored)}: a write went round services.runs.store.writing_grades"
     )
     stored_queue, derived_queue = stored_pairs(), derived_pairs()
     assert stored_queue == derived_queue, (
         f"stored queue pairs {sorted(stored_queue - derived_queue, key=str)} are not the rule's, which "
-        f"has {sorted(derived_queue - stored_queue, key=str)}: a write path did not call "
-        "refresh_report_rows (or refresh_current_grades)"
+        f"has {sorted(derived_queue - stored_queue, key=str)}: a write went round "
+        "services.runs.store.writing_grades"
     )
 
 
@@ -352,11 +354,7 @@ MakeRevision = Callable[..., RubricRevision]
 def run_queued_calibration() -> CalibrationRun:
     """Run the calibration a view queued, here (a `db` test never commits, so its job is never sent)."""
     run = CalibrationRun.objects.get(status=CalibrationStatus.QUEUED)
-    assert calibration.claim(run)
-    try:
-        return calibration.run_calibration(run.pk, cache=MemoryCache())
-    except calibration.CalibrationError:
-        return CalibrationRun.objects.get(pk=run.pk)
+    return calibration.run_here(run, cache=MemoryCache())
 
 
 def calibrate(revision: RubricRevision, by: Any) -> CalibrationRun:

@@ -376,8 +376,7 @@ def test_the_page_polls_while_running_and_stops_when_finished(
     assert response["Location"] == url
     running = logged_in(viewer).get(url, headers=HX)
     assert running.status_code == 200 and 'hx-trigger="every 1s"' in running.content.decode()
-    assert calibration.claim(run)
-    calibration.run_calibration(run.pk, cache=MemoryCache())
+    calibration.run_here(run, cache=MemoryCache())
     done = logged_in(viewer).get(url, headers=HX)
     assert done.status_code == 286  # htmx stops polling
     html = done.content.decode()
@@ -534,13 +533,35 @@ def test_a_calibration_whose_job_the_reaper_fails_is_failed_with_the_jobs_reason
     Job.objects.filter(pk=run.job.pk).update(
         status=JobStatus.RUNNING, attempts=2, started_at=timezone.now(), heartbeat_at=timezone.now()
     )
-    assert calibration.claim(run)
-    assert calibration.fail_stale_runs() == 0  # its job is still running as far as anyone knows
+    started = {"status": CalibrationStatus.RUNNING, "started_at": timezone.now()}
+    CalibrationRun.objects.filter(pk=run.pk).update(**started)
+    assert jobs.reap().failed == []  # its heartbeat is fresh: the job and its run are left alone
+    run.refresh_from_db()
+    assert run.status == CalibrationStatus.RUNNING
     reaped = jobs.reap(now=timezone.now() + timedelta(minutes=5))
     assert reaped.failed == [run.job.pk]
-    assert calibration.fail_stale_runs() == 1
+    # In the reaper's own transaction: no page or command has to notice it.
     run.refresh_from_db()
     assert run.status == CalibrationStatus.ERROR and "worker lost" in run.reason
+    assert Job.objects.get(pk=run.job.pk).status == JobStatus.FAILED
+
+
+@pytest.mark.django_db
+def test_a_calibration_whose_job_fails_on_a_bug_is_failed_with_it(
+    make_revision: MakeRevision, maintainer: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    revision = make_revision(RevisionStatus.APPROVED)
+    run, _ = calibration.new_run(revision, Actor.member(maintainer))
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(calibration, "run_calibration", broken)
+    with pytest.raises(KeyError):
+        calibration.run_here(run)
+    run.refresh_from_db()
+    assert run.status == CalibrationStatus.ERROR and "internal error: KeyError" in run.reason
+    assert run.job is not None and Job.objects.get(pk=run.job.pk).status == JobStatus.FAILED
     revision.refresh_from_db()
     assert revision.status == RevisionStatus.APPROVED
 

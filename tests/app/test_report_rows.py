@@ -1,6 +1,5 @@
 """The report's precomputed rows: written beside each imported or swept grade, the newest grade of a run
-marked, the same rows from the migration that fills stored grades, and a grade written without its row
-filled when the report is read."""
+marked, and the same rows from the migration that fills stored grades."""
 
 from __future__ import annotations
 
@@ -189,19 +188,6 @@ def test_the_migration_fills_the_rows_the_import_writes(tmp_path: Path, reposito
         _migrate(latest)
     assert _rows() == written
     assert {r["integrity_not_measured"] for r in written} == {'["git_dir","test_cases","tests_skipped"]'}
-
-
-def test_a_grade_written_without_its_row_gets_one_when_the_report_is_read(
-    repository: Repository, viewer: User
-) -> None:
-    tasks = [Task.objects.create(repository=repository, task_id=f"t{i}", spec_prompt="x") for i in (1, 2)]
-    bulk_runs(tasks, ["a"], ["m"], 3)
-    forgotten = RunGrade.objects.order_by("pk")[:2]
-    ReportRow.objects.filter(
-        grade__in=forgotten
-    ).delete()  # as a writer that did not call refresh_report_rows
-    assert report_json(viewer, repository)["cells"][0]["runs"] == 6
-    assert ReportRow.objects.count() == 6 and ReportRow.objects.filter(latest=True).count() == 6
 
 
 def test_refreshing_rows_costs_the_same_queries_for_few_and_many_grades(repository: Repository) -> None:

@@ -6,6 +6,7 @@ queued job that no worker claimed."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -16,12 +17,14 @@ from typing import Any
 import pytest
 import redis
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
 from rubrics_app import celery_app
+from rubrics_app.access import Actor
 from rubrics_app.models import (
     CalibrationRun,
     CalibrationStatus,
@@ -30,8 +33,11 @@ from rubrics_app.models import (
     JobStatus,
     Repository,
     RubricDraft,
+    RubricRevision,
     Task,
 )
+from rubrics_app.services.calibration import run as calibration
+from rubrics_app.services.calibration.run import calibrate_revision
 from rubrics_app.services.jobs import UNSENT_ERROR, reap
 from tests.app.drafting_helpers import set_up_drafting
 from tests.app.redis_helpers import OwnRedis, own_redis_fixture
@@ -263,3 +269,53 @@ def test_the_reaper_fails_a_queued_job_it_cannot_send(broker: OwnRedis, reposito
     assert reaped.failed == [unclaimed.pk] and reaped.resent == []
     unclaimed.refresh_from_db()
     assert (unclaimed.status, unclaimed.error) == (JobStatus.FAILED, UNSENT_ERROR)
+
+
+def waiting_tasks(broker: OwnRedis) -> list[tuple[str, str]]:
+    """The task name and arguments of each message waiting in the test queue (kombu's JSON envelope)."""
+    client = redis.Redis.from_url(broker.url, socket_timeout=5)
+    try:
+        raw = client.lrange(celery_app.conf.task_default_queue, 0, -1)
+    finally:
+        client.close()
+    return [(m["headers"]["task"], m["headers"]["argsrepr"]) for m in map(json.loads, raw)]
+
+
+def started_calibration(broker: OwnRedis, revision: RubricRevision, by: User) -> CalibrationRun:
+    """A calibration sent to the test's broker, which is started first."""
+    broker.start()
+    return calibration.start(revision, Actor.member(by))
+
+
+def test_a_calibration_whose_message_the_broker_lost_is_sent_again_and_runs(
+    broker: OwnRedis, approved_revision: RubricRevision, maintainer: User
+) -> None:
+    run = started_calibration(broker, approved_revision, maintainer)
+    assert run.job is not None
+    assert waiting_tasks(broker) == [(calibrate_revision.name, f"({run.job.pk},)")]
+    redis.Redis.from_url(broker.url).delete(celery_app.conf.task_default_queue)  # the broker lost it
+    bound = settings.JOB_QUEUED_LOST_AFTER_SECONDS
+    assert reap().resent == []  # not yet: a message may wait that long
+    reaped = reap(now=timezone.now() + timedelta(seconds=bound + 1))
+    assert reaped.resent == [run.job.pk] and reaped.failed == []
+    assert waiting_tasks(broker) == [(calibrate_revision.name, f"({run.job.pk},)")]
+    # The worker that takes the message runs the same job and its run (here, in this process).
+    calibrate_revision(run.job.pk)
+    run.refresh_from_db()
+    assert run.status == CalibrationStatus.PASSED, run.reason
+    job = Job.objects.get(pk=run.job.pk)
+    assert (job.status, job.attempts) == (JobStatus.DONE, 1)
+
+
+def test_a_calibration_whose_message_cannot_be_sent_again_is_failed_with_its_job(
+    broker: OwnRedis, approved_revision: RubricRevision, maintainer: User
+) -> None:
+    run = started_calibration(broker, approved_revision, maintainer)
+    assert run.job is not None
+    broker.stop()  # the message is lost with the broker, which is still down when the reaper looks
+    bound = settings.JOB_QUEUED_LOST_AFTER_SECONDS
+    reaped = reap(now=timezone.now() + timedelta(seconds=bound + 1))
+    assert reaped.failed == [run.job.pk] and reaped.resent == []
+    run.refresh_from_db()
+    assert run.status == CalibrationStatus.ERROR and UNSENT_ERROR in run.reason
+    assert nothing_queued()

@@ -117,13 +117,11 @@ class Command(BaseCommand):
         shown: set[int] = set()
 
         def show_rows(job: Job) -> None:
-            calibration.fail_stale_runs()  # a job the reaper failed fails its calibration too
             for row in CalibrationRow.objects.filter(run=run).exclude(pk__in=shown).order_by("position"):
                 shown.add(row.pk)
                 self._print_row(row)
 
         wait_for_job(run.job, timeout=timeout, on_poll=show_rows)
-        calibration.fail_stale_runs()
         run.refresh_from_db()
         return run
 

@@ -51,7 +51,7 @@ class Command(BaseCommand):
             if not options["judge"]:
                 raise CommandError("--judge is required to set the judges", returncode=2)
             self._set(repository, options)
-        self._print(JudgeSetting.objects.filter(repository=repository).first(), repository)
+        self._print(repository.judge_setting(), repository)
 
     def _set(self, repository: Repository, options: dict[str, Any]) -> None:
         cap = None

@@ -39,7 +39,7 @@ from rubrics_app.models import (
     Role,
     RubricRevision,
     Task,
-    refresh_current_grades,
+    deciding_current_grades,
 )
 from rubrics_app.services.calibration import run as calibration
 from rubrics_app.services.calibration.inputs import calibration_files, task_files
@@ -383,12 +383,11 @@ class Command(BaseCommand):
             # Two scripted judges (written by _judges once the tasks exist): the second one disagrees on B1
             # and N1, so a sweep puts its disagreements in the review queue.
             primary, second = _judge_files()
-            _, created = JudgeSetting.objects.get_or_create(
-                repository=repository,
-                defaults={"judge": f"scripted:{primary}", "second_judge": f"scripted:{second}"},
-            )
-            if created:
-                refresh_current_grades(repository=repository)  # the primary judge decides current grades
+            with deciding_current_grades(repository=repository):  # the primary judge decides them
+                JudgeSetting.objects.get_or_create(
+                    repository=repository,
+                    defaults={"judge": f"scripted:{primary}", "second_judge": f"scripted:{second}"},
+                )
         # Drafting with no model and no GitHub: the scripted drafter replies with the example's draft; the
         # PR comes as the shipped export (examples/pr_fix_clockwise_polygon_area.json), uploaded on the
         # task page.

@@ -138,7 +138,7 @@ def held_checkout(task: Task, use: str) -> Path | None:
 
 
 def judges_of(revision: RubricRevision) -> JudgeSetting:
-    judges = JudgeSetting.objects.filter(repository_id=revision.task.repository_id).first()
+    judges = revision.task.repository.judge_setting()
     if judges is None:
         raise TransitionError(f"repository {revision.task.repository} has no judges set: set them first")
     return judges
@@ -166,7 +166,7 @@ def sweep_spend_this_month(repository_id: int) -> float:
 def _same_content_runs(revision: RubricRevision, runs: Any) -> list[CalibrationRun]:
     """``runs`` of the revision's exact content (as stored now) with the primary judge's decoding, latest
     first."""
-    judges = JudgeSetting.objects.filter(repository_id=revision.task.repository_id).first()
+    judges = revision.task.repository.judge_setting()
     if judges is None:
         return []
     inputs = inputs_sha256(calibration_files(revision))
@@ -183,7 +183,7 @@ def injection_refusal(revision: RubricRevision) -> CalibrationRun | None:
     injection suite found an attack success; None when there is none. While there is one, nothing admits
     the revision with that judge."""
     revision = RubricRevision.objects.select_related("task__repository").get(pk=revision.pk)
-    judges = JudgeSetting.objects.filter(repository_id=revision.task.repository_id).first()
+    judges = revision.task.repository.judge_setting()
     if judges is None:
         return None
     found = CalibrationRun.objects.filter(revision=revision, judge=judges.judge, attack_successes__gt=0)

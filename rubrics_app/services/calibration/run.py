@@ -4,9 +4,11 @@ The job builds the revision's task (rubric.json, task.json, oracle.diff, the cal
 manifest's tests block) in memory from its rows (:func:`task_files`) and runs ``grading.check_admission``
 on it, once per judge, in threads of its own; the job's own thread stores each row, with every verdict of
 both judges, in one transaction as soon as both judges are done with it, so a killed worker never leaves
-half a row. It runs as a Job, so the job reaper watches it: a run whose worker was lost is queued again and
-taken over (rows stored before are kept), or failed by :func:`fail_stale_runs` with the job's reason;
-calibrating again answers the rows already judged from the verdict cache, with no calls.
+half a row. It runs as a Job, and the Job is its one state machine (``services.jobs``): the Job's claim is
+the lock, its heartbeat says the worker is alive, and the job reaper queues again a job whose worker was lost
+(the next worker takes the run over, keeping the rows stored before) or fails it; a failed job fails its
+run in the same transaction (:func:`job_failed`, the task's ``on_failed``). Calibrating again answers the
+rows already judged from the verdict cache, with no calls.
 
 A revision is admitted only through a passing run of its exact content (rubric.json and every input file)
 with the repository's primary judge and decoding (:func:`passing_run`); the database checks the same
@@ -27,11 +29,11 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable
-from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
 from django.db import transaction
+from django.db.models.functions import Coalesce
 from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
@@ -55,16 +57,13 @@ from rubrics_app.models import (
     CalibrationStatus,
     Job,
     JobKind,
-    JobStatus,
     JudgeRole,
     JudgeSetting,
     RevisionStatus,
     Role,
     RubricRevision,
     TransitionError,
-    lock_current_grades,
-    refresh_current_grades,
-    result_json,
+    deciding_current_grades,
 )
 from rubrics_app.services import audit
 from rubrics_app.services.calibration import mutants as oracle_mutants
@@ -85,13 +84,9 @@ from rubrics_app.services.calibration.store import (
     run_agreement,
     store_row,
 )
-from rubrics_app.services.jobs import JobFailed, QueueUnreachable, job_task, send
+from rubrics_app.services.jobs import JobFailed, job_task, send
 from rubrics_app.services.jobs import run as run_job
 from rubrics_app.services.reports.report import report_changed
-
-HEARTBEAT_SECONDS = 5.0
-# A running calibration whose heartbeat is older than this lost its worker.
-STALE_AFTER = timedelta(seconds=60)
 
 # What a failing row usually means, by row kind (shown beside the row; §5).
 ROW_HINTS = {
@@ -149,7 +144,6 @@ def new_run(
                 f"this month's judge spend (${spent:.2f}) reached the repository's cap "
                 f"(${judges.monthly_cap_usd}); raise the cap or wait for next month"
             )
-    fail_stale_runs()
     # One calibration of a revision at a time: a second click joins the one under way.
     current = (
         CalibrationRun.objects.select_for_update()
@@ -202,17 +196,11 @@ def start(
     """Queue a calibration of ``revision`` and send its job once committed (``admit``: admit it if it
     passes, what "Admit" does when no passing run exists; ``injection_suite``: run the suite too;
     ``mutants``: judge the oracle's mutants too). QueueUnreachable when the broker did not take it: its
-    job and the run are failed, so the next start makes a new one."""
-    try:
-        with transaction.atomic():
-            run, created = new_run(
-                revision, by, admit=admit, injection_suite=injection_suite, mutants=mutants
-            )
-            if created and run.job is not None:
-                send(calibrate_revision, run.job.pk)
-    except QueueUnreachable:
-        fail_stale_runs()
-        raise
+    job is failed, and with it the run (:func:`job_failed`), so the next start makes a new one."""
+    with transaction.atomic():
+        run, created = new_run(revision, by, admit=admit, injection_suite=injection_suite, mutants=mutants)
+        if created and run.job is not None:
+            send(calibrate_revision, run.job.pk)
     return run
 
 
@@ -220,11 +208,9 @@ def admit_with(revision: RubricRevision, run: CalibrationRun, by: Actor) -> Rubr
     """Admit ``revision`` on the strength of ``run``; returns the revision this retired, if any."""
     by.require(Role.MAINTAINER, revision.task.repository)
     user = by.user if getattr(by.user, "is_authenticated", False) else None
-    with transaction.atomic():
-        lock_current_grades(tasks=[revision.task_id])  # before the revisions: models.lock_current_grades
+    # The task's runs: their grades against this revision are current now, not the retired one's.
+    with deciding_current_grades(tasks=[revision.task_id]):
         retired = run.admit(revision, by=user)
-        # The task's runs: their grades against this revision are current now, not the retired one's.
-        refresh_current_grades(tasks=[revision.task_id])
         report_changed(revision.task.repository_id)  # a worker computes the new report once committed
         audit.record(
             AuditVerb.ADMITTED,
@@ -243,45 +229,19 @@ def admit_with(revision: RubricRevision, run: CalibrationRun, by: Actor) -> Rubr
     return retired
 
 
-def fail_stale_runs(now: Any = None) -> int:
-    """Fail every unfinished calibration whose worker is gone; returns how many.
-
-    A calibration runs as a Job, and the job reaper (services.jobs.reap) is what decides that a job's worker
-    was lost: it queues the job again (the run is taken over and finishes) or fails it with "worker lost".
-    So a queued or running calibration whose Job failed is failed here with the job's reason. A
-    running calibration whose own heartbeat stopped while its Job is not running (a calibration run in the
-    command's own process, whose Job is never sent) is failed as well. Rows stored before are kept;
-    calibrating again answers them from the verdict cache.
-    """
-    now = now or timezone.now()
-    kept = "the rows stored before are kept: calibrate again, and the rows already judged come from the cache"
-    failed_jobs = CalibrationRun.objects.filter(
-        status__in=[CalibrationStatus.QUEUED, CalibrationStatus.RUNNING], job__status=JobStatus.FAILED
-    ).select_related("job")
-    count = 0
-    for run in failed_jobs:
-        assert run.job is not None
-        reason = f"the calibration job failed ({run.job.error or 'no reason given'}); {kept}"
-        count += CalibrationRun.objects.filter(
-            pk=run.pk, status__in=[CalibrationStatus.QUEUED, CalibrationStatus.RUNNING]
-        ).update(status=CalibrationStatus.ERROR, reason=reason, finished_at=now)
-    stale = (
-        CalibrationRun.objects.filter(status=CalibrationStatus.RUNNING, heartbeat_at__lt=now - STALE_AFTER)
-        .exclude(job__status=JobStatus.RUNNING)
-        .select_related("job")
+def job_failed(job_id: int, error: str) -> None:
+    """The ``on_failed`` of the calibration job: its run, if unfinished, ends as an error with the job's
+    reason, in the transaction that failed the job (services.jobs calls it wherever a job fails: its body
+    raised, its message was not sent, the reaper gave up on its lost worker). Rows stored before are kept;
+    calibrating again answers them from the verdict cache."""
+    CalibrationRun.objects.filter(
+        job_id=job_id, status__in=[CalibrationStatus.QUEUED, CalibrationStatus.RUNNING]
+    ).update(
+        status=CalibrationStatus.ERROR,
+        reason=f"the calibration job failed ({error or 'no reason given'}); the rows stored before are kept: "
+        "calibrate again, and the rows already judged come from the cache",
+        finished_at=timezone.now(),
     )
-    seconds = int(STALE_AFTER.total_seconds())
-    reason = f"the worker stopped mid-run (no heartbeat for {seconds} s); {kept}"
-    for run in stale:
-        updated = CalibrationRun.objects.filter(pk=run.pk, status=CalibrationStatus.RUNNING).update(
-            status=CalibrationStatus.ERROR, reason=reason, finished_at=now
-        )
-        if updated and run.job is not None:
-            Job.objects.filter(pk=run.job.pk, status=JobStatus.QUEUED).update(
-                status=JobStatus.FAILED, error=reason, finished_at=now
-            )
-        count += updated
-    return count
 
 
 # --- running one -------------------------------------------------------------------------------------------
@@ -298,7 +258,8 @@ def run_calibration(
     backends: tuple[Backend, Backend | None] | None = None,
     on_stored: Callable[[int], None] | None = None,
 ) -> CalibrationRun:
-    """Judge every admission row of a claimed run (status RUNNING) and store it as it finishes.
+    """Judge every admission row of a started run (status RUNNING) and store it as it finishes. The Job
+    that runs it beats for it (services.jobs): the run has no heartbeat of its own.
 
     ``cache`` defaults to the database cache shared by the workers; ``backends`` to the run's judge specs
     (API keys from this process's environment). Raises CalibrationError when the inputs are bad (the run is
@@ -368,11 +329,7 @@ def run_calibration(
         stored = set(CalibrationRow.objects.filter(run=run).values_list("position", flat=True))
         finished = 0
         while finished < len(threads):
-            try:
-                what, role, payload = results.get(timeout=HEARTBEAT_SECONDS)
-            except queue.Empty:
-                CalibrationRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())
-                continue
+            what, role, payload = results.get()  # each thread puts its end, whatever happens
             if what in oracle_mutants.MESSAGES:
                 finished += oracle_mutants.handle(run, what, payload, stored_mutants)
             elif what == "row":
@@ -436,7 +393,7 @@ def _finish(run: CalibrationRun, reports: dict[str, AdmissionReport]) -> Calibra
             .get(pk=run.pk)
         )
         if run.status != CalibrationStatus.RUNNING:
-            return run  # failed meanwhile (its heartbeat was judged stale): the reason there stands
+            return run  # failed meanwhile (its job failed): the reason there stands
         run.status = status
         run.reason = reason
         run.finished_at = timezone.now()
@@ -472,16 +429,14 @@ def _finish(run: CalibrationRun, reports: dict[str, AdmissionReport]) -> Calibra
     return run
 
 
-def claim(run: CalibrationRun, *, takeover: bool = False) -> bool:
-    """QUEUED -> RUNNING, once: a redelivered message finds it taken. ``takeover``: the run's Job was queued
-    again by the job reaper (its worker was lost mid-run), so a RUNNING run is taken over too; the Job's own
-    conditional claim is what makes sure only one worker runs it."""
-    now = timezone.now()
-    statuses = [CalibrationStatus.QUEUED] + ([CalibrationStatus.RUNNING] if takeover else [])
+def _start_run(run: CalibrationRun) -> bool:
+    """QUEUED -> RUNNING, or a RUNNING run taken over: the run's Job was queued again by the job reaper (its
+    worker was lost mid-run). The Job's conditional claim (services.jobs) is the lock that makes sure only
+    one worker runs it; a finished run is not run again."""
     return bool(
-        CalibrationRun.objects.filter(pk=run.pk, status__in=statuses).update(
-            status=CalibrationStatus.RUNNING, started_at=now, heartbeat_at=now
-        )
+        CalibrationRun.objects.filter(
+            pk=run.pk, status__in=[CalibrationStatus.QUEUED, CalibrationStatus.RUNNING]
+        ).update(status=CalibrationStatus.RUNNING, started_at=Coalesce("started_at", timezone.now()))
     )
 
 
@@ -494,54 +449,35 @@ def calibrate_now(
     mutants: bool = False,
     **kwargs: Any,
 ) -> CalibrationRun:
-    """Calibrate in this process (tests, the command line's eager mode): new run, claim, run."""
-    run, _ = new_run(revision, by, admit=admit, injection_suite=injection_suite, mutants=mutants)
-    if not claim(run):
+    """Calibrate in this process (tests, the demo), with the ``cache``, ``backends`` or ``on_stored`` of
+    :func:`run_calibration`: the run's Job is not sent but run here through the job protocol
+    (``services.jobs.run``: the same claim, heartbeat and end as on a worker). Eager mode is Celery's own
+    (CELERY_TASK_ALWAYS_EAGER), through :func:`start`."""
+    run, created = new_run(revision, by, admit=admit, injection_suite=injection_suite, mutants=mutants)
+    if not created:
         raise TransitionError("a calibration of this revision is already running")
-    try:
-        run = run_calibration(run.pk, **kwargs)
-    except CalibrationError:
-        run = CalibrationRun.objects.get(pk=run.pk)
-    _end_job_here(run)
-    return run
+    return run_here(run, **kwargs)
 
 
-def _end_job_here(run: CalibrationRun) -> None:
-    """A calibration run in this process ends its Job as a worker would, so no job page shows it queued for
-    ever (the demo's admission calibration is one)."""
+def run_here(run: CalibrationRun, **kwargs: Any) -> CalibrationRun:
+    """Run a queued calibration's job in this process through the job protocol, as a worker would (with the
+    ``cache``, ``backends`` or ``on_stored`` of :func:`run_calibration`); the run as it ended."""
     if run.job_id is None:
-        return
-    run.revision.refresh_from_db()
-    now = timezone.now()
-    ended = Job.objects.filter(pk=run.job_id, status__in=[JobStatus.QUEUED, JobStatus.RUNNING])
-    if run.status == CalibrationStatus.ERROR:
-        ended.update(status=JobStatus.FAILED, error=run.reason, finished_at=now, progress=100)
-        return
-    result = CalibrationResult(
-        calibration=run.pk,
-        status=run.status,
-        admitted=run.revision.status == RevisionStatus.ADMITTED,
-        calls=run.calls,
-        cost_usd=run.cost_usd,
-    )
-    ended.update(
-        status=JobStatus.DONE,
-        result=result_json(JobKind.CALIBRATE_REVISION, result),
-        started_at=run.started_at or now,
-        finished_at=now,
-        progress=100,
-    )
+        raise TransitionError(f"calibration #{run.pk} has no job to run")
+    run_job(run.job_id, lambda job: _calibrate(job, **kwargs))
+    run.refresh_from_db()
+    return run
 
 
 # --- the calibration job ------------------------------------------------------------------------------------
 
 
-def _calibrate(job: Job) -> CalibrationResult:
+def _calibrate(job: Job, **kwargs: Any) -> CalibrationResult:
     run = CalibrationRun.objects.get(job=job)
     # A job the reaper queued again (its worker was lost) takes its run over: the Job claim is the lock.
-    if not claim(run, takeover=job.attempts > 1):
+    if not _start_run(run):
         raise CalibrationError(f"calibration #{run.pk} is {run.status}, not queued: not run again")
-    run = run_calibration(run.pk)
+    run = run_calibration(run.pk, **kwargs)
     run.revision.refresh_from_db()
     return CalibrationResult(
         calibration=run.pk,
@@ -552,7 +488,7 @@ def _calibrate(job: Job) -> CalibrationResult:
     )
 
 
-@job_task(JobKind.CALIBRATE_REVISION)
+@job_task(JobKind.CALIBRATE_REVISION, on_failed=job_failed)
 def calibrate_revision(job_id: int) -> None:
     """Judge a revision's admission rows (§5) with the repository's judges, storing each row as it finishes;
     admit the revision when it passes and the run was started by "Admit"."""

@@ -14,7 +14,6 @@ from typing import Any, TypeVar
 
 from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import F
-from django.utils import timezone
 from pydantic import ValidationError
 
 from grading import (
@@ -169,7 +168,6 @@ def store_row(run: CalibrationRun, index: int, total: int, pending: Pending, fil
             "calls": F("calls") + calls,
             "cost_usd": F("cost_usd") + cost,
             "total_rows": total,
-            "heartbeat_at": timezone.now(),
         }
         if not cost_known:
             updates["cost_known"] = False

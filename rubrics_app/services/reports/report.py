@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from django.core.cache import cache
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import Count, Q, QuerySet
 from django.template.defaultfilters import pluralize
 from pydantic import BaseModel, ValidationError
@@ -55,10 +55,8 @@ from rubrics_app.models import (
     ReportSnapshot,
     Repository,
     RubricItem,
-    RunGrade,
     Task,
 )
-from rubrics_app.services.report_rows import refresh_report_rows
 from rubrics_app.services.reports.sums import (
     Decoded,
     Tasks,
@@ -123,20 +121,6 @@ def _digest(rows: Any) -> str:
     return hashlib.sha256(json.dumps(rows, default=str, sort_keys=True).encode()).hexdigest()
 
 
-def _fill_missing_rows(repository: Repository, rows: int) -> bool:
-    """Grades written without their report row (whatever wrote them did not call
-    ``services.report_rows.refresh_report_rows``) get one now; True when there were any. One count query
-    when there are none."""
-    grades = RunGrade.objects.filter(run__task__repository=repository)
-    if grades.count() == rows:
-        return False
-    try:
-        with transaction.atomic():
-            return refresh_report_rows(grades.filter(report_row=None).values_list("pk", flat=True)) > 0
-    except IntegrityError:
-        return True  # another request filled them at the same moment
-
-
 @once
 def code_digest() -> str:
     """sha256 of the source of the code that computes a report (read once per process)."""
@@ -176,10 +160,9 @@ def _ungraded(repository: Repository, filters: dict[str, str]) -> int:
 
 
 def _current(repository: Repository, filters: dict[str, str]) -> tuple[str, dict[str, Any]]:
-    """The report's cache key and the state it is made of, once every grade has its report row."""
+    """The report's cache key and the state it is made of (every grade has its report row: the one grade
+    writer, ``services.runs.store.writing_grades``, writes it in the grade's transaction)."""
     state = report_state(repository)
-    if _fill_missing_rows(repository, state["rows"]["n"]):
-        state = report_state(repository)
     return _cache_key(repository, state, filters), state
 
 

@@ -38,7 +38,6 @@ from grading import (
 from rubrics_app.models import (
     AgentRun,
     HumanVerdict,
-    JudgeSetting,
     ReportRow,
     ReportVerdicts,
     Repository,
@@ -90,7 +89,7 @@ def report_state(repository: Repository) -> dict[str, Any]:
         "tasks": _tasks(repository),
         "human": _human_verdicts(repository),
         "cutoffs": repository.training_cutoffs or {},
-        "judge": JudgeSetting.objects.filter(repository=repository).values_list("judge", flat=True).first(),
+        "judge": judges.judge if (judges := repository.judge_setting()) is not None else None,
     }
 
 

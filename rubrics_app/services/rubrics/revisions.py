@@ -39,18 +39,8 @@ from rubrics_app.models import (
 )
 from rubrics_app.services import audit
 
-ITEM_EDITABLE_FIELDS = frozenset({"item_id", "criterion", "rationale", "evidence", "needs_tree", "weight"})
-REVISION_EDITABLE_FIELDS = frozenset(
-    {
-        "intent",
-        "allowed_globs",
-        "denied_globs",
-        "max_changed_lines",
-        "max_files",
-        "lazy_solution",
-        "alt_valid_solution",
-    }
-)
+ITEM_EDITABLE_FIELDS = frozenset(RubricItem.EDITABLE_FIELDS)
+REVISION_EDITABLE_FIELDS = frozenset(RubricRevision.EDITABLE_FIELDS)
 
 
 class Conflict(Exception):

@@ -1,4 +1,4 @@
-"""Store agent runs, their grades and judge verdicts: the run imports' entry points and ``store_grade``.
+"""Store agent runs, their grades and judge verdicts: the run imports' entry points and the one grade writer.
 
 A run arrives as files (a folder on disk or an uploaded zip: :mod:`rubrics_app.services.runs.files`; runs
 built in memory: :mod:`rubrics_app.services.runs.swe_bench`) and is checked into a prepared run
@@ -8,6 +8,14 @@ All or nothing, as rubric import: every run is read and checked first; only when
 rows written, in one transaction. A run is keyed by (task, arm, model, repetition): importing the same
 files again changes nothing, while different files under a key already imported are a problem (a run is a
 record of what happened; it is never silently replaced).
+
+The one grade writer: every write of a grade (the run import, a sweep) goes through
+:func:`writing_grades`, which locks the runs' tasks first and, before its transaction commits, refreshes
+what derives from the grades written or deleted: the report rows and review queue pairs
+(``services.report_rows``) and which grade of each run is current (``models.refresh_current_grades``).
+What decides the current grade without writing one (a revision admitted, the primary judge set) changes
+inside ``models.deciding_current_grades``, beside the rule, with the same lock and refresh. No other module
+writes grade rows or calls the refreshes (tests/app/test_grade_writer.py reads the source to keep it so).
 """
 
 from __future__ import annotations
@@ -15,13 +23,15 @@ from __future__ import annotations
 import hashlib
 import posixpath
 import zipfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Max, QuerySet
 from django.template.defaultfilters import pluralize
 
 from grading import JudgeResult, StrictMetricsFile, harness_infra_failure
@@ -171,54 +181,108 @@ def _store_judge(grade: RunGrade, role: str, result: JudgeResult, identity: tupl
     )
 
 
-def store_grade(
-    run: AgentRun,
-    metrics: StrictMetricsFile,
-    raw: dict[str, Any],
-    sha256: str,
-    source: str,
-    *,
-    revision: RubricRevision | None = None,
-    provisional: bool | None = None,
-) -> tuple[RunGrade, bool]:
-    """The grade and its verdict rows, or the one already stored under the same key (created: False).
+# --- the one grade writer -----------------------------------------------------------------------------------
 
-    ``revision`` is the revision graded against when the caller knows it (a sweep), else looked up by the
-    rubric content; ``provisional`` the caller's decision, else taken from metrics.json and the revision."""
-    details = metrics.details
-    rubric_sha = metrics.rubric_sha256 or ""
-    primary = details.judge.judge if details.judge is not None else ""
-    existing = RunGrade.objects.filter(run=run, rubric_sha256=rubric_sha, primary_judge=primary).first()
-    if existing is not None:
-        return existing, False
-    if revision is None:
-        revision = _revision_for(run.task, rubric_sha)
-    if provisional is None:
-        # metrics.json says provisional: false when the grader's admission store held a passing check of
-        # this content with this judge; true only means that store held none. A revision of the same content
-        # that this app approved or admitted counts as well, so only then does the revision decide.
-        provisional = False if metrics.provisional is False else (revision is None or revision.is_provisional)
-    grade = RunGrade.objects.create(
-        run=run,
-        rubric_sha256=rubric_sha,
-        revision=revision,
-        primary_judge=primary,
-        source=source,
-        status=details.status,
-        mergeable=metrics.mergeable,
-        merge_score=metrics.merge_score,
-        grader_failure=metrics.grader_failure,
-        judge_failure=metrics.judge_failure,
-        provisional=provisional,
-        reasons=list(details.reasons),
-        metrics=raw,
-        metrics_sha256=sha256,
-    )
-    identity = (run.task.task_id, run.arm, run.model, str(run.repetition), rubric_sha, primary)
-    for role, result in ((JudgeRole.PRIMARY, details.judge), (JudgeRole.SECOND, details.second_judge)):
-        if result is not None:
-            _store_judge(grade, role, result, identity)
-    return grade, True
+
+@dataclass
+class GradeWrites:
+    """The grades one :func:`writing_grades` transaction stores or deletes, through these methods only."""
+
+    stored: list[int] = field(default_factory=list)  # grades created
+    changed_runs: set[int] = field(default_factory=set)  # runs with a grade created or deleted
+    deleted_from: set[int] = field(default_factory=set)  # runs with a grade deleted
+
+    def store(
+        self,
+        run: AgentRun,
+        metrics: StrictMetricsFile,
+        raw: dict[str, Any],
+        sha256: str,
+        source: str,
+        *,
+        revision: RubricRevision | None = None,
+        provisional: bool | None = None,
+    ) -> tuple[RunGrade, bool]:
+        """The grade and its verdict rows, or the one already stored under the same key (created: False).
+
+        ``revision`` is the revision graded against when the caller knows it (a sweep), else looked up by
+        the rubric content; ``provisional`` the caller's decision, else taken from metrics.json and the
+        revision."""
+        details = metrics.details
+        rubric_sha = metrics.rubric_sha256 or ""
+        primary = details.judge.judge if details.judge is not None else ""
+        existing = RunGrade.objects.filter(run=run, rubric_sha256=rubric_sha, primary_judge=primary).first()
+        if existing is not None:
+            return existing, False
+        if revision is None:
+            revision = _revision_for(run.task, rubric_sha)
+        if provisional is None:
+            # metrics.json says provisional: false when the grader's admission store held a passing check
+            # of this content with this judge; true only means that store held none. A revision of the same
+            # content that this app approved or admitted counts as well, so only then does the revision
+            # decide.
+            provisional = metrics.provisional is not False and (revision is None or revision.is_provisional)
+        grade = RunGrade.objects.create(
+            run=run,
+            rubric_sha256=rubric_sha,
+            revision=revision,
+            primary_judge=primary,
+            source=source,
+            status=details.status,
+            mergeable=metrics.mergeable,
+            merge_score=metrics.merge_score,
+            grader_failure=metrics.grader_failure,
+            judge_failure=metrics.judge_failure,
+            provisional=provisional,
+            reasons=list(details.reasons),
+            metrics=raw,
+            metrics_sha256=sha256,
+        )
+        identity = (run.task.task_id, run.arm, run.model, str(run.repetition), rubric_sha, primary)
+        for role, result in ((JudgeRole.PRIMARY, details.judge), (JudgeRole.SECOND, details.second_judge)):
+            if result is not None:
+                _store_judge(grade, role, result, identity)
+        self.stored.append(grade.pk)
+        self.changed_runs.add(run.pk)
+        return grade, True
+
+    def delete(self, grades: QuerySet[RunGrade]) -> None:
+        """Delete these grades (their verdicts, report rows and queue pairs go with them)."""
+        runs = set(grades.values_list("run_id", flat=True))
+        grades.delete()
+        self.changed_runs |= runs
+        self.deleted_from |= runs
+
+    def refresh(self) -> None:
+        # The report rows and queue pairs of the new grades, and of the newest grade left of a run that lost
+        # one (it may be the run's newest now: its ``latest`` flag); then each changed run's current grade.
+        newest: list[int] = []
+        if self.deleted_from:
+            newest = list(
+                RunGrade.objects.filter(run_id__in=self.deleted_from)
+                .values("run_id")
+                .annotate(newest=Max("pk"))
+                .values_list("newest", flat=True)
+            )
+        refresh_report_rows([*self.stored, *newest])
+        if self.changed_runs:
+            refresh_current_grades(runs=sorted(self.changed_runs))
+
+
+@contextmanager
+def writing_grades(
+    *, runs: Iterable[int] | None = None, repository: Repository | None = None
+) -> Iterator[GradeWrites]:
+    """The one way grades are written: one transaction that locks the tasks of ``runs`` (or of
+    ``repository``) before any grade row (models.lock_current_grades), in which the caller stores and
+    deletes grades through the yielded :class:`GradeWrites`, and which refreshes the derived rows (report
+    rows, queue pairs, current grades) of what it wrote before it commits. Nothing is kept when the body
+    raises."""
+    with transaction.atomic():
+        lock_current_grades(runs=runs, repository=repository)
+        writes = GradeWrites()
+        yield writes
+        writes.refresh()
 
 
 def import_run_dirs(repository: Repository, root: Path, label_root: str, user: Actor) -> RunImport:
@@ -250,15 +314,13 @@ def import_runs(
 def _import_runs_atomic(
     repository: Repository, read: Callable[[list[ImportProblem]], Iterable[RunFiles]], user: Actor
 ) -> RunImport:
-    with transaction.atomic():
-        lock_current_grades(repository=repository)  # before any grade row: models.lock_current_grades
+    with writing_grades(repository=repository) as grades:
         problems: list[ImportProblem] = []
         prepared = prepare_runs(repository, read(problems), problems)
         stored = _check_against_stored(prepared, problems)
         if problems:
             raise ImportFailed(problems)
         outcome = RunImport()
-        new_grades: list[int] = []
         for index, run in enumerate(prepared):
             agent_run = stored.get(index)
             if agent_run is None:
@@ -290,20 +352,14 @@ def _import_runs_atomic(
             else:
                 outcome.unchanged.append(agent_run)
             if run.metrics is not None:
-                grade, created = store_grade(
+                _, created = grades.store(
                     agent_run, run.metrics.metrics, run.metrics.raw, run.metrics.sha256, GradeSource.IMPORTED
                 )
                 if created:
                     outcome.grades_created += 1
-                    new_grades.append(grade.pk)
                 else:
                     outcome.grades_unchanged += 1
-        # The report's rows of the new grades, in the same transaction: a report never sees a grade
-        # without its row; and which grade of each of their runs is current now.
-        refresh_report_rows(new_grades)
-        if new_grades:
-            refresh_current_grades(runs=RunGrade.objects.filter(pk__in=new_grades).values("run_id"))
-        if outcome.created or new_grades:
+        if outcome.created or outcome.grades_created:
             report_changed(repository.pk)  # a worker computes the new report once this commits
     return outcome
 

@@ -77,7 +77,7 @@ def batched(backend: Backend) -> Backend:
 
 
 def spend_budget(repository: Repository) -> Budget | None:
-    judges = JudgeSetting.objects.filter(repository=repository).first()
+    judges = repository.judge_setting()
     if judges is None or judges.monthly_cap_usd is None:
         return None
     return Budget(

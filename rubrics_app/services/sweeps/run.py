@@ -46,7 +46,6 @@ from django.conf import settings
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.template.defaultfilters import pluralize
-from django.utils import timezone
 
 from grading import (
     Backend,
@@ -68,7 +67,6 @@ from rubrics_app.models import (
     GradeSource,
     Job,
     JobKind,
-    JobStatus,
     JudgeSetting,
     Repository,
     RevisionStatus,
@@ -78,16 +76,12 @@ from rubrics_app.models import (
     Sweep,
     SweepResult,
     Task,
-    lock_current_grades,
-    refresh_current_grades,
-    result_json,
 )
 from rubrics_app.services.calibration.inputs import spent_this_month, tree_checkout
 from rubrics_app.services.calibration.store import DatabaseVerdictCache
 from rubrics_app.services.jobs import JobFailed, job_task, run, send
-from rubrics_app.services.report_rows import refresh_report_rows
 from rubrics_app.services.reports.report import report_changed
-from rubrics_app.services.runs.store import store_grade
+from rubrics_app.services.runs.store import writing_grades
 from rubrics_app.services.sweeps.inputs import (
     Admission,
     Target,
@@ -138,7 +132,7 @@ def new_sweep(repository: Repository, by: Actor, request: SweepRequest) -> Sweep
     """A queued sweep and its Job. SweepError (or PermissionDenied) when it cannot run, saying why; nothing
     is stored then."""
     by.require(Role.MAINTAINER, repository)
-    judges = JudgeSetting.objects.filter(repository=repository).first()
+    judges = repository.judge_setting()
     if judges is None:
         raise SweepError(f"repository {repository.name} has no judges set: set them first")
     revision = request.revision
@@ -265,19 +259,22 @@ def _store(sweep: Sweep, target: Target, metrics: RunMetrics, replace: bool) -> 
     cost_known = all(r.usage.cost_known for r in results)
 
     def store() -> _Stored:
-        with transaction.atomic():
-            lock_current_grades(runs=[target.run_pk])  # before any grade row: models.lock_current_grades
+        # The one grade writer: the report row, queue pairs and current grade of what is written here are
+        # refreshed in this transaction (a replaced judge failure may have been the run's newest grade).
+        with writing_grades(runs=[target.run_pk]) as grades:
             run = AgentRun.objects.select_related("task").get(pk=target.run_pk)
             if replace:
-                RunGrade.objects.filter(
-                    run=run,
-                    rubric_sha256=metrics.rubric_sha256 or "",
-                    source=GradeSource.SWEEP,
-                    judge_failure=True,
-                ).delete()
+                grades.delete(
+                    RunGrade.objects.filter(
+                        run=run,
+                        rubric_sha256=metrics.rubric_sha256 or "",
+                        source=GradeSource.SWEEP,
+                        judge_failure=True,
+                    )
+                )
             try:
                 with transaction.atomic():
-                    grade, created = store_grade(
+                    grade, created = grades.store(
                         run,
                         imported,
                         raw,
@@ -290,16 +287,6 @@ def _store(sweep: Sweep, target: Target, metrics: RunMetrics, replace: bool) -> 
                 created, failed = False, False  # another sweep stored this run's grade first
             else:
                 failed = grade.judge_failure
-            # The report's row of the new grade, in this transaction; a replaced judge failure may have
-            # been the run's newest grade, so then the run's newest is marked again.
-            if created:
-                refresh_report_rows([grade.pk])
-            elif replace:
-                refresh_report_rows(
-                    RunGrade.objects.filter(run=run).order_by("-pk").values_list("pk", flat=True)[:1]
-                )
-            if created or replace:
-                refresh_current_grades(runs=[run.pk])
             updates: dict[str, Any] = {
                 "done_runs": F("done_runs") + 1,
                 "graded_runs": F("graded_runs") + int(created),
@@ -501,24 +488,12 @@ def run_sweep(
 
 
 def sweep_now(repository: Repository, by: Actor, request: SweepRequest | None = None, **kwargs: Any) -> Sweep:
-    """Send nothing: create the sweep and run it in this process (tests, eager mode)."""
+    """Create the sweep and run its job in this process (tests, the demo), with the ``cache`` or
+    ``on_stored`` of :func:`run_sweep`: the Job is not sent but run here through the job protocol
+    (``jobs.run``: the same claim, heartbeat and end as on a worker). Eager mode is Celery's own
+    (CELERY_TASK_ALWAYS_EAGER), through :func:`start`."""
     sweep = new_sweep(repository, by, request or SweepRequest())
-    Job.objects.filter(pk=sweep.job_id).update(
-        status=JobStatus.RUNNING, started_at=timezone.now(), attempts=1
-    )
-    try:
-        outcome = run_sweep(sweep.pk, **kwargs)
-    except SweepError as exc:
-        Job.objects.filter(pk=sweep.job_id).update(
-            status=JobStatus.FAILED, error=str(exc), finished_at=timezone.now(), progress=100
-        )
-    else:
-        Job.objects.filter(pk=sweep.job_id).update(
-            status=JobStatus.DONE,
-            result=result_json(JobKind.SWEEP, outcome.result()),
-            finished_at=timezone.now(),
-            progress=100,
-        )
+    run(sweep.job_id, lambda job: run_sweep(sweep.pk, **kwargs).result())
     sweep.refresh_from_db()
     return sweep
 
