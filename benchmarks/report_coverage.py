@@ -17,7 +17,9 @@ The methods:
   tasks (``grading.report_stats.bootstrap_rates``, ``grading.contrasts.paired_intervals``);
 - ``task bootstrap``: the mean of per-task rates, percentile bootstrap over tasks;
 - ``t on tasks``: the mean of per-task rates, t interval with tasks − 1 degrees of freedom
-  (``grading.report_estimands.task_mean``: what the report uses).
+  (``grading.report_estimands.task_mean``: what the report uses for contrasts);
+- ``t, quarter tasks``: the same, the spread of a cell's rates estimated as if a quarter of a task sat at 0
+  and at 1 besides (``RATE_PRIOR_WEIGHT``: what the report uses for cells; contrasts as ``t on tasks``).
 
 Every data set has its own seed (0 to datasets − 1): nothing is tuned to one.
 """
@@ -38,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from grading.contrasts import paired_intervals  # noqa: E402
-from grading.report_estimands import task_mean  # noqa: E402
+from grading.report_estimands import RATE_PRIOR_WEIGHT, task_mean  # noqa: E402
 from grading.report_stats import bootstrap_rates  # noqa: E402
 
 ARMS = ("a", "b")
@@ -46,7 +48,7 @@ MODELS = ("m1", "m2")
 CELLS = [(arm, model) for arm in ARMS for model in MODELS]
 CONTRASTS = [(("a", m), ("b", m)) for m in MODELS] + [((arm, "m1"), (arm, "m2")) for arm in ARMS]
 FIGURES = ("test_pass_rate", "mergeable_rate", "difference")
-METHODS = ("pooled bootstrap", "task bootstrap", "t on tasks")
+METHODS = ("pooled bootstrap", "task bootstrap", "t on tasks", "t, quarter tasks")
 BOUNDS = {"cell": (0.0, 1.0), "contrast": (-1.0, 1.0)}
 
 # Logit-scale effects: pass = σ(PASS + task + arm + model + task×arm), mergeable given a pass likewise.
@@ -128,6 +130,10 @@ def intervals(
         out["t on tasks"][("cell", cell)] = [
             task_mean([v[i] for v in values], BOUNDS["cell"]).ci for i in range(3)
         ]
+        out["t, quarter tasks"][("cell", cell)] = [
+            task_mean([v[i] for v in values], BOUNDS["cell"], prior_weight=RATE_PRIOR_WEIGHT).ci
+            for i in range(3)
+        ]
     for a, b in CONTRASTS:
         pairs = [(*x, *y) for x, y in zip(data[a], data[b], strict=True)]
         diffs = [tuple(vb - va for va, vb in zip(x, y, strict=True)) for x, y in
@@ -135,10 +141,13 @@ def intervals(
         if replicates:
             paired = paired_intervals(pairs, replicates, random.Random(seed))
             out["pooled bootstrap"][("contrast", (a, b))] = [paired[f] for f in FIGURES]  # type: ignore[index]
-            out["task bootstrap"][("contrast", (a, b))] = list(_task_bootstrap(np.array(diffs), replicates, rng))
+            out["task bootstrap"][("contrast", (a, b))] = list(
+                _task_bootstrap(np.array(diffs), replicates, rng)
+            )
         out["t on tasks"][("contrast", (a, b))] = [
             task_mean([d[i] for d in diffs], BOUNDS["contrast"]).ci for i in range(3)
         ]
+        out["t, quarter tasks"][("contrast", (a, b))] = out["t on tasks"][("contrast", (a, b))]
     return out
 
 
@@ -157,7 +166,9 @@ def coverage(
                 for key, cis in figures.items():
                     for figure, ci, true in zip(FIGURES, cis, known[key], strict=True):
                         counted[(tasks, method, key, figure)] += 1
-                        hits[(tasks, method, key, figure)] += bool(ci and ci[0] - 1e-12 <= true <= ci[1] + 1e-12)
+                        hits[(tasks, method, key, figure)] += bool(
+                            ci and ci[0] - 1e-12 <= true <= ci[1] + 1e-12
+                        )
     out: dict[tuple[int, str, str, str], list[float]] = defaultdict(list)
     for (tasks, method, key, figure), n in counted.items():
         out[(tasks, method, key[0], figure)].append(hits[(tasks, method, key, figure)] / n)
@@ -174,7 +185,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     table = coverage(sizes, args.datasets, args.bootstrap)
     print(f"Coverage of 95% intervals, {args.datasets} data sets per size (lowest-highest over 4 cells or "
           "4 contrasts)")  # fmt: skip
-    head = ["tasks", "method"] + [f"{kind} {f}" for kind in ("cell", "contrast") for f in ("pass", "merge", "gap")]
+    head = ["tasks", "method"] + [
+        f"{kind} {f}" for kind in ("cell", "contrast") for f in ("pass", "merge", "gap")
+    ]
     print(" | ".join(head))
     for tasks in sizes:
         for method in METHODS:

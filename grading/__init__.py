@@ -159,9 +159,11 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     ),
     "grading.report_html": ("label_target_text", "render_report_html"),
     "grading.report_render": (
+        "INTERVALS_TEXT",
         "METRIC_NAMES",
         "contrast_estimate",
         "contrast_label",
+        "estimate_note",
         "metric_lines",
         "precision_text",
         "report_csv",
@@ -316,9 +318,11 @@ if TYPE_CHECKING:
     from grading.report_files import read_metrics as read_metrics
     from grading.report_html import label_target_text as label_target_text
     from grading.report_html import render_report_html as render_report_html
+    from grading.report_render import INTERVALS_TEXT as INTERVALS_TEXT
     from grading.report_render import METRIC_NAMES as METRIC_NAMES
     from grading.report_render import contrast_estimate as contrast_estimate
     from grading.report_render import contrast_label as contrast_label
+    from grading.report_render import estimate_note as estimate_note
     from grading.report_render import metric_lines as metric_lines
     from grading.report_render import precision_text as precision_text
     from grading.report_render import report_csv as report_csv

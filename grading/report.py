@@ -63,6 +63,7 @@ from grading.report_stats import resample_sums as resample_sums
 from grading.report_stats import resample_tasks as resample_tasks
 from grading.report_stats import rogan_gladen as rogan_gladen
 from grading.report_stats import sensitivity_specificity as sensitivity_specificity
+from grading.report_stats import task_rate_estimates as task_rate_estimates
 from grading.report_stats import uniforms as uniforms
 from grading.report_sums import PartSums as PartSums
 from grading.report_sums import ReportSums as ReportSums
@@ -156,7 +157,7 @@ def _cell_fields(parts: list[PartSums], ctx: _Context, key: tuple[str | None, ..
     task_sums = _task_sums(parts)
     rng = ctx.rng(*key)
     replicates = resample_tasks(task_sums, ctx.replicates, rng)
-    test_pass, mergeable, difference = rate_estimates(task_sums, replicates)
+    test_pass, mergeable, difference = task_rate_estimates(task_sums, intervals=ctx.replicates > 0)
     corrected = corrected_rate(task_sums, ctx.accuracy, ctx.labels, replicates, rng)
     return {
         "runs": total.runs,
@@ -320,10 +321,11 @@ def report_from_sums(
         for arm, model, s in splits
     ]
     judges = _judge_uses(sums.verdicts)
+    contrasts = contrasts_from_sums(
+        cell_task_sums(parts), replicates=bootstrap, seed=seed, target=TARGET_HALF_WIDTH
+    )
     return Report(
-        contrasts=contrasts_from_sums(
-            cell_task_sums(parts), replicates=bootstrap, seed=seed, target=TARGET_HALF_WIDTH
-        ),
+        contrasts=contrasts,
         cells=cells,
         by_prompt_style=by_prompt_style,
         by_contamination=by_contamination,
@@ -336,5 +338,5 @@ def report_from_sums(
         judges=judges,
         bootstrap=bootstrap,
         seed=seed,
-        warnings=_warnings(parts, judges, accuracy, cells),
+        warnings=_warnings(parts, judges, accuracy, cells, contrasts),
     )

@@ -15,9 +15,11 @@ from collections.abc import Mapping
 from grading import report_charts
 from grading.report import Agreement, Cell, ContaminationCell, Estimate, Report
 from grading.report_render import (
+    INTERVALS_TEXT,
     METRIC_NAMES,
     contrast_estimate,
     contrast_label,
+    estimate_note,
     metric_lines,
     precision_text,
 )
@@ -53,7 +55,9 @@ def _estimate(e: Estimate | None, why: str | None) -> str:
     if e.value is None:
         return '<span class="muted">n/a</span>'
     if e.ci is not None:
-        return f'{_pct(e.value)}<span class="ci">[{_pct(e.ci[0])}, {_pct(e.ci[1])}]</span>'
+        note = estimate_note(e)
+        note_html = f'<span class="ci">{_e(note)}</span>' if note else ""
+        return f'{_pct(e.value)}<span class="ci">[{_pct(e.ci[0])}, {_pct(e.ci[1])}]</span>{note_html}'
     return f'{_pct(e.value)}<span class="ci why">no interval: {_e(why or "none computed")}</span>'
 
 
@@ -105,8 +109,8 @@ def render_report_html(
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body><main>",
         f"<h1>{_e(title)}</h1>",
-        f'<p class="muted">Intervals: 95% task-level bootstrap, {report.bootstrap} replicates, seed '
-        f"{report.seed}; rates are over measured runs. Report format {report.format}.</p>",
+        f'<p class="muted">{_e(INTERVALS_TEXT)} Corrected rates: task-level bootstrap, {report.bootstrap} '
+        f"replicates, seed {report.seed}. Report format {report.format}.</p>",
     ]
     if report.warnings:
         out.append(f'<section class="warnings"><strong>{len(report.warnings)} warnings</strong><ul>')

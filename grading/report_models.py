@@ -22,7 +22,7 @@ from grading.report_stats import (
 )
 from grading.schema import PromptStyle
 
-FORMAT = 2  # the report's JSON (metrics.json has its own: grading.outcome.METRICS_FORMAT)
+FORMAT = 3  # the report's JSON (metrics.json has its own: grading.outcome.METRICS_FORMAT)
 DEFAULT_BOOTSTRAP = 2000
 DEFAULT_SEED = 0
 MIN_REPETITIONS = 3  # runs per (task, arm, model) (§7)

@@ -121,6 +121,15 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"
 
 
+def estimate_note(e: Estimate) -> str:
+    """What goes beside an interval: the standard error in points, and "no spread between tasks" when the
+    interval is the exact bound on tasks (every task gave the same rate), "" when neither applies."""
+    notes = [] if e.se is None or e.method == "no_spread" else [f"SE {100 * e.se:.1f} pp"]
+    if e.method == "no_spread":
+        notes.append("no spread between tasks")
+    return "; ".join(notes)
+
+
 def _md_estimate(e: Estimate | None) -> str:
     if e is None:
         return "-"
@@ -129,7 +138,8 @@ def _md_estimate(e: Estimate | None) -> str:
     text = _pct(e.value)
     if e.ci:
         text += f" [{_pct(e.ci[0])}, {_pct(e.ci[1])}]"
-    return text
+    note = estimate_note(e)
+    return text + (f" ({note})" if note else "")
 
 
 def _md_cells(title: str, cells: list[Cell], extra: str | None = None) -> list[str]:
@@ -186,6 +196,10 @@ def _md_integrity(c: Cell) -> str:
     return f"{c.integrity_not_measured_runs} ({parts})"
 
 
+INTERVALS_TEXT = (
+    "Rates are means over tasks of each task's rate over its measured runs (every task counts once); "
+    "intervals are 95% t intervals over tasks."
+)
 METRIC_NAMES = {"test_pass_rate": "test-pass", "mergeable_rate": "mergeable", "difference": "gap"}
 
 
@@ -199,13 +213,34 @@ def contrast_label(c: Contrast) -> str:
     return f"{c.b} − {c.a} ({'model' if c.kind == 'arm' else 'arm'} {c.fixed})"
 
 
+def contrast_test(c: Contrast) -> str:
+    """The standard error and the p-values: "SE 4.1 pp, p 0.012, Holm 0.036 of 4: holds at 5%"."""
+    parts = []
+    if c.se is not None and c.method != "no_spread":
+        parts.append(f"SE {100 * c.se:.1f} pp")
+    if c.p_value is not None and c.p_holm is not None and c.method != "no_spread":
+        holds = "holds" if c.p_holm < 0.05 else "does not hold"
+        parts.append(f"p {c.p_value:.3g}, Holm {c.p_holm:.3g} of {c.family_size} comparisons: {holds} at 5%")
+    return ", ".join(parts)
+
+
 def contrast_estimate(c: Contrast) -> str:
-    """The value with its interval, or the reason there is none, and the few-tasks mark."""
+    """The value with its interval, or the reason there is none, its standard error and p-values, and the
+    few-tasks mark."""
     if c.value is None:
         return f"n/a ({c.interval_reason})" if c.interval_reason else "n/a"
     text = points(c.value)
     text += f" [{points(c.ci[0])}, {points(c.ci[1])}]" if c.ci else f" (no interval: {c.interval_reason})"
-    return text + (" (few tasks)" if c.few_tasks and c.tasks else "")
+    if c.method == "no_spread":
+        text += " (every shared task gives the same difference: the interval bounds how many could differ)"
+    test = contrast_test(c)
+    text += f" ({test})" if test else ""
+    shared = (
+        f" ({c.tasks} shared tasks of {c.tasks_a} and {c.tasks_b})"
+        if c.tasks != c.tasks_a or c.tasks != c.tasks_b
+        else ""
+    )
+    return text + shared + (" (few tasks)" if c.few_tasks and c.tasks else "")
 
 
 def precision_text(c: Contrast) -> str:
@@ -216,6 +251,11 @@ def precision_text(c: Contrast) -> str:
     aim = f"±{100 * p.target:g} pp"
     now = p.half_width if p.half_width is not None else p.predicted_half_width
     parts = [f"now ±{100 * now:.1f} pp" if now is not None else "now unknown"]
+    if c.method == "no_spread" or (now is not None and now <= 0):
+        return (
+            "no spread between tasks: every shared task gives the same difference, so the precision "
+            "cannot be judged from these runs"
+        )
     if now is not None and now <= p.target:
         return f"{parts[0]}: within {aim}"
     if p.more_tasks is not None:
@@ -232,8 +272,9 @@ def _md_contrasts(report: Report) -> list[str]:
     lines = [
         "## Contrasts",
         "",
-        "b − a over the tasks both sides measured, with a paired task-level 95% interval "
-        "(a drawn task brings both sides' runs).",
+        "b − a: the mean over the tasks both sides measured of each task's difference (every task counts "
+        "once), with a 95% t interval on those differences, its standard error and p-values (Holm within "
+        "each kind and metric).",
         "",
         "| contrast | metric | b − a [95% interval] | tasks | runs | how many runs are enough |",
         "|---|---|---|---|---|---|",
@@ -263,8 +304,8 @@ def report_markdown(report: Report) -> str:
     lines += _md_cells("By prompt style", report.by_prompt_style, "prompt style")
     lines += _md_cells("By training cutoff", list(report.by_contamination), "split")
     lines.append(
-        f"Intervals: 95% task-level bootstrap, {report.bootstrap} replicates, seed {report.seed}. "
-        "Rates are over measured runs."
+        f"{INTERVALS_TEXT} Corrected rates: task-level bootstrap, {report.bootstrap} replicates, seed "
+        f"{report.seed}."
     )
     lines.append("")
     acc = report.judge_accuracy

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from grading.report_estimands import RATE_PRIOR_WEIGHT, TaskMean, task_mean
+
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
@@ -26,6 +28,11 @@ MIN_LABELLED = 20  # labelled runs needed before the judge-error correction is s
 class Estimate(BaseModel):
     value: float | None
     ci: tuple[float, float] | None = None
+    se: float | None = None  # standard error (of the mean of per-task rates); None where unknown
+    # How ci was made: "t" (t interval on per-task rates), "no_spread" (every task gave the same value:
+    # exact bound on the share of tasks that would not), "bootstrap" (percentile, tasks resampled).
+    method: str | None = None
+    interval_reason: str | None = None  # why ci is null, or what a "no_spread" interval bounds
 
 
 class JudgeAccuracy(BaseModel):
@@ -223,6 +230,33 @@ def bootstrap_rates(
     percentile bootstrap intervals (one resample of tasks gives all three, so the difference's interval
     accounts for their correlation). An interval needs at least two tasks."""
     return rate_estimates(tasks, resample_tasks(tasks, replicates, rng))
+
+
+def as_estimate(mean: TaskMean) -> Estimate:
+    """A :class:`grading.report_estimands.TaskMean` as the report's :class:`Estimate`."""
+    return Estimate(value=mean.value, ci=mean.ci, se=mean.se, method=mean.method, interval_reason=mean.reason)
+
+
+def task_rate_estimates(tasks: Sequence[TaskSums], *, intervals: bool) -> tuple[Estimate, Estimate, Estimate]:
+    """Test-pass rate, mergeable rate and their difference of a cell, each the mean over its tasks of the
+    task's own rate (each task counts once, whatever its runs), with its standard error and 95% t interval
+    over tasks (:func:`grading.report_estimands.task_mean`, the spread with :data:`RATE_PRIOR_WEIGHT`).
+    Without ``intervals``, no interval."""
+    measured = [t for t in tasks if t[0]]
+    rates = [_rates(t) for t in measured]
+    why = None if intervals else "no intervals were asked for (bootstrap 0)"
+    return tuple(  # type: ignore[return-value]
+        as_estimate(
+            task_mean(
+                [r[i] for r in rates],
+                (0.0, 1.0),
+                intervals=intervals,
+                no_interval=why,
+                prior_weight=RATE_PRIOR_WEIGHT,
+            )
+        )
+        for i in range(3)
+    )
 
 
 # Per labelled task: (human-mergeable runs the judge called mergeable, human-mergeable runs,

@@ -20,6 +20,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from grading import (
+    INTERVALS_TEXT,
     METRIC_NAMES,
     REPEATED_WARNINGS,
     contrast_estimate,
@@ -118,6 +119,7 @@ def _page_context(
             for c in report.contrasts
         ],
         "chart": rates_chart(report.cells, report.bootstrap) if report.cells else None,
+        "intervals_text": INTERVALS_TEXT,
         "metric_lines": metric_lines(report.cells),
         "histograms": [
             (

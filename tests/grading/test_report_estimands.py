@@ -1,0 +1,162 @@
+"""What the report's rates and contrasts estimate (issue 31): each task counts once, intervals that cover and
+never claim a precision the data do not have, contrasts over different task sets said so, Holm p-values."""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grading.contrasts import FEW_TASKS
+from grading.report import GradedRun
+from grading.report_estimands import holm, no_spread_share, t_quantile, t_two_sided_p, task_mean
+from grading.report_render import contrast_estimate, precision_text, report_markdown
+from tests.grading.report_helpers import report, run
+
+# Student's t 0.975 quantiles and two-sided p-values from printed tables.
+T975 = {1: 12.7062047, 2: 4.30265273, 4: 2.77644511, 9: 2.26215716, 29: 2.04522964, 100: 1.98397152}
+
+
+def _runs(design: dict[tuple[str, str], str], model: str = "m") -> list[GradedRun]:
+    """(task, arm) -> outcomes of its runs: p passes the tests and is mergeable, f fails the tests."""
+    names = {"p": "mergeable", "f": "tests_fail", "b": "blocker"}
+    return [
+        run(task, names[o], arm=arm, model=model, run=f"{task}/{arm}/{model}/{i}")
+        for (task, arm), outcomes in design.items()
+        for i, o in enumerate(outcomes)
+    ]
+
+
+def _contrast(rep, metric: str = "test_pass_rate"):  # type: ignore[no-untyped-def]
+    [found] = [c for c in rep.contrasts if c.metric == metric and c.kind == "arm"]
+    return found
+
+
+def test_the_issue_repro_a_contrast_counts_each_task_once() -> None:
+    # Ten tasks, no arm effect: easy tasks always pass, hard ones never, in both arms; arm b ran each easy
+    # task 5 times and each hard one once, arm a the reverse. Pooled over runs, b − a was +0.667.
+    design: dict[tuple[str, str], str] = {}
+    for t in range(10):
+        easy = t < 5
+        design[(f"t{t}", "a")] = "p" if easy else "fffff"
+        design[(f"t{t}", "b")] = "ppppp" if easy else "f"
+    rep = report(_runs(design))
+    for metric in ("test_pass_rate", "mergeable_rate"):
+        c = _contrast(rep, metric)
+        assert c.value == pytest.approx(0.0)
+        # Every task's difference is 0: no spread, so an honest (not zero-width) interval around 0.
+        assert c.ci is not None and c.ci[0] < 0 < c.ci[1]
+        assert c.method == "no_spread"
+        assert "within" not in precision_text(c)
+    cells = {cell.arm: cell for cell in rep.cells}
+    assert cells["a"].test_pass_rate.value == cells["b"].test_pass_rate.value == pytest.approx(0.5)
+
+
+def test_a_tasks_weight_does_not_depend_on_its_run_count() -> None:
+    rng = random.Random(11)
+    for _ in range(20):
+        design = {
+            (f"t{t}", arm): "".join(rng.choice("pfb") for _ in range(rng.randint(1, 4)))
+            for t in range(6)
+            for arm in ("a", "b")
+        }
+        # The same outcomes, each task's runs repeated 1 to 4 times on each side: the same per-task rates.
+        repeated = {key: outcomes * rng.randint(1, 4) for key, outcomes in design.items()}
+        before, after = report(_runs(design)), report(_runs(repeated))
+        for c1, c2 in zip(before.cells, after.cells, strict=True):
+            for name in ("test_pass_rate", "mergeable_rate", "difference"):
+                assert getattr(c1, name).value == pytest.approx(getattr(c2, name).value)
+        for k1, k2 in zip(before.contrasts, after.contrasts, strict=True):
+            assert k1.value == pytest.approx(k2.value)
+
+
+def test_a_cell_rate_is_the_mean_of_its_tasks_rates_with_a_t_interval() -> None:
+    design = {
+        ("t0", "a"): "ppf",
+        ("t1", "a"): "f",
+        ("t2", "a"): "pppp",
+        ("t3", "a"): "pf",
+        ("t4", "a"): "ffp",
+    }
+    cell = report(_runs(design)).cells[0]
+    rates = np.array([2 / 3, 0.0, 1.0, 0.5, 1 / 3])
+    assert cell.test_pass_rate.value == pytest.approx(rates.mean())
+    assert cell.test_pass_rate.method == "t"
+    lo, hi = cell.test_pass_rate.ci  # type: ignore[misc]
+    # The interval is centred on the mean, t with 4 degrees of freedom, its spread estimated with a quarter
+    # task at 0 and at 1 beside the five (never narrower than the plain t interval).
+    assert (lo + hi) / 2 == pytest.approx(rates.mean())
+    plain = T975[4] * rates.std(ddof=1) / np.sqrt(5)
+    assert (hi - lo) / 2 >= plain
+    assert cell.test_pass_rate.se == pytest.approx((hi - lo) / 2 / T975[4])
+
+
+def test_all_passes_give_an_interval_that_is_not_zero_width_and_not_called_precise() -> None:
+    design = {(f"t{t}", arm): "ppp" for t in range(10) for arm in ("a", "b")}
+    rep = report(_runs(design))
+    cell = rep.cells[0].test_pass_rate
+    assert cell.value == 1.0 and cell.method == "no_spread"
+    assert cell.ci == pytest.approx((1 - no_spread_share(10), 1.0))
+    assert cell.ci[0] < 0.75  # type: ignore[index]
+    c = _contrast(rep)
+    assert c.value == 0 and c.ci is not None and c.ci[1] - c.ci[0] > 0.5
+    md = report_markdown(rep)
+    assert "within ±5" not in md and "no spread between tasks" in md
+
+
+def test_different_task_sets_are_said_and_few_shared_tasks_flagged() -> None:
+    design: dict[tuple[str, str], str] = {}
+    for t in range(8):
+        design[(f"t{t}", "a")] = "ppff"
+    for t in range(3, 12):
+        design[(f"t{t}", "b")] = "pppf" if t % 2 else "pfff"
+    rep = report(_runs(design))
+    c = _contrast(rep)
+    assert (c.tasks, c.tasks_a, c.tasks_b) == (5, 8, 9)
+    assert c.few_tasks and FEW_TASKS == 10
+    assert "5 shared tasks of 8 and 9" in contrast_estimate(c)
+    [warning] = [w for w in rep.warnings if "shared tasks of" in w]
+    assert "arm contrast 'b' − 'a'" in warning and "7 tasks only one side ran" in warning
+
+
+def test_p_values_and_holm_within_each_family() -> None:
+    rng = random.Random(5)
+    design = {
+        (f"t{t}", arm): "".join("p" if rng.random() < lift else "f" for _ in range(4))
+        for t in range(12)
+        for arm, lift in (("a", 0.3), ("b", 0.6), ("c", 0.5))
+    }
+    rep = report(_runs(design))
+    family = [c for c in rep.contrasts if c.kind == "arm" and c.metric == "test_pass_rate"]
+    assert len(family) == 3 and all(c.family_size == 3 for c in family)
+    for c in family:
+        assert c.p_value == pytest.approx(t_two_sided_p(c.value / c.se, c.tasks - 1))  # type: ignore[operator]
+    # Holm by hand: sorted p-values times 3, 2, 1, made non-decreasing, capped at 1.
+    ps = sorted(float(c.p_value or 0) for c in family)
+    expected = np.minimum(1, np.maximum.accumulate([3 * ps[0], 2 * ps[1], ps[2]]))
+    assert sorted(c.p_holm for c in family) == pytest.approx(expected)  # type: ignore[type-var]
+
+
+def test_t_quantiles_and_p_values_against_tables() -> None:
+    for df, q in T975.items():
+        assert t_quantile(df) == pytest.approx(q, abs=1e-6)
+        assert t_two_sided_p(q, df) == pytest.approx(0.05, abs=1e-7)
+    assert t_two_sided_p(0.0, 7) == pytest.approx(1.0)
+    assert holm([0.01, None, 0.04, 0.03]) == pytest.approx([0.03, None, 0.06, 0.06])
+    one = task_mean([0.4], (0.0, 1.0))
+    assert one.ci is None and one.value == 0.4 and "one task" in (one.reason or "")
+
+
+def test_the_coverage_study_holds_its_floor() -> None:
+    # A small run of benchmarks/report_coverage.py (the report's methods only): at 5 and 10 tasks, 300 data
+    # sets each, every cell and contrast figure covers its truth in at least 90% of them.
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from benchmarks.report_coverage import coverage
+
+    table = coverage([5, 10], 300, 0)
+    chosen = {k: v for k, v in table.items() if k[1] == "t, quarter tasks"}
+    assert len(chosen) == 2 * 2 * 3
+    assert min(lo for lo, _ in chosen.values()) >= 0.9
