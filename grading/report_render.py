@@ -29,14 +29,15 @@ def _num(value: float | None) -> str:
 
 def _estimate_columns(e: Estimate | None) -> list[str]:
     if e is None:
-        return ["", "", ""]
+        return ["", "", "", ""]
     lo, hi = e.ci if e.ci else (None, None)
-    return [_num(e.value), _num(lo), _num(hi)]
+    return [_num(e.value), _num(lo), _num(hi), _num(e.se)]
 
 
 _ESTIMATES = ("test_pass_rate", "mergeable_rate", "difference", "corrected_mergeable_rate")
 _CONTRAST_COLUMNS = ("kind", "fixed", "a", "b", "metric", "value", "value_lo", "value_hi", "few_tasks",
-                     "half_width", "more_tasks", "repetitions_needed")  # fmt: skip
+                     "half_width", "more_tasks", "repetitions_needed", "se", "p_value", "p_holm",
+                     "tasks_a", "tasks_b")  # fmt: skip
 
 
 def _contrast_columns(c: Contrast | None) -> list[str]:
@@ -50,6 +51,7 @@ def _contrast_columns(c: Contrast | None) -> list[str]:
         _num(p.half_width if p and p.half_width is not None else (p.predicted_half_width if p else None)),
         "" if p is None or p.more_tasks is None else str(p.more_tasks),
         "" if p is None or p.repetitions_needed is None else str(p.repetitions_needed),
+        _num(c.se), _num(c.p_value), _num(c.p_holm), str(c.tasks_a), str(c.tasks_b),
     ]  # fmt: skip
 
 
@@ -69,7 +71,7 @@ def report_csv(report: Report) -> str:
     rate_names = sorted({m for _, cells in tables for c in cells for m in c.metric_rates})
     header = ["table", "arm", "model", "prompt_style", "split", "runs", "tasks", "measured"]
     for name in _ESTIMATES:
-        header += [name, f"{name}_lo", f"{name}_hi"]
+        header += [name, f"{name}_lo", f"{name}_hi", f"{name}_se"]
     header += ["mean_merge_score", "grader_failures", "judge_failures", "not_measured", "provisional"]
     header += ["integrity_not_measured", *_CONTRAST_COLUMNS]
     header += [f"metric:{m}" for m in metric_names] + [f"rate:{m}" for m in rate_names]
@@ -89,7 +91,7 @@ def report_csv(report: Report) -> str:
             row += [_num(c.metrics[m].mean) if m in c.metrics else "" for m in metric_names]
             row += [_num(c.metric_rates[m].rate) if m in c.metric_rates else "" for m in rate_names]
             writer.writerow(row)
-    blank_rates = [""] * (3 * len(_ESTIMATES) + 6)
+    blank_rates = [""] * (4 * len(_ESTIMATES) + 6)
     for k in report.contrasts:
         row = [
             "contrasts",
