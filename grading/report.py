@@ -56,6 +56,7 @@ from grading.report_stats import LabelSums as LabelSums
 from grading.report_stats import TaskSums as TaskSums
 from grading.report_stats import bootstrap_rates as bootstrap_rates
 from grading.report_stats import corrected_rate as corrected_rate
+from grading.report_stats import corrected_task_rate as corrected_task_rate
 from grading.report_stats import in_parallel
 from grading.report_stats import percentile as percentile
 from grading.report_stats import rate_estimates as rate_estimates
@@ -68,7 +69,7 @@ from grading.report_stats import uniforms as uniforms
 from grading.report_sums import PartSums as PartSums
 from grading.report_sums import ReportSums as ReportSums
 from grading.report_sums import VerdictGroup as VerdictGroup
-from grading.report_sums import mean, sums_by_task
+from grading.report_sums import judged_by_task, mean, sums_by_task
 from grading.report_sums import summarise as summarise
 from grading.report_warnings import REPEATED_WARNINGS as REPEATED_WARNINGS
 from grading.report_warnings import _warnings
@@ -80,9 +81,17 @@ if TYPE_CHECKING:  # numpy is imported where the bootstrap runs: most commands n
 # --- statistics (grading/report_stats.py holds the arithmetic) --------------------------------------------
 
 
+def judged_labels(labelled: Iterable[GradedRun]) -> list[GradedRun]:
+    """The labelled runs the judge decided (passed the tests; scope and integrity not failed): the runs the
+    review queue can label, and the only ones whose outcome says anything about the judge."""
+    return [r for r in labelled if r.test_pass and (r.checks_passed is not False or r.mergeable)]
+
+
 def judge_accuracy(labelled: Sequence[GradedRun]) -> tuple[JudgeAccuracy, list[LabelSums]]:
-    """Sensitivity and specificity of the runs' mergeable outcome against human labels, and the per-task
-    sums the corrected rate's bootstrap resamples."""
+    """Sensitivity and specificity of the judge's mergeable outcome against human labels, on the labelled
+    runs it decided (:func:`judged_labels`), and the per-task sums the corrected rate's bootstrap
+    resamples."""
+    labelled = judged_labels(labelled)
     by_task: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     for r in labelled:
         sums = by_task[r.task]
@@ -139,11 +148,33 @@ def _task_sums(parts: Iterable[PartSums]) -> list[TaskSums]:
 
 
 class _Context:
-    def __init__(self, replicates: int, seed: int, accuracy: JudgeAccuracy, labels: list[LabelSums]) -> None:
+    def __init__(
+        self,
+        replicates: int,
+        seed: int,
+        accuracy: JudgeAccuracy,
+        labels: list[LabelSums],
+        strata: dict[tuple[str, str], tuple[JudgeAccuracy, list[LabelSums]]],
+    ) -> None:
         self.replicates = replicates
         self.seed = seed
         self.accuracy = accuracy
         self.labels = labels
+        self.strata = strata  # per (arm, model): the judge's accuracy on that cell's own labels
+
+    def accuracy_for(self, arm: str, model: str) -> tuple[JudgeAccuracy, list[LabelSums], str]:
+        """The cell's own sensitivity and specificity when its labels suffice, else the pooled ones; and
+        which, in words."""
+        own = self.strata.get((arm, model))
+        if own is not None and own[0].undefined_reason is None:
+            return own[0], own[1], f"this arm and model's {own[0].labelled} labelled runs"
+        have = own[0].labelled if own else 0
+        return (
+            self.accuracy,
+            self.labels,
+            f"all {self.accuracy.labelled} labelled runs pooled (this arm and model has {have}; "
+            f"its own need at least {MIN_LABELLED}, with both verdicts)",
+        )
 
     def rng(self, *key: str | None) -> random.Random:
         # Seeded per cell, from its key: a cell's interval does not depend on which other cells exist.
@@ -156,9 +187,12 @@ def _cell_fields(parts: list[PartSums], ctx: _Context, key: tuple[str | None, ..
         total.absorb(p)
     task_sums = _task_sums(parts)
     rng = ctx.rng(*key)
-    replicates = resample_tasks(task_sums, ctx.replicates, rng)
+    # The rates' t intervals draw nothing; the corrected rate resamples the per-task shares.
     test_pass, mergeable, difference = task_rate_estimates(task_sums, intervals=ctx.replicates > 0)
-    corrected = corrected_rate(task_sums, ctx.accuracy, ctx.labels, replicates, rng)
+    judged = judged_by_task(parts)
+    shares = [(merged / n, judged[task] / n) for task, (n, _, merged) in sorted(sums_by_task(parts).items())]
+    accuracy, labels, basis = ctx.accuracy_for(str(key[1] or ""), str(key[2] or ""))
+    corrected = corrected_task_rate(shares, accuracy, labels, ctx.replicates, rng)
     return {
         "runs": total.runs,
         "tasks": len({p.task for p in parts}),
@@ -172,6 +206,8 @@ def _cell_fields(parts: list[PartSums], ctx: _Context, key: tuple[str | None, ..
         "not_measured": total.statuses.get("not_measured", 0),
         "provisional": bool(total.provisional or total.provisional_unknown),
         "corrected_mergeable_rate": corrected,
+        "corrected_basis": basis if corrected is not None else None,
+        "judged": sum(judged.values()),
         "metrics": {
             name: MetricMean(mean=mean(sum_, n), runs=n) for name, (sum_, n) in sorted(total.metrics.items())
         },
@@ -296,7 +332,11 @@ def report_from_sums(
         raise ValueError("bootstrap must be >= 0")
     parts = sorted(sums.parts, key=lambda p: (p.task, p.arm, p.model, _sort_key(p.prompt_style)))
     accuracy, label_sums = judge_accuracy(sums.labelled)
-    ctx = _Context(bootstrap, seed, accuracy, label_sums)
+    strata = {
+        cell: judge_accuracy(group)
+        for cell, group in _group(sums.labelled, lambda r: (r.arm, r.model)).items()
+    }
+    ctx = _Context(bootstrap, seed, accuracy, label_sums, strata)
 
     # Every cell's fields at once (their bootstraps run side by side: grading.report_stats.in_parallel).
     plain = sorted(_group(parts, lambda p: (p.arm, p.model)).items())

@@ -168,7 +168,10 @@ class Cell(BaseModel):
     judge_failures: int
     not_measured: int
     provisional: bool
-    corrected_mergeable_rate: Estimate | None = None  # Rogan-Gladen; None without enough human labels
+    # Rogan-Gladen on the runs the judge decided (their share kept); None without enough human labels
+    corrected_mergeable_rate: Estimate | None = None
+    corrected_basis: str | None = None  # whose sensitivity and specificity: the cell's labels, or pooled
+    judged: int = 0  # measured runs the judge decided (passed the tests, scope and integrity not failed)
     metrics: dict[str, MetricMean] = {}
     metric_rates: dict[str, MetricRate] = {}
     # Measured runs graded with some test-integrity part not measured, and how many per part.

@@ -7,6 +7,7 @@ is imported where a bootstrap runs, so most commands never load it.
 
 from __future__ import annotations
 
+import math
 import os
 import random
 from collections.abc import Callable, Sequence
@@ -304,3 +305,77 @@ def corrected_rate(
     kept = both_sides & (youden > 0)
     draws = np.minimum(1.0, np.maximum(0.0, corrected[kept]))
     return Estimate(value=value, ci=_interval(np.sort(draws).tolist(), value))
+
+
+def resample_means(
+    values: Sequence[tuple[float, ...]], replicates: int, rng: random.Random
+) -> NDArray[np.float64]:
+    """``replicates`` resamples of per-task values, as a (replicates, columns) array of their means over
+    tasks: each draws len(values) tasks with replacement, as ``rng.choices`` would (floor(random() * n))."""
+    import numpy as np
+
+    population = len(values)
+    table = np.asarray(values, dtype=float).reshape(population, -1)
+    out = np.empty((replicates, table.shape[1]))
+    if replicates == 0 or not population:
+        return out[:0]
+    rows = max(1, _BLOCK_DRAWS // population)
+    generator = _mersenne_twister(rng)
+    for start in range(0, replicates, rows):
+        block = min(rows, replicates - start)
+        index = (generator.random(block * population) * population).astype(np.intp)
+        out[start : start + block] = table[index].reshape(block, population, -1).mean(axis=1)
+    _move_on(rng, generator)
+    return out
+
+
+def judged_correction(merged: float, judged: float, sensitivity: float, specificity: float) -> float | None:
+    """The mergeable rate had the judge been right, correcting only what it decided: ``merged`` is the
+    share of runs it called mergeable, ``judged`` the share it decided (the rest were stopped by the tests,
+    scope or integrity, and stay not mergeable). Rogan-Gladen on the judged runs' pass share, times their
+    share: (merged − (1 − Sp) · judged) / (Se + Sp − 1), clipped to [0, judged]; None when Se + Sp <= 1."""
+    youden = sensitivity + specificity - 1
+    if youden <= 0:
+        return None
+    return min(judged, max(0.0, (merged - (1 - specificity) * judged) / youden))
+
+
+def corrected_task_rate(
+    tasks: Sequence[tuple[float, float]],
+    accuracy: JudgeAccuracy,
+    labels: Sequence[LabelSums],
+    replicates: int,
+    rng: random.Random,
+) -> Estimate | None:
+    """The judge-error-corrected mergeable rate of a cell from its tasks' (mergeable share, judged share)
+    of measured runs, each task once (:func:`judged_correction` of the means over tasks). Its interval is a
+    percentile bootstrap that resamples the cell's tasks and, independently, the labelled tasks, so the
+    uncertainty of sensitivity and specificity is in it; when more than 2.5% of the replicates find the judge
+    no better than chance the correction is not shown (``value`` None, with the reason)."""
+    if accuracy.sensitivity is None or accuracy.specificity is None or accuracy.undefined_reason:
+        return None
+    if not tasks:
+        return Estimate(value=None)
+    merged = math.fsum(t[0] for t in tasks) / len(tasks)
+    judged = math.fsum(t[1] for t in tasks) / len(tasks)
+    value = judged_correction(merged, judged, accuracy.sensitivity, accuracy.specificity)
+    if value is None or replicates == 0 or len(tasks) < 2:
+        why = None if value is None or replicates == 0 else "one task only: nothing to resample"
+        return Estimate(value=value, interval_reason=why)
+    import numpy as np
+
+    means = resample_means(tasks, replicates, rng)
+    tp, pos, tn, neg = resample_sums(labels, replicates, rng).T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sensitivity, specificity = tp / pos, tn / neg
+        youden = sensitivity + specificity - 1
+        corrected = (means[:, 0] - (1 - specificity) * means[:, 1]) / youden
+    kept = (pos > 0) & (neg > 0) & (youden > 0)
+    if kept.sum() < (1 - (1 - CONFIDENCE) / 2) * replicates:
+        return Estimate(
+            value=None,
+            interval_reason="the judge's sensitivity + specificity is not clearly above 1 (more than 2.5% of "
+            "the label resamples find it no better than chance): the correction is not defined",
+        )
+    draws = np.minimum(means[kept, 1], np.maximum(0.0, corrected[kept]))
+    return Estimate(value=value, ci=_interval(np.sort(draws).tolist(), value), method="bootstrap")

@@ -160,3 +160,61 @@ def test_the_coverage_study_holds_its_floor() -> None:
     chosen = {k: v for k, v in table.items() if k[1] == "t, quarter tasks"}
     assert len(chosen) == 2 * 2 * 3
     assert min(lo for lo, _ in chosen.values()) >= 0.9
+
+
+# --- the judge-error correction ----------------------------------------------------------------------------
+
+
+def _judged_design(model: str, false_mergeable: int, tasks: int = 10, arm: str = "a") -> list[GradedRun]:
+    """Per task 10 runs: 5 fail the tests; of the 5 the judge decides, 2 are truly mergeable (the judge
+    says so) and 3 are not, ``false_mergeable`` of which the judge calls mergeable. A human labels every
+    judged run (the review queue can label no other)."""
+    runs = []
+    for t in range(tasks):
+        for i in range(10):
+            name = f"{model}/t{t}/{i}"
+            if i < 5:
+                runs.append(run(f"t{t}", "tests_fail", run=name, arm=arm, model=model))
+                continue
+            truly = i < 7
+            called = truly or i < 7 + false_mergeable
+            runs.append(
+                run(f"t{t}", "mergeable" if called else "blocker", run=name, arm=arm, model=model,
+                    human_mergeable=truly)
+            )  # fmt: skip
+    return runs
+
+
+def test_the_issue_repro_the_correction_corrects_only_what_the_judge_decided() -> None:
+    # True mergeable rate 0.20 (2 of 10 runs per task), observed 0.30; labels on judged runs give Se 1 and
+    # Sp 2/3. Rogan-Gladen over every measured run gave 0.000; on the judged runs' share it gives 0.20.
+    rep = report(_judged_design("m", false_mergeable=1), bootstrap=1000)
+    cell = rep.cells[0]
+    assert cell.mergeable_rate.value == pytest.approx(0.3)
+    assert cell.judged == 50
+    assert rep.judge_accuracy.sensitivity == 1.0 and rep.judge_accuracy.specificity == pytest.approx(2 / 3)
+    corrected = cell.corrected_mergeable_rate
+    assert corrected is not None and corrected.value == pytest.approx(0.2)
+    assert corrected.ci is not None and corrected.ci[0] <= 0.2 <= corrected.ci[1]
+
+
+def test_labels_on_runs_the_tests_stopped_do_not_count_against_the_judge() -> None:
+    runs = _judged_design("m", false_mergeable=1)
+    # A human "labels" runs that failed the tests: not mergeable, as the outcome says; not the judge's call.
+    stopped = [r.model_copy(update={"human_mergeable": False}) if not r.test_pass else r for r in runs]
+    assert report(stopped).judge_accuracy == report(runs).judge_accuracy
+
+
+def test_each_cell_is_corrected_with_its_own_specificity_when_its_labels_suffice() -> None:
+    # Model m1's judge errs on 1 of 3 not-mergeable runs per task, m2's on 2 of 3: one pooled specificity
+    # would over-correct one and under-correct the other. Both truly 0.20.
+    runs = _judged_design("m1", false_mergeable=1) + _judged_design("m2", false_mergeable=2)
+    rep = report(runs)
+    for cell in rep.cells:
+        assert cell.corrected_mergeable_rate is not None
+        assert cell.corrected_mergeable_rate.value == pytest.approx(0.2)
+        assert "this arm and model's 50 labelled runs" in (cell.corrected_basis or "")
+    # With too few labels of its own (2 tasks: 10 labelled runs), a cell falls back on the pooled ones.
+    few = report(_judged_design("m1", false_mergeable=1) + _judged_design("m2", 2, tasks=2))
+    [small] = [c for c in few.cells if c.model == "m2"]
+    assert "pooled" in (small.corrected_basis or "") and "has 10" in (small.corrected_basis or "")
