@@ -22,6 +22,13 @@ The methods:
   and at 1 besides (``RATE_PRIOR_WEIGHT``: what the report uses for cells; contrasts as ``t on tasks``).
 
 Every data set has its own seed (0 to datasets − 1): nothing is tuned to one.
+
+Then the judge-error correction: the same design, the primary judge of each model with a known sensitivity
+and specificity (model m1: 0.90 and 0.85; m2: 0.85 and 0.65) deciding the runs that passed the tests, and a
+human labelling a random half of the runs the judge decided (all the review queue can label). Per cell, the
+bias (mean estimate − truth, in points) and root mean square error of the mergeable rate as observed, as the
+report corrected it before issue 31 (Rogan-Gladen on the rate over every measured run, one pooled sensitivity
+and specificity), and as ``build_report`` corrects it now.
 """
 
 from __future__ import annotations
@@ -40,8 +47,9 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from grading.contrasts import paired_intervals  # noqa: E402
+from grading.report import GradedRun, build_report  # noqa: E402
 from grading.report_estimands import RATE_PRIOR_WEIGHT, task_mean  # noqa: E402
-from grading.report_stats import bootstrap_rates  # noqa: E402
+from grading.report_stats import bootstrap_rates, rogan_gladen  # noqa: E402
 
 ARMS = ("a", "b")
 MODELS = ("m1", "m2")
@@ -175,11 +183,74 @@ def coverage(
     return {k: (min(v), max(v)) for k, v in out.items()}
 
 
+JUDGE = {"m1": (0.90, 0.85), "m2": (0.85, 0.65)}  # (sensitivity, specificity) per model under test
+LABELLED = 0.5  # share of judged runs a human labels
+
+
+def judged_runs(seed: int, tasks: int) -> list[GradedRun]:
+    """One data set as graded runs: per task, arm and model 1 to 5 runs; a run passes the tests with the
+    task's probability, is truly mergeable given that with the task's, and the judge calls it mergeable
+    with its model's sensitivity (truly mergeable) or 1 − specificity (not); half the judged runs are
+    labelled."""
+    rng = np.random.default_rng(seed)
+    probs = task_probabilities(rng, tasks)
+    out = []
+    for (arm, model), (p, m) in probs.items():
+        se, sp = JUDGE[model]
+        for t in range(tasks):
+            for i in range(1 + int(rng.binomial(4, 0.6))):
+                name = f"{arm}/{model}/t{t}/{i}"
+                if rng.random() >= p[t]:
+                    out.append(GradedRun(run=name, task=f"t{t}", arm=arm, model=model, status="not_mergeable",
+                                         test_pass=False, mergeable=False, checks_passed=False))  # fmt: skip
+                    continue
+                truly = bool(rng.random() < m[t] / p[t])
+                called = bool(rng.random() < (se if truly else 1 - sp))
+                human = truly if rng.random() < LABELLED else None
+                status = "mergeable" if called else "not_mergeable"
+                out.append(GradedRun(run=name, task=f"t{t}", arm=arm, model=model, status=status,
+                                     test_pass=True, mergeable=called, checks_passed=True,
+                                     human_mergeable=human))  # fmt: skip
+    return out
+
+
+def correction_bias(sizes: Sequence[int], datasets: int) -> dict[tuple[int, str], tuple[float, float, float]]:
+    """(tasks, estimator) -> (lowest bias, highest bias, largest RMSE) over the four cells."""
+    known = truth()
+    errors: dict[tuple[int, str, tuple[str, str]], list[float]] = defaultdict(list)
+    for tasks in sizes:
+        for seed in range(datasets):
+            runs = judged_runs(seed * 1000 + tasks, tasks)
+            rep = build_report(runs, bootstrap=0)
+            labelled = [r for r in runs if r.human_mergeable is not None]
+            pos = [r for r in labelled if r.human_mergeable]
+            neg = [r for r in labelled if not r.human_mergeable]
+            se = sum(bool(r.mergeable) for r in pos) / len(pos) if pos else None
+            sp = sum(not r.mergeable for r in neg) / len(neg) if neg else None
+            for cell in rep.cells:
+                key = (cell.arm, cell.model)
+                true = known[("cell", key)][1]
+                mine = [r for r in runs if (r.arm, r.model) == key]
+                pooled = sum(bool(r.mergeable) for r in mine) / len(mine)
+                old = rogan_gladen(pooled, se, sp) if se is not None and sp is not None else None
+                now = cell.corrected_mergeable_rate.value if cell.corrected_mergeable_rate else None
+                for name, value in (("observed", cell.mergeable_rate.value), ("corrected before", old),
+                                    ("corrected now", now)):  # fmt: skip
+                    if value is not None:
+                        errors[(tasks, name, key)].append(value - true)
+    out: dict[tuple[int, str], list[tuple[float, float]]] = defaultdict(list)
+    for (tasks, name, _), errs in errors.items():
+        e = np.array(errs)
+        out[(tasks, name)].append((float(e.mean()), float(np.sqrt((e**2).mean()))))
+    return {k: (min(b for b, _ in v), max(b for b, _ in v), max(r for _, r in v)) for k, v in out.items()}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", type=int, default=1000)
     parser.add_argument("--sizes", default="5,10,20,40")
     parser.add_argument("--bootstrap", type=int, default=1000, help="replicates per bootstrap (0: t only)")
+    parser.add_argument("--bias-datasets", type=int, default=300, help="data sets per size for the bias")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     table = coverage(sizes, args.datasets, args.bootstrap)
@@ -199,6 +270,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                     lo, hi = table[(tasks, method, kind, figure)]
                     row.append(f"{lo:.3f}-{hi:.3f}")
             print(" | ".join(row))
+    if args.bias_datasets:
+        bias = correction_bias(sizes, args.bias_datasets)
+        print()
+        print(f"Mergeable rate against the truth, {args.bias_datasets} data sets per size: bias lowest to "
+              "highest over the 4 cells, and the largest RMSE, in points")  # fmt: skip
+        print("tasks | estimator | bias | RMSE")
+        for tasks in sizes:
+            for name in ("observed", "corrected before", "corrected now"):
+                lo, hi, rmse = bias[(tasks, name)]
+                print(f"{tasks} | {name} | {100 * lo:+.1f} to {100 * hi:+.1f} | {100 * rmse:.1f}")
     return 0
 
 

@@ -13,8 +13,9 @@ around their task's rate (σ²_W, one run's variance, over m, twice). So
 per-task differences less the part σ²_W explains (never below 0). More tasks shrink both parts; more
 repetitions only the second, so past a point only tasks help, and the figures say so.
 
-The judge-error-corrected rate θ = (p + Sp − 1) / J, J = Se + Sp − 1 (Rogan-Gladen), has by the delta
-method Var(θ) ≈ [Var(p) + θ² Se(1 − Se) / n₊ + (1 − θ)² Sp(1 − Sp) / n₋] / J², n₊ and n₋ the labelled runs
+The judge-error-corrected rate θ = (p − (1 − Sp) q) / J, J = Se + Sp − 1 (Rogan-Gladen on the runs the
+judge decided, a share q of the measured runs: here the runs that passed the tests), has by the delta
+method Var(θ) ≈ [Var(p) + θ² Se(1 − Se) / n₊ + (q − θ)² Sp(1 − Sp) / n₋] / J², n₊ and n₋ the labelled runs
 a human called mergeable and not. New labels add to n₊ and n₋ in the labels' current proportion; Var(p)
 is the task-clustered variance of the pooled mergeable rate, which labels do not shrink.
 """
@@ -211,7 +212,10 @@ def label_target(
             reason="sensitivity + specificity <= 1: the judge is no better than chance",
         )  # fmt: skip
     rate, var_p = rate_var
-    theta = min(1.0, max(0.0, (rate + specificity - 1) / youden))
+    # The runs the judge decided, as a share of the measured ones: those that passed the tests (scope and
+    # integrity failures among them are not in these sums, and few).
+    judged = sum(t[1] for t in tasks) / sum(t[0] for t in tasks)
+    theta = min(judged, max(0.0, (rate - (1 - specificity) * judged) / youden))
     # For the variance, Se and Sp shrunk towards 1/2 by one label each side: a judge right on all of a
     # few labels is not known to be perfect.
     se_v = (tp + 1) / (pos + 2)
@@ -222,7 +226,7 @@ def label_target(
         var = (
             var_p
             + theta**2 * se_v * (1 - se_v) / (pos + more * share)
-            + (1 - theta) ** 2 * sp_v * (1 - sp_v) / (neg + more * (1 - share))
+            + (judged - theta) ** 2 * sp_v * (1 - sp_v) / (neg + more * (1 - share))
         ) / youden**2
         return Z * math.sqrt(var)
 
