@@ -38,7 +38,7 @@ class Precision(BaseModel):
     """How precise a contrast is now and what would bring its interval to ±``target`` (see grading.power)."""
 
     target: float  # the half-width aimed at (0.05: ±5 points)
-    half_width: float | None  # half the bootstrap interval's width now
+    half_width: float | None  # half the interval's width now
     predicted_half_width: float | None  # the variance model's, at the current tasks and repetitions
     between_task_variance: float | None  # of the per-task b − a, beyond what the runs' own noise explains
     within_task_variance: float | None  # of one run's outcome around its task's rate, pooled over sides
@@ -46,6 +46,10 @@ class Precision(BaseModel):
     more_tasks: int | None  # shared tasks to add, at the current repetitions
     repetitions_needed: int | None  # runs per task and side, at the current tasks
     reason: str | None = None  # why a figure above is null
+    # The smallest true b − a a t test at 5% (two-sided) detects with 80% power over these tasks, and the
+    # shared tasks (in all) that would detect a difference of ``target``; None without a spread to go by.
+    minimum_detectable_effect: float | None = None
+    tasks_to_detect: int | None = None
 
 
 class Contrast(BaseModel):

@@ -102,11 +102,45 @@ def contrast_precisions(
         within_df += (na - 1 if na >= 2 else 0) + (nb - 1 if nb >= 2 else 0)
     c = sum(inverse_n) / tasks  # 2 / (harmonic mean of runs per task and side)
     return {
-        metric: _precision(
-            diffs[metric], halves[metric], c, within_ss[metric] / within_df if within_df else None, target
+        metric: _with_power(
+            _precision(
+                diffs[metric], halves[metric], c, within_ss[metric] / within_df if within_df else None, target
+            ),
+            diffs[metric],
         )
         for metric in intervals
     }
+
+
+POWER = 0.8
+_MAX_TASKS = 1_000_000
+
+
+def _detectable(spread: float, tasks: int) -> float:
+    """The smallest true mean difference a two-sided 5% t test over ``tasks`` per-task differences of
+    variance ``spread`` detects with 80% power: (t_0.975 + t_0.80) · sqrt(spread / tasks), df tasks − 1."""
+    from grading.report_estimands import t_quantile
+
+    df = tasks - 1
+    return (t_quantile(df) + t_quantile(df, 2 * POWER - 1)) * math.sqrt(spread / tasks)
+
+
+def _with_power(precision: Precision, diffs: Sequence[float]) -> Precision:
+    """``precision`` with its minimum detectable effect and the tasks that would detect ±target, from the
+    observed spread of the per-task differences (none when there is no spread to go by)."""
+    tasks = len(diffs)
+    if tasks < 2:
+        return precision
+    mean = sum(diffs) / tasks
+    spread = sum((d - mean) ** 2 for d in diffs) / (tasks - 1)
+    if spread <= 0:
+        return precision
+    needed = max(2, _ceil(((Z + NormalDist().inv_cdf(POWER)) ** 2) * spread / precision.target**2))
+    while needed < _MAX_TASKS and _detectable(spread, needed) > precision.target:
+        needed += 1  # the t quantiles ask a few more tasks than the normal's count
+    return precision.model_copy(
+        update={"minimum_detectable_effect": _detectable(spread, tasks), "tasks_to_detect": needed}
+    )
 
 
 def _precision(

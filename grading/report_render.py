@@ -259,13 +259,23 @@ def precision_text(c: Contrast) -> str:
             "cannot be judged from these runs"
         )
     if now is not None and now <= p.target:
-        return f"{parts[0]}: within {aim}"
+        return f"{parts[0]}: within {aim}" + (
+            f"; detectable at 80% power: ±{100 * p.minimum_detectable_effect:.1f} pp"
+            if p.minimum_detectable_effect is not None
+            else ""
+        )
     if p.more_tasks is not None:
         parts.append(f"{p.more_tasks} more tasks")
     if p.repetitions_needed is not None:
         parts.append(f"or {p.repetitions_needed} runs per task and side (now {p.repetitions:.1f})")
     text = ", ".join(parts) + f" to reach {aim}" if len(parts) > 1 else parts[0]
-    return text + (f" ({p.reason})" if p.reason else "")
+    text += f" ({p.reason})" if p.reason else ""
+    if p.minimum_detectable_effect is not None:
+        text += (
+            f"; detectable at 80% power: ±{100 * p.minimum_detectable_effect:.1f} pp, "
+            f"{p.tasks_to_detect} tasks to detect {100 * p.target:g} pp"
+        )
+    return text
 
 
 def _md_contrasts(report: Report) -> list[str]:

@@ -218,3 +218,25 @@ def test_each_cell_is_corrected_with_its_own_specificity_when_its_labels_suffice
     few = report(_judged_design("m1", false_mergeable=1) + _judged_design("m2", 2, tasks=2))
     [small] = [c for c in few.cells if c.model == "m2"]
     assert "pooled" in (small.corrected_basis or "") and "has 10" in (small.corrected_basis or "")
+
+
+def test_minimum_detectable_effect_and_tasks_to_detect_five_points() -> None:
+    rng = random.Random(2)
+    design = {
+        (f"t{t}", arm): "".join("p" if rng.random() < lift else "f" for _ in range(5))
+        for t in range(10)
+        for arm, lift in (("a", 0.4), ("b", 0.55))
+    }
+    c = _contrast(report(_runs(design)))
+    p = c.precision
+    assert p is not None and p.minimum_detectable_effect is not None and p.tasks_to_detect is not None
+    # By hand: (t_0.975 + t_0.80) with 9 degrees of freedom (printed tables) times the standard error.
+    assert p.minimum_detectable_effect == pytest.approx((2.262157 + 0.883404) * c.se, rel=1e-5)
+    # The least number of tasks whose detectable effect is 5 points, at this spread between tasks.
+    sd = c.se * np.sqrt(10)
+
+    def detectable(n: int) -> float:
+        return float((t_quantile(n - 1) + t_quantile(n - 1, 0.6)) * sd / np.sqrt(n))
+
+    assert detectable(p.tasks_to_detect) <= 0.05 < detectable(p.tasks_to_detect - 1)
+    assert "detectable at 80% power" in precision_text(c)
