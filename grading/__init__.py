@@ -164,6 +164,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "contrast_estimate",
         "contrast_label",
         "estimate_note",
+        "left_out_text",
         "metric_lines",
         "precision_text",
         "report_csv",
@@ -323,6 +324,7 @@ if TYPE_CHECKING:
     from grading.report_render import contrast_estimate as contrast_estimate
     from grading.report_render import contrast_label as contrast_label
     from grading.report_render import estimate_note as estimate_note
+    from grading.report_render import left_out_text as left_out_text
     from grading.report_render import metric_lines as metric_lines
     from grading.report_render import precision_text as precision_text
     from grading.report_render import report_csv as report_csv

@@ -192,6 +192,7 @@ def _cell_fields(parts: list[PartSums], ctx: _Context, key: tuple[str | None, ..
     judged = judged_by_task(parts)
     shares = [(merged / n, judged[task] / n) for task, (n, _, merged) in sorted(sums_by_task(parts).items())]
     accuracy, labels, basis = ctx.accuracy_for(str(key[1] or ""), str(key[2] or ""))
+    bounds = _mergeable_bounds(parts)
     corrected = corrected_task_rate(shares, accuracy, labels, ctx.replicates, rng)
     return {
         "runs": total.runs,
@@ -207,6 +208,7 @@ def _cell_fields(parts: list[PartSums], ctx: _Context, key: tuple[str | None, ..
         "provisional": bool(total.provisional or total.provisional_unknown),
         "corrected_mergeable_rate": corrected,
         "corrected_basis": basis if corrected is not None else None,
+        "mergeable_bounds": bounds,
         "judged": sum(judged.values()),
         "metrics": {
             name: MetricMean(mean=mean(sum_, n), runs=n) for name, (sum_, n) in sorted(total.metrics.items())
@@ -218,6 +220,27 @@ def _cell_fields(parts: list[PartSums], ctx: _Context, key: tuple[str | None, ..
         "integrity_not_measured_runs": total.unmeasured_runs,
         "integrity_not_measured": dict(sorted(total.unmeasured_parts.items())),
     }
+
+
+_LEFT_OUT = ("grader_failure", "judge_failure", "not_measured")
+
+
+def _mergeable_bounds(parts: Sequence[PartSums]) -> tuple[float, float] | None:
+    """The cell's mergeable rate had every run left out of it (grader failures, judge failures, runs not
+    measured) been mergeable, or none: per task over all its runs, then the mean over tasks. None when no
+    run was left out."""
+    per_task: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])  # measured, mergeable, left out
+    for p in parts:
+        sums = per_task[p.task]
+        sums[0] += p.measured
+        sums[1] += p.merged
+        sums[2] += sum(p.statuses.get(s, 0) for s in _LEFT_OUT)
+    if not any(s[2] for s in per_task.values()):
+        return None
+    rows = [s for s in per_task.values() if s[0] + s[2]]
+    low = sum(m / (n + e) for n, m, e in rows) / len(rows)
+    high = sum((m + e) / (n + e) for n, m, e in rows) / len(rows)
+    return (low, high)
 
 
 def _sort_key(value: str | None) -> tuple[int, str]:

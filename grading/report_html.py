@@ -20,6 +20,7 @@ from grading.report_render import (
     contrast_estimate,
     contrast_label,
     estimate_note,
+    left_out_text,
     metric_lines,
     precision_text,
 )
@@ -76,6 +77,8 @@ def _cells(title: str, cells: list[Cell], bootstrap: int, extra: str | None = No
         if extra:
             row.append(_e(c.split if isinstance(c, ContaminationCell) else (c.prompt_style or "unknown")))
         merge = _estimate(c.mergeable_rate, why) + (" (provisional)" if c.provisional else "")
+        if c.mergeable_bounds:
+            merge += f'<span class="ci why">{_e(left_out_text(c))}</span>'
         corrected = _estimate(c.corrected_mergeable_rate, "too few human labels" if why is None else why)
         score = "n/a" if c.mean_merge_score is None else f"{c.mean_merge_score:.3f}"
         parts = ", ".join(f"{_e(p)} {n}" for p, n in c.integrity_not_measured.items())

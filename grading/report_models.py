@@ -172,6 +172,9 @@ class Cell(BaseModel):
     corrected_mergeable_rate: Estimate | None = None
     corrected_basis: str | None = None  # whose sensitivity and specificity: the cell's labels, or pooled
     judged: int = 0  # measured runs the judge decided (passed the tests, scope and integrity not failed)
+    # The mergeable rate had every run left out of it (failures, not measured) been not mergeable, or
+    # mergeable: how far the runs left out could move it. None when none was left out.
+    mergeable_bounds: tuple[float, float] | None = None
     metrics: dict[str, MetricMean] = {}
     metric_rates: dict[str, MetricRate] = {}
     # Measured runs graded with some test-integrity part not measured, and how many per part.

@@ -154,6 +154,7 @@ def _md_cells(title: str, cells: list[Cell], extra: str | None = None) -> list[s
     lines = [f"## {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c in cells:
         mergeable = _md_estimate(c.mergeable_rate) + (" (provisional)" if c.provisional else "")
+        mergeable += f" ({left_out_text(c)})" if c.mergeable_bounds else ""
         row = [md_text(c.arm) or "-", md_text(c.model) or "-"]
         if extra == "prompt style":
             row.append(c.prompt_style or "unknown")
@@ -175,6 +176,15 @@ def _md_cells(title: str, cells: list[Cell], extra: str | None = None) -> list[s
         for where, name, text in metrics:
             lines.append(f"- {md_text(where) or '-'}: {md_text(name)} {text}")
     return [*lines, ""]
+
+
+def left_out_text(c: Cell) -> str:
+    """ "12.0% to 31.5% with the 5 runs left out": the mergeable rate's bounds over the runs it leaves out."""
+    if not c.mergeable_bounds:
+        return ""
+    left = c.grader_failures + c.judge_failures + c.not_measured
+    lo, hi = c.mergeable_bounds
+    return f"{_pct(lo)} to {_pct(hi)} with the {left} runs left out"
 
 
 def metric_lines(cells: list[Cell]) -> list[tuple[str, str, str]]:

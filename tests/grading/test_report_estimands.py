@@ -240,3 +240,21 @@ def test_minimum_detectable_effect_and_tasks_to_detect_five_points() -> None:
 
     assert detectable(p.tasks_to_detect) <= 0.05 < detectable(p.tasks_to_detect - 1)
     assert "detectable at 80% power" in precision_text(c)
+
+
+def test_runs_left_out_of_a_rate_bound_it_per_cell() -> None:
+    runs = [
+        run("t1", "mergeable", run="a"),
+        run("t1", "blocker", run="b"),
+        run("t1", "grader_failure", run="c"),
+        run("t1", "judge_failure", run="d"),
+        run("t2", "mergeable", run="e"),
+        run("t2", "tests_fail", run="f"),
+        run("t3", "not_measured", run="g"),
+    ]
+    cell = report(runs).cells[0]
+    # Per task over all its runs, then the mean over tasks: t1 1 of 4 (3 of 4 if the 2 left out were
+    # mergeable), t2 1 of 2 either way, t3 0 of 1 (1 of 1).
+    assert cell.mergeable_bounds == pytest.approx(((1 / 4 + 1 / 2 + 0) / 3, (3 / 4 + 1 / 2 + 1) / 3))
+    assert "with the 3 runs left out" in report_markdown(report(runs))
+    assert report([run("t1", "mergeable", run="x")]).cells[0].mergeable_bounds is None
