@@ -57,7 +57,7 @@ def _estimate(e: Estimate | None, why: str | None) -> str:
         return '<span class="muted">n/a</span>'
     if e.ci is not None:
         note = estimate_note(e)
-        note_html = f'<span class="ci">{_e(note)}</span>' if note else ""
+        note_html = f'<span class="ci why">{_e(note)}</span>' if note else ""
         return f'{_pct(e.value)}<span class="ci">[{_pct(e.ci[0])}, {_pct(e.ci[1])}]</span>{note_html}'
     return f'{_pct(e.value)}<span class="ci why">no interval: {_e(why or "none computed")}</span>'
 
