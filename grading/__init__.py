@@ -163,6 +163,8 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "METRIC_NAMES",
         "contrast_estimate",
         "contrast_label",
+        "corrected_contrast_label",
+        "corrected_contrast_text",
         "estimate_note",
         "left_out_text",
         "metric_lines",
@@ -323,6 +325,8 @@ if TYPE_CHECKING:
     from grading.report_render import METRIC_NAMES as METRIC_NAMES
     from grading.report_render import contrast_estimate as contrast_estimate
     from grading.report_render import contrast_label as contrast_label
+    from grading.report_render import corrected_contrast_label as corrected_contrast_label
+    from grading.report_render import corrected_contrast_text as corrected_contrast_text
     from grading.report_render import estimate_note as estimate_note
     from grading.report_render import left_out_text as left_out_text
     from grading.report_render import metric_lines as metric_lines

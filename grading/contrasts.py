@@ -144,7 +144,7 @@ def _interval_reason(tasks: int, replicates: int) -> str | None:
     return None
 
 
-def _sides(cells: Iterable[tuple[str, str]], kind: ContrastKind) -> dict[str, list[str]]:
+def compared_sides(cells: Iterable[tuple[str, str]], kind: ContrastKind) -> dict[str, list[str]]:
     """The fixed value -> the sorted values compared under it (two or more)."""
     seen: dict[str, set[str]] = defaultdict(set)
     for arm, model in cells:
@@ -181,7 +181,7 @@ def contrasts_from_sums(
     del seed  # the t intervals draw nothing
     out: list[Contrast] = []
     for kind in KINDS:
-        for fixed, values in _sides(cells, kind).items():
+        for fixed, values in compared_sides(cells, kind).items():
             for a, b in itertools.combinations(values, 2):
                 side_a, side_b = ((a, fixed), (b, fixed)) if kind == "arm" else ((fixed, a), (fixed, b))
                 pairs = pair_sums(cells[side_a], cells[side_b])

@@ -15,6 +15,7 @@ The statistics are described in docs/report.md. In short:
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -24,9 +25,11 @@ from typing import TYPE_CHECKING, Any
 from grading.agreement import Agreement as Agreement  # re-exported: the report's public name
 from grading.agreement import PairCounts
 from grading.agreement import cohen_kappa as cohen_kappa  # re-exported
-from grading.contrasts import cell_task_sums, contrasts_from_sums
+from grading.contrasts import cell_task_sums, compared_sides, contrasts_from_sums
 from grading.judge.cache import RepeatAgreement
 from grading.power import TARGET_HALF_WIDTH, LabelTarget, label_target
+from grading.report_corrected import CorrectedContrast as CorrectedContrast
+from grading.report_corrected import corrected_contrast
 from grading.report_models import DEFAULT_BOOTSTRAP as DEFAULT_BOOTSTRAP
 from grading.report_models import DEFAULT_SEED as DEFAULT_SEED
 from grading.report_models import FORMAT as FORMAT
@@ -327,6 +330,33 @@ def _judge_uses(groups: Sequence[VerdictGroup]) -> list[JudgeUse]:
     ]  # fmt: skip
 
 
+def _corrected_contrasts(parts: Sequence[PartSums], ctx: _Context) -> list[CorrectedContrast]:
+    """Each pair of arms (per model) and of models (per arm) compared on the judge-error-corrected mergeable
+    rate (grading.report_corrected), in the order of the raw contrasts."""
+    if ctx.accuracy.sensitivity is None:
+        return []
+    cells = _group(parts, lambda p: (p.arm, p.model))
+    per_cell: dict[tuple[str, str], dict[str, tuple[int, int, int]]] = {}
+    for cell, group in cells.items():
+        judged = judged_by_task(group)
+        per_cell[cell] = {
+            task: (n, merged, judged[task]) for task, (n, _, merged) in sums_by_task(group).items()
+        }
+    out = []
+    for kind in ("arm", "model"):
+        for fixed, values in compared_sides(per_cell, kind).items():
+            for a, b in itertools.combinations(values, 2):
+                side_a, side_b = ((a, fixed), (b, fixed)) if kind == "arm" else ((fixed, a), (fixed, b))
+                rng = ctx.rng("corrected contrast", kind, fixed, a, b)
+                out.append(
+                    corrected_contrast(
+                        (kind, fixed, a, b), per_cell[side_a], per_cell[side_b], ctx.accuracy_for(*side_a),
+                        ctx.accuracy_for(*side_b), ctx.replicates, rng,
+                    )
+                )  # fmt: skip
+    return out
+
+
 def build_report(
     runs: Sequence[GradedRun],
     *,
@@ -384,11 +414,13 @@ def report_from_sums(
         for arm, model, s in splits
     ]
     judges = _judge_uses(sums.verdicts)
+    corrected_contrasts = _corrected_contrasts(parts, ctx)
     contrasts = contrasts_from_sums(
         cell_task_sums(parts), replicates=bootstrap, seed=seed, target=TARGET_HALF_WIDTH
     )
     return Report(
         contrasts=contrasts,
+        corrected_contrasts=corrected_contrasts,
         cells=cells,
         by_prompt_style=by_prompt_style,
         by_contamination=by_contamination,

@@ -19,6 +19,8 @@ from grading.report_render import (
     METRIC_NAMES,
     contrast_estimate,
     contrast_label,
+    corrected_contrast_label,
+    corrected_contrast_text,
     estimate_note,
     left_out_text,
     metric_lines,
@@ -121,8 +123,9 @@ def render_report_html(
     if report.contrasts:
         out += [
             '<h2 id="contrasts">Contrasts</h2>',
-            '<p class="muted">b − a over the tasks both sides measured; paired task-level 95% intervals. '
-            "A hollow point: fewer than 5 shared tasks.</p>",
+            '<p class="muted">b − a: the mean over the tasks both sides measured of each task\'s difference '
+            "(every task once), with 95% t intervals on those differences, standard errors and p-values "
+            "(Holm within each kind and metric). A hollow point: fewer than 10 shared tasks.</p>",
             report_charts.forest_plot(report.contrasts),
             '<div class="scroll"><table><thead><tr><th>Contrast</th><th>Metric</th><th>b − a [95%]</th>'
             "<th>Tasks</th><th>Runs</th><th>How many runs are enough</th></tr></thead><tbody>",
@@ -133,6 +136,18 @@ def render_report_html(
                 f"<td>{_e(contrast_estimate(c))}</td><td>{c.tasks}</td><td>{c.runs}</td>"
                 f"<td>{_e(precision_text(c))}</td></tr>"
             )
+        out.append("</tbody></table></div>")
+    if report.corrected_contrasts:
+        out += [
+            "<h3>Judge-error-corrected contrasts (mergeable)</h3>",
+            '<div class="scroll"><table><thead><tr><th>Contrast</th><th>Corrected b − a [95%]</th>'
+            "<th>Tasks</th></tr></thead><tbody>",
+        ]
+        out += [
+            f"<tr><td>{_e(corrected_contrast_label(c))}</td><td>{_e(corrected_contrast_text(c))}</td>"
+            f"<td>{c.tasks}</td></tr>"
+            for c in report.corrected_contrasts
+        ]
         out.append("</tbody></table></div>")
     out += _cells("Per arm and model", report.cells, report.bootstrap)
     if report.cells:

@@ -16,6 +16,7 @@ from grading.judge.cache import RepeatAgreement
 from grading.judge.specs import model_family
 from grading.outcome import OutcomeStatus
 from grading.power import LabelTarget
+from grading.report_corrected import CorrectedContrast
 from grading.report_stats import (
     Estimate,
     JudgeAccuracy,
@@ -222,6 +223,8 @@ class JudgeUse(BaseModel):
 class Report(BaseModel):
     format: int = FORMAT
     contrasts: list[Contrast] = []  # grading.contrasts: arm against arm, model against model
+    # grading.report_corrected: the same pairs on the judge-error-corrected mergeable rate (with labels)
+    corrected_contrasts: list[CorrectedContrast] = []
     cells: list[Cell]
     by_prompt_style: list[Cell]
     by_contamination: list[ContaminationCell]

@@ -12,7 +12,7 @@ import io
 import re
 
 from grading.contrasts import Contrast
-from grading.report import Agreement, Cell, ContaminationCell, Estimate, Report
+from grading.report import Agreement, Cell, ContaminationCell, CorrectedContrast, Estimate, Report
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -309,6 +309,38 @@ def _md_contrasts(report: Report) -> list[str]:
     return [*lines, ""]
 
 
+def corrected_contrast_label(c: CorrectedContrast) -> str:
+    """ "arm B − arm A (model M)", as :func:`contrast_label`."""
+    return f"{c.b} − {c.a} ({'model' if c.kind == 'arm' else 'arm'} {c.fixed})"
+
+
+def corrected_contrast_text(c: CorrectedContrast) -> str:
+    """The corrected b − a with its interval, or why there is none."""
+    if c.value is None:
+        return f"n/a ({c.reason})" if c.reason else "n/a"
+    text = points(c.value)
+    text += f" [{points(c.ci[0])}, {points(c.ci[1])}]" if c.ci else f" (no interval: {c.reason})"
+    return text
+
+
+def _md_corrected_contrasts(report: Report) -> list[str]:
+    if not report.corrected_contrasts:
+        return []
+    lines = [
+        "## Judge-error-corrected contrasts (mergeable)",
+        "",
+        "b − a of the corrected mergeable rates over the shared tasks, each side with its sensitivity and "
+        "specificity; percentile bootstrap over the tasks and the labels.",
+        "",
+        "| contrast | corrected b − a [95% interval] | tasks |",
+        "|---|---|---|",
+    ]
+    for c in report.corrected_contrasts:
+        label = corrected_contrast_label(c)
+        lines.append(f"| {md_text(label)} | {md_text(corrected_contrast_text(c))} | {c.tasks} |")
+    return [*lines, ""]
+
+
 def _md_agreement(a: Agreement) -> str:
     raw = "n/a" if a.raw is None else f"{a.raw:.3f}"
     if a.kappa is None:
@@ -322,6 +354,7 @@ def report_markdown(report: Report) -> str:
     if report.warnings:
         lines += ["## Warnings", ""] + [f"- {md_text(w)}" for w in report.warnings] + [""]
     lines += _md_contrasts(report)
+    lines += _md_corrected_contrasts(report)
     lines += _md_cells("Per arm and model", report.cells)
     lines += _md_cells("By prompt style", report.by_prompt_style, "prompt style")
     lines += _md_cells("By training cutoff", list(report.by_contamination), "split")

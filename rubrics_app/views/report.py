@@ -25,6 +25,8 @@ from grading import (
     REPEATED_WARNINGS,
     contrast_estimate,
     contrast_label,
+    corrected_contrast_label,
+    corrected_contrast_text,
     metric_lines,
     precision_text,
     render_report_html,
@@ -120,6 +122,9 @@ def _page_context(
         ],
         "chart": rates_chart(report.cells, report.bootstrap) if report.cells else None,
         "intervals_text": INTERVALS_TEXT,
+        "corrected_rows": [
+            (c, corrected_contrast_label(c), corrected_contrast_text(c)) for c in report.corrected_contrasts
+        ],
         "metric_lines": metric_lines(report.cells),
         "histograms": [
             (

@@ -113,3 +113,23 @@ def test_the_correction_gives_the_truth_through_the_app(repository: Repository, 
     assert cell["mergeable_rate"]["value"] == pytest.approx(0.3)
     assert data["judge_accuracy"]["labelled"] == 50
     assert cell["corrected_mergeable_rate"]["value"] == pytest.approx(0.2)
+
+
+def test_the_page_shows_the_corrected_contrasts(repository: Repository, viewer: User) -> None:
+    # Both arms truly 0.20, the judge erring more in arm b; each arm's own labels correct it.
+    for t in range(10):
+        task = Task.objects.create(repository=repository, task_id=f"t{t}", spec_prompt="x")
+        for arm, called in (("a", 8), ("b", 9)):
+            for rep in range(10):
+                if rep < 5:
+                    _grade(task, arm, rep, "tests_fail")
+                else:
+                    _grade(task, arm, rep, "mergeable" if rep < called else "blocker", human=rep < 7)
+    data = _report(repository, viewer)
+    [corrected] = data["corrected_contrasts"]
+    assert corrected["value"] == pytest.approx(0.0, abs=1e-12)
+    client = Client()
+    client.force_login(viewer)
+    html = client.get(reverse("rubrics:report", args=[repository.pk])).content.decode()
+    table = html.split('id="report-corrected-contrasts"')[1].split("</table>")[0]
+    assert "b − a (model m)" in table and "+0.0 pp" in table

@@ -13,6 +13,7 @@ import pytest
 from grading.contrasts import FEW_TASKS
 from grading.report import GradedRun
 from grading.report_estimands import holm, no_spread_share, t_quantile, t_two_sided_p, task_mean
+from grading.report_html import render_report_html
 from grading.report_render import contrast_estimate, precision_text, report_markdown
 from tests.grading.report_helpers import report, run
 
@@ -258,3 +259,22 @@ def test_runs_left_out_of_a_rate_bound_it_per_cell() -> None:
     assert cell.mergeable_bounds == pytest.approx(((1 / 4 + 1 / 2 + 0) / 3, (3 / 4 + 1 / 2 + 1) / 3))
     assert "with the 3 runs left out" in report_markdown(report(runs))
     assert report([run("t1", "mergeable", run="x")]).cells[0].mergeable_bounds is None
+
+
+def test_a_corrected_contrast_compares_the_corrected_rates() -> None:
+    # Both arms truly 0.20; the judge errs on 1 of 3 not-mergeable runs per task in arm a, 2 of 3 in arm b,
+    # so b looks 10 points better. Each arm has 50 labels of its own: corrected, no difference.
+    runs = _judged_design("m", false_mergeable=1, arm="a") + _judged_design("m", false_mergeable=2, arm="b")
+    rep = report(runs, bootstrap=500)
+    assert _contrast(rep, "mergeable_rate").value == pytest.approx(0.1)
+    [corrected] = rep.corrected_contrasts
+    assert (corrected.kind, corrected.a, corrected.b, corrected.tasks) == ("arm", "a", "b", 10)
+    assert corrected.value == pytest.approx(0.0, abs=1e-12)
+    assert corrected.ci is not None and corrected.ci[0] <= 0 <= corrected.ci[1]
+    assert "Judge-error-corrected contrasts" in report_markdown(rep)
+    assert "b − a (model m)" in render_report_html(
+        rep
+    ) and "Judge-error-corrected contrasts" in render_report_html(rep)
+    # Without labels enough for the correction there is no corrected contrast.
+    unlabelled = [r.model_copy(update={"human_mergeable": None}) for r in runs]
+    assert report(unlabelled).corrected_contrasts == []
