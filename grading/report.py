@@ -269,10 +269,34 @@ def _task_rows(parts: Sequence[PartSums], groups: Sequence[VerdictGroup]) -> lis
     ]
 
 
-def _agreement(groups: Sequence[VerdictGroup]) -> AgreementReport:
+def _kappa_interval(per_task: dict[str, PairCounts], replicates: int, rng: random.Random) -> Any:
+    """κ's 95% percentile interval from a bootstrap over tasks (None below two tasks or without a κ in
+    enough replicates: a replicate where a judge gave one verdict throughout has none)."""
+    if len(per_task) < 2 or replicates == 0:
+        return None
+    import numpy as np
+
+    from grading.report_stats import percentile_interval
+
+    rows = [(c.n, c.agreeing, c.first_yes, c.second_yes) for _, c in sorted(per_task.items())]
+    n, agreeing, first, second = resample_sums(rows, replicates, rng).T.astype(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a, b = first / n, second / n
+        chance = a * b + (1 - a) * (1 - b)
+        kappa = (agreeing / n - chance) / (1 - chance)
+    kept = (a > 0) & (a < 1) & (b > 0) & (b < 1)
+    if kept.sum() < 0.975 * replicates:
+        return None
+    total = PairCounts(*(sum(column) for column in zip(*rows, strict=True)))
+    point = total.kappa().kappa
+    return percentile_interval(np.sort(kappa[kept]).tolist(), point) if point is not None else None
+
+
+def _agreement(groups: Sequence[VerdictGroup], replicates: int = 0, seed: int = 0) -> AgreementReport:
     # Mergeable pairs only where the judges decide it: a run that failed scope or integrity is not
     # mergeable by either, and counting it would inflate κ with agreement that is not the judges'.
     mergeable = PairCounts()
+    mergeable_by_task: dict[str, PairCounts] = defaultdict(PairCounts)
     items: dict[str, PairCounts] = defaultdict(PairCounts)
     for g in groups:
         if not g.both_judged():
@@ -281,12 +305,17 @@ def _agreement(groups: Sequence[VerdictGroup]) -> AgreementReport:
         assert p is not None and s is not None
         if g.checks_passed:
             mergeable.add(p.mergeable(), s.mergeable(), g.runs)
+            mergeable_by_task[g.task].add(p.mergeable(), s.mergeable(), g.runs)
         for item, verdict in p.blockers.items():
             other = s.blockers.get(item)
             if other is not None:
                 items[f"{g.task}/{item}"].add(verdict == "pass", other == "pass", g.runs)
+    overall = mergeable.kappa("primary", "second")
+    if overall.kappa is not None:
+        rng = random.Random("\x1f".join([str(seed), "agreement"]))
+        overall.kappa_ci = _kappa_interval(mergeable_by_task, replicates, rng)
     return AgreementReport(
-        mergeable=mergeable.kappa("primary", "second"),
+        mergeable=overall,
         items={k: v.kappa("primary", "second") for k, v in sorted(items.items())},
     )
 
@@ -425,7 +454,7 @@ def report_from_sums(
         by_prompt_style=by_prompt_style,
         by_contamination=by_contamination,
         tasks=_task_rows(parts, sums.verdicts),
-        agreement=_agreement(sums.verdicts),
+        agreement=_agreement(sums.verdicts, bootstrap, seed),
         repeat_agreement=_repeat_agreement(sums.verdicts),
         disagreements=sorted(sums.disagreements, key=lambda d: (d.task, d.run, d.item)),
         judge_accuracy=accuracy,

@@ -55,7 +55,7 @@ def corrected_contrast(
     per-task (measured, mergeable, judged) runs and accuracy."""
     import numpy as np
 
-    from grading.report_stats import _interval, resample_means, resample_sums
+    from grading.report_stats import percentile_interval, resample_means, resample_sums
 
     kind, fixed, a, b = key
     shared = sorted(side_a.keys() & side_b.keys())
@@ -98,4 +98,4 @@ def corrected_contrast(
         why = "a side's judge is not clearly better than chance"
         return CorrectedContrast(**base, value=value, reason=why)
     draws = (draw_b - draw_a)[kept]
-    return CorrectedContrast(**base, value=value, ci=_interval(np.sort(draws).tolist(), value))
+    return CorrectedContrast(**base, value=value, ci=percentile_interval(np.sort(draws).tolist(), value))

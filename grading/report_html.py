@@ -95,8 +95,10 @@ def _cells(title: str, cells: list[Cell], bootstrap: int, extra: str | None = No
 def _agreement(a: Agreement) -> str:
     raw = "n/a" if a.raw is None else f"{a.raw:.3f}"
     if a.kappa is None:
-        return f"κ undefined ({_e(a.undefined_reason or '')}); raw agreement {raw}, n {a.n}"
-    return f"κ {a.kappa:.3f}; raw agreement {raw}, n {a.n}"
+        ac1 = f", Gwet's AC1 {a.ac1:.3f}" if a.ac1 is not None else ""
+        return f"κ undefined ({_e(a.undefined_reason or '')}); raw agreement {raw}{ac1}, n {a.n}"
+    ci = f" [{a.kappa_ci[0]:.3f}, {a.kappa_ci[1]:.3f}] (tasks resampled)" if a.kappa_ci else ""
+    return f"κ {a.kappa:.3f}{ci}; raw agreement {raw}, n {a.n}"
 
 
 def render_report_html(

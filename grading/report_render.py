@@ -344,8 +344,10 @@ def _md_corrected_contrasts(report: Report) -> list[str]:
 def _md_agreement(a: Agreement) -> str:
     raw = "n/a" if a.raw is None else f"{a.raw:.3f}"
     if a.kappa is None:
-        return f"κ undefined ({md_text(a.undefined_reason or '')}); raw agreement {raw}, n {a.n}"
-    return f"κ {a.kappa:.3f}; raw agreement {raw}, n {a.n}"
+        ac1 = f", Gwet's AC1 {a.ac1:.3f}" if a.ac1 is not None else ""
+        return f"κ undefined ({md_text(a.undefined_reason or '')}); raw agreement {raw}{ac1}, n {a.n}"
+    ci = f" [{a.kappa_ci[0]:.3f}, {a.kappa_ci[1]:.3f}] (tasks resampled)" if a.kappa_ci else ""
+    return f"κ {a.kappa:.3f}{ci}; raw agreement {raw}, n {a.n}"
 
 
 def report_markdown(report: Report) -> str:

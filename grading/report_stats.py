@@ -76,6 +76,11 @@ def _interval(values: list[float], point: float) -> tuple[float, float] | None:
     return (min(point, percentile(values, tail)), max(point, percentile(values, 1 - tail)))
 
 
+def percentile_interval(values: list[float], point: float) -> tuple[float, float] | None:
+    """The 95% percentile interval of bootstrap replicates, widened to hold ``point`` (see _interval)."""
+    return _interval(values, point)
+
+
 # Per task, the sums every rate is a ratio of: (measured runs, test-pass runs, mergeable runs).
 TaskSums = tuple[int, int, int]
 

@@ -278,3 +278,29 @@ def test_a_corrected_contrast_compares_the_corrected_rates() -> None:
     # Without labels enough for the correction there is no corrected contrast.
     unlabelled = [r.model_copy(update={"human_mergeable": None}) for r in runs]
     assert report(unlabelled).corrected_contrasts == []
+
+
+def test_kappa_has_a_task_interval_and_ac1_speaks_where_kappa_cannot() -> None:
+    from grading.agreement import cohen_kappa
+    from tests.grading.report_helpers import judged
+
+    rng = random.Random(4)
+    runs = []
+    for t in range(12):
+        for i in range(4):
+            first = rng.random() < 0.6
+            second = first if rng.random() < 0.8 else not first
+            verdict = {"B1": "pass" if first else "fail"}
+            runs.append(
+                run(f"t{t}", "mergeable" if first else "blocker", run=f"t{t}/{i}", primary=judged(verdict),
+                    second=judged({"B1": "pass" if second else "fail"}, spec="openai:gpt-4o"))
+            )  # fmt: skip
+    a = report(runs, bootstrap=500).agreement.mergeable
+    assert a.kappa is not None and a.kappa_ci is not None and a.kappa_ci[0] <= a.kappa <= a.kappa_ci[1]
+    assert a.kappa_ci[1] - a.kappa_ci[0] > 0.05
+    # One judge passed everything: κ is undefined, AC1 = (p_o − p_e) / (1 − p_e), p_e = 2π(1 − π).
+    pairs = [(True, True)] * 9 + [(True, False)]
+    undefined = cohen_kappa(pairs)
+    pi = (1.0 + 0.9) / 2
+    assert undefined.kappa is None
+    assert undefined.ac1 == pytest.approx((0.9 - 2 * pi * (1 - pi)) / (1 - 2 * pi * (1 - pi)))
