@@ -316,7 +316,8 @@ def resample_means(
     values: Sequence[tuple[float, ...]], replicates: int, rng: random.Random
 ) -> NDArray[np.float64]:
     """``replicates`` resamples of per-task values, as a (replicates, columns) array of their means over
-    tasks: each draws len(values) tasks with replacement, as ``rng.choices`` would (floor(random() * n))."""
+    tasks: each draws len(values) tasks with replacement, as ``rng.choices`` would (floor(random() * n)).
+    In blocks, a column at a time, into buffers reused (as :func:`resample_sums`)."""
     import numpy as np
 
     population = len(values)
@@ -324,13 +325,23 @@ def resample_means(
     out = np.empty((replicates, table.shape[1]))
     if replicates == 0 or not population:
         return out[:0]
+    columns = [np.ascontiguousarray(column) for column in table.T]
     rows = max(1, _BLOCK_DRAWS // population)
+    draws = np.empty(rows * population)
+    index = np.empty(rows * population, dtype=np.intp)
+    picked = np.empty(rows * population)
     generator = _mersenne_twister(rng)
     for start in range(0, replicates, rows):
         block = min(rows, replicates - start)
-        index = (generator.random(block * population) * population).astype(np.intp)
-        out[start : start + block] = table[index].reshape(block, population, -1).mean(axis=1)
+        size = block * population
+        generator.random(out=draws[:size])
+        np.multiply(draws[:size], float(population), out=draws[:size])
+        index[:size] = draws[:size]
+        for j, column in enumerate(columns):
+            np.take(column, index[:size], out=picked[:size])
+            out[start : start + block, j] = picked[:size].reshape(block, population).sum(axis=1)
     _move_on(rng, generator)
+    out /= population
     return out
 
 
