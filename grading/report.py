@@ -371,19 +371,22 @@ def _corrected_contrasts(parts: Sequence[PartSums], ctx: _Context) -> list[Corre
         per_cell[cell] = {
             task: (n, merged, judged[task]) for task, (n, _, merged) in sums_by_task(group).items()
         }
-    out = []
+    jobs: list[tuple[str, str, str, str, tuple[str, str], tuple[str, str]]] = []
     for kind in ("arm", "model"):
         for fixed, values in compared_sides(per_cell, kind).items():
             for a, b in itertools.combinations(values, 2):
                 side_a, side_b = ((a, fixed), (b, fixed)) if kind == "arm" else ((fixed, a), (fixed, b))
-                rng = ctx.rng("corrected contrast", kind, fixed, a, b)
-                out.append(
-                    corrected_contrast(
-                        (kind, fixed, a, b), per_cell[side_a], per_cell[side_b], ctx.accuracy_for(*side_a),
-                        ctx.accuracy_for(*side_b), ctx.replicates, rng,
-                    )
-                )  # fmt: skip
-    return out
+                jobs.append((kind, fixed, a, b, side_a, side_b))
+
+    def one(job: tuple[str, str, str, str, tuple[str, str], tuple[str, str]]) -> CorrectedContrast:
+        kind, fixed, a, b, side_a, side_b = job
+        rng = ctx.rng("corrected contrast", kind, fixed, a, b)  # its own generator: any thread, same draws
+        return corrected_contrast(
+            (kind, fixed, a, b), per_cell[side_a], per_cell[side_b], ctx.accuracy_for(*side_a),
+            ctx.accuracy_for(*side_b), ctx.replicates, rng,
+        )  # fmt: skip
+
+    return in_parallel(one, jobs)
 
 
 def build_report(
