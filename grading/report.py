@@ -7,10 +7,12 @@ The statistics are described in docs/report.md. In short:
 - Rates are over *measured* runs: a run with no rubric (not measured), a grader failure or a judge failure
   is counted apart and left out of both the test-pass and the mergeable rate, so that their difference
   compares the same runs.
-- Intervals: 95% percentile bootstrap that resamples tasks (the runs of a drawn task stay together),
-  seeded per cell so that a report is reproducible and a cell's interval does not depend on the others.
-- Cohen's κ between the primary and the second judge; null with a reason where it cannot say anything.
-- Rogan-Gladen correction of the mergeable rate from human labels (at least :data:`MIN_LABELLED`).
+- Each task counts once: a rate is the mean of its tasks' rates, a contrast the mean of per-task
+  differences (grading.report_estimands), with 95% t intervals over tasks.
+- Cohen's κ between the primary and the second judge (a task bootstrap interval), Gwet's AC1 beside it;
+  null with a reason where it cannot say anything.
+- Rogan-Gladen correction of what the judge decided, from human labels (at least :data:`MIN_LABELLED`),
+  per arm and model where its labels suffice: a bootstrap over tasks and labels, seeded per cell.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from grading import report_charts
 from grading.report import Agreement, Cell, ContaminationCell, Estimate, Report
 from grading.report_render import (
     INTERVALS_TEXT,
+    LABELS_ASSUMED,
     METRIC_NAMES,
     contrast_estimate,
     contrast_label,
@@ -175,7 +176,7 @@ def render_report_html(
     if acc.sensitivity is not None and acc.specificity is not None:
         out.append(
             f"Against {acc.labelled} human labels: sensitivity {acc.sensitivity:.3f}, specificity "
-            f"{acc.specificity:.3f}. "
+            f"{acc.specificity:.3f}. {_e(LABELS_ASSUMED)} "
         )
     if acc.undefined_reason:
         out.append(f"No corrected rate: {_e(acc.undefined_reason)}. ")

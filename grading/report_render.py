@@ -212,6 +212,9 @@ INTERVALS_TEXT = (
     "Rates are means over tasks of each task's rate over its measured runs (every task counts once); "
     "intervals are 95% t intervals over tasks."
 )
+LABELS_ASSUMED = (
+    "The correction is of the runs the judge decided; the labels are taken as a uniform sample of them."
+)
 METRIC_NAMES = {"test_pass_rate": "test-pass", "mergeable_rate": "mergeable", "difference": "gap"}
 
 
@@ -370,7 +373,8 @@ def report_markdown(report: Report) -> str:
     if acc.sensitivity is not None and acc.specificity is not None:
         lines.append(
             f"Against {acc.labelled} human labels: sensitivity {acc.sensitivity:.3f}, "
-            f"specificity {acc.specificity:.3f} (Rogan-Gladen corrected rates in the tables)."
+            f"specificity {acc.specificity:.3f} (Rogan-Gladen corrected rates in the tables). "
+            f"{LABELS_ASSUMED}"
         )
     if acc.undefined_reason:
         lines.append(f"No corrected rate: {md_text(acc.undefined_reason)}.")

@@ -1,5 +1,7 @@
-"""The report's statistics (spec §7, §9; docs/report.md): task-level percentile bootstrap of the test-pass
-and mergeable rates, and the Rogan-Gladen correction of the mergeable rate from human labels.
+"""The report's statistics (spec §7, §9; docs/report.md): the cells' rates as means over tasks (their t
+intervals are grading.report_estimands'), the task-level resampling, and the Rogan-Gladen correction of the
+mergeable rate from human labels. The pooled-ratio bootstrap of the rates (:func:`bootstrap_rates`) is the
+report's method before format 3, kept for benchmarks/report_coverage.py.
 
 Pure arithmetic over per-task sums: no run records here (:mod:`grading.report` turns runs into sums). numpy
 is imported where a bootstrap runs, so most commands never load it.
