@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from grading.contrasts import FEW_TASKS
-from grading.report import GradedRun
+from grading.report import GradedRun, warning_kind
 from grading.report_estimands import holm, no_spread_share, t_quantile, t_two_sided_p, task_mean
 from grading.report_html import render_report_html
 from grading.report_render import contrast_estimate, precision_text, report_markdown
@@ -121,6 +121,7 @@ def test_different_task_sets_are_said_and_few_shared_tasks_flagged() -> None:
     assert "5 shared tasks of 8 and 9" in contrast_estimate(c)
     [warning] = [w for w in rep.warnings if "shared tasks of" in w]
     assert "arm contrast 'b' − 'a'" in warning and "7 tasks only one side ran" in warning
+    assert warning_kind(warning) == "task_sets"  # the page folds them when they come twice or more
 
 
 def test_p_values_and_holm_within_each_family() -> None:
