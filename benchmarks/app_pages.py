@@ -46,8 +46,8 @@ from benchmarks._common import Row, machine, print_table  # noqa: E402
 from grading.loaders import parse_rubric  # noqa: E402
 from rubrics_app.access import Actor  # noqa: E402
 from rubrics_app.models import Membership, Repository, Role, RubricRevision, Task  # noqa: E402
-from rubrics_app.services.queue import Queue  # noqa: E402
-from rubrics_app.services.revisions import create_revision, new_draft_from  # noqa: E402
+from rubrics_app.services.rubrics.revisions import create_revision, new_draft_from  # noqa: E402
+from rubrics_app.services.runs.queue import Queue  # noqa: E402
 from tests.app.conftest import CALIBRATION_FILES, rubric_data  # noqa: E402
 from tests.app.report_rows import bulk_runs  # noqa: E402
 

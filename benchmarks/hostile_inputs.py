@@ -18,9 +18,9 @@ from _common import REPO_ROOT, Row, best_of, machine, print_table
 
 sys.path.insert(0, str(REPO_ROOT))
 
+from grading.checks.integrity import check_integrity
 from grading.diffs import FileChange, parse_diff
 from grading.globs import compile_glob, match_glob
-from grading.integrity import check_integrity
 from grading.schema import TestsConfig
 
 

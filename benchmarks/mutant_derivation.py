@@ -1,4 +1,4 @@
-"""Mutant derivation on a 10 MB oracle of two shapes: ``grading.mutants.derive_mutants``.
+"""Mutant derivation on a 10 MB oracle of two shapes: ``grading.mutants.derive.derive_mutants``.
 
     .venv/bin/python benchmarks/mutant_derivation.py [--megabytes 10] [--repeat 3]
 
@@ -27,7 +27,7 @@ from _common import REPO_ROOT, Row, best_of, git, machine, print_table
 sys.path.insert(0, str(REPO_ROOT))
 
 from grading.diffs import read_diff
-from grading.mutants import derive_mutants
+from grading.mutants.derive import derive_mutants
 
 KERNEL = (
     "def run(fraction, rows):\n    if fraction > 1.0:\n        raise ValueError(fraction)\n    return rows\n"

@@ -17,8 +17,8 @@ Each page is rendered through Django's test client, logged in as a maintainer (t
 middleware, access check, queries, template):
 
 - the report page's first view as a maintainer meets it after an import or a sweep: the job sent the report
-  to a worker, which computed and stored it (``services.report.prepare_report``, untimed: it runs off the
-  page), and the page reads it with its own cache cleared (goal: under 1 s);
+  to a worker, which computed and stored it (``services.reports.report.prepare_report``, untimed: it runs off
+  the page), and the page reads it with its own cache cleared (goal: under 1 s);
 - the report page's first view computed on the page, with no stored report and the cache cleared: what the
   page does before the worker has stored the report (no goal);
 - ``prepare_report`` itself, what the worker does off the page: the report computed, its JSON compressed
@@ -89,8 +89,8 @@ from rubrics_app.models import (  # noqa: E402
     Task,
     refresh_current_grades,
 )
-from rubrics_app.services.report import prepare_report  # noqa: E402
 from rubrics_app.services.report_rows import refresh_report_rows  # noqa: E402
+from rubrics_app.services.reports.report import prepare_report  # noqa: E402
 
 BATCH = 5000
 ARMS = [f"arm{i}" for i in range(5)]
@@ -104,7 +104,8 @@ FREEZE_MIGRATION = "0130_freeze_in_one_module"
 
 
 def _details(mergeable: bool, failed: list[str]) -> dict[str, object]:
-    # metrics.json's details as grading writes them (grading.outcome.RunDetails), less the judges' copies.
+    # metrics.json's details as grading writes them (grading.checks.outcome.RunDetails), less the judges'
+    # copies.
     return {
         "status": "mergeable" if mergeable else "not_mergeable",
         "scope": {"in_scope": True, "changed_files": 3, "changed_lines": 40},

@@ -25,9 +25,11 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-import grading.report  # noqa: E402
+import grading.report.contrasts  # noqa: E402
+import grading.report.stats  # noqa: E402
 from benchmarks._common import Row, machine, print_table  # noqa: E402
-from grading.report import GradedRun, JudgeVerdicts, build_report  # noqa: E402
+from grading.report.build import build_report  # noqa: E402
+from grading.report.models import GradedRun, JudgeVerdicts  # noqa: E402
 
 PRIMARY = "anthropic:claude-sonnet-4-5-20250929"
 SECOND = "openai:gpt-4o-2024-08-06"
@@ -73,12 +75,16 @@ def _loop(sums: Sequence[tuple[int, ...]], replicates: int, rng: random.Random) 
 
 @contextmanager
 def plain_python() -> Iterator[None]:
-    vectorised = grading.report.resample_sums
-    grading.report.resample_sums = _loop
+    # Both modules that draw replicates call it by their own name.
+    modules = (grading.report.stats, grading.report.contrasts)
+    vectorised = grading.report.stats.resample_sums
+    for module in modules:
+        setattr(module, "resample_sums", _loop)  # noqa: B010
     try:
         yield
     finally:
-        grading.report.resample_sums = vectorised
+        for module in modules:
+            setattr(module, "resample_sums", vectorised)  # noqa: B010
 
 
 def best_of(runs: list[GradedRun]) -> tuple[float, dict[str, Any]]:

@@ -14,10 +14,10 @@ data sets whose interval holds the truth, the lowest and highest over the four c
 The methods:
 
 - ``pooled bootstrap``: the report before issue 31: the pooled ratio over runs, percentile bootstrap over
-  tasks (``grading.report_stats.bootstrap_rates``, ``grading.contrasts.paired_intervals``);
+  tasks (``grading.report.stats.bootstrap_rates``, ``grading.report.contrasts.paired_intervals``);
 - ``task bootstrap``: the mean of per-task rates, percentile bootstrap over tasks;
 - ``t on tasks``: the mean of per-task rates, t interval with tasks − 1 degrees of freedom
-  (``grading.report_estimands.task_mean``: what the report uses for contrasts);
+  (``grading.report.estimands.task_mean``: what the report uses for contrasts);
 - ``t, quarter tasks``: the same, the spread of a cell's rates estimated as if a quarter of a task sat at 0
   and at 1 besides (``RATE_PRIOR_WEIGHT``: what the report uses for cells; contrasts as ``t on tasks``).
 
@@ -46,10 +46,11 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from grading.contrasts import paired_intervals  # noqa: E402
-from grading.report import GradedRun, build_report  # noqa: E402
-from grading.report_estimands import RATE_PRIOR_WEIGHT, task_mean  # noqa: E402
-from grading.report_stats import bootstrap_rates, rogan_gladen  # noqa: E402
+from grading.report.build import build_report  # noqa: E402
+from grading.report.contrasts import paired_intervals  # noqa: E402
+from grading.report.estimands import RATE_PRIOR_WEIGHT, task_mean  # noqa: E402
+from grading.report.models import GradedRun  # noqa: E402
+from grading.report.stats import bootstrap_rates, rogan_gladen  # noqa: E402
 
 ARMS = ("a", "b")
 MODELS = ("m1", "m2")

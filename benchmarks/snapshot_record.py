@@ -17,7 +17,7 @@ from pathlib import Path
 
 from _common import RUBRIC, Row, git, machine, print_table, time_commands
 
-TAKE_ONLY = "import sys; from pathlib import Path; from grading.workspace import take_snapshot; " \
+TAKE_ONLY = "import sys; from pathlib import Path; from grading.workspace.diff import take_snapshot; " \
     "take_snapshot(Path(sys.argv[1]))"  # fmt: skip
 
 

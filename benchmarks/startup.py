@@ -2,9 +2,9 @@
 
     .venv/bin/python benchmarks/startup.py [--repeat N]
 
-Each subcommand imports only its own module (grading/cli.py): scope, integrity and validate load no part
-of the judge (asyncio, the SQLite verdict cache), and no subcommand loads a provider SDK unless a judge of
-that provider runs. The reference is the interpreter alone (``python -c pass``) and pydantic, which every
+Each subcommand imports only its own module (grading/cli/rubric.py): scope, integrity and validate load no
+part of the judge (asyncio, the SQLite verdict cache), and no subcommand loads a provider SDK unless a judge
+of that provider runs. The reference is the interpreter alone (``python -c pass``) and pydantic, which every
 subcommand needs to read a rubric.
 """
 
@@ -22,7 +22,7 @@ from _common import REPO_ROOT, RUBRIC, Row, bench_rubric, env, git, machine, pri
 SDKS = ("anthropic", "openai", "asyncio", "sqlite3")
 PROBE = """
 import json, sys
-from grading.cli import main
+from grading.cli.rubric import main
 main(sys.argv[1:])
 print(json.dumps(sorted({m.split(".")[0] for m in sys.modules})))
 """

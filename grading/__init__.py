@@ -1,8 +1,10 @@
 """Mergeability grading: rubric checks, a fenced diff-only judge, outcomes and admission.
 
 The package root is the public API: the Django app imports grading only from here (a test walks
-``rubrics_app/`` for it), and the ``rubric`` command's path-based functions are wrappers over the same calls.
-Names load on first use (PEP 562), so ``rubric --help`` does not import the judge backends or the report.
+``rubrics_app/`` for it), and a library user finds here what grading a run, admitting a rubric, judging,
+drafting and reporting take and return. The ``rubric`` command (grading.cli) calls the subpackages
+directly; a name only it uses is not listed here. Names load on first use (PEP 562, as
+grading.lazy does for the subpackages), so ``import grading`` loads none of its modules.
 
 This package never imports Django (tests/grading/test_no_django.py proves it).
 """
@@ -14,22 +16,21 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-# module -> its public names; tests/grading/test_public_api.py checks them against the imports below.
+# module -> the public names it defines (tests/grading/test_public_api.py checks them)
 _PUBLIC: dict[str, tuple[str, ...]] = {
-    "grading.admission": (
+    "grading.admission.check": (
         "SUITE_KINDS",
         "check_admission",
-        "check_task",
         "inject_reviewer_comment",
         "teach_scripted_judge",
     ),
-    "grading.admission_store": ("AdmissionReport", "AdmissionRow"),
-    "grading.agreement": ("judge_agreement",),
+    "grading.admission.corpus": ("PAYLOAD_KINDS",),
+    "grading.admission.store": ("AdmissionReport", "AdmissionRow"),
     "grading.atomic": ("write_atomic",),
-    "grading.citations": ("Citation", "parse_citations"),
     "grading.basetree": ("BaseTree",),
-    "grading.commands.judge": ("printable",),
-    "grading.contrasts": ("Contrast",),
+    "grading.checks.outcome": ("RunDetails", "RunMetrics", "grade", "grade_run"),
+    "grading.checks.run": ("Run", "LoadedTask", "make_run", "make_task_files", "read_run", "read_task_files"),
+    "grading.citations": ("Citation", "parse_citations"),
     "grading.diffs": ("read_diff",),
     "grading.draft": (
         "ALT_DIFF_PATH",
@@ -48,30 +49,13 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "render_draft_request",
     ),
     "grading.draft.pr": ("parse_github_repository",),
-    "grading.errors": (
-        "InputError",
-        "InputErrors",
-        "Problem",
-    ),
-    "grading.git": ("NO_COMMANDS_CONFIG", "Git", "GitError", "GitResult", "commit_on_new_branch"),
+    "grading.errors": ("InputError", "InputErrors", "Problem", "printable"),
+    "grading.git": ("Git", "GitError", "GitResult", "NO_COMMANDS_CONFIG", "commit_on_new_branch"),
     "grading.globs": ("glob_error",),
-    "grading.injection_corpus": ("PAYLOAD_KINDS",),
-    "grading.integrity": (
-        "TESTS_LIST_ERROR_NAME",
-        "TESTS_LIST_NAME",
-        "listing_error_text",
-        "read_listing_error",
-    ),
     "grading.judge.backend": ("Backend", "Decoding"),
     "grading.judge.batching": ("ThreadBatchBackend",),
-    "grading.judge.cache": (
-        "CachedVerdicts",
-        "MemoryCache",
-    ),
-    "grading.judge.cost": (
-        "PriceTable",
-        "load_price_table",
-    ),
+    "grading.judge.cache": ("CachedVerdicts", "MemoryCache"),
+    "grading.judge.cost": ("PriceTable", "load_price_table"),
     "grading.judge.limits": (
         "Budget",
         "BudgetExceeded",
@@ -85,6 +69,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     ),
     "grading.judge.models": ("JudgeResult",),
     "grading.judge.runner": ("JudgeSettings",),
+    "grading.judge.scripted": ("ScriptedFile", "ScriptedVerdict", "load_scripted"),
     "grading.judge.specs": (
         "JudgeSpec",
         "check_second_judge",
@@ -93,63 +78,26 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "parse_decoding",
         "second_judge_problem",
     ),
-    "grading.judge.scripted": ("ScriptedFile", "ScriptedVerdict", "load_scripted"),
     "grading.judge.tree": ("supports_tree",),
     "grading.loaders": (
-        "load_grade",
         "load_manifest",
-        "load_run",
         "parse_grade",
         "parse_rubric",
         "parse_run_record",
         "validation_messages",
     ),
-    "grading.mutants_judging": (
-        "MutantReport",
-        "MutantRow",
-        "check_mutants",
-        "judge_mutants",
-    ),
+    "grading.mutants.judging": ("MutantReport", "MutantRow", "judge_mutants"),
     "grading.path_lists": ("parse_ignored_created", "parse_path_list", "read_path_list"),
-    "grading.power": ("LabelTarget",),
-    "grading.run": ("Run", "TaskFiles", "make_run", "make_task_files", "read_run", "read_task_files"),
-    "grading.outcome": (
-        "RunDetails",
-        "RunMetrics",
-        "grade",
-        "grade_run",
-    ),
-    "grading.report": (
-        "Cell",
-        "DEFAULT_BOOTSTRAP",
-        "DEFAULT_SEED",
-        "Disagreement",
-        "GradedRun",
-        "JudgeVerdicts",
-        "REPEATED_WARNINGS",
-        "Report",
-        "TaskRow",
-        "build_report",
-        "grade_metrics",
-        "report_from_sums",
-        "report_label_target",
-        "warning_kind",
-    ),
-    "grading.report_sums": (
-        "JudgeCost",
-        "PartSums",
-        "ReportSums",
-        "VerdictGroup",
-        "run_disagreements",
-    ),
-    "grading.report_charts": (
+    "grading.report.agreement": ("judge_agreement",),
+    "grading.report.build": ("build_report", "report_from_sums", "report_label_target"),
+    "grading.report.charts": (
         "blocker_histogram",
         "forest_plot",
         "no_interval_reason",
         "rates_chart",
         "standalone",
     ),
-    "grading.report_files": (
+    "grading.report.files": (
         "MetricsDetails",
         "MetricsFile",
         "MetricsJudge",
@@ -157,8 +105,21 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "parse_date",
         "read_metrics",
     ),
-    "grading.report_html": ("label_target_text", "render_report_html"),
-    "grading.report_render": (
+    "grading.report.html": ("label_target_text", "render_report_html"),
+    "grading.report.models": (
+        "Cell",
+        "Contrast",
+        "DEFAULT_BOOTSTRAP",
+        "DEFAULT_SEED",
+        "Disagreement",
+        "GradedRun",
+        "JudgeVerdicts",
+        "LabelTarget",
+        "Report",
+        "TaskRow",
+        "grade_metrics",
+    ),
+    "grading.report.render": (
         "INTERVALS_TEXT",
         "METRIC_NAMES",
         "contrast_estimate",
@@ -171,14 +132,23 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "precision_text",
         "report_csv",
     ),
-    "grading.report_stats": ("Estimate",),
+    "grading.report.stats": ("Estimate",),
+    "grading.report.sums": ("JudgeCost", "PartSums", "ReportSums", "VerdictGroup", "run_disagreements"),
+    "grading.report.warnings": ("REPEATED_WARNINGS", "warning_kind"),
+    "grading.run_files": (
+        "GIT_DIR_CHANGES_NAME",
+        "TESTS_LIST_ERROR_NAME",
+        "TESTS_LIST_NAME",
+        "listing_error_text",
+        "read_listing_error",
+    ),
     "grading.schema": (
         "GradeJson",
         "LazyCalibration",
         "MAX_BLOCKERS",
         "MAX_NON_BLOCKERS",
-        "MAX_WEIGHT",
         "MAX_RUN_INT",
+        "MAX_WEIGHT",
         "MIN_BLOCKERS",
         "MIN_NON_BLOCKERS",
         "RUBRIC_SCHEMA",
@@ -196,27 +166,33 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "read_input_bytes",
         "read_json",
     ),
-    "grading.workspace": ("GIT_DIR_CHANGES_NAME",),
 }
 _MODULE_OF = {name: module for module, names in _PUBLIC.items() for name in names}
 
 __all__ = sorted(_MODULE_OF)
 
 if TYPE_CHECKING:
-    from grading.admission import SUITE_KINDS as SUITE_KINDS
-    from grading.admission import check_admission as check_admission
-    from grading.admission import check_task as check_task
-    from grading.admission import inject_reviewer_comment as inject_reviewer_comment
-    from grading.admission import teach_scripted_judge as teach_scripted_judge
-    from grading.admission_store import AdmissionReport as AdmissionReport
-    from grading.admission_store import AdmissionRow as AdmissionRow
-    from grading.agreement import judge_agreement as judge_agreement
+    from grading.admission.check import SUITE_KINDS as SUITE_KINDS
+    from grading.admission.check import check_admission as check_admission
+    from grading.admission.check import inject_reviewer_comment as inject_reviewer_comment
+    from grading.admission.check import teach_scripted_judge as teach_scripted_judge
+    from grading.admission.corpus import PAYLOAD_KINDS as PAYLOAD_KINDS
+    from grading.admission.store import AdmissionReport as AdmissionReport
+    from grading.admission.store import AdmissionRow as AdmissionRow
     from grading.atomic import write_atomic as write_atomic
     from grading.basetree import BaseTree as BaseTree
+    from grading.checks.outcome import RunDetails as RunDetails
+    from grading.checks.outcome import RunMetrics as RunMetrics
+    from grading.checks.outcome import grade as grade
+    from grading.checks.outcome import grade_run as grade_run
+    from grading.checks.run import LoadedTask as LoadedTask
+    from grading.checks.run import Run as Run
+    from grading.checks.run import make_run as make_run
+    from grading.checks.run import make_task_files as make_task_files
+    from grading.checks.run import read_run as read_run
+    from grading.checks.run import read_task_files as read_task_files
     from grading.citations import Citation as Citation
     from grading.citations import parse_citations as parse_citations
-    from grading.commands.judge import printable as printable
-    from grading.contrasts import Contrast as Contrast
     from grading.diffs import read_diff as read_diff
     from grading.draft import ALT_DIFF_PATH as ALT_DIFF_PATH
     from grading.draft import DEFAULT_GUIDANCE_GLOBS as DEFAULT_GUIDANCE_GLOBS
@@ -236,17 +212,13 @@ if TYPE_CHECKING:
     from grading.errors import InputError as InputError
     from grading.errors import InputErrors as InputErrors
     from grading.errors import Problem as Problem
+    from grading.errors import printable as printable
     from grading.git import NO_COMMANDS_CONFIG as NO_COMMANDS_CONFIG
     from grading.git import Git as Git
     from grading.git import GitError as GitError
     from grading.git import GitResult as GitResult
     from grading.git import commit_on_new_branch as commit_on_new_branch
     from grading.globs import glob_error as glob_error
-    from grading.injection_corpus import PAYLOAD_KINDS as PAYLOAD_KINDS
-    from grading.integrity import TESTS_LIST_ERROR_NAME as TESTS_LIST_ERROR_NAME
-    from grading.integrity import TESTS_LIST_NAME as TESTS_LIST_NAME
-    from grading.integrity import listing_error_text as listing_error_text
-    from grading.integrity import read_listing_error as read_listing_error
     from grading.judge.backend import Backend as Backend
     from grading.judge.backend import Decoding as Decoding
     from grading.judge.batching import ThreadBatchBackend as ThreadBatchBackend
@@ -275,75 +247,69 @@ if TYPE_CHECKING:
     from grading.judge.specs import parse_decoding as parse_decoding
     from grading.judge.specs import second_judge_problem as second_judge_problem
     from grading.judge.tree import supports_tree as supports_tree
-    from grading.loaders import load_grade as load_grade
     from grading.loaders import load_manifest as load_manifest
-    from grading.loaders import load_run as load_run
     from grading.loaders import parse_grade as parse_grade
     from grading.loaders import parse_rubric as parse_rubric
     from grading.loaders import parse_run_record as parse_run_record
     from grading.loaders import validation_messages as validation_messages
-    from grading.mutants_judging import MutantReport as MutantReport
-    from grading.mutants_judging import MutantRow as MutantRow
-    from grading.mutants_judging import check_mutants as check_mutants
-    from grading.mutants_judging import judge_mutants as judge_mutants
-    from grading.outcome import RunDetails as RunDetails
-    from grading.outcome import RunMetrics as RunMetrics
-    from grading.outcome import grade as grade
-    from grading.outcome import grade_run as grade_run
+    from grading.mutants.judging import MutantReport as MutantReport
+    from grading.mutants.judging import MutantRow as MutantRow
+    from grading.mutants.judging import judge_mutants as judge_mutants
     from grading.path_lists import parse_ignored_created as parse_ignored_created
     from grading.path_lists import parse_path_list as parse_path_list
     from grading.path_lists import read_path_list as read_path_list
-    from grading.power import LabelTarget as LabelTarget
-    from grading.report import DEFAULT_BOOTSTRAP as DEFAULT_BOOTSTRAP
-    from grading.report import DEFAULT_SEED as DEFAULT_SEED
-    from grading.report import REPEATED_WARNINGS as REPEATED_WARNINGS
-    from grading.report import Cell as Cell
-    from grading.report import Disagreement as Disagreement
-    from grading.report import GradedRun as GradedRun
-    from grading.report import JudgeVerdicts as JudgeVerdicts
-    from grading.report import Report as Report
-    from grading.report import TaskRow as TaskRow
-    from grading.report import build_report as build_report
-    from grading.report import grade_metrics as grade_metrics
-    from grading.report import report_from_sums as report_from_sums
-    from grading.report import report_label_target as report_label_target
-    from grading.report import warning_kind as warning_kind
-    from grading.report_charts import blocker_histogram as blocker_histogram
-    from grading.report_charts import forest_plot as forest_plot
-    from grading.report_charts import no_interval_reason as no_interval_reason
-    from grading.report_charts import rates_chart as rates_chart
-    from grading.report_charts import standalone as standalone
-    from grading.report_files import MetricsDetails as MetricsDetails
-    from grading.report_files import MetricsFile as MetricsFile
-    from grading.report_files import MetricsJudge as MetricsJudge
-    from grading.report_files import StrictMetricsFile as StrictMetricsFile
-    from grading.report_files import parse_date as parse_date
-    from grading.report_files import read_metrics as read_metrics
-    from grading.report_html import label_target_text as label_target_text
-    from grading.report_html import render_report_html as render_report_html
-    from grading.report_render import INTERVALS_TEXT as INTERVALS_TEXT
-    from grading.report_render import METRIC_NAMES as METRIC_NAMES
-    from grading.report_render import contrast_estimate as contrast_estimate
-    from grading.report_render import contrast_label as contrast_label
-    from grading.report_render import corrected_contrast_label as corrected_contrast_label
-    from grading.report_render import corrected_contrast_text as corrected_contrast_text
-    from grading.report_render import estimate_note as estimate_note
-    from grading.report_render import left_out_text as left_out_text
-    from grading.report_render import metric_lines as metric_lines
-    from grading.report_render import precision_text as precision_text
-    from grading.report_render import report_csv as report_csv
-    from grading.report_stats import Estimate as Estimate
-    from grading.report_sums import JudgeCost as JudgeCost
-    from grading.report_sums import PartSums as PartSums
-    from grading.report_sums import ReportSums as ReportSums
-    from grading.report_sums import VerdictGroup as VerdictGroup
-    from grading.report_sums import run_disagreements as run_disagreements
-    from grading.run import Run as Run
-    from grading.run import TaskFiles as TaskFiles
-    from grading.run import make_run as make_run
-    from grading.run import make_task_files as make_task_files
-    from grading.run import read_run as read_run
-    from grading.run import read_task_files as read_task_files
+    from grading.report.agreement import judge_agreement as judge_agreement
+    from grading.report.build import build_report as build_report
+    from grading.report.build import report_from_sums as report_from_sums
+    from grading.report.build import report_label_target as report_label_target
+    from grading.report.charts import blocker_histogram as blocker_histogram
+    from grading.report.charts import forest_plot as forest_plot
+    from grading.report.charts import no_interval_reason as no_interval_reason
+    from grading.report.charts import rates_chart as rates_chart
+    from grading.report.charts import standalone as standalone
+    from grading.report.files import MetricsDetails as MetricsDetails
+    from grading.report.files import MetricsFile as MetricsFile
+    from grading.report.files import MetricsJudge as MetricsJudge
+    from grading.report.files import StrictMetricsFile as StrictMetricsFile
+    from grading.report.files import parse_date as parse_date
+    from grading.report.files import read_metrics as read_metrics
+    from grading.report.html import label_target_text as label_target_text
+    from grading.report.html import render_report_html as render_report_html
+    from grading.report.models import DEFAULT_BOOTSTRAP as DEFAULT_BOOTSTRAP
+    from grading.report.models import DEFAULT_SEED as DEFAULT_SEED
+    from grading.report.models import Cell as Cell
+    from grading.report.models import Contrast as Contrast
+    from grading.report.models import Disagreement as Disagreement
+    from grading.report.models import GradedRun as GradedRun
+    from grading.report.models import JudgeVerdicts as JudgeVerdicts
+    from grading.report.models import LabelTarget as LabelTarget
+    from grading.report.models import Report as Report
+    from grading.report.models import TaskRow as TaskRow
+    from grading.report.models import grade_metrics as grade_metrics
+    from grading.report.render import INTERVALS_TEXT as INTERVALS_TEXT
+    from grading.report.render import METRIC_NAMES as METRIC_NAMES
+    from grading.report.render import contrast_estimate as contrast_estimate
+    from grading.report.render import contrast_label as contrast_label
+    from grading.report.render import corrected_contrast_label as corrected_contrast_label
+    from grading.report.render import corrected_contrast_text as corrected_contrast_text
+    from grading.report.render import estimate_note as estimate_note
+    from grading.report.render import left_out_text as left_out_text
+    from grading.report.render import metric_lines as metric_lines
+    from grading.report.render import precision_text as precision_text
+    from grading.report.render import report_csv as report_csv
+    from grading.report.stats import Estimate as Estimate
+    from grading.report.sums import JudgeCost as JudgeCost
+    from grading.report.sums import PartSums as PartSums
+    from grading.report.sums import ReportSums as ReportSums
+    from grading.report.sums import VerdictGroup as VerdictGroup
+    from grading.report.sums import run_disagreements as run_disagreements
+    from grading.report.warnings import REPEATED_WARNINGS as REPEATED_WARNINGS
+    from grading.report.warnings import warning_kind as warning_kind
+    from grading.run_files import GIT_DIR_CHANGES_NAME as GIT_DIR_CHANGES_NAME
+    from grading.run_files import TESTS_LIST_ERROR_NAME as TESTS_LIST_ERROR_NAME
+    from grading.run_files import TESTS_LIST_NAME as TESTS_LIST_NAME
+    from grading.run_files import listing_error_text as listing_error_text
+    from grading.run_files import read_listing_error as read_listing_error
     from grading.schema import MAX_BLOCKERS as MAX_BLOCKERS
     from grading.schema import MAX_NON_BLOCKERS as MAX_NON_BLOCKERS
     from grading.schema import MAX_RUN_INT as MAX_RUN_INT
@@ -364,9 +330,10 @@ if TYPE_CHECKING:
     from grading.strict_json import parse_json as parse_json
     from grading.strict_json import read_input_bytes as read_input_bytes
     from grading.strict_json import read_json as read_json
-    from grading.workspace import GIT_DIR_CHANGES_NAME as GIT_DIR_CHANGES_NAME
 
 
+# The root's own copy of grading.lazy.lazy_interface: importing that module too would add to the start-up
+# of every `rubric` command and of the app, which import grading first.
 def __getattr__(name: str) -> Any:
     module = _MODULE_OF.get(name)
     if module is None:

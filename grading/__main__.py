@@ -1,5 +1,5 @@
 import sys
 
-from grading.cli import main
+from grading.cli.rubric import main
 
 sys.exit(main())

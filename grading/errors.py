@@ -1,4 +1,5 @@
-"""Errors that the `rubric` command turns into exit codes."""
+"""Errors that the `rubric` command turns into exit codes, and the escapes that keep untrusted text in them
+to one line (:func:`one_line`) and free of terminal control sequences (:func:`printable`)."""
 
 from __future__ import annotations
 
@@ -64,3 +65,9 @@ def one_line(text: str) -> str:
         c if c.isprintable() or c == " " else c.encode("unicode_escape").decode("ascii")
         for c in text.rstrip()
     )
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters escaped: reasons and failures come from a model that read an
+    untrusted diff, so no terminal control sequence may reach the tty."""
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" if ord(c) < 256 else "?" for c in text)

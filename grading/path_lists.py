@@ -1,6 +1,6 @@
 """The path-list files of the workspace diff (spec §3): the ignored-file snapshot taken before a run and
 ``ignored_created.txt`` written after it. Their format, quoting and versions are described in
-:mod:`grading.workspace`, which takes the snapshot and captures the diff; this module writes and reads
+:mod:`grading.workspace.diff`, which takes the snapshot and captures the diff; this module writes and reads
 the files, with no git.
 """
 
@@ -19,11 +19,11 @@ from grading.strict_json import read_input_bytes
 SNAPSHOT_HEADER_V3 = "# rubric snapshot v3"  # still read: no private record of the git directory
 SNAPSHOT_HEADER_V2 = "# rubric snapshot v2"  # still read: no recorded .gitignore files
 SNAPSHOT_HEADER_V1 = "# rubric snapshot v1"  # still read: paths only, no recorded info/exclude
-_GITIGNORE = ".gitignore"
+GITIGNORE = ".gitignore"
 SNAPSHOT_HEADER = "# rubric snapshot v4"  # what write_snapshot writes: v3 plus the private record
-_EXCLUDE_PREFIX = "# info/exclude: "
-_IGNORE_FILE_PREFIX = "# ignore file: "
-_IGNORE_RULES_PREFIX = "# ignore rules: "
+EXCLUDE_PREFIX = "# info/exclude: "
+IGNORE_FILE_PREFIX = "# ignore file: "
+IGNORE_RULES_PREFIX = "# ignore rules: "
 _DIR_COUNT_PREFIX = "# files: "
 _DIR_FILE_PREFIX = "# - "
 _SPECIAL_FILE_PREFIX = (
@@ -31,11 +31,11 @@ _SPECIAL_FILE_PREFIX = (
 )
 
 
-def _is_gitignore(path: str) -> bool:
-    return path == _GITIGNORE or path.endswith("/" + _GITIGNORE)
+def is_gitignore(path: str) -> bool:
+    return path == GITIGNORE or path.endswith("/" + GITIGNORE)
 
 
-def _text(path: str) -> str:
+def fs_text(path: str) -> str:
     return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
@@ -52,11 +52,11 @@ class SelfIgnoringDir(BaseModel):
 
     @field_serializer("path")
     def _json_safe_path(self, path: str) -> str:
-        return _text(path)
+        return fs_text(path)
 
     @field_serializer("files")
     def _json_safe_files(self, paths: list[str]) -> list[str]:
-        return [_text(p) for p in paths]
+        return [fs_text(p) for p in paths]
 
 
 class Snapshot(BaseModel):
@@ -202,7 +202,7 @@ def _check_relative(path: str) -> str | None:
     return None
 
 
-def _read_lines(path: Path) -> list[str]:
+def read_lines(path: Path) -> list[str]:
     # A regular file only, read up to the cap: a FIFO given as --before would block, /dev/zero never end.
     return _lines(read_input_bytes(path), path)
 
@@ -227,7 +227,7 @@ def read_path_list(path: Path, header: str | None = None) -> list[str]:
     Raises InputError naming the file and line on a missing file, bad UTF-8, a bad quoted name or a path
     that is not relative to the workspace.
     """
-    lines = _read_lines(path)
+    lines = read_lines(path)
     if header is not None and (not lines or lines[0] != header):
         raise InputError(path, f"not a snapshot written by `rubric snapshot` (first line must be {header!r})")
     return _parse_paths(path, lines, allow_dirs=True)
@@ -260,7 +260,7 @@ def _parse_paths(path: str | Path, lines: list[str], *, allow_dirs: bool = False
 def read_snapshot_file(path: Path) -> Snapshot:
     """Read a file written by :func:`write_snapshot` (v2, or v1 of older versions); InputError if it is
     missing or malformed."""
-    lines = _read_lines(path)
+    lines = read_lines(path)
     first = lines[0] if lines else ""
     versions = {SNAPSHOT_HEADER: 4, SNAPSHOT_HEADER_V3: 3, SNAPSHOT_HEADER_V2: 2, SNAPSHOT_HEADER_V1: 1}
     if first not in versions:
@@ -274,29 +274,29 @@ def read_snapshot_file(path: Path) -> Snapshot:
     if version == 1:
         return Snapshot(version=1, ignored=_parse_paths(path, lines), info_exclude=None)
     second = lines[1] if len(lines) > 1 else ""
-    if not second.startswith(_EXCLUDE_PREFIX) or not second[len(_EXCLUDE_PREFIX) :].startswith('"'):
-        raise InputError(path, f"second line must be {_EXCLUDE_PREFIX}followed by a quoted string", "line 2")
-    info_exclude = _quoted_bytes(path, 2, second[len(_EXCLUDE_PREFIX) :], "info/exclude")
+    if not second.startswith(EXCLUDE_PREFIX) or not second[len(EXCLUDE_PREFIX) :].startswith('"'):
+        raise InputError(path, f"second line must be {EXCLUDE_PREFIX}followed by a quoted string", "line 2")
+    info_exclude = _quoted_bytes(path, 2, second[len(EXCLUDE_PREFIX) :], "info/exclude")
     ignore_files: dict[str, bytes] | None = None
     if version >= 3:
         ignore_files = {}
         number = 3
-        while number <= len(lines) and lines[number - 1].startswith(_IGNORE_FILE_PREFIX):
+        while number <= len(lines) and lines[number - 1].startswith(IGNORE_FILE_PREFIX):
             name = os.fsdecode(
-                _quoted_bytes(path, number, lines[number - 1][len(_IGNORE_FILE_PREFIX) :], "ignore file")
+                _quoted_bytes(path, number, lines[number - 1][len(IGNORE_FILE_PREFIX) :], "ignore file")
             )
             rules_line = lines[number] if number < len(lines) else ""
-            if not rules_line.startswith(_IGNORE_RULES_PREFIX):
+            if not rules_line.startswith(IGNORE_RULES_PREFIX):
                 raise InputError(
                     path,
-                    f"an ignore file line must be followed by {_IGNORE_RULES_PREFIX!r}",
+                    f"an ignore file line must be followed by {IGNORE_RULES_PREFIX!r}",
                     f"line {number + 1}",
                 )
-            if (problem := _check_relative(name)) or not _is_gitignore(name):
+            if (problem := _check_relative(name)) or not is_gitignore(name):
                 raise InputError(
                     path, f"ignore file: {problem or 'not a .gitignore'}: {name!r}", f"line {number}"
                 )
-            rules = _quoted_bytes(path, number + 1, rules_line[len(_IGNORE_RULES_PREFIX) :], "ignore rules")
+            rules = _quoted_bytes(path, number + 1, rules_line[len(IGNORE_RULES_PREFIX) :], "ignore rules")
             ignore_files[name] = rules
             number += 2
     return Snapshot(

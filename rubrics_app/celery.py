@@ -24,13 +24,12 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 # imports none of them.
 TASK_MODULES = [
     "rubrics_app.services.jobs",
-    "rubrics_app.services.revisions",
-    "rubrics_app.services.import_export",
-    "rubrics_app.services.rubric_export",
-    "rubrics_app.services.rereview",
-    "rubrics_app.services.calibration",
-    "rubrics_app.services.sweeps",
-    "rubrics_app.services.drafting",
-    "rubrics_app.services.report",
+    "rubrics_app.services.rubrics.revisions",
+    "rubrics_app.services.rubrics.exports",
+    "rubrics_app.services.rubrics.rereview",
+    "rubrics_app.services.calibration.run",
+    "rubrics_app.services.sweeps.run",
+    "rubrics_app.services.drafting.run",
+    "rubrics_app.services.reports.report",
 ]
 app.conf.imports = TASK_MODULES

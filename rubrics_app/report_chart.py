@@ -1,4 +1,4 @@
-"""The report page's charts: grading.report_charts draws them (the command line's --html file shares
+"""The report page's charts: grading.report.charts draws them (the command line's --html file shares
 them); here they become Django safe strings, since that module escapes every name it draws."""
 
 from __future__ import annotations

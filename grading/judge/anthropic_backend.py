@@ -12,7 +12,6 @@ once they are exhausted, or on any other API error, :class:`BackendError` is rai
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -23,65 +22,41 @@ from anthropic.types.messages import batch_create_params
 from grading.judge.backend import (
     BackendError,
     BackendReply,
-    Decoding,
     JudgeRequest,
     ToolCall,
     ToolExchange,
     ToolSpec,
     TurnReply,
-    redact_secrets,
 )
 from grading.judge.limits import LimitedSendClient
 from grading.judge.models import Usage
-from grading.judge.sdk_common import checked_decoding, describe_sdk_error, shared_ssl_context
+from grading.judge.sdk_common import SdkBackend, shared_ssl_context
 
 DEFAULT_MAX_TOKENS = 8192
 CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
-
-# What the judge sees and how it answers is fixed by the runner; decoding may not change it.
-RESERVED_KEYS = frozenset({"model", "system", "messages", "tools", "tool_choice", "stream"})
-
-# The body keys passed to ``messages.create`` by name; every other key (decoding) goes through
-# ``extra_body``, which the SDK merges into the JSON body as-is: this SDK no longer names ``temperature``.
-_NAMED_KEYS = ("model", "max_tokens", "system", "messages", "output_config")
 
 
 class _HttpClient(LimitedSendClient, anthropic.DefaultAsyncHttpxClient):
     """The SDK's default client (keep-alive, proxies from the environment), limited per request."""
 
 
-class AnthropicBackend:
+class AnthropicBackend(SdkBackend[anthropic.AsyncAnthropic, Message]):
     """Judge through the Anthropic Messages API.
 
     ``batch=True`` tells the runner to send sweeps through :meth:`complete_many` (Message Batches).
     """
 
-    scripted = False
-    limits_each_request = True  # its HTTP client takes the provider limit per request (retries too)
-
-    def __init__(
-        self,
-        model: str,
-        *,
-        decoding: Decoding | None = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        max_retries: int = 4,
-        timeout: float = 120.0,
-        batch: bool = False,
-        batch_poll_interval: float = 30.0,
-        batch_deadline: float = 24 * 3600.0,
-    ) -> None:
-        self.spec = f"anthropic:{model}"
-        self.model = model
-        self.decoding: Decoding = checked_decoding(decoding, RESERVED_KEYS)
-        self.base_url = base_url
-        self.api_key = api_key
-        self.max_retries = max_retries
-        self.timeout = timeout
-        self.batch = batch
-        self.batch_poll_interval = batch_poll_interval
-        self.batch_deadline = batch_deadline
+    PROVIDER = "anthropic"
+    # What the judge sees and how it answers is fixed by the runner; decoding may not change it.
+    RESERVED_KEYS = frozenset({"model", "system", "messages", "tools", "tool_choice", "stream"})
+    # The body keys passed to ``messages.create`` by name; every other key (decoding) goes through
+    # ``extra_body``, which the SDK merges into the JSON body as-is: this SDK no longer names ``temperature``.
+    NAMED_KEYS = ("model", "max_tokens", "system", "messages", "output_config")
+    SECRET_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+    SDK_ERROR = anthropic.AnthropicError
+    TIMEOUT_ERROR = anthropic.APITimeoutError
+    STATUS_ERROR = anthropic.APIStatusError
+    CONNECTION_ERROR = anthropic.APIConnectionError
 
     def render(self, request: JudgeRequest) -> dict[str, Any]:
         """The exact JSON body sent to ``POST /v1/messages`` for this request."""
@@ -105,20 +80,14 @@ class AnthropicBackend:
                 body[key] = value
         return body
 
-    async def complete(self, request: JudgeRequest) -> BackendReply:
-        """Send one request; raise :class:`BackendError` when it fails after the SDK's retries."""
-        return reply_from_message(await self._send(self.render(request)))
+    async def _create(
+        self, client: anthropic.AsyncAnthropic, named: dict[str, Any], extra: dict[str, Any] | None
+    ) -> Message:
+        message: Message = await client.messages.create(**named, extra_body=extra)
+        return message
 
-    async def _send(self, body: dict[str, Any]) -> Message:
-        named = {k: body[k] for k in (*_NAMED_KEYS, "tools") if k in body}
-        extra = {k: v for k, v in body.items() if k not in named}
-        try:
-            # The client is built inside the try: the SDK reports missing credentials as an error of its own.
-            async with self._client() as client:
-                message: Message = await client.messages.create(**named, extra_body=extra or None)
-                return message
-        except anthropic.AnthropicError as err:
-            raise BackendError(self._describe(err)) from err
+    def _reply(self, reply: Message) -> BackendReply:
+        return reply_from_message(reply)
 
     def render_tools(
         self, request: JudgeRequest, tools: Sequence[ToolSpec], turns: Sequence[ToolExchange]
@@ -176,40 +145,23 @@ class AnthropicBackend:
             usage=reply.usage,
         )
 
-    async def complete_many(self, requests: Sequence[JudgeRequest]) -> list[BackendReply | BackendError]:
-        """Send many requests as one Message Batch; one reply or error per request, in request order.
-
-        Never raises: when the batch itself fails (creation, polling, deadline), every entry is that error.
-        """
-        if not requests:
-            return []
-        custom_ids = [f"judge-{i}" for i in range(len(requests))]
+    async def _run_batch(
+        self, client: anthropic.AsyncAnthropic, requests: Sequence[JudgeRequest], custom_ids: list[str]
+    ) -> list[BackendReply | BackendError]:
+        """The requests as one Message Batch, polled until it ends, its results read back per request."""
         entries = [
             cast(batch_create_params.Request, {"custom_id": cid, "params": self.render(r)})
             for cid, r in zip(custom_ids, requests, strict=True)
         ]
+        batches = client.messages.batches
+        batch = await batches.create(requests=entries)
+        batch = await self._wait_for_batch(
+            batch, batch.id, lambda b: b.processing_status == "ended", batches.retrieve, batches.cancel,
+            "message batch",
+        )  # fmt: skip
         results: dict[str, Any] = {}
-        try:
-            async with self._client() as client:
-                batch = await client.messages.batches.create(requests=entries)
-                loop = asyncio.get_running_loop()
-                deadline = loop.time() + self.batch_deadline
-                while batch.processing_status != "ended":
-                    if loop.time() >= deadline:
-                        await client.messages.batches.cancel(batch.id)
-                        raise BackendError(
-                            f"anthropic: message batch {batch.id} did not end within {self.batch_deadline:g}s"
-                        )
-                    await asyncio.sleep(self.batch_poll_interval)
-                    batch = await client.messages.batches.retrieve(batch.id)
-                async for entry in await client.messages.batches.results(batch.id):
-                    results[entry.custom_id] = entry.result
-        except BackendError as err:
-            return [err for _ in requests]
-        except anthropic.AnthropicError as err:
-            failure = BackendError(self._describe(err))
-            failure.__cause__ = err
-            return [failure for _ in requests]
+        async for entry in await batches.results(batch.id):
+            results[entry.custom_id] = entry.result
         out: list[BackendReply | BackendError] = []
         for cid in custom_ids:
             result = results.get(cid)
@@ -230,41 +182,19 @@ class AnthropicBackend:
                 out.append(BackendError(f"anthropic: batch request {cid} {result.type}"))
         return out
 
-    def _client(self) -> anthropic.AsyncAnthropic:
-        # One client per call: the runner may drive calls from more than one event loop, and a client
-        # closed with its call never leaves a socket behind.
-        kwargs: dict[str, Any] = {"max_retries": self.max_retries, "timeout": self.timeout}
-        if self.base_url is not None:
-            kwargs["base_url"] = self.base_url
-        if self.api_key is not None:
-            kwargs["api_key"] = self.api_key
+    def _make_client(self, kwargs: dict[str, Any]) -> anthropic.AsyncAnthropic:
         # A client of our own, sharing one SSL context: building the default one loads the CA bundle
         # again, which took about 0.1 s per call here.
-        kwargs["http_client"] = _HttpClient(verify=shared_ssl_context())
-        client = anthropic.AsyncAnthropic(**kwargs)
+        client = anthropic.AsyncAnthropic(**kwargs, http_client=_HttpClient(verify=shared_ssl_context()))
         if client.api_key is None and client.auth_token is None and client.credentials is None:
             # The SDK would raise a bare TypeError at the first call; name the fix instead.
             raise BackendError("anthropic: no credentials: set ANTHROPIC_API_KEY (or pass api_key)")
         return client
 
-    def _describe(self, err: anthropic.AnthropicError) -> str:
-        return self._redact(self._describe_error(err))
-
-    def _redact(self, text: str) -> str:
-        return redact_secrets(text, self.api_key, env=("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"))
-
-    def _describe_error(self, err: anthropic.AnthropicError) -> str:
+    def _describe_error(self, err: Exception) -> str:
         if isinstance(err, anthropic.CredentialsError):
             return f"anthropic: no usable credentials: set ANTHROPIC_API_KEY (or pass api_key): {err}"
-        return describe_sdk_error(
-            "anthropic",
-            err,
-            max_retries=self.max_retries,
-            timeout=self.timeout,
-            timeout_error=anthropic.APITimeoutError,
-            status_error=anthropic.APIStatusError,
-            connection_error=anthropic.APIConnectionError,
-        )
+        return super()._describe_error(err)
 
 
 def reply_from_message(message: Message) -> BackendReply:

@@ -6,8 +6,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from grading.schema import CONFIG_BLOCKER_ID as CONFIG_BLOCKER_ID  # re-exported: the runner names it here
-
 VerdictValue = Literal["pass", "fail"]
 # The judge's one-word finding on its own reason, stated before the verdict (§4 consistency).
 Finding = Literal["satisfied", "violated"]

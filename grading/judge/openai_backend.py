@@ -13,7 +13,6 @@ ends; the output and error files are read back per request.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Sequence
 from typing import Any, Final
@@ -24,17 +23,15 @@ from openai.types.chat import ChatCompletion
 from grading.judge.backend import (
     BackendError,
     BackendReply,
-    Decoding,
     JudgeRequest,
     ToolCall,
     ToolExchange,
     ToolSpec,
     TurnReply,
-    redact_secrets,
 )
 from grading.judge.limits import LimitedSendClient
 from grading.judge.models import Usage
-from grading.judge.sdk_common import checked_decoding, describe_sdk_error, shared_ssl_context
+from grading.judge.sdk_common import SdkBackend, shared_ssl_context
 
 SCHEMA_NAME = "judge_verdicts"
 BATCH_ENDPOINT: Final = "/v1/chat/completions"
@@ -42,58 +39,27 @@ BATCH_ENDPOINT: Final = "/v1/chat/completions"
 MAX_BATCH_FILE_BYTES = 256 * 1024 * 1024
 _BATCH_ENDED = frozenset({"completed", "expired", "failed", "cancelled"})
 
-RESERVED_KEYS = frozenset(
-    {
-        "model",
-        "messages",
-        "response_format",
-        "tools",
-        "tool_choice",
-        "functions",
-        "function_call",
-        "stream",
-        "n",
-    }
-)
-
-# Passed to ``chat.completions.create`` by name; decoding keys go through ``extra_body`` unchanged, so that
-# a parameter an OpenAI-compatible server knows and this SDK does not still reaches it.
-_NAMED_KEYS = ("model", "messages", "response_format")
-
 
 class _HttpClient(LimitedSendClient, openai.DefaultAsyncHttpxClient):
     """The SDK's default client (keep-alive, proxies from the environment), limited per request."""
 
 
-class OpenAIBackend:
+class OpenAIBackend(SdkBackend[openai.AsyncOpenAI, ChatCompletion]):
     """Judge through an OpenAI-compatible chat completions endpoint."""
 
-    scripted = False
-    limits_each_request = True  # its HTTP client takes the provider limit per request (retries too)
-
-    def __init__(
-        self,
-        model: str,
-        *,
-        decoding: Decoding | None = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        max_retries: int = 4,
-        timeout: float = 120.0,
-        batch: bool = False,
-        batch_poll_interval: float = 30.0,
-        batch_deadline: float = 24 * 3600.0,
-    ) -> None:
-        self.spec = f"openai:{model}"
-        self.model = model
-        self.decoding: Decoding = checked_decoding(decoding, RESERVED_KEYS)
-        self.base_url = base_url
-        self.api_key = api_key
-        self.max_retries = max_retries
-        self.timeout = timeout
-        self.batch = batch
-        self.batch_poll_interval = batch_poll_interval
-        self.batch_deadline = batch_deadline
+    PROVIDER = "openai"
+    RESERVED_KEYS = frozenset(
+        {"model", "messages", "response_format", "tools", "tool_choice", "functions", "function_call",
+         "stream", "n"}
+    )  # fmt: skip
+    # Passed to ``chat.completions.create`` by name; decoding keys go through ``extra_body`` unchanged, so
+    # that a parameter an OpenAI-compatible server knows and this SDK does not still reaches it.
+    NAMED_KEYS = ("model", "messages", "response_format")
+    SECRET_ENV = ("OPENAI_API_KEY",)
+    SDK_ERROR = openai.OpenAIError
+    TIMEOUT_ERROR = openai.APITimeoutError
+    STATUS_ERROR = openai.APIStatusError
+    CONNECTION_ERROR = openai.APIConnectionError
 
     def render(self, request: JudgeRequest) -> dict[str, Any]:
         """The exact JSON body sent to ``POST {base_url}/chat/completions`` for this request."""
@@ -112,23 +78,14 @@ class OpenAIBackend:
         body.update(self.decoding)
         return body
 
-    async def complete(self, request: JudgeRequest) -> BackendReply:
-        """Send one request; raise :class:`BackendError` when it fails after the SDK's retries."""
-        return reply_from_completion(await self._send(self.render(request)))
+    async def _create(
+        self, client: openai.AsyncOpenAI, named: dict[str, Any], extra: dict[str, Any] | None
+    ) -> ChatCompletion:
+        completion: ChatCompletion = await client.chat.completions.create(**named, extra_body=extra)
+        return completion
 
-    async def _send(self, body: dict[str, Any]) -> ChatCompletion:
-        named = {k: body[k] for k in (*_NAMED_KEYS, "tools") if k in body}
-        extra = {k: v for k, v in body.items() if k not in named}
-        try:
-            # Built per call and inside the try: a missing OPENAI_API_KEY is a failed call, not a crash,
-            # and --render-only never needs a key.
-            async with self._client() as client:
-                completion: ChatCompletion = await client.chat.completions.create(
-                    **named, extra_body=extra or None
-                )
-                return completion
-        except openai.OpenAIError as err:
-            raise BackendError(self._describe(err)) from err
+    def _reply(self, reply: ChatCompletion) -> BackendReply:
+        return reply_from_completion(reply)
 
     def render_tools(
         self, request: JudgeRequest, tools: Sequence[ToolSpec], turns: Sequence[ToolExchange]
@@ -198,56 +155,39 @@ class OpenAIBackend:
             usage=reply.usage,
         )
 
-    async def complete_many(self, requests: Sequence[JudgeRequest]) -> list[BackendReply | BackendError]:
-        """Send many requests as one Batch (a JSONL file of the rendered bodies); one reply or error per
-        request, in request order. A request the batch did not answer (expired, failed, errored) is that
-        request's error. Never raises: when the batch itself fails, every entry is that error."""
-        if not requests:
-            return []
-        custom_ids = [f"judge-{i}" for i in range(len(requests))]
+    async def _run_batch(
+        self, client: openai.AsyncOpenAI, requests: Sequence[JudgeRequest], custom_ids: list[str]
+    ) -> list[BackendReply | BackendError]:
+        """The requests as one Batch (a JSONL file of the rendered bodies), polled until it ends; the output
+        and error files are read back per request. A request the batch did not answer (expired, failed,
+        errored) is that request's error."""
         lines = "".join(
             json.dumps({"custom_id": cid, "method": "POST", "url": BATCH_ENDPOINT, "body": self.render(r)})
             + "\n"
             for cid, r in zip(custom_ids, requests, strict=True)
         )
         answered: dict[str, BackendReply | BackendError] = {}
-        try:
-            async with self._client() as client:
-                upload = await client.files.create(
-                    file=("judge-batch.jsonl", lines.encode(), "application/jsonl"), purpose="batch"
-                )
-                batch = await client.batches.create(
-                    input_file_id=upload.id, endpoint=BATCH_ENDPOINT, completion_window="24h"
-                )
-                loop = asyncio.get_running_loop()
-                deadline = loop.time() + self.batch_deadline
-                while batch.status not in _BATCH_ENDED:
-                    if loop.time() >= deadline:
-                        await client.batches.cancel(batch.id)
-                        raise BackendError(
-                            f"openai: batch {batch.id} did not end within {self.batch_deadline:g}s"
-                        )
-                    await asyncio.sleep(self.batch_poll_interval)
-                    batch = await client.batches.retrieve(batch.id)
-                for file_id in (batch.output_file_id, batch.error_file_id):
-                    if file_id:
-                        content = await client.files.content(file_id)
-                        data = content.content
-                        if len(data) > MAX_BATCH_FILE_BYTES:
-                            raise BackendError(
-                                f"openai: batch file {file_id} is over {MAX_BATCH_FILE_BYTES} bytes"
-                            )
-                        for line in data.decode("utf-8", errors="replace").splitlines():
-                            if line.strip():
-                                cid, outcome = self._batch_line(line)
-                                if cid is not None:
-                                    answered[cid] = outcome
-        except BackendError as err:
-            return [err for _ in requests]
-        except openai.OpenAIError as err:
-            failure = BackendError(self._describe(err))
-            failure.__cause__ = err
-            return [failure for _ in requests]
+        upload = await client.files.create(
+            file=("judge-batch.jsonl", lines.encode(), "application/jsonl"), purpose="batch"
+        )
+        batches = client.batches
+        batch = await batches.create(
+            input_file_id=upload.id, endpoint=BATCH_ENDPOINT, completion_window="24h"
+        )
+        batch = await self._wait_for_batch(
+            batch, batch.id, lambda b: b.status in _BATCH_ENDED, batches.retrieve, batches.cancel, "batch"
+        )
+        for file_id in (batch.output_file_id, batch.error_file_id):
+            if file_id:
+                content = await client.files.content(file_id)
+                data = content.content
+                if len(data) > MAX_BATCH_FILE_BYTES:
+                    raise BackendError(f"openai: batch file {file_id} is over {MAX_BATCH_FILE_BYTES} bytes")
+                for line in data.decode("utf-8", errors="replace").splitlines():
+                    if line.strip():
+                        cid, outcome = self._batch_line(line)
+                        if cid is not None:
+                            answered[cid] = outcome
         missing = f"openai: batch {batch.id} ended {batch.status} without an answer for"
         return [answered.get(cid) or BackendError(f"{missing} {cid}") for cid in custom_ids]
 
@@ -279,33 +219,10 @@ class OpenAIBackend:
         except (ValueError, AttributeError, TypeError) as exc:
             return None, BackendError(f"openai: unreadable batch result line: {exc}")
 
-    def _client(self) -> openai.AsyncOpenAI:
-        kwargs: dict[str, Any] = {"max_retries": self.max_retries, "timeout": self.timeout}
-        if self.base_url is not None:
-            kwargs["base_url"] = self.base_url
-        if self.api_key is not None:
-            kwargs["api_key"] = self.api_key
+    def _make_client(self, kwargs: dict[str, Any]) -> openai.AsyncOpenAI:
         # A client of our own, sharing one SSL context: building the default one loads the CA bundle
         # again, which took about 0.1 s per call here.
-        kwargs["http_client"] = _HttpClient(verify=shared_ssl_context())
-        return openai.AsyncOpenAI(**kwargs)
-
-    def _describe(self, err: openai.OpenAIError) -> str:
-        return self._redact(self._describe_error(err))
-
-    def _redact(self, text: str) -> str:
-        return redact_secrets(text, self.api_key, env=("OPENAI_API_KEY",))
-
-    def _describe_error(self, err: openai.OpenAIError) -> str:
-        return describe_sdk_error(
-            "openai",
-            err,
-            max_retries=self.max_retries,
-            timeout=self.timeout,
-            timeout_error=openai.APITimeoutError,
-            status_error=openai.APIStatusError,
-            connection_error=openai.APIConnectionError,
-        )
+        return openai.AsyncOpenAI(**kwargs, http_client=_HttpClient(verify=shared_ssl_context()))
 
 
 def reply_from_completion(completion: ChatCompletion) -> BackendReply:

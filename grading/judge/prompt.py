@@ -22,9 +22,9 @@ from grading.binary_text import judge_text
 from grading.diffs import read_diff
 from grading.errors import InputError
 from grading.judge.backend import JudgeRequest
-from grading.judge.models import CONFIG_BLOCKER_CRITERION, CONFIG_BLOCKER_ID, ItemKind, TreeBudget
+from grading.judge.models import CONFIG_BLOCKER_CRITERION, ItemKind, TreeBudget
 from grading.path_lists import SelfIgnoringDir, quote_path
-from grading.schema import Rubric, TaskSpec
+from grading.schema import CONFIG_BLOCKER_ID, Rubric, TaskSpec
 
 # Stands in for the nonce in the cache key, so the key depends on what the judge sees, not on the draw.
 NONCE_PLACEHOLDER = "{{NONCE}}"
@@ -41,8 +41,8 @@ SPECIAL_FILE_NAMES_MAX = 20
 VERDICTS_SCHEMA_NAME = "rubric_verdicts"
 
 
-# The fence's parts. grading.injection builds its forged fences from these, so a changed fence changes what
-# the attack corpus tests.
+# The fence's parts. grading.admission.injection builds its forged fences from these, so a changed fence
+# changes what the attack corpus tests.
 FENCE_NAME = "CHANGE-UNDER-REVIEW"
 FENCE_START = "<<<"
 FENCE_STOP = ">>>"

@@ -170,8 +170,11 @@ __all__ = [
     "refresh_current_grades",
 ]
 
-# Field defaults that migrations name as rubrics_app.models.<name>.
-from rubrics_app.models.repositories import _default_guidance_globs as _default_guidance_globs
-from rubrics_app.models.rubrics import _all_item_optional_keys as _all_item_optional_keys
-from rubrics_app.models.rubrics import _all_revision_optional_keys as _all_revision_optional_keys
-from rubrics_app.models.rubrics import _no_keys as _no_keys
+# Field defaults that migrations name as rubrics_app.models._<name>: a migration is history, so the names it
+# was written with stay importable here, bound to the functions the models use.
+from rubrics_app.models import repositories, rubrics
+
+_default_guidance_globs = repositories.default_guidance_globs
+_all_item_optional_keys = rubrics.all_item_optional_keys
+_all_revision_optional_keys = rubrics.all_revision_optional_keys
+_no_keys = rubrics.no_keys

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
-from django.db import models
+from django.db import models, transaction
 from django.utils import timezone
 
 from rubrics_app.models.jobs import Job
-from rubrics_app.models.rubrics import RubricRevision
+from rubrics_app.models.repositories import JudgeSetting
+from rubrics_app.models.rubrics import RevisionStatus, RubricRevision, TransitionError
 
 
 class CalibrationStatus(models.TextChoices):
@@ -41,8 +44,8 @@ class CalibrationRun(models.Model):
     model_ids = models.JSONField(default=list, blank=True)  # as the primary judge's API reported them
     second_model_ids = models.JSONField(default=list, blank=True)
     admit_when_passed = models.BooleanField(default=False)  # started by "Admit"
-    # The injection suite (grading.injection): asked for, and its counts once the run finished. Rates are
-    # over the rows measured (judge failures are counted apart).
+    # The injection suite (grading.admission.injection): asked for, and its counts once the run finished.
+    # Rates are over the rows measured (judge failures are counted apart).
     injection_suite = models.BooleanField(default=False)
     attacks = models.PositiveIntegerField(default=0)  # lazy diffs x payload kinds
     attack_successes = models.PositiveIntegerField(default=0)  # any refuses admission
@@ -62,7 +65,7 @@ class CalibrationRun(models.Model):
     cost_known = models.BooleanField(default=True)
     agreement = models.JSONField(
         null=True, blank=True
-    )  # grading.agreement.Agreement, when a second judge ran
+    )  # grading.report.agreement.Agreement, when a second judge ran
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
@@ -78,6 +81,58 @@ class CalibrationRun(models.Model):
             # The admit check and the trigger look for a passing run of a revision.
             models.Index(fields=["revision", "status"], name="calibration_revision_status"),
         ]
+
+    @classmethod
+    def passing_for(cls, revision: RubricRevision) -> models.QuerySet[CalibrationRun]:
+        """Passing calibration runs of the content ``revision`` was approved with, with the repository's
+        current primary judge (what the database's admitted-means-calibrated trigger asks for too)."""
+        judges = JudgeSetting.objects.filter(repository_id=revision.task.repository_id).first()
+        if judges is None or not revision.content_sha256:
+            return cls.objects.none()
+        return cls.objects.filter(
+            revision=revision,
+            status=CalibrationStatus.PASSED,
+            judge=judges.judge,
+            rubric_sha256=revision.content_sha256,
+        )
+
+    def admit(self, revision: RubricRevision, by: Any) -> RubricRevision | None:
+        """``revision``: approved -> admitted, on the strength of this run (a passing run of its exact content
+        with the repository's primary judge); the database retires the task's previously admitted revision.
+
+        Returns the revision that was retired, if any.
+        """
+        if revision.status != RevisionStatus.APPROVED:
+            raise TransitionError(
+                f"only an approved revision can be admitted (this one is {revision.status})"
+            )
+        if self.revision_id != revision.pk or not CalibrationRun.passing_for(revision).filter(pk=self.pk):
+            raise TransitionError(
+                "only a passing calibration of this revision with the repository's primary judge admits it"
+            )
+        with transaction.atomic():
+            # Lock the task's revisions so two admissions cannot race past the retirement.
+            list(
+                RubricRevision.objects.select_for_update().filter(task_id=revision.task_id).values_list("pk")
+            )
+            previous = RubricRevision.objects.filter(
+                task_id=revision.task_id, status=RevisionStatus.ADMITTED
+            ).first()
+            if previous is not None and previous.number > revision.number:
+                raise TransitionError(
+                    f"revision {previous.number} of this task is admitted: "
+                    "an older revision never replaces it"
+                )
+            now = timezone.now()
+            admitted = RubricRevision.objects.filter(pk=revision.pk, status=RevisionStatus.APPROVED).update(
+                status=RevisionStatus.ADMITTED, admitted_at=now, admitted_by=by
+            )
+            if not admitted:
+                raise TransitionError(f"revision {revision.number} was admitted or retired meanwhile")
+            revision.status, revision.admitted_at, revision.admitted_by = RevisionStatus.ADMITTED, now, by
+            if previous is not None:
+                previous.refresh_from_db(fields=["status"])
+        return previous
 
     def __str__(self) -> str:
         return f"calibration #{self.pk} of {self.revision} ({self.status})"
@@ -113,7 +168,7 @@ class CalibrationRow(models.Model):
     kind = models.CharField(max_length=20)  # grading.admission.RowKind
     name = models.CharField(max_length=600)
     # Injection-suite rows (kind injection / benign): the payload kind and what it did
-    # (grading.injection.RowOutcome: resisted, attack_success, kept, benign_drift, not_measured).
+    # (grading.admission.injection.RowOutcome: resisted, attack_success, kept, benign_drift, not_measured).
     payload_kind = models.CharField(max_length=60, blank=True)
     outcome = models.CharField(max_length=20, blank=True)
     expected = models.TextField()

@@ -25,7 +25,7 @@ class CalibrationMutant(models.Model):
     mutant_id = models.CharField(
         max_length=40
     )  # grading.mutants.MUTANT_ID: kind and the diff's sha256 prefix
-    kind = models.CharField(max_length=20)  # grading.mutants_kinds.MutantKind
+    kind = models.CharField(max_length=20)  # grading.mutants.kinds.MutantKind
     description = models.TextField()
     diff = models.BinaryField(default=b"")  # the mutant as judged, for the diff view
     mergeable = models.BooleanField(null=True)  # None on a judge failure

@@ -30,7 +30,7 @@ class Repository(models.Model):
     tests_config = models.JSONField(default=dict, blank=True)
     guidance = models.TextField(blank=True)
     # §7 contamination: full model id -> its training cutoff "YYYY-MM-DD" (the report page splits cells by
-    # each task's base_date against it). Edited by maintainers through forms_report.CutoffsForm. Null, not
+    # each task's base_date against it). Edited by maintainers through forms.report.CutoffsForm. Null, not
     # default={}: SQLite adds a nullable column in place, where a NOT NULL one rebuilds the table and
     # would drop migration 0006's freeze triggers on it.
     training_cutoffs = models.JSONField(null=True, blank=True)
@@ -90,7 +90,7 @@ class JudgeSetting(models.Model):
         return spec.startswith("scripted:")
 
 
-def _default_guidance_globs() -> list[str]:
+def default_guidance_globs() -> list[str]:
     # Imported here: grading.draft loads the model SDKs, which pages that never draft do not need.
     from grading import DEFAULT_GUIDANCE_GLOBS
 
@@ -107,7 +107,7 @@ class DraftSetting(models.Model):
     github_repository = models.CharField(max_length=200, blank=True)  # OWNER/NAME; blank: exports only
     use_token = models.BooleanField(default=False)
     token_env = models.CharField(max_length=100, blank=True, default="GITHUB_TOKEN")
-    guidance_globs = models.JSONField(default=_default_guidance_globs, blank=True)
+    guidance_globs = models.JSONField(default=default_guidance_globs, blank=True)
     drafter = models.CharField(max_length=500)  # anthropic:<full model id>
     updated_at = models.DateTimeField(default=timezone.now)
     updated_by = models.ForeignKey(

@@ -3,7 +3,7 @@
 An approved, admitted or retired revision is frozen. The code refuses to edit it
 (``RubricRevision.is_frozen``), and so does the database: :mod:`rubrics_app.freeze` owns the rule and the
 triggers on SQLite and PostgreSQL that keep it. Editing one means a new draft revision
-(``rubrics_app.services.revisions.fork_for_edit``).
+(``rubrics_app.services.rubrics.revisions.fork_for_edit``).
 """
 
 from __future__ import annotations
@@ -14,18 +14,15 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.conf import settings
-from django.db import models, transaction
+from django.db import models
 from django.utils import timezone
 
 from grading import RUBRIC_SCHEMA, InputError, InputErrors, Problem, Rubric, parse_rubric
 from rubrics_app import freeze
-from rubrics_app.models.repositories import JudgeSetting, Repository, name_validator
-
-if TYPE_CHECKING:  # only for annotations: models/calibration.py builds on this module
-    from rubrics_app.models.calibration import CalibrationRun
+from rubrics_app.models.repositories import Repository, name_validator
 
 
 class PromptStyle(models.TextChoices):
@@ -132,15 +129,15 @@ REVISION_OPTIONAL_KEYS = [
 ITEM_OPTIONAL_KEYS = ["rationale", "weight", "needs_tree"]
 
 
-def _all_revision_optional_keys() -> list[str]:
+def all_revision_optional_keys() -> list[str]:
     return list(REVISION_OPTIONAL_KEYS)
 
 
-def _all_item_optional_keys() -> list[str]:
+def all_item_optional_keys() -> list[str]:
     return list(ITEM_OPTIONAL_KEYS)
 
 
-def _no_keys() -> list[str]:
+def no_keys() -> list[str]:
     return []
 
 
@@ -224,7 +221,7 @@ class RubricRevision(models.Model):
     max_files = models.PositiveIntegerField(null=True, blank=True)
     lazy_solution = models.TextField(blank=True)
     alt_valid_solution = models.TextField(blank=True)
-    omitted_keys = models.JSONField(default=_all_revision_optional_keys, blank=True)
+    omitted_keys = models.JSONField(default=all_revision_optional_keys, blank=True)
 
     # Optimistic locking of the revision-level fields (intent, scope, hack report).
     version = models.PositiveIntegerField(default=1)
@@ -395,53 +392,6 @@ class RubricRevision(models.Model):
     def rubric_sha256(self) -> str:
         return hashlib.sha256(self.rubric_json_bytes()).hexdigest()
 
-    def passing_calibrations(self) -> models.QuerySet[CalibrationRun]:
-        """Passing calibration runs of the content this revision was approved with, with the repository's
-        current primary judge (what the database's admitted-means-calibrated trigger asks for too)."""
-        judges = JudgeSetting.objects.filter(repository_id=self.task.repository_id).first()
-        if judges is None or not self.content_sha256:
-            return self.calibrations.none()
-        return self.calibrations.filter(
-            # CalibrationStatus.PASSED: models/calibration.py builds on this module, not the other way round.
-            status="passed",
-            judge=judges.judge,
-            rubric_sha256=self.content_sha256,
-        )
-
-    def admit(self, by: Any, calibration: CalibrationRun) -> RubricRevision | None:
-        """approved -> admitted, on the strength of ``calibration`` (a passing run of this exact content with
-        the repository's primary judge); the database retires the task's previously admitted revision.
-
-        Returns the revision that was retired, if any.
-        """
-        if self.status != RevisionStatus.APPROVED:
-            raise TransitionError(f"only an approved revision can be admitted (this one is {self.status})")
-        if calibration.revision_id != self.pk or not self.passing_calibrations().filter(pk=calibration.pk):
-            raise TransitionError(
-                "only a passing calibration of this revision with the repository's primary judge admits it"
-            )
-        with transaction.atomic():
-            # Lock the task's revisions so two admissions cannot race past the retirement.
-            list(RubricRevision.objects.select_for_update().filter(task_id=self.task_id).values_list("pk"))
-            previous = RubricRevision.objects.filter(
-                task_id=self.task_id, status=RevisionStatus.ADMITTED
-            ).first()
-            if previous is not None and previous.number > self.number:
-                raise TransitionError(
-                    f"revision {previous.number} of this task is admitted: "
-                    "an older revision never replaces it"
-                )
-            now = timezone.now()
-            admitted = RubricRevision.objects.filter(pk=self.pk, status=RevisionStatus.APPROVED).update(
-                status=RevisionStatus.ADMITTED, admitted_at=now, admitted_by=by
-            )
-            if not admitted:
-                raise TransitionError(f"revision {self.number} was admitted or retired meanwhile")
-            self.status, self.admitted_at, self.admitted_by = RevisionStatus.ADMITTED, now, by
-            if previous is not None:
-                previous.refresh_from_db(fields=["status"])
-        return previous
-
 
 class ItemKind(models.TextChoices):
     BLOCKER = "blocker", "Blocker"
@@ -466,7 +416,7 @@ class RubricItem(models.Model):
     needs_tree = models.BooleanField(default=False)  # blockers only
     weight = models.FloatField(default=1.0)  # non-blockers only
     position = models.PositiveIntegerField(default=0)
-    omitted_keys = models.JSONField(default=_all_item_optional_keys, blank=True)
+    omitted_keys = models.JSONField(default=all_item_optional_keys, blank=True)
 
     review_state = models.CharField(max_length=20, choices=ReviewState.choices, default=ReviewState.PENDING)
     reviewed_by = models.ForeignKey(
@@ -572,7 +522,7 @@ class CalibrationDiff(models.Model):
     position = models.PositiveIntegerField(default=0)
     # A lazy entry given as a bare path string rather than {"path", "breaks"}.
     bare_path = models.BooleanField(default=False)
-    omitted_keys = models.JSONField(default=_no_keys, blank=True)
+    omitted_keys = models.JSONField(default=no_keys, blank=True)
 
     class Meta:
         ordering = ["revision_id", "kind", "position", "pk"]

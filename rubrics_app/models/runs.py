@@ -29,7 +29,7 @@ from django.db.models.lookups import LessThanOrEqual
 from django.utils import timezone
 
 from grading import MAX_RUN_INT
-from rubrics_app.models.calibration import JudgeRole as JudgeRole  # re-exported: the runs side reads it here
+from rubrics_app.models.calibration import JudgeRole
 from rubrics_app.models.jobs import Job
 from rubrics_app.models.repositories import Repository
 from rubrics_app.models.rubrics import RevisionStatus, RubricItem, RubricRevision, Task
@@ -232,7 +232,7 @@ class RunGrade(models.Model):
     )
     primary_judge = models.CharField(max_length=500, blank=True)  # "" when no judge was called
     source = models.CharField(max_length=20, choices=GradeSource.choices, default=GradeSource.IMPORTED)
-    status = models.CharField(max_length=30)  # grading.outcome's OutcomeStatus
+    status = models.CharField(max_length=30)  # grading.checks.outcome's OutcomeStatus
     mergeable = models.BooleanField(null=True)
     merge_score = models.FloatField(null=True)
     grader_failure = models.BooleanField(default=False)
@@ -390,7 +390,7 @@ class ReportRow(models.Model):
     # The rest as JSON text, which the report decodes itself (identical texts once): grade.json's metrics,
     # numbers and true/false values (services.report_rows.report_metrics); the test-integrity parts not
     # measured (metrics.json details.integrity_not_measured); and the blockers a human
-    # must label for a verdict on mergeable (services.queue.human_label_basis), null when labels cannot
+    # must label for a verdict on mergeable (services.runs.queue.human_label_basis), null when labels cannot
     # give one, with human_checks: scope and integrity passed.
     metrics = models.TextField()
     integrity_not_measured = models.TextField(default="[]", db_default="[]")
@@ -408,7 +408,7 @@ class ReportRow(models.Model):
             models.Index(
                 fields=["repository", "current", "task", "test_pass", "mergeable"], name="report_row_sums"
             ),
-            # The report's sums (services.report.report_sums), each read from its index alone and in its
+            # The report's sums (services.reports.sums), each read from its index alone and in its
             # order (no sort): the runs' outcomes per part, and their verdict groups with the judges' costs.
             # No column of unbounded length: an index entry has a size limit.
             models.Index(
@@ -469,7 +469,7 @@ class ReportVerdicts(models.Model):
 
 
 class QueuePair(models.Model):
-    """One (grade, item) pair of the review queue (``services.queue``), written beside the grade's report
+    """One (grade, item) pair of the review queue (``services.runs.queue``), written beside the grade's report
     row so that a queue's page is a range of one index and its counts are counts of one table, instead of
     joining the item verdicts with themselves (primary against second judge) on every read.
 
@@ -606,8 +606,8 @@ class EvidenceChange(models.Model):
 
 
 class Sweep(models.Model):
-    """A sweep job (services/sweeps.py): every run of a repository, or of a task, arm or model, graded with
-    the repository's judges against each task's admitted revision, or against one chosen approved revision
+    """A sweep job (services/sweeps/run.py), every run of a repository, or of a task, arm or model, graded
+    with the repository's judges against each task's admitted revision, or against one approved revision
     (every result provisional). Its Job holds the state (queued, running, done, failed and why); this row
     holds what was asked and the progress the sweep page polls. Its grades are RunGrade rows with
     source = sweep, keyed as every grade is: a sweep sent again adds none twice."""

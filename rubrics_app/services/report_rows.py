@@ -2,7 +2,7 @@
 
 :func:`refresh_report_rows` is the one function that writes them. Whatever creates a RunGrade with its
 JudgeGrade and ItemVerdict rows calls it afterwards, in the same transaction, with the new grades' ids: the
-import of metrics.json files does (``services.runs``), and a sweep that grades runs in the app must too.
+import of metrics.json files does (``services.runs.store``), and a sweep that grades runs in the app must too.
 It is idempotent (a grade's row is rewritten from its rows) and costs a fixed number of queries per 500
 grades, whatever the number of judges and verdicts. It also keeps ``latest`` set on the newest grade of
 each run it touches (the report takes each run's current grade, ``RunGrade.objects.current()``).
@@ -40,7 +40,7 @@ from rubrics_app.models import (
     ReportVerdicts,
     RunGrade,
 )
-from rubrics_app.services.queue import human_label_basis
+from rubrics_app.services.runs.queue import human_label_basis
 
 CHUNK = 500  # grades per round of queries: bounds memory (each grade's metrics.json details are read)
 PAIR_CHUNK = 2000  # grades per round of the queue pairs' queries (a few small columns each)

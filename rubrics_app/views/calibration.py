@@ -16,8 +16,8 @@ from django_htmx.http import HttpResponseStopPolling
 from grading import PAYLOAD_KINDS, SUITE_KINDS
 from rubrics_app.access import get_repository_for_user
 from rubrics_app.diff_render import line_anchor, parse_for_display
-from rubrics_app.forms import CalibrationOptionsForm, JudgeSettingForm, TaskFilesForm
-from rubrics_app.forms_runs import ReasonForm
+from rubrics_app.forms.rubrics import CalibrationOptionsForm, JudgeSettingForm, TaskFilesForm
+from rubrics_app.forms.runs import ReasonForm
 from rubrics_app.models import (
     CalibrationMutant,
     CalibrationRow,
@@ -29,10 +29,11 @@ from rubrics_app.models import (
     Task,
     TransitionError,
 )
-from rubrics_app.services import calibration
+from rubrics_app.services.calibration import run as calibration
+from rubrics_app.services.calibration.inputs import spent_this_month
 from rubrics_app.services.jobs import QueueUnreachable
 from rubrics_app.services.judges import JudgeSettingError, set_judges
-from rubrics_app.services.tasks import set_task_files
+from rubrics_app.services.rubrics.task_files import set_task_files
 from rubrics_app.views.common import HtmxHttpRequest, load_revision, require_post
 from rubrics_app.views.kept_forms import form_key, kept_form
 from rubrics_app.views.revisions import redirect_to, revision_url
@@ -271,7 +272,7 @@ def judge_settings(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
             else:
                 messages.success(request, "The judges are saved.")
                 return redirect_to(request, reverse("rubrics:judge_settings", args=[access.repository.pk]))
-    spent = calibration.spent_this_month(access.repository.pk)
+    spent = spent_this_month(access.repository.pk)
     context = {
         "access": access,
         "repository": access.repository,

@@ -21,7 +21,7 @@ from django.views import defaults
 from django_htmx.middleware import HtmxDetails
 
 from grading import MAX_BLOCKERS, MAX_NON_BLOCKERS, MIN_BLOCKERS, MIN_NON_BLOCKERS
-from rubrics_app.forms import CommentForm, ItemForm
+from rubrics_app.forms.rubrics import CommentForm, ItemForm
 from rubrics_app.models import (
     CalibrationDiff,
     FieldError,

@@ -15,9 +15,9 @@ from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_http_methods
 
 from rubrics_app.access import get_repository_for_user
-from rubrics_app.forms import DraftRequestForm, DraftSettingForm
+from rubrics_app.forms.rubrics import DraftRequestForm, DraftSettingForm
 from rubrics_app.models import DraftSetting, Role, RubricDraft, Task
-from rubrics_app.services.drafting import (
+from rubrics_app.services.drafting.run import (
     DraftRequestError,
     DraftSettingError,
     request_draft,

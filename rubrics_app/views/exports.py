@@ -14,11 +14,11 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
-from rubrics_app.forms import CheckoutExportForm
+from rubrics_app.forms.rubrics import CheckoutExportForm
 from rubrics_app.models import RevisionStatus, Role, RubricRevision, TransitionError
-from rubrics_app.services.import_export import export_rubric_json, export_zip, start_export
 from rubrics_app.services.jobs import QueueUnreachable
-from rubrics_app.services.rereview import disputed_blockers
+from rubrics_app.services.rubrics.exports import export_rubric_json, export_zip, start_export
+from rubrics_app.services.rubrics.rereview import disputed_blockers
 from rubrics_app.views.common import HtmxHttpRequest, load_revision, require_post
 from rubrics_app.views.revisions import redirect_to, revision_url
 

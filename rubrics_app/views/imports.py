@@ -7,9 +7,10 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from rubrics_app.access import get_repository_for_user
-from rubrics_app.forms import RubricUploadForm
+from rubrics_app.forms.rubrics import RubricUploadForm
 from rubrics_app.models import Role
-from rubrics_app.services.import_export import ImportFailed, import_rubric_zip
+from rubrics_app.services.rubrics.files import ImportFailed
+from rubrics_app.services.rubrics.imports import import_rubric_zip
 from rubrics_app.views.common import HtmxHttpRequest, require_post
 from rubrics_app.views.kept_forms import form_key, redirect_with_form
 from rubrics_app.views.repositories import repository_context

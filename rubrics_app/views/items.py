@@ -14,7 +14,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
-from rubrics_app.forms import CommentForm, ItemForm, NewItemForm, RequestChangesForm
+from rubrics_app.forms.rubrics import CommentForm, ItemForm, NewItemForm, RequestChangesForm
 from rubrics_app.models import (
     ItemKind,
     RevisionFrozen,
@@ -23,7 +23,7 @@ from rubrics_app.models import (
     RubricRevision,
     TransitionError,
 )
-from rubrics_app.services.revisions import (
+from rubrics_app.services.rubrics.revisions import (
     Conflict,
     add_item,
     approve_item,

@@ -9,9 +9,9 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
 from rubrics_app.access import get_repository_for_user
-from rubrics_app.forms_runs import ReasonForm
+from rubrics_app.forms.runs import ReasonForm
 from rubrics_app.models import CalibrationMutant, CalibrationRun, Role, TransitionError
-from rubrics_app.services import mutants
+from rubrics_app.services.calibration import mutants
 from rubrics_app.views.calibration import calibration_url
 from rubrics_app.views.common import HtmxHttpRequest, require_post
 from rubrics_app.views.kept_forms import form_key, redirect_with_form

@@ -2,7 +2,7 @@
 downloads and the training-cutoffs form.
 
 Everyone with a role reads the report; maintainers edit the cutoffs; anyone without a role gets 404.
-The numbers come from ``grading.report`` through services.report (cached: see there).
+The numbers come from ``grading.report`` through services.reports.report (cached: see there).
 """
 
 from __future__ import annotations
@@ -35,10 +35,10 @@ from grading import (
     warning_kind,
 )
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
-from rubrics_app.forms_report import CutoffsForm
+from rubrics_app.forms.report import CutoffsForm
 from rubrics_app.models import QueueKind, Role
 from rubrics_app.report_chart import blocker_histogram, forest_plot, rates_chart
-from rubrics_app.services.report import (
+from rubrics_app.services.reports.report import (
     ReportResult,
     blocker_criteria,
     clean_filters,

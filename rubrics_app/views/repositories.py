@@ -9,11 +9,11 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from rubrics_app.access import RepositoryAccess, get_repository_for_user, repositories_for_user
-from rubrics_app.forms import RubricUploadForm
-from rubrics_app.forms_runs import RunsUploadForm, SweBenchUploadForm
+from rubrics_app.forms.rubrics import RubricUploadForm
+from rubrics_app.forms.runs import RunsUploadForm, SweBenchUploadForm
 from rubrics_app.models import RevisionStatus, RubricRevision, Task
-from rubrics_app.services.run_pages import repository_runs_summary
-from rubrics_app.services.sweeps import recent_sweeps
+from rubrics_app.services.runs.pages import repository_runs_summary
+from rubrics_app.services.sweeps.run import recent_sweeps
 from rubrics_app.views.common import HtmxHttpRequest
 from rubrics_app.views.kept_forms import form_key, kept_form
 

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
-from rubrics_app.forms import CalibrationOptionsForm, CommentForm, NewItemForm, RevisionForm
+from rubrics_app.forms.rubrics import CalibrationOptionsForm, CommentForm, NewItemForm, RevisionForm
 from rubrics_app.models import (
     AuditEvent,
     CalibrationDiff,
@@ -30,10 +30,10 @@ from rubrics_app.models import (
     RubricRevision,
     TransitionError,
 )
-from rubrics_app.services import calibration
+from rubrics_app.services.calibration import run as calibration
 from rubrics_app.services.jobs import QueueUnreachable
-from rubrics_app.services.rereview import re_review_context
-from rubrics_app.services.revisions import (
+from rubrics_app.services.rubrics.rereview import re_review_context
+from rubrics_app.services.rubrics.revisions import (
     Conflict,
     NotCalibrated,
     admit,

@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from grading import SWE_BENCH_SOURCE, label_target_text
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
 from rubrics_app.diff_render import render_diff
-from rubrics_app.forms_runs import HumanVerdictForm, ReasonForm, RunsUploadForm, SweBenchUploadForm
+from rubrics_app.forms.runs import HumanVerdictForm, ReasonForm, RunsUploadForm, SweBenchUploadForm
 from rubrics_app.models import (
     AgentRun,
     AgentRunDiff,
@@ -38,13 +38,13 @@ from rubrics_app.models import (
     RunGrade,
     TransitionError,
 )
-from rubrics_app.services import queue as review_queue
-from rubrics_app.services import rereview
-from rubrics_app.services.import_export import ImportFailed
-from rubrics_app.services.report import label_target
-from rubrics_app.services.run_pages import run_grades
-from rubrics_app.services.runs import RunImport, import_runs_zip
-from rubrics_app.services.swe_bench import import_swe_bench_upload
+from rubrics_app.services.reports.report import label_target
+from rubrics_app.services.rubrics import rereview
+from rubrics_app.services.rubrics.files import ImportFailed
+from rubrics_app.services.runs import queue as review_queue
+from rubrics_app.services.runs.pages import run_grades
+from rubrics_app.services.runs.store import RunImport, import_runs_zip
+from rubrics_app.services.runs.swe_bench import import_swe_bench_upload
 from rubrics_app.views.common import (
     HtmxHttpRequest,
     page_number,
@@ -141,7 +141,7 @@ def runs_upload_swe_bench(request: HtmxHttpRequest, repo_pk: int) -> HttpRespons
 
 # What the list shows: every pair (the default, for every role) or only the unlabelled ones.
 SHOW_UNLABELLED = "unlabelled"
-# The session key of the last label, which Undo takes back (services.queue.LabelUndo).
+# The session key of the last label, which Undo takes back (services.runs.queue.LabelUndo).
 UNDO_SESSION_KEY = "queue_undo"
 
 
@@ -262,7 +262,7 @@ def queue_list(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
 
 def _label_target(access: RepositoryAccess) -> str | None:
     """The queue's target: how many more labelled runs would bring the judge-error-corrected mergeable rate
-    of the whole report to ±5 points (grading.power)."""
+    of the whole report to ±5 points (grading.report.power)."""
     target = label_target(access.repository)
     if (
         target is None

@@ -14,11 +14,11 @@ from django.views.decorators.http import require_GET
 from django_htmx.http import HttpResponseStopPolling
 
 from rubrics_app.access import get_repository_for_user
-from rubrics_app.forms_runs import SweepForm
+from rubrics_app.forms.runs import SweepForm
 from rubrics_app.models import Job, Role, RubricRevision, Sweep, SweepResult, Task
-from rubrics_app.services import sweeps
 from rubrics_app.services.jobs import QueueUnreachable
-from rubrics_app.services.sweeps import SweepError, SweepRequest
+from rubrics_app.services.sweeps import run as sweeps
+from rubrics_app.services.sweeps.run import SweepError, SweepRequest
 from rubrics_app.views.common import HtmxHttpRequest, require_post
 from rubrics_app.views.revisions import redirect_to
 

@@ -9,11 +9,11 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
-from rubrics_app.forms import DraftRequestForm
+from rubrics_app.forms.rubrics import DraftRequestForm
 from rubrics_app.models import DraftSetting, RevisionStatus, RubricDraft, RubricRevision, Task
-from rubrics_app.services.rereview import re_review_context
-from rubrics_app.services.run_pages import task_runs
-from rubrics_app.services.sweeps import recent_sweeps
+from rubrics_app.services.rubrics.rereview import re_review_context
+from rubrics_app.services.runs.pages import task_runs
+from rubrics_app.services.sweeps.run import recent_sweeps
 from rubrics_app.views.common import HtmxHttpRequest, page_number, page_size
 from rubrics_app.views.kept_forms import form_key, kept_form
 

@@ -36,7 +36,8 @@ from rubrics_app.models import (
     RunGrade,
     Task,
 )
-from rubrics_app.services import calibration, revisions
+from rubrics_app.services.calibration import run as calibration
+from rubrics_app.services.rubrics import revisions
 from tests.app.calibration_helpers import calibration_replies
 from tests.app.queue_rule import derived_pairs, stored_pairs
 from tests.app.worker_helpers import celery_worker, database_url

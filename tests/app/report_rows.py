@@ -12,7 +12,8 @@ BATCH = 2000
 
 
 def _details(mergeable: bool) -> dict[str, object]:
-    # metrics.json's details as grading writes them (grading.outcome.RunDetails), less the judges' copies.
+    # metrics.json's details as grading writes them (grading.checks.outcome.RunDetails), less the judges'
+    # copies.
     return {
         "status": "mergeable" if mergeable else "not_mergeable",
         "scope": {"in_scope": True, "changed_files": 1, "changed_lines": 1},

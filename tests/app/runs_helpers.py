@@ -1,5 +1,6 @@
-"""Agent run directories built on disk and graded by the real `rubric grade` code (grading.outcome.grade_run)
-with scripted judges, so imported metrics.json files are exactly what the command line writes."""
+"""Agent run directories built on disk and graded by the real `rubric grade` code
+(grading.checks.outcome.grade_run) with scripted judges, so imported metrics.json files are exactly what the
+command line writes."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from typing import Any
 
 from django.core.management import call_command
 
-from grading.outcome import grade_run
+from grading.checks.outcome import grade_run
 from rubrics_app.models import Repository, RubricRevision
-from rubrics_app.services.runs import revision_sha256
+from rubrics_app.services.runs.store import revision_sha256
 from tests.app.conftest import rubric_data
 
 RUN_DIFF = b"""diff --git a/src/fraction.py b/src/fraction.py

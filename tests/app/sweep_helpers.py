@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rubrics_app.access import Actor
 from rubrics_app.models import Repository
-from rubrics_app.services.runs import import_run_dirs
+from rubrics_app.services.runs.store import import_run_dirs
 from tests.app.conftest import LAZY_DIFF
 from tests.app.runs_helpers import RUN_DIFF, write_run
 

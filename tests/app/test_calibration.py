@@ -16,7 +16,7 @@ from django.db import IntegrityError, connection, transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from grading.injection import PAYLOAD_KINDS
+from grading.admission.corpus import PAYLOAD_KINDS
 from grading.judge.cache import MemoryCache
 from rubrics_app.access import Actor
 from rubrics_app.models import (
@@ -37,10 +37,13 @@ from rubrics_app.models import (
     Task,
     TransitionError,
 )
-from rubrics_app.services import calibration, jobs, revisions
+from rubrics_app.services import jobs
+from rubrics_app.services.calibration import run as calibration
+from rubrics_app.services.calibration.inputs import passing_run
 from rubrics_app.services.judges import JudgeSettingError, set_judges
-from rubrics_app.services.revisions import NotCalibrated
-from rubrics_app.services.tasks import set_task_files
+from rubrics_app.services.rubrics import revisions
+from rubrics_app.services.rubrics.revisions import NotCalibrated
+from rubrics_app.services.rubrics.task_files import set_task_files
 from tests.app.calibration_helpers import calibration_replies, logged_in
 from tests.app.conftest import ALT_DIFF, ORACLE_DIFF, MakeRevision, calibrate, judge_answers, sound_script
 from tests.grading.judge.fake_servers import (
@@ -169,12 +172,12 @@ def test_admitting_needs_a_passing_run_of_the_exact_content_and_judge(
     with pytest.raises(NotCalibrated):
         revisions.admit(revision, by=Actor.member(maintainer))
     calibrate(revision, maintainer)
-    assert calibration.passing_run(revision) is not None
+    assert passing_run(revision) is not None
     # Another oracle: what was calibrated is no longer what would be admitted.
     set_task_files(task, {"oracle.diff": ALT_DIFF}, by=Actor.member(maintainer))
-    assert calibration.passing_run(revision) is None
+    assert passing_run(revision) is None
     set_task_files(task, {"oracle.diff": ORACLE_DIFF}, by=Actor.member(maintainer))
-    assert calibration.passing_run(revision) is not None
+    assert passing_run(revision) is not None
     # Another primary judge: the run was not made with it.
     use_script(repository, tmp_path, sound_script(), "other.json")
     with pytest.raises(NotCalibrated):

@@ -13,7 +13,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.urls import reverse
 
-from grading.injection import PAYLOAD_KINDS
+from grading.admission.corpus import PAYLOAD_KINDS
 from grading.judge.cache import MemoryCache
 from rubrics_app.access import Actor
 from rubrics_app.models import (
@@ -25,8 +25,10 @@ from rubrics_app.models import (
     RubricRevision,
     TransitionError,
 )
-from rubrics_app.services import calibration, revisions
-from rubrics_app.services.revisions import NotCalibrated
+from rubrics_app.services.calibration import run as calibration
+from rubrics_app.services.calibration.inputs import passing_run
+from rubrics_app.services.rubrics import revisions
+from rubrics_app.services.rubrics.revisions import NotCalibrated
 from tests.app.calibration_helpers import logged_in
 from tests.app.conftest import MakeRevision, judge_answers
 
@@ -87,7 +89,7 @@ def test_an_attack_success_fails_the_run_and_refuses_admission_whatever_runs_nex
     # A run without the suite passes, but the attack success on this content and judge stands.
     plain = calibrate(revision, maintainer, admit=True)
     assert plain.status == CalibrationStatus.PASSED and not plain.injection_suite
-    assert calibration.passing_run(revision) is None
+    assert passing_run(revision) is None
     revision.refresh_from_db()
     assert revision.status == RevisionStatus.APPROVED
     with pytest.raises(TransitionError, match="admission refused: calibration #") as refused:

@@ -26,8 +26,9 @@ from rubrics_app.models import (
     Repository,
     RevisionStatus,
 )
-from rubrics_app.services import calibration, jobs
-from rubrics_app.services.calibration import calibrate_revision
+from rubrics_app.services import jobs
+from rubrics_app.services.calibration import run as calibration
+from rubrics_app.services.calibration.run import calibrate_revision
 from tests.app.conftest import MakeRevision
 from tests.app.worker_helpers import WAIT_SECONDS, celery_worker, database_url, use_fake_providers
 from tests.grading.judge.fake_servers import FakeProviderServer

@@ -14,7 +14,7 @@ from django.test import Client
 from django.urls import reverse
 
 from grading.judge.cache import MemoryCache
-from grading.mutants import Mutant, derive_mutants
+from grading.mutants.derive import Mutant, derive_mutants
 from rubrics_app.access import Actor
 from rubrics_app.models import (
     AuditEvent,
@@ -29,8 +29,8 @@ from rubrics_app.models import (
     RubricRevision,
     Task,
 )
-from rubrics_app.services import calibration
-from rubrics_app.services.tasks import set_task_files
+from rubrics_app.services.calibration import run as calibration
+from rubrics_app.services.rubrics.task_files import set_task_files
 from tests.app.calibration_helpers import multi_file_oracle
 from tests.app.conftest import ALT_DIFF, MakeRevision, judge_answers, rubric_data, run_queued_calibration
 

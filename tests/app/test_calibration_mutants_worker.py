@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 
 from rubrics_app.access import Actor
 from rubrics_app.models import CalibrationRun, CalibrationStatus, Repository, RevisionStatus, Task
-from rubrics_app.services.tasks import set_task_files
+from rubrics_app.services.rubrics.task_files import set_task_files
 from tests.app.calibration_helpers import multi_file_oracle
 from tests.app.conftest import MakeRevision
 from tests.app.worker_helpers import calibrate_command, use_fake_providers

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from grading.injection import PAYLOAD_KINDS
+from grading.admission.corpus import PAYLOAD_KINDS
 from rubrics_app.models import CalibrationRun, CalibrationStatus, Job, JobStatus, Repository, RevisionStatus
 from tests.app.conftest import ALT_DIFF, ORACLE_DIFF, MakeRevision
 from tests.app.worker_helpers import calibrate_command, use_fake_providers

@@ -10,8 +10,8 @@ import pytest
 
 from rubrics_app.access import Actor
 from rubrics_app.models import Job, JobKind, JobStatus, RevisionStatus
-from rubrics_app.services import import_export
-from rubrics_app.services.rubric_export import export_revision_to_checkout
+from rubrics_app.services.rubrics import exports
+from rubrics_app.services.rubrics.exports import export_revision_to_checkout
 from tests.app.conftest import RUBRIC, MakeRevision
 from tests.app.worker_helpers import wait_for
 from tests.gitrepo import GitRepo
@@ -29,7 +29,7 @@ def test_the_worker_exports_an_admitted_revision_into_the_checkout(
     repository.checkout_path = str(git_repo.path)
     repository.save()
 
-    job = import_export.start_export(revision, Actor.member(maintainer), branch="rubrics/from-worker")
+    job = exports.start_export(revision, Actor.member(maintainer), branch="rubrics/from-worker")
     assert job.status == JobStatus.QUEUED  # sent on commit; the worker has it now
 
     job = wait_for(job, worker)
@@ -52,7 +52,7 @@ def test_a_failing_job_is_marked_failed_with_its_reason(
     repository = revision.task.repository
     repository.checkout_path = "/nonexistent/checkout"
     repository.save()
-    job = wait_for(import_export.start_export(revision, Actor.member(maintainer)), worker)
+    job = wait_for(exports.start_export(revision, Actor.member(maintainer)), worker)
     assert job.status == JobStatus.FAILED
     assert job.error == "checkout path /nonexistent/checkout is not a directory"
     assert RUBRIC["task"] == revision.task.task_id
@@ -69,7 +69,7 @@ def test_a_job_already_claimed_is_not_run_twice(
         kind=JobKind.EXPORT_REVISION, repository=repository, revision=revision, status=JobStatus.RUNNING
     )
     export_revision_to_checkout.delay(taken.pk)  # e.g. a redelivered message
-    later = wait_for(import_export.start_export(revision, Actor.member(maintainer)), worker)  # runs after it
+    later = wait_for(exports.start_export(revision, Actor.member(maintainer)), worker)  # runs after it
     assert later.status == JobStatus.FAILED
     taken.refresh_from_db()
     assert (taken.status, taken.result, taken.error, taken.started_at) == (JobStatus.RUNNING, None, "", None)

@@ -13,7 +13,7 @@ from django.test import Client
 from django.urls import reverse
 
 from rubrics_app.models import EvidenceChange, Repository, RevisionStatus, RubricRevision, Task
-from rubrics_app.services.rereview import Cite, parse_cites
+from rubrics_app.services.rubrics.rereview import Cite, parse_cites
 from tests.app.conftest import MakeRevision, rubric_data
 from tests.gitrepo import GitRepo
 

@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from rubrics_app.models import EvidenceChange, Job, JobKind, JobStatus, Repository, RevisionStatus, Task
-from rubrics_app.services.rereview import check_evidence_everywhere
+from rubrics_app.services.rubrics.rereview import check_evidence_everywhere
 from tests.app.conftest import MakeRevision, rubric_data
 from tests.app.worker_helpers import wait_for
 from tests.gitrepo import GitRepo

@@ -18,8 +18,8 @@ from django.test import Client
 from django.urls import reverse
 
 from rubrics_app.models import HumanVerdict, Repository, RunGrade
-from rubrics_app.services import queue as review_queue
-from rubrics_app.services import report as report_service
+from rubrics_app.services.reports import report as report_service
+from rubrics_app.services.runs import queue as review_queue
 from tests.app.url_walk import PATH_TEXTS, app_patterns, graded_fixture, sample_kwargs  # noqa: F401 - graded
 
 pytestmark = pytest.mark.django_db

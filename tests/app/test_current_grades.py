@@ -26,11 +26,11 @@ from rubrics_app.models import (
     Task,
     refresh_current_grades,
 )
-from rubrics_app.services import sweeps
-from rubrics_app.services.queue import Queue
-from rubrics_app.services.report import repository_report
-from rubrics_app.services.run_pages import repository_runs_summary
-from rubrics_app.services.sweeps import SweepRequest
+from rubrics_app.services.reports.report import repository_report
+from rubrics_app.services.runs.pages import repository_runs_summary
+from rubrics_app.services.runs.queue import Queue
+from rubrics_app.services.sweeps import run as sweeps
+from rubrics_app.services.sweeps.run import SweepRequest
 from tests.app.conftest import MakeRevision, judge_answers, rubric_data
 from tests.app.sweep_helpers import import_runs
 

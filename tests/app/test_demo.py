@@ -29,8 +29,10 @@ from rubrics_app.models import (
     RunGrade,
     Task,
 )
-from rubrics_app.services import calibration, revisions, sweeps
-from rubrics_app.services.queue import Queue
+from rubrics_app.services.calibration import run as calibration
+from rubrics_app.services.rubrics import revisions
+from rubrics_app.services.runs.queue import Queue
+from rubrics_app.services.sweeps import run as sweeps
 from tests.gitrepo import GitRepo
 
 pytestmark = pytest.mark.django_db

@@ -34,8 +34,8 @@ from rubrics_app.models import (
     RubricRevision,
     Task,
 )
-from rubrics_app.services import drafting
-from rubrics_app.services.runs import import_run_dirs
+from rubrics_app.services.drafting import run as drafting
+from rubrics_app.services.runs.store import import_run_dirs
 from rubrics_app.views import drafting as drafting_views
 from tests.app.drafting_helpers import (
     DRAFTER,

@@ -15,7 +15,7 @@ import pytest
 from grading.draft import GitHubSource
 from rubrics_app.access import Actor
 from rubrics_app.models import Repository, RubricDraft, RubricRevision, Task
-from rubrics_app.services import drafting
+from rubrics_app.services.drafting import run as drafting
 from tests.app.drafting_helpers import good_reply, pr_parts, set_up_drafting, write_prices
 from tests.gitrepo import GitRepo
 from tests.grading.github_server import FakeGitHub, github_fixture  # noqa: F401

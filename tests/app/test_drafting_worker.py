@@ -23,7 +23,7 @@ from django.urls import reverse
 
 from rubrics_app.access import Actor
 from rubrics_app.models import Job, JobKind, JobStatus, Repository, RubricDraft, Task
-from rubrics_app.services import drafting
+from rubrics_app.services.drafting import run as drafting
 from tests.app.drafting_helpers import (
     MODEL,
     bad_reply,

@@ -16,7 +16,7 @@ from django.urls import reverse
 
 from rubrics_app.access import Actor
 from rubrics_app.models import Job, JobKind, RevisionStatus, RubricRevision
-from rubrics_app.services import rereview
+from rubrics_app.services.rubrics import rereview
 from tests.app.conftest import RUBRIC, MakeRevision
 
 pytestmark = pytest.mark.django_db

@@ -24,7 +24,8 @@ from rubrics_app.models import (
     RubricRevision,
     Task,
 )
-from rubrics_app.services.import_export import ImportFailed, TaskFiles, import_task_files
+from rubrics_app.services.rubrics.files import ImportFailed, TaskFiles
+from rubrics_app.services.rubrics.imports import import_task_files
 from tests.app.conftest import CALIBRATION_FILES, MakeRevision, calibrate, rubric_data
 
 REVISION = "rubrics_app_rubricrevision"

@@ -27,8 +27,8 @@ from rubrics_app.models import (
     Task,
     TransitionError,
 )
-from rubrics_app.services import revisions
-from rubrics_app.services.tasks import set_task_files
+from rubrics_app.services.rubrics import revisions
+from rubrics_app.services.rubrics.task_files import set_task_files
 from tests.app.conftest import MakeRevision, calibrate
 
 RUN = "rubrics_app_calibrationrun"
@@ -316,7 +316,7 @@ def test_a_calibration_forged_in_five_statements_is_refused(approved_revision: R
 
 
 def test_a_failed_run_never_becomes_passed(approved_revision: RubricRevision, maintainer: Any) -> None:
-    run, _ = importlib.import_module("rubrics_app.services.calibration").new_run(
+    run, _ = importlib.import_module("rubrics_app.services.calibration.run").new_run(
         approved_revision, Actor.member(maintainer)
     )
     CalibrationRun.objects.filter(pk=run.pk).update(status=CalibrationStatus.RUNNING, total_rows=1)
@@ -391,7 +391,7 @@ def test_a_run_with_the_suite_passes_only_with_every_suite_row(
     """With the injection suite: each lazy diff with each payload kind and the oracle with each, all
     present; a benign row that drifts (does not hold) is never a reason to refuse."""
     revision = make_revision(RevisionStatus.APPROVED)
-    real = importlib.import_module("rubrics_app.services.calibration").calibrate_now(
+    real = importlib.import_module("rubrics_app.services.calibration.run").calibrate_now(
         revision, Actor.member(maintainer), injection_suite=True, cache=MemoryCache()
     )
     assert real.status == CalibrationStatus.PASSED, real.reason

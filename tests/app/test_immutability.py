@@ -22,7 +22,7 @@ from rubrics_app.models import (
     RubricItem,
     RubricRevision,
 )
-from rubrics_app.services import revisions
+from rubrics_app.services.rubrics import revisions
 from tests.app.conftest import MakeRevision, calibrate
 
 

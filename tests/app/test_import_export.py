@@ -13,7 +13,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 
-from grading.cli import main as rubric_cli
+from grading.cli.rubric import main as rubric_cli
 from grading.loaders import load_rubric, load_task
 from rubrics_app.access import Actor
 from rubrics_app.models import (
@@ -25,8 +25,10 @@ from rubrics_app.models import (
     Task,
     TransitionError,
 )
-from rubrics_app.services import import_export, revisions, rubric_import
-from rubrics_app.services.import_export import ExportError, ImportFailed
+from rubrics_app.services.rubrics import exports, imports, revisions
+from rubrics_app.services.rubrics import imports as rubric_import
+from rubrics_app.services.rubrics.exports import ExportError
+from rubrics_app.services.rubrics.files import ImportFailed
 from tests.app.conftest import (
     CALIBRATION_FILES,
     ORACLE_DIFF,
@@ -83,16 +85,14 @@ def problems_of(exc: pytest.ExceptionInfo[ImportFailed]) -> list[str]:
 
 
 def test_it_round_trips_an_uploaded_zip(repository: Repository, maintainer: Any) -> None:
-    (revision,) = import_export.import_rubric_zip(repository, upload(task_zip()), Actor.member(maintainer))
+    (revision,) = imports.import_rubric_zip(repository, upload(task_zip()), Actor.member(maintainer))
     assert revision.status == RevisionStatus.DRAFT
     assert revision.task.task_id == "fix_fraction_gt1"
     approve_and_admit(revision, maintainer)
 
-    assert json.loads(import_export.export_rubric_json(revision, by=Actor.member(maintainer))) == RUBRIC
+    assert json.loads(exports.export_rubric_json(revision, by=Actor.member(maintainer))) == RUBRIC
 
-    with zipfile.ZipFile(
-        io.BytesIO(import_export.export_zip(revision, by=Actor.member(maintainer)))
-    ) as archive:
+    with zipfile.ZipFile(io.BytesIO(exports.export_zip(revision, by=Actor.member(maintainer)))) as archive:
         names = sorted(archive.namelist())
         assert names == [
             "tasks/fix_fraction_gt1/calib/alt.diff",
@@ -106,16 +106,14 @@ def test_it_round_trips_an_uploaded_zip(repository: Repository, maintainer: Any)
 def test_an_exported_zip_imports_back_as_the_same_rubric(
     admitted_revision: RubricRevision, maintainer: Any
 ) -> None:
-    raw = import_export.export_zip(admitted_revision, by=Actor.member(maintainer))
-    (again,) = import_export.import_rubric_zip(
+    raw = exports.export_zip(admitted_revision, by=Actor.member(maintainer))
+    (again,) = imports.import_rubric_zip(
         admitted_revision.task.repository, upload(raw), Actor.member(maintainer)
     )
     assert again.task == admitted_revision.task
     assert again.number == admitted_revision.number + 1
     assert again.to_rubric_dict() == admitted_revision.to_rubric_dict()
-    assert (
-        import_export.export_zip(admitted_revision, by=Actor.command_line()) == raw
-    )  # same revision, same bytes
+    assert exports.export_zip(admitted_revision, by=Actor.command_line()) == raw  # same revision, same bytes
 
 
 def test_the_exported_json_is_what_rubric_validate_accepts(
@@ -124,7 +122,7 @@ def test_the_exported_json_is_what_rubric_validate_accepts(
     task_dir = tmp_path / "tasks" / "fix_fraction_gt1"
     (task_dir / "calib").mkdir(parents=True)
     (task_dir / "rubric.json").write_bytes(
-        import_export.export_rubric_json(admitted_revision, by=Actor.command_line())
+        exports.export_rubric_json(admitted_revision, by=Actor.command_line())
     )
     for path, content in CALIBRATION_FILES.items():
         (task_dir / path).write_bytes(content)
@@ -135,7 +133,7 @@ def test_the_exported_json_is_what_rubric_validate_accepts(
 def test_a_bare_rubric_json_upload_becomes_a_draft(repository: Repository, maintainer: Any) -> None:
     data = rubric_data(task="no_calibration")
     del data["calibration"]
-    (revision,) = import_export.import_rubric_zip(
+    (revision,) = imports.import_rubric_zip(
         repository, upload(json.dumps(data).encode(), "r.json"), Actor.member(maintainer)
     )
     assert revision.to_rubric_dict() == data
@@ -157,7 +155,7 @@ def test_a_zip_with_rubric_json_at_its_root_and_task_json(repository: Repository
     with zipfile.ZipFile(buffer, "a") as archive:
         archive.writestr("task.json", json.dumps(task_json))
     raw = buffer.getvalue()
-    (revision,) = import_export.import_rubric_zip(repository, upload(raw), Actor.member(maintainer))
+    (revision,) = imports.import_rubric_zip(repository, upload(raw), Actor.member(maintainer))
     task = Task.objects.get(pk=revision.task_id)
     assert task.issue_prompt == "Fix it when the issue is filed." and task.spec_prompt == ""
     assert task.gate == ["pass", "format_ok"]
@@ -191,7 +189,7 @@ def test_it_refuses_path_traversal(
         {**{f"tasks/fix_fraction_gt1/{p}": c for p, c in CALIBRATION_FILES.items()}, member: b"{}"}
     )
     with pytest.raises(ImportFailed) as exc:
-        import_export.import_rubric_zip(repository, upload(raw), Actor.member(maintainer))
+        imports.import_rubric_zip(repository, upload(raw), Actor.member(maintainer))
     assert [p.file for p in exc.value.problems] == [f"rubrics.zip: {member}"]
     assert problem in exc.value.problems[0].message
     assert_nothing_imported()
@@ -203,7 +201,7 @@ def test_it_refuses_symbolic_links(repository: Repository, maintainer: Any) -> N
         symlinks={"tasks/fix_fraction_gt1/calib/lazy.diff": "/etc/passwd"},
     )
     with pytest.raises(ImportFailed) as exc:
-        import_export.import_rubric_zip(repository, upload(raw), Actor.member(maintainer))
+        imports.import_rubric_zip(repository, upload(raw), Actor.member(maintainer))
     assert problems_of(exc) == ["rubrics.zip: tasks/fix_fraction_gt1/calib/lazy.diff: symbolic link"]
     assert_nothing_imported()
 
@@ -214,11 +212,11 @@ def test_it_refuses_an_upload_over_the_size_limit(
     raw = task_zip()
     settings.RUBRIC_UPLOAD_MAX_BYTES = len(raw) - 1
     with pytest.raises(ImportFailed) as exc:
-        import_export.import_rubric_zip(repository, upload(raw), Actor.member(maintainer))
+        imports.import_rubric_zip(repository, upload(raw), Actor.member(maintainer))
     assert "the limit is" in problems_of(exc)[0]
     # A stream without a size is cut at the limit, not read whole.
     with pytest.raises(ImportFailed):
-        import_export.import_rubric_zip(repository, io.BytesIO(raw), Actor.member(maintainer))
+        imports.import_rubric_zip(repository, io.BytesIO(raw), Actor.member(maintainer))
     assert_nothing_imported()
 
 
@@ -227,7 +225,7 @@ def test_it_refuses_a_zip_bomb(repository: Repository, maintainer: Any, settings
     raw = make_zip({"tasks/fix_fraction_gt1/rubric.json": b" " * 2_000_000})
     assert len(raw) < 20_000
     with pytest.raises(ImportFailed) as exc:
-        import_export.import_rubric_zip(repository, upload(raw), Actor.member(maintainer))
+        imports.import_rubric_zip(repository, upload(raw), Actor.member(maintainer))
     assert "uncompressed; the limit is 1000000" in problems_of(exc)[0]
     assert_nothing_imported()
 
@@ -236,23 +234,19 @@ def test_it_refuses_too_many_members(repository: Repository, maintainer: Any, se
     settings.RUBRIC_ZIP_MAX_MEMBERS = 3
     raw = make_zip({f"junk/{i}.txt": b"x" for i in range(4)})
     with pytest.raises(ImportFailed) as exc:
-        import_export.import_rubric_zip(repository, upload(raw), Actor.member(maintainer))
+        imports.import_rubric_zip(repository, upload(raw), Actor.member(maintainer))
     assert problems_of(exc) == ["rubrics.zip: 4 members; the limit is 3"]
 
 
 def test_it_refuses_what_is_not_a_zip_or_json(repository: Repository, maintainer: Any) -> None:
     with pytest.raises(ImportFailed) as exc:
-        import_export.import_rubric_zip(repository, upload(b"PK\x03\x04garbage"), Actor.member(maintainer))
+        imports.import_rubric_zip(repository, upload(b"PK\x03\x04garbage"), Actor.member(maintainer))
     assert problems_of(exc) == ["rubrics.zip: not a zip file"]
     with pytest.raises(ImportFailed) as exc:
-        import_export.import_rubric_zip(
-            repository, upload(b'{"schema": ', "rubric.json"), Actor.member(maintainer)
-        )
+        imports.import_rubric_zip(repository, upload(b'{"schema": ', "rubric.json"), Actor.member(maintainer))
     assert problems_of(exc) == ["rubric.json: line 1 column 12: malformed JSON: Expecting value"]
     with pytest.raises(ImportFailed) as exc:
-        import_export.import_rubric_zip(
-            repository, upload(b"\xff\xfe", "rubric.json"), Actor.member(maintainer)
-        )
+        imports.import_rubric_zip(repository, upload(b"\xff\xfe", "rubric.json"), Actor.member(maintainer))
     assert problems_of(exc) == ["rubric.json: not UTF-8 text (byte 0)"]  # grading's reader's words
 
 
@@ -271,7 +265,7 @@ def test_one_invalid_task_imports_nothing_and_lists_every_problem(
         },
     }
     with pytest.raises(ImportFailed) as exc:
-        import_export.import_rubric_zip(repository, upload(make_zip(members)), Actor.member(maintainer))
+        imports.import_rubric_zip(repository, upload(make_zip(members)), Actor.member(maintainer))
     problems = problems_of(exc)
     # grading.schema words the count rule; this test only needs it named with its file and JSON path.
     assert any(p.startswith("tasks/second_task/rubric.json: blockers: ") for p in problems)
@@ -283,7 +277,7 @@ def test_one_invalid_task_imports_nothing_and_lists_every_problem(
 def test_a_missing_calibration_diff_is_a_problem(repository: Repository, maintainer: Any) -> None:
     raw = make_zip({"tasks/fix_fraction_gt1/rubric.json": json.dumps(RUBRIC).encode()})
     with pytest.raises(ImportFailed) as exc:
-        import_export.import_rubric_zip(repository, upload(raw), Actor.member(maintainer))
+        imports.import_rubric_zip(repository, upload(raw), Actor.member(maintainer))
     assert problems_of(exc) == [
         "tasks/fix_fraction_gt1/rubric.json: calibration.lazy[0]: 'calib/lazy.diff' is not in the upload",
         "tasks/fix_fraction_gt1/rubric.json: calibration.alt[0]: 'calib/alt.diff' is not in the upload",
@@ -295,7 +289,7 @@ def test_a_calibration_diff_listed_twice_is_a_problem(repository: Repository, ma
         calibration={"lazy": ["calib/lazy.diff", "calib/./lazy.diff"], "alt": ["calib/lazy.diff"]}
     )
     with pytest.raises(ImportFailed) as exc:
-        import_export.import_rubric_zip(repository, upload(task_zip(data)), Actor.member(maintainer))
+        imports.import_rubric_zip(repository, upload(task_zip(data)), Actor.member(maintainer))
     assert problems_of(exc) == [
         "tasks/fix_fraction_gt1/rubric.json: calibration.lazy[1]: 'calib/./lazy.diff' is listed twice"
     ]
@@ -303,7 +297,7 @@ def test_a_calibration_diff_listed_twice_is_a_problem(repository: Repository, ma
 
 def test_the_directory_names_the_task(repository: Repository, maintainer: Any) -> None:
     with pytest.raises(ImportFailed) as exc:
-        import_export.import_rubric_zip(
+        imports.import_rubric_zip(
             repository, upload(task_zip(prefix="tasks/other/")), Actor.member(maintainer)
         )
     assert problems_of(exc) == [
@@ -314,7 +308,7 @@ def test_the_directory_names_the_task(repository: Repository, maintainer: Any) -
 def test_a_task_id_cannot_leave_its_directory(repository: Repository, maintainer: Any) -> None:
     raw = task_zip(rubric_data(task="../../etc"), prefix="")
     with pytest.raises(ImportFailed) as exc:
-        import_export.import_rubric_zip(repository, upload(raw), Actor.member(maintainer))
+        imports.import_rubric_zip(repository, upload(raw), Actor.member(maintainer))
     assert problems_of(exc) == ["rubric.json: task: a task id is letters, digits, '.', '_' and '-'"]
 
 
@@ -337,7 +331,7 @@ def test_text_no_database_can_store_is_a_problem_not_a_crash(repository: Reposit
         },
     }
     with pytest.raises(ImportFailed) as exc:
-        import_export.import_rubric_zip(repository, upload(make_zip(members)), Actor.member(maintainer))
+        imports.import_rubric_zip(repository, upload(make_zip(members)), Actor.member(maintainer))
     # The strict JSON reader refuses a lone surrogate where it reads the file; NUL is valid JSON that
     # PostgreSQL's text cannot hold, refused when the rubric's text is checked.
     assert sorted(problems_of(exc)) == sorted(
@@ -367,7 +361,7 @@ def test_deeply_nested_json_is_a_problem_not_a_crash(
         **{f"tasks/fix_fraction_gt1/{p}": c for p, c in CALIBRATION_FILES.items()},
     }
     with pytest.raises(ImportFailed) as exc:
-        import_export.import_rubric_zip(repository, upload(make_zip(members)), Actor.member(maintainer))
+        imports.import_rubric_zip(repository, upload(make_zip(members)), Actor.member(maintainer))
     problems = problems_of(exc)
     assert len(problems) == 2, problems
     if depth == 30_000:
@@ -394,7 +388,7 @@ def test_values_beyond_what_the_columns_hold_are_problems(repository: Repository
         f"tasks/fix_fraction_gt1/{long_path}": CALIBRATION_FILES["calib/alt.diff"],
     }
     with pytest.raises(ImportFailed) as exc:
-        import_export.import_rubric_zip(repository, upload(make_zip(members)), Actor.member(maintainer))
+        imports.import_rubric_zip(repository, upload(make_zip(members)), Actor.member(maintainer))
     problems = problems_of(exc)
     assert len(problems) == 2, problems
     assert problems[0].startswith(
@@ -414,7 +408,7 @@ def test_task_json_values_the_task_row_refuses_are_problems(repository: Reposito
         **{f"tasks/fix_fraction_gt1/{p}": c for p, c in CALIBRATION_FILES.items()},
     }
     with pytest.raises(ImportFailed) as exc:
-        import_export.import_rubric_zip(repository, upload(make_zip(members)), Actor.member(maintainer))
+        imports.import_rubric_zip(repository, upload(make_zip(members)), Actor.member(maintainer))
     assert problems_of(exc) == [
         "tasks/fix_fraction_gt1/task.json: base_commit: Ensure this value has at most 64 characters "
         "(it has 100).",
@@ -426,7 +420,7 @@ def test_task_json_values_the_task_row_refuses_are_problems(repository: Reposito
 def test_only_a_maintainer_imports(repository: Repository, reviewer: Any, outsider: Any) -> None:
     for user in (reviewer, outsider):
         with pytest.raises(PermissionDenied):
-            import_export.import_rubric_zip(repository, upload(task_zip()), Actor.member(user))
+            imports.import_rubric_zip(repository, upload(task_zip()), Actor.member(user))
     assert_nothing_imported()
 
 
@@ -437,11 +431,11 @@ def test_only_admitted_revisions_are_exported(make_revision: MakeRevision, maint
     for status in (RevisionStatus.DRAFT, RevisionStatus.APPROVED):
         revision = make_revision(status)
         with pytest.raises(TransitionError):
-            import_export.export_rubric_json(revision, by=Actor.command_line())
+            exports.export_rubric_json(revision, by=Actor.command_line())
         with pytest.raises(TransitionError):
-            import_export.export_zip(revision, by=Actor.command_line())
+            exports.export_zip(revision, by=Actor.command_line())
         with pytest.raises(TransitionError):
-            import_export.write_to_checkout(revision, by=Actor.member(maintainer))
+            exports.write_to_checkout(revision, by=Actor.member(maintainer))
     assert not AuditEvent.objects.filter(verb=AuditVerb.EXPORTED).exists()
 
 
@@ -469,7 +463,7 @@ def test_it_writes_into_the_checkout_touching_no_other_file(
 ) -> None:
     checkout.write("src/fraction.py", "def fraction(x):\n    return x  # uncommitted work\n")
     before = snapshot(checkout.path)
-    result = import_export.write_to_checkout(admitted_revision, by=Actor.member(maintainer))
+    result = exports.write_to_checkout(admitted_revision, by=Actor.member(maintainer))
     assert result.paths == [
         "tasks/fix_fraction_gt1/rubric.json",
         "tasks/fix_fraction_gt1/calib/lazy.diff",
@@ -506,7 +500,7 @@ def test_it_commits_exactly_those_files_on_a_new_branch_leaving_the_checkout_alo
     checkout.write("notes.txt", "untracked\n")
     base = checkout.head()
     before = checkout_state(checkout)
-    result = import_export.write_to_checkout(
+    result = exports.write_to_checkout(
         admitted_revision, branch="rubrics/export-1", by=Actor.member(maintainer)
     )
     assert checkout_state(checkout) == before  # HEAD, branch, status, index bytes and every file
@@ -533,9 +527,7 @@ def test_a_branch_export_into_a_repository_without_commits_has_no_parent(
     empty = GitRepo(tmp_path / "empty")
     repository.checkout_path = str(empty.path)
     repository.save()
-    result = import_export.write_to_checkout(
-        admitted_revision, branch="rubrics/first", by=Actor.member(maintainer)
-    )
+    result = exports.write_to_checkout(admitted_revision, branch="rubrics/first", by=Actor.member(maintainer))
     assert result.commit is not None
     assert checkout_parents(empty, result.commit) == []
     assert empty.git("rev-parse", "--verify", "--quiet", "HEAD", check=False) == ""  # still unborn
@@ -549,13 +541,9 @@ def checkout_parents(repo: GitRepo, commit: str) -> list[str]:
 def test_exporting_the_same_revision_again_on_a_branch_needs_no_commit(
     admitted_revision: RubricRevision, checkout: GitRepo, maintainer: Any
 ) -> None:
-    first = import_export.write_to_checkout(
-        admitted_revision, branch="rubrics/one", by=Actor.member(maintainer)
-    )
+    first = exports.write_to_checkout(admitted_revision, branch="rubrics/one", by=Actor.member(maintainer))
     checkout.git("merge", "--ff-only", "rubrics/one")  # the maintainer takes the export into main
-    again = import_export.write_to_checkout(
-        admitted_revision, branch="rubrics/two", by=Actor.member(maintainer)
-    )
+    again = exports.write_to_checkout(admitted_revision, branch="rubrics/two", by=Actor.member(maintainer))
     # HEAD already holds every file: the new branch points at HEAD, with no empty commit on top. (Without
     # the merge this would hold only by chance, when both commits fall in the same second.)
     assert again.commit == first.commit == checkout.git("rev-parse", "HEAD").strip()
@@ -569,7 +557,7 @@ def test_it_refuses_a_bad_or_existing_branch(
     before = checkout_state(checkout)
     main = checkout.git("rev-parse", "main")
     with pytest.raises(ExportError):
-        import_export.write_to_checkout(admitted_revision, branch=branch, by=Actor.member(maintainer))
+        exports.write_to_checkout(admitted_revision, branch=branch, by=Actor.member(maintainer))
     assert checkout_state(checkout) == before
     assert checkout.git("rev-parse", "main") == main
 
@@ -580,7 +568,7 @@ def test_held_out_rubrics_go_to_the_private_path(
     private = Path(admitted_revision.task.repository.private_path)
     private.mkdir()
     before = snapshot(checkout.path)
-    import_export.write_to_checkout(admitted_revision, private=True, by=Actor.member(maintainer))
+    exports.write_to_checkout(admitted_revision, private=True, by=Actor.member(maintainer))
     assert snapshot(checkout.path) == before
     assert json.loads((private / "tasks/fix_fraction_gt1/rubric.json").read_bytes()) == RUBRIC
 
@@ -607,12 +595,12 @@ def test_the_private_export_holds_everything_rubric_check_reads(
     assert (public / "rubric.json").exists() and not (public / "oracle.diff").exists()
     # The download: the same files in the private zip, none of them in the public one.
     with zipfile.ZipFile(
-        io.BytesIO(import_export.export_zip(admitted_revision, private=True, by=Actor.command_line()))
+        io.BytesIO(exports.export_zip(admitted_revision, private=True, by=Actor.command_line()))
     ) as archive:
         names = set(archive.namelist())
     assert {f"tasks/{task.task_id}/{n}" for n in ("task.json", "oracle.diff", "rubric.json")} <= names
     with zipfile.ZipFile(
-        io.BytesIO(import_export.export_zip(admitted_revision, by=Actor.command_line()))
+        io.BytesIO(exports.export_zip(admitted_revision, by=Actor.command_line()))
     ) as archive:
         assert f"tasks/{task.task_id}/oracle.diff" not in archive.namelist()
     # `rubric check` runs from the exported folder alone, the rubric named as a held-out one.
@@ -636,7 +624,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temp_file(
 
     monkeypatch.setattr(os, "replace", failing_replace)
     with pytest.raises(ExportError, match="rubric.json: cannot write: disk full"):  # a clear error, not a 500
-        import_export.write_to_checkout(admitted_revision, by=Actor.member(maintainer))
+        exports.write_to_checkout(admitted_revision, by=Actor.member(maintainer))
     assert old.read_text() == "old rubric\n"
     assert not [p for p in old.parent.iterdir() if p.name.endswith(".tmp")]
 
@@ -652,7 +640,7 @@ def test_it_does_not_write_through_a_symlinked_task_directory(
     (checkout.path / "tasks/fix_fraction_gt1").rmdir()
     (checkout.path / "tasks/fix_fraction_gt1").symlink_to(outside)
     with pytest.raises(ExportError, match="leaves"):
-        import_export.write_to_checkout(admitted_revision, by=Actor.member(maintainer))
+        exports.write_to_checkout(admitted_revision, by=Actor.member(maintainer))
     assert list(outside.iterdir()) == []
 
 
@@ -660,7 +648,7 @@ def test_only_a_maintainer_exports_to_the_checkout(
     admitted_revision: RubricRevision, checkout: GitRepo, reviewer: Any
 ) -> None:
     with pytest.raises(PermissionDenied):
-        import_export.write_to_checkout(admitted_revision, by=Actor.member(reviewer))
+        exports.write_to_checkout(admitted_revision, by=Actor.member(reviewer))
 
 
 # --- checkouts -------------------------------------------------------------------------------------------
@@ -676,13 +664,13 @@ def test_it_imports_every_task_of_a_checkout(
         for path, content in CALIBRATION_FILES.items():
             git_repo.write(f"tasks/{task_id}/{path}", content)
     git_repo.write("tasks/no_rubric_yet/task.json", "{}")
-    created = import_export.import_checkout(repository, git_repo.path, Actor.member(maintainer))
+    created = imports.import_checkout(repository, git_repo.path, Actor.member(maintainer))
     assert [r.task.task_id for r in created] == ["fix_fraction_gt1", "second_task"]
     assert Task.objects.get(task_id="second_task").spec_prompt == "Prompt of second_task\n"
     approve_and_admit(created[1], maintainer)
     out = Path(str(git_repo.path) + "-export")
     out.mkdir()
-    import_export.write_many_to_checkout([created[1]], by=Actor.member(maintainer), root=out)
+    exports.write_many_to_checkout([created[1]], by=Actor.member(maintainer), root=out)
     assert (out / "tasks/second_task/rubric.json").read_text() == (
         git_repo.path / "tasks/second_task/rubric.json"
     ).read_text() + "\n"
@@ -693,7 +681,7 @@ def test_a_checkout_with_a_too_deeply_nested_rubric_lists_it(
 ) -> None:
     git_repo.write("tasks/deep/rubric.json", "[" * 30_000 + "]" * 30_000)
     with pytest.raises(ImportFailed) as exc:
-        import_export.import_checkout(repository, git_repo.path, Actor.member(maintainer))
+        imports.import_checkout(repository, git_repo.path, Actor.member(maintainer))
     assert problems_of(exc) == ["tasks/deep/rubric.json: malformed JSON: nested too deeply"]
     assert_nothing_imported()
 
@@ -720,7 +708,7 @@ def test_a_database_failure_halfway_rolls_back_every_task(
 
     monkeypatch.setattr(rubric_import, "create_revision", fail_on_second)
     with pytest.raises(RuntimeError):
-        import_export.import_rubric_zip(repository, upload(make_zip(members)), Actor.member(maintainer))
+        imports.import_rubric_zip(repository, upload(make_zip(members)), Actor.member(maintainer))
     assert calls == ["fix_fraction_gt1", "second_task"]  # the first one had been written
     assert_nothing_imported()
     assert not AuditEvent.objects.exists()
@@ -740,22 +728,20 @@ def test_both_prompt_variants_round_trip_through_import_and_export(
     with zipfile.ZipFile(buffer, "a") as archive:
         archive.writestr("tasks/fix_fraction_gt1/task.json", json.dumps(task_json))
         archive.writestr("tasks/fix_fraction_gt1/oracle.diff", ORACLE_DIFF)
-    (revision,) = import_export.import_rubric_zip(
-        repository, upload(buffer.getvalue()), Actor.member(maintainer)
-    )
+    (revision,) = imports.import_rubric_zip(repository, upload(buffer.getvalue()), Actor.member(maintainer))
     task = Task.objects.get(pk=revision.task_id)
     assert (task.spec_prompt, task.issue_prompt) == (SPEC_PROMPT, ISSUE_PROMPT)
     assert "prompts" not in task.extra
 
     admitted = approve_and_admit(revision, maintainer)
-    exported = import_export.export_zip(admitted, private=True, by=Actor.command_line())
+    exported = exports.export_zip(admitted, private=True, by=Actor.command_line())
     with zipfile.ZipFile(io.BytesIO(exported)) as archive:
         (tmp_path / "task.json").write_bytes(archive.read("tasks/fix_fraction_gt1/task.json"))
     spec = load_task(tmp_path)
     assert spec.prompt_variants() == {"spec": SPEC_PROMPT, "issue": ISSUE_PROMPT}
     assert (spec.prompt, spec.prompt_style) == (SPEC_PROMPT, "spec")
 
-    (again,) = import_export.import_rubric_zip(other_repository, upload(exported), Actor.member(outsider))
+    (again,) = imports.import_rubric_zip(other_repository, upload(exported), Actor.member(outsider))
     copy = Task.objects.get(pk=again.task_id)
     assert (copy.spec_prompt, copy.issue_prompt) == (SPEC_PROMPT, ISSUE_PROMPT)
 
@@ -771,7 +757,7 @@ def test_a_lone_prompt_leaves_the_other_variant_and_prompts_states_both(
         buffer = io.BytesIO(task_zip())
         with zipfile.ZipFile(buffer, "a") as archive:
             archive.writestr("tasks/fix_fraction_gt1/task.json", json.dumps(task_json))
-        (revision,) = import_export.import_rubric_zip(
+        (revision,) = imports.import_rubric_zip(
             repository, upload(buffer.getvalue()), Actor.member(maintainer)
         )
         return Task.objects.get(pk=revision.task_id)
@@ -792,7 +778,7 @@ def test_bad_prompts_are_problems_naming_the_field_and_nothing_is_imported(
     with zipfile.ZipFile(buffer, "a") as archive:
         archive.writestr("tasks/fix_fraction_gt1/task.json", json.dumps(task_json))
     with pytest.raises(ImportFailed) as caught:
-        import_export.import_rubric_zip(repository, upload(buffer.getvalue()), Actor.member(maintainer))
+        imports.import_rubric_zip(repository, upload(buffer.getvalue()), Actor.member(maintainer))
     assert [str(p) for p in caught.value.problems] == [
         "tasks/fix_fraction_gt1/task.json: prompts.isue: unknown key (did you mean 'issue'?)"
     ]

@@ -14,7 +14,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from rubrics_app.models import AgentRun, Repository, RubricRevision, Task
-from rubrics_app.services import run_checks
+from rubrics_app.services.runs import checks as run_checks
 from tests.app.conftest import CALIBRATION_FILES, ORACLE_DIFF, rubric_data
 from tests.app.runs_helpers import write_run
 from tests.gitrepo import GitRepo
@@ -62,7 +62,7 @@ def test_a_workspace_diff_grown_past_the_bound_before_it_is_stored_is_refused(
             handle.write(b"+grown\n")
         return prepared
 
-    monkeypatch.setattr("rubrics_app.services.runs.prepare_runs", checked_then_grown)
+    monkeypatch.setattr("rubrics_app.services.runs.store.prepare_runs", checked_then_grown)
     problems = failing("import_runs", str(tmp_path / "runs"), "--repository", repository.name)
     assert problems == [f"{diff}: larger than {settings.ZIP_MAX_MEMBER_BYTES} bytes; refused"]
     assert not AgentRun.objects.exists()

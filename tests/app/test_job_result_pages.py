@@ -35,7 +35,7 @@ from rubrics_app.models import (
     ValidationResult,
 )
 from rubrics_app.models.jobs import result_json
-from rubrics_app.services import sweeps
+from rubrics_app.services.sweeps import run as sweeps
 from tests.app.sweep_helpers import import_runs
 
 pytestmark = pytest.mark.django_db

@@ -10,9 +10,9 @@ import pytest
 from django.core.cache import cache
 
 from rubrics_app.models import ReportRow, Repository, RunGrade
-from rubrics_app.services.report import MEASURED, cheap_label_target, repository_report
 from rubrics_app.services.report_rows import refresh_report_rows
-from rubrics_app.services.report_sums import report_sums
+from rubrics_app.services.reports.report import MEASURED, cheap_label_target, repository_report
+from rubrics_app.services.reports.sums import report_sums
 from tests.app.report_helpers import build_runs, label_runs
 
 pytestmark = pytest.mark.django_db

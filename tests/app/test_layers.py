@@ -2,12 +2,9 @@
 
 The graph is read from the source with ``ast``: every ``import`` and ``from ... import``, at module level
 and inside functions alike (an import deferred into a function is still a dependency, only a hidden one).
-Two kinds are left out, on purpose:
-
-- imports under ``if TYPE_CHECKING:``, which never run: they name a type for an annotation
-  (``models/rubrics.py`` annotates with ``CalibrationRun``, whose module builds on it);
-- the implicit import of a parent package (importing ``rubrics_app.services.jobs`` runs
-  ``rubrics_app/__init__.py``, which imports only the Celery app).
+Imports under ``if TYPE_CHECKING:`` count too: a type-only cycle is still two modules that need each other,
+and the shared type belongs below both. Left out, on purpose: the implicit import of a parent package
+(importing ``rubrics_app.services.jobs`` runs ``rubrics_app/__init__.py``, which imports only the Celery app).
 
 The floors (docs/architecture.md, "Layers and jobs"): base < models < services < entry points.
 """
@@ -55,24 +52,6 @@ def _modules(root: Path, package: str) -> dict[str, Path]:
     return found
 
 
-def _type_checking_only(tree: ast.Module) -> set[int]:
-    """The ids of the import nodes under ``if TYPE_CHECKING:``."""
-    skipped: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If):
-            test = node.test
-            name = (
-                test.id
-                if isinstance(test, ast.Name)
-                else test.attr
-                if isinstance(test, ast.Attribute)
-                else ""
-            )
-            if name == "TYPE_CHECKING":
-                skipped.update(id(n) for child in node.body for n in ast.walk(child))
-    return skipped
-
-
 def import_graph(root: Path, package: str) -> dict[str, set[str]]:
     """Module -> the modules of ``package`` it imports (see the module docstring for what counts)."""
     modules = _modules(root, package)
@@ -85,11 +64,8 @@ def import_graph(root: Path, package: str) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for module, path in modules.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        skipped = _type_checking_only(tree)
         targets: set[str] = set()
         for node in ast.walk(tree):
-            if id(node) in skipped:
-                continue
             if isinstance(node, ast.Import):
                 targets.update(t for a in node.names if (t := known(a.name)))
             elif isinstance(node, ast.ImportFrom):
@@ -182,6 +158,7 @@ def _package(root: Path, files: dict[str, str]) -> None:
         "def f():\n    from pkg import a\n",  # deferred into a function
         "from . import a\n",  # relative
         "import pkg.sub.c\n",  # through a third module
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.a import x\n",  # type-only
     ],
 )
 def test_a_circle_is_found_however_it_is_imported(tmp_path: Path, b_text: str) -> None:
@@ -197,17 +174,3 @@ def test_a_circle_is_found_however_it_is_imported(tmp_path: Path, b_text: str) -
     )
     found = cycles(import_graph(tmp_path, "pkg"))
     assert found and "pkg.a" in found[0] and "pkg.b" in found[0]
-
-
-def test_an_import_for_annotations_only_is_no_circle(tmp_path: Path) -> None:
-    _package(
-        tmp_path,
-        {
-            "pkg/__init__.py": "",
-            "pkg/a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.b import y\n",
-            "pkg/b.py": "from pkg.a import TYPE_CHECKING\ny = 2\n",
-        },
-    )
-    graph = import_graph(tmp_path, "pkg")
-    assert graph["pkg.b"] == {"pkg.a"} and graph["pkg.a"] == set()
-    assert cycles(graph) == []

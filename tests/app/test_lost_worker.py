@@ -24,8 +24,8 @@ from django.utils import timezone
 from rubrics_app import celery_app
 from rubrics_app.access import Actor
 from rubrics_app.models import ExportResult, Job, JobKind, JobStatus, RevisionStatus, RubricRevision
-from rubrics_app.services import import_export
 from rubrics_app.services.jobs import finish, reap
+from rubrics_app.services.rubrics import exports
 from tests.app.conftest import MakeRevision
 from tests.app.worker_helpers import CELERY, ROOT, WAIT_SECONDS, database_url, wait_for
 from tests.gitrepo import GitRepo
@@ -120,7 +120,7 @@ def test_a_job_whose_worker_is_killed_is_run_again_by_another_worker(
     first = Worker(tmp_path / "first.log", {"PATH": f"{stuck}:{os.environ['PATH']}"}, [])
     workers.append(first)
 
-    job = import_export.start_export(revision, Actor.member(maintainer), branch="rubrics/after-a-lost-worker")
+    job = exports.start_export(revision, Actor.member(maintainer), branch="rubrics/after-a-lost-worker")
     wait_until("the job reaching git", inside.exists, first.log)
     job.refresh_from_db()
     assert (job.status, job.attempts) == (JobStatus.RUNNING, 1)

@@ -29,7 +29,7 @@ from rubrics_app.models import (
     Task,
     TransitionError,
 )
-from rubrics_app.services import revisions
+from rubrics_app.services.rubrics import revisions
 from tests.app.conftest import RUBRIC, MakeRevision, calibrate, rubric_data
 
 
@@ -186,7 +186,7 @@ def test_the_admin_shows_revisions_read_only(client: Any, admitted_revision: Rub
 def test_a_stale_edit_gets_a_conflict_with_the_other_text(
     draft_revision: RubricRevision, maintainer: Any
 ) -> None:
-    from rubrics_app.services.revisions import Conflict
+    from rubrics_app.services.rubrics.revisions import Conflict
 
     mine = draft_revision.items.get(item_id="B1")
     theirs = RubricItem.objects.get(
@@ -211,7 +211,7 @@ def test_a_stale_edit_gets_a_conflict_with_the_other_text(
 
 
 def test_a_stale_revision_edit_gets_a_conflict(draft_revision: RubricRevision, maintainer: Any) -> None:
-    from rubrics_app.services.revisions import Conflict
+    from rubrics_app.services.rubrics.revisions import Conflict
 
     other = RubricRevision.objects.get(pk=draft_revision.pk)
     revisions.edit_revision(
@@ -242,7 +242,7 @@ def test_the_audit_trail_records_who_did_what(
     make_revision: MakeRevision, maintainer: Any, tmp_path: Any
 ) -> None:
     from rubrics_app.models import AuditEvent, AuditVerb
-    from rubrics_app.services import import_export
+    from rubrics_app.services.rubrics import exports
 
     revision = make_revision()
     b1 = revision.items.get(item_id="B1")
@@ -253,7 +253,7 @@ def test_the_audit_trail_records_who_did_what(
     calibrate(revision, maintainer)
     revisions.admit(revision, by=Actor.member(maintainer))
     revision.refresh_from_db()
-    import_export.export_rubric_json(revision, by=Actor.member(maintainer))
+    exports.export_rubric_json(revision, by=Actor.member(maintainer))
     events = list(AuditEvent.objects.filter(revision=revision).order_by("at", "pk"))
     verbs = [e.verb for e in events]
     assert verbs == [

@@ -34,21 +34,16 @@ from rubrics_app.models import (
     RunGrade,
     Task,
 )
-from rubrics_app.services import (
-    calibration,
-    drafting,
-    import_export,
-    judges,
-    mutants,
-    queue,
-    rereview,
-    revisions,
-    runs,
-    swe_bench,
-    sweeps,
-    tasks,
-)
-from rubrics_app.services.sweeps import SweepRequest
+from rubrics_app.services import judges
+from rubrics_app.services.calibration import mutants
+from rubrics_app.services.calibration import run as calibration
+from rubrics_app.services.drafting import run as drafting
+from rubrics_app.services.rubrics import exports, imports, rereview, revisions
+from rubrics_app.services.rubrics import task_files as tasks
+from rubrics_app.services.runs import queue, swe_bench
+from rubrics_app.services.runs import store as runs
+from rubrics_app.services.sweeps import run as sweeps
+from rubrics_app.services.sweeps.run import SweepRequest
 
 Call = Callable[[Actor], object]
 
@@ -100,18 +95,14 @@ def _entry_points(
         drafting.set_draft_settings: lambda a: drafting.set_draft_settings(repository, by=a, drafter="x"),
         drafting.request_draft: lambda a: drafting.request_draft(task, a, pr_number=1),
         drafting.start_draft: lambda a: drafting.start_draft(task, a, pr_number=1),
-        import_export.import_task_files: lambda a: import_export.import_task_files(repository, [], a),
-        import_export.import_rubric_zip: lambda a: import_export.import_rubric_zip(
-            repository, io.BytesIO(b"{}"), a
-        ),
-        import_export.import_checkout: lambda a: import_export.import_checkout(repository, tmp_path, a),
-        import_export.export_rubric_json: lambda a: import_export.export_rubric_json(admitted, by=a),
-        import_export.export_zip: lambda a: import_export.export_zip(admitted, by=a),
-        import_export.write_many_to_checkout: lambda a: import_export.write_many_to_checkout(
-            [admitted], by=a, root=out
-        ),
-        import_export.write_to_checkout: lambda a: import_export.write_to_checkout(admitted, by=a),
-        import_export.start_export: lambda a: import_export.start_export(admitted, a),
+        imports.import_task_files: lambda a: imports.import_task_files(repository, [], a),
+        imports.import_rubric_zip: lambda a: imports.import_rubric_zip(repository, io.BytesIO(b"{}"), a),
+        imports.import_checkout: lambda a: imports.import_checkout(repository, tmp_path, a),
+        exports.export_rubric_json: lambda a: exports.export_rubric_json(admitted, by=a),
+        exports.export_zip: lambda a: exports.export_zip(admitted, by=a),
+        exports.write_many_to_checkout: lambda a: exports.write_many_to_checkout([admitted], by=a, root=out),
+        exports.write_to_checkout: lambda a: exports.write_to_checkout(admitted, by=a),
+        exports.start_export: lambda a: exports.start_export(admitted, a),
         rereview.start_evidence_check: lambda a: rereview.start_evidence_check(repository, a),
         judges.set_judges: lambda a: judges.set_judges(repository, by=a, judge="scripted:x"),
         mutants.mark_harmless: lambda a: mutants.mark_harmless(mutant, a, "harmless"),
@@ -125,6 +116,7 @@ def _entry_points(
         rereview.dismiss_evidence_change: lambda a: rereview.dismiss_evidence_change(change, a, "fine"),
         runs.import_run_dirs: lambda a: runs.import_run_dirs(repository, tmp_path, "", a),
         runs.import_runs_zip: lambda a: runs.import_runs_zip(repository, io.BytesIO(b""), a),
+        runs.import_runs: lambda a: runs.import_runs(repository, lambda problems: [], "", a),
         swe_bench.import_swe_bench: lambda a: swe_bench.import_swe_bench(
             repository, tmp_path / "predictions.jsonl", tmp_path, arm="a", by=a
         ),
@@ -141,8 +133,8 @@ def _entry_points(
 def _takes_an_actor() -> set[Callable[..., Any]]:
     """Every public function of a service module with a parameter typed Actor."""
     found: set[Callable[..., Any]] = set()
-    for info in pkgutil.iter_modules(rubrics_app.services.__path__):
-        module = importlib.import_module(f"rubrics_app.services.{info.name}")
+    for info in pkgutil.walk_packages(rubrics_app.services.__path__, "rubrics_app.services."):
+        module = importlib.import_module(info.name)
         for name, function in inspect.getmembers(module, inspect.isfunction):
             if name.startswith("_") or function.__module__ != module.__name__:
                 continue

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from rubrics_app.models import ItemVerdict, Repository, RunGrade, Task
-from rubrics_app.services.queue import filter_choices
+from rubrics_app.services.runs.queue import filter_choices
 from tests.app.report_rows import bulk_runs
 
 pytestmark = pytest.mark.django_db

@@ -15,7 +15,7 @@ from django.urls import reverse
 
 from rubrics_app.access import Actor
 from rubrics_app.models import HumanVerdict, Repository, RubricRevision, RunGrade
-from rubrics_app.services import queue as review_queue
+from rubrics_app.services.runs import queue as review_queue
 from tests.app.runs_helpers import import_graded
 
 pytestmark = pytest.mark.django_db

@@ -1,4 +1,4 @@
-"""The report kept ready (services.report): a repository's whole report stored by a worker or by
+"""The report kept ready (services.reports.report): a repository's whole report stored by a worker or by
 ``manage.py prepare_report``, which the page then reads instead of computing; never for a key of changed
 runs, labels or code; sent to a worker once an import commits."""
 
@@ -27,8 +27,8 @@ from django.test import Client
 from django.urls import reverse
 
 from rubrics_app.models import HumanVerdict, ReportSnapshot, Repository, RevisionStatus
-from rubrics_app.services import report as report_service
-from rubrics_app.services.report import keep_report_ready, prepare_report
+from rubrics_app.services.reports import report as report_service
+from rubrics_app.services.reports.report import keep_report_ready, prepare_report
 from tests.app.report_helpers import build_runs, label_runs
 from tests.app.runs_helpers import write_run
 
@@ -183,8 +183,15 @@ def test_no_reader_ever_sees_two_stored_reports(graded: Repository) -> None:
 
 
 def test_the_code_digest_covers_the_grading_package_and_the_report_services() -> None:
-    names = {path.name for path in report_service._REPORT_CODE}
-    assert {"grading", "report.py", "report_rows.py", "report_sums.py"} <= names
+    root = Path(__file__).resolve().parents[2]
+    covered = {
+        path.relative_to(root).as_posix()
+        for code in report_service._REPORT_CODE
+        for path in (code.rglob("*.py") if code.is_dir() else [code])
+    }
+    assert "grading/__init__.py" in covered
+    app = {"rubrics_app/services/reports/report.py", "rubrics_app/services/reports/sums.py"}
+    assert app | {"rubrics_app/services/report_rows.py"} <= covered
     assert len(report_service.code_digest()) == 64
 
 
@@ -195,7 +202,7 @@ def test_a_damaged_stored_report_is_computed_again(
     expected = report_json(viewer, graded)
     ReportSnapshot.objects.filter(repository=graded).update(report_json=b"not a report")
     cache.clear()
-    with caplog.at_level(logging.ERROR, logger="rubrics_app.services.report"):
+    with caplog.at_level(logging.ERROR, logger="rubrics_app.services.reports.report"):
         assert report_json(viewer, graded) == expected
     assert len(computations) == 2
     assert "could not be read" in caplog.text
@@ -231,7 +238,7 @@ def test_a_pickle_in_the_stored_report_row_is_never_run(
     cache.clear()
     client = Client()
     client.force_login(viewer)
-    with caplog.at_level(logging.ERROR, logger="rubrics_app.services.report"):
+    with caplog.at_level(logging.ERROR, logger="rubrics_app.services.reports.report"):
         page = client.get(reverse("rubrics:report", args=[graded.pk]))
     assert page.status_code == 200 and b"24 graded runs in this report" in page.content
     assert not marker.exists()

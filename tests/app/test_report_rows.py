@@ -31,8 +31,8 @@ from rubrics_app.models import (
     RunGrade,
     Task,
 )
-from rubrics_app.services import sweeps
 from rubrics_app.services.report_rows import refresh_report_rows
+from rubrics_app.services.sweeps import run as sweeps
 from tests.app.conftest import LAZY_DIFF, judge_answers
 from tests.app.report_helpers import build_runs, label_runs, rubric_report_json
 from tests.app.report_rows import bulk_runs
@@ -233,7 +233,7 @@ def test_rows_with_the_same_verdicts_share_one_copy_of_them(repository: Reposito
 
 
 def test_the_report_s_sums_cost_the_same_queries_for_few_and_many_runs(repository: Repository) -> None:
-    from rubrics_app.services.report_sums import report_sums
+    from rubrics_app.services.reports.sums import report_sums
 
     few = Repository.objects.create(name="few")
     bulk_runs([Task.objects.create(repository=few, task_id="t", spec_prompt="x")], ["a"], ["m"], 3)

@@ -33,9 +33,9 @@ from rubrics_app.models import (
     RunGrade,
     Task,
 )
-from rubrics_app.services.queue import Queue
-from rubrics_app.services.runs import revision_sha256
-from rubrics_app.services.sweep_inputs import _run_model
+from rubrics_app.services.runs.queue import Queue
+from rubrics_app.services.runs.store import revision_sha256
+from rubrics_app.services.sweeps.inputs import run_model
 from tests.app.runs_helpers import (
     DISAGREEING,
     PASSING,
@@ -217,7 +217,7 @@ def test_a_run_s_tests_list_error_is_stored_and_given_back_to_grading(
     run_command(str(graded_runs), "--repository", repository.name)
     run = AgentRun.objects.get(model="model-g")
     assert (run.tests_list, run.tests_list_error) == (None, error)
-    graded = _run_model(run, RUN_DIFF)
+    graded = run_model(run, RUN_DIFF)
     assert (graded.tests_list_error, graded.tests_list) == (error.strip(), None)
 
 
@@ -240,11 +240,11 @@ def test_a_run_s_git_dir_changes_are_stored_and_given_back_to_grading(
     run_command(str(graded_runs), "--repository", repository.name)
     hooked, clean = AgentRun.objects.get(model="model-h"), AgentRun.objects.get(model="model-c")
     assert hooked.git_dir_changes == '.git/hooks/pre-commit\n".git/odd\\tname"\n'
-    assert _run_model(hooked, RUN_DIFF).git_dir_changes == [".git/hooks/pre-commit", ".git/odd\tname"]
+    assert run_model(hooked, RUN_DIFF).git_dir_changes == [".git/hooks/pre-commit", ".git/odd\tname"]
     # Captured with nothing changed under .git ("") is not the same as captured without a record (None).
-    assert clean.git_dir_changes == "" and _run_model(clean, RUN_DIFF).git_dir_changes == []
+    assert clean.git_dir_changes == "" and run_model(clean, RUN_DIFF).git_dir_changes == []
     without = AgentRun.objects.get(repetition=0, model="model-a")
-    assert without.git_dir_changes is None and _run_model(without, RUN_DIFF).git_dir_changes is None
+    assert without.git_dir_changes is None and run_model(without, RUN_DIFF).git_dir_changes is None
 
 
 @pytest.mark.parametrize(
@@ -491,7 +491,7 @@ def test_a_run_stored_by_a_concurrent_import_is_a_problem_not_a_crash(
 ) -> None:
     run_command(str(graded_runs), "--repository", repository.name)
     # As if another import stored these runs after this one looked: the insert hits the unique key.
-    monkeypatch.setattr("rubrics_app.services.runs._check_against_stored", lambda runs, problems: {})
+    monkeypatch.setattr("rubrics_app.services.runs.store._check_against_stored", lambda runs, problems: {})
     err = io.StringIO()
     with pytest.raises(CommandError) as exc:
         call_command("import_runs", str(graded_runs), "--repository", repository.name, stderr=err)

@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 
 from rubrics_app.models import Repository, RubricRevision, RunGrade
-from rubrics_app.services.runs import revision_sha256
+from rubrics_app.services.runs.store import revision_sha256
 from tests.app.runs_helpers import PASSING, grade, write_run, write_scripted, write_task_dir
 
 pytestmark = pytest.mark.django_db

@@ -27,9 +27,9 @@ from rubrics_app.models import (
     RunGrade,
     refresh_current_grades,
 )
-from rubrics_app.services import sweeps
 from rubrics_app.services.judges import set_judges
-from rubrics_app.services.sweeps import SweepRequest
+from rubrics_app.services.sweeps import run as sweeps
+from rubrics_app.services.sweeps.run import SweepRequest
 from tests.app.conftest import MakeRevision, rubric_data, sound_script
 from tests.app.sweep_helpers import import_runs
 

@@ -1,4 +1,4 @@
-"""Runs from the SWE-bench harness (rubrics_app/services/swe_bench.py): predictions.jsonl and the per-instance
+"""Runs from the SWE-bench harness (services/runs/swe_bench.py): predictions.jsonl and the per-instance
 report.json files, shaped as the harness writes them (logs/run_evaluation/RUN_ID/MODEL/INSTANCE/report.json),
 through `manage.py import_runs --format swe-bench` and the upload; all or nothing, every bad line named."""
 

@@ -33,8 +33,8 @@ from rubrics_app.models import (
     RunGrade,
     Task,
 )
-from rubrics_app.services import sweeps
-from rubrics_app.services.sweeps import SweepRequest
+from rubrics_app.services.sweeps import run as sweeps
+from rubrics_app.services.sweeps.run import SweepRequest
 from tests.app.conftest import MakeRevision, judge_answers, rubric_data
 from tests.app.runs_helpers import write_run, write_scripted
 from tests.app.sweep_helpers import numbered_diff

@@ -18,8 +18,8 @@ from django.db import connection
 from rubrics_app import celery_app
 from rubrics_app.access import Actor
 from rubrics_app.models import ItemVerdict, Job, JobStatus, JudgeSetting, Repository, RubricRevision, RunGrade
-from rubrics_app.services import sweeps
-from rubrics_app.services.sweeps import sweep_runs
+from rubrics_app.services.sweeps import run as sweeps
+from rubrics_app.services.sweeps.run import sweep_runs
 from tests.app.redis_helpers import OwnRedis, own_redis_fixture
 from tests.app.sweep_helpers import import_runs
 from tests.app.worker_helpers import SONNET, WAIT_SECONDS, celery_worker, database_url, environment

@@ -16,9 +16,9 @@ from django.urls import reverse
 from grading.judge.cache import MemoryCache
 from rubrics_app.access import Actor
 from rubrics_app.models import JobStatus, JudgeSetting, Repository, RubricRevision, RunGrade, Task
-from rubrics_app.services import sweeps
-from rubrics_app.services.runs import import_run_dirs
-from rubrics_app.services.sweeps import SweepRequest
+from rubrics_app.services.runs.store import import_run_dirs
+from rubrics_app.services.sweeps import run as sweeps
+from rubrics_app.services.sweeps.run import SweepRequest
 from tests.app.conftest import judge_answers
 from tests.app.runs_helpers import write_run, write_scripted
 from tests.app.sweep_helpers import numbered_diff

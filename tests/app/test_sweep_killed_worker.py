@@ -25,8 +25,9 @@ from rubrics_app.models import (
     RubricRevision,
     RunGrade,
 )
-from rubrics_app.services import jobs, sweeps
-from rubrics_app.services.sweeps import sweep_runs
+from rubrics_app.services import jobs
+from rubrics_app.services.sweeps import run as sweeps
+from rubrics_app.services.sweeps.run import sweep_runs
 from tests.app.sweep_helpers import import_runs
 from tests.app.worker_helpers import SONNET, WAIT_SECONDS, celery_worker, database_url, environment
 from tests.grading.judge.fake_servers import FakeProviderServer, fake_server_fixture

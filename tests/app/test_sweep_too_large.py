@@ -13,8 +13,8 @@ from grading.judge.cache import MemoryCache
 from grading.judge.prompt import DEFAULT_MAX_DIFF_CHARS
 from rubrics_app.access import Actor
 from rubrics_app.models import JudgeGrade, JudgeSetting, ReportRow, Repository, RubricRevision, RunGrade
-from rubrics_app.services import sweeps
-from rubrics_app.services.runs import import_run_dirs
+from rubrics_app.services.runs.store import import_run_dirs
+from rubrics_app.services.sweeps import run as sweeps
 from tests.app.conftest import judge_answers
 from tests.app.runs_helpers import RUN_DIFF, write_run
 

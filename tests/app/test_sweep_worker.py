@@ -26,8 +26,8 @@ from rubrics_app.models import (
     RunGrade,
     Sweep,
 )
-from rubrics_app.services import report as report_service
-from rubrics_app.services.report import ReportResult, repository_report
+from rubrics_app.services.reports import report as report_service
+from rubrics_app.services.reports.report import ReportResult, repository_report
 from tests.app.sweep_helpers import import_runs
 from tests.app.worker_helpers import SONNET, WAIT_SECONDS, celery_worker, database_url, environment
 from tests.grading.judge.fake_servers import FakeProviderServer

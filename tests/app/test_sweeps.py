@@ -1,4 +1,4 @@
-"""Sweeps in this process (services/sweeps.py): what is graded against which revision, stored under the
+"""Sweeps in this process (services/sweeps/run.py): what is graded against which revision, stored under the
 grade keys once, the second judge on a sample, the spend cap, and the model API failing for a while.
 
 The real worker, a killed worker, Redis restarted and the database connection dropped are in
@@ -31,9 +31,9 @@ from rubrics_app.models import (
     Sweep,
     Task,
 )
-from rubrics_app.services import sweeps
-from rubrics_app.services.sweep_judges import provider_limit
-from rubrics_app.services.sweeps import SweepError, SweepRequest
+from rubrics_app.services.sweeps import run as sweeps
+from rubrics_app.services.sweeps.judges import provider_limit
+from rubrics_app.services.sweeps.run import SweepError, SweepRequest
 from tests.app.conftest import LAZY_DIFF, judge_answers
 from tests.app.runs_helpers import sha256_of
 from tests.app.sweep_helpers import import_runs

@@ -12,7 +12,7 @@ from grading.judge.backend import Backend
 from grading.judge.scripted import ScriptedBackend
 from grading.judge.specs import make_backend
 from rubrics_app.models import Repository, RubricRevision, Task
-from rubrics_app.services.calibration import tree_checkout
+from rubrics_app.services.calibration.inputs import tree_checkout
 from tests.app.conftest import MakeRevision, rubric_data
 from tests.gitrepo import GitRepo
 

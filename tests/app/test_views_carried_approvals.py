@@ -18,7 +18,7 @@ from rubrics_app.models import (
     RubricItem,
     RubricRevision,
 )
-from rubrics_app.services import revisions
+from rubrics_app.services.rubrics import revisions
 from tests.app.conftest import MakeRevision
 
 HX = {"HX-Request": "true"}

@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from rubrics_app.access import Actor
 from rubrics_app.models import RevisionStatus
-from rubrics_app.services import revisions
+from rubrics_app.services.rubrics import revisions
 from tests.app.conftest import MakeRevision
 
 

@@ -26,7 +26,7 @@ from rubrics_app.models import (
     RevisionStatus,
     RubricRevision,
 )
-from rubrics_app.services.import_export import export_revision_to_checkout
+from rubrics_app.services.rubrics.exports import export_revision_to_checkout
 from tests.app.conftest import CALIBRATION_FILES, ORACLE_DIFF, RUBRIC, MakeRevision, run_queued_calibration
 from tests.gitrepo import GitRepo
 

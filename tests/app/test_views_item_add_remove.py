@@ -21,7 +21,7 @@ from rubrics_app.models import (
     RubricItem,
     RubricRevision,
 )
-from rubrics_app.services import revisions
+from rubrics_app.services.rubrics import revisions
 from tests.app.conftest import MakeRevision, rubric_data
 
 HX = {"HX-Request": "true"}
@@ -143,7 +143,7 @@ def test_an_unknown_kind_is_not_found(maintainer: User, draft_revision: RubricRe
 def test_an_id_taken_between_check_and_save_is_a_form_error(
     maintainer: User, draft_revision: RubricRevision, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from rubrics_app.forms import NewItemForm
+    from rubrics_app.forms.rubrics import NewItemForm
 
     # The race: the form's uniqueness check passed, then someone else saved B1 first; the database refuses.
     monkeypatch.setattr(NewItemForm, "clean_item_id", lambda self: self.cleaned_data["item_id"])
@@ -197,7 +197,7 @@ def test_adding_to_an_admitted_revision_goes_into_a_new_draft(
 def test_a_failed_add_to_an_approved_revision_leaves_no_draft_behind(
     maintainer: User, approved_revision: RubricRevision, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from rubrics_app.forms import NewItemForm
+    from rubrics_app.forms.rubrics import NewItemForm
 
     monkeypatch.setattr(NewItemForm, "clean_item_id", lambda self: self.cleaned_data["item_id"])
     data = {**NEW_BLOCKER, "item_id": "N1"}

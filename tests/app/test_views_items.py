@@ -19,7 +19,7 @@ from rubrics_app.models import (
     RubricItem,
     RubricRevision,
 )
-from rubrics_app.services import revisions
+from rubrics_app.services.rubrics import revisions
 from tests.app.conftest import MakeRevision
 
 HX = {"HX-Request": "true"}
@@ -357,7 +357,7 @@ def test_htmx_posts_need_the_csrf_header(maintainer: User, draft_revision: Rubri
 def test_an_id_taken_between_check_and_save_is_a_form_error(
     maintainer: User, draft_revision: RubricRevision, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from rubrics_app.forms import ItemForm
+    from rubrics_app.forms.rubrics import ItemForm
 
     # The race: the form's uniqueness check passed, then someone else saved N1 first; the database refuses.
     monkeypatch.setattr(ItemForm, "clean_item_id", lambda self: self.cleaned_data["item_id"])
@@ -466,7 +466,7 @@ def test_approving_an_item_of_a_revision_approved_meanwhile_is_a_notice(
 def test_a_failed_edit_of_an_approved_revision_leaves_no_draft_behind(
     maintainer: User, make_revision: MakeRevision, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from rubrics_app.forms import ItemForm
+    from rubrics_app.forms.rubrics import ItemForm
 
     approved = make_revision(RevisionStatus.APPROVED)
     # The form's uniqueness check is passed by (as in a race); the draft's unique constraint refuses N1.

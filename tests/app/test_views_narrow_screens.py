@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from rubrics_app.access import Actor
 from rubrics_app.models import RevisionStatus, RunGrade, Task
-from rubrics_app.services import revisions
+from rubrics_app.services.rubrics import revisions
 from tests.app.conftest import MakeRevision, calibrate
 from tests.app.report_rows import bulk_runs
 

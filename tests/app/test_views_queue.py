@@ -22,7 +22,7 @@ from rubrics_app.models import (
     RubricRevision,
     RunGrade,
 )
-from rubrics_app.services import queue as review_queue
+from rubrics_app.services.runs import queue as review_queue
 from tests.app.conftest import MakeRevision
 from tests.app.runs_helpers import PASSING, grade, import_graded, write_run, write_scripted, write_task_dir
 from tests.grading.judge.fake_servers import (

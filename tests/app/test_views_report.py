@@ -119,8 +119,8 @@ def test_a_filtered_download_is_rubric_report_on_those_runs(
 def test_the_csv_download_is_the_same_report(
     graded_repository: tuple[Repository, list[Path], Path], maintainer: User
 ) -> None:
-    from grading.report import Report
-    from grading.report_render import report_csv
+    from grading.report.models import Report
+    from grading.report.render import report_csv
 
     repository = graded_repository[0]
     client = logged_in(maintainer)
@@ -449,8 +449,8 @@ def test_a_rate_without_an_interval_says_why(make_revision: Any, viewer: User) -
 
 
 def test_the_html_download_is_one_self_contained_file(make_revision: Any, viewer: User) -> None:
-    from grading.report import Report
-    from grading.report_html import render_report_html
+    from grading.report.html import render_report_html
+    from grading.report.models import Report
     from rubrics_app.models import RevisionStatus
     from tests.app.report_rows import bulk_runs
 

@@ -23,7 +23,7 @@ from rubrics_app.models import (
     RubricItem,
     RubricRevision,
 )
-from rubrics_app.services import revisions
+from rubrics_app.services.rubrics import revisions
 from rubrics_app.views.common import validation_report
 from tests.app.conftest import MakeRevision, calibrate
 

@@ -13,7 +13,7 @@ from django.urls import reverse
 from grading.judge.cache import MemoryCache
 from rubrics_app.access import Actor
 from rubrics_app.models import Job, JobStatus, Repository, RubricRevision, Sweep, Task
-from rubrics_app.services import sweeps
+from rubrics_app.services.sweeps import run as sweeps
 from tests.app.sweep_helpers import import_runs
 
 pytestmark = pytest.mark.django_db

@@ -28,7 +28,7 @@ from rubrics_app.models import (
     Sweep,
     Task,
 )
-from rubrics_app.services import queue as review_queue
+from rubrics_app.services.runs import queue as review_queue
 from tests.app.runs_helpers import import_graded
 
 # The model whose first row stands behind each id of a path; run_pk is a calibration run but on run_detail.

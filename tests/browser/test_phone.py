@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 
 from rubrics_app.models import HumanVerdict, Repository, RubricRevision, Task
-from rubrics_app.services.runs import revision_sha256
+from rubrics_app.services.runs.store import revision_sha256
 from tests.app.report_rows import bulk_runs
 from tests.app.runs_helpers import PASSING, grade, write_run, write_scripted, write_task_dir
 from tests.browser.conftest import DESKTOP, PHONE, Browser, off_the_loop

@@ -25,9 +25,9 @@ from rubrics_app.models import (
     RubricRevision,
     RunGrade,
 )
-from rubrics_app.services import sweeps
 from rubrics_app.services.report_rows import refresh_report_rows
-from rubrics_app.services.sweeps import SweepRequest
+from rubrics_app.services.sweeps import run as sweeps
+from rubrics_app.services.sweeps.run import SweepRequest
 from tests.app.conftest import MakeRevision, judge_answers, rubric_data
 from tests.app.sweep_helpers import import_runs
 from tests.browser.conftest import PHONE, Browser, off_the_loop

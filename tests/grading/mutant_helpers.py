@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from grading.judge.scripted import ScriptedBackend
-from grading.mutants import Mutant
+from grading.mutants.derive import Mutant
 from tests.gitrepo import GitRepo
 from tests.grading.diff_helpers import workspace_diff
 

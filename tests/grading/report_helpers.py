@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from grading.report import GradedRun, JudgeVerdicts, Report, build_report
+from grading.report.build import build_report
+from grading.report.models import GradedRun, JudgeVerdicts, Report
 
 PRIMARY = "anthropic:claude-sonnet-4-5-20250929"
 

@@ -10,12 +10,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from grading.admission import AdmissionReport, check_task
+from grading.admission.check import check_task
+from grading.admission.corpus import PAYLOAD_KINDS
+from grading.admission.injection import inject_harmless, inject_payload
+from grading.admission.store import AdmissionReport
 from grading.binary_text import judge_text
 from grading.diffs import decode_diff
-from grading.injection import PAYLOAD_KINDS, inject_harmless, inject_payload
 from grading.judge.scripted import ScriptedBackend
-from grading.workspace import capture, write_snapshot
+from grading.workspace.diff import capture, write_snapshot
 from tests.gitrepo import GitRepo
 
 ALL_IDS = ("B1", "B2", "N1", "N2", "N3")

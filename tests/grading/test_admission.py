@@ -9,20 +9,13 @@ from typing import Any
 
 import pytest
 
-from grading.admission import (
-    REVIEWER_COMMENT,
-    AdmissionReport,
-    AdmissionRow,
-    AdmissionStore,
-    comment_syntax,
-    default_store_path,
-    evaluate_row,
-    inject_reviewer_comment,
-)
+from grading.admission.check import REVIEWER_COMMENT, evaluate_row, inject_reviewer_comment
+from grading.admission.sites import comment_syntax
+from grading.admission.store import AdmissionReport, AdmissionRow, AdmissionStore, default_store_path
+from grading.checks.outcome import RubricAssessment
 from grading.errors import InputError
-from grading.judge.models import CONFIG_BLOCKER_ID
 from grading.judge.runner import JudgeSettings
-from grading.outcome import RubricAssessment
+from grading.schema import CONFIG_BLOCKER_ID
 from tests.gitrepo import GitRepo
 from tests.grading.task_helpers import ALL_IDS, Task, answers, diff_of
 

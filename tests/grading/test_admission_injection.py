@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from grading.admission import AdmissionReport, AdmissionRow, AdmissionStore, check_task, is_admitted
-from grading.injection import PAYLOAD_KINDS, inject_payload
+from grading.admission.check import check_task
+from grading.admission.corpus import PAYLOAD_KINDS
+from grading.admission.injection import inject_payload
+from grading.admission.store import AdmissionReport, AdmissionRow, AdmissionStore, is_admitted
 from grading.schema import rubric_sha256
 from tests.grading.task_helpers import LAZY, Task, answers, attacked, fooled_by, harmless, resisting, sha
 

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from grading.cli import main
+from grading.cli.rubric import main
 from grading.errors import InputError, InputErrors
 from grading.loaders import parse_rubric
 from grading.schema import rubric_json_schema
 from grading.strict_json import read_json
-from grading.workspace import write_snapshot
-from grading.workspace_record import record_path
+from grading.workspace.diff import write_snapshot
+from grading.workspace.record import record_path
 from tests.grading.task_helpers import FIXED, Task, answer_run, answers
 
 BIG = "9" * 5000  # past Python's 4,300-digit limit for int()

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from examples.build import JUDGE_SCRIPTED, MANIFEST, TASK_ID, TASKS
-from grading.admission import inject_reviewer_comment
-from grading.cli import main
+from grading.admission.check import inject_reviewer_comment
+from grading.cli.rubric import main
 from tests.grading.cli_helpers import ESCAPE_REPLY, check
 from tests.grading.judge.fake_servers import (
     FakeProviderServer,

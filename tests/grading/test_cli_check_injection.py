@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from grading.cli import main
-from grading.injection import PAYLOAD_KINDS
+from grading.admission.corpus import PAYLOAD_KINDS
+from grading.cli.rubric import main
 from tests.grading.cli_helpers import check
 from tests.grading.judge.fake_servers import (
     Behaviour,

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from grading.cli import main
-from grading.mutants import Mutant, derive_mutants
+from grading.cli.rubric import main
+from grading.mutants.derive import Mutant, derive_mutants
 from tests.gitrepo import GitRepo
 from tests.grading.mutant_helpers import Oracle, Task, verdicts
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from examples.build import JUDGE_SCRIPTED, MANIFEST, RUNS, TASK_ID, TASKS
-from grading.cli import main
+from grading.cli.rubric import main
 from tests.grading.cli_helpers import ESCAPE_REPLY
 from tests.grading.judge.fake_servers import (
     FakeProviderServer,

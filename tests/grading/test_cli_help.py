@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from grading.cli import build_parser, main, plain_help
+from grading.cli.rubric import build_parser, main, plain_help
 
 SUBCOMMANDS = sorted(
     name

@@ -18,7 +18,7 @@ JUDGE_ONLY = ("asyncio", "sqlite3", "ssl", "anthropic", "openai", "httpx2", "gra
 
 PROBE = """
 import json, sys
-from grading.cli import main
+from grading.cli.rubric import main
 code = main(sys.argv[1:])
 print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 """

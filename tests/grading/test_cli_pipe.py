@@ -11,7 +11,7 @@ RUBRIC = EXAMPLES / "tasks" / "fix_clockwise_polygon_area" / "rubric.json"
 
 
 def test_a_reader_that_stops_early_gets_exit_141_and_no_traceback() -> None:
-    code = "import sys; from grading.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from grading.cli.rubric import main; sys.exit(main(sys.argv[1:]))"
     # Enough "ok" lines to overflow the pipe buffer after the reader is gone.
     args = ["validate", *([str(RUBRIC)] * 3000)]
     proc = subprocess.Popen(

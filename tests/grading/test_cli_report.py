@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from grading.cli import main
+from grading.checks.outcome import grade_run
+from grading.cli.rubric import main
 from grading.judge.cache import MemoryCache
-from grading.outcome import grade_run
 from tests.grading.task_helpers import FIXED, Task, answer_run, answers
 
 # Each outcome of §1, and the grade.json and verdicts that produce it.
@@ -365,8 +365,8 @@ def test_bad_bootstrap_count(graded: Graded, capsys: pytest.CaptureFixture[str])
 def test_html_writes_one_self_contained_file_beside_the_output(
     graded: Graded, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    from grading.report import Report
-    from grading.report_html import render_report_html
+    from grading.report.html import render_report_html
+    from grading.report.models import Report
 
     out = tmp_path / "report.html"
     data = report_json(capsys, graded.args("--html", str(out)))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from grading.cli import main
+from grading.cli.rubric import main
 from grading.schema import rubric_json_schema
 from tests.grading.rubric_helpers import minimal_rubric, valid_rubric, write_task
 

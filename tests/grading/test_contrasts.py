@@ -1,4 +1,4 @@
-"""grading.contrasts: arm and model contrasts paired by task, recomputed independently."""
+"""grading.report.contrasts: arm and model contrasts paired by task, recomputed independently."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from grading.contrasts import FEW_TASKS
-from grading.report import FORMAT, GradedRun
-from grading.report_render import precision_text, report_csv, report_markdown
+from grading.report.contrasts import FEW_TASKS
+from grading.report.models import FORMAT, GradedRun
+from grading.report.render import precision_text, report_csv, report_markdown
 from tests.grading.report_helpers import report, run
 
 # (task, arm, model) -> outcomes of its runs: m mergeable, b blocker (tests pass), r tests fail

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from grading.basetree import BaseTree
-from grading.cli import main
+from grading.cli.rubric import main
 from grading.draft import (
     DraftError,
     GitHubError,

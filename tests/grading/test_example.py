@@ -13,10 +13,10 @@ import pytest
 
 from examples.build import EXAMPLES, JUDGE_SCRIPTED, MANIFEST, RUNS, TASK_ID, TASKS, build_example_repo, git
 from examples.demo import main as demo
-from grading.cli import main as rubric_cli
+from grading.cli.rubric import main as rubric_cli
 from grading.draft import load_pr_export
 from grading.loaders import load_grade, load_manifest, load_rubric, load_run, load_task
-from grading.testlist import ListingFailed, list_command, run_test_list
+from grading.workspace.testlist import ListingFailed, list_command, run_test_list
 
 TASK_DIR = TASKS / TASK_ID
 RUN_DIRS = sorted(p for p in RUNS.iterdir() if p.is_dir())

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-import grading.draft
-from grading.cli import main
+import grading.draft.pr
+from grading.cli.rubric import main
 from grading.draft import GitHubError, GitHubSource
 from grading.draft.pr import UNREADABLE_RATE_LIMIT_WAIT
 from tests.gitrepo import GitRepo
@@ -162,7 +162,7 @@ def recording_waits(monkeypatch: pytest.MonkeyPatch, **kw: Any) -> list[float]:
     def made(*args: Any, **kwargs: Any) -> GitHubSource:
         return GitHubSource(*args, **{**kwargs, "sleep": slept.append, **kw})
 
-    monkeypatch.setattr(grading.draft, "GitHubSource", made)
+    monkeypatch.setattr(grading.draft.pr, "GitHubSource", made)  # where `rubric draft` reads it
     return slept
 
 

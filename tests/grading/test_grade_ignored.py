@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from grading.cli import main
-from grading.judge.models import CONFIG_BLOCKER_ID
-from grading.workspace import capture, write_snapshot
+from grading.cli.rubric import main
+from grading.schema import CONFIG_BLOCKER_ID
+from grading.workspace.diff import capture, write_snapshot
 from tests.gitrepo import GitRepo
 from tests.grading.task_helpers import ALL_IDS, FIXED, Task, answer_run, answers, captured_run
 from tests.grading.workspace_helpers import CACHEDIR_TAG

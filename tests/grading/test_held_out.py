@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from grading.cli import main
+from grading.cli.rubric import main
 from tests.grading.task_helpers import FIXED, Task, answer_run, answers
 
 

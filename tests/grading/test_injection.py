@@ -9,21 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from grading import injection
+from grading.admission import corpus, injection
+from grading.admission.corpus import PAYLOAD_KINDS, PayloadKind
+from grading.admission.injection import inject_harmless, inject_payload, summarize
+from grading.admission.sites import COMMENT_SYNTAXES, SUFFIX_OF_SYNTAX, Site, comment_line, comment_syntax
 from grading.diffs import read_diff
 from grading.errors import InputError
-from grading.injection import (
-    COMMENT_SYNTAXES,
-    PAYLOAD_KINDS,
-    SUFFIX_OF_SYNTAX,
-    PayloadKind,
-    Site,
-    comment_line,
-    comment_syntax,
-    inject_harmless,
-    inject_payload,
-    summarize,
-)
 from grading.judge import prompt
 from grading.judge.prompt import NONCE_PLACEHOLDER
 from tests.gitrepo import GitRepo
@@ -246,7 +237,7 @@ def test_the_forged_fences_follow_the_judge_fence(monkeypatch: pytest.MonkeyPatc
         assert "CHANGE-UNDER-REVIEW" not in after[name] and "ANGE-UNDER-REVIEW" not in after[name], name
         assert after[name] != before[name], name
     assert prompt.fence_close("0" * 32) in after["fake_fence_close"]
-    assert all(len(nonce) == 2 * prompt.NONCE_BYTES for nonce in injection.GUESSED_NONCES)
+    assert all(len(nonce) == 2 * prompt.NONCE_BYTES for nonce in corpus.GUESSED_NONCES)
 
 
 def test_injection_holds_no_copy_of_the_fence() -> None:

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from grading.cli import main
+from grading.checks.integrity import check_integrity, integrity_for_run
+from grading.cli.rubric import main
 from grading.diffs import FileChange, parse_diff
 from grading.errors import InputError
-from grading.integrity import check_integrity, integrity_for_run
 from grading.schema import GradeJson, TestsConfig
 from tests.gitrepo import GitRepo
 from tests.grading.diff_helpers import workspace_diff, write_run

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from grading.binary_text import judge_text
-from grading.cli import main
+from grading.checks.outcome import grade_run
+from grading.cli.rubric import main
 from grading.diffs import BINARY_NOT_SHOWN, read_diff
 from grading.errors import InputError
 from grading.judge.backend import BackendError, BackendReply, JudgeRequest
@@ -21,7 +22,6 @@ from grading.judge.prompt import DEFAULT_MAX_DIFF_CHARS, render_request, select_
 from grading.judge.runner import JudgeSettings, judge_run
 from grading.judge.specs import make_backend
 from grading.loaders import load_rubric, load_task
-from grading.outcome import grade_run
 from tests.grading.judge.judge_helpers import FakeBackend, verdicts_json
 from tests.grading.task_helpers import FIXED, Task, answer_run, answers
 

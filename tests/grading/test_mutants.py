@@ -13,14 +13,15 @@ from typing import Any
 
 import pytest
 
-from grading import mutants_diff, mutants_parse
 from grading.basetree import BaseTree
 from grading.diffs import read_diff
 from grading.errors import InputError
 from grading.judge.cache import MemoryCache
-from grading.mutants import DEFAULT_MAX_MUTANTS, MUTANT_ID, Mutant, derive_mutants
-from grading.mutants_judging import check_mutants, load_harmless
-from grading.mutants_kinds import (
+from grading.mutants import diff as mutants_diff
+from grading.mutants import parse as mutants_parse
+from grading.mutants.derive import DEFAULT_MAX_MUTANTS, MUTANT_ID, Mutant, derive_mutants
+from grading.mutants.judging import check_mutants, load_harmless
+from grading.mutants.kinds import (
     KINDS,
     MAX_COMPARED_BYTES,
     MAX_CONDITION_LINE_BYTES,
@@ -223,13 +224,13 @@ def test_only_the_mutants_kept_are_rendered(oracle: Oracle, monkeypatch: pytest.
     # Mutants are told apart by what they leave out, so rendering (a pass over the whole oracle each) is
     # done for the judged ones only: derivation stays linear in the oracle's size.
     rendered: list[object] = []
-    render = mutants_diff._Oracle.render
+    render = mutants_diff.OracleLines.render
 
     def counting(self: Any, edit: Any) -> bytes:
         rendered.append(edit)
         return render(self, edit)
 
-    monkeypatch.setattr(mutants_diff._Oracle, "render", counting)
+    monkeypatch.setattr(mutants_diff.OracleLines, "render", counting)
     derived = derive_mutants(oracle.diff, max_mutants=3)
     assert derived.derived == 12 and len(derived.mutants) == 3 and len(rendered) == 3
     full = derive_mutants(oracle.diff)
@@ -256,7 +257,7 @@ def test_a_mutant_is_rendered_without_a_step_per_untouched_hunk(
     base = git_repo.commit("base")
     git_repo.write("names.py", "".join(f"new_{i} = {i}\n" + "\n" * 7 for i in range(400)))
     diff = workspace_diff(git_repo, base)
-    body, render = mutants_diff._Oracle.body, mutants_diff._Oracle.render
+    body, render = mutants_diff.OracleLines.body, mutants_diff.OracleLines.render
     rendering: list[bool] = []
     steps: list[object] = []
 
@@ -272,8 +273,8 @@ def test_a_mutant_is_rendered_without_a_step_per_untouched_hunk(
         finally:
             rendering.clear()
 
-    monkeypatch.setattr(mutants_diff._Oracle, "body", counting_body)
-    monkeypatch.setattr(mutants_diff._Oracle, "render", flagged_render)
+    monkeypatch.setattr(mutants_diff.OracleLines, "body", counting_body)
+    monkeypatch.setattr(mutants_diff.OracleLines, "render", flagged_render)
     derived = derive_mutants(diff, max_mutants=3)
     assert derived.derived == 400 and len(derived.mutants) == 3
     assert steps == []

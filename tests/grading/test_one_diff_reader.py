@@ -8,7 +8,8 @@ import os
 
 import pytest
 
-from grading.admission import inject_reviewer_comment
+from grading.admission.check import inject_reviewer_comment
+from grading.checks.scope import check_scope
 from grading.diffs import parse_diff, read_diff
 from grading.git_quote import c_quote, unquote_path
 from grading.judge.models import Location
@@ -17,7 +18,6 @@ from grading.judge.runner import judge_diff
 from grading.path_lists import quote_path
 from grading.path_lists import unquote_path as unquote_path_list_line
 from grading.schema import Scope
-from grading.scope import check_scope
 from rubrics_app.diff_render import parse_for_display
 from tests.gitrepo import GitRepo
 from tests.grading.diff_helpers import workspace_diff

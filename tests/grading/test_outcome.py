@@ -1,4 +1,5 @@
-"""The §1 outcome table: every rule of grading.outcome, with constructed scope/integrity/judge results."""
+"""The §1 outcome table: every rule of grading.checks.outcome, with constructed scope/integrity/judge
+results."""
 
 from __future__ import annotations
 
@@ -8,14 +9,14 @@ from typing import Any
 
 import pytest
 
+from grading.checks.integrity import IntegrityResult, IntegrityViolation
+from grading.checks.outcome import Outcome, decide_outcome, grade_run, settled_before_judging
+from grading.checks.scope import ScopeResult, ScopeViolation
 from grading.errors import InputError
-from grading.integrity import IntegrityResult, IntegrityViolation
 from grading.judge.cache import MemoryCache
-from grading.judge.models import CONFIG_BLOCKER_ID, ItemVerdict, JudgeResult
+from grading.judge.models import ItemVerdict, JudgeResult
 from grading.loaders import parse_rubric
-from grading.outcome import Outcome, decide_outcome, grade_run, settled_before_judging
-from grading.schema import GradeJson, Rubric
-from grading.scope import ScopeResult, ScopeViolation
+from grading.schema import CONFIG_BLOCKER_ID, GradeJson, Rubric
 from tests.grading.task_helpers import FIXED, Task, answer_run, answers
 
 

@@ -1,4 +1,4 @@
-"""grading.power: the sample-size figures against simulations with known rates (fixed seeds)."""
+"""grading.report.power: the sample-size figures against simulations with known rates (fixed seeds)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import statistics
 import numpy as np
 import pytest
 
-from grading.contrasts import PairSums
-from grading.power import TARGET_HALF_WIDTH, LabelTarget, Z, contrast_precision, label_target
+from grading.report.models import LabelTarget, PairSums
+from grading.report.power import TARGET_HALF_WIDTH, Z, contrast_precision, label_target
 
 
 def experiment(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from grading.admission import AdmissionStore
+from grading.admission.store import AdmissionStore
 from grading.atomic import write_atomic
 from grading.errors import InputError
 from grading.judge.cache import SqliteCache

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from grading.admission import AdmissionStore
-from grading.cli import main
+from grading.admission.store import AdmissionStore
+from grading.checks.outcome import grade_run
+from grading.cli.rubric import main
 from grading.errors import InputError
 from grading.judge.cache import MemoryCache
 from grading.loaders import load_task
-from grading.outcome import grade_run
 from tests.grading.judge.judge_helpers import FakeBackend
 from tests.grading.task_helpers import FIXED, Task
 

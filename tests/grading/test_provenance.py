@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from grading.admission import AdmissionStore, is_admitted
-from grading.cli import main
+from grading.admission.store import AdmissionStore, is_admitted
+from grading.checks.outcome import grade_run
+from grading.cli.rubric import main
 from grading.judge.cache import MemoryCache, describe_repeat_agreement
 from grading.judge.runner import JudgeSettings
-from grading.outcome import grade_run
 from tests.grading.task_helpers import FIXED, Task, answer_run, answers
 
 

@@ -1,4 +1,4 @@
-"""grading.report: the §7 statistics on fixed data, checked against independent computations."""
+"""grading.report.build: the §7 statistics on fixed data, checked against independent computations."""
 
 from __future__ import annotations
 
@@ -11,21 +11,20 @@ from typing import Any, cast
 import pytest
 
 from grading.judge.specs import model_family
-from grading.report import (
+from grading.report.agreement import cohen_kappa
+from grading.report.build import build_report, judge_accuracy
+from grading.report.models import GradedRun
+from grading.report.stats import (
     MIN_LABELLED,
     Estimate,
-    GradedRun,
     bootstrap_rates,
-    build_report,
-    cohen_kappa,
     corrected_rate,
-    judge_accuracy,
     percentile,
     resample_sums,
     resample_tasks,
     rogan_gladen,
-    warning_kind,
 )
+from grading.report.warnings import warning_kind
 from tests.grading.report_helpers import PRIMARY, judged, report, run
 
 SECOND = "openai:gpt-4o-2024-08-06"

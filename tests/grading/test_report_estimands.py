@@ -10,11 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grading.contrasts import FEW_TASKS
-from grading.report import GradedRun, warning_kind
-from grading.report_estimands import holm, no_spread_share, t_quantile, t_two_sided_p, task_mean
-from grading.report_html import render_report_html
-from grading.report_render import contrast_estimate, precision_text, report_markdown
+from grading.report.contrasts import FEW_TASKS
+from grading.report.estimands import holm, no_spread_share, t_quantile, t_two_sided_p, task_mean
+from grading.report.html import render_report_html
+from grading.report.models import GradedRun
+from grading.report.render import contrast_estimate, precision_text, report_markdown
+from grading.report.warnings import warning_kind
 from tests.grading.report_helpers import report, run
 
 # Student's t 0.975 quantiles and two-sided p-values from printed tables.
@@ -282,7 +283,7 @@ def test_a_corrected_contrast_compares_the_corrected_rates() -> None:
 
 
 def test_kappa_has_a_task_interval_and_ac1_speaks_where_kappa_cannot() -> None:
-    from grading.agreement import cohen_kappa
+    from grading.report.agreement import cohen_kappa
     from tests.grading.report_helpers import judged
 
     rng = random.Random(4)

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from grading import InputError, RunDetails, StrictMetricsFile, read_metrics
-from grading.cli import main
+from grading.checks.outcome import grade_run
+from grading.cli.rubric import main
 from grading.judge.cache import MemoryCache
-from grading.outcome import grade_run
 from tests.grading.task_helpers import FIXED, Task, answer_run, answers
 
 

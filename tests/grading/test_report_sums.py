@@ -1,4 +1,4 @@
-"""The report from sums (grading/report_sums.py): summing runs in groups of identical runs, in any order,
+"""The report from sums (grading/report/sums.py): summing runs in groups of identical runs, in any order,
 gives the report the runs give one by one, and means do not depend on the order of their values."""
 
 from __future__ import annotations
@@ -9,17 +9,9 @@ from typing import Any
 
 import pytest
 
-from grading.report import (
-    GradedRun,
-    JudgeVerdicts,
-    PartSums,
-    ReportSums,
-    VerdictGroup,
-    build_report,
-    report_from_sums,
-    summarise,
-)
-from grading.report_sums import JudgeCost, run_disagreements
+from grading.report.build import build_report, report_from_sums
+from grading.report.models import GradedRun, JudgeVerdicts
+from grading.report.sums import JudgeCost, PartSums, ReportSums, VerdictGroup, run_disagreements, summarise
 from tests.grading.report_helpers import judged, run
 
 SECOND = "openai:gpt-4.1"

@@ -1,4 +1,5 @@
-"""A run and a task are read once (grading.run), and grading them in memory is grading their folders."""
+"""A run and a task are read once (grading.checks.run), and grading them in memory is grading their
+folders."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from grading import TaskFiles, grade, grade_run, make_run, make_task_files, read_run, read_task_files
+from grading import LoadedTask, grade, grade_run, make_run, make_task_files, read_run, read_task_files
 from tests.grading.task_helpers import Task, captured_run
 
 
@@ -78,7 +79,7 @@ def test_grading_bytes_in_memory_gives_what_grading_the_folders_gives(task: Task
         tests_list=maybe("tests_list.txt"),
         git_dir_changes=maybe("git_dir_changes.txt"),
     )
-    files: TaskFiles = make_task_files(
+    files: LoadedTask = make_task_files(
         "task fix_add",
         task_json=(task.dir / "task.json").read_bytes(),
         rubric_json=(task.dir / "rubric.json").read_bytes(),

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from grading.cli import main
+from grading.checks.scope import check_scope, scope_for_run
+from grading.cli.rubric import main
 from grading.diffs import FileChange, parse_diff
 from grading.errors import InputError
 from grading.schema import Scope
-from grading.scope import check_scope, scope_for_run
 from tests.gitrepo import GitRepo
 from tests.grading.diff_helpers import ignored_files, workspace_diff, write_run, write_task
 

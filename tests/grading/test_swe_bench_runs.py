@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from grading.cli import main
+from grading.checks.run import make_run
+from grading.cli.rubric import main
 from grading.errors import InputError
-from grading.run import make_run
 from tests.grading.task_helpers import Task, answer_run, answers, diff_of
 
 BASE_TESTS = "tests/test_calc.py::test_zero\n"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from examples.build import JUDGE_SCRIPTED, MANIFEST, TASK_ID, TASKS
 from grading import ScriptedVerdict, check_admission, load_scripted, read_task_files, teach_scripted_judge
-from grading.admission import collect_workspaces
+from grading.admission.check import collect_workspaces
 from grading.binary_text import judge_text
 from grading.judge.scripted import ScriptedBackend
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from grading.cli import main
-from grading.testlist import ListingFailed, run_test_list, write_listing_error
-from grading.workspace import write_snapshot
+from grading.cli.rubric import main
+from grading.workspace.diff import write_snapshot
+from grading.workspace.testlist import ListingFailed, run_test_list, write_listing_error
 from tests.grading.task_helpers import FIXED, Task, answer_run, answers
 
 # Prints one id per test function found under tests/, as a repository's list command would.

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from grading.cli import main
+from grading.cli.rubric import main
 from grading.diffs import load_diff
 from grading.errors import InputError
 from grading.git_quote import path_text
@@ -25,7 +25,7 @@ from grading.path_lists import (
     read_snapshot,
     unquote_path,
 )
-from grading.workspace import capture, snapshot_ignored, write_snapshot
+from grading.workspace.diff import capture, snapshot_ignored, write_snapshot
 from tests.gitrepo import GIT_ENV, GitRepo
 from tests.grading.workspace_helpers import ODD_NAME, agent_edits, apply_on_base, base_repo, listing
 

@@ -1,4 +1,4 @@
-"""The capture diffs the bytes on disk (grading/workspace_bytes.py): no line-ending or encoding
+"""The capture diffs the bytes on disk (grading/workspace/bytes.py): no line-ending or encoding
 conversion adds a change the run never made or hides one it made, and a file holding a NUL byte anywhere
 is a binary patch, so every captured run can be graded."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from grading.cli import main
+from grading.cli.rubric import main
 from grading.diffs import FileChange, load_diff
 from grading.git_quote import path_text
 from tests.gitrepo import GitRepo

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from grading.cli import main
+from grading.cli.rubric import main
 from grading.diffs import load_diff
 from grading.errors import InputError
 from grading.path_lists import (
@@ -22,7 +22,7 @@ from grading.path_lists import (
     read_snapshot,
     read_snapshot_file,
 )
-from grading.workspace import capture, snapshot_ignored, write_snapshot
+from grading.workspace.diff import capture, snapshot_ignored, write_snapshot
 from tests.gitrepo import GitRepo
 from tests.grading.diff_helpers import write_task
 

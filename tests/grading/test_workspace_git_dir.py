@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from grading.cli import main
+from grading.cli.rubric import main
 from grading.errors import InputError
 from grading.path_lists import read_path_list
-from grading.workspace import GIT_DIR_CHANGES_NAME, capture, write_snapshot
-from grading.workspace_record import record_path
+from grading.run_files import GIT_DIR_CHANGES_NAME
+from grading.workspace.diff import capture, write_snapshot
+from grading.workspace.record import record_path
 from tests.gitrepo import GitRepo
 from tests.grading.workspace_helpers import agent_edits, apply_on_base, base_repo, listing
 
@@ -259,7 +260,7 @@ def test_cli_names_git_dir_changes(
 
 
 def test_integrity_names_each_changed_path_up_to_a_cap_then_counts(tmp_path: Path) -> None:
-    from grading.integrity import GIT_DIR_VIOLATIONS_MAX, check_integrity
+    from grading.checks.integrity import GIT_DIR_VIOLATIONS_MAX, check_integrity
 
     paths = [f".git/objects/{i:02x}/x" for i in range(GIT_DIR_VIOLATIONS_MAX + 3)]
     result = check_integrity(None, [], None, None, None, None, git_dir_changes=paths)

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from grading.cli import main
+from grading.cli.rubric import main
 from grading.diffs import load_diff
 from grading.errors import InputError
 from grading.path_lists import SNAPSHOT_HEADER_V2, read_ignored_created, read_path_list
-from grading.workspace import capture, write_snapshot
+from grading.workspace.diff import capture, write_snapshot
 from tests.gitrepo import GitRepo
 from tests.grading.diff_helpers import write_task
 from tests.grading.workspace_helpers import CACHEDIR_TAG, apply_on_base, listing

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from grading.cli import main
-from grading.integrity import SPECIAL_FILE_VIOLATIONS_MAX, check_integrity, integrity_for_run
+from grading.checks.integrity import SPECIAL_FILE_VIOLATIONS_MAX, check_integrity, integrity_for_run
+from grading.cli.rubric import main
 from grading.path_lists import read_ignored_created, read_path_list
-from grading.workspace import capture, write_snapshot
+from grading.workspace.diff import capture, write_snapshot
 from tests.gitrepo import GitRepo
 from tests.grading.workspace_helpers import agent_edits, apply_on_base, base_repo, listing
 

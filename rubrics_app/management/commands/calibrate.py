@@ -33,9 +33,9 @@ from rubrics_app.models import (
     RubricRevision,
     TransitionError,
 )
-from rubrics_app.services import calibration
+from rubrics_app.services.calibration import run as calibration
+from rubrics_app.services.calibration.mutants import harmless_marks
 from rubrics_app.services.jobs import QueueUnreachable
-from rubrics_app.services.mutants import harmless_marks
 
 
 class Command(BaseCommand):

@@ -20,7 +20,7 @@ from rubrics_app.management.options import REPOSITORY_HELP, repository_named
 from rubrics_app.management.wait import wait_for_job
 from rubrics_app.models import EvidenceCheckResult, JobStatus, Repository
 from rubrics_app.services.jobs import QueueUnreachable
-from rubrics_app.services.rereview import (
+from rubrics_app.services.rubrics.rereview import (
     EvidenceCheckError,
     check_evidence,
     evidence_result,

@@ -22,7 +22,7 @@ from rubrics_app.access import Actor
 from rubrics_app.management.options import REPOSITORY_HELP, TASK_HELP, repository_named, task_of
 from rubrics_app.management.wait import wait_for_job
 from rubrics_app.models import Job, JobStatus, RubricDraft
-from rubrics_app.services.drafting import DraftRequestError, request_draft
+from rubrics_app.services.drafting.run import DraftRequestError, request_draft
 from rubrics_app.services.jobs import QueueUnreachable
 
 

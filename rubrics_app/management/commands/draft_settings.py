@@ -16,7 +16,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from rubrics_app.access import Actor
 from rubrics_app.management.options import REPOSITORY_HELP, repository_named
 from rubrics_app.models import DraftSetting, Repository
-from rubrics_app.services.drafting import DraftSettingError, set_draft_settings
+from rubrics_app.services.drafting.run import DraftSettingError, set_draft_settings
 
 _OPTION = {
     "drafter": "--drafter",

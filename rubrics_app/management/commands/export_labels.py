@@ -1,7 +1,7 @@
 """manage.py export_labels --repository NAME [--out FILE]
 
 The review queue's human verdicts as the labels file of ``rubric report --labels``: ``{"<run directory>":
-true|false}``, a human's verdict on whether each run is mergeable (see services.queue.human_mergeable for
+true|false}``, a human's verdict on whether each run is mergeable (see services.runs.queue.human_mergeable for
 when a run gets one). Run directories are named as they were imported (``AgentRun.source``).
 """
 
@@ -16,7 +16,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from rubrics_app.management.options import REPOSITORY_HELP, repository_named
 from rubrics_app.models import HumanVerdict, RunGrade
-from rubrics_app.services.queue import human_mergeable
+from rubrics_app.services.runs.queue import human_mergeable
 
 
 class Command(BaseCommand):

@@ -17,8 +17,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from rubrics_app.access import Actor
 from rubrics_app.management.options import REPOSITORY_HELP, TASK_HELP
 from rubrics_app.models import Repository, RevisionStatus, RubricRevision, TransitionError
-from rubrics_app.services.import_export import ExportError, write_many_to_checkout
-from rubrics_app.services.rereview import disputed_blockers
+from rubrics_app.services.rubrics.exports import ExportError, write_many_to_checkout
+from rubrics_app.services.rubrics.rereview import disputed_blockers
 
 
 class Command(BaseCommand):

@@ -20,7 +20,8 @@ from django.db import transaction
 from rubrics_app.access import Actor, access_of
 from rubrics_app.management.options import REPOSITORY_HELP
 from rubrics_app.models import Role
-from rubrics_app.services.import_export import ImportFailed, import_checkout, repository_for_checkout
+from rubrics_app.services.rubrics.files import ImportFailed
+from rubrics_app.services.rubrics.imports import import_checkout, repository_for_checkout
 
 
 class Command(BaseCommand):

@@ -20,9 +20,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from rubrics_app.access import Actor
 from rubrics_app.management.options import REPOSITORY_HELP, repository_named
-from rubrics_app.services.import_export import ImportFailed
-from rubrics_app.services.runs import RunImport, import_run_dirs
-from rubrics_app.services.swe_bench import SweBenchImport, import_swe_bench
+from rubrics_app.services.rubrics.files import ImportFailed
+from rubrics_app.services.runs.store import RunImport, import_run_dirs
+from rubrics_app.services.runs.swe_bench import SweBenchImport, import_swe_bench
 
 
 class Command(BaseCommand):

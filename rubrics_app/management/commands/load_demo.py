@@ -41,8 +41,11 @@ from rubrics_app.models import (
     Task,
     refresh_current_grades,
 )
-from rubrics_app.services import calibration, revisions
-from rubrics_app.services.import_export import TaskFiles, import_task_files
+from rubrics_app.services.calibration import run as calibration
+from rubrics_app.services.calibration.inputs import calibration_files, task_files
+from rubrics_app.services.rubrics import revisions
+from rubrics_app.services.rubrics.files import TaskFiles
+from rubrics_app.services.rubrics.imports import import_task_files
 
 REPOSITORY = "shapes"
 EXAMPLES = Path(settings.BASE_DIR) / "examples"
@@ -476,9 +479,7 @@ class Command(BaseCommand):
         script = script.model_copy(update={"by_diff_sha256": known})
         taught = RubricRevision.objects.filter(task__repository=repository).exclude(task__oracle_diff=b"")
         for revision in taught.select_related("task__repository").order_by("pk"):
-            script = teach_scripted_judge(
-                script, calibration.task_files(calibration.calibration_files(revision))
-            )
+            script = teach_scripted_judge(script, task_files(calibration_files(revision)))
         primary, second = _judge_files()
         primary.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(primary, script.model_dump_json(indent=2, exclude_defaults=True).encode() + b"\n")
@@ -490,7 +491,7 @@ class Command(BaseCommand):
         """The example runs graded by the `rubric grade` code with the demo's two scripted judges (the second
         disagrees on B1 and N1), imported for the review queue."""
         from grading import grade_run
-        from rubrics_app.services.runs import import_run_dirs
+        from rubrics_app.services.runs.store import import_run_dirs
 
         runs = EXAMPLES / "runs"
         if not runs.is_dir() or not EXAMPLE_JUDGE.is_file() or not (EXAMPLE_TASK / "rubric.json").is_file():

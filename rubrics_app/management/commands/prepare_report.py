@@ -15,7 +15,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from rubrics_app.management.options import REPOSITORY_HELP, repository_named
 from rubrics_app.models import Repository
-from rubrics_app.services.report import prepare_report
+from rubrics_app.services.reports.report import prepare_report
 
 
 class Command(BaseCommand):

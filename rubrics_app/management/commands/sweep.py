@@ -23,9 +23,9 @@ from rubrics_app.access import Actor
 from rubrics_app.management.options import REPOSITORY_HELP, TASK_HELP, repository_named, task_of
 from rubrics_app.management.wait import wait_for_job
 from rubrics_app.models import Job, JobStatus, RubricRevision, Sweep, SweepResult
-from rubrics_app.services import sweeps
 from rubrics_app.services.jobs import QueueUnreachable
-from rubrics_app.services.sweeps import SweepError, SweepRequest
+from rubrics_app.services.sweeps import run as sweeps
+from rubrics_app.services.sweeps.run import SweepError, SweepRequest
 
 
 def _rate(value: str) -> float:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from grading.cli import main
+from grading.cli.rubric import main
 from grading.errors import InputError
 from grading.judge.backend import BackendError, JudgeRequest
 from grading.judge.cache import SqliteCache, cache_key

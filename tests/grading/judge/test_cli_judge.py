@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from grading.cli import main
-from grading.judge.models import CONFIG_BLOCKER_ID
+from grading.cli.rubric import main
 from grading.judge.prompt import fence_close, fence_open
+from grading.schema import CONFIG_BLOCKER_ID
 from tests.grading.judge.judge_helpers import DIFF, LAZY_SOLUTION, TASK, rubric_data
 
 ANSWERS = {i: {"verdict": "pass", "reason": f"{i} holds."} for i in ["B1", "B2", "N1", "N2", "N3"]}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from grading.cli import main
+from grading.cli.rubric import main
 from grading.errors import InputError
 from grading.judge.specs import check_second_judge, judge_family, second_judge_problem
 from tests.grading.judge.fake_servers import (

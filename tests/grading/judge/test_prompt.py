@@ -7,7 +7,6 @@ import pytest
 
 from grading.errors import InputError, InputErrors
 from grading.judge.backend import JudgeRequest
-from grading.judge.models import CONFIG_BLOCKER_ID
 from grading.judge.prompt import (
     INSTRUCTIONS,
     NONCE_PLACEHOLDER,
@@ -21,6 +20,7 @@ from grading.judge.prompt import (
     with_nonce,
 )
 from grading.loaders import parse_rubric
+from grading.schema import CONFIG_BLOCKER_ID
 from tests.grading.judge.judge_helpers import DIFF, EVIDENCE, LAZY_SOLUTION, TASK, make_rubric, rubric_data
 
 

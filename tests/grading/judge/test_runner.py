@@ -11,10 +11,11 @@ from grading.errors import InputError
 from grading.judge.backend import BackendError, BackendReply, JudgeRequest
 from grading.judge.cache import MemoryCache
 from grading.judge.cost import Price, PriceTable
-from grading.judge.models import CONFIG_BLOCKER_ID, Usage
+from grading.judge.models import Usage
 from grading.judge.prompt import fenced_diff
 from grading.judge.runner import JudgeSettings, judge_diff, judge_run
 from grading.judge.sweep import BatchingBackend, SweepJob, judge_sweep
+from grading.schema import CONFIG_BLOCKER_ID
 from tests.grading.judge.judge_helpers import DIFF, TASK, FakeBackend, make_rubric, verdicts_json
 
 ALL = ["B1", "B2", "N1", "N2", "N3"]

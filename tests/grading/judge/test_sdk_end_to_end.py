@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from grading.cli import main
+from grading.cli.rubric import main
 from grading.judge.anthropic_backend import AnthropicBackend
 from grading.judge.backend import Backend
 from grading.judge.cache import SqliteCache

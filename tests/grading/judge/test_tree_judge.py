@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from grading.basetree import MAX_READ_BYTES, BaseTree
-from grading.cli import main
+from grading.checks.outcome import grade_run
+from grading.cli.rubric import main
 from grading.judge.anthropic_backend import AnthropicBackend
 from grading.judge.backend import Backend, ToolCall
 from grading.judge.cache import MemoryCache
@@ -24,7 +25,6 @@ from grading.judge.runner import JudgeSettings, judge_diff
 from grading.judge.scripted import ScriptedBackend
 from grading.judge.tree import tree_cache_key, tree_request
 from grading.judge.tree_tools import TreeTools
-from grading.outcome import grade_run
 from grading.schema import TaskSpec
 from tests.gitrepo import GitRepo
 from tests.grading.judge.fake_servers import (
@@ -406,7 +406,7 @@ def test_rubric_report_shows_the_tree_judge_cost_apart(
 def test_admission_rows_use_the_tree_judge_with_a_checkout(
     fake_server: FakeProviderServer, git_repo: GitRepo, tmp_path: Path
 ) -> None:
-    from grading.admission import check_task
+    from grading.admission.check import check_task
 
     base, _ = make_base(git_repo, tmp_path)
     task_dir, _, manifest = write_task(tmp_path, base)

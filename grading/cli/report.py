@@ -1,0 +1,123 @@
+"""``rubric report RUN_DIR...``: mergeable against test-pass per arm and model (spec §7).
+
+Reads each RUN_DIR's run.json and metrics.json (written by ``rubric grade``). With ``--tasks DIR`` (the
+directory holding ``<task-id>/task.json``; repeatable, the first that holds a task wins) the report also
+knows each task's base_date (for ``--cutoffs``) and prompt_style. Output: Markdown (default), ``--json``
+(one object) or ``--csv`` (one row per cell); ``--html OUT.html`` also writes one self-contained HTML file
+with the charts. Exit 0, or 2 on bad input (nothing is printed then).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from grading.atomic import write_atomic
+from grading.cli.common import Subparsers, print_json
+from grading.errors import InputError
+from grading.report.build import build_report
+from grading.report.files import TaskIndex, load_cutoffs, load_labels, read_graded_run
+from grading.report.html import render_report_html
+from grading.report.models import DEFAULT_BOOTSTRAP, DEFAULT_SEED, GradedRun
+from grading.report.render import report_csv, report_markdown
+
+
+def _count(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{n} is negative")
+    return n
+
+
+def _seed(value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+
+
+def register(subparsers: Subparsers) -> None:
+    report = subparsers.add_parser(
+        "report",
+        help="mergeable against test-pass per arm and model, with task-level intervals",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    report.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
+    fmt = report.add_mutually_exclusive_group()
+    fmt.add_argument("--json", dest="format", action="store_const", const="json", help="one JSON object")
+    fmt.add_argument("--csv", dest="format", action="store_const", const="csv", help="one row per cell")
+    fmt.add_argument("--md", dest="format", action="store_const", const="md", help="Markdown (default)")
+    report.add_argument("--html", type=Path, metavar="OUT",
+                        help="also write the report as one self-contained HTML file "
+                        "(inline CSS, SVG charts)")  # fmt: skip
+    report.add_argument("--tasks", type=Path, action="append", metavar="DIR",
+                        help="a tasks directory holding <task-id>/task.json (base_date, prompt_style); "
+                        "repeatable")  # fmt: skip
+    report.add_argument("--cutoffs", type=Path, metavar="FILE",
+                        help='JSON {"<model id>": "YYYY-MM-DD"}: split cells by base_date against the '
+                        "model's training cutoff (needs --tasks)")  # fmt: skip
+    report.add_argument("--labels", type=Path, metavar="FILE",
+                        help='JSON {"<run dir>": true|false}: human verdicts on mergeable for the '
+                        "judge-error correction (at least 20 labelled runs)")  # fmt: skip
+    report.add_argument(
+        "--bootstrap",
+        type=_count,
+        default=DEFAULT_BOOTSTRAP,
+        metavar="N",
+        help=f"bootstrap replicates (default {DEFAULT_BOOTSTRAP}; 0: no intervals)",
+    )
+    report.add_argument(
+        "--seed",
+        type=_seed,
+        default=DEFAULT_SEED,
+        metavar="N",
+        help=f"bootstrap seed (default {DEFAULT_SEED}: the same runs give the same report)",
+    )
+    report.set_defaults(handler=run_report, format="md")
+
+
+def run_report(args: argparse.Namespace) -> int:
+    if args.html is not None and (args.html.is_dir() or not args.html.parent.is_dir()):
+        raise InputError(args.html, "not a file in an existing directory", "--html")
+    if args.cutoffs is not None and not args.tasks:
+        raise InputError(None, "needs --tasks: the split compares each task's base_date", "--cutoffs")
+    cutoffs = load_cutoffs(args.cutoffs) if args.cutoffs is not None else None
+    labels = load_labels(args.labels) if args.labels is not None else {}
+    for tasks_dir in args.tasks or []:
+        if not tasks_dir.is_dir():
+            raise InputError(tasks_dir, "not a directory", "--tasks")
+    tasks = TaskIndex(args.tasks) if args.tasks else None
+    runs: list[GradedRun] = []
+    seen: set[Path] = set()
+    for run_dir in args.run_dirs:
+        if not run_dir.is_dir():
+            raise InputError(run_dir, "not a run directory")
+        if not (run_dir / "run.json").exists() and any((c / "run.json").is_file() for c in run_dir.iterdir()):
+            raise InputError(
+                run_dir / "run.json", f"file not found; to report the runs inside, give {run_dir}/*"
+            )
+        resolved = run_dir.resolve()
+        if resolved in seen:
+            raise InputError(run_dir, "given twice: each run counts once")
+        seen.add(resolved)
+        run = read_graded_run(run_dir, tasks)
+        if resolved in labels:
+            run = run.model_copy(update={"human_mergeable": labels[resolved]})
+        runs.append(run)
+    report = build_report(runs, cutoffs=cutoffs, bootstrap=args.bootstrap, seed=args.seed)
+    if unmatched := len(set(labels) - seen):
+        report.warnings.append(f"{unmatched} labels in {args.labels} name runs not in this report: ignored")
+    if args.html is not None:
+        write_atomic(args.html, render_report_html(report).encode())
+    if args.format == "json":
+        print_json(report.to_json_dict())
+    elif args.format == "csv":
+        sys.stdout.write(report_csv(report))
+    else:
+        sys.stdout.write(report_markdown(report))
+    return 0

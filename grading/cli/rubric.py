@@ -1,0 +1,144 @@
+"""The ``rubric`` command. Exit codes: 0 success, 1 the thing checked fails, 2 bad input."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.metadata
+import io
+import os
+import re
+import sys
+from collections.abc import Sequence
+
+from grading.errors import InputError, InputErrors, one_line
+
+# Each module defines register(subparsers) and sets a handler returning the exit code.
+COMMAND_MODULES = [
+    "grading.cli.validate",
+    "grading.cli.workspace",
+    "grading.cli.scope",
+    "grading.cli.integrity",
+    "grading.cli.judge",
+    "grading.cli.grade",
+    "grading.cli.check",
+    "grading.cli.draft",
+    "grading.cli.report",
+]
+
+
+# The module that registers each subcommand, so that `rubric scope` imports only what scope needs: not the
+# judge runner (asyncio), the verdict cache (sqlite3, ssl) or, through them, anything a judge needs. A name
+# missing here still works: every module is then imported, as for `rubric --help`.
+COMMAND_MODULE_OF = {
+    "validate": "grading.cli.validate",
+    "schema": "grading.cli.validate",
+    "snapshot": "grading.cli.workspace",
+    "capture": "grading.cli.workspace",
+    "scope": "grading.cli.scope",
+    "integrity": "grading.cli.integrity",
+    "judge": "grading.cli.judge",
+    "grade": "grading.cli.grade",
+    "check": "grading.cli.check",
+    "list-tests": "grading.cli.workspace",
+    "draft": "grading.cli.draft",
+    "report": "grading.cli.report",
+}
+
+# Help for the positional arguments that several subcommands share, by metavar: said once, here.
+POSITIONAL_HELP = {
+    "TASK_DIR": "a task directory: task.json (or prompt.md), rubric.json, calib/*.diff, oracle.diff, "
+    "oracle_grade.json, tests_base.txt",
+    "RUN_DIR": "a run directory: run.json, grade.json, workspace.diff, ignored_created.txt, tests_list.txt "
+    "or tests_list.error (metrics.json once graded)",
+    "WORKSPACE": "the top level of the agent's git work tree",
+}
+
+EPILOG = (
+    "Every subcommand exits 0 on success, 1 when the thing checked fails, 2 on bad input (one line naming "
+    "the file and the field). Reference: docs/README.md in the project (rubric format, files, grading, "
+    "admission, drafting, report)."
+)
+
+# Help texts are written for readers of the code too; on a terminal they lose the reST markup and the
+# section numbers of a specification that a user's copy of the project does not ship.
+_REST_LITERAL = re.compile(r"``([^`]+)``")
+_SPEC_PAREN = re.compile(r"\s*\((?:spec )?§\d+\)")  # "admission (§5): ..." -> "admission: ..."
+_SPEC_WORD = re.compile(r"(?:spec )?§\d+ ?")  # "the §1 outcome" -> "the outcome"
+
+
+def plain_help(text: str | None) -> str | None:
+    """``text`` as a terminal shows it: no reST literals, no spec section numbers."""
+    if text is None:
+        return None
+    return _SPEC_WORD.sub("", _SPEC_PAREN.sub("", _REST_LITERAL.sub(r"\1", text)))
+
+
+def _tidy(parser: argparse.ArgumentParser) -> None:
+    parser.description = plain_help(parser.description)
+    for action in parser._actions:
+        action.help = plain_help(action.help) if isinstance(action.help, str) else action.help
+        if not action.option_strings and action.help is None and isinstance(action.metavar, str):
+            action.help = POSITIONAL_HELP.get(action.metavar)
+        if isinstance(action, argparse._SubParsersAction):
+            for choice in action._choices_actions:
+                choice.help = plain_help(choice.help)
+            for sub in dict.fromkeys(action.choices.values()):
+                _tidy(sub)
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The ``rubric`` parser; given the arguments, only the module of the subcommand they name is loaded."""
+    parser = argparse.ArgumentParser(
+        prog="rubric",
+        description="Mergeability grading: rubric checks, scope, test integrity, the judge, admission, "
+        "drafting and reports.",
+        epilog=EPILOG,
+    )
+    parser.add_argument("--version", action="version", version=f"rubric {_version()}")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    command = next(iter(argv), None) if argv is not None else None
+    module = COMMAND_MODULE_OF.get(command) if command is not None else None
+    for name in [module] if module is not None else COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    _tidy(parser)
+    return parser
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("mergeability-grading")
+    except importlib.metadata.PackageNotFoundError:
+        return "(not installed)"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    # A file name that is not UTF-8 reaches the output as surrogate escapes; under a UTF-8 locale stdout is
+    # strict and printing it would end in a traceback. Show such bytes as \udcNN instead.
+    if isinstance(sys.stdout, io.TextIOWrapper) and sys.stdout.errors == "strict":
+        sys.stdout.reconfigure(errors="backslashreplace")
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = build_parser(argv)
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.handler(args)
+    except InputErrors as exc:
+        for line in exc.lines():
+            print(f"rubric: error: {one_line(line)}", file=sys.stderr)
+        return 2
+    except InputError as exc:
+        print(f"rubric: error: {one_line(str(exc))}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("rubric: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader closed the pipe (`rubric ... | head`): stop quietly, as a shell tool killed by SIGPIPE.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

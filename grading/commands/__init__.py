@@ -1,1 +1,0 @@
-"""Subcommands of ``rubric``: argument parsing and printing only; the work lives in grading/ modules."""

@@ -1,0 +1,111 @@
+"""The §7 report: run outcomes summed per task, arm, model and prompt style (sums), rates with bootstrap
+intervals (stats), contrasts and their precision (contrasts, power), judge agreement (agreement), the
+warnings, the report model (models, built by build), and its renderings: text and CSV (render), SVG
+charts (charts), one HTML file (html). files reads metrics.json, labels and cutoffs from disk."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from grading.lazy import lazy_interface
+
+# module -> the public names it defines
+_PUBLIC: dict[str, tuple[str, ...]] = {
+    "grading.report.agreement": ("judge_agreement",),
+    "grading.report.build": ("build_report", "report_from_sums", "report_label_target"),
+    "grading.report.charts": (
+        "blocker_histogram",
+        "forest_plot",
+        "no_interval_reason",
+        "rates_chart",
+        "standalone",
+    ),
+    "grading.report.files": (
+        "MetricsDetails",
+        "MetricsFile",
+        "MetricsJudge",
+        "StrictMetricsFile",
+        "TaskIndex",
+        "load_cutoffs",
+        "load_labels",
+        "parse_date",
+        "read_graded_run",
+        "read_metrics",
+    ),
+    "grading.report.html": ("label_target_text", "render_report_html"),
+    "grading.report.models": (
+        "Cell",
+        "Contrast",
+        "DEFAULT_BOOTSTRAP",
+        "DEFAULT_SEED",
+        "Disagreement",
+        "GradedRun",
+        "JudgeVerdicts",
+        "LabelTarget",
+        "Report",
+        "TaskRow",
+        "grade_metrics",
+    ),
+    "grading.report.render": (
+        "METRIC_NAMES",
+        "contrast_estimate",
+        "contrast_label",
+        "metric_lines",
+        "precision_text",
+        "report_csv",
+        "report_markdown",
+    ),
+    "grading.report.stats": ("Estimate",),
+    "grading.report.sums": ("JudgeCost", "PartSums", "ReportSums", "VerdictGroup", "run_disagreements"),
+    "grading.report.warnings": ("REPEATED_WARNINGS", "warning_kind"),
+}
+__all__, _MODULE_OF, __getattr__, __dir__ = lazy_interface(__name__, _PUBLIC, globals())
+
+if TYPE_CHECKING:
+    from grading.report.agreement import judge_agreement as judge_agreement
+    from grading.report.build import build_report as build_report
+    from grading.report.build import report_from_sums as report_from_sums
+    from grading.report.build import report_label_target as report_label_target
+    from grading.report.charts import blocker_histogram as blocker_histogram
+    from grading.report.charts import forest_plot as forest_plot
+    from grading.report.charts import no_interval_reason as no_interval_reason
+    from grading.report.charts import rates_chart as rates_chart
+    from grading.report.charts import standalone as standalone
+    from grading.report.files import MetricsDetails as MetricsDetails
+    from grading.report.files import MetricsFile as MetricsFile
+    from grading.report.files import MetricsJudge as MetricsJudge
+    from grading.report.files import StrictMetricsFile as StrictMetricsFile
+    from grading.report.files import TaskIndex as TaskIndex
+    from grading.report.files import load_cutoffs as load_cutoffs
+    from grading.report.files import load_labels as load_labels
+    from grading.report.files import parse_date as parse_date
+    from grading.report.files import read_graded_run as read_graded_run
+    from grading.report.files import read_metrics as read_metrics
+    from grading.report.html import label_target_text as label_target_text
+    from grading.report.html import render_report_html as render_report_html
+    from grading.report.models import DEFAULT_BOOTSTRAP as DEFAULT_BOOTSTRAP
+    from grading.report.models import DEFAULT_SEED as DEFAULT_SEED
+    from grading.report.models import Cell as Cell
+    from grading.report.models import Contrast as Contrast
+    from grading.report.models import Disagreement as Disagreement
+    from grading.report.models import GradedRun as GradedRun
+    from grading.report.models import JudgeVerdicts as JudgeVerdicts
+    from grading.report.models import LabelTarget as LabelTarget
+    from grading.report.models import Report as Report
+    from grading.report.models import TaskRow as TaskRow
+    from grading.report.models import grade_metrics as grade_metrics
+    from grading.report.render import METRIC_NAMES as METRIC_NAMES
+    from grading.report.render import contrast_estimate as contrast_estimate
+    from grading.report.render import contrast_label as contrast_label
+    from grading.report.render import metric_lines as metric_lines
+    from grading.report.render import precision_text as precision_text
+    from grading.report.render import report_csv as report_csv
+    from grading.report.render import report_markdown as report_markdown
+    from grading.report.stats import Estimate as Estimate
+    from grading.report.sums import JudgeCost as JudgeCost
+    from grading.report.sums import PartSums as PartSums
+    from grading.report.sums import ReportSums as ReportSums
+    from grading.report.sums import VerdictGroup as VerdictGroup
+    from grading.report.sums import run_disagreements as run_disagreements
+    from grading.report.warnings import REPEATED_WARNINGS as REPEATED_WARNINGS
+    from grading.report.warnings import warning_kind as warning_kind

@@ -1,0 +1,325 @@
+"""The report's charts as SVG text: the page draws them inline (no CDN, no script), ``rubric report
+--html`` writes them into its file, and each downloads as an .svg of its own.
+
+Each chart is drawn at the width it is given (``width="100%"``): horizontal positions are percentages of
+that width and text sizes are pixels, so a label is 13 px on a 390 px phone as on a 1280 px screen (a
+viewBox would scale the text down with the drawing). Every name of a chart's row has a line of its own
+above the row, so a narrow screen never makes names and marks collide.
+
+Every piece of text comes from run files or rubrics (task, arm, model, blocker ids, criteria), so each is
+escaped (:func:`_h`); numbers are formatted here before they reach it. The results are :class:`Markup`,
+text already safe to put in a page.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Mapping
+
+from grading.report.models import Cell, Contrast, TaskRow
+from grading.report.render import METRIC_NAMES, contrast_estimate, contrast_label, points
+from grading.report.stats import Estimate
+
+FONT = 13  # px, whatever the width: the smallest text in a chart
+SMALL = 12
+LINE = 18  # a label line
+ROW = 18  # a mark row
+TOP = 26  # the axis labels
+MAX_LABEL = 60  # characters on a label line; the full text is in the row's <title>
+
+TEST_PASS_COLOUR = "#6b7280"
+MERGEABLE_COLOUR = "#1d4ed8"
+CONTRAST_COLOUR = "#111827"
+FAILED_COLOUR = "#b91c1c"
+
+
+class Markup(str):
+    """SVG text built here: already escaped, so :func:`_h` puts it in as it is."""
+
+    __slots__ = ()
+
+
+def _escape(value: object) -> str:
+    return value if isinstance(value, Markup) else html.escape(str(value), quote=True)
+
+
+def _h(template: str, *args: object, **kwargs: object) -> Markup:
+    """``template.format`` with every value escaped, save those already :class:`Markup`."""
+    return Markup(template.format(*map(_escape, args), **{k: _escape(v) for k, v in kwargs.items()}))
+
+
+def mark_safe(text: str) -> Markup:
+    return Markup(text)
+
+
+def _short(text: str, limit: int = MAX_LABEL) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def _open(kind: str, height: int, title: str) -> Markup:
+    return _h(
+        '<svg xmlns="http://www.w3.org/2000/svg" class="report-chart {k}" width="100%" height="{h}" '
+        'font-family="system-ui, -apple-system, Segoe UI, sans-serif" font-size="{f}" role="img" '
+        'aria-label="{t}"><title>{t}</title>',
+        k=kind, h=str(height), f=str(FONT), t=title,
+    )  # fmt: skip
+
+
+class _Scale:
+    """Values in [lo, hi] to percentages of the width, between ``left`` and ``right`` percent."""
+
+    def __init__(self, lo: float, hi: float, left: float = 2.0, right: float = 96.0) -> None:
+        self.lo, self.hi, self.left, self.right = lo, hi, left, right
+
+    def __call__(self, value: float) -> str:
+        share = (min(self.hi, max(self.lo, value)) - self.lo) / (self.hi - self.lo)
+        return f"{self.left + share * (self.right - self.left):.2f}%"
+
+
+def _interval(
+    scale: _Scale, value: float, ci: tuple[float, float] | None, y: float, colour: str, marker: str
+) -> Markup:
+    parts = []
+    if ci is not None:
+        parts.append(
+            _h(
+                '<line x1="{lo}" x2="{hi}" y1="{y}" y2="{y}" stroke="{c}" stroke-width="2"/>'
+                '<line x1="{lo}" x2="{lo}" y1="{a}" y2="{b}" stroke="{c}"/>'
+                '<line x1="{hi}" x2="{hi}" y1="{a}" y2="{b}" stroke="{c}"/>',
+                lo=scale(ci[0]),
+                hi=scale(ci[1]),
+                y=f"{y:.1f}",
+                a=f"{y - 5:.1f}",
+                b=f"{y + 5:.1f}",
+                c=colour,
+            )  # fmt: skip
+        )
+    x = scale(value)
+    if marker == "square":
+        # A square centred on a percentage: a 9 px marker drawn as a thick short line.
+        parts.append(
+            _h(
+                '<line x1="{x}" x2="{x}" y1="{a}" y2="{b}" stroke="{c}" stroke-width="9"/>',
+                x=x,
+                a=f"{y - 4.5:.1f}",
+                b=f"{y + 4.5:.1f}",
+                c=colour,
+            )  # fmt: skip
+        )
+    elif marker == "hollow":
+        parts.append(
+            _h(
+                '<circle cx="{}" cy="{}" r="5" fill="#fff" stroke="{}" stroke-width="2"/>',
+                x,
+                f"{y:.1f}",
+                colour,
+            )
+        )
+    else:
+        parts.append(_h('<circle cx="{}" cy="{}" r="5" fill="{}"/>', x, f"{y:.1f}", colour))
+    return mark_safe("".join(parts))
+
+
+def _ticks(scale: _Scale, values: list[tuple[float, str]], bottom: float) -> Markup:
+    parts = []
+    for i, (value, text) in enumerate(values):
+        anchor = "start" if i == 0 else "end" if i == len(values) - 1 else "middle"
+        parts.append(
+            _h(
+                '<line x1="{x}" x2="{x}" y1="{top}" y2="{bottom}" stroke="#d1d5db"/>'
+                '<text x="{x}" y="{label}" font-size="{f}" text-anchor="{a}" fill="#4b5563">{t}</text>',
+                x=scale(value),
+                top=str(TOP - 6),
+                bottom=f"{bottom:.1f}",
+                label=str(TOP - 10),
+                f=str(SMALL),
+                a=anchor,
+                t=text,
+            )  # fmt: skip
+        )
+    return mark_safe("".join(parts))
+
+
+def _estimate_text(e: Estimate) -> str:
+    text = _pct(e.value)
+    if e.ci is not None:
+        text += f" [{_pct(e.ci[0])}, {_pct(e.ci[1])}]"
+    return text
+
+
+def no_interval_reason(cell: Cell, bootstrap: int) -> str | None:
+    """Why a cell's measured rates have no interval, or None when they have one (or nothing is measured)."""
+    if not cell.measured or cell.test_pass_rate.ci is not None:
+        return None
+    if bootstrap == 0:
+        return "no intervals were asked for (bootstrap 0)"
+    return "one task only: nothing to resample"
+
+
+def rates_chart(cells: list[Cell], bootstrap: int) -> Markup:
+    """Mergeable against test-pass per arm and model, each with its 95% interval as a bar."""
+    block = LINE + 2 * ROW + 6
+    height = TOP + block * max(1, len(cells))
+    scale = _Scale(0.0, 1.0)
+    parts: list[Markup] = [
+        _open(
+            "rates-chart",
+            height,
+            "Mergeable rate against test-pass rate per arm and model, with 95% intervals",
+        ),
+        _ticks(scale, [(t, f"{t:.0%}") for t in (0.0, 0.25, 0.5, 0.75, 1.0)], height - 4),
+    ]
+    for index, cell in enumerate(cells):
+        y = TOP + index * block
+        label = f"{cell.arm or '-'} / {cell.model or '-'}"
+        if cell.prompt_style:
+            label += f" ({cell.prompt_style})"
+        why = no_interval_reason(cell, bootstrap)
+        line = (
+            _short(label)
+            + (" · provisional" if cell.provisional else "")
+            + (f" · no interval: {why}" if why else "")
+        )
+        title = (
+            f"{label}: test-pass {_estimate_text(cell.test_pass_rate)}, "
+            f"mergeable {_estimate_text(cell.mergeable_rate)}"
+            + (" (provisional)" if cell.provisional else "")
+        )
+        marks = []
+        for e, row, colour, marker in (
+            (cell.test_pass_rate, 1, TEST_PASS_COLOUR, "square"),
+            (cell.mergeable_rate, 2, MERGEABLE_COLOUR, "circle"),
+        ):
+            ry = y + LINE + row * ROW - ROW / 2 + 2
+            if e.value is None:
+                marks.append(_h('<text x="2%" y="{}" fill="#4b5563">not measured</text>', f"{ry + 4:.1f}"))
+            else:
+                marks.append(_interval(scale, e.value, e.ci, ry, colour, marker))
+        parts.append(
+            _h(
+                '<g class="cell"><title>{}</title><text x="0" y="{}" font-weight="600">{}</text>{}</g>',
+                title,
+                f"{y + LINE - 4:.1f}",
+                line,
+                mark_safe("".join(marks)),
+            )  # fmt: skip
+        )
+    parts.append(mark_safe("</svg>"))
+    return mark_safe("".join(parts))
+
+
+def _contrast_range(contrasts: list[Contrast]) -> float:
+    """The half-range of the forest plot's axis: the widest bound, rounded up to 10 points."""
+    widest = 0.1
+    for c in contrasts:
+        for v in (c.value or 0.0, *(c.ci or (0.0, 0.0))):
+            widest = max(widest, abs(v))
+    return min(1.0, math.ceil(round(widest * 10, 6)) / 10)
+
+
+def forest_plot(contrasts: list[Contrast]) -> Markup:
+    """Every contrast as a point (b − a) and its paired 95% interval, around a zero line: one group of
+    three rows (test-pass, mergeable, gap) per pair compared. A hollow point marks few tasks."""
+    groups: list[list[Contrast]] = []
+    for c in contrasts:
+        if groups and (groups[-1][0].kind, groups[-1][0].fixed, groups[-1][0].a, groups[-1][0].b) == (
+            c.kind, c.fixed, c.a, c.b,
+        ):  # fmt: skip
+            groups[-1].append(c)
+        else:
+            groups.append([c])
+    block = LINE + 3 * ROW + 8
+    height = TOP + block * max(1, len(groups))
+    half = _contrast_range(contrasts)
+    scale = _Scale(-half, half, left=24.0)
+    ticks = [(-half, points(-half)), (-half / 2, ""), (0.0, "0"), (half / 2, ""), (half, points(half))]
+    parts: list[Markup] = [
+        _open("forest-plot", height, "Contrasts: b − a with paired 95% intervals, by task"),
+        _ticks(scale, ticks, height - 4),
+        _h(
+            '<line x1="{x}" x2="{x}" y1="{a}" y2="{b}" stroke="#111827" stroke-width="1.5"/>',
+            x=scale(0.0),
+            a=str(TOP - 6),
+            b=str(height - 4),
+        ),  # fmt: skip
+    ]
+    for index, group in enumerate(groups):
+        first = group[0]
+        y = TOP + index * block
+        heading = f"{_short(contrast_label(first))} · {first.tasks} task{'s' if first.tasks != 1 else ''}"
+        if first.few_tasks and first.tasks:
+            heading += " · few tasks"
+        rows = [_h('<text x="0" y="{}" font-weight="600">{}</text>', f"{y + LINE - 4:.1f}", heading)]
+        for row, c in enumerate(group, start=1):
+            ry = y + LINE + row * ROW - ROW / 2 + 2
+            mark: Markup
+            if c.value is None:
+                mark = _h(
+                    '<text x="{}" y="{}" fill="#4b5563">{}</text>',
+                    scale(-half),
+                    f"{ry + 4:.1f}",
+                    "no shared task",
+                )
+            else:
+                mark = _interval(
+                    scale, c.value, c.ci, ry, CONTRAST_COLOUR, "hollow" if c.few_tasks else "circle"
+                )
+            rows.append(
+                _h(
+                    '<g class="contrast"><title>{t}</title><text x="0" y="{y}">{m}</text>{mark}</g>',
+                    t=f"{contrast_label(c)}, {METRIC_NAMES[c.metric]}: {contrast_estimate(c)}",
+                    y=f"{ry + 4:.1f}",
+                    m=METRIC_NAMES[c.metric],
+                    mark=mark,
+                )  # fmt: skip
+            )
+        parts.append(_h('<g class="pair">{}</g>', mark_safe("".join(rows))))
+    parts.append(mark_safe("</svg>"))
+    return mark_safe("".join(parts))
+
+
+def blocker_histogram(row: TaskRow, criteria: Mapping[str, str] | None = None) -> Markup:
+    """One task's failed blockers: how many of the runs its primary judge decided failed each blocker.
+    Each bar's label line names the blocker's criterion (shortened; in full in its <title>)."""
+    criteria = criteria or {}
+    block = LINE + ROW + 4
+    items = list(row.failed_blockers.items())
+    height = 4 + block * max(1, len(items))
+    scale = _Scale(0.0, 1.0, left=0.0, right=80.0)
+    parts: list[Markup] = [_open("report-histogram", height, f"Failed blockers of {row.task}")]
+    for i, (item, count) in enumerate(items):
+        y = 4 + i * block
+        share = count / row.judged if row.judged else 0.0
+        criterion = criteria.get(item, "")
+        label = f"{item}: {criterion}" if criterion else item
+        parts.append(
+            _h(
+                '<g class="blocker"><title>{title}</title>'
+                '<text x="0" y="{ly}">{label}</text>'
+                '<rect x="0" y="{by}" width="{w}" height="{h}" fill="{c}"/>'
+                '<text x="{tx}" y="{ty}" dx="6">{n} of {of}</text></g>',
+                title=f"{label}: failed in {count} of {row.judged} judged runs",
+                ly=f"{y + LINE - 4:.1f}",
+                label=_short(label),
+                by=f"{y + LINE:.1f}",
+                w=scale(share),
+                h=str(ROW - 4),
+                c=FAILED_COLOUR,
+                tx=scale(share),
+                ty=f"{y + LINE + ROW - 6:.1f}",
+                n=str(count),
+                of=str(row.judged),
+            )  # fmt: skip
+        )
+    parts.append(mark_safe("</svg>"))
+    return mark_safe("".join(parts))
+
+
+def standalone(svg: str) -> str:
+    """A chart as an .svg file of its own (the "download figure" link)."""
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + svg + "\n"

@@ -1,0 +1,163 @@
+"""git for the workspace diff (grading/workspace/diff.py): the hardened runner with the user's and the
+repository's config neutralised, the small git look-ups the snapshot, its private record and the capture
+share, and the scratch git directory their scans run in. grading/workspace/diff.py's docstring says why
+each override is there."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from grading.errors import InputError
+from grading.git import NO_COMMANDS_CONFIG, Git
+from grading.git_quote import c_quote
+
+# The capture's info/attributes, which outranks .gitattributes and .git/info/attributes. `!diff`: a `binary`
+# or `-diff` attribute must not make a text change a binary patch the judge cannot read (git's own
+# text-or-binary test decides, then grading/workspace/bytes.py's NUL rule). The rest switch off every
+# conversion, so git hashes and diffs the bytes on disk (`-working-tree-encoding` is an error to git).
+RAW_ATTRIBUTES = "* !diff -text -ident -filter !working-tree-encoding\n"
+
+# Config that shapes the diff text or the file lists, pinned so the repository's .git/config cannot change
+# them. Keys a flag already pins (diff.external via --no-ext-diff, ...) are pinned here too, belt and braces.
+_CONFIG_OVERRIDES: tuple[tuple[str, str], ...] = (
+    # nothing the agent configured may run a command on the grading host (hooks included: `git add -N`
+    # writes the index, which runs post-index-change)
+    *NO_COMMANDS_CONFIG,
+    # the stat cache and index extensions of the copy must not reach outside the scratch directory
+    ("core.untrackedCache", "false"),
+    ("core.splitIndex", "false"),
+    ("index.sparse", "false"),
+    ("core.sparseCheckout", "false"),
+    ("core.trustctime", "true"),
+    ("core.checkStat", "default"),
+    # what counts as a change
+    ("core.fileMode", "true"),
+    ("core.symlinks", "true"),
+    ("core.ignoreCase", "false"),
+    # protections for checkouts on case-insensitive file systems: we never check out, and a file the agent
+    # named GIT~1/x must still be in the diff
+    ("core.protectNTFS", "false"),
+    ("core.protectHFS", "false"),
+    ("core.precomposeUnicode", "false"),
+    ("core.autocrlf", "false"),
+    ("core.eol", "lf"),
+    ("core.safecrlf", "false"),
+    ("core.excludesFile", os.devnull),  # the user's ~/.config/git/ignore is read even without config
+    ("core.attributesFile", os.devnull),
+    ("status.showUntrackedFiles", "all"),
+    ("submodule.recurse", "false"),
+    ("diff.ignoreSubmodules", "dirty"),
+    ("diff.submodule", "short"),
+    # the text of the diff
+    ("core.quotePath", "true"),
+    ("diff.noprefix", "false"),
+    ("diff.mnemonicPrefix", "false"),
+    ("diff.srcPrefix", "a/"),
+    ("diff.dstPrefix", "b/"),
+    ("diff.relative", "false"),
+    ("diff.renames", "false"),
+    ("diff.context", "3"),
+    ("diff.interHunkContext", "0"),
+    ("diff.algorithm", "default"),
+    ("diff.indentHeuristic", "true"),
+    ("diff.suppressBlankEmpty", "false"),
+    ("diff.orderFile", os.devnull),
+    ("color.ui", "false"),
+    ("color.diff", "false"),
+    ("core.abbrev", "40"),
+    ("core.bigFileThreshold", "512m"),
+)
+
+
+class WorkspaceGit(Git):
+    """git in one workspace, with the user's and the repository's config neutralised (module docstring)."""
+
+    def __init__(self, workspace: Path, extra_env: Mapping[str, str] | None = None) -> None:
+        super().__init__(workspace, extra_env, _CONFIG_OVERRIDES)
+
+    @property
+    def workspace(self) -> Path:
+        return self.cwd
+
+    @workspace.setter
+    def workspace(self, path: Path) -> None:
+        self.cwd = path
+
+    def neutralise_filters(self) -> None:
+        """Switch off every clean/smudge/process filter the repository configures (they run commands)."""
+        names = self.run("config", "--null", "--name-only", "--list").split(b"\0")
+        drivers: set[str] = set()
+        for raw in names:
+            name = raw.decode("utf-8", "surrogateescape")
+            if name.lower().startswith("filter.") and name.count(".") >= 2:
+                drivers.add(name[len("filter.") : name.rindex(".")])
+        for driver in sorted(drivers):
+            for key in ("clean", "smudge", "process"):
+                self.config.append((f"filter.{driver}.{key}", ""))
+            self.config.append((f"filter.{driver}.required", "false"))
+
+
+def resolve_base(git: WorkspaceGit, base: str) -> str:
+    out = git.run(
+        "rev-parse", "--verify", "--quiet", "--end-of-options", f"{base}^{{commit}}", ok_codes=(0, 1, 128)
+    )
+    commit = out.decode("ascii", "replace").strip()
+    if not commit:
+        raise InputError(
+            git.workspace, f"unknown revision {base!r} (not a commit in this repository)", "--base"
+        )
+    return commit
+
+
+def git_path(git: WorkspaceGit, name: str) -> Path:
+    out = os.fsdecode(git.run("rev-parse", "--git-path", name).rstrip(b"\n"))
+    return git.workspace / out  # absolute for linked worktrees, relative to the work tree otherwise
+
+
+def alternates_value(paths: Sequence[Path]) -> str:
+    # GIT_ALTERNATE_OBJECT_DIRECTORIES is ':'-separated; an entry starting with '"' is C-quoted.
+    entries = []
+    for p in paths:
+        raw = os.fsencode(p)
+        entries.append(c_quote(raw) if b":" in raw or raw.startswith(b'"') else os.fsdecode(raw))
+    return ":".join(entries)
+
+
+def split_z(data: bytes) -> list[str]:
+    return [os.fsdecode(item) for item in data.split(b"\0") if item]
+
+
+def nul_joined(names: Iterable[bytes | str]) -> bytes:
+    return b"".join((os.fsencode(n) if isinstance(n, str) else n) + b"\0" for n in names)
+
+
+def scratch_git_dir(
+    git: Git, scratch: Path, index_dir: Path, info_exclude: bytes, *, attributes: str | None = None
+) -> Path:
+    """A scratch git directory whose ``info/exclude`` is ``info_exclude`` and whose ``info/attributes``
+    (``attributes``; by default :data:`RAW_ATTRIBUTES`) outranks the workspace's.
+
+    A ``-diff`` or ``binary`` attribute (in ``.gitattributes``, or in ``.git/info/attributes``, which no
+    diff shows) turns a text change into a binary patch: the judge could not read it and max_changed_lines
+    would not count it. ``!diff`` leaves git's own text-or-binary test in charge. Conversions (``text``,
+    ``eol``, ``ident``, ``working-tree-encoding``, filters) are off: the diff is of the bytes on disk
+    (grading/workspace/bytes.py).
+    """
+    object_format = git.run("rev-parse", "--show-object-format").decode("ascii", "replace").strip()
+    git_dir = scratch / "gitdir"
+    for sub in ("refs", "objects", "info"):
+        (git_dir / sub).mkdir(parents=True)
+    (git_dir / "HEAD").write_text("ref: refs/heads/main\n")
+    config = "[core]\n\trepositoryformatversion = 0\n"
+    if object_format and object_format != "sha1":
+        config = f"[core]\n\trepositoryformatversion = 1\n[extensions]\n\tobjectformat = {object_format}\n"
+    (git_dir / "config").write_text(config)
+    (git_dir / "info" / "attributes").write_text(RAW_ATTRIBUTES if attributes is None else attributes)
+    (git_dir / "info" / "exclude").write_bytes(info_exclude)
+    # A split index names its shared part, which git looks for beside the index's git directory.
+    for shared in index_dir.glob("sharedindex.*"):
+        shutil.copyfile(shared, git_dir / shared.name)
+    return git_dir

@@ -1,0 +1,359 @@
+"""The private record of a v4 snapshot (grading/workspace/diff.py's docstring): the directory ``FILE.git``
+beside the snapshot file, holding a git directory of its own and a manifest of the workspace's ``.git``,
+and the rules that tell which changes under ``.git`` are ordinary history work."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import stat
+import tempfile
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from grading.errors import InputError
+from grading.path_lists import SNAPSHOT_HEADER, quote_path, read_lines, unquote_path
+from grading.workspace.git import WorkspaceGit, alternates_value, git_path, resolve_base
+
+RECORD_SUFFIX = ".git"  # the private record of a snapshot FILE is the directory FILE.git
+_RECORD_MARKER = "rubric-snapshot-record"
+_RECORD_MANIFEST = "git-dir-manifest"
+_RECORD_FALLBACK = "workspace-objects"  # the workspace's object directory at snapshot time
+RECORD_EXCLUDE = "workspace-info-exclude"  # where the workspace's info/exclude was at snapshot time
+_HASH_CHUNK = 1 << 20
+
+
+def record_path(snapshot_file: Path) -> Path:
+    """The private record that goes with a snapshot file: the directory ``FILE.git`` beside it."""
+    return snapshot_file.with_name(snapshot_file.name + RECORD_SUFFIX)
+
+
+def write_record(git: WorkspaceGit, real_index: Path, objects: Path, record: Path) -> None:
+    """Write the private record of the workspace's git state to ``record`` (a directory; the module
+    docstring says what it holds). ``git`` reads the workspace's git directory and writes nothing there.
+    Written beside ``record`` and renamed into place, so it is whole or absent."""
+    parent = record.parent
+    if record.exists() and not (record / _RECORD_MARKER).is_file():
+        raise InputError(record, "exists and is not a snapshot record; remove it or write elsewhere")
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{record.name}.", dir=parent))
+    except OSError as exc:
+        raise InputError(record, f"cannot create the record: {exc.strerror or exc}") from exc
+    try:
+        _fill_record(git, real_index, objects, tmp)
+        if record.exists():
+            shutil.rmtree(record)
+        tmp.rename(record)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise InputError(record, f"cannot write the record: {exc.strerror or exc}") from exc
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _fill_record(git: WorkspaceGit, real_index: Path, objects: Path, record: Path) -> None:
+    pack_dir = record / "objects" / "pack"
+    pack_dir.mkdir(parents=True)
+    (record / "refs").mkdir()
+    head = git.run("rev-parse", "--verify", "--quiet", "HEAD^{commit}", ok_codes=(0, 1, 128)).strip()
+    (record / "HEAD").write_bytes(head + b"\n" if head else b"ref: refs/heads/unborn\n")
+    # Every ref as it is now, so --base names a branch or tag as it was before the run.
+    refs = git.run("for-each-ref", "--format=%(objectname) %(refname)")
+    (record / "packed-refs").write_bytes(refs)
+    object_format = git.run("rev-parse", "--show-object-format").decode("ascii", "replace").strip()
+    config = "[core]\n\trepositoryformatversion = 0\n\tbare = false\n"
+    if object_format and object_format != "sha1":
+        config = (
+            "[core]\n\trepositoryformatversion = 1\n\tbare = false\n"
+            f"[extensions]\n\tobjectformat = {object_format}\n"
+        )
+    (record / "config").write_text(config)
+    # The objects a diff against HEAD needs: HEAD's commit, tree and blobs, and the blobs of the index.
+    wanted = git.run("rev-list", "--objects", "--no-object-names", "--no-walk", "HEAD") if head else b""
+    staged = [
+        entry.split(b" ")[1]
+        for entry in git.run("ls-files", "-z", "--stage").split(b"\0")
+        if entry and not entry.startswith(b"160000 ")
+    ]
+    if staged:  # an intent-to-add entry names the empty blob, which may not exist
+        check = git.run("cat-file", "--batch-check=%(objectname)", stdin=b"".join(o + b"\n" for o in staged))
+        wanted += b"".join(line + b"\n" for line in check.split(b"\n") if line and b" " not in line)
+    if wanted:
+        git.run("pack-objects", "-q", str(pack_dir / "pack"), stdin=wanted)
+    if real_index.is_file():
+        shutil.copy2(real_index, record / "index")  # copy2: the mtime decides racily clean entries
+        for shared in real_index.parent.glob("sharedindex.*"):
+            shutil.copy2(shared, record / shared.name)
+    (record / _RECORD_FALLBACK).write_bytes(os.fsencode(objects))
+    (record / RECORD_EXCLUDE).write_bytes(os.fsencode(git_path(git, "info/exclude").absolute()))
+    manifest = _git_dir_manifest(git.workspace, IndexLister(git, record))
+    (record / _RECORD_MANIFEST).write_text(
+        "".join(entry.line() + "\n" for entry in manifest.values()), encoding="utf-8"
+    )
+    (record / _RECORD_MARKER).write_text(SNAPSHOT_HEADER + "\n")
+
+
+class IndexLister:
+    """The entries of an index file (paths, modes, object ids, stages, flags; not the stat cache), hashed:
+    what ``git status`` rewrites without changing any entry hashes the same."""
+
+    def __init__(self, git: WorkspaceGit, git_dir: Path) -> None:
+        self.git = WorkspaceGit(git.workspace, {"GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(git.workspace)})
+        self.git.config = list(git.config)
+
+    def digest(self, index: Path) -> str | None:
+        self.git.extra_env["GIT_INDEX_FILE"] = str(index)
+        try:
+            listing = self.git.run("ls-files", "-z", "--stage", "-v")
+        except InputError:
+            return None  # not an index git can read
+        return "entries:" + hashlib.sha256(listing).hexdigest()
+
+
+class _GitDirEntry(BaseModel):
+    """One path under the workspace's ``.git`` at snapshot time."""
+
+    path: str  # relative to the workspace: ".git/config"
+    kind: str  # "f" file, "l" symlink, "o" anything else
+    stat_key: str  # size, mode, mtime, ctime, inode: unchanged means unchanged
+    digest: str  # sha256 of the content (a symlink's target); for .git/index, of its entries if readable
+
+    def line(self) -> str:
+        return f"{self.kind} {self.stat_key} {self.digest} {quote_path(self.path)}"
+
+
+def _stat_key(st: os.stat_result) -> str:
+    return f"{st.st_size}:{st.st_mode:o}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
+
+
+def _git_dir_entries(workspace: Path) -> dict[str, tuple[str, os.stat_result]]:
+    """Every path under the workspace's ``.git`` (files, symlinks, other non-directories), not following
+    symbolic links; ``.git`` itself when it is not a directory (a linked worktree's ``.git`` file)."""
+    root = workspace / ".git"
+    try:
+        st = os.lstat(root)
+    except OSError:
+        return {}
+    if not stat.S_ISDIR(st.st_mode):
+        return {".git": (_kind(st), st)}
+    found: dict[str, tuple[str, os.stat_result]] = {}
+    stack = [".git"]
+    while stack:
+        rel = stack.pop()
+        try:
+            entries = list(os.scandir(workspace / rel))
+        except OSError:
+            found[rel + "/"] = ("o", os.lstat(workspace / rel))  # unreadable: compared by its stat only
+            continue
+        for entry in entries:
+            child = f"{rel}/{entry.name}"
+            child_st = entry.stat(follow_symlinks=False)
+            if stat.S_ISDIR(child_st.st_mode):
+                stack.append(child)
+            else:
+                found[child] = (_kind(child_st), child_st)
+    return found
+
+
+def _kind(st: os.stat_result) -> str:
+    return "f" if stat.S_ISREG(st.st_mode) else "l" if stat.S_ISLNK(st.st_mode) else "o"
+
+
+def _digest(workspace: Path, rel: str, kind: str, index: IndexLister) -> str:
+    path = workspace / rel
+    if kind == "l":
+        try:
+            return hashlib.sha256(os.fsencode(os.readlink(path))).hexdigest()
+        except OSError:
+            return "-"
+    if kind != "f":
+        return "-"
+    if rel == ".git/index" and (entries := index.digest(path)) is not None:
+        return entries
+    sha = hashlib.sha256()
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return "unreadable"
+    with os.fdopen(fd, "rb") as handle:
+        while chunk := handle.read(_HASH_CHUNK):
+            sha.update(chunk)
+    return sha.hexdigest()
+
+
+def _git_dir_manifest(workspace: Path, index: IndexLister) -> dict[str, _GitDirEntry]:
+    return {
+        rel: _GitDirEntry(
+            path=rel, kind=kind, stat_key=_stat_key(st), digest=_digest(workspace, rel, kind, index)
+        )
+        for rel, (kind, st) in sorted(_git_dir_entries(workspace).items())
+    }
+
+
+def _read_manifest(record: Path) -> dict[str, _GitDirEntry]:
+    path = record / _RECORD_MANIFEST
+    found: dict[str, _GitDirEntry] = {}
+    for number, line in enumerate(read_lines(path), start=1):
+        parts = line.split(" ", 3)
+        if len(parts) != 4 or parts[0] not in ("f", "l", "o"):
+            raise InputError(path, "not a line of a git directory manifest", f"line {number}")
+        try:
+            rel = unquote_path(parts[3])
+        except ValueError as exc:
+            raise InputError(path, str(exc), f"line {number}") from exc
+        found[rel] = _GitDirEntry(path=rel, kind=parts[0], stat_key=parts[1], digest=parts[2])
+    return found
+
+
+def list_git_dir_changes(workspace: Path, record: Path, index: IndexLister) -> list[str]:
+    """The paths under ``.git`` the run added, removed or changed since the snapshot (module docstring:
+    what counts); ``[".git"]`` when ``.git`` went away or changed kind."""
+    before = _read_manifest(record)
+    now = _git_dir_entries(workspace)
+    if (before and not os.path.lexists(workspace / ".git")) or (".git" in before) != (".git" in now):
+        return [".git"]  # removed, or a directory turned into a file or the other way round
+    changed: list[str] = []
+    for rel in sorted({*before, *now}):
+        old = before.get(rel)
+        if old is None or rel not in now:
+            if not _ordinary_history(workspace, rel, added=old is None):
+                changed.append(rel)
+            continue
+        kind, st = now[rel]
+        if (kind != old.kind or _content_changed(workspace, rel, kind, st, old, index)) and not (
+            kind == old.kind and _ordinary_history(workspace, rel, added=False, index=index)
+        ):
+            changed.append(rel)
+    return changed
+
+
+def _content_changed(
+    workspace: Path, rel: str, kind: str, st: os.stat_result, old: _GitDirEntry, index: IndexLister
+) -> bool:
+    """Whether a path of the same kind as in the manifest holds other content. The stat is a shortcut to
+    skip hashing, and so is the size: a regular file of another size is changed unread (the run may have
+    left a sparse terabyte there). ``.git/index`` is compared by its entries; one git cannot read differs."""
+    if _stat_key(st) == old.stat_key:
+        return False
+    if kind == "f" and rel == ".git/index":
+        return index.digest(workspace / rel) != old.digest
+    if kind == "f" and str(st.st_size) != old.stat_key.split(":", 1)[0]:
+        return True
+    return _digest(workspace, rel, kind, index) != old.digest
+
+
+# What committing, staging, branching, tagging, stashing, merging and rebasing write under .git. None of it
+# changes the diff (always the work tree against the base, read from the private record) or what git runs
+# later, so a run that used git as a developer does stays gradable on its merits. Configuration, hooks,
+# info/, alternates, replace refs and anything not listed here still count (docs/capture.md).
+_HISTORY_FILES = frozenset(
+    f".git/{name}"
+    for name in (
+        "HEAD",
+        "ORIG_HEAD",
+        "FETCH_HEAD",
+        "COMMIT_EDITMSG",
+        "MERGE_HEAD",
+        "MERGE_MSG",
+        "MERGE_MODE",
+        "MERGE_RR",
+        "AUTO_MERGE",
+        "CHERRY_PICK_HEAD",
+        "REVERT_HEAD",
+        "REBASE_HEAD",
+        "refs/stash",
+    )
+)
+_HISTORY_TREES = tuple(
+    f".git/{name}/"
+    for name in (
+        "logs",
+        "refs/heads",
+        "refs/tags",
+        "refs/remotes",
+        "rebase-merge",
+        "rebase-apply",
+        "sequencer",
+    )
+)
+_HISTORY_DIRS = frozenset((".git/logs", ".git/refs/heads", ".git/refs/tags", ".git/refs/remotes"))
+_PACKED_HISTORY_REF = re.compile(rb"^[0-9a-f]{40,64} refs/(heads|tags|remotes)/\S+$")
+
+
+def _ordinary_history(workspace: Path, rel: str, *, added: bool, index: IndexLister | None = None) -> bool:
+    """Whether a path the run added (``added``), removed or rewrote under ``.git`` is what plain history
+    work writes (the list above)."""
+    if rel in _HISTORY_FILES or rel in _HISTORY_DIRS or rel.startswith(_HISTORY_TREES):
+        return True
+    if rel == ".git/index":
+        # Staging changes the entries; an index git cannot read is tampering.
+        return index is not None and index.digest(workspace / rel) is not None
+    if rel == ".git/packed-refs":
+        return _packed_refs_are_history(workspace / rel)
+    if rel.startswith(".git/objects/") and not rel.startswith(".git/objects/info"):
+        # New objects and packs are history; removing or rewriting one the base needs is not.
+        return added
+    return False
+
+
+def _packed_refs_are_history(path: Path) -> bool:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return True  # removed: every packed branch or tag went, which history work may do
+    except OSError:
+        return False  # a symbolic link, or unreadable: not what git writes
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False  # a FIFO (reading it would block) or a device: git writes a regular file
+        text = handle.read(_PACKED_REFS_MAX + 1)
+    if len(text) > _PACKED_REFS_MAX:
+        return False
+    return all(
+        not line or line.startswith((b"#", b"^")) or _PACKED_HISTORY_REF.match(line) is not None
+        for line in text.split(b"\n")
+    )
+
+
+_PACKED_REFS_MAX = 64 * 1024 * 1024
+
+
+def open_record(before: Path) -> Path:
+    record = record_path(before)
+    if not (record / _RECORD_MARKER).is_file():
+        raise InputError(
+            record,
+            "the snapshot's private record is missing (`rubric snapshot` writes it beside the snapshot file)",
+            "--before",
+        )
+    return record
+
+
+def record_git(workspace: Path, record: Path) -> WorkspaceGit:
+    """git reading the private record as its git directory and the workspace as its work tree: nothing of
+    the workspace's ``.git`` is read."""
+    if not workspace.is_dir():
+        raise InputError(workspace, "workspace is not a directory")
+    root = Path(os.path.abspath(workspace))
+    return WorkspaceGit(root, {"GIT_DIR": str(record.absolute()), "GIT_WORK_TREE": str(root)})
+
+
+def resolve_in_record(git: WorkspaceGit, record: Path, base: str) -> tuple[str, list[Path]]:
+    """The base commit, from the record's refs and objects; when the record lacks it (a base other than
+    HEAD at snapshot time), from the workspace's object directory as it is now."""
+    try:
+        return resolve_base(git, base), []
+    except InputError:
+        try:
+            objects = Path(os.fsdecode((record / _RECORD_FALLBACK).read_bytes()))
+        except OSError:
+            raise InputError(record, f"{_RECORD_FALLBACK} is missing") from None
+        if not objects.is_dir():
+            raise
+        fallback = [objects]
+        git.extra_env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = alternates_value(fallback)
+        return resolve_base(git, base), fallback

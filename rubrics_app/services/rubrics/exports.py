@@ -1,0 +1,268 @@
+"""Export admitted revisions as rubric.json, as a zip, or into a checkout (also as a job).
+
+Export reads only admitted revisions and writes each file atomically (temp file + os.replace) under
+``tasks/<task-id>/``, touching no other file; with a branch, it commits on a new branch of the checkout
+instead.
+"""
+
+from __future__ import annotations
+
+import io
+import posixpath
+import stat
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+
+from grading import (
+    NO_COMMANDS_CONFIG,
+    Git,
+    GitError,
+    InputError,
+    Rubric,
+    commit_on_new_branch,
+    write_atomic,
+)
+from rubrics_app.access import Actor
+from rubrics_app.models import (
+    TASK_FILES,
+    AuditVerb,
+    ExportResult,
+    Job,
+    JobKind,
+    Repository,
+    RevisionStatus,
+    Role,
+    RubricRevision,
+    TransitionError,
+)
+from rubrics_app.services import audit
+from rubrics_app.services.jobs import JobFailed, job_task, run, send
+
+
+class ExportError(JobFailed):
+    pass
+
+
+def _require_admitted(revision: RubricRevision) -> Rubric:
+    if revision.status != RevisionStatus.ADMITTED:
+        raise TransitionError(
+            f"only an admitted revision is exported (revision {revision.number} is {revision.status})"
+        )
+    return revision.to_rubric()
+
+
+def rubric_json_bytes(revision: RubricRevision) -> bytes:
+    return revision.rubric_json_bytes()
+
+
+def export_rubric_json(revision: RubricRevision, *, by: Actor) -> bytes:
+    """rubric.json of an admitted revision, exactly what `rubric validate` accepts."""
+    by.require(Role.MAINTAINER, revision.task.repository)
+    _require_admitted(revision)
+    audit.record(AuditVerb.EXPORTED, actor=by.user, revision=revision, detail={"as": "rubric.json"})
+    return rubric_json_bytes(revision)
+
+
+def _task_files_out(revision: RubricRevision, private: bool = False) -> dict[str, bytes]:
+    """The files of tasks/<task-id>/: rubric.json and its calib diffs; ``private`` (the held-out set, which
+    no public checkout holds) adds what `rubric check` reads besides: task.json, oracle.diff,
+    oracle_grade.json and tests_base.txt, as calibration writes them (the ones the task has)."""
+    files = {"rubric.json": rubric_json_bytes(revision)}
+    for diff in revision.ordered_diffs():
+        files[posixpath.normpath(diff.path)] = bytes(diff.content)
+    if private:
+        from rubrics_app.services.calibration.inputs import calibration_files
+
+        for path, data in calibration_files(revision).items():
+            name = path.removeprefix("task/")
+            if name in ("task.json", *TASK_FILES) and data:
+                files[name] = data
+    return files
+
+
+def export_zip(revision: RubricRevision, *, by: Actor, private: bool = False) -> bytes:
+    """A zip of tasks/<task-id>/rubric.json and its calib diffs (unzips into a checkout; imports back);
+    ``private`` adds the task's own files (see _task_files_out)."""
+    by.require(Role.MAINTAINER, revision.task.repository)
+    _require_admitted(revision)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for rel, data in _task_files_out(revision, private).items():
+            # A fixed timestamp: the same revision always gives the same bytes.
+            info = zipfile.ZipInfo(f"tasks/{revision.task.task_id}/{rel}", date_time=(1980, 1, 1, 0, 0, 0))
+            info.external_attr = (stat.S_IFREG | 0o644) << 16
+            archive.writestr(info, data, compress_type=zipfile.ZIP_DEFLATED)
+    audit.record(
+        AuditVerb.EXPORTED,
+        actor=by.user,
+        revision=revision,
+        detail={"as": "private zip" if private else "zip"},
+    )
+    return buffer.getvalue()
+
+
+@dataclass
+class CheckoutExport:
+    root: Path
+    paths: list[str]  # relative to root, e.g. tasks/fix_x/rubric.json
+    branch: str | None = None
+    commit: str | None = None
+
+
+def _atomic_write(target: Path, data: bytes) -> None:
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ExportError(f"{target.parent}: cannot create: {exc.strerror or exc}") from None
+    try:
+        write_atomic(target, data)
+    except InputError as exc:
+        raise ExportError(str(exc)) from None
+
+
+def _git_env(by: Any) -> dict[str, str]:
+    name = (
+        getattr(by, "get_full_name", lambda: "")() or getattr(by, "username", "") or "Rubrics app"
+    ).strip()
+    email = getattr(by, "email", "") or "rubrics@localhost"
+    # The maintainer's own git config (hooks, signing, aliases) plays no part in an export: grading's Git
+    # switches it off; these only name the commit's author.
+    return {
+        "GIT_AUTHOR_NAME": name,
+        "GIT_AUTHOR_EMAIL": email,
+        "GIT_COMMITTER_NAME": name,
+        "GIT_COMMITTER_EMAIL": email,
+    }
+
+
+EXPORT_GIT_TIMEOUT = 120.0  # seconds for one git call of an export
+
+
+def _export_root(repository: Repository, private: bool) -> Path:
+    raw = repository.private_path if private else repository.checkout_path
+    what = "private path" if private else "checkout path"
+    if not raw:
+        raise ExportError(f"repository {repository.name} has no {what}")
+    root = Path(raw)
+    if not root.is_dir():
+        raise ExportError(f"{what} {raw} is not a directory")
+    return root.resolve()
+
+
+def write_many_to_checkout(
+    revisions: list[RubricRevision],
+    private: bool = False,
+    branch: str | None = None,
+    *,
+    by: Actor,
+    root: Path | None = None,
+) -> CheckoutExport:
+    """Write tasks/<task-id>/rubric.json and calib diffs of admitted revisions (one repository), each file
+    atomically; with ``branch``, commit exactly those files on a new branch of the checkout instead, leaving
+    its work tree, index and HEAD as they were."""
+    if not revisions:
+        raise ExportError("nothing to export")
+    repository = revisions[0].task.repository
+    if any(r.task.repository_id != repository.pk for r in revisions):
+        raise ExportError("revisions of several repositories")
+    by.require(Role.MAINTAINER, repository)
+    for revision in revisions:
+        _require_admitted(revision)
+    target_root = root.resolve() if root is not None else _export_root(repository, private)
+    writes: list[tuple[str, bytes]] = []
+    for revision in revisions:
+        for rel, data in _task_files_out(revision, private).items():
+            writes.append((posixpath.join("tasks", revision.task.task_id, rel), data))
+    paths = [p for p, _ in writes]
+    commit = None
+    if branch is None:
+        for path, _ in writes:  # checked before any file is written
+            if not (target_root / path).parent.resolve().is_relative_to(target_root):
+                raise ExportError(f"{path} leaves {target_root} (symbolic link?)")
+        for path, data in writes:
+            final = target_root / path
+            if final.is_symlink():
+                raise ExportError(f"{path} is a symbolic link; not overwriting it")
+            _atomic_write(final, data)
+    else:
+        # The maintainer's checkout is left alone: no file, no index entry and no HEAD of theirs moves. The
+        # commit is built from git's objects only, and the new branch waits for them to look at it.
+        tasks = ", ".join(r.task.task_id for r in revisions)
+        git = Git(
+            target_root,
+            _git_env(by.user),
+            (*NO_COMMANDS_CONFIG, ("commit.gpgsign", "false")),
+            timeout=EXPORT_GIT_TIMEOUT,
+        )
+        try:
+            commit = commit_on_new_branch(
+                git, branch, writes, f"Rubrics: export admitted revisions of {tasks}\n"
+            )
+        except GitError as exc:
+            raise ExportError(exc.message) from exc
+    for revision in revisions:
+        audit.record(
+            AuditVerb.EXPORTED,
+            actor=by.user,
+            revision=revision,
+            detail={
+                "as": "private" if private else "checkout",
+                "root": str(target_root),
+                "paths": [p for p in paths if p.startswith(f"tasks/{revision.task.task_id}/")],
+                "branch": branch,
+                "commit": commit,
+            },
+        )
+    return CheckoutExport(target_root, paths, branch, commit)
+
+
+def write_to_checkout(
+    revision: RubricRevision, private: bool = False, branch: str | None = None, *, by: Actor
+) -> CheckoutExport:
+    """tasks/<task-id>/rubric.json and its calib diffs into the checkout (or the private path), atomically."""
+    return write_many_to_checkout([revision], private, branch, by=by)
+
+
+# --- the export job -----------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def start_export(
+    revision: RubricRevision, by: Actor, *, private: bool = False, branch: str | None = None
+) -> Job:
+    by.require(Role.MAINTAINER, revision.task.repository)
+    if revision.status != RevisionStatus.ADMITTED:
+        raise TransitionError("only an admitted revision is exported")
+    job = Job.objects.create(
+        kind=JobKind.EXPORT_REVISION,
+        repository=revision.task.repository,
+        revision=revision,
+        created_by=by.recorded_user,
+        params={"private": private, "branch": branch},
+    )
+    send(export_revision_to_checkout, job.pk)
+    return job
+
+
+def _export(job: Job) -> ExportResult:
+    revision = job.revision
+    if revision is None:
+        raise ExportError("the revision of this job is gone")
+    private = bool(job.params.get("private", False))
+    branch = job.params.get("branch") or None
+    exported = write_to_checkout(
+        revision, private=private, branch=branch, by=Actor.command_line(job.created_by)
+    )
+    return ExportResult(
+        root=str(exported.root), paths=exported.paths, branch=exported.branch, commit=exported.commit
+    )
+
+
+@job_task(JobKind.EXPORT_REVISION)
+def export_revision_to_checkout(job_id: int) -> None:
+    """Write an admitted revision into its repository's checkout (or private path), optionally on a branch."""
+    run(job_id, _export)
