@@ -24,6 +24,7 @@ SCRIPTS = [
     "globs.py",
     "mutant_derivation.py",
     "report_bootstrap.py",
+    "report_coverage.py",
     "app_pages.py",
 ]
 
