@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("rubrics_app", "0142_calibration_passes_with_its_rows"),
+        ("rubrics_app", "0143_calibration_runs_on_the_job_machine"),
     ]
 
     operations = [
