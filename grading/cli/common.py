@@ -7,12 +7,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from grading.errors import InputError
-from grading.judge.models import TreeBudget
+
+if TYPE_CHECKING:  # the judge's models load only for the subcommands that take the tree flags
+    from grading.judge.models import TreeBudget
 
 # argparse's subparsers object has no public type name.
 Subparsers = Any
@@ -80,6 +82,8 @@ def regrade_rate(args: argparse.Namespace) -> float:
 
 def add_tree_flags(parser: argparse.ArgumentParser) -> None:
     """``--checkout`` and the tree judge's budget (needs_tree blockers, judged with the base tree)."""
+    from grading.judge.models import TreeBudget
+
     default = TreeBudget()
     parser.add_argument(
         "--checkout",
@@ -114,6 +118,10 @@ def add_tree_flags(parser: argparse.ArgumentParser) -> None:
 
 def tree_budget(args: argparse.Namespace) -> TreeBudget:
     """The :class:`TreeBudget` of the ``--tree-*`` flags; InputError naming the flag when out of range."""
+    from pydantic import ValidationError
+
+    from grading.judge.models import TreeBudget
+
     try:
         return TreeBudget(
             max_tool_calls=args.tree_max_tool_calls,

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from grading.cli.common import Subparsers, add_json_flag, print_json
 from grading.errors import InputError
-from grading.loaders import load_manifest
 from grading.path_lists import quote_path
 from grading.run_files import TESTS_LIST_ERROR_NAME, TESTS_LIST_NAME
 from grading.workspace.diff import capture, write_snapshot
@@ -107,6 +106,8 @@ def _listing_argv(args: argparse.Namespace) -> list[str] | None:
         raise InputError(None, "must be more than 0 and at most 86400 seconds", "--tests-timeout")
     if args.tests_max_bytes < 1:
         raise InputError(None, "must be at least 1", "--tests-max-bytes")
+    from grading.loaders import load_manifest  # YAML and the schema: only with --manifest
+
     return list_command(load_manifest(args.manifest).tests, args.manifest)
 
 

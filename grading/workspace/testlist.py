@@ -40,13 +40,16 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
 from grading.atomic import write_atomic
 from grading.errors import InputError
 from grading.run_files import LISTING_ERROR_MAX_BYTES, TESTS_BASE_NAME, TESTS_LIST_ERROR_NAME, TESTS_LIST_NAME
-from grading.schema import TestsConfig
+
+if TYPE_CHECKING:  # the rubric schema is large; `rubric capture` without --manifest never needs it
+    from grading.schema import TestsConfig
 
 __all__ = [
     "TESTS_BASE_NAME",
