@@ -265,8 +265,19 @@ class _Scan(BaseModel):
 
 def _scan(git: WorkspaceGit, staged_repositories: Sequence[str] = ()) -> _Scan:
     """The file lists; ``staged_repositories`` are nested repositories the agent staged as gitlinks."""
-    others = split_z(git.run("ls-files", "-z", "--others", "--exclude-standard"))
-    ignored_entries = split_z(git.run("ls-files", "-z", "--others", "--ignored", "--exclude-standard"))
+    # One walk of the work tree lists both: "?? path" untracked, "!! path" ignored, where two ls-files runs
+    # (--others, and --others --ignored) would walk it twice in two processes. Tracked entries are skipped.
+    listing = git.run(
+        "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=traditional", "--no-renames",
+        "--ignore-submodules=all",
+    )  # fmt: skip
+    others: list[str] = []
+    ignored_entries: list[str] = []
+    for entry in listing.split(b"\0"):
+        if entry.startswith(b"?? "):
+            others.append(os.fsdecode(entry[3:]))
+        elif entry.startswith(b"!! "):
+            ignored_entries.append(os.fsdecode(entry[3:]))
     # Without --directory git lists files one by one, except a nested repository: that is one "dir/" entry.
     ignored = [p for p in ignored_entries if not p.endswith("/")]
     for nested in (p for p in ignored_entries if p.endswith("/")):
