@@ -120,12 +120,21 @@ def byte_exact_diff(git: Git, scratch: Path, base_commit: str, flags: Sequence[s
     """``git diff <flags> BASE`` of the work tree as bytes (module docstring). ``git`` runs in the capture's
     scratch git directory (``GIT_DIR``, whose ``info/attributes`` holds ``RAW_ATTRIBUTES``) with its
     scratch index; both may be changed here."""
+    return byte_exact_diff_and_paths(git, scratch, base_commit, flags)[0]
+
+
+def byte_exact_diff_and_paths(
+    git: Git, scratch: Path, base_commit: str, flags: Sequence[str]
+) -> tuple[bytes, set[str]]:
+    """:func:`byte_exact_diff`, and the paths git's first diff listed other than deletions: each is in the
+    scratch index."""
     output = git.run("diff", "-z", "--patch-with-raw", "--no-abbrev", *flags, base_commit, "--")
     entries, patch = split_raw(output, git.cwd)
+    listed = {e.path for e in entries if e.status != "D"}
     unchanged = checkout_unchanged(git, scratch, base_commit, entries)
     binary = sections_holding_nul(patch, entries, git.cwd)
     if not unchanged and not binary:
-        return patch
+        return patch, listed
     if unchanged:
         # The index entry of each becomes the base blob, marked assume-unchanged: git takes it as it is.
         by_path = {e.path: e for e in entries}
@@ -138,7 +147,7 @@ def byte_exact_diff(git: Git, scratch: Path, base_commit: str, flags: Sequence[s
     patch = git.run("diff", *flags, base_commit, "--")
     if holds_binary(patch):
         raise InputError(git.cwd, "the capture's diff still holds a NUL byte outside a binary patch")
-    return patch
+    return patch, listed
 
 
 def checkout_unchanged(git: Git, scratch: Path, base_commit: str, entries: list[DiffEntry]) -> list[str]:

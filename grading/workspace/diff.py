@@ -133,7 +133,7 @@ from grading.path_lists import (
     read_snapshot_file,
 )
 from grading.run_files import DIFF_NAME, GIT_DIR_CHANGES_NAME, IGNORED_CREATED_NAME
-from grading.workspace.bytes import byte_exact_diff
+from grading.workspace.bytes import byte_exact_diff_and_paths
 from grading.workspace.git import (
     GitLayout,
     WorkspaceGit,
@@ -526,9 +526,13 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
             # the files themselves and reads no ignore rule.
             files = [*scan.nested_files, *surfaced]
             git.run("update-index", "--add", "-z", "--stdin", stdin=nul_joined(files))
-        diff = byte_exact_diff(git, scratch, base_commit, _DIFF_FLAGS)
+        diff, listed = byte_exact_diff_and_paths(git, scratch, base_commit, _DIFF_FLAGS)
         added = (*scan.untracked, *scan.nested_files, *surfaced)
-        in_index = set(split_z(git.run("ls-files", "-z"))) if added else set()
+        # An added file the diff lists is in the index; only one it does not (refused by git, or equal to
+        # a base blob the index no longer had) needs the index listing.
+        in_index = listed
+        if any(p not in listed for p in added):
+            in_index = set(split_z(git.run("ls-files", "-z")))
     # Names git refuses to track anywhere (a '.GIT' directory): no diff can carry them, so they are listed
     # with the ignored files, where denied_globs still sees them.
     unrepresentable = sorted(p for p in added if p not in in_index)
