@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from grading.diffs import MAX_DIFF_BYTES
+from grading.diff_rules import MAX_DIFF_BYTES
 from grading.errors import InputError
 
 DEFAULT_TIMEOUT = 600.0  # seconds; packing a large repository's objects is the slowest call

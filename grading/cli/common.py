@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
-
 from grading.errors import InputError
 
-if TYPE_CHECKING:  # the judge's models load only for the subcommands that take the tree flags
+if TYPE_CHECKING:  # pydantic and the judge's models load only for the subcommands that use them
+    from pydantic import BaseModel
+
     from grading.judge.models import TreeBudget
 
 # argparse's subparsers object has no public type name.
@@ -21,7 +21,8 @@ Subparsers = Any
 
 
 def print_json(obj: BaseModel | dict[str, Any] | list[Any]) -> None:
-    data = obj.model_dump(mode="json", by_alias=True) if isinstance(obj, BaseModel) else obj
+    # A model by its method, not isinstance: a command that prints a dict need not import pydantic.
+    data = obj if isinstance(obj, dict | list) else obj.model_dump(mode="json", by_alias=True)
     json.dump(data, sys.stdout, indent=2, ensure_ascii=False)
     sys.stdout.write("\n")
 

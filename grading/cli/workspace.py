@@ -125,7 +125,7 @@ def run_list_tests(args: argparse.Namespace) -> int:
         print(f"rubric: tests.list failed: {exc}; {args.output} not written", file=sys.stderr)
         return 1
     if args.json:
-        print_json({"written": True, **listing.model_dump(mode="json")})
+        print_json({"written": True, **listing.json_safe()})
     else:
         print(f"{listing.path}: {listing.test_ids} test id(s)")
     return 0
@@ -172,10 +172,10 @@ def run_capture(args: argparse.Namespace) -> int:
     code = 1 if failure is not None and not failure.in_workspace else 0
     listing_error = str(failure) if failure is not None else None
     if args.json:
-        report = result.model_dump(mode="json")
+        report = result.json_safe()
         if argv is not None:
             report["tests_list"] = (
-                listing.model_dump(mode="json")
+                listing.json_safe()
                 if listing
                 else {"error": listing_error, "error_file": str(error_file) if error_file.exists() else None}
             )

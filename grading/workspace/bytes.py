@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from grading.diffs import holds_binary
+from grading.diff_rules import holds_binary
 from grading.errors import InputError
 from grading.git import Git
 from grading.git_quote import c_quote

@@ -112,9 +112,8 @@ import shutil
 import stat
 import tempfile
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-
-from pydantic import BaseModel, field_serializer
 
 from grading.errors import InputError
 from grading.git_quote import c_quote
@@ -178,43 +177,52 @@ _DIFF_FLAGS: tuple[str, ...] = (
 )
 
 
-class CaptureResult(BaseModel):
-    """What ``capture`` wrote into the run directory."""
+@dataclass
+class CaptureResult:
+    """What ``capture`` wrote into the run directory. A dataclass, not a pydantic model: `rubric capture`
+    loads no pydantic, whose import was most of the command's start-up."""
 
     base_commit: str
     diff_path: str
     diff_bytes: int
     files_changed: int
     ignored_created: list[str]
-    nested_repositories: list[str] = []  # their files are in the diff as ordinary added files
-    unrepresentable: list[str] = []  # new files git refuses to track (.GIT/x); also in ignored_created
+    nested_repositories: list[str] = field(
+        default_factory=list
+    )  # their files are in the diff as ordinary added files
+    unrepresentable: list[str] = field(
+        default_factory=list
+    )  # new files git refuses to track (.GIT/x); also in ignored_created
     # False for a v1 snapshot: untracked vs ignored was then decided with the current .git/info/exclude
     exclude_rules_recorded: bool = True
     # .git/info/exclude differs from the snapshot's (the capture used the snapshot's)
     info_exclude_changed: bool = False
     # False for a v1/v2 snapshot: the base commit's .gitignore files stood in for the ones before the run
     ignore_files_recorded: bool = True
-    self_ignoring_dirs: list[SelfIgnoringDir] = []  # in ignored_created.txt as one "dir/" line each
-    ignored_in_diff: list[str] = []  # ignored only by rules written during the run: in the diff
+    self_ignoring_dirs: list[SelfIgnoringDir] = field(
+        default_factory=list
+    )  # in ignored_created.txt as one "dir/" line each
+    ignored_in_diff: list[str] = field(
+        default_factory=list
+    )  # ignored only by rules written during the run: in the diff
     # paths under .git the run changed (git_dir_changes.txt); None without a private record (v3 snapshot)
     git_dir_changes: list[str] | None = None
     # FIFOs, sockets and devices in the work tree: absent from the diff, never read (ignored_created.txt)
-    special_files: list[str] = []
+    special_files: list[str] = field(default_factory=list)
 
-    @field_serializer(
-        "ignored_created", "nested_repositories", "unrepresentable", "ignored_in_diff", "special_files"
-    )
-    def _json_safe(self, paths: list[str]) -> list[str]:
-        # JSON cannot carry bytes that are not UTF-8: show them as \xNN, as grading.git_quote.path_text does.
-        return [fs_text(p) for p in paths]
-
-    @field_serializer("git_dir_changes")
-    def _json_safe_changes(self, paths: list[str] | None) -> list[str] | None:
-        return None if paths is None else [fs_text(p) for p in paths]
-
-    @field_serializer("diff_path")
-    def _json_safe_path(self, path: str) -> str:
-        return fs_text(path)
+    def json_safe(self) -> dict[str, object]:
+        """The result as ``--json`` prints it. JSON cannot carry bytes that are not UTF-8: paths show them
+        as \\xNN, as grading.git_quote.path_text does."""
+        data = asdict(self)
+        for key in ("ignored_created", "nested_repositories", "unrepresentable", "ignored_in_diff"):
+            data[key] = [fs_text(p) for p in data[key]]
+        data["special_files"] = [fs_text(p) for p in self.special_files]
+        data["git_dir_changes"] = (
+            None if self.git_dir_changes is None else [fs_text(p) for p in self.git_dir_changes]
+        )
+        data["diff_path"] = fs_text(self.diff_path)
+        data["self_ignoring_dirs"] = [d.json_safe() for d in self.self_ignoring_dirs]
+        return data
 
 
 def _toplevel_git(workspace: Path) -> WorkspaceGit:
@@ -256,7 +264,8 @@ def _walk_nested(git: WorkspaceGit, directory: str) -> list[str]:
     return sorted(found)
 
 
-class _Scan(BaseModel):
+@dataclass
+class _Scan:
     untracked: list[str]  # untracked, not ignored, outside nested repositories
     nested_repositories: list[str]  # untracked or staged as a gitlink, not ignored
     nested_files: list[str]  # not-ignored files inside them

@@ -10,9 +10,8 @@ import re
 import shutil
 import stat
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
-
-from pydantic import BaseModel
 
 from grading.errors import InputError
 from grading.path_lists import SNAPSHOT_HEADER, quote_path, read_lines, unquote_path
@@ -114,7 +113,8 @@ class IndexLister:
         return "entries:" + hashlib.sha256(listing).hexdigest()
 
 
-class _GitDirEntry(BaseModel):
+@dataclass
+class _GitDirEntry:
     """One path under the workspace's ``.git`` at snapshot time."""
 
     path: str  # relative to the workspace: ".git/config"

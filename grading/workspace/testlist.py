@@ -39,10 +39,9 @@ import signal
 import subprocess
 import tempfile
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-from pydantic import BaseModel
 
 from grading.atomic import write_atomic
 from grading.errors import InputError
@@ -86,7 +85,8 @@ class ListingFailed(Exception):
         self.stderr_tail = stderr_tail
 
 
-class TestListing(BaseModel):
+@dataclass
+class TestListing:
     """What :func:`run_test_list` wrote."""
 
     __test__ = False  # not a pytest test class
@@ -94,6 +94,9 @@ class TestListing(BaseModel):
     path: str
     test_ids: int  # non-blank lines
     bytes: int
+
+    def json_safe(self) -> dict[str, object]:
+        return asdict(self)
 
 
 def list_command(tests: TestsConfig | None, manifest_path: Path) -> list[str] | None:

@@ -87,12 +87,12 @@ def test_the_top_level_help_loads_no_subcommand() -> None:
     assert not modules & heavy, sorted(modules & heavy)
 
 
-def test_capture_loads_neither_the_judge_nor_the_schema(git_repo: GitRepo, tmp_path: Path) -> None:
+def test_snapshot_and_capture_load_neither_pydantic_nor_the_judge(git_repo: GitRepo, tmp_path: Path) -> None:
     git_repo.write("src/a.py", "a\n")
     git_repo.commit("base")
     snapshot = tmp_path / "snapshot"
-    code, _ = loaded_by("snapshot", str(git_repo.path), "--output", str(snapshot))
-    assert code == 0
+    code, modules = loaded_by("snapshot", str(git_repo.path), "--output", str(snapshot))
+    assert code == 0 and not modules & {"pydantic", "yaml", "grading.diffs"}
     git_repo.write("src/a.py", "b\n")
     code, modules = loaded_by(
         "capture",
@@ -107,7 +107,8 @@ def test_capture_loads_neither_the_judge_nor_the_schema(git_repo: GitRepo, tmp_p
     assert code == 0 and b"+b" in (tmp_path / "run" / "workspace.diff").read_bytes()
     judge = {m for m in modules if m.startswith("grading.judge")}
     assert not judge, sorted(judge)
-    heavy = {"yaml", "numpy", "grading.schema", "grading.loaders", *JUDGE_ONLY}
+    # nor pydantic, the diff reader's models or the YAML loader: the capture needs none of them
+    heavy = {"pydantic", "yaml", "numpy", "grading.diffs", "grading.schema", "grading.loaders", *JUDGE_ONLY}
     assert not modules & heavy, sorted(modules & heavy)
 
 
