@@ -178,7 +178,9 @@ def main() -> None:
         if args.repo is not None:
             (root / "r").mkdir()
             found = measure(args.repo, commit_pairs(args.repo, args.commits), root / "r", args.repeat)
-            rows += rows_for(f"`{args.repo.name}` history", found)
+            where = args.repo.resolve()
+            name = where.parent.name if where.name in ("repo", ".git") else where.name
+            rows += rows_for(f"`{name}` history", found)
     print_table(
         "Capture on real-shaped commits (in process)",
         rows,

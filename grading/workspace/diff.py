@@ -148,6 +148,7 @@ from grading.workspace.ignores import base_ignore_files, find_self_ignoring_dirs
 from grading.workspace.record import (
     RECORD_EXCLUDE,
     IndexLister,
+    head_attribute_files,
     list_git_dir_changes,
     open_record,
     record_git,
@@ -535,7 +536,8 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
             # the files themselves and reads no ignore rule.
             files = [*scan.nested_files, *surfaced]
             git.run("update-index", "--add", "-z", "--stdin", stdin=nul_joined(files))
-        diff, listed = byte_exact_diff_and_paths(git, scratch, base_commit, _DIFF_FLAGS)
+        attribute_files = None if record is None else head_attribute_files(record, base_commit)
+        diff, listed = byte_exact_diff_and_paths(git, scratch, base_commit, _DIFF_FLAGS, attribute_files)
         added = (*scan.untracked, *scan.nested_files, *surfaced)
         # An added file the diff lists is in the index; only one it does not (refused by git, or equal to
         # a base blob the index no longer had) needs the index listing.
