@@ -33,8 +33,9 @@ false, and the CLI says so).
 
 Version 4 (what ``write_snapshot`` writes) has the v3 text and a private record beside the file: the
 directory ``FILE.git`` (:func:`record_path`), a git directory of its own holding a pack of HEAD's and the
-index's objects, HEAD, every ref, a copy of the index and a manifest of the workspace's ``.git`` (kind,
-stat and sha256 of every path; for ``.git/index`` the hash of its entries, not of its stat cache). A
+index's objects, HEAD, every ref, a copy of the index, the paths of HEAD's ``.gitattributes`` files and a
+manifest of the workspace's ``.git`` (kind, stat and sha256 of every path; for ``.git/index`` the hash of
+its entries, not of its stat cache). A
 capture from it reads nothing of the workspace's ``.git``: git runs with the record as ``GIT_DIR``, so a
 run that broke or removed ``.git`` is diffed like any other, and the paths under ``.git`` that differ from
 the manifest are written to ``git_dir_changes.txt`` (docs/capture.md says what counts).
