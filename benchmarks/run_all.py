@@ -16,6 +16,7 @@ HERE = Path(__file__).resolve().parent
 SCRIPTS = [
     "scope_integrity.py",
     "snapshot_record.py",
+    "capture_commits.py",
     "startup.py",
     "judge_sweep.py",
     "batch_billing.py",

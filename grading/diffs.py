@@ -34,6 +34,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from grading.diff_rules import MAX_DIFF_BYTES as MAX_DIFF_BYTES
+from grading.diff_rules import holds_binary as holds_binary
 from grading.errors import InputError
 from grading.git_quote import path_text, quoted_at, raw_bytes, unquote_path
 from grading.strict_json import read_input_bytes
@@ -41,8 +43,8 @@ from grading.strict_json import read_input_bytes
 ChangeStatus = Literal["added", "deleted", "modified"]
 HunkLineKind = Literal["ctx", "add", "del", "note"]
 
-# Far above any real workspace diff; a larger file is refused rather than read into memory.
-MAX_DIFF_BYTES = 256 * 1024 * 1024
+# MAX_DIFF_BYTES (far above any real workspace diff; a larger file is refused rather than read into memory)
+# and holds_binary live in grading/diff_rules.py, which the capture imports without this module's models.
 
 DEV_NULL = "/dev/null"
 
@@ -147,13 +149,6 @@ class ParsedDiff:
 
 
 # --- text and paths ----------------------------------------------------------------------------------
-
-
-def holds_binary(data: bytes | str) -> bool:
-    """The one rule for what is binary: a NUL byte anywhere. This reader refuses a diff holding one outside
-    a binary patch (base85 never does), and the capture writes every file holding one as a binary patch,
-    whatever git's own test says (it looks at the first 8,000 bytes only)."""
-    return ("\x00" in data) if isinstance(data, str) else (b"\x00" in data)
 
 
 def decode_diff(data: bytes) -> str:
