@@ -15,7 +15,7 @@ capture therefore:
   did not touch it (:func:`checkout_unchanged`);
 - writes every file that holds a NUL byte, on either side, as a binary patch, whatever git's own test
   (the first 8,000 bytes) says: the diff reader refuses a text hunk holding one
-  (:func:`grading.diffs.holds_binary`, the one rule), so such a diff could not be graded.
+  (:func:`grading.diff_rules.holds_binary`, the one rule), so such a diff could not be graded.
 """
 
 from __future__ import annotations
