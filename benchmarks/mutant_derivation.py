@@ -8,7 +8,9 @@ way, larger: a ``poetry.lock`` whose packages are bumped in runs (hunks of one t
 hashes changed) and one at a time (one version line: near-identical small hunks, which one-place groups),
 beside two Python files with a condition changed. The other shape is many small hunks: a name changed on
 every eighth line of 100 Python files (one-line hunks, tens of thousands of them), which costs per hunk
-rather than per byte. Goal: derivation under 2 s for an oracle up to 10 MB.
+rather than per byte. The third is a source layout reorganised (189 modules moved, read without rename
+detection): whole files deleted and added, near-identical in pairs, which one-place compares pairwise.
+Goal: derivation under 2 s for an oracle up to 10 MB.
 The reference is reading the same oracle with ``grading.diffs.read_diff``, which derivation does first:
 the ratio is what deriving costs over reading.
 """
@@ -112,6 +114,58 @@ def renamed_diff(root: Path, megabytes: float) -> bytes:
     return git(repo, "diff", "--full-index")
 
 
+WORDS = [
+    *("self", "image", "mode", "size", "data", "value", "index", "offset", "buffer", "width", "height"),
+    *("pixel", "band", "format", "palette", "tile", "decoder", "encoder", "header", "stream", "count"),
+    *("result", "error", "name", "path", "info", "frame", "channel", "scale"),
+]
+
+
+def module_text(rng: random.Random, size: int) -> str:
+    """Python-like source of about ``size`` bytes, from a vocabulary every file shares (as modules of one
+    project do), so that two files share many trigrams without being alike."""
+    lines = [f"import {rng.choice(WORDS)}\n", "\n"]
+    total = sum(map(len, lines))
+    while total < size:
+        a, b, c = (rng.choice(WORDS) for _ in range(3))
+        line = rng.choice(
+            [
+                f"def {a}_{b}(self, {c}):\n",
+                f"    {a} = self.{b}[{c}]\n",
+                f"    if {a} > {rng.randint(0, 999)}:\n",
+                f"        return {b}.{c}({a}, {rng.randint(0, 99)})\n",
+                f"    # {a} {b} {c} {rng.randint(0, 9999)}\n",
+            ]
+        )
+        lines.append(line)
+        total += len(line)
+    return "".join(lines)
+
+
+def moved_diff(root: Path, megabytes: float, files: int = 189) -> bytes:
+    """A source layout reorganised: ``files`` modules moved to another folder, unchanged. Without rename
+    detection (as captures are read) each is a whole file deleted and a whole file added, one hunk each,
+    and each pair is near-identical. Most modules are small (compared by one-place), a few are large and
+    hold most of the bytes."""
+    rng = random.Random(1)
+    small = min(files, 140)  # 280 hunks: under one-place's 300-hunk limit, so every pair is compared
+    sizes = [rng.randint(600, 1900) for _ in range(small)]
+    rest = max(megabytes * 1e6 / 2.1 - sum(sizes), 0)
+    sizes += [int(rest / (files - small))] * (files - small)
+    repo = root / "moved"
+    (repo / "src").mkdir(parents=True)
+    git(repo, "init", "-q")
+    names = [f"mod_{i:03d}.py" for i in range(files)]
+    for name, size in zip(names, sizes, strict=True):
+        (repo / name).write_text(module_text(rng, size))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    for name in names:
+        (repo / name).rename(repo / "src" / name)
+    git(repo, "add", "-A")
+    return git(repo, "diff", "--cached", "--full-index", "--no-renames")
+
+
 def oracle_diff(root: Path, megabytes: float) -> bytes:
     repo = root / "repo"
     repo.mkdir()
@@ -131,6 +185,7 @@ def oracle_diff(root: Path, megabytes: float) -> bytes:
 SHAPES = {
     "lock-file-like": oracle_diff,
     "many one-line hunks": renamed_diff,
+    "moved files": moved_diff,
 }
 
 
