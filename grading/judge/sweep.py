@@ -6,8 +6,10 @@ others read the provider's prompt cache; a batch backend's concurrent calls coll
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict
@@ -160,7 +162,8 @@ async def judge_sweep(
         if progress is not None:
             progress(done, len(jobs), job.label, result)
 
-    await asyncio.gather(*(one(n, job) for n, job in enumerate(jobs)))
+    async with _session(backend):
+        await asyncio.gather(*(one(n, job) for n, job in enumerate(jobs)))
     final = [r for r in results if r is not None]
     usage = Usage()
     tree_usage = Usage()
@@ -177,6 +180,18 @@ async def judge_sweep(
         tree_usage=tree_usage,
         tree_calls=sum(rec.calls for r in final for rec in r.tree),
     )
+
+
+def _session(backend: Backend) -> AbstractAsyncContextManager[None]:
+    """The SDK session of the backend (or of the backend a limit or a batch wraps): the sweep's calls share
+    one client and its connections (``SdkBackend.session``). None for a backend without one."""
+    inner: object = backend
+    while inner is not None:
+        session = getattr(inner, "session", None)
+        if session is not None:
+            return cast(AbstractAsyncContextManager[None], session())
+        inner = getattr(inner, "inner", None)
+    return contextlib.nullcontext()
 
 
 def static_prefix(job: SweepJob) -> str:
