@@ -14,7 +14,9 @@ goal is a time), the limit and the goal it answers. It raises ``_common.Skip("wh
 here (e.g. no database given). run_all finds ``def goals(`` in each script's source (nothing is imported
 to look), and calls it in a child process with the script imported as a module (not ``__main__``), so
 scripts never share state. A script without ``goals()`` is run as a command (its tables are printed) and
-listed as having no goal; ``--quick`` skips those. Files whose names start with ``_`` are not benchmarks.
+listed as having no goal; ``--quick`` skips those. A script with ``RUN_ALL = False`` at module level (too
+long, or needing a service) is listed but run only when named by ``--only``. Files whose names start with
+``_`` are not benchmarks.
 
 Full runs take many minutes on 2 cores. Run on an otherwise idle machine: every figure is a ratio against a
 reference measured in the same run, but a load that comes and goes still moves it; each goal's note gives
@@ -36,6 +38,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 MARK = "@@run_all-goals@@"
 HAS_GOALS = re.compile(r"^def goals\(", re.MULTILINE)
+OPTED_OUT = re.compile(r"^RUN_ALL = False", re.MULTILINE)
 # Calls the script's goals() in a child process: the script imported as a module, the goals as one JSON line.
 CHILD = f"""
 import dataclasses, json, sys
@@ -86,7 +89,11 @@ def main() -> int:
     summary: list[str] = []
     failed = 0
     for path in scripts(args.only):
-        if HAS_GOALS.search(path.read_text()):
+        source = path.read_text()
+        if OPTED_OUT.search(source) and path.stem not in args.only:
+            summary.append(f"| {path.name} | - | - | - | not run (RUN_ALL = False): run it by name, --only |")
+            continue
+        if HAS_GOALS.search(source):
             rows, printed = run_goals(path, args.quick)
             sys.stdout.write(printed)
             if isinstance(rows, str):
