@@ -43,6 +43,7 @@ from rubrics_app.services.reports.report import (
     blocker_criteria,
     clean_filters,
     filter_choices,
+    report_changed,
     repository_report,
 )
 from rubrics_app.views.common import HtmxHttpRequest, require_post
@@ -239,6 +240,7 @@ def report_cutoffs(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
         cutoffs = form.cleaned_data["cutoffs"]
         repository.training_cutoffs = cutoffs or None
         repository.save(update_fields=["training_cutoffs"])
+        report_changed(repository.pk)  # the cutoffs change the report: a worker computes it before it is read
         messages.success(request, f"Training cutoffs saved ({len(cutoffs)} model{pluralize(len(cutoffs))}).")
         return redirect_to(request, reverse("rubrics:report", args=[repository.pk]))
     url = reverse("rubrics:report", args=[access.repository.pk]) + "#cutoffs-form"
