@@ -12,9 +12,11 @@ from django.conf import settings
 from django.contrib.auth import middleware
 from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http.response import HttpResponseBase
 from django.shortcuts import resolve_url
 from django_htmx.http import HttpResponseClientRedirect
 
+from rubrics_app.views import resume
 from rubrics_app.views.common import refuse_control_characters
 
 
@@ -33,13 +35,38 @@ class LoginRequiredMiddleware(middleware.LoginRequiredMiddleware):
         self, request: HttpRequest, view_func: Callable[..., Any]
     ) -> HttpResponse:
         htmx = getattr(request, "htmx", None)
-        if not htmx:
+        if _session_ended(request):
+            request.session[resume.ENDED_SESSION_KEY] = True
+            request.session.set_expiry(resume.ANONYMOUS_SESSION_SECONDS)
+        if request.method == "POST":
+            # The form is kept for after the login (views.resume); the login comes back to the page it was on.
+            page = resume.keep(request, view_func, current=htmx.current_url_abs_path if htmx else None)
+        elif htmx:
+            page = htmx.current_url_abs_path or resolve_url("rubrics:repository_list")
+        else:
             return super().handle_no_permission(request, view_func)
-        page = htmx.current_url_abs_path or resolve_url("rubrics:repository_list")
         login = redirect_to_login(
             page, resolve_url(self.get_login_url(view_func)), self.get_redirect_field_name(view_func)
         )
-        return HttpResponseClientRedirect(login["Location"])
+        return HttpResponseClientRedirect(login["Location"]) if htmx else login
+
+    def process_view(
+        self,
+        request: HttpRequest,
+        view_func: Callable[..., Any],
+        view_args: tuple[Any, ...],
+        view_kwargs: dict[str, Any],
+    ) -> HttpResponseBase | None:
+        if request.method == "POST" and request.user.is_authenticated:
+            # A logged-in user's next action (the kept form sent again, or anything else) ends a kept form.
+            resume.drop(request)
+        return super().process_view(request, view_func, view_args, view_kwargs)
+
+
+def _session_ended(request: HttpRequest) -> bool:
+    """The browser named a session the server no longer has (expired, cleared, or ended by a password
+    change): loading it found nothing, so its key is gone."""
+    return settings.SESSION_COOKIE_NAME in request.COOKIES and request.session.session_key is None
 
 
 class RequestBodyLimitMiddleware:

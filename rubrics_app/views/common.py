@@ -131,6 +131,11 @@ def require_post(purpose: str, back: str) -> Callable[[View], View]:
             response["Allow"] = "POST"
             return response
 
+        # Read by views.resume: what a form kept across a login does, and the page it came from.
+        wrapped.post_purpose = purpose  # type: ignore[attr-defined]
+        wrapped.post_back = lambda kwargs: reverse(  # type: ignore[attr-defined]
+            back, kwargs={k: v for k, v in kwargs.items() if k in _converters(back)}
+        )
         return wrapped
 
     return decorator
