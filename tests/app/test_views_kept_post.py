@@ -228,6 +228,25 @@ def test_another_site_is_never_where_the_login_or_the_drop_leads(
     dropped = client.post(reverse("resume_drop"), {"back": "//evil.example/"})
     assert dropped["Location"] == "/"
     assert client.get(reverse("resume_post")).status_code == 404
+    for foreign in ("https://evil.example/", "/\\evil.example/", "javascript:alert(1)"):
+        assert client.post(reverse("resume_drop"), {"back": foreign})["Location"] == "/"
+    # With nothing kept, a next= of another site is not followed either (Django's own check).
+    client.post(reverse("logout"))
+    assert log_in(client, "maintainer", "https://evil.example/")["Location"] == "/"
+
+
+def test_htmx_naming_a_page_of_another_site_is_not_where_the_login_returns(
+    maintainer: User, draft_revision: RubricRevision
+) -> None:
+    b1 = RubricItem.objects.get(revision=draft_revision, item_id="B1")
+    repo = draft_revision.task.repository_id
+    response = expired(maintainer).post(
+        reverse("rubrics:item_approve", args=[repo, b1.pk]),
+        {"version": b1.version},
+        headers={"HX-Request": "true", "HX-Current-URL": "https://evil.example/phish"},
+    )
+    row = reverse("rubrics:item_row", args=[repo, b1.pk])
+    assert response["HX-Redirect"] == f"{LOGIN}?next={quote(row, safe='/')}"
 
 
 @pytest.mark.parametrize("foreign", ["//evil.example/x", "https://evil.example/x", "/\\evil.example/x"])
