@@ -10,7 +10,9 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import middleware
+from django.contrib.auth.signals import user_logged_out
 from django.contrib.auth.views import redirect_to_login
+from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.http.response import HttpResponseBase
 from django.shortcuts import resolve_url
@@ -27,7 +29,26 @@ class LoginRequiredMiddleware(middleware.LoginRequiredMiddleware):
     item being acted on; its ``next`` was the POST URL (logging in there ended on a 405). htmx is told to
     navigate instead (HX-Redirect), with ``next`` set to the page the browser shows (HX-Current-URL, when it
     is on this site), never to the endpoint of the action.
+
+    A POST, plain or htmx, is kept for after the login (views.resume), and the login page says the session
+    ended when it did: the browser named a session the server no longer has, or it still holds the cookie
+    that says someone logged in here and never logged out (the session cookie itself goes when the session
+    expires, so without this one an expiry looked like a first visit).
     """
+
+    def process_response(self, request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
+        if getattr(request, LOGGED_OUT, False):
+            response.delete_cookie(SEEN_COOKIE, samesite="Lax")
+        elif not request.COOKIES.get(SEEN_COOKIE) and _logged_in(request):
+            response.set_cookie(
+                SEEN_COOKIE,
+                "1",
+                max_age=SEEN_COOKIE_SECONDS,
+                secure=settings.SESSION_COOKIE_SECURE,
+                httponly=True,
+                samesite="Lax",
+            )
+        return response
 
     # django-stubs says HttpResponseRedirect. HttpResponseClientRedirect must be a 200 (the browser would
     # follow a 3xx itself before htmx saw its HX-Redirect header), so it only shares the redirect base.
@@ -35,7 +56,7 @@ class LoginRequiredMiddleware(middleware.LoginRequiredMiddleware):
         self, request: HttpRequest, view_func: Callable[..., Any]
     ) -> HttpResponse:
         htmx = getattr(request, "htmx", None)
-        if _session_ended(request):
+        if _session_ended(request) or request.COOKIES.get(SEEN_COOKIE):
             request.session[resume.ENDED_SESSION_KEY] = True
             request.session.set_expiry(resume.ANONYMOUS_SESSION_SECONDS)
         if request.method == "POST":
@@ -63,10 +84,27 @@ class LoginRequiredMiddleware(middleware.LoginRequiredMiddleware):
         return super().process_view(request, view_func, view_args, view_kwargs)
 
 
+# Set at login, deleted at logout: "a session of this browser ended" (no user, no key: just that).
+SEEN_COOKIE = "rubrics_had_session"
+SEEN_COOKIE_SECONDS = 365 * 24 * 3600
+LOGGED_OUT = "rubrics_logged_out"
+
+
+@receiver(user_logged_out)
+def _note_logout(sender: Any, request: HttpRequest | None, **kwargs: Any) -> None:
+    if request is not None:
+        setattr(request, LOGGED_OUT, True)
+
+
+def _logged_in(request: HttpRequest) -> bool:
+    user = getattr(request, "user", None)  # absent when a middleware before this one answered
+    return user is not None and user.is_authenticated
+
+
 def _session_ended(request: HttpRequest) -> bool:
     """The browser named a session the server no longer has (expired, cleared, or ended by a password
     change): loading it found nothing, so its key is gone."""
-    return settings.SESSION_COOKIE_NAME in request.COOKIES and request.session.session_key is None
+    return bool(request.COOKIES.get(settings.SESSION_COOKIE_NAME)) and request.session.session_key is None
 
 
 class RequestBodyLimitMiddleware:

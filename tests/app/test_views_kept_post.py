@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.contrib.sessions.models import Session
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -312,3 +313,20 @@ def test_the_session_of_a_kept_form_lives_an_hour_until_the_login(
     assert client.session.get_expiry_age() == resume.ANONYMOUS_SESSION_SECONDS
     log_in(client, "maintainer", "/")
     assert client.session.get_expiry_age() == client.session.get_session_cookie_age()
+
+
+def test_a_session_cookie_gone_with_its_session_still_says_the_session_ended(
+    maintainer: User, repository: Repository
+) -> None:
+    """The session cookie expires with the session: only the cookie a login leaves (and a logout takes)
+    tells an ended session from a first visit."""
+    page = reverse("rubrics:repository_detail", args=[repository.pk])
+    client = Client()
+    log_in(client, "maintainer", page)
+    del client.cookies[settings.SESSION_COOKIE_NAME]  # the browser dropped it when it expired
+    login = client.get(page)["Location"]
+    assert "Your session ended: log in again" in client.get(login).content.decode()
+
+    log_in(client, "maintainer", page)
+    client.post(reverse("logout"))  # logged out on purpose: nothing ended by itself
+    assert "Your session ended" not in client.get(client.get(page)["Location"]).content.decode()
