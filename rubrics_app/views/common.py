@@ -141,6 +141,19 @@ def require_post(purpose: str, back: str) -> Callable[[View], View]:
     return decorator
 
 
+def form_page(purpose: str) -> Callable[[View], View]:
+    """For a page that takes its own form back at its own URL (GET shows it, POST saves it): what sending
+    the form does, completing "It ..." (views.resume shows it when a form sent after the session ended is
+    kept), and that the page to come back to is this one."""
+
+    def decorator(view: View) -> View:
+        view.post_purpose = purpose  # type: ignore[attr-defined]
+        view.post_back_is_page = True  # type: ignore[attr-defined]
+        return view
+
+    return decorator
+
+
 def revisions_of(repository: Repository) -> QuerySet[RubricRevision]:
     return RubricRevision.objects.filter(task__repository=repository)
 

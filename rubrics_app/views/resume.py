@@ -36,7 +36,7 @@ from django.views.decorators.http import require_GET
 from rubrics_app.views.common import require_post
 
 SESSION_KEY = "rubrics_kept_post"
-# Set when a request named a session the server no longer has, so that the login page can say so.
+# Set by the middleware when a session of this browser ended, so that the login page can say so.
 ENDED_SESSION_KEY = "rubrics_session_ended"
 # A label, a note, a revision's fields or the cutoffs (100,000 characters at most) fit with room to spare.
 MAX_BYTES = 512 * 1024
@@ -46,7 +46,7 @@ KEPT_FOR = datetime.timedelta(hours=1)
 ANONYMOUS_SESSION_SECONDS = int(KEPT_FOR.total_seconds())
 # How much of one value the confirm page shows (the form carries all of it).
 SHOWN_CHARS = 300
-# Fields the page never shows or sends again: the old CSRF token (a fresh one is sent) and the login's.
+# Fields the page never shows or sends again: the old CSRF token (the confirm form carries a fresh one).
 _DROPPED = {"csrfmiddlewaretoken"}
 
 
@@ -86,11 +86,13 @@ def _back_from_referer(request: HttpRequest) -> str | None:
 
 
 def back_page(request: HttpRequest, view: Callable[..., Any] | None, current: str | None = None) -> str:
-    """Where the user was: ``current`` (htmx's current URL) or the Referer when on this site, else the page
-    the view's ``require_post`` names, else the repository list."""
+    """Where the user was: ``current`` (htmx's current URL) or the Referer when on this site, else the view's
+    own page (``form_page``) or the page its ``require_post`` names, else the repository list."""
     for candidate in (current, _back_from_referer(request)):
         if candidate and is_local_path(candidate):
             return candidate
+    if getattr(view, "post_back_is_page", False):
+        return request.get_full_path()
     back = getattr(view, "post_back", None)
     if callable(back):
         match = resolve(request.path)

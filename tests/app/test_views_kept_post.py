@@ -330,3 +330,16 @@ def test_a_session_cookie_gone_with_its_session_still_says_the_session_ended(
     log_in(client, "maintainer", page)
     client.post(reverse("logout"))  # logged out on purpose: nothing ended by itself
     assert "Your session ended" not in client.get(client.get(page)["Location"]).content.decode()
+
+
+def test_a_page_that_takes_its_own_form_is_where_the_login_returns(
+    maintainer: User, repository: Repository
+) -> None:
+    settings_page = reverse("rubrics:judge_settings", args=[repository.pk])
+    client = expired(maintainer)
+    response = client.post(settings_page, {"primary": "scripted:/x.json"})
+    assert response["Location"] == f"{LOGIN}?next={quote(settings_page, safe='/')}"
+    log_in(client, "maintainer", settings_page)
+    confirm = client.get(reverse("resume_post")).content.decode()
+    assert "saves the repository&#x27;s judges" in confirm
+    assert resume_form(confirm)[0]["action"] == settings_page
