@@ -61,7 +61,7 @@ def is_local_path(url: str) -> bool:
 
 
 def _view_of(path: str) -> Callable[..., Any] | None:
-    """The view the path of ``url`` (no query) resolves to, or None."""
+    """The view ``path`` (its query left out) resolves to, or None."""
     try:
         return resolve(path.split("?", 1)[0]).func
     except Resolver404:
