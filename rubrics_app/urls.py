@@ -16,6 +16,7 @@ from rubrics_app.views import (
     mutants,
     report,
     repositories,
+    resume,
     revisions,
     runs,
     sweeps,
@@ -34,6 +35,10 @@ def favicon(request: HttpRequest) -> HttpResponseRedirect:
     # must not need.
     return HttpResponseRedirect(static("rubrics/favicon.ico"))
 
+
+logout_view = require_post("logs you out", back="rubrics:repository_list")(auth_views.LogoutView.as_view())
+# A logout sent after the session ended has nothing left to do: it is not kept to be sent again.
+logout_view.kept_across_login = False  # type: ignore[attr-defined]
 
 app_urls = [
     path("", repositories.repository_list, name="repository_list"),
@@ -161,11 +166,9 @@ app_urls = [
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/login/", login.LoginView.as_view(), name="login"),
-    path(
-        "accounts/logout/",
-        require_post("logs you out", back="rubrics:repository_list")(auth_views.LogoutView.as_view()),
-        name="logout",
-    ),
+    path("accounts/logout/", logout_view, name="logout"),
+    path("accounts/resume/", resume.resume_post, name="resume_post"),
+    path("accounts/resume/drop/", resume.resume_drop, name="resume_drop"),
     # Browsers ask for /favicon.ico whatever the page links to; the login page shows it too.
     path("favicon.ico", favicon),
     path("", include((app_urls, "rubrics"))),

@@ -33,7 +33,7 @@ from rubrics_app.services.calibration.inputs import spent_this_month
 from rubrics_app.services.jobs import QueueUnreachable
 from rubrics_app.services.judges import JudgeSettingError, set_judges
 from rubrics_app.services.rubrics.task_files import set_task_files
-from rubrics_app.views.common import HtmxHttpRequest, load_revision, require_post
+from rubrics_app.views.common import HtmxHttpRequest, form_page, load_revision, require_post
 from rubrics_app.views.kept_forms import form_key, kept_form
 from rubrics_app.views.revisions import redirect_to, revision_url
 
@@ -250,6 +250,7 @@ def calibration_row_diff(request: HtmxHttpRequest, repo_pk: int, run_pk: int, ro
 # --- judges ------------------------------------------------------------------------------------------------
 
 
+@form_page("saves the repository's judges")
 @require_http_methods(["GET", "POST"])
 @login_required
 def judge_settings(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
@@ -287,6 +288,7 @@ def judge_settings(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
 # --- the task's own files -----------------------------------------------------------------------------------
 
 
+@form_page("saves a task's files for calibration")
 @require_http_methods(["GET", "POST"])
 @login_required
 def task_files(request: HtmxHttpRequest, repo_pk: int, task_pk: int) -> HttpResponse:
