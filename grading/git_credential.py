@@ -1,4 +1,4 @@
-"""The git credential helper of :func:`grading.git_push.push_branch`: ``python -m grading.git_credential get``.
+"""The git credential helper of grading.git_push: ``python -m grading.git_credential get``.
 
 git runs it with the request on stdin (``protocol=https``, ``host=example.com:8443``, ...). It answers only
 a ``get`` for exactly the origin named in ``RUBRICS_GIT_CREDENTIAL_ORIGIN`` (``https://host[:port]``), with

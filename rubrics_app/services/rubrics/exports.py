@@ -249,6 +249,10 @@ def start_export(
 
 
 def _export(job: Job) -> ExportResult:
+    if job.params.get("pull_request"):
+        from rubrics_app.services.rubrics.pull_requests import send_pull_request
+
+        return send_pull_request(job)
     revision = job.revision
     if revision is None:
         raise ExportError("the revision of this job is gone")
@@ -264,5 +268,6 @@ def _export(job: Job) -> ExportResult:
 
 @job_task(JobKind.EXPORT_REVISION)
 def export_revision_to_checkout(job_id: int) -> None:
-    """Write an admitted revision into its repository's checkout (or private path), optionally on a branch."""
+    """Write an admitted revision into its repository's checkout (or private path), optionally on a branch;
+    or send it as a pull request (services.rubrics.pull_requests)."""
     run(job_id, _export)
