@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -41,7 +42,6 @@ from rubrics_app.models import (
     ExportResult,
     ItemKind,
     Job,
-    JobKind,
     RemoteSetting,
     Repository,
     ReviewState,
@@ -51,12 +51,15 @@ from rubrics_app.models import (
     TransitionError,
 )
 from rubrics_app.services import audit
-from rubrics_app.services.jobs import send
-from rubrics_app.services.rubrics.exports import ExportError, write_to_checkout
+from rubrics_app.services.jobs import JobFailed
 
 # As drafting: only these names, so a maintainer cannot have another secret of the worker sent anywhere.
 TOKEN_ENV_RE = re.compile(r"GITHUB_TOKEN(_[A-Z0-9_]{1,60})?")
 BRANCH_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,199}")
+
+
+class PullRequestError(JobFailed):
+    pass
 
 
 class RemoteSettingError(ValueError):
@@ -221,127 +224,119 @@ def pull_request_body(revision: RubricRevision, overridden: list[Dispute], paths
     return "\n".join(lines).rstrip() + "\n"
 
 
-# --- the job ------------------------------------------------------------------------------------------------
+# --- the job (started and run by services.rubrics.exports, whose export job it is) -------------------------
 
 
-@transaction.atomic
-def start_pull_request(
-    revision: RubricRevision, by: Actor, *, branch: str | None = None, overriding: list[str] | None = None
-) -> Job:
-    """Send an admitted revision as a pull request (a job). ``overriding``: the disputed blockers the
-    maintainer confirmed; a blocker disputed and not among them stops the job before anything is pushed."""
+def check_can_send(revision: RubricRevision, branch: str | None) -> None:
+    """TransitionError when the revision cannot be sent: no remote, no checkout, a bad branch name."""
     repository = revision.task.repository
-    by.require(Role.MAINTAINER, repository)
     if revision.status != RevisionStatus.ADMITTED:
         raise TransitionError("only an admitted revision is sent as a pull request")
-    setting = RemoteSetting.objects.filter(repository=repository).first()
-    if setting is None:
+    if not RemoteSetting.objects.filter(repository=repository).exists():
         raise TransitionError(f"repository {repository.name} names no remote: set one on its settings page")
     if not repository.checkout_path:
         raise TransitionError(f"repository {repository.name} has no checkout path to build the branch in")
     if branch and (problem := _branch_problem(branch)):
         raise TransitionError(f"branch {branch!r}: {problem}")
-    job = Job.objects.create(
-        kind=JobKind.EXPORT_REVISION,
-        repository=repository,
-        revision=revision,
-        created_by=by.recorded_user,
-        params={
-            "private": False,
-            "branch": branch,
-            "pull_request": True,
-            "overriding": sorted(set(overriding or [])),
-        },
-    )
-    from rubrics_app.services.rubrics.exports import export_revision_to_checkout
-
-    send(export_revision_to_checkout, job.pk)
-    return job
 
 
-def send_pull_request(job: Job) -> ExportResult:
-    """The job's work (called by ``exports._export`` for a job started by :func:`start_pull_request`)."""
-    revision = job.revision
-    if revision is None:
-        raise ExportError("the revision of this job is gone")
+@dataclass
+class Plan:
+    """What the job sends, settled before anything is written."""
+
+    remote: Remote
+    token: str | None
+    branch: str
+    base: str
+    open_disputes: list[Dispute]
+    overridden: list[str]
+
+
+def plan_pull_request(job: Job, revision: RubricRevision) -> Plan:
+    """The remote, token and branch of the job; PullRequestError (nothing written) when one is missing or a
+    blocker was disputed without the maintainer's confirmation."""
     repository = revision.task.repository
     setting = RemoteSetting.objects.filter(repository=repository).first()
     if setting is None:
-        raise ExportError(f"repository {repository.name} names no remote any more")
+        raise PullRequestError(f"repository {repository.name} names no remote any more")
     try:
         remote = remote_of(setting)
     except InputError as exc:
-        raise ExportError(f"the remote setting: {exc.message}") from None
+        raise PullRequestError(f"the remote setting: {exc.message}") from None
     token = None
     if setting.token_env:
         if not TOKEN_ENV_RE.fullmatch(setting.token_env) or not token_allowed(remote):
-            raise ExportError(f"the token variable {setting.token_env} is not used for {remote.url}")
+            raise PullRequestError(f"the token variable {setting.token_env} is not used for {remote.url}")
         token = os.environ.get(setting.token_env) or None
         if token is None:
-            raise ExportError(f"{setting.token_env} is not set in the worker's environment")
+            raise PullRequestError(f"{setting.token_env} is not set in the worker's environment")
     open_disputes = list(
         Dispute.objects.filter(revision=revision, dismissed_at=None)
         .select_related("item", "opened_by")
         .order_by("item__item_id", "pk")
     )
     confirmed = set(job.params.get("overriding") or [])
-    unconfirmed = sorted({d.item.item_id for d in open_disputes} - confirmed)
-    if unconfirmed:
-        raise ExportError(
-            f"{', '.join(unconfirmed)} disputed (needs re-review) and not confirmed: nothing was pushed"
-        )
+    disputed = {d.item.item_id for d in open_disputes}
+    if unconfirmed := sorted(disputed - confirmed):
+        raise PullRequestError(f"{', '.join(unconfirmed)} disputed (needs re-review) and not confirmed")
     branch = job.params.get("branch") or f"rubrics/{revision.task.task_id}-r{revision.number}-job{job.pk}"
-    by = Actor.command_line(job.created_by)
-    exported = write_to_checkout(revision, branch=branch, by=by)
+    return Plan(remote, token, branch, setting.base_branch, open_disputes, sorted(disputed))
+
+
+def push_and_open(
+    plan: Plan, revision: RubricRevision, root: Path, paths: list[str], commit: str | None, by: Actor
+) -> ExportResult:
+    """Push the branch already committed in the checkout at ``root`` and, on GitHub, open its pull
+    request."""
     try:
-        push_branch(Path(exported.root), remote, branch, token)
+        push_branch(root, plan.remote, plan.branch, plan.token)
     except GitError as exc:
-        raise ExportError(
-            f"committed on branch {branch} of the checkout, but the push failed: {exc.message}"
+        raise PullRequestError(
+            f"committed on branch {plan.branch} of the checkout, but the push failed: {exc.message}"
         ) from None
     number = url = None
     note = ""
-    if remote.github:
-        body = pull_request_body(revision, open_disputes, exported.paths)
+    if plan.remote.github:
         try:
             opened = open_pull_request(
-                remote.github,
-                token or "",
-                head=branch,
-                base=setting.base_branch,
+                plan.remote.github,
+                plan.token or "",
+                head=plan.branch,
+                base=plan.base,
                 title=f"Rubrics: admitted rubric of {revision.task.task_id} (revision {revision.number})",
-                body=body,
+                body=pull_request_body(revision, plan.open_disputes, paths),
                 api_url=settings.DRAFT_GITHUB_API_URL,
             )
         except (GitHubError, InputError) as exc:
-            raise ExportError(
-                f"pushed branch {branch} to {remote.github}, but the pull request was not opened: {exc}"
+            raise PullRequestError(
+                f"pushed branch {plan.branch} to {plan.remote.github}, but the pull request was not opened: "
+                f"{exc}"
             ) from None
         number, url = opened.number, opened.url
     else:
         note = (
-            f"Pushed branch {branch} to {remote.url}. It is a plain git remote, not a GitHub repository: "
-            "no pull request was opened (name the remote OWNER/NAME for one)."
+            f"Pushed branch {plan.branch} to {plan.remote.url}. It is a plain git remote, not a GitHub "
+            "repository: no pull request was opened (name the remote OWNER/NAME for one)."
         )
     audit.record(
         AuditVerb.EXPORTED,
         actor=by.user,
         revision=revision,
         detail={
-            "as": "pull request" if remote.github else "push",
-            "remote": remote.url,
-            "branch": branch,
-            "commit": exported.commit,
+            "as": "pull request" if plan.remote.github else "push",
+            "remote": plan.remote.url,
+            "branch": plan.branch,
+            "commit": commit,
             "pull_request": url,
-            "overridden": sorted(confirmed & {d.item.item_id for d in open_disputes}),
+            "overridden": plan.overridden,
         },
     )
     return ExportResult(
-        root=str(exported.root),
-        paths=exported.paths,
-        branch=branch,
-        commit=exported.commit,
-        remote=remote.github or remote.url,
+        root=str(root),
+        paths=paths,
+        branch=plan.branch,
+        commit=commit,
+        remote=plan.remote.github or plan.remote.url,
         pull_request_number=number,
         pull_request_url=url,
         note=note,
