@@ -18,6 +18,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -284,10 +285,11 @@ def plan_pull_request(job: Job, revision: RubricRevision) -> Plan:
 
 
 def push_and_open(
-    plan: Plan, revision: RubricRevision, root: Path, paths: list[str], commit: str | None, by: Actor
+    plan: Plan, revision: RubricRevision, root: Path, paths: list[str], commit: str | None, user: Any
 ) -> ExportResult:
     """Push the branch already committed in the checkout at ``root`` and, on GitHub, open its pull
-    request."""
+    request; ``user`` is who the audit trail names (the job's starter, whose permission start_export
+    asked)."""
     try:
         push_branch(root, plan.remote, plan.branch, plan.token)
     except GitError as exc:
@@ -320,7 +322,7 @@ def push_and_open(
         )
     audit.record(
         AuditVerb.EXPORTED,
-        actor=by.user,
+        actor=user,
         revision=revision,
         detail={
             "as": "pull request" if plan.remote.github else "push",
