@@ -1,9 +1,10 @@
-"""The git credential helper of grading.git_push: ``python -m grading.git_credential get``.
+"""The git credential helper of grading.git_push: ``python -I .../grading/git_credential.py get``.
 
 git runs it with the request on stdin (``protocol=https``, ``host=example.com:8443``, ...). It answers only
 a ``get`` for exactly the origin named in ``RUBRICS_GIT_CREDENTIAL_ORIGIN`` (``https://host[:port]``), with
 the token from ``RUBRICS_GIT_CREDENTIAL_TOKEN``: both variables are in the environment of that one git
-process only, so the token is on no command line, in no URL and in no config file. Any other request (a
+process only, so the token is on no command line, in no URL and in no config file. It imports nothing but
+the standard library: it runs as a file, in isolated mode, in the checkout. Any other request (a
 ``store``, an ``erase``, another host) gets no answer and git goes on without a credential.
 """
 

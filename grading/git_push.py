@@ -8,7 +8,7 @@ other transport (``ext::`` runs a command) is allowed.
 The push goes through :class:`grading.git.Git` (the host's config off, nothing the repository configures
 runs a command) with these settings besides: only the transports above; HTTP redirects not followed (a
 redirect to another host would take the credential with it); the credential helpers of every config level
-reset, and one added: ``python -m grading.git_credential``, which answers with the token only for the
+reset, and one added: ``python -I grading/git_credential.py``, which answers with the token only for the
 remote's own origin. The token and that origin are in the environment of the one git process that pushes,
 nowhere else: not on its command line, not in its URL, not in a file.
 """
@@ -100,7 +100,10 @@ def _remote_problem(text: str) -> str | None:
 
 
 def push_config() -> tuple[tuple[str, str], ...]:
-    helper = f"!{shlex.quote(sys.executable)} -m grading.git_credential"
+    # The helper's file by its path, in isolated mode: git runs it in the checkout, and ``-m`` would put
+    # the checkout first on sys.path (a checkout with its own grading/ would answer with the token).
+    script = Path(__file__).with_name("git_credential.py")
+    helper = f"!{shlex.quote(sys.executable)} -I {shlex.quote(str(script))}"
     return (
         *NO_COMMANDS_CONFIG,
         ("protocol.allow", "never"),

@@ -175,3 +175,14 @@ def test_no_helper_the_checkout_configures_is_asked(
     checkout.git("config", "credential.helper", f"!touch {marker}; false")
     push_branch(checkout.path, parse_remote(f"{git_server.url}/octo/shapes.git"), "rubrics/one", TOKEN)
     assert not marker.exists()
+
+
+def test_a_checkout_s_own_grading_package_does_not_answer_for_the_helper(
+    checkout: GitRepo, git_server: GitHttpServer, tmp_path: Path
+) -> None:
+    marker = tmp_path / "shadowed"
+    checkout.write("grading/__init__.py", "")
+    checkout.write("grading/git_credential.py", f"open({str(marker)!r}, 'w').close()\n")
+    push_branch(checkout.path, parse_remote(f"{git_server.url}/octo/shapes.git"), "rubrics/one", TOKEN)
+    assert not marker.exists()
+    assert branch_of(tmp_path / "served/octo/shapes.git", "rubrics/one") == checkout.head()
