@@ -211,6 +211,8 @@ def test_a_plain_git_remote_gets_the_push_and_no_pull_request(
     assert "plain git remote, not a GitHub repository: no pull request was opened" in result.note
     page = client.get(reverse("rubrics:job_detail", args=[job.repository_id, job.pk])).content.decode()
     assert "no pull request was opened" in page
+    revision_page = client.get(reverse("rubrics:revision_detail", args=[job.repository_id, admitted.pk]))
+    assert "Send as a pull request</button>" in revision_page.content.decode()
 
 
 def test_a_missing_token_stops_the_job_before_anything_is_written(
@@ -231,9 +233,11 @@ def test_a_missing_token_stops_the_job_before_anything_is_written(
     client.force_login(maintainer)
     job = send(client, admitted)
     assert job.status == JobStatus.FAILED
-    assert job.error == "GITHUB_TOKEN_SHAPES is not set in the worker's environment"
+    assert job.error == "Nothing was written: GITHUB_TOKEN_SHAPES is not set in the worker's environment"
     assert "refs/heads/rubrics/" not in checkout.git("for-each-ref")
     assert github[0].requests == [] and github[1].requests == []
+    page = client.get(reverse("rubrics:job_detail", args=[job.repository_id, job.pk])).content.decode()
+    assert page.count("Nothing was written") == 1
 
 
 def test_a_dispute_opened_after_the_confirmation_stops_the_job(
@@ -249,7 +253,8 @@ def test_a_dispute_opened_after_the_confirmation_stops_the_job(
     rereview.open_dispute(admitted.items.get(item_id="B2"), Actor.member(maintainer), "B2 too")
     export_revision_to_checkout(job.pk)
     job.refresh_from_db()
-    assert job.status == JobStatus.FAILED and job.error.startswith("B2 disputed (needs re-review)")
+    assert job.status == JobStatus.FAILED
+    assert job.error.startswith("Nothing was written: B2 disputed (needs re-review)")
     assert "refs/heads/rubrics/" not in checkout.git("for-each-ref")
 
 

@@ -270,7 +270,10 @@ def _export(job: Job) -> ExportResult:
         raise ExportError("the revision of this job is gone")
     if job.params.get("pull_request"):
         # Settled first (remote, token, disputes): a refusal writes nothing.
-        plan = pull_requests.plan_pull_request(job, revision)
+        try:
+            plan = pull_requests.plan_pull_request(job, revision)
+        except pull_requests.PullRequestError as exc:
+            raise pull_requests.PullRequestError(f"Nothing was written: {exc}") from None
         by = Actor.command_line(job.created_by)
         exported = write_to_checkout(revision, branch=plan.branch, by=by)
         return pull_requests.push_and_open(plan, revision, exported.root, exported.paths, exported.commit, by)
