@@ -51,6 +51,8 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "grading.draft.pr": ("parse_github_repository",),
     "grading.errors": ("InputError", "InputErrors", "Problem", "printable"),
     "grading.git": ("Git", "GitError", "GitResult", "NO_COMMANDS_CONFIG", "commit_on_new_branch"),
+    "grading.git_push": ("Remote", "parse_remote", "push_branch"),
+    "grading.github_pulls": ("OpenedPullRequest", "open_pull_request"),
     "grading.globs": ("glob_error",),
     "grading.judge.backend": ("Backend", "Decoding"),
     "grading.judge.batching": ("ThreadBatchBackend",),
@@ -218,6 +220,11 @@ if TYPE_CHECKING:
     from grading.git import GitError as GitError
     from grading.git import GitResult as GitResult
     from grading.git import commit_on_new_branch as commit_on_new_branch
+    from grading.git_push import Remote as Remote
+    from grading.git_push import parse_remote as parse_remote
+    from grading.git_push import push_branch as push_branch
+    from grading.github_pulls import OpenedPullRequest as OpenedPullRequest
+    from grading.github_pulls import open_pull_request as open_pull_request
     from grading.globs import glob_error as glob_error
     from grading.judge.backend import Backend as Backend
     from grading.judge.backend import Decoding as Decoding

@@ -357,6 +357,12 @@ if _EMBEDDED_BROKER:
 # Where drafting (§6) reads merged PRs: GitHub's REST API, or a GitHub Enterprise server's. Set by whoever
 # runs the workers, never by a page: the worker sends the repository's GitHub token there.
 DRAFT_GITHUB_API_URL = env_str("DRAFT_GITHUB_API_URL", "https://api.github.com")
+# Rubrics sent as pull requests: a remote named OWNER/NAME is pushed to <GITHUB_WEB_URL>/OWNER/NAME.git, and
+# its pull request is opened through DRAFT_GITHUB_API_URL (the token goes to those two origins only).
+GITHUB_WEB_URL = env_str("GITHUB_WEB_URL", "https://github.com")
+# Other origins (https://git.example.com[:port]) a plain git remote may be given its token at: a maintainer
+# names the remote, so without this list no token of the worker goes anywhere but GITHUB_WEB_URL.
+REMOTE_TOKEN_ORIGINS = env_list("REMOTE_TOKEN_ORIGINS", [])
 RUBRIC_UPLOAD_MAX_BYTES = env_int("RUBRIC_UPLOAD_MAX_BYTES", 5 * 1024 * 1024)
 # Request bodies: the largest upload plus room for the form around it, refused by its Content-Length before
 # Django reads or spools a byte (the front server should cap at the same size: docs/deployment.md).

@@ -48,6 +48,7 @@ app_urls = [
     path("repos/<int:repo_pk>/tasks/<int:task_pk>/files/", calibration.task_files, name="task_files"),
     path("repos/<int:repo_pk>/judges/", calibration.judge_settings, name="judge_settings"),
     path("repos/<int:repo_pk>/drafting/", drafting.draft_settings, name="draft_settings"),
+    path("repos/<int:repo_pk>/remote/", exports.remote_settings, name="remote_settings"),
     path("repos/<int:repo_pk>/tasks/<int:task_pk>/draft/", drafting.draft_start, name="draft_start"),
     path("repos/<int:repo_pk>/revisions/<int:rev_pk>/draft-input/", drafting.draft_input, name="draft_input"),
     path(
@@ -121,6 +122,11 @@ app_urls = [
         "repos/<int:repo_pk>/revisions/<int:rev_pk>/write-checkout/",
         exports.export_checkout,
         name="export_checkout",
+    ),
+    path(
+        "repos/<int:repo_pk>/revisions/<int:rev_pk>/pull-request/",
+        exports.export_pull_request,
+        name="export_pull_request",
     ),
     path(
         "repos/<int:repo_pk>/revisions/<int:rev_pk>/items/add/<str:kind>/",
