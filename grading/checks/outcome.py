@@ -426,12 +426,7 @@ def grade(
     grade = run.grade
     rubric = task_files.rubric
     content_sha256 = task_files.rubric_sha256
-    primary = _backend(judge)
-    second = _backend(second_judge) if second_judge is not None else None
-    if second is not None:
-        check_second_judge(primary.spec, second.spec, allow_same_family=allow_same_family)
-    if not 0.0 <= second_sample <= 1.0:  # also refuses NaN
-        raise InputError(None, "must be between 0 and 1", "--second-judge-sample")
+    primary, second = _judges(judge, second_judge, allow_same_family, second_sample)
 
     scope, integrity, grader_problems = _scope_and_integrity(task_files, run)
     settled = _settled(task, run, grader_problems, rubric)
@@ -442,7 +437,6 @@ def grade(
     judge_skipped: str | None = f"not called: {settled.reasons[0]}" if settled is not None else None
     if settled is None:
         assert rubric is not None and scope is not None and integrity is not None
-        diff_text = run.require_diff()
         judge_args: dict[str, Any] = {
             "config_edited": bool(integrity.config_edits),
             "cache": cache,
@@ -452,14 +446,9 @@ def grade(
             "special_files": run.ignored.special_files,
             "base_tree": base_tree,
         }
-        # Over the judge's limit, the runner makes no call and says the change is too large to review.
-        primary_result = judge_run(task, rubric, diff_text, primary, **judge_args)
-        if second is not None and primary_result.too_large_to_review is not None:
-            second_skipped = f"not called: {primary_result.too_large_to_review}"
-        elif second is not None and in_second_judge_sample(diff_text, second_sample):
-            second_result = judge_run(task, rubric, diff_text, second, **judge_args)
-        elif second is not None:
-            second_skipped = f"not in the second judge's sample ({second_sample:g} of runs)"
+        primary_result, second_result, second_skipped = _judge(
+            task, rubric, run.require_diff(), (primary, second), second_sample, judge_args
+        )
         assessment = assess(rubric, scope, integrity, primary_result)
     outcome = settled or decide_outcome(task.gate, grade, scope, integrity, primary_result, rubric)
     admitted = (
@@ -526,3 +515,37 @@ def _settled(task: TaskSpec, run: Run, grader_problems: list[str], rubric: Rubri
         reason = f"the patch is not a diff that can be reviewed ({run.unreadable_patch})"
         settled = Outcome(status="not_mergeable", mergeable=False, merge_score=0.0, reasons=[reason])
     return settled
+
+
+def _judge(
+    task: TaskSpec,
+    rubric: Rubric,
+    diff_text: str,
+    judges: tuple[Backend, Backend | None],
+    second_sample: float,
+    judge_args: dict[str, Any],
+) -> tuple[JudgeResult, JudgeResult | None, str | None]:
+    """The primary judge's result, the second judge's when it is called, and why it was not."""
+    primary, second = judges
+    # Over the judge's limit, the runner makes no call and says the change is too large to review.
+    primary_result = judge_run(task, rubric, diff_text, primary, **judge_args)
+    if second is None:
+        return primary_result, None, None
+    if primary_result.too_large_to_review is not None:
+        return primary_result, None, f"not called: {primary_result.too_large_to_review}"
+    if in_second_judge_sample(diff_text, second_sample):
+        return primary_result, judge_run(task, rubric, diff_text, second, **judge_args), None
+    return primary_result, None, f"not in the second judge's sample ({second_sample:g} of runs)"
+
+
+def _judges(
+    judge: Backend | str, second_judge: Backend | str | None, allow_same_family: bool, second_sample: float
+) -> tuple[Backend, Backend | None]:
+    """The primary and second judge's backends; InputError for a refused pair or sample rate."""
+    primary = _backend(judge)
+    second = _backend(second_judge) if second_judge is not None else None
+    if second is not None:
+        check_second_judge(primary.spec, second.spec, allow_same_family=allow_same_family)
+    if not 0.0 <= second_sample <= 1.0:  # also refuses NaN
+        raise InputError(None, "must be between 0 and 1", "--second-judge-sample")
+    return primary, second
