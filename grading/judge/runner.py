@@ -32,7 +32,6 @@ from grading.judge.cost import PriceTable
 from grading.judge.models import (
     ItemVerdict,
     JudgeResult,
-    Location,
     TreeBudget,
     Usage,
 )
@@ -125,19 +124,6 @@ class _Session:
                 if attempt < self.settings.attempts:
                     self.retries += 1
         return None
-
-
-def _item_verdict(v: ReplyVerdict, item: JudgeItem, model_id: str, flagged: bool) -> ItemVerdict:
-    return ItemVerdict(
-        item_id=v.id,
-        kind=item.kind,
-        verdict=v.verdict,
-        finding=v.finding,
-        reason=v.reason,
-        locations=[Location(file=loc.file, line=loc.line, side=loc.side) for loc in v.locations],
-        flagged_inconsistent=flagged,
-        model_id=model_id,
-    )
 
 
 NO_CHECKOUT = "no repository checkout was given (--checkout), so no judge could read the base tree"
@@ -405,7 +391,7 @@ async def _ask_and_rejudge(
         return [], "no usable reply: " + (session.errors[-1] if session.errors else "no call made")
     replies, model_id = answer
     result.model_id = model_id
-    verdicts = [_item_verdict(v, by_id[v.id], model_id, False) for v in replies]
+    verdicts = [v.item_verdict(by_id[v.id].kind, model_id, flagged=False) for v in replies]
     flagged = [
         v.item_id
         for v in verdicts
@@ -423,7 +409,7 @@ async def _ask_and_rejudge(
         )
     result.rejudged = len(flagged)
     again_replies, again_model = again
-    fresh = {v.id: _item_verdict(v, by_id[v.id], again_model, True) for v in again_replies}
+    fresh = {v.id: v.item_verdict(by_id[v.id].kind, again_model, flagged=True) for v in again_replies}
     verdicts = [fresh.get(v.item_id, v) for v in verdicts]
     # A verdict that disagrees with its own finding a second time cannot be counted either way.
     twice = [
