@@ -195,15 +195,22 @@ def mutant_entries(run: CalibrationRun) -> list[dict[str, Any]]:
     return out
 
 
-def run_context(access: Any, run: CalibrationRun) -> dict[str, Any]:
-    rows = _verdict_rows(run)
+def run_page(access: Any, run: CalibrationRun) -> dict[str, Any]:
+    """What every page of one calibration run names: its repository, task, revision and the run."""
     return {
-        "suite": _suite_table(run),
         "access": access,
         "repository": access.repository,
         "task": run.revision.task,
         "revision": run.revision,
         "run": run,
+    }
+
+
+def run_context(access: Any, run: CalibrationRun) -> dict[str, Any]:
+    rows = _verdict_rows(run)
+    return {
+        **run_page(access, run),
+        "suite": _suite_table(run),
         # What needs reading comes first; the rows that hold are folded behind their count.
         "breaking_rows": [entry for entry in rows if not entry["row"].holds],
         "holding_rows": [entry for entry in rows if entry["row"].holds],
@@ -236,14 +243,7 @@ def calibration_row_diff(request: HtmxHttpRequest, repo_pk: int, run_pk: int, ro
     access = get_repository_for_user(request, repo_pk)
     run = _run_for(access.repository.pk, run_pk)
     row = get_object_or_404(CalibrationRow.objects.filter(run=run), pk=row_pk)
-    context = {
-        "access": access,
-        "repository": access.repository,
-        "task": run.revision.task,
-        "revision": run.revision,
-        "run": run,
-        "row": row,
-    }
+    context = {**run_page(access, run), "row": row}
     return render(request, "rubrics/calibration_row_diff.html", context)
 
 
