@@ -26,7 +26,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     ),
     "grading.admission.corpus": ("PAYLOAD_KINDS",),
     "grading.admission.store": ("AdmissionReport", "AdmissionRow"),
-    "grading.atomic": ("write_atomic",),
+    "grading.atomic": ("write_atomic", "write_new"),
     "grading.basetree": ("BaseTree",),
     "grading.checks.outcome": ("RunDetails", "RunMetrics", "grade", "grade_run"),
     "grading.checks.run": ("Run", "LoadedTask", "make_run", "make_task_files", "read_run", "read_task_files"),
@@ -182,6 +182,7 @@ if TYPE_CHECKING:
     from grading.admission.store import AdmissionReport as AdmissionReport
     from grading.admission.store import AdmissionRow as AdmissionRow
     from grading.atomic import write_atomic as write_atomic
+    from grading.atomic import write_new as write_new
     from grading.basetree import BaseTree as BaseTree
     from grading.checks.outcome import RunDetails as RunDetails
     from grading.checks.outcome import RunMetrics as RunMetrics

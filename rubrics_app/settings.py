@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import tempfile
 from datetime import timedelta
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from django.utils.csp import CSP
 
 from grading import InputError as _InputError
 from grading import parse_provider_limits as _parse_provider_limits
+from grading import write_new as _write_new
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -98,18 +98,10 @@ def _local_secret_key(path: Path) -> str:
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
     key = secrets.token_urlsafe(48)
-    # Written whole to a private file, then linked into place: a process starting at the same moment (a
-    # worker, the web server, another test worker) sees either no file or the whole key, never an empty one.
-    descriptor, staged = tempfile.mkstemp(dir=path.parent, prefix=".secret_key.")
-    try:
-        with os.fdopen(descriptor, "w") as out:
-            out.write(key + "\n")
-        try:
-            os.link(staged, path)
-        except FileExistsError:  # another process made it first: theirs is the key
-            return path.read_text().strip()
-    finally:
-        os.unlink(staged)
+    # Made whole or not at all: a process starting at the same moment (a worker, the web server, another
+    # test worker) sees no file or the whole key, and if it made the file first, its key is the key.
+    if not _write_new(path, (key + "\n").encode(), mode=0o600):
+        return path.read_text().strip()
     return key
 
 
