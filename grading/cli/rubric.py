@@ -24,6 +24,7 @@ COMMAND_MODULES = [
     "grading.cli.check",
     "grading.cli.draft",
     "grading.cli.report",
+    "grading.cli.api",
 ]
 
 
@@ -43,6 +44,8 @@ COMMAND_MODULE_OF = {
     "list-tests": "grading.cli.workspace",
     "draft": "grading.cli.draft",
     "report": "grading.cli.report",
+    "push": "grading.cli.api",
+    "pull": "grading.cli.api",
 }
 
 # Help for the positional arguments that several subcommands share, by metavar: said once, here.
