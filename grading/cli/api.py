@@ -103,6 +103,7 @@ class _SameOrigin(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> Any:
         target = urllib.parse.urlsplit(newurl)
         if (target.scheme, target.netloc) != self.origin:
+            fp.close()
             raise ApiFailed(
                 f"the server redirected to {printable(newurl)}, another origin: refused (the "
                 "token is sent only to --api)"

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
-from ninja import Router
+from ninja import Router, Status
 
 from rubrics_app.access import get_repository_for_token
 from rubrics_app.api.auth import token_of
@@ -56,7 +56,7 @@ def _sweep_out(sweep: Sweep) -> SweepOut:
 
 
 @router.post("/repositories/{name}/sweeps", response={201: SweepOut, 503: Problem, **ERRORS})
-def start_sweep(request: HttpRequest, name: str, options: SweepIn) -> tuple[int, SweepOut]:
+def start_sweep(request: HttpRequest, name: str, options: SweepIn) -> Status[SweepOut]:
     """Send the sweep job, as ``manage.py sweep`` does (maintainers, as the sweep form)."""
     access = get_repository_for_token(token_of(request), name, Role.MAINTAINER)
     task = None
@@ -104,7 +104,7 @@ def start_sweep(request: HttpRequest, name: str, options: SweepIn) -> tuple[int,
     except (SweepError, PermissionDenied) as exc:
         raise ApiProblem(422, "Sweep not started", str(exc)) from None
     sweep = Sweep.objects.select_related("job", "task").get(pk=sweep.pk)
-    return 201, _sweep_out(sweep)
+    return Status(201, _sweep_out(sweep))
 
 
 @router.get("/repositories/{name}/sweeps/{sweep_id}", response={200: SweepOut, **ERRORS})
