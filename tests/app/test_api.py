@@ -210,6 +210,10 @@ def test_too_many_runs_or_too_large_a_body_is_413(
     settings.API_MAX_BODY_BYTES = 100
     response = post(Client(), url, {"runs": [run_record(0)]}, secret)
     assert response.status_code == 413 and response["Content-Type"] == PROBLEM
+    # Over the whole site's cap, the middleware refuses it before any view, as problem details too.
+    settings.REQUEST_MAX_BYTES = 50
+    response = post(Client(), url, {"runs": [run_record(0)]}, secret)
+    assert response.status_code == 413 and response["Content-Type"] == PROBLEM
     assert not AgentRun.objects.exists()
 
 
