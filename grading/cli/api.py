@@ -176,36 +176,39 @@ def _repository(name: str) -> str:
     return urllib.parse.quote(name, safe="")
 
 
-def _run_dirs(roots: list[Path]) -> Iterator[Path]:
+def _run_dirs(roots: list[Path]) -> Iterator[tuple[Path, str]]:
+    """Each run directory and its name for the server: the folder given and the path below it (``runs/a/1``),
+    never the local path above it."""
     for root in roots:
         if (root / "run.json").is_file():
-            yield root
+            yield root, root.resolve().name
             continue
         found = sorted(p.parent for p in root.rglob("run.json") if p.is_file()) if root.is_dir() else []
         if not found:
             raise InputError(root, "no run.json found")
-        yield from found
+        for run_dir in found:
+            yield run_dir, posixpath.join(root.resolve().name, run_dir.relative_to(root).as_posix())
 
 
-def _run_record(run_dir: Path) -> dict[str, Any]:
+def _run_record(run_dir: Path, name: str) -> dict[str, Any]:
     files: dict[str, bytes] = {}
-    for name in RUN_FILES:
-        path = run_dir / name
+    for file in RUN_FILES:
+        path = run_dir / file
         if path.exists():
-            files[name] = read_input_bytes(path)
+            files[file] = read_input_bytes(path)
     try:
-        text = {name: data.decode("utf-8") for name, data in files.items()}
-        return {"name": run_dir.as_posix(), "files": text}
+        text = {file: data.decode("utf-8") for file, data in files.items()}
+        return {"name": name, "files": text}
     except UnicodeDecodeError:
-        encoded = {name: base64.b64encode(data).decode("ascii") for name, data in files.items()}
-        return {"name": run_dir.as_posix(), "files": encoded, "encoding": "base64"}
+        encoded = {file: base64.b64encode(data).decode("ascii") for file, data in files.items()}
+        return {"name": name, "files": encoded, "encoding": "base64"}
 
 
-def _batches(run_dirs: Iterator[Path], runs: int) -> Iterator[list[dict[str, Any]]]:
+def _batches(run_dirs: Iterator[tuple[Path, str]], runs: int) -> Iterator[list[dict[str, Any]]]:
     batch: list[dict[str, Any]] = []
     size = 0
-    for run_dir in run_dirs:
-        record = _run_record(run_dir)
+    for run_dir, name in run_dirs:
+        record = _run_record(run_dir, name)
         weight = len(json.dumps(record))
         if batch and (len(batch) >= runs or size + weight > DEFAULT_BATCH_BYTES):
             yield batch

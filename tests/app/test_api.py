@@ -5,6 +5,7 @@ counted against an injected clock)."""
 
 from __future__ import annotations
 
+import base64
 import json
 from datetime import timedelta
 from typing import Any
@@ -261,3 +262,21 @@ def test_the_schema_and_its_docs_page_are_served_without_a_cdn(db: None) -> None
     page = client.get("/api/v1/docs").content.decode()
     assert "swagger-ui-bundle.js" in page
     assert "cdn" not in page.lower() and "https://" not in page
+
+
+def test_a_run_with_a_non_utf8_diff_is_pushed_as_base64_and_stored_byte_for_byte(
+    maintainer: User, repository: Repository, task: Task
+) -> None:
+    record = run_record(0)
+    diff = record["files"]["workspace.diff"].encode().replace(b"return x", b"return x  # caf\xe9")
+    record["files"] = {k: base64.b64encode(v.encode()).decode() for k, v in record["files"].items()}
+    record["files"]["workspace.diff"] = base64.b64encode(diff).decode()
+    record["encoding"] = "base64"
+    secret = token_for(maintainer, repository)
+    response = post(Client(), "/api/v1/repositories/example-project/runs", {"runs": [record]}, secret)
+    assert response.status_code == 200, response.content
+    assert bytes(AgentRun.objects.get().diff.content) == diff
+    record["files"]["grade.json"] = "not base64!"
+    response = post(Client(), "/api/v1/repositories/example-project/runs", {"runs": [record]}, secret)
+    assert response.status_code == 422
+    assert response.json()["errors"] == [{"field": "runs[0].files.grade.json", "message": "not base64"}]
