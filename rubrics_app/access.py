@@ -20,7 +20,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import connection
 from django.http import Http404, HttpRequest
 
-from rubrics_app.models import Membership, Repository, Role
+from rubrics_app.models import ApiToken, Membership, Repository, Role
 
 # What each role may do includes everything below it.
 _RANK = {Role.VIEWER: 0, Role.REVIEWER: 1, Role.MAINTAINER: 2}
@@ -125,6 +125,41 @@ def get_repository_for_user(request: HttpRequest, pk: int, role: Role = Role.VIE
     access = RepositoryAccess(membership.repository, Role(membership.role), user)
     access.require(role, access.repository)
     return access
+
+
+def _lower(a: Role, b: Role) -> Role:
+    return a if _RANK[a] <= _RANK[b] else b
+
+
+def token_role(token: ApiToken, membership_role: Role) -> Role:
+    """What a token may do on a repository of its scope: its own role, capped by its owner's there now."""
+    return _lower(Role(token.role), membership_role)
+
+
+def get_repository_for_token(token: ApiToken, name: str, role: Role = Role.VIEWER) -> RepositoryAccess:
+    """The API's :func:`get_repository_for_user`: the repository named ``name`` when the token's scope holds
+    it and its owner has a role there (else 404, as for a page), with the lower of the two roles (403 when
+    that is too low)."""
+    membership = (
+        Membership.objects.select_related("repository")
+        .filter(repository__name=name, user_id=token.user_id, repository__in=token.repositories.all())
+        .first()
+    )
+    if membership is None:
+        raise Http404("no such repository")
+    access = RepositoryAccess(membership.repository, token_role(token, Role(membership.role)), token.user)
+    access.require(role, access.repository)
+    return access
+
+
+def repositories_for_token(token: ApiToken) -> list[RepositoryAccess]:
+    memberships = Membership.objects.select_related("repository").filter(
+        user_id=token.user_id, repository__in=token.repositories.all()
+    )
+    return sorted(
+        (RepositoryAccess(m.repository, token_role(token, Role(m.role)), token.user) for m in memberships),
+        key=lambda a: a.repository.name,
+    )
 
 
 def repositories_for_user(request: HttpRequest) -> list[RepositoryAccess]:

@@ -18,6 +18,7 @@ from django.http.response import HttpResponseBase
 from django.shortcuts import resolve_url
 from django_htmx.http import HttpResponseClientRedirect
 
+from rubrics_app.api.problems import Problem, problem_response
 from rubrics_app.views import resume
 from rubrics_app.views.common import refuse_control_characters
 
@@ -118,6 +119,10 @@ class RequestBodyLimitMiddleware:
             return HttpResponseBadRequest("Bad Content-Length.", content_type="text/plain")
         limit = int(settings.REQUEST_MAX_BYTES)
         if int(raw) > limit:
+            if request.path.startswith("/api/"):
+                # The API answers every error as problem details, this one too.
+                detail = f"the body is {raw} bytes; the limit is {limit}"
+                return problem_response(Problem(title="Request body too large", status=413, detail=detail))
             return HttpResponse(
                 f"Request body too large: the limit is {limit} bytes.", status=413, content_type="text/plain"
             )

@@ -143,6 +143,9 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "axes",
+    # django-ninja: the HTTP API (rubrics_app/api/); listed for its docs page template and the Swagger UI
+    # files it ships, served from STATIC_ROOT like ours (no CDN).
+    "ninja",
     "rubrics_app",
 ]
 
@@ -371,6 +374,15 @@ RUNS_ZIP_MAX_UNCOMPRESSED_BYTES = env_int("RUNS_ZIP_MAX_UNCOMPRESSED_BYTES", 102
 RUNS_ZIP_MAX_MEMBERS = env_int("RUNS_ZIP_MAX_MEMBERS", 20000)
 # What one member of any uploaded zip may inflate to (a 1 MB zip can declare a diff of nearly 1 GiB).
 ZIP_MAX_MEMBER_BYTES = env_int("ZIP_MAX_MEMBER_BYTES", 64 * 1024 * 1024)
+# The HTTP API (docs/api.md), per token: a request body (JSON) is refused over API_MAX_BODY_BYTES (413, by its
+# Content-Length, before it is read), a batch of runs over API_MAX_RUNS_PER_PUSH runs (413), and more than
+# API_RATE_LIMIT requests in a window of API_RATE_WINDOW_SECONDS (429 with Retry-After).
+API_MAX_BODY_BYTES = min(env_int("API_MAX_BODY_BYTES", 4 * 1024 * 1024), REQUEST_MAX_BYTES)
+API_MAX_RUNS_PER_PUSH = env_int("API_MAX_RUNS_PER_PUSH", 500)
+API_RATE_LIMIT = env_int("API_RATE_LIMIT", 600)
+API_RATE_WINDOW_SECONDS = env_int("API_RATE_WINDOW_SECONDS", 60)
+API_PAGE_MAX = 500  # rows per page of a list
+API_TOKEN_MAX_DAYS = env_int("API_TOKEN_MAX_DAYS", 366)
 # Percent of the (run, item) pairs where the judges agree that the review queue offers for labelling.
 RUNS_AGREED_SAMPLE_PERCENT = env_int("RUNS_AGREED_SAMPLE_PERCENT", 10)
 # Pairs per page of the review queue's list (the one-per-screen flow runs across pages).

@@ -5,6 +5,7 @@ from django.http import HttpRequest, HttpResponseRedirect
 from django.templatetags.static import static
 from django.urls import include, path
 
+from rubrics_app.api.app import urls as api_urls
 from rubrics_app.views import (
     calibration,
     drafting,
@@ -21,6 +22,7 @@ from rubrics_app.views import (
     runs,
     sweeps,
     tasks,
+    tokens,
 )
 from rubrics_app.views.common import require_post
 
@@ -42,6 +44,8 @@ logout_view.kept_across_login = False  # type: ignore[attr-defined]
 
 app_urls = [
     path("", repositories.repository_list, name="repository_list"),
+    path("settings/tokens/", tokens.token_settings, name="token_settings"),
+    path("settings/tokens/<int:token_pk>/revoke/", tokens.token_revoke, name="token_revoke"),
     path("repos/<int:repo_pk>/", repositories.repository_detail, name="repository_detail"),
     path("repos/<int:repo_pk>/import/", imports.rubric_upload, name="rubric_upload"),
     path("repos/<int:repo_pk>/tasks/<int:task_pk>/", tasks.task_detail, name="task_detail"),
@@ -171,6 +175,7 @@ app_urls = [
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("api/v1/", api_urls()),
     path("accounts/login/", login.LoginView.as_view(), name="login"),
     path("accounts/logout/", logout_view, name="logout"),
     path("accounts/resume/", resume.resume_post, name="resume_post"),

@@ -23,6 +23,7 @@ COMMAND_MODULES = [
     "grading.cli.check",
     "grading.cli.draft",
     "grading.cli.report",
+    "grading.cli.api",
 ]
 
 
@@ -42,6 +43,8 @@ COMMAND_MODULE_OF = {
     "list-tests": "grading.cli.workspace",
     "draft": "grading.cli.draft",
     "report": "grading.cli.report",
+    "push": "grading.cli.api",
+    "pull": "grading.cli.api",
 }
 
 # What `rubric --help` says of each subcommand, so that the top-level help loads none of their modules

@@ -9,6 +9,7 @@
     runs           agent runs, grades, verdicts, the review queue, disputes, sweeps
     mutants        the oracle's mutants judged with a calibration
     reports        the report kept ready for the page
+    tokens         personal access tokens of the HTTP API
 
 Everything is re-exported here: import models from ``rubrics_app.models``, as Django does.
 """
@@ -96,11 +97,13 @@ from rubrics_app.models.runs import (
     lock_current_grades,
     refresh_current_grades,
 )
+from rubrics_app.models.tokens import ApiToken
 
 __all__ = [
     "MAX_RUN_SOURCE",
     "AgentRun",
     "AgentRunDiff",
+    "ApiToken",
     "AuditEvent",
     "AuditVerb",
     "CalibrationDiff",

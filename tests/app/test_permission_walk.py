@@ -100,6 +100,7 @@ def _entry_points(
         imports.import_checkout: lambda a: imports.import_checkout(repository, tmp_path, a),
         exports.export_rubric_json: lambda a: exports.export_rubric_json(admitted, by=a),
         exports.export_zip: lambda a: exports.export_zip(admitted, by=a),
+        exports.export_files: lambda a: exports.export_files(admitted, by=a),
         exports.write_many_to_checkout: lambda a: exports.write_many_to_checkout([admitted], by=a, root=out),
         exports.write_to_checkout: lambda a: exports.write_to_checkout(admitted, by=a),
         exports.start_export: lambda a: exports.start_export(admitted, a),

@@ -14,6 +14,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from rubrics_app.access import Actor
 from rubrics_app.models import (
     AgentRun,
+    ApiToken,
     CalibrationDiff,
     CalibrationMutant,
     CalibrationRow,
@@ -45,6 +46,7 @@ PATH_MODELS: dict[str, type[Model]] = {
     "job_pk": Job,
     "sweep_pk": Sweep,
     "pk": Dispute,
+    "token_pk": ApiToken,
 }
 PATH_MODEL_OF_URL = {("run_detail", "run_pk"): AgentRun}
 PATH_TEXTS = {"item_id": "B1", "kind": "blocker", "what": "dispute"}

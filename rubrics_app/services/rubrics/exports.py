@@ -85,6 +85,15 @@ def _task_files_out(revision: RubricRevision, private: bool = False) -> dict[str
     return files
 
 
+def export_files(revision: RubricRevision, *, by: Actor) -> dict[str, bytes]:
+    """The files of tasks/<task-id>/ of an admitted revision (rubric.json and its calib diffs), as the zip
+    holds them: what the API's pull hands out."""
+    by.require(Role.MAINTAINER, revision.task.repository)
+    _require_admitted(revision)
+    audit.record(AuditVerb.EXPORTED, actor=by.user, revision=revision, detail={"as": "api"})
+    return _task_files_out(revision)
+
+
 def export_zip(revision: RubricRevision, *, by: Actor, private: bool = False) -> bytes:
     """A zip of tasks/<task-id>/rubric.json and its calib diffs (unzips into a checkout; imports back);
     ``private`` adds the task's own files (see _task_files_out)."""

@@ -1,0 +1,162 @@
+"""The API's request and response models (pydantic, as grading's are): what the OpenAPI schema says."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+
+class RepositoryOut(BaseModel):
+    name: str
+    role: str  # what this token may do there: the lower of its role and its owner's
+
+
+class TaskOut(BaseModel):
+    task_id: str
+    base_commit: str
+    base_date: str
+    admitted_revision: int | None  # its number; None: no admitted revision
+
+
+class RevisionOut(BaseModel):
+    number: int
+    status: str
+    origin: str
+    created_at: datetime
+
+
+class FileOut(BaseModel):
+    path: str  # relative to tasks/<task_id>/
+    base64: str
+
+
+class AdmittedOut(BaseModel):
+    task_id: str
+    revision: int
+    sha256: str  # of rubric.json as exported
+    files: list[FileOut]  # rubric.json and its calib diffs, as the export writes them
+
+
+class RunIn(BaseModel):
+    name: str = Field(min_length=1, max_length=500)  # the run directory as the client names it
+    # File name -> content: run.json, grade.json, workspace.diff, ignored_created.txt and the optional ones.
+    files: dict[str, str]
+    encoding: Literal["utf-8", "base64"] = "utf-8"
+
+
+class RunPushIn(BaseModel):
+    runs: list[RunIn] = Field(min_length=1)
+
+
+class RunPushOut(BaseModel):
+    created: list[int]
+    unchanged: list[int]
+    grades_created: int
+    grades_unchanged: int
+
+
+class GradeSummary(BaseModel):
+    id: int
+    status: str
+    mergeable: bool | None
+    merge_score: float | None
+    provisional: bool
+
+
+class RunOut(BaseModel):
+    id: int
+    task: str
+    arm: str
+    model: str
+    repetition: int
+    prompt_style: str
+    passed: bool | None
+    diff_sha256: str
+    source: str
+    imported_at: datetime
+    current_grade: GradeSummary | None
+
+
+class RunPage(BaseModel):
+    items: list[RunOut]
+    next_cursor: str | None  # pass as ?cursor= for the next page; None: this was the last
+
+
+class VerdictOut(BaseModel):
+    item_id: str
+    kind: str
+    verdict: str
+    reason: str
+    locations: list[Any]
+
+
+class JudgeOut(BaseModel):
+    role: str
+    judge: str
+    model_id: str
+    scripted: bool
+    failure: str
+    verdicts: list[VerdictOut]
+
+
+class GradeOut(BaseModel):
+    id: int
+    rubric_sha256: str
+    revision: int | None
+    primary_judge: str
+    source: str
+    status: str
+    mergeable: bool | None
+    merge_score: float | None
+    provisional: bool
+    is_current: bool
+    created_at: datetime
+    judges: list[JudgeOut]
+
+
+class RunDetail(RunOut):
+    grades: list[GradeOut]  # newest first
+
+
+class SweepIn(BaseModel):
+    """The options of ``manage.py sweep``."""
+
+    task: str | None = None
+    arm: str = ""
+    model: str = ""
+    revision: int | None = (
+        None  # a revision id (as --revision PK): grade against it, every result provisional
+    )
+    second_sample: float | None = Field(default=None, ge=0.0, le=1.0)
+    regrade_sample: float | None = Field(default=None, ge=0.0, le=1.0)
+    batch: bool | None = None  # None: the repository's choice
+
+
+class JobOut(BaseModel):
+    id: int
+    kind: str
+    status: str
+    progress: int
+    error: str
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    result: dict[str, Any] | None
+
+
+class SweepOut(BaseModel):
+    id: int
+    scope: str
+    judge: str
+    scripted: bool
+    batch: bool
+    provisional: bool
+    total_runs: int
+    done_runs: int
+    graded_runs: int
+    judge_failures: int
+    calls: int
+    cost_usd: float
+    job: JobOut

@@ -1,0 +1,148 @@
+"""Sweeps (started with the options of ``manage.py sweep``, and their progress), jobs, and the report."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest
+from ninja import Router, Status
+
+from rubrics_app.access import get_repository_for_token
+from rubrics_app.api.auth import token_of
+from rubrics_app.api.problems import ApiProblem, FieldIssue, Problem
+from rubrics_app.api.schemas import JobOut, SweepIn, SweepOut
+from rubrics_app.models import Job, Role, RubricRevision, Sweep, Task
+from rubrics_app.services.jobs import QueueUnreachable
+from rubrics_app.services.reports.report import FILTERS, clean_filters, repository_report
+from rubrics_app.services.sweeps import run as sweeps
+from rubrics_app.services.sweeps.run import SweepError, SweepRequest
+
+router = Router(tags=["sweeps, jobs and the report"])
+ERRORS: dict[int, type[Problem]] = {401: Problem, 403: Problem, 404: Problem, 422: Problem, 429: Problem}
+
+
+def _job_out(job: Job) -> JobOut:
+    return JobOut(
+        id=job.pk,
+        kind=job.kind,
+        status=job.status,
+        progress=job.progress,
+        error=job.error,
+        created_at=job.created_at,
+        started_at=job.started_at,
+        finished_at=job.finished_at,
+        result=job.result if isinstance(job.result, dict) else None,
+    )
+
+
+def _sweep_out(sweep: Sweep) -> SweepOut:
+    assert sweep.job is not None
+    return SweepOut(
+        id=sweep.pk,
+        scope=sweep.scope_label(),
+        judge=sweep.judge,
+        scripted=sweep.scripted,
+        batch=sweep.batch,
+        provisional=sweep.provisional,
+        total_runs=sweep.total_runs,
+        done_runs=sweep.done_runs,
+        graded_runs=sweep.graded_runs,
+        judge_failures=sweep.judge_failures,
+        calls=sweep.calls,
+        cost_usd=sweep.cost_usd,
+        job=_job_out(sweep.job),
+    )
+
+
+@router.post("/repositories/{name}/sweeps", response={201: SweepOut, 503: Problem, **ERRORS})
+def start_sweep(request: HttpRequest, name: str, options: SweepIn) -> Status[SweepOut]:
+    """Send the sweep job, as ``manage.py sweep`` does (maintainers, as the sweep form)."""
+    access = get_repository_for_token(token_of(request), name, Role.MAINTAINER)
+    task = None
+    if options.task is not None:
+        task = Task.objects.filter(repository=access.repository, task_id=options.task).first()
+        if task is None:
+            raise ApiProblem(
+                422,
+                "Invalid sweep",
+                f"{name} has no task {options.task!r}",
+                [FieldIssue(field="task", message="no such task")],
+            )
+    revision = None
+    if options.revision is not None:
+        revision = (
+            RubricRevision.objects.filter(pk=options.revision, task__repository=access.repository)
+            .select_related("task")
+            .first()
+        )
+        if revision is None:
+            raise ApiProblem(
+                422,
+                "Invalid sweep",
+                f"{name} has no revision {options.revision}",
+                [FieldIssue(field="revision", message="no such revision")],
+            )
+    request_ = SweepRequest(
+        task=task,
+        arm=options.arm,
+        model=options.model,
+        revision=revision,
+        batch=options.batch,
+        second_sample=options.second_sample,
+        regrade_sample=options.regrade_sample,
+    )
+    try:
+        sweep = sweeps.start(access.repository, access, request_)
+    except QueueUnreachable as exc:
+        raise ApiProblem(
+            503,
+            "Job queue unreachable",
+            "the job queue is unreachable; nothing was started",
+            headers={"Retry-After": "30"},
+        ) from exc
+    except (SweepError, PermissionDenied) as exc:
+        raise ApiProblem(422, "Sweep not started", str(exc)) from None
+    sweep = Sweep.objects.select_related("job", "task").get(pk=sweep.pk)
+    return Status(201, _sweep_out(sweep))
+
+
+@router.get("/repositories/{name}/sweeps/{sweep_id}", response={200: SweepOut, **ERRORS})
+def sweep_status(request: HttpRequest, name: str, sweep_id: int) -> SweepOut:
+    access = get_repository_for_token(token_of(request), name)
+    sweep = (
+        Sweep.objects.select_related("job", "task").filter(repository=access.repository, pk=sweep_id).first()
+    )
+    if sweep is None:
+        raise ApiProblem(
+            404,
+            "Not found",
+            f"{name} has no sweep {sweep_id}",
+            [FieldIssue(field="path.sweep_id", message="no such sweep")],
+        )
+    return _sweep_out(sweep)
+
+
+@router.get("/repositories/{name}/jobs/{job_id}", response={200: JobOut, **ERRORS})
+def job_status(request: HttpRequest, name: str, job_id: int) -> JobOut:
+    access = get_repository_for_token(token_of(request), name)
+    job = Job.objects.filter(repository=access.repository, pk=job_id).first()
+    if job is None:
+        raise ApiProblem(
+            404,
+            "Not found",
+            f"{name} has no job {job_id}",
+            [FieldIssue(field="path.job_id", message="no such job")],
+        )
+    return _job_out(job)
+
+
+@router.get("/repositories/{name}/report", response={200: dict[str, Any], **ERRORS})
+def report(
+    request: HttpRequest, name: str, task: str = "", arm: str = "", model: str = "", prompt_style: str = ""
+) -> dict[str, Any]:
+    """The report's JSON under the filters: the same as the report page's JSON download."""
+    access = get_repository_for_token(token_of(request), name)
+    given = {"task": task, "arm": arm, "model": model, "prompt_style": prompt_style}
+    result = repository_report(access.repository, clean_filters({k: given[k] for k in FILTERS}))
+    return result.report.to_json_dict()
