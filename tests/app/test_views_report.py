@@ -66,6 +66,7 @@ def test_it_downloads_what_rubric_report_json_prints_on_the_same_runs(
     assert response.status_code == 200
     assert response["Content-Disposition"] == 'attachment; filename="example-project-report.json"'
     got = json.loads(response.content)
+    assert got.pop("provenance")["filters"] == {}
     assert got == expected
     # The data exercises what the page is for: labels enough for the correction, two judges, the split.
     assert got["judge_accuracy"]["labelled"] >= 20 and got["judge_accuracy"]["sensitivity"] is not None
@@ -108,6 +109,7 @@ def test_a_filtered_download_is_rubric_report_on_those_runs(
     )
     url = reverse("rubrics:report_json", args=[repository.pk])
     got = json.loads(logged_in(viewer).get(url, filters).content)
+    assert got.pop("provenance")["filters"] == filters
     # The labels file names every labelled run; the command says it ignores those of the other runs.
     ignored = [w for w in expected["warnings"] if w.endswith("name runs not in this report: ignored")]
     assert len(ignored) == 1
@@ -127,7 +129,11 @@ def test_the_csv_download_is_the_same_report(
     data = json.loads(client.get(reverse("rubrics:report_json", args=[repository.pk])).content)
     response = client.get(reverse("rubrics:report_csv", args=[repository.pk]))
     assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
-    assert response.content.decode() == report_csv(Report.model_validate(data))
+    provenance, _, body = response.content.decode().partition("\n")
+    assert body == report_csv(Report.model_validate(data))
+    assert json.loads(provenance.removeprefix("# provenance ")) == data["provenance"] | {
+        "generated_at": json.loads(provenance.removeprefix("# provenance "))["generated_at"]
+    }
 
 
 def test_filters_narrow_the_report(

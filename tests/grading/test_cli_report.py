@@ -367,11 +367,14 @@ def test_html_writes_one_self_contained_file_beside_the_output(
 ) -> None:
     from grading.report.html import render_report_html
     from grading.report.models import Report
+    from grading.report.provenance import Provenance
 
     out = tmp_path / "report.html"
     data = report_json(capsys, graded.args("--html", str(out)))
     body = out.read_text()
-    assert body == render_report_html(Report.model_validate(data))
+    provenance = Provenance.model_validate(data["provenance"])
+    assert body == render_report_html(Report.model_validate(data), provenance=provenance)
+    assert "Provenance</h2>" in body and f"commit {provenance.commit}" in body
     assert body.startswith("<!DOCTYPE html>") and "<style>" in body and "<svg" in body
     assert "<script" not in body and "<link" not in body and "src=" not in body
     assert "fix_add" in body and data["format"] == 2
