@@ -141,6 +141,7 @@ def _page_context(
         "scripted_judges": scripted,
         "json_url": f"{reverse('rubrics:report_json', args=[pk])}?{query}",
         "csv_url": f"{reverse('rubrics:report_csv', args=[pk])}?{query}",
+        "runs_url": reverse("rubrics:report_runs", args=[pk, "csv"]),
         "row_urls": [
             (f"{kind} {fmt.upper()}", f"{reverse(f'rubrics:report_{kind}', args=[pk, fmt])}?{query}")
             for kind in ("runs", "items")

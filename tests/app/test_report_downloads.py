@@ -25,7 +25,7 @@ from grading import (
     code_version,
     read_rows,
 )
-from rubrics_app.models import HumanVerdict, Repository
+from rubrics_app.models import AgentRun, HumanVerdict, Repository
 from tests.app.report_helpers import ROOT, build_runs, label_runs
 
 
@@ -178,3 +178,25 @@ def test_rubric_report_writes_the_same_rows_from_the_run_folders(
         ((key(i), i.model_dump(exclude=aside)) for i in app_items), key=str
     )
     assert any(r.rubric_sha256 for r in cli_runs) and all(r.primary_judge for r in cli_runs if r.test_pass)
+
+
+def test_a_cell_links_to_its_runs_and_a_run_page_shows_its_diff_with_the_cited_lines(
+    graded: tuple[Repository, list[Path]], viewer: User
+) -> None:
+    repository = graded[0]
+    client = _client(viewer)
+    page = client.get(reverse("rubrics:report", args=[repository.pk]), {"task": "t_alpha"}).content.decode()
+    base = reverse("rubrics:report_runs", args=[repository.pk, "csv"])
+    link = f"{base}?task=t_alpha&amp;arm=plain&amp;model=model-a"
+    assert f'href="{link}"' in page
+    response: Any = client.get(link.replace("&amp;", "&"))
+    rows = read_rows(b"".join(response.streaming_content).decode(), RunRow)[1]
+    assert {(r.task, r.arm, r.model) for r in rows} == {("t_alpha", "plain", "model-a")} and len(rows) == 4
+
+    # The run page: the diff, the primary judge's cited line (new line 2) and the second's (new line 3).
+    run = AgentRun.objects.get(task__task_id="t_alpha", arm="plain", repetition=0)
+    html = client.get(reverse("rubrics:run_detail", args=[repository.pk, run.pk])).content.decode()
+    diff = html.split('<h2 id="diff">Diff</h2>')[1]
+    assert diff.count('class="diff-add cited cited-primary"') == 1
+    assert diff.count('class="diff-add cited cited-second"') == 1
+    assert html.index('id="current-grade"') < html.index('<h2 id="diff">')
