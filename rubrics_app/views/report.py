@@ -39,7 +39,7 @@ from rubrics_app.access import RepositoryAccess, get_repository_for_user
 from rubrics_app.forms.report import CutoffsForm
 from rubrics_app.models import QueueKind, Role
 from rubrics_app.report_chart import blocker_histogram, forest_plot, rates_chart
-from rubrics_app.services.reports.downloads import download_provenance, item_rows_of, run_rows
+from rubrics_app.services.reports.downloads import download_provenance, item_rows_of, run_rows, runs_export
 from rubrics_app.services.reports.report import (
     ReportResult,
     blocker_criteria,
@@ -142,6 +142,7 @@ def _page_context(
         "json_url": f"{reverse('rubrics:report_json', args=[pk])}?{query}",
         "csv_url": f"{reverse('rubrics:report_csv', args=[pk])}?{query}",
         "runs_url": reverse("rubrics:report_runs", args=[pk, "csv"]),
+        "export_url": f"{reverse('rubrics:report_export', args=[pk])}?{query}",
         "row_urls": [
             (f"{kind} {fmt.upper()}", f"{reverse(f'rubrics:report_{kind}', args=[pk, fmt])}?{query}")
             for kind in ("runs", "items")
@@ -215,6 +216,22 @@ def _rows_download(request: HtmxHttpRequest, repo_pk: int, fmt: str, kind: str) 
         body = rows_file(item_rows_of(access.repository, filters), ItemRow, provenance, fmt)  # type: ignore[arg-type]
     response = StreamingHttpResponse(body, content_type=_ROW_TYPES[fmt])
     response["Content-Disposition"] = _download_name(access, filters, fmt, kind)
+    return response
+
+
+@require_GET
+@login_required
+def report_export(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
+    """The report's runs under the filters as run folders (run.json, metrics.json), task.json files, labels
+    and cutoffs, in a zip: ``rubric report`` on them reproduces the report."""
+    access = get_repository_for_user(request, repo_pk)
+    filters = clean_filters(request.GET)
+    report = repository_report(access.repository, filters).report
+    provenance = download_provenance(access.repository, filters, report)
+    response = HttpResponse(
+        runs_export(access.repository, filters, provenance), content_type="application/zip"
+    )
+    response["Content-Disposition"] = _download_name(access, filters, "zip", "runs")
     return response
 
 

@@ -4,9 +4,11 @@ and ``rubric report --runs-out/--items-out`` writes the same rows from the run f
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -200,3 +202,39 @@ def test_a_cell_links_to_its_runs_and_a_run_page_shows_its_diff_with_the_cited_l
     assert diff.count('class="diff-add cited cited-primary"') == 1
     assert diff.count('class="diff-add cited cited-second"') == 1
     assert html.index('id="current-grade"') < html.index('<h2 id="diff">')
+
+
+@pytest.mark.parametrize("filters", [{}, {"arm": "plain"}])
+def test_rubric_report_on_the_exported_run_folders_is_the_pages_report(
+    graded: tuple[Repository, list[Path]], viewer: User, tmp_path: Path, filters: dict[str, str]
+) -> None:
+    repository = graded[0]
+    repository.training_cutoffs = {"model-a": "2025-05-01"}
+    repository.save()
+    client = _client(viewer)
+    page = client.get(reverse("rubrics:report_json", args=[repository.pk]), filters).json()
+    response = client.get(reverse("rubrics:report_export", args=[repository.pk]), filters)
+    assert response.status_code == 200 and response["Content-Type"] == "application/zip"
+    suffix = "".join(f"-{k}-{v}" for k, v in filters.items())
+    assert response["Content-Disposition"] == f'attachment; filename="{repository.name}-runs{suffix}.zip"'
+    folder = tmp_path / "export"
+    with zipfile.ZipFile(io.BytesIO(response.content)) as archive:
+        archive.extractall(folder)
+    assert json.loads((folder / "provenance.json").read_text())["filters"] == filters
+    runs = sorted((folder / "runs").iterdir())
+    assert len(runs) == sum(c["runs"] for c in page["cells"])
+    done = subprocess.run(
+        [sys.executable, "-m", "grading", "report", "--json", "--tasks", str(folder / "tasks"),
+         "--labels", str(folder / "labels.json"), "--cutoffs", str(folder / "cutoffs.json"), *map(str, runs)],
+        capture_output=True, text=True, cwd=ROOT, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    files = json.loads(done.stdout)
+    # Everything but when it was made and the runs' names (the folders in the zip, the folders imported).
+    for report in (page, files):
+        report.pop("provenance")
+        report["disagreements"] = sorted(
+            ({k: v for k, v in d.items() if k != "run"} for d in report.pop("disagreements")), key=str
+        )
+    assert page["judge_accuracy"]["labelled"] > 0 and page["by_contamination"]
+    assert files == page
