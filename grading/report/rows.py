@@ -242,6 +242,6 @@ def _from_cell(value: str, annotation: Any) -> Any:
         return None
     if value in ("true", "false") and "bool" in text:
         return value == "true"
-    if value.startswith("["):
+    if text.startswith("list"):
         return json.loads(value)
     return value

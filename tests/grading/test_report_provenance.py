@@ -52,3 +52,21 @@ def test_file_names_carry_the_repository_and_the_filters() -> None:
     assert download_name("shapes", "report", {"arm": "guidance"}, "json") == "shapes-report-arm-guidance.json"
     name = download_name("shapes", "runs", {"model": "anthropic:claude/x", "prompt_style": "spec"}, "csv")
     assert name == "shapes-runs-model-anthropic_claude_x-prompt-style-spec.csv"
+
+
+def test_a_rows_file_reads_back_as_written_whatever_its_text() -> None:
+    from grading import ItemRow, Provenance, read_rows, rows_text
+    from grading.judge.models import Location
+
+    provenance = Provenance(
+        repository="shapes", filters={"arm": "a,b"}, generated_at="2026-01-01T00:00:00Z", version="1",
+        commit=None, report_format=2, bootstrap=0, seed=0, rubrics=[], judges=[],
+    )  # fmt: skip
+    row = ItemRow(
+        run="r", task="t", arm="a,b", model="m", repetition=None, role="second", judge="scripted:x",
+        model_id=None, item_id="B1", kind="blocker", verdict="fail", finding=None,
+        reason='[not a list] "quoted",\nover two lines', tree_judged=False, human_label="fail",
+        cited_lines=[Location(file="a.py", line=3, side="old")],
+    )  # fmt: skip
+    for fmt in ("csv", "jsonl"):
+        assert read_rows(rows_text([row], ItemRow, provenance, fmt), ItemRow) == (provenance, [row])
