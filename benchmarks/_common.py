@@ -169,3 +169,31 @@ def django_for_pages(database_url: str | None, prefix: str) -> str:
     override_settings(STORAGES={**settings.STORAGES, "staticfiles": plain}).enable()
     os.makedirs(settings.STATIC_ROOT, exist_ok=True)
     return tmp
+
+
+@dataclass
+class Goal:
+    """One figure a goal names, for ``run_all.py``: ``value`` (a ratio, or seconds) met when at most
+    ``limit``. ``goal`` names the goal it answers (e.g. "issue 34 §4: sweep"), ``figure`` what was
+    measured, ``note`` the conditions (the reference, the load average)."""
+
+    goal: str
+    figure: str
+    value: float
+    limit: float
+    unit: str = "x"  # "x" for a ratio, "s" for seconds
+    note: str = ""
+
+    @property
+    def met(self) -> bool:
+        return self.value <= self.limit
+
+
+class Skip(Exception):
+    """Raised by a benchmark's ``goals()`` that cannot measure here (a database it needs is not given)."""
+
+
+def load() -> str:
+    """The load average now, for the note under a figure: a loaded machine moves even a ratio."""
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f}"

@@ -39,6 +39,7 @@ from grading.judge.sweep import SweepJob, judge_sweep
 from tests.grading.judge.fake_servers import FakeProviderServer
 from tests.grading.judge.judge_helpers import DIFF, TASK, make_rubric
 
+RUN_ALL = False  # over 3 minutes and needs Redis: run_all.py lists it without running it
 MODEL = "claude-sonnet-4-5-20250929"
 
 

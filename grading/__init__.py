@@ -26,7 +26,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     ),
     "grading.admission.corpus": ("PAYLOAD_KINDS",),
     "grading.admission.store": ("AdmissionReport", "AdmissionRow"),
-    "grading.atomic": ("write_atomic",),
+    "grading.atomic": ("write_atomic", "write_new"),
     "grading.basetree": ("BaseTree",),
     "grading.checks.outcome": ("RunDetails", "RunMetrics", "grade", "grade_run"),
     "grading.checks.run": ("Run", "LoadedTask", "make_run", "make_task_files", "read_run", "read_task_files"),
@@ -51,6 +51,8 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "grading.draft.pr": ("parse_github_repository",),
     "grading.errors": ("InputError", "InputErrors", "Problem", "printable"),
     "grading.git": ("Git", "GitError", "GitResult", "NO_COMMANDS_CONFIG", "commit_on_new_branch"),
+    "grading.git_push": ("Remote", "parse_remote", "push_branch"),
+    "grading.github_pulls": ("OpenedPullRequest", "open_pull_request"),
     "grading.globs": ("glob_error",),
     "grading.judge.backend": ("Backend", "Decoding"),
     "grading.judge.batching": ("ThreadBatchBackend",),
@@ -129,9 +131,14 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "report_provenance",
     ),
     "grading.report.render": (
+        "INTERVALS_TEXT",
         "METRIC_NAMES",
         "contrast_estimate",
         "contrast_label",
+        "corrected_contrast_label",
+        "corrected_contrast_text",
+        "estimate_note",
+        "left_out_text",
         "metric_lines",
         "precision_text",
         "report_csv",
@@ -193,6 +200,7 @@ if TYPE_CHECKING:
     from grading.admission.store import AdmissionReport as AdmissionReport
     from grading.admission.store import AdmissionRow as AdmissionRow
     from grading.atomic import write_atomic as write_atomic
+    from grading.atomic import write_new as write_new
     from grading.basetree import BaseTree as BaseTree
     from grading.checks.outcome import RunDetails as RunDetails
     from grading.checks.outcome import RunMetrics as RunMetrics
@@ -231,6 +239,11 @@ if TYPE_CHECKING:
     from grading.git import GitError as GitError
     from grading.git import GitResult as GitResult
     from grading.git import commit_on_new_branch as commit_on_new_branch
+    from grading.git_push import Remote as Remote
+    from grading.git_push import parse_remote as parse_remote
+    from grading.git_push import push_branch as push_branch
+    from grading.github_pulls import OpenedPullRequest as OpenedPullRequest
+    from grading.github_pulls import open_pull_request as open_pull_request
     from grading.globs import glob_error as glob_error
     from grading.judge.backend import Backend as Backend
     from grading.judge.backend import Decoding as Decoding
@@ -306,9 +319,14 @@ if TYPE_CHECKING:
     from grading.report.provenance import download_name as download_name
     from grading.report.provenance import read_git_commit as read_git_commit
     from grading.report.provenance import report_provenance as report_provenance
+    from grading.report.render import INTERVALS_TEXT as INTERVALS_TEXT
     from grading.report.render import METRIC_NAMES as METRIC_NAMES
     from grading.report.render import contrast_estimate as contrast_estimate
     from grading.report.render import contrast_label as contrast_label
+    from grading.report.render import corrected_contrast_label as corrected_contrast_label
+    from grading.report.render import corrected_contrast_text as corrected_contrast_text
+    from grading.report.render import estimate_note as estimate_note
+    from grading.report.render import left_out_text as left_out_text
     from grading.report.render import metric_lines as metric_lines
     from grading.report.render import precision_text as precision_text
     from grading.report.render import report_csv as report_csv

@@ -176,6 +176,16 @@ class Calibration(_Strict):
         return out
 
 
+def _rules_broken(problems: list[tuple[str, str]]) -> PydanticCustomError:
+    """The error for rules a whole document breaks, each problem with its JSON path: the path travels in
+    ctx, and validation_messages() reports the problems one by one."""
+    return PydanticCustomError(
+        "rubric_rules",
+        "{summary}",
+        {"summary": "; ".join(f"{w}: {m}" for w, m in problems), "problems": problems},
+    )
+
+
 class Rubric(_Strict):
     schema_: Literal["repo_rubric.v1"] = Field(alias="schema")
     task: NonBlank
@@ -221,12 +231,7 @@ class Rubric(_Strict):
                         )
                     )
         if problems:
-            # The JSON path of each problem travels in ctx; validation_messages() reports them one by one.
-            raise PydanticCustomError(
-                "rubric_rules",
-                "{summary}",
-                {"summary": "; ".join(f"{w}: {m}" for w, m in problems), "problems": problems},
-            )
+            raise _rules_broken(problems)
         return self
 
     def item_ids(self) -> list[str]:
@@ -314,12 +319,7 @@ class TaskSpec(BaseModel):
                     )
                 )
         if problems:
-            # The JSON path of each problem travels in ctx, as for the rubric (validation_messages).
-            raise PydanticCustomError(
-                "rubric_rules",
-                "{summary}",
-                {"summary": "; ".join(f"{w}: {m}" for w, m in problems), "problems": problems},
-            )
+            raise _rules_broken(problems)
         return self
 
     def prompt_variants(self) -> dict[PromptStyle, str]:

@@ -30,6 +30,7 @@ from rubrics_app.models import (
     Job,
     JudgeSetting,
     Membership,
+    RemoteSetting,
     ReportRow,
     Repository,
     RubricDraft,
@@ -158,6 +159,12 @@ class JobAdmin(ReadOnlyAdmin):  # type: ignore[type-arg]
 @admin.register(JudgeSetting)
 class JudgeSettingAdmin(ReadOnlyAdmin):  # type: ignore[type-arg]
     list_display = ["repository", "judge", "second_judge", "monthly_cap_usd", "updated_by", "updated_at"]
+    list_select_related = ["repository", "updated_by"]
+
+
+@admin.register(RemoteSetting)
+class RemoteSettingAdmin(ReadOnlyAdmin):  # type: ignore[type-arg]
+    list_display = ["repository", "remote", "token_env", "base_branch", "updated_by", "updated_at"]
     list_select_related = ["repository", "updated_by"]
 
 

@@ -12,6 +12,7 @@ from django.utils.csp import CSP
 
 from grading import InputError as _InputError
 from grading import parse_provider_limits as _parse_provider_limits
+from grading import write_new as _write_new
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -97,12 +98,10 @@ def _local_secret_key(path: Path) -> str:
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
     key = secrets.token_urlsafe(48)
-    try:
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:  # another process (the worker, the web server) made it first
+    # Made whole or not at all: a process starting at the same moment (a worker, the web server, another
+    # test worker) sees no file or the whole key, and if it made the file first, its key is the key.
+    if not _write_new(path, (key + "\n").encode(), mode=0o600):
         return path.read_text().strip()
-    with os.fdopen(descriptor, "w") as out:
-        out.write(key + "\n")
     return key
 
 
@@ -350,6 +349,12 @@ if _EMBEDDED_BROKER:
 # Where drafting (§6) reads merged PRs: GitHub's REST API, or a GitHub Enterprise server's. Set by whoever
 # runs the workers, never by a page: the worker sends the repository's GitHub token there.
 DRAFT_GITHUB_API_URL = env_str("DRAFT_GITHUB_API_URL", "https://api.github.com")
+# Rubrics sent as pull requests: a remote named OWNER/NAME is pushed to <GITHUB_WEB_URL>/OWNER/NAME.git, and
+# its pull request is opened through DRAFT_GITHUB_API_URL (the token goes to those two origins only).
+GITHUB_WEB_URL = env_str("GITHUB_WEB_URL", "https://github.com")
+# Other origins (https://git.example.com[:port]) a plain git remote may be given its token at: a maintainer
+# names the remote, so without this list no token of the worker goes anywhere but GITHUB_WEB_URL.
+REMOTE_TOKEN_ORIGINS = env_list("REMOTE_TOKEN_ORIGINS", [])
 RUBRIC_UPLOAD_MAX_BYTES = env_int("RUBRIC_UPLOAD_MAX_BYTES", 5 * 1024 * 1024)
 # Request bodies: the largest upload plus room for the form around it, refused by its Content-Length before
 # Django reads or spools a byte (the front server should cap at the same size: docs/deployment.md).

@@ -16,6 +16,7 @@ from rubrics_app.views import (
     mutants,
     report,
     repositories,
+    resume,
     revisions,
     runs,
     sweeps,
@@ -35,6 +36,10 @@ def favicon(request: HttpRequest) -> HttpResponseRedirect:
     return HttpResponseRedirect(static("rubrics/favicon.ico"))
 
 
+logout_view = require_post("logs you out", back="rubrics:repository_list")(auth_views.LogoutView.as_view())
+# A logout sent after the session ended has nothing left to do: it is not kept to be sent again.
+logout_view.kept_across_login = False  # type: ignore[attr-defined]
+
 app_urls = [
     path("", repositories.repository_list, name="repository_list"),
     path("repos/<int:repo_pk>/", repositories.repository_detail, name="repository_detail"),
@@ -43,6 +48,7 @@ app_urls = [
     path("repos/<int:repo_pk>/tasks/<int:task_pk>/files/", calibration.task_files, name="task_files"),
     path("repos/<int:repo_pk>/judges/", calibration.judge_settings, name="judge_settings"),
     path("repos/<int:repo_pk>/drafting/", drafting.draft_settings, name="draft_settings"),
+    path("repos/<int:repo_pk>/remote/", exports.remote_settings, name="remote_settings"),
     path("repos/<int:repo_pk>/tasks/<int:task_pk>/draft/", drafting.draft_start, name="draft_start"),
     path("repos/<int:repo_pk>/revisions/<int:rev_pk>/draft-input/", drafting.draft_input, name="draft_input"),
     path(
@@ -118,6 +124,11 @@ app_urls = [
         name="export_checkout",
     ),
     path(
+        "repos/<int:repo_pk>/revisions/<int:rev_pk>/pull-request/",
+        exports.export_pull_request,
+        name="export_pull_request",
+    ),
+    path(
         "repos/<int:repo_pk>/revisions/<int:rev_pk>/items/add/<str:kind>/",
         items.item_add,
         name="item_add",
@@ -164,11 +175,9 @@ app_urls = [
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/login/", login.LoginView.as_view(), name="login"),
-    path(
-        "accounts/logout/",
-        require_post("logs you out", back="rubrics:repository_list")(auth_views.LogoutView.as_view()),
-        name="logout",
-    ),
+    path("accounts/logout/", logout_view, name="logout"),
+    path("accounts/resume/", resume.resume_post, name="resume_post"),
+    path("accounts/resume/drop/", resume.resume_drop, name="resume_drop"),
     # Browsers ask for /favicon.ico whatever the page links to; the login page shows it too.
     path("favicon.ico", favicon),
     path("", include((app_urls, "rubrics"))),

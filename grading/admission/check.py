@@ -51,6 +51,7 @@ from grading.admission.store import (
     AdmissionStore,
     RowKind,
 )
+from grading.basetree import BaseTree
 from grading.binary_text import judge_text
 from grading.checks.integrity import IntegrityResult, check_integrity
 from grading.checks.outcome import RubricAssessment, assess
@@ -65,7 +66,7 @@ from grading.judge.prompt import DEFAULT_MAX_DIFF_CHARS, check_diff_text, render
 from grading.judge.runner import JudgeSettings
 from grading.judge.scripted import ScriptedFile
 from grading.judge.specs import make_backend
-from grading.judge.sweep import SweepJob, judge_sweep
+from grading.judge.sweep import SweepJob, SweepResult, judge_sweep
 from grading.judge.tree import base_tree_for
 from grading.run_files import ORACLE_DIFF_NAME, RUBRIC_NAME
 from grading.schema import PromptStyle, Rubric, TaskSpec, TestsConfig
@@ -448,6 +449,65 @@ def check_task(
     )
 
 
+def _from_store(
+    store: AdmissionStore, key: str, content_sha256: str, on_row: RowCallback | None
+) -> AdmissionReport | None:
+    """The stored report for ``key``, as a report that cost nothing now, each row given to ``on_row``;
+    None when there is none."""
+    stored = store.get(key)
+    if stored is None:
+        return None
+    if stored.rubric_sha256 != content_sha256:
+        # Stored before reports kept the rubric's hash: keep it now, so grading can find it.
+        stored = stored.model_copy(update={"rubric_sha256": content_sha256})
+        store.put(stored)
+    if on_row is not None:
+        for n, row in enumerate(stored.rows):
+            on_row(n, len(stored.rows), row)
+    return stored.model_copy(
+        update={
+            "from_store": True,
+            "calls": 0,
+            "usage": Usage(),
+            "tree_calls": 0,
+            "tree_usage": Usage(),
+        }
+    )
+
+
+def _judge_workspaces(
+    task: TaskSpec,
+    rubric: Rubric,
+    workspaces: list[_Workspace],
+    backend: Backend,
+    cache: VerdictCache | None,
+    settings: JudgeSettings | None,
+    on_row: RowCallback | None,
+    base_tree: BaseTree | None,
+) -> SweepResult:
+    """Every workspace judged in one sweep, each row given to ``on_row`` as soon as its result is in."""
+    jobs = [
+        # The label carries the row's index: two rows may judge diffs of the same name.
+        SweepJob(
+            label=f"{n}:{ws.name}",
+            task=task,
+            rubric=rubric,
+            diff_text=ws.diff_text,
+            config_edited=bool(ws.integrity.config_edits),
+        )
+        for n, ws in enumerate(workspaces)
+    ]  # fmt: skip
+    live = _LiveRows(rubric, workspaces, on_row) if on_row is not None else None
+
+    def progress(done: int, total: int, label: str, result: JudgeResult) -> None:
+        if live is not None:
+            live.add(int(label.split(":", 1)[0]), result)
+
+    return asyncio.run(
+        judge_sweep(jobs, backend, cache=cache, settings=settings, progress=progress, base_tree=base_tree)
+    )
+
+
 def check_admission(
     files: LoadedTask,
     judge: Backend | str,
@@ -498,45 +558,11 @@ def check_admission(
         tree_key = {"base_commit": base_tree.commit, "budget": budget.model_dump(mode="json")}
     key = admission_key(task, content_sha256, tests_json, workspaces, backend, rubric, max_chars, tree_key)
     if store is not None and not refresh:
-        stored = store.get(key)
+        stored = _from_store(store, key, content_sha256, on_row)
         if stored is not None:
-            if stored.rubric_sha256 != content_sha256:
-                # Stored before reports kept the rubric's hash: keep it now, so grading can find it.
-                stored = stored.model_copy(update={"rubric_sha256": content_sha256})
-                store.put(stored)
-            if on_row is not None:
-                for n, row in enumerate(stored.rows):
-                    on_row(n, len(stored.rows), row)
-            return stored.model_copy(
-                update={
-                    "from_store": True,
-                    "calls": 0,
-                    "usage": Usage(),
-                    "tree_calls": 0,
-                    "tree_usage": Usage(),
-                }
-            )
+            return stored
 
-    jobs = [
-        # The label carries the row's index: two rows may judge diffs of the same name.
-        SweepJob(
-            label=f"{n}:{ws.name}",
-            task=task,
-            rubric=rubric,
-            diff_text=ws.diff_text,
-            config_edited=bool(ws.integrity.config_edits),
-        )
-        for n, ws in enumerate(workspaces)
-    ]  # fmt: skip
-    live = _LiveRows(rubric, workspaces, on_row) if on_row is not None else None
-
-    def progress(done: int, total: int, label: str, result: JudgeResult) -> None:
-        if live is not None:
-            live.add(int(label.split(":", 1)[0]), result)
-
-    sweep = asyncio.run(
-        judge_sweep(jobs, backend, cache=cache, settings=settings, progress=progress, base_tree=base_tree)
-    )
+    sweep = _judge_workspaces(task, rubric, workspaces, backend, cache, settings, on_row, base_tree)
     rows = _rows(rubric, workspaces, sweep.results)
     report = AdmissionReport(
         task=task.id,

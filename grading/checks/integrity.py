@@ -179,50 +179,16 @@ def check_integrity(
         file_violations, config_edits = _check_files(tests, changes, ignored_created)
         violations += file_violations
 
-    if grade is None:
-        not_measured["tests_skipped"] = f"no {GRADE_NAME} for the run"
-    elif grade.tests_skipped is None:
-        not_measured["tests_skipped"] = f"{GRADE_NAME} does not report tests_skipped"
-    elif oracle_grade is None:
-        not_measured["tests_skipped"] = f"no {ORACLE_GRADE_NAME} for the task"
-    elif oracle_grade.tests_skipped is None:
-        not_measured["tests_skipped"] = f"{ORACLE_GRADE_NAME} does not report tests_skipped"
-    else:
-        measured.append("tests_skipped")
-        if grade.tests_skipped > oracle_grade.tests_skipped:
-            violations.append(
-                IntegrityViolation(
-                    rule="more_tests_skipped",
-                    detail=f"{grade.tests_skipped} tests skipped, oracle run {oracle_grade.tests_skipped}",
-                )
-            )
-
-    if tests is None or tests.list_command is None:
-        not_measured["test_cases"] = "the manifest's tests block has no list command"
-    elif base_list is None:
-        not_measured["test_cases"] = f"no {TESTS_BASE_NAME} (tests.list on the base) for the task"
-    elif run_list is None and run_list_error is not None:
-        measured.append("test_cases")
-        violations.append(
-            IntegrityViolation(
-                rule="test_listing_broken",
-                detail=f"tests.list succeeds on the base and fails in the workspace: {run_list_error}",
-            )
-        )
-    elif not base_list:
-        not_measured["test_cases"] = f"{TESTS_BASE_NAME} lists no test ids"
-    elif run_list is None:
-        not_measured["test_cases"] = f"no {TESTS_LIST_NAME} (tests.list in the workspace) for the run"
-    else:
-        measured.append("test_cases")
-        present = set(run_list)
-        removed = list(dict.fromkeys(t for t in base_list if t not in present))
-        violations += [
-            IntegrityViolation(
-                rule="test_case_removed", path=test_id, detail=f"in {TESTS_BASE_NAME}, not in the run"
-            )
-            for test_id in removed
-        ]
+    parts: list[tuple[IntegrityPart, str | list[IntegrityViolation]]] = [
+        ("tests_skipped", _skipped_tests(grade, oracle_grade)),
+        ("test_cases", _removed_test_cases(tests, base_list, run_list, run_list_error)),
+    ]
+    for part, found in parts:
+        if isinstance(found, str):
+            not_measured[part] = found
+        else:
+            measured.append(part)
+            violations += found
 
     if git_dir_changes is not None:
         measured.append("git_dir")
@@ -236,6 +202,55 @@ def check_integrity(
         measured=measured,
         not_measured=not_measured,
     )
+
+
+def _skipped_tests(grade: GradeJson | None, oracle_grade: GradeJson | None) -> str | list[IntegrityViolation]:
+    """More tests skipped than in the oracle's run: the violations, or why the part is not measured."""
+    if grade is None:
+        return f"no {GRADE_NAME} for the run"
+    if grade.tests_skipped is None:
+        return f"{GRADE_NAME} does not report tests_skipped"
+    if oracle_grade is None:
+        return f"no {ORACLE_GRADE_NAME} for the task"
+    if oracle_grade.tests_skipped is None:
+        return f"{ORACLE_GRADE_NAME} does not report tests_skipped"
+    if grade.tests_skipped > oracle_grade.tests_skipped:
+        detail = f"{grade.tests_skipped} tests skipped, oracle run {oracle_grade.tests_skipped}"
+        return [IntegrityViolation(rule="more_tests_skipped", detail=detail)]
+    return []
+
+
+def _removed_test_cases(
+    tests: TestsConfig | None,
+    base_list: list[str] | None,
+    run_list: list[str] | None,
+    run_list_error: str | None,
+) -> str | list[IntegrityViolation]:
+    """Test ids the base lists and the run does not (or the run's listing broken): the violations, or why the
+    part is not measured."""
+    if tests is None or tests.list_command is None:
+        return "the manifest's tests block has no list command"
+    if base_list is None:
+        return f"no {TESTS_BASE_NAME} (tests.list on the base) for the task"
+    if run_list is None and run_list_error is not None:
+        return [
+            IntegrityViolation(
+                rule="test_listing_broken",
+                detail=f"tests.list succeeds on the base and fails in the workspace: {run_list_error}",
+            )
+        ]
+    if not base_list:
+        return f"{TESTS_BASE_NAME} lists no test ids"
+    if run_list is None:
+        return f"no {TESTS_LIST_NAME} (tests.list in the workspace) for the run"
+    present = set(run_list)
+    removed = list(dict.fromkeys(t for t in base_list if t not in present))
+    return [
+        IntegrityViolation(
+            rule="test_case_removed", path=test_id, detail=f"in {TESTS_BASE_NAME}, not in the run"
+        )
+        for test_id in removed
+    ]
 
 
 def _capped_violations(

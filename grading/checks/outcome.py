@@ -59,6 +59,7 @@ from grading.schema import (
     CONFIG_BLOCKER_ID,
     GradeJson,
     Rubric,
+    TaskSpec,
 )
 
 # The layout version of metrics.json; bumped when a key changes meaning or goes away.
@@ -425,36 +426,10 @@ def grade(
     grade = run.grade
     rubric = task_files.rubric
     content_sha256 = task_files.rubric_sha256
-    primary = _backend(judge)
-    second = _backend(second_judge) if second_judge is not None else None
-    if second is not None:
-        check_second_judge(primary.spec, second.spec, allow_same_family=allow_same_family)
-    if not 0.0 <= second_sample <= 1.0:  # also refuses NaN
-        raise InputError(None, "must be between 0 and 1", "--second-judge-sample")
+    primary, second = _judges(judge, second_judge, allow_same_family, second_sample)
 
-    scope: ScopeResult | None = None
-    integrity: IntegrityResult | None = None
-    grader_problems: list[str] = []
-    if rubric is not None and run.unreadable_patch is not None:
-        run.require_diff()
-        integrity = unreadable_patch_integrity(run.unreadable_patch)
-    elif rubric is not None:
-        run.require_diff()
-        scope = scope_of_run(rubric, run)
-        integrity = integrity_of_run(task_files, run)
-        if problem := missing_run_list(task_files, run):
-            grader_problems.append(problem)
-
-    settled = settled_before_judging(task.gate, grade, rubric, grader_problems)
-    if run.not_measured is not None and (settled is None or not settled.grader_failure):
-        # The harness's report could not say whether the patch passed (its own environment broke): the
-        # run is neither failing nor mergeable, and no verdict could make it either.
-        settled = Outcome(status="not_measured", mergeable=None, merge_score=None, reasons=[run.not_measured])
-    if settled is None and rubric is not None and run.unreadable_patch is not None:
-        # The agent's patch (SWE-bench's model_patch) is not a diff: no reviewer could read it, so no
-        # verdict could make it mergeable. Its own doing, so not mergeable, never a grader failure.
-        reason = f"the patch is not a diff that can be reviewed ({run.unreadable_patch})"
-        settled = Outcome(status="not_mergeable", mergeable=False, merge_score=0.0, reasons=[reason])
+    scope, integrity, grader_problems = _scope_and_integrity(task_files, run)
+    settled = _settled(task, run, grader_problems, rubric)
     primary_result: JudgeResult | None = None
     second_result: JudgeResult | None = None
     second_skipped: str | None = None
@@ -462,10 +437,8 @@ def grade(
     judge_skipped: str | None = f"not called: {settled.reasons[0]}" if settled is not None else None
     if settled is None:
         assert rubric is not None and scope is not None and integrity is not None
-        diff_text = run.require_diff()
-        config_edited = bool(integrity.config_edits)
         judge_args: dict[str, Any] = {
-            "config_edited": config_edited,
+            "config_edited": bool(integrity.config_edits),
             "cache": cache,
             "settings": settings,
             "self_ignoring_dirs": run.ignored.self_ignoring_dirs,
@@ -473,14 +446,9 @@ def grade(
             "special_files": run.ignored.special_files,
             "base_tree": base_tree,
         }
-        # Over the judge's limit, the runner makes no call and says the change is too large to review.
-        primary_result = judge_run(task, rubric, diff_text, primary, **judge_args)
-        if second is not None and primary_result.too_large_to_review is not None:
-            second_skipped = f"not called: {primary_result.too_large_to_review}"
-        elif second is not None and in_second_judge_sample(diff_text, second_sample):
-            second_result = judge_run(task, rubric, diff_text, second, **judge_args)
-        elif second is not None:
-            second_skipped = f"not in the second judge's sample ({second_sample:g} of runs)"
+        primary_result, second_result, second_skipped = _judge(
+            task, rubric, run.require_diff(), (primary, second), second_sample, judge_args
+        )
         assessment = assess(rubric, scope, integrity, primary_result)
     outcome = settled or decide_outcome(task.gate, grade, scope, integrity, primary_result, rubric)
     admitted = (
@@ -515,3 +483,69 @@ def grade(
         ),
     )
     return metrics
+
+
+def _scope_and_integrity(
+    task_files: LoadedTask, run: Run
+) -> tuple[ScopeResult | None, IntegrityResult | None, list[str]]:
+    """The scope and integrity checks on the run (none without a rubric; integrity alone for a patch that
+    is not a diff), and the grader's own problems found on the way."""
+    rubric = task_files.rubric
+    if rubric is None:
+        return None, None, []
+    run.require_diff()
+    if run.unreadable_patch is not None:
+        return None, unreadable_patch_integrity(run.unreadable_patch), []
+    scope = scope_of_run(rubric, run)
+    integrity = integrity_of_run(task_files, run)
+    problem = missing_run_list(task_files, run)
+    return scope, integrity, [problem] if problem else []
+
+
+def _settled(task: TaskSpec, run: Run, grader_problems: list[str], rubric: Rubric | None) -> Outcome | None:
+    """The outcome when no judge's verdict could change it, before any judge is called; None otherwise."""
+    settled = settled_before_judging(task.gate, run.grade, rubric, grader_problems)
+    if run.not_measured is not None and (settled is None or not settled.grader_failure):
+        # The harness's report could not say whether the patch passed (its own environment broke): the
+        # run is neither failing nor mergeable, and no verdict could make it either.
+        settled = Outcome(status="not_measured", mergeable=None, merge_score=None, reasons=[run.not_measured])
+    if settled is None and rubric is not None and run.unreadable_patch is not None:
+        # The agent's patch (SWE-bench's model_patch) is not a diff: no reviewer could read it, so no
+        # verdict could make it mergeable. Its own doing, so not mergeable, never a grader failure.
+        reason = f"the patch is not a diff that can be reviewed ({run.unreadable_patch})"
+        settled = Outcome(status="not_mergeable", mergeable=False, merge_score=0.0, reasons=[reason])
+    return settled
+
+
+def _judge(
+    task: TaskSpec,
+    rubric: Rubric,
+    diff_text: str,
+    judges: tuple[Backend, Backend | None],
+    second_sample: float,
+    judge_args: dict[str, Any],
+) -> tuple[JudgeResult, JudgeResult | None, str | None]:
+    """The primary judge's result, the second judge's when it is called, and why it was not."""
+    primary, second = judges
+    # Over the judge's limit, the runner makes no call and says the change is too large to review.
+    primary_result = judge_run(task, rubric, diff_text, primary, **judge_args)
+    if second is None:
+        return primary_result, None, None
+    if primary_result.too_large_to_review is not None:
+        return primary_result, None, f"not called: {primary_result.too_large_to_review}"
+    if in_second_judge_sample(diff_text, second_sample):
+        return primary_result, judge_run(task, rubric, diff_text, second, **judge_args), None
+    return primary_result, None, f"not in the second judge's sample ({second_sample:g} of runs)"
+
+
+def _judges(
+    judge: Backend | str, second_judge: Backend | str | None, allow_same_family: bool, second_sample: float
+) -> tuple[Backend, Backend | None]:
+    """The primary and second judge's backends; InputError for a refused pair or sample rate."""
+    primary = _backend(judge)
+    second = _backend(second_judge) if second_judge is not None else None
+    if second is not None:
+        check_second_judge(primary.spec, second.spec, allow_same_family=allow_same_family)
+    if not 0.0 <= second_sample <= 1.0:  # also refuses NaN
+        raise InputError(None, "must be between 0 and 1", "--second-judge-sample")
+    return primary, second

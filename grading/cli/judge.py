@@ -30,8 +30,10 @@ from grading.cli.common import (
     regrade_rate,
     tree_budget,
 )
-from grading.diffs import MAX_DIFF_BYTES, decode_diff, parse_diff
+from grading.diff_rules import MAX_DIFF_BYTES
+from grading.diffs import decode_diff, parse_diff
 from grading.errors import InputError, printable
+from grading.judge.backend import Backend
 from grading.judge.cache import SqliteCache, cache_key, default_cache_path, describe_repeat_agreement
 from grading.judge.cost import load_price_table
 from grading.judge.models import JudgeResult
@@ -47,7 +49,7 @@ from grading.judge.prompt import (
 )
 from grading.judge.runner import JudgeSettings
 from grading.judge.specs import make_backend, parse_decoding
-from grading.judge.sweep import SweepJob, judge_sweep
+from grading.judge.sweep import SweepJob, SweepResult, judge_sweep
 from grading.judge.tree import base_tree_for
 from grading.loaders import load_manifest, load_rubric, load_task, task_for_run
 from grading.run_files import DIFF_NAME, IGNORED_CREATED_NAME, read_ignored_created_shown
@@ -222,8 +224,40 @@ def run_judge(args: argparse.Namespace) -> int:
     if args.checkout is not None:
         base_tree = base_tree_for(task, args.checkout, args.task_json or task_dir / "task.json")
     rubric: Rubric = load_rubric(args.rubric or task_dir / "rubric.json", check_files=False)
-    manifest = _manifest_path(args)
     settings = _settings(args)
+    jobs = _jobs(args, task, rubric, settings)
+    backend = make_backend(args.judge, decoding=parse_decoding(args.decoding), batch=args.batch)
+    if args.render_only:
+        _print_requests(jobs, rubric, backend, settings)
+        return 0
+    cache = SqliteCache(args.cache or default_cache_path())
+    many = len(jobs) > 1
+    sweep = asyncio.run(
+        judge_sweep(
+            jobs,
+            backend,
+            cache=cache,
+            settings=settings,
+            progress=_progress if many else None,
+            base_tree=base_tree,
+        )
+    )
+    if args.json:
+        _print_sweep_json(sweep, many)
+    else:
+        _print_sweep_text(sweep, len(jobs), many)
+    agreement = describe_repeat_agreement(sweep.results)
+    if agreement is not None:
+        # On stderr with --json, so stdout stays one JSON object.
+        print(agreement, file=sys.stderr if args.json else sys.stdout)
+    return 1 if sweep.failures else 0
+
+
+def _jobs(
+    args: argparse.Namespace, task: TaskSpec, rubric: Rubric, settings: JudgeSettings
+) -> list[SweepJob]:
+    """One job a run directory: its diff, whether it edits the tests' configuration, and what it ignored."""
+    manifest = _manifest_path(args)
     jobs: list[SweepJob] = []
     for run_dir in args.run_dirs:
         diff_text = _read_diff(run_dir)
@@ -244,87 +278,74 @@ def run_judge(args: argparse.Namespace) -> int:
                 special_files=ignored.special_files,
             )
         )
-    backend = make_backend(args.judge, decoding=parse_decoding(args.decoding), batch=args.batch)
+    return jobs
 
-    if args.render_only:
-        requests: list[dict[str, Any]] = []
-        for job in jobs:
-            too_large = too_large_to_review(judge_text(job.diff_text), settings.max_diff_chars)
-            if too_large is not None:
-                requests.append(
-                    {
-                        "run_dir": job.label,
-                        "cache_key": None,
-                        "request": None,
-                        "too_large_to_review": too_large,
-                    }
-                )
-                continue
-            items, _ = select_items(rubric, config_edited=job.config_edited)
-            request = render_request(
-                job.task,
-                rubric,
-                items,
-                job.diff_text,
-                max_diff_chars=settings.max_diff_chars,
-                ignored_note=self_ignoring_note(job.self_ignoring_dirs),
-                git_dir_note=git_dir_note(job.git_dir_changes),
-                special_files_note=special_files_note(job.special_files),
-            )
+
+def _print_requests(jobs: list[SweepJob], rubric: Rubric, backend: Backend, settings: JudgeSettings) -> None:
+    """--render-only: each run's exact request body and cache key (or why it is too large); no call."""
+    requests: list[dict[str, Any]] = []
+    for job in jobs:
+        too_large = too_large_to_review(judge_text(job.diff_text), settings.max_diff_chars)
+        if too_large is not None:
             requests.append(
                 {
                     "run_dir": job.label,
-                    "cache_key": cache_key(backend, request),
-                    "request": backend.render(request),
+                    "cache_key": None,
+                    "request": None,
+                    "too_large_to_review": too_large,
                 }
             )
-        print(json.dumps({"requests": requests}, indent=2, ensure_ascii=False))
-        return 0
-
-    cache = SqliteCache(args.cache or default_cache_path())
-    many = len(jobs) > 1
-    sweep = asyncio.run(
-        judge_sweep(
-            jobs,
-            backend,
-            cache=cache,
-            settings=settings,
-            progress=_progress if many else None,
-            base_tree=base_tree,
+            continue
+        items, _ = select_items(rubric, config_edited=job.config_edited)
+        request = render_request(
+            job.task,
+            rubric,
+            items,
+            job.diff_text,
+            max_diff_chars=settings.max_diff_chars,
+            ignored_note=self_ignoring_note(job.self_ignoring_dirs),
+            git_dir_note=git_dir_note(job.git_dir_changes),
+            special_files_note=special_files_note(job.special_files),
         )
+        requests.append(
+            {
+                "run_dir": job.label,
+                "cache_key": cache_key(backend, request),
+                "request": backend.render(request),
+            }
+        )
+    print(json.dumps({"requests": requests}, indent=2, ensure_ascii=False))
+
+
+def _print_sweep_json(sweep: SweepResult, many: bool) -> None:
+    if not many:
+        print_json(sweep.results[0])
+        return
+    print_json(
+        {
+            "runs": [
+                {"run_dir": label, "result": r.model_dump(mode="json")}
+                for label, r in zip(sweep.labels, sweep.results, strict=True)
+            ],
+            "calls": sweep.calls,
+            "cache_hits": sweep.cache_hits,
+            "failures": sweep.failures,
+            "usage": sweep.usage.model_dump(mode="json"),
+            "tree_calls": sweep.tree_calls,
+            "tree_usage": sweep.tree_usage.model_dump(mode="json"),
+        }
     )
-    if args.json:
-        if many:
-            print_json(
-                {
-                    "runs": [
-                        {"run_dir": label, "result": r.model_dump(mode="json")}
-                        for label, r in zip(sweep.labels, sweep.results, strict=True)
-                    ],
-                    "calls": sweep.calls,
-                    "cache_hits": sweep.cache_hits,
-                    "failures": sweep.failures,
-                    "usage": sweep.usage.model_dump(mode="json"),
-                    "tree_calls": sweep.tree_calls,
-                    "tree_usage": sweep.tree_usage.model_dump(mode="json"),
-                }
-            )
-        else:
-            print_json(sweep.results[0])
-    else:
-        for label, result in zip(sweep.labels, sweep.results, strict=True):
-            _print_text(label, result, many)
-        if many:
-            unknown = "" if sweep.usage.cost_known else " (some prices unknown)"
-            cost = f"${sweep.usage.cost_usd:.4f}{unknown}"
-            print(
-                f"sweep: {len(jobs)} runs, {sweep.calls} calls, {sweep.cache_hits} cache hits, "
-                f"{sweep.failures} judge failures, cost {cost}"
-            )
-            if sweep.tree_calls:
-                print(f"tree judge: {sweep.tree_calls} calls, cost ${sweep.tree_usage.cost_usd:.4f}")
-    agreement = describe_repeat_agreement(sweep.results)
-    if agreement is not None:
-        # On stderr with --json, so stdout stays one JSON object.
-        print(agreement, file=sys.stderr if args.json else sys.stdout)
-    return 1 if sweep.failures else 0
+
+
+def _print_sweep_text(sweep: SweepResult, runs: int, many: bool) -> None:
+    for label, result in zip(sweep.labels, sweep.results, strict=True):
+        _print_text(label, result, many)
+    if many:
+        unknown = "" if sweep.usage.cost_known else " (some prices unknown)"
+        cost = f"${sweep.usage.cost_usd:.4f}{unknown}"
+        print(
+            f"sweep: {runs} runs, {sweep.calls} calls, {sweep.cache_hits} cache hits, "
+            f"{sweep.failures} judge failures, cost {cost}"
+        )
+        if sweep.tree_calls:
+            print(f"tree judge: {sweep.tree_calls} calls, cost ${sweep.tree_usage.cost_usd:.4f}")

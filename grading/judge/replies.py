@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from grading.diffs import read_diff
 from grading.judge.backend import BackendReply
-from grading.judge.models import FINDING_VERDICT, Finding, Location, VerdictValue
+from grading.judge.models import FINDING_VERDICT, Finding, ItemKind, ItemVerdict, Location, VerdictValue
 from grading.judge.tree_tools import TreeTools
 
 # stop reasons that mean the reply was cut off (Anthropic, OpenAI)
@@ -97,6 +97,22 @@ class ReplyVerdict(BaseModel):
     finding: Finding
     verdict: VerdictValue
     locations: list[ReplyLocation]
+
+    def item_verdict(
+        self, kind: ItemKind, model_id: str, *, flagged: bool, tree_judged: bool = False
+    ) -> ItemVerdict:
+        """This checked verdict as a result's verdict on the item of ``kind``, by ``model_id``."""
+        return ItemVerdict(
+            item_id=self.id,
+            kind=kind,
+            verdict=self.verdict,
+            finding=self.finding,
+            reason=self.reason,
+            locations=[Location(file=loc.file, line=loc.line, side=loc.side) for loc in self.locations],
+            flagged_inconsistent=flagged,
+            model_id=model_id,
+            tree_judged=tree_judged,
+        )
 
 
 class _Reply(BaseModel):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -32,7 +32,6 @@ from grading.judge.cost import PriceTable
 from grading.judge.models import (
     ItemVerdict,
     JudgeResult,
-    Location,
     TreeBudget,
     Usage,
 )
@@ -125,19 +124,6 @@ class _Session:
                 if attempt < self.settings.attempts:
                     self.retries += 1
         return None
-
-
-def _item_verdict(v: ReplyVerdict, item: JudgeItem, model_id: str, flagged: bool) -> ItemVerdict:
-    return ItemVerdict(
-        item_id=v.id,
-        kind=item.kind,
-        verdict=v.verdict,
-        finding=v.finding,
-        reason=v.reason,
-        locations=[Location(file=loc.file, line=loc.line, side=loc.side) for loc in v.locations],
-        flagged_inconsistent=flagged,
-        model_id=model_id,
-    )
 
 
 NO_CHECKOUT = "no repository checkout was given (--checkout), so no judge could read the base tree"
@@ -235,9 +221,7 @@ async def _judge_tree_items(
             raise ReplyRejected(str(exc)) from None
 
     blockers = {b.id: b for b in rubric.blockers}
-    note = self_ignoring_note(self_ignoring_dirs)
-    git_note = git_dir_note(git_dir_changes)
-    special_note = special_files_note(special_files)
+    notes = _notes(self_ignoring_dirs, git_dir_changes, special_files)
     verdicts = list(result.verdicts)
     records = []
     usage = Usage()
@@ -257,9 +241,7 @@ async def _judge_tree_items(
             base_tree.commit,
             budget,
             max_diff_chars=settings.max_diff_chars,
-            ignored_note=note,
-            git_dir_note=git_note,
-            special_files_note=special_note,
+            **notes,
         )
         outcome = await judge_tree_item(
             tool_backend,
@@ -300,6 +282,28 @@ async def _judge_tree_items(
     return result.model_copy(update=update)
 
 
+def _notes(
+    self_ignoring_dirs: Sequence[SelfIgnoringDir],
+    git_dir_changes: Sequence[str],
+    special_files: Sequence[str],
+) -> dict[str, str]:
+    """The notes every judge request carries after the diff, as keyword arguments of the request builders."""
+    return {
+        "ignored_note": self_ignoring_note(self_ignoring_dirs),
+        "git_dir_note": git_dir_note(git_dir_changes),
+        "special_files_note": special_files_note(special_files),
+    }
+
+
+def _cache_bypass(settings: JudgeSettings, key: str) -> Literal["no_cache", "regrade_sample"] | None:
+    """Why this call skips a cached answer, if it does."""
+    if settings.no_cache:
+        return "no_cache"
+    if in_regrade_sample(key, settings.regrade_sample, settings.regrade_seed):
+        return "regrade_sample"
+    return None
+
+
 async def _judge_diff_only(
     task: TaskSpec,
     rubric: Rubric,
@@ -314,7 +318,6 @@ async def _judge_diff_only(
     special_files: Sequence[str] = (),
 ) -> JudgeResult:
     items, not_measured = select_items(rubric, config_edited=config_edited)
-    by_id = {item.id: item for item in items}
     if (too_large := too_large_to_review(diff_text, settings.max_diff_chars)) is not None:
         return JudgeResult(
             judge=backend.spec,
@@ -323,19 +326,13 @@ async def _judge_diff_only(
             config_blocker=config_edited,
             too_large_to_review=too_large,
         )
-    note = self_ignoring_note(self_ignoring_dirs)
-    git_note = git_dir_note(git_dir_changes)
-    special_note = special_files_note(special_files)
-    request = render_request(
-        task,
-        rubric,
-        items,
-        diff_text,
-        max_diff_chars=settings.max_diff_chars,
-        ignored_note=note,
-        git_dir_note=git_note,
-        special_files_note=special_note,
-    )
+    notes = _notes(self_ignoring_dirs, git_dir_changes, special_files)
+
+    def render(chosen: list[JudgeItem]) -> JudgeRequest:
+        limit = settings.max_diff_chars
+        return render_request(task, rubric, chosen, diff_text, max_diff_chars=limit, **notes)
+
+    request = render(items)
     key = cache_key(backend, request)
     result = JudgeResult(
         judge=backend.spec,
@@ -345,11 +342,7 @@ async def _judge_diff_only(
         config_blocker=config_edited,
     )
 
-    bypass: Literal["no_cache", "regrade_sample"] | None = None
-    if settings.no_cache:
-        bypass = "no_cache"
-    elif in_regrade_sample(key, settings.regrade_sample, settings.regrade_seed):
-        bypass = "regrade_sample"
+    bypass = _cache_bypass(settings, key)
     # Cache reads and writes (SQLite: a connection and a commit each) run in a worker thread, so a sweep's
     # event loop keeps every other call in flight moving meanwhile.
     stored = await asyncio.to_thread(cache.get, key) if cache is not None else None
@@ -368,58 +361,7 @@ async def _judge_diff_only(
         result.previous_verdicts = {v.item_id: v.verdict for v in stored.verdicts}
 
     session = _Session(backend, settings, index_diff(diff_text))
-    answer = await session.ask(request)
-    verdicts: list[ItemVerdict] = []
-    failure: str | None = None
-    if answer is None:
-        failure = "no usable reply: " + (session.errors[-1] if session.errors else "no call made")
-    else:
-        replies, model_id = answer
-        result.model_id = model_id
-        verdicts = [_item_verdict(v, by_id[v.id], model_id, False) for v in replies]
-        flagged = [
-            v.item_id
-            for v in verdicts
-            if settings.consistency_check
-            and v.finding is not None
-            and finding_disagrees(v.verdict, v.finding)
-        ]
-        if flagged:
-            result.consistency_flags = len(flagged)
-            again_items = [by_id[item_id] for item_id in flagged]
-            again_request = render_request(
-                task,
-                rubric,
-                again_items,
-                diff_text,
-                max_diff_chars=settings.max_diff_chars,
-                ignored_note=note,
-                git_dir_note=git_note,
-                special_files_note=special_note,
-            )
-            again = await session.ask(again_request)
-            if again is None:
-                failure = "re-judging the items whose verdict disagreed with their finding failed: " + (
-                    session.errors[-1] if session.errors else "no call made"
-                )
-            else:
-                result.rejudged = len(flagged)
-                again_replies, again_model = again
-                fresh = {v.id: _item_verdict(v, by_id[v.id], again_model, True) for v in again_replies}
-                verdicts = [fresh.get(v.item_id, v) for v in verdicts]
-                # A verdict that disagrees with its own finding a second time cannot be counted either way.
-                twice = [
-                    v.item_id
-                    for v in fresh.values()
-                    if v.finding is not None and finding_disagrees(v.verdict, v.finding)
-                ]
-                result.consistency_flags += len(twice)
-                if twice:
-                    failure = (
-                        f"inconsistent: the verdict on {', '.join(twice)} disagreed with its own "
-                        "finding again after re-judging"
-                    )
-
+    verdicts, failure = await _ask_and_rejudge(session, request, items, render, result)
     result.calls = session.calls
     result.retries = session.retries
     result.usage = session.usage
@@ -429,19 +371,74 @@ async def _judge_diff_only(
         return result
     result.verdicts = verdicts
     if cache is not None:
-        entry = CachedVerdicts(
-            judge=backend.spec,
-            model_id=result.model_id,
-            verdicts=verdicts,
-            consistency_flags=result.consistency_flags,
-            rejudged=result.rejudged,
-            usage=result.usage,
-        )
-        if stored is None:
-            await asyncio.to_thread(cache.put, key, entry)
-        if bypass is not None:
-            await asyncio.to_thread(cache.record_regrade, key, entry)
+        await _store_verdicts(cache, key, result, fresh_key=stored is None)
     return result
+
+
+async def _ask_and_rejudge(
+    session: _Session,
+    request: JudgeRequest,
+    items: list[JudgeItem],
+    render: Callable[[list[JudgeItem]], JudgeRequest],
+    result: JudgeResult,
+) -> tuple[list[ItemVerdict], str | None]:
+    """The verdicts of one call, with the items whose verdict disagrees with its own finding asked again
+    (when the consistency check is on); the failure, if any. Sets the model id and the consistency counts
+    on ``result``."""
+    by_id = {item.id: item for item in items}
+    answer = await session.ask(request)
+    if answer is None:
+        return [], "no usable reply: " + (session.errors[-1] if session.errors else "no call made")
+    replies, model_id = answer
+    result.model_id = model_id
+    verdicts = [v.item_verdict(by_id[v.id].kind, model_id, flagged=False) for v in replies]
+    flagged = [
+        v.item_id
+        for v in verdicts
+        if session.settings.consistency_check
+        and v.finding is not None
+        and finding_disagrees(v.verdict, v.finding)
+    ]
+    if not flagged:
+        return verdicts, None
+    result.consistency_flags = len(flagged)
+    again = await session.ask(render([by_id[item_id] for item_id in flagged]))
+    if again is None:
+        return verdicts, "re-judging the items whose verdict disagreed with their finding failed: " + (
+            session.errors[-1] if session.errors else "no call made"
+        )
+    result.rejudged = len(flagged)
+    again_replies, again_model = again
+    fresh = {v.id: v.item_verdict(by_id[v.id].kind, again_model, flagged=True) for v in again_replies}
+    verdicts = [fresh.get(v.item_id, v) for v in verdicts]
+    # A verdict that disagrees with its own finding a second time cannot be counted either way.
+    twice = [
+        v.item_id for v in fresh.values() if v.finding is not None and finding_disagrees(v.verdict, v.finding)
+    ]
+    result.consistency_flags += len(twice)
+    if twice:
+        return verdicts, (
+            f"inconsistent: the verdict on {', '.join(twice)} disagreed with its own "
+            "finding again after re-judging"
+        )
+    return verdicts, None
+
+
+async def _store_verdicts(cache: VerdictCache, key: str, result: JudgeResult, *, fresh_key: bool) -> None:
+    """The judged verdicts into the cache (when the key was not there) and into its regrade record (when
+    the cache was bypassed)."""
+    entry = CachedVerdicts(
+        judge=result.judge,
+        model_id=result.model_id,
+        verdicts=result.verdicts,
+        consistency_flags=result.consistency_flags,
+        rejudged=result.rejudged,
+        usage=result.usage,
+    )
+    if fresh_key:
+        await asyncio.to_thread(cache.put, key, entry)
+    if result.cache_bypass is not None:
+        await asyncio.to_thread(cache.record_regrade, key, entry)
 
 
 def judge_run(

@@ -9,8 +9,8 @@ import asyncio
 import functools
 import ssl
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, ClassVar
 
 import httpx2
@@ -97,6 +97,8 @@ class SdkBackend[Client: AbstractAsyncContextManager[Any], Reply](ABC):
         self.api_key = api_key
         self.max_retries = max_retries
         self.timeout = timeout
+        # The client each event loop's session shares (:meth:`session`); none outside a session.
+        self._sessions: dict[asyncio.AbstractEventLoop, Client] = {}
         self.batch = batch  # the runner sends sweeps through complete_many (the provider's batch API)
         self.batch_poll_interval = batch_poll_interval
         self.batch_deadline = batch_deadline
@@ -131,8 +133,12 @@ class SdkBackend[Client: AbstractAsyncContextManager[Any], Reply](ABC):
         named = {k: body[k] for k in (*self.NAMED_KEYS, "tools") if k in body}
         extra = {k: v for k, v in body.items() if k not in named}
         try:
-            # The client is built per call and inside the try: missing credentials are a failed call, not a
-            # crash (the SDK reports them as an error of its own), and --render-only never needs a key.
+            shared = self._sessions.get(asyncio.get_running_loop())
+            if shared is not None:
+                return await self._create(shared, named, extra or None)
+            # Outside a session the client is built per call and inside the try: missing credentials are a
+            # failed call, not a crash (the SDK reports them as an error of its own), and --render-only
+            # never needs a key.
             async with self._client() as client:
                 return await self._create(client, named, extra or None)
         except self.SDK_ERROR as err:
@@ -177,9 +183,32 @@ class SdkBackend[Client: AbstractAsyncContextManager[Any], Reply](ABC):
             batch = await retrieve(batch_id)
         return batch
 
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[None]:
+        """Calls made in this event loop while the session is open share one SDK client, so its connection
+        pool: a sweep's calls reuse their connections (and TLS sessions) instead of building a client and
+        opening a connection for each call. The client is closed with the session, so no socket outlives
+        it. A session that cannot build its client (no credentials) shares none: each call then fails as
+        it would without a session. Sessions nest (the outermost one owns the client)."""
+        loop = asyncio.get_running_loop()
+        if loop in self._sessions:
+            yield
+            return
+        try:
+            client = self._client()
+        except (BackendError, self.SDK_ERROR):
+            yield
+            return
+        async with client:
+            self._sessions[loop] = client
+            try:
+                yield
+            finally:
+                del self._sessions[loop]
+
     def _client(self) -> Client:
-        # One client per call: the runner may drive calls from more than one event loop, and a client
-        # closed with its call never leaves a socket behind.
+        # One client per call outside a session: the runner may drive calls from more than one event loop,
+        # and a client closed with its call never leaves a socket behind.
         kwargs: dict[str, Any] = {"max_retries": self.max_retries, "timeout": self.timeout}
         if self.base_url is not None:
             kwargs["base_url"] = self.base_url

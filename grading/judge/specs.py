@@ -29,13 +29,16 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, JsonValue
 
 from grading.errors import InputError
 from grading.judge.backend import Backend, Decoding
 from grading.strict_json import JsonProblem, strict_json_loads
+
+if TYPE_CHECKING:
+    from grading.judge.sdk_common import SdkBackend
 
 Provider = Literal["anthropic", "openai", "claude-code", "scripted"]
 PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai", "claude-code", "scripted")
@@ -218,21 +221,17 @@ def make_backend(
         return ClaudeCodeBackend(
             model, decoding=decoding, base_url=base_url, api_key=api_key, timeout=timeout * (max_retries + 1)
         )
+    # The SDKs are imported only for the provider asked for.
+    sdk_backend: type[SdkBackend[Any, Any]]
     if provider == "anthropic":
         from grading.judge.anthropic_backend import AnthropicBackend
 
-        return AnthropicBackend(
-            model,
-            decoding=decoding,
-            base_url=base_url,
-            api_key=api_key,
-            max_retries=max_retries,
-            timeout=timeout,
-            batch=batch,
-        )
-    from grading.judge.openai_backend import OpenAIBackend
+        sdk_backend = AnthropicBackend
+    else:
+        from grading.judge.openai_backend import OpenAIBackend
 
-    return OpenAIBackend(
+        sdk_backend = OpenAIBackend
+    return sdk_backend(
         model,
         decoding=decoding,
         base_url=base_url,

@@ -6,8 +6,12 @@ others read the provider's prompt cache; a batch backend's concurrent calls coll
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
+import queue
+import threading
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict
@@ -16,7 +20,7 @@ from grading.basetree import BaseTree
 from grading.errors import InputError
 from grading.judge.backend import Backend, BackendReply, BatchBackend, JudgeRequest
 from grading.judge.batching import answer_batch
-from grading.judge.cache import VerdictCache
+from grading.judge.cache import CachedVerdicts, SqliteCache, VerdictCache
 from grading.judge.models import JudgeResult, Usage
 from grading.judge.prompt import INSTRUCTIONS, render_rubric_text, select_items
 from grading.judge.runner import JudgeSettings, judge_diff
@@ -113,6 +117,10 @@ async def judge_sweep(
     ):
         backend = BatchingBackend(cast(BatchBackend, backend))
     limit = asyncio.Semaphore(settings.concurrency)
+    # SQLite writes (a connection and a commit each, slow when the disk is busy) go to one writer thread,
+    # so a slot is free again once its call is answered; the sweep returns once every write is stored.
+    behind = _WriteBehind(cache) if isinstance(cache, SqliteCache) else None
+    cache = behind or cache
     results: list[JudgeResult | None] = [None] * len(jobs)
     done = 0
     # Calls sent together all pay the provider's prompt-cache write for the static prefix they share
@@ -160,7 +168,12 @@ async def judge_sweep(
         if progress is not None:
             progress(done, len(jobs), job.label, result)
 
-    await asyncio.gather(*(one(n, job) for n, job in enumerate(jobs)))
+    try:
+        async with _session(backend):
+            await asyncio.gather(*(one(n, job) for n, job in enumerate(jobs)))
+    finally:
+        if behind is not None:
+            await asyncio.to_thread(behind.close)  # also when interrupted: what was judged stays stored
     final = [r for r in results if r is not None]
     usage = Usage()
     tree_usage = Usage()
@@ -177,6 +190,66 @@ async def judge_sweep(
         tree_usage=tree_usage,
         tree_calls=sum(rec.calls for r in final for rec in r.tree),
     )
+
+
+class _WriteBehind:
+    """A verdict cache whose writes are queued for one writer thread, which stores them in order, instead
+    of made by the caller. A read sees what is stored, else the first write queued for its key (what
+    ``INSERT OR IGNORE`` will keep), so a diff judged twice in one sweep is still a hit. :meth:`close`
+    waits for the queue to drain and raises the first write's error, if any."""
+
+    def __init__(self, cache: VerdictCache) -> None:
+        self.inner = cache
+        self._lock = threading.Lock()
+        self._queued: dict[str, CachedVerdicts] = {}
+        self._writes: queue.SimpleQueue[tuple[bool, str, CachedVerdicts] | None] = queue.SimpleQueue()
+        self._error: BaseException | None = None
+        self._writer = threading.Thread(target=self._write, name="verdict-cache-writer", daemon=True)
+        self._writer.start()
+
+    def get(self, key: str) -> CachedVerdicts | None:
+        stored = self.inner.get(key)
+        if stored is not None:
+            return stored
+        with self._lock:
+            return self._queued.get(key)
+
+    def put(self, key: str, entry: CachedVerdicts) -> None:
+        with self._lock:
+            self._queued.setdefault(key, entry)
+        self._writes.put((True, key, entry))
+
+    def record_regrade(self, key: str, entry: CachedVerdicts) -> None:
+        self._writes.put((False, key, entry))
+
+    def _write(self) -> None:
+        while (write := self._writes.get()) is not None:
+            is_put, key, entry = write
+            try:
+                if is_put:
+                    self.inner.put(key, entry)
+                else:
+                    self.inner.record_regrade(key, entry)
+            except Exception as exc:  # raised by close(), in the sweep's own frame
+                self._error = self._error or exc
+
+    def close(self) -> None:
+        self._writes.put(None)
+        self._writer.join()
+        if self._error is not None:
+            raise self._error
+
+
+def _session(backend: Backend) -> AbstractAsyncContextManager[None]:
+    """The SDK session of the backend (or of the backend a limit or a batch wraps): the sweep's calls share
+    one client and its connections (``SdkBackend.session``). None for a backend without one."""
+    inner: object = backend
+    while inner is not None:
+        session = getattr(inner, "session", None)
+        if session is not None:
+            return cast(AbstractAsyncContextManager[None], session())
+        inner = getattr(inner, "inner", None)
+    return contextlib.nullcontext()
 
 
 def static_prefix(job: SweepJob) -> str:

@@ -45,7 +45,6 @@ from grading.judge.cost import PriceTable
 from grading.judge.models import (
     FINDING_VERDICT,
     ItemVerdict,
-    Location,
     ToolUse,
     TreeBudget,
     TreeItemRecord,
@@ -260,17 +259,7 @@ async def judge_tree_item(
                 failure = f"{item.id}: inconsistent: the verdict disagreed with its own finding again"
             flagged = True
             continue
-        verdict = ItemVerdict(
-            item_id=reply.id,
-            kind="blocker",
-            verdict=reply.verdict,
-            finding=reply.finding,
-            reason=reply.reason,
-            locations=[Location(file=loc.file, line=loc.line, side=loc.side) for loc in reply.locations],
-            flagged_inconsistent=flagged,
-            model_id=model_id,
-            tree_judged=True,
-        )
+        verdict = reply.item_verdict("blocker", model_id, flagged=flagged, tree_judged=True)
     record = record.model_copy(
         update={
             "failure": failure,

@@ -22,6 +22,7 @@ an oracle of many one-line hunks (a rename) has tens of thousands of them.
 from __future__ import annotations
 
 import bisect
+import collections
 import difflib
 import functools
 import itertools
@@ -127,15 +128,9 @@ def _changed_text(body: Sequence[bytes]) -> str:
 
 def _trigrams(text: str) -> frozenset[tuple[str, int]]:
     """The character trigrams of ``text`` as a set that keeps repeats apart (the n-th occurrence of a
-    trigram is its own element), so a set intersection counts a multiset's."""
-    seen: dict[str, int] = {}
-    out: list[tuple[str, int]] = []
-    for i in range(len(text) - 2):
-        gram = text[i : i + 3]
-        n = seen.get(gram, 0)
-        seen[gram] = n + 1
-        out.append((gram, n))
-    return frozenset(out)
+    trigram is its own element, n from 0), so a set intersection counts a multiset's."""
+    counts = collections.Counter([text[i : i + 3] for i in range(len(text) - 2)])
+    return frozenset([(gram, n) for gram, count in counts.items() for n in range(count)])
 
 
 class ChangedLines:
@@ -184,33 +179,56 @@ def _similar_groups(oracle: OracleLines, table: ChangedLines, notes: list[str]) 
             "no one-place mutants"
         )
         return []
-    grams = {ref: _trigrams(_changed_text(oracle.changed(ref))) for ref in refs}
-    parent = {ref: ref for ref in refs}
-
-    def root(ref: HunkRef) -> HunkRef:
-        while parent[ref] != ref:
-            parent[ref] = parent[parent[ref]]
-            ref = parent[ref]
-        return ref
-
-    # Dice >= R needs the smaller set to hold at least R / (2 - R) of the larger's elements: in order of
-    # size, each hunk is compared only with the next ones that are not too large for it.
-    by_size = sorted(refs, key=lambda ref: len(grams[ref]))
-    reach = (2 - SIMILAR_RATIO) / SIMILAR_RATIO
-    for i, a in enumerate(by_size):
-        size_a = len(grams[a])
-        for b in by_size[i + 1 :]:
-            size_b = len(grams[b])
-            if size_b > size_a * reach:
-                break
-            if root(a) == root(b):
-                continue  # already in one group (single linkage): comparing them changes nothing
-            if 2 * len(grams[a] & grams[b]) >= SIMILAR_RATIO * (size_a + size_b):
-                parent[root(b)] = root(a)
-    groups: dict[HunkRef, list[HunkRef]] = {}
-    for ref in refs:
-        groups.setdefault(root(ref), []).append(ref)
+    component = similar_components([_trigrams(_changed_text(oracle.changed(ref))) for ref in refs])
+    groups: dict[int, list[HunkRef]] = {}
+    for ref, c in zip(refs, component, strict=True):
+        groups.setdefault(c, []).append(ref)
     return [group for group in groups.values() if len(group) >= 2]
+
+
+def similar_components(sets: Sequence[frozenset[tuple[str, int]]]) -> list[int]:
+    """The connected components of ``sets`` linked by a Dice coefficient of at least ``SIMILAR_RATIO``
+    (single linkage), as one set's index per set.
+
+    Every pair that may pass is compared exactly, but as bits: only the elements two sets or more hold can
+    be shared, so each set becomes an integer with one bit per such element (the commonest first), and an
+    overlap is one ``&`` and a bit count in C rather than a set intersection hashing every element. A set
+    is compared only with those within the size window Dice allows (the smaller at least R / (2 - R) of the
+    larger: the overlap is at most the smaller size, tested in the comparison's own floating-point
+    arithmetic so that rounding never cuts a pair exactly at R), and never with one already in its
+    component (which would change nothing)."""
+    parent = list(range(len(sets)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    count = collections.Counter(itertools.chain.from_iterable(sets))
+    shared = sorted((gram for gram, n in count.items() if n > 1), key=count.__getitem__, reverse=True)
+    bit = {gram: i for i, gram in enumerate(shared)}
+    masks: list[int] = []
+    for grams in sets:
+        buffer = bytearray((len(bit) + 7) // 8)
+        for gram in grams:
+            i = bit.get(gram)
+            if i is not None:
+                buffer[i >> 3] |= 1 << (i & 7)
+        masks.append(int.from_bytes(buffer, "little"))
+    sizes = list(map(len, sets))
+    by_size = sorted(range(len(sets)), key=sizes.__getitem__)
+    for k, a in enumerate(by_size):
+        size_a, mask_a = sizes[a], masks[a]
+        for b in by_size[k + 1 :]:
+            size_b = sizes[b]
+            if 2 * size_a < SIMILAR_RATIO * (size_a + size_b):
+                break  # the overlap is at most size_a; larger sets are further still
+            if root(a) == root(b):
+                continue
+            if 2 * (mask_a & masks[b]).bit_count() >= SIMILAR_RATIO * (size_a + size_b):
+                parent[root(b)] = root(a)
+    return [root(i) for i in range(len(sets))]
 
 
 def one_place_candidates(oracle: OracleLines, table: ChangedLines, notes: list[str]) -> list[Candidate]:

@@ -246,6 +246,41 @@ class CheckoutExportForm(forms.Form):
         return value
 
 
+class RemoteSettingForm(forms.Form):
+    """Where the repository's admitted rubrics are sent; checked in
+    services.rubrics.pull_requests.set_remote_setting."""
+
+    remote = forms.CharField(
+        max_length=500,
+        required=False,
+        label="Remote",
+        help_text="a GitHub OWNER/NAME (a pull request is opened there), or a git URL (the branch is pushed, "
+        "no pull request); leave empty to send nothing",
+    )
+    token_env = forms.CharField(
+        max_length=100,
+        required=False,
+        label="Token variable",
+        help_text="the name of the worker's environment variable holding the token (GITHUB_TOKEN or "
+        "GITHUB_TOKEN_<SUFFIX>); the token itself is never entered here. Empty: push without one",
+    )
+    base_branch = forms.CharField(
+        max_length=200,
+        required=False,
+        label="Pull requests into",
+        help_text="the base branch (main if empty)",
+    )
+
+    def __init__(self, *args: Any, instance_setting: Any = None, **kwargs: Any) -> None:
+        if instance_setting is not None and not args and "initial" not in kwargs:
+            kwargs["initial"] = {
+                "remote": instance_setting.remote,
+                "token_env": instance_setting.token_env,
+                "base_branch": instance_setting.base_branch,
+            }
+        super().__init__(*args, **kwargs)
+
+
 def _decoding_lines(value: str) -> dict[str, Any]:
     """``NAME=VALUE`` per line, read as the command line's ``--decoding`` (grading.judge.specs)."""
     from grading import InputError, parse_decoding

@@ -66,6 +66,12 @@ class ExportResult(JobResult):
     paths: list[str]
     branch: str | None
     commit: str | None
+    # Sent as a pull request: the remote the branch was pushed to, the pull request opened (GitHub only),
+    # and what the maintainer is told besides (a plain git remote gets no pull request).
+    remote: str | None = None
+    pull_request_number: int | None = None
+    pull_request_url: str | None = None
+    note: str = ""
 
 
 class EvidenceChangeLine(JobResult):

@@ -121,3 +121,23 @@ class DraftSetting(models.Model):
 
     def __str__(self) -> str:
         return f"drafting of {self.repository}: {self.drafter}"
+
+
+class RemoteSetting(models.Model):
+    """Where a repository's admitted rubrics are sent as a branch (§6 export): its remote, a GitHub
+    ``OWNER/NAME`` (a pull request is opened there) or any git URL (the branch is pushed, no pull request).
+
+    The token is never here, as in drafting: ``token_env`` names the variable of the worker's environment
+    that holds it (GITHUB_TOKEN or GITHUB_TOKEN_<SUFFIX>; blank: push without one)."""
+
+    repository = models.OneToOneField(Repository, on_delete=models.CASCADE, related_name="remote_setting")
+    remote = models.CharField(max_length=500)
+    token_env = models.CharField(max_length=100, blank=True)
+    base_branch = models.CharField(max_length=200, default="main")  # the pull request's base
+    updated_at = models.DateTimeField(default=timezone.now)
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    def __str__(self) -> str:
+        return f"remote of {self.repository}: {self.remote}"

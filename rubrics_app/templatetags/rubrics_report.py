@@ -4,7 +4,9 @@ from urllib.parse import urlencode
 
 from django import template
 
-from grading import Cell
+from grading import Cell, Estimate
+from grading import estimate_note as _estimate_note
+from grading import left_out_text as _left_out_text
 from grading import no_interval_reason as _no_interval_reason
 
 register = template.Library()
@@ -32,3 +34,15 @@ def cell_runs_url(base: str, filters: dict[str, str], cell: Cell) -> str:
     if cell.prompt_style:
         narrowed["prompt_style"] = cell.prompt_style
     return f"{base}?{urlencode(narrowed)}"
+
+
+@register.filter
+def estimate_note(estimate: Estimate) -> str:
+    """The standard error beside an interval, or that every task gave the same rate (grading's text)."""
+    return _estimate_note(estimate)
+
+
+@register.filter
+def left_out(cell: Cell) -> str:
+    """The mergeable rate's bounds over the runs it leaves out (grading's text), or ""."""
+    return _left_out_text(cell)

@@ -33,7 +33,7 @@ from rubrics_app.services.calibration.inputs import spent_this_month
 from rubrics_app.services.jobs import QueueUnreachable
 from rubrics_app.services.judges import JudgeSettingError, set_judges
 from rubrics_app.services.rubrics.task_files import set_task_files
-from rubrics_app.views.common import HtmxHttpRequest, load_revision, require_post
+from rubrics_app.views.common import HtmxHttpRequest, form_page, load_revision, require_post
 from rubrics_app.views.kept_forms import form_key, kept_form
 from rubrics_app.views.revisions import redirect_to, revision_url
 
@@ -195,15 +195,22 @@ def mutant_entries(run: CalibrationRun) -> list[dict[str, Any]]:
     return out
 
 
-def run_context(access: Any, run: CalibrationRun) -> dict[str, Any]:
-    rows = _verdict_rows(run)
+def run_page(access: Any, run: CalibrationRun) -> dict[str, Any]:
+    """What every page of one calibration run names: its repository, task, revision and the run."""
     return {
-        "suite": _suite_table(run),
         "access": access,
         "repository": access.repository,
         "task": run.revision.task,
         "revision": run.revision,
         "run": run,
+    }
+
+
+def run_context(access: Any, run: CalibrationRun) -> dict[str, Any]:
+    rows = _verdict_rows(run)
+    return {
+        **run_page(access, run),
+        "suite": _suite_table(run),
         # What needs reading comes first; the rows that hold are folded behind their count.
         "breaking_rows": [entry for entry in rows if not entry["row"].holds],
         "holding_rows": [entry for entry in rows if entry["row"].holds],
@@ -236,20 +243,14 @@ def calibration_row_diff(request: HtmxHttpRequest, repo_pk: int, run_pk: int, ro
     access = get_repository_for_user(request, repo_pk)
     run = _run_for(access.repository.pk, run_pk)
     row = get_object_or_404(CalibrationRow.objects.filter(run=run), pk=row_pk)
-    context = {
-        "access": access,
-        "repository": access.repository,
-        "task": run.revision.task,
-        "revision": run.revision,
-        "run": run,
-        "row": row,
-    }
+    context = {**run_page(access, run), "row": row}
     return render(request, "rubrics/calibration_row_diff.html", context)
 
 
 # --- judges ------------------------------------------------------------------------------------------------
 
 
+@form_page("saves the repository's judges")
 @require_http_methods(["GET", "POST"])
 @login_required
 def judge_settings(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
@@ -287,6 +288,7 @@ def judge_settings(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
 # --- the task's own files -----------------------------------------------------------------------------------
 
 
+@form_page("saves a task's files for calibration")
 @require_http_methods(["GET", "POST"])
 @login_required
 def task_files(request: HtmxHttpRequest, repo_pk: int, task_pk: int) -> HttpResponse:

@@ -131,7 +131,25 @@ def require_post(purpose: str, back: str) -> Callable[[View], View]:
             response["Allow"] = "POST"
             return response
 
+        # Read by views.resume: what a form kept across a login does, and the page it came from.
+        wrapped.post_purpose = purpose  # type: ignore[attr-defined]
+        wrapped.post_back = lambda kwargs: reverse(  # type: ignore[attr-defined]
+            back, kwargs={k: v for k, v in kwargs.items() if k in _converters(back)}
+        )
         return wrapped
+
+    return decorator
+
+
+def form_page(purpose: str) -> Callable[[View], View]:
+    """For a page that takes its own form back at its own URL (GET shows it, POST saves it): what sending
+    the form does, completing "It ..." (views.resume shows it when a form sent after the session ended is
+    kept), and that the page to come back to is this one."""
+
+    def decorator(view: View) -> View:
+        view.post_purpose = purpose  # type: ignore[attr-defined]
+        view.post_back_is_page = True  # type: ignore[attr-defined]
+        return view
 
     return decorator
 

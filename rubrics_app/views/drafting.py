@@ -24,12 +24,13 @@ from rubrics_app.services.drafting.run import (
     set_draft_settings,
 )
 from rubrics_app.services.jobs import QueueUnreachable
-from rubrics_app.views.common import HtmxHttpRequest, load_revision, require_post
+from rubrics_app.views.common import HtmxHttpRequest, form_page, load_revision, require_post
 from rubrics_app.views.kept_forms import form_key, redirect_with_form
 from rubrics_app.views.revisions import redirect_to
 from rubrics_app.views.tasks import task_context
 
 
+@form_page("saves how the repository's rubrics are drafted")
 @require_http_methods(["GET", "POST"])
 @login_required
 def draft_settings(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:

@@ -1,4 +1,5 @@
-"""Downloads and checkout writes, for admitted revisions only (what `rubric validate` accepts).
+"""Downloads, checkout writes and pull requests, for admitted revisions only (what `rubric validate`
+accepts); and the repository's remote, where pull requests go.
 
 A revision with an open dispute on a blocker needs re-review: each export first answers with a page that
 names the disputed blockers and asks for an explicit confirmation (a checkbox, sent again with the same
@@ -11,13 +12,14 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_http_methods
 
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
-from rubrics_app.forms.rubrics import CheckoutExportForm
-from rubrics_app.models import RevisionStatus, Role, RubricRevision, TransitionError
+from rubrics_app.forms.rubrics import CheckoutExportForm, RemoteSettingForm
+from rubrics_app.models import RemoteSetting, RevisionStatus, Role, RubricRevision, TransitionError
 from rubrics_app.services.jobs import QueueUnreachable
 from rubrics_app.services.rubrics.exports import export_rubric_json, export_zip, start_export
+from rubrics_app.services.rubrics.pull_requests import RemoteSettingError, set_remote_setting
 from rubrics_app.services.rubrics.rereview import disputed_blockers
 from rubrics_app.views.common import HtmxHttpRequest, load_revision, require_post
 from rubrics_app.views.revisions import redirect_to, revision_url
@@ -115,3 +117,57 @@ def export_checkout(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> Http
         messages.error(request, f"Nothing was written: {exc}")
         return redirect_to(request, revision_url(revision))
     return redirect_to(request, reverse("rubrics:job_detail", args=[access.repository.pk, job.pk]))
+
+
+@require_post(
+    "sends a rubric revision to the repository's remote as a pull request", back="rubrics:revision_detail"
+)
+@login_required
+def export_pull_request(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
+    """ "Send as a pull request": a job that commits the branch, pushes it and opens the pull request; its
+    page links the pull request. Disputed blockers are confirmed first, and named in the pull request."""
+    access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
+    revision = _admitted(access, rev_pk)
+    if (confirm := _unconfirmed(request, access, revision, "Send as a pull request")) is not None:
+        return confirm
+    form = CheckoutExportForm(request.POST)
+    if not form.is_valid():
+        problems = "; ".join(str(e) for errors in form.errors.values() for e in errors)
+        messages.error(request, f"Nothing was sent: {problems}")
+        return redirect_to(request, revision_url(revision))
+    try:
+        job = start_export(
+            revision,
+            access,
+            branch=form.cleaned_data["branch"] or None,
+            pull_request=True,
+            # Confirmed on the page above (or none were disputed): the job stops on any other.
+            overriding=disputed_blockers([revision.pk]).get(revision.pk, []),
+        )
+    except (TransitionError, QueueUnreachable) as exc:
+        messages.error(request, f"Nothing was sent: {exc}")
+        return redirect_to(request, revision_url(revision))
+    return redirect_to(request, reverse("rubrics:job_detail", args=[access.repository.pk, job.pk]))
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def remote_settings(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
+    """Everyone with a role sees where rubrics are sent; maintainers edit it."""
+    access = get_repository_for_user(request, repo_pk)
+    setting = RemoteSetting.objects.filter(repository=access.repository).first()
+    form = RemoteSettingForm(instance_setting=setting)
+    if request.method == "POST":
+        access.require(Role.MAINTAINER, access.repository)
+        form = RemoteSettingForm(request.POST)
+        if form.is_valid():
+            try:
+                set_remote_setting(access.repository, by=access, **form.cleaned_data)
+            except RemoteSettingError as exc:
+                form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+            else:
+                messages.success(request, "The remote is saved.")
+                return redirect_to(request, reverse("rubrics:remote_settings", args=[access.repository.pk]))
+    context = {"access": access, "repository": access.repository, "setting": setting, "form": form}
+    status = 400 if form.is_bound and form.errors else 200
+    return render(request, "rubrics/remote_settings.html", context, status=status)

@@ -7,8 +7,10 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.models import User
+from django.urls import reverse
 
 from rubrics_app.management.commands.load_demo import DEFAULT_PASSWORD, DEMO_USERS
+from rubrics_app.views import resume
 
 
 def demo_logins() -> list[tuple[str, str]]:
@@ -28,4 +30,16 @@ class LoginView(auth_views.LoginView):
         context = super().get_context_data(**kwargs)
         context["demo_logins"] = demo_logins()
         context["demo_password"] = DEFAULT_PASSWORD
+        # Why the login page is shown: a form kept when the session ended (views.resume), or a page opened
+        # after it ended.
+        context["kept_post"] = resume.kept(self.request)
+        context["session_ended"] = bool(self.request.session.get(resume.ENDED_SESSION_KEY))
         return context
+
+    def get_success_url(self) -> str:
+        """The kept form's confirm page when a form was kept, else the ``next`` page as usual."""
+        self.request.session.pop(resume.ENDED_SESSION_KEY, None)
+        self.request.session.set_expiry(None)  # the logged-in session's usual age, not a kept form's hour
+        if resume.kept(self.request) is not None:
+            return reverse("resume_post")
+        return super().get_success_url()

@@ -12,7 +12,7 @@ from rubrics_app.access import get_repository_for_user
 from rubrics_app.forms.runs import ReasonForm
 from rubrics_app.models import CalibrationMutant, CalibrationRun, Role, TransitionError
 from rubrics_app.services.calibration import mutants
-from rubrics_app.views.calibration import calibration_url
+from rubrics_app.views.calibration import calibration_url, run_page
 from rubrics_app.views.common import HtmxHttpRequest, require_post
 from rubrics_app.views.kept_forms import form_key, redirect_with_form
 from rubrics_app.views.revisions import redirect_to
@@ -38,15 +38,7 @@ def calibration_mutant_diff(
 ) -> HttpResponse:
     access = get_repository_for_user(request, repo_pk)
     mutant = _mutant_for(access.repository.pk, run_pk, mutant_pk)
-    run = mutant.run
-    context = {
-        "access": access,
-        "repository": access.repository,
-        "task": run.revision.task,
-        "revision": run.revision,
-        "run": run,
-        "mutant": mutant,
-    }
+    context = {**run_page(access, mutant.run), "mutant": mutant}
     return render(request, "rubrics/calibration_mutant_diff.html", context)
 
 

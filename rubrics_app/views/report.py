@@ -20,12 +20,15 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from grading import (
+    INTERVALS_TEXT,
     METRIC_NAMES,
     REPEATED_WARNINGS,
     ItemRow,
     RunRow,
     contrast_estimate,
     contrast_label,
+    corrected_contrast_label,
+    corrected_contrast_text,
     download_name,
     metric_lines,
     precision_text,
@@ -45,6 +48,7 @@ from rubrics_app.services.reports.report import (
     blocker_criteria,
     clean_filters,
     filter_choices,
+    report_changed,
     repository_report,
 )
 from rubrics_app.views.common import HtmxHttpRequest, require_post
@@ -123,6 +127,10 @@ def _page_context(
             for c in report.contrasts
         ],
         "chart": rates_chart(report.cells, report.bootstrap) if report.cells else None,
+        "intervals_text": INTERVALS_TEXT,
+        "corrected_rows": [
+            (c, corrected_contrast_label(c), corrected_contrast_text(c)) for c in report.corrected_contrasts
+        ],
         "metric_lines": metric_lines(report.cells),
         "histograms": [
             (
@@ -306,6 +314,7 @@ def report_cutoffs(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
         cutoffs = form.cleaned_data["cutoffs"]
         repository.training_cutoffs = cutoffs or None
         repository.save(update_fields=["training_cutoffs"])
+        report_changed(repository.pk)  # the cutoffs change the report: a worker computes it before it is read
         messages.success(request, f"Training cutoffs saved ({len(cutoffs)} model{pluralize(len(cutoffs))}).")
         return redirect_to(request, reverse("rubrics:report", args=[repository.pk]))
     url = reverse("rubrics:report", args=[access.repository.pk]) + "#cutoffs-form"

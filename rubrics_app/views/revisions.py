@@ -20,6 +20,7 @@ from rubrics_app.models import (
     CalibrationRun,
     ItemKind,
     Origin,
+    RemoteSetting,
     ReviewState,
     RevisionStatus,
     Role,
@@ -131,6 +132,10 @@ def revision_context(
             CalibrationRun.objects.filter(revision=revision).select_related("created_by").order_by("-pk")[:10]
         ),
         "judges": access.repository.judge_setting(),
+        # "Send as a pull request" shows only where a remote is set.
+        "remote_setting": RemoteSetting.objects.filter(repository=access.repository).first()
+        if revision.status == RevisionStatus.ADMITTED
+        else None,
         # Admission calibrates against the oracle: say so before Admit is pressed, not after.
         "admit_needs_oracle": revision.status == RevisionStatus.APPROVED
         and not revision.task.task_file("oracle.diff"),

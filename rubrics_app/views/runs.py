@@ -38,7 +38,7 @@ from rubrics_app.models import (
     RunGrade,
     TransitionError,
 )
-from rubrics_app.services.reports.report import label_target
+from rubrics_app.services.reports.report import label_target, report_changed
 from rubrics_app.services.rubrics import rereview
 from rubrics_app.services.rubrics.files import ImportFailed
 from rubrics_app.services.runs import queue as review_queue
@@ -442,6 +442,7 @@ def queue_label(request: HtmxHttpRequest, repo_pk: int, grade_pk: int, item_id: 
     labelled = review_queue.label(
         grade, item_id, form.cleaned_data["verdict"], form.cleaned_data["note"], kind, access
     )
+    report_changed(access.repository.pk)  # a label changes the report: a worker computes it before it is read
     run = grade.run
     request.session[UNDO_SESSION_KEY] = {
         "repository": access.repository.pk,
@@ -495,6 +496,7 @@ def queue_undo(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
         messages.error(request, f"Nothing undone: {exc}.")
         return HttpResponseRedirect(back)
     request.session.pop(UNDO_SESSION_KEY, None)
+    report_changed(access.repository.pk)
     if restored is None:
         messages.success(request, f"Undone: {pair} is unlabelled again.")
     else:

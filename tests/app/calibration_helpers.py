@@ -1,13 +1,10 @@
-"""Calibration's fake judge replies, a logged-in client and a multi-file oracle: shared by the calibration
+"""Calibration's fake judge replies and a multi-file oracle: shared by the calibration
 tests, in process and on a worker."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
-
-from django.contrib.auth.models import User
-from django.test import Client
 
 from tests.gitrepo import GitRepo
 from tests.grading.diff_helpers import workspace_diff
@@ -17,12 +14,6 @@ CPU = "def fraction(x):\n    return x\n"
 
 
 FIX = '    if x > 1:\n        raise ValueError(f"fraction is {x}; it must be at most 1")\n'
-
-
-def logged_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def calibration_replies(prompt: ParsedPrompt, behaviour: Behaviour) -> dict[str, Any]:

@@ -44,14 +44,13 @@ from rubrics_app.services.judges import JudgeSettingError, set_judges
 from rubrics_app.services.rubrics import revisions
 from rubrics_app.services.rubrics.revisions import NotCalibrated
 from rubrics_app.services.rubrics.task_files import set_task_files
-from tests.app.calibration_helpers import calibration_replies, logged_in
+from tests.app.calibration_helpers import calibration_replies
+from tests.app.client_helpers import HX, logged_in
 from tests.app.conftest import ALT_DIFF, ORACLE_DIFF, MakeRevision, calibrate, judge_answers, sound_script
 from tests.grading.judge.fake_servers import (
     FakeProviderServer,
     fake_server_fixture,  # noqa: F401 - the fake_server fixture
 )
-
-HX = {"HX-Request": "true"}
 
 
 def use_script(

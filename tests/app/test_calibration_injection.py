@@ -29,7 +29,7 @@ from rubrics_app.services.calibration import run as calibration
 from rubrics_app.services.calibration.inputs import passing_run
 from rubrics_app.services.rubrics import revisions
 from rubrics_app.services.rubrics.revisions import NotCalibrated
-from tests.app.calibration_helpers import logged_in
+from tests.app.client_helpers import logged_in
 from tests.app.conftest import MakeRevision, judge_answers
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client
 from django.urls import reverse
 
 from grading.judge.cache import MemoryCache
@@ -32,6 +31,7 @@ from rubrics_app.models import (
 from rubrics_app.services.calibration import run as calibration
 from rubrics_app.services.rubrics.task_files import set_task_files
 from tests.app.calibration_helpers import multi_file_oracle
+from tests.app.client_helpers import logged_in
 from tests.app.conftest import ALT_DIFF, MakeRevision, judge_answers, rubric_data, run_queued_calibration
 
 
@@ -59,12 +59,6 @@ class Setup:
 @pytest.fixture
 def setup(task: Task, repository: Repository, maintainer: User, tmp_path: Path) -> Setup:
     return Setup(task, repository, maintainer, tmp_path)
-
-
-def logged_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def page_url(run: CalibrationRun) -> str:

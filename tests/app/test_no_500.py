@@ -17,9 +17,9 @@ from django.test import Client
 from django.urls import reverse
 
 from rubrics_app.models import Repository, ReviewState, RubricItem, RubricRevision, Task
+from tests.app.client_helpers import HX
 from tests.app.conftest import CALIBRATION_FILES, rubric_data
 
-HX = {"HX-Request": "true"}
 # '²' passes str.isdigit and fails int(); 5,000 digits fail int(); 30 digits overflow a 64-bit column.
 HOSTILE_NUMBERS = ["²", "9" * 5000, "9" * 30, "-1", "1e400", "NaN", " 1", "x"]
 

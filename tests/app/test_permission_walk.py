@@ -38,7 +38,7 @@ from rubrics_app.services import judges
 from rubrics_app.services.calibration import mutants
 from rubrics_app.services.calibration import run as calibration
 from rubrics_app.services.drafting import run as drafting
-from rubrics_app.services.rubrics import exports, imports, rereview, revisions
+from rubrics_app.services.rubrics import exports, imports, pull_requests, rereview, revisions
 from rubrics_app.services.rubrics import task_files as tasks
 from rubrics_app.services.runs import queue, swe_bench
 from rubrics_app.services.runs import store as runs
@@ -103,6 +103,9 @@ def _entry_points(
         exports.write_many_to_checkout: lambda a: exports.write_many_to_checkout([admitted], by=a, root=out),
         exports.write_to_checkout: lambda a: exports.write_to_checkout(admitted, by=a),
         exports.start_export: lambda a: exports.start_export(admitted, a),
+        pull_requests.set_remote_setting: lambda a: pull_requests.set_remote_setting(
+            repository, by=a, remote="octo/shapes"
+        ),
         rereview.start_evidence_check: lambda a: rereview.start_evidence_check(repository, a),
         judges.set_judges: lambda a: judges.set_judges(repository, by=a, judge="scripted:x"),
         mutants.mark_harmless: lambda a: mutants.mark_harmless(mutant, a, "harmless"),

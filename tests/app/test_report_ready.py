@@ -346,3 +346,50 @@ def test_prepare_report_command(graded: Repository, computations: list[dict[str,
     with pytest.raises(CommandError) as raised:
         call_command("prepare_report", "--repository", "nope", stdout=io.StringIO())
     assert raised.value.returncode == 2 and "no repository named 'nope'" in str(raised.value)
+
+
+def test_a_label_an_undo_and_a_cutoff_send_the_report_so_the_page_never_computes_it(
+    graded: Repository,
+    reviewer: User,
+    maintainer: User,
+    viewer: User,
+    sent: list[int],
+    computations: list[dict[str, str]],
+    django_capture_on_commit_callbacks: Callable[..., Any],
+) -> None:
+    """A label changes the report's key without a job that changes runs: it sends the report to a worker,
+    which stores it, and the next reader reads it instead of computing it."""
+    prepare_report(graded)
+    before = report_json(viewer, graded)
+    human = HumanVerdict.objects.filter(grade__run__task__repository=graded, item_id="B1", verdict="pass")[0]
+    labelling = Client()
+    labelling.force_login(reviewer)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = labelling.post(
+            reverse("rubrics:queue_label", args=[graded.pk, human.grade_id, "B1"]),
+            {"verdict": "fail", "note": "", "kind": "judges"},
+        )
+    assert response.status_code == 302 and sent == [graded.pk]
+    computed = len(computations)
+    keep_report_ready(graded.pk)  # the worker
+    assert len(computations) == computed + 1
+    cache.clear()  # another web process
+    relabelled = report_json(viewer, graded)
+    assert len(computations) == computed + 1  # read, not computed
+    assert relabelled != before
+    with django_capture_on_commit_callbacks(execute=True):
+        labelling.post(
+            reverse("rubrics:queue_undo", args=[graded.pk]),
+            {"undo_grade": str(human.grade_id), "undo_item": "B1", "kind": "judges"},
+        )
+    assert HumanVerdict.objects.get(pk=human.pk).verdict == "pass"
+    assert sent == [graded.pk, graded.pk]
+    editing = Client()
+    editing.force_login(maintainer)
+    url = reverse("rubrics:report_cutoffs", args=[graded.pk])
+    with django_capture_on_commit_callbacks(execute=True):
+        editing.post(url, {"cutoffs": "{"})  # not saved: nothing changed, nothing sent
+    assert sent == [graded.pk, graded.pk]
+    with django_capture_on_commit_callbacks(execute=True):
+        editing.post(url, {"cutoffs": json.dumps({"model-a": "2025-05-01"})})
+    assert sent == [graded.pk, graded.pk, graded.pk]

@@ -238,6 +238,29 @@ def zipped(root: Path) -> bytes:
     return buffer.getvalue()
 
 
+def upload(
+    client: Client,
+    repository: Repository,
+    predictions: Path,
+    reports: Path,
+    repetition: str,
+    *,
+    name: str = "predictions.jsonl",
+    follow: bool = False,
+) -> Any:
+    """The upload form posted with ``predictions`` (sent as ``name``) and the zipped ``reports`` folder."""
+    return client.post(
+        reverse("rubrics:runs_upload_swe_bench", args=[repository.pk]),
+        {
+            "predictions": SimpleUploadedFile(name, predictions.read_bytes()),
+            "reports": SimpleUploadedFile("reports.zip", zipped(reports)),
+            "arm": "swe-agent",
+            "repetition": repetition,
+        },
+        follow=follow,
+    )
+
+
 def test_the_upload_imports_the_same_and_shows_every_problem(
     client: Client,
     maintainer: User,
@@ -277,11 +300,7 @@ def test_predictions_are_imported_from_memory_never_written_to_a_folder(
     predictions, reports = harness_output
     assert "3 runs imported" in import_command(predictions, reports)
     client.force_login(maintainer)
-    response = client.post(reverse("rubrics:runs_upload_swe_bench", args=[repository.pk]), {
-        "predictions": SimpleUploadedFile("predictions.jsonl", predictions.read_bytes()),
-        "reports": SimpleUploadedFile("reports.zip", zipped(reports)),
-        "arm": "swe-agent", "repetition": "1",
-    })  # fmt: skip
+    response = upload(client, repository, predictions, reports, "1")
     assert response.status_code == 302
     runs = AgentRun.objects.filter(task__task_id=ASTROPY)
     assert sorted(runs.values_list("repetition", "passed", "source")) == [
@@ -312,11 +331,7 @@ def test_the_upload_lists_every_bad_line_and_report_as_the_command_does(
         ],
     )
     client.force_login(maintainer)
-    response = client.post(reverse("rubrics:runs_upload_swe_bench", args=[repository.pk]), {
-        "predictions": SimpleUploadedFile("predictions.jsonl", predictions.read_bytes()),
-        "reports": SimpleUploadedFile("reports.zip", zipped(reports)),
-        "arm": "swe-agent", "repetition": "0",
-    }, follow=True)  # fmt: skip
+    response = upload(client, repository, predictions, reports, "0", follow=True)
     assert response.redirect_chain and response.status_code == 200  # back on the page, with the problems
     page = response.content.decode()
     assert "predictions.jsonl: line 2: malformed JSON" in page
@@ -332,11 +347,7 @@ def test_the_upload_lists_every_bad_line_and_report_as_the_command_does(
         tmp_path / "good.jsonl",
         [{"instance_id": DJANGO, "model_name_or_path": MODEL, "model_patch": DJANGO_PATCH}],
     )
-    response = client.post(reverse("rubrics:runs_upload_swe_bench", args=[repository.pk]), {
-        "predictions": SimpleUploadedFile("predictions.jsonl", good.read_bytes()),
-        "reports": SimpleUploadedFile("reports.zip", zipped(reports)),
-        "arm": "swe-agent", "repetition": "0",
-    }, follow=True)  # fmt: skip
+    response = upload(client, repository, good, reports, "0", follow=True)
     assert response.redirect_chain and response.status_code == 200  # back on the page, with the problems
     page = response.content.decode()
     assert f"{member}: {DJANGO}.resolved: required: true or false" in page
@@ -597,11 +608,7 @@ def test_a_harness_timeout_is_listed_not_evaluated_and_the_others_import(
 
     # The upload says the same on the page it returns to.
     client.force_login(maintainer)
-    response = client.post(reverse("rubrics:runs_upload_swe_bench", args=[repository.pk]), {
-        "predictions": SimpleUploadedFile("predictions.jsonl", predictions.read_bytes()),
-        "reports": SimpleUploadedFile("reports.zip", zipped(reports)),
-        "arm": "swe-agent", "repetition": "1",
-    }, follow=True)  # fmt: skip
+    response = upload(client, repository, predictions, reports, "1", follow=True)
     page = response.content.decode()
     assert "1 prediction not evaluated by the harness, left out" in page
     assert (
@@ -646,11 +653,7 @@ def test_json_prediction_files_are_read_as_the_harness_reads_them(
 
     # The upload reads it by its name the same way.
     client.force_login(maintainer)
-    response = client.post(reverse("rubrics:runs_upload_swe_bench", args=[repository.pk]), {
-        "predictions": SimpleUploadedFile("preds.json", preds.read_bytes()),
-        "reports": SimpleUploadedFile("reports.zip", zipped(reports)),
-        "arm": "swe-agent", "repetition": "1",
-    })  # fmt: skip
+    response = upload(client, repository, preds, reports, "1", name="preds.json")
     assert response.status_code == 302
     assert AgentRun.objects.filter(repetition=1, source="preds.json/item-2", passed=False).exists()
 

@@ -10,9 +10,9 @@ from django.test import Client
 from django.urls import reverse
 
 from rubrics_app.models import RevisionStatus, RubricRevision
+from tests.app.client_helpers import HX
 from tests.app.conftest import MakeRevision
 
-HX = {"HX-Request": "true"}
 ROLES = ["maintainer", "reviewer", "viewer", "outsider"]
 
 

@@ -37,7 +37,8 @@ def test_logout_is_a_post(maintainer: User) -> None:
     assert client.get(reverse("rubrics:repository_list")).status_code == 302
 
 
-def test_every_app_url_needs_login() -> None:
+# db: an anonymous POST is kept in a session for after the login (views/resume.py).
+def test_every_app_url_needs_login(db: None) -> None:
     patterns = app_patterns()
     assert len(patterns) >= 15
     client = Client()

@@ -4,7 +4,6 @@ recorded as carried over; changed and new items need review (issue 8 §6)."""
 from __future__ import annotations
 
 from django.contrib.auth.models import User
-from django.test import Client
 from django.urls import reverse
 
 from rubrics_app.access import Actor
@@ -19,15 +18,8 @@ from rubrics_app.models import (
     RubricRevision,
 )
 from rubrics_app.services.rubrics import revisions
+from tests.app.client_helpers import HX, logged_in
 from tests.app.conftest import MakeRevision
-
-HX = {"HX-Request": "true"}
-
-
-def logged_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def states(revision: RubricRevision) -> dict[str, str]:

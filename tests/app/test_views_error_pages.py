@@ -8,12 +8,7 @@ from django.test import Client
 from django.urls import reverse
 
 from rubrics_app.models import RubricRevision
-
-
-def logged_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
+from tests.app.client_helpers import logged_in
 
 
 def test_404_has_the_site_frame_and_a_way_back(outsider: User, draft_revision: RubricRevision) -> None:

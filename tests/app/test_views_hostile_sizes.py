@@ -5,18 +5,12 @@ they take is measured by benchmarks/app_pages.py; here, that they show everythin
 from __future__ import annotations
 
 from django.contrib.auth.models import User
-from django.test import Client
 from django.urls import reverse
 
 from rubrics_app.models import RubricItem
+from tests.app.client_helpers import logged_in
 from tests.app.conftest import CALIBRATION_FILES, MakeRevision, rubric_data
 from tests.app.render_helpers import LONG_JS_LINE
-
-
-def logged_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def test_the_revision_page_shows_100_kb_of_evidence(viewer: User, make_revision: MakeRevision) -> None:

@@ -22,15 +22,8 @@ from rubrics_app.models import (
     RubricRevision,
 )
 from rubrics_app.services.rubrics import revisions
+from tests.app.client_helpers import HX, logged_in
 from tests.app.conftest import MakeRevision, rubric_data
-
-HX = {"HX-Request": "true"}
-
-
-def logged_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def add_url(revision: RubricRevision, kind: str = "blocker") -> str:

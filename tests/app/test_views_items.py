@@ -20,19 +20,12 @@ from rubrics_app.models import (
     RubricRevision,
 )
 from rubrics_app.services.rubrics import revisions
+from tests.app.client_helpers import HX, logged_in
 from tests.app.conftest import MakeRevision
-
-HX = {"HX-Request": "true"}
 
 
 def item_url(name: str, item: RubricItem) -> str:
     return reverse(f"rubrics:{name}", args=[item.revision.task.repository_id, item.pk])
-
-
-def logged_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def blocker(revision: RubricRevision, item_id: str = "B1") -> RubricItem:

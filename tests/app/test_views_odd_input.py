@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client
 from django.urls import reverse
 
 from rubrics_app.models import HumanVerdict, Repository, RubricRevision, RunGrade
+from tests.app.client_helpers import logged_in
 from tests.app.runs_helpers import import_graded
 
 pytestmark = pytest.mark.django_db
@@ -20,12 +20,6 @@ pytestmark = pytest.mark.django_db
 def graded(tmp_path: Path, repository: Repository, admitted_revision: RubricRevision) -> RubricRevision:
     import_graded(tmp_path, repository, admitted_revision)
     return admitted_revision
-
-
-def logged_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 @pytest.mark.parametrize("page", ["²", "١", "99999999999999999999", "-1", "2x"])

@@ -7,15 +7,8 @@ from django.test import Client
 from django.urls import reverse
 
 from rubrics_app.models import Repository, RevisionStatus, Task
+from tests.app.client_helpers import HX, logged_in
 from tests.app.conftest import MakeRevision
-
-HX = {"HX-Request": "true"}
-
-
-def logged_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def test_the_list_shows_only_repositories_with_a_role(

@@ -10,14 +10,7 @@ from django.test import Client
 from django.urls import reverse
 
 from rubrics_app.models import RevisionStatus, RubricItem, RubricRevision
-
-HX = {"HX-Request": "true"}
-
-
-def logged_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
+from tests.app.client_helpers import HX, logged_in
 
 
 def approve_url(item: RubricItem) -> str:

@@ -25,20 +25,13 @@ from rubrics_app.models import (
 )
 from rubrics_app.services.rubrics import revisions
 from rubrics_app.views.common import validation_report
+from tests.app.client_helpers import HX, logged_in
 from tests.app.conftest import MakeRevision, calibrate
-
-HX = {"HX-Request": "true"}
 
 
 def url(name: str, revision: RubricRevision, **query: Any) -> str:
     out = reverse(f"rubrics:{name}", args=[revision.task.repository_id, revision.pk])
     return out + ("?" + "&".join(f"{k}={v}" for k, v in query.items()) if query else "")
-
-
-def logged_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def test_it_shows_every_part_of_the_rubric(viewer: User, draft_revision: RubricRevision) -> None:

@@ -33,7 +33,10 @@ ROOT = Path(__file__).resolve().parents[2]
 CELERY = Path(sys.executable).parent / "celery"
 
 
-WAIT_SECONDS = 60
+# How long a test waits for a worker's event before it fails. The waits poll for the event and return as
+# soon as it happens, so this bounds only a failure; it is generous because CI runs two suites at once,
+# each with two pytest workers and their Celery workers, on two cores.
+WAIT_SECONDS = 240
 
 
 SONNET = "anthropic:claude-sonnet-4-5-20250929"

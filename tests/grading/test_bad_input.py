@@ -17,6 +17,7 @@ from grading.schema import rubric_json_schema
 from grading.strict_json import read_json
 from grading.workspace.diff import write_snapshot
 from grading.workspace.record import record_path
+from tests.grading.cli_helpers import own_stores
 from tests.grading.task_helpers import FIXED, Task, answer_run, answers
 
 BIG = "9" * 5000  # past Python's 4,300-digit limit for int()
@@ -24,9 +25,7 @@ BIG = "9" * 5000  # past Python's 4,300-digit limit for int()
 
 @pytest.fixture
 def task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Task:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.delenv("RUBRIC_JUDGE_CACHE", raising=False)
-    monkeypatch.delenv("RUBRIC_ADMISSION_STORE", raising=False)
+    own_stores(tmp_path, monkeypatch)
     return Task(tmp_path)
 
 

@@ -14,7 +14,7 @@ import pytest
 from examples.build import JUDGE_SCRIPTED, MANIFEST, TASK_ID, TASKS
 from grading.admission.check import inject_reviewer_comment
 from grading.cli.rubric import main
-from tests.grading.cli_helpers import ESCAPE_REPLY, check
+from tests.grading.cli_helpers import ESCAPE_REPLY, check, own_stores
 from tests.grading.judge.fake_servers import (
     FakeProviderServer,
     fake_server_fixture,  # noqa: F401 - the fake_server fixture
@@ -27,9 +27,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Task:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    for name in ("RUBRIC_JUDGE_CACHE", "RUBRIC_ADMISSION_STORE"):
-        monkeypatch.delenv(name, raising=False)
+    own_stores(tmp_path, monkeypatch)
     return Task(tmp_path)
 
 

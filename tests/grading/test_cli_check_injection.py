@@ -11,7 +11,7 @@ import pytest
 
 from grading.admission.corpus import PAYLOAD_KINDS
 from grading.cli.rubric import main
-from tests.grading.cli_helpers import check
+from tests.grading.cli_helpers import check, own_stores
 from tests.grading.judge.fake_servers import (
     Behaviour,
     FakeProviderServer,
@@ -26,9 +26,7 @@ K = len(PAYLOAD_KINDS)
 
 @pytest.fixture
 def task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Task:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    for name in ("RUBRIC_JUDGE_CACHE", "RUBRIC_ADMISSION_STORE"):
-        monkeypatch.delenv(name, raising=False)
+    own_stores(tmp_path, monkeypatch)
     return Task(tmp_path)
 
 

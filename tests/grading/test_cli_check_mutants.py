@@ -13,14 +13,13 @@ import pytest
 from grading.cli.rubric import main
 from grading.mutants.derive import Mutant, derive_mutants
 from tests.gitrepo import GitRepo
+from tests.grading.cli_helpers import check, own_stores
 from tests.grading.mutant_helpers import Oracle, Task, verdicts
 
 
 @pytest.fixture
 def task(tmp_path: Path, git_repo: GitRepo, monkeypatch: pytest.MonkeyPatch) -> Task:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    for name in ("RUBRIC_JUDGE_CACHE", "RUBRIC_ADMISSION_STORE"):
-        monkeypatch.delenv(name, raising=False)
+    own_stores(tmp_path, monkeypatch)
     task = Task(tmp_path, Oracle(git_repo))
     oracle = (task.dir / "oracle.diff").read_bytes()
     task.script["by_diff_sha256"][hashlib.sha256(oracle).hexdigest()] = verdicts()  # admitted
@@ -30,19 +29,6 @@ def task(tmp_path: Path, git_repo: GitRepo, monkeypatch: pytest.MonkeyPatch) -> 
 def mutant(task: Task, kind: str, text: str) -> Mutant:
     mutants = derive_mutants((task.dir / "oracle.diff").read_bytes()).mutants
     return next(m for m in mutants if m.kind == kind and text in m.description)
-
-
-def check(task: Task, *extra: str) -> list[str]:
-    task.backend()  # writes the scripted judge file
-    return [
-        "check",
-        str(task.dir),
-        "--manifest",
-        str(task.manifest),
-        "--judge",
-        f"scripted:{task.judge}",
-        *extra,
-    ]
 
 
 def test_mutants_are_listed_beside_the_rows_and_the_verdict_stands(

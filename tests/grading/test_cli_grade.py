@@ -15,7 +15,7 @@ import pytest
 
 from examples.build import JUDGE_SCRIPTED, MANIFEST, RUNS, TASK_ID, TASKS
 from grading.cli.rubric import main
-from tests.grading.cli_helpers import ESCAPE_REPLY
+from tests.grading.cli_helpers import ESCAPE_REPLY, own_stores
 from tests.grading.judge.fake_servers import (
     FakeProviderServer,
     fake_server_fixture,  # noqa: F401 - the fake_server fixture
@@ -31,8 +31,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Task:
     # Every default cache path lands in the test's own directory.
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.delenv("RUBRIC_JUDGE_CACHE", raising=False)
+    own_stores(tmp_path, monkeypatch)
     return Task(tmp_path)
 
 

@@ -16,14 +16,14 @@ from grading.cli.rubric import main
 from grading.schema import CONFIG_BLOCKER_ID
 from grading.workspace.diff import capture, write_snapshot
 from tests.gitrepo import GitRepo
+from tests.grading.cli_helpers import own_stores
 from tests.grading.task_helpers import ALL_IDS, FIXED, Task, answer_run, answers, captured_run
 from tests.grading.workspace_helpers import CACHEDIR_TAG
 
 
 @pytest.fixture
 def task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Task:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.delenv("RUBRIC_JUDGE_CACHE", raising=False)
+    own_stores(tmp_path, monkeypatch)
     return Task(tmp_path)
 
 

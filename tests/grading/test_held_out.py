@@ -11,14 +11,13 @@ from typing import Any
 import pytest
 
 from grading.cli.rubric import main
+from tests.grading.cli_helpers import own_stores
 from tests.grading.task_helpers import FIXED, Task, answer_run, answers
 
 
 @pytest.fixture
 def task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Task:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.delenv("RUBRIC_JUDGE_CACHE", raising=False)
-    monkeypatch.delenv("RUBRIC_ADMISSION_STORE", raising=False)
+    own_stores(tmp_path, monkeypatch)
     return Task(tmp_path)
 
 

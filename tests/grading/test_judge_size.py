@@ -22,6 +22,7 @@ from grading.judge.prompt import DEFAULT_MAX_DIFF_CHARS, render_request, select_
 from grading.judge.runner import JudgeSettings, judge_run
 from grading.judge.specs import make_backend
 from grading.loaders import load_rubric, load_task
+from tests.grading.cli_helpers import own_stores
 from tests.grading.judge.judge_helpers import FakeBackend, verdicts_json
 from tests.grading.task_helpers import FIXED, Task, answer_run, answers
 
@@ -38,9 +39,7 @@ def random_bytes(n: int, seed: int) -> bytes:
 
 @pytest.fixture
 def task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Task:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.delenv("RUBRIC_JUDGE_CACHE", raising=False)
-    monkeypatch.delenv("RUBRIC_ADMISSION_STORE", raising=False)
+    own_stores(tmp_path, monkeypatch)
     return Task(tmp_path)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from grading.admission.store import AdmissionStore
-from grading.atomic import write_atomic
+from grading.atomic import write_atomic, write_new
 from grading.errors import InputError
 from grading.judge.cache import SqliteCache
 from grading.sqlite_store import SqliteStore
@@ -99,3 +99,16 @@ def test_one_atomic_write_and_one_sqlite_store_base() -> None:
         == []
     )
     assert sources_matching(r"sqlite3\.connect\(", allowed={"grading/sqlite_store.py"}) == []
+
+
+def test_write_new_makes_a_file_once_and_never_replaces_it(tmp_path: Path) -> None:
+    target = tmp_path / "secret_key"
+    assert write_new(target, b"first\n", mode=0o600) is True
+    assert target.read_bytes() == b"first\n"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    # A second maker (another process starting at the same moment) keeps the first file, whole.
+    assert write_new(target, b"second\n", mode=0o600) is False
+    assert target.read_bytes() == b"first\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["secret_key"]  # no staged file left behind
+    with pytest.raises(InputError, match="cannot write"):
+        write_new(tmp_path / "missing" / "key", b"x")

@@ -16,14 +16,13 @@ from grading.checks.outcome import grade_run
 from grading.cli.rubric import main
 from grading.judge.cache import MemoryCache, describe_repeat_agreement
 from grading.judge.runner import JudgeSettings
+from tests.grading.cli_helpers import check, own_stores
 from tests.grading.task_helpers import FIXED, Task, answer_run, answers
 
 
 @pytest.fixture
 def task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Task:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.delenv("RUBRIC_JUDGE_CACHE", raising=False)
-    monkeypatch.delenv("RUBRIC_ADMISSION_STORE", raising=False)
+    own_stores(tmp_path, monkeypatch)
     return Task(tmp_path)
 
 
@@ -31,12 +30,6 @@ def grade(task: Task, run: Path, *extra: str) -> list[str]:
     task.backend()
     return ["grade", str(task.dir), str(run), "--manifest", str(task.manifest), "--judge",
             f"scripted:{task.judge}", "--json", *extra]  # fmt: skip
-
-
-def check(task: Task, *extra: str) -> list[str]:
-    task.backend()
-    return ["check", str(task.dir), "--manifest", str(task.manifest), "--judge", f"scripted:{task.judge}",
-            *extra]  # fmt: skip
 
 
 def metrics_of(capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ import pytest
 from grading.checks.run import make_run
 from grading.cli.rubric import main
 from grading.errors import InputError
+from tests.grading.cli_helpers import own_stores
 from tests.grading.task_helpers import Task, answer_run, answers, diff_of
 
 BASE_TESTS = "tests/test_calc.py::test_zero\n"
@@ -24,8 +25,7 @@ HARNESS_PARTS = ["git_dir", "ignored_files", "test_cases", "tests_skipped"]
 @pytest.fixture
 def task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Task:
     """The example task under a manifest that declares tests.list, with the base's test ids stored."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.delenv("RUBRIC_JUDGE_CACHE", raising=False)
+    own_stores(tmp_path, monkeypatch)
     task = Task(tmp_path)
     task.manifest.write_text(
         'tests:\n  globs: ["tests/**"]\n  config_globs: ["**/conftest.py"]\n'

@@ -14,6 +14,7 @@ import pytest
 from grading.cli.rubric import main
 from grading.workspace.diff import write_snapshot
 from grading.workspace.testlist import ListingFailed, run_test_list, write_listing_error
+from tests.grading.cli_helpers import own_stores
 from tests.grading.task_helpers import FIXED, Task, answer_run, answers
 
 # Prints one id per test function found under tests/, as a repository's list command would.
@@ -27,8 +28,7 @@ for path in sorted(pathlib.Path("tests").rglob("test_*.py")):
 
 @pytest.fixture
 def task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Task:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.delenv("RUBRIC_JUDGE_CACHE", raising=False)
+    own_stores(tmp_path, monkeypatch)
     t = Task(tmp_path)
     t.repo.write("list_tests.py", LISTER)
     t.repo.write(

@@ -1,10 +1,15 @@
 """manage.py export_rubrics [--repository NAME] [--task ID ...] [--private] [--branch NAME] [--out DIR]
-[--allow-disputed]
+[--allow-disputed] [--pull-request [--wait [--timeout SECONDS]]]
 
 Writes tasks/<task-id>/rubric.json and its calib diffs of every admitted revision into the repository's
 checkout (or its private path, or DIR), each file atomically, touching no other file; with --branch, as one
 commit on a new branch. A revision with an open dispute on a blocker (it needs re-review) is refused, and
 nothing written, unless --allow-disputed is given (exit 2 naming the revision and the blockers).
+
+With --pull-request, each revision is sent to its repository's remote by an export job (one per revision):
+committed on a new branch (--branch, or rubrics/<task>-r<n>-job<id>) without touching the checkout, pushed,
+and on GitHub opened as a pull request. --wait follows the jobs and prints each pull request's URL (or, for
+a plain git remote, where the branch went); exit 2 when one fails.
 """
 
 from __future__ import annotations
@@ -16,8 +21,17 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from rubrics_app.access import Actor
 from rubrics_app.management.options import REPOSITORY_HELP, TASK_HELP
-from rubrics_app.models import Repository, RevisionStatus, RubricRevision, TransitionError
-from rubrics_app.services.rubrics.exports import ExportError, write_many_to_checkout
+from rubrics_app.management.wait import wait_for_job
+from rubrics_app.models import (
+    ExportResult,
+    JobStatus,
+    Repository,
+    RevisionStatus,
+    RubricRevision,
+    TransitionError,
+)
+from rubrics_app.services.jobs import QueueUnreachable
+from rubrics_app.services.rubrics.exports import ExportError, start_export, write_many_to_checkout
 from rubrics_app.services.rubrics.rereview import disputed_blockers
 
 
@@ -45,6 +59,13 @@ class Command(BaseCommand):
             action="store_true",
             help="export revisions with an open dispute on a blocker too (refused otherwise)",
         )
+        parser.add_argument(
+            "--pull-request",
+            action="store_true",
+            help="push each revision on a new branch to its remote and open a pull request (a job)",
+        )
+        parser.add_argument("--wait", action="store_true", help="with --pull-request: wait for the jobs")
+        parser.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS", help="with --wait")
 
     def handle(self, *args: Any, **options: Any) -> None:
         repositories = Repository.objects.all()
@@ -70,6 +91,13 @@ class Command(BaseCommand):
                 raise CommandError(
                     f"{named}. Nothing was written; pass --allow-disputed to export anyway", returncode=2
                 )
+        if options["pull_request"]:
+            self._pull_requests(chosen, options)
+            return
+        if options["wait"]:
+            raise CommandError(
+                "--wait is for --pull-request (the export writes in the foreground)", returncode=2
+            )
         exported = 0
         for repository, revisions in chosen:
             if not revisions:
@@ -98,6 +126,59 @@ class Command(BaseCommand):
         if not exported:
             raise CommandError("no admitted revision to export")
         self.stdout.write(self.style.SUCCESS(f"exported {exported} admitted revision(s)"))
+
+    def _pull_requests(
+        self, chosen: list[tuple[Repository, list[RubricRevision]]], options: dict[str, Any]
+    ) -> None:
+        if options["out"] or options["private"]:
+            raise CommandError(
+                "--pull-request sends the public rubrics: not with --out or --private", returncode=2
+            )
+        revisions = [revision for _, revisions in chosen for revision in revisions]
+        if not revisions:
+            raise CommandError("no admitted revision to export")
+        if options["branch"] and len(revisions) > 1:
+            raise CommandError(
+                f"--branch names one branch, and {len(revisions)} revisions would be sent: choose one with "
+                "--task",
+                returncode=2,
+            )
+        disputed = disputed_blockers(r.pk for r in revisions) if options["allow_disputed"] else {}
+        jobs = []
+        for revision in revisions:
+            name = f"{revision.task.repository.name} {revision.task.task_id} r{revision.number}"
+            try:
+                job = start_export(
+                    revision,
+                    Actor.command_line(),
+                    branch=options["branch"],
+                    pull_request=True,
+                    overriding=disputed.get(revision.pk, []),
+                )
+            except QueueUnreachable as exc:
+                raise CommandError(
+                    f"{name}: the job queue is unreachable: {exc.reason}", returncode=2
+                ) from None
+            except TransitionError as exc:
+                raise CommandError(f"{name}: {exc}", returncode=2) from None
+            self.stdout.write(f"sent job {job.pk} (pull request of {name})")
+            jobs.append((name, job))
+        if not options["wait"]:
+            return
+        failed = 0
+        for name, job in jobs:
+            job = wait_for_job(job, timeout=options["timeout"])
+            result = job.result_as(ExportResult) if job.status == JobStatus.DONE else None
+            if result is None:
+                self.stderr.write(f"{name}: job {job.pk} failed: {job.error}")
+                failed += 1
+            elif result.pull_request_url:
+                self.stdout.write(f"{name}: pull request {result.pull_request_url} (branch {result.branch})")
+            else:
+                self.stdout.write(f"{name}: {result.note}")
+        if failed:
+            raise CommandError(f"{failed} of {len(jobs)} pull request job(s) failed", returncode=2)
+        self.stdout.write(self.style.SUCCESS(f"sent {len(jobs)} admitted revision(s)"))
 
     @staticmethod
     def _revisions(

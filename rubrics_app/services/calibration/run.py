@@ -274,14 +274,7 @@ def run_calibration(
     reports: dict[str, AdmissionReport] = {}
     errors: list[str] = []
     try:
-        try:
-            primary, second = backends or (
-                _backend(run.judge, run.decoding),
-                _backend(run.second_judge, run.second_decoding) if run.second_judge else None,
-            )
-            settings = JudgeSettings(prices=load_price_table())
-        except InputError as exc:
-            raise CalibrationError(str(exc)) from None
+        primary, second, settings = _judges(run, backends)
         checkout = tree_checkout(revision, primary, second)
         roles = [(JudgeRole.PRIMARY, primary)] + ([(JudgeRole.SECOND, second)] if second is not None else [])
 
@@ -324,28 +317,7 @@ def run_calibration(
         stored_mutants = oracle_mutants.stored_positions(run)
         for thread in threads:
             thread.start()
-        pending: dict[int, Pending] = {}
-        # Rows a lost worker stored before the run was taken over stay as they are (whole rows).
-        stored = set(CalibrationRow.objects.filter(run=run).values_list("position", flat=True))
-        finished = 0
-        while finished < len(threads):
-            what, role, payload = results.get()  # each thread puts its end, whatever happens
-            if what in oracle_mutants.MESSAGES:
-                finished += oracle_mutants.handle(run, what, payload, stored_mutants)
-            elif what == "row":
-                index, total, row = payload
-                entry = pending.setdefault(index, Pending())
-                entry.rows[role] = row
-                if not errors and len(entry.rows) == len(roles) and index not in stored:
-                    store_row(run, index, total, entry, files)
-                    if on_stored is not None:
-                        on_stored(index)
-            elif what == "error":
-                errors.append(f"{role} judge: {payload}")
-                finished += 1
-            else:
-                reports[role] = payload
-                finished += 1
+        _collect(run, results, len(threads), len(roles), files, stored_mutants, reports, errors, on_stored)
         for thread in threads:
             thread.join()
     except CalibrationError as exc:
@@ -359,6 +331,58 @@ def run_calibration(
         _finish_error(run, reason)
         raise CalibrationError(reason)
     return _finish(run, reports)
+
+
+def _judges(
+    run: CalibrationRun, backends: tuple[Backend, Backend | None] | None
+) -> tuple[Backend, Backend | None, JudgeSettings]:
+    """The run's primary and second judge (``backends`` when given) and the judge settings;
+    CalibrationError when a judge spec or the price table is bad."""
+    try:
+        primary, second = backends or (
+            _backend(run.judge, run.decoding),
+            _backend(run.second_judge, run.second_decoding) if run.second_judge else None,
+        )
+        return primary, second, JudgeSettings(prices=load_price_table())
+    except InputError as exc:
+        raise CalibrationError(str(exc)) from None
+
+
+def _collect(
+    run: CalibrationRun,
+    results: queue.Queue[tuple[str, Any, Any]],
+    threads: int,
+    roles: int,
+    files: dict[str, bytes],
+    stored_mutants: set[int],
+    reports: dict[str, AdmissionReport],
+    errors: list[str],
+    on_stored: Callable[[int], None] | None,
+) -> None:
+    """What the judging threads put, until each has put its end: a row is stored once every judge has
+    judged it (and no judge has failed), a report or an error kept under the judge's role."""
+    pending: dict[int, Pending] = {}
+    # Rows a lost worker stored before the run was taken over stay as they are (whole rows).
+    stored = set(CalibrationRow.objects.filter(run=run).values_list("position", flat=True))
+    finished = 0
+    while finished < threads:
+        what, role, payload = results.get()  # each thread puts its end, whatever happens
+        if what in oracle_mutants.MESSAGES:
+            finished += oracle_mutants.handle(run, what, payload, stored_mutants)
+        elif what == "row":
+            index, total, row = payload
+            entry = pending.setdefault(index, Pending())
+            entry.rows[role] = row
+            if not errors and len(entry.rows) == roles and index not in stored:
+                store_row(run, index, total, entry, files)
+                if on_stored is not None:
+                    on_stored(index)
+        elif what == "error":
+            errors.append(f"{role} judge: {payload}")
+            finished += 1
+        else:
+            reports[role] = payload
+            finished += 1
 
 
 def _finish_error(run: CalibrationRun, reason: str) -> None:

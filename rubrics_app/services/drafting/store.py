@@ -107,11 +107,20 @@ def store_draft(draft: RubricDraft, result: Draft, problems: list[str], *, secon
     """A new draft revision holding ``result`` as the model wrote it, checked or not, with every problem the
     checks found (and anything that could not be stored as written) listed on the drafting record."""
     task = Task.objects.select_for_update().get(pk=draft.task_id)
-    data = result.rubric
     stored = _Stored(problems=list(problems))
+    revision = _create_revision(task, draft, result, stored)
+    RubricItem.objects.bulk_create(_items(revision, result.rubric, stored))
+    CalibrationDiff.objects.bulk_create(_calibration_diffs(revision, result, stored))
+    _finish_draft(draft, revision, result, stored, seconds=seconds)
+    return revision
+
+
+def _create_revision(task: Task, draft: RubricDraft, result: Draft, stored: _Stored) -> RubricRevision:
+    """The revision row: intent, scope and hack report as near as they can be stored."""
+    data = result.rubric
     scope: dict[str, Any] = data["scope"] if isinstance(data.get("scope"), dict) else {}
     hack: dict[str, Any] = data["hack_report"] if isinstance(data.get("hack_report"), dict) else {}
-    revision = RubricRevision.objects.create(
+    return RubricRevision.objects.create(
         task=task,
         number=task.next_revision_number(),
         origin=Origin.MODEL,
@@ -129,6 +138,10 @@ def store_draft(draft: RubricDraft, result: Draft, problems: list[str], *, secon
             {"scope": scope, **({"calibration": data["calibration"]} if "calibration" in data else {})}
         ),
     )
+
+
+def _items(revision: RubricRevision, data: dict[str, Any], stored: _Stored) -> list[RubricItem]:
+    """The blockers then the non-blockers, unsaved, each id unique within the revision."""
     taken: set[str] = set()
     items: list[RubricItem] = []
     for position, raw in enumerate(_dicts(data.get("blockers"))):
@@ -164,8 +177,12 @@ def store_draft(draft: RubricDraft, result: Draft, problems: list[str], *, secon
                 omitted_keys=[k for k in ("rationale", "weight") if k not in raw],
             )
         )
-    RubricItem.objects.bulk_create(items)
-    lazy = (data.get("calibration") or {}).get("lazy") or []
+    return items
+
+
+def _calibration_diffs(revision: RubricRevision, result: Draft, stored: _Stored) -> list[CalibrationDiff]:
+    """The lazy diff (with the blockers it should break) and the alternative diff when there is one."""
+    lazy = (result.rubric.get("calibration") or {}).get("lazy") or []
     breaks = lazy[0].get("breaks", []) if lazy and isinstance(lazy[0], dict) else []
     diffs = [
         CalibrationDiff(
@@ -185,7 +202,13 @@ def store_draft(draft: RubricDraft, result: Draft, problems: list[str], *, secon
                 content=result.alt_diff.encode("utf-8", "surrogateescape"),
             )
         )
-    CalibrationDiff.objects.bulk_create(diffs)
+    return diffs
+
+
+def _finish_draft(
+    draft: RubricDraft, revision: RubricRevision, result: Draft, stored: _Stored, *, seconds: float
+) -> None:
+    """The drafting record marked done with the model's usage and every problem, and the audit entry."""
     now = timezone.now()
     RubricDraft.objects.filter(pk=draft.pk).update(
         revision=revision,
@@ -218,4 +241,3 @@ def store_draft(draft: RubricDraft, result: Draft, problems: list[str], *, secon
             "cost_usd": result.usage.cost_usd,
         },
     )
-    return revision

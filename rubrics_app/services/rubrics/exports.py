@@ -41,6 +41,7 @@ from rubrics_app.models import (
 )
 from rubrics_app.services import audit
 from rubrics_app.services.jobs import JobFailed, job_task, run, send
+from rubrics_app.services.rubrics import pull_requests
 
 
 class ExportError(JobFailed):
@@ -232,17 +233,32 @@ def write_to_checkout(
 
 @transaction.atomic
 def start_export(
-    revision: RubricRevision, by: Actor, *, private: bool = False, branch: str | None = None
+    revision: RubricRevision,
+    by: Actor,
+    *,
+    private: bool = False,
+    branch: str | None = None,
+    pull_request: bool = False,
+    overriding: list[str] | None = None,
 ) -> Job:
+    """The export job. ``pull_request``: the branch is pushed to the repository's remote and, on GitHub, a
+    pull request opened (services.rubrics.pull_requests); ``overriding`` names the disputed blockers the
+    maintainer confirmed (a blocker disputed and not named stops the job before anything is written)."""
     by.require(Role.MAINTAINER, revision.task.repository)
     if revision.status != RevisionStatus.ADMITTED:
         raise TransitionError("only an admitted revision is exported")
+    params: dict[str, Any] = {"private": private, "branch": branch}
+    if pull_request:
+        if private:
+            raise TransitionError("the held-out set's rubrics are never pushed: no pull request of them")
+        pull_requests.check_can_send(revision, branch)
+        params.update(pull_request=True, overriding=sorted(set(overriding or [])))
     job = Job.objects.create(
         kind=JobKind.EXPORT_REVISION,
         repository=revision.task.repository,
         revision=revision,
         created_by=by.recorded_user,
-        params={"private": private, "branch": branch},
+        params=params,
     )
     send(export_revision_to_checkout, job.pk)
     return job
@@ -252,6 +268,15 @@ def _export(job: Job) -> ExportResult:
     revision = job.revision
     if revision is None:
         raise ExportError("the revision of this job is gone")
+    if job.params.get("pull_request"):
+        # Settled first (remote, token, disputes): a refusal writes nothing.
+        try:
+            plan = pull_requests.plan_pull_request(job, revision)
+        except pull_requests.PullRequestError as exc:
+            raise pull_requests.PullRequestError(f"Nothing was written: {exc}") from None
+        by = Actor.command_line(job.created_by)
+        exported = write_to_checkout(revision, branch=plan.branch, by=by)
+        return pull_requests.push_and_open(plan, revision, exported.root, exported.paths, exported.commit, by)
     private = bool(job.params.get("private", False))
     branch = job.params.get("branch") or None
     exported = write_to_checkout(
@@ -264,5 +289,6 @@ def _export(job: Job) -> ExportResult:
 
 @job_task(JobKind.EXPORT_REVISION)
 def export_revision_to_checkout(job_id: int) -> None:
-    """Write an admitted revision into its repository's checkout (or private path), optionally on a branch."""
+    """Write an admitted revision into its repository's checkout (or private path), optionally on a branch;
+    or send it as a pull request (services.rubrics.pull_requests)."""
     run(job_id, _export)

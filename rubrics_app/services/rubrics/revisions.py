@@ -107,6 +107,16 @@ def create_revision(
         alt_valid_solution=rubric.hack_report.alt_valid_solution,
         omitted_keys=omitted_revision_keys(data),
     )
+    RubricItem.objects.bulk_create(_items(revision, rubric, data))
+    CalibrationDiff.objects.bulk_create(_calibration_diffs(revision, rubric, calibration_files))
+    verb = AuditVerb.IMPORTED if origin == Origin.IMPORTED else AuditVerb.DRAFTED
+    audit.record(verb, actor=by.user, actor_label=model, revision=revision, detail={"origin": origin})
+    return revision
+
+
+def _items(revision: RubricRevision, rubric: Rubric, data: dict[str, Any]) -> list[RubricItem]:
+    """The rubric's blockers then non-blockers as unsaved items, with the optional keys ``data`` (the
+    rubric as loaded) leaves out."""
     items: list[RubricItem] = []
     for position, (blocker, raw) in enumerate(zip(rubric.blockers, data["blockers"], strict=True)):
         items.append(
@@ -137,7 +147,14 @@ def create_revision(
                 omitted_keys=[k for k in ("rationale", "weight") if k not in raw],
             )
         )
-    RubricItem.objects.bulk_create(items)
+    return items
+
+
+def _calibration_diffs(
+    revision: RubricRevision, rubric: Rubric, calibration_files: dict[str, bytes]
+) -> list[CalibrationDiff]:
+    """The lazy then the alternative calibration diffs as unsaved rows, their bytes from
+    ``calibration_files``."""
     diffs: list[CalibrationDiff] = []
     for position, entry in enumerate(rubric.calibration.lazy):
         lazy = entry if isinstance(entry, LazyCalibration) else LazyCalibration(path=entry)
@@ -165,10 +182,7 @@ def create_revision(
                 position=position,
             )
         )
-    CalibrationDiff.objects.bulk_create(diffs)
-    verb = AuditVerb.IMPORTED if origin == Origin.IMPORTED else AuditVerb.DRAFTED
-    audit.record(verb, actor=by.user, actor_label=model, revision=revision, detail={"origin": origin})
-    return revision
+    return diffs
 
 
 @transaction.atomic

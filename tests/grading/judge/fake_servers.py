@@ -275,6 +275,7 @@ class FakeProviderServer:
         self.in_flight = 0  # model calls being answered now, and the most at once
         self.max_in_flight = 0
         self.arrivals: list[float] = []  # time.monotonic() of every model call's arrival
+        self.connections = 0  # TCP connections accepted (HTTP/1.1 keeps one open for many requests)
         self._prompt_cache: set[str] = set()  # prefixes readable from the prompt cache
         self.cache_min_tokens: dict[str, int] = {}  # provider -> shortest prefix cached (absent: any)
         self.openai_cache_increment = 1  # OpenAI's cached tokens are a multiple of this
@@ -692,6 +693,11 @@ class FakeProviderServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+
+            def setup(self) -> None:
+                super().setup()
+                with server._lock:
+                    server.connections += 1
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass

@@ -145,19 +145,17 @@ def test_render_only_prints_the_exact_requests_and_calls_nothing(
     layout: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     # no API key and no server: any call would fail
-    code, out, _ = rubric(
-        [
-            "judge",
-            layout["task"],
-            layout["run1"],
-            "--judge",
-            "anthropic:claude-sonnet-4-5-20250929",
-            "--render-only",
-            "--decoding",
-            "temperature=0",
-        ],
-        capsys,
-    )
+    render_only = [
+        "judge",
+        layout["task"],
+        layout["run1"],
+        "--judge",
+        "anthropic:claude-sonnet-4-5-20250929",
+        "--render-only",
+        "--decoding",
+        "temperature=0",
+    ]
+    code, out, _ = rubric(render_only, capsys)
     assert code == 0
     data = json.loads(out)
     assert list(data) == ["requests"] and len(data["requests"]) == 1
@@ -174,19 +172,7 @@ def test_render_only_prints_the_exact_requests_and_calls_nothing(
     assert DIFF in user
     assert not (layout["tmp"] / "xdg").exists()  # not even the cache was opened
     # same inputs, new nonce, same key
-    _, out2, _ = rubric(
-        [
-            "judge",
-            layout["task"],
-            layout["run1"],
-            "--judge",
-            "anthropic:claude-sonnet-4-5-20250929",
-            "--render-only",
-            "--decoding",
-            "temperature=0",
-        ],
-        capsys,
-    )
+    _, out2, _ = rubric(render_only, capsys)
     again = json.loads(out2)["requests"][0]
     assert again["cache_key"] == entry["cache_key"] and again["request"] != body
 

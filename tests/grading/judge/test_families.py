@@ -10,6 +10,7 @@ import pytest
 from grading.cli.rubric import main
 from grading.errors import InputError
 from grading.judge.specs import check_second_judge, judge_family, second_judge_problem
+from tests.grading.cli_helpers import own_stores
 from tests.grading.judge.fake_servers import (
     FakeProviderServer,
     fake_server_fixture,  # noqa: F401 - the fake_server fixture
@@ -64,9 +65,7 @@ def test_the_rule() -> None:
 
 @pytest.fixture
 def task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_server: FakeProviderServer) -> Task:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.delenv("RUBRIC_JUDGE_CACHE", raising=False)
-    monkeypatch.delenv("RUBRIC_ADMISSION_STORE", raising=False)
+    own_stores(tmp_path, monkeypatch)
     for name, value in (
         ("ANTHROPIC_BASE_URL", fake_server.anthropic_base_url),
         ("OPENAI_BASE_URL", fake_server.openai_base_url),

@@ -2,14 +2,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from grading.errors import InputError
 from grading.judge.backend import BackendError, BackendReply, JudgeRequest
-from grading.judge.cache import MemoryCache
+from grading.judge.cache import CachedVerdicts, MemoryCache, SqliteCache
 from grading.judge.cost import Price, PriceTable
 from grading.judge.models import Usage
 from grading.judge.prompt import fenced_diff
@@ -442,6 +444,50 @@ def test_a_sweep_respects_the_concurrency_limit_and_reports_progress() -> None:
     assert sorted(label for _, _, label in seen) == sorted(job.label for job in jobs)
     assert sweep.calls == 10 and sweep.failures == 0 and sweep.labels == [j.label for j in jobs]
     assert sweep.usage.input_tokens == 10 * 1000
+
+
+class HeldCache(SqliteCache):
+    """The command line's cache, whose writes wait until ``release`` is set (a disk that is slow)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.release = threading.Event()
+
+    def put(self, key: str, entry: CachedVerdicts) -> None:
+        assert self.release.wait(timeout=60), "the writes were never released"
+        super().put(key, entry)
+
+
+class CountingBackend(FakeBackend):
+    """Sets ``all_sent`` once it has been asked ``expected`` times."""
+
+    def __init__(self, expected: int) -> None:
+        super().__init__()
+        self.expected = expected
+        self.all_sent = threading.Event()
+
+    async def complete(self, request: JudgeRequest) -> BackendReply:
+        reply = await super().complete(request)
+        if len(self.requests) == self.expected:
+            self.all_sent.set()
+        return reply
+
+
+def test_a_sweep_does_not_wait_for_the_cache_writes_between_calls(tmp_path: Path) -> None:
+    """With one slot, every call is made while no verdict is written yet (a write holding the slot would
+    make the second call wait for the first write: the writes are released only once all calls are made);
+    the sweep still returns with every verdict stored, and a diff judged twice is one call."""
+    jobs = [
+        SweepJob(label=f"run{i}", task=TASK, rubric=make_rubric(), diff_text=DIFF + f"+# {i % 4}\n")
+        for i in range(6)
+    ]
+    cache = HeldCache(tmp_path / "cache.sqlite3")
+    backend = CountingBackend(expected=4)
+    threading.Thread(target=lambda: cache.release.set() if backend.all_sent.wait(60) else None).start()
+    sweep = asyncio.run(judge_sweep(jobs, backend, cache=cache, settings=JudgeSettings(concurrency=1)))
+    assert sweep.calls == 4 and sweep.cache_hits == 2 and sweep.failures == 0
+    warm = asyncio.run(judge_sweep(jobs, FakeBackend(), cache=SqliteCache(cache.path)))
+    assert warm.calls == 0 and warm.cache_hits == 6
 
 
 def test_a_sweep_counts_cache_hits_and_turns_bad_input_into_that_runs_failure() -> None:

@@ -312,6 +312,22 @@ def test_a_concurrent_sweep_writes_each_static_prefix_once_and_then_runs_in_para
     print("\n" + report("anthropic, 2 rubrics, concurrency 6", sweep, len(fake_server.model_calls())))
 
 
+@pytest.mark.parametrize("make_backend", [anthropic_backend, openai_backend], ids=["anthropic", "openai"])
+def test_a_sweep_reuses_its_connections(
+    fake_server: FakeProviderServer, tmp_path: Path, make_backend: MakeBackend
+) -> None:
+    """The sweep's calls share one SDK client (its connection pool): at most one connection per call in
+    flight, not one per call."""
+    backend = make_backend(fake_server)
+    sweep = run_sweep(backend, sweep_diffs(SWEEP_N), SqliteCache(tmp_path / "c"), concurrency=2)
+    assert sweep.failures == 0 and sweep.calls == SWEEP_N > 2
+    assert 1 <= fake_server.connections <= 2
+    # Outside a sweep each call still has a client (and a connection) of its own.
+    before = fake_server.connections
+    asyncio.run(judge_diff(TASK, make_rubric(), sweep_diffs(1)[0], backend, config_edited=False))
+    assert fake_server.connections == before + 1
+
+
 def test_a_batch_sweep_goes_through_message_batches_at_half_price(
     fake_server: FakeProviderServer, tmp_path: Path
 ) -> None:

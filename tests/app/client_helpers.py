@@ -1,0 +1,15 @@
+"""A test client logged in as a user, and the header htmx sends, for the page tests."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import User
+from django.test import Client
+
+# The header htmx adds to its requests; pages answer them with a fragment.
+HX = {"HX-Request": "true"}
+
+
+def logged_in(user: User) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
