@@ -121,6 +121,15 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "TaskRow",
         "grade_metrics",
     ),
+    "grading.report.provenance": (
+        "Provenance",
+        "ProvenanceJudge",
+        "TaskRubric",
+        "code_version",
+        "download_name",
+        "read_git_commit",
+        "report_provenance",
+    ),
     "grading.report.render": (
         "INTERVALS_TEXT",
         "METRIC_NAMES",
@@ -133,6 +142,15 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "metric_lines",
         "precision_text",
         "report_csv",
+    ),
+    "grading.report.rows": (
+        "ItemRow",
+        "RunRow",
+        "item_rows",
+        "read_rows",
+        "rows_file",
+        "rows_text",
+        "run_row",
     ),
     "grading.report.stats": ("Estimate",),
     "grading.report.sums": ("JudgeCost", "PartSums", "ReportSums", "VerdictGroup", "run_disagreements"),
@@ -294,6 +312,13 @@ if TYPE_CHECKING:
     from grading.report.models import Report as Report
     from grading.report.models import TaskRow as TaskRow
     from grading.report.models import grade_metrics as grade_metrics
+    from grading.report.provenance import Provenance as Provenance
+    from grading.report.provenance import ProvenanceJudge as ProvenanceJudge
+    from grading.report.provenance import TaskRubric as TaskRubric
+    from grading.report.provenance import code_version as code_version
+    from grading.report.provenance import download_name as download_name
+    from grading.report.provenance import read_git_commit as read_git_commit
+    from grading.report.provenance import report_provenance as report_provenance
     from grading.report.render import INTERVALS_TEXT as INTERVALS_TEXT
     from grading.report.render import METRIC_NAMES as METRIC_NAMES
     from grading.report.render import contrast_estimate as contrast_estimate
@@ -305,6 +330,13 @@ if TYPE_CHECKING:
     from grading.report.render import metric_lines as metric_lines
     from grading.report.render import precision_text as precision_text
     from grading.report.render import report_csv as report_csv
+    from grading.report.rows import ItemRow as ItemRow
+    from grading.report.rows import RunRow as RunRow
+    from grading.report.rows import item_rows as item_rows
+    from grading.report.rows import read_rows as read_rows
+    from grading.report.rows import rows_file as rows_file
+    from grading.report.rows import rows_text as rows_text
+    from grading.report.rows import run_row as run_row
     from grading.report.stats import Estimate as Estimate
     from grading.report.sums import JudgeCost as JudgeCost
     from grading.report.sums import PartSums as PartSums

@@ -170,6 +170,9 @@ app_urls = [
     path("repos/<int:repo_pk>/report.csv", report.report_csv_view, name="report_csv"),
     path("repos/<int:repo_pk>/report.html", report.report_html, name="report_html"),
     path("repos/<int:repo_pk>/report/figure.svg", report.report_figure, name="report_figure"),
+    path("repos/<int:repo_pk>/report/runs.zip", report.report_export, name="report_export"),
+    path("repos/<int:repo_pk>/report/runs.<str:fmt>", report.report_runs, name="report_runs"),
+    path("repos/<int:repo_pk>/report/items.<str:fmt>", report.report_items, name="report_items"),
     path("repos/<int:repo_pk>/report/cutoffs/", report.report_cutoffs, name="report_cutoffs"),
 ]
 

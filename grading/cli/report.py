@@ -4,7 +4,10 @@ Reads each RUN_DIR's run.json and metrics.json (written by ``rubric grade``). Wi
 directory holding ``<task-id>/task.json``; repeatable, the first that holds a task wins) the report also
 knows each task's base_date (for ``--cutoffs``) and prompt_style. Output: Markdown (default), ``--json``
 (one object) or ``--csv`` (one row per cell); ``--html OUT.html`` also writes one self-contained HTML file
-with the charts. Exit 0, or 2 on bad input (nothing is printed then).
+with the charts. ``--runs-out FILE`` and ``--items-out FILE`` also write one row per run and one per
+run × item × judge (``.csv`` or ``.jsonl``, by the file's extension: the columns the web app's downloads
+have). Every output carries its provenance (code version and commit, bootstrap, rubrics, judges). Exit 0,
+or 2 on bad input (nothing is written then).
 """
 
 from __future__ import annotations
@@ -14,13 +17,17 @@ import sys
 from pathlib import Path
 
 from grading.atomic import write_atomic
+from grading.checks.outcome import RunDetails
 from grading.cli.common import Subparsers, print_json
 from grading.errors import InputError
+from grading.loaders import load_run
 from grading.report.build import build_report
-from grading.report.files import TaskIndex, load_cutoffs, load_labels, read_graded_run
+from grading.report.files import TaskIndex, load_cutoffs, load_labels, read_graded_run, read_metrics
 from grading.report.html import render_report_html
 from grading.report.models import DEFAULT_BOOTSTRAP, DEFAULT_SEED, GradedRun
+from grading.report.provenance import TaskRubric, report_provenance
 from grading.report.render import report_csv, report_markdown
+from grading.report.rows import ItemRow, RowFormat, RunRow, item_rows, rows_text, run_row
 
 
 def _count(value: str) -> int:
@@ -78,12 +85,43 @@ def register(subparsers: Subparsers) -> None:
         metavar="N",
         help=f"bootstrap seed (default {DEFAULT_SEED}: the same runs give the same report)",
     )
+    report.add_argument("--runs-out", type=Path, metavar="FILE",
+                        help="also write one row per run (FILE.csv or FILE.jsonl)")  # fmt: skip
+    report.add_argument("--items-out", type=Path, metavar="FILE",
+                        help="also write one row per run, item and judge (.csv or .jsonl)")  # fmt: skip
     report.set_defaults(handler=run_report, format="md")
+
+
+def _row_format(path: Path | None, option: str) -> RowFormat | None:
+    if path is None:
+        return None
+    if path.is_dir() or not path.parent.is_dir():
+        raise InputError(path, "not a file in an existing directory", option)
+    if path.suffix not in (".csv", ".jsonl"):
+        raise InputError(path, "ends in .csv or .jsonl (the file's format)", option)
+    return "csv" if path.suffix == ".csv" else "jsonl"
+
+
+def _rows(run_dir: Path, run: GradedRun) -> tuple[RunRow, list[ItemRow]]:
+    """The run's rows: its metrics.json read whole for the judges' verdicts and usage, and the rubric's sha.
+    A file that reads only as far as the report needs (an older grader's) gives rows without judges."""
+    path = run_dir / "metrics.json"
+    details: RunDetails | None = None
+    try:
+        strict = read_metrics(path, strict=True)
+        details, sha = strict.details, strict.rubric_sha256
+    except InputError:
+        sha = read_metrics(path).rubric_sha256
+    record = load_run(run_dir / "run.json")
+    row = run_row(run, details, repetition=record.repetition, rubric_sha256=sha)
+    return row, item_rows(row, details)
 
 
 def run_report(args: argparse.Namespace) -> int:
     if args.html is not None and (args.html.is_dir() or not args.html.parent.is_dir()):
         raise InputError(args.html, "not a file in an existing directory", "--html")
+    runs_format = _row_format(args.runs_out, "--runs-out")
+    items_format = _row_format(args.items_out, "--items-out")
     if args.cutoffs is not None and not args.tasks:
         raise InputError(None, "needs --tasks: the split compares each task's base_date", "--cutoffs")
     cutoffs = load_cutoffs(args.cutoffs) if args.cutoffs is not None else None
@@ -93,6 +131,8 @@ def run_report(args: argparse.Namespace) -> int:
             raise InputError(tasks_dir, "not a directory", "--tasks")
     tasks = TaskIndex(args.tasks) if args.tasks else None
     runs: list[GradedRun] = []
+    run_rows: list[RunRow] = []
+    items: list[ItemRow] = []
     seen: set[Path] = set()
     for run_dir in args.run_dirs:
         if not run_dir.is_dir():
@@ -109,13 +149,27 @@ def run_report(args: argparse.Namespace) -> int:
         if resolved in labels:
             run = run.model_copy(update={"human_mergeable": labels[resolved]})
         runs.append(run)
+        row, run_items = _rows(run_dir, run)
+        run_rows.append(row)
+        items += run_items
     report = build_report(runs, cutoffs=cutoffs, bootstrap=args.bootstrap, seed=args.seed)
     if unmatched := len(set(labels) - seen):
         report.warnings.append(f"{unmatched} labels in {args.labels} name runs not in this report: ignored")
+    rubrics = {(r.task, r.rubric_sha256) for r in run_rows}
+    provenance = report_provenance(
+        report,
+        repository=None,
+        filters={},
+        rubrics=[TaskRubric(task=task, revision=None, rubric_sha256=sha) for task, sha in rubrics],
+    )
+    if runs_format is not None:
+        write_atomic(args.runs_out, rows_text(run_rows, RunRow, provenance, runs_format).encode())
+    if items_format is not None:
+        write_atomic(args.items_out, rows_text(items, ItemRow, provenance, items_format).encode())
     if args.html is not None:
-        write_atomic(args.html, render_report_html(report).encode())
+        write_atomic(args.html, render_report_html(report, provenance=provenance).encode())
     if args.format == "json":
-        print_json(report.to_json_dict())
+        print_json({**report.to_json_dict(), "provenance": provenance.model_dump(mode="json")})
     elif args.format == "csv":
         sys.stdout.write(report_csv(report))
     else:

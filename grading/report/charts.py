@@ -320,6 +320,10 @@ def blocker_histogram(row: TaskRow, criteria: Mapping[str, str] | None = None) -
     return mark_safe("".join(parts))
 
 
-def standalone(svg: str) -> str:
-    """A chart as an .svg file of its own (the "download figure" link)."""
+def standalone(svg: str, metadata: str | None = None) -> str:
+    """A chart as an .svg file of its own (the "download figure" link); ``metadata`` (text: the download's
+    provenance as JSON) goes, escaped, in a ``<metadata>`` element right after the opening tag."""
+    if metadata is not None:
+        end = svg.index(">") + 1
+        svg = f"{svg[:end]}<metadata>{html.escape(metadata, quote=False)}</metadata>{svg[end:]}"
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + svg + "\n"

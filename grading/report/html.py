@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from grading.report.agreement import Agreement
 from grading.report.charts import blocker_histogram, forest_plot, no_interval_reason, rates_chart
 from grading.report.models import Cell, ContaminationCell, Report
+from grading.report.provenance import Provenance
 from grading.report.render import (
     INTERVALS_TEXT,
     LABELS_ASSUMED,
@@ -109,14 +110,17 @@ def render_report_html(
     *,
     title: str = "Mergeability report",
     criteria: Mapping[str, Mapping[str, str]] | None = None,
+    provenance: Provenance | None = None,
 ) -> str:
     """The report as one HTML document. ``criteria`` maps a task to its blocker ids' criteria, for the
-    failed-blocker histograms (ids alone without it)."""
+    failed-blocker histograms (ids alone without it); ``provenance``, what the file says of itself (a
+    section at its end, and its JSON in a ``<meta name="provenance">``)."""
     criteria = criteria or {}
     out = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        *([f'<meta name="provenance" content="{_e(provenance.model_dump_json())}">'] if provenance else []),
         f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body><main>",
         f"<h1>{_e(title)}</h1>",
         f'<p class="muted">{_e(INTERVALS_TEXT)} Corrected rates: task-level bootstrap, {report.bootstrap} '
@@ -215,8 +219,36 @@ def render_report_html(
         out.append(blocker_histogram(t, criteria.get(t.task)))
     if not failed:
         out.append('<p class="muted">No blocker failed in a judged run.</p>')
+    if provenance is not None:
+        out += _provenance_section(provenance)
     out.append("</main></body></html>")
     return "\n".join(out) + "\n"
+
+
+def _provenance_section(p: Provenance) -> list[str]:
+    filters = ", ".join(f"{k} = {v}" for k, v in p.filters.items()) or "none"
+    rubrics = "; ".join(
+        f"{r.task}"
+        + (f" r{r.revision}" if r.revision is not None else "")
+        + f" {r.rubric_sha256 or '(no sha)'}"
+        for r in p.rubrics
+    )
+    judges = "; ".join(f"{j.role}: {j.judge}" for j in p.judges) or "none"
+    rows = [
+        ("Repository", p.repository or ""),
+        ("Filters", filters),
+        ("Generated (UTC)", p.generated_at),
+        ("Code", f"{p.package} {p.version or '(unknown version)'}, commit {p.commit or '(unknown)'}"),
+        ("Report format", str(p.report_format)),
+        ("Bootstrap", f"{p.bootstrap} replicates, seed {p.seed}"),
+        ("Rubrics", rubrics or "none"),
+        ("Judges", judges),
+    ]
+    return [
+        '<h2 id="provenance">Provenance</h2><table><tbody>',
+        *(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows),
+        "</tbody></table>",
+    ]
 
 
 def label_target_text(more: int | None, target: float, reason: str | None) -> str:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django import template
 
 from grading import Cell, Estimate
@@ -20,6 +22,18 @@ def percent(value: float | None) -> str:
 def no_interval_reason(cell: Cell, bootstrap: int) -> str | None:
     """Why a cell's rates have no interval (one task, no bootstrap), or None."""
     return _no_interval_reason(cell, bootstrap)
+
+
+@register.simple_tag
+def cell_runs_url(base: str, filters: dict[str, str], cell: Cell) -> str:
+    """The runs download (``base``) for one cell: the page's filters narrowed to the cell's arm, model and
+    prompt style; "" for a contamination cell (its split is no filter)."""
+    if hasattr(cell, "split"):
+        return ""
+    narrowed = {**filters, "arm": cell.arm, "model": cell.model}
+    if cell.prompt_style:
+        narrowed["prompt_style"] = cell.prompt_style
+    return f"{base}?{urlencode(narrowed)}"
 
 
 @register.filter

@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.template.defaultfilters import pluralize
 from django.urls import reverse
@@ -23,14 +23,18 @@ from grading import (
     INTERVALS_TEXT,
     METRIC_NAMES,
     REPEATED_WARNINGS,
+    ItemRow,
+    RunRow,
     contrast_estimate,
     contrast_label,
     corrected_contrast_label,
     corrected_contrast_text,
+    download_name,
     metric_lines,
     precision_text,
     render_report_html,
     report_csv,
+    rows_file,
     standalone,
     warning_kind,
 )
@@ -38,6 +42,7 @@ from rubrics_app.access import RepositoryAccess, get_repository_for_user
 from rubrics_app.forms.report import CutoffsForm
 from rubrics_app.models import QueueKind, Role
 from rubrics_app.report_chart import blocker_histogram, forest_plot, rates_chart
+from rubrics_app.services.reports.downloads import download_provenance, item_rows_of, run_rows, runs_export
 from rubrics_app.services.reports.report import (
     ReportResult,
     blocker_criteria,
@@ -144,6 +149,13 @@ def _page_context(
         "scripted_judges": scripted,
         "json_url": f"{reverse('rubrics:report_json', args=[pk])}?{query}",
         "csv_url": f"{reverse('rubrics:report_csv', args=[pk])}?{query}",
+        "runs_url": reverse("rubrics:report_runs", args=[pk, "csv"]),
+        "export_url": f"{reverse('rubrics:report_export', args=[pk])}?{query}",
+        "row_urls": [
+            (f"{kind} {fmt.upper()}", f"{reverse(f'rubrics:report_{kind}', args=[pk, fmt])}?{query}")
+            for kind in ("runs", "items")
+            for fmt in ("csv", "jsonl")
+        ],
         "cutoffs_form": form
         or CutoffsForm(
             initial={"cutoffs": CutoffsForm.initial_text(access.repository.training_cutoffs or {})}
@@ -162,20 +174,24 @@ def report_page(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     return render(request, "rubrics/report.html", _page_context(access, filters, result, form))
 
 
-def _download_name(access: RepositoryAccess, ext: str) -> str:
-    # Repository names match [A-Za-z0-9._-]+ (name_validator): nothing to quote in the header.
-    return f'attachment; filename="{access.repository.name}-report.{ext}"'
+def _download_name(access: RepositoryAccess, filters: dict[str, str], ext: str, kind: str = "report") -> str:
+    # Repository names match [A-Za-z0-9._-]+ (name_validator) and download_name keeps only those
+    # characters of a filter's value: nothing to quote in the header.
+    return f'attachment; filename="{download_name(access.repository.name, kind, filters, ext)}"'
 
 
 @require_GET
 @login_required
 def report_json(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     access = get_repository_for_user(request, repo_pk)
-    result = repository_report(access.repository, clean_filters(request.GET))
-    # The same bytes `rubric report --json` prints for the same runs.
-    body = json.dumps(result.report.to_json_dict(), indent=2, ensure_ascii=False) + "\n"
+    filters = clean_filters(request.GET)
+    report = repository_report(access.repository, filters).report
+    provenance = download_provenance(access.repository, filters, report)
+    # What `rubric report --json` prints for the same runs (its provenance aside).
+    data = {**report.to_json_dict(), "provenance": provenance.model_dump(mode="json")}
+    body = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     response = HttpResponse(body, content_type="application/json; charset=utf-8")
-    response["Content-Disposition"] = _download_name(access, "json")
+    response["Content-Disposition"] = _download_name(access, filters, "json")
     return response
 
 
@@ -183,10 +199,62 @@ def report_json(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
 @login_required
 def report_csv_view(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     access = get_repository_for_user(request, repo_pk)
-    result = repository_report(access.repository, clean_filters(request.GET))
-    response = HttpResponse(report_csv(result.report), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = _download_name(access, "csv")
+    filters = clean_filters(request.GET)
+    report = repository_report(access.repository, filters).report
+    provenance = download_provenance(access.repository, filters, report)
+    body = f"# provenance {provenance.model_dump_json()}\n" + report_csv(report)
+    response = HttpResponse(body, content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = _download_name(access, filters, "csv")
     return response
+
+
+_ROW_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/jsonl; charset=utf-8"}
+
+
+def _rows_download(request: HtmxHttpRequest, repo_pk: int, fmt: str, kind: str) -> StreamingHttpResponse:
+    access = get_repository_for_user(request, repo_pk)
+    if fmt not in _ROW_TYPES:
+        raise Http404("no such format")
+    filters = clean_filters(request.GET)
+    report = repository_report(access.repository, filters).report
+    provenance = download_provenance(access.repository, filters, report)
+    if kind == "runs":
+        body = rows_file(run_rows(access.repository, filters), RunRow, provenance, fmt)  # type: ignore[arg-type]
+    else:
+        body = rows_file(item_rows_of(access.repository, filters), ItemRow, provenance, fmt)  # type: ignore[arg-type]
+    response = StreamingHttpResponse(body, content_type=_ROW_TYPES[fmt])
+    response["Content-Disposition"] = _download_name(access, filters, fmt, kind)
+    return response
+
+
+@require_GET
+@login_required
+def report_export(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
+    """The report's runs under the filters as run folders (run.json, metrics.json), task.json files, labels
+    and cutoffs, in a zip: ``rubric report`` on them reproduces the report."""
+    access = get_repository_for_user(request, repo_pk)
+    filters = clean_filters(request.GET)
+    report = repository_report(access.repository, filters).report
+    provenance = download_provenance(access.repository, filters, report)
+    response = HttpResponse(
+        runs_export(access.repository, filters, provenance), content_type="application/zip"
+    )
+    response["Content-Disposition"] = _download_name(access, filters, "zip", "runs")
+    return response
+
+
+@require_GET
+@login_required
+def report_runs(request: HtmxHttpRequest, repo_pk: int, fmt: str) -> StreamingHttpResponse:
+    """One row per run of the report under the filters (``rubric report --runs-out``'s columns)."""
+    return _rows_download(request, repo_pk, fmt, "runs")
+
+
+@require_GET
+@login_required
+def report_items(request: HtmxHttpRequest, repo_pk: int, fmt: str) -> StreamingHttpResponse:
+    """One row per run × item × judge of the report under the filters, human labels beside."""
+    return _rows_download(request, repo_pk, fmt, "items")
 
 
 @require_GET
@@ -194,13 +262,17 @@ def report_csv_view(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
 def report_html(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     """The report under the filters as one self-contained HTML file, as `rubric report --html` writes it."""
     access = get_repository_for_user(request, repo_pk)
-    report = repository_report(access.repository, clean_filters(request.GET)).report
+    filters = clean_filters(request.GET)
+    report = repository_report(access.repository, filters).report
     criteria = blocker_criteria(access.repository, [t.task for t in report.tasks if t.failed_blockers])
     body = render_report_html(
-        report, title=f"Mergeability report · {access.repository.name}", criteria=criteria
+        report,
+        title=f"Mergeability report · {access.repository.name}",
+        criteria=criteria,
+        provenance=download_provenance(access.repository, filters, report),
     )
     response = HttpResponse(body, content_type="text/html; charset=utf-8")
-    response["Content-Disposition"] = _download_name(access, "html")
+    response["Content-Disposition"] = _download_name(access, filters, "html")
     return response
 
 
@@ -209,7 +281,8 @@ def report_html(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
 def report_figure(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     """One chart of the report under the filters as an .svg file ("download figure")."""
     access = get_repository_for_user(request, repo_pk)
-    report = repository_report(access.repository, clean_filters(request.GET)).report
+    filters = clean_filters(request.GET)
+    report = repository_report(access.repository, filters).report
     figure = request.GET.get("figure", "")
     if figure == "contrasts" and report.contrasts:
         svg, name = str(forest_plot(report.contrasts)), "contrasts"
@@ -225,8 +298,9 @@ def report_figure(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
         svg, name = str(blocker_histogram(row, criteria)), f"blockers-{task}"
     else:
         raise Http404("no such figure")
-    response = HttpResponse(standalone(svg), content_type="image/svg+xml; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{access.repository.name}-{name}.svg"'
+    provenance = download_provenance(access.repository, filters, report).model_dump_json()
+    response = HttpResponse(standalone(svg, provenance), content_type="image/svg+xml; charset=utf-8")
+    response["Content-Disposition"] = _download_name(access, filters, "svg", name)
     return response
 
 

@@ -299,10 +299,19 @@ def run_detail(request: HtmxHttpRequest, repo_pk: int, run_pk: int) -> HttpRespo
         task__repository=access.repository,
         pk=run_pk,
     )
+    all_grades = run_grades(run)
     grades = [
         {"grade": grade, "rows": _grade_rows(grade), "not_measured": _integrity_not_measured(grade)}
-        for grade in run_grades(run)
+        for grade in all_grades
     ]
+    # The diff, with the lines each judge of the current grade cited marked as the queue marks them.
+    cited: dict[tuple[str, str, int], list[str]] = {}
+    if all_grades:
+        for verdict in ItemVerdict.objects.filter(judge__grade=all_grades[0]).select_related("judge"):
+            for key, roles in _cited({verdict.judge.role: verdict}).items():
+                cited.setdefault(key, [])
+                cited[key] += [r for r in roles if r not in cited[key]]
+    diff = AgentRunDiff.objects.filter(run=run).values_list("content", flat=True).first()
     return render(
         request,
         "rubrics/run_detail.html",
@@ -313,6 +322,7 @@ def run_detail(request: HtmxHttpRequest, repo_pk: int, run_pk: int) -> HttpRespo
             "from_swe_bench": run.run_json.get("source") == SWE_BENCH_SOURCE,
             "current": grades[0] if grades else None,
             "history": grades[1:],
+            "diff_html": render_diff(bytes(diff) if diff is not None else None, cited=cited),
         },
     )
 

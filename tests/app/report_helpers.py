@@ -92,4 +92,6 @@ def rubric_report_json(run_dirs: list[Path], *extra: str) -> dict[str, Any]:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     data: dict[str, Any] = json.loads(done.stdout)
+    # When and by which code it was made: compared apart (tests/app/test_report_downloads.py).
+    assert data.pop("provenance")["report_format"] == data["format"]
     return data

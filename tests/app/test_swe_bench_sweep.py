@@ -207,9 +207,9 @@ def test_the_report_counts_harness_runs_apart(
         assert cell["integrity_not_measured_runs"] == runs
         assert cell["integrity_not_measured"] == dict.fromkeys(HARNESS_PARTS, runs)
 
-    rows = list(
-        csv.DictReader(io.StringIO(client.get(reverse("rubrics:report_csv", args=[repository.pk])).text))
-    )
+    text = client.get(reverse("rubrics:report_csv", args=[repository.pk])).text
+    assert text.startswith("# provenance {")  # the download's first line: how it was made
+    rows = list(csv.DictReader(io.StringIO(text.split("\n", 1)[1])))
     cells = [r for r in rows if r["table"] == "cells"]
     assert {r["model"]: r["integrity_not_measured"] for r in cells} == {MODEL: "2", SILENT: "1", PROSE: "1"}
 

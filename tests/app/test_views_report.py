@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+from html import unescape
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -66,6 +67,7 @@ def test_it_downloads_what_rubric_report_json_prints_on_the_same_runs(
     assert response.status_code == 200
     assert response["Content-Disposition"] == 'attachment; filename="example-project-report.json"'
     got = json.loads(response.content)
+    assert got.pop("provenance")["filters"] == {}
     assert got == expected
     # The data exercises what the page is for: labels enough for the correction, two judges, the split.
     assert got["judge_accuracy"]["labelled"] >= 20 and got["judge_accuracy"]["sensitivity"] is not None
@@ -80,6 +82,14 @@ def test_it_downloads_what_rubric_report_json_prints_on_the_same_runs(
     assert guidance["metric_rates"]["own_tests_fail_on_base"] == {"rate": 0.75, "true": 9, "runs": 12}
     assert guidance["metrics"]["tests_added"] == {"mean": 1.5, "runs": 12}
     assert guidance["integrity_not_measured_runs"] == guidance["measured"] > 0
+
+
+def _drawing(svg_file: str) -> str:
+    """An .svg download's drawing, without its XML declaration and the provenance it carries."""
+    drawing = svg_file.split("\n", 1)[1].strip()
+    start, end = drawing.index("<metadata>"), drawing.index("</metadata>") + len("</metadata>")
+    assert '"report_format"' in unescape(drawing[start:end])
+    return drawing[:start] + drawing[end:]
 
 
 @pytest.mark.parametrize(
@@ -108,6 +118,7 @@ def test_a_filtered_download_is_rubric_report_on_those_runs(
     )
     url = reverse("rubrics:report_json", args=[repository.pk])
     got = json.loads(logged_in(viewer).get(url, filters).content)
+    assert got.pop("provenance")["filters"] == filters
     # The labels file names every labelled run; the command says it ignores those of the other runs.
     ignored = [w for w in expected["warnings"] if w.endswith("name runs not in this report: ignored")]
     assert len(ignored) == 1
@@ -127,7 +138,11 @@ def test_the_csv_download_is_the_same_report(
     data = json.loads(client.get(reverse("rubrics:report_json", args=[repository.pk])).content)
     response = client.get(reverse("rubrics:report_csv", args=[repository.pk]))
     assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
-    assert response.content.decode() == report_csv(Report.model_validate(data))
+    provenance, _, body = response.content.decode().partition("\n")
+    assert body == report_csv(Report.model_validate(data))
+    assert json.loads(provenance.removeprefix("# provenance ")) == data["provenance"] | {
+        "generated_at": json.loads(provenance.removeprefix("# provenance "))["generated_at"]
+    }
 
 
 def test_filters_narrow_the_report(
@@ -419,13 +434,13 @@ def test_contrasts_come_first_as_a_forest_plot_with_their_table_and_figure_downl
     svg = client.get(figure, {"figure": "contrasts"})
     assert svg.status_code == 200 and svg["Content-Type"].startswith("image/svg+xml")
     body = svg.content.decode()
-    assert body.startswith("<?xml") and body.split("\n", 1)[1].strip() in forest
+    assert body.startswith("<?xml") and _drawing(body) in forest
     assert f'href="{figure}?figure=contrasts" download' in html.replace("&amp;", "&")
     # So do the rates chart and each task's histogram, each from its own link.
     for query in ({"figure": "rates"}, {"figure": "blockers", "task_histogram": task.task_id}):
         assert f'href="{figure}?{urlencode(query)}" download' in html.replace("&amp;", "&")
         drawing = client.get(figure, query)
-        assert drawing.status_code == 200 and drawing.content.decode().split("\n", 1)[1].strip() in html
+        assert drawing.status_code == 200 and _drawing(drawing.content.decode()) in html
     histogram = client.get(figure, {"figure": "blockers", "task_histogram": task.task_id})
     # The histogram names each blocker's criterion (from the task's rubric), on the page and in the file.
     criterion = RubricItem.objects.get(revision=revision, item_id="B1").criterion
@@ -451,6 +466,7 @@ def test_a_rate_without_an_interval_says_why(make_revision: Any, viewer: User) -
 def test_the_html_download_is_one_self_contained_file(make_revision: Any, viewer: User) -> None:
     from grading.report.html import render_report_html
     from grading.report.models import Report
+    from grading.report.provenance import Provenance
     from rubrics_app.models import RevisionStatus
     from tests.app.report_rows import bulk_runs
 
@@ -473,10 +489,20 @@ def test_the_html_download_is_one_self_contained_file(make_revision: Any, viewer
     )
     assert {(c["kind"], c["fixed"]) for c in data["contrasts"]} == {("arm", "m1")}
     # The same file as grading renders for the same report (criteria from the rubric).
+    # Its provenance is the JSON's, made at its own time.
+    meta = body.split('<meta name="provenance" content="')[1].split('"')[0]
+    provenance = Provenance.model_validate_json(unescape(meta))
+    assert provenance.model_dump(exclude={"generated_at"}) == {
+        k: v for k, v in data["provenance"].items() if k != "generated_at"
+    }
+    assert provenance.filters == {"model": "m1"} and response["Content-Disposition"].endswith(
+        f'filename="{task.repository.name}-report-model-m1.html"'
+    )
     assert body == render_report_html(
         Report.model_validate(data),
         title=f"Mergeability report · {task.repository.name}",
         criteria={task.task_id: {"B1": task.revisions.get().items.get(item_id="B1").criterion}},
+        provenance=provenance,
     )
 
 

@@ -367,11 +367,14 @@ def test_html_writes_one_self_contained_file_beside_the_output(
 ) -> None:
     from grading.report.html import render_report_html
     from grading.report.models import Report
+    from grading.report.provenance import Provenance
 
     out = tmp_path / "report.html"
     data = report_json(capsys, graded.args("--html", str(out)))
     body = out.read_text()
-    assert body == render_report_html(Report.model_validate(data))
+    provenance = Provenance.model_validate(data["provenance"])
+    assert body == render_report_html(Report.model_validate(data), provenance=provenance)
+    assert "Provenance</h2>" in body and f"commit {provenance.commit}" in body
     assert body.startswith("<!DOCTYPE html>") and "<style>" in body and "<svg" in body
     assert "<script" not in body and "<link" not in body and "src=" not in body
     assert "fix_add" in body and data["format"] == 3
@@ -384,3 +387,32 @@ def test_html_to_a_missing_directory_is_refused(
     expect_error(capsys, graded.args("--html", str(out)), "--html", "existing directory")
     assert not out.parent.exists()
     expect_error(capsys, graded.args("--html", str(tmp_path)), "--html")
+
+
+def test_runs_out_and_items_out_write_every_run_and_verdict_with_the_provenance(
+    graded: Graded, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from grading import ItemRow, RunRow, read_rows
+
+    runs_out, items_out = tmp_path / "runs.csv", tmp_path / "items.jsonl"
+    data = report_json(capsys, graded.args("--runs-out", str(runs_out), "--items-out", str(items_out)))
+    provenance, runs = read_rows(runs_out.read_text(), RunRow)
+    assert provenance.model_dump(mode="json") == data["provenance"]
+    assert {r.run for r in runs} == {str(r) for r in graded.runs.values()}
+    by_name = {Path(r.run).name: r for r in runs}
+    assert by_name["good"].measured and by_name["good"].excluded is None
+    assert by_name["grader"].excluded is not None and by_name["grader"].excluded.startswith("grader_failure")
+    assert by_name["judge"].excluded is not None and by_name["judge"].excluded.startswith("judge_failure")
+    assert sum(r.measured for r in runs) == sum(c["measured"] for c in data["cells"])
+    items = read_rows(items_out.read_text(), ItemRow)[1]
+    blocked = [i for i in items if Path(i.run).name == "blocked" and i.item_id == "B1"]
+    assert {(i.role, i.verdict) for i in blocked} == {("primary", "fail"), ("second", "fail")}
+    assert all(i.reason and i.human_label is None for i in blocked)
+
+
+def test_a_rows_file_of_another_kind_is_refused(
+    graded: Graded, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    expect_error(capsys, graded.args("--runs-out", str(tmp_path / "runs.txt")), "--runs-out", ".jsonl")
+    expect_error(capsys, graded.args("--items-out", str(tmp_path / "none" / "i.csv")), "--items-out")
+    assert not (tmp_path / "runs.txt").exists()
