@@ -282,7 +282,9 @@ def generate(name: str, runs: int, user: User) -> Repository:
             ),
         )
         HumanVerdict.objects.bulk_create(
-            HumanVerdict(grade=grade, item_id="N1", verdict="pass", queue="judges", by=user)
+            HumanVerdict(
+                run=run, item_id="N1", diff_sha256=run.diff_sha256, verdict="pass", queue="judges", by=user
+            )
             for grade, (run, _, _, which) in zip(grades, plan, strict=True)
             if which == "current" and run.pk % 5 == 1 and run.pk % 100 < 10
         )

@@ -11,7 +11,13 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect
+from django.http import (
+    Http404,
+    HttpResponse,
+    HttpResponseBadRequest,
+    HttpResponseForbidden,
+    HttpResponseRedirect,
+)
 from django.shortcuts import get_object_or_404, render
 from django.template.defaultfilters import pluralize
 from django.urls import reverse
@@ -27,7 +33,6 @@ from rubrics_app.models import (
     Dispute,
     DisputeSource,
     EvidenceChange,
-    HumanVerdict,
     ItemComment,
     ItemKind,
     ItemVerdict,
@@ -163,7 +168,11 @@ def _queue_params(request: HtmxHttpRequest) -> tuple[str, dict[str, str]]:
 def _queue(access: RepositoryAccess, kind: str, filters: dict[str, str]) -> review_queue.Queue:
     narrowing = {name: value for name, value in filters.items() if name in review_queue.FILTERS}
     return review_queue.Queue(
-        access.repository, kind, narrowing, unlabelled_only=filters.get("show") == SHOW_UNLABELLED
+        access.repository,
+        kind,
+        narrowing,
+        unlabelled_only=filters.get("show") == SHOW_UNLABELLED,
+        user_id=access.user.pk if access.user.is_authenticated else None,
     )
 
 
@@ -198,11 +207,7 @@ def _last_label(request: HtmxHttpRequest, access: RepositoryAccess) -> dict[str,
     if undo is None:
         return None
     latest = review_queue.latest_label_of(access.repository, request.user.pk)
-    if latest is None or (latest.grade_id, latest.item_id, latest.at) != (
-        undo.grade_id,
-        undo.item_id,
-        undo.at,
-    ):
+    if latest is None or (latest.item_id, latest.at) != (undo.item_id, undo.at):
         return None
     return {
         "grade_id": undo.grade_id,
@@ -366,7 +371,11 @@ def _entry_context(
     page = None if location.position is None else (location.position - 1) // page_size() + 1
     diff = AgentRunDiff.objects.filter(run=grade.run).values_list("content", flat=True).first()
     item, exact = review_queue.rubric_item_for(grade, item_id)
-    human = HumanVerdict.objects.filter(grade=grade, item_id=item_id).select_related("by").first()
+    standing = list(review_queue.standing_labels(grade, item_id))
+    user_id = request.user.pk
+    own = next((h for h in standing if h.by_id == user_id and not h.adjudicated), None)
+    ruling = next((h for h in standing if h.adjudicated), None)
+    human = ruling or own or (standing[0] if standing else None)
     can_dispute = access.can_edit and item is not None and item.kind == ItemKind.BLOCKER
     total, reviewed = queue.total(), queue.reviewed_count()
     next_unlabelled = queue.first_unreviewed(after=location) if reviewed < total else None
@@ -382,7 +391,12 @@ def _entry_context(
         "second": by_role[JudgeRole.SECOND],
         "diff_html": render_diff(bytes(diff) if diff is not None else None, cited=_cited(by_role)),
         "human": human,
-        "form": HumanVerdictForm(initial={"verdict": human.verdict, "note": human.note} if human else None),
+        "own": own,
+        "labels": standing,
+        "earlier_labels": list(review_queue.earlier_labels(grade, item_id)),
+        "contested": ruling is None and len({h.verdict for h in standing}) > 1,
+        "can_adjudicate": access.can_edit,
+        "form": HumanVerdictForm(initial={"verdict": own.verdict, "note": own.note} if own else None),
         "dispute_form": ReasonForm() if can_dispute else None,
         "kind": kind,
         "kind_label": QueueKind(kind).label,
@@ -429,8 +443,17 @@ def queue_label(request: HtmxHttpRequest, repo_pk: int, grade_pk: int, item_id: 
         context = _entry_context(request, access, grade, item_id)
         context["form"] = form
         return render(request, "rubrics/queue_entry.html", context, status=400)
+    adjudicate = request.POST.get("adjudicate") == "1"
+    if adjudicate and not access.can_edit:
+        return HttpResponseForbidden("only a maintainer adjudicates", content_type="text/plain")
     labelled = review_queue.label(
-        grade, item_id, form.cleaned_data["verdict"], form.cleaned_data["note"], kind, access
+        grade,
+        item_id,
+        form.cleaned_data["verdict"],
+        form.cleaned_data["note"],
+        kind,
+        access,
+        adjudicate=adjudicate,
     )
     run = grade.run
     request.session[UNDO_SESSION_KEY] = {

@@ -100,7 +100,7 @@ def test_a_stored_report_never_answers_for_changed_labels_runs_or_code(
     stored = report_json(viewer, graded)
     assert len(computations) == 1
     # A new label: the stored report is of the labels before.
-    label = HumanVerdict.objects.filter(grade__run__task__repository=graded, item_id="B1", verdict="pass")[0]
+    label = HumanVerdict.objects.filter(run__task__repository=graded, item_id="B1", verdict="pass")[0]
     label.verdict = "fail"  # a reviewer changes their mind
     label.save()
     cache.clear()
@@ -130,7 +130,7 @@ def test_a_report_whose_runs_changed_while_it_was_computed_is_not_kept(
 ) -> None:
     prepare_report(graded)
     [older] = ReportSnapshot.objects.filter(repository=graded)
-    label = HumanVerdict.objects.filter(grade__run__task__repository=graded, item_id="B1", verdict="pass")[0]
+    label = HumanVerdict.objects.filter(run__task__repository=graded, item_id="B1", verdict="pass")[0]
     label.verdict = "fail"
     label.save()
     compute = report_service._computed
@@ -157,7 +157,7 @@ def test_no_reader_ever_sees_two_stored_reports(graded: Repository) -> None:
     """Storing the newer report and deleting the older is one commit: a reader on another connection, at
     the moment the older is deleted, still sees the older one alone (never both, never none)."""
     prepare_report(graded)
-    label = HumanVerdict.objects.filter(grade__run__task__repository=graded, item_id="B1", verdict="pass")[0]
+    label = HumanVerdict.objects.filter(run__task__repository=graded, item_id="B1", verdict="pass")[0]
     label.verdict = "fail"
     label.save()
     seen: list[int] = []

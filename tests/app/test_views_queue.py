@@ -106,8 +106,8 @@ def test_a_human_verdict_is_stored_apart_and_moves_to_the_next_pair(
     assert response.status_code == 302
     assert response["Location"] == entry_url(repository, first, "N2") + "?kind=judges"
     human = HumanVerdict.objects.get()
-    assert (human.grade, human.item_id, human.verdict, human.note, human.by) == (
-        first,
+    assert (human.run, human.item_id, human.verdict, human.note, human.by) == (
+        first.run,
         "B1",
         "fail",
         "GPU path missed",

@@ -15,8 +15,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from rubrics_app.management.options import REPOSITORY_HELP, repository_named
-from rubrics_app.models import HumanVerdict, RunGrade
-from rubrics_app.services.runs.queue import human_mergeable
+from rubrics_app.models import RunGrade
+from rubrics_app.services.runs.queue import human_mergeable, human_verdicts_by_grade
 
 
 class Command(BaseCommand):
@@ -29,9 +29,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         repository = repository_named(options["repository"])
         by_grade: dict[int, dict[str, str]] = defaultdict(dict)
-        for grade_id, item_id, verdict in HumanVerdict.objects.filter(
-            grade__run__task__repository=repository
-        ).values_list("grade_id", "item_id", "verdict"):
+        for grade_id, item_id, verdict in human_verdicts_by_grade(repository):
             by_grade[grade_id][item_id] = verdict
         per_run: dict[str, set[bool]] = defaultdict(set)
         for grade in RunGrade.objects.filter(pk__in=list(by_grade)).select_related("run").order_by("pk"):
