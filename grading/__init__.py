@@ -89,6 +89,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "grading.mutants.judging": ("MutantReport", "MutantRow", "judge_mutants"),
     "grading.path_lists": ("parse_ignored_created", "parse_path_list", "read_path_list"),
     "grading.report.agreement": ("judge_agreement",),
+    "grading.report.reviewers": ("ReviewerAgreement", "reviewer_agreement"),
     "grading.report.build": ("build_report", "report_from_sums", "report_label_target"),
     "grading.report.charts": (
         "blocker_histogram",
@@ -287,6 +288,8 @@ if TYPE_CHECKING:
     from grading.report.render import metric_lines as metric_lines
     from grading.report.render import precision_text as precision_text
     from grading.report.render import report_csv as report_csv
+    from grading.report.reviewers import ReviewerAgreement as ReviewerAgreement
+    from grading.report.reviewers import reviewer_agreement as reviewer_agreement
     from grading.report.stats import Estimate as Estimate
     from grading.report.sums import JudgeCost as JudgeCost
     from grading.report.sums import PartSums as PartSums

@@ -261,6 +261,8 @@ def queue_list(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
             "label_target": _label_target(access),
             "last_label": _last_label(request, access),
             "undo_query": filters,
+            "agreement": review_queue.human_agreement(access.repository),
+            "contested_count": len(review_queue.adjudication_list(access.repository)),
         },
     )
 

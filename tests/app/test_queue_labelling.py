@@ -123,7 +123,9 @@ def test_each_reviewer_keeps_their_own_label_and_undo_puts_back_their_own(
     reviewer: User, maintainer: User, repository: Repository, graded: RubricRevision
 ) -> None:
     a, *_ = pairs()
-    logged_in(maintainer).post(label_url(repository, a), {"verdict": "pass", "note": "fine", "kind": "judges"})
+    logged_in(maintainer).post(
+        label_url(repository, a), {"verdict": "pass", "note": "fine", "kind": "judges"}
+    )
     theirs = HumanVerdict.objects.get()
     client = logged_in(reviewer)
     client.post(label_url(repository, a), {"verdict": "fail", "kind": "judges"})

@@ -30,6 +30,7 @@ from django.db.models import Case, Count, Exists, IntegerField, OuterRef, Q, Que
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from grading import ReviewerAgreement, reviewer_agreement
 from rubrics_app.access import Actor
 from rubrics_app.models import (
     HumanVerdict,
@@ -530,7 +531,10 @@ class Contested:
     labels: list[tuple[str, str, str]]
 
 
-def adjudication_list(repository: Repository, limit: int = 200) -> list[Contested]:
+ADJUDICATION_LIMIT = 200  # pairs the adjudication list shows at once
+
+
+def adjudication_list(repository: Repository, limit: int = ADJUDICATION_LIMIT) -> list[Contested]:
     """The pairs of the runs' current grades whose reviewers gave different verdicts and that no maintainer
     has adjudicated yet, in the queue's order (at most ``limit``)."""
     contested = (
@@ -639,3 +643,18 @@ def mergeable_from_labels(judged: list[str], checks_passed: bool, labels: dict[s
     if any(verdict not in ("pass", "fail") for verdict in human):
         return None
     return checks_passed and all(v == "pass" for v in human)
+
+
+def human_agreement(repository: Repository) -> ReviewerAgreement:
+    """Agreement between reviewers (Krippendorff's α with its interval) over the pairs two or more of them
+    labelled pass or fail, each pair for one wording of its criterion (adjudications and unsure left out)."""
+    units: dict[tuple[int, str, str], list[str]] = {}
+    for run_id, item_id, wording, verdict in (
+        HumanVerdict.objects.filter(
+            run__task__repository=repository, adjudicated=False, verdict__in=("pass", "fail")
+        )
+        .order_by("run_id", "item_id", "criterion_sha256", "pk")
+        .values_list("run_id", "item_id", "criterion_sha256", "verdict")
+    ):
+        units.setdefault((run_id, item_id, wording), []).append(verdict)
+    return reviewer_agreement(list(units.values()))

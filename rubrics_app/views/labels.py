@@ -1,0 +1,62 @@
+"""The labels beside the review queue: the maintainers' adjudication list (pairs whose reviewers disagree),
+the repository's number of labels per pair, and the labels' download and upload (services.runs.labels)."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_GET
+
+from rubrics_app.access import get_repository_for_user
+from rubrics_app.models import Role
+from rubrics_app.services.runs import queue as review_queue
+from rubrics_app.views.common import HtmxHttpRequest, require_post
+
+MAX_LABELS_PER_PAIR = 5
+
+
+@require_GET
+@login_required
+def adjudication(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
+    """The pairs whose reviewers gave different verdicts and that no maintainer ruled on yet: each with
+    every reviewer's label and a link to the pair, where a maintainer adjudicates."""
+    access = get_repository_for_user(request, repo_pk)
+    contested = review_queue.adjudication_list(access.repository)
+    rows = [
+        (
+            pair,
+            reverse("rubrics:queue_entry", args=[access.repository.pk, pair.grade_id, pair.item_id]),
+        )
+        for pair in contested
+    ]
+    return render(
+        request,
+        "rubrics/queue_adjudication.html",
+        {
+            "access": access,
+            "repository": access.repository,
+            "rows": rows,
+            "limit": len(rows) >= review_queue.ADJUDICATION_LIMIT,
+            "agreement": review_queue.human_agreement(access.repository),
+        },
+    )
+
+
+@require_post("sets how many reviewers label each pair of the review queue", back="rubrics:queue")
+@login_required
+def labels_per_pair(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
+    access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
+    raw = str(request.POST.get("labels_per_pair", "")).strip()
+    back = reverse("rubrics:queue", args=[access.repository.pk])
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LABELS_PER_PAIR:
+        messages.error(
+            request, f"Labels per pair: a whole number from 1 to {MAX_LABELS_PER_PAIR}, not {raw!r}."
+        )
+        return HttpResponseRedirect(back)
+    access.repository.labels_per_pair = int(raw)
+    access.repository.save(update_fields=["labels_per_pair"])
+    messages.success(request, f"Each pair now asks for {raw} reviewer label(s).")
+    return HttpResponseRedirect(back)

@@ -1,0 +1,134 @@
+"""Each reviewer's own label (issue 32 §2): a repository asks for N labels per pair; a pair leaves a
+reviewer's list once they labelled it and the whole queue once N did. Two reviewers who disagree send the
+pair to the maintainers' adjudication list; the queue, the adjudication list and the report show the
+agreement between reviewers; the adjudicated verdict is the one the report counts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.urls import reverse
+
+from grading import reviewer_agreement
+from rubrics_app.models import HumanVerdict, Membership, QueueKind, Repository, Role, RubricRevision, RunGrade
+from rubrics_app.services.reports.report import label_target
+from rubrics_app.services.runs import queue as review_queue
+from tests.app.runs_helpers import import_graded
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def second_reviewer(repository: Repository) -> User:
+    user = User.objects.create_user(username="second-reviewer", password="x")
+    Membership.objects.create(repository=repository, user=user, role=Role.REVIEWER)
+    return user
+
+
+@pytest.fixture
+def graded(tmp_path: Path, repository: Repository, admitted_revision: RubricRevision) -> RubricRevision:
+    """Two runs whose judges disagree on B1 and N2: four pairs."""
+    import_graded(tmp_path, repository, admitted_revision)
+    return admitted_revision
+
+
+def logged_in(user: User) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def pairs() -> list[tuple[RunGrade, str]]:
+    first, second = RunGrade.objects.order_by("run__repetition")
+    return [(first, "B1"), (first, "N2"), (second, "B1"), (second, "N2")]
+
+
+def label(
+    client: Client, repository: Repository, pair: tuple[RunGrade, str], verdict: str, **extra: str
+) -> int:
+    url = reverse("rubrics:queue_label", args=[repository.pk, pair[0].pk, pair[1]])
+    response = client.post(url, {"verdict": verdict, "kind": "judges", **extra})
+    return int(response.status_code)
+
+
+def test_krippendorffs_alpha_by_hand() -> None:
+    # Coincidences: pass-pass 2, fail-fail 2, pass-fail 1 and fail-pass 1; n = 6, each value 3 times:
+    # alpha = 1 - (n - 1) * observed / expected = 1 - 5 * 2 / (3 * 3 * 2).
+    found = reviewer_agreement([["pass", "pass"], ["fail", "fail"], ["pass", "fail"], ["pass"]])
+    assert found.alpha == pytest.approx(1 - 10 / 18)
+    assert (found.pairs, found.disagreeing) == (3, 1)
+    assert reviewer_agreement([["pass", "pass"], ["pass", "pass"]]).alpha is None  # no variation
+    perfect = reviewer_agreement([["pass", "pass"], ["fail", "fail"], ["pass", "pass", "pass"]])
+    assert perfect.alpha == pytest.approx(1.0)
+    assert perfect.low is not None and perfect.high is not None and perfect.low <= 1.0 <= perfect.high + 1e-9
+
+
+def test_n_labels_per_pair(
+    reviewer: User, second_reviewer: User, repository: Repository, graded: RubricRevision
+) -> None:
+    repository.labels_per_pair = 2
+    repository.save()
+    for pair in pairs():
+        assert label(logged_in(reviewer), repository, pair, "pass") == 302
+    mine = review_queue.Queue(repository, QueueKind.JUDGES, {}, unlabelled_only=True, user_id=reviewer.pk)
+    theirs = review_queue.Queue(
+        repository, QueueKind.JUDGES, {}, unlabelled_only=True, user_id=second_reviewer.pk
+    )
+    # Out of the reviewer's own list, still in the other's; not reviewed until two labelled it.
+    assert (mine.count(), theirs.count(), theirs.reviewed_count()) == (0, 4, 0)
+    assert label(logged_in(second_reviewer), repository, pairs()[0], "pass") == 302
+    assert theirs.count() == 3 and theirs.reviewed_count() == 1
+    assert HumanVerdict.objects.count() == 5
+
+
+def test_disagreeing_reviewers_go_to_adjudication_and_the_ruling_counts(
+    reviewer: User,
+    second_reviewer: User,
+    maintainer: User,
+    repository: Repository,
+    graded: RubricRevision,
+) -> None:
+    a, b, c, d = pairs()
+    for pair in (a, b, c, d):
+        label(logged_in(reviewer), repository, pair, "pass")
+    for pair, verdict in ((a, "fail"), (b, "pass"), (c, "pass"), (d, "fail")):
+        label(logged_in(second_reviewer), repository, pair, verdict, note=f"second says {verdict}")
+    # Both reviewers' labels are kept; a and d are contested and count for nothing yet.
+    assert HumanVerdict.objects.count() == 8
+    contested = review_queue.adjudication_list(repository)
+    assert [(p.grade_id, p.item_id) for p in contested] == [(a[0].pk, a[1]), (d[0].pk, d[1])]
+    assert sorted(contested[0].labels) == [
+        ("reviewer", "pass", ""),
+        ("second-reviewer", "fail", "second says fail"),
+    ]
+    settled = {(g, i): v for g, i, v in review_queue.human_verdicts_by_grade(repository)}
+    assert settled == {(b[0].pk, "N2"): "pass", (c[0].pk, "B1"): "pass"}
+    # Agreement between the reviewers: 4 pairs, 2 disagreeing, alpha as counted by hand (pass 6, fail 2).
+    agreement = review_queue.human_agreement(repository)
+    assert (agreement.pairs, agreement.disagreeing) == (4, 2)
+    assert agreement.alpha == pytest.approx(1 - 7 * 4 / (6 * 2 * 2))
+    page = (
+        logged_in(reviewer).get(reverse("rubrics:queue_adjudication", args=[repository.pk])).content.decode()
+    )
+    assert "second says fail" in page and 'id="adjudication-list"' in page
+    queue_page = logged_in(reviewer).get(reverse("rubrics:queue", args=[repository.pk])).content.decode()
+    assert "Agreement between reviewers: Krippendorff" in queue_page and "2 pairs to adjudicate" in queue_page
+    # The run whose blocker (B1) the reviewers disagree on has no human verdict yet: one labelled run.
+    before = label_target(repository)
+    assert before is not None and before.labelled == 1
+    # A reviewer cannot adjudicate; a maintainer can, and the ruling is the pair's verdict.
+    assert label(logged_in(reviewer), repository, a, "fail", adjudicate="1") == 403
+    assert label(logged_in(maintainer), repository, a, "fail", adjudicate="1") == 302
+    assert label(logged_in(maintainer), repository, d, "pass", adjudicate="1") == 302
+    settled = {(g, i): v for g, i, v in review_queue.human_verdicts_by_grade(repository)}
+    assert (settled[(a[0].pk, "B1")], settled[(d[0].pk, "N2")]) == ("fail", "pass")
+    assert review_queue.adjudication_list(repository) == []
+    # Every label is still there, the rulings beside them; the report now counts both runs.
+    assert HumanVerdict.objects.count() == 10 and HumanVerdict.objects.filter(adjudicated=True).count() == 2
+    after = label_target(repository)
+    assert after is not None and after.labelled == 2
+    report = logged_in(reviewer).get(reverse("rubrics:report", args=[repository.pk])).content.decode()
+    assert 'id="human-agreement"' in report
