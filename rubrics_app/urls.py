@@ -141,6 +141,7 @@ app_urls = [
     path("repos/<int:repo_pk>/runs/<int:run_pk>/", runs.run_detail, name="run_detail"),
     path("repos/<int:repo_pk>/queue/", runs.queue_list, name="queue"),
     path("repos/<int:repo_pk>/queue/undo/", runs.queue_undo, name="queue_undo"),
+    path("repos/<int:repo_pk>/queue/audit/draw/", labels.audit_draw, name="queue_audit_draw"),
     path("repos/<int:repo_pk>/queue/adjudication/", labels.adjudication, name="queue_adjudication"),
     path("repos/<int:repo_pk>/queue/labels-per-pair/", labels.labels_per_pair, name="queue_labels_per_pair"),
     path("repos/<int:repo_pk>/queue/<int:grade_pk>/<str:item_id>/", runs.queue_entry, name="queue_entry"),

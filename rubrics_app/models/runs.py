@@ -577,6 +577,31 @@ class QueuePair(models.Model):
         return f"{self.kind or 'no queue'}: grade {self.grade_id} {self.item_id}"
 
 
+class AuditDraw(models.Model):
+    """A judged run drawn for the audit queue (services.runs.audit_sample): uniformly at random among the
+    judged runs of its arm × model stratum, so that once every blocker the judge decided on it has a label
+    the run counts for the judge-error correction. ``inclusion_probability`` is the stratum's drawn share
+    (drawn / judged runs of the stratum) as of the latest draw in it: simple random sampling without
+    replacement gives every drawn run that probability."""
+
+    repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="+")
+    run = models.OneToOneField(AgentRun, on_delete=models.CASCADE, related_name="audit_draw")
+    arm = models.CharField(max_length=200, blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    inclusion_probability = models.FloatField()
+    stratum_runs = models.PositiveIntegerField()  # judged runs of the stratum at the latest draw
+    drawn_at = models.DateTimeField(default=timezone.now)
+    by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["repository_id", "arm", "model", "drawn_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"audit draw of {self.run}"
+
+
 class DisputeSource(models.TextChoices):
     DISAGREEMENT = "disagreement", "A judge disagreement"
     COMMENT = "comment", "A comment"

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET
 
 from rubrics_app.access import get_repository_for_user
 from rubrics_app.models import Role
+from rubrics_app.services.runs import audit_sample
 from rubrics_app.services.runs import queue as review_queue
 from rubrics_app.views.common import HtmxHttpRequest, require_post
 
@@ -59,4 +60,27 @@ def labels_per_pair(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     access.repository.labels_per_pair = int(raw)
     access.repository.save(update_fields=["labels_per_pair"])
     messages.success(request, f"Each pair now asks for {raw} reviewer label(s).")
+    return HttpResponseRedirect(back)
+
+
+@require_post("draws runs for the audit queue", back="rubrics:queue")
+@login_required
+def audit_draw(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
+    """Draw more judged runs, uniformly at random within each arm × model stratum, into the Audit queue."""
+    access = get_repository_for_user(request, repo_pk, role=Role.REVIEWER)
+    raw = str(request.POST.get("per_stratum", "")).strip()
+    back = reverse("rubrics:queue", args=[access.repository.pk]) + "?kind=audit"
+    if not raw.isdigit() or not 1 <= int(raw) <= audit_sample.MAX_PER_STRATUM:
+        messages.error(
+            request,
+            f"Runs per stratum: a whole number from 1 to {audit_sample.MAX_PER_STRATUM}, not {raw!r}.",
+        )
+        return HttpResponseRedirect(back)
+    drawn = audit_sample.draw(access.repository, int(raw), access)
+    if drawn.runs:
+        messages.success(
+            request, f"Drew {drawn.runs} run(s) from {drawn.strata} arm × model stratum/strata for the audit."
+        )
+    else:
+        messages.info(request, "Every judged run is drawn already: nothing left to draw.")
     return HttpResponseRedirect(back)

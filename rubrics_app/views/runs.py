@@ -46,6 +46,7 @@ from rubrics_app.models import (
 from rubrics_app.services.reports.report import label_target
 from rubrics_app.services.rubrics import rereview
 from rubrics_app.services.rubrics.files import ImportFailed
+from rubrics_app.services.runs import audit_sample
 from rubrics_app.services.runs import queue as review_queue
 from rubrics_app.services.runs.pages import run_grades
 from rubrics_app.services.runs.store import RunImport, import_runs_zip
@@ -263,22 +264,20 @@ def queue_list(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
             "undo_query": filters,
             "agreement": review_queue.human_agreement(access.repository),
             "contested_count": len(review_queue.adjudication_list(access.repository)),
+            "audit": audit_sample.summary(access.repository) if kind == QueueKind.AUDIT else None,
         },
     )
 
 
 def _label_target(access: RepositoryAccess) -> str | None:
-    """The queue's target: how many more labelled runs would bring the judge-error-corrected mergeable rate
-    of the whole report to ±5 points (grading.report.power)."""
+    """The queue's target: how many runs count for the judge-error correction now (every blocker the judge
+    decided has a settled label, from any queue), and how many more labelled runs would bring the
+    corrected mergeable rate of the whole report to ±5 points (grading.report.power)."""
     target = label_target(access.repository)
-    if (
-        target is None
-        or target.corrected_rate is None
-        and target.labelled == 0
-        and target.more_labels is None
-    ):
-        return None  # nothing measured or nothing labelled yet: the queue's own count says enough
-    return label_target_text(target.more_labels, target.target, target.reason)
+    if target is None:
+        return None  # nothing measured: no rate to correct
+    counting = f"{target.labelled} run{pluralize(target.labelled)} count for the corrected rate now. "
+    return counting + label_target_text(target.more_labels, target.target, target.reason)
 
 
 def _grade_rows(grade: RunGrade) -> list[dict[str, Any]]:

@@ -33,7 +33,10 @@ from django.utils import timezone
 from grading import ReviewerAgreement, reviewer_agreement
 from rubrics_app.access import Actor
 from rubrics_app.models import (
+    AuditDraw,
     HumanVerdict,
+    ItemVerdict,
+    JudgeRole,
     QueueKind,
     QueuePair,
     Repository,
@@ -89,7 +92,24 @@ def _pairs(repository: Repository, kind: str, filters: dict[str, str]) -> QueryS
     """The queue's pairs of the runs' current grades (``RunGrade.objects.current()``, carried on each pair as
     ``current``) under the filters: the stored rows (``QueuePair``), one per pair and kind, so a run graded
     again after a new admission is one run here, never two rows for the same pair."""
-    query = QueuePair.objects.filter(repository=repository, kind=kind, current=True)
+    if kind == QueueKind.AUDIT:
+        # Every blocker the primary judge decided on the drawn runs, whatever the judges' agreement: each
+        # pair once (its judges / agreed / one-judge row, not its regrade one).
+        query = QueuePair.objects.filter(
+            repository=repository, current=True, kind__in=(QueueKind.JUDGES, QueueKind.AGREED, "")
+        ).filter(
+            Exists(AuditDraw.objects.filter(run_id=OuterRef("grade__run_id"))),
+            Exists(
+                ItemVerdict.objects.filter(
+                    judge__grade_id=OuterRef("grade_id"),
+                    judge__role=JudgeRole.PRIMARY,
+                    item_id=OuterRef("item_id"),
+                    kind="blocker",
+                )
+            ),
+        )
+    else:
+        query = QueuePair.objects.filter(repository=repository, kind=kind, current=True)
     if kind == QueueKind.AGREED:
         query = query.filter(sample_key__lt=settings.RUNS_AGREED_SAMPLE_PERCENT / 100)
     if filters.get("task"):
@@ -396,9 +416,12 @@ def pair_wording(grade: RunGrade, item_id: str) -> str:
     return criterion_sha256(item.criterion) if item is not None and exact else ""
 
 
-def inclusion_probability(queue: str) -> float:
+def inclusion_probability(queue: str, run_id: int) -> float:
     """The chance a pair had to be offered in ``queue``: every disagreement is, an agreed pair only within
-    the sample share (an audited run's draw records its own, see services.runs.audit)."""
+    the sample share, an audited run's blockers with its draw's (models.AuditDraw)."""
+    if queue == QueueKind.AUDIT:
+        drawn = AuditDraw.objects.filter(run_id=run_id).values_list("inclusion_probability", flat=True)
+        return drawn.first() or 1.0
     if queue == QueueKind.AGREED:
         return settings.RUNS_AGREED_SAMPLE_PERCENT / 100
     return 1.0
@@ -461,7 +484,9 @@ def label(
                 "queue": queue,
                 "at": timezone.now(),
                 "diff_sha256": grade.run.diff_sha256,
-                "inclusion_probability": inclusion_probability(queue) if probability is None else probability,
+                "inclusion_probability": inclusion_probability(queue, grade.run_id)
+                if probability is None
+                else probability,
             },
         )
     return Labelled(human, LabelUndo(grade.pk, item_id, human.at, prior))
