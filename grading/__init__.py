@@ -90,6 +90,16 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "grading.path_lists": ("parse_ignored_created", "parse_path_list", "read_path_list"),
     "grading.report.agreement": ("judge_agreement",),
     "grading.report.reviewers": ("ReviewerAgreement", "reviewer_agreement"),
+    "grading.report.label_rows": (
+        "LABEL_FIELDS",
+        "LabelRow",
+        "LabelRowsError",
+        "human_mergeable_from_items",
+        "label_format",
+        "read_label_rows",
+        "settled_verdict",
+        "write_label_rows",
+    ),
     "grading.report.build": ("build_report", "report_from_sums", "report_label_target"),
     "grading.report.charts": (
         "blocker_histogram",
@@ -271,6 +281,14 @@ if TYPE_CHECKING:
     from grading.report.files import read_metrics as read_metrics
     from grading.report.html import label_target_text as label_target_text
     from grading.report.html import render_report_html as render_report_html
+    from grading.report.label_rows import LABEL_FIELDS as LABEL_FIELDS
+    from grading.report.label_rows import LabelRow as LabelRow
+    from grading.report.label_rows import LabelRowsError as LabelRowsError
+    from grading.report.label_rows import human_mergeable_from_items as human_mergeable_from_items
+    from grading.report.label_rows import label_format as label_format
+    from grading.report.label_rows import read_label_rows as read_label_rows
+    from grading.report.label_rows import settled_verdict as settled_verdict
+    from grading.report.label_rows import write_label_rows as write_label_rows
     from grading.report.models import DEFAULT_BOOTSTRAP as DEFAULT_BOOTSTRAP
     from grading.report.models import DEFAULT_SEED as DEFAULT_SEED
     from grading.report.models import Cell as Cell

@@ -19,7 +19,6 @@ undo their own most recent label (:func:`undo_label`): what it replaced is put b
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -30,7 +29,7 @@ from django.db.models import Case, Count, Exists, IntegerField, OuterRef, Q, Que
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from grading import ReviewerAgreement, reviewer_agreement
+from grading import ReviewerAgreement, reviewer_agreement, settled_verdict
 from rubrics_app.access import Actor
 from rubrics_app.models import (
     AuditDraw,
@@ -529,18 +528,6 @@ def undo_label(grade: RunGrade, undo: LabelUndo, by: Actor) -> HumanVerdict | No
         human.at = prior.at
         human.save(update_fields=["verdict", "note", "queue", "at"])
         return human
-
-
-def settled_verdict(labels: Iterable[tuple[str, bool]]) -> str | None:
-    """The verdict a pair's standing labels give, each (verdict, adjudicated): a maintainer's adjudication,
-    else the reviewers' verdict when they all gave the same one; None when they disagree (the pair waits on
-    the adjudication list) or none labelled it."""
-    given = set()
-    for verdict, adjudicated in labels:
-        if adjudicated:
-            return verdict
-        given.add(verdict)
-    return given.pop() if len(given) == 1 else None
 
 
 @dataclass(frozen=True)
