@@ -92,6 +92,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "grading.report.reviewers": ("ReviewerAgreement", "reviewer_agreement"),
     "grading.report.label_rows": (
         "LABEL_FIELDS",
+        "MAX_LABEL_FILE_BYTES",
         "LabelRow",
         "LabelRowsError",
         "human_mergeable_from_items",
@@ -282,6 +283,7 @@ if TYPE_CHECKING:
     from grading.report.html import label_target_text as label_target_text
     from grading.report.html import render_report_html as render_report_html
     from grading.report.label_rows import LABEL_FIELDS as LABEL_FIELDS
+    from grading.report.label_rows import MAX_LABEL_FILE_BYTES as MAX_LABEL_FILE_BYTES
     from grading.report.label_rows import LabelRow as LabelRow
     from grading.report.label_rows import LabelRowsError as LabelRowsError
     from grading.report.label_rows import human_mergeable_from_items as human_mergeable_from_items

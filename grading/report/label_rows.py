@@ -36,6 +36,7 @@ LABEL_FIELDS = (
     "time",
     "inclusion_probability",
     "adjudicated",
+    "queue",
 )
 
 
@@ -59,6 +60,7 @@ class LabelRow(BaseModel):
     time: datetime
     inclusion_probability: float = Field(default=1.0, gt=0, le=1)
     adjudicated: bool = False
+    queue: Literal["judges", "regrade", "agreed", "audit"] = "judges"  # where it was labelled
 
     def as_text(self) -> dict[str, str]:
         """The row as the CSV writes it (JSONL keeps the types)."""

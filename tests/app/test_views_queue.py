@@ -365,7 +365,7 @@ def test_export_labels_turns_fully_labelled_runs_into_human_mergeable_verdicts(
     client.post(entry_url(repository, first, "N2", "label"), {"verdict": "pass"})  # a non-blocker: no effect
     client.post(entry_url(repository, second, "B1", "label"), {"verdict": "unsure"})  # says nothing
     out = io.StringIO()
-    call_command("export_labels", "--repository", repository.name, stdout=out)
+    call_command("export_labels", "--repository", repository.name, "--format", "runs", stdout=out)
     assert json.loads(out.getvalue()) == {first.run.source: False}
     client.post(entry_url(repository, second, "B1", "label"), {"verdict": "pass"})
     target = tmp_path / "labels.json"
