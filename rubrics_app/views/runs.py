@@ -256,7 +256,11 @@ def queue_list(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
             "unlabelled_only": filters.get("show") == SHOW_UNLABELLED,
             "all_url": _list_url(access, kind, everything),
             "unlabelled_url": _list_url(access, kind, {**everything, "show": SHOW_UNLABELLED}),
-            "choices": review_queue.filter_choices(access.repository),
+            "choices": {
+                **review_queue.filter_choices(access.repository),
+                "pattern": list(review_queue.PATTERNS),
+                "human": list(review_queue.HUMAN_FILTERS),
+            },
             "next_url": _entry_url(access, next_entry, kind, filters) if next_entry else None,
             "sample_percent": _sample_percent(),
             "label_target": _label_target(access),

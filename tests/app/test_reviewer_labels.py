@@ -132,3 +132,33 @@ def test_disagreeing_reviewers_go_to_adjudication_and_the_ruling_counts(
     assert after is not None and after.labelled == 2
     report = logged_in(reviewer).get(reverse("rubrics:report", args=[repository.pk])).content.decode()
     assert 'id="human-agreement"' in report
+
+
+def test_the_list_shows_both_judges_and_filters_by_pattern_and_human_label(
+    reviewer: User, repository: Repository, graded: RubricRevision
+) -> None:
+    a, *_ = pairs()
+    label(logged_in(reviewer), repository, a, "unsure")
+
+    def listed(**filters: str) -> list[tuple[str, str, str, str]]:
+        queue = review_queue.Queue(repository, QueueKind.JUDGES, filters, user_id=reviewer.pk)
+        return [(e.item_id, e.primary, e.second, e.verdict) for e in queue.page(1, 100).entries]
+
+    # The judges disagree both ways: B1 the primary passes and the second fails, N2 the other way round.
+    assert listed() == [
+        ("B1", "pass", "fail", "unsure"),
+        ("N2", "fail", "pass", ""),
+        ("B1", "pass", "fail", ""),
+        ("N2", "fail", "pass", ""),
+    ]
+    assert [e[0] for e in listed(pattern="pass/fail")] == ["B1", "B1"]
+    assert [e[0] for e in listed(pattern="fail/pass")] == ["N2", "N2"] and listed(pattern="pass/pass") == []
+    assert [e[3] for e in listed(human="unsure")] == ["unsure"]
+    assert len(listed(human="none")) == 3 and listed(human="fail") == []
+    page = logged_in(reviewer).get(
+        reverse("rubrics:queue", args=[repository.pk]),
+        {"kind": "judges", "pattern": "pass/fail", "human": "none"},
+    )
+    html = page.content.decode()
+    assert html.count('class="badge judge verdict-fail">fail') == 1  # B1 of the second run only
+    assert '<option value="pass/fail" selected>' in html and '<option value="none" selected>' in html

@@ -47,7 +47,10 @@ from rubrics_app.models import (
 )
 from rubrics_app.services.paging import Page, page_of
 
-FILTERS = ("task", "item", "arm", "model")
+FILTERS = ("task", "item", "arm", "model", "pattern", "human")
+# The judges' verdict patterns (primary / second) and the human labels the list filters by.
+PATTERNS = ("pass/fail", "fail/pass", "pass/pass", "fail/fail")
+HUMAN_FILTERS = ("none", "pass", "fail", "unsure")
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,8 @@ class QueueEntry:
     model: str
     repetition: int
     verdict: str = ""  # the human verdict (pass / fail / unsure), "" while unlabelled
+    primary: str = ""  # the primary judge's verdict on the pair ("" without one)
+    second: str = ""  # the second judge's
 
     @property
     def key(self) -> tuple[int, str]:
@@ -119,7 +124,24 @@ def _pairs(repository: Repository, kind: str, filters: dict[str, str]) -> QueryS
         query = query.filter(arm=filters["arm"])
     if filters.get("model"):
         query = query.filter(model=filters["model"])
+    if filters.get("pattern") in PATTERNS:
+        primary, second = filters["pattern"].split("/")
+        query = query.filter(
+            Exists(_judge_verdict(JudgeRole.PRIMARY).filter(verdict=primary)),
+            Exists(_judge_verdict(JudgeRole.SECOND).filter(verdict=second)),
+        )
+    if filters.get("human") == "none":
+        query = query.exclude(Exists(_standing()))
+    elif filters.get("human") in HUMAN_FILTERS:
+        query = query.filter(Exists(_standing().filter(verdict=filters["human"])))
     return query
+
+
+def _judge_verdict(role: str) -> QuerySet[ItemVerdict]:
+    """The verdict of the judge in ``role`` on the outer QueuePair row's pair."""
+    return ItemVerdict.objects.filter(
+        judge__grade_id=OuterRef("grade_id"), judge__role=role, item_id=OuterRef("item_id")
+    )
 
 
 # The queue's order, and the key a page or a pair is found by: unique per (grade, item) within a kind; the
@@ -206,15 +228,21 @@ class Queue:
 
     def _rows(self, query: QuerySet[QueuePair], order: tuple[str, ...] = _ORDER) -> QuerySet[Any]:
         return (
-            query.annotate(human=Subquery(_human(self.user_id)[:1]))
+            query.annotate(
+                human=Subquery(_human(self.user_id)[:1]),
+                primary=Subquery(_judge_verdict(JudgeRole.PRIMARY).values("verdict")[:1]),
+                second=Subquery(_judge_verdict(JudgeRole.SECOND).values("verdict")[:1]),
+            )
             .order_by(*order)
-            .values_list(*_ORDER, "human")
+            .values_list(*_ORDER, "human", "primary", "second")
         )
 
     @staticmethod
     def _entry(row: tuple[Any, ...]) -> QueueEntry:
-        task_id, arm, model, repetition, grade_id, item_id, human = row
-        return QueueEntry(grade_id, item_id, task_id, arm, model, repetition, human or "")
+        task_id, arm, model, repetition, grade_id, item_id, human, primary, second = row
+        return QueueEntry(
+            grade_id, item_id, task_id, arm, model, repetition, human or "", primary or "", second or ""
+        )
 
     def _first(self, query: QuerySet[QueuePair], descending: bool = False) -> QueueEntry | None:
         order = tuple(f"-{field}" for field in _ORDER) if descending else _ORDER
