@@ -147,6 +147,7 @@ app_urls = [
     path("repos/<int:repo_pk>/queue/adjudication/", labels.adjudication, name="queue_adjudication"),
     path("repos/<int:repo_pk>/queue/labels-per-pair/", labels.labels_per_pair, name="queue_labels_per_pair"),
     path("repos/<int:repo_pk>/queue/<int:grade_pk>/<str:item_id>/", runs.queue_entry, name="queue_entry"),
+    path("repos/<int:repo_pk>/queue/<int:grade_pk>/<str:item_id>/flag/", runs.queue_flag, name="queue_flag"),
     path(
         "repos/<int:repo_pk>/queue/<int:grade_pk>/<str:item_id>/label/", runs.queue_label, name="queue_label"
     ),

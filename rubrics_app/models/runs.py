@@ -639,6 +639,29 @@ class Dispute(models.Model):
         return self.dismissed_at is None
 
 
+class ItemFlag(models.Model):
+    """A reviewer's flag on a blocker, raised from a pair of the review queue: "this criterion is wrong",
+    with a reason. It changes nothing by itself; maintainers see the flags on the revision and may turn
+    one into a dispute (``dispute``, then set), which is what sends the revision to re-review."""
+
+    item = models.ForeignKey(RubricItem, on_delete=models.CASCADE, related_name="flags")
+    grade = models.ForeignKey(RunGrade, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    reason = models.TextField()
+    by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    at = models.DateTimeField(default=timezone.now)
+    dispute = models.ForeignKey(
+        "Dispute", on_delete=models.SET_NULL, null=True, blank=True, related_name="flags"
+    )
+
+    class Meta:
+        ordering = ["item_id", "at", "pk"]
+
+    def __str__(self) -> str:
+        return f"flag on {self.item_id}"
+
+
 class EvidenceChange(models.Model):
     """The code a blocker's ``path:line`` evidence cites changed between the task's base commit and the
     checkout's HEAD (found by ``manage.py check_evidence``)."""

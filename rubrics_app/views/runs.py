@@ -34,6 +34,7 @@ from rubrics_app.models import (
     DisputeSource,
     EvidenceChange,
     ItemComment,
+    ItemFlag,
     ItemKind,
     ItemVerdict,
     JudgeRole,
@@ -403,6 +404,9 @@ def _entry_context(
         "can_adjudicate": access.can_edit,
         "form": HumanVerdictForm(initial={"verdict": own.verdict, "note": own.note} if own else None),
         "dispute_form": ReasonForm() if can_dispute else None,
+        "flag_form": ReasonForm()
+        if access.can_comment and item is not None and item.kind == ItemKind.BLOCKER and exact
+        else None,
         "kind": kind,
         "kind_label": QueueKind(kind).label,
         "filters": filters,
@@ -543,14 +547,21 @@ def item_dispute(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpRe
         comment = ItemComment.objects.filter(item=item, pk=comment_pk).first()
     if (grade_pk := request_int(source_params.get("grade"))) is not None:
         grade = RunGrade.objects.filter(run__task__repository=access.repository, pk=grade_pk).first()
-    form = ReasonForm(request.POST or None, initial={"reason": comment.text if comment else ""})
+    flag = None
+    if (flag_pk := request_int(source_params.get("flag"))) is not None:
+        flag = ItemFlag.objects.filter(item=item, pk=flag_pk, dispute=None).select_related("grade").first()
+    initial = comment.text if comment else flag.reason if flag else ""
+    form = ReasonForm(request.POST or None, initial={"reason": initial})
     error = ""
     if request.method == "POST" and form.is_valid():
         source = (
             DisputeSource.DISAGREEMENT if grade else DisputeSource.COMMENT if comment else DisputeSource.ITEM
         )
         try:
-            rereview.open_dispute(item, access, form.cleaned_data["reason"], source, grade)
+            if flag is not None:
+                rereview.dispute_from_flag(flag, access, form.cleaned_data["reason"])
+            else:
+                rereview.open_dispute(item, access, form.cleaned_data["reason"], source, grade)
         except TransitionError as exc:
             error = str(exc)
         else:
@@ -569,6 +580,7 @@ def item_dispute(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpRe
             "form": form,
             "comment": comment,
             "grade": grade,
+            "flag": flag,
             "error": error,
         },
         status=400 if request.method == "POST" else 200,
@@ -606,3 +618,33 @@ def flag_dismiss(request: HtmxHttpRequest, repo_pk: int, what: str, pk: int) -> 
     except TransitionError as exc:
         messages.error(request, str(exc))
     return redirect_to(request, task_url)
+
+
+@require_post("flags a blocker from a pair of the review queue", back="rubrics:queue_entry")
+@login_required
+def queue_flag(request: HtmxHttpRequest, repo_pk: int, grade_pk: int, item_id: str) -> HttpResponse:
+    """A reviewer flags the pair's blocker as wrong, with a reason: maintainers see it on the revision."""
+    access = get_repository_for_user(request, repo_pk, role=Role.REVIEWER)
+    grade = _load_grade(access, grade_pk)
+    item, exact = review_queue.rubric_item_for(grade, item_id)
+    kind, filters = _queue_params(request)
+    back = (
+        reverse("rubrics:queue_entry", args=[access.repository.pk, grade.pk, item_id])
+        + "?"
+        + _query(kind, filters)
+    )
+    form = ReasonForm(request.POST)
+    if item is None or not exact:
+        raise Http404("no such item in the rubric this run was graded against")
+    if not form.is_valid():
+        messages.error(request, "A flag says why the criterion is wrong.")
+        return HttpResponseRedirect(back)
+    try:
+        rereview.flag_blocker(item, grade, form.cleaned_data["reason"], access)
+    except TransitionError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(
+            request, f"{item_id} flagged: the maintainers see it on revision r{item.revision.number}."
+        )
+    return HttpResponseRedirect(back)

@@ -5,6 +5,7 @@ agreement between reviewers; the adjudicated verdict is the one the report count
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -162,3 +163,44 @@ def test_the_list_shows_both_judges_and_filters_by_pattern_and_human_label(
     html = page.content.decode()
     assert html.count('class="badge judge verdict-fail">fail') == 1  # B1 of the second run only
     assert '<option value="pass/fail" selected>' in html and '<option value="none" selected>' in html
+
+
+def test_a_reviewer_flags_a_blocker_and_a_maintainer_turns_it_into_a_dispute(
+    reviewer: User, maintainer: User, repository: Repository, graded: RubricRevision
+) -> None:
+    from rubrics_app.models import Dispute, ItemFlag
+
+    a, b, *_ = pairs()
+    as_reviewer = logged_in(reviewer)
+    entry = reverse("rubrics:queue_entry", args=[repository.pk, a[0].pk, "B1"]) + "?kind=judges"
+    assert 'id="flag-blocker"' in as_reviewer.get(entry).content.decode()
+    flag_url = reverse("rubrics:queue_flag", args=[repository.pk, a[0].pk, "B1"])
+    response = as_reviewer.post(
+        flag_url, {"reason": "B1 asks for the <b>wrong</b> message", "kind": "judges"}
+    )
+    assert response.status_code == 302 and response["Location"] == entry
+    flag = ItemFlag.objects.get()
+    assert (flag.item.item_id, flag.grade, flag.by, flag.dispute) == ("B1", a[0], reviewer, None)
+    # A non-blocker is never flagged; a flag without a reason is refused.
+    as_reviewer.post(reverse("rubrics:queue_flag", args=[repository.pk, b[0].pk, "N2"]), {"reason": "x"})
+    as_reviewer.post(flag_url, {"reason": ""})
+    assert ItemFlag.objects.count() == 1 and not Dispute.objects.exists()
+    # The maintainers see it on the revision, escaped, and turn it into a dispute with its reason.
+    as_maintainer = logged_in(maintainer)
+    page = as_maintainer.get(
+        reverse("rubrics:revision_detail", args=[repository.pk, graded.pk])
+    ).content.decode()
+    assert "B1 asks for the &lt;b&gt;wrong&lt;/b&gt; message" in page
+    found = re.search(r'href="([^"]+\?flag=\d+[^"]*)">turn into a dispute', page)
+    assert found is not None
+    link = found.group(1).replace("&amp;", "&")
+    form = as_maintainer.get(link).content.decode()
+    assert "B1 asks for the" in form and f'name="flag" value="{flag.pk}"' in form  # the reason, pre-filled
+    as_maintainer.post(link, {"reason": "B1 asks for the wrong message", "flag": flag.pk, "grade": a[0].pk})
+    dispute = Dispute.objects.get()
+    flag.refresh_from_db()
+    assert (flag.dispute, dispute.grade, dispute.item.item_id) == (dispute, a[0], "B1")
+    after = as_maintainer.get(
+        reverse("rubrics:revision_detail", args=[repository.pk, graded.pk])
+    ).content.decode()
+    assert 'id="revision-flags"' not in after
