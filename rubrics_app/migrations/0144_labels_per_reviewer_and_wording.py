@@ -47,6 +47,10 @@ def move_labels(apps: Any, schema_editor: Any) -> None:
             inclusion_probability=agreed_share if queue == "agreed" else 1.0,
         )
     label.objects.filter(pk__in=dropped).delete()
+    if schema_editor.connection.vendor == "postgresql":
+        # The rows written here leave deferred foreign-key checks pending on the table, which PostgreSQL
+        # will not ALTER in the same transaction: run them now.
+        schema_editor.execute("SET CONSTRAINTS ALL IMMEDIATE")
 
 
 class Migration(migrations.Migration):
