@@ -47,7 +47,7 @@ PATH_MODELS: dict[str, type[Model]] = {
     "pk": Dispute,
 }
 PATH_MODEL_OF_URL = {("run_detail", "run_pk"): AgentRun}
-PATH_TEXTS = {"item_id": "B1", "kind": "blocker", "what": "dispute"}
+PATH_TEXTS = {"item_id": "B1", "kind": "blocker", "what": "dispute", "fmt": "csv"}
 
 
 def app_patterns() -> list[URLPattern]:
