@@ -16,6 +16,7 @@ HERE = Path(__file__).resolve().parent
 SCRIPTS = [
     "scope_integrity.py",
     "snapshot_record.py",
+    "capture_commits.py",
     "startup.py",
     "judge_sweep.py",
     "batch_billing.py",
@@ -24,6 +25,7 @@ SCRIPTS = [
     "globs.py",
     "mutant_derivation.py",
     "report_bootstrap.py",
+    "report_coverage.py",
     "app_pages.py",
 ]
 

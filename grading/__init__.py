@@ -132,9 +132,14 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "grade_metrics",
     ),
     "grading.report.render": (
+        "INTERVALS_TEXT",
         "METRIC_NAMES",
         "contrast_estimate",
         "contrast_label",
+        "corrected_contrast_label",
+        "corrected_contrast_text",
+        "estimate_note",
+        "left_out_text",
         "metric_lines",
         "precision_text",
         "report_csv",
@@ -302,9 +307,14 @@ if TYPE_CHECKING:
     from grading.report.models import Report as Report
     from grading.report.models import TaskRow as TaskRow
     from grading.report.models import grade_metrics as grade_metrics
+    from grading.report.render import INTERVALS_TEXT as INTERVALS_TEXT
     from grading.report.render import METRIC_NAMES as METRIC_NAMES
     from grading.report.render import contrast_estimate as contrast_estimate
     from grading.report.render import contrast_label as contrast_label
+    from grading.report.render import corrected_contrast_label as corrected_contrast_label
+    from grading.report.render import corrected_contrast_text as corrected_contrast_text
+    from grading.report.render import estimate_note as estimate_note
+    from grading.report.render import left_out_text as left_out_text
     from grading.report.render import metric_lines as metric_lines
     from grading.report.render import precision_text as precision_text
     from grading.report.render import report_csv as report_csv

@@ -5,9 +5,9 @@ CONTRACT (other modules rely on it): ``parse_diff(data: bytes | str, source: str
 list[FileChange]``; ``read_diff(data, source, strict=True) -> ParsedDiff``: the same parse with every
 file's hunks (old and new line numbers, the diff line each starts on), for the judge's location check,
 admission's reviewer comment and the web app's diff view. ``decode_diff(data) -> str``: the text the
-judge sees. ``holds_binary(data) -> bool``: the one rule for binary content (a NUL byte anywhere), which
-the capture follows when it writes a diff. Names in headers are read with git's C-quoting
-(``grading.git_quote``, shared with the path-list files and the workspace).
+judge sees. It applies :mod:`grading.diff_rules`' ``holds_binary`` (a NUL byte anywhere: the one rule for
+binary content, which the capture follows when it writes a diff) and size limit. Names in headers are
+read with git's C-quoting (``grading.git_quote``, shared with the path-list files and the workspace).
 
 Scope, integrity, the judge's location check and the diff view all take their paths from here, so they
 cannot disagree about which file a line belongs to.
@@ -34,6 +34,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from grading.diff_rules import MAX_DIFF_BYTES, holds_binary
 from grading.errors import InputError
 from grading.git_quote import path_text, quoted_at, raw_bytes, unquote_path
 from grading.strict_json import read_input_bytes
@@ -41,8 +42,8 @@ from grading.strict_json import read_input_bytes
 ChangeStatus = Literal["added", "deleted", "modified"]
 HunkLineKind = Literal["ctx", "add", "del", "note"]
 
-# Far above any real workspace diff; a larger file is refused rather than read into memory.
-MAX_DIFF_BYTES = 256 * 1024 * 1024
+# MAX_DIFF_BYTES (far above any real workspace diff; a larger file is refused rather than read into memory)
+# and holds_binary live in grading/diff_rules.py, which the capture imports without this module's models.
 
 DEV_NULL = "/dev/null"
 
@@ -147,13 +148,6 @@ class ParsedDiff:
 
 
 # --- text and paths ----------------------------------------------------------------------------------
-
-
-def holds_binary(data: bytes | str) -> bool:
-    """The one rule for what is binary: a NUL byte anywhere. This reader refuses a diff holding one outside
-    a binary patch (base85 never does), and the capture writes every file holding one as a binary patch,
-    whatever git's own test says (it looks at the first 8,000 bytes only)."""
-    return ("\x00" in data) if isinstance(data, str) else (b"\x00" in data)
 
 
 def decode_diff(data: bytes) -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import subprocess
 import tempfile
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from grading.diffs import MAX_DIFF_BYTES
+from grading.diff_rules import MAX_DIFF_BYTES
 from grading.errors import InputError
 
 DEFAULT_TIMEOUT = 600.0  # seconds; packing a large repository's objects is the slowest call
@@ -173,9 +174,7 @@ def run_git(
         thread.start()
     timed_out = False
     try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
+        timed_out = not _wait(proc, timeout)
     finally:
         _kill(proc)  # the process group: nothing git started outlives the call
         proc.wait()
@@ -188,6 +187,34 @@ def run_git(
     if too_large.is_set():
         raise GitError(cwd, f"git {command} printed more than {max_output} bytes")
     return GitResult(proc.returncode, bytes(out), bytes(err), stopped.is_set())
+
+
+def _wait(proc: subprocess.Popen[bytes], timeout: float) -> bool:
+    """Wait for ``proc`` to exit, at most ``timeout`` seconds; whether it did. ``Popen.wait(timeout)`` polls
+    with sleeps that grow to 50 ms, which on a 3 ms git call costs more than the call itself (a capture runs
+    about ten): on Linux a pidfd wakes the caller the moment the process exits."""
+    pidfd_open = getattr(os, "pidfd_open", None)
+    if pidfd_open is not None:
+        try:
+            pidfd = pidfd_open(proc.pid)
+        except OSError:
+            pidfd = None
+        if pidfd is not None:
+            try:
+                waiter = select.poll()
+                waiter.register(pidfd, select.POLLIN)
+                ready = waiter.poll(max(0.0, timeout) * 1000)
+            finally:
+                os.close(pidfd)
+            if not ready:
+                return False
+            proc.wait()
+            return True
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
 
 
 class Git:

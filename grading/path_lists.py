@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-
-from pydantic import BaseModel, field_serializer
 
 from grading.errors import InputError
 from grading.git_quote import c_quote, read_quoted
@@ -39,7 +38,10 @@ def fs_text(path: str) -> str:
     return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
-class SelfIgnoringDir(BaseModel):
+# Plain dataclasses, not pydantic models: `rubric snapshot` and `rubric capture` load no pydantic (its
+# import is most of a short command's start-up), and nothing here is read from untrusted JSON.
+@dataclass
+class SelfIgnoringDir:
     """A directory the run created whose own new ``.gitignore`` ignores everything in it (a tool cache or a
     virtual environment): one entry of ``ignored_created.txt``, not shown in the diff."""
 
@@ -50,16 +52,13 @@ class SelfIgnoringDir(BaseModel):
     def file_count(self) -> int:
         return len(self.files)
 
-    @field_serializer("path")
-    def _json_safe_path(self, path: str) -> str:
-        return fs_text(path)
-
-    @field_serializer("files")
-    def _json_safe_files(self, paths: list[str]) -> list[str]:
-        return [fs_text(p) for p in paths]
+    def json_safe(self) -> dict[str, object]:
+        """As JSON shows it: bytes that are not UTF-8 as ``\\xNN`` (:func:`fs_text`)."""
+        return {"path": fs_text(self.path), "files": [fs_text(p) for p in self.files]}
 
 
-class Snapshot(BaseModel):
+@dataclass
+class Snapshot:
     """A snapshot file: the ignored files before the run and, from v2 on, the exclusion rules then."""
 
     version: int
@@ -118,13 +117,14 @@ def format_ignored_created(
     return text
 
 
-class IgnoredCreated(BaseModel):
+@dataclass
+class IgnoredCreated:
     """``ignored_created.txt`` read back."""
 
-    files: list[str] = []
-    self_ignoring_dirs: list[SelfIgnoringDir] = []
+    files: list[str] = field(default_factory=list)
+    self_ignoring_dirs: list[SelfIgnoringDir] = field(default_factory=list)
     # FIFOs, sockets and devices left in the work tree: in no diff, never read (integrity: special_file)
-    special_files: list[str] = []
+    special_files: list[str] = field(default_factory=list)
 
     def all_files(self) -> list[str]:
         """Every ignored file the run created, those inside self-ignoring directories included."""

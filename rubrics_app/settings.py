@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import tempfile
 from datetime import timedelta
 from pathlib import Path
 
@@ -97,12 +98,18 @@ def _local_secret_key(path: Path) -> str:
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
     key = secrets.token_urlsafe(48)
+    # Written whole to a private file, then linked into place: a process starting at the same moment (a
+    # worker, the web server, another test worker) sees either no file or the whole key, never an empty one.
+    descriptor, staged = tempfile.mkstemp(dir=path.parent, prefix=".secret_key.")
     try:
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:  # another process (the worker, the web server) made it first
-        return path.read_text().strip()
-    with os.fdopen(descriptor, "w") as out:
-        out.write(key + "\n")
+        with os.fdopen(descriptor, "w") as out:
+            out.write(key + "\n")
+        try:
+            os.link(staged, path)
+        except FileExistsError:  # another process made it first: theirs is the key
+            return path.read_text().strip()
+    finally:
+        os.unlink(staged)
     return key
 
 

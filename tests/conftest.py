@@ -30,6 +30,17 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return None
 
 
+BROWSER_TESTS = Path(__file__).parent / "browser"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The browser tests first (each file a minute or more of Chromium and a Celery worker): run in
+    parallel (`-n auto --dist loadfile`, which hands out whole files in this order), they overlap with the
+    app's many short files instead of running last with every other worker idle. No test depends on the
+    order: each builds what it reads."""
+    items.sort(key=lambda item: BROWSER_TESTS not in item.path.parents)
+
+
 def pytest_report_header(config: pytest.Config) -> str | None:
     if _library_tests_skipped():
         return f"{LIBRARY_VARIABLE}=skip: tests/grading (no database, no broker) is not collected"

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from grading.diffs import MAX_DIFF_BYTES, FileChange, decode_diff, parse_diff, read_diff_bytes
+from grading.diff_rules import MAX_DIFF_BYTES
+from grading.diffs import FileChange, decode_diff, parse_diff, read_diff_bytes
 from grading.errors import InputError, InputErrors
 from grading.git_quote import path_text
 from grading.loaders import (

@@ -7,19 +7,22 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
-
-from pydantic import BaseModel, ValidationError
+from typing import TYPE_CHECKING, Any
 
 from grading.errors import InputError
-from grading.judge.models import TreeBudget
+
+if TYPE_CHECKING:  # pydantic and the judge's models load only for the subcommands that use them
+    from pydantic import BaseModel
+
+    from grading.judge.models import TreeBudget
 
 # argparse's subparsers object has no public type name.
 Subparsers = Any
 
 
 def print_json(obj: BaseModel | dict[str, Any] | list[Any]) -> None:
-    data = obj.model_dump(mode="json", by_alias=True) if isinstance(obj, BaseModel) else obj
+    # A model by its method, not isinstance: a command that prints a dict need not import pydantic.
+    data = obj if isinstance(obj, dict | list) else obj.model_dump(mode="json", by_alias=True)
     json.dump(data, sys.stdout, indent=2, ensure_ascii=False)
     sys.stdout.write("\n")
 
@@ -80,6 +83,8 @@ def regrade_rate(args: argparse.Namespace) -> float:
 
 def add_tree_flags(parser: argparse.ArgumentParser) -> None:
     """``--checkout`` and the tree judge's budget (needs_tree blockers, judged with the base tree)."""
+    from grading.judge.models import TreeBudget
+
     default = TreeBudget()
     parser.add_argument(
         "--checkout",
@@ -114,6 +119,10 @@ def add_tree_flags(parser: argparse.ArgumentParser) -> None:
 
 def tree_budget(args: argparse.Namespace) -> TreeBudget:
     """The :class:`TreeBudget` of the ``--tree-*`` flags; InputError naming the flag when out of range."""
+    from pydantic import ValidationError
+
+    from grading.judge.models import TreeBudget
+
     try:
         return TreeBudget(
             max_tool_calls=args.tree_max_tool_calls,

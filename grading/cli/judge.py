@@ -30,7 +30,8 @@ from grading.cli.common import (
     regrade_rate,
     tree_budget,
 )
-from grading.diffs import MAX_DIFF_BYTES, decode_diff, parse_diff
+from grading.diff_rules import MAX_DIFF_BYTES
+from grading.diffs import decode_diff, parse_diff
 from grading.errors import InputError, printable
 from grading.judge.cache import SqliteCache, cache_key, default_cache_path, describe_repeat_agreement
 from grading.judge.cost import load_price_table

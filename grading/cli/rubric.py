@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.metadata
 import io
 import os
 import re
@@ -43,6 +42,24 @@ COMMAND_MODULE_OF = {
     "list-tests": "grading.cli.workspace",
     "draft": "grading.cli.draft",
     "report": "grading.cli.report",
+}
+
+# What `rubric --help` says of each subcommand, so that the top-level help loads none of their modules
+# (they import pydantic, the schema, the judge): the same words each module registers, which a test checks.
+COMMAND_HELP = {
+    "validate": "check rubric.json files against repo_rubric.v1 and the authoring rules",
+    "schema": "print the JSON Schema of repo_rubric.v1",
+    "snapshot": "record the ignored files in a workspace before a run, its info/exclude and .gitignore files",
+    "capture": "write workspace.diff and ignored_created.txt into a run directory",
+    "list-tests": "run the manifest's tests.list in a checkout of the base and write the task's "
+    "tests_base.txt",
+    "scope": "check a run's workspace diff against the rubric's scope",
+    "integrity": "check that a run deleted no test file, removed no test case and skipped no more tests",
+    "judge": "the rubric judge's verdicts on runs' workspace diffs",
+    "grade": "scope, integrity and the judge for one run: mergeable and merge_score into metrics.json",
+    "check": "admission: empty, oracle, lazy, lazy with a reviewer comment, and alt diffs",
+    "draft": "draft a rubric from the merged PR and its review threads",
+    "report": "mergeable against test-pass per arm and model, with task-level intervals",
 }
 
 # Help for the positional arguments that several subcommands share, by metavar: said once, here.
@@ -87,25 +104,44 @@ def _tidy(parser: argparse.ArgumentParser) -> None:
                 _tidy(sub)
 
 
+class _VersionAction(argparse.Action):
+    """``--version``, looking the version up only when asked (importlib.metadata is slow to import)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="show program's version number and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        print(f"rubric {_version()}")
+        parser.exit()
+
+
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    """The ``rubric`` parser; given the arguments, only the module of the subcommand they name is loaded."""
+    """The ``rubric`` parser; given the arguments, only the module of the subcommand they name is loaded,
+    and none when they name no subcommand (``rubric --help``: each is listed from :data:`COMMAND_HELP`).
+    Without the arguments every subcommand is loaded whole."""
     parser = argparse.ArgumentParser(
         prog="rubric",
         description="Mergeability grading: rubric checks, scope, test integrity, the judge, admission, "
         "drafting and reports.",
         epilog=EPILOG,
     )
-    parser.add_argument("--version", action="version", version=f"rubric {_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     command = next(iter(argv), None) if argv is not None else None
     module = COMMAND_MODULE_OF.get(command) if command is not None else None
-    for name in [module] if module is not None else COMMAND_MODULES:
+    if argv is not None and module is None:
+        # No subcommand named: the help, the version or an error needs only the list of names.
+        for name, text in COMMAND_HELP.items():
+            subparsers.add_parser(name, help=text)
+    for name in [] if argv is not None and module is None else [module] if module else COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
     _tidy(parser)
     return parser
 
 
 def _version() -> str:
+    import importlib.metadata
+
     try:
         return importlib.metadata.version("mergeability-grading")
     except importlib.metadata.PackageNotFoundError:

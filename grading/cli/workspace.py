@@ -9,7 +9,6 @@ from pathlib import Path
 
 from grading.cli.common import Subparsers, add_json_flag, print_json
 from grading.errors import InputError
-from grading.loaders import load_manifest
 from grading.path_lists import quote_path
 from grading.run_files import TESTS_LIST_ERROR_NAME, TESTS_LIST_NAME
 from grading.workspace.diff import capture, write_snapshot
@@ -107,6 +106,8 @@ def _listing_argv(args: argparse.Namespace) -> list[str] | None:
         raise InputError(None, "must be more than 0 and at most 86400 seconds", "--tests-timeout")
     if args.tests_max_bytes < 1:
         raise InputError(None, "must be at least 1", "--tests-max-bytes")
+    from grading.loaders import load_manifest  # YAML and the schema: only with --manifest
+
     return list_command(load_manifest(args.manifest).tests, args.manifest)
 
 
@@ -124,7 +125,7 @@ def run_list_tests(args: argparse.Namespace) -> int:
         print(f"rubric: tests.list failed: {exc}; {args.output} not written", file=sys.stderr)
         return 1
     if args.json:
-        print_json({"written": True, **listing.model_dump(mode="json")})
+        print_json({"written": True, **listing.json_safe()})
     else:
         print(f"{listing.path}: {listing.test_ids} test id(s)")
     return 0
@@ -171,10 +172,10 @@ def run_capture(args: argparse.Namespace) -> int:
     code = 1 if failure is not None and not failure.in_workspace else 0
     listing_error = str(failure) if failure is not None else None
     if args.json:
-        report = result.model_dump(mode="json")
+        report = result.json_safe()
         if argv is not None:
             report["tests_list"] = (
-                listing.model_dump(mode="json")
+                listing.json_safe()
                 if listing
                 else {"error": listing_error, "error_file": str(error_file) if error_file.exists() else None}
             )

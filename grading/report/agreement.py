@@ -22,6 +22,11 @@ class Agreement(BaseModel):
     raw: float | None  # agreeing / n; None without pairs
     n: int  # pairs: items both raters gave a verdict on
     undefined_reason: str | None = None  # why kappa is None, in words
+    # Gwet's AC1: agreement beyond chance with chance taken as 2π(1 − π), π the mean share of "pass"; defined
+    # whenever there are pairs, so it speaks where κ cannot (a judge that passed everything). None without.
+    ac1: float | None = None
+    # κ's 95% interval from a bootstrap over tasks (the runs of a task are judged alike), where computed.
+    kappa_ci: tuple[float, float] | None = None
 
 
 def cohen_kappa(
@@ -67,11 +72,12 @@ def _kappa(counts: PairCounts, first: str, second: str, unit: str) -> Agreement:
     raw = counts.agreeing / n
     a_yes = counts.first_yes / n
     b_yes = counts.second_yes / n
+    ac1 = gwet_ac1(raw, a_yes, b_yes)
     for name, share in ((first, a_yes), (second, b_yes)):
         if share in (0.0, 1.0):
             verdict = "pass" if share == 1.0 else "fail"
             return Agreement(
-                kappa=None, raw=raw, n=n,
+                kappa=None, raw=raw, n=n, ac1=ac1,
                 undefined_reason=(
                     f"the {name} judge gave '{verdict}' on the only {unit.removesuffix('s')}"
                     if n == 1
@@ -79,7 +85,15 @@ def _kappa(counts: PairCounts, first: str, second: str, unit: str) -> Agreement:
                 ),
             )  # fmt: skip
     chance = a_yes * b_yes + (1 - a_yes) * (1 - b_yes)
-    return Agreement(kappa=(raw - chance) / (1 - chance), raw=raw, n=n)
+    return Agreement(kappa=(raw - chance) / (1 - chance), raw=raw, n=n, ac1=ac1)
+
+
+def gwet_ac1(raw: float, first_yes: float, second_yes: float) -> float:
+    """Gwet's AC1 of two raters' binary verdicts: (p_o − p_e) / (1 − p_e), p_e = 2π(1 − π), π the mean of
+    their shares of "pass" (p_e is at most 1/2, so it is always defined)."""
+    pi = (first_yes + second_yes) / 2
+    chance = 2 * pi * (1 - pi)
+    return (raw - chance) / (1 - chance)
 
 
 def judge_agreement(pairs: Iterable[tuple[str, str]], unit: str = "items") -> Agreement:

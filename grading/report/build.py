@@ -7,14 +7,17 @@ The statistics are described in docs/report.md. In short:
 - Rates are over *measured* runs: a run with no rubric (not measured), a grader failure or a judge failure
   is counted apart and left out of both the test-pass and the mergeable rate, so that their difference
   compares the same runs.
-- Intervals: 95% percentile bootstrap that resamples tasks (the runs of a drawn task stay together),
-  seeded per cell so that a report is reproducible and a cell's interval does not depend on the others.
-- Cohen's κ between the primary and the second judge; null with a reason where it cannot say anything.
-- Rogan-Gladen correction of the mergeable rate from human labels (at least :data:`MIN_LABELLED`).
+- Each task counts once: a rate is the mean of its tasks' rates, a contrast the mean of per-task
+  differences (grading.report.estimands), with 95% t intervals over tasks.
+- Cohen's κ between the primary and the second judge (a task bootstrap interval), Gwet's AC1 beside it;
+  null with a reason where it cannot say anything.
+- Rogan-Gladen correction of what the judge decided, from human labels (at least :data:`MIN_LABELLED`),
+  per arm and model where its labels suffice: a bootstrap over tasks and labels, seeded per cell.
 """
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -23,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from grading.judge.cache import RepeatAgreement
 from grading.report.agreement import PairCounts
-from grading.report.contrasts import cell_task_sums, contrasts_from_sums
+from grading.report.contrasts import cell_task_sums, compared_sides, contrasts_from_sums
+from grading.report.corrected import CorrectedContrast, corrected_contrast
 from grading.report.models import (
     DEFAULT_BOOTSTRAP,
     DEFAULT_SEED,
@@ -48,13 +52,21 @@ from grading.report.stats import (
     JudgeAccuracy,
     LabelSums,
     TaskSums,
-    corrected_rate,
+    corrected_task_rate,
     in_parallel,
-    rate_estimates,
-    resample_tasks,
+    resample_sums,
     sensitivity_specificity,
+    task_rate_estimates,
 )
-from grading.report.sums import PartSums, ReportSums, VerdictGroup, mean, summarise, sums_by_task
+from grading.report.sums import (
+    PartSums,
+    ReportSums,
+    VerdictGroup,
+    judged_by_task,
+    mean,
+    summarise,
+    sums_by_task,
+)
 from grading.report.warnings import collect_warnings
 
 if TYPE_CHECKING:  # numpy is imported where the bootstrap runs: most commands never need it
@@ -63,9 +75,17 @@ if TYPE_CHECKING:  # numpy is imported where the bootstrap runs: most commands n
 # --- statistics (grading/report/stats.py holds the arithmetic) --------------------------------------------
 
 
+def judged_labels(labelled: Iterable[GradedRun]) -> list[GradedRun]:
+    """The labelled runs the judge decided (passed the tests; scope and integrity not failed): the runs the
+    review queue can label, and the only ones whose outcome says anything about the judge."""
+    return [r for r in labelled if r.test_pass and (r.checks_passed is not False or r.mergeable)]
+
+
 def judge_accuracy(labelled: Sequence[GradedRun]) -> tuple[JudgeAccuracy, list[LabelSums]]:
-    """Sensitivity and specificity of the runs' mergeable outcome against human labels, and the per-task
-    sums the corrected rate's bootstrap resamples."""
+    """Sensitivity and specificity of the judge's mergeable outcome against human labels, on the labelled
+    runs it decided (:func:`judged_labels`), and the per-task sums the corrected rate's bootstrap
+    resamples."""
+    labelled = judged_labels(labelled)
     by_task: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     for r in labelled:
         sums = by_task[r.task]
@@ -122,11 +142,33 @@ def _task_sums(parts: Iterable[PartSums]) -> list[TaskSums]:
 
 
 class _Context:
-    def __init__(self, replicates: int, seed: int, accuracy: JudgeAccuracy, labels: list[LabelSums]) -> None:
+    def __init__(
+        self,
+        replicates: int,
+        seed: int,
+        accuracy: JudgeAccuracy,
+        labels: list[LabelSums],
+        strata: dict[tuple[str, str], tuple[JudgeAccuracy, list[LabelSums]]],
+    ) -> None:
         self.replicates = replicates
         self.seed = seed
         self.accuracy = accuracy
         self.labels = labels
+        self.strata = strata  # per (arm, model): the judge's accuracy on that cell's own labels
+
+    def accuracy_for(self, arm: str, model: str) -> tuple[JudgeAccuracy, list[LabelSums], str]:
+        """The cell's own sensitivity and specificity when its labels suffice, else the pooled ones; and
+        which, in words."""
+        own = self.strata.get((arm, model))
+        if own is not None and own[0].undefined_reason is None:
+            return own[0], own[1], f"this arm and model's {own[0].labelled} labelled runs"
+        have = own[0].labelled if own else 0
+        return (
+            self.accuracy,
+            self.labels,
+            f"all {self.accuracy.labelled} labelled runs pooled (this arm and model has {have}; "
+            f"its own need at least {MIN_LABELLED}, with both verdicts)",
+        )
 
     def rng(self, *key: str | None) -> random.Random:
         # Seeded per cell, from its key: a cell's interval does not depend on which other cells exist.
@@ -139,9 +181,13 @@ def _cell_fields(parts: list[PartSums], ctx: _Context, key: tuple[str | None, ..
         total.absorb(p)
     task_sums = _task_sums(parts)
     rng = ctx.rng(*key)
-    replicates = resample_tasks(task_sums, ctx.replicates, rng)
-    test_pass, mergeable, difference = rate_estimates(task_sums, replicates)
-    corrected = corrected_rate(task_sums, ctx.accuracy, ctx.labels, replicates, rng)
+    # The rates' t intervals draw nothing; the corrected rate resamples the per-task shares.
+    test_pass, mergeable, difference = task_rate_estimates(task_sums, intervals=ctx.replicates > 0)
+    judged = judged_by_task(parts)
+    shares = [(merged / n, judged[task] / n) for task, (n, _, merged) in sorted(sums_by_task(parts).items())]
+    accuracy, labels, basis = ctx.accuracy_for(str(key[1] or ""), str(key[2] or ""))
+    bounds = _mergeable_bounds(parts)
+    corrected = corrected_task_rate(shares, accuracy, labels, ctx.replicates, rng)
     return {
         "runs": total.runs,
         "tasks": len({p.task for p in parts}),
@@ -155,6 +201,9 @@ def _cell_fields(parts: list[PartSums], ctx: _Context, key: tuple[str | None, ..
         "not_measured": total.statuses.get("not_measured", 0),
         "provisional": bool(total.provisional or total.provisional_unknown),
         "corrected_mergeable_rate": corrected,
+        "corrected_basis": basis if corrected is not None else None,
+        "mergeable_bounds": bounds,
+        "judged": sum(judged.values()),
         "metrics": {
             name: MetricMean(mean=mean(sum_, n), runs=n) for name, (sum_, n) in sorted(total.metrics.items())
         },
@@ -165,6 +214,27 @@ def _cell_fields(parts: list[PartSums], ctx: _Context, key: tuple[str | None, ..
         "integrity_not_measured_runs": total.unmeasured_runs,
         "integrity_not_measured": dict(sorted(total.unmeasured_parts.items())),
     }
+
+
+_LEFT_OUT = ("grader_failure", "judge_failure", "not_measured")
+
+
+def _mergeable_bounds(parts: Sequence[PartSums]) -> tuple[float, float] | None:
+    """The cell's mergeable rate had every run left out of it (grader failures, judge failures, runs not
+    measured) been mergeable, or none: per task over all its runs, then the mean over tasks. None when no
+    run was left out."""
+    per_task: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])  # measured, mergeable, left out
+    for p in parts:
+        sums = per_task[p.task]
+        sums[0] += p.measured
+        sums[1] += p.merged
+        sums[2] += sum(p.statuses.get(s, 0) for s in _LEFT_OUT)
+    if not any(s[2] for s in per_task.values()):
+        return None
+    rows = [s for s in per_task.values() if s[0] + s[2]]
+    low = sum(m / (n + e) for n, m, e in rows) / len(rows)
+    high = sum((m + e) / (n + e) for n, m, e in rows) / len(rows)
+    return (low, high)
 
 
 def _sort_key(value: str | None) -> tuple[int, str]:
@@ -190,10 +260,34 @@ def _task_rows(parts: Sequence[PartSums], groups: Sequence[VerdictGroup]) -> lis
     ]
 
 
-def _agreement(groups: Sequence[VerdictGroup]) -> AgreementReport:
+def _kappa_interval(per_task: dict[str, PairCounts], replicates: int, rng: random.Random) -> Any:
+    """κ's 95% percentile interval from a bootstrap over tasks (None below two tasks or without a κ in
+    enough replicates: a replicate where a judge gave one verdict throughout has none)."""
+    if len(per_task) < 2 or replicates == 0:
+        return None
+    import numpy as np
+
+    from grading.report.stats import percentile_interval
+
+    rows = [(c.n, c.agreeing, c.first_yes, c.second_yes) for _, c in sorted(per_task.items())]
+    n, agreeing, first, second = resample_sums(rows, replicates, rng).T.astype(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a, b = first / n, second / n
+        chance = a * b + (1 - a) * (1 - b)
+        kappa = (agreeing / n - chance) / (1 - chance)
+    kept = (a > 0) & (a < 1) & (b > 0) & (b < 1)
+    if kept.sum() < 0.975 * replicates:
+        return None
+    total = PairCounts(*(sum(column) for column in zip(*rows, strict=True)))
+    point = total.kappa().kappa
+    return percentile_interval(np.sort(kappa[kept]).tolist(), point) if point is not None else None
+
+
+def _agreement(groups: Sequence[VerdictGroup], replicates: int = 0, seed: int = 0) -> AgreementReport:
     # Mergeable pairs only where the judges decide it: a run that failed scope or integrity is not
     # mergeable by either, and counting it would inflate κ with agreement that is not the judges'.
     mergeable = PairCounts()
+    mergeable_by_task: dict[str, PairCounts] = defaultdict(PairCounts)
     items: dict[str, PairCounts] = defaultdict(PairCounts)
     for g in groups:
         if not g.both_judged():
@@ -202,12 +296,17 @@ def _agreement(groups: Sequence[VerdictGroup]) -> AgreementReport:
         assert p is not None and s is not None
         if g.checks_passed:
             mergeable.add(p.mergeable(), s.mergeable(), g.runs)
+            mergeable_by_task[g.task].add(p.mergeable(), s.mergeable(), g.runs)
         for item, verdict in p.blockers.items():
             other = s.blockers.get(item)
             if other is not None:
                 items[f"{g.task}/{item}"].add(verdict == "pass", other == "pass", g.runs)
+    overall = mergeable.kappa("primary", "second")
+    if overall.kappa is not None:
+        rng = random.Random("\x1f".join([str(seed), "agreement"]))
+        overall.kappa_ci = _kappa_interval(mergeable_by_task, replicates, rng)
     return AgreementReport(
-        mergeable=mergeable.kappa("primary", "second"),
+        mergeable=overall,
         items={k: v.kappa("primary", "second") for k, v in sorted(items.items())},
     )
 
@@ -251,6 +350,36 @@ def _judge_uses(groups: Sequence[VerdictGroup]) -> list[JudgeUse]:
     ]  # fmt: skip
 
 
+def _corrected_contrasts(parts: Sequence[PartSums], ctx: _Context) -> list[CorrectedContrast]:
+    """Each pair of arms (per model) and of models (per arm) compared on the judge-error-corrected mergeable
+    rate (grading.report.corrected), in the order of the raw contrasts."""
+    if ctx.accuracy.sensitivity is None:
+        return []
+    cells = group_by(parts, lambda p: (p.arm, p.model))
+    per_cell: dict[tuple[str, str], dict[str, tuple[int, int, int]]] = {}
+    for cell, group in cells.items():
+        judged = judged_by_task(group)
+        per_cell[cell] = {
+            task: (n, merged, judged[task]) for task, (n, _, merged) in sums_by_task(group).items()
+        }
+    jobs: list[tuple[str, str, str, str, tuple[str, str], tuple[str, str]]] = []
+    for kind in ("arm", "model"):
+        for fixed, values in compared_sides(per_cell, kind).items():
+            for a, b in itertools.combinations(values, 2):
+                side_a, side_b = ((a, fixed), (b, fixed)) if kind == "arm" else ((fixed, a), (fixed, b))
+                jobs.append((kind, fixed, a, b, side_a, side_b))
+
+    def one(job: tuple[str, str, str, str, tuple[str, str], tuple[str, str]]) -> CorrectedContrast:
+        kind, fixed, a, b, side_a, side_b = job
+        rng = ctx.rng("corrected contrast", kind, fixed, a, b)  # its own generator: any thread, same draws
+        return corrected_contrast(
+            (kind, fixed, a, b), per_cell[side_a], per_cell[side_b], ctx.accuracy_for(*side_a),
+            ctx.accuracy_for(*side_b), ctx.replicates, rng,
+        )  # fmt: skip
+
+    return in_parallel(one, jobs)
+
+
 def build_report(
     runs: Sequence[GradedRun],
     *,
@@ -279,7 +408,11 @@ def report_from_sums(
         raise ValueError("bootstrap must be >= 0")
     parts = sorted(sums.parts, key=lambda p: (p.task, p.arm, p.model, _sort_key(p.prompt_style)))
     accuracy, label_sums = judge_accuracy(sums.labelled)
-    ctx = _Context(bootstrap, seed, accuracy, label_sums)
+    strata = {
+        cell: judge_accuracy(group)
+        for cell, group in group_by(sums.labelled, lambda r: (r.arm, r.model)).items()
+    }
+    ctx = _Context(bootstrap, seed, accuracy, label_sums, strata)
 
     # Every cell's fields at once (their bootstraps run side by side: grading.report.stats.in_parallel).
     plain = sorted(group_by(parts, lambda p: (p.arm, p.model)).items())
@@ -304,15 +437,18 @@ def report_from_sums(
         for arm, model, s in splits
     ]
     judges = _judge_uses(sums.verdicts)
+    corrected_contrasts = _corrected_contrasts(parts, ctx)
+    contrasts = contrasts_from_sums(
+        cell_task_sums(parts), replicates=bootstrap, seed=seed, target=TARGET_HALF_WIDTH
+    )
     return Report(
-        contrasts=contrasts_from_sums(
-            cell_task_sums(parts), replicates=bootstrap, seed=seed, target=TARGET_HALF_WIDTH
-        ),
+        contrasts=contrasts,
+        corrected_contrasts=corrected_contrasts,
         cells=cells,
         by_prompt_style=by_prompt_style,
         by_contamination=by_contamination,
         tasks=_task_rows(parts, sums.verdicts),
-        agreement=_agreement(sums.verdicts),
+        agreement=_agreement(sums.verdicts, bootstrap, seed),
         repeat_agreement=_repeat_agreement(sums.verdicts),
         disagreements=sorted(sums.disagreements, key=lambda d: (d.task, d.run, d.item)),
         judge_accuracy=accuracy,
@@ -320,5 +456,5 @@ def report_from_sums(
         judges=judges,
         bootstrap=bootstrap,
         seed=seed,
-        warnings=collect_warnings(parts, judges, accuracy, cells),
+        warnings=collect_warnings(parts, judges, accuracy, cells, contrasts),
     )

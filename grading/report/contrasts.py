@@ -2,12 +2,13 @@
 
 A contrast compares two cells that share a model (``kind`` "arm") or an arm (``kind`` "model"), over the
 tasks both sides have measured runs of: the task set is the same on both sides, so a task's difficulty
-cancels. Its value is b − a for each of the cells' rates (test-pass, mergeable and their difference), each
-the pooled ratio over that side's runs of the shared tasks.
+cancels. Its value is the mean, over those tasks, of the per-task difference b − a of each rate (test-pass,
+mergeable and their difference), each side's rate of a task being its share of that side's runs: every task
+counts once, whatever the number of runs on either side (grading.report.estimands).
 
-The interval is a *paired* task-level bootstrap: a replicate draws the shared tasks with replacement and a
-drawn task brings both sides' runs, so the two rates move together as they do in the data. It is seeded
-per contrast (from the report's seed and the contrast's key), like the cells.
+The interval is a t interval on the per-task differences (tasks − 1 degrees of freedom), so it is paired:
+a task's difficulty is in both sides of its difference. Each contrast has its standard error, a two-sided
+p-value against no difference and the Holm-adjusted p-value within its family (one kind, one metric).
 """
 
 from __future__ import annotations
@@ -18,14 +19,15 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from grading.report.estimands import holm, task_mean
 from grading.report.models import Contrast, ContrastKind, ContrastMetric, PairSums
 from grading.report.power import contrast_precisions
-from grading.report.stats import CONFIDENCE, in_parallel, percentile, resample_sums
+from grading.report.stats import CONFIDENCE, percentile, resample_sums
 from grading.report.sums import PartSums, sums_by_task
 
 METRICS: tuple[ContrastMetric, ...] = ("test_pass_rate", "mergeable_rate", "difference")
 KINDS: tuple[ContrastKind, ...] = ("arm", "model")
-FEW_TASKS = 5  # a contrast over fewer shared tasks is marked "few tasks": its interval covers less
+FEW_TASKS = 10  # a contrast over fewer shared tasks is marked "few tasks": its interval is wide and rough
 
 
 def _side_rate(metric: ContrastMetric, n: float, passed: float, merged: float) -> float:
@@ -96,7 +98,7 @@ def _interval_reason(tasks: int, replicates: int) -> str | None:
     return None
 
 
-def _sides(cells: Iterable[tuple[str, str]], kind: ContrastKind) -> dict[str, list[str]]:
+def compared_sides(cells: Iterable[tuple[str, str]], kind: ContrastKind) -> dict[str, list[str]]:
     """The fixed value -> the sorted values compared under it (two or more)."""
     seen: dict[str, set[str]] = defaultdict(set)
     for arm, model in cells:
@@ -105,6 +107,14 @@ def _sides(cells: Iterable[tuple[str, str]], kind: ContrastKind) -> dict[str, li
         else:
             seen[arm].add(model)
     return {fixed: sorted(values) for fixed, values in sorted(seen.items()) if len(values) > 1}
+
+
+def _task_differences(pairs: Sequence[PairSums]) -> dict[ContrastMetric, list[float]]:
+    """Per metric, per shared task: b's rate of the task less a's (each side's share of its own runs)."""
+    return {
+        metric: [_side_rate(metric, p[3], p[4], p[5]) - _side_rate(metric, p[0], p[1], p[2]) for p in pairs]
+        for metric in METRICS
+    }
 
 
 def contrasts_from_sums(
@@ -116,39 +126,46 @@ def contrasts_from_sums(
 ) -> list[Contrast]:
     """Every contrast of the report, from the sums :func:`cell_task_sums` gives (per (arm, model), per task,
     its measured, test-pass and mergeable runs): for each model each pair of arms, then for each arm each
-    pair of models, three metrics each (b − a, ``a`` before ``b`` in sorted order). With ``target`` (a
-    half-width such as 0.05) each carries its :class:`Precision`."""
+    pair of models, three metrics each (b − a, ``a`` before ``b`` in sorted order). ``replicates`` 0 gives
+    no intervals (the report's ``--bootstrap 0``); ``seed`` is kept for the report's signature. With
+    ``target`` (a half-width such as 0.05) each carries its :class:`Precision`."""
 
-    compared: list[tuple[ContrastKind, str, str, str, list[PairSums]]] = []
+    del seed  # the t intervals draw nothing
+    out: list[Contrast] = []
     for kind in KINDS:
-        for fixed, values in _sides(cells, kind).items():
+        for fixed, values in compared_sides(cells, kind).items():
             for a, b in itertools.combinations(values, 2):
                 side_a, side_b = ((a, fixed), (b, fixed)) if kind == "arm" else ((fixed, a), (fixed, b))
-                compared.append((kind, fixed, a, b, pair_sums(cells[side_a], cells[side_b])))
-
-    def intervals_of(
-        contrast: tuple[ContrastKind, str, str, str, list[PairSums]],
-    ) -> dict[ContrastMetric, tuple[float, float] | None]:
-        kind, fixed, a, b, pairs = contrast
-        rng = random.Random("\x1f".join([str(seed), "contrast", kind, fixed, a, b]))
-        return paired_intervals(pairs, replicates, rng)
-
-    out: list[Contrast] = []
-    for (kind, fixed, a, b, pairs), intervals in zip(
-        compared, in_parallel(intervals_of, compared), strict=True
-    ):
-        runs_count = sum(p[0] + p[3] for p in pairs)
-        totals = _totals(pairs)
-        precisions = contrast_precisions(pairs, intervals, target) if target else {}
-        for metric in METRICS:
-            ci = intervals[metric]
-            out.append(
-                Contrast(
-                    kind=kind, fixed=fixed, a=a, b=b, metric=metric,
-                    value=_value_of_totals(metric, totals), ci=ci, tasks=len(pairs), runs=runs_count,
-                    few_tasks=len(pairs) < FEW_TASKS,
-                    interval_reason=None if ci else _interval_reason(len(pairs), replicates),
-                    precision=precisions.get(metric),
-                )
-            )  # fmt: skip
+                pairs = pair_sums(cells[side_a], cells[side_b])
+                runs_count = sum(p[0] + p[3] for p in pairs)
+                diffs = _task_differences(pairs)
+                reason = _interval_reason(len(pairs), replicates)
+                means = {
+                    metric: task_mean(
+                        diffs[metric], (-1.0, 1.0), intervals=replicates > 0, no_interval=reason
+                    )
+                    for metric in METRICS
+                }
+                intervals = {metric: means[metric].ci for metric in METRICS}
+                precisions = contrast_precisions(pairs, intervals, target) if target else {}
+                for metric in METRICS:
+                    m = means[metric]
+                    out.append(
+                        Contrast(
+                            kind=kind, fixed=fixed, a=a, b=b, metric=metric, value=m.value, ci=m.ci,
+                            tasks=len(pairs), runs=runs_count, few_tasks=len(pairs) < FEW_TASKS,
+                            interval_reason=m.reason if len(pairs) > 1 else reason,
+                            precision=precisions.get(metric), se=m.se, method=m.method, p_value=m.p_value,
+                            tasks_a=len(cells[side_a]), tasks_b=len(cells[side_b]),
+                        )
+                    )  # fmt: skip
+    families: dict[tuple[str, str], list[Contrast]] = defaultdict(list)
+    for c in out:
+        families[(c.kind, c.metric)].append(c)
+    for family in families.values():
+        adjusted = holm([c.p_value for c in family])
+        size = sum(c.p_value is not None for c in family)
+        for c, p in zip(family, adjusted, strict=True):
+            c.p_holm = p
+            c.family_size = size if c.p_value is not None else 0
     return out

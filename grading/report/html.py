@@ -16,9 +16,15 @@ from grading.report.agreement import Agreement
 from grading.report.charts import blocker_histogram, forest_plot, no_interval_reason, rates_chart
 from grading.report.models import Cell, ContaminationCell, Report
 from grading.report.render import (
+    INTERVALS_TEXT,
+    LABELS_ASSUMED,
     METRIC_NAMES,
     contrast_estimate,
     contrast_label,
+    corrected_contrast_label,
+    corrected_contrast_text,
+    estimate_note,
+    left_out_text,
     metric_lines,
     precision_text,
 )
@@ -55,7 +61,9 @@ def _estimate(e: Estimate | None, why: str | None) -> str:
     if e.value is None:
         return '<span class="muted">n/a</span>'
     if e.ci is not None:
-        return f'{_pct(e.value)}<span class="ci">[{_pct(e.ci[0])}, {_pct(e.ci[1])}]</span>'
+        note = estimate_note(e)
+        note_html = f'<span class="ci why">{_e(note)}</span>' if note else ""
+        return f'{_pct(e.value)}<span class="ci">[{_pct(e.ci[0])}, {_pct(e.ci[1])}]</span>{note_html}'
     return f'{_pct(e.value)}<span class="ci why">no interval: {_e(why or "none computed")}</span>'
 
 
@@ -74,6 +82,8 @@ def _cells(title: str, cells: list[Cell], bootstrap: int, extra: str | None = No
         if extra:
             row.append(_e(c.split if isinstance(c, ContaminationCell) else (c.prompt_style or "unknown")))
         merge = _estimate(c.mergeable_rate, why) + (" (provisional)" if c.provisional else "")
+        if c.mergeable_bounds:
+            merge += f'<span class="ci why">{_e(left_out_text(c))}</span>'
         corrected = _estimate(c.corrected_mergeable_rate, "too few human labels" if why is None else why)
         score = "n/a" if c.mean_merge_score is None else f"{c.mean_merge_score:.3f}"
         parts = ", ".join(f"{_e(p)} {n}" for p, n in c.integrity_not_measured.items())
@@ -88,8 +98,10 @@ def _cells(title: str, cells: list[Cell], bootstrap: int, extra: str | None = No
 def _agreement(a: Agreement) -> str:
     raw = "n/a" if a.raw is None else f"{a.raw:.3f}"
     if a.kappa is None:
-        return f"κ undefined ({_e(a.undefined_reason or '')}); raw agreement {raw}, n {a.n}"
-    return f"κ {a.kappa:.3f}; raw agreement {raw}, n {a.n}"
+        ac1 = f", Gwet's AC1 {a.ac1:.3f}" if a.ac1 is not None else ""
+        return f"κ undefined ({_e(a.undefined_reason or '')}); raw agreement {raw}{ac1}, n {a.n}"
+    ci = f" [{a.kappa_ci[0]:.3f}, {a.kappa_ci[1]:.3f}] (tasks resampled)" if a.kappa_ci else ""
+    return f"κ {a.kappa:.3f}{ci}; raw agreement {raw}, n {a.n}"
 
 
 def render_report_html(
@@ -107,8 +119,8 @@ def render_report_html(
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body><main>",
         f"<h1>{_e(title)}</h1>",
-        f'<p class="muted">Intervals: 95% task-level bootstrap, {report.bootstrap} replicates, seed '
-        f"{report.seed}; rates are over measured runs. Report format {report.format}.</p>",
+        f'<p class="muted">{_e(INTERVALS_TEXT)} Corrected rates: task-level bootstrap, {report.bootstrap} '
+        f"replicates, seed {report.seed}. Report format {report.format}.</p>",
     ]
     if report.warnings:
         out.append(f'<section class="warnings"><strong>{len(report.warnings)} warnings</strong><ul>')
@@ -116,8 +128,9 @@ def render_report_html(
     if report.contrasts:
         out += [
             '<h2 id="contrasts">Contrasts</h2>',
-            '<p class="muted">b − a over the tasks both sides measured; paired task-level 95% intervals. '
-            "A hollow point: fewer than 5 shared tasks.</p>",
+            '<p class="muted">b − a: the mean over the tasks both sides measured of each task\'s difference '
+            "(every task once), with 95% t intervals on those differences, standard errors and p-values "
+            "(Holm within each kind and metric). A hollow point: fewer than 10 shared tasks.</p>",
             forest_plot(report.contrasts),
             '<div class="scroll"><table><thead><tr><th>Contrast</th><th>Metric</th><th>b − a [95%]</th>'
             "<th>Tasks</th><th>Runs</th><th>How many runs are enough</th></tr></thead><tbody>",
@@ -128,6 +141,18 @@ def render_report_html(
                 f"<td>{_e(contrast_estimate(c))}</td><td>{c.tasks}</td><td>{c.runs}</td>"
                 f"<td>{_e(precision_text(c))}</td></tr>"
             )
+        out.append("</tbody></table></div>")
+    if report.corrected_contrasts:
+        out += [
+            "<h3>Judge-error-corrected contrasts (mergeable)</h3>",
+            '<div class="scroll"><table><thead><tr><th>Contrast</th><th>Corrected b − a [95%]</th>'
+            "<th>Tasks</th></tr></thead><tbody>",
+        ]
+        out += [
+            f"<tr><td>{_e(corrected_contrast_label(c))}</td><td>{_e(corrected_contrast_text(c))}</td>"
+            f"<td>{c.tasks}</td></tr>"
+            for c in report.corrected_contrasts
+        ]
         out.append("</tbody></table></div>")
     out += _cells("Per arm and model", report.cells, report.bootstrap)
     if report.cells:
@@ -153,7 +178,7 @@ def render_report_html(
     if acc.sensitivity is not None and acc.specificity is not None:
         out.append(
             f"Against {acc.labelled} human labels: sensitivity {acc.sensitivity:.3f}, specificity "
-            f"{acc.specificity:.3f}. "
+            f"{acc.specificity:.3f}. {_e(LABELS_ASSUMED)} "
         )
     if acc.undefined_reason:
         out.append(f"No corrected rate: {_e(acc.undefined_reason)}. ")

@@ -14,13 +14,14 @@ from grading.checks.outcome import OutcomeStatus
 from grading.judge.cache import RepeatAgreement
 from grading.judge.specs import model_family
 from grading.report.agreement import Agreement
+from grading.report.corrected import CorrectedContrast
 from grading.report.stats import (
     Estimate,
     JudgeAccuracy,
 )
 from grading.schema import PromptStyle
 
-FORMAT = 2  # the report's JSON (metrics.json has its own: grading.checks.outcome.METRICS_FORMAT)
+FORMAT = 3  # the report's JSON (metrics.json has its own: grading.checks.outcome.METRICS_FORMAT)
 DEFAULT_BOOTSTRAP = 2000
 DEFAULT_SEED = 0
 MIN_REPETITIONS = 3  # runs per (task, arm, model) (§7)
@@ -47,7 +48,7 @@ class Precision(BaseModel):
     grading.report.power)."""
 
     target: float  # the half-width aimed at (0.05: ±5 points)
-    half_width: float | None  # half the bootstrap interval's width now
+    half_width: float | None  # half the interval's width now
     predicted_half_width: float | None  # the variance model's, at the current tasks and repetitions
     between_task_variance: float | None  # of the per-task b − a, beyond what the runs' own noise explains
     within_task_variance: float | None  # of one run's outcome around its task's rate, pooled over sides
@@ -55,6 +56,10 @@ class Precision(BaseModel):
     more_tasks: int | None  # shared tasks to add, at the current repetitions
     repetitions_needed: int | None  # runs per task and side, at the current tasks
     reason: str | None = None  # why a figure above is null
+    # The smallest true b − a a t test at 5% (two-sided) detects with 80% power over these tasks, and the
+    # shared tasks (in all) that would detect a difference of ``target``; None without a spread to go by.
+    minimum_detectable_effect: float | None = None
+    tasks_to_detect: int | None = None
 
 
 class Contrast(BaseModel):
@@ -63,13 +68,20 @@ class Contrast(BaseModel):
     a: str
     b: str
     metric: ContrastMetric
-    value: float | None  # b − a; None when no task has measured runs on both sides
+    value: float | None  # mean over shared tasks of the per-task b − a; None without a shared task
     ci: tuple[float, float] | None
     tasks: int  # tasks with measured runs on both sides
     runs: int  # measured runs of those tasks, both sides together
     few_tasks: bool  # fewer than FEW_TASKS shared tasks
-    interval_reason: str | None = None  # why ci is null
+    interval_reason: str | None = None  # why ci is null, or what a "no_spread" interval bounds
     precision: Precision | None = None
+    se: float | None = None  # standard error of value (sd of the per-task differences / sqrt(tasks))
+    method: str | None = None  # "t", or "no_spread" (every shared task gave the same difference)
+    p_value: float | None = None  # two-sided, against b − a = 0 (t test on the per-task differences)
+    p_holm: float | None = None  # Holm-adjusted within the family (same kind and metric)
+    family_size: int = 0  # the contrasts with a p-value in that family: the comparisons made
+    tasks_a: int = 0  # tasks with measured runs on side a (the shared ones and the rest)
+    tasks_b: int = 0
 
 
 class LabelTarget(BaseModel):
@@ -216,7 +228,13 @@ class Cell(BaseModel):
     judge_failures: int
     not_measured: int
     provisional: bool
-    corrected_mergeable_rate: Estimate | None = None  # Rogan-Gladen; None without enough human labels
+    # Rogan-Gladen on the runs the judge decided (their share kept); None without enough human labels
+    corrected_mergeable_rate: Estimate | None = None
+    corrected_basis: str | None = None  # whose sensitivity and specificity: the cell's labels, or pooled
+    judged: int = 0  # measured runs the judge decided (passed the tests, scope and integrity not failed)
+    # The mergeable rate had every run left out of it (failures, not measured) been not mergeable, or
+    # mergeable: how far the runs left out could move it. None when none was left out.
+    mergeable_bounds: tuple[float, float] | None = None
     metrics: dict[str, MetricMean] = {}
     metric_rates: dict[str, MetricRate] = {}
     # Measured runs graded with some test-integrity part not measured, and how many per part.
@@ -264,6 +282,8 @@ class JudgeUse(BaseModel):
 class Report(BaseModel):
     format: int = FORMAT
     contrasts: list[Contrast] = []  # grading.report.contrasts: arm against arm, model against model
+    # grading.report.corrected: the same pairs on the judge-error-corrected mergeable rate (with labels)
+    corrected_contrasts: list[CorrectedContrast] = []
     cells: list[Cell]
     by_prompt_style: list[Cell]
     by_contamination: list[ContaminationCell]

@@ -12,6 +12,7 @@ import io
 import re
 
 from grading.report.agreement import Agreement
+from grading.report.corrected import CorrectedContrast
 from grading.report.models import Cell, ContaminationCell, Contrast, Report
 from grading.report.stats import Estimate
 
@@ -30,14 +31,15 @@ def _num(value: float | None) -> str:
 
 def _estimate_columns(e: Estimate | None) -> list[str]:
     if e is None:
-        return ["", "", ""]
+        return ["", "", "", ""]
     lo, hi = e.ci if e.ci else (None, None)
-    return [_num(e.value), _num(lo), _num(hi)]
+    return [_num(e.value), _num(lo), _num(hi), _num(e.se)]
 
 
 _ESTIMATES = ("test_pass_rate", "mergeable_rate", "difference", "corrected_mergeable_rate")
 _CONTRAST_COLUMNS = ("kind", "fixed", "a", "b", "metric", "value", "value_lo", "value_hi", "few_tasks",
-                     "half_width", "more_tasks", "repetitions_needed")  # fmt: skip
+                     "half_width", "more_tasks", "repetitions_needed", "se", "p_value", "p_holm",
+                     "tasks_a", "tasks_b")  # fmt: skip
 
 
 def _contrast_columns(c: Contrast | None) -> list[str]:
@@ -51,6 +53,7 @@ def _contrast_columns(c: Contrast | None) -> list[str]:
         _num(p.half_width if p and p.half_width is not None else (p.predicted_half_width if p else None)),
         "" if p is None or p.more_tasks is None else str(p.more_tasks),
         "" if p is None or p.repetitions_needed is None else str(p.repetitions_needed),
+        _num(c.se), _num(c.p_value), _num(c.p_holm), str(c.tasks_a), str(c.tasks_b),
     ]  # fmt: skip
 
 
@@ -70,7 +73,7 @@ def report_csv(report: Report) -> str:
     rate_names = sorted({m for _, cells in tables for c in cells for m in c.metric_rates})
     header = ["table", "arm", "model", "prompt_style", "split", "runs", "tasks", "measured"]
     for name in _ESTIMATES:
-        header += [name, f"{name}_lo", f"{name}_hi"]
+        header += [name, f"{name}_lo", f"{name}_hi", f"{name}_se"]
     header += ["mean_merge_score", "grader_failures", "judge_failures", "not_measured", "provisional"]
     header += ["integrity_not_measured", *_CONTRAST_COLUMNS]
     header += [f"metric:{m}" for m in metric_names] + [f"rate:{m}" for m in rate_names]
@@ -90,7 +93,7 @@ def report_csv(report: Report) -> str:
             row += [_num(c.metrics[m].mean) if m in c.metrics else "" for m in metric_names]
             row += [_num(c.metric_rates[m].rate) if m in c.metric_rates else "" for m in rate_names]
             writer.writerow(row)
-    blank_rates = [""] * (3 * len(_ESTIMATES) + 6)
+    blank_rates = [""] * (4 * len(_ESTIMATES) + 6)
     for k in report.contrasts:
         row = [
             "contrasts",
@@ -122,6 +125,15 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"
 
 
+def estimate_note(e: Estimate) -> str:
+    """What goes beside an interval: the standard error in points, and "no spread between tasks" when the
+    interval is the exact bound on tasks (every task gave the same rate), "" when neither applies."""
+    notes = [] if e.se is None or e.method == "no_spread" else [f"SE {100 * e.se:.1f} pp"]
+    if e.method == "no_spread":
+        notes.append("no spread between tasks")
+    return "; ".join(notes)
+
+
 def _md_estimate(e: Estimate | None) -> str:
     if e is None:
         return "-"
@@ -130,7 +142,8 @@ def _md_estimate(e: Estimate | None) -> str:
     text = _pct(e.value)
     if e.ci:
         text += f" [{_pct(e.ci[0])}, {_pct(e.ci[1])}]"
-    return text
+    note = estimate_note(e)
+    return text + (f" ({note})" if note else "")
 
 
 def _md_cells(title: str, cells: list[Cell], extra: str | None = None) -> list[str]:
@@ -143,6 +156,7 @@ def _md_cells(title: str, cells: list[Cell], extra: str | None = None) -> list[s
     lines = [f"## {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c in cells:
         mergeable = _md_estimate(c.mergeable_rate) + (" (provisional)" if c.provisional else "")
+        mergeable += f" ({left_out_text(c)})" if c.mergeable_bounds else ""
         row = [md_text(c.arm) or "-", md_text(c.model) or "-"]
         if extra == "prompt style":
             row.append(c.prompt_style or "unknown")
@@ -166,6 +180,15 @@ def _md_cells(title: str, cells: list[Cell], extra: str | None = None) -> list[s
     return [*lines, ""]
 
 
+def left_out_text(c: Cell) -> str:
+    """ "12.0% to 31.5% with the 5 runs left out": the mergeable rate's bounds over the runs it leaves out."""
+    if not c.mergeable_bounds:
+        return ""
+    left = c.grader_failures + c.judge_failures + c.not_measured
+    lo, hi = c.mergeable_bounds
+    return f"{_pct(lo)} to {_pct(hi)} with the {left} runs left out"
+
+
 def metric_lines(cells: list[Cell]) -> list[tuple[str, str, str]]:
     """(cell, metric, value) for each grade.json metric of each cell: ``= 5 (2 runs)`` for the mean of a
     number, ``true in 66.7% (2 of 3 runs)`` for a true/false metric. The cell is "arm / model"; the texts
@@ -187,6 +210,13 @@ def _md_integrity(c: Cell) -> str:
     return f"{c.integrity_not_measured_runs} ({parts})"
 
 
+INTERVALS_TEXT = (
+    "Rates are means over tasks of each task's rate over its measured runs (every task counts once); "
+    "intervals are 95% t intervals over tasks."
+)
+LABELS_ASSUMED = (
+    "The correction is of the runs the judge decided; the labels are taken as a uniform sample of them."
+)
 METRIC_NAMES = {"test_pass_rate": "test-pass", "mergeable_rate": "mergeable", "difference": "gap"}
 
 
@@ -200,13 +230,34 @@ def contrast_label(c: Contrast) -> str:
     return f"{c.b} − {c.a} ({'model' if c.kind == 'arm' else 'arm'} {c.fixed})"
 
 
+def contrast_test(c: Contrast) -> str:
+    """The standard error and the p-values: "SE 4.1 pp, p 0.012, Holm 0.036 of 4: holds at 5%"."""
+    parts = []
+    if c.se is not None and c.method != "no_spread":
+        parts.append(f"SE {100 * c.se:.1f} pp")
+    if c.p_value is not None and c.p_holm is not None and c.method != "no_spread":
+        holds = "holds" if c.p_holm < 0.05 else "does not hold"
+        parts.append(f"p {c.p_value:.3g}, Holm {c.p_holm:.3g} of {c.family_size} comparisons: {holds} at 5%")
+    return ", ".join(parts)
+
+
 def contrast_estimate(c: Contrast) -> str:
-    """The value with its interval, or the reason there is none, and the few-tasks mark."""
+    """The value with its interval, or the reason there is none, its standard error and p-values, and the
+    few-tasks mark."""
     if c.value is None:
         return f"n/a ({c.interval_reason})" if c.interval_reason else "n/a"
     text = points(c.value)
     text += f" [{points(c.ci[0])}, {points(c.ci[1])}]" if c.ci else f" (no interval: {c.interval_reason})"
-    return text + (" (few tasks)" if c.few_tasks and c.tasks else "")
+    if c.method == "no_spread":
+        text += " (every shared task gives the same difference: the interval bounds how many could differ)"
+    test = contrast_test(c)
+    text += f" ({test})" if test else ""
+    shared = (
+        f" ({c.tasks} shared tasks of {c.tasks_a} and {c.tasks_b})"
+        if c.tasks != c.tasks_a or c.tasks != c.tasks_b
+        else ""
+    )
+    return text + shared + (" (few tasks)" if c.few_tasks and c.tasks else "")
 
 
 def precision_text(c: Contrast) -> str:
@@ -217,14 +268,29 @@ def precision_text(c: Contrast) -> str:
     aim = f"±{100 * p.target:g} pp"
     now = p.half_width if p.half_width is not None else p.predicted_half_width
     parts = [f"now ±{100 * now:.1f} pp" if now is not None else "now unknown"]
+    if c.method == "no_spread" or (now is not None and now <= 0):
+        return (
+            "no spread between tasks: every shared task gives the same difference, so the precision "
+            "cannot be judged from these runs"
+        )
     if now is not None and now <= p.target:
-        return f"{parts[0]}: within {aim}"
+        return f"{parts[0]}: within {aim}" + (
+            f"; detectable at 80% power: ±{100 * p.minimum_detectable_effect:.1f} pp"
+            if p.minimum_detectable_effect is not None
+            else ""
+        )
     if p.more_tasks is not None:
         parts.append(f"{p.more_tasks} more tasks")
     if p.repetitions_needed is not None:
         parts.append(f"or {p.repetitions_needed} runs per task and side (now {p.repetitions:.1f})")
     text = ", ".join(parts) + f" to reach {aim}" if len(parts) > 1 else parts[0]
-    return text + (f" ({p.reason})" if p.reason else "")
+    text += f" ({p.reason})" if p.reason else ""
+    if p.minimum_detectable_effect is not None:
+        text += (
+            f"; detectable at 80% power: ±{100 * p.minimum_detectable_effect:.1f} pp, "
+            f"{p.tasks_to_detect} tasks to detect {100 * p.target:g} pp"
+        )
+    return text
 
 
 def _md_contrasts(report: Report) -> list[str]:
@@ -233,8 +299,9 @@ def _md_contrasts(report: Report) -> list[str]:
     lines = [
         "## Contrasts",
         "",
-        "b − a over the tasks both sides measured, with a paired task-level 95% interval "
-        "(a drawn task brings both sides' runs).",
+        "b − a: the mean over the tasks both sides measured of each task's difference (every task counts "
+        "once), with a 95% t interval on those differences, its standard error and p-values (Holm within "
+        "each kind and metric).",
         "",
         "| contrast | metric | b − a [95% interval] | tasks | runs | how many runs are enough |",
         "|---|---|---|---|---|---|",
@@ -247,11 +314,45 @@ def _md_contrasts(report: Report) -> list[str]:
     return [*lines, ""]
 
 
+def corrected_contrast_label(c: CorrectedContrast) -> str:
+    """ "arm B − arm A (model M)", as :func:`contrast_label`."""
+    return f"{c.b} − {c.a} ({'model' if c.kind == 'arm' else 'arm'} {c.fixed})"
+
+
+def corrected_contrast_text(c: CorrectedContrast) -> str:
+    """The corrected b − a with its interval, or why there is none."""
+    if c.value is None:
+        return f"n/a ({c.reason})" if c.reason else "n/a"
+    text = points(c.value)
+    text += f" [{points(c.ci[0])}, {points(c.ci[1])}]" if c.ci else f" (no interval: {c.reason})"
+    return text
+
+
+def _md_corrected_contrasts(report: Report) -> list[str]:
+    if not report.corrected_contrasts:
+        return []
+    lines = [
+        "## Judge-error-corrected contrasts (mergeable)",
+        "",
+        "b − a of the corrected mergeable rates over the shared tasks, each side with its sensitivity and "
+        "specificity; percentile bootstrap over the tasks and the labels.",
+        "",
+        "| contrast | corrected b − a [95% interval] | tasks |",
+        "|---|---|---|",
+    ]
+    for c in report.corrected_contrasts:
+        label = corrected_contrast_label(c)
+        lines.append(f"| {md_text(label)} | {md_text(corrected_contrast_text(c))} | {c.tasks} |")
+    return [*lines, ""]
+
+
 def _md_agreement(a: Agreement) -> str:
     raw = "n/a" if a.raw is None else f"{a.raw:.3f}"
     if a.kappa is None:
-        return f"κ undefined ({md_text(a.undefined_reason or '')}); raw agreement {raw}, n {a.n}"
-    return f"κ {a.kappa:.3f}; raw agreement {raw}, n {a.n}"
+        ac1 = f", Gwet's AC1 {a.ac1:.3f}" if a.ac1 is not None else ""
+        return f"κ undefined ({md_text(a.undefined_reason or '')}); raw agreement {raw}{ac1}, n {a.n}"
+    ci = f" [{a.kappa_ci[0]:.3f}, {a.kappa_ci[1]:.3f}] (tasks resampled)" if a.kappa_ci else ""
+    return f"κ {a.kappa:.3f}{ci}; raw agreement {raw}, n {a.n}"
 
 
 def report_markdown(report: Report) -> str:
@@ -260,12 +361,13 @@ def report_markdown(report: Report) -> str:
     if report.warnings:
         lines += ["## Warnings", ""] + [f"- {md_text(w)}" for w in report.warnings] + [""]
     lines += _md_contrasts(report)
+    lines += _md_corrected_contrasts(report)
     lines += _md_cells("Per arm and model", report.cells)
     lines += _md_cells("By prompt style", report.by_prompt_style, "prompt style")
     lines += _md_cells("By training cutoff", list(report.by_contamination), "split")
     lines.append(
-        f"Intervals: 95% task-level bootstrap, {report.bootstrap} replicates, seed {report.seed}. "
-        "Rates are over measured runs."
+        f"{INTERVALS_TEXT} Corrected rates: task-level bootstrap, {report.bootstrap} replicates, seed "
+        f"{report.seed}."
     )
     lines.append("")
     acc = report.judge_accuracy
@@ -273,7 +375,8 @@ def report_markdown(report: Report) -> str:
     if acc.sensitivity is not None and acc.specificity is not None:
         lines.append(
             f"Against {acc.labelled} human labels: sensitivity {acc.sensitivity:.3f}, "
-            f"specificity {acc.specificity:.3f} (Rogan-Gladen corrected rates in the tables)."
+            f"specificity {acc.specificity:.3f} (Rogan-Gladen corrected rates in the tables). "
+            f"{LABELS_ASSUMED}"
         )
     if acc.undefined_reason:
         lines.append(f"No corrected rate: {md_text(acc.undefined_reason)}.")

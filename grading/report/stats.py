@@ -1,5 +1,7 @@
-"""The report's statistics (spec §7, §9; docs/report.md): task-level percentile bootstrap of the test-pass
-and mergeable rates, and the Rogan-Gladen correction of the mergeable rate from human labels.
+"""The report's statistics (spec §7, §9; docs/report.md): the cells' rates as means over tasks (their t
+intervals are grading.report.estimands'), the task-level resampling, and the Rogan-Gladen correction of the
+mergeable rate from human labels. The pooled-ratio bootstrap of the rates (:func:`bootstrap_rates`) is the
+report's method before format 3, kept for benchmarks/report_coverage.py.
 
 Pure arithmetic over per-task sums: no run records here (:mod:`grading.report.build` turns runs into sums).
 numpy is imported where a bootstrap runs, so most commands never load it.
@@ -7,6 +9,7 @@ numpy is imported where a bootstrap runs, so most commands never load it.
 
 from __future__ import annotations
 
+import math
 import os
 import random
 from collections.abc import Callable, Sequence
@@ -14,6 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
+
+from grading.report.estimands import RATE_PRIOR_WEIGHT, TaskMean, task_mean
 
 if TYPE_CHECKING:
     import numpy as np
@@ -26,6 +31,11 @@ MIN_LABELLED = 20  # labelled runs needed before the judge-error correction is s
 class Estimate(BaseModel):
     value: float | None
     ci: tuple[float, float] | None = None
+    se: float | None = None  # standard error (of the mean of per-task rates); None where unknown
+    # How ci was made: "t" (t interval on per-task rates), "no_spread" (every task gave the same value:
+    # exact bound on the share of tasks that would not), "bootstrap" (percentile, tasks resampled).
+    method: str | None = None
+    interval_reason: str | None = None  # why ci is null, or what a "no_spread" interval bounds
 
 
 class JudgeAccuracy(BaseModel):
@@ -66,6 +76,11 @@ def _interval(values: list[float], point: float) -> tuple[float, float] | None:
     values.sort()
     tail = (1 - CONFIDENCE) / 2
     return (min(point, percentile(values, tail)), max(point, percentile(values, 1 - tail)))
+
+
+def percentile_interval(values: list[float], point: float) -> tuple[float, float] | None:
+    """The 95% percentile interval of bootstrap replicates, widened to hold ``point`` (see _interval)."""
+    return _interval(values, point)
 
 
 # Per task, the sums every rate is a ratio of: (measured runs, test-pass runs, mergeable runs).
@@ -225,6 +240,33 @@ def bootstrap_rates(
     return rate_estimates(tasks, resample_tasks(tasks, replicates, rng))
 
 
+def as_estimate(mean: TaskMean) -> Estimate:
+    """A :class:`grading.report.estimands.TaskMean` as the report's :class:`Estimate`."""
+    return Estimate(value=mean.value, ci=mean.ci, se=mean.se, method=mean.method, interval_reason=mean.reason)
+
+
+def task_rate_estimates(tasks: Sequence[TaskSums], *, intervals: bool) -> tuple[Estimate, Estimate, Estimate]:
+    """Test-pass rate, mergeable rate and their difference of a cell, each the mean over its tasks of the
+    task's own rate (each task counts once, whatever its runs), with its standard error and 95% t interval
+    over tasks (:func:`grading.report.estimands.task_mean`, the spread with :data:`RATE_PRIOR_WEIGHT`).
+    Without ``intervals``, no interval."""
+    measured = [t for t in tasks if t[0]]
+    rates = [_rates(t) for t in measured]
+    why = None if intervals else "no intervals were asked for (bootstrap 0)"
+    return tuple(  # type: ignore[return-value]
+        as_estimate(
+            task_mean(
+                [r[i] for r in rates],
+                (0.0, 1.0),
+                intervals=intervals,
+                no_interval=why,
+                prior_weight=RATE_PRIOR_WEIGHT,
+            )
+        )
+        for i in range(3)
+    )
+
+
 # Per labelled task: (human-mergeable runs the judge called mergeable, human-mergeable runs,
 # human-not-mergeable runs the judge called not mergeable, human-not-mergeable runs).
 LabelSums = tuple[int, int, int, int]
@@ -270,3 +312,88 @@ def corrected_rate(
     kept = both_sides & (youden > 0)
     draws = np.minimum(1.0, np.maximum(0.0, corrected[kept]))
     return Estimate(value=value, ci=_interval(np.sort(draws).tolist(), value))
+
+
+def resample_means(
+    values: Sequence[tuple[float, ...]], replicates: int, rng: random.Random
+) -> NDArray[np.float64]:
+    """``replicates`` resamples of per-task values, as a (replicates, columns) array of their means over
+    tasks: each draws len(values) tasks with replacement, as ``rng.choices`` would (floor(random() * n)).
+    In blocks, a column at a time, into buffers reused (as :func:`resample_sums`)."""
+    import numpy as np
+
+    population = len(values)
+    table = np.asarray(values, dtype=float).reshape(population, -1)
+    out = np.empty((replicates, table.shape[1]))
+    if replicates == 0 or not population:
+        return out[:0]
+    columns = [np.ascontiguousarray(column) for column in table.T]
+    rows = max(1, _BLOCK_DRAWS // population)
+    draws = np.empty(rows * population)
+    index = np.empty(rows * population, dtype=np.intp)
+    picked = np.empty(rows * population)
+    generator = _mersenne_twister(rng)
+    for start in range(0, replicates, rows):
+        block = min(rows, replicates - start)
+        size = block * population
+        generator.random(out=draws[:size])
+        np.multiply(draws[:size], float(population), out=draws[:size])
+        index[:size] = draws[:size]
+        for j, column in enumerate(columns):
+            np.take(column, index[:size], out=picked[:size])
+            out[start : start + block, j] = picked[:size].reshape(block, population).sum(axis=1)
+    _move_on(rng, generator)
+    out /= population
+    return out
+
+
+def judged_correction(merged: float, judged: float, sensitivity: float, specificity: float) -> float | None:
+    """The mergeable rate had the judge been right, correcting only what it decided: ``merged`` is the
+    share of runs it called mergeable, ``judged`` the share it decided (the rest were stopped by the tests,
+    scope or integrity, and stay not mergeable). Rogan-Gladen on the judged runs' pass share, times their
+    share: (merged − (1 − Sp) · judged) / (Se + Sp − 1), clipped to [0, judged]; None when Se + Sp <= 1."""
+    youden = sensitivity + specificity - 1
+    if youden <= 0:
+        return None
+    return min(judged, max(0.0, (merged - (1 - specificity) * judged) / youden))
+
+
+def corrected_task_rate(
+    tasks: Sequence[tuple[float, float]],
+    accuracy: JudgeAccuracy,
+    labels: Sequence[LabelSums],
+    replicates: int,
+    rng: random.Random,
+) -> Estimate | None:
+    """The judge-error-corrected mergeable rate of a cell from its tasks' (mergeable share, judged share)
+    of measured runs, each task once (:func:`judged_correction` of the means over tasks). Its interval is a
+    percentile bootstrap that resamples the cell's tasks and, independently, the labelled tasks, so the
+    uncertainty of sensitivity and specificity is in it; when more than 2.5% of the replicates find the judge
+    no better than chance the correction is not shown (``value`` None, with the reason)."""
+    if accuracy.sensitivity is None or accuracy.specificity is None or accuracy.undefined_reason:
+        return None
+    if not tasks:
+        return Estimate(value=None)
+    merged = math.fsum(t[0] for t in tasks) / len(tasks)
+    judged = math.fsum(t[1] for t in tasks) / len(tasks)
+    value = judged_correction(merged, judged, accuracy.sensitivity, accuracy.specificity)
+    if value is None or replicates == 0 or len(tasks) < 2:
+        why = None if value is None or replicates == 0 else "one task only: nothing to resample"
+        return Estimate(value=value, interval_reason=why)
+    import numpy as np
+
+    means = resample_means(tasks, replicates, rng)
+    tp, pos, tn, neg = resample_sums(labels, replicates, rng).T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sensitivity, specificity = tp / pos, tn / neg
+        youden = sensitivity + specificity - 1
+        corrected = (means[:, 0] - (1 - specificity) * means[:, 1]) / youden
+    kept = (pos > 0) & (neg > 0) & (youden > 0)
+    if kept.sum() < (1 - (1 - CONFIDENCE) / 2) * replicates:
+        return Estimate(
+            value=None,
+            interval_reason="the judge's sensitivity + specificity is not clearly above 1 (more than 2.5% of "
+            "the label resamples find it no better than chance): the correction is not defined",
+        )
+    draws = np.minimum(means[kept, 1], np.maximum(0.0, corrected[kept]))
+    return Estimate(value=value, ci=_interval(np.sort(draws).tolist(), value), method="bootstrap")

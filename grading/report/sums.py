@@ -57,6 +57,9 @@ class PartSums:
     measured: int = 0  # GradedRun.measured: the runs the rates are over
     passed: int = 0  # measured runs that passed the tests
     merged: int = 0  # measured runs that are mergeable
+    # Measured runs the judge decided: they passed the tests, and scope and integrity did not fail (a run
+    # stopped before the judge keeps its deterministic outcome; the judge-error correction leaves it alone).
+    judged: int = 0
     score_sum: Decimal = Decimal(0)  # merge scores of the mergeable runs that have one
     scored: int = 0
     metrics: dict[str, tuple[Decimal, int]] = field(default_factory=dict)  # name -> (sum, runs)
@@ -74,8 +77,10 @@ class PartSums:
         provisional: bool | None,
         merge_score: float | None,
         integrity_not_measured: Collection[str] = (),
+        checks_passed: bool | None = None,
     ) -> None:
-        """Add ``count`` runs that share these values."""
+        """Add ``count`` runs that share these values (``checks_passed``: scope and integrity, None when
+        not recorded; a run that passed the tests is taken as judged unless they failed)."""
         self.runs += count
         self.statuses[status] = self.statuses.get(status, 0) + count
         if provisional is None:
@@ -92,6 +97,7 @@ class PartSums:
             self.measured += count
             self.passed += count * test_pass
             self.merged += count * mergeable
+            self.judged += count * bool(test_pass and (checks_passed is not False or mergeable))
             if integrity_not_measured:
                 self.unmeasured_runs += count
                 for part in set(integrity_not_measured):
@@ -115,6 +121,7 @@ class PartSums:
         self.measured += other.measured
         self.passed += other.passed
         self.merged += other.merged
+        self.judged += other.judged
         self.score_sum = _EXACT.add(self.score_sum, other.score_sum)
         self.scored += other.scored
         for name, (total, runs) in other.metrics.items():
@@ -149,6 +156,15 @@ def sums_by_task(parts: Iterable[PartSums]) -> dict[str, tuple[int, int, int]]:
             sums[1] += p.passed
             sums[2] += p.merged
     return {task: (s[0], s[1], s[2]) for task, s in by_task.items()}
+
+
+def judged_by_task(parts: Iterable[PartSums]) -> dict[str, int]:
+    """Per task with a measured run, its measured runs the judge decided (:attr:`PartSums.judged`)."""
+    out: dict[str, int] = {}
+    for p in parts:
+        if p.measured:
+            out[p.task] = out.get(p.task, 0) + p.judged
+    return out
 
 
 @dataclass(slots=True)
@@ -232,6 +248,7 @@ def summarise(runs: Sequence[GradedRun]) -> ReportSums:
             provisional=r.provisional,
             merge_score=r.merge_score,
             integrity_not_measured=r.integrity_not_measured,
+            checks_passed=r.checks_passed,
         )
         if r.status != "grader_failure":
             part.add_metrics(1, r.metrics, r.flags)

@@ -11,6 +11,7 @@ from grading.report.models import (
     MIN_REPETITIONS,
     MIN_REPETITIONS_COMPARED,
     Cell,
+    Contrast,
     JudgeUse,
     group_by,
 )
@@ -51,6 +52,10 @@ REPEATED_WARNINGS: dict[str, tuple[re.Pattern[str], str]] = {
         ),
         "judge and model pairs where the judge is of the model's own vendor (self-preference)",
     ),
+    "task_sets": (
+        re.compile(r"(arm|model) contrast .+ − .+ \(.+\): \d+ shared tasks of \d+ and \d+; .+", re.DOTALL),
+        "contrasts whose two sides ran different tasks (the cells rest on tasks a contrast leaves out)",
+    ),
     "one_task": (
         re.compile(r"arm .+, model .+: one task only, so no interval \(tasks are resampled\)", re.DOTALL),
         "arm and model cells with one task only, so no interval (tasks are resampled)",
@@ -63,8 +68,28 @@ def warning_kind(warning: str) -> str | None:
     return next((kind for kind, (shape, _) in REPEATED_WARNINGS.items() if shape.fullmatch(warning)), None)
 
 
+def task_set_warnings(contrasts: Sequence[Contrast]) -> list[str]:
+    """One warning per pair compared whose sides measured different tasks: the contrast is over the shared
+    ones, the cells' rates over all of each side's, so the cells can differ by more or less than it."""
+    out = []
+    for c in contrasts:
+        if c.metric != "test_pass_rate" or (c.tasks == c.tasks_a and c.tasks == c.tasks_b):
+            continue
+        out.append(
+            f"{c.kind} contrast {c.b!r} − {c.a!r} ({'model' if c.kind == 'arm' else 'arm'} {c.fixed!r}): "
+            f"{c.tasks} shared tasks of {c.tasks_a} and {c.tasks_b}; the cells' rates also rest on the "
+            f"{c.tasks_a + c.tasks_b - 2 * c.tasks} tasks only one side ran, so compare the contrast, "
+            "not the cells"
+        )
+    return out
+
+
 def collect_warnings(
-    parts: Sequence[PartSums], judges: list[JudgeUse], accuracy: JudgeAccuracy, cells: list[Cell]
+    parts: Sequence[PartSums],
+    judges: list[JudgeUse],
+    accuracy: JudgeAccuracy,
+    cells: list[Cell],
+    contrasts: Sequence[Contrast] = (),
 ) -> list[str]:
     out: list[str] = []
     not_measured = sum(p.statuses.get("not_measured", 0) for p in parts)
@@ -112,6 +137,7 @@ def collect_warnings(
     few = [c for c in cells if c.measured and c.tasks < 2]
     for c in few:
         out.append(f"arm {c.arm!r}, model {c.model!r}: one task only, so no interval (tasks are resampled)")
+    out += task_set_warnings(contrasts)
     if accuracy.undefined_reason:
         out.append(f"no judge-error-corrected rate: {accuracy.undefined_reason}")
     out += _repetition_warnings(parts)

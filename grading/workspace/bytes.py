@@ -15,7 +15,7 @@ capture therefore:
   did not touch it (:func:`checkout_unchanged`);
 - writes every file that holds a NUL byte, on either side, as a binary patch, whatever git's own test
   (the first 8,000 bytes) says: the diff reader refuses a text hunk holding one
-  (:func:`grading.diffs.holds_binary`, the one rule), so such a diff could not be graded.
+  (:func:`grading.diff_rules.holds_binary`, the one rule), so such a diff could not be graded.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from grading.diffs import holds_binary
+from grading.diff_rules import holds_binary
 from grading.errors import InputError
 from grading.git import Git
 from grading.git_quote import c_quote
@@ -120,12 +120,26 @@ def byte_exact_diff(git: Git, scratch: Path, base_commit: str, flags: Sequence[s
     """``git diff <flags> BASE`` of the work tree as bytes (module docstring). ``git`` runs in the capture's
     scratch git directory (``GIT_DIR``, whose ``info/attributes`` holds ``RAW_ATTRIBUTES``) with its
     scratch index; both may be changed here."""
+    return byte_exact_diff_and_paths(git, scratch, base_commit, flags)[0]
+
+
+def byte_exact_diff_and_paths(
+    git: Git,
+    scratch: Path,
+    base_commit: str,
+    flags: Sequence[str],
+    base_attribute_files: frozenset[str] | None = None,
+) -> tuple[bytes, set[str]]:
+    """:func:`byte_exact_diff`, and the paths git's first diff listed other than deletions: each is in the
+    scratch index. ``base_attribute_files``, when known, are the paths of the base's ``.gitattributes``
+    files (:func:`checkout_unchanged`)."""
     output = git.run("diff", "-z", "--patch-with-raw", "--no-abbrev", *flags, base_commit, "--")
     entries, patch = split_raw(output, git.cwd)
-    unchanged = checkout_unchanged(git, scratch, base_commit, entries)
+    listed = {e.path for e in entries if e.status != "D"}
+    unchanged = checkout_unchanged(git, scratch, base_commit, entries, base_attribute_files)
     binary = sections_holding_nul(patch, entries, git.cwd)
     if not unchanged and not binary:
-        return patch
+        return patch, listed
     if unchanged:
         # The index entry of each becomes the base blob, marked assume-unchanged: git takes it as it is.
         by_path = {e.path: e for e in entries}
@@ -138,10 +152,16 @@ def byte_exact_diff(git: Git, scratch: Path, base_commit: str, flags: Sequence[s
     patch = git.run("diff", *flags, base_commit, "--")
     if holds_binary(patch):
         raise InputError(git.cwd, "the capture's diff still holds a NUL byte outside a binary patch")
-    return patch
+    return patch, listed
 
 
-def checkout_unchanged(git: Git, scratch: Path, base_commit: str, entries: list[DiffEntry]) -> list[str]:
+def checkout_unchanged(
+    git: Git,
+    scratch: Path,
+    base_commit: str,
+    entries: list[DiffEntry],
+    base_attribute_files: frozenset[str] | None = None,
+) -> list[str]:
     """Those modified files whose bytes on disk are exactly what a checkout of ``base_commit`` writes for
     them, where that is not the blob itself (the base's ``.gitattributes`` convert them on checkout).
 
@@ -155,7 +175,7 @@ def checkout_unchanged(git: Git, scratch: Path, base_commit: str, entries: list[
     ]
     if not candidates:
         return []
-    if not _may_convert(git, base_commit, candidates):
+    if not _may_convert(git, base_commit, candidates, base_attribute_files):
         return []
     home, tree = scratch / "base-checkout", scratch / "base-checkout-tree"
     home.mkdir()
@@ -186,7 +206,7 @@ def checkout_unchanged(git: Git, scratch: Path, base_commit: str, entries: list[
     return [p for p in converted if _same_bytes(git.cwd / p, tree / p)]
 
 
-def _may_convert(git: Git, base_commit: str, paths: list[str]) -> bool:
+def _may_convert(git: Git, base_commit: str, paths: list[str], known: frozenset[str] | None = None) -> bool:
     """Whether a ``.gitattributes`` of the base that applies to one of ``paths`` (in its directory or one
     above) names a converting attribute at all: a cheap look, so that a repository whose attributes
     convert nothing on checkout (``* text=auto``, ``*.png binary``) never pays for the exact one."""
@@ -195,6 +215,8 @@ def _may_convert(git: Git, base_commit: str, paths: list[str]) -> bool:
         parts = path.split("/")[:-1]
         dirs.update("/".join(parts[: i + 1]) + "/" for i in range(len(parts)))
     files = [f"{d}{_ATTRIBUTES_FILE}" for d in sorted(dirs)]
+    if known is not None and known.isdisjoint(files):
+        return False  # the snapshot's record lists the base's .gitattributes files: none applies
     listing = git.run("--literal-pathspecs", "ls-tree", "-z", "--full-tree", base_commit, "--", *files)
     blobs = [entry.split(b" ")[2].split(b"\t")[0] for entry in listing.split(b"\0") if entry]
     if not blobs:

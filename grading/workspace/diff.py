@@ -33,8 +33,9 @@ false, and the CLI says so).
 
 Version 4 (what ``write_snapshot`` writes) has the v3 text and a private record beside the file: the
 directory ``FILE.git`` (:func:`record_path`), a git directory of its own holding a pack of HEAD's and the
-index's objects, HEAD, every ref, a copy of the index and a manifest of the workspace's ``.git`` (kind,
-stat and sha256 of every path; for ``.git/index`` the hash of its entries, not of its stat cache). A
+index's objects, HEAD, every ref, a copy of the index, the paths of HEAD's ``.gitattributes`` files and a
+manifest of the workspace's ``.git`` (kind, stat and sha256 of every path; for ``.git/index`` the hash of
+its entries, not of its stat cache). A
 capture from it reads nothing of the workspace's ``.git``: git runs with the record as ``GIT_DIR``, so a
 run that broke or removed ``.git`` is diffed like any other, and the paths under ``.git`` that differ from
 the manifest are written to ``git_dir_changes.txt`` (docs/capture.md says what counts).
@@ -112,9 +113,8 @@ import shutil
 import stat
 import tempfile
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-
-from pydantic import BaseModel, field_serializer
 
 from grading.errors import InputError
 from grading.git_quote import c_quote
@@ -133,11 +133,13 @@ from grading.path_lists import (
     read_snapshot_file,
 )
 from grading.run_files import DIFF_NAME, GIT_DIR_CHANGES_NAME, IGNORED_CREATED_NAME
-from grading.workspace.bytes import byte_exact_diff
+from grading.workspace.bytes import byte_exact_diff_and_paths
 from grading.workspace.git import (
+    GitLayout,
     WorkspaceGit,
     alternates_value,
     git_path,
+    look_up,
     nul_joined,
     resolve_base,
     scratch_git_dir,
@@ -147,6 +149,7 @@ from grading.workspace.ignores import base_ignore_files, find_self_ignoring_dirs
 from grading.workspace.record import (
     RECORD_EXCLUDE,
     IndexLister,
+    head_attribute_files,
     list_git_dir_changes,
     open_record,
     record_git,
@@ -176,43 +179,52 @@ _DIFF_FLAGS: tuple[str, ...] = (
 )
 
 
-class CaptureResult(BaseModel):
-    """What ``capture`` wrote into the run directory."""
+@dataclass
+class CaptureResult:
+    """What ``capture`` wrote into the run directory. A dataclass, not a pydantic model: `rubric capture`
+    loads no pydantic, whose import was most of the command's start-up."""
 
     base_commit: str
     diff_path: str
     diff_bytes: int
     files_changed: int
     ignored_created: list[str]
-    nested_repositories: list[str] = []  # their files are in the diff as ordinary added files
-    unrepresentable: list[str] = []  # new files git refuses to track (.GIT/x); also in ignored_created
+    nested_repositories: list[str] = field(
+        default_factory=list
+    )  # their files are in the diff as ordinary added files
+    unrepresentable: list[str] = field(
+        default_factory=list
+    )  # new files git refuses to track (.GIT/x); also in ignored_created
     # False for a v1 snapshot: untracked vs ignored was then decided with the current .git/info/exclude
     exclude_rules_recorded: bool = True
     # .git/info/exclude differs from the snapshot's (the capture used the snapshot's)
     info_exclude_changed: bool = False
     # False for a v1/v2 snapshot: the base commit's .gitignore files stood in for the ones before the run
     ignore_files_recorded: bool = True
-    self_ignoring_dirs: list[SelfIgnoringDir] = []  # in ignored_created.txt as one "dir/" line each
-    ignored_in_diff: list[str] = []  # ignored only by rules written during the run: in the diff
+    self_ignoring_dirs: list[SelfIgnoringDir] = field(
+        default_factory=list
+    )  # in ignored_created.txt as one "dir/" line each
+    ignored_in_diff: list[str] = field(
+        default_factory=list
+    )  # ignored only by rules written during the run: in the diff
     # paths under .git the run changed (git_dir_changes.txt); None without a private record (v3 snapshot)
     git_dir_changes: list[str] | None = None
     # FIFOs, sockets and devices in the work tree: absent from the diff, never read (ignored_created.txt)
-    special_files: list[str] = []
+    special_files: list[str] = field(default_factory=list)
 
-    @field_serializer(
-        "ignored_created", "nested_repositories", "unrepresentable", "ignored_in_diff", "special_files"
-    )
-    def _json_safe(self, paths: list[str]) -> list[str]:
-        # JSON cannot carry bytes that are not UTF-8: show them as \xNN, as grading.git_quote.path_text does.
-        return [fs_text(p) for p in paths]
-
-    @field_serializer("git_dir_changes")
-    def _json_safe_changes(self, paths: list[str] | None) -> list[str] | None:
-        return None if paths is None else [fs_text(p) for p in paths]
-
-    @field_serializer("diff_path")
-    def _json_safe_path(self, path: str) -> str:
-        return fs_text(path)
+    def json_safe(self) -> dict[str, object]:
+        """The result as ``--json`` prints it. JSON cannot carry bytes that are not UTF-8: paths show them
+        as \\xNN, as grading.git_quote.path_text does."""
+        data = asdict(self)
+        for key in ("ignored_created", "nested_repositories", "unrepresentable", "ignored_in_diff"):
+            data[key] = [fs_text(p) for p in data[key]]
+        data["special_files"] = [fs_text(p) for p in self.special_files]
+        data["git_dir_changes"] = (
+            None if self.git_dir_changes is None else [fs_text(p) for p in self.git_dir_changes]
+        )
+        data["diff_path"] = fs_text(self.diff_path)
+        data["self_ignoring_dirs"] = [d.json_safe() for d in self.self_ignoring_dirs]
+        return data
 
 
 def _toplevel_git(workspace: Path) -> WorkspaceGit:
@@ -254,7 +266,8 @@ def _walk_nested(git: WorkspaceGit, directory: str) -> list[str]:
     return sorted(found)
 
 
-class _Scan(BaseModel):
+@dataclass
+class _Scan:
     untracked: list[str]  # untracked, not ignored, outside nested repositories
     nested_repositories: list[str]  # untracked or staged as a gitlink, not ignored
     nested_files: list[str]  # not-ignored files inside them
@@ -263,8 +276,19 @@ class _Scan(BaseModel):
 
 def _scan(git: WorkspaceGit, staged_repositories: Sequence[str] = ()) -> _Scan:
     """The file lists; ``staged_repositories`` are nested repositories the agent staged as gitlinks."""
-    others = split_z(git.run("ls-files", "-z", "--others", "--exclude-standard"))
-    ignored_entries = split_z(git.run("ls-files", "-z", "--others", "--ignored", "--exclude-standard"))
+    # One walk of the work tree lists both: "?? path" untracked, "!! path" ignored, where two ls-files runs
+    # (--others, and --others --ignored) would walk it twice in two processes. Tracked entries are skipped.
+    listing = git.run(
+        "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=traditional", "--no-renames",
+        "--ignore-submodules=all",
+    )  # fmt: skip
+    others: list[str] = []
+    ignored_entries: list[str] = []
+    for entry in listing.split(b"\0"):
+        if entry.startswith(b"?? "):
+            others.append(os.fsdecode(entry[3:]))
+        elif entry.startswith(b"!! "):
+            ignored_entries.append(os.fsdecode(entry[3:]))
     # Without --directory git lists files one by one, except a nested repository: that is one "dir/" entry.
     ignored = [p for p in ignored_entries if not p.endswith("/")]
     for nested in (p for p in ignored_entries if p.endswith("/")):
@@ -322,15 +346,20 @@ def _read_bytes_or_empty(path: Path) -> bytes:
 
 
 def _use_scratch(
-    git: WorkspaceGit, scratch: Path, info_exclude: bytes, fallback: Sequence[Path] = ()
+    git: WorkspaceGit,
+    scratch: Path,
+    info_exclude: bytes,
+    fallback: Sequence[Path] = (),
+    layout: GitLayout | None = None,
 ) -> None:
     """Point ``git`` at a scratch git directory, index copy and object directory inside ``scratch``.
 
     The repository's objects stay readable (alternates) and its work tree is the work tree; nothing of its
     git directory is written. The scratch directory's ``info/exclude`` holds ``info_exclude``.
     """
-    real_index = git_path(git, "index")
-    objects = git_path(git, "objects").resolve()
+    if layout is None:
+        layout, _ = look_up(git)
+    real_index, objects = layout.index, layout.objects
     scratch_index = scratch / "index"
     if real_index.is_file():
         # copy2 keeps the index's mtime: git takes an entry whose file changed in the same second as the
@@ -338,7 +367,9 @@ def _use_scratch(
         # fresh mtime on the copy would hide a same-size edit made right after `git status` or a checkout.
         shutil.copy2(real_index, scratch_index)
     (scratch / "objects").mkdir()
-    git_dir = scratch_git_dir(git, scratch, real_index.parent, info_exclude)
+    git_dir = scratch_git_dir(
+        git, scratch, real_index.parent, info_exclude, object_format=layout.object_format
+    )
     git.extra_env = {
         "GIT_DIR": str(git_dir),
         "GIT_WORK_TREE": str(git.workspace),
@@ -357,15 +388,14 @@ def take_snapshot(workspace: Path, record: Path | None = None) -> Snapshot:
     info_exclude = _read_info_exclude(git)
     # The scan runs exactly as the capture's will, from a scratch git directory holding these same bytes.
     with tempfile.TemporaryDirectory(prefix="rubric-snapshot-") as scratch_name:
-        real_index = git_path(git, "index")
-        objects = git_path(git, "objects").resolve()
+        layout, _ = look_up(git)
         real = WorkspaceGit(git.workspace)  # the workspace's own git directory, read only, for the record
         real.config = list(git.config)
-        _use_scratch(git, Path(scratch_name), info_exclude)
+        _use_scratch(git, Path(scratch_name), info_exclude, layout=layout)
         scan = _scan(git)
         ignore_files = _read_ignore_files(git, scan)
         if record is not None:
-            write_record(real, real_index, objects, record)
+            write_record(real, layout.index, layout.objects, record)
     return Snapshot(version=4, ignored=scan.ignored, info_exclude=info_exclude, ignore_files=ignore_files)
 
 
@@ -429,18 +459,26 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
     git_dir_changes: list[str] | None = None
     if record is None:
         git = _toplevel_git(workspace)
-        base_commit = resolve_base(git, base)
+        layout, found = look_up(git, base)
+        base_commit = found if found is not None else resolve_base(git, base)
     else:
         # Nothing of the workspace's .git is read: the run may have broken or removed it.
         git = record_git(workspace, record)
-        base_commit, fallback = resolve_in_record(git, record, base)
+        layout, found = look_up(git, base)
+        if found is not None:
+            base_commit = found
+        else:
+            base_commit, fallback = resolve_in_record(git, record, base)
         git_dir_changes = list_git_dir_changes(git.workspace, record, IndexLister(git, record))
     before_paths = set(snap.ignored)
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(out_dir, "run directory is not a directory")
     for name in (DIFF_NAME, IGNORED_CREATED_NAME, GIT_DIR_CHANGES_NAME):
         _refuse_non_regular(out_dir / name)
-    staged_repositories = _new_gitlinks(git, base_commit)
+    # One listing of the index (tags, modes, names) serves the staged gitlinks and the hiding bits; the
+    # scratch index the capture changes is a copy of this one.
+    index_listing = git.run("ls-files", "-z", "--stage", "-v")
+    staged_repositories = _new_gitlinks(git, base_commit, index_listing)
     current_exclude = _read_info_exclude(git) if record is None else None
     # A v1 snapshot did not record the rules: the current ones are all there is (module docstring).
     info_exclude = snap.info_exclude if snap.info_exclude is not None else current_exclude or b""
@@ -464,7 +502,7 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
         # Everything from here on (the scan, git add -N, the diff) sees the same scratch git directory, so
         # a file the scan calls untracked is one git add accepts and the diff shows.
         scratch = Path(scratch_name)
-        _use_scratch(git, scratch, info_exclude, fallback)
+        _use_scratch(git, scratch, info_exclude, fallback, layout)
         if special_files:
             # Absent from the work tree for the diff: a tracked one leaves the scratch index, so the diff
             # shows it deleted without git opening it (an untracked one git does not list anyway).
@@ -475,9 +513,11 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
         in_dirs = {f for d in self_ignoring for f in d.files}
         rest = [p for p in created if p not in in_dirs]
         # A file that only rules written during the run ignore is an ordinary new file (module docstring).
-        still_ignored = ignored_by(git, scratch, info_exclude, old_ignore_files, rest, before)
+        still_ignored = ignored_by(
+            git, scratch, info_exclude, old_ignore_files, rest, before, object_format=layout.object_format
+        )
         surfaced = [p for p in rest if p not in still_ignored]
-        _clear_hiding_bits(git)
+        _clear_hiding_bits(git, index_listing, special_files)
         if scan.untracked:
             # --literal-pathspecs: a file named '*.py' is that file, not a glob over the work tree.
             # --ignore-errors: one name git refuses (.GIT/x) must not stop the others; exit 1 says so.
@@ -497,11 +537,17 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
             # the files themselves and reads no ignore rule.
             files = [*scan.nested_files, *surfaced]
             git.run("update-index", "--add", "-z", "--stdin", stdin=nul_joined(files))
-        diff = byte_exact_diff(git, scratch, base_commit, _DIFF_FLAGS)
-        in_index = set(split_z(git.run("ls-files", "-z")))
+        attribute_files = None if record is None else head_attribute_files(record, base_commit)
+        diff, listed = byte_exact_diff_and_paths(git, scratch, base_commit, _DIFF_FLAGS, attribute_files)
+        added = (*scan.untracked, *scan.nested_files, *surfaced)
+        # An added file the diff lists is in the index; only one it does not (refused by git, or equal to
+        # a base blob the index no longer had) needs the index listing.
+        in_index = listed
+        if any(p not in listed for p in added):
+            in_index = set(split_z(git.run("ls-files", "-z")))
     # Names git refuses to track anywhere (a '.GIT' directory): no diff can carry them, so they are listed
     # with the ignored files, where denied_globs still sees them.
-    unrepresentable = sorted(p for p in (*scan.untracked, *scan.nested_files, *surfaced) if p not in in_index)
+    unrepresentable = sorted(p for p in added if p not in in_index)
 
     ignored_created = sorted(set(still_ignored) | set(unrepresentable))
     try:
@@ -542,39 +588,45 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
     )
 
 
-def _gitlinks(listing: bytes) -> list[str]:
-    """Paths of mode 160000 in ``ls-files --stage -z`` or ``ls-tree -r -z`` output."""
+def _gitlinks(listing: bytes, *, tagged: bool = False) -> list[str]:
+    """Paths of mode 160000 in ``ls-tree -r -z`` output, or with ``tagged`` in ``ls-files -z --stage -v``
+    output (each entry starts with a one-letter tag and a space)."""
     found = []
     for entry in listing.split(b"\0"):
         meta, _, name = entry.partition(b"\t")
-        if meta.startswith(b"160000 "):
+        if (meta[2:] if tagged else meta).startswith(b"160000 "):
             found.append(os.fsdecode(name))
     return found
 
 
-def _new_gitlinks(git: WorkspaceGit, base_commit: str) -> list[str]:
+def _new_gitlinks(git: WorkspaceGit, base_commit: str, index_listing: bytes) -> list[str]:
     """Nested repositories the agent staged or committed (`git add nested` makes a gitlink): the base has
-    no gitlink there. Their files go into the diff, as for an untracked nested repository."""
-    staged = _gitlinks(git.run("ls-files", "-z", "--stage"))
+    no gitlink there. Their files go into the diff, as for an untracked nested repository.
+    ``index_listing`` is ``ls-files -z --stage -v`` of the index."""
+    staged = _gitlinks(index_listing, tagged=True)
     if not staged:
         return []
     in_base = set(_gitlinks(git.run("ls-tree", "-r", "-z", "--full-tree", base_commit)))
     return [p for p in staged if p not in in_base]
 
 
-def _clear_hiding_bits(git: WorkspaceGit) -> None:
-    """Clear assume-unchanged and skip-worktree in the scratch index: both hide edits from git diff."""
-    listing = git.run("ls-files", "-z", "-v")
-    assumed: list[bytes] = []
-    skipped: list[bytes] = []
-    for entry in listing.split(b"\0"):
+def _clear_hiding_bits(git: WorkspaceGit, index_listing: bytes, removed: Sequence[str]) -> None:
+    """Clear assume-unchanged and skip-worktree in the scratch index: both hide edits from git diff.
+    ``index_listing`` is ``ls-files -z --stage -v`` of the index it was copied from, and ``removed`` the
+    paths taken out of the copy since."""
+    gone = {os.fsencode(p) for p in removed}
+    assumed: dict[bytes, None] = {}  # a conflicted path is listed once per stage
+    skipped: dict[bytes, None] = {}
+    for entry in index_listing.split(b"\0"):
         if len(entry) < 3:
             continue
-        tag, name = entry[:1], entry[2:]
+        tag, name = entry[:1], entry.partition(b"\t")[2]
+        if name in gone:
+            continue
         if tag.islower():
-            assumed.append(name)
+            assumed[name] = None
         if tag.upper() == b"S":
-            skipped.append(name)
+            skipped[name] = None
     if assumed:
         git.run("update-index", "--no-assume-unchanged", "-z", "--stdin", stdin=nul_joined(assumed))
     if skipped:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from grading.errors import InputError
@@ -112,6 +113,43 @@ def resolve_base(git: WorkspaceGit, base: str) -> str:
     return commit
 
 
+@dataclass(frozen=True, slots=True)
+class GitLayout:
+    """Where a capture's or snapshot's git keeps its index and objects, and its object format."""
+
+    index: Path
+    objects: Path  # resolved
+    object_format: str
+
+
+def look_up(git: WorkspaceGit, base: str | None = None) -> tuple[GitLayout, str | None]:
+    """The layout of ``git``'s repository and, with ``base``, the commit it names (None when it names no
+    commit): one ``git rev-parse`` where :func:`git_path`, :func:`resolve_base` and ``--show-object-format``
+    would be four (each git process is a fixed cost of every capture)."""
+    args = ["rev-parse", "--show-object-format", "--git-path", "index", "--git-path", "objects"]
+    if base is not None:
+        args += ["--verify", "--quiet", "--end-of-options", f"{base}^{{commit}}"]
+    result = git.result(*args)
+    lines = result.stdout.split(b"\n")
+    # object format, index, objects, [commit], "" (a path holding a newline: ask one thing at a time)
+    expected = 4 if base is None or result.returncode != 0 else 5
+    if result.returncode not in (0, 1, 128) or len(lines) != expected or lines[-1]:
+        layout = GitLayout(
+            git_path(git, "index"),
+            git_path(git, "objects").resolve(),
+            git.run("rev-parse", "--show-object-format").decode("ascii", "replace").strip(),
+        )
+        return layout, None if base is None else resolve_base(git, base)
+    layout = GitLayout(
+        git.workspace / os.fsdecode(lines[1]),
+        (git.workspace / os.fsdecode(lines[2])).resolve(),
+        lines[0].decode("ascii", "replace").strip(),
+    )
+    if base is None or result.returncode != 0:
+        return layout, None
+    return layout, lines[3].decode("ascii", "replace").strip() or None
+
+
 def git_path(git: WorkspaceGit, name: str) -> Path:
     out = os.fsdecode(git.run("rev-parse", "--git-path", name).rstrip(b"\n"))
     return git.workspace / out  # absolute for linked worktrees, relative to the work tree otherwise
@@ -135,10 +173,17 @@ def nul_joined(names: Iterable[bytes | str]) -> bytes:
 
 
 def scratch_git_dir(
-    git: Git, scratch: Path, index_dir: Path, info_exclude: bytes, *, attributes: str | None = None
+    git: Git,
+    scratch: Path,
+    index_dir: Path,
+    info_exclude: bytes,
+    *,
+    attributes: str | None = None,
+    object_format: str | None = None,
 ) -> Path:
     """A scratch git directory whose ``info/exclude`` is ``info_exclude`` and whose ``info/attributes``
-    (``attributes``; by default :data:`RAW_ATTRIBUTES`) outranks the workspace's.
+    (``attributes``; by default :data:`RAW_ATTRIBUTES`) outranks the workspace's; ``object_format`` is the
+    repository's (asked of git when not given).
 
     A ``-diff`` or ``binary`` attribute (in ``.gitattributes``, or in ``.git/info/attributes``, which no
     diff shows) turns a text change into a binary patch: the judge could not read it and max_changed_lines
@@ -146,7 +191,8 @@ def scratch_git_dir(
     ``eol``, ``ident``, ``working-tree-encoding``, filters) are off: the diff is of the bytes on disk
     (grading/workspace/bytes.py).
     """
-    object_format = git.run("rev-parse", "--show-object-format").decode("ascii", "replace").strip()
+    if object_format is None:
+        object_format = git.run("rev-parse", "--show-object-format").decode("ascii", "replace").strip()
     git_dir = scratch / "gitdir"
     for sub in ("refs", "objects", "info"):
         (git_dir / sub).mkdir(parents=True)

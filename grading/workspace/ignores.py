@@ -128,6 +128,8 @@ def ignored_by(
     ignore_files: Mapping[str, bytes],
     paths: Sequence[str],
     source: Path,
+    *,
+    object_format: str | None = None,
 ) -> set[str]:
     """Those of ``paths`` that the old rules ignore: ``ignore_files`` (the ``.gitignore`` files before the
     run) and ``info_exclude``, asked of git in a shadow work tree that holds only those files."""
@@ -144,7 +146,7 @@ def ignored_by(
         raise InputError(source, f"the recorded .gitignore files do not form a tree: {exc}") from exc
     home = scratch / "old-rules"
     home.mkdir()
-    git_dir = scratch_git_dir(git, home, home, info_exclude)
+    git_dir = scratch_git_dir(git, home, home, info_exclude, object_format=object_format)
     old = WorkspaceGit(shadow, {"GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(shadow),
                         "GIT_INDEX_FILE": str(home / "index")})  # fmt: skip
     old.config = list(git.config)

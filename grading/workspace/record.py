@@ -10,9 +10,8 @@ import re
 import shutil
 import stat
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
-
-from pydantic import BaseModel
 
 from grading.errors import InputError
 from grading.path_lists import SNAPSHOT_HEADER, quote_path, read_lines, unquote_path
@@ -24,6 +23,9 @@ _RECORD_MANIFEST = "git-dir-manifest"
 _RECORD_FALLBACK = "workspace-objects"  # the workspace's object directory at snapshot time
 RECORD_EXCLUDE = "workspace-info-exclude"  # where the workspace's info/exclude was at snapshot time
 _HASH_CHUNK = 1 << 20
+_RECORD_ATTRIBUTES = "head-attributes"  # HEAD, then the paths of its .gitattributes files
+_ATTRIBUTES = b".gitattributes"
+_OBJECT_ID = re.compile(rb"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 def record_path(snapshot_file: Path) -> Path:
@@ -73,7 +75,9 @@ def _fill_record(git: WorkspaceGit, real_index: Path, objects: Path, record: Pat
         )
     (record / "config").write_text(config)
     # The objects a diff against HEAD needs: HEAD's commit, tree and blobs, and the blobs of the index.
-    wanted = git.run("rev-list", "--objects", "--no-object-names", "--no-walk", "HEAD") if head else b""
+    named = git.run("rev-list", "--objects", "--no-walk", "HEAD") if head else b""
+    wanted = b"".join(line.split(b" ", 1)[0] + b"\n" for line in named.split(b"\n") if line)
+    _write_head_attributes(record, head, named)
     staged = [
         entry.split(b" ")[1]
         for entry in git.run("ls-files", "-z", "--stage").split(b"\0")
@@ -97,6 +101,40 @@ def _fill_record(git: WorkspaceGit, real_index: Path, objects: Path, record: Pat
     (record / _RECORD_MARKER).write_text(SNAPSHOT_HEADER + "\n")
 
 
+def _write_head_attributes(record: Path, head: bytes, named: bytes) -> None:
+    """Record where HEAD's tree holds a ``.gitattributes`` (``rev-list --objects`` output, ``named``), so a
+    capture against HEAD knows without asking git that no attribute converts a file it did not touch. Not
+    written when a name cannot be told apart (a newline in a path): the capture then asks git."""
+    if not head:
+        return
+    paths: list[str] = []
+    for line in named.split(b"\n"):
+        if not line:
+            continue
+        oid, _, name = line.partition(b" ")
+        if _OBJECT_ID.fullmatch(oid) is None:
+            return
+        if name == _ATTRIBUTES or name.endswith(b"/" + _ATTRIBUTES):
+            paths.append(os.fsdecode(name))
+    text = head.decode("ascii") + "\n" + "".join(quote_path(p) + "\n" for p in paths)
+    (record / _RECORD_ATTRIBUTES).write_text(text, encoding="utf-8")
+
+
+def head_attribute_files(record: Path, base_commit: str) -> frozenset[str] | None:
+    """The paths of HEAD's ``.gitattributes`` files at snapshot time when ``base_commit`` is that HEAD;
+    None when the record does not say (an older record, another base)."""
+    try:
+        lines = (record / _RECORD_ATTRIBUTES).read_text(encoding="utf-8").split("\n")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if lines[0] != base_commit:
+        return None
+    try:
+        return frozenset(unquote_path(line) for line in lines[1:] if line)
+    except ValueError:
+        return None
+
+
 class IndexLister:
     """The entries of an index file (paths, modes, object ids, stages, flags; not the stat cache), hashed:
     what ``git status`` rewrites without changing any entry hashes the same."""
@@ -114,7 +152,8 @@ class IndexLister:
         return "entries:" + hashlib.sha256(listing).hexdigest()
 
 
-class _GitDirEntry(BaseModel):
+@dataclass
+class _GitDirEntry:
     """One path under the workspace's ``.git`` at snapshot time."""
 
     path: str  # relative to the workspace: ".git/config"

@@ -39,14 +39,16 @@ import signal
 import subprocess
 import tempfile
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING
 
 from grading.atomic import write_atomic
 from grading.errors import InputError
 from grading.run_files import LISTING_ERROR_MAX_BYTES, TESTS_BASE_NAME, TESTS_LIST_ERROR_NAME, TESTS_LIST_NAME
-from grading.schema import TestsConfig
+
+if TYPE_CHECKING:  # the rubric schema is large; `rubric capture` without --manifest never needs it
+    from grading.schema import TestsConfig
 
 __all__ = [
     "TESTS_BASE_NAME",
@@ -83,7 +85,8 @@ class ListingFailed(Exception):
         self.stderr_tail = stderr_tail
 
 
-class TestListing(BaseModel):
+@dataclass
+class TestListing:
     """What :func:`run_test_list` wrote."""
 
     __test__ = False  # not a pytest test class
@@ -91,6 +94,9 @@ class TestListing(BaseModel):
     path: str
     test_ids: int  # non-blank lines
     bytes: int
+
+    def json_safe(self) -> dict[str, object]:
+        return asdict(self)
 
 
 def list_command(tests: TestsConfig | None, manifest_path: Path) -> list[str] | None:

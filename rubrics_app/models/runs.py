@@ -469,6 +469,7 @@ class ReportRow(models.Model):
                     "mergeable",
                     "merge_score",
                     "integrity_not_measured",
+                    "checks_passed",
                 ],
                 name="report_row_outcomes",
             ),

@@ -20,10 +20,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from grading import (
+    INTERVALS_TEXT,
     METRIC_NAMES,
     REPEATED_WARNINGS,
     contrast_estimate,
     contrast_label,
+    corrected_contrast_label,
+    corrected_contrast_text,
     metric_lines,
     precision_text,
     render_report_html,
@@ -120,6 +123,10 @@ def _page_context(
             for c in report.contrasts
         ],
         "chart": rates_chart(report.cells, report.bootstrap) if report.cells else None,
+        "intervals_text": INTERVALS_TEXT,
+        "corrected_rows": [
+            (c, corrected_contrast_label(c), corrected_contrast_text(c)) for c in report.corrected_contrasts
+        ],
         "metric_lines": metric_lines(report.cells),
         "histograms": [
             (

@@ -143,16 +143,23 @@ def django_db_modify_db_settings(
     django_db_modify_db_settings_parallel_suffix: None, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[None]:
     # A file, not SQLite's in-memory test database, so a real Celery worker process sees the same data; and a
-    # name of its own per test session so engineers running the suite at once do not share one database.
+    # name of its own per test process so engineers running the suite at once, and the xdist workers of one
+    # run (each a process of its own: pytest-django has already suffixed the name with _gw0, _gw1, ...), do
+    # not share one database. tmp_path_factory is per xdist worker too.
 
     db = settings.DATABASES["default"]
     test = db.setdefault("TEST", {})
     if db["ENGINE"] == "django.db.backends.sqlite3":
         test["NAME"] = str(tmp_path_factory.mktemp("db") / "test_rubrics.sqlite3")
-    elif not test.get("NAME"):
-        test["NAME"] = f"test_{db['NAME']}_{os.getpid()}"
-    # Jobs sent by tests go to a queue of this session only: a demo worker (on "rubrics") never takes them.
+    else:
+        test["NAME"] = f"{test.get('NAME') or 'test_' + db['NAME']}_{os.getpid()}"
+    # Jobs sent by tests go to a queue of this process only: a demo worker (on "rubrics") never takes them,
+    # nor does the Celery worker another xdist worker started.
     settings.CELERY_TASK_DEFAULT_QUEUE = celery_app.conf.task_default_queue = f"rubrics-test-{os.getpid()}"
+    # The sweeps' provider limits held in Redis: this process's own keys (its Celery workers inherit the
+    # environment), so parallel workers' sweeps never wait on each other's calls.
+    prefix = f"rubrics-test-{os.getpid()}:sweep-limits"
+    settings.SWEEP_LIMITS_KEY_PREFIX = os.environ["SWEEP_LIMITS_KEY_PREFIX"] = prefix
     yield
     with contextlib.suppress(Exception):  # leftovers of tests that sent jobs without a worker
         _forget_queue(celery_app, settings.CELERY_TASK_DEFAULT_QUEUE)

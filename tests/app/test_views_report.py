@@ -410,7 +410,9 @@ def test_contrasts_come_first_as_a_forest_plot_with_their_table_and_figure_downl
         and "guided − base (model m1) · 2 tasks · few tasks" in forest
     )
     table = html.split('id="report-contrasts"')[1].split("</table>")[0]
-    assert table.count("<tr>") == 1 + 3 and "(few tasks)" in table and "±5 pp" in table
+    # Every task gives the same runs in both arms: no spread, never "within ±5 pp" (issue 31).
+    assert table.count("<tr>") == 1 + 3 and "(few tasks)" in table and "no spread between tasks" in table
+    assert "within ±5 pp" not in table
 
     # Each chart downloads as an .svg file of its own: the page's drawing.
     figure = reverse("rubrics:report_figure", args=[task.repository_id])

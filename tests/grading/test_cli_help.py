@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from grading.cli.rubric import build_parser, main, plain_help
+from grading.cli.rubric import COMMAND_HELP, build_parser, main, plain_help
 
 SUBCOMMANDS = sorted(
     name
@@ -25,6 +25,18 @@ def help_text(*args: str, capsys: pytest.CaptureFixture[str]) -> str:
         main([*args, "--help"])
     assert done.value.code == 0
     return capsys.readouterr().out
+
+
+def test_the_top_level_help_says_what_each_subcommand_registers() -> None:
+    # `rubric --help` lists the subcommands from COMMAND_HELP without loading them: the words must be the
+    # ones each module registers, and every subcommand must be there.
+    registered = {
+        choice.dest: choice.help
+        for action in build_parser()._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for choice in action._choices_actions
+    }
+    assert registered == COMMAND_HELP
 
 
 def test_every_subcommand_is_listed() -> None:

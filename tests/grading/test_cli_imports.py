@@ -19,7 +19,10 @@ JUDGE_ONLY = ("asyncio", "sqlite3", "ssl", "anthropic", "openai", "httpx2", "gra
 PROBE = """
 import json, sys
 from grading.cli.rubric import main
-code = main(sys.argv[1:])
+try:
+    code = main(sys.argv[1:])
+except SystemExit as exc:  # --help
+    code = exc.code
 print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 """
 
@@ -72,6 +75,41 @@ def test_a_judge_command_loads_the_runner_but_no_provider_sdk_for_a_scripted_jud
     assert code == 0
     assert "grading.judge.runner" in modules
     assert not modules & {"anthropic", "openai", "httpx2"}
+
+
+def test_the_top_level_help_loads_no_subcommand() -> None:
+    # `rubric --help` lists the subcommands without loading them: no pydantic, schema, YAML, judge or SDK.
+    code, modules = loaded_by("--help")
+    assert code == 0
+    subcommands = {m for m in modules if m.startswith("grading.cli.") and m != "grading.cli.rubric"}
+    assert not subcommands, sorted(subcommands)
+    heavy = {"pydantic", "yaml", "numpy", "importlib.metadata", "grading.schema", *JUDGE_ONLY}
+    assert not modules & heavy, sorted(modules & heavy)
+
+
+def test_snapshot_and_capture_load_neither_pydantic_nor_the_judge(git_repo: GitRepo, tmp_path: Path) -> None:
+    git_repo.write("src/a.py", "a\n")
+    git_repo.commit("base")
+    snapshot = tmp_path / "snapshot"
+    code, modules = loaded_by("snapshot", str(git_repo.path), "--output", str(snapshot))
+    assert code == 0 and not modules & {"pydantic", "yaml", "grading.diffs"}
+    git_repo.write("src/a.py", "b\n")
+    code, modules = loaded_by(
+        "capture",
+        str(git_repo.path),
+        "--base",
+        "HEAD",
+        "--before",
+        str(snapshot),
+        "--out",
+        str(tmp_path / "run"),
+    )
+    assert code == 0 and b"+b" in (tmp_path / "run" / "workspace.diff").read_bytes()
+    judge = {m for m in modules if m.startswith("grading.judge")}
+    assert not judge, sorted(judge)
+    # nor pydantic, the diff reader's models or the YAML loader: the capture needs none of them
+    heavy = {"pydantic", "yaml", "numpy", "grading.diffs", "grading.schema", "grading.loaders", *JUDGE_ONLY}
+    assert not modules & heavy, sorted(modules & heavy)
 
 
 def test_help_still_lists_every_subcommand() -> None:

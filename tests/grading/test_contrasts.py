@@ -12,7 +12,7 @@ import pytest
 
 from grading.report.contrasts import FEW_TASKS
 from grading.report.models import FORMAT, GradedRun
-from grading.report.render import report_csv, report_markdown
+from grading.report.render import precision_text, report_csv, report_markdown
 from tests.grading.report_helpers import report, run
 
 # (task, arm, model) -> outcomes of its runs: m mergeable, b blocker (tests pass), r tests fail
@@ -47,29 +47,31 @@ def by_key(contrasts: list[Any], **key: str) -> Any:
     return found
 
 
+# Student's t 0.975 quantiles from a printed table, for the intervals recomputed by hand.
+T975 = {7: 2.364624252, 9: 2.262157163}
+
+
 def test_a_contrast_value_and_interval_recomputed_by_hand() -> None:
     design = varied_design(9)
     del design[("t8", "guided", "m")]  # t8 has one side only: not a shared task
     rep = report(runs_of(design), bootstrap=500, seed=7)
     c = by_key(rep.contrasts, kind="arm", fixed="m", metric="mergeable_rate")
-    assert (c.a, c.b, c.tasks, c.runs) == ("base", "guided", 8, 80)
+    assert (c.a, c.b, c.tasks, c.runs, c.tasks_a, c.tasks_b) == ("base", "guided", 8, 80, 9, 8)
 
-    shared = [f"t{t}" for t in range(8)]
-
-    def rate(tasks: list[str], arm: str) -> float:
-        outcomes = "".join(design[(t, arm, "m")] for t in tasks)
+    def rate(task: str, arm: str) -> float:
+        outcomes = design[(task, arm, "m")]
         return outcomes.count("m") / len(outcomes)
 
-    assert c.value == pytest.approx(rate(shared, "guided") - rate(shared, "base"))
-    # The paired bootstrap written plainly: draw shared tasks with replacement, both arms' runs together.
-    rng = random.Random("\x1f".join(["7", "contrast", "arm", "m", "base", "guided"]))
-    draws = [rng.choices(shared, k=len(shared)) for _ in range(500)]
-    diffs = [rate(d, "guided") - rate(d, "base") for d in draws]
-    lo, hi = np.quantile(diffs, [0.025, 0.975])
-    assert c.ci == pytest.approx((min(lo, c.value), max(hi, c.value)))
+    # The mean over shared tasks of each task's difference, and a t interval on those differences.
+    diffs = np.array([rate(f"t{t}", "guided") - rate(f"t{t}", "base") for t in range(8)])
+    se = diffs.std(ddof=1) / np.sqrt(8)
+    assert c.value == pytest.approx(diffs.mean())
+    assert c.se == pytest.approx(se)
+    assert c.ci == pytest.approx((diffs.mean() - T975[7] * se, diffs.mean() + T975[7] * se))
+    assert c.method == "t"
 
 
-def test_pairing_cancels_task_difficulty() -> None:
+def test_pairing_cancels_task_difficulty_without_claiming_precision() -> None:
     # Tasks from very easy to very hard, the same +1-of-4 lift on every one.
     design: Design = {}
     for t in range(10):
@@ -79,7 +81,12 @@ def test_pairing_cancels_task_difficulty() -> None:
     rep = report(runs_of(design), bootstrap=1000)
     c = by_key(rep.contrasts, metric="mergeable_rate")
     assert c.value == pytest.approx(0.25)
-    assert c.ci == pytest.approx((0.25, 0.25))  # every task moved by the same amount
+    # Every task moved by the same amount: no spread, so not a zero-width interval but the exact bound on
+    # how many of 10 tasks could differ (0 of 10 seen: at most 1 − 0.025^(1/10) of them).
+    share = 1 - 0.025 ** (1 / 10)
+    assert c.method == "no_spread"
+    assert c.ci == pytest.approx((0.25 - share * 1.25, 0.25 + share * 0.75))
+    assert "within" not in precision_text(c)
     cells = {cell.arm: cell.mergeable_rate for cell in rep.cells}
     assert all(e.ci is not None and e.ci[1] - e.ci[0] > 0.2 for e in cells.values())
 
@@ -116,13 +123,13 @@ def test_few_tasks_keep_their_interval_and_one_task_says_why_not() -> None:
 def test_contrasts_in_the_json_csv_and_markdown() -> None:
     rep = report(runs_of(varied_design(6)))
     data = rep.to_json_dict()
-    assert data["format"] == FORMAT == 2
+    assert data["format"] == FORMAT == 3
     first = data["contrasts"][0]
     assert set(first) >= {"kind", "fixed", "a", "b", "metric", "value", "ci", "tasks", "runs"}
     rows = [r for r in csv.DictReader(io.StringIO(report_csv(rep))) if r["table"] == "contrasts"]
     assert [r["metric"] for r in rows] == ["test_pass_rate", "mergeable_rate", "difference"]
     assert float(rows[1]["value"]) == pytest.approx(rep.contrasts[1].value)
-    assert float(rows[1]["value_lo"]) == pytest.approx(rep.contrasts[1].ci[0])  # type: ignore[index]
+    assert float(rows[1]["value_lo"]) == pytest.approx(rep.contrasts[1].ci[0], rel=1e-5)  # type: ignore[index]
     assert rows[1]["tasks"] == "6" and rows[1]["runs"] == "60"
     md = report_markdown(rep)
     assert md.index("## Contrasts") < md.index("## Per arm and model")

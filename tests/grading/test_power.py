@@ -59,12 +59,12 @@ def test_the_tasks_it_asks_for_reach_five_points() -> None:
     assert within(TARGET_HALF_WIDTH, simulated_half_width(4, needed, 4, 0.1, n=800))
 
 
-def test_the_repetitions_it_asks_for_reach_five_points() -> None:
-    # The same lift on every task: only the runs' own noise is left, and repetitions remove it.
-    figures = predictions(5, 150, 2, 0.0)
-    needed = round(statistics.median(f.repetitions_needed for f in figures))  # type: ignore[attr-defined]
-    assert needed > 2
-    assert within(TARGET_HALF_WIDTH, simulated_half_width(6, 150, needed, 0.0, n=800))
+def test_no_repetition_count_is_offered() -> None:
+    # Issue 31 §4: planned from the observed spread between tasks, a repetition count came mostly when that
+    # spread was underestimated and missed ±5 points by up to 60%; the figure is dropped, with the reason.
+    for tasks, reps, lift_sd in ((150, 2, 0.0), (30, 3, 0.1)):
+        figures = predictions(8, tasks, reps, lift_sd, n=30)
+        assert all(f.repetitions_needed is None and f.reason for f in figures)  # type: ignore[attr-defined]
 
 
 def test_when_tasks_differ_too_much_repetitions_cannot_help() -> None:

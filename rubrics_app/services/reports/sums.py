@@ -270,17 +270,19 @@ def labelled_runs(
     what the report reads of them: their task, the judge's outcome and the human verdict. Few: one query
     for the labelled grades' rows."""
     out = []
-    for grade_pk, task_pk, name, status, passed, mergeable, items, checks in rows.filter(
-        grade_id__in=sorted(labels)
-    ).values_list(
-        "grade_id", "task_id", "name", "status", "test_pass", "mergeable", "human_items", "human_checks"
-    ):
+    columns = ("grade_id", "task_id", "name", "status", "test_pass", "mergeable", "human_items",
+               "human_checks", "arm", "model", "checks_passed")  # fmt: skip
+    for row in rows.filter(grade_id__in=sorted(labels)).values_list(*columns):
+        grade_pk, task_pk, name, status, passed, mergeable, items, checks, arm, model, run_checks = row
         human = decoded.human(items, checks, labels.get(grade_pk))
         if human is not None and mergeable is not None:
             out.append(
                 GradedRun(
                     run=name,
                     task=tasks.by_pk[task_pk][0],
+                    arm=arm,
+                    model=model,
+                    checks_passed=run_checks,
                     status=status,
                     test_pass=passed,
                     mergeable=mergeable,
@@ -320,7 +322,7 @@ def report_sums(
     # index alone answers, in its order, with no sort.
     outcomes = rows.values_list(
         "task_id", "arm", "model", "prompt_style", "revision_id", "provisional", "status", "test_pass",
-        "mergeable", "merge_score", "integrity_not_measured",
+        "mergeable", "merge_score", "integrity_not_measured", "checks_passed",
     ).annotate(n=Count("task"))  # fmt: skip
     for (
         task_pk,
@@ -334,6 +336,7 @@ def report_sums(
         mergeable,
         score,
         unmeasured,
+        checks,
         n,
     ) in outcomes:
         part(task_pk, arm, model, tasks.style(task_pk, run_style)).add(
@@ -344,6 +347,7 @@ def report_sums(
             provisional=provisional and (revision is None or revision in draft),
             merge_score=score,
             integrity_not_measured=decoded.value(unmeasured),
+            checks_passed=checks,
         )
     if connection.vendor == "postgresql":
         for task_pk, arm, model, run_style, name, kind, n, total, true in _metric_sums(rows):

@@ -55,7 +55,7 @@ def move_labels(apps: Any, schema_editor: Any) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("rubrics_app", "0143_calibration_runs_on_the_job_machine"),
+        ("rubrics_app", "0144_report_outcomes_checks"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
