@@ -22,11 +22,11 @@ import rubrics_app.services
 from rubrics_app.access import Actor, CommandLine, RepositoryAccess, access_of
 from rubrics_app.models import (
     AgentRun,
-    ItemFlag,
     CalibrationMutant,
     CalibrationRun,
     Dispute,
     EvidenceChange,
+    ItemFlag,
     ItemKind,
     Repository,
     Role,
