@@ -38,7 +38,7 @@ def graded(tmp_path: Path, repository: Repository) -> Repository:
 def judged_per_stratum(repository: Repository) -> dict[tuple[str, str], int]:
     counts: dict[tuple[str, str], int] = {}
     for arm, model in (
-        ReportRow.objects.filter(repository=repository, current=True)
+        ReportRow.objects.filter(repository=repository, current=True, human_checks=True)
         .exclude(human_items="null")
         .values_list("arm", "model")
     ):

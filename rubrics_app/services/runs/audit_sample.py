@@ -25,11 +25,12 @@ class Drawn:
 
 
 def judged_runs(repository: Repository) -> dict[tuple[str, str], list[int]]:
-    """The runs whose current grade the primary judge decided (a human verdict can be defined on them:
-    ReportRow.human_items is not null), per (arm, model)."""
+    """The runs whose current grade the primary judge decided, per (arm, model): judged (a human verdict
+    can be defined on them: ReportRow.human_items is not null) with scope and test integrity holding
+    (human_checks), the runs the report's correction compares with human labels."""
     strata: dict[tuple[str, str], list[int]] = defaultdict(list)
     for run_id, arm, model in (
-        ReportRow.objects.filter(repository=repository, current=True)
+        ReportRow.objects.filter(repository=repository, current=True, human_checks=True)
         .exclude(human_items="null")
         .order_by("run_id")
         .values_list("run_id", "arm", "model")
