@@ -53,6 +53,31 @@ def move_labels(apps: Any, schema_editor: Any) -> None:
         schema_editor.execute("SET CONSTRAINTS ALL IMMEDIATE")
 
 
+def move_back(apps: Any, schema_editor: Any) -> None:
+    """Undone: each label goes back to its run's current grade (else its newest), one per grade and item
+    (the latest kept); a label of a run without a grade is dropped."""
+    label = apps.get_model("rubrics_app", "HumanVerdict")
+    grade = apps.get_model("rubrics_app", "RunGrade")
+    chosen: dict[int, tuple[bool, int]] = {}
+    for pk, run_id, is_current in grade.objects.values_list("pk", "run_id", "is_current"):
+        chosen[run_id] = max(chosen.get(run_id, (False, 0)), (bool(is_current), pk))
+    kept: dict[tuple[int, str], int] = {}
+    dropped = []
+    for pk, run_id, item_id in label.objects.order_by("at", "pk").values_list("pk", "run_id", "item_id"):
+        if run_id not in chosen:
+            dropped.append(pk)
+            continue
+        key = (chosen[run_id][1], item_id)
+        if key in kept:
+            dropped.append(kept[key])
+        kept[key] = pk
+    label.objects.filter(pk__in=dropped).delete()
+    for (grade_id, _), pk in kept.items():
+        label.objects.filter(pk=pk).update(grade_id=grade_id)
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+
+
 class Migration(migrations.Migration):
     dependencies = [
         ("rubrics_app", "0144_report_outcomes_checks"),
@@ -115,7 +140,17 @@ class Migration(migrations.Migration):
             name="adjudicated",
             field=models.BooleanField(default=False),
         ),
-        migrations.RunPython(move_labels, migrations.RunPython.noop),
+        migrations.AlterField(
+            model_name="humanverdict",
+            name="grade",
+            field=models.ForeignKey(
+                null=True,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="human_verdicts",
+                to="rubrics_app.rungrade",
+            ),
+        ),
+        migrations.RunPython(move_labels, move_back),
         migrations.RemoveConstraint(model_name="humanverdict", name="one_human_verdict_per_pair"),
         migrations.RemoveField(model_name="humanverdict", name="grade"),
         migrations.AlterField(
