@@ -89,6 +89,7 @@ from rubrics_app.models import (  # noqa: E402
     RubricRevision,
     RunGrade,
     Task,
+    criterion_sha256,
     refresh_current_grades,
 )
 from rubrics_app.services.report_rows import refresh_report_rows  # noqa: E402
@@ -284,8 +285,17 @@ def generate(name: str, runs: int, user: User) -> Repository:
             ),
         )
         HumanVerdict.objects.bulk_create(
-            HumanVerdict(grade=grade, item_id="N1", verdict="pass", queue="judges", by=user)
-            for grade, (run, _, _, which) in zip(grades, plan, strict=True)
+            HumanVerdict(
+                run=run,
+                item_id="N1",
+                # For the wording the current grade was graded against: the label stands for it.
+                criterion_sha256=criterion_sha256(f"criterion N1 of {revision.task.task_id}"),
+                diff_sha256=run.diff_sha256,
+                verdict="pass",
+                queue="judges",
+                by=user,
+            )
+            for run, revision, _, which in plan
             if which == "current" and run.pk % 5 == 1 and run.pk % 100 < 10
         )
         _say(f"{name}: report rows")

@@ -91,6 +91,18 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "grading.mutants.judging": ("MutantReport", "MutantRow", "judge_mutants"),
     "grading.path_lists": ("parse_ignored_created", "parse_path_list", "read_path_list"),
     "grading.report.agreement": ("judge_agreement",),
+    "grading.report.reviewers": ("ReviewerAgreement", "reviewer_agreement"),
+    "grading.report.label_rows": (
+        "LABEL_FIELDS",
+        "MAX_LABEL_FILE_BYTES",
+        "LabelRow",
+        "LabelRowsError",
+        "human_mergeable_from_items",
+        "label_format",
+        "read_label_rows",
+        "settled_verdict",
+        "write_label_rows",
+    ),
     "grading.report.build": ("build_report", "report_from_sums", "report_label_target"),
     "grading.report.charts": (
         "blocker_histogram",
@@ -301,6 +313,15 @@ if TYPE_CHECKING:
     from grading.report.files import read_metrics as read_metrics
     from grading.report.html import label_target_text as label_target_text
     from grading.report.html import render_report_html as render_report_html
+    from grading.report.label_rows import LABEL_FIELDS as LABEL_FIELDS
+    from grading.report.label_rows import MAX_LABEL_FILE_BYTES as MAX_LABEL_FILE_BYTES
+    from grading.report.label_rows import LabelRow as LabelRow
+    from grading.report.label_rows import LabelRowsError as LabelRowsError
+    from grading.report.label_rows import human_mergeable_from_items as human_mergeable_from_items
+    from grading.report.label_rows import label_format as label_format
+    from grading.report.label_rows import read_label_rows as read_label_rows
+    from grading.report.label_rows import settled_verdict as settled_verdict
+    from grading.report.label_rows import write_label_rows as write_label_rows
     from grading.report.models import DEFAULT_BOOTSTRAP as DEFAULT_BOOTSTRAP
     from grading.report.models import DEFAULT_SEED as DEFAULT_SEED
     from grading.report.models import Cell as Cell
@@ -330,6 +351,8 @@ if TYPE_CHECKING:
     from grading.report.render import metric_lines as metric_lines
     from grading.report.render import precision_text as precision_text
     from grading.report.render import report_csv as report_csv
+    from grading.report.reviewers import ReviewerAgreement as ReviewerAgreement
+    from grading.report.reviewers import reviewer_agreement as reviewer_agreement
     from grading.report.rows import ItemRow as ItemRow
     from grading.report.rows import RunRow as RunRow
     from grading.report.rows import item_rows as item_rows

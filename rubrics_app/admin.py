@@ -285,10 +285,10 @@ class RunGradeAdmin(ReadOnlyAdmin):  # type: ignore[type-arg]
 
 @admin.register(HumanVerdict)
 class HumanVerdictAdmin(ReadOnlyAdmin):  # type: ignore[type-arg]
-    list_display = ["grade", "item_id", "verdict", "queue", "by", "at"]
-    list_filter = ["verdict", "queue"]
-    list_select_related = ["grade__run__task", "by"]
-    list_defer = _under("grade", GRADE_BLOBS) + _under("grade__run", RUN_BLOBS)
+    list_display = ["run", "item_id", "verdict", "adjudicated", "queue", "by", "at"]
+    list_filter = ["verdict", "queue", "adjudicated"]
+    list_select_related = ["run__task", "by"]
+    list_defer = _under("run", RUN_BLOBS)
 
 
 @admin.register(ReportRow)

@@ -13,6 +13,7 @@ from rubrics_app.views import (
     imports,
     items,
     jobs,
+    labels,
     login,
     mutants,
     report,
@@ -155,7 +156,13 @@ app_urls = [
     path("repos/<int:repo_pk>/runs/<int:run_pk>/", runs.run_detail, name="run_detail"),
     path("repos/<int:repo_pk>/queue/", runs.queue_list, name="queue"),
     path("repos/<int:repo_pk>/queue/undo/", runs.queue_undo, name="queue_undo"),
+    path("repos/<int:repo_pk>/queue/labels.<str:fmt>", labels.labels_download, name="queue_labels_download"),
+    path("repos/<int:repo_pk>/queue/labels/upload/", labels.labels_upload, name="queue_labels_upload"),
+    path("repos/<int:repo_pk>/queue/audit/draw/", labels.audit_draw, name="queue_audit_draw"),
+    path("repos/<int:repo_pk>/queue/adjudication/", labels.adjudication, name="queue_adjudication"),
+    path("repos/<int:repo_pk>/queue/labels-per-pair/", labels.labels_per_pair, name="queue_labels_per_pair"),
     path("repos/<int:repo_pk>/queue/<int:grade_pk>/<str:item_id>/", runs.queue_entry, name="queue_entry"),
+    path("repos/<int:repo_pk>/queue/<int:grade_pk>/<str:item_id>/flag/", runs.queue_flag, name="queue_flag"),
     path(
         "repos/<int:repo_pk>/queue/<int:grade_pk>/<str:item_id>/label/", runs.queue_label, name="queue_label"
     ),

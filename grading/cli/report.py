@@ -24,10 +24,12 @@ from grading.loaders import load_run
 from grading.report.build import build_report
 from grading.report.files import TaskIndex, load_cutoffs, load_labels, read_graded_run, read_metrics
 from grading.report.html import render_report_html
+from grading.report.label_rows import human_mergeable_from_items, label_format, load_label_file
 from grading.report.models import DEFAULT_BOOTSTRAP, DEFAULT_SEED, GradedRun
 from grading.report.provenance import TaskRubric, report_provenance
 from grading.report.render import report_csv, report_markdown
 from grading.report.rows import ItemRow, RowFormat, RunRow, item_rows, rows_text, run_row
+from grading.strict_json import read_json
 
 
 def _count(value: str) -> int:
@@ -69,8 +71,9 @@ def register(subparsers: Subparsers) -> None:
                         help='JSON {"<model id>": "YYYY-MM-DD"}: split cells by base_date against the '
                         "model's training cutoff (needs --tasks)")  # fmt: skip
     report.add_argument("--labels", type=Path, metavar="FILE",
-                        help='JSON {"<run dir>": true|false}: human verdicts on mergeable for the '
-                        "judge-error correction (at least 20 labelled runs)")  # fmt: skip
+                        help="the labels file (.csv or .jsonl rows, as export_labels writes) or JSON "
+                        '{"<run dir>": true|false}: human verdicts for the judge-error correction '
+                        "(at least 20 labelled runs)")  # fmt: skip
     report.add_argument(
         "--bootstrap",
         type=_count,
@@ -125,7 +128,16 @@ def run_report(args: argparse.Namespace) -> int:
     if args.cutoffs is not None and not args.tasks:
         raise InputError(None, "needs --tasks: the split compares each task's base_date", "--cutoffs")
     cutoffs = load_cutoffs(args.cutoffs) if args.cutoffs is not None else None
-    labels = load_labels(args.labels) if args.labels is not None else {}
+    # --labels: the old {"<run dir>": true|false}, or the labels file (CSV / JSONL, one row per label)
+    # from which each run's human verdict is worked out here.
+    item_labels = (
+        load_label_file(args.labels) if args.labels is not None and label_format(args.labels.name) else {}
+    )
+    labels = (
+        load_labels(args.labels)
+        if args.labels is not None and not item_labels and not label_format(args.labels.name)
+        else {}
+    )
     for tasks_dir in args.tasks or []:
         if not tasks_dir.is_dir():
             raise InputError(tasks_dir, "not a directory", "--tasks")
@@ -148,12 +160,17 @@ def run_report(args: argparse.Namespace) -> int:
         run = read_graded_run(run_dir, tasks)
         if resolved in labels:
             run = run.model_copy(update={"human_mergeable": labels[resolved]})
+        elif resolved in item_labels:
+            metrics = read_json(run_dir / "metrics.json")
+            details = metrics.get("details") if isinstance(metrics, dict) else None
+            human = human_mergeable_from_items(details, item_labels[resolved])
+            run = run.model_copy(update={"human_mergeable": human})
         runs.append(run)
         row, run_items = _rows(run_dir, run)
         run_rows.append(row)
         items += run_items
     report = build_report(runs, cutoffs=cutoffs, bootstrap=args.bootstrap, seed=args.seed)
-    if unmatched := len(set(labels) - seen):
+    if unmatched := len((set(labels) | set(item_labels)) - seen):
         report.warnings.append(f"{unmatched} labels in {args.labels} name runs not in this report: ignored")
     rubrics = {(r.task, r.rubric_sha256) for r in run_rows}
     provenance = report_provenance(

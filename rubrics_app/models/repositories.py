@@ -34,6 +34,9 @@ class Repository(models.Model):
     # default={}: SQLite adds a nullable column in place, where a NOT NULL one rebuilds the table and
     # would drop migration 0006's freeze triggers on it.
     training_cutoffs = models.JSONField(null=True, blank=True)
+    # How many reviewers label each queue pair before it leaves the queue (§4): more than one measures
+    # agreement between humans, and a disagreement goes to the maintainers' adjudication list.
+    labels_per_pair = models.PositiveSmallIntegerField(default=1, db_default=1)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

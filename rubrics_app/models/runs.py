@@ -8,7 +8,7 @@ input changes nothing:
     RunGrade       (run, rubric_sha256, primary_judge)      one grading: outcome, metrics.json as read
     JudgeGrade     (grade, role)                            primary or second judge: spec, model id, cost
     ItemVerdict    (judge, item_id)                         verdict, reason, cited lines, model id
-    HumanVerdict   (grade, item_id)                         a reviewer's label; never changes a score (§4)
+    HumanVerdict   (run, item_id, criterion hash, reviewer) a reviewer's label; never changes a score (§4)
     ReportRow      one row per grade                        what the report reads of it, precomputed
     QueuePair      (grade, item_id, kind)                   the review queue's pairs, precomputed
 
@@ -18,6 +18,7 @@ keyed by the revision content it graded against (``rubric_sha256``) and its prim
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -338,28 +339,54 @@ class QueueKind(models.TextChoices):
     JUDGES = "judges", "The two judges disagree"
     REGRADE = "regrade", "A regrade disagreed with itself"
     AGREED = "agreed", "Judges agree (sample)"
+    AUDIT = "audit", "Audit (random runs, every blocker)"
+
+
+def criterion_sha256(criterion: str) -> str:
+    """The hash a label is tied to: the item's criterion text as the reviewer read it. A label stands while
+    the criterion's text does; a new wording asks for the pair again (the old label is kept, shown as for an
+    earlier wording)."""
+    return hashlib.sha256(criterion.encode()).hexdigest()
 
 
 class HumanVerdict(models.Model):
-    """A reviewer's verdict on one (run, item) pair. Apart from the judges' rows: it never changes a score;
-    it feeds judge-error figures."""
+    """One reviewer's label on one (run, item) pair, for the item's criterion as worded when labelled
+    (``criterion_sha256``) and the run's diff (``diff_sha256``): not tied to a grade, so it stands through a
+    re-grade or a re-admission that leaves both unchanged. Each reviewer has their own label on a pair;
+    a maintainer's adjudication (``adjudicated``) settles a pair whose reviewers disagree, beside theirs.
+    Apart from the judges' rows: it never changes a score; it feeds judge-error figures."""
 
-    grade = models.ForeignKey(RunGrade, on_delete=models.CASCADE, related_name="human_verdicts")
+    run = models.ForeignKey(AgentRun, on_delete=models.CASCADE, related_name="human_verdicts")
     item_id = models.CharField(max_length=40)
+    criterion_sha256 = models.CharField(max_length=64, blank=True)  # "" when the grade's rubric is not held
+    diff_sha256 = models.CharField(max_length=64)  # the run's, when labelled
     verdict = models.CharField(max_length=10, choices=HumanLabel.choices)
     note = models.TextField(blank=True)
     queue = models.CharField(max_length=10, choices=QueueKind.choices)  # where the pair was labelled
+    # The chance the pair had to be offered where it was labelled (1 for a disagreement, the sample share
+    # for an agreed pair, the draw's for an audited run): the report's weighting (§7).
+    inclusion_probability = models.FloatField(default=1.0)
+    adjudicated = models.BooleanField(default=False)  # a maintainer's ruling on the reviewers' disagreement
     by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        ordering = ["grade_id", "item_id"]
+        ordering = ["run_id", "item_id", "at", "pk"]
         constraints = [
-            # One label per pair: labelling it again replaces the verdict (and records who and when).
-            models.UniqueConstraint(fields=["grade", "item_id"], name="one_human_verdict_per_pair"),
+            # One label per reviewer, pair and wording (one ruling per pair and wording): labelling again
+            # replaces one's own. The command line's (by null) counts as one reviewer.
+            models.UniqueConstraint(
+                fields=["run", "item_id", "criterion_sha256", "by", "adjudicated"],
+                name="one_label_per_reviewer_and_wording",
+                nulls_distinct=False,
+            ),
         ]
+        indexes = [models.Index(fields=["by", "at"], name="human_verdict_latest")]
+
+    def __str__(self) -> str:
+        return f"{self.item_id}: {self.verdict}"
 
 
 class ReportRow(models.Model):
@@ -511,6 +538,9 @@ class QueuePair(models.Model):
     model = models.CharField(max_length=200, blank=True)
     repetition = models.IntegerField()
     sample_key = models.FloatField(default=0.0)  # the primary verdict's (0 without one)
+    # The item's criterion as graded (models.criterion_sha256; "" when the grade's revision is not held): the
+    # labels that stand for this pair are those given for this wording.
+    criterion_sha256 = models.CharField(max_length=64, blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["repository_id", "kind", "task_id", "arm", "model", "repetition", "grade_id", "item_id"]
@@ -548,6 +578,31 @@ class QueuePair(models.Model):
         return f"{self.kind or 'no queue'}: grade {self.grade_id} {self.item_id}"
 
 
+class AuditDraw(models.Model):
+    """A judged run drawn for the audit queue (services.runs.audit_sample): uniformly at random among the
+    judged runs of its arm × model stratum, so that once every blocker the judge decided on it has a label
+    the run counts for the judge-error correction. ``inclusion_probability`` is the stratum's drawn share
+    (drawn / judged runs of the stratum) as of the latest draw in it: simple random sampling without
+    replacement gives every drawn run that probability."""
+
+    repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="+")
+    run = models.OneToOneField(AgentRun, on_delete=models.CASCADE, related_name="audit_draw")
+    arm = models.CharField(max_length=200, blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    inclusion_probability = models.FloatField()
+    stratum_runs = models.PositiveIntegerField()  # judged runs of the stratum at the latest draw
+    drawn_at = models.DateTimeField(default=timezone.now)
+    by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["repository_id", "arm", "model", "drawn_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"audit draw of {self.run}"
+
+
 class DisputeSource(models.TextChoices):
     DISAGREEMENT = "disagreement", "A judge disagreement"
     COMMENT = "comment", "A comment"
@@ -583,6 +638,29 @@ class Dispute(models.Model):
     @property
     def is_open(self) -> bool:
         return self.dismissed_at is None
+
+
+class ItemFlag(models.Model):
+    """A reviewer's flag on a blocker, raised from a pair of the review queue: "this criterion is wrong",
+    with a reason. It changes nothing by itself; maintainers see the flags on the revision and may turn
+    one into a dispute (``dispute``, then set), which is what sends the revision to re-review."""
+
+    item = models.ForeignKey(RubricItem, on_delete=models.CASCADE, related_name="flags")
+    grade = models.ForeignKey(RunGrade, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    reason = models.TextField()
+    by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    at = models.DateTimeField(default=timezone.now)
+    dispute = models.ForeignKey(
+        "Dispute", on_delete=models.SET_NULL, null=True, blank=True, related_name="flags"
+    )
+
+    class Meta:
+        ordering = ["item_id", "at", "pk"]
+
+    def __str__(self) -> str:
+        return f"flag on {self.item_id}"
 
 
 class EvidenceChange(models.Model):

@@ -332,6 +332,7 @@ _PAIR_GRADE_FIELDS = (
     "run__model",
     "run__repetition",
     "is_current",
+    "revision_id",
 )
 
 
@@ -375,9 +376,20 @@ def _fill_pairs(pks: list[int], models: RowModels) -> int:
         .values_list("judge__grade_id", "judge__role", "item_id", "verdict", "previous_verdict", "sample_key")
     ):
         verdicts[(grade_id, item_id)][role] = (verdict, previous, sample_key)
+    # The criterion each pair was graded against (the labels that stand for it are for that wording): only
+    # where the model has the column (a migration before it fills pairs without).
+    wordings: dict[tuple[int, str], str] = {}
+    if any(field.name == "criterion_sha256" for field in models.pair._meta.fields):
+        revisions = {values[-1] for values in grades.values() if values[-1] is not None}
+        item = models.grade._meta.get_field("revision").related_model._meta.get_field("items").related_model
+        for revision_id, item_id, criterion in item.objects.filter(revision_id__in=revisions).values_list(
+            "revision_id", "item_id", "criterion"
+        ):
+            wordings[(revision_id, item_id)] = hashlib.sha256(criterion.encode()).hexdigest()
     pairs = []
     for (grade_id, item_id), by_role in verdicts.items():
-        _, repository_id, task_id, arm, model, repetition, current = grades[grade_id]
+        _, repository_id, task_id, arm, model, repetition, current, revision_id = grades[grade_id]
+        wording = {} if not wordings else {"criterion_sha256": wordings.get((revision_id, item_id), "")}
         primary, second = by_role.get(JudgeRole.PRIMARY), by_role.get(JudgeRole.SECOND)
         for kind in pair_kinds(_told(primary), _told(second)):
             pairs.append(
@@ -392,6 +404,7 @@ def _fill_pairs(pks: list[int], models: RowModels) -> int:
                     model=model,
                     repetition=repetition,
                     sample_key=primary[2] if primary is not None else 0.0,
+                    **wording,
                 )
             )
     models.pair.objects.filter(grade_id__in=pks).delete()

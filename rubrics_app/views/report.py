@@ -51,6 +51,7 @@ from rubrics_app.services.reports.report import (
     report_changed,
     repository_report,
 )
+from rubrics_app.services.runs import queue as review_queue
 from rubrics_app.views.common import HtmxHttpRequest, require_post
 from rubrics_app.views.kept_forms import form_key, kept_form, redirect_with_form
 from rubrics_app.views.revisions import redirect_to
@@ -115,6 +116,7 @@ def _page_context(
     return {
         "access": access,
         "repository": access.repository,
+        "human_agreement": review_queue.human_agreement(access.repository),
         "filters": filters,
         "choices": filter_choices(access.repository),
         "result": result,

@@ -11,7 +11,13 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect
+from django.http import (
+    Http404,
+    HttpResponse,
+    HttpResponseBadRequest,
+    HttpResponseForbidden,
+    HttpResponseRedirect,
+)
 from django.shortcuts import get_object_or_404, render
 from django.template.defaultfilters import pluralize
 from django.urls import reverse
@@ -27,8 +33,8 @@ from rubrics_app.models import (
     Dispute,
     DisputeSource,
     EvidenceChange,
-    HumanVerdict,
     ItemComment,
+    ItemFlag,
     ItemKind,
     ItemVerdict,
     JudgeRole,
@@ -41,6 +47,7 @@ from rubrics_app.models import (
 from rubrics_app.services.reports.report import label_target, report_changed
 from rubrics_app.services.rubrics import rereview
 from rubrics_app.services.rubrics.files import ImportFailed
+from rubrics_app.services.runs import audit_sample
 from rubrics_app.services.runs import queue as review_queue
 from rubrics_app.services.runs.pages import run_grades
 from rubrics_app.services.runs.store import RunImport, import_runs_zip
@@ -163,7 +170,11 @@ def _queue_params(request: HtmxHttpRequest) -> tuple[str, dict[str, str]]:
 def _queue(access: RepositoryAccess, kind: str, filters: dict[str, str]) -> review_queue.Queue:
     narrowing = {name: value for name, value in filters.items() if name in review_queue.FILTERS}
     return review_queue.Queue(
-        access.repository, kind, narrowing, unlabelled_only=filters.get("show") == SHOW_UNLABELLED
+        access.repository,
+        kind,
+        narrowing,
+        unlabelled_only=filters.get("show") == SHOW_UNLABELLED,
+        user_id=access.user.pk if access.user.is_authenticated else None,
     )
 
 
@@ -198,11 +209,7 @@ def _last_label(request: HtmxHttpRequest, access: RepositoryAccess) -> dict[str,
     if undo is None:
         return None
     latest = review_queue.latest_label_of(access.repository, request.user.pk)
-    if latest is None or (latest.grade_id, latest.item_id, latest.at) != (
-        undo.grade_id,
-        undo.item_id,
-        undo.at,
-    ):
+    if latest is None or (latest.item_id, latest.at) != (undo.item_id, undo.at):
         return None
     return {
         "grade_id": undo.grade_id,
@@ -250,28 +257,32 @@ def queue_list(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
             "unlabelled_only": filters.get("show") == SHOW_UNLABELLED,
             "all_url": _list_url(access, kind, everything),
             "unlabelled_url": _list_url(access, kind, {**everything, "show": SHOW_UNLABELLED}),
-            "choices": review_queue.filter_choices(access.repository),
+            "choices": {
+                **review_queue.filter_choices(access.repository),
+                "pattern": list(review_queue.PATTERNS),
+                "human": list(review_queue.HUMAN_FILTERS),
+            },
             "next_url": _entry_url(access, next_entry, kind, filters) if next_entry else None,
             "sample_percent": _sample_percent(),
             "label_target": _label_target(access),
             "last_label": _last_label(request, access),
             "undo_query": filters,
+            "agreement": review_queue.human_agreement(access.repository),
+            "contested_count": len(review_queue.adjudication_list(access.repository)),
+            "audit": audit_sample.summary(access.repository) if kind == QueueKind.AUDIT else None,
         },
     )
 
 
 def _label_target(access: RepositoryAccess) -> str | None:
-    """The queue's target: how many more labelled runs would bring the judge-error-corrected mergeable rate
-    of the whole report to ±5 points (grading.report.power)."""
+    """The queue's target: how many runs count for the judge-error correction now (every blocker the judge
+    decided has a settled label, from any queue), and how many more labelled runs would bring the
+    corrected mergeable rate of the whole report to ±5 points (grading.report.power)."""
     target = label_target(access.repository)
-    if (
-        target is None
-        or target.corrected_rate is None
-        and target.labelled == 0
-        and target.more_labels is None
-    ):
-        return None  # nothing measured or nothing labelled yet: the queue's own count says enough
-    return label_target_text(target.more_labels, target.target, target.reason)
+    if target is None:
+        return None  # nothing measured: no rate to correct
+    counting = f"{target.labelled} run{pluralize(target.labelled)} count for the corrected rate now. "
+    return counting + label_target_text(target.more_labels, target.target, target.reason)
 
 
 def _grade_rows(grade: RunGrade) -> list[dict[str, Any]]:
@@ -376,7 +387,11 @@ def _entry_context(
     page = None if location.position is None else (location.position - 1) // page_size() + 1
     diff = AgentRunDiff.objects.filter(run=grade.run).values_list("content", flat=True).first()
     item, exact = review_queue.rubric_item_for(grade, item_id)
-    human = HumanVerdict.objects.filter(grade=grade, item_id=item_id).select_related("by").first()
+    standing = list(review_queue.standing_labels(grade, item_id))
+    user_id = request.user.pk
+    own = next((h for h in standing if h.by_id == user_id and not h.adjudicated), None)
+    ruling = next((h for h in standing if h.adjudicated), None)
+    human = ruling or own or (standing[0] if standing else None)
     can_dispute = access.can_edit and item is not None and item.kind == ItemKind.BLOCKER
     total, reviewed = queue.total(), queue.reviewed_count()
     next_unlabelled = queue.first_unreviewed(after=location) if reviewed < total else None
@@ -392,8 +407,16 @@ def _entry_context(
         "second": by_role[JudgeRole.SECOND],
         "diff_html": render_diff(bytes(diff) if diff is not None else None, cited=_cited(by_role)),
         "human": human,
-        "form": HumanVerdictForm(initial={"verdict": human.verdict, "note": human.note} if human else None),
+        "own": own,
+        "labels": standing,
+        "earlier_labels": list(review_queue.earlier_labels(grade, item_id)),
+        "contested": ruling is None and len({h.verdict for h in standing}) > 1,
+        "can_adjudicate": access.can_edit,
+        "form": HumanVerdictForm(initial={"verdict": own.verdict, "note": own.note} if own else None),
         "dispute_form": ReasonForm() if can_dispute else None,
+        "flag_form": ReasonForm()
+        if access.can_comment and item is not None and item.kind == ItemKind.BLOCKER and exact
+        else None,
         "kind": kind,
         "kind_label": QueueKind(kind).label,
         "filters": filters,
@@ -439,8 +462,17 @@ def queue_label(request: HtmxHttpRequest, repo_pk: int, grade_pk: int, item_id: 
         context = _entry_context(request, access, grade, item_id)
         context["form"] = form
         return render(request, "rubrics/queue_entry.html", context, status=400)
+    adjudicate = request.POST.get("adjudicate") == "1"
+    if adjudicate and not access.can_edit:
+        return HttpResponseForbidden("only a maintainer adjudicates", content_type="text/plain")
     labelled = review_queue.label(
-        grade, item_id, form.cleaned_data["verdict"], form.cleaned_data["note"], kind, access
+        grade,
+        item_id,
+        form.cleaned_data["verdict"],
+        form.cleaned_data["note"],
+        kind,
+        access,
+        adjudicate=adjudicate,
     )
     report_changed(access.repository.pk)  # a label changes the report: a worker computes it before it is read
     run = grade.run
@@ -527,14 +559,21 @@ def item_dispute(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpRe
         comment = ItemComment.objects.filter(item=item, pk=comment_pk).first()
     if (grade_pk := request_int(source_params.get("grade"))) is not None:
         grade = RunGrade.objects.filter(run__task__repository=access.repository, pk=grade_pk).first()
-    form = ReasonForm(request.POST or None, initial={"reason": comment.text if comment else ""})
+    flag = None
+    if (flag_pk := request_int(source_params.get("flag"))) is not None:
+        flag = ItemFlag.objects.filter(item=item, pk=flag_pk, dispute=None).select_related("grade").first()
+    initial = comment.text if comment else flag.reason if flag else ""
+    form = ReasonForm(request.POST or None, initial={"reason": initial})
     error = ""
     if request.method == "POST" and form.is_valid():
         source = (
             DisputeSource.DISAGREEMENT if grade else DisputeSource.COMMENT if comment else DisputeSource.ITEM
         )
         try:
-            rereview.open_dispute(item, access, form.cleaned_data["reason"], source, grade)
+            if flag is not None:
+                rereview.dispute_from_flag(flag, access, form.cleaned_data["reason"])
+            else:
+                rereview.open_dispute(item, access, form.cleaned_data["reason"], source, grade)
         except TransitionError as exc:
             error = str(exc)
         else:
@@ -553,6 +592,7 @@ def item_dispute(request: HtmxHttpRequest, repo_pk: int, item_pk: int) -> HttpRe
             "form": form,
             "comment": comment,
             "grade": grade,
+            "flag": flag,
             "error": error,
         },
         status=400 if request.method == "POST" else 200,
@@ -590,3 +630,33 @@ def flag_dismiss(request: HtmxHttpRequest, repo_pk: int, what: str, pk: int) -> 
     except TransitionError as exc:
         messages.error(request, str(exc))
     return redirect_to(request, task_url)
+
+
+@require_post("flags a blocker from a pair of the review queue", back="rubrics:queue_entry")
+@login_required
+def queue_flag(request: HtmxHttpRequest, repo_pk: int, grade_pk: int, item_id: str) -> HttpResponse:
+    """A reviewer flags the pair's blocker as wrong, with a reason: maintainers see it on the revision."""
+    access = get_repository_for_user(request, repo_pk, role=Role.REVIEWER)
+    grade = _load_grade(access, grade_pk)
+    item, exact = review_queue.rubric_item_for(grade, item_id)
+    kind, filters = _queue_params(request)
+    back = (
+        reverse("rubrics:queue_entry", args=[access.repository.pk, grade.pk, item_id])
+        + "?"
+        + _query(kind, filters)
+    )
+    form = ReasonForm(request.POST)
+    if item is None or not exact:
+        raise Http404("no such item in the rubric this run was graded against")
+    if not form.is_valid():
+        messages.error(request, "A flag says why the criterion is wrong.")
+        return HttpResponseRedirect(back)
+    try:
+        rereview.flag_blocker(item, grade, form.cleaned_data["reason"], access)
+    except TransitionError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(
+            request, f"{item_id} flagged: the maintainers see it on revision r{item.revision.number}."
+        )
+    return HttpResponseRedirect(back)

@@ -12,8 +12,17 @@ from typing import Any
 
 from django.core.management import call_command
 
-from rubrics_app.models import HumanVerdict, Repository, RunGrade, Task
-from tests.app.runs_helpers import DISAGREEING, PASSING, RUN_DIFF, grade, sha256_of, write_run, write_task_dir
+from rubrics_app.models import Repository, RunGrade, Task
+from tests.app.runs_helpers import (
+    DISAGREEING,
+    PASSING,
+    RUN_DIFF,
+    grade,
+    put_label,
+    sha256_of,
+    write_run,
+    write_task_dir,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -80,9 +89,7 @@ def label_runs(repository: Repository) -> None:
         if g.metrics["details"].get("judge_skipped"):
             continue
         fails = g.run.repetition == 2 or (g.run.task.task_id == "t_beta" and g.run.repetition == 1)
-        HumanVerdict.objects.create(
-            grade=g, item_id="B1", verdict="fail" if fails else "pass", queue="judges"
-        )
+        put_label(g, "B1", "fail" if fails else "pass")
 
 
 def rubric_report_json(run_dirs: list[Path], *extra: str) -> dict[str, Any]:

@@ -137,3 +137,21 @@ def import_graded(tmp_path: Path, repository: Repository, revision: RubricRevisi
             }
             (run_dir / "metrics.json").write_text(json.dumps(data))
     call_command("import_runs", str(tmp_path / "runs"), "--repository", repository.name, stdout=io.StringIO())
+
+
+def put_label(grade_or_id: Any, item_id: str, verdict: str, queue: str = "judges", **extra: Any) -> Any:
+    """A label stored directly (as a reviewer's would be) on the pair of this grade: for its run, the item's
+    criterion wording the grade was against and the run's diff."""
+    from rubrics_app.models import HumanVerdict, RunGrade
+    from rubrics_app.services.runs.queue import pair_wording
+
+    grade = grade_or_id if isinstance(grade_or_id, RunGrade) else RunGrade.objects.get(pk=grade_or_id)
+    return HumanVerdict.objects.create(
+        run=grade.run,
+        item_id=item_id,
+        criterion_sha256=pair_wording(grade, item_id),
+        diff_sha256=grade.run.diff_sha256,
+        verdict=verdict,
+        queue=queue,
+        **extra,
+    )

@@ -41,6 +41,7 @@ QUERY_PARAMETERS = sorted(
         "private",
         "comment",
         "grade",
+        "flag",
         "next",
     }
 )

@@ -149,3 +149,85 @@ def test_the_login_page_names_no_one_when_the_demo_users_do_not_exist(settings: 
     settings.RUBRICS_DEMO = True
     page = client.get("/accounts/login/").content.decode()
     assert "demo-logins" not in page
+
+
+@pytest.fixture
+def reviewer_of_demo(demo: Repository) -> Any:
+    from django.contrib.auth.models import User
+
+    return User.objects.get(username="demo-reviewer")
+
+
+def more_demo_runs(demo: Repository, tmp_path: Path, repetitions: int) -> None:
+    """The demo's two example runs again as repetitions 1 to ``repetitions`` - 1 (the same diffs), graded
+    with the demo's judges and imported as load_demo imports them: enough runs for an audit of 20."""
+    import json
+    import shutil
+
+    from grading import grade_run
+    from rubrics_app.management.commands.load_demo import EXAMPLE_TASK, EXAMPLES, _judge_files
+    from rubrics_app.services.runs.store import import_run_dirs
+
+    judge, second = _judge_files()
+    root = tmp_path / "more-runs"
+    for source in sorted(p.parent for p in (EXAMPLES / "runs").glob("*/run.json")):
+        for repetition in range(1, repetitions):
+            run_dir = Path(shutil.copytree(source, root / f"{source.name}-{repetition}"))
+            record = json.loads((run_dir / "run.json").read_text())
+            (run_dir / "run.json").write_text(json.dumps({**record, "repetition": repetition}))
+            (run_dir / "metrics.json").unlink(missing_ok=True)
+            grade_run(
+                EXAMPLE_TASK,
+                run_dir,
+                EXAMPLES / "repo_manifest.yaml",
+                f"scripted:{judge}",
+                f"scripted:{second}",
+            )
+    import_run_dirs(demo, root, "more-runs", Actor.command_line())
+
+
+def test_labelling_the_disagreements_and_auditing_20_runs_gives_a_corrected_rate(
+    demo: Repository, reviewer_of_demo: Any, tmp_path: Path
+) -> None:
+    """Issue 32's "done when": a reviewer labels the disagreements and audits 20 runs, and the report shows
+    a corrected rate with its interval; export_labels prints every label."""
+    import math
+    import random
+
+    from django.core.cache import cache
+
+    from rubrics_app.models import HumanVerdict, ItemVerdict
+    from rubrics_app.services.reports.report import repository_report
+    from rubrics_app.services.runs import audit_sample
+    from rubrics_app.services.runs import queue as review_queue
+
+    cache.clear()
+    as_reviewer = Actor.member(reviewer_of_demo)
+    more_demo_runs(demo, tmp_path, repetitions=21)
+
+    def label_like_the_primary(kind: str) -> int:
+        queue = Queue(demo, kind, {}, unlabelled_only=True, user_id=reviewer_of_demo.pk)
+        entries = queue.page(1, 10_000).entries
+        for entry in entries:
+            grade = RunGrade.objects.get(pk=entry.grade_id)
+            primary = ItemVerdict.objects.get(
+                judge__grade=grade, judge__role="primary", item_id=entry.item_id
+            )
+            review_queue.label(grade, entry.item_id, primary.verdict, "", kind, as_reviewer)
+        assert queue.reviewed_count() == queue.total()
+        return len(entries)
+
+    disagreements = label_like_the_primary(QueueKind.JUDGES)
+    before = repository_report(demo, {}).report
+    strata = len(audit_sample.judged_runs(demo))
+    audit_sample.draw(demo, math.ceil(20 / strata), as_reviewer, rng=random.Random(32))
+    assert audit_sample.summary(demo).drawn >= 20
+    audited = label_like_the_primary(QueueKind.AUDIT)
+    after = repository_report(demo, {}).report
+    assert before.judge_accuracy.labelled < 20 <= after.judge_accuracy.labelled, (disagreements, audited)
+    corrected = [cell.corrected_mergeable_rate for cell in after.cells if cell.corrected_mergeable_rate]
+    assert all(rate.value is not None for rate in corrected)
+    assert not any(cell.corrected_mergeable_rate for cell in before.cells)
+    out = io.StringIO()
+    call_command("export_labels", "--repository", demo.name, stdout=out)
+    assert len(out.getvalue().splitlines()) == HumanVerdict.objects.count() == disagreements + audited

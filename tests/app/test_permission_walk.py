@@ -26,6 +26,7 @@ from rubrics_app.models import (
     CalibrationRun,
     Dispute,
     EvidenceChange,
+    ItemFlag,
     ItemKind,
     Repository,
     Role,
@@ -40,7 +41,7 @@ from rubrics_app.services.calibration import run as calibration
 from rubrics_app.services.drafting import run as drafting
 from rubrics_app.services.rubrics import exports, imports, pull_requests, rereview, revisions
 from rubrics_app.services.rubrics import task_files as tasks
-from rubrics_app.services.runs import queue, swe_bench
+from rubrics_app.services.runs import audit_sample, labels_io, queue, swe_bench
 from rubrics_app.services.runs import store as runs
 from rubrics_app.services.sweeps import run as sweeps
 from rubrics_app.services.sweeps.run import SweepRequest
@@ -116,6 +117,12 @@ def _entry_points(
             grade, queue.LabelUndo(0, "B1", datetime.now(UTC), None), a
         ),
         rereview.open_dispute: lambda a: rereview.open_dispute(blocker, a, "unclear"),
+        rereview.flag_blocker: lambda a: rereview.flag_blocker(blocker, None, "wrong", a),
+        rereview.dispute_from_flag: lambda a: rereview.dispute_from_flag(
+            ItemFlag(item=blocker, reason="wrong"), a, "wrong"
+        ),
+        audit_sample.draw: lambda a: audit_sample.draw(repository, 1, a),
+        labels_io.import_labels: lambda a: labels_io.import_labels(repository, b"", "labels.jsonl", a),
         rereview.dismiss_dispute: lambda a: rereview.dismiss_dispute(dispute, a, "settled"),
         rereview.dismiss_evidence_change: lambda a: rereview.dismiss_evidence_change(change, a, "fine"),
         runs.import_run_dirs: lambda a: runs.import_run_dirs(repository, tmp_path, "", a),

@@ -16,7 +16,7 @@ from django.urls import reverse
 from rubrics_app.access import Actor
 from rubrics_app.models import HumanVerdict, Repository, RubricRevision, RunGrade
 from rubrics_app.services.runs import queue as review_queue
-from tests.app.runs_helpers import import_graded
+from tests.app.runs_helpers import import_graded, put_label
 
 pytestmark = pytest.mark.django_db
 
@@ -74,7 +74,7 @@ def test_n_leads_to_the_next_unlabelled_pair_past_labelled_ones(
     a, b, c, d = pairs()
     client = logged_in(reviewer)
     for pair in (b, c):  # labelled by someone: "next" walks onto them, "next unlabelled" skips them
-        HumanVerdict.objects.create(grade=pair[0], item_id=pair[1], verdict="pass", queue="judges")
+        put_label(pair[0], pair[1], "pass")
     html = page(client, entry(repository, a))
     assert link(html, "queue-next") == entry(repository, b)
     assert link(html, "queue-next-unlabelled") == entry(repository, d)
@@ -86,7 +86,7 @@ def test_n_leads_to_the_next_unlabelled_pair_past_labelled_ones(
     assert link(html, "queue-next-unlabelled") == entry(repository, a)
     # Every pair labelled: no such link anywhere.
     for pair in (a, d):
-        HumanVerdict.objects.create(grade=pair[0], item_id=pair[1], verdict="fail", queue="judges")
+        put_label(pair[0], pair[1], "fail")
     assert link(page(client, entry(repository, a)), "queue-next-unlabelled") is None
     assert link(page(client, reverse("rubrics:queue", args=[repository.pk])), "queue-next-unlabelled") is None
 
@@ -119,23 +119,30 @@ def test_a_label_is_shown_saved_with_an_undo_that_removes_it(
     assert not HumanVerdict.objects.exists()
 
 
-def test_undo_puts_back_the_label_it_replaced(
+def test_each_reviewer_keeps_their_own_label_and_undo_puts_back_their_own(
     reviewer: User, maintainer: User, repository: Repository, graded: RubricRevision
 ) -> None:
     a, *_ = pairs()
     logged_in(maintainer).post(
         label_url(repository, a), {"verdict": "pass", "note": "fine", "kind": "judges"}
     )
-    before = HumanVerdict.objects.get()
+    theirs = HumanVerdict.objects.get()
     client = logged_in(reviewer)
     client.post(label_url(repository, a), {"verdict": "fail", "kind": "judges"})
-    replaced = HumanVerdict.objects.get()
-    assert (replaced.verdict, replaced.by, replaced.at > before.at) == ("fail", reviewer, True)
-    assert ", replacing the label it had" in page(client, entry(repository, a))
+    # The reviewer's label is their own: the maintainer's stands beside it, unchanged.
+    assert sorted(HumanVerdict.objects.values_list("by__username", "verdict")) == [
+        ("maintainer", "pass"),
+        ("reviewer", "fail"),
+    ]
+    first = HumanVerdict.objects.get(by=reviewer)
+    client.post(label_url(repository, a), {"verdict": "unsure", "kind": "judges"})
+    assert HumanVerdict.objects.get(by=reviewer).verdict == "unsure"
+    assert ", replacing your label it had" in page(client, entry(repository, a))
     undo(client, repository, a)
-    back = HumanVerdict.objects.get()
-    assert (back.verdict, back.note, back.by, back.at) == ("pass", "fine", maintainer, before.at)
-    assert "is back to pass by maintainer" in page(client, entry(repository, a))
+    back = HumanVerdict.objects.get(by=reviewer)
+    assert (back.verdict, back.at) == ("fail", first.at)
+    assert HumanVerdict.objects.get(by=maintainer) == theirs
+    assert (theirs.verdict, theirs.note) == ("pass", "fine")
 
 
 def test_only_ones_own_most_recent_label_is_undone(
@@ -153,11 +160,11 @@ def test_only_ones_own_most_recent_label_is_undone(
     # Someone else labels the pair again: its label is theirs, not undone by the reviewer.
     logged_in(maintainer).post(label_url(repository, b), {"verdict": "unsure", "kind": "judges"})
     undo(second_browser, repository, b)
-    assert HumanVerdict.objects.get(grade=b[0], item_id=b[1]).verdict == "unsure"
+    assert HumanVerdict.objects.get(run=b[0].run, item_id=b[1]).verdict == "unsure"
     # A form naming another pair than the last label undoes nothing.
     second_browser.post(label_url(repository, c), {"verdict": "pass", "kind": "judges"})
     undo(second_browser, repository, a)
-    assert HumanVerdict.objects.filter(grade=c[0], item_id=c[1]).exists()
+    assert HumanVerdict.objects.filter(run=c[0].run, item_id=c[1]).exists()
     assert HumanVerdict.objects.count() == 3
 
 
@@ -225,7 +232,7 @@ def test_the_unlabelled_only_list(reviewer: User, repository: Repository, graded
     a, b, c, d = pairs()
     client = logged_in(reviewer)
     url = reverse("rubrics:queue", args=[repository.pk])
-    HumanVerdict.objects.create(grade=a[0], item_id=a[1], verdict="pass", queue="judges")
+    put_label(a[0], a[1], "pass")
     # Every pair by default, for every role.
     html = page(client, url)
     assert len(re.findall(r"<code>(B1|N2)</code></a>", html)) == 4
@@ -239,7 +246,7 @@ def test_the_unlabelled_only_list(reviewer: User, repository: Repository, graded
     # On a pair of that list: positions among the unlabelled; labelling moves on to the next unlabelled.
     html = page(client, entry(repository, b, "kind=judges&show=unlabelled"))
     assert "pair 1 of 3 unlabelled" in html and 'name="show" value="unlabelled"' in html
-    HumanVerdict.objects.create(grade=c[0], item_id=c[1], verdict="pass", queue="judges")
+    put_label(c[0], c[1], "pass")
     response = client.post(
         label_url(repository, b), {"verdict": "fail", "kind": "judges", "show": "unlabelled"}
     )
@@ -258,7 +265,7 @@ def test_the_end_of_the_list_says_how_many_remain_and_links_the_first(
     a, b, c, d = pairs()
     client = logged_in(reviewer)
     url = reverse("rubrics:queue", args=[repository.pk])
-    HumanVerdict.objects.create(grade=d[0], item_id=d[1], verdict="pass", queue="judges")
+    put_label(d[0], d[1], "pass")
     for html in (page(client, url), page(client, entry(repository, d))):
         assert "The end of this list, with <strong>3 pairs</strong> of this queue still unlabelled" in html
         assert "the end of this queue" not in html.lower()
@@ -266,7 +273,7 @@ def test_the_end_of_the_list_says_how_many_remain_and_links_the_first(
     # Not on a pair with a next one.
     assert 'id="queue-end"' not in page(client, entry(repository, c))
     for pair in (a, b, c):
-        HumanVerdict.objects.create(grade=pair[0], item_id=pair[1], verdict="pass", queue="judges")
+        put_label(pair[0], pair[1], "pass")
     for html in (page(client, url), page(client, entry(repository, d))):
         assert "The end of this queue: every pair is labelled." in html
         assert link(html, "queue-first-unlabelled") is None

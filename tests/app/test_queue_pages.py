@@ -13,9 +13,10 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from rubrics_app.models import HumanVerdict, ItemVerdict, Repository, Task
+from rubrics_app.models import ItemVerdict, Repository, Task
 from rubrics_app.services.report_rows import refresh_report_rows
 from tests.app.report_rows import bulk_runs
+from tests.app.runs_helpers import put_label
 
 pytestmark = pytest.mark.django_db
 
@@ -75,7 +76,7 @@ def test_the_list_shows_one_page_and_counts_the_whole_queue(queued: Repository, 
     assert len(order) == 12
     # Two pairs of the last page are labelled: the progress on the first page counts them.
     for grade_id, item_id in order[-2:]:
-        HumanVerdict.objects.create(grade_id=grade_id, item_id=item_id, verdict="pass", queue="judges")
+        put_label(grade_id, item_id, "pass")
     pages = [client.get(url, {"kind": "judges", "page": n}).content.decode() for n in (1, 2, 3)]
     assert [listed(html) for html in pages] == [order[0:5], order[5:10], order[10:12]]
     for html in pages:

@@ -128,10 +128,8 @@ def test_items_carry_each_judges_verdicts_and_the_human_labels_beside(
     assert primary_b1 and all(i.reason and i.judge.startswith("scripted:") for i in primary_b1)
     # The human labels as the queue stored them, beside the item they label.
     labelled: dict[tuple[str, int | None], str] = {
-        (h.grade.run.task.task_id, h.grade.run.repetition): h.verdict
-        for h in HumanVerdict.objects.filter(grade__run__arm="plain", item_id="B1").select_related(
-            "grade__run__task"
-        )
+        (h.run.task.task_id, h.run.repetition): h.verdict
+        for h in HumanVerdict.objects.filter(run__arm="plain", item_id="B1").select_related("run__task")
     }
     assert labelled
     for item in primary_b1:

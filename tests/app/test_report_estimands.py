@@ -14,7 +14,6 @@ from django.urls import reverse
 
 from rubrics_app.models import (
     AgentRun,
-    HumanVerdict,
     ItemVerdict,
     JudgeGrade,
     Repository,
@@ -23,6 +22,7 @@ from rubrics_app.models import (
     refresh_current_grades,
 )
 from rubrics_app.services.report_rows import refresh_report_rows
+from tests.app.runs_helpers import put_label
 
 pytestmark = pytest.mark.django_db
 
@@ -70,7 +70,7 @@ def _grade(task: Task, arm: str, rep: int, outcome: str, human: bool | None = No
         ItemVerdict.objects.create(judge=judge, item_id="B1", kind="blocker", verdict=verdict, reason="r")
     if human is not None:
         label = "pass" if human else "fail"
-        HumanVerdict.objects.create(grade=grade, item_id="B1", verdict=label, queue="judges")
+        put_label(grade, "B1", label)
 
 
 def _report(repository: Repository, viewer: User) -> dict[str, Any]:

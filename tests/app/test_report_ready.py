@@ -26,7 +26,7 @@ from django.db.models import signals
 from django.test import Client
 from django.urls import reverse
 
-from rubrics_app.models import HumanVerdict, ReportSnapshot, Repository, RevisionStatus
+from rubrics_app.models import HumanVerdict, ReportSnapshot, Repository, RevisionStatus, RunGrade
 from rubrics_app.services.reports import report as report_service
 from rubrics_app.services.reports.report import keep_report_ready, prepare_report
 from tests.app.report_helpers import build_runs, label_runs
@@ -101,7 +101,7 @@ def test_a_stored_report_never_answers_for_changed_labels_runs_or_code(
     stored = report_json(viewer, graded)
     assert len(computations) == 1
     # A new label: the stored report is of the labels before.
-    label = HumanVerdict.objects.filter(grade__run__task__repository=graded, item_id="B1", verdict="pass")[0]
+    label = HumanVerdict.objects.filter(run__task__repository=graded, item_id="B1", verdict="pass")[0]
     label.verdict = "fail"  # a reviewer changes their mind
     label.save()
     cache.clear()
@@ -131,7 +131,7 @@ def test_a_report_whose_runs_changed_while_it_was_computed_is_not_kept(
 ) -> None:
     prepare_report(graded)
     [older] = ReportSnapshot.objects.filter(repository=graded)
-    label = HumanVerdict.objects.filter(grade__run__task__repository=graded, item_id="B1", verdict="pass")[0]
+    label = HumanVerdict.objects.filter(run__task__repository=graded, item_id="B1", verdict="pass")[0]
     label.verdict = "fail"
     label.save()
     compute = report_service._computed
@@ -158,7 +158,7 @@ def test_no_reader_ever_sees_two_stored_reports(graded: Repository) -> None:
     """Storing the newer report and deleting the older is one commit: a reader on another connection, at
     the moment the older is deleted, still sees the older one alone (never both, never none)."""
     prepare_report(graded)
-    label = HumanVerdict.objects.filter(grade__run__task__repository=graded, item_id="B1", verdict="pass")[0]
+    label = HumanVerdict.objects.filter(run__task__repository=graded, item_id="B1", verdict="pass")[0]
     label.verdict = "fail"
     label.save()
     seen: list[int] = []
@@ -361,12 +361,13 @@ def test_a_label_an_undo_and_a_cutoff_send_the_report_so_the_page_never_computes
     which stores it, and the next reader reads it instead of computing it."""
     prepare_report(graded)
     before = report_json(viewer, graded)
-    human = HumanVerdict.objects.filter(grade__run__task__repository=graded, item_id="B1", verdict="pass")[0]
+    human = HumanVerdict.objects.filter(run__task__repository=graded, item_id="B1", verdict="pass")[0]
+    grade_pk = RunGrade.objects.get(run=human.run_id, is_current=True).pk  # the queue's pair of that label
     labelling = Client()
     labelling.force_login(reviewer)
     with django_capture_on_commit_callbacks(execute=True):
         response = labelling.post(
-            reverse("rubrics:queue_label", args=[graded.pk, human.grade_id, "B1"]),
+            reverse("rubrics:queue_label", args=[graded.pk, grade_pk, "B1"]),
             {"verdict": "fail", "note": "", "kind": "judges"},
         )
     assert response.status_code == 302 and sent == [graded.pk]
@@ -380,7 +381,7 @@ def test_a_label_an_undo_and_a_cutoff_send_the_report_so_the_page_never_computes
     with django_capture_on_commit_callbacks(execute=True):
         labelling.post(
             reverse("rubrics:queue_undo", args=[graded.pk]),
-            {"undo_grade": str(human.grade_id), "undo_item": "B1", "kind": "judges"},
+            {"undo_grade": str(grade_pk), "undo_item": "B1", "kind": "judges"},
         )
     assert HumanVerdict.objects.get(pk=human.pk).verdict == "pass"
     assert sent == [graded.pk, graded.pk]

@@ -123,7 +123,7 @@ def test_a_label_sent_after_expiry_is_shown_after_login_and_saved_once_sent_agai
     sent = send_again(client)
     assert sent.status_code == 302
     saved = HumanVerdict.objects.get()
-    assert (saved.grade_id, saved.item_id, saved.verdict) == (grade.pk, "B1", "pass")
+    assert (saved.run_id, saved.item_id, saved.verdict) == (grade.run_id, "B1", "pass")
     assert saved.note == 'looks <b>fine</b> "here"'
     # Sent once: the confirm page has nothing left to send.
     assert client.get(reverse("resume_post")).status_code == 404

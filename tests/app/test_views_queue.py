@@ -106,8 +106,8 @@ def test_a_human_verdict_is_stored_apart_and_moves_to_the_next_pair(
     assert response.status_code == 302
     assert response["Location"] == entry_url(repository, first, "N2") + "?kind=judges"
     human = HumanVerdict.objects.get()
-    assert (human.grade, human.item_id, human.verdict, human.note, human.by) == (
-        first,
+    assert (human.run, human.item_id, human.verdict, human.note, human.by) == (
+        first.run,
         "B1",
         "fail",
         "GPU path missed",
@@ -365,7 +365,7 @@ def test_export_labels_turns_fully_labelled_runs_into_human_mergeable_verdicts(
     client.post(entry_url(repository, first, "N2", "label"), {"verdict": "pass"})  # a non-blocker: no effect
     client.post(entry_url(repository, second, "B1", "label"), {"verdict": "unsure"})  # says nothing
     out = io.StringIO()
-    call_command("export_labels", "--repository", repository.name, stdout=out)
+    call_command("export_labels", "--repository", repository.name, "--format", "runs", stdout=out)
     assert json.loads(out.getvalue()) == {first.run.source: False}
     client.post(entry_url(repository, second, "B1", "label"), {"verdict": "pass"})
     target = tmp_path / "labels.json"

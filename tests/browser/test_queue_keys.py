@@ -53,8 +53,8 @@ def press(page: Any, key: str) -> None:
 
 def labels() -> list[tuple[int, str, str]]:
     return list(
-        HumanVerdict.objects.order_by("grade__run__repetition", "item_id").values_list(
-            "grade__run__repetition", "item_id", "verdict"
+        HumanVerdict.objects.order_by("run__repetition", "item_id").values_list(
+            "run__repetition", "item_id", "verdict"
         )
     )
 

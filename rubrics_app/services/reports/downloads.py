@@ -40,7 +40,7 @@ CHUNK = 500  # rows read from the database at a time
 
 def human_labels(state: dict[str, Any]) -> dict[int, dict[str, str]]:
     """The human labels beside the items: per grade pk, item id -> label. The one read of the labels for the
-    downloads (the label model's current form: one label per grade and item)."""
+    downloads: each pair's settled verdict (services.runs.queue.human_verdicts_by_grade), as the report's."""
     return labels_by_grade(state)
 
 

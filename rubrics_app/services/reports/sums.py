@@ -37,7 +37,6 @@ from grading import (
 )
 from rubrics_app.models import (
     AgentRun,
-    HumanVerdict,
     ReportRow,
     ReportVerdicts,
     Repository,
@@ -45,7 +44,7 @@ from rubrics_app.models import (
     RubricRevision,
     Task,
 )
-from rubrics_app.services.runs.queue import mergeable_from_labels
+from rubrics_app.services.runs.queue import human_verdicts_by_grade, mergeable_from_labels
 
 
 def task_prompt_style(spec_prompt: bool, issue_prompt: bool) -> str | None:
@@ -65,11 +64,9 @@ def _tasks(repository: Repository) -> list[tuple[int, str, str, int, int]]:
 
 
 def _human_verdicts(repository: Repository) -> list[tuple[int, str, str]]:
-    return list(
-        HumanVerdict.objects.filter(grade__run__task__repository=repository)
-        .order_by("grade_id", "item_id")
-        .values_list("grade_id", "item_id", "verdict")
-    )
+    """Each pair's settled human verdict, per current grade (services.runs.queue.human_verdicts_by_grade):
+    the labels stand for every grade with the same criterion wording, adjudication settles disagreements."""
+    return human_verdicts_by_grade(repository)
 
 
 def report_state(repository: Repository) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from rubrics_app.models import (
     EvidenceChange,
     EvidenceChangeLine,
     EvidenceCheckResult,
+    ItemFlag,
     ItemKind,
     Job,
     JobKind,
@@ -86,6 +87,27 @@ def open_dispute(
     return Dispute.objects.create(
         revision_id=item.revision_id, item=item, source=source, grade=grade, reason=reason, opened_by=by.user
     )
+
+
+def flag_blocker(item: RubricItem, grade: RunGrade | None, reason: str, by: Actor) -> ItemFlag:
+    """A reviewer's flag on a blocker ("this criterion is wrong"), from a pair of the review queue: shown to
+    maintainers on the revision, where they may turn it into a dispute (:func:`dispute_from_flag`)."""
+    by.require(Role.REVIEWER, item.revision.task.repository)
+    if item.kind != ItemKind.BLOCKER:
+        raise TransitionError("only a blocker is flagged (a non-blocker never decides mergeable)")
+    if not reason.strip():
+        raise TransitionError("a flag says why the criterion is wrong")
+    return ItemFlag.objects.create(item=item, grade=grade, reason=reason, by=by.recorded_user)
+
+
+def dispute_from_flag(flag: ItemFlag, by: Actor, reason: str) -> Dispute:
+    """Turn a reviewer's flag into a dispute (maintainers): the revision needs re-review, and the flag
+    records the dispute it became."""
+    with transaction.atomic():
+        dispute = open_dispute(flag.item, by, reason, DisputeSource.DISAGREEMENT, flag.grade)
+        flag.dispute = dispute
+        flag.save(update_fields=["dispute"])
+    return dispute
 
 
 def _dismiss(model: type[Dispute] | type[EvidenceChange], pk: int, by: Actor, reason: str) -> None:
@@ -251,7 +273,7 @@ def re_review_context(revision: RubricRevision | None) -> dict[str, Any]:
     """What the task page shows about the admitted revision's re-review: open disputes, open evidence changes
     and the blockers a maintainer may dispute."""
     if revision is None:
-        return {"open_disputes": [], "open_evidence_changes": [], "disputable_blockers": []}
+        return {"open_disputes": [], "open_evidence_changes": [], "disputable_blockers": [], "open_flags": []}
     return {
         "open_disputes": list(
             revision.disputes.filter(dismissed_at=None)
@@ -264,6 +286,11 @@ def re_review_context(revision: RubricRevision | None) -> dict[str, Any]:
             .order_by("item_id", "pk")
         ),
         "disputable_blockers": list(revision.items.filter(kind=ItemKind.BLOCKER).order_by("position", "pk")),
+        "open_flags": list(
+            ItemFlag.objects.filter(item__revision=revision, dispute=None)
+            .select_related("item", "by", "grade__run")
+            .order_by("at", "pk")
+        ),
     }
 
 

@@ -8,8 +8,13 @@ Only a run's current grade (``RunGrade.objects.current()``) has entries: an olde
 - ``agreed``: both judges agreed, and the pair falls in the fixed random sample offered for labelling, so
   error rates are not measured only where the judges disagree.
 
-Human verdicts are rows of their own (HumanVerdict) and never touch a grade or a judge's verdict. A
-labeller may undo their own most recent label (:func:`undo_label`): what it replaced is put back.
+Human verdicts are rows of their own (HumanVerdict) and never touch a grade or a judge's verdict. A label
+belongs to (run, item, criterion wording, reviewer), not to a grade: it stands for every grade of the run
+whose item has the same criterion text, so a re-grade or a re-admission that leaves the wording alone keeps
+the pair reviewed. Each reviewer labels a pair once; a pair leaves a reviewer's list once they labelled it,
+and the whole queue once the repository's ``labels_per_pair`` reviewers did (or a maintainer adjudicated it).
+Reviewers who disagree send the pair to the adjudication list (:func:`adjudication_list`). A labeller may
+undo their own most recent label (:func:`undo_label`): what it replaced is put back.
 """
 
 from __future__ import annotations
@@ -20,12 +25,17 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Case, Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from grading import ReviewerAgreement, reviewer_agreement, settled_verdict
 from rubrics_app.access import Actor
 from rubrics_app.models import (
+    AuditDraw,
     HumanVerdict,
+    ItemVerdict,
+    JudgeRole,
     QueueKind,
     QueuePair,
     Repository,
@@ -33,10 +43,14 @@ from rubrics_app.models import (
     RubricItem,
     RubricRevision,
     RunGrade,
+    criterion_sha256,
 )
 from rubrics_app.services.paging import Page, page_of
 
-FILTERS = ("task", "item", "arm", "model")
+FILTERS = ("task", "item", "arm", "model", "pattern", "human")
+# The judges' verdict patterns (primary / second) and the human labels the list filters by.
+PATTERNS = ("pass/fail", "fail/pass", "pass/pass", "fail/fail")
+HUMAN_FILTERS = ("none", "pass", "fail", "unsure")
 
 
 @dataclass(frozen=True)
@@ -48,6 +62,8 @@ class QueueEntry:
     model: str
     repetition: int
     verdict: str = ""  # the human verdict (pass / fail / unsure), "" while unlabelled
+    primary: str = ""  # the primary judge's verdict on the pair ("" without one)
+    second: str = ""  # the second judge's
 
     @property
     def key(self) -> tuple[int, str]:
@@ -80,7 +96,24 @@ def _pairs(repository: Repository, kind: str, filters: dict[str, str]) -> QueryS
     """The queue's pairs of the runs' current grades (``RunGrade.objects.current()``, carried on each pair as
     ``current``) under the filters: the stored rows (``QueuePair``), one per pair and kind, so a run graded
     again after a new admission is one run here, never two rows for the same pair."""
-    query = QueuePair.objects.filter(repository=repository, kind=kind, current=True)
+    if kind == QueueKind.AUDIT:
+        # Every blocker the primary judge decided on the drawn runs, whatever the judges' agreement: each
+        # pair once (its judges / agreed / one-judge row, not its regrade one).
+        query = QueuePair.objects.filter(
+            repository=repository, current=True, kind__in=(QueueKind.JUDGES, QueueKind.AGREED, "")
+        ).filter(
+            Exists(AuditDraw.objects.filter(run_id=OuterRef("grade__run_id"))),
+            Exists(
+                ItemVerdict.objects.filter(
+                    judge__grade_id=OuterRef("grade_id"),
+                    judge__role=JudgeRole.PRIMARY,
+                    item_id=OuterRef("item_id"),
+                    kind="blocker",
+                )
+            ),
+        )
+    else:
+        query = QueuePair.objects.filter(repository=repository, kind=kind, current=True)
     if kind == QueueKind.AGREED:
         query = query.filter(sample_key__lt=settings.RUNS_AGREED_SAMPLE_PERCENT / 100)
     if filters.get("task"):
@@ -91,7 +124,24 @@ def _pairs(repository: Repository, kind: str, filters: dict[str, str]) -> QueryS
         query = query.filter(arm=filters["arm"])
     if filters.get("model"):
         query = query.filter(model=filters["model"])
+    if filters.get("pattern") in PATTERNS:
+        primary, second = filters["pattern"].split("/")
+        query = query.filter(
+            Exists(_judge_verdict(JudgeRole.PRIMARY).filter(verdict=primary)),
+            Exists(_judge_verdict(JudgeRole.SECOND).filter(verdict=second)),
+        )
+    if filters.get("human") == "none":
+        query = query.exclude(Exists(_standing()))
+    elif filters.get("human") in HUMAN_FILTERS:
+        query = query.filter(Exists(_standing().filter(verdict=filters["human"])))
     return query
+
+
+def _judge_verdict(role: str) -> QuerySet[ItemVerdict]:
+    """The verdict of the judge in ``role`` on the outer QueuePair row's pair."""
+    return ItemVerdict.objects.filter(
+        judge__grade_id=OuterRef("grade_id"), judge__role=role, item_id=OuterRef("item_id")
+    )
 
 
 # The queue's order, and the key a page or a pair is found by: unique per (grade, item) within a kind; the
@@ -99,12 +149,41 @@ def _pairs(repository: Repository, kind: str, filters: dict[str, str]) -> QueryS
 _ORDER = ("task_id", "arm", "model", "repetition", "grade_id", "item_id")
 
 
-def _human() -> QuerySet[Any]:
-    """The human verdict on the (grade, item) pair of the outer QueuePair row (one at most)."""
-    verdicts: QuerySet[Any] = HumanVerdict.objects.filter(
-        grade_id=OuterRef("grade_id"), item_id=OuterRef("item_id")
-    ).values("verdict")
-    return verdicts
+def _standing() -> QuerySet[HumanVerdict]:
+    """The labels that stand for the outer QueuePair row: its run's, on its item, for its criterion's
+    wording (a label for an earlier wording does not)."""
+    return HumanVerdict.objects.filter(
+        run_id=OuterRef("grade__run_id"),
+        item_id=OuterRef("item_id"),
+        criterion_sha256=OuterRef("criterion_sha256"),
+    )
+
+
+def _human(user_id: int | None = None) -> QuerySet[Any]:
+    """The verdict shown for the outer pair: a maintainer's adjudication, else the user's own label, else
+    the earliest label (one at most)."""
+    own = Case(When(by_id=user_id, then=Value(0)), default=Value(1), output_field=IntegerField())
+    labels: QuerySet[Any] = _standing().order_by("-adjudicated", own, "at", "pk")
+    return labels.values("verdict")
+
+
+def _label_count() -> Coalesce:
+    """How many reviewers' labels (adjudications aside) stand for the outer pair."""
+    counted = (
+        _standing()
+        .filter(adjudicated=False)
+        .order_by()
+        .values("item_id")
+        .annotate(n=Count("pk"))
+        .values("n")[:1]
+    )
+    return Coalesce(Subquery(counted, output_field=IntegerField()), Value(0))
+
+
+def _settled(needed: int) -> Q:
+    """The pairs out of the whole queue: adjudicated, or labelled by ``needed`` reviewers (on a query
+    annotated with ``labels`` = :func:`_label_count`)."""
+    return Q(Exists(_standing().filter(adjudicated=True))) | Q(labels__gte=needed)
 
 
 def _beyond(key: _SortKey, lookup: str) -> Q:
@@ -127,23 +206,43 @@ class Queue:
     """
 
     def __init__(
-        self, repository: Repository, kind: str, filters: dict[str, str], unlabelled_only: bool = False
+        self,
+        repository: Repository,
+        kind: str,
+        filters: dict[str, str],
+        unlabelled_only: bool = False,
+        user_id: int | None = None,
     ) -> None:
         self.repository = repository
         self.kind = kind
         self.filters = filters
         self.unlabelled_only = unlabelled_only
-        self._whole = _pairs(repository, kind, filters)
-        self._unlabelled = self._whole.filter(~Exists(_human()))
+        self.user_id = user_id
+        self._whole = _pairs(repository, kind, filters).annotate(labels=_label_count())
+        settled = _settled(repository.labels_per_pair)
+        self._settled = self._whole.filter(settled)
+        # Still to label for this user: not settled, and not labelled by them already.
+        mine = Exists(_standing().filter(adjudicated=False, by_id=user_id))
+        self._unlabelled = self._whole.exclude(settled).exclude(mine)
         self._pairs = self._unlabelled if unlabelled_only else self._whole
 
     def _rows(self, query: QuerySet[QueuePair], order: tuple[str, ...] = _ORDER) -> QuerySet[Any]:
-        return query.annotate(human=Subquery(_human()[:1])).order_by(*order).values_list(*_ORDER, "human")
+        return (
+            query.annotate(
+                human=Subquery(_human(self.user_id)[:1]),
+                primary=Subquery(_judge_verdict(JudgeRole.PRIMARY).values("verdict")[:1]),
+                second=Subquery(_judge_verdict(JudgeRole.SECOND).values("verdict")[:1]),
+            )
+            .order_by(*order)
+            .values_list(*_ORDER, "human", "primary", "second")
+        )
 
     @staticmethod
     def _entry(row: tuple[Any, ...]) -> QueueEntry:
-        task_id, arm, model, repetition, grade_id, item_id, human = row
-        return QueueEntry(grade_id, item_id, task_id, arm, model, repetition, human or "")
+        task_id, arm, model, repetition, grade_id, item_id, human, primary, second = row
+        return QueueEntry(
+            grade_id, item_id, task_id, arm, model, repetition, human or "", primary or "", second or ""
+        )
 
     def _first(self, query: QuerySet[QueuePair], descending: bool = False) -> QueueEntry | None:
         order = tuple(f"-{field}" for field in _ORDER) if descending else _ORDER
@@ -170,8 +269,9 @@ class Queue:
         return self.count() if not self.unlabelled_only else self._whole.count()
 
     def reviewed_count(self) -> int:
-        """Pairs of the whole queue (not one page, not only the listed ones) that carry a human verdict."""
-        return self._whole.filter(Exists(_human())).count()
+        """Pairs of the whole queue (not one page, not only the listed ones) that are settled: labelled by as
+        many reviewers as the repository asks for, or adjudicated."""
+        return self._settled.count()
 
     def page(self, number: int, size: int, total: int | None = None) -> QueuePage:
         """Page ``number`` (from 1; one past either end is the nearest page) of ``size`` entries."""
@@ -329,44 +429,119 @@ class NothingToUndo(Exception):
     """The label cannot be undone: it was given again since, or is not the labeller's most recent one."""
 
 
-def label(grade: RunGrade, item_id: str, verdict: str, note: str, queue: str, by: Actor) -> Labelled:
-    """Record (or replace) the human verdict on a pair (reviewers and maintainers). Only HumanVerdict is
-    written; what it replaced comes back with it, for :func:`undo_label`."""
-    by.require(Role.REVIEWER, grade.run.task.repository)
+def pair_wording(grade: RunGrade, item_id: str) -> str:
+    """The criterion hash the pair's labels are for: the one stored on its queue pair, else the item's text
+    in the revision graded against ("" when the app does not hold it)."""
+    stored = (
+        QueuePair.objects.filter(grade=grade, item_id=item_id)
+        .values_list("criterion_sha256", flat=True)
+        .first()
+    )
+    if stored is not None:
+        return stored
+    item, exact = rubric_item_for(grade, item_id)
+    return criterion_sha256(item.criterion) if item is not None and exact else ""
+
+
+def inclusion_probability(queue: str, run_id: int) -> float:
+    """The chance a pair had to be offered in ``queue``: every disagreement is, an agreed pair only within
+    the sample share, an audited run's blockers with its draw's (models.AuditDraw)."""
+    if queue == QueueKind.AUDIT:
+        drawn = AuditDraw.objects.filter(run_id=run_id).values_list("inclusion_probability", flat=True)
+        return drawn.first() or 1.0
+    if queue == QueueKind.AGREED:
+        return settings.RUNS_AGREED_SAMPLE_PERCENT / 100
+    return 1.0
+
+
+def standing_labels(grade: RunGrade, item_id: str) -> QuerySet[HumanVerdict]:
+    """Every label that stands for the pair (each reviewer's, and an adjudication), oldest first."""
+    return HumanVerdict.objects.filter(
+        run_id=grade.run_id, item_id=item_id, criterion_sha256=pair_wording(grade, item_id)
+    ).select_related("by")
+
+
+def earlier_labels(grade: RunGrade, item_id: str) -> QuerySet[HumanVerdict]:
+    """Labels on the pair given for an earlier wording of its criterion: kept and shown, never counted."""
+    return (
+        HumanVerdict.objects.filter(run_id=grade.run_id, item_id=item_id)
+        .exclude(criterion_sha256=pair_wording(grade, item_id))
+        .select_related("by")
+    )
+
+
+def label(
+    grade: RunGrade,
+    item_id: str,
+    verdict: str,
+    note: str,
+    queue: str,
+    by: Actor,
+    *,
+    adjudicate: bool = False,
+    probability: float | None = None,
+) -> Labelled:
+    """Record (or replace) this reviewer's own label on a pair (reviewers and maintainers), for the
+    criterion's wording the grade was graded against; with ``adjudicate``, a maintainer's ruling on a pair
+    whose reviewers disagree. Only HumanVerdict is written; what it replaced comes back with it, for
+    :func:`undo_label`."""
+    repository = grade.run.task.repository
+    by.require(Role.MAINTAINER if adjudicate else Role.REVIEWER, repository)
+    wording = pair_wording(grade, item_id)
+    user = by.recorded_user
+    mine: dict[str, Any] = {
+        "run_id": grade.run_id,
+        "item_id": item_id,
+        "criterion_sha256": wording,
+        "adjudicated": adjudicate,
+    }
     with transaction.atomic():
-        previous = HumanVerdict.objects.select_for_update().filter(grade=grade, item_id=item_id).first()
+        previous = HumanVerdict.objects.select_for_update().filter(**mine, by=user).first()
         prior = (
             None
             if previous is None
             else PriorLabel(previous.verdict, previous.note, previous.queue, previous.by_id, previous.at)
         )
         human, _ = HumanVerdict.objects.update_or_create(
-            grade=grade,
-            item_id=item_id,
-            defaults={"verdict": verdict, "note": note, "queue": queue, "by": by.user, "at": timezone.now()},
+            **mine,
+            by=user,
+            defaults={
+                "verdict": verdict,
+                "note": note,
+                "queue": queue,
+                "at": timezone.now(),
+                "diff_sha256": grade.run.diff_sha256,
+                "inclusion_probability": inclusion_probability(queue, grade.run_id)
+                if probability is None
+                else probability,
+            },
         )
     return Labelled(human, LabelUndo(grade.pk, item_id, human.at, prior))
 
 
 def latest_label_of(repository: Repository, user_id: int | None) -> HumanVerdict | None:
     """The most recent label the user gave in the repository (None: the bare command line's)."""
-    labels = HumanVerdict.objects.filter(grade__run__task__repository=repository)
+    labels = HumanVerdict.objects.filter(run__task__repository=repository)
     labels = labels.filter(by__isnull=True) if user_id is None else labels.filter(by_id=user_id)
     return labels.order_by("-at", "-pk").first()
 
 
 def undo_label(grade: RunGrade, undo: LabelUndo, by: Actor) -> HumanVerdict | None:
     """Take back the label ``undo`` names: only the labeller's own most recent label in the repository, and
-    only as it was given (not once anyone labelled the pair again). The label it replaced comes back (and is
-    returned); a label that replaced none is removed (None)."""
+    only as it was given (not once they labelled the pair again). Their label it replaced comes back (and is
+    returned); a label that replaced none is removed (None). Other reviewers' labels are never touched."""
     repository = grade.run.task.repository
     by.require(Role.REVIEWER, repository)
     if undo.grade_id != grade.pk:
         raise NothingToUndo("that label is of another run")
+    user_id = getattr(by.recorded_user, "pk", None)
     with transaction.atomic():
-        human = HumanVerdict.objects.select_for_update().filter(grade=grade, item_id=undo.item_id).first()
-        user_id = getattr(by.recorded_user, "pk", None)
-        if human is None or human.by_id != user_id or human.at != undo.at:
+        human = (
+            HumanVerdict.objects.select_for_update()
+            .filter(run_id=grade.run_id, item_id=undo.item_id, by_id=user_id, at=undo.at)
+            .first()
+        )
+        if human is None:
             raise NothingToUndo(
                 f"{undo.item_id} on this run was labelled again since, or its label was already undone"
             )
@@ -378,9 +553,92 @@ def undo_label(grade: RunGrade, undo: LabelUndo, by: Actor) -> HumanVerdict | No
             return None
         prior = undo.prior
         human.verdict, human.note, human.queue = prior.verdict, prior.note, prior.queue
-        human.by_id, human.at = prior.by_id, prior.at
-        human.save(update_fields=["verdict", "note", "queue", "by", "at"])
+        human.at = prior.at
+        human.save(update_fields=["verdict", "note", "queue", "at"])
         return human
+
+
+@dataclass(frozen=True)
+class Contested:
+    """A pair whose reviewers disagree, on the adjudication list: each label as (reviewer, verdict, note)."""
+
+    grade_id: int
+    item_id: str
+    task_id: str
+    arm: str
+    model: str
+    repetition: int
+    labels: list[tuple[str, str, str]]
+
+
+ADJUDICATION_LIMIT = 200  # pairs the adjudication list shows at once
+
+
+def adjudication_list(repository: Repository, limit: int = ADJUDICATION_LIMIT) -> list[Contested]:
+    """The pairs of the runs' current grades whose reviewers gave different verdicts and that no maintainer
+    has adjudicated yet, in the queue's order (at most ``limit``)."""
+    contested = (
+        HumanVerdict.objects.filter(run__task__repository=repository, adjudicated=False)
+        .values("run_id", "item_id", "criterion_sha256")
+        .annotate(n=Count("verdict", distinct=True))
+        .filter(n__gt=1)
+        .values_list("run_id", "item_id", "criterion_sha256")
+    )
+    keys = set(contested)
+    if not keys:
+        return []
+    ruled = set(
+        HumanVerdict.objects.filter(
+            run__task__repository=repository, adjudicated=True, run_id__in={k[0] for k in keys}
+        ).values_list("run_id", "item_id", "criterion_sha256")
+    )
+    keys -= ruled
+    pairs = (
+        QueuePair.objects.filter(repository=repository, current=True, grade__run_id__in={k[0] for k in keys})
+        .values_list(*_ORDER, "grade__run_id", "criterion_sha256")
+        .order_by(*_ORDER)
+        .distinct()
+    )
+    found: list[Contested] = []
+    seen: set[tuple[int, str]] = set()
+    for task_id, arm, model, repetition, grade_id, item_id, run_id, wording in pairs:
+        if (run_id, item_id, wording) not in keys or (grade_id, item_id) in seen:
+            continue
+        seen.add((grade_id, item_id))
+        labels = [
+            (getattr(h.by, "username", "") or "command line", h.verdict, h.note)
+            for h in HumanVerdict.objects.filter(
+                run_id=run_id, item_id=item_id, criterion_sha256=wording, adjudicated=False
+            ).select_related("by")
+        ]
+        found.append(Contested(grade_id, item_id, task_id, arm, model, repetition, labels))
+        if len(found) >= limit:
+            break
+    return found
+
+
+def human_verdicts_by_grade(repository: Repository) -> list[tuple[int, str, str]]:
+    """The settled human verdict (:func:`settled_verdict`) of every pair of the runs' current grades that
+    has one, as (grade, item, verdict): what the report's judge-error figures take."""
+    by_pair: dict[tuple[int, str, str], list[tuple[str, bool]]] = {}
+    for run_id, item_id, wording, verdict, adjudicated in (
+        HumanVerdict.objects.filter(run__task__repository=repository)
+        .order_by("run_id", "item_id", "at", "pk")
+        .values_list("run_id", "item_id", "criterion_sha256", "verdict", "adjudicated")
+    ):
+        by_pair.setdefault((run_id, item_id, wording), []).append((verdict, adjudicated))
+    if not by_pair:
+        return []
+    found: set[tuple[int, str, str]] = set()
+    for grade_id, run_id, item_id, wording in (
+        QueuePair.objects.filter(repository=repository, current=True)
+        .filter(Exists(_standing()))
+        .values_list("grade_id", "grade__run_id", "item_id", "criterion_sha256")
+    ):
+        settled = settled_verdict(by_pair.get((run_id, item_id, wording), []))
+        if settled is not None:
+            found.add((grade_id, item_id, settled))
+    return sorted(found)
 
 
 def disagreement_counts(repository: Repository) -> dict[str, int]:
@@ -425,3 +683,18 @@ def mergeable_from_labels(judged: list[str], checks_passed: bool, labels: dict[s
     if any(verdict not in ("pass", "fail") for verdict in human):
         return None
     return checks_passed and all(v == "pass" for v in human)
+
+
+def human_agreement(repository: Repository) -> ReviewerAgreement:
+    """Agreement between reviewers (Krippendorff's α with its interval) over the pairs two or more of them
+    labelled pass or fail, each pair for one wording of its criterion (adjudications and unsure left out)."""
+    units: dict[tuple[int, str, str], list[str]] = {}
+    for run_id, item_id, wording, verdict in (
+        HumanVerdict.objects.filter(
+            run__task__repository=repository, adjudicated=False, verdict__in=("pass", "fail")
+        )
+        .order_by("run_id", "item_id", "criterion_sha256", "pk")
+        .values_list("run_id", "item_id", "criterion_sha256", "verdict")
+    ):
+        units.setdefault((run_id, item_id, wording), []).append(verdict)
+    return reviewer_agreement(list(units.values()))

@@ -1,0 +1,144 @@
+"""Every human label of a repository out, and labels made elsewhere in, as the labels file
+(grading.LabelRow: CSV or JSONL). The import is all or nothing: every bad line is named and nothing is
+written unless every line is good."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+from grading import LabelRow, LabelRowsError, read_label_rows
+from rubrics_app.access import Actor
+from rubrics_app.models import AgentRun, HumanVerdict, Membership, Repository, Role
+
+EXPORT_CHUNK = 2000
+
+
+def label_rows(repository: Repository) -> Iterator[LabelRow]:
+    """Every label of the repository (each reviewer's and each adjudication, for every wording), in the
+    order of runs and items, read a chunk at a time."""
+    labels = (
+        HumanVerdict.objects.filter(run__task__repository=repository)
+        .select_related("run__task", "by")
+        .defer("run__run_json", "run__grade_json", "run__files_sha256")
+        .order_by("run__task__task_id", "run__arm", "run__model", "run__repetition", "item_id", "at", "pk")
+    )
+    for label in labels.iterator(chunk_size=EXPORT_CHUNK):
+        run = label.run
+        yield LabelRow(
+            run=run.source or f"{run.task.task_id}/{run.arm}/{run.model}/{run.repetition}",
+            task=run.task.task_id,
+            arm=run.arm,
+            model=run.model,
+            repetition=run.repetition,
+            item=label.item_id,
+            criterion_sha256=label.criterion_sha256,
+            diff_sha256=label.diff_sha256,
+            reviewer=label.by.get_username() if label.by is not None else "",
+            verdict=label.verdict,
+            note=label.note,
+            time=label.at,
+            inclusion_probability=label.inclusion_probability,
+            adjudicated=label.adjudicated,
+            queue=label.queue,
+        )
+
+
+@dataclass(frozen=True)
+class LabelImport:
+    created: int
+    replaced: int
+
+
+class LabelImportFailed(Exception):
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems[:5]))
+        self.problems = problems
+
+
+def import_labels(repository: Repository, data: bytes, name: str, by: Actor) -> LabelImport:
+    """The labels file's rows as labels of the repository (a maintainer's act), all or nothing. Each row
+    must name a run of the repository (task, arm, model, repetition) whose diff is the row's, and a
+    reviewer who is a member of it (a maintainer for an adjudication; empty: the command line). A row for
+    a pair, wording and reviewer that already has a label replaces it."""
+    by.require(Role.MAINTAINER, repository)
+    try:
+        rows = read_label_rows(data, name)
+    except LabelRowsError as error:
+        raise LabelImportFailed(error.problems) from None
+    runs = {
+        (task, arm, model, repetition): (pk, diff)
+        for pk, task, arm, model, repetition, diff in AgentRun.objects.filter(task__repository=repository)
+        .values_list("pk", "task__task_id", "arm", "model", "repetition", "diff_sha256")
+        .iterator(chunk_size=EXPORT_CHUNK)
+    }
+    users = get_user_model()
+    named = {row.reviewer for row in rows if row.reviewer}
+    members = {
+        username: (pk, role)
+        for username, pk, role in Membership.objects.filter(
+            repository=repository, user__username__in=named
+        ).values_list("user__username", "user_id", "role")
+    }
+    superusers = dict(
+        users.objects.filter(username__in=named, is_superuser=True).values_list("username", "pk")
+    )
+    problems: list[str] = []
+    keyed: dict[tuple[int, str, str, int | None, bool], LabelRow] = {}
+    for number, row in enumerate(rows, start=1):
+        where = f"{name}: row {number}"
+        found = runs.get((row.task, row.arm, row.model, row.repetition))
+        if found is None:
+            run_name = f"{row.task} {row.arm or '-'} / {row.model or '-'} #{row.repetition}"
+            problems.append(f"{where}: run: no run {run_name} here")
+            continue
+        run_id, diff = found
+        if diff != row.diff_sha256:
+            problems.append(
+                f"{where}: diff_sha256: the run's diff is another ({diff[:12]}…): labelled elsewhere"
+            )
+            continue
+        user_id: int | None = None
+        if row.reviewer:
+            member = members.get(row.reviewer)
+            if row.reviewer in superusers:
+                user_id = superusers[row.reviewer]
+            elif member is None or member[1] not in (Role.REVIEWER, Role.MAINTAINER):
+                problems.append(f"{where}: reviewer: {row.reviewer!r} labels nothing in this repository")
+                continue
+            else:
+                user_id = member[0]
+                if row.adjudicated and member[1] != Role.MAINTAINER:
+                    problems.append(f"{where}: adjudicated: {row.reviewer!r} is not a maintainer")
+                    continue
+        key = (run_id, row.item, row.criterion_sha256, user_id, row.adjudicated)
+        if key in keyed:
+            problems.append(f"{where}: the same reviewer's label on the same pair and wording as another row")
+            continue
+        keyed[key] = row
+    if problems:
+        raise LabelImportFailed(problems)
+    created = replaced = 0
+    with transaction.atomic():
+        for (run_id, item, wording, user_id, adjudicated), row in keyed.items():
+            _, made = HumanVerdict.objects.update_or_create(
+                run_id=run_id,
+                item_id=item,
+                criterion_sha256=wording,
+                by_id=user_id,
+                adjudicated=adjudicated,
+                defaults={
+                    "diff_sha256": row.diff_sha256,
+                    "verdict": row.verdict,
+                    "note": row.note,
+                    "queue": row.queue,
+                    "at": row.time,
+                    "inclusion_probability": row.inclusion_probability,
+                },
+            )
+            created += made
+            replaced += not made
+    return LabelImport(created, replaced)
