@@ -204,9 +204,17 @@ class Migration(migrations.Migration):
         migrations.AddConstraint(
             model_name="humanverdict",
             constraint=models.UniqueConstraint(
+                condition=models.Q(("by__isnull", False)),
                 fields=("run", "item_id", "criterion_sha256", "by", "adjudicated"),
                 name="one_label_per_reviewer_and_wording",
-                nulls_distinct=False,
+            ),
+        ),
+        migrations.AddConstraint(
+            model_name="humanverdict",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("by__isnull", True)),
+                fields=("run", "item_id", "criterion_sha256", "adjudicated"),
+                name="one_command_line_label_per_wording",
             ),
         ),
         migrations.AddIndex(

@@ -376,11 +376,17 @@ class HumanVerdict(models.Model):
         ordering = ["run_id", "item_id", "at", "pk"]
         constraints = [
             # One label per reviewer, pair and wording (one ruling per pair and wording): labelling again
-            # replaces one's own. The command line's (by null) counts as one reviewer.
+            # replaces one's own. The command line's (by null) counts as one reviewer: two partial unique
+            # indexes, since SQLite has no NULLS NOT DISTINCT.
             models.UniqueConstraint(
                 fields=["run", "item_id", "criterion_sha256", "by", "adjudicated"],
+                condition=models.Q(by__isnull=False),
                 name="one_label_per_reviewer_and_wording",
-                nulls_distinct=False,
+            ),
+            models.UniqueConstraint(
+                fields=["run", "item_id", "criterion_sha256", "adjudicated"],
+                condition=models.Q(by__isnull=True),
+                name="one_command_line_label_per_wording",
             ),
         ]
         indexes = [models.Index(fields=["by", "at"], name="human_verdict_latest")]
