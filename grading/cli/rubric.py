@@ -63,6 +63,8 @@ COMMAND_HELP = {
     "check": "admission: empty, oracle, lazy, lazy with a reviewer comment, and alt diffs",
     "draft": "draft a rubric from the merged PR and its review threads",
     "report": "mergeable against test-pass per arm and model, with task-level intervals",
+    "push": "send run directories to the app's HTTP API",
+    "pull": "fetch the admitted rubrics from the app's HTTP API",
 }
 
 # Help for the positional arguments that several subcommands share, by metavar: said once, here.

@@ -81,7 +81,12 @@ def move_back(apps: Any, schema_editor: Any) -> None:
 
 
 # SQLite adds a NOT NULL column by rebuilding the table, which drops its triggers: the repository's three
-# freeze triggers (as 0130 installs them; they name no column) go back after the rebuild, from this copy.
+# freeze triggers (as 0130 installs them; they name no column) go back after it, from this copy.
+REPOSITORY_TRIGGER_NAMES = (
+    "rubrics_freeze_repository_delete",
+    "rubrics_freeze_repository_insert",
+    "rubrics_freeze_repository_update",
+)
 REPOSITORY_TRIGGERS_SQLITE = [
     (
         "CREATE TRIGGER rubrics_freeze_repository_delete BEFORE DELETE ON rubrics_app_repository FOR EACH ROW WHEN EXISTS (SELECT 1 FROM rubrics_app_rubricrevision r JOIN rubrics_app_task t ON t.id = r.task_id WHERE t.repository_id = OLD.id AND r.status IN ('approved', 'admitted', 'retired'))\n"
@@ -101,7 +106,11 @@ REPOSITORY_TRIGGERS_SQLITE = [
 
 
 def _reinstall_repository_triggers(apps: Any, schema_editor: Any) -> None:
+    # Dropped first: removing the column backward is a plain ALTER TABLE DROP COLUMN on SQLite >= 3.35,
+    # which keeps the triggers, while adding it forward rebuilds the table, which drops them.
     if schema_editor.connection.vendor == "sqlite":
+        for name in REPOSITORY_TRIGGER_NAMES:
+            schema_editor.execute(f"DROP TRIGGER IF EXISTS {name}")
         for statement in REPOSITORY_TRIGGERS_SQLITE:
             schema_editor.execute(statement)
 

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from django.contrib.auth.models import User
+
+from grading.judge.cache import MemoryCache
 from rubrics_app.access import Actor
-from rubrics_app.models import Repository
+from rubrics_app.models import JobStatus, Repository
 from rubrics_app.services.runs.store import import_run_dirs
+from rubrics_app.services.sweeps.run import SweepRequest, sweep_now
 from tests.app.conftest import LAZY_DIFF
 from tests.app.runs_helpers import RUN_DIFF, write_run
 
@@ -37,3 +41,11 @@ def import_runs(
         write_run(root, f"{arm}-{model}-{n}", arm=arm, model=model, repetition=n, diff=diff,
                   passed=n not in failing_tests)  # fmt: skip
     import_run_dirs(repository, root, "", user=Actor.command_line())
+
+
+def sweep(repository: Repository, maintainer: User) -> None:
+    """A sweep of every run with both judges (the second on every diff), run here to its end."""
+    done = sweep_now(
+        repository, Actor.member(maintainer), SweepRequest(second_sample=1.0), cache=MemoryCache()
+    )
+    assert done.job.status == JobStatus.DONE, done.job.error

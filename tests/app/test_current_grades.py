@@ -12,11 +12,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from grading.judge.cache import MemoryCache
-from rubrics_app.access import Actor
 from rubrics_app.models import (
     AgentRun,
-    JobStatus,
     JudgeSetting,
     QueueKind,
     Repository,
@@ -29,22 +26,13 @@ from rubrics_app.models import (
 from rubrics_app.services.reports.report import repository_report
 from rubrics_app.services.runs.pages import repository_runs_summary
 from rubrics_app.services.runs.queue import Queue
-from rubrics_app.services.sweeps import run as sweeps
-from rubrics_app.services.sweeps.run import SweepRequest
 from tests.app.conftest import MakeRevision, judge_answers, rubric_data
-from tests.app.sweep_helpers import import_runs
+from tests.app.sweep_helpers import import_runs, sweep
 
 pytestmark = pytest.mark.django_db
 
 RUNS = 13
 NEW_CRITERION = "fit() refuses a fraction above 1 with a ValueError naming the value."
-
-
-def sweep(repository: Repository, maintainer: User) -> None:
-    done = sweeps.sweep_now(
-        repository, Actor.member(maintainer), SweepRequest(second_sample=1.0), cache=MemoryCache()
-    )
-    assert done.job.status == JobStatus.DONE, done.job.error
 
 
 @pytest.fixture

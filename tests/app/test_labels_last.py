@@ -25,8 +25,7 @@ from rubrics_app.models import (
 )
 from rubrics_app.services.runs import queue as review_queue
 from tests.app.conftest import MakeRevision, judge_answers, rubric_data
-from tests.app.sweep_helpers import import_runs
-from tests.app.test_current_grades import sweep
+from tests.app.sweep_helpers import import_runs, sweep
 
 pytestmark = pytest.mark.django_db
 
