@@ -180,10 +180,10 @@ def render_diff(
     *,
     empty: str = "(empty diff)",
     cited: dict[tuple[str, str, int], list[str]] | None = None,
-    highlight_seconds: float = HIGHLIGHT_SECONDS,
+    highlight_seconds: float | None = None,
 ) -> SafeString:
     """The diff as HTML: one table per file with old/new line numbers, highlighted by the file's language
-    within ``highlight_seconds`` (the rest plain).
+    within ``highlight_seconds`` (the rest plain; by default :data:`HIGHLIGHT_SECONDS`, read at each call).
 
     ``cited`` marks lines a judge cited: (path, "new" | "old", line number) -> names (letters only, e.g.
     "primary"), each added as a ``cited-<name>`` class on the line's row.
@@ -194,7 +194,7 @@ def render_diff(
         # Non-UTF-8 bytes are shown as replacement characters, never guessed at.
         text = text.decode("utf-8", errors="replace")
     files, truncated = parse_for_display(text)
-    budget = HighlightBudget(highlight_seconds)
+    budget = HighlightBudget(HIGHLIGHT_SECONDS if highlight_seconds is None else highlight_seconds)
     for diff_file in files:
         highlight_file(diff_file, budget)
     parts: list[str] = ['<div class="diff">']

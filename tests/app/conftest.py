@@ -474,3 +474,10 @@ def calibration_worker(
         url = database_url()
     with celery_worker(log, calibration_provider, url):
         yield log
+
+
+@pytest.fixture(autouse=True)
+def unhurried_highlighting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pages get 30 s of syntax highlighting instead of 0.3 s, so whether a line is coloured never depends on
+    how busy the machine is; the tests of running out of time pass their own budget."""
+    monkeypatch.setattr("rubrics_app.diff_render.HIGHLIGHT_SECONDS", 30.0)
