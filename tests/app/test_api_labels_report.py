@@ -48,7 +48,7 @@ def _all_labels(secret: str, limit: int, **filters: str) -> list[dict[str, Any]]
     cursor = ""
     while True:
         response = Client().get(
-            f"{API}/labels", {**filters, "limit": limit, "cursor": cursor}, headers=bearer(secret)
+            f"{API}/labels", {**filters, "limit": str(limit), "cursor": cursor}, headers=bearer(secret)
         )
         assert response.status_code == 200, response.content
         page = response.json()
@@ -159,8 +159,10 @@ def test_the_report_rows_are_the_report_pages_runs_and_items_downloads(
     graded: Repository, viewer: User, filters: dict[str, str]
 ) -> None:
     secret = token_for(viewer, graded, role=Role.VIEWER)
-    for kind, model in (("runs", RunRow), ("items", ItemRow)):
-        page = read_rows(_page_download(viewer, f"report_{kind}", graded.pk, "csv", query=filters), model)
+    kinds: tuple[tuple[str, type[RunRow] | type[ItemRow]], ...] = (("runs", RunRow), ("items", ItemRow))
+    for kind, model in kinds:
+        downloaded = _page_download(viewer, f"report_{kind}", graded.pk, "csv", query=filters)
+        page: Any = read_rows(downloaded, model)
         answer = Client().get(f"{API}/report/{kind}", filters, headers=bearer(secret))
         assert answer.status_code == 200
         data = answer.json()
@@ -177,7 +179,8 @@ def test_the_report_rows_are_the_report_pages_runs_and_items_downloads(
                 response["Content-Disposition"]
                 == f'attachment; filename="example-project-{kind}{suffix}.{fmt}"'
             )
-            provenance, file_rows = read_rows(b"".join(response.streaming_content).decode(), model)
+            text = b"".join(response.streaming_content).decode()
+            provenance, file_rows = read_rows(text, model)  # type: ignore[type-var]
             assert file_rows == page[1] and provenance.filters == filters
     wrong = Client().get(f"{API}/report/runs", {"format": "xml"}, headers=bearer(secret))
     assert wrong.status_code == 422 and wrong.json()["errors"][0]["field"] == "query.format"
