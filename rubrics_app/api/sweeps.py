@@ -184,16 +184,22 @@ def report(
 
 RowsFormat = Literal["json", "jsonl", "csv"]
 _ROW_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/jsonl; charset=utf-8"}
-_ROW_FILES = {
-    "200": {
-        "description": "format=json: the provenance and the rows; format=jsonl or csv: the report page's "
-        "download of the same rows, streamed",
-        "content": {
-            "application/jsonl": {"schema": {"type": "string"}},
-            "text/csv": {"schema": {"type": "string"}},
-        },
+
+
+def _row_files(model: str) -> dict[str, Any]:
+    """The 200 answer of a rows operation: the model as JSON, or the rows file (openapi_extra replaces the
+    answer's content whole, so the JSON one is named again)."""
+    return {
+        "200": {
+            "description": "format=json: the provenance and the rows; format=jsonl or csv: the report page's "
+            "download of the same rows, streamed",
+            "content": {
+                "application/json": {"schema": {"$ref": f"#/components/schemas/{model}"}},
+                "application/jsonl": {"schema": {"type": "string"}},
+                "text/csv": {"schema": {"type": "string"}},
+            },
+        }
     }
-}
 
 
 def _report_rows(
@@ -219,7 +225,7 @@ def _report_rows(
 @router.get(
     "/repositories/{name}/report/runs",
     response={200: ReportRunsOut, **ERRORS},
-    openapi_extra={"responses": _ROW_FILES},
+    openapi_extra={"responses": _row_files("ReportRunsOut")},
 )
 def report_runs(
     request: HttpRequest,
@@ -238,7 +244,7 @@ def report_runs(
 @router.get(
     "/repositories/{name}/report/items",
     response={200: ReportItemsOut, **ERRORS},
-    openapi_extra={"responses": _ROW_FILES},
+    openapi_extra={"responses": _row_files("ReportItemsOut")},
 )
 def report_items(
     request: HttpRequest,
