@@ -4,14 +4,14 @@ and add a reviewer's label (``services.runs.queue.label``, the queue page's serv
 from __future__ import annotations
 
 from django.http import HttpRequest
-from ninja import Router, Status
+from ninja import Query, Router, Status
 
 from grading import LabelRow
 from rubrics_app.access import get_repository_for_token
 from rubrics_app.api import paging
 from rubrics_app.api.auth import token_of
 from rubrics_app.api.problems import ApiProblem, FieldIssue, Problem
-from rubrics_app.api.schemas import LabelIn, LabelPage
+from rubrics_app.api.schemas import LabelIn, LabelPage, LabelsQuery
 from rubrics_app.models import ItemVerdict, Role, RunGrade
 from rubrics_app.services.reports.report import report_changed
 from rubrics_app.services.runs import queue as review_queue
@@ -22,29 +22,14 @@ ERRORS: dict[int, type[Problem]] = {401: Problem, 403: Problem, 404: Problem, 42
 
 
 @router.get("/repositories/{name}/labels", response={200: LabelPage, **ERRORS})
-def list_labels(
-    request: HttpRequest,
-    name: str,
-    task: str = "",
-    arm: str = "",
-    model: str = "",
-    item: str = "",
-    reviewer: str = "",
-    queue: str = "",
-    verdict: str = "",
-    cursor: str | None = None,
-    limit: int = 100,
-) -> LabelPage:
+def list_labels(request: HttpRequest, name: str, query: Query[LabelsQuery]) -> LabelPage:
     """Every label (each reviewer's and each adjudication, for every wording), as the queue page's labels
     download writes them, in the order they were first given; ``limit`` a page, then ``next_cursor``."""
     access = get_repository_for_token(token_of(request), name)
-    limit = paging.checked_limit(limit)
-    given = {"task": task, "arm": arm, "model": model, "item": item, "reviewer": reviewer, "queue": queue,
-             "verdict": verdict}  # fmt: skip
-    filters = {k: given[k] for k in LABEL_FILTERS if given[k]}
-    page = list(
-        labels_of(access.repository, filters).filter(pk__gt=paging.after(cursor)).order_by("pk")[: limit + 1]
-    )
+    limit = paging.checked_limit(query.limit)
+    filters = query.model_dump(include=set(LABEL_FILTERS))
+    labels = labels_of(access.repository, filters).filter(pk__gt=paging.after(query.cursor))
+    page = list(labels.order_by("pk")[: limit + 1])
     more = len(page) > limit
     page = page[:limit]
     return LabelPage(items=[label_row(h) for h in page], next_cursor=str(page[-1].pk) if more else None)

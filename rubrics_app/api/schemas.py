@@ -167,6 +167,20 @@ class SweepOut(BaseModel):
     job: JobOut
 
 
+class LabelsQuery(BaseModel):
+    """The labels list's filters (each an exact match; ``reviewer`` a username) and its page."""
+
+    task: str = ""
+    arm: str = ""
+    model: str = ""
+    item: str = ""
+    reviewer: str = ""
+    queue: str = ""
+    verdict: str = ""
+    cursor: str | None = None  # the next_cursor of the page before
+    limit: int = 100  # 1 to API_PAGE_MAX
+
+
 class LabelPage(BaseModel):
     items: list[LabelRow]  # the labels file's rows (grading.LabelRow), oldest label first
     next_cursor: str | None  # pass as ?cursor= for the next page; None: this was the last
@@ -188,6 +202,16 @@ class LabelIn(BaseModel):
     queue: Literal["judges", "regrade", "agreed", "audit"] = "judges"  # the queue it was labelled in
     adjudicate: bool = False  # a maintainer's ruling on a pair whose reviewers disagree
     grade_id: int | None = None  # the grade whose pair is labelled; None: the run's current grade
+
+
+class ReportRowsQuery(BaseModel):
+    """The report page's filters, and the answer's format: JSON, or the page's JSONL or CSV file."""
+
+    task: str = ""
+    arm: str = ""
+    model: str = ""
+    prompt_style: str = ""
+    format: Literal["json", "jsonl", "csv"] = "json"
 
 
 class ReportRunsOut(BaseModel):

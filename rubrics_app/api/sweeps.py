@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
-from ninja import Router, Status
+from ninja import Query, Router, Status
 
 from grading import ItemRow, RunRow, download_name, rows_file
 from rubrics_app.access import get_repository_for_token
 from rubrics_app.api.auth import token_of
 from rubrics_app.api.problems import ApiProblem, FieldIssue, Problem
-from rubrics_app.api.schemas import JobOut, ReportItemsOut, ReportRunsOut, SweepIn, SweepOut
+from rubrics_app.api.schemas import (
+    JobOut,
+    ReportItemsOut,
+    ReportRowsQuery,
+    ReportRunsOut,
+    SweepIn,
+    SweepOut,
+)
 from rubrics_app.models import Job, Role, RubricRevision, Sweep, Task
 from rubrics_app.services.jobs import QueueUnreachable
 from rubrics_app.services.reports.downloads import download_provenance, item_rows_of, run_rows
@@ -182,7 +189,6 @@ def report(
     return result.report.to_json_dict()
 
 
-RowsFormat = Literal["json", "jsonl", "csv"]
 _ROW_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/jsonl; charset=utf-8"}
 
 
@@ -203,21 +209,22 @@ def _row_files(model: str) -> dict[str, Any]:
 
 
 def _report_rows(
-    request: HttpRequest, name: str, kind: str, given: dict[str, str], fmt: RowsFormat
+    request: HttpRequest, name: str, kind: str, query: ReportRowsQuery
 ) -> dict[str, Any] | StreamingHttpResponse:
     """The report page's runs or items download under the same filters: JSON (provenance and rows), or the
     JSONL or CSV file itself (grading.rows_file), named as the page names it."""
     access = get_repository_for_token(token_of(request), name)
-    filters = clean_filters({k: given[k] for k in FILTERS})
+    filters = clean_filters(query.model_dump(include=set(FILTERS)))
     repository = access.repository
     provenance = download_provenance(repository, filters, repository_report(repository, filters).report)
     rows = run_rows(repository, filters) if kind == "runs" else item_rows_of(repository, filters)
-    if fmt == "json":
+    if query.format == "json":
         return {"provenance": provenance, "rows": list(rows)}
     model = RunRow if kind == "runs" else ItemRow
-    response = StreamingHttpResponse(rows_file(rows, model, provenance, fmt), content_type=_ROW_TYPES[fmt])
+    body = rows_file(rows, model, provenance, query.format)
+    response = StreamingHttpResponse(body, content_type=_ROW_TYPES[query.format])
     response["Content-Disposition"] = (
-        f'attachment; filename="{download_name(repository.name, kind, filters, fmt)}"'
+        f'attachment; filename="{download_name(repository.name, kind, filters, query.format)}"'
     )
     return response
 
@@ -227,18 +234,9 @@ def _report_rows(
     response={200: ReportRunsOut, **ERRORS},
     openapi_extra={"responses": _row_files("ReportRunsOut")},
 )
-def report_runs(
-    request: HttpRequest,
-    name: str,
-    task: str = "",
-    arm: str = "",
-    model: str = "",
-    prompt_style: str = "",
-    format: RowsFormat = "json",
-) -> Any:
+def report_runs(request: HttpRequest, name: str, query: Query[ReportRowsQuery]) -> Any:
     """One row per run of the report under the filters (``rubric report --runs-out``'s columns)."""
-    given = {"task": task, "arm": arm, "model": model, "prompt_style": prompt_style}
-    return _report_rows(request, name, "runs", given, format)
+    return _report_rows(request, name, "runs", query)
 
 
 @router.get(
@@ -246,15 +244,6 @@ def report_runs(
     response={200: ReportItemsOut, **ERRORS},
     openapi_extra={"responses": _row_files("ReportItemsOut")},
 )
-def report_items(
-    request: HttpRequest,
-    name: str,
-    task: str = "",
-    arm: str = "",
-    model: str = "",
-    prompt_style: str = "",
-    format: RowsFormat = "json",
-) -> Any:
+def report_items(request: HttpRequest, name: str, query: Query[ReportRowsQuery]) -> Any:
     """One row per run × item × judge of the report under the filters, the human labels beside."""
-    given = {"task": task, "arm": arm, "model": model, "prompt_style": prompt_style}
-    return _report_rows(request, name, "items", given, format)
+    return _report_rows(request, name, "items", query)
