@@ -85,7 +85,7 @@ def _app_report(user: User, repository: Repository, filters: dict[str, str]) -> 
 
 
 def test_sweep_export_writes_the_runs_that_rubric_report_turns_into_the_apps_report(
-    swept: Repository, viewer: User, tmp_path: Path
+    swept: Repository, viewer: User, outsider: User, tmp_path: Path
 ) -> None:
     target = tmp_path / "out" / "sweep.zip"
     target.parent.mkdir()
@@ -115,6 +115,9 @@ def test_sweep_export_writes_the_runs_that_rubric_report_turns_into_the_apps_rep
     download = client.get(link)
     assert download.status_code == 200 and download.content == target.read_bytes()
     assert download["Content-Disposition"] == f'attachment; filename="{made.name}"'
+    stranger = Client()
+    stranger.force_login(outsider)
+    assert stranger.get(link).status_code == 404
 
 
 def test_a_sweep_without_export_writes_none_and_a_bad_export_path_starts_nothing(
