@@ -169,6 +169,7 @@ app_urls = [
     path("repos/<int:repo_pk>/items/<int:item_pk>/dispute/", runs.item_dispute, name="item_dispute"),
     path("repos/<int:repo_pk>/flags/<str:what>/<int:pk>/dismiss/", runs.flag_dismiss, name="flag_dismiss"),
     path("repos/<int:repo_pk>/jobs/<int:job_pk>/", jobs.job_detail, name="job_detail"),
+    path("repos/<int:repo_pk>/jobs/<int:job_pk>/files/<int:file_pk>", jobs.job_file, name="job_file"),
     path("repos/<int:repo_pk>/sweeps/start/", sweeps.sweep_start, name="sweep_start"),
     path("repos/<int:repo_pk>/sweeps/<int:sweep_pk>/", sweeps.sweep_detail, name="sweep_detail"),
     # The report (§7) and its downloads.

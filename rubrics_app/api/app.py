@@ -3,6 +3,7 @@ for every error, and its URLs (every one open to the login backstop: a token, no
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.decorators import login_not_required
@@ -10,10 +11,28 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.renderers import JSONRenderer
+from ninja.responses import NinjaJSONEncoder
 
-from rubrics_app.api import problems, repositories, runs, sweeps
+from rubrics_app.api import labels, problems, repositories, runs, sweeps
 from rubrics_app.api.auth import TokenAuth
 from rubrics_app.api.problems import FieldIssue, Problem, problem_response
+
+
+class _Encoder(NinjaJSONEncoder):
+    """Times to the microsecond, as pydantic writes them (Django's encoder cuts them to milliseconds): a
+    label's time is the one its labels file holds."""
+
+    def default(self, o: Any) -> Any:
+        if isinstance(o, datetime):
+            text = o.isoformat()
+            return text.removesuffix("+00:00") + "Z" if text.endswith("+00:00") else text
+        return super().default(o)
+
+
+class _Renderer(JSONRenderer):
+    encoder_class = _Encoder
+
 
 api = NinjaAPI(
     title="Mergeability grading API",
@@ -21,9 +40,10 @@ api = NinjaAPI(
     description="Repositories, tasks, admitted rubrics, agent runs, sweeps, jobs and the report. "
     "Authenticate with a personal access token: `Authorization: Bearer rbk_...` (docs/api.md).",
     auth=TokenAuth(),
+    renderer=_Renderer(),
     urls_namespace="api",
 )
-for module in (repositories, runs, sweeps):
+for module in (repositories, runs, sweeps, labels):
     api.add_router("", module.router)
 
 

@@ -16,6 +16,7 @@ from ninja import Router
 
 from grading import MAX_INPUT_BYTES
 from rubrics_app.access import get_repository_for_token
+from rubrics_app.api import paging
 from rubrics_app.api.auth import token_of
 from rubrics_app.api.problems import ApiProblem, FieldIssue, Problem
 from rubrics_app.api.schemas import (
@@ -147,19 +148,6 @@ def _run_out(run: AgentRun, current: RunGrade | None) -> dict[str, object]:
     }
 
 
-def _cursor(raw: str | None) -> int:
-    if raw is None or raw == "":
-        return 0
-    if not (raw.isascii() and raw.isdigit() and len(raw) <= 18):
-        raise ApiProblem(
-            422,
-            "Invalid cursor",
-            "the cursor is the next_cursor of the page before",
-            [FieldIssue(field="query.cursor", message="not a cursor this API gave")],
-        )
-    return int(raw)
-
-
 @router.get("/repositories/{name}/runs", response={200: RunPage, **ERRORS})
 def list_runs(
     request: HttpRequest,
@@ -172,14 +160,8 @@ def list_runs(
 ) -> RunPage:
     """Runs in the order they were stored, ``limit`` a page (at most API_PAGE_MAX); then ``next_cursor``."""
     access = get_repository_for_token(token_of(request), name)
-    if not 1 <= limit <= settings.API_PAGE_MAX:
-        raise ApiProblem(
-            422,
-            "Invalid limit",
-            f"limit is 1 to {settings.API_PAGE_MAX}",
-            [FieldIssue(field="query.limit", message=f"1 to {settings.API_PAGE_MAX}")],
-        )
-    runs = AgentRun.objects.filter(task__repository=access.repository, pk__gt=_cursor(cursor))
+    limit = paging.checked_limit(limit)
+    runs = AgentRun.objects.filter(task__repository=access.repository, pk__gt=paging.after(cursor))
     for field, value in (("task__task_id", task), ("arm", arm), ("model", model)):
         if value:
             runs = runs.filter(**{field: value})

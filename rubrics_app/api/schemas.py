@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
+
+from grading import ItemRow, LabelRow, Provenance, RunRow
 
 
 class RepositoryOut(BaseModel):
@@ -132,6 +134,7 @@ class SweepIn(BaseModel):
     second_sample: float | None = Field(default=None, ge=0.0, le=1.0)
     regrade_sample: float | None = Field(default=None, ge=0.0, le=1.0)
     batch: bool | None = None  # None: the repository's choice
+    export: bool = False  # when the job is done, its runs as a zip: GET .../sweeps/{id}/export
 
 
 class JobOut(BaseModel):
@@ -159,4 +162,63 @@ class SweepOut(BaseModel):
     judge_failures: int
     calls: int
     cost_usd: float
+    export: bool  # asked for an export
+    export_ready: bool  # the export is written (the job is done)
     job: JobOut
+
+
+class LabelsQuery(BaseModel):
+    """The labels list's filters (each an exact match; ``reviewer`` a username) and its page."""
+
+    task: str = ""
+    arm: str = ""
+    model: str = ""
+    item: str = ""
+    reviewer: str = ""
+    queue: str = ""
+    verdict: str = ""
+    cursor: str | None = None  # the next_cursor of the page before
+    limit: int = 100  # 1 to API_PAGE_MAX
+
+
+class LabelPage(BaseModel):
+    items: list[LabelRow]  # the labels file's rows (grading.LabelRow), oldest label first
+    next_cursor: str | None  # pass as ?cursor= for the next page; None: this was the last
+
+
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("holds a NUL character")
+    return value
+
+
+class LabelIn(BaseModel):
+    """A reviewer's label on one (run, item) pair, as the queue page records it."""
+
+    run_id: int
+    item_id: Annotated[str, Field(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9_.-]+$")]
+    verdict: Literal["pass", "fail", "unsure"]
+    note: Annotated[str, Field(max_length=5000), AfterValidator(_no_nul)] = ""
+    queue: Literal["judges", "regrade", "agreed", "audit"] = "judges"  # the queue it was labelled in
+    adjudicate: bool = False  # a maintainer's ruling on a pair whose reviewers disagree
+    grade_id: int | None = None  # the grade whose pair is labelled; None: the run's current grade
+
+
+class ReportRowsQuery(BaseModel):
+    """The report page's filters, and the answer's format: JSON, or the page's JSONL or CSV file."""
+
+    task: str = ""
+    arm: str = ""
+    model: str = ""
+    prompt_style: str = ""
+    format: Literal["json", "jsonl", "csv"] = "json"
+
+
+class ReportRunsOut(BaseModel):
+    provenance: Provenance
+    rows: list[RunRow]
+
+
+class ReportItemsOut(BaseModel):
+    provenance: Provenance
+    rows: list[ItemRow]

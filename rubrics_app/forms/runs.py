@@ -99,6 +99,8 @@ class SweepForm(forms.Form):
     revision = forms.IntegerField(required=False, widget=forms.HiddenInput, min_value=1)
     arm = forms.CharField(required=False, max_length=200)
     model = forms.CharField(required=False, max_length=200)
+    # When the job ends, the runs in the sweep's scope as run folders with their metrics.json, in a zip.
+    export = forms.BooleanField(required=False)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("auto_id", "id_sweep_%s")

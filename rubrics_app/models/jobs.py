@@ -201,3 +201,24 @@ class Job(models.Model):
         """The stored result read through the model of this job's kind (None while the job has none): what
         the pages show, by field, so a renamed field fails where it is read, not as a blank."""
         return None if self.result is None else RESULT_MODELS[self.kind].model_validate(self.result)
+
+
+class JobFile(models.Model):
+    """A file a job made for download (a sweep's export of its runs): owned by the job and deleted with it,
+    served by the job page to whoever may see the job. Kept in the database, so the worker that writes it
+    and the server that serves it share no folder."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="files")
+    name = models.CharField(max_length=200)  # the download's file name
+    content_type = models.CharField(max_length=100)
+    data = models.BinaryField()
+    size = models.PositiveBigIntegerField()
+    sha256 = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["job", "name"], name="job_file_name_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.name} of job #{self.job_id}"

@@ -731,6 +731,9 @@ class Sweep(models.Model):
     regrade_sample = models.FloatField(default=0.0)  # share of cache hits judged again (§9)
     scripted = models.BooleanField(default=False)  # either judge is the scripted one: shown wherever it is
     batch = models.BooleanField(default=False)  # judge calls sent through the provider's batch API
+    # When the job ends, the report's runs in the sweep's scope as run folders in a zip (a JobFile):
+    # services.sweeps.export.
+    export = models.BooleanField(default=False)
     # Graded against a revision that was not admitted when the sweep was sent: every result is provisional.
     provisional = models.BooleanField(default=False)
     # Progress, written in the transaction that stores each run's grade.

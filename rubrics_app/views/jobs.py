@@ -13,7 +13,7 @@ from django_htmx.http import HttpResponseStopPolling
 from pydantic import BaseModel
 
 from rubrics_app.access import get_repository_for_user
-from rubrics_app.models import Job, JobResult, RubricDraft, Sweep, Task
+from rubrics_app.models import Job, JobFile, JobResult, RubricDraft, Sweep, Task
 from rubrics_app.views.common import HtmxHttpRequest
 
 PAGE = "rubrics/job_detail.html"
@@ -65,6 +65,7 @@ def job_detail(request: HtmxHttpRequest, repo_pk: int, job_pk: int) -> HttpRespo
         "result": (result := job.typed_result()),  # the kind's model (models.jobs.RESULT_MODELS), by field
         "result_facts": result_facts(result),
         "task": _task_of(job),
+        "job_files": list(JobFile.objects.filter(job=job).defer("data")),
     }
     if request.htmx:
         response = render(request, f"{PAGE}#job-status", context)
@@ -73,3 +74,15 @@ def job_detail(request: HtmxHttpRequest, repo_pk: int, job_pk: int) -> HttpRespo
             return HttpResponseStopPolling(response.content)
         return response
     return render(request, PAGE, context)
+
+
+@require_GET
+@login_required
+def job_file(request: HtmxHttpRequest, repo_pk: int, job_pk: int, file_pk: int) -> HttpResponse:
+    """A file the job made (a sweep's export), to whoever may see the job."""
+    access = get_repository_for_user(request, repo_pk)
+    file = get_object_or_404(JobFile, job__repository=access.repository, job_id=job_pk, pk=file_pk)
+    response = HttpResponse(bytes(file.data), content_type=file.content_type)
+    # The name is download_name's: repository names and filter values keep only [A-Za-z0-9._-].
+    response["Content-Disposition"] = f'attachment; filename="{file.name}"'
+    return response

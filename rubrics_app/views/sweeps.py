@@ -18,6 +18,7 @@ from rubrics_app.forms.runs import SweepForm
 from rubrics_app.models import Job, Role, RubricRevision, Sweep, SweepResult, Task
 from rubrics_app.services.jobs import QueueUnreachable
 from rubrics_app.services.sweeps import run as sweeps
+from rubrics_app.services.sweeps.export import sweep_filters
 from rubrics_app.services.sweeps.run import SweepError, SweepRequest
 from rubrics_app.views.common import HtmxHttpRequest, require_post
 from rubrics_app.views.revisions import redirect_to
@@ -52,7 +53,9 @@ def sweep_start(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
         revision = get_object_or_404(
             RubricRevision.objects.filter(task__repository=repository), pk=data["revision"]
         )
-    request_ = SweepRequest(task=task, revision=revision, arm=data["arm"], model=data["model"])
+    request_ = SweepRequest(
+        task=task, revision=revision, arm=data["arm"], model=data["model"], export=bool(data["export"])
+    )
     try:
         sweep = sweeps.start(repository, access, request_)
     except (SweepError, QueueUnreachable) as exc:
@@ -63,9 +66,7 @@ def sweep_start(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
 
 def _next_steps(sweep: Sweep) -> dict[str, str]:
     """The report and the review queue, narrowed to what the sweep graded (its task, arm and model)."""
-    task = sweep.task or (sweep.revision.task if sweep.revision else None)
-    scope = {"task": task.task_id if task else "", "arm": sweep.arm, "model": sweep.model}
-    scope = {name: value for name, value in scope.items() if value}
+    scope = sweep_filters(sweep)
     report = reverse("rubrics:report", args=[sweep.repository_id])
     queue = reverse("rubrics:queue", args=[sweep.repository_id])
     return {

@@ -1,4 +1,5 @@
 """manage.py sweep --repository NAME [--task ID] [--arm A] [--model M] [--revision PK] [--batch] [--wait]
+    [--export FILE]
 
 Sends the sweep job: every run of the repository (or of a task, an arm, a model) graded with the
 repository's judges against each task's admitted revision, or against the approved revision PK (every result
@@ -9,22 +10,28 @@ every run is graded, 1 when the sweep stopped or failed (the reason is printed; 
 kept) or when a run is left without a grade, batch or not: a judge failure (every call failed, say) or a run
 that could not be read (the next sweep grades them again), 2 on bad input. Exit 1 at once when the job
 queue is unreachable (the job is failed; nothing was started).
+
+--export FILE asks the job for its export (services/sweeps/export.py: the report's runs in the sweep's scope
+as run folders with their metrics.json, in a zip, which `rubric report` reads) and waits for it: when the job
+is done, the zip is written to FILE atomically (replacing FILE), and the job page links it too.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from grading import printable
+from grading import InputError, printable, write_atomic
 from rubrics_app.access import Actor
 from rubrics_app.management.options import REPOSITORY_HELP, TASK_HELP, repository_named, task_of
 from rubrics_app.management.wait import wait_for_job
 from rubrics_app.models import Job, JobStatus, RubricRevision, Sweep, SweepResult
 from rubrics_app.services.jobs import QueueUnreachable
 from rubrics_app.services.sweeps import run as sweeps
+from rubrics_app.services.sweeps.export import export_of
 from rubrics_app.services.sweeps.run import SweepError, SweepRequest
 
 
@@ -73,6 +80,11 @@ class Command(BaseCommand):
         mode.add_argument(
             "--interactive", action="store_const", const=False, dest="batch", help="judge call by call"
         )
+        parser.add_argument(
+            "--export",
+            metavar="FILE",
+            help="when the sweep is done, write its runs as a zip to FILE (implies --wait)",
+        )
         parser.add_argument("--wait", action="store_true", help="wait for the job; print its progress")
         parser.add_argument(
             "--timeout", type=float, default=24 * 3600.0, metavar="SECONDS", help="with --wait"
@@ -80,6 +92,10 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         repository = repository_named(options["repository"])
+        export = Path(options["export"]) if options["export"] is not None else None
+        if export is not None and (export.is_dir() or not export.parent.is_dir()):
+            what = "is a folder" if export.is_dir() else "its folder does not exist"
+            raise CommandError(f"--export: {export}: {what}", returncode=2)
         task = None
         if options["task"] is not None:
             task = task_of(repository, options["task"])
@@ -102,6 +118,7 @@ class Command(BaseCommand):
             regrade_sample=_rate(options["regrade_sample"])
             if options["regrade_sample"] is not None
             else None,
+            export=export is not None,
         )
         try:
             sweep = sweeps.start(repository, Actor.command_line(), request)
@@ -115,7 +132,7 @@ class Command(BaseCommand):
             f"sweep #{sweep.pk} of {repository.name} ({sweep.scope_label()}{provisional}): "
             f"{sweep.total_runs} run(s), judge {sweep.judge}{tag}"
         )
-        if not options["wait"]:
+        if not options["wait"] and export is None:
             self.stdout.write("queued; run with --wait to follow it")
             return
         job = self._follow(sweep, options["timeout"])
@@ -126,6 +143,8 @@ class Command(BaseCommand):
         )
         result = job.result_as(SweepResult)
         problems = result.problems if result is not None else []
+        if export is not None and job.status == JobStatus.DONE:
+            self._write_export(sweep, export)
         for problem in problems:
             self.stdout.write(printable(f"  not graded: {problem}"))
         if job.status == JobStatus.FAILED:
@@ -138,6 +157,16 @@ class Command(BaseCommand):
                 returncode=1,
             )
         self.stdout.write(self.style.SUCCESS("every run is graded"))
+
+    def _write_export(self, sweep: Sweep, path: Path) -> None:
+        made = export_of(sweep)
+        if made is None:
+            raise CommandError(f"the sweep's job wrote no export; nothing written to {path}", returncode=1)
+        try:
+            write_atomic(path, bytes(made.data))
+        except InputError as exc:
+            raise CommandError(str(exc), returncode=2) from None
+        self.stdout.write(f"wrote {path} ({made.size} bytes): the runs of the sweep's scope, as run folders")
 
     def _follow(self, sweep: Sweep, timeout: float) -> Job:
         shown = -1

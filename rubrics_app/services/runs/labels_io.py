@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.db.models import QuerySet
 
 from grading import LabelRow, LabelRowsError, read_label_rows
 from rubrics_app.access import Actor
@@ -17,34 +18,61 @@ from rubrics_app.models import AgentRun, HumanVerdict, Membership, Repository, R
 EXPORT_CHUNK = 2000
 
 
-def label_rows(repository: Repository) -> Iterator[LabelRow]:
-    """Every label of the repository (each reviewer's and each adjudication, for every wording), in the
-    order of runs and items, read a chunk at a time."""
-    labels = (
-        HumanVerdict.objects.filter(run__task__repository=repository)
-        .select_related("run__task", "by")
-        .defer("run__run_json", "run__grade_json", "run__files_sha256")
-        .order_by("run__task__task_id", "run__arm", "run__model", "run__repetition", "item_id", "at", "pk")
+# The filters of a labels list (the API's): each an exact match on the label's run, item, reviewer or queue.
+LABEL_FILTERS = ("task", "arm", "model", "item", "reviewer", "queue", "verdict")
+_FILTER_FIELDS = {
+    "task": "run__task__task_id",
+    "arm": "run__arm",
+    "model": "run__model",
+    "item": "item_id",
+    "reviewer": "by__username",
+    "queue": "queue",
+    "verdict": "verdict",
+}
+
+
+def labels_of(repository: Repository, filters: dict[str, str] | None = None) -> QuerySet[HumanVerdict]:
+    """The repository's labels (each reviewer's and each adjudication, for every wording) under the filters
+    (:data:`LABEL_FILTERS`; ``reviewer=""`` is not a filter), unordered, ready for :func:`label_row`."""
+    labels = HumanVerdict.objects.filter(run__task__repository=repository)
+    for name, value in (filters or {}).items():
+        if value:
+            labels = labels.filter(**{_FILTER_FIELDS[name]: value})
+    return labels.select_related("run__task", "by").defer(
+        "run__run_json", "run__grade_json", "run__files_sha256"
+    )
+
+
+def label_row(label: HumanVerdict) -> LabelRow:
+    """One label as the labels file's row: the one definition of its columns' values."""
+    run = label.run
+    return LabelRow(
+        run=run.source or f"{run.task.task_id}/{run.arm}/{run.model}/{run.repetition}",
+        task=run.task.task_id,
+        arm=run.arm,
+        model=run.model,
+        repetition=run.repetition,
+        item=label.item_id,
+        criterion_sha256=label.criterion_sha256,
+        diff_sha256=label.diff_sha256,
+        reviewer=label.by.get_username() if label.by is not None else "",
+        verdict=label.verdict,
+        note=label.note,
+        time=label.at,
+        inclusion_probability=label.inclusion_probability,
+        adjudicated=label.adjudicated,
+        queue=label.queue,
+    )
+
+
+def label_rows(repository: Repository, filters: dict[str, str] | None = None) -> Iterator[LabelRow]:
+    """Every label of the repository (under ``filters``, as :func:`labels_of`), in the order of runs and
+    items, read a chunk at a time."""
+    labels = labels_of(repository, filters).order_by(
+        "run__task__task_id", "run__arm", "run__model", "run__repetition", "item_id", "at", "pk"
     )
     for label in labels.iterator(chunk_size=EXPORT_CHUNK):
-        run = label.run
-        yield LabelRow(
-            run=run.source or f"{run.task.task_id}/{run.arm}/{run.model}/{run.repetition}",
-            task=run.task.task_id,
-            arm=run.arm,
-            model=run.model,
-            repetition=run.repetition,
-            item=label.item_id,
-            criterion_sha256=label.criterion_sha256,
-            diff_sha256=label.diff_sha256,
-            reviewer=label.by.get_username() if label.by is not None else "",
-            verdict=label.verdict,
-            note=label.note,
-            time=label.at,
-            inclusion_probability=label.inclusion_probability,
-            adjudicated=label.adjudicated,
-            queue=label.queue,
-        )
+        yield label_row(label)
 
 
 @dataclass(frozen=True)

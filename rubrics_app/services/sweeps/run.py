@@ -82,6 +82,7 @@ from rubrics_app.services.calibration.store import DatabaseVerdictCache
 from rubrics_app.services.jobs import JobFailed, job_task, run, send
 from rubrics_app.services.reports.report import report_changed
 from rubrics_app.services.runs.store import writing_grades
+from rubrics_app.services.sweeps.export import write_export
 from rubrics_app.services.sweeps.inputs import (
     Admission,
     Target,
@@ -118,6 +119,7 @@ class SweepRequest:
     second_sample: float | None = None  # None: settings.SWEEP_SECOND_JUDGE_SAMPLE
     regrade_sample: float | None = None  # None: settings.SWEEP_REGRADE_SAMPLE
     batch: bool | None = None  # None: the repository's choice (JudgeSetting.sweep_batch)
+    export: bool = False  # when the job ends, the runs in its scope as a zip (services.sweeps.export)
 
 
 def _rate(value: float | None, default: float, name: str) -> float:
@@ -189,6 +191,7 @@ def new_sweep(repository: Repository, by: Actor, request: SweepRequest) -> Sweep
         regrade_sample=_rate(request.regrade_sample, settings.SWEEP_REGRADE_SAMPLE, "regrade sample"),
         scripted=JudgeSetting.is_scripted(judges.judge) or JudgeSetting.is_scripted(judges.second_judge),
         batch=judges.sweep_batch if request.batch is None else request.batch,
+        export=request.export,
         provisional=revision is not None and revision.status != RevisionStatus.ADMITTED,
         created_by=by.user if getattr(by.user, "is_authenticated", False) else None,
     )
@@ -506,11 +509,14 @@ def _sweep(job: Job) -> SweepResult:
     # and the runs graded before are skipped.
     sweep = job.sweep
     try:
-        return run_sweep(sweep.pk).result()
+        result = run_sweep(sweep.pk).result()
     finally:
         # Grades were stored as they came, whether the sweep finished or not: a worker computes the new
         # report once (not once per grade).
         report_changed(sweep.repository_id)
+    if sweep.export:
+        write_export(sweep)  # a step after the grading: the report's runs in the sweep's scope, as files
+    return result
 
 
 @job_task(JobKind.SWEEP)
