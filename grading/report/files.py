@@ -331,7 +331,7 @@ def load_labels(path: Path) -> dict[Path, tuple[bool, float | None]]:
         if resolved in labels:
             raise InputError(path, "names the same run directory as another key", run)
         labels[resolved] = (value, probability)
-    given = [p is not None for p in labels.values()]
+    given = [p is not None for _, p in labels.values()]
     if any(given) and not all(given):
         missing = next(
             run for run, v in data.items() if not isinstance(v, dict) or "inclusion_probability" not in v

@@ -233,7 +233,7 @@ def run_inclusion_probability(judged: Iterable[str], draws: Mapping[str, Iterabl
             return None
         audit = max([audit, *(p for queue, p in given if queue == "audit")])
         offered *= max((p for queue, p in given if queue != "audit"), default=0.0)
-    chance = 1 - (1 - audit) * (1 - offered)
+    chance = audit + offered - audit * offered  # 1 − (1 − audit)(1 − offered), exact when either is 0
     return chance if chance > 0 else None
 
 
