@@ -113,7 +113,7 @@ def test_audited_runs_count_once_every_judged_blocker_is_labelled(graded: Reposi
     assert queue.reviewed_count() == queue.total()
 
 
-def test_the_report_weighs_audited_runs_by_their_draw_as_it_stands(graded: Repository, reviewer: User) -> None:
+def test_the_report_weighs_audited_runs_by_their_current_draw(graded: Repository, reviewer: User) -> None:
     # Issue 31 §3: an audited run weighs 1 / its stratum's drawn share; a later draw in the stratum raises
     # the share of the runs drawn before, and their labels' with it.
     from rubrics_app.services.reports.report import repository_report

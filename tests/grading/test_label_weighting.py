@@ -85,7 +85,9 @@ def test_sensitivity_and_specificity_weigh_each_run_by_one_over_its_probability(
     assert uniform.judge_accuracy.weighting == "uniform_assumed"
     said = [w for w in uniform.warnings if w.startswith("human labels: ")]
     assert len(said) == 1 and "uniform sampling is assumed" in said[0]
-    assert not [w for w in build_report(_design(0.1), bootstrap=0).warnings if "uniform sampling" in w]
+    said = [w for w in build_report(_design(0.1), bootstrap=0).warnings if w.startswith("human labels: ")]
+    assert len(said) == 1 and "each labelled run weighs 1 / its inclusion probability" in said[0]
+    assert "uniform sampling" not in said[0]
 
 
 def test_the_corrected_rate_uses_the_weighted_accuracy_and_its_interval_resamples_the_weights() -> None:
