@@ -136,5 +136,5 @@ def test_the_report_weighs_audited_runs_by_their_current_draw(graded: Repository
     assert accuracy.labelled == len(labelled_runs) == 4
     weights = [1 / drawn[run_id] for run_id in labelled_runs]  # strata of 12 and 9 runs: unequal weights
     assert accuracy.effective_labelled == pytest.approx(sum(weights) ** 2 / sum(w * w for w in weights))
-    assert accuracy.effective_labelled < 4
+    assert accuracy.effective_labelled is not None and accuracy.effective_labelled < 4
     assert not [w for w in repository_report(graded, {}).report.warnings if "uniform sampling" in w]
