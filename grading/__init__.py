@@ -100,6 +100,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "human_mergeable_from_items",
         "label_format",
         "read_label_rows",
+        "run_inclusion_probability",
         "settled_verdict",
         "write_label_rows",
     ),
@@ -320,6 +321,7 @@ if TYPE_CHECKING:
     from grading.report.label_rows import human_mergeable_from_items as human_mergeable_from_items
     from grading.report.label_rows import label_format as label_format
     from grading.report.label_rows import read_label_rows as read_label_rows
+    from grading.report.label_rows import run_inclusion_probability as run_inclusion_probability
     from grading.report.label_rows import settled_verdict as settled_verdict
     from grading.report.label_rows import write_label_rows as write_label_rows
     from grading.report.models import DEFAULT_BOOTSTRAP as DEFAULT_BOOTSTRAP

@@ -24,7 +24,13 @@ from grading.loaders import load_run
 from grading.report.build import build_report
 from grading.report.files import TaskIndex, load_cutoffs, load_labels, read_graded_run, read_metrics
 from grading.report.html import render_report_html
-from grading.report.label_rows import human_mergeable_from_items, label_format, load_label_file
+from grading.report.label_rows import (
+    human_mergeable_from_items,
+    judged_blockers,
+    label_format,
+    load_label_file,
+    run_inclusion_probability,
+)
 from grading.report.models import DEFAULT_BOOTSTRAP, DEFAULT_SEED, GradedRun
 from grading.report.provenance import TaskRubric, report_provenance
 from grading.report.render import report_csv, report_markdown
@@ -130,9 +136,11 @@ def run_report(args: argparse.Namespace) -> int:
     cutoffs = load_cutoffs(args.cutoffs) if args.cutoffs is not None else None
     # --labels: the old {"<run dir>": true|false}, or the labels file (CSV / JSONL, one row per label)
     # from which each run's human verdict is worked out here.
-    item_labels = (
-        load_label_file(args.labels) if args.labels is not None and label_format(args.labels.name) else {}
+    # Each label's inclusion probability, where the file gives it, becomes the run's (label_probability).
+    label_file = (
+        load_label_file(args.labels) if args.labels is not None and label_format(args.labels.name) else None
     )
+    item_labels = label_file.items if label_file is not None else {}
     labels = (
         load_labels(args.labels)
         if args.labels is not None and not item_labels and not label_format(args.labels.name)
@@ -159,12 +167,20 @@ def run_report(args: argparse.Namespace) -> int:
         seen.add(resolved)
         run = read_graded_run(run_dir, tasks)
         if resolved in labels:
-            run = run.model_copy(update={"human_mergeable": labels[resolved]})
+            verdict, given = labels[resolved]
+            run = run.model_copy(update={"human_mergeable": verdict, "label_probability": given})
         elif resolved in item_labels:
             metrics = read_json(run_dir / "metrics.json")
             details = metrics.get("details") if isinstance(metrics, dict) else None
             human = human_mergeable_from_items(details, item_labels[resolved])
-            run = run.model_copy(update={"human_mergeable": human})
+            judged = judged_blockers(details)
+            draws = label_file.draws if label_file is not None else None
+            probability = (
+                run_inclusion_probability(judged, draws.get(resolved, {}))
+                if human is not None and judged and draws is not None
+                else None
+            )
+            run = run.model_copy(update={"human_mergeable": human, "label_probability": probability})
         runs.append(run)
         row, run_items = _rows(run_dir, run)
         run_rows.append(row)

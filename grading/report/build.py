@@ -18,6 +18,7 @@ The statistics are described in docs/report.md. In short:
 from __future__ import annotations
 
 import itertools
+import math
 import random
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -81,37 +82,70 @@ def judged_labels(labelled: Iterable[GradedRun]) -> list[GradedRun]:
     return [r for r in labelled if r.test_pass and (r.checks_passed is not False or r.mergeable)]
 
 
+def label_weight(run: GradedRun) -> float:
+    """A labelled run's weight in the judge's sensitivity and specificity: 1 / its inclusion probability
+    (Horvitz-Thompson), 1 where the labels do not give one (uniform sampling assumed)."""
+    return 1.0 if run.label_probability is None else 1.0 / run.label_probability
+
+
+def _weighting(labelled: Sequence[GradedRun]) -> dict[str, Any]:
+    """JudgeAccuracy's weighting fields for these labelled runs."""
+    if not labelled:
+        return {}
+    weights = [label_weight(r) for r in labelled]
+    effective = math.fsum(weights) ** 2 / math.fsum(w * w for w in weights)
+    without = sum(r.label_probability is None for r in labelled)
+    if without == len(labelled):
+        note = (
+            "the labels give no inclusion probability: uniform sampling is assumed (each labelled run weighs "
+            "the same); labels drawn as the review queue draws them (every disagreement, a sample of "
+            "agreements) would make the judge look worse than it is"
+        )
+        return {"weighting": "uniform_assumed", "effective_labelled": effective, "weighting_note": note}
+    note = (
+        f"each labelled run weighs 1 / its inclusion probability (Hájek ratios; {effective:.1f} labelled "
+        f"runs' worth of information from {len(labelled)})"
+    )
+    if without:
+        note += f"; {without} labelled runs without one count as drawn with certainty"
+    return {"weighting": "inclusion_probability", "effective_labelled": effective, "weighting_note": note}
+
+
 def judge_accuracy(labelled: Sequence[GradedRun]) -> tuple[JudgeAccuracy, list[LabelSums]]:
     """Sensitivity and specificity of the judge's mergeable outcome against human labels, on the labelled
-    runs it decided (:func:`judged_labels`), and the per-task sums the corrected rate's bootstrap
+    runs it decided (:func:`judged_labels`), as inverse-probability-weighted (Hájek) ratios: each run
+    weighs :func:`label_weight`. Also the per-task weighted sums the corrected rate's bootstrap
     resamples."""
     labelled = judged_labels(labelled)
-    by_task: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    by_task: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0.0])
     for r in labelled:
-        sums = by_task[r.task]
+        sums, weight = by_task[r.task], label_weight(r)
         if r.human_mergeable:
-            sums[0] += bool(r.mergeable)
-            sums[1] += 1
+            sums[0] += weight * bool(r.mergeable)
+            sums[1] += weight
         else:
-            sums[2] += not r.mergeable
-            sums[3] += 1
+            sums[2] += weight * (not r.mergeable)
+            sums[3] += weight
     per_task: list[LabelSums] = [tuple(s) for _, s in sorted(by_task.items())]  # type: ignore[misc]
     n = len(labelled)
+    weighting = _weighting(labelled)
     if n < MIN_LABELLED:
         needed = f"{n} labelled runs; at least {MIN_LABELLED} are needed ({MIN_LABELLED - n} more)"
-        return JudgeAccuracy(labelled=n, undefined_reason=needed), per_task
-    total: LabelSums = tuple(sum(s[i] for s in per_task) for i in range(4))  # type: ignore[assignment]
+        return JudgeAccuracy(labelled=n, undefined_reason=needed, **weighting), per_task
+    total: LabelSums = tuple(math.fsum(s[i] for s in per_task) for i in range(4))  # type: ignore[assignment]
     accuracy = sensitivity_specificity(total)
     if accuracy is None:
         side = "mergeable" if total[1] == 0 else "not mergeable"
         one_sided = f"no labelled run is {side} by the human verdict: sensitivity and specificity need both"
-        return JudgeAccuracy(labelled=n, undefined_reason=one_sided), per_task
+        return JudgeAccuracy(labelled=n, undefined_reason=one_sided, **weighting), per_task
     sensitivity, specificity = accuracy
     reason: str | None = None
     if sensitivity + specificity <= 1:
         reason = "sensitivity + specificity <= 1: the judge is no better than chance, nothing to correct"
     return (
-        JudgeAccuracy(labelled=n, sensitivity=sensitivity, specificity=specificity, undefined_reason=reason),
+        JudgeAccuracy(
+            labelled=n, sensitivity=sensitivity, specificity=specificity, undefined_reason=reason, **weighting
+        ),
         per_task,
     )
 
@@ -134,7 +168,13 @@ def report_label_target(tasks: Sequence[TaskSums], runs: Iterable[GradedRun]) ->
     of its measured runs (:attr:`GradedRun.measured`); ``runs``, at least every run with a human verdict
     on mergeable (the others are left out). What :func:`build_report` gives over all the runs."""
     labelled = [r for r in runs if r.human_mergeable is not None and r.mergeable is not None]
-    return label_target(tasks, judge_accuracy(labelled)[1], minimum=MIN_LABELLED)
+    accuracy, sums = judge_accuracy(labelled)
+    # The weighted sums scaled to Kish's effective number of labels: their ratios are the weighted Se and
+    # Sp, their total what unequal weights leave of the labels for the variance.
+    total = math.fsum(s[1] + s[3] for s in sums)
+    scale = (accuracy.effective_labelled or 0.0) / total if total else 0.0
+    scaled: list[LabelSums] = [(s[0] * scale, s[1] * scale, s[2] * scale, s[3] * scale) for s in sums]
+    return label_target(tasks, scaled, minimum=MIN_LABELLED, labelled=accuracy.labelled)
 
 
 def _task_sums(parts: Iterable[PartSums]) -> list[TaskSums]:

@@ -5,7 +5,8 @@ Over the tasks both sides measured, each side's corrected rate is
 :func:`grading.report.stats.judged_correction` of its mean mergeable share and mean judged share over those
 tasks, with that side's sensitivity and specificity (its own labels when they suffice, else the pooled
 ones). The interval is a percentile bootstrap that resamples the shared tasks (both sides of a task
-together, so the comparison stays paired) and, independently, the labelled tasks of each side's labels.
+together, so the comparison stays paired) and, independently, the labelled tasks of each side's labels
+(with their inverse-inclusion-probability weighted sums, so each replicate's Se and Sp are Hájek ratios).
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def corrected_contrast(
     per-task (measured, mergeable, judged) runs and accuracy."""
     import numpy as np
 
-    from grading.report.stats import percentile_interval, resample_means, resample_sums
+    from grading.report.stats import percentile_interval, resample_means
 
     kind, fixed, a, b = key
     shared = sorted(side_a.keys() & side_b.keys())
@@ -87,10 +88,10 @@ def corrected_contrast(
         ok = (pos > 0) & (neg > 0) & (youden > 0)
         return np.minimum(means[:, column + 1], np.maximum(0.0, raw)), ok
 
-    labels_a = resample_sums(accuracy_a[1], replicates, rng)
+    labels_a = resample_means(accuracy_a[1], replicates, rng)  # weighted sums: Se, Sp as ratios
     # The same labels on both sides (pooled): one resample serves both, as the same judge error.
     same = accuracy_b[1] is accuracy_a[1]
-    labels_b = labels_a if same else resample_sums(accuracy_b[1], replicates, rng)
+    labels_b = labels_a if same else resample_means(accuracy_b[1], replicates, rng)
     draw_a, ok_a = side(0, labels_a)
     draw_b, ok_b = side(2, labels_b)
     kept = ok_a & ok_b

@@ -302,14 +302,27 @@ def load_cutoffs(path: Path) -> dict[str, date]:
     return {model: parse_date(value, path, model) for model, value in data.items()}
 
 
-def load_labels(path: Path) -> dict[Path, bool]:
-    """The human-labels file: a JSON object, run directory -> true (mergeable) or false. A relative run
-    directory is taken from the labels file's directory. Keys are returned resolved."""
+def load_labels(path: Path) -> dict[Path, tuple[bool, float | None]]:
+    """The human-labels file: a JSON object, run directory -> true (mergeable) or false, or
+    ``{"mergeable": true|false, "inclusion_probability": p}`` with p in (0, 1] the chance the run had of
+    being labelled (every run or none gives it; without it uniform sampling is assumed). A relative run
+    directory is taken from the labels file's directory. Keys are returned resolved, with (verdict, p)."""
     data = read_json(path)
     if not isinstance(data, dict):
         raise InputError(path, 'expected a JSON object {"<run dir>": true|false, ...}')
-    labels: dict[Path, bool] = {}
+    labels: dict[Path, tuple[bool, float | None]] = {}
     for run, value in data.items():
+        probability: float | None = None
+        if isinstance(value, dict):
+            unknown = sorted(set(value) - {"mergeable", "inclusion_probability"})
+            if unknown:
+                raise InputError(
+                    path, "unknown key (mergeable, inclusion_probability)", f"{run}.{unknown[0]}"
+                )
+            probability = _probability(
+                value.get("inclusion_probability"), path, f"{run}.inclusion_probability"
+            )
+            value = value.get("mergeable")
         if not isinstance(value, bool):
             raise InputError(path, f"{value!r} is not true or false (a human's verdict on mergeable)", run)
         if not run.strip():
@@ -317,5 +330,26 @@ def load_labels(path: Path) -> dict[Path, bool]:
         resolved = (path.parent / run).resolve()
         if resolved in labels:
             raise InputError(path, "names the same run directory as another key", run)
-        labels[resolved] = value
+        labels[resolved] = (value, probability)
+    given = [p is not None for _, p in labels.values()]
+    if any(given) and not all(given):
+        missing = next(
+            run for run, v in data.items() if not isinstance(v, dict) or "inclusion_probability" not in v
+        )
+        raise InputError(
+            path,
+            "missing, while other runs give it (every run gives it or none)",
+            f"{missing}.inclusion_probability",
+        )
     return labels
+
+
+def _probability(value: Any, path: Path, where: str) -> float | None:
+    """An inclusion probability: a number in (0, 1], or None when absent."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+        raise InputError(
+            path, f"{value!r} is not a probability in (0, 1] (the chance the run was labelled)", where
+        )
+    return float(value)

@@ -18,13 +18,13 @@ from grading.report.models import Cell, ContaminationCell, Report
 from grading.report.provenance import Provenance
 from grading.report.render import (
     INTERVALS_TEXT,
-    LABELS_ASSUMED,
     METRIC_NAMES,
     contrast_estimate,
     contrast_label,
     corrected_contrast_label,
     corrected_contrast_text,
     estimate_note,
+    labels_weighting_text,
     left_out_text,
     metric_lines,
     precision_text,
@@ -182,7 +182,7 @@ def render_report_html(
     if acc.sensitivity is not None and acc.specificity is not None:
         out.append(
             f"Against {acc.labelled} human labels: sensitivity {acc.sensitivity:.3f}, specificity "
-            f"{acc.specificity:.3f}. {_e(LABELS_ASSUMED)} "
+            f"{acc.specificity:.3f}. {_e(labels_weighting_text(acc))} "
         )
     if acc.undefined_reason:
         out.append(f"No corrected rate: {_e(acc.undefined_reason)}. ")

@@ -9,7 +9,8 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -58,7 +59,8 @@ class LabelRow(BaseModel):
     verdict: Literal["pass", "fail", "unsure"]
     note: str = Field(default="", max_length=20_000)
     time: datetime
-    inclusion_probability: float = Field(default=1.0, gt=0, le=1)
+    # None: the file does not say how the pair was drawn (a file gives it on every row or on none).
+    inclusion_probability: float | None = Field(default=None, gt=0, le=1)
     adjudicated: bool = False
     queue: Literal["judges", "regrade", "agreed", "audit"] = "judges"  # where it was labelled
 
@@ -66,7 +68,12 @@ class LabelRow(BaseModel):
         """The row as the CSV writes it (JSONL keeps the types)."""
         data = self.model_dump(mode="json")
         return {
-            key: str(data[key]).lower() if isinstance(data[key], bool) else str(data[key]) for key in data
+            key: ""
+            if data[key] is None
+            else str(data[key]).lower()
+            if isinstance(data[key], bool)
+            else str(data[key])
+            for key in data
         }
 
 
@@ -135,6 +142,7 @@ def read_label_rows(data: bytes, name: str) -> list[LabelRow]:
     if len(raw) > MAX_LABEL_ROWS:
         raise LabelRowsError([f"{name}: more than {MAX_LABEL_ROWS} rows"])
     rows: list[LabelRow] = []
+    lines: list[int] = []
     for number, value in raw:
         where = f"{name}:{number}"
         if not isinstance(value, dict):
@@ -142,8 +150,18 @@ def read_label_rows(data: bytes, name: str) -> list[LabelRow]:
             continue
         try:
             rows.append(LabelRow.model_validate(value))
+            lines.append(number)
         except ValidationError as error:
             problems.extend(_problems_of(error, where))
+    # The inclusion probability weighs the labels against each other: given for some rows only, the
+    # others' weights would be guesses.
+    if any(r.inclusion_probability is not None for r in rows):
+        problems.extend(
+            f"{name}:{number}: inclusion_probability: missing, while other rows give it (a labels file "
+            "gives it on every row or on none)"
+            for number, r in zip(lines, rows, strict=True)
+            if r.inclusion_probability is None
+        )
     if problems:
         raise LabelRowsError(problems)
     return rows
@@ -191,9 +209,58 @@ def settled_items(rows: Sequence[LabelRow]) -> dict[str, dict[str, str]]:
     return settled
 
 
-def load_label_file(path: Path) -> dict[Path, dict[str, str]]:
+# How a pair came to be labelled: (queue, inclusion probability) of one of its labels.
+Draw = tuple[str, float]
+
+
+def run_inclusion_probability(judged: Iterable[str], draws: Mapping[str, Iterable[Draw]]) -> float | None:
+    """The chance a run had of being labelled on every blocker the judge decided (``judged``), from how
+    its pairs were drawn (``draws``: item -> (queue, inclusion probability) of each of its labels); None
+    when a judged item has no draw.
+
+    The queues draw pairs independently of each other (every disagreement; an agreed pair by its own
+    pseudo-random key), so the pairs of a run all come up with the product of their probabilities. The
+    audit draws the run whole: its blockers share one draw, whose probability counts once. A run can be
+    completed either way, so its probability is that of either happening: 1 − (1 − audit)(1 − product),
+    the product taken only when every judged item was offered by a queue (else only the audit could have
+    completed it). Of a pair's several labels from the same kind of draw, the largest probability counts
+    (labels of one pair from one draw give the same one)."""
+    audit = 0.0
+    offered = 1.0
+    for item in judged:
+        given = list(draws.get(item, ()))
+        if not given:
+            return None
+        audit = max([audit, *(p for queue, p in given if queue == "audit")])
+        offered *= max((p for queue, p in given if queue != "audit"), default=0.0)
+    chance = audit + offered - audit * offered  # 1 − (1 − audit)(1 − offered), exact when either is 0
+    return chance if chance > 0 else None
+
+
+def label_draws(rows: Sequence[LabelRow]) -> dict[str, dict[str, list[Draw]]] | None:
+    """Per run, each item's draws (:data:`Draw`) from its labels; None when the file gives no inclusion
+    probability (uniform sampling is then assumed)."""
+    if not rows or any(row.inclusion_probability is None for row in rows):
+        return None
+    draws: dict[str, dict[str, list[Draw]]] = {}
+    for row in rows:
+        assert row.inclusion_probability is not None
+        draws.setdefault(row.run, {}).setdefault(row.item, []).append((row.queue, row.inclusion_probability))
+    return draws
+
+
+@dataclass(frozen=True)
+class LabelFile:
+    """A labels file as ``rubric report --labels`` reads it, per run directory (resolved): each item's
+    settled verdict and its draws; ``draws`` is None when the file gives no inclusion probability."""
+
+    items: dict[Path, dict[str, str]]
+    draws: dict[Path, dict[str, list[Draw]]] | None
+
+
+def load_label_file(path: Path) -> LabelFile:
     """A labels file (CSV or JSONL) for ``rubric report --labels``: per run directory (taken from the
-    file's directory, resolved), each item's settled verdict."""
+    file's directory, resolved), each item's settled verdict and how the labels were drawn."""
     if not path.is_file():
         raise InputError(path, "file not found")
     if path.stat().st_size > MAX_LABEL_FILE_BYTES:
@@ -202,13 +269,15 @@ def load_label_file(path: Path) -> dict[Path, dict[str, str]]:
         rows = read_label_rows(path.read_bytes(), str(path))
     except LabelRowsError as error:
         raise InputError(path, "; ".join(error.problems[:20])) from None
-    return {(path.parent / run).resolve(): items for run, items in settled_items(rows).items()}
+    draws = label_draws(rows)
+    return LabelFile(
+        items={(path.parent / run).resolve(): items for run, items in settled_items(rows).items()},
+        draws=None if draws is None else {(path.parent / run).resolve(): d for run, d in draws.items()},
+    )
 
 
-def human_mergeable_from_items(details: Any, items: dict[str, str]) -> bool | None:
-    """A run's human verdict on mergeable from its metrics.json ``details`` and the settled labels of its
-    items: defined only where the primary judge decided the outcome and every blocker it decided has a
-    pass or fail; then mergeable when scope and test integrity passed and no blocker failed."""
+def _assessment(details: Any) -> Any:
+    """The run's assessment where the primary judge decided its outcome (else None)."""
     from grading.checks.outcome import RunDetails
 
     if not isinstance(details, dict) or details.get("status") not in ("mergeable", "not_mergeable"):
@@ -217,9 +286,28 @@ def human_mergeable_from_items(details: Any, items: dict[str, str]) -> bool | No
         assessment = RunDetails.model_validate(details).assessment
     except ValidationError:
         return None
-    if assessment is None or assessment.judge_failure is not None:
+    return None if assessment is None or assessment.judge_failure is not None else assessment
+
+
+def judged_blockers(details: Any) -> list[str] | None:
+    """The blockers the primary judge decided on a run, from its metrics.json ``details``; None where it
+    decided nothing (no human verdict can be defined on the run)."""
+    assessment = _assessment(details)
+    if assessment is None:
         return None
-    judged = [*assessment.blockers_passed, *assessment.blockers_failed]
-    if not judged or any(items.get(item) not in ("pass", "fail") for item in judged):
+    return [*assessment.blockers_passed, *assessment.blockers_failed] or None
+
+
+def human_mergeable_from_items(details: Any, items: dict[str, str]) -> bool | None:
+    """A run's human verdict on mergeable from its metrics.json ``details`` and the settled labels of its
+    items: defined only where the primary judge decided the outcome and every blocker it decided has a
+    pass or fail; then mergeable when scope and test integrity passed and no blocker failed."""
+    assessment = _assessment(details)
+    judged = judged_blockers(details)
+    if (
+        assessment is None
+        or judged is None
+        or any(items.get(item) not in ("pass", "fail") for item in judged)
+    ):
         return None
     return bool(assessment.in_scope and assessment.integrity_ok) and all(items[i] == "pass" for i in judged)

@@ -21,7 +21,7 @@ from grading.report.stats import (
 )
 from grading.schema import PromptStyle
 
-FORMAT = 3  # the report's JSON (metrics.json has its own: grading.checks.outcome.METRICS_FORMAT)
+FORMAT = 4  # the report's JSON (metrics.json has its own: grading.checks.outcome.METRICS_FORMAT)
 DEFAULT_BOOTSTRAP = 2000
 DEFAULT_SEED = 0
 MIN_REPETITIONS = 3  # runs per (task, arm, model) (§7)
@@ -138,7 +138,10 @@ class GradedRun(BaseModel):
     ``test_pass`` is ``pass`` and every other gate entry except ``mergeable`` (None when unknown, a grader
     failure). ``checks_passed`` is the scope and test-integrity checks together (None when not run).
     ``provisional`` is None when the record does not say whether the rubric was admitted (treated as
-    provisional). ``human_mergeable`` is a human's verdict on the run, where one exists.
+    provisional). ``human_mergeable`` is a human's verdict on the run, where one exists;
+    ``label_probability`` the chance the run had of being labelled (its inclusion probability, from how its
+    labels were drawn: grading.report.label_rows.run_inclusion_probability), None where the labels do not
+    say (uniform sampling is then assumed, and the report says so).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -163,6 +166,7 @@ class GradedRun(BaseModel):
     second: JudgeVerdicts | None = None
     provisional: bool | None = None
     human_mergeable: bool | None = None
+    label_probability: float | None = Field(default=None, gt=0, le=1)
 
     @model_validator(mode="after")
     def _status_agrees(self) -> GradedRun:

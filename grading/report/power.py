@@ -219,15 +219,19 @@ def _rate_variance(tasks: Sequence[tuple[int, int, int]]) -> tuple[float, float]
 
 def label_target(
     tasks: Sequence[tuple[int, int, int]],
-    labels: Sequence[tuple[int, int, int, int]],
+    labels: Sequence[tuple[float, float, float, float]],
     *,
     minimum: int,
     target: float = TARGET_HALF_WIDTH,
+    labelled: int | None = None,
 ) -> LabelTarget:
     """``tasks``: per task (measured, test-pass, mergeable) runs; ``labels``: per task the judge's hits
-    against human labels (tp, human mergeable, tn, human not mergeable). ``minimum`` is the number of
-    labelled runs the correction needs before it is shown; the answer is never below what reaches it."""
-    labelled = sum(lab[1] + lab[3] for lab in labels)
+    against human labels (tp, human mergeable, tn, human not mergeable), as counts or as weighted sums
+    scaled to the labels' effective number. ``minimum`` is the number of labelled runs the correction needs
+    before it is shown; the answer is never below what reaches it. ``labelled``: the labelled runs (default
+    the labels' total)."""
+    if labelled is None:
+        labelled = round(sum(lab[1] + lab[3] for lab in labels))
     tp, pos, tn, neg = (sum(lab[i] for lab in labels) for i in range(4))
     base = {"target": target, "labelled": labelled}
     rate_var = _rate_variance(tasks)

@@ -14,7 +14,7 @@ import re
 from grading.report.agreement import Agreement
 from grading.report.corrected import CorrectedContrast
 from grading.report.models import Cell, ContaminationCell, Contrast, Report
-from grading.report.stats import Estimate
+from grading.report.stats import Estimate, JudgeAccuracy
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -214,9 +214,14 @@ INTERVALS_TEXT = (
     "Rates are means over tasks of each task's rate over its measured runs (every task counts once); "
     "intervals are 95% t intervals over tasks."
 )
-LABELS_ASSUMED = (
-    "The correction is of the runs the judge decided; the labels are taken as a uniform sample of them."
-)
+
+
+def labels_weighting_text(accuracy: JudgeAccuracy) -> str:
+    """What the correction rests on, in words: the runs the judge decided, and how the labels weigh."""
+    note = accuracy.weighting_note or "the labels are taken as a uniform sample of them"
+    return f"The correction is of the runs the judge decided; {note}."
+
+
 METRIC_NAMES = {"test_pass_rate": "test-pass", "mergeable_rate": "mergeable", "difference": "gap"}
 
 
@@ -376,7 +381,7 @@ def report_markdown(report: Report) -> str:
         lines.append(
             f"Against {acc.labelled} human labels: sensitivity {acc.sensitivity:.3f}, "
             f"specificity {acc.specificity:.3f} (Rogan-Gladen corrected rates in the tables). "
-            f"{LABELS_ASSUMED}"
+            f"{md_text(labels_weighting_text(acc))}"
         )
     if acc.undefined_reason:
         lines.append(f"No corrected rate: {md_text(acc.undefined_reason)}.")

@@ -14,7 +14,7 @@ import os
 import random
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
@@ -39,13 +39,21 @@ class Estimate(BaseModel):
 
 
 class JudgeAccuracy(BaseModel):
-    """The primary judge's outcome against human labels on mergeable."""
+    """The primary judge's outcome against human labels on mergeable. Sensitivity and specificity are
+    Hájek ratios: each labelled run weighs 1 / its inclusion probability (``weighting``
+    "inclusion_probability"), or all the same where the labels give none ("uniform_assumed")."""
 
     labelled: int
     needed: int = MIN_LABELLED
     sensitivity: float | None = None  # P(mergeable | a human says mergeable)
     specificity: float | None = None  # P(not mergeable | a human says not mergeable)
     undefined_reason: str | None = None
+    # How the labelled runs were weighed (None: no labelled run): by 1 / inclusion probability, or all
+    # alike because the labels do not say how they were drawn (uniform sampling assumed).
+    weighting: Literal["inclusion_probability", "uniform_assumed"] | None = None
+    # Kish's effective number of labelled runs, (Σw)² / Σw²: what unequal weights leave of their count.
+    effective_labelled: float | None = None
+    weighting_note: str | None = None  # the weighting in words, for the page and the files
 
 
 def rogan_gladen(rate: float, sensitivity: float, specificity: float) -> float | None:
@@ -267,9 +275,10 @@ def task_rate_estimates(tasks: Sequence[TaskSums], *, intervals: bool) -> tuple[
     )
 
 
-# Per labelled task: (human-mergeable runs the judge called mergeable, human-mergeable runs,
-# human-not-mergeable runs the judge called not mergeable, human-not-mergeable runs).
-LabelSums = tuple[int, int, int, int]
+# Per labelled task, each labelled run weighing 1 / its inclusion probability (1 where uniform sampling is
+# assumed): (human-mergeable runs the judge called mergeable, human-mergeable runs, human-not-mergeable
+# runs the judge called not mergeable, human-not-mergeable runs). Their ratios are Hájek estimates.
+LabelSums = tuple[float, float, float, float]
 
 
 def sensitivity_specificity(sums: LabelSums) -> tuple[float, float] | None:
@@ -300,10 +309,10 @@ def corrected_rate(
         return Estimate(value=value)
     import numpy as np
 
-    # One resample of the labelled tasks per replicate of the cell, drawn in turn. Then, replicate by
-    # replicate, what sensitivity_specificity and rogan_gladen compute, in the same float operations
-    # and order.
-    tp, pos, tn, neg = resample_sums(labels, len(replicates), rng).T
+    # One resample of the labelled tasks per replicate of the cell, drawn in turn (their weighted sums
+    # carried along: a ratio of means is the ratio of sums). Then, replicate by replicate, what
+    # sensitivity_specificity and rogan_gladen compute.
+    tp, pos, tn, neg = resample_means(labels, len(replicates), rng).T
     both_sides = (pos > 0) & (neg > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         sensitivity, specificity = tp / pos, tn / neg
@@ -383,7 +392,8 @@ def corrected_task_rate(
     import numpy as np
 
     means = resample_means(tasks, replicates, rng)
-    tp, pos, tn, neg = resample_sums(labels, replicates, rng).T
+    # The labelled tasks resampled with their weighted sums: each replicate's Se and Sp are Hájek ratios.
+    tp, pos, tn, neg = resample_means(labels, replicates, rng).T
     with np.errstate(divide="ignore", invalid="ignore"):
         sensitivity, specificity = tp / pos, tn / neg
         youden = sensitivity + specificity - 1

@@ -140,6 +140,8 @@ def collect_warnings(
     out += task_set_warnings(contrasts)
     if accuracy.undefined_reason:
         out.append(f"no judge-error-corrected rate: {accuracy.undefined_reason}")
+    if accuracy.weighting_note:  # how the labels weigh: the page's wording comes from here
+        out.append(f"human labels: {accuracy.weighting_note}")
     out += _repetition_warnings(parts)
     return out
 

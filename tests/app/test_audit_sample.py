@@ -111,3 +111,30 @@ def test_audited_runs_count_once_every_judged_blocker_is_labelled(graded: Reposi
     page = client.get(reverse("rubrics:queue", args=[graded.pk]), {"kind": "audit"}).content.decode()
     assert re.search(r"4 runs count for the corrected rate now", page)
     assert queue.reviewed_count() == queue.total()
+
+
+def test_the_report_weighs_audited_runs_by_their_current_draw(graded: Repository, reviewer: User) -> None:
+    # Issue 31 §3: an audited run weighs 1 / its stratum's drawn share; a later draw in the stratum raises
+    # the share of the runs drawn before, and their labels' with it.
+    from rubrics_app.services.reports.report import repository_report
+
+    audit_sample.draw(graded, 2, Actor.member(reviewer), rng=random.Random(3))
+    client = Client()
+    client.force_login(reviewer)
+    for entry in review_queue.Queue(graded, QueueKind.AUDIT, {}, user_id=reviewer.pk).page(1, 100).entries:
+        url = reverse("rubrics:queue_label", args=[graded.pk, entry.grade_id, entry.item_id])
+        assert client.post(url, {"verdict": "pass", "kind": "audit"}).status_code == 302
+    labelled_runs = set(HumanVerdict.objects.values_list("run_id", flat=True))
+    before = dict(HumanVerdict.objects.values_list("run_id", "inclusion_probability"))
+    first = repository_report(graded, {}).report.judge_accuracy
+    audit_sample.draw(graded, 1, Actor.member(reviewer), rng=random.Random(4))
+    drawn = dict(AuditDraw.objects.values_list("run_id", "inclusion_probability"))
+    for run_id, probability in HumanVerdict.objects.values_list("run_id", "inclusion_probability"):
+        assert probability == drawn[run_id] > before[run_id]
+    accuracy = repository_report(graded, {}).report.judge_accuracy
+    assert accuracy.weighting == first.weighting == "inclusion_probability"
+    assert accuracy.labelled == len(labelled_runs) == 4
+    weights = [1 / drawn[run_id] for run_id in labelled_runs]  # strata of 12 and 9 runs: unequal weights
+    assert accuracy.effective_labelled == pytest.approx(sum(weights) ** 2 / sum(w * w for w in weights))
+    assert accuracy.effective_labelled is not None and accuracy.effective_labelled < 4
+    assert not [w for w in repository_report(graded, {}).report.warnings if "uniform sampling" in w]

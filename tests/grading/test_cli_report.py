@@ -81,7 +81,7 @@ def report_json(capsys: pytest.CaptureFixture[str], args: list[str]) -> dict[str
 
 def test_every_outcome_is_accounted_for(graded: Graded, capsys: pytest.CaptureFixture[str]) -> None:
     data = report_json(capsys, graded.args())
-    assert data["format"] == 3  # per-task estimands came with format 3 (contrasts with 2)
+    assert data["format"] == 4  # label weighting came with 4, per-task estimands with 3, contrasts with 2
     [cell] = data["cells"]
     assert (cell["arm"], cell["model"], cell["prompt_style"]) == ("a", "m", None)
     assert (cell["runs"], cell["tasks"], cell["measured"]) == (6, 1, 3)
@@ -377,7 +377,7 @@ def test_html_writes_one_self_contained_file_beside_the_output(
     assert "Provenance</h2>" in body and f"commit {provenance.commit}" in body
     assert body.startswith("<!DOCTYPE html>") and "<style>" in body and "<svg" in body
     assert "<script" not in body and "<link" not in body and "src=" not in body
-    assert "fix_add" in body and data["format"] == 3
+    assert "fix_add" in body and data["format"] == 4
 
 
 def test_html_to_a_missing_directory_is_refused(

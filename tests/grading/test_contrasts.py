@@ -123,7 +123,7 @@ def test_few_tasks_keep_their_interval_and_one_task_says_why_not() -> None:
 def test_contrasts_in_the_json_csv_and_markdown() -> None:
     rep = report(runs_of(varied_design(6)))
     data = rep.to_json_dict()
-    assert data["format"] == FORMAT == 3
+    assert data["format"] == FORMAT == 4
     first = data["contrasts"][0]
     assert set(first) >= {"kind", "fixed", "a", "b", "metric", "value", "ci", "tasks", "runs"}
     rows = [r for r in csv.DictReader(io.StringIO(report_csv(rep))) if r["table"] == "contrasts"]

@@ -4,8 +4,10 @@ Every human label of the repository as the labels file (grading.LabelRow: one ro
 with its run, item, criterion and diff hashes, reviewer, verdict, note, time and inclusion probability),
 as JSONL (the default) or CSV: what the queue page's download gives, and what ``import_labels`` and
 ``rubric report --labels`` read. ``--format runs`` (or an --out file ending .json) writes the older
-summary instead, ``{"<run directory>": true|false}``: a human's verdict on whether each run is mergeable
-(see services.runs.queue.human_mergeable for when a run gets one).
+summary instead, ``{"<run directory>": {"mergeable": true|false, "inclusion_probability": p}}``: a human's
+verdict on whether each run is mergeable (see services.runs.queue.human_mergeable for when a run gets one)
+and the chance the run had of being labelled (grading.run_inclusion_probability), which the report weighs
+by.
 """
 
 from __future__ import annotations
@@ -17,11 +19,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from grading import label_format, write_label_rows
+from grading import label_format, run_inclusion_probability, write_label_rows
 from rubrics_app.management.options import REPOSITORY_HELP, repository_named
 from rubrics_app.models import Repository, RunGrade
 from rubrics_app.services.runs.labels_io import label_rows
-from rubrics_app.services.runs.queue import human_mergeable, human_verdicts_by_grade
+from rubrics_app.services.runs.queue import human_label_basis, human_mergeable, settled_labels
 
 
 class Command(BaseCommand):
@@ -33,7 +35,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--format",
             choices=("jsonl", "csv", "runs"),
-            help="jsonl (default), csv, or runs: {run: true|false}; default from --out's ending",
+            help="jsonl (default), csv, or runs: {run: {mergeable, inclusion_probability}}; "
+            "default from --out's ending",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -58,19 +61,29 @@ class Command(BaseCommand):
             self.stdout.write(f"{count} {'labelled run(s)' if fmt == 'runs' else 'label(s)'} -> {out}")
 
 
-def _run_verdicts(repository: Repository, warn: Any) -> dict[str, bool]:
+def _run_verdicts(repository: Repository, warn: Any) -> dict[str, Any]:
+    """Per run, the human verdict on mergeable with the chance the run had of being labelled
+    (grading.run_inclusion_probability), as ``rubric report --labels`` reads it."""
+    verdicts, drawn = settled_labels(repository)
     by_grade: dict[int, dict[str, str]] = defaultdict(dict)
-    for grade_id, item_id, verdict in human_verdicts_by_grade(repository):
+    for grade_id, item_id, verdict in verdicts:
         by_grade[grade_id][item_id] = verdict
-    per_run: dict[str, set[bool]] = defaultdict(set)
+    draws: dict[int, dict[str, list[tuple[str, float]]]] = defaultdict(dict)
+    for grade_id, item_id, queue, drawn_with in drawn:
+        draws[grade_id].setdefault(item_id, []).append((queue, drawn_with))
+    per_run: dict[str, set[tuple[bool, float | None]]] = defaultdict(set)
     for grade in RunGrade.objects.filter(pk__in=list(by_grade)).select_related("run").order_by("pk"):
         label = human_mergeable(grade, by_grade[grade.pk])
         if label is not None:
-            per_run[grade.run.source or str(grade.run)].add(label)
-    labels: dict[str, bool] = {}
+            basis = human_label_basis(grade.status, (grade.metrics or {}).get("details"))
+            probability = run_inclusion_probability(basis[0], draws[grade.pk]) if basis else None
+            per_run[grade.run.source or str(grade.run)].add((label, probability))
+    labels: dict[str, Any] = {}
     for run, values in sorted(per_run.items()):
-        if len(values) > 1:
+        if len({label for label, _ in values}) > 1:
             warn(f"{run}: its grades against different rubrics get different labels; left out")
             continue
-        labels[run] = values.pop()
+        label, chance = min(values, key=lambda v: v[1] or 0.0)
+        given = {"mergeable": label, "inclusion_probability": chance}
+        labels[run] = label if chance is None else given
     return labels

@@ -33,7 +33,14 @@ from grading import (
 )
 from rubrics_app.models import Repository, RevisionStatus, Task
 from rubrics_app.services.reports.report import cutoff_dates
-from rubrics_app.services.reports.sums import Decoded, Tasks, current_rows, labels_by_grade, report_state
+from rubrics_app.services.reports.sums import (
+    Decoded,
+    Tasks,
+    current_rows,
+    draws_by_grade,
+    labels_by_grade,
+    report_state,
+)
 
 CHUNK = 500  # rows read from the database at a time
 
@@ -69,17 +76,19 @@ def _details(metrics: Any) -> RunDetails | None:
 def report_rows(repository: Repository, filters: dict[str, str]) -> Iterator[tuple[RunRow, list[ItemRow]]]:
     """The rows of the report's runs under the filters, one run at a time (its row and its items' rows), by
     task, arm, model and repetition."""
-    for row, items, _ in _report_runs(repository, filters):
+    for row, items, *_ in _report_runs(repository, filters):
         yield row, items
 
 
 def _report_runs(
     repository: Repository, filters: dict[str, str]
-) -> Iterator[tuple[RunRow, list[ItemRow], dict[str, Any]]]:
-    """:func:`report_rows`, each with the metrics.json its grade holds."""
+) -> Iterator[tuple[RunRow, list[ItemRow], dict[str, Any], float | None]]:
+    """:func:`report_rows`, each with the metrics.json its grade holds and the chance its run had of being
+    labelled (None: no human verdict)."""
     state = report_state(repository)
     tasks = Tasks.of(state)
     labels = human_labels(state)
+    draws = draws_by_grade(state)
     draft = {pk for pk, status in state["revisions"] if status == RevisionStatus.DRAFT}
     decoded = Decoded()
     query = (
@@ -96,6 +105,7 @@ def _report_runs(
         revision, number, sha, repetition, items, checks, metrics, run_json,
     ) in query.iterator(chunk_size=CHUNK):  # fmt: skip
         grade_labels = labels.get(grade_pk)
+        human = decoded.human(items, checks, grade_labels)
         graded = GradedRun(
             run=name,
             task=tasks.by_pk[task_pk][0],
@@ -107,12 +117,13 @@ def _report_runs(
             mergeable=mergeable,
             merge_score=score,
             provisional=provisional and (revision is None or revision in draft),
-            human_mergeable=decoded.human(items, checks, grade_labels),
+            human_mergeable=human,
         )
         details = _details(metrics)
         row = run_row(graded, details, repetition=repetition, rubric_revision=number, rubric_sha256=sha)
         files = {"run.json": run_json, "metrics.json": metrics}
-        yield row, item_rows(row, details, grade_labels), files
+        probability = decoded.label_probability(items, human, draws.get(grade_pk, {}))
+        yield row, item_rows(row, details, grade_labels), files, probability
 
 
 def run_rows(repository: Repository, filters: dict[str, str]) -> Iterator[RunRow]:
@@ -155,16 +166,21 @@ def runs_export(repository: Repository, filters: dict[str, str], provenance: Pro
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
     buffer = io.BytesIO()
-    labels: dict[str, bool] = {}
+    labels: dict[str, Any] = {}
     tasks: set[str] = set()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for n, (row, _, files) in enumerate(_report_runs(repository, filters)):
+        for n, (row, _, files, probability) in enumerate(_report_runs(repository, filters)):
             parts = [f"{n:05d}", row.task, row.arm or "-", row.model or "-", str(row.repetition)]
             folder = "runs/" + "-".join(_UNSAFE.sub("_", p) for p in parts)[:200]
             for name, data in files.items():
                 archive.writestr(f"{folder}/{name}", dump(data))
             if row.human_mergeable is not None:
-                labels[folder] = row.human_mergeable
+                # With the chance the run had of being labelled: the report weighs the labels by it.
+                labels[folder] = (
+                    row.human_mergeable
+                    if probability is None
+                    else {"mergeable": row.human_mergeable, "inclusion_probability": probability}
+                )
             tasks.add(row.task)
         for task in Task.objects.filter(repository=repository, task_id__in=sorted(tasks)).order_by("task_id"):
             archive.writestr(f"tasks/{task.task_id}/task.json", dump(_task_json(task)))

@@ -60,6 +60,7 @@ from rubrics_app.models import (
 from rubrics_app.services.reports.sums import (
     Decoded,
     Tasks,
+    draws_by_grade,
     labelled_runs,
     labels_by_grade,
     report_state,
@@ -309,7 +310,7 @@ def cheap_label_target(repository: Repository, state: dict[str, Any] | None = No
     per_task = [
         (n, passed, merged) for _, n, passed, merged in sorted(sums, key=lambda row: tasks.by_pk[row[0]][0])
     ]
-    labelled = labelled_runs(current, labels_by_grade(state), tasks, Decoded())
+    labelled = labelled_runs(current, labels_by_grade(state), tasks, Decoded(), draws_by_grade(state))
     return report_label_target(per_task, labelled)
 
 

@@ -34,6 +34,7 @@ from grading import (
     grade_metrics,
     parse_date,
     run_disagreements,
+    run_inclusion_probability,
 )
 from rubrics_app.models import (
     AgentRun,
@@ -44,7 +45,7 @@ from rubrics_app.models import (
     RubricRevision,
     Task,
 )
-from rubrics_app.services.runs.queue import human_verdicts_by_grade, mergeable_from_labels
+from rubrics_app.services.runs.queue import mergeable_from_labels, settled_labels
 
 
 def task_prompt_style(spec_prompt: bool, issue_prompt: bool) -> str | None:
@@ -63,10 +64,11 @@ def _tasks(repository: Repository) -> list[tuple[int, str, str, int, int]]:
     )
 
 
-def _human_verdicts(repository: Repository) -> list[tuple[int, str, str]]:
+def _human_verdicts(repository: Repository) -> tuple[list[Any], list[Any]]:
     """Each pair's settled human verdict, per current grade (services.runs.queue.human_verdicts_by_grade):
-    the labels stand for every grade with the same criterion wording, adjudication settles disagreements."""
-    return human_verdicts_by_grade(repository)
+    the labels stand for every grade with the same criterion wording, adjudication settles disagreements;
+    and how those pairs were drawn (services.runs.queue.settled_labels)."""
+    return settled_labels(repository)
 
 
 def report_state(repository: Repository) -> dict[str, Any]:
@@ -79,12 +81,14 @@ def report_state(repository: Repository) -> dict[str, Any]:
     revisions = list(
         RubricRevision.objects.filter(task__repository=repository).order_by("pk").values_list("pk", "status")
     )
+    human, draws = _human_verdicts(repository)
     return {
         "runs": runs,
         "rows": rows,
         "revisions": revisions,
         "tasks": _tasks(repository),
-        "human": _human_verdicts(repository),
+        "human": human,
+        "draws": draws,
         "cutoffs": repository.training_cutoffs or {},
         "judge": judges.judge if (judges := repository.judge_setting()) is not None else None,
     }
@@ -131,6 +135,16 @@ class Decoded:
             value = self.values[text] = json.loads(text)
             return value
 
+    def label_probability(
+        self, items: str, human: bool | None, draws: dict[str, list[tuple[str, float]]] | None
+    ) -> float | None:
+        """The chance a labelled row's run had of being labelled (grading.run_inclusion_probability of the
+        blockers in its ``human_items`` and its labels' ``draws``); None without a human verdict or draws."""
+        judged = self.value(items)
+        if human is None or draws is None or not judged:
+            return None
+        return run_inclusion_probability(judged, draws)
+
     def judge(self, text: str) -> JudgeVerdicts | None:
         try:
             return self.verdicts[text]
@@ -153,6 +167,14 @@ def labels_by_grade(state: dict[str, Any]) -> dict[int, dict[str, str]]:
     for grade_id, item_id, verdict in state["human"]:
         labels[grade_id][item_id] = verdict
     return labels
+
+
+def draws_by_grade(state: dict[str, Any]) -> dict[int, dict[str, list[tuple[str, float]]]]:
+    """How the labels of :func:`_state` were drawn, per grade: item id -> (queue, inclusion probability)."""
+    draws: dict[int, dict[str, list[tuple[str, float]]]] = defaultdict(dict)
+    for grade_id, item_id, queue, probability in state["draws"]:
+        draws[grade_id].setdefault(item_id, []).append((queue, probability))
+    return draws
 
 
 @dataclass
@@ -265,16 +287,21 @@ def labelled_runs(
     labels: dict[int, dict[str, str]],
     tasks: Tasks,
     decoded: Decoded,
+    draws: dict[int, dict[str, list[tuple[str, float]]]] | None = None,
 ) -> list[GradedRun]:
     """The runs among ``rows`` with a human verdict on mergeable and a mergeable outcome, as records of
-    what the report reads of them: their task, the judge's outcome and the human verdict. Few: one query
-    for the labelled grades' rows."""
+    what the report reads of them: their task, the judge's outcome, the human verdict and the chance the
+    run had of being labelled (grading.run_inclusion_probability of its labels' ``draws``, per grade).
+    Few: one query for the labelled grades' rows."""
     out = []
     columns = ("grade_id", "task_id", "name", "status", "test_pass", "mergeable", "human_items",
                "human_checks", "arm", "model", "checks_passed")  # fmt: skip
     for row in rows.filter(grade_id__in=sorted(labels)).values_list(*columns):
         grade_pk, task_pk, name, status, passed, mergeable, items, checks, arm, model, run_checks = row
         human = decoded.human(items, checks, labels.get(grade_pk))
+        probability = decoded.label_probability(
+            items, human, None if draws is None else draws.get(grade_pk, {})
+        )
         if human is not None and mergeable is not None:
             out.append(
                 GradedRun(
@@ -287,6 +314,7 @@ def labelled_runs(
                     test_pass=passed,
                     mergeable=mergeable,
                     human_mergeable=human,
+                    label_probability=probability,
                 )
             )
     return out
@@ -381,6 +409,6 @@ def report_sums(
             ]
             grade_of_run[name] = grade_pk
 
-    labelled = labelled_runs(rows, labels_by_grade(state), tasks, decoded)
+    labelled = labelled_runs(rows, labels_by_grade(state), tasks, decoded, draws_by_grade(state))
     sums = ReportSums(list(parts.values()), verdicts, disagreements, labelled)
     return sums, grade_of_run, tasks.notes

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from rubrics_app.access import Actor
-from rubrics_app.models import AuditDraw, ReportRow, Repository, Role
+from rubrics_app.models import AuditDraw, HumanVerdict, QueueKind, ReportRow, Repository, Role
 
 MAX_PER_STRATUM = 100  # runs one draw adds to each stratum at most
 
@@ -74,7 +74,12 @@ def draw(repository: Repository, per_stratum: int, by: Actor, rng: random.Random
                 for run_id in chosen
             )
             in_stratum = AuditDraw.objects.filter(repository=repository, arm=arm, model=model)
-            in_stratum.update(inclusion_probability=in_stratum.count() / len(runs), stratum_runs=len(runs))
+            share = in_stratum.count() / len(runs)
+            in_stratum.update(inclusion_probability=share, stratum_runs=len(runs))
+            # The audit labels already given in the stratum were drawn with this chance too, now.
+            HumanVerdict.objects.filter(run_id__in=in_stratum.values("run_id"), queue=QueueKind.AUDIT).update(
+                inclusion_probability=share
+            )
     return Drawn(added, strata_used)
 
 

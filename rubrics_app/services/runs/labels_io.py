@@ -164,7 +164,10 @@ def import_labels(repository: Repository, data: bytes, name: str, by: Actor) -> 
                     "note": row.note,
                     "queue": row.queue,
                     "at": row.time,
-                    "inclusion_probability": row.inclusion_probability,
+                    # A file that does not say how its labels were drawn: each as if drawn with certainty.
+                    "inclusion_probability": 1.0
+                    if row.inclusion_probability is None
+                    else row.inclusion_probability,
                 },
             )
             created += made

@@ -620,16 +620,34 @@ def adjudication_list(repository: Repository, limit: int = ADJUDICATION_LIMIT) -
 def human_verdicts_by_grade(repository: Repository) -> list[tuple[int, str, str]]:
     """The settled human verdict (:func:`settled_verdict`) of every pair of the runs' current grades that
     has one, as (grade, item, verdict): what the report's judge-error figures take."""
+    return settled_labels(repository)[0]
+
+
+def settled_labels(
+    repository: Repository,
+) -> tuple[list[tuple[int, str, str]], list[tuple[int, str, str, float]]]:
+    """:func:`human_verdicts_by_grade`, and how those pairs were drawn: (grade, item, queue, inclusion
+    probability) of each label standing for a settled pair, for the report's weighting
+    (grading.run_inclusion_probability). An audit label takes its run's draw as it stands now (a later
+    draw in the stratum raises every drawn run's probability), the others the probability they recorded."""
     by_pair: dict[tuple[int, str, str], list[tuple[str, bool]]] = {}
-    for run_id, item_id, wording, verdict, adjudicated in (
+    draws: dict[tuple[int, str, str], set[tuple[str, float]]] = {}
+    columns = ["run_id", "item_id", "criterion_sha256", "verdict", "adjudicated"]
+    columns += ["queue", "inclusion_probability"]
+    for run_id, item_id, wording, verdict, adjudicated, queue, probability in (
         HumanVerdict.objects.filter(run__task__repository=repository)
         .order_by("run_id", "item_id", "at", "pk")
-        .values_list("run_id", "item_id", "criterion_sha256", "verdict", "adjudicated")
+        .values_list(*columns)
     ):
         by_pair.setdefault((run_id, item_id, wording), []).append((verdict, adjudicated))
+        draws.setdefault((run_id, item_id, wording), set()).add((queue, probability))
     if not by_pair:
-        return []
+        return [], []
+    audited = dict(
+        AuditDraw.objects.filter(repository=repository).values_list("run_id", "inclusion_probability")
+    )
     found: set[tuple[int, str, str]] = set()
+    drawn: set[tuple[int, str, str, float]] = set()
     for grade_id, run_id, item_id, wording in (
         QueuePair.objects.filter(repository=repository, current=True)
         .filter(Exists(_standing()))
@@ -638,7 +656,11 @@ def human_verdicts_by_grade(repository: Repository) -> list[tuple[int, str, str]
         settled = settled_verdict(by_pair.get((run_id, item_id, wording), []))
         if settled is not None:
             found.add((grade_id, item_id, settled))
-    return sorted(found)
+            for queue, probability in draws[(run_id, item_id, wording)]:
+                if queue == QueueKind.AUDIT:
+                    probability = audited.get(run_id) or probability
+                drawn.add((grade_id, item_id, queue, probability))
+    return sorted(found), sorted(drawn)
 
 
 def disagreement_counts(repository: Repository) -> dict[str, int]:
