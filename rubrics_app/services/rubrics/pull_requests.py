@@ -53,6 +53,7 @@ from rubrics_app.models import (
 )
 from rubrics_app.services import audit
 from rubrics_app.services.jobs import JobFailed
+from rubrics_app.services.rubrics import rereview
 
 # As drafting: only these names, so a maintainer cannot have another secret of the worker sent anywhere.
 TOKEN_ENV_RE = re.compile(r"GITHUB_TOKEN(_[A-Z0-9_]{1,60})?")
@@ -271,11 +272,7 @@ def plan_pull_request(job: Job, revision: RubricRevision) -> Plan:
         token = os.environ.get(setting.token_env) or None
         if token is None:
             raise PullRequestError(f"{setting.token_env} is not set in the worker's environment")
-    open_disputes = list(
-        Dispute.objects.filter(revision=revision, dismissed_at=None)
-        .select_related("item", "opened_by")
-        .order_by("item__item_id", "pk")
-    )
+    open_disputes = rereview.open_disputes(revision)
     confirmed = set(job.params.get("overriding") or [])
     disputed = {d.item.item_id for d in open_disputes}
     if unconfirmed := sorted(disputed - confirmed):
@@ -320,17 +317,23 @@ def push_and_open(
             f"Pushed branch {plan.branch} to {plan.remote.url}. It is a plain git remote, not a GitHub "
             "repository: no pull request was opened (name the remote OWNER/NAME for one)."
         )
+    target = (
+        f"pull request {url} from branch {plan.branch}"
+        if plan.remote.github
+        else f"branch {plan.branch} pushed to {plan.remote.url}"
+    )
     audit.record(
         AuditVerb.EXPORTED,
         actor=user,
         revision=revision,
         detail={
+            "target": target,
             "as": "pull request" if plan.remote.github else "push",
             "remote": plan.remote.url,
             "branch": plan.branch,
             "commit": commit,
             "pull_request": url,
-            "overridden": plan.overridden,
+            "overridden": rereview.dispute_records(plan.open_disputes),
         },
     )
     return ExportResult(
