@@ -110,7 +110,10 @@ def set_remote_setting(
     if not remote:
         if token_env:
             raise RemoteSettingError("remote", "a token variable needs a remote to be sent to: name one")
-        RemoteSetting.objects.filter(repository=repository).delete()
+        current = RemoteSetting.objects.select_for_update().filter(repository=repository).first()
+        if current is not None:
+            current.delete()
+            _record_remote(repository, by, _remote_dict(current), None)
         return None
     try:
         parsed = parse_remote(remote, settings.GITHUB_WEB_URL)
@@ -131,11 +134,28 @@ def set_remote_setting(
         raise RemoteSettingError("base_branch", problem)
     setting = RemoteSetting.objects.select_for_update().filter(repository=repository).first()
     setting = setting or RemoteSetting(repository=repository)
+    before = _remote_dict(setting) if setting.pk else None
     setting.remote, setting.token_env, setting.base_branch = remote, token_env, base_branch
     setting.updated_at = timezone.now()
     setting.updated_by = by.recorded_user
     setting.save()
+    _record_remote(repository, by, before, _remote_dict(setting))
     return setting
+
+
+def _remote_dict(setting: RemoteSetting) -> dict[str, str]:
+    # The variable's name only: its value is read by the worker when a job runs and never stored.
+    return {"remote": setting.remote, "token_env": setting.token_env, "base_branch": setting.base_branch}
+
+
+def _record_remote(
+    repository: Repository, by: Actor, before: dict[str, str] | None, after: dict[str, str] | None
+) -> None:
+    """The audit row of a saved (or removed: ``after`` None) remote, as the judge and draft settings
+    record theirs: what it was and what it is."""
+    audit.record(
+        AuditVerb.REMOTE_SET, actor=by.user, repository=repository, detail={"before": before, "after": after}
+    )
 
 
 # --- the pull request's body ------------------------------------------------------------------------------
