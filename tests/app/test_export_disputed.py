@@ -170,5 +170,5 @@ def test_export_rubrics_refuses_a_disputed_revision_unless_allowed(
     call_command(
         "export_rubrics", "--repository", name, "--out", str(tmp_path), "--allow-disputed", stdout=out
     )
-    assert "exported 1 admitted revision(s)" in out.getvalue()
+    assert "exported 1 admitted revision" in out.getvalue()
     assert (tmp_path / "tasks/fix_fraction_gt1/rubric.json").is_file()

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
+from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
 from grading import (
@@ -220,7 +221,7 @@ def pull_request_body(revision: RubricRevision, overridden: list[Dispute], paths
         held = run.rows.filter(holds=True).count()
         total = run.rows.count()
         lines.append(
-            f"- Calibration #{run.pk} with {code(run.judge)}: {held} of {total} rows held"
+            f"- Calibration #{run.pk} with {code(run.judge)}: {held} of {total} row{pluralize(total)} held"
             f" (finished {_when(run.finished_at)})."
         )
         if run.injection_suite:
