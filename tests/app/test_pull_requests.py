@@ -186,6 +186,13 @@ def test_an_admitted_revision_becomes_a_pull_request(
     page = client.get(reverse("rubrics:job_detail", args=[job.repository_id, job.pk])).content.decode()
     assert '<a href="https://github.example/octo/shapes/pull/1" rel="noopener noreferrer">#1</a>' in page
 
+    # The audit trail names the pull request, its branch and the dispute overridden with its reason.
+    sent = AuditEvent.objects.get(revision=admitted, verb=AuditVerb.EXPORTED, detail__as="pull request")
+    assert sent.detail["target"] == (
+        "pull request https://github.example/octo/shapes/pull/1 from branch rubrics/fix-fraction"
+    )
+    assert sent.detail["overridden"] == [{"item_id": "B1", "reason": REASON, "opened_by": "maintainer"}]
+
 
 def test_a_plain_git_remote_gets_the_push_and_no_pull_request(
     admitted: RubricRevision,

@@ -271,8 +271,7 @@ class Plan:
     token: str | None
     branch: str
     base: str
-    open_disputes: list[Dispute]
-    overridden: list[str]
+    open_disputes: list[Dispute]  # each confirmed by the maintainer: the pull request and audit name them
 
 
 def plan_pull_request(job: Job, revision: RubricRevision) -> Plan:
@@ -299,7 +298,7 @@ def plan_pull_request(job: Job, revision: RubricRevision) -> Plan:
     if unconfirmed := sorted(disputed - confirmed):
         raise PullRequestError(f"{', '.join(unconfirmed)} disputed (needs re-review) and not confirmed")
     branch = job.params.get("branch") or f"rubrics/{revision.task.task_id}-r{revision.number}-job{job.pk}"
-    return Plan(remote, token, branch, setting.base_branch, open_disputes, sorted(disputed))
+    return Plan(remote, token, branch, setting.base_branch, open_disputes)
 
 
 def push_and_open(
