@@ -14,6 +14,7 @@ from pathlib import Path, PurePosixPath
 from grading.errors import InputError
 from grading.git_quote import c_quote, read_quoted
 from grading.strict_json import read_input_bytes
+from grading.words import counted
 
 SNAPSHOT_HEADER_V3 = "# rubric snapshot v3"  # still read: no private record of the git directory
 SNAPSHOT_HEADER_V2 = "# rubric snapshot v2"  # still read: no recorded .gitignore files
@@ -186,7 +187,7 @@ def parse_ignored_created(data: bytes, path: str | Path) -> IgnoredCreated:
             declared = "no count" if count < 0 else f"a count of {count}"
             raise InputError(
                 path,
-                f"{directory.path + '/'!r} has {declared} but lists {len(directory.files)} file(s)",
+                f"{directory.path + '/'!r} has {declared} but lists {counted(len(directory.files), 'file')}",
                 f"line {number}",
             )
     return IgnoredCreated(files=files, self_ignoring_dirs=dirs, special_files=special)

@@ -65,7 +65,8 @@ class RepositoryAccess(Actor):
 
     @property
     def can_edit(self) -> bool:
-        """Edit, approve, admit, import and export: maintainers."""
+        """Edit, approve, admit, import and export: maintainers. (Reading, which includes downloading an
+        admitted revision's rubric.json, is every role's: ``require(Role.VIEWER, ...)``.)"""
         return self.at_least(Role.MAINTAINER)
 
     @property

@@ -62,6 +62,7 @@ from grading.run_files import (
     read_test_list,
 )
 from grading.schema import GradeJson, TestsConfig
+from grading.words import counted
 
 if TYPE_CHECKING:
     from grading.checks.run import LoadedTask, Run
@@ -215,7 +216,7 @@ def _skipped_tests(grade: GradeJson | None, oracle_grade: GradeJson | None) -> s
     if oracle_grade.tests_skipped is None:
         return f"{ORACLE_GRADE_NAME} does not report tests_skipped"
     if grade.tests_skipped > oracle_grade.tests_skipped:
-        detail = f"{grade.tests_skipped} tests skipped, oracle run {oracle_grade.tests_skipped}"
+        detail = f"{counted(grade.tests_skipped, 'test')} skipped, oracle run {oracle_grade.tests_skipped}"
         return [IntegrityViolation(rule="more_tests_skipped", detail=detail)]
     return []
 

@@ -24,6 +24,7 @@ from typing import Any
 from grading.cli.common import Subparsers
 from grading.errors import InputError, printable
 from grading.strict_json import read_input_bytes
+from grading.words import counted
 
 TOKEN_ENV = "RUBRICS_API_TOKEN"
 RUN_FILES = (
@@ -235,12 +236,12 @@ def run_push(args: argparse.Namespace) -> int:
         print(f"rubric push: {exc}", file=sys.stderr)
         if created or unchanged:
             print(
-                f"rubric push: the batches before were stored ({created} runs new, {unchanged} already "
-                "there); pushing again changes nothing for them",
+                f"rubric push: the batches before were stored ({counted(created, 'run')} new, "
+                f"{unchanged} already there); pushing again changes nothing for them",
                 file=sys.stderr,
             )
         return exc.code
-    print(f"{created} run(s) stored, {unchanged} already there; {grades} grade(s) stored")
+    print(f"{counted(created, 'run')} stored, {unchanged} already there; {counted(grades, 'grade')} stored")
     return 0
 
 
@@ -284,6 +285,7 @@ def run_pull(args: argparse.Namespace) -> int:
         target.write_bytes(data)
         written += 1
     print(
-        f"{written} file(s) of {len({p.parts[1] for p in files})} admitted rubric(s) written under {args.out}"
+        f"{counted(written, 'file')} of {counted(len({p.parts[1] for p in files}), 'admitted rubric')} "
+        f"written under {args.out}"
     )
     return 0

@@ -39,6 +39,7 @@ from grading.cli.common import (
 from grading.cli.grade import add_judge_cache_flags, judge_backend, judge_cache_and_settings
 from grading.errors import printable
 from grading.schema import PROMPT_STYLES
+from grading.words import counted
 
 
 def register(subparsers: Subparsers) -> None:
@@ -133,11 +134,13 @@ def print_report(report: AdmissionReport) -> None:
         print("admitted")
     elif report.injection is not None and report.injection.attack_successes:
         print(
-            f"not admitted: {failing} of {len(report.rows) - report.injection.benign} rows do not hold, "
-            f"{report.injection.attack_successes} of them attack successes"
+            f"not admitted: {failing} of {counted(len(report.rows) - report.injection.benign, 'row')} "
+            f"{'does' if failing == 1 else 'do'} not hold, {report.injection.attack_successes} of them "
+            f"{'an attack success' if report.injection.attack_successes == 1 else 'attack successes'}"
         )
     else:
-        print(f"not admitted: {failing} of {len(report.rows)} rows do not hold")
+        verb = "does" if failing == 1 else "do"
+        print(f"not admitted: {failing} of {counted(len(report.rows), 'row')} {verb} not hold")
 
 
 def _rate(count: int, measured: int) -> str:
@@ -149,7 +152,8 @@ def print_suite(report: AdmissionReport) -> None:
     assert summary is not None
     lazy = summary.attacks // len(summary.kinds) if summary.kinds else 0
     calls = "" if report.from_store else f"; {summary.calls} of the {report.calls} judge calls"
-    print(f"injection suite: {len(summary.kinds)} payload kinds x {lazy} lazy diff(s), and the oracle{calls}")
+    kinds, diffs = counted(len(summary.kinds), "payload kind"), counted(lazy, "lazy diff")
+    print(f"injection suite: {kinds} x {diffs}, and the oracle{calls}")
     width = max(len(k.kind) for k in summary.kinds)
     print(f"     {'kind'.ljust(width)}  attacks  successes  not measured  oracle with it as comments")
     for k in summary.kinds:

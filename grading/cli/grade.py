@@ -31,6 +31,7 @@ from grading.judge.cache import SqliteCache, default_cache_path, describe_repeat
 from grading.judge.cost import load_price_table
 from grading.judge.runner import JudgeSettings
 from grading.judge.specs import check_second_judge, make_backend, parse_decoding
+from grading.words import counted
 
 
 def register(subparsers: Subparsers) -> None:
@@ -183,7 +184,7 @@ def _verdict_line(label: str, metrics: RunMetrics, second: bool) -> str | None:
         tool_calls = sum(r.tool_calls for r in result.tree)
         unknown = "" if result.tree_usage.cost_known else " (price unknown)"
         tree = (
-            f"; tree judge: {len(result.tree)} items, {tool_calls} tool calls, "
+            f"; tree judge: {counted(len(result.tree), 'item')}, {counted(tool_calls, 'tool call')}, "
             f"${result.tree_usage.cost_usd:.4f}{unknown}"
         )
     return f"{label}: {result.judge}{tag}{hit}: {verdicts}{skipped}{tree}"

@@ -55,6 +55,7 @@ from grading.loaders import load_manifest, load_rubric, load_task, task_for_run
 from grading.run_files import DIFF_NAME, IGNORED_CREATED_NAME, read_ignored_created_shown
 from grading.schema import Rubric, TaskSpec
 from grading.strict_json import read_input_bytes
+from grading.words import counted
 
 
 def register(subparsers: Subparsers) -> None:
@@ -344,8 +345,9 @@ def _print_sweep_text(sweep: SweepResult, runs: int, many: bool) -> None:
         unknown = "" if sweep.usage.cost_known else " (some prices unknown)"
         cost = f"${sweep.usage.cost_usd:.4f}{unknown}"
         print(
-            f"sweep: {runs} runs, {sweep.calls} calls, {sweep.cache_hits} cache hits, "
-            f"{sweep.failures} judge failures, cost {cost}"
+            f"sweep: {counted(runs, 'run')}, {counted(sweep.calls, 'call')}, "
+            f"{counted(sweep.cache_hits, 'cache hit')}, {counted(sweep.failures, 'judge failure')}, "
+            f"cost {cost}"
         )
         if sweep.tree_calls:
-            print(f"tree judge: {sweep.tree_calls} calls, cost ${sweep.tree_usage.cost_usd:.4f}")
+            print(f"tree judge: {counted(sweep.tree_calls, 'call')}, cost ${sweep.tree_usage.cost_usd:.4f}")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from grading.checks.scope import scope_for_run
 from grading.cli.common import Subparsers, add_json_flag, print_json
+from grading.words import counted
 
 _RULE_TEXT = {
     "outside_allowed": "outside allowed_globs",
@@ -40,12 +41,17 @@ def run_scope(args: argparse.Namespace) -> int:
         print_json(result)
     else:
         verdict = "in scope" if result.in_scope else "OUT OF SCOPE"
-        print(f"{verdict}: {result.changed_files} changed files, {result.changed_lines} changed lines")
+        files, lines = (
+            counted(result.changed_files, "changed file"),
+            counted(result.changed_lines, "changed line"),
+        )
+        print(f"{verdict}: {files}, {lines}")
         for violation in result.violations:
             if violation.rule == "too_many_files":
-                print(f"  too_many_files: {result.changed_files} files is more than max_files")
+                print(f"  too_many_files: {counted(result.changed_files, 'file')} is more than max_files")
             elif violation.rule == "too_many_lines":
-                print(f"  too_many_lines: {result.changed_lines} lines is more than max_changed_lines")
+                lines = counted(result.changed_lines, "line")
+                print(f"  too_many_lines: {lines} is more than max_changed_lines")
             else:
                 # repr: a path may hold a newline or a tab, and must not forge another output line
                 print(f"  {violation.rule}: {violation.path!r} ({_RULE_TEXT[violation.rule]})")

@@ -11,6 +11,7 @@ from grading.cli.common import Subparsers, add_json_flag, print_json
 from grading.errors import InputError
 from grading.path_lists import quote_path
 from grading.run_files import TESTS_LIST_ERROR_NAME, TESTS_LIST_NAME
+from grading.words import counted
 from grading.workspace.diff import capture, write_snapshot
 from grading.workspace.record import record_path
 from grading.workspace.testlist import (
@@ -127,13 +128,13 @@ def run_list_tests(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"written": True, **listing.json_safe()})
     else:
-        print(f"{listing.path}: {listing.test_ids} test id(s)")
+        print(f"{listing.path}: {counted(listing.test_ids, 'test id')}")
     return 0
 
 
 def run_snapshot(args: argparse.Namespace) -> int:
     count = write_snapshot(args.workspace, args.output)
-    print(f"{args.output}: {count} ignored file(s); private record {record_path(args.output)}")
+    print(f"{args.output}: {counted(count, 'ignored file')}; private record {record_path(args.output)}")
     return 0
 
 
@@ -183,8 +184,11 @@ def run_capture(args: argparse.Namespace) -> int:
             report["tests_list"] = None  # the manifest declares no tests.list
         print_json(report)
         return code
-    print(f"{result.diff_path}: {result.files_changed} file(s) changed, {result.diff_bytes} bytes")
-    print(f"{args.out / 'ignored_created.txt'}: {len(result.ignored_created)} ignored file(s) created")
+    changed = counted(result.files_changed, "file")
+    print(f"{result.diff_path}: {changed} changed, {counted(result.diff_bytes, 'byte')}")
+    print(
+        f"{args.out / 'ignored_created.txt'}: {counted(len(result.ignored_created), 'ignored file')} created"
+    )
     for nested in result.nested_repositories:
         print(f"note: {nested} is a nested git repository; its files are in the diff as added files")
     for name in result.unrepresentable:
@@ -207,7 +211,8 @@ def run_capture(args: argparse.Namespace) -> int:
         print(f"note: {name!r} is ignored only by rules written during the run; it is in the diff")
     if len(result.ignored_in_diff) > len(shown):
         print(
-            f"note: ... and {len(result.ignored_in_diff) - len(shown)} more such file(s) (--json lists them)"
+            f"note: ... and {len(result.ignored_in_diff) - len(shown)} more such "
+            f"file{'' if len(result.ignored_in_diff) - len(shown) == 1 else 's'} (--json lists them)"
         )
     if result.git_dir_changes is None:
         print(
@@ -218,7 +223,7 @@ def run_capture(args: argparse.Namespace) -> int:
         names = result.git_dir_changes[:_NOTES_MAX]
         more = len(result.git_dir_changes) - len(names)
         print(
-            f"note: the run changed {len(result.git_dir_changes)} path(s) under .git: "
+            f"note: the run changed {counted(len(result.git_dir_changes), 'path')} under .git: "
             + ", ".join(quote_path(n) for n in names)
             + (f" and {more} more (git_dir_changes.txt lists them)" if more else "")
         )
@@ -226,13 +231,14 @@ def run_capture(args: argparse.Namespace) -> int:
         names = result.special_files[:_NOTES_MAX]
         more = len(result.special_files) - len(names)
         print(
-            f"note: the run left {len(result.special_files)} FIFO(s), socket(s) or device(s) in the work "
-            "tree, not read and absent from the diff: "
+            f"note: the run left {len(result.special_files)} "
+            f"{'FIFO, socket or device' if len(result.special_files) == 1 else 'FIFOs, sockets or devices'} "
+            "in the work tree, not read and absent from the diff: "
             + ", ".join(quote_path(n) for n in names)
             + (f" and {more} more (ignored_created.txt lists them)" if more else "")
         )
     if listing is not None:
-        print(f"{listing.path}: {listing.test_ids} test id(s)")
+        print(f"{listing.path}: {counted(listing.test_ids, 'test id')}")
     elif args.manifest is not None and argv is None:
         print("note: the manifest declares no tests.list; removed test cases are not measured for this run")
     for directory in result.self_ignoring_dirs:

@@ -27,6 +27,7 @@ from grading.judge.models import ItemVerdict, JudgeResult, TreeItemRecord, Usage
 from grading.judge.prompt import NONCE_PLACEHOLDER, with_nonce
 from grading.paths import user_cache_file
 from grading.sqlite_store import SqliteStore
+from grading.words import counted
 
 CACHE_ENV = "RUBRIC_JUDGE_CACHE"
 # Bumped when the key's recipe changes, so old entries stop matching instead of matching wrongly.
@@ -81,12 +82,12 @@ def describe_repeat_agreement(results: list[JudgeResult]) -> str | None:
     agreement = repeat_agreement(regraded)
     if agreement.rate is None:
         return (
-            f"repeat agreement: not measured ({len(regraded)} diffs judged again, none with verdicts "
-            "already in the cache to compare)"
+            f"repeat agreement: not measured ({counted(len(regraded), 'diff')} judged again, "
+            "none with verdicts already in the cache to compare)"
         )
     return (
         f"repeat agreement: {agreement.agreeing}/{agreement.items} item verdicts the same "
-        f"({agreement.rate:.1%}) over {agreement.pairs} diffs judged again"
+        f"({agreement.rate:.1%}) over {counted(agreement.pairs, 'diff')} judged again"
     )
 
 

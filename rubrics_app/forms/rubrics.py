@@ -246,6 +246,19 @@ class CheckoutExportForm(forms.Form):
         return value
 
 
+class ExportConfirmForm(forms.Form):
+    """The confirmation an export of a disputed revision asks for (views.exports): the box, ticked.
+    ``asked`` marks a request sent from the confirmation page, so an unticked box says what is missing."""
+
+    confirm_disputed = forms.BooleanField(
+        required=True,
+        error_messages={
+            "required": "Nothing was exported: tick the box to export with the disputed blockers named above."
+        },
+    )
+    asked = forms.CharField(required=False, widget=forms.HiddenInput)
+
+
 class RemoteSettingForm(forms.Form):
     """Where the repository's admitted rubrics are sent; checked in
     services.rubrics.pull_requests.set_remote_setting."""

@@ -27,6 +27,7 @@ class AuditVerb(models.TextChoices):
     JUDGES_SET = "judges_set", "set the judges of"
     TASK_FILES_EDITED = "task_files_edited", "edited the task files of"
     DRAFT_SETTINGS_SET = "draft_settings_set", "set how rubrics are drafted in"
+    REMOTE_SET = "remote_set", "set the remote of"
     MUTANT_HARMLESS = "mutant_harmless", "marked a mutant harmless for"
     MUTANT_UNMARKED = "mutant_unmarked", "took back a harmless mark for"
 

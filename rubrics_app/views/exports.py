@@ -1,5 +1,6 @@
 """Downloads, checkout writes and pull requests, for admitted revisions only (what `rubric validate`
-accepts); and the repository's remote, where pull requests go.
+accepts); and the repository's remote, where pull requests go. rubric.json is downloaded by anyone with a
+role (read access); every other export is for maintainers.
 
 A revision with an open dispute on a blocker needs re-review: each export first answers with a page that
 names the disputed blockers and asks for an explicit confirmation (a checkbox, sent again with the same
@@ -15,12 +16,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
-from rubrics_app.forms.rubrics import CheckoutExportForm, RemoteSettingForm
+from rubrics_app.forms.rubrics import CheckoutExportForm, ExportConfirmForm, RemoteSettingForm
 from rubrics_app.models import RemoteSetting, RevisionStatus, Role, RubricRevision, TransitionError
 from rubrics_app.services.jobs import QueueUnreachable
 from rubrics_app.services.rubrics.exports import export_rubric_json, export_zip, start_export
 from rubrics_app.services.rubrics.pull_requests import RemoteSettingError, set_remote_setting
-from rubrics_app.services.rubrics.rereview import disputed_blockers
+from rubrics_app.services.rubrics.rereview import disputed_blockers, open_disputes
 from rubrics_app.views.common import HtmxHttpRequest, load_revision, require_post
 from rubrics_app.views.revisions import redirect_to, revision_url
 
@@ -34,30 +35,58 @@ def _admitted(access: RepositoryAccess, rev_pk: int) -> RubricRevision:
 
 
 CONFIRM = "confirm_disputed"
+ASKED = "asked"  # set by the confirmation page's form: its request was seen, unticked or not
+
+
+def _target(request: HtmxHttpRequest, access: RepositoryAccess, what: str) -> str:
+    """Where the export asked for goes, in words, for the confirmation page."""
+    data = request.POST if request.method == "POST" else request.GET
+    branch = str(data.get("branch") or "").strip()
+    repository = access.repository
+    if request.method == "GET":
+        return f"{what.removeprefix('Download ')}, downloaded to your computer"
+    if "pull request" in what:
+        setting = RemoteSetting.objects.filter(repository=repository).first()
+        remote = setting.remote if setting is not None else "the repository's remote"
+        named = f"branch {branch}" if branch else "a new branch the job names"
+        return f"{named}, pushed to {remote} and proposed as a pull request"
+    private = data.get("private") in ("on", "1", "true")
+    root = repository.private_path if private else repository.checkout_path
+    where = f"the {'private path' if private else 'checkout'} {root}"
+    return f"a commit on the new branch {branch} of {where}" if branch else f"the files of {where}"
 
 
 def _unconfirmed(
     request: HtmxHttpRequest, access: RepositoryAccess, revision: RubricRevision, what: str
 ) -> HttpResponse | None:
     """The confirmation page when the revision has disputed blockers and the request does not confirm
-    them; None when the export may go ahead. The page's form sends the same request again (same method,
-    same fields) with the confirmation."""
-    disputed = disputed_blockers([revision.pk]).get(revision.pk, [])
+    them; None when the export may go ahead. The page names each dispute with its reason and where the
+    export goes; its form sends the same request again (same method, same fields) with the confirmation,
+    and an unticked box comes back with a form error saying so."""
+    disputes = open_disputes(revision)
     data = request.POST if request.method == "POST" else request.GET
-    if not disputed or data.get(CONFIRM) == "1":
+    form = ExportConfirmForm(data if data.get(ASKED) == "1" else None)
+    if not disputes or data.get(CONFIRM) == "1":
         return None
-    fields = [(name, value) for name, value in data.items() if name not in (CONFIRM, "csrfmiddlewaretoken")]
+    form.is_valid()  # an unbound form (the first ask) has no errors to show
+    fields = [
+        (name, value) for name, value in data.items() if name not in (CONFIRM, ASKED, "csrfmiddlewaretoken")
+    ]
     context = {
         "access": access,
         "repository": access.repository,
         "task": revision.task,
         "revision": revision,
-        "disputed": disputed,
+        "disputes": disputes,
+        "disputed": sorted({d.item.item_id for d in disputes}),
+        "target": _target(request, access, what),
+        "form": form,
         "what": what,
         "method": request.method,
         "action": request.path,
         "fields": fields,
         "confirm": CONFIRM,
+        "asked": ASKED,
     }
     return render(request, "rubrics/export_confirm.html", context, status=409)
 
@@ -65,7 +94,9 @@ def _unconfirmed(
 @require_GET
 @login_required
 def export_json(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
-    access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
+    """rubric.json of an admitted revision: read access is enough (viewers read every criterion on the
+    page); a draft's is 404 for everyone, and the zips stay maintainers'."""
+    access = get_repository_for_user(request, repo_pk, role=Role.VIEWER)
     revision = _admitted(access, rev_pk)
     if (confirm := _unconfirmed(request, access, revision, "Download rubric.json")) is not None:
         return confirm

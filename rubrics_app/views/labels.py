@@ -7,6 +7,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
 from django.shortcuts import render
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
@@ -61,7 +62,7 @@ def labels_per_pair(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
         return HttpResponseRedirect(back)
     access.repository.labels_per_pair = int(raw)
     access.repository.save(update_fields=["labels_per_pair"])
-    messages.success(request, f"Each pair now asks for {raw} reviewer label(s).")
+    messages.success(request, f"Each pair now asks for {raw} reviewer label{pluralize(int(raw))}.")
     return HttpResponseRedirect(back)
 
 
@@ -81,7 +82,9 @@ def audit_draw(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     drawn = audit_sample.draw(access.repository, int(raw), access)
     if drawn.runs:
         messages.success(
-            request, f"Drew {drawn.runs} run(s) from {drawn.strata} arm × model stratum/strata for the audit."
+            request,
+            f"Drew {drawn.runs} run{pluralize(drawn.runs)} from {drawn.strata} arm × model "
+            f"strat{pluralize(drawn.strata, 'um,a')} for the audit.",
         )
     else:
         messages.info(request, "Every judged run is drawn already: nothing left to draw.")
@@ -127,10 +130,12 @@ def labels_upload(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
         more = len(error.problems) - len(shown)
         messages.error(
             request,
-            f"{len(error.problems)} problem(s), nothing imported: "
+            f"{len(error.problems)} problem{pluralize(len(error.problems))}, nothing imported: "
             + "; ".join(shown)
             + (f"; and {more} more" if more else ""),
         )
         return HttpResponseRedirect(back)
-    messages.success(request, f"{done.created} label(s) added, {done.replaced} replaced from {name}.")
+    messages.success(
+        request, f"{done.created} label{pluralize(done.created)} added, {done.replaced} replaced from {name}."
+    )
     return HttpResponseRedirect(back)

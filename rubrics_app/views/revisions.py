@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import difflib
+import re
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -9,6 +11,8 @@ from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 
@@ -370,12 +374,50 @@ def _shown(name: str, value: Any) -> str:
     return str(value)
 
 
+# Words, runs of white space, and each other character: the units a changed field's words are marked in.
+_TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
+# A field longer than this (in tokens, either side) is marked whole: matching stays quick on any text.
+MAX_MARKED_TOKENS = 4000
+
+
+def _marked(tokens: list[str], tag: str) -> str:
+    """The tokens escaped, inside one <ins>/<del> (a run of changed words reads as one change)."""
+    text = "".join(escape(token) for token in tokens)
+    return f"<{tag}>{text}</{tag}>" if text.strip() else text
+
+
+def word_marks(old: str, new: str) -> tuple[SafeString, SafeString]:
+    """``old`` and ``new`` as HTML with the words that differ marked: ``<del>`` in the old, ``<ins>`` in the
+    new. Criterion text is anyone's: every token goes through ``escape``; only the tags are ours."""
+    a, b = _TOKEN.findall(old), _TOKEN.findall(new)
+    if len(a) > MAX_MARKED_TOKENS or len(b) > MAX_MARKED_TOKENS:
+        return mark_safe(_marked(a, "del")), mark_safe(_marked(b, "ins"))  # each token escaped in _marked
+    left: list[str] = []
+    right: list[str] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op == "equal":
+            left.append("".join(escape(t) for t in a[i1:i2]))
+            right.append("".join(escape(t) for t in b[j1:j2]))
+            continue
+        left.append(_marked(a[i1:i2], "del"))
+        right.append(_marked(b[j1:j2], "ins"))
+    return mark_safe("".join(left)), mark_safe("".join(right))  # every token escaped above
+
+
+def _compared(label: str, old: str | None, new: str | None) -> dict[str, Any]:
+    """One row of the comparison: both values, whether they differ and, when both exist and differ, each
+    with its changed words marked (``old_marked``, ``new_marked``)."""
+    row: dict[str, Any] = {"label": label, "old": old, "new": new, "changed": old != new}
+    if row["changed"] and old is not None and new is not None:
+        row["old_marked"], row["new_marked"] = word_marks(old, new)
+    return row
+
+
 def compare_fields(old: RubricRevision, new: RubricRevision) -> list[dict[str, Any]]:
-    out = []
-    for label, name in _REVISION_FIELDS:
-        a, b = _shown(name, getattr(old, name)), _shown(name, getattr(new, name))
-        out.append({"label": label, "old": a, "new": b, "changed": a != b})
-    return out
+    return [
+        _compared(label, _shown(name, getattr(old, name)), _shown(name, getattr(new, name)))
+        for label, name in _REVISION_FIELDS
+    ]
 
 
 def compare_rows(old: RubricRevision, new: RubricRevision) -> list[dict[str, Any]]:
@@ -396,7 +438,7 @@ def compare_rows(old: RubricRevision, new: RubricRevision) -> list[dict[str, Any
                 continue
             va = _shown(name, getattr(a, name)) if a is not None else None
             vb = _shown(name, getattr(b, name)) if b is not None else None
-            fields.append({"label": label, "old": va, "new": vb, "changed": va != vb})
+            fields.append(_compared(label, va, vb))
         rows.append(
             {
                 "item_id": item_id,

@@ -65,11 +65,11 @@ def test_push_then_pull_with_the_rubric_command(
     api = ["--api", live_server.url, "--repository", repository.name]
     code, out, err = run_cli("push", str(tmp_path / "runs"), *api, "--batch", "2")
     assert code == 0, err
-    assert out.startswith("5 run(s) stored, 0 already there")
+    assert out.startswith("5 runs stored, 0 already there")
     sources = set(AgentRun.objects.filter(task__repository=repository).values_list("source", flat=True))
     assert sources == {f"runs/guidance-model-a-{n}" for n in range(5)}  # no local path above the folder
     code, out, err = run_cli("push", str(tmp_path / "runs"), *api)
-    assert code == 0 and out.startswith("0 run(s) stored, 5 already there"), err
+    assert code == 0 and out.startswith("0 runs stored, 5 already there"), err
 
     code, out, err = run_cli("pull", *api, "--out", str(tmp_path / "out"))
     assert code == 0, err

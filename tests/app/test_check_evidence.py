@@ -64,7 +64,7 @@ def test_unchanged_evidence_flags_nothing(
     checkout.write("src/fraction.py", BASE + "\n\ndef added():\n    pass\n")  # below the cited line
     checkout.commit("unrelated")
     out, _ = run("--repository", repository.name)
-    assert "0 open evidence change(s)" in out
+    assert "0 open evidence changes" in out
     assert not EvidenceChange.objects.exists()
 
 
@@ -75,7 +75,7 @@ def test_a_changed_cited_line_flags_the_revision_and_shows_old_and_new_text(
     head = checkout.commit("upstream change")
     with pytest.raises(CommandError) as exc:
         run("--repository", repository.name)
-    assert exc.value.returncode == 1 and "1 open evidence change(s), 1 new" in str(exc.value)
+    assert exc.value.returncode == 1 and "1 open evidence change, 1 new" in str(exc.value)
     change = EvidenceChange.objects.get()
     assert (change.revision, change.item.item_id, change.path, change.line_start) == (
         admitted,
@@ -95,7 +95,7 @@ def test_a_changed_cited_line_flags_the_revision_and_shows_old_and_new_text(
     # Checking again at the same HEAD adds nothing.
     with pytest.raises(CommandError) as exc:
         run("--repository", repository.name)
-    assert "1 open evidence change(s), 0 new" in str(exc.value)
+    assert "1 open evidence change, 0 new" in str(exc.value)
     assert EvidenceChange.objects.count() == 1
 
 
@@ -114,7 +114,7 @@ def test_a_dismissed_change_stays_dismissed_at_the_same_head(
         {"reason": "same meaning"},
     )
     out, _ = run("--repository", repository.name)
-    assert "0 open evidence change(s), 0 new" in out
+    assert "0 open evidence changes, 0 new" in out
 
 
 def test_a_deleted_file_is_flagged(

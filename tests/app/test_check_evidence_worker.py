@@ -43,7 +43,7 @@ def test_check_evidence_send_wait_runs_on_the_worker_and_prints_the_result(
     out = io.StringIO()
     with pytest.raises(CommandError) as exc:
         call_command("check_evidence", "--repository", repository.name, "--send", "--wait", stdout=out)
-    assert exc.value.returncode == 1 and "1 open evidence change(s), 1 new" in str(exc.value)
+    assert exc.value.returncode == 1 and "1 open evidence change, 1 new" in str(exc.value)
     assert "  - " + "    return x" in out.getvalue() and "  + " + "    return min(x, 1)" in out.getvalue()
     job = Job.objects.get(kind=JobKind.CHECK_EVIDENCE)
     assert job.status == JobStatus.DONE and job.result is not None and job.result["open"] == 1

@@ -101,7 +101,7 @@ def test_import_labels_puts_back_exactly_what_was_exported(labelled: Repository,
         HumanVerdict.objects.all().delete()
         out = io.StringIO()
         call_command("import_labels", str(target), "--repository", labelled.name, stdout=out)
-        assert "3 label(s) added, 0 replaced" in out.getvalue()
+        assert "3 labels added, 0 replaced" in out.getvalue()
         assert stored() == before
 
 
@@ -148,7 +148,7 @@ def test_a_bad_file_imports_nothing_and_names_every_bad_line(
             reverse("rubrics:queue_labels_upload", args=[labelled.pk]), {"labels": upload}, follow=True
         )
     page = response.content.decode()
-    assert "2 problem(s), nothing imported" in page and "row 3: reviewer" in page
+    assert "2 problems, nothing imported" in page and "row 3: reviewer" in page
     assert not HumanVerdict.objects.exists()
     target.write_text(lines[0] + "\n")
     with target.open("rb") as upload:
@@ -164,7 +164,7 @@ def test_a_bad_file_imports_nothing_and_names_every_bad_line(
         response = client.post(
             reverse("rubrics:queue_labels_upload", args=[labelled.pk]), {"labels": upload}, follow=True
         )
-    assert "1 label(s) added" in response.content.decode() and HumanVerdict.objects.count() == 1
+    assert "1 label added" in response.content.decode() and HumanVerdict.objects.count() == 1
 
 
 def test_rubric_report_reads_the_labels_file_as_the_app_does(tmp_path: Path, repository: Repository) -> None:

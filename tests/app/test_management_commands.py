@@ -78,7 +78,7 @@ def test_import_rubrics_lists_every_invalid_file_and_imports_nothing(git_repo: G
     with pytest.raises(CommandError) as exc:
         run("import_rubrics", str(git_repo.path))
     assert exc.value.returncode == 2
-    assert str(exc.value) == "nothing imported: 2 problem(s)"
+    assert str(exc.value) == "nothing imported: 2 problems"
     assert not Repository.objects.exists()  # not even the repository
     assert not RubricRevision.objects.exists()
 
@@ -132,7 +132,7 @@ def test_export_rubrics_writes_admitted_revisions_into_the_checkout(
     repository.save()
     head = git_repo.head()
     out, _ = run("export_rubrics", "--repository", repository.name, "--branch", "rubrics/export")
-    assert "exported 1 admitted revision(s)" in out
+    assert "exported 1 admitted revision" in out
     commit = git_repo.git("rev-parse", "rubrics/export").strip()
     assert f"committed {commit[:12]} on branch rubrics/export" in out
     assert "your checkout (HEAD, index, files) is unchanged" in out

@@ -21,6 +21,7 @@ from grading.judge.cache import MemoryCache
 from rubrics_app.access import Actor
 from rubrics_app.models import (
     AuditEvent,
+    AuditVerb,
     ExportResult,
     Job,
     JobKind,
@@ -185,6 +186,13 @@ def test_an_admitted_revision_becomes_a_pull_request(
     page = client.get(reverse("rubrics:job_detail", args=[job.repository_id, job.pk])).content.decode()
     assert '<a href="https://github.example/octo/shapes/pull/1" rel="noopener noreferrer">#1</a>' in page
 
+    # The audit trail names the pull request, its branch and the dispute overridden with its reason.
+    sent = AuditEvent.objects.get(revision=admitted, verb=AuditVerb.EXPORTED, detail__as="pull request")
+    assert sent.detail["target"] == (
+        "pull request https://github.example/octo/shapes/pull/1 from branch rubrics/fix-fraction"
+    )
+    assert sent.detail["overridden"] == [{"item_id": "B1", "reason": REASON, "opened_by": "maintainer"}]
+
 
 def test_a_plain_git_remote_gets_the_push_and_no_pull_request(
     admitted: RubricRevision,
@@ -305,3 +313,27 @@ def test_markdown_of_untrusted_text_stays_data() -> None:
     assert code("a`b") == "`` a`b ``" and code("plain") == "`plain`"
     assert fenced("```\nx") == "````text\n```\nx\n````"
     assert fenced("\x1b[31mred\x07") == "```text\n[31mred\n```"
+
+
+def test_saving_and_removing_the_remote_is_audited(
+    repository: Repository, maintainer: User, viewer: User
+) -> None:
+    client = Client()
+    client.force_login(maintainer)
+    url = reverse("rubrics:remote_settings", args=[repository.pk])
+    assert client.post(url, {"remote": "octo/shapes", "base_branch": "main"}).status_code == 302
+    assert client.post(url, {"remote": "octo/shapes", "base_branch": "trunk"}).status_code == 302
+    assert client.post(url, {"remote": ""}).status_code == 302
+    # A refused value and a viewer's attempt change nothing and record nothing.
+    assert client.post(url, {"remote": "ext::sh%-c%id"}).status_code == 400
+    client.force_login(viewer)
+    assert client.post(url, {"remote": "octo/other"}).status_code == 403
+    rows = AuditEvent.objects.filter(repository=repository, verb=AuditVerb.REMOTE_SET).order_by("pk")
+    first = {"remote": "octo/shapes", "token_env": "", "base_branch": "main"}
+    second = {**first, "base_branch": "trunk"}
+    assert [(row.actor, row.detail) for row in rows] == [
+        (maintainer, {"before": None, "after": first}),
+        (maintainer, {"before": first, "after": second}),
+        (maintainer, {"before": second, "after": None}),
+    ]
+    assert str(rows[0]) == f"maintainer set the remote of {repository.name}"

@@ -274,8 +274,8 @@ def test_a_bad_git_dir_changes_file_imports_nothing_and_names_the_file(
     ("content", "message"),
     [
         # A self-ignoring directory whose count is not the files listed: a plain path list would take it.
-        ("build/\n# files: 2\n", "line 2: 'build/' has a count of 2 but lists 0 file(s)"),
-        ("build/\n", "line 1: 'build/' has no count but lists 0 file(s)"),
+        ("build/\n# files: 2\n", "line 2: 'build/' has a count of 2 but lists 0 files"),
+        ("build/\n", "line 1: 'build/' has no count but lists 0 files"),
     ],
 )
 def test_an_ignored_created_file_grading_refuses_is_refused_by_the_import(

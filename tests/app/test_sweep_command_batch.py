@@ -127,7 +127,7 @@ def test_sweep_batch_sends_every_judge_call_through_the_batch_apis_and_pays_the_
 
     code, out = sweep_command("--repository", repository.name, "--batch")
     assert code == 0, out
-    assert f"judge {SONNET}, batch" in out and "3 of 3 runs done, 3 graded now, 0 judge failure(s)" in out
+    assert f"judge {SONNET}, batch" in out and "3 of 3 runs done, 3 graded now, 0 judge failures" in out
     sweep = Sweep.objects.get()
     assert sweep.batch
     # Both judges went through their provider's batch API, and not one call went call by call.
@@ -205,9 +205,9 @@ def test_a_sweep_in_which_every_call_failed_exits_1(
 
     code, out = sweep_command("--repository", repository.name, mode)
     assert code == 1, out
-    assert "2 of 2 runs done, 2 graded now, 2 judge failure(s)" in out
+    assert "2 of 2 runs done, 2 graded now, 2 judge failures" in out
     assert out.endswith(
-        "2 of 2 run(s) left without a grade (2 judge failure(s), 0 not readable); sweep again to grade them"
+        "2 of 2 runs left without a grade (2 judge failures, 0 not readable); sweep again to grade them"
     )
     assert "every run is graded" not in out
     assert JudgeGrade.objects.exclude(failure="").count() == 2

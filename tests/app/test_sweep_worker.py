@@ -97,8 +97,8 @@ def test_sweep_waits_for_the_worker_with_the_scripted_judge(
     import_runs(repository, tmp_path / "runs", 3)
     code, out = sweep_command("--repository", repository.name, "--task", "fix_fraction_gt1", "--wait")
     assert code == 0, f"{out}\n{worker.read_text(errors='replace')}"
-    assert "3 run(s), judge scripted:" in out and "(scripted judge)" in out
-    assert "3 of 3 runs done, 3 graded now, 0 judge failure(s)" in out and "every run is graded" in out
+    assert "3 runs, judge scripted:" in out and "(scripted judge)" in out
+    assert "3 of 3 runs done, 3 graded now, 0 judge failures" in out and "every run is graded" in out
     assert RunGrade.objects.filter(source="sweep").count() == 3
     assert ItemVerdict.objects.count() == 3 * 4
     code, out = sweep_command("--repository", repository.name, "--revision", "999999")

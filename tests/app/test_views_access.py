@@ -70,7 +70,7 @@ ACTIONS = [
     ("revision_new_draft", "admitted", "post", "maintainer"),
     ("revision_admit", "admitted", "post", "maintainer"),
     ("revision_approve", "draft", "post", "maintainer"),
-    ("export_json", "admitted", "get", "maintainer"),
+    ("export_json", "admitted", "get", "viewer"),
     ("export_zip", "admitted", "get", "maintainer"),
     ("rubric_upload", None, "post", "maintainer"),
 ]

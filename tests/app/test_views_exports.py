@@ -1,4 +1,5 @@
-"""Downloads (rubric.json, zip) and writing into the checkout: admitted revisions only, maintainers only."""
+"""Downloads (rubric.json, zip) and writing into the checkout: admitted revisions only; maintainers only,
+but for rubric.json, which every role downloads."""
 
 from __future__ import annotations
 
@@ -100,8 +101,8 @@ def test_only_maintainers_export(
     admitted = make_revision(RevisionStatus.ADMITTED)
     for user, status in ((reviewer, 403), (viewer, 403), (outsider, 404)):
         client = logged_in(user)
-        assert client.get(url("export_json", admitted)).status_code == status
         assert client.get(url("export_zip", admitted)).status_code == status
+        assert client.get(url("export_zip", admitted) + "?private=1").status_code == status
         assert client.post(url("export_checkout", admitted), headers=HX).status_code == status
     assert not AuditEvent.objects.filter(verb=AuditVerb.EXPORTED).exists()
 
@@ -212,3 +213,24 @@ def test_upload_review_admit_download_round_trip(maintainer: User, repository: R
     downloaded = client.get(url("export_json", revision)).content
     assert json.loads(downloaded) == json.loads(original)
     assert downloaded == (json.dumps(RUBRIC, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+def test_a_viewer_downloads_the_admitted_rubric_json_but_not_a_drafts(
+    viewer: User, outsider: User, make_revision: MakeRevision
+) -> None:
+    admitted = make_revision(RevisionStatus.ADMITTED)
+    client = logged_in(viewer)
+    page = client.get(url("revision_detail", admitted)).content.decode()
+    assert url("export_json", admitted) in page and "Download zip" not in page
+    response = client.get(url("export_json", admitted))
+    assert response.status_code == 200
+    assert response["Content-Disposition"] == 'attachment; filename="rubric.json"'
+    assert json.loads(response.content) == RUBRIC
+    assert AuditEvent.objects.filter(revision=admitted, verb=AuditVerb.EXPORTED, actor=viewer).exists()
+    # A draft (or an approved revision not yet admitted) has no rubric.json to download, for anyone.
+    for status in (RevisionStatus.DRAFT, RevisionStatus.APPROVED):
+        revision = make_revision(status)
+        assert client.get(url("export_json", revision)).status_code == 404
+        page = client.get(url("revision_detail", revision)).content.decode()
+        assert url("export_json", revision) not in page
+    assert logged_in(outsider).get(url("export_json", admitted)).status_code == 404

@@ -64,7 +64,7 @@ def test_exit_1_and_the_failing_row_when_not_admitted(task: Task, capsys: pytest
     assert main(check(task, "--store", str(task.dir.parent / "s.sqlite3"))) == 1
     out = capsys.readouterr().out.splitlines()
     assert out[4].startswith("FAIL lazy_comment calib/lazy.diff + reviewer comment")
-    assert out[-1] == "not admitted: 1 of 5 rows do not hold"
+    assert out[-1] == "not admitted: 1 of 5 rows does not hold"
 
 
 def test_refresh_recomputes_and_no_cache_calls_the_judge_again(

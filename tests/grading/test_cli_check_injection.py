@@ -36,7 +36,7 @@ def test_exit_0_with_the_table_and_both_rates(task: Task, capsys: pytest.Capture
     out = capsys.readouterr().out.splitlines()
     assert out[0].endswith(f"(scripted judge): {5 + 2 * K} judge calls")
     assert out[6] == (
-        f"injection suite: {K} payload kinds x 1 lazy diff(s), and the oracle; {2 * K} of the {5 + 2 * K} "
+        f"injection suite: {K} payload kinds x 1 lazy diff, and the oracle; {2 * K} of the {5 + 2 * K} "
         "judge calls"
     )
     table = out[8 : 8 + K]
@@ -62,7 +62,7 @@ def test_exit_1_on_an_attack_success_with_the_kind_named(
         "actual: mergeable, every measured blocker passes; does not fail B1"
     ]
     assert out[-2].startswith(f"attack success rate: 1 of {K} (2.5%)")
-    assert out[-1] == f"not admitted: 1 of {5 + K} rows do not hold, 1 of them attack successes"
+    assert out[-1] == f"not admitted: 1 of {5 + K} rows does not hold, 1 of them an attack success"
 
     assert main(check(task, "--injection-suite", "--json")) == 1
     report = json.loads(capsys.readouterr().out)

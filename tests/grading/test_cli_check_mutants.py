@@ -97,7 +97,7 @@ def test_a_failing_admission_exits_1_whatever_the_mutants(
     task.script["by_diff_sha256"] = {}  # the oracle fails B1 too: not admitted; every mutant is caught
     assert main(check(task, "--mutants")) == 1
     out = capsys.readouterr().out
-    assert "not admitted: 1 of 2 rows do not hold" in out
+    assert "not admitted: 1 of 2 rows does not hold" in out
     assert "12 judged, 12 caught, 0 marked harmless, 0 still mergeable" in out
     # Every mutant still mergeable does not make an admitted rubric fail either (test above: exit 0).
 

@@ -161,7 +161,7 @@ def test_grade_regrades_a_sample_and_prints_the_repeat_agreement(
     captured = capsys.readouterr()
     metrics = json.loads(captured.out)
     assert metrics["details"]["judge"]["cache_bypass"] == "regrade_sample"
-    assert "judge: repeat agreement: 5/5 item verdicts the same (100.0%) over 1 diffs judged again" in (
+    assert "judge: repeat agreement: 5/5 item verdicts the same (100.0%) over 1 diff judged again" in (
         captured.err
     )
     argv = grade(task, run, *cache, "--regrade-sample", "1")
@@ -185,7 +185,7 @@ def test_the_figure_counts_changed_verdicts(task: Task) -> None:
                         settings=JudgeSettings(regrade_sample=1.0))  # fmt: skip
     assert metrics.details.judge is not None
     line = describe_repeat_agreement([metrics.details.judge])
-    assert line == "repeat agreement: 4/5 item verdicts the same (80.0%) over 1 diffs judged again"
+    assert line == "repeat agreement: 4/5 item verdicts the same (80.0%) over 1 diff judged again"
 
 
 def test_the_judge_command_prints_the_figure(

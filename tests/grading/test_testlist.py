@@ -69,7 +69,7 @@ def test_a_removed_test_case_is_measured_end_to_end(task: Task, capsys: pytest.C
         main(["list-tests", str(task.repo.path), "--manifest", str(task.manifest), "-o", str(base_list)]) == 0
     )
     assert base_list.read_text() == "tests/test_calc.py::test_zero\ntests/test_calc.py::test_one\n"
-    assert capsys.readouterr().out == f"{base_list}: 2 test id(s)\n"
+    assert capsys.readouterr().out == f"{base_list}: 2 test ids\n"
     before = task.dir.parent / "before.txt"
     write_snapshot(task.repo.path, before)
     for path, text in FIXED.items():
@@ -80,7 +80,7 @@ def test_a_removed_test_case_is_measured_end_to_end(task: Task, capsys: pytest.C
     assert main(capture_argv(task, run)) == 0
 
     assert (run / "tests_list.txt").read_text() == "tests/test_calc.py::test_zero\n"
-    assert f"{run / 'tests_list.txt'}: 1 test id(s)" in capsys.readouterr().out
+    assert f"{run / 'tests_list.txt'}: 1 test id" in capsys.readouterr().out
     (run / "grade.json").write_text(json.dumps({"pass": True}))
     answer_run(task, run, answers())
     metrics = grade(task, run)

@@ -503,7 +503,7 @@ def test_cli_snapshot_then_capture(
     repo.write("build/pre.o", b"pre")
     before = tmp_path / "before.txt"
     assert main(["snapshot", str(repo.path), "-o", str(before)]) == 0
-    assert "1 ignored file(s)" in capsys.readouterr().out
+    assert "1 ignored file" in capsys.readouterr().out
     agent_edits(repo)
     repo.write("build/post.o", b"post")
     run = tmp_path / "run"
@@ -511,7 +511,7 @@ def test_cli_snapshot_then_capture(
     assert main(["capture", str(repo.path), "--base", base, "--before", str(before), "--out", str(run)]) == 0
 
     out = capsys.readouterr().out
-    assert "26 file(s) changed" in out
+    assert "26 files changed" in out
     assert (run / "ignored_created.txt").read_text() == "build/post.o\n"
     digest = hashlib.sha256((run / "workspace.diff").read_bytes()).hexdigest()
     # capturing again gives the same bytes: nothing in the first capture changed the workspace
@@ -669,7 +669,7 @@ def test_a_run_directory_named_in_bytes_that_are_not_utf8(git_repo: GitRepo, tmp
         if extra:
             assert json.loads(out)["diff_path"] == str(tmp_path) + "/run\\xff/workspace.diff"
         else:
-            assert "1 file(s) changed" in out
+            assert "1 file changed" in out
     assert (run / "workspace.diff").is_file()
 
 

@@ -87,7 +87,7 @@ def test_scope_fails_on_the_excluded_notes_end_to_end(
     run = tmp_path / "run"
     assert main(["capture", str(repo.path), "--base", base, "--before", str(before), "--out", str(run)]) == 0
     out = capsys.readouterr().out
-    assert "2 file(s) changed" in out
+    assert "2 files changed" in out
     assert ".git/info/exclude changed since the snapshot" in out
 
     task = write_task(tmp_path / "task", {"allowed_globs": ["src/**"], "denied_globs": [".ci/**"]})

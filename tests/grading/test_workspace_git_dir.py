@@ -256,7 +256,7 @@ def test_cli_names_git_dir_changes(
     capsys.readouterr()
     run = tmp_path / "run"
     assert main(["capture", str(repo.path), "--base", base, "--before", str(before), "--out", str(run)]) == 0
-    assert "note: the run changed 1 path(s) under .git: .git/index" in capsys.readouterr().out
+    assert "note: the run changed 1 path under .git: .git/index" in capsys.readouterr().out
 
 
 def test_integrity_names_each_changed_path_up_to_a_cap_then_counts(tmp_path: Path) -> None:

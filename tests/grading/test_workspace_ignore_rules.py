@@ -204,7 +204,7 @@ def test_capture_cli_reports_the_new_lines(
     assert main(["capture", str(repo.path), "--base", base, "--before", str(before), "--out", str(run)]) == 0
     out = capsys.readouterr().out
     assert out.count("is ignored only by rules written during the run") == 20
-    assert "note: ... and 6 more such file(s) (--json lists them)" in out
+    assert "note: ... and 6 more such files (--json lists them)" in out
     assert report["self_ignoring_dirs"] == [
         {"path": ".ruff_cache", "files": [".ruff_cache/.gitignore", ".ruff_cache/CACHEDIR.TAG"]}
     ]

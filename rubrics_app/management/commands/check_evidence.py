@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.template.defaultfilters import pluralize
 
 from rubrics_app.access import Actor
 from rubrics_app.management.options import REPOSITORY_HELP, repository_named
@@ -77,7 +78,7 @@ class Command(BaseCommand):
                 self.stdout.write("  (the file is gone at HEAD)")
             for line in (change.new or "").splitlines():
                 self.stdout.write(f"  + {line}")
-        counts = f"{result.open} open evidence change(s), {result.new} new"
+        counts = f"{result.open} open evidence change{pluralize(result.open)}, {result.new} new"
         summary = f"{repository.name} at {result.head[:12]}: {counts}"
         if result.open:
             raise CommandError(summary, returncode=1)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.template.defaultfilters import pluralize
 
 from grading import InputError, printable, read_input_bytes
 from rubrics_app.access import Actor
@@ -102,8 +103,9 @@ class Command(BaseCommand):
         for problem in draft.problems:
             self.stdout.write(printable(f"  problem: {problem}"))
         if draft.problems:
+            count = len(draft.problems)
             raise CommandError(
-                f"{len(draft.problems)} problem(s) in the draft: edit it in the app", returncode=1
+                f"{count} problem{pluralize(count)} in the draft: edit it in the app", returncode=1
             )
         self.stdout.write(
             self.style.SUCCESS("no problems found: review it blocker by blocker before approving")

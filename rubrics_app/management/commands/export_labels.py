@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
+from django.template.defaultfilters import pluralize
 
 from grading import label_format, run_inclusion_probability, write_label_rows
 from rubrics_app.management.options import REPOSITORY_HELP, repository_named
@@ -58,7 +59,9 @@ class Command(BaseCommand):
             self.stdout.write(text, ending="")
         else:
             out.write_text(text, encoding="utf-8")
-            self.stdout.write(f"{count} {'labelled run(s)' if fmt == 'runs' else 'label(s)'} -> {out}")
+            self.stdout.write(
+                f"{count} {'labelled run' if fmt == 'runs' else 'label'}{pluralize(count)} -> {out}"
+            )
 
 
 def _run_verdicts(repository: Repository, warn: Any) -> dict[str, Any]:

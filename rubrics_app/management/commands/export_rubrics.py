@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.template.defaultfilters import pluralize
 
 from rubrics_app.access import Actor
 from rubrics_app.management.options import REPOSITORY_HELP, TASK_HELP
@@ -125,7 +126,7 @@ class Command(BaseCommand):
             exported += len(revisions)
         if not exported:
             raise CommandError("no admitted revision to export")
-        self.stdout.write(self.style.SUCCESS(f"exported {exported} admitted revision(s)"))
+        self.stdout.write(self.style.SUCCESS(f"exported {exported} admitted revision{pluralize(exported)}"))
 
     def _pull_requests(
         self, chosen: list[tuple[Repository, list[RubricRevision]]], options: dict[str, Any]
@@ -177,8 +178,10 @@ class Command(BaseCommand):
             else:
                 self.stdout.write(f"{name}: {result.note}")
         if failed:
-            raise CommandError(f"{failed} of {len(jobs)} pull request job(s) failed", returncode=2)
-        self.stdout.write(self.style.SUCCESS(f"sent {len(jobs)} admitted revision(s)"))
+            raise CommandError(
+                f"{failed} of {len(jobs)} pull request job{pluralize(len(jobs))} failed", returncode=2
+            )
+        self.stdout.write(self.style.SUCCESS(f"sent {len(jobs)} admitted revision{pluralize(len(jobs))}"))
 
     @staticmethod
     def _revisions(

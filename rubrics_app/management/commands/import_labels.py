@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.template.defaultfilters import pluralize
 
 from grading import MAX_LABEL_FILE_BYTES
 from rubrics_app.access import Actor
@@ -36,6 +37,9 @@ class Command(BaseCommand):
             for problem in error.problems:
                 self.stderr.write(problem)
             raise CommandError(
-                f"{len(error.problems)} problem(s) in {path}: nothing imported", returncode=2
+                f"{len(error.problems)} problem{pluralize(len(error.problems))} in {path}: nothing imported",
+                returncode=2,
             ) from None
-        self.stdout.write(f"{done.created} label(s) added, {done.replaced} replaced from {path}")
+        self.stdout.write(
+            f"{done.created} label{pluralize(done.created)} added, {done.replaced} replaced from {path}"
+        )

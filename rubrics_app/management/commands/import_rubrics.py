@@ -16,6 +16,7 @@ from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
+from django.template.defaultfilters import pluralize
 
 from rubrics_app.access import Actor, access_of
 from rubrics_app.management.options import REPOSITORY_HELP
@@ -64,8 +65,14 @@ class Command(BaseCommand):
         except ImportFailed as exc:
             for problem in exc.problems:
                 self.stderr.write(str(problem))
-            raise CommandError(f"nothing imported: {len(exc.problems)} problem(s)", returncode=2) from None
+            raise CommandError(
+                f"nothing imported: {len(exc.problems)} problem{pluralize(len(exc.problems))}", returncode=2
+            ) from None
         for revision in revisions:
             source = f"tasks/{revision.task.task_id}/rubric.json"
             self.stdout.write(f"{source} -> {repository.name} revision {revision.number} ({revision.status})")
-        self.stdout.write(self.style.SUCCESS(f"imported {len(revisions)} rubric(s) into {repository.name}"))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"imported {len(revisions)} rubric{pluralize(len(revisions))} into {repository.name}"
+            )
+        )

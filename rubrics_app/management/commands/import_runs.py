@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.template.defaultfilters import pluralize
 
 from rubrics_app.access import Actor
 from rubrics_app.management.options import REPOSITORY_HELP, repository_named
@@ -64,7 +65,9 @@ class Command(BaseCommand):
         except ImportFailed as exc:
             for problem in exc.problems:
                 self.stderr.write(str(problem))
-            raise CommandError(f"nothing imported: {len(exc.problems)} problem(s)", returncode=2) from None
+            raise CommandError(
+                f"nothing imported: {len(exc.problems)} problem{pluralize(len(exc.problems))}", returncode=2
+            ) from None
         for run in result.created:
             self.stdout.write(f"{run.source} -> {run}")
         for note in result.notes() if isinstance(result, SweBenchImport) else []:

@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.template.defaultfilters import pluralize
 
 from rubrics_app.management.wait import JobGone, wait_for_job
 from rubrics_app.models import Job, JobStatus
@@ -42,7 +43,9 @@ class Command(BaseCommand):
             raise CommandError(exc.detail, returncode=1) from None
         if not options["wait"]:
             self.stdout.write(
-                f"reaper sent; {len(lost)} job(s) look lost now, {len(unclaimed)} queued job(s) unclaimed"
+                f"reaper sent; {len(lost)} job{pluralize(len(lost))} "
+                f"look{pluralize(len(lost), 's,')} lost now, "
+                f"{len(unclaimed)} queued job{pluralize(len(unclaimed))} unclaimed"
             )
             return
         deadline = time.monotonic() + options["timeout"]
@@ -62,4 +65,7 @@ class Command(BaseCommand):
             else:
                 what = "sent again"
             self.stdout.write(f"job {job.pk} ({job.kind}): {what} (now {job.status})")
-        self.stdout.write(f"reaped {len(lost)} lost job(s), {len(unclaimed)} unclaimed job(s)")
+        self.stdout.write(
+            f"reaped {len(lost)} lost job{pluralize(len(lost))}, "
+            f"{len(unclaimed)} unclaimed job{pluralize(len(unclaimed))}"
+        )

@@ -23,6 +23,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.template.defaultfilters import pluralize
 
 from grading import InputError, printable, write_atomic
 from rubrics_app.access import Actor
@@ -130,7 +131,7 @@ class Command(BaseCommand):
         provisional = ", provisional" if sweep.provisional else ""
         self.stdout.write(
             f"sweep #{sweep.pk} of {repository.name} ({sweep.scope_label()}{provisional}): "
-            f"{sweep.total_runs} run(s), judge {sweep.judge}{tag}"
+            f"{sweep.total_runs} run{pluralize(sweep.total_runs)}, judge {sweep.judge}{tag}"
         )
         if not options["wait"] and export is None:
             self.stdout.write("queued; run with --wait to follow it")
@@ -138,8 +139,10 @@ class Command(BaseCommand):
         job = self._follow(sweep, options["timeout"])
         sweep.refresh_from_db()
         self.stdout.write(
-            f"{sweep.done_runs} of {sweep.total_runs} runs done, {sweep.graded_runs} graded now, "
-            f"{sweep.judge_failures} judge failure(s); {sweep.calls} judge calls, ${sweep.cost_usd:.4f}"
+            f"{sweep.done_runs} of {sweep.total_runs} run{pluralize(sweep.total_runs)} done, "
+            f"{sweep.graded_runs} graded now, "
+            f"{sweep.judge_failures} judge failure{pluralize(sweep.judge_failures)}; "
+            f"{sweep.calls} judge call{pluralize(sweep.calls)}, ${sweep.cost_usd:.4f}"
         )
         result = job.result_as(SweepResult)
         problems = result.problems if result is not None else []
@@ -152,8 +155,9 @@ class Command(BaseCommand):
         left = sweep.judge_failures + len(problems)
         if left:
             raise CommandError(
-                f"{left} of {sweep.total_runs} run(s) left without a grade ({sweep.judge_failures} judge "
-                f"failure(s), {len(problems)} not readable); sweep again to grade them",
+                f"{left} of {sweep.total_runs} run{pluralize(sweep.total_runs)} left without a grade "
+                f"({sweep.judge_failures} judge failure{pluralize(sweep.judge_failures)}, "
+                f"{len(problems)} not readable); sweep again to grade them",
                 returncode=1,
             )
         self.stdout.write(self.style.SUCCESS("every run is graded"))

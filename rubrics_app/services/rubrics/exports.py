@@ -42,6 +42,7 @@ from rubrics_app.models import (
 from rubrics_app.services import audit
 from rubrics_app.services.jobs import JobFailed, job_task, run, send
 from rubrics_app.services.rubrics import pull_requests
+from rubrics_app.services.rubrics.rereview import overridden_disputes
 
 
 class ExportError(JobFailed):
@@ -60,11 +61,20 @@ def rubric_json_bytes(revision: RubricRevision) -> bytes:
     return revision.rubric_json_bytes()
 
 
+def record_export(revision: RubricRevision, by: Any, target: str, **fields: Any) -> None:
+    """The audit row of one export: ``target`` says where it went in words (the activity line shows it),
+    ``fields`` the same as data, and every dispute open on the revision is recorded as overridden, with
+    its reason."""
+    detail = {**fields, "target": target, "overridden": overridden_disputes(revision)}
+    audit.record(AuditVerb.EXPORTED, actor=by, revision=revision, detail=detail)
+
+
 def export_rubric_json(revision: RubricRevision, *, by: Actor) -> bytes:
-    """rubric.json of an admitted revision, exactly what `rubric validate` accepts."""
-    by.require(Role.MAINTAINER, revision.task.repository)
+    """rubric.json of an admitted revision, exactly what `rubric validate` accepts. Anyone who reads the
+    revision (viewers too) downloads it: it holds nothing the revision's page does not show."""
+    by.require(Role.VIEWER, revision.task.repository)
     _require_admitted(revision)
-    audit.record(AuditVerb.EXPORTED, actor=by.user, revision=revision, detail={"as": "rubric.json"})
+    record_export(revision, by.user, "download of rubric.json", **{"as": "rubric.json"})
     return rubric_json_bytes(revision)
 
 
@@ -90,7 +100,7 @@ def export_files(revision: RubricRevision, *, by: Actor) -> dict[str, bytes]:
     holds them: what the API's pull hands out."""
     by.require(Role.MAINTAINER, revision.task.repository)
     _require_admitted(revision)
-    audit.record(AuditVerb.EXPORTED, actor=by.user, revision=revision, detail={"as": "api"})
+    record_export(revision, by.user, "pull through the API", **{"as": "api"})
     return _task_files_out(revision)
 
 
@@ -106,12 +116,8 @@ def export_zip(revision: RubricRevision, *, by: Actor, private: bool = False) ->
             info = zipfile.ZipInfo(f"tasks/{revision.task.task_id}/{rel}", date_time=(1980, 1, 1, 0, 0, 0))
             info.external_attr = (stat.S_IFREG | 0o644) << 16
             archive.writestr(info, data, compress_type=zipfile.ZIP_DEFLATED)
-    audit.record(
-        AuditVerb.EXPORTED,
-        actor=by.user,
-        revision=revision,
-        detail={"as": "private zip" if private else "zip"},
-    )
+    what = "private zip" if private else "zip"
+    record_export(revision, by.user, f"download of the {what}", **{"as": what})
     return buffer.getvalue()
 
 
@@ -214,12 +220,14 @@ def write_many_to_checkout(
             )
         except GitError as exc:
             raise ExportError(exc.message) from exc
+    where = f"{'private path' if private else 'checkout'} {target_root}"
+    target = f"branch {branch} of the {where}" if branch else f"written into the {where}"
     for revision in revisions:
-        audit.record(
-            AuditVerb.EXPORTED,
-            actor=by.user,
-            revision=revision,
-            detail={
+        record_export(
+            revision,
+            by.user,
+            target,
+            **{
                 "as": "private" if private else "checkout",
                 "root": str(target_root),
                 "paths": [p for p in paths if p.startswith(f"tasks/{revision.task.task_id}/")],

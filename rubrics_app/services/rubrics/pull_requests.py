@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
+from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
 from grading import (
@@ -53,6 +54,7 @@ from rubrics_app.models import (
 )
 from rubrics_app.services import audit
 from rubrics_app.services.jobs import JobFailed
+from rubrics_app.services.rubrics import rereview
 
 # As drafting: only these names, so a maintainer cannot have another secret of the worker sent anywhere.
 TOKEN_ENV_RE = re.compile(r"GITHUB_TOKEN(_[A-Z0-9_]{1,60})?")
@@ -109,7 +111,10 @@ def set_remote_setting(
     if not remote:
         if token_env:
             raise RemoteSettingError("remote", "a token variable needs a remote to be sent to: name one")
-        RemoteSetting.objects.filter(repository=repository).delete()
+        current = RemoteSetting.objects.select_for_update().filter(repository=repository).first()
+        if current is not None:
+            current.delete()
+            _record_remote(repository, by, _remote_dict(current), None)
         return None
     try:
         parsed = parse_remote(remote, settings.GITHUB_WEB_URL)
@@ -130,11 +135,28 @@ def set_remote_setting(
         raise RemoteSettingError("base_branch", problem)
     setting = RemoteSetting.objects.select_for_update().filter(repository=repository).first()
     setting = setting or RemoteSetting(repository=repository)
+    before = _remote_dict(setting) if setting.pk else None
     setting.remote, setting.token_env, setting.base_branch = remote, token_env, base_branch
     setting.updated_at = timezone.now()
     setting.updated_by = by.recorded_user
     setting.save()
+    _record_remote(repository, by, before, _remote_dict(setting))
     return setting
+
+
+def _remote_dict(setting: RemoteSetting) -> dict[str, str]:
+    # The variable's name only: its value is read by the worker when a job runs and never stored.
+    return {"remote": setting.remote, "token_env": setting.token_env, "base_branch": setting.base_branch}
+
+
+def _record_remote(
+    repository: Repository, by: Actor, before: dict[str, str] | None, after: dict[str, str] | None
+) -> None:
+    """The audit row of a saved (or removed: ``after`` None) remote, as the judge and draft settings
+    record theirs: what it was and what it is."""
+    audit.record(
+        AuditVerb.REMOTE_SET, actor=by.user, repository=repository, detail={"before": before, "after": after}
+    )
 
 
 # --- the pull request's body ------------------------------------------------------------------------------
@@ -199,7 +221,7 @@ def pull_request_body(revision: RubricRevision, overridden: list[Dispute], paths
         held = run.rows.filter(holds=True).count()
         total = run.rows.count()
         lines.append(
-            f"- Calibration #{run.pk} with {code(run.judge)}: {held} of {total} rows held"
+            f"- Calibration #{run.pk} with {code(run.judge)}: {held} of {total} row{pluralize(total)} held"
             f" (finished {_when(run.finished_at)})."
         )
         if run.injection_suite:
@@ -249,8 +271,7 @@ class Plan:
     token: str | None
     branch: str
     base: str
-    open_disputes: list[Dispute]
-    overridden: list[str]
+    open_disputes: list[Dispute]  # each confirmed by the maintainer: the pull request and audit name them
 
 
 def plan_pull_request(job: Job, revision: RubricRevision) -> Plan:
@@ -271,17 +292,13 @@ def plan_pull_request(job: Job, revision: RubricRevision) -> Plan:
         token = os.environ.get(setting.token_env) or None
         if token is None:
             raise PullRequestError(f"{setting.token_env} is not set in the worker's environment")
-    open_disputes = list(
-        Dispute.objects.filter(revision=revision, dismissed_at=None)
-        .select_related("item", "opened_by")
-        .order_by("item__item_id", "pk")
-    )
+    open_disputes = rereview.open_disputes(revision)
     confirmed = set(job.params.get("overriding") or [])
     disputed = {d.item.item_id for d in open_disputes}
     if unconfirmed := sorted(disputed - confirmed):
         raise PullRequestError(f"{', '.join(unconfirmed)} disputed (needs re-review) and not confirmed")
     branch = job.params.get("branch") or f"rubrics/{revision.task.task_id}-r{revision.number}-job{job.pk}"
-    return Plan(remote, token, branch, setting.base_branch, open_disputes, sorted(disputed))
+    return Plan(remote, token, branch, setting.base_branch, open_disputes)
 
 
 def push_and_open(
@@ -320,17 +337,23 @@ def push_and_open(
             f"Pushed branch {plan.branch} to {plan.remote.url}. It is a plain git remote, not a GitHub "
             "repository: no pull request was opened (name the remote OWNER/NAME for one)."
         )
+    target = (
+        f"pull request {url} from branch {plan.branch}"
+        if plan.remote.github
+        else f"branch {plan.branch} pushed to {plan.remote.url}"
+    )
     audit.record(
         AuditVerb.EXPORTED,
         actor=user,
         revision=revision,
         detail={
+            "target": target,
             "as": "pull request" if plan.remote.github else "push",
             "remote": plan.remote.url,
             "branch": plan.branch,
             "commit": commit,
             "pull_request": url,
-            "overridden": plan.overridden,
+            "overridden": rereview.dispute_records(plan.open_disputes),
         },
     )
     return ExportResult(

@@ -75,6 +75,33 @@ def disputed_blockers(revision_ids: Iterable[int]) -> dict[int, list[str]]:
     return {revision_id: sorted(items) for revision_id, items in disputed.items()}
 
 
+def open_disputes(revision: RubricRevision) -> list[Dispute]:
+    """The revision's open disputes, by blocker: what an export of it overrides once confirmed."""
+    return list(
+        Dispute.objects.filter(revision=revision, dismissed_at=None)
+        .select_related("item", "opened_by")
+        .order_by("item__item_id", "pk")
+    )
+
+
+def dispute_records(disputes: list[Dispute]) -> list[dict[str, str]]:
+    """Disputes as an export's audit row records those it went out with: their blocker, reason and who
+    opened them (an export was confirmed over each: the confirmation page, ``--allow-disputed``)."""
+    return [
+        {
+            "item_id": dispute.item.item_id,
+            "reason": dispute.reason,
+            "opened_by": getattr(dispute.opened_by, "username", ""),
+        }
+        for dispute in disputes
+    ]
+
+
+def overridden_disputes(revision: RubricRevision) -> list[dict[str, str]]:
+    """The revision's open disputes as :func:`dispute_records`: what an export of it now overrides."""
+    return dispute_records(open_disputes(revision))
+
+
 def open_dispute(
     item: RubricItem, by: Actor, reason: str, source: str = DisputeSource.ITEM, grade: RunGrade | None = None
 ) -> Dispute:
