@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("rubrics_app", "0149_item_flags"),
+        ("rubrics_app", "0150_sweep_export_job_files"),
     ]
 
     operations = [
