@@ -36,6 +36,7 @@ from rubrics_app.services.rubrics.task_files import set_task_files
 from rubrics_app.views.common import HtmxHttpRequest, form_page, load_revision, require_post
 from rubrics_app.views.kept_forms import form_key, kept_form
 from rubrics_app.views.revisions import redirect_to, revision_url
+from rubrics_app.views.settings_pages import settings_page
 
 PAGE = "rubrics/calibration_run.html"
 
@@ -255,33 +256,17 @@ def calibration_row_diff(request: HtmxHttpRequest, repo_pk: int, run_pk: int, ro
 @login_required
 def judge_settings(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     """Everyone with a role sees the judges; maintainers edit them."""
-    access = get_repository_for_user(request, repo_pk)
-    setting = access.repository.judge_setting()
-    form = JudgeSettingForm(instance_setting=setting)
-    if request.method == "POST":
-        access.require(Role.MAINTAINER, access.repository)
-        form = JudgeSettingForm(request.POST, instance_setting=setting)
-        if form.is_valid():
-            try:
-                set_judges(access.repository, by=access, **form.cleaned_data)
-            except JudgeSettingError as exc:
-                form.add_error(exc.field if exc.field in form.fields else None, exc.message)
-            else:
-                messages.success(request, "The judges are saved.")
-                return redirect_to(request, reverse("rubrics:judge_settings", args=[access.repository.pk]))
-    spent = spent_this_month(access.repository.pk)
-    context = {
-        "access": access,
-        "repository": access.repository,
-        "setting": setting,
-        "form": form,
-        "spent": spent,
-    }
-    return render(
+    return settings_page(
         request,
-        "rubrics/judge_settings.html",
-        context,
-        status=200 if form.is_bound is False or not form.errors else 400,
+        repo_pk,
+        load=lambda repository: repository.judge_setting(),
+        form_class=JudgeSettingForm,
+        save=set_judges,
+        refused=JudgeSettingError,
+        saved="The judges are saved.",
+        url_name="rubrics:judge_settings",
+        template="rubrics/judge_settings.html",
+        more=lambda access: {"spent": spent_this_month(access.repository.pk)},
     )
 
 

@@ -21,8 +21,9 @@ from rubrics_app.services.jobs import QueueUnreachable
 from rubrics_app.services.rubrics.exports import export_rubric_json, export_zip, start_export
 from rubrics_app.services.rubrics.pull_requests import RemoteSettingError, set_remote_setting
 from rubrics_app.services.rubrics.rereview import disputed_blockers
-from rubrics_app.views.common import HtmxHttpRequest, load_revision, require_post
+from rubrics_app.views.common import HtmxHttpRequest, form_page, load_revision, require_post
 from rubrics_app.views.revisions import redirect_to, revision_url
+from rubrics_app.views.settings_pages import settings_page
 
 
 def _admitted(access: RepositoryAccess, rev_pk: int) -> RubricRevision:
@@ -150,24 +151,19 @@ def export_pull_request(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> 
     return redirect_to(request, reverse("rubrics:job_detail", args=[access.repository.pk, job.pk]))
 
 
+@form_page("saves where the repository's rubrics are sent")
 @require_http_methods(["GET", "POST"])
 @login_required
 def remote_settings(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     """Everyone with a role sees where rubrics are sent; maintainers edit it."""
-    access = get_repository_for_user(request, repo_pk)
-    setting = RemoteSetting.objects.filter(repository=access.repository).first()
-    form = RemoteSettingForm(instance_setting=setting)
-    if request.method == "POST":
-        access.require(Role.MAINTAINER, access.repository)
-        form = RemoteSettingForm(request.POST)
-        if form.is_valid():
-            try:
-                set_remote_setting(access.repository, by=access, **form.cleaned_data)
-            except RemoteSettingError as exc:
-                form.add_error(exc.field if exc.field in form.fields else None, exc.message)
-            else:
-                messages.success(request, "The remote is saved.")
-                return redirect_to(request, reverse("rubrics:remote_settings", args=[access.repository.pk]))
-    context = {"access": access, "repository": access.repository, "setting": setting, "form": form}
-    status = 400 if form.is_bound and form.errors else 200
-    return render(request, "rubrics/remote_settings.html", context, status=status)
+    return settings_page(
+        request,
+        repo_pk,
+        load=lambda repository: RemoteSetting.objects.filter(repository=repository).first(),
+        form_class=RemoteSettingForm,
+        save=set_remote_setting,
+        refused=RemoteSettingError,
+        saved="The remote is saved.",
+        url_name="rubrics:remote_settings",
+        template="rubrics/remote_settings.html",
+    )
