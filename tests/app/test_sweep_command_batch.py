@@ -37,7 +37,8 @@ from rubrics_app.models import (
     Sweep,
 )
 from tests.app.sweep_helpers import import_runs
-from tests.grading.judge.fake_servers import FakeProviderServer, error
+from tests.app.worker_helpers import provider_environment
+from tests.grading.judge.fake_servers import FakeProviderServer, error, provider_server
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("flushable_transactional_db")]
 
@@ -51,15 +52,10 @@ def provider(monkeypatch: pytest.MonkeyPatch, settings: Any) -> Iterator[FakePro
     settings.SWEEP_PROVIDER_LIMITS = parse_provider_limits("anthropic=4,openai=4")
     settings.SWEEP_BATCH_POLL_SECONDS = 0.01
     monkeypatch.setitem(celery_app.conf, "task_always_eager", True)
-    server = FakeProviderServer().start()
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-anthropic-key")
-    monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "test-openai-key")
-    try:
+    with provider_server() as server:
+        for name, value in provider_environment(server).items():
+            monkeypatch.setenv(name, value)
         yield server
-    finally:
-        server.stop()
 
 
 def sweep_command(*args: str) -> tuple[int, str]:

@@ -29,8 +29,8 @@ from rubrics_app.models import (
 from rubrics_app.services.reports import report as report_service
 from rubrics_app.services.reports.report import ReportResult, repository_report
 from tests.app.sweep_helpers import import_runs
-from tests.app.worker_helpers import SONNET, WAIT_SECONDS, celery_worker, database_url, environment
-from tests.grading.judge.fake_servers import FakeProviderServer
+from tests.app.worker_helpers import SONNET, WAIT_SECONDS, environment, module_worker
+from tests.grading.judge.fake_servers import FakeProviderServer, provider_server
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("flushable_transactional_db")]
 
@@ -41,11 +41,8 @@ WORKER_ENV = {"SWEEP_PROVIDER_LIMITS": "anthropic=4,openai=4"}
 
 @pytest.fixture(scope="module")
 def provider() -> Iterator[FakeProviderServer]:
-    server = FakeProviderServer().start()
-    try:
+    with provider_server() as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -55,10 +52,10 @@ def worker(
     tmp_path_factory: pytest.TempPathFactory,
     provider: FakeProviderServer,
 ) -> Iterator[Path]:
-    log = tmp_path_factory.mktemp("sweep-worker") / "worker.log"
-    with django_db_blocker.unblock():
-        url = database_url()
-    with environment(WORKER_ENV), celery_worker(log, provider, url):
+    with (
+        environment(WORKER_ENV),
+        module_worker(django_db_blocker, tmp_path_factory, "sweep-worker", provider) as log,
+    ):
         yield log
 
 

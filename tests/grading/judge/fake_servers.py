@@ -41,6 +41,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -954,13 +955,20 @@ def _public(batch: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in batch.items() if not k.startswith("_")}
 
 
-@pytest.fixture(name="fake_server")
-def fake_server_fixture() -> Iterator[FakeProviderServer]:
+@contextmanager
+def provider_server() -> Iterator[FakeProviderServer]:
+    """A started FakeProviderServer, stopped on the way out."""
     server = FakeProviderServer().start()
     try:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(name="fake_server")
+def fake_server_fixture() -> Iterator[FakeProviderServer]:
+    with provider_server() as server:
+        yield server
 
 
 __all__ = [
@@ -978,6 +986,7 @@ __all__ = [
     "malformed",
     "message_events",
     "missing_id",
+    "provider_server",
     "refusal",
     "slow",
     "storm",
