@@ -7,6 +7,9 @@ request; no JavaScript needed). Only ``confirm_disputed=1`` goes through."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
@@ -98,26 +101,13 @@ def export_zip_view(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> Http
 @login_required
 def export_checkout(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
     """Writing into the checkout runs git: it is a job, and its page shows how it went."""
-    access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
-    revision = _admitted(access, rev_pk)
-    if (confirm := _unconfirmed(request, access, revision, "Write to the checkout")) is not None:
-        return confirm
-    form = CheckoutExportForm(request.POST)
-    if not form.is_valid():
-        problems = "; ".join(str(e) for errors in form.errors.values() for e in errors)
-        messages.error(request, f"Nothing was written: {problems}")
-        return redirect_to(request, revision_url(revision))
-    try:
-        job = start_export(
-            revision,
-            access,
-            private=form.cleaned_data["private"],
-            branch=form.cleaned_data["branch"] or None,
-        )
-    except (TransitionError, QueueUnreachable) as exc:
-        messages.error(request, f"Nothing was written: {exc}")
-        return redirect_to(request, revision_url(revision))
-    return redirect_to(request, reverse("rubrics:job_detail", args=[access.repository.pk, job.pk]))
+    return _export_job(
+        request,
+        repo_pk,
+        rev_pk,
+        ("Write to the checkout", "Nothing was written"),
+        lambda data, revision: {"private": data["private"]},
+    )
 
 
 @require_post(
@@ -127,26 +117,48 @@ def export_checkout(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> Http
 def export_pull_request(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
     """ "Send as a pull request": a job that commits the branch, pushes it and opens the pull request; its
     page links the pull request. Disputed blockers are confirmed first, and named in the pull request."""
+    return _export_job(
+        request,
+        repo_pk,
+        rev_pk,
+        ("Send as a pull request", "Nothing was sent"),
+        lambda data, revision: {
+            "pull_request": True,
+            # Confirmed on the page above (or none were disputed): the job stops on any other.
+            "overriding": disputed_blockers([revision.pk]).get(revision.pk, []),
+        },
+    )
+
+
+def _export_job(
+    request: HtmxHttpRequest,
+    repo_pk: int,
+    rev_pk: int,
+    words: tuple[str, str],
+    options: Callable[[dict[str, Any], RubricRevision], dict[str, Any]],
+) -> HttpResponse:
+    """An export job for an admitted revision, its disputed blockers confirmed first, to the form's branch;
+    then its page. ``words``: the action as its button says it, and how a refusal begins ("Nothing was
+    sent"); ``options``: start_export's other arguments, from the form's data and the revision."""
+    action, nothing = words
     access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
     revision = _admitted(access, rev_pk)
-    if (confirm := _unconfirmed(request, access, revision, "Send as a pull request")) is not None:
+    if (confirm := _unconfirmed(request, access, revision, action)) is not None:
         return confirm
     form = CheckoutExportForm(request.POST)
     if not form.is_valid():
         problems = "; ".join(str(e) for errors in form.errors.values() for e in errors)
-        messages.error(request, f"Nothing was sent: {problems}")
+        messages.error(request, f"{nothing}: {problems}")
         return redirect_to(request, revision_url(revision))
     try:
         job = start_export(
             revision,
             access,
             branch=form.cleaned_data["branch"] or None,
-            pull_request=True,
-            # Confirmed on the page above (or none were disputed): the job stops on any other.
-            overriding=disputed_blockers([revision.pk]).get(revision.pk, []),
+            **options(form.cleaned_data, revision),
         )
     except (TransitionError, QueueUnreachable) as exc:
-        messages.error(request, f"Nothing was sent: {exc}")
+        messages.error(request, f"{nothing}: {exc}")
         return redirect_to(request, revision_url(revision))
     return redirect_to(request, reverse("rubrics:job_detail", args=[access.repository.pk, job.pk]))
 
