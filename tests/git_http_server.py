@@ -9,6 +9,8 @@ import json
 import os
 import subprocess
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -187,3 +189,13 @@ def bare_repository(path: Path) -> Path:
         env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull},
     )
     return path
+
+
+@contextmanager
+def serving_shapes(root: Path, token: str) -> Iterator[GitHttpServer]:
+    """A git server of ``root`` holding one empty bare repository, ``octo/shapes.git``, that takes pushes
+    with ``token``; stopped on the way out."""
+    bare_repository(root / "octo" / "shapes.git")
+    server = GitHttpServer(root, password=token).start()
+    yield server
+    server.stop()
