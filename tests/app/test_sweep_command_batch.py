@@ -8,7 +8,6 @@ test_sweep_worker.py."""
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import urllib.request
@@ -18,8 +17,6 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.management import call_command
-from django.core.management.base import CommandError
 from django.test import Client
 from django.urls import reverse
 
@@ -36,6 +33,7 @@ from rubrics_app.models import (
     RunGrade,
     Sweep,
 )
+from tests.app.command_helpers import command_exit
 from tests.app.sweep_helpers import import_runs
 from tests.app.worker_helpers import provider_environment
 from tests.grading.judge.fake_servers import FakeProviderServer, error, provider_server
@@ -59,12 +57,7 @@ def provider(monkeypatch: pytest.MonkeyPatch, settings: Any) -> Iterator[FakePro
 
 
 def sweep_command(*args: str) -> tuple[int, str]:
-    out = io.StringIO()
-    try:
-        call_command("sweep", *args, "--wait", "--timeout", "60", stdout=out, stderr=io.StringIO())
-    except CommandError as exc:
-        return exc.returncode, out.getvalue() + str(exc)
-    return 0, out.getvalue()
+    return command_exit("sweep", *args, "--wait", "--timeout", "60")
 
 
 def batch_posts(provider: FakeProviderServer) -> list[str]:

@@ -3,7 +3,6 @@ job, and the environment it starts with."""
 
 from __future__ import annotations
 
-import io
 import os
 import signal
 import subprocess
@@ -18,14 +17,13 @@ from urllib.parse import quote
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.core.management import call_command
-from django.core.management.base import CommandError
 from django.db import connection
 
 from rubrics_app import celery_app
 from rubrics_app.access import Actor
 from rubrics_app.models import Job, Repository, RevisionStatus, RubricRevision
 from rubrics_app.services.judges import set_judges
+from tests.app.command_helpers import command_exit
 from tests.gitrepo import GitRepo
 from tests.grading.judge.fake_servers import FakeProviderServer
 
@@ -164,12 +162,7 @@ def admitted_in_checkout(make_revision: Callable[..., RubricRevision], git_repo:
 
 
 def calibrate_command(*args: str) -> tuple[int, str]:
-    out = io.StringIO()
-    try:
-        call_command("calibrate", *args, stdout=out, stderr=io.StringIO())
-    except CommandError as exc:
-        return exc.returncode, out.getvalue() + str(exc)
-    return 0, out.getvalue()
+    return command_exit("calibrate", *args)
 
 
 def use_fake_providers(repository: Repository, maintainer: User) -> None:
