@@ -1,11 +1,20 @@
 """The base of the tests' local HTTP stand-ins (git over HTTP, GitHub's API, the model providers): a
-threading server on a free port of 127.0.0.1, its URL, start and stop."""
+threading server on a free port of 127.0.0.1, its URL, start and stop; and a free port for a server of
+another process."""
 
 from __future__ import annotations
 
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Self
+
+
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 that nothing listens on now, for a server a test starts in another process."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 class LocalServer:

@@ -13,22 +13,15 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from rubrics_app.models import ItemVerdict, Repository, Task
+from rubrics_app.models import ItemVerdict, Repository
 from rubrics_app.services.report_rows import refresh_report_rows
 from tests.app.client_helpers import logged_in
-from tests.app.report_rows import bulk_runs
+from tests.app.report_rows import bulk_runs, bulk_tasks
 from tests.app.runs_helpers import put_label
 
 pytestmark = pytest.mark.django_db
 
 ENTRY = re.compile(r'href="/repos/\d+/queue/(\d+)/(\w+)/\?[^"]*"><code>')
-
-
-def _tasks(repository: Repository, n: int) -> list[Task]:
-    return Task.objects.bulk_create(
-        Task(repository=repository, task_id=f"task-{i:03d}", spec_prompt="x", base_date="2025-03-01")
-        for i in range(n)
-    )
 
 
 def expected_order(repository: Repository, **filters: str) -> list[tuple[int, str]]:
@@ -60,7 +53,7 @@ def listed(html: str) -> list[tuple[int, str]]:
 def queued(repository: Repository, settings: Any) -> Repository:
     """3 tasks x 2 arms x 1 model x 5 repetitions = 30 runs; 12 disagreeing pairs, 5 to a page."""
     settings.RUNS_QUEUE_PAGE_SIZE = 5
-    assert bulk_runs(_tasks(repository, 3), ["a", "b"], ["claude-x"], 5) == 30
+    assert bulk_runs(bulk_tasks(repository, 3), ["a", "b"], ["claude-x"], 5) == 30
     return repository
 
 
@@ -187,8 +180,8 @@ def test_a_page_costs_as_many_queries_at_two_queue_sizes(
 ) -> None:
     settings.RUNS_QUEUE_PAGE_SIZE = 10
     settings.RUNS_AGREED_SAMPLE_PERCENT = 100
-    assert bulk_runs(_tasks(repository, 2), ["a", "b"], ["claude-x"], 5) == 20  # 8 pairs disagree
-    assert bulk_runs(_tasks(other_repository, 40), ["a", "b"], ["claude-x", "gpt-y"], 5) == 800  # 320
+    assert bulk_runs(bulk_tasks(repository, 2), ["a", "b"], ["claude-x"], 5) == 20  # 8 pairs disagree
+    assert bulk_runs(bulk_tasks(other_repository, 40), ["a", "b"], ["claude-x", "gpt-y"], 5) == 800  # 320
     assert len(expected_order(other_repository)) == 320
     small = _page_queries(logged_in(reviewer), repository)
     large = _page_queries(logged_in(outsider), other_repository)  # maintainer of the other repository

@@ -23,20 +23,13 @@ from django.urls import include, path, reverse
 from rubrics_app.models import HumanVerdict, Repository, ReviewState, RubricItem, RubricRevision, RunGrade
 from rubrics_app.views import resume
 from rubrics_app.views.common import require_post
+from tests.app.client_helpers import expired
 from tests.app.conftest import PASSWORD
 from tests.app.runs_helpers import import_graded
 
 pytestmark = pytest.mark.django_db
 
 LOGIN = "/accounts/login/"
-
-
-def expired(user: User) -> Client:
-    """A browser that was logged in as ``user``, whose session the server no longer has."""
-    client = Client()
-    client.force_login(user)
-    Session.objects.all().delete()
-    return client
 
 
 def log_in(client: Client, username: str, next_page: str) -> Any:
