@@ -5,15 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rubrics_app.models import (
-    AgentRun,
-    ItemVerdict,
-    JudgeGrade,
-    Repository,
-    RunGrade,
-    Task,
-    refresh_current_grades,
-)
+from rubrics_app.models import AgentRun, ItemVerdict, JudgeGrade, RunGrade, Task, refresh_current_grades
+from rubrics_app.models.repositories import Repository
 from rubrics_app.services.report_rows import refresh_report_rows
 
 BATCH = 2000
