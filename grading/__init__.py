@@ -90,84 +90,6 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     ),
     "grading.mutants.judging": ("MutantReport", "MutantRow", "judge_mutants"),
     "grading.path_lists": ("parse_ignored_created", "parse_path_list", "read_path_list"),
-    "grading.report.agreement": ("judge_agreement",),
-    "grading.report.reviewers": ("ReviewerAgreement", "reviewer_agreement"),
-    "grading.report.label_rows": (
-        "LABEL_FIELDS",
-        "MAX_LABEL_FILE_BYTES",
-        "LabelRow",
-        "LabelRowsError",
-        "human_mergeable_from_items",
-        "label_format",
-        "read_label_rows",
-        "run_inclusion_probability",
-        "settled_verdict",
-        "write_label_rows",
-    ),
-    "grading.report.build": ("build_report", "report_from_sums", "report_label_target"),
-    "grading.report.charts": (
-        "blocker_histogram",
-        "forest_plot",
-        "no_interval_reason",
-        "rates_chart",
-        "standalone",
-    ),
-    "grading.report.files": (
-        "MetricsDetails",
-        "MetricsFile",
-        "MetricsJudge",
-        "StrictMetricsFile",
-        "parse_date",
-        "read_metrics",
-    ),
-    "grading.report.html": ("label_target_text", "render_report_html"),
-    "grading.report.models": (
-        "Cell",
-        "Contrast",
-        "DEFAULT_BOOTSTRAP",
-        "DEFAULT_SEED",
-        "Disagreement",
-        "GradedRun",
-        "JudgeVerdicts",
-        "LabelTarget",
-        "Report",
-        "TaskRow",
-        "grade_metrics",
-    ),
-    "grading.report.provenance": (
-        "Provenance",
-        "ProvenanceJudge",
-        "TaskRubric",
-        "code_version",
-        "download_name",
-        "read_git_commit",
-        "report_provenance",
-    ),
-    "grading.report.render": (
-        "INTERVALS_TEXT",
-        "METRIC_NAMES",
-        "contrast_estimate",
-        "contrast_label",
-        "corrected_contrast_label",
-        "corrected_contrast_text",
-        "estimate_note",
-        "left_out_text",
-        "metric_lines",
-        "precision_text",
-        "report_csv",
-    ),
-    "grading.report.rows": (
-        "ItemRow",
-        "RunRow",
-        "item_rows",
-        "read_rows",
-        "rows_file",
-        "rows_text",
-        "run_row",
-    ),
-    "grading.report.stats": ("Estimate",),
-    "grading.report.sums": ("JudgeCost", "PartSums", "ReportSums", "VerdictGroup", "run_disagreements"),
-    "grading.report.warnings": ("REPEATED_WARNINGS", "warning_kind"),
     "grading.run_files": (
         "GIT_DIR_CHANGES_NAME",
         "TESTS_LIST_ERROR_NAME",
@@ -200,9 +122,10 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "read_json",
     ),
 }
-_MODULE_OF = {name: module for module, names in _PUBLIC.items() for name in names}
-
-__all__ = sorted(_MODULE_OF)
+# Packages whose whole interface the root gives too. Their names are listed once, in the package's own
+# ``__init__``, and read from there on first use: ``import grading`` still loads no other module.
+_WHOLE_PACKAGES = ("grading.report",)
+_OWN_MODULE_OF = {name: module for module, names in _PUBLIC.items() for name in names}
 
 if TYPE_CHECKING:
     from grading.admission.check import SUITE_KINDS as SUITE_KINDS
@@ -297,79 +220,79 @@ if TYPE_CHECKING:
     from grading.path_lists import parse_ignored_created as parse_ignored_created
     from grading.path_lists import parse_path_list as parse_path_list
     from grading.path_lists import read_path_list as read_path_list
-    from grading.report.agreement import judge_agreement as judge_agreement
-    from grading.report.build import build_report as build_report
-    from grading.report.build import report_from_sums as report_from_sums
-    from grading.report.build import report_label_target as report_label_target
-    from grading.report.charts import blocker_histogram as blocker_histogram
-    from grading.report.charts import forest_plot as forest_plot
-    from grading.report.charts import no_interval_reason as no_interval_reason
-    from grading.report.charts import rates_chart as rates_chart
-    from grading.report.charts import standalone as standalone
-    from grading.report.files import MetricsDetails as MetricsDetails
-    from grading.report.files import MetricsFile as MetricsFile
-    from grading.report.files import MetricsJudge as MetricsJudge
-    from grading.report.files import StrictMetricsFile as StrictMetricsFile
-    from grading.report.files import parse_date as parse_date
-    from grading.report.files import read_metrics as read_metrics
-    from grading.report.html import label_target_text as label_target_text
-    from grading.report.html import render_report_html as render_report_html
-    from grading.report.label_rows import LABEL_FIELDS as LABEL_FIELDS
-    from grading.report.label_rows import MAX_LABEL_FILE_BYTES as MAX_LABEL_FILE_BYTES
-    from grading.report.label_rows import LabelRow as LabelRow
-    from grading.report.label_rows import LabelRowsError as LabelRowsError
-    from grading.report.label_rows import human_mergeable_from_items as human_mergeable_from_items
-    from grading.report.label_rows import label_format as label_format
-    from grading.report.label_rows import read_label_rows as read_label_rows
-    from grading.report.label_rows import run_inclusion_probability as run_inclusion_probability
-    from grading.report.label_rows import settled_verdict as settled_verdict
-    from grading.report.label_rows import write_label_rows as write_label_rows
-    from grading.report.models import DEFAULT_BOOTSTRAP as DEFAULT_BOOTSTRAP
-    from grading.report.models import DEFAULT_SEED as DEFAULT_SEED
-    from grading.report.models import Cell as Cell
-    from grading.report.models import Contrast as Contrast
-    from grading.report.models import Disagreement as Disagreement
-    from grading.report.models import GradedRun as GradedRun
-    from grading.report.models import JudgeVerdicts as JudgeVerdicts
-    from grading.report.models import LabelTarget as LabelTarget
-    from grading.report.models import Report as Report
-    from grading.report.models import TaskRow as TaskRow
-    from grading.report.models import grade_metrics as grade_metrics
-    from grading.report.provenance import Provenance as Provenance
-    from grading.report.provenance import ProvenanceJudge as ProvenanceJudge
-    from grading.report.provenance import TaskRubric as TaskRubric
-    from grading.report.provenance import code_version as code_version
-    from grading.report.provenance import download_name as download_name
-    from grading.report.provenance import read_git_commit as read_git_commit
-    from grading.report.provenance import report_provenance as report_provenance
-    from grading.report.render import INTERVALS_TEXT as INTERVALS_TEXT
-    from grading.report.render import METRIC_NAMES as METRIC_NAMES
-    from grading.report.render import contrast_estimate as contrast_estimate
-    from grading.report.render import contrast_label as contrast_label
-    from grading.report.render import corrected_contrast_label as corrected_contrast_label
-    from grading.report.render import corrected_contrast_text as corrected_contrast_text
-    from grading.report.render import estimate_note as estimate_note
-    from grading.report.render import left_out_text as left_out_text
-    from grading.report.render import metric_lines as metric_lines
-    from grading.report.render import precision_text as precision_text
-    from grading.report.render import report_csv as report_csv
-    from grading.report.reviewers import ReviewerAgreement as ReviewerAgreement
-    from grading.report.reviewers import reviewer_agreement as reviewer_agreement
-    from grading.report.rows import ItemRow as ItemRow
-    from grading.report.rows import RunRow as RunRow
-    from grading.report.rows import item_rows as item_rows
-    from grading.report.rows import read_rows as read_rows
-    from grading.report.rows import rows_file as rows_file
-    from grading.report.rows import rows_text as rows_text
-    from grading.report.rows import run_row as run_row
-    from grading.report.stats import Estimate as Estimate
-    from grading.report.sums import JudgeCost as JudgeCost
-    from grading.report.sums import PartSums as PartSums
-    from grading.report.sums import ReportSums as ReportSums
-    from grading.report.sums import VerdictGroup as VerdictGroup
-    from grading.report.sums import run_disagreements as run_disagreements
-    from grading.report.warnings import REPEATED_WARNINGS as REPEATED_WARNINGS
-    from grading.report.warnings import warning_kind as warning_kind
+    from grading.report import DEFAULT_BOOTSTRAP as DEFAULT_BOOTSTRAP
+    from grading.report import DEFAULT_SEED as DEFAULT_SEED
+    from grading.report import INTERVALS_TEXT as INTERVALS_TEXT
+    from grading.report import LABEL_FIELDS as LABEL_FIELDS
+    from grading.report import MAX_LABEL_FILE_BYTES as MAX_LABEL_FILE_BYTES
+    from grading.report import METRIC_NAMES as METRIC_NAMES
+    from grading.report import REPEATED_WARNINGS as REPEATED_WARNINGS
+    from grading.report import Cell as Cell
+    from grading.report import Contrast as Contrast
+    from grading.report import Disagreement as Disagreement
+    from grading.report import Estimate as Estimate
+    from grading.report import GradedRun as GradedRun
+    from grading.report import ItemRow as ItemRow
+    from grading.report import JudgeCost as JudgeCost
+    from grading.report import JudgeVerdicts as JudgeVerdicts
+    from grading.report import LabelRow as LabelRow
+    from grading.report import LabelRowsError as LabelRowsError
+    from grading.report import LabelTarget as LabelTarget
+    from grading.report import MetricsDetails as MetricsDetails
+    from grading.report import MetricsFile as MetricsFile
+    from grading.report import MetricsJudge as MetricsJudge
+    from grading.report import PartSums as PartSums
+    from grading.report import Provenance as Provenance
+    from grading.report import ProvenanceJudge as ProvenanceJudge
+    from grading.report import Report as Report
+    from grading.report import ReportSums as ReportSums
+    from grading.report import ReviewerAgreement as ReviewerAgreement
+    from grading.report import RunRow as RunRow
+    from grading.report import StrictMetricsFile as StrictMetricsFile
+    from grading.report import TaskRow as TaskRow
+    from grading.report import TaskRubric as TaskRubric
+    from grading.report import VerdictGroup as VerdictGroup
+    from grading.report import blocker_histogram as blocker_histogram
+    from grading.report import build_report as build_report
+    from grading.report import code_version as code_version
+    from grading.report import contrast_estimate as contrast_estimate
+    from grading.report import contrast_label as contrast_label
+    from grading.report import corrected_contrast_label as corrected_contrast_label
+    from grading.report import corrected_contrast_text as corrected_contrast_text
+    from grading.report import download_name as download_name
+    from grading.report import estimate_note as estimate_note
+    from grading.report import forest_plot as forest_plot
+    from grading.report import grade_metrics as grade_metrics
+    from grading.report import human_mergeable_from_items as human_mergeable_from_items
+    from grading.report import item_rows as item_rows
+    from grading.report import judge_agreement as judge_agreement
+    from grading.report import label_format as label_format
+    from grading.report import label_target_text as label_target_text
+    from grading.report import left_out_text as left_out_text
+    from grading.report import metric_lines as metric_lines
+    from grading.report import no_interval_reason as no_interval_reason
+    from grading.report import parse_date as parse_date
+    from grading.report import precision_text as precision_text
+    from grading.report import rates_chart as rates_chart
+    from grading.report import read_git_commit as read_git_commit
+    from grading.report import read_label_rows as read_label_rows
+    from grading.report import read_metrics as read_metrics
+    from grading.report import read_rows as read_rows
+    from grading.report import render_report_html as render_report_html
+    from grading.report import report_csv as report_csv
+    from grading.report import report_from_sums as report_from_sums
+    from grading.report import report_label_target as report_label_target
+    from grading.report import report_provenance as report_provenance
+    from grading.report import reviewer_agreement as reviewer_agreement
+    from grading.report import rows_file as rows_file
+    from grading.report import rows_text as rows_text
+    from grading.report import run_disagreements as run_disagreements
+    from grading.report import run_inclusion_probability as run_inclusion_probability
+    from grading.report import run_row as run_row
+    from grading.report import settled_verdict as settled_verdict
+    from grading.report import standalone as standalone
+    from grading.report import warning_kind as warning_kind
+    from grading.report import write_label_rows as write_label_rows
     from grading.run_files import GIT_DIR_CHANGES_NAME as GIT_DIR_CHANGES_NAME
     from grading.run_files import TESTS_LIST_ERROR_NAME as TESTS_LIST_ERROR_NAME
     from grading.run_files import TESTS_LIST_NAME as TESTS_LIST_NAME
@@ -397,10 +320,23 @@ if TYPE_CHECKING:
     from grading.strict_json import read_json as read_json
 
 
+def _module_of() -> dict[str, str]:
+    """Each public name -> where the root takes it from: its module, or a whole package's ``__init__``."""
+    found = dict(_OWN_MODULE_OF)
+    for package in _WHOLE_PACKAGES:
+        found.update(dict.fromkeys(importlib.import_module(package).__all__, package))
+    return found
+
+
 # The root's own copy of grading.lazy.lazy_interface: importing that module too would add to the start-up
-# of every `rubric` command and of the app, which import grading first.
+# of every `rubric` command and of the app, which import grading first. ``__all__`` and ``_MODULE_OF``
+# load on first use as well, as they name the packages' names.
 def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
+    if name in ("__all__", "_MODULE_OF"):
+        module_of = _module_of()
+        globals().update(__all__=sorted(module_of), _MODULE_OF=module_of)
+        return globals()[name]
+    module = _OWN_MODULE_OF.get(name) or _module_of().get(name)
     if module is None:
         raise AttributeError(f"module 'grading' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
@@ -409,4 +345,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+    return sorted([*globals(), *__getattr__("__all__")])

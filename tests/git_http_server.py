@@ -8,11 +8,14 @@ import base64
 import json
 import os
 import subprocess
-import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
+
+from tests.local_server import LocalServer
 
 
 @dataclass
@@ -23,29 +26,11 @@ class Seen:
     body: bytes = b""
 
 
-class _Server:
+class _Server(LocalServer):
     def __init__(self) -> None:
         self.requests: list[Seen] = []
         self.redirect_to: str | None = None  # every request answers 307 to this origin (+ the same path)
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def start(self) -> Any:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout=5)
+        self.serve(self._handler())
 
     def answer(self, handler: BaseHTTPRequestHandler, method: str, body: bytes) -> None:
         raise NotImplementedError
@@ -187,3 +172,13 @@ def bare_repository(path: Path) -> Path:
         env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull},
     )
     return path
+
+
+@contextmanager
+def serving_shapes(root: Path, token: str) -> Iterator[GitHttpServer]:
+    """A git server of ``root`` holding one empty bare repository, ``octo/shapes.git``, that takes pushes
+    with ``token``; stopped on the way out."""
+    bare_repository(root / "octo" / "shapes.git")
+    server = GitHttpServer(root, password=token).start()
+    yield server
+    server.stop()

@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 from pydantic import BaseModel
 
@@ -423,19 +423,14 @@ def grade(
     """
     task = posed_for(task_files.task, run)
     base_tree = base_tree_for(task, checkout, Path(task_files.task_file)) if checkout is not None else None
-    grade = run.grade
     rubric = task_files.rubric
-    content_sha256 = task_files.rubric_sha256
-    primary, second = _judges(judge, second_judge, allow_same_family, second_sample)
+    judges = _judges(judge, second_judge, allow_same_family, second_sample)
 
     scope, integrity, grader_problems = _scope_and_integrity(task_files, run)
     settled = _settled(task, run, grader_problems, rubric)
-    primary_result: JudgeResult | None = None
-    second_result: JudgeResult | None = None
-    second_skipped: str | None = None
-    assessment: RubricAssessment | None = None
-    judge_skipped: str | None = f"not called: {settled.reasons[0]}" if settled is not None else None
-    if settled is None:
+    if settled is not None:
+        judged = _Judged(skipped=f"not called: {settled.reasons[0]}")
+    else:
         assert rubric is not None and scope is not None and integrity is not None
         judge_args: dict[str, Any] = {
             "config_edited": bool(integrity.config_edits),
@@ -447,20 +442,47 @@ def grade(
             "base_tree": base_tree,
         }
         primary_result, second_result, second_skipped = _judge(
-            task, rubric, run.require_diff(), (primary, second), second_sample, judge_args
+            task, rubric, run.require_diff(), judges, second_sample, judge_args
         )
         assessment = assess(rubric, scope, integrity, primary_result)
-    outcome = settled or decide_outcome(task.gate, grade, scope, integrity, primary_result, rubric)
+        judged = _Judged(primary_result, second_result, second_skipped, assessment)
+    outcome = settled or decide_outcome(task.gate, run.grade, scope, integrity, judged.primary, rubric)
+    content_sha256 = task_files.rubric_sha256
     admitted = (
         content_sha256 is not None
         and admissions is not None
-        and admissions.admits(content_sha256, primary.spec)
+        and admissions.admits(content_sha256, judges[0].spec)
     )
+    return _run_metrics(run.grade, content_sha256, admitted, outcome, scope, integrity, judged, judges)
 
-    metrics = RunMetrics(
+
+class _Judged(NamedTuple):
+    """What the judges said of one run: each one's result, why the second or both were not called, and the
+    rubric's assessment by the primary's verdicts."""
+
+    primary: JudgeResult | None = None
+    second: JudgeResult | None = None
+    second_skipped: str | None = None
+    assessment: RubricAssessment | None = None
+    skipped: str | None = None
+
+
+def _run_metrics(
+    grade_json: GradeJson,
+    content_sha256: str | None,
+    admitted: bool,
+    outcome: Outcome,
+    scope: ScopeResult | None,
+    integrity: IntegrityResult | None,
+    judged: _Judged,
+    judges: tuple[Backend, Backend | None],
+) -> RunMetrics:
+    """metrics.json's content for one graded run."""
+    primary, second = judges
+    return RunMetrics(
         rubric_sha256=content_sha256,
         provisional=not admitted,
-        grade_metrics=grade.metrics(),
+        grade_metrics=grade_json.metrics(),
         mergeable=outcome.mergeable,
         merge_score=outcome.merge_score,
         grader_failure=outcome.grader_failure,
@@ -468,21 +490,20 @@ def grade(
         details=RunDetails(
             status=outcome.status,
             reasons=outcome.reasons,
-            judge_skipped=judge_skipped,
+            judge_skipped=judged.skipped,
             scope=scope,
             integrity=integrity,
             integrity_not_measured=sorted(integrity.not_measured) if integrity is not None else [],
-            assessment=assessment,
-            judge=primary_result,
-            second_judge=second_result,
-            second_judge_skipped=second_skipped,
+            assessment=judged.assessment,
+            judge=judged.primary,
+            second_judge=judged.second,
+            second_judge_skipped=judged.second_skipped,
             judge_families=JudgeFamilies(
                 primary=judge_family(primary.spec),
                 second=judge_family(second.spec) if second is not None else None,
             ),
         ),
     )
-    return metrics
 
 
 def _scope_and_integrity(

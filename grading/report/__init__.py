@@ -1,7 +1,9 @@
 """The §7 report: run outcomes summed per task, arm, model and prompt style (sums), rates with bootstrap
 intervals (stats), contrasts and their precision (contrasts, power), judge agreement (agreement), the
 warnings, the report model (models, built by build), and its renderings: text and CSV (render), SVG
-charts (charts), one HTML file (html). files reads metrics.json, labels and cutoffs from disk."""
+charts (charts), one HTML file (html); label rows (label_rows) and reviewers' agreement (reviewers). files
+reads metrics.json, labels and cutoffs from disk. This interface is what the app and a library user take
+from the report: the package root gives it whole (the command line imports its own helpers directly)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from grading.lazy import lazy_interface
 
-# module -> the public names it defines
+# module -> the public names it defines (grading/__init__ reads them from here)
 _PUBLIC: dict[str, tuple[str, ...]] = {
     "grading.report.agreement": ("judge_agreement",),
     "grading.report.build": ("build_report", "report_from_sums", "report_label_target"),
@@ -25,14 +27,22 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "MetricsFile",
         "MetricsJudge",
         "StrictMetricsFile",
-        "TaskIndex",
-        "load_cutoffs",
-        "load_labels",
         "parse_date",
-        "read_graded_run",
         "read_metrics",
     ),
     "grading.report.html": ("label_target_text", "render_report_html"),
+    "grading.report.label_rows": (
+        "LABEL_FIELDS",
+        "MAX_LABEL_FILE_BYTES",
+        "LabelRow",
+        "LabelRowsError",
+        "human_mergeable_from_items",
+        "label_format",
+        "read_label_rows",
+        "run_inclusion_probability",
+        "settled_verdict",
+        "write_label_rows",
+    ),
     "grading.report.models": (
         "Cell",
         "Contrast",
@@ -56,14 +66,19 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "report_provenance",
     ),
     "grading.report.render": (
+        "INTERVALS_TEXT",
         "METRIC_NAMES",
         "contrast_estimate",
         "contrast_label",
+        "corrected_contrast_label",
+        "corrected_contrast_text",
+        "estimate_note",
+        "left_out_text",
         "metric_lines",
         "precision_text",
         "report_csv",
-        "report_markdown",
     ),
+    "grading.report.reviewers": ("ReviewerAgreement", "reviewer_agreement"),
     "grading.report.rows": (
         "ItemRow",
         "RunRow",
@@ -93,14 +108,20 @@ if TYPE_CHECKING:
     from grading.report.files import MetricsFile as MetricsFile
     from grading.report.files import MetricsJudge as MetricsJudge
     from grading.report.files import StrictMetricsFile as StrictMetricsFile
-    from grading.report.files import TaskIndex as TaskIndex
-    from grading.report.files import load_cutoffs as load_cutoffs
-    from grading.report.files import load_labels as load_labels
     from grading.report.files import parse_date as parse_date
-    from grading.report.files import read_graded_run as read_graded_run
     from grading.report.files import read_metrics as read_metrics
     from grading.report.html import label_target_text as label_target_text
     from grading.report.html import render_report_html as render_report_html
+    from grading.report.label_rows import LABEL_FIELDS as LABEL_FIELDS
+    from grading.report.label_rows import MAX_LABEL_FILE_BYTES as MAX_LABEL_FILE_BYTES
+    from grading.report.label_rows import LabelRow as LabelRow
+    from grading.report.label_rows import LabelRowsError as LabelRowsError
+    from grading.report.label_rows import human_mergeable_from_items as human_mergeable_from_items
+    from grading.report.label_rows import label_format as label_format
+    from grading.report.label_rows import read_label_rows as read_label_rows
+    from grading.report.label_rows import run_inclusion_probability as run_inclusion_probability
+    from grading.report.label_rows import settled_verdict as settled_verdict
+    from grading.report.label_rows import write_label_rows as write_label_rows
     from grading.report.models import DEFAULT_BOOTSTRAP as DEFAULT_BOOTSTRAP
     from grading.report.models import DEFAULT_SEED as DEFAULT_SEED
     from grading.report.models import Cell as Cell
@@ -119,13 +140,19 @@ if TYPE_CHECKING:
     from grading.report.provenance import download_name as download_name
     from grading.report.provenance import read_git_commit as read_git_commit
     from grading.report.provenance import report_provenance as report_provenance
+    from grading.report.render import INTERVALS_TEXT as INTERVALS_TEXT
     from grading.report.render import METRIC_NAMES as METRIC_NAMES
     from grading.report.render import contrast_estimate as contrast_estimate
     from grading.report.render import contrast_label as contrast_label
+    from grading.report.render import corrected_contrast_label as corrected_contrast_label
+    from grading.report.render import corrected_contrast_text as corrected_contrast_text
+    from grading.report.render import estimate_note as estimate_note
+    from grading.report.render import left_out_text as left_out_text
     from grading.report.render import metric_lines as metric_lines
     from grading.report.render import precision_text as precision_text
     from grading.report.render import report_csv as report_csv
-    from grading.report.render import report_markdown as report_markdown
+    from grading.report.reviewers import ReviewerAgreement as ReviewerAgreement
+    from grading.report.reviewers import reviewer_agreement as reviewer_agreement
     from grading.report.rows import ItemRow as ItemRow
     from grading.report.rows import RunRow as RunRow
     from grading.report.rows import item_rows as item_rows

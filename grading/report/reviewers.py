@@ -52,30 +52,25 @@ def _alpha(units: Sequence[Sequence[str]]) -> float | None:
     return 1 - (n - 1) * observed / expected
 
 
+def _undefined(pairs: int, disagreeing: int, reason: str) -> ReviewerAgreement:
+    """No α for these pairs, and why."""
+    return ReviewerAgreement(
+        alpha=None, low=None, high=None, pairs=pairs, disagreeing=disagreeing, undefined_reason=reason
+    )
+
+
 def reviewer_agreement(units: Sequence[Sequence[str]]) -> ReviewerAgreement:
     """α over the units (each: the verdicts the reviewers gave one pair; units with one verdict are left
     out), with its bootstrap interval (pairs drawn with replacement; draws without variation skipped)."""
     labelled = [list(values) for values in units if len(values) >= 2]
     disagreeing = sum(1 for values in labelled if len(set(values)) > 1)
     if len(labelled) < 2:
-        return ReviewerAgreement(
-            alpha=None,
-            low=None,
-            high=None,
-            pairs=len(labelled),
-            disagreeing=disagreeing,
-            undefined_reason="fewer than two pairs labelled by two or more reviewers",
+        return _undefined(
+            len(labelled), disagreeing, "fewer than two pairs labelled by two or more reviewers"
         )
     alpha = _alpha(labelled)
     if alpha is None:
-        return ReviewerAgreement(
-            alpha=None,
-            low=None,
-            high=None,
-            pairs=len(labelled),
-            disagreeing=disagreeing,
-            undefined_reason="every label gives the same verdict",
-        )
+        return _undefined(len(labelled), disagreeing, "every label gives the same verdict")
     rng = random.Random(BOOTSTRAP_SEED)
     draws = []
     for _ in range(BOOTSTRAP_DRAWS):

@@ -11,7 +11,6 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
-from django_htmx.http import HttpResponseStopPolling
 
 from grading import PAYLOAD_KINDS, SUITE_KINDS
 from rubrics_app.access import get_repository_for_user
@@ -33,9 +32,10 @@ from rubrics_app.services.calibration.inputs import spent_this_month
 from rubrics_app.services.jobs import QueueUnreachable
 from rubrics_app.services.judges import JudgeSettingError, set_judges
 from rubrics_app.services.rubrics.task_files import set_task_files
-from rubrics_app.views.common import HtmxHttpRequest, form_page, load_revision, require_post
+from rubrics_app.views.common import HtmxHttpRequest, form_page, load_revision, polled_page, require_post
 from rubrics_app.views.kept_forms import form_key, kept_form
 from rubrics_app.views.revisions import redirect_to, revision_url
+from rubrics_app.views.settings_pages import settings_page
 
 PAGE = "rubrics/calibration_run.html"
 
@@ -227,14 +227,8 @@ def calibration_detail(request: HtmxHttpRequest, repo_pk: int, run_pk: int) -> H
     kept = kept_form(request, form_key("mutant_mark_harmless", run.pk), ReasonForm)
     if kept.form is not None:  # a harmless mark without a reason (views/kept_forms.py)
         context.update({"mutant_form": kept.form, "mutant_form_pk": kept.target})
-    if request.htmx:
-        response = render(request, f"{PAGE}#calibration-rows", context)
-        if run.is_finished:
-            # The last rows and the verdict, then htmx stops asking (status 286).
-            stop = HttpResponseStopPolling(response.content)
-            return stop
-        return response
-    return render(request, PAGE, context)
+    # The last rows and the verdict, then htmx stops asking.
+    return polled_page(request, PAGE, "calibration-rows", context, run.is_finished)
 
 
 @require_GET
@@ -255,33 +249,17 @@ def calibration_row_diff(request: HtmxHttpRequest, repo_pk: int, run_pk: int, ro
 @login_required
 def judge_settings(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     """Everyone with a role sees the judges; maintainers edit them."""
-    access = get_repository_for_user(request, repo_pk)
-    setting = access.repository.judge_setting()
-    form = JudgeSettingForm(instance_setting=setting)
-    if request.method == "POST":
-        access.require(Role.MAINTAINER, access.repository)
-        form = JudgeSettingForm(request.POST, instance_setting=setting)
-        if form.is_valid():
-            try:
-                set_judges(access.repository, by=access, **form.cleaned_data)
-            except JudgeSettingError as exc:
-                form.add_error(exc.field if exc.field in form.fields else None, exc.message)
-            else:
-                messages.success(request, "The judges are saved.")
-                return redirect_to(request, reverse("rubrics:judge_settings", args=[access.repository.pk]))
-    spent = spent_this_month(access.repository.pk)
-    context = {
-        "access": access,
-        "repository": access.repository,
-        "setting": setting,
-        "form": form,
-        "spent": spent,
-    }
-    return render(
+    return settings_page(
         request,
-        "rubrics/judge_settings.html",
-        context,
-        status=200 if form.is_bound is False or not form.errors else 400,
+        repo_pk,
+        load=lambda repository: repository.judge_setting(),
+        form_class=JudgeSettingForm,
+        save=set_judges,
+        refused=JudgeSettingError,
+        saved="The judges are saved.",
+        url_name="rubrics:judge_settings",
+        template="rubrics/judge_settings.html",
+        more=lambda access: {"spent": spent_this_month(access.repository.pk)},
     )
 
 

@@ -1,5 +1,5 @@
-"""What the rubric views share: the htmx request type, the readers of request parameters, the POST-only
-decorator, the revision loader and the rows of the item list."""
+"""What the rubric views share: the htmx request type, the readers of request parameters, a polled page,
+the POST-only decorator, the revision loader and the rows of the item list."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.views import defaults
+from django_htmx.http import HttpResponseStopPolling
 from django_htmx.middleware import HtmxDetails
 
 from grading import MAX_BLOCKERS, MAX_NON_BLOCKERS, MIN_BLOCKERS, MIN_NON_BLOCKERS
@@ -78,6 +79,17 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
     if not isinstance(exception, BadParameter):
         return defaults.bad_request(request, exception)
     return render(request, "400.html", {"problem": str(exception)}, status=400)
+
+
+def polled_page(
+    request: HtmxHttpRequest, page: str, part: str, context: dict[str, Any], finished: bool
+) -> HttpResponse:
+    """A page whose partial ``part`` htmx polls while its work runs: the whole ``page``, or under htmx the
+    partial, answered with status 286 once ``finished`` (htmx swaps that last one in and stops polling)."""
+    if not request.htmx:
+        return render(request, page, context)
+    response = render(request, f"{page}#{part}", context)
+    return HttpResponseStopPolling(response.content) if finished else response
 
 
 def page_number(request: HttpRequest) -> int:

@@ -27,6 +27,7 @@ from rubrics_app.services.jobs import QueueUnreachable
 from rubrics_app.views.common import HtmxHttpRequest, form_page, load_revision, require_post
 from rubrics_app.views.kept_forms import form_key, redirect_with_form
 from rubrics_app.views.revisions import redirect_to
+from rubrics_app.views.settings_pages import settings_page
 from rubrics_app.views.tasks import task_context
 
 
@@ -35,23 +36,17 @@ from rubrics_app.views.tasks import task_context
 @login_required
 def draft_settings(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     """Everyone with a role sees how rubrics are drafted; maintainers edit it."""
-    access = get_repository_for_user(request, repo_pk)
-    setting = DraftSetting.objects.filter(repository=access.repository).first()
-    form = DraftSettingForm(instance_setting=setting)
-    if request.method == "POST":
-        access.require(Role.MAINTAINER, access.repository)
-        form = DraftSettingForm(request.POST)
-        if form.is_valid():
-            try:
-                set_draft_settings(access.repository, by=access, **form.cleaned_data)
-            except DraftSettingError as exc:
-                form.add_error(exc.field if exc.field in form.fields else None, exc.message)
-            else:
-                messages.success(request, "The drafting settings are saved.")
-                return redirect_to(request, reverse("rubrics:draft_settings", args=[access.repository.pk]))
-    context = {"access": access, "repository": access.repository, "setting": setting, "form": form}
-    status = 400 if form.is_bound and form.errors else 200
-    return render(request, "rubrics/draft_settings.html", context, status=status)
+    return settings_page(
+        request,
+        repo_pk,
+        load=lambda repository: DraftSetting.objects.filter(repository=repository).first(),
+        form_class=DraftSettingForm,
+        save=set_draft_settings,
+        refused=DraftSettingError,
+        saved="The drafting settings are saved.",
+        url_name="rubrics:draft_settings",
+        template="rubrics/draft_settings.html",
+    )
 
 
 @require_post("drafts a rubric for a task from a merged PR", back="rubrics:task_detail")

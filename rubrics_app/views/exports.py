@@ -8,6 +8,9 @@ request; no JavaScript needed). Only ``confirm_disputed=1`` goes through."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
@@ -22,8 +25,9 @@ from rubrics_app.services.jobs import QueueUnreachable
 from rubrics_app.services.rubrics.exports import export_rubric_json, export_zip, start_export
 from rubrics_app.services.rubrics.pull_requests import RemoteSettingError, set_remote_setting
 from rubrics_app.services.rubrics.rereview import disputed_blockers, open_disputes
-from rubrics_app.views.common import HtmxHttpRequest, load_revision, require_post
+from rubrics_app.views.common import HtmxHttpRequest, form_page, load_revision, require_post
 from rubrics_app.views.revisions import redirect_to, revision_url
+from rubrics_app.views.settings_pages import settings_page
 
 
 def _admitted(access: RepositoryAccess, rev_pk: int) -> RubricRevision:
@@ -128,26 +132,13 @@ def export_zip_view(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> Http
 @login_required
 def export_checkout(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
     """Writing into the checkout runs git: it is a job, and its page shows how it went."""
-    access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
-    revision = _admitted(access, rev_pk)
-    if (confirm := _unconfirmed(request, access, revision, "Write to the checkout")) is not None:
-        return confirm
-    form = CheckoutExportForm(request.POST)
-    if not form.is_valid():
-        problems = "; ".join(str(e) for errors in form.errors.values() for e in errors)
-        messages.error(request, f"Nothing was written: {problems}")
-        return redirect_to(request, revision_url(revision))
-    try:
-        job = start_export(
-            revision,
-            access,
-            private=form.cleaned_data["private"],
-            branch=form.cleaned_data["branch"] or None,
-        )
-    except (TransitionError, QueueUnreachable) as exc:
-        messages.error(request, f"Nothing was written: {exc}")
-        return redirect_to(request, revision_url(revision))
-    return redirect_to(request, reverse("rubrics:job_detail", args=[access.repository.pk, job.pk]))
+    return _export_job(
+        request,
+        repo_pk,
+        rev_pk,
+        ("Write to the checkout", "Nothing was written"),
+        lambda data, revision: {"private": data["private"]},
+    )
 
 
 @require_post(
@@ -157,48 +148,65 @@ def export_checkout(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> Http
 def export_pull_request(request: HtmxHttpRequest, repo_pk: int, rev_pk: int) -> HttpResponse:
     """ "Send as a pull request": a job that commits the branch, pushes it and opens the pull request; its
     page links the pull request. Disputed blockers are confirmed first, and named in the pull request."""
+    return _export_job(
+        request,
+        repo_pk,
+        rev_pk,
+        ("Send as a pull request", "Nothing was sent"),
+        lambda data, revision: {
+            "pull_request": True,
+            # Confirmed on the page above (or none were disputed): the job stops on any other.
+            "overriding": disputed_blockers([revision.pk]).get(revision.pk, []),
+        },
+    )
+
+
+def _export_job(
+    request: HtmxHttpRequest,
+    repo_pk: int,
+    rev_pk: int,
+    words: tuple[str, str],
+    options: Callable[[dict[str, Any], RubricRevision], dict[str, Any]],
+) -> HttpResponse:
+    """An export job for an admitted revision, its disputed blockers confirmed first, to the form's branch;
+    then its page. ``words``: the action as its button says it, and how a refusal begins ("Nothing was
+    sent"); ``options``: start_export's other arguments, from the form's data and the revision."""
+    action, nothing = words
     access = get_repository_for_user(request, repo_pk, role=Role.MAINTAINER)
     revision = _admitted(access, rev_pk)
-    if (confirm := _unconfirmed(request, access, revision, "Send as a pull request")) is not None:
+    if (confirm := _unconfirmed(request, access, revision, action)) is not None:
         return confirm
     form = CheckoutExportForm(request.POST)
     if not form.is_valid():
         problems = "; ".join(str(e) for errors in form.errors.values() for e in errors)
-        messages.error(request, f"Nothing was sent: {problems}")
+        messages.error(request, f"{nothing}: {problems}")
         return redirect_to(request, revision_url(revision))
     try:
         job = start_export(
             revision,
             access,
             branch=form.cleaned_data["branch"] or None,
-            pull_request=True,
-            # Confirmed on the page above (or none were disputed): the job stops on any other.
-            overriding=disputed_blockers([revision.pk]).get(revision.pk, []),
+            **options(form.cleaned_data, revision),
         )
     except (TransitionError, QueueUnreachable) as exc:
-        messages.error(request, f"Nothing was sent: {exc}")
+        messages.error(request, f"{nothing}: {exc}")
         return redirect_to(request, revision_url(revision))
     return redirect_to(request, reverse("rubrics:job_detail", args=[access.repository.pk, job.pk]))
 
 
+@form_page("saves where the repository's rubrics are sent")
 @require_http_methods(["GET", "POST"])
 @login_required
 def remote_settings(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     """Everyone with a role sees where rubrics are sent; maintainers edit it."""
-    access = get_repository_for_user(request, repo_pk)
-    setting = RemoteSetting.objects.filter(repository=access.repository).first()
-    form = RemoteSettingForm(instance_setting=setting)
-    if request.method == "POST":
-        access.require(Role.MAINTAINER, access.repository)
-        form = RemoteSettingForm(request.POST)
-        if form.is_valid():
-            try:
-                set_remote_setting(access.repository, by=access, **form.cleaned_data)
-            except RemoteSettingError as exc:
-                form.add_error(exc.field if exc.field in form.fields else None, exc.message)
-            else:
-                messages.success(request, "The remote is saved.")
-                return redirect_to(request, reverse("rubrics:remote_settings", args=[access.repository.pk]))
-    context = {"access": access, "repository": access.repository, "setting": setting, "form": form}
-    status = 400 if form.is_bound and form.errors else 200
-    return render(request, "rubrics/remote_settings.html", context, status=status)
+    return settings_page(
+        request,
+        repo_pk,
+        load=lambda repository: RemoteSetting.objects.filter(repository=repository).first(),
+        form_class=RemoteSettingForm,
+        save=set_remote_setting,
+        refused=RemoteSettingError,
+        saved="The remote is saved.",
+        url_name="rubrics:remote_settings",
+        template="rubrics/remote_settings.html",
+    )

@@ -7,14 +7,13 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_GET
-from django_htmx.http import HttpResponseStopPolling
 from pydantic import BaseModel
 
 from rubrics_app.access import get_repository_for_user
 from rubrics_app.models import Job, JobFile, JobResult, RubricDraft, Sweep, Task
-from rubrics_app.views.common import HtmxHttpRequest
+from rubrics_app.views.common import HtmxHttpRequest, polled_page
 
 PAGE = "rubrics/job_detail.html"
 
@@ -67,13 +66,7 @@ def job_detail(request: HtmxHttpRequest, repo_pk: int, job_pk: int) -> HttpRespo
         "task": _task_of(job),
         "job_files": list(JobFile.objects.filter(job=job).defer("data")),
     }
-    if request.htmx:
-        response = render(request, f"{PAGE}#job-status", context)
-        if job.is_finished:
-            # 286: htmx swaps this last status in and stops polling.
-            return HttpResponseStopPolling(response.content)
-        return response
-    return render(request, PAGE, context)
+    return polled_page(request, PAGE, "job-status", context, job.is_finished)
 
 
 @require_GET

@@ -24,6 +24,8 @@ from grading import (
     METRIC_NAMES,
     REPEATED_WARNINGS,
     ItemRow,
+    Provenance,
+    Report,
     RunRow,
     contrast_estimate,
     contrast_label,
@@ -176,6 +178,15 @@ def report_page(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     return render(request, "rubrics/report.html", _page_context(access, filters, result, form))
 
 
+def _under_filters(
+    request: HtmxHttpRequest, access: RepositoryAccess
+) -> tuple[dict[str, str], Report, Provenance]:
+    """A download's filters (from the query string), the repository's report under them and its provenance."""
+    filters = clean_filters(request.GET)
+    report = repository_report(access.repository, filters).report
+    return filters, report, download_provenance(access.repository, filters, report)
+
+
 def _download_name(access: RepositoryAccess, filters: dict[str, str], ext: str, kind: str = "report") -> str:
     # Repository names match [A-Za-z0-9._-]+ (name_validator) and download_name keeps only those
     # characters of a filter's value: nothing to quote in the header.
@@ -186,9 +197,7 @@ def _download_name(access: RepositoryAccess, filters: dict[str, str], ext: str, 
 @login_required
 def report_json(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     access = get_repository_for_user(request, repo_pk)
-    filters = clean_filters(request.GET)
-    report = repository_report(access.repository, filters).report
-    provenance = download_provenance(access.repository, filters, report)
+    filters, report, provenance = _under_filters(request, access)
     # What `rubric report --json` prints for the same runs (its provenance aside).
     data = {**report.to_json_dict(), "provenance": provenance.model_dump(mode="json")}
     body = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
@@ -201,9 +210,7 @@ def report_json(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
 @login_required
 def report_csv_view(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     access = get_repository_for_user(request, repo_pk)
-    filters = clean_filters(request.GET)
-    report = repository_report(access.repository, filters).report
-    provenance = download_provenance(access.repository, filters, report)
+    filters, report, provenance = _under_filters(request, access)
     body = f"# provenance {provenance.model_dump_json()}\n" + report_csv(report)
     response = HttpResponse(body, content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = _download_name(access, filters, "csv")
@@ -217,9 +224,7 @@ def _rows_download(request: HtmxHttpRequest, repo_pk: int, fmt: str, kind: str) 
     access = get_repository_for_user(request, repo_pk)
     if fmt not in _ROW_TYPES:
         raise Http404("no such format")
-    filters = clean_filters(request.GET)
-    report = repository_report(access.repository, filters).report
-    provenance = download_provenance(access.repository, filters, report)
+    filters, report, provenance = _under_filters(request, access)
     if kind == "runs":
         body = rows_file(run_rows(access.repository, filters), RunRow, provenance, fmt)  # type: ignore[arg-type]
     else:
@@ -235,9 +240,7 @@ def report_export(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     """The report's runs under the filters as run folders (run.json, metrics.json), task.json files, labels
     and cutoffs, in a zip: ``rubric report`` on them reproduces the report."""
     access = get_repository_for_user(request, repo_pk)
-    filters = clean_filters(request.GET)
-    report = repository_report(access.repository, filters).report
-    provenance = download_provenance(access.repository, filters, report)
+    filters, report, provenance = _under_filters(request, access)
     response = HttpResponse(
         runs_export(access.repository, filters, provenance), content_type="application/zip"
     )

@@ -8,10 +8,9 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.views.decorators.http import require_GET
-from django_htmx.http import HttpResponseStopPolling
 
 from rubrics_app.access import get_repository_for_user
 from rubrics_app.forms.runs import SweepForm
@@ -20,7 +19,7 @@ from rubrics_app.services.jobs import QueueUnreachable
 from rubrics_app.services.sweeps import run as sweeps
 from rubrics_app.services.sweeps.export import sweep_filters
 from rubrics_app.services.sweeps.run import SweepError, SweepRequest
-from rubrics_app.views.common import HtmxHttpRequest, require_post
+from rubrics_app.views.common import HtmxHttpRequest, polled_page, require_post
 from rubrics_app.views.revisions import redirect_to
 
 PAGE = "rubrics/sweep_detail.html"
@@ -94,10 +93,4 @@ def sweep_detail(request: HtmxHttpRequest, repo_pk: int, sweep_pk: int) -> HttpR
         "result": job.result_as(SweepResult),
         **_next_steps(sweep),
     }
-    if request.htmx:
-        response = render(request, f"{PAGE}#sweep-progress", context)
-        if job.is_finished:
-            # 286: htmx swaps the final figures in and stops polling.
-            return HttpResponseStopPolling(response.content)
-        return response
-    return render(request, PAGE, context)
+    return polled_page(request, PAGE, "sweep-progress", context, job.is_finished)

@@ -40,8 +40,8 @@ from rubrics_app.services.calibration import run as calibration
 from rubrics_app.services.rubrics import revisions
 from tests.app.calibration_helpers import calibration_replies
 from tests.app.queue_rule import derived_pairs, stored_pairs
-from tests.app.worker_helpers import celery_worker, database_url
-from tests.grading.judge.fake_servers import FakeProviderServer
+from tests.app.worker_helpers import module_worker
+from tests.grading.judge.fake_servers import FakeProviderServer, provider_server
 
 PASSWORD = "correct horse battery staple"
 
@@ -445,21 +445,15 @@ def no_scratch_folder(monkeypatch: pytest.MonkeyPatch) -> None:
 def worker(
     django_db_setup: None, django_db_blocker: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Path]:
-    log = tmp_path_factory.mktemp("worker") / "worker.log"
-    with django_db_blocker.unblock():
-        url = database_url()
-    with celery_worker(log, None, url, name="test"):
+    with module_worker(django_db_blocker, tmp_path_factory, "worker", name="test") as log:
         yield log
 
 
 @pytest.fixture(scope="module")
 def calibration_provider() -> Iterator[FakeProviderServer]:
-    server = FakeProviderServer().start()
-    server.reply_builder = calibration_replies
-    try:
+    with provider_server() as server:
+        server.reply_builder = calibration_replies
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -469,10 +463,9 @@ def calibration_worker(
     tmp_path_factory: pytest.TempPathFactory,
     calibration_provider: FakeProviderServer,
 ) -> Iterator[Path]:
-    log = tmp_path_factory.mktemp("calibration-worker") / "worker.log"
-    with django_db_blocker.unblock():
-        url = database_url()
-    with celery_worker(log, calibration_provider, url):
+    with module_worker(
+        django_db_blocker, tmp_path_factory, "calibration-worker", calibration_provider
+    ) as log:
         yield log
 
 

@@ -15,13 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.local_server import free_port
+
 REDIS_SERVER = shutil.which("redis-server")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class OwnRedis:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rubrics_app.models import AgentRun, ItemVerdict, JudgeGrade, RunGrade, Task, refresh_current_grades
+from rubrics_app.models.repositories import Repository
 from rubrics_app.services.report_rows import refresh_report_rows
 
 BATCH = 2000
@@ -27,6 +28,14 @@ def _details(mergeable: bool) -> dict[str, object]:
         },
         "judge_families": {"primary": "claude", "second": "gpt"},
     }
+
+
+def bulk_tasks(repository: Repository, n: int) -> list[Task]:
+    """``n`` tasks of ``repository`` (task-000, task-001, ...), made in one query."""
+    return Task.objects.bulk_create(
+        Task(repository=repository, task_id=f"task-{i:03d}", spec_prompt="x", base_date="2025-03-01")
+        for i in range(n)
+    )
 
 
 def bulk_runs(tasks: Sequence[Task], arms: Sequence[str], models: Sequence[str], reps: int) -> int:

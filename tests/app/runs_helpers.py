@@ -14,19 +14,12 @@ from typing import Any
 from django.core.management import call_command
 
 from grading.checks.outcome import grade_run
-from rubrics_app.models import Repository, RubricRevision
+from rubrics_app.models import Repository, RubricRevision, RunGrade
 from rubrics_app.services.runs.store import revision_sha256
-from tests.app.conftest import rubric_data
+from tests.app.conftest import ALT_DIFF, rubric_data
 
-RUN_DIFF = b"""diff --git a/src/fraction.py b/src/fraction.py
---- a/src/fraction.py
-+++ b/src/fraction.py
-@@ -1,2 +1,4 @@
- def fraction(x):
-+    if x > 1:
-+        raise ValueError("fraction must be <= 1")
-     return x
-"""
+# A run that solves the task the other way: raising on a fraction above 1.
+RUN_DIFF = ALT_DIFF
 
 PASSING = {
     "B1": {
@@ -155,3 +148,10 @@ def put_label(grade_or_id: Any, item_id: str, verdict: str, queue: str = "judges
         queue=queue,
         **extra,
     )
+
+
+def graded_pairs() -> list[tuple[RunGrade, str]]:
+    """The four pairs ``import_graded`` leaves in the queue (its judges disagree on B1 and N2), in the order
+    rep0 B1, rep0 N2, rep1 B1, rep1 N2."""
+    first, second = RunGrade.objects.order_by("run__repetition")
+    return [(first, "B1"), (first, "N2"), (second, "B1"), (second, "N2")]

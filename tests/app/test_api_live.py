@@ -21,7 +21,7 @@ from grading.cli import main as rubric
 from grading.cli.api import Client
 from rubrics_app.models import AgentRun, Repository, RubricRevision, RunGrade
 from tests.app.api_helpers import run_record, token_for
-from tests.app.worker_helpers import celery_worker, database_url
+from tests.app.worker_helpers import module_worker
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("flushable_transactional_db")]
 
@@ -33,10 +33,7 @@ POLL_DEADLINE_SECONDS = 600
 def worker(
     django_db_setup: None, django_db_blocker: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Path]:
-    log = tmp_path_factory.mktemp("api-worker") / "worker.log"
-    with django_db_blocker.unblock():
-        url = database_url()
-    with celery_worker(log, None, url, name="api"):
+    with module_worker(django_db_blocker, tmp_path_factory, "api-worker", name="api") as log:
         yield log
 
 

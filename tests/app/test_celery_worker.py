@@ -13,7 +13,7 @@ from rubrics_app.models import Job, JobKind, JobStatus, RevisionStatus
 from rubrics_app.services.rubrics import exports
 from rubrics_app.services.rubrics.exports import export_revision_to_checkout
 from tests.app.conftest import RUBRIC, MakeRevision
-from tests.app.worker_helpers import wait_for
+from tests.app.worker_helpers import admitted_in_checkout, wait_for
 from tests.gitrepo import GitRepo
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("flushable_transactional_db")]
@@ -22,12 +22,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("
 def test_the_worker_exports_an_admitted_revision_into_the_checkout(
     worker: Path, make_revision: MakeRevision, git_repo: GitRepo, maintainer: Any
 ) -> None:
-    git_repo.write("README.md", "project\n")
-    git_repo.commit("base")
-    revision = make_revision(RevisionStatus.ADMITTED)
-    repository = revision.task.repository
-    repository.checkout_path = str(git_repo.path)
-    repository.save()
+    revision = admitted_in_checkout(make_revision, git_repo)
 
     job = exports.start_export(revision, Actor.member(maintainer), branch="rubrics/from-worker")
     assert job.status == JobStatus.QUEUED  # sent on commit; the worker has it now

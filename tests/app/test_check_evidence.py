@@ -3,17 +3,15 @@ with real git."""
 
 from __future__ import annotations
 
-import io
-
 import pytest
 from django.contrib.auth.models import User
-from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
 from django.urls import reverse
 
 from rubrics_app.models import EvidenceChange, Repository, RevisionStatus, RubricRevision, Task
 from rubrics_app.services.rubrics.rereview import Cite, parse_cites
+from tests.app.command_helpers import command_output
 from tests.app.conftest import MakeRevision, rubric_data
 from tests.gitrepo import GitRepo
 
@@ -36,9 +34,7 @@ def test_parse_cites_finds_paths_and_ranges_and_skips_urls() -> None:
 
 
 def run(*args: str) -> tuple[str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    call_command("check_evidence", *args, stdout=out, stderr=err)
-    return out.getvalue(), err.getvalue()
+    return command_output("check_evidence", *args)
 
 
 @pytest.fixture

@@ -37,6 +37,7 @@ from rubrics_app.models import (
 from rubrics_app.services.drafting import run as drafting
 from rubrics_app.services.runs.store import import_run_dirs
 from rubrics_app.views import drafting as drafting_views
+from tests.app.client_helpers import logged_in
 from tests.app.drafting_helpers import (
     DRAFTER,
     INJECTION,
@@ -267,15 +268,9 @@ def test_a_reply_that_is_no_draft_fails_at_drafting(
 # --- pages and roles ----------------------------------------------------------------------------------------
 
 
-def _client(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 @pytest.mark.usefixtures("drafting_ready")
 def test_a_maintainer_drafts_from_the_task_page(maintainer: User, task: Task) -> None:
-    client = _client(maintainer)
+    client = logged_in(maintainer)
     page = client.get(reverse("rubrics:task_detail", args=[task.repository_id, task.pk]))
     assert b"Draft from PR" in page.content and b"octo/shapes" in page.content
     # Two sources, the second offered as the other choice; with no GitHub repository, the export alone.
@@ -306,7 +301,7 @@ def test_a_maintainer_drafts_from_the_task_page(maintainer: User, task: Task) ->
 def test_lower_roles_see_no_form_and_cannot_draft(
     request: pytest.FixtureRequest, role: str, task: Task
 ) -> None:
-    client = _client(request.getfixturevalue(role))
+    client = logged_in(request.getfixturevalue(role))
     page = client.get(reverse("rubrics:task_detail", args=[task.repository_id, task.pk]))
     assert page.status_code == 200 and b"Draft from PR" not in page.content
     url = reverse("rubrics:draft_start", args=[task.repository_id, task.pk])
@@ -316,7 +311,7 @@ def test_lower_roles_see_no_form_and_cannot_draft(
 
 @pytest.mark.usefixtures("drafting_ready")
 def test_an_outsider_gets_404_everywhere(outsider: User, task: Task) -> None:
-    client = _client(outsider)
+    client = logged_in(outsider)
     repo = task.repository_id
     assert client.get(reverse("rubrics:task_detail", args=[repo, task.pk])).status_code == 404
     assert (
@@ -343,7 +338,7 @@ def test_an_outsider_gets_404_everywhere(outsider: User, task: Task) -> None:
 def test_a_bad_export_upload_is_a_form_error_and_stores_nothing(
     maintainer: User, task: Task, content: bytes, message: str
 ) -> None:
-    client = _client(maintainer)
+    client = logged_in(maintainer)
     upload = SimpleUploadedFile("bad.json", content, content_type="application/json")
     response = client.post(
         reverse("rubrics:draft_start", args=[task.repository_id, task.pk]), {"pr_export": upload}, follow=True
@@ -355,7 +350,7 @@ def test_a_bad_export_upload_is_a_form_error_and_stores_nothing(
 
 @pytest.mark.usefixtures("drafting_ready")
 def test_neither_or_both_sources_is_a_form_error(maintainer: User, task: Task) -> None:
-    client = _client(maintainer)
+    client = logged_in(maintainer)
     url = reverse("rubrics:draft_start", args=[task.repository_id, task.pk])
     assert b"Give a PR number or a PR export file" in client.post(url, {}, follow=True).content
     upload = SimpleUploadedFile("pr.json", export_json())
@@ -365,7 +360,7 @@ def test_neither_or_both_sources_is_a_form_error(maintainer: User, task: Task) -
 
 
 def test_without_drafting_settings_the_task_page_says_so(maintainer: User, task: Task) -> None:
-    client = _client(maintainer)
+    client = logged_in(maintainer)
     page = client.get(reverse("rubrics:task_detail", args=[task.repository_id, task.pk]))
     assert b"Set the drafter first" in page.content
     response = client.post(
@@ -391,24 +386,24 @@ def test_the_drafting_input_is_for_maintainers_and_escaped(
     )
     assert record.revision is not None
     url = reverse("rubrics:draft_input", args=[task.repository_id, record.revision.pk])
-    page = _client(maintainer).get(url)
+    page = logged_in(maintainer).get(url)
     html = page.content.decode()
     assert page.status_code == 200
     assert "&lt;img src=x onerror=alert(1)&gt;" in html and "<img src=x" not in html
     assert "    1  def signed_area(points):" in html
-    assert _client(reviewer).get(url).status_code == 403
-    assert _client(outsider).get(url).status_code == 404
+    assert logged_in(reviewer).get(url).status_code == 403
+    assert logged_in(outsider).get(url).status_code == 404
     # A long request shows its first part; the whole of it is a download, for maintainers only.
     download = reverse("rubrics:draft_input_download", args=[task.repository_id, record.revision.pk])
     monkeypatch.setattr(drafting_views, "DRAFT_INPUT_SHOW_CHARS", 50)
-    short = _client(maintainer).get(url).content.decode()
+    short = logged_in(maintainer).get(url).content.decode()
     assert "more characters: <a href=" in short and f'href="{download}" download' in short
     assert "    1  def signed_area(points):" not in short
-    whole = _client(maintainer).get(download)
+    whole = logged_in(maintainer).get(download)
     assert whole.status_code == 200 and whole.content.decode() == record.request_body
     assert whole["Content-Disposition"].startswith("attachment;")
-    assert _client(reviewer).get(download).status_code == 403
-    assert _client(outsider).get(download).status_code == 404
+    assert logged_in(reviewer).get(download).status_code == 403
+    assert logged_in(outsider).get(download).status_code == 404
 
 
 # --- settings -----------------------------------------------------------------------------------------------
@@ -438,7 +433,7 @@ def test_bad_drafting_settings_are_form_errors(
         "guidance_globs": "CONTRIBUTING.md",
         field: value,
     }
-    response = _client(maintainer).post(reverse("rubrics:draft_settings", args=[repository.pk]), data)
+    response = logged_in(maintainer).post(reverse("rubrics:draft_settings", args=[repository.pk]), data)
     assert response.status_code == 400
     assert message in response.content.decode()
     assert "judge" not in response.content.decode().split('id="id_drafter"')[1].split("</div>")[0]
@@ -449,7 +444,7 @@ def test_a_bad_drafter_is_called_the_drafter_not_a_judge_spec(
     maintainer: User, repository: Repository
 ) -> None:
     data = {"drafter": "claude", "github_repository": "octo/shapes", "token_env": "GITHUB_TOKEN"}
-    response = _client(maintainer).post(reverse("rubrics:draft_settings", args=[repository.pk]), data)
+    response = logged_in(maintainer).post(reverse("rubrics:draft_settings", args=[repository.pk]), data)
     assert response.status_code == 400
     page = response.content.decode()
     assert "drafter &#x27;claude&#x27;: expected PROVIDER:MODEL" in page and "judge spec" not in page
@@ -466,13 +461,13 @@ def test_a_maintainer_sets_drafting_and_others_only_see_it(
         "token_env": "GITHUB_TOKEN_OCTO",
         "guidance_globs": "CONTRIBUTING.md\nAGENTS.md\ndocs/dev/**",
     }
-    assert _client(maintainer).post(url, data).status_code == 302
+    assert logged_in(maintainer).post(url, data).status_code == 302
     setting = DraftSetting.objects.get(repository=repository)
     assert (setting.drafter, setting.token_env, setting.use_token) == (DRAFTER, "GITHUB_TOKEN_OCTO", True)
     assert setting.guidance_globs == ["CONTRIBUTING.md", "AGENTS.md", "docs/dev/**"]
     assert AuditEvent.objects.filter(verb=AuditVerb.DRAFT_SETTINGS_SET, actor=maintainer).count() == 1
 
-    client = _client(viewer)
+    client = logged_in(viewer)
     page = client.get(url)
     assert page.status_code == 200
     assert b"GITHUB_TOKEN_OCTO" in page.content and b"Save drafting settings" not in page.content
@@ -668,7 +663,7 @@ def _job_ends(record: RubricDraft, status: JobStatus) -> None:
 
 @pytest.mark.usefixtures("drafting_ready")
 def test_a_second_click_joins_the_drafting_under_way_and_says_so(maintainer: User, task: Task) -> None:
-    client = _client(maintainer)
+    client = logged_in(maintainer)
     url = reverse("rubrics:draft_start", args=[task.repository_id, task.pk])
     first = client.post(url, {"pr_number": 7})
     record = RubricDraft.objects.get()

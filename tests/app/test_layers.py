@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_code_shape import cycles
+
 ROOT = Path(__file__).resolve().parents[2]
 
 BASE, MODELS, SERVICES, ENTRY = range(4)
@@ -85,41 +87,6 @@ def import_graph(root: Path, package: str) -> dict[str, set[str]]:
         targets.discard(module)
         graph[module] = targets
     return graph
-
-
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Every strongly connected set of more than one module (Tarjan), each sorted."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for nxt in sorted(graph.get(node, ())):
-            if nxt not in index:
-                visit(nxt)
-                low[node] = min(low[node], low[nxt])
-            elif nxt in on_stack:
-                low[node] = min(low[node], index[nxt])
-        if low[node] == index[node]:
-            component = []
-            while True:
-                top = stack.pop()
-                on_stack.discard(top)
-                component.append(top)
-                if top == node:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return found
 
 
 def test_rubrics_app_has_no_import_circle() -> None:

@@ -23,11 +23,11 @@ from django.utils import timezone
 
 from rubrics_app import celery_app
 from rubrics_app.access import Actor
-from rubrics_app.models import ExportResult, Job, JobKind, JobStatus, RevisionStatus, RubricRevision
+from rubrics_app.models import ExportResult, Job, JobKind, JobStatus, RubricRevision
 from rubrics_app.services.jobs import finish, reap
 from rubrics_app.services.rubrics import exports
 from tests.app.conftest import MakeRevision
-from tests.app.worker_helpers import CELERY, ROOT, WAIT_SECONDS, database_url, wait_for
+from tests.app.worker_helpers import CELERY, ROOT, WAIT_SECONDS, admitted_in_checkout, database_url, wait_for
 from tests.gitrepo import GitRepo
 
 # Short enough for a test, in the proportions of the defaults (lost after several missed beats).
@@ -104,12 +104,8 @@ def test_a_job_whose_worker_is_killed_is_run_again_by_another_worker(
     tmp_path: Path,
     workers: list[Worker],
 ) -> None:
-    git_repo.write("README.md", "project\n")
-    git_repo.commit("base")
-    revision = make_revision(RevisionStatus.ADMITTED)
+    revision = admitted_in_checkout(make_revision, git_repo)
     repository = revision.task.repository
-    repository.checkout_path = str(git_repo.path)
-    repository.save()
 
     # The first worker finds a git that never returns, so the export is mid-run when the worker dies.
     stuck = tmp_path / "stuck-bin"

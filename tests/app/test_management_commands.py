@@ -27,6 +27,7 @@ from rubrics_app.models import (
     RubricRevision,
     Task,
 )
+from tests.app.command_helpers import command_output
 from tests.app.conftest import CALIBRATION_FILES, MakeRevision, rubric_data
 from tests.gitrepo import GitRepo
 
@@ -34,9 +35,7 @@ pytestmark = pytest.mark.django_db
 
 
 def run(*args: str) -> tuple[str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    call_command(*args, stdout=out, stderr=err)
-    return out.getvalue(), err.getvalue()
+    return command_output(*args)
 
 
 def write_task(repo: GitRepo, task_id: str, data: dict[str, Any] | None = None) -> None:

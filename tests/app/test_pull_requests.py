@@ -36,7 +36,7 @@ from rubrics_app.services.rubrics import rereview
 from rubrics_app.services.rubrics.exports import export_revision_to_checkout
 from rubrics_app.services.rubrics.pull_requests import code, fenced, set_remote_setting
 from tests.app.conftest import MakeRevision
-from tests.git_http_server import GitHttpServer, PullsStandIn, bare_repository
+from tests.git_http_server import GitHttpServer, PullsStandIn, bare_repository, serving_shapes
 from tests.gitrepo import GitRepo
 
 pytestmark = pytest.mark.django_db
@@ -57,10 +57,8 @@ def checkout(repository: Repository) -> GitRepo:
 
 @pytest.fixture
 def git_server(tmp_path: Path) -> Iterator[GitHttpServer]:
-    bare_repository(tmp_path / "served" / "octo" / "shapes.git")
-    server = GitHttpServer(tmp_path / "served", password=TOKEN).start()
-    yield server
-    server.stop()
+    with serving_shapes(tmp_path / "served", TOKEN) as server:
+        yield server
 
 
 @pytest.fixture

@@ -16,7 +16,8 @@ from django.urls import reverse
 from rubrics_app.access import Actor
 from rubrics_app.models import HumanVerdict, Repository, RubricRevision, RunGrade
 from rubrics_app.services.runs import queue as review_queue
-from tests.app.runs_helpers import import_graded, put_label
+from tests.app.client_helpers import logged_in
+from tests.app.runs_helpers import graded_pairs, import_graded, put_label
 
 pytestmark = pytest.mark.django_db
 
@@ -27,17 +28,6 @@ def graded(tmp_path: Path, repository: Repository, admitted_revision: RubricRevi
     rep1 N2."""
     import_graded(tmp_path, repository, admitted_revision)
     return admitted_revision
-
-
-def logged_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-def pairs() -> list[tuple[RunGrade, str]]:
-    first, second = RunGrade.objects.order_by("run__repetition")
-    return [(first, "B1"), (first, "N2"), (second, "B1"), (second, "N2")]
 
 
 def entry(repository: Repository, pair: tuple[RunGrade, str], query: str = "kind=judges") -> str:
@@ -71,7 +61,7 @@ def page(client: Client, url: str) -> str:
 def test_n_leads_to_the_next_unlabelled_pair_past_labelled_ones(
     reviewer: User, repository: Repository, graded: RubricRevision
 ) -> None:
-    a, b, c, d = pairs()
+    a, b, c, d = graded_pairs()
     client = logged_in(reviewer)
     for pair in (b, c):  # labelled by someone: "next" walks onto them, "next unlabelled" skips them
         put_label(pair[0], pair[1], "pass")
@@ -97,7 +87,7 @@ def test_n_leads_to_the_next_unlabelled_pair_past_labelled_ones(
 def test_a_label_is_shown_saved_with_an_undo_that_removes_it(
     reviewer: User, repository: Repository, graded: RubricRevision
 ) -> None:
-    a, b, *_ = pairs()
+    a, b, *_ = graded_pairs()
     client = logged_in(reviewer)
     response = client.post(label_url(repository, a), {"verdict": "fail", "kind": "judges"}, follow=True)
     html = response.content.decode()
@@ -122,7 +112,7 @@ def test_a_label_is_shown_saved_with_an_undo_that_removes_it(
 def test_each_reviewer_keeps_their_own_label_and_undo_puts_back_their_own(
     reviewer: User, maintainer: User, repository: Repository, graded: RubricRevision
 ) -> None:
-    a, *_ = pairs()
+    a, *_ = graded_pairs()
     logged_in(maintainer).post(
         label_url(repository, a), {"verdict": "pass", "note": "fine", "kind": "judges"}
     )
@@ -148,7 +138,7 @@ def test_each_reviewer_keeps_their_own_label_and_undo_puts_back_their_own(
 def test_only_ones_own_most_recent_label_is_undone(
     reviewer: User, maintainer: User, repository: Repository, graded: RubricRevision
 ) -> None:
-    a, b, c, _ = pairs()
+    a, b, c, _ = graded_pairs()
     first_browser, second_browser = logged_in(reviewer), logged_in(reviewer)
     first_browser.post(label_url(repository, a), {"verdict": "fail", "kind": "judges"})
     # The same reviewer labels another pair elsewhere: the first browser's undo is no longer their latest.
@@ -171,7 +161,7 @@ def test_only_ones_own_most_recent_label_is_undone(
 def test_undo_is_for_labellers_of_the_repository(
     reviewer: User, viewer: User, outsider: User, repository: Repository, graded: RubricRevision
 ) -> None:
-    a, *_ = pairs()
+    a, *_ = graded_pairs()
     logged_in(reviewer).post(label_url(repository, a), {"verdict": "fail", "kind": "judges"})
     assert undo(logged_in(viewer), repository, a).status_code == 403
     assert undo(logged_in(outsider), repository, a).status_code == 404
@@ -182,7 +172,7 @@ def test_undo_is_for_labellers_of_the_repository(
 def test_the_service_undoes_only_the_labellers_own_label(
     reviewer: User, maintainer: User, repository: Repository, graded: RubricRevision
 ) -> None:
-    a, *_ = pairs()
+    a, *_ = graded_pairs()
     labelled = review_queue.label(a[0], a[1], "fail", "", "judges", Actor.member(reviewer))
     with pytest.raises(review_queue.NothingToUndo):
         review_queue.undo_label(a[0], labelled.undo, Actor.member(maintainer))  # not the maintainer's
@@ -202,7 +192,7 @@ def test_the_service_undoes_only_the_labellers_own_label(
 def test_the_verdict_buttons_come_before_the_diff_in_a_sticky_bar(
     reviewer: User, repository: Repository, graded: RubricRevision
 ) -> None:
-    html = page(logged_in(reviewer), entry(repository, pairs()[0]))
+    html = page(logged_in(reviewer), entry(repository, graded_pairs()[0]))
     bar = html.index('class="label-bar"')
     assert (
         bar < html.index('id="human-verdict"') < html.index('value="pass"') < html.index("<h2>The diff</h2>")
@@ -217,7 +207,7 @@ def test_the_verdict_buttons_come_before_the_diff_in_a_sticky_bar(
 def test_the_list_shows_each_verdict_given(
     reviewer: User, repository: Repository, graded: RubricRevision
 ) -> None:
-    a, b, c, _ = pairs()
+    a, b, c, _ = graded_pairs()
     client = logged_in(reviewer)
     for pair, verdict in ((a, "pass"), (b, "fail"), (c, "unsure")):
         client.post(label_url(repository, pair), {"verdict": verdict, "kind": "judges"})
@@ -229,7 +219,7 @@ def test_the_list_shows_each_verdict_given(
 
 
 def test_the_unlabelled_only_list(reviewer: User, repository: Repository, graded: RubricRevision) -> None:
-    a, b, c, d = pairs()
+    a, b, c, d = graded_pairs()
     client = logged_in(reviewer)
     url = reverse("rubrics:queue", args=[repository.pk])
     put_label(a[0], a[1], "pass")
@@ -262,7 +252,7 @@ def test_the_unlabelled_only_list(reviewer: User, repository: Repository, graded
 def test_the_end_of_the_list_says_how_many_remain_and_links_the_first(
     reviewer: User, repository: Repository, graded: RubricRevision
 ) -> None:
-    a, b, c, d = pairs()
+    a, b, c, d = graded_pairs()
     client = logged_in(reviewer)
     url = reverse("rubrics:queue", args=[repository.pk])
     put_label(d[0], d[1], "pass")

@@ -13,27 +13,15 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from rubrics_app.models import ItemVerdict, Repository, Task
+from rubrics_app.models import ItemVerdict, Repository
 from rubrics_app.services.report_rows import refresh_report_rows
-from tests.app.report_rows import bulk_runs
+from tests.app.client_helpers import logged_in
+from tests.app.report_rows import bulk_runs, bulk_tasks
 from tests.app.runs_helpers import put_label
 
 pytestmark = pytest.mark.django_db
 
 ENTRY = re.compile(r'href="/repos/\d+/queue/(\d+)/(\w+)/\?[^"]*"><code>')
-
-
-def _tasks(repository: Repository, n: int) -> list[Task]:
-    return Task.objects.bulk_create(
-        Task(repository=repository, task_id=f"task-{i:03d}", spec_prompt="x", base_date="2025-03-01")
-        for i in range(n)
-    )
-
-
-def client_for(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def expected_order(repository: Repository, **filters: str) -> list[tuple[int, str]]:
@@ -65,12 +53,12 @@ def listed(html: str) -> list[tuple[int, str]]:
 def queued(repository: Repository, settings: Any) -> Repository:
     """3 tasks x 2 arms x 1 model x 5 repetitions = 30 runs; 12 disagreeing pairs, 5 to a page."""
     settings.RUNS_QUEUE_PAGE_SIZE = 5
-    assert bulk_runs(_tasks(repository, 3), ["a", "b"], ["claude-x"], 5) == 30
+    assert bulk_runs(bulk_tasks(repository, 3), ["a", "b"], ["claude-x"], 5) == 30
     return repository
 
 
 def test_the_list_shows_one_page_and_counts_the_whole_queue(queued: Repository, reviewer: User) -> None:
-    client = client_for(reviewer)
+    client = logged_in(reviewer)
     url = reverse("rubrics:queue", args=[queued.pk])
     order = expected_order(queued)
     assert len(order) == 12
@@ -94,7 +82,7 @@ def test_the_list_shows_one_page_and_counts_the_whole_queue(queued: Repository, 
 
 
 def test_the_page_links_keep_the_filters(queued: Repository, reviewer: User) -> None:
-    client = client_for(reviewer)
+    client = logged_in(reviewer)
     html = client.get(reverse("rubrics:queue", args=[queued.pk]), {"arm": "b"}).content.decode()
     order = expected_order(queued, arm="b")
     assert len(order) == 6 and listed(html) == order[:5]
@@ -105,7 +93,7 @@ def test_the_page_links_keep_the_filters(queued: Repository, reviewer: User) -> 
 
 
 def test_next_and_previous_run_across_page_boundaries(queued: Repository, reviewer: User) -> None:
-    client = client_for(reviewer)
+    client = logged_in(reviewer)
     order = expected_order(queued)
     first = reverse("rubrics:queue_entry", args=[queued.pk, *order[0]])
     html = client.get(first, {"kind": "judges"}).content.decode()
@@ -139,7 +127,7 @@ def test_a_pair_outside_the_filtered_queue_leads_to_its_first(queued: Repository
     order_a = expected_order(queued, arm="a")
     order_b = expected_order(queued, arm="b")
     html = (
-        client_for(reviewer)
+        logged_in(reviewer)
         .get(reverse("rubrics:queue_entry", args=[queued.pk, *order_a[0]]), {"arm": "b"})
         .content.decode()
     )
@@ -154,7 +142,7 @@ def test_a_pair_both_judges_regraded_differently_is_one_entry(queued: Repository
         verdict.previous_verdict = "fail" if verdict.verdict == "pass" else "pass"
         verdict.save()
     refresh_report_rows([grade_id])  # as every writer of verdicts does: the queue's pairs follow them
-    html = client_for(reviewer).get(reverse("rubrics:queue", args=[queued.pk]), {"kind": "regrade"})
+    html = logged_in(reviewer).get(reverse("rubrics:queue", args=[queued.pk]), {"kind": "regrade"})
     assert listed(html.content.decode()) == [(grade_id, item_id)]
     assert "0 of 1 reviewed" in html.content.decode()
 
@@ -192,9 +180,9 @@ def test_a_page_costs_as_many_queries_at_two_queue_sizes(
 ) -> None:
     settings.RUNS_QUEUE_PAGE_SIZE = 10
     settings.RUNS_AGREED_SAMPLE_PERCENT = 100
-    assert bulk_runs(_tasks(repository, 2), ["a", "b"], ["claude-x"], 5) == 20  # 8 pairs disagree
-    assert bulk_runs(_tasks(other_repository, 40), ["a", "b"], ["claude-x", "gpt-y"], 5) == 800  # 320
+    assert bulk_runs(bulk_tasks(repository, 2), ["a", "b"], ["claude-x"], 5) == 20  # 8 pairs disagree
+    assert bulk_runs(bulk_tasks(other_repository, 40), ["a", "b"], ["claude-x", "gpt-y"], 5) == 800  # 320
     assert len(expected_order(other_repository)) == 320
-    small = _page_queries(client_for(reviewer), repository)
-    large = _page_queries(client_for(outsider), other_repository)  # maintainer of the other repository
+    small = _page_queries(logged_in(reviewer), repository)
+    large = _page_queries(logged_in(outsider), other_repository)  # maintainer of the other repository
     assert small == large, (small, large)

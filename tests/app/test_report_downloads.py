@@ -28,6 +28,7 @@ from grading import (
     read_rows,
 )
 from rubrics_app.models import AgentRun, HumanVerdict, Repository
+from tests.app.client_helpers import logged_in
 from tests.app.report_helpers import ROOT, build_runs, label_runs
 
 
@@ -41,12 +42,6 @@ def graded(tmp_path: Path, repository: Repository) -> tuple[Repository, list[Pat
     run_dirs = build_runs(tmp_path, repository)
     label_runs(repository)
     return repository, run_dirs
-
-
-def _client(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def _download(client: Client, name: str, repository: Repository, fmt: str, filters: dict[str, str]) -> Any:
@@ -68,7 +63,7 @@ def test_the_runs_file_reproduces_every_cell_rate_of_the_page(
     graded: tuple[Repository, list[Path]], viewer: User, filters: dict[str, str]
 ) -> None:
     repository = graded[0]
-    client = _client(viewer)
+    client = logged_in(viewer)
     page = client.get(reverse("rubrics:report_json", args=[repository.pk]), filters)
     report = page.json()
     runs_file = _download(client, "runs", repository, "csv", filters)
@@ -114,7 +109,7 @@ def test_items_carry_each_judges_verdicts_and_the_human_labels_beside(
     graded: tuple[Repository, list[Path]], viewer: User
 ) -> None:
     repository = graded[0]
-    client = _client(viewer)
+    client = logged_in(viewer)
     response = _download(client, "items", repository, "jsonl", {"arm": "plain"})
     assert response["Content-Disposition"].endswith('filename="example-project-items-arm-plain.jsonl"')
     provenance, items = read_rows(b"".join(response.streaming_content).decode(), ItemRow)
@@ -156,7 +151,7 @@ def test_rubric_report_writes_the_same_rows_from_the_run_folders(
     cli_provenance, cli_runs = read_rows(runs_out.read_text(), RunRow)
     cli_items = read_rows(items_out.read_text(), ItemRow)[1]
     assert cli_provenance == Provenance.model_validate(json.loads(done.stdout)["provenance"])
-    client = _client(viewer)
+    client = logged_in(viewer)
     app_runs = read_rows(
         b"".join(_download(client, "runs", repository, "csv", {}).streaming_content).decode(), RunRow
     )[1]
@@ -184,7 +179,7 @@ def test_a_cell_links_to_its_runs_and_a_run_page_shows_its_diff_with_the_cited_l
     graded: tuple[Repository, list[Path]], viewer: User
 ) -> None:
     repository = graded[0]
-    client = _client(viewer)
+    client = logged_in(viewer)
     page = client.get(reverse("rubrics:report", args=[repository.pk]), {"task": "t_alpha"}).content.decode()
     base = reverse("rubrics:report_runs", args=[repository.pk, "csv"])
     link = f"{base}?task=t_alpha&amp;arm=plain&amp;model=model-a"
@@ -209,7 +204,7 @@ def test_rubric_report_on_the_exported_run_folders_is_the_pages_report(
     repository = graded[0]
     repository.training_cutoffs = {"model-a": "2025-05-01"}
     repository.save()
-    client = _client(viewer)
+    client = logged_in(viewer)
     page = client.get(reverse("rubrics:report_json", args=[repository.pk]), filters).json()
     response = client.get(reverse("rubrics:report_export", args=[repository.pk]), filters)
     assert response.status_code == 200 and response["Content-Type"] == "application/zip"

@@ -13,17 +13,10 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from rubrics_app.models import Repository, Task
-from tests.app.report_rows import bulk_runs
+from rubrics_app.models import Repository
+from tests.app.report_rows import bulk_runs, bulk_tasks
 
 pytestmark = pytest.mark.django_db
-
-
-def _tasks(repository: Repository, n: int) -> list[Task]:
-    return Task.objects.bulk_create(
-        Task(repository=repository, task_id=f"task-{i:03d}", spec_prompt="x", base_date="2025-03-01")
-        for i in range(n)
-    )
 
 
 def _queries(user: User, repository: Repository, **params: Any) -> tuple[int, int]:
@@ -42,8 +35,8 @@ def _queries(user: User, repository: Repository, **params: Any) -> tuple[int, in
 def test_it_reads_as_many_queries_at_100_and_10000_runs(
     repository: Repository, other_repository: Repository, viewer: User, outsider: User
 ) -> None:
-    small = bulk_runs(_tasks(repository, 5), ["a", "b"], ["claude-x", "gpt-y"], 5)
-    large = bulk_runs(_tasks(other_repository, 50), ["a", "b"], ["claude-x", "gpt-y"], 50)
+    small = bulk_runs(bulk_tasks(repository, 5), ["a", "b"], ["claude-x", "gpt-y"], 5)
+    large = bulk_runs(bulk_tasks(other_repository, 50), ["a", "b"], ["claude-x", "gpt-y"], 50)
     assert (small, large) == (100, 10_000)
     repository.training_cutoffs = other_repository.training_cutoffs = {"claude-x": "2025-01-01"}
     repository.save()

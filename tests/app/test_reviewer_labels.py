@@ -17,7 +17,8 @@ from grading import reviewer_agreement
 from rubrics_app.models import HumanVerdict, Membership, QueueKind, Repository, Role, RubricRevision, RunGrade
 from rubrics_app.services.reports.report import label_target
 from rubrics_app.services.runs import queue as review_queue
-from tests.app.runs_helpers import import_graded
+from tests.app.client_helpers import logged_in
+from tests.app.runs_helpers import graded_pairs, import_graded
 
 pytestmark = pytest.mark.django_db
 
@@ -34,17 +35,6 @@ def graded(tmp_path: Path, repository: Repository, admitted_revision: RubricRevi
     """Two runs whose judges disagree on B1 and N2: four pairs."""
     import_graded(tmp_path, repository, admitted_revision)
     return admitted_revision
-
-
-def logged_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-def pairs() -> list[tuple[RunGrade, str]]:
-    first, second = RunGrade.objects.order_by("run__repetition")
-    return [(first, "B1"), (first, "N2"), (second, "B1"), (second, "N2")]
 
 
 def label(
@@ -72,7 +62,7 @@ def test_n_labels_per_pair(
 ) -> None:
     repository.labels_per_pair = 2
     repository.save()
-    for pair in pairs():
+    for pair in graded_pairs():
         assert label(logged_in(reviewer), repository, pair, "pass") == 302
     mine = review_queue.Queue(repository, QueueKind.JUDGES, {}, unlabelled_only=True, user_id=reviewer.pk)
     theirs = review_queue.Queue(
@@ -80,7 +70,7 @@ def test_n_labels_per_pair(
     )
     # Out of the reviewer's own list, still in the other's; not reviewed until two labelled it.
     assert (mine.count(), theirs.count(), theirs.reviewed_count()) == (0, 4, 0)
-    assert label(logged_in(second_reviewer), repository, pairs()[0], "pass") == 302
+    assert label(logged_in(second_reviewer), repository, graded_pairs()[0], "pass") == 302
     assert theirs.count() == 3 and theirs.reviewed_count() == 1
     assert HumanVerdict.objects.count() == 5
 
@@ -92,7 +82,7 @@ def test_disagreeing_reviewers_go_to_adjudication_and_the_ruling_counts(
     repository: Repository,
     graded: RubricRevision,
 ) -> None:
-    a, b, c, d = pairs()
+    a, b, c, d = graded_pairs()
     for pair in (a, b, c, d):
         label(logged_in(reviewer), repository, pair, "pass")
     for pair, verdict in ((a, "fail"), (b, "pass"), (c, "pass"), (d, "fail")):
@@ -138,7 +128,7 @@ def test_disagreeing_reviewers_go_to_adjudication_and_the_ruling_counts(
 def test_the_list_shows_both_judges_and_filters_by_pattern_and_human_label(
     reviewer: User, repository: Repository, graded: RubricRevision
 ) -> None:
-    a, *_ = pairs()
+    a, *_ = graded_pairs()
     label(logged_in(reviewer), repository, a, "unsure")
 
     def listed(**filters: str) -> list[tuple[str, str, str, str]]:
@@ -170,7 +160,7 @@ def test_a_reviewer_flags_a_blocker_and_a_maintainer_turns_it_into_a_dispute(
 ) -> None:
     from rubrics_app.models import Dispute, ItemFlag
 
-    a, b, *_ = pairs()
+    a, b, *_ = graded_pairs()
     as_reviewer = logged_in(reviewer)
     entry = reverse("rubrics:queue_entry", args=[repository.pk, a[0].pk, "B1"]) + "?kind=judges"
     assert 'id="flag-blocker"' in as_reviewer.get(entry).content.decode()

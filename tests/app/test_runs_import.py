@@ -36,6 +36,7 @@ from rubrics_app.models import (
 from rubrics_app.services.runs.queue import Queue
 from rubrics_app.services.runs.store import revision_sha256
 from rubrics_app.services.sweeps.inputs import run_model
+from tests.app.command_helpers import command_output
 from tests.app.runs_helpers import (
     DISAGREEING,
     PASSING,
@@ -52,9 +53,7 @@ pytestmark = pytest.mark.django_db
 
 
 def run_command(*args: str) -> tuple[str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    call_command("import_runs", *args, stdout=out, stderr=err)
-    return out.getvalue(), err.getvalue()
+    return command_output("import_runs", *args)
 
 
 @pytest.fixture

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.local_server import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 START_SECONDS = 60
 
@@ -37,12 +39,6 @@ def production_env(var_dir: Path) -> dict[str, str]:
     env.pop("DATABASE_URL", None)  # the login page reads no table; SQLite in var_dir if anything did
     env.pop("CELERY_BROKER_URL", None)
     return env
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="module")

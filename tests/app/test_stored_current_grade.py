@@ -63,6 +63,23 @@ def swept(
     assert RunGrade.objects.count() == RUNS
 
 
+@pytest.fixture
+def second(
+    swept: None,
+    admitted_revision: RubricRevision,
+    make_revision: MakeRevision,
+    repository: Repository,
+    maintainer: User,
+) -> RubricRevision:
+    """A newer admitted revision of the task (the first one retired), swept too: each run has a grade
+    against each revision."""
+    revision = newer_revision(
+        make_revision, admitted_revision.task.task_id, "fit() refuses a fraction above 1."
+    )
+    sweep(repository, maintainer)
+    return revision
+
+
 def rewrite_as_newest(grades: list[RunGrade]) -> None:
     """The grades written again, so each is its run's newest (as a writer outside the services would, which
     then stores the current grades itself)."""
@@ -91,16 +108,8 @@ def test_a_re_sweep_after_an_admission_moves_the_current_grade(
 
 
 def test_admitting_a_revision_moves_the_current_grade_off_the_retired_one(
-    swept: None,
-    admitted_revision: RubricRevision,
-    make_revision: MakeRevision,
-    repository: Repository,
-    maintainer: User,
+    second: RubricRevision, admitted_revision: RubricRevision, make_revision: MakeRevision
 ) -> None:
-    second = newer_revision(
-        make_revision, admitted_revision.task.task_id, "fit() refuses a fraction above 1."
-    )
-    sweep(repository, maintainer)
     first_grades = list(RunGrade.objects.filter(revision=admitted_revision))
     rewrite_as_newest(first_grades)  # now newer than the grades against the admitted revision
     assert current_revisions() == {second.pk}
@@ -115,17 +124,12 @@ def test_admitting_a_revision_moves_the_current_grade_off_the_retired_one(
 
 
 def test_changing_the_primary_judge_moves_the_current_grade(
-    swept: None,
+    second: RubricRevision,
     admitted_revision: RubricRevision,
-    make_revision: MakeRevision,
     repository: Repository,
     maintainer: User,
     tmp_path: Path,
 ) -> None:
-    second = newer_revision(
-        make_revision, admitted_revision.task.task_id, "fit() refuses a fraction above 1."
-    )
-    sweep(repository, maintainer)
     rewrite_as_newest(list(RunGrade.objects.filter(revision=admitted_revision)))
     assert current_revisions() == {second.pk}
     first_judge = JudgeSetting.objects.get(repository=repository).judge
@@ -201,16 +205,8 @@ def test_a_refresh_waits_for_a_change_of_judge_in_flight_and_then_sees_it(
 
 
 def test_deleting_the_current_grade_moves_it_to_the_run_s_other_grade(
-    swept: None,
-    admitted_revision: RubricRevision,
-    make_revision: MakeRevision,
-    repository: Repository,
-    maintainer: User,
+    second: RubricRevision, admitted_revision: RubricRevision
 ) -> None:
-    second = newer_revision(
-        make_revision, admitted_revision.task.task_id, "fit() refuses a fraction above 1."
-    )
-    sweep(repository, maintainer)
     run = AgentRun.objects.get(repetition=0)
     RunGrade.objects.filter(run=run, revision=second).delete()
     assert not RunGrade.objects.filter(run=run).current().exists()  # the run has no current grade yet
@@ -227,16 +223,8 @@ def test_one_current_grade_per_run_is_in_the_schema(swept: None) -> None:
 
 
 def test_the_migration_fills_the_marker_by_the_rule(
-    swept: None,
-    admitted_revision: RubricRevision,
-    make_revision: MakeRevision,
-    repository: Repository,
-    maintainer: User,
+    second: RubricRevision, admitted_revision: RubricRevision
 ) -> None:
-    second = newer_revision(
-        make_revision, admitted_revision.task.task_id, "fit() refuses a fraction above 1."
-    )
-    sweep(repository, maintainer)
     rewrite_as_newest(list(RunGrade.objects.filter(revision=admitted_revision)))  # the newest is not current
     stored = set(RunGrade.objects.current().values_list("pk", flat=True))
     assert {g.revision_id for g in RunGrade.objects.current()} == {second.pk}

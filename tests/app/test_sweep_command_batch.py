@@ -8,7 +8,6 @@ test_sweep_worker.py."""
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import urllib.request
@@ -18,8 +17,6 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.management import call_command
-from django.core.management.base import CommandError
 from django.test import Client
 from django.urls import reverse
 
@@ -36,8 +33,10 @@ from rubrics_app.models import (
     RunGrade,
     Sweep,
 )
+from tests.app.command_helpers import command_exit
 from tests.app.sweep_helpers import import_runs
-from tests.grading.judge.fake_servers import FakeProviderServer, error
+from tests.app.worker_helpers import provider_environment
+from tests.grading.judge.fake_servers import FakeProviderServer, error, provider_server
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("flushable_transactional_db")]
 
@@ -51,24 +50,14 @@ def provider(monkeypatch: pytest.MonkeyPatch, settings: Any) -> Iterator[FakePro
     settings.SWEEP_PROVIDER_LIMITS = parse_provider_limits("anthropic=4,openai=4")
     settings.SWEEP_BATCH_POLL_SECONDS = 0.01
     monkeypatch.setitem(celery_app.conf, "task_always_eager", True)
-    server = FakeProviderServer().start()
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-anthropic-key")
-    monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "test-openai-key")
-    try:
+    with provider_server() as server:
+        for name, value in provider_environment(server).items():
+            monkeypatch.setenv(name, value)
         yield server
-    finally:
-        server.stop()
 
 
 def sweep_command(*args: str) -> tuple[int, str]:
-    out = io.StringIO()
-    try:
-        call_command("sweep", *args, "--wait", "--timeout", "60", stdout=out, stderr=io.StringIO())
-    except CommandError as exc:
-        return exc.returncode, out.getvalue() + str(exc)
-    return 0, out.getvalue()
+    return command_exit("sweep", *args, "--wait", "--timeout", "60")
 
 
 def batch_posts(provider: FakeProviderServer) -> list[str]:

@@ -4,7 +4,6 @@ second judge on a sample, and the rerun that makes no call."""
 
 from __future__ import annotations
 
-import io
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,8 +12,6 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.core.cache import cache
-from django.core.management import call_command
-from django.core.management.base import CommandError
 
 from rubrics_app.models import (
     ItemVerdict,
@@ -28,9 +25,10 @@ from rubrics_app.models import (
 )
 from rubrics_app.services.reports import report as report_service
 from rubrics_app.services.reports.report import ReportResult, repository_report
+from tests.app.command_helpers import command_exit
 from tests.app.sweep_helpers import import_runs
-from tests.app.worker_helpers import SONNET, WAIT_SECONDS, celery_worker, database_url, environment
-from tests.grading.judge.fake_servers import FakeProviderServer
+from tests.app.worker_helpers import SONNET, WAIT_SECONDS, environment, module_worker
+from tests.grading.judge.fake_servers import FakeProviderServer, provider_server
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("flushable_transactional_db")]
 
@@ -41,11 +39,8 @@ WORKER_ENV = {"SWEEP_PROVIDER_LIMITS": "anthropic=4,openai=4"}
 
 @pytest.fixture(scope="module")
 def provider() -> Iterator[FakeProviderServer]:
-    server = FakeProviderServer().start()
-    try:
+    with provider_server() as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -55,10 +50,10 @@ def worker(
     tmp_path_factory: pytest.TempPathFactory,
     provider: FakeProviderServer,
 ) -> Iterator[Path]:
-    log = tmp_path_factory.mktemp("sweep-worker") / "worker.log"
-    with django_db_blocker.unblock():
-        url = database_url()
-    with environment(WORKER_ENV), celery_worker(log, provider, url):
+    with (
+        environment(WORKER_ENV),
+        module_worker(django_db_blocker, tmp_path_factory, "sweep-worker", provider) as log,
+    ):
         yield log
 
 
@@ -83,12 +78,7 @@ def ready_report(repository: Repository, log: Path) -> ReportResult:
 
 
 def sweep_command(*args: str) -> tuple[int, str]:
-    out = io.StringIO()
-    try:
-        call_command("sweep", *args, stdout=out, stderr=io.StringIO())
-    except CommandError as exc:
-        return exc.returncode, out.getvalue() + str(exc)
-    return 0, out.getvalue()
+    return command_exit("sweep", *args)
 
 
 def test_sweep_waits_for_the_worker_with_the_scripted_judge(

@@ -37,7 +37,8 @@ from rubrics_app.services.sweeps.run import SweepError, SweepRequest
 from tests.app.conftest import LAZY_DIFF, judge_answers
 from tests.app.runs_helpers import sha256_of
 from tests.app.sweep_helpers import import_runs
-from tests.grading.judge.fake_servers import FakeProviderServer, expired, slow, storm, valid
+from tests.app.worker_helpers import provider_environment
+from tests.grading.judge.fake_servers import FakeProviderServer, expired, provider_server, slow, storm, valid
 
 pytestmark = pytest.mark.django_db
 
@@ -67,15 +68,10 @@ def passing_script(tmp_path: Path, *, fail_lazy: bool = False) -> str:
 def provider(monkeypatch: pytest.MonkeyPatch, settings: Any) -> Iterator[FakeProviderServer]:
     # Concurrency as configured, no rate limit: the tests do not wait out a minute's allowance.
     settings.SWEEP_PROVIDER_LIMITS = parse_provider_limits("anthropic=4,openai=4")
-    server = FakeProviderServer().start()
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-anthropic-key")
-    monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "test-openai-key")
-    try:
+    with provider_server() as server:
+        for name, value in provider_environment(server).items():
+            monkeypatch.setenv(name, value)
         yield server
-    finally:
-        server.stop()
 
 
 def test_a_sweep_grades_every_run_against_the_admitted_revision_once(

@@ -7,20 +7,11 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from django.contrib.auth.models import User
-from django.contrib.sessions.models import Session
-from django.test import Client
 from django.urls import reverse
 
 from rubrics_app.models import ReviewState, RubricItem, RubricRevision
+from tests.app.client_helpers import expired
 from tests.app.conftest import PASSWORD
-
-
-def expired(user: User) -> Client:
-    """A browser that was logged in, whose session the server no longer has."""
-    client = Client()
-    client.force_login(user)
-    Session.objects.all().delete()
-    return client
 
 
 def test_an_htmx_post_goes_to_login_with_next_set_to_the_page(

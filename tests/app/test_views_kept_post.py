@@ -23,20 +23,13 @@ from django.urls import include, path, reverse
 from rubrics_app.models import HumanVerdict, Repository, ReviewState, RubricItem, RubricRevision, RunGrade
 from rubrics_app.views import resume
 from rubrics_app.views.common import require_post
+from tests.app.client_helpers import expired
 from tests.app.conftest import PASSWORD
 from tests.app.runs_helpers import import_graded
 
 pytestmark = pytest.mark.django_db
 
 LOGIN = "/accounts/login/"
-
-
-def expired(user: User) -> Client:
-    """A browser that was logged in as ``user``, whose session the server no longer has."""
-    client = Client()
-    client.force_login(user)
-    Session.objects.all().delete()
-    return client
 
 
 def log_in(client: Client, username: str, next_page: str) -> Any:
@@ -332,14 +325,22 @@ def test_a_session_cookie_gone_with_its_session_still_says_the_session_ended(
     assert "Your session ended" not in client.get(client.get(page)["Location"]).content.decode()
 
 
+@pytest.mark.parametrize(
+    ("page", "purpose"),
+    [
+        ("rubrics:judge_settings", "saves the repository&#x27;s judges"),
+        ("rubrics:draft_settings", "saves how the repository&#x27;s rubrics are drafted"),
+        ("rubrics:remote_settings", "saves where the repository&#x27;s rubrics are sent"),
+    ],
+)
 def test_a_page_that_takes_its_own_form_is_where_the_login_returns(
-    maintainer: User, repository: Repository
+    maintainer: User, repository: Repository, page: str, purpose: str
 ) -> None:
-    settings_page = reverse("rubrics:judge_settings", args=[repository.pk])
+    settings_page = reverse(page, args=[repository.pk])
     client = expired(maintainer)
     response = client.post(settings_page, {"primary": "scripted:/x.json"})
     assert response["Location"] == f"{LOGIN}?next={quote(settings_page, safe='/')}"
     log_in(client, "maintainer", settings_page)
     confirm = client.get(reverse("resume_post")).content.decode()
-    assert "saves the repository&#x27;s judges" in confirm
+    assert purpose in confirm
     assert resume_form(confirm)[0]["action"] == settings_page

@@ -23,6 +23,7 @@ from rubrics_app.models import (
     RunGrade,
 )
 from rubrics_app.services.runs import queue as review_queue
+from tests.app.client_helpers import logged_in
 from tests.app.conftest import MakeRevision
 from tests.app.runs_helpers import PASSING, grade, import_graded, write_run, write_scripted, write_task_dir
 from tests.grading.judge.fake_servers import (
@@ -38,12 +39,6 @@ pytestmark = pytest.mark.django_db
 def graded(tmp_path: Path, repository: Repository, admitted_revision: RubricRevision) -> RubricRevision:
     import_graded(tmp_path, repository, admitted_revision)
     return admitted_revision
-
-
-def logged_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def queue_url(repository: Repository, **query: str) -> str:

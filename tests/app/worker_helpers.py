@@ -3,28 +3,28 @@ job, and the environment it starts with."""
 
 from __future__ import annotations
 
-import io
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.core.management import call_command
-from django.core.management.base import CommandError
 from django.db import connection
 
 from rubrics_app import celery_app
 from rubrics_app.access import Actor
-from rubrics_app.models import Job, Repository
+from rubrics_app.models import Job, Repository, RevisionStatus, RubricRevision
 from rubrics_app.services.judges import set_judges
+from tests.app.command_helpers import command_exit
+from tests.gitrepo import GitRepo
 from tests.grading.judge.fake_servers import FakeProviderServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,6 +63,17 @@ def wait_for(job: Job, log: Path) -> Job:
         time.sleep(0.2)
 
 
+def provider_environment(provider: FakeProviderServer) -> dict[str, str]:
+    """The variables that send both providers' SDKs to the fake server (which stands in for both), with
+    test keys."""
+    return {
+        "ANTHROPIC_BASE_URL": provider.anthropic_base_url,
+        "ANTHROPIC_API_KEY": "test-anthropic-key",
+        "OPENAI_BASE_URL": provider.openai_base_url,
+        "OPENAI_API_KEY": "test-openai-key",
+    }
+
+
 @contextmanager
 def celery_worker(
     log: Path, provider: FakeProviderServer | None, url: str, name: str = "calib"
@@ -81,13 +92,7 @@ def celery_worker(
         "PYTHONWARNINGS": "ignore",
     }
     if provider is not None:
-        # The fake server stands in for both providers.
-        env |= {
-            "ANTHROPIC_BASE_URL": provider.anthropic_base_url,
-            "ANTHROPIC_API_KEY": "test-anthropic-key",
-            "OPENAI_BASE_URL": provider.openai_base_url,
-            "OPENAI_API_KEY": "test-openai-key",
-        }
+        env |= provider_environment(provider)
     command = [
         str(CELERY),
         "-A",
@@ -127,13 +132,37 @@ def celery_worker(
                 process.wait()
 
 
+@contextmanager
+def module_worker(
+    django_db_blocker: Any,
+    tmp_path_factory: pytest.TempPathFactory,
+    folder: str,
+    provider: FakeProviderServer | None = None,
+    name: str = "calib",
+) -> Iterator[Path]:
+    """A worker on the test database for a module's tests (``celery_worker``), its log in a new folder
+    named after ``folder``: the log's path."""
+    log = tmp_path_factory.mktemp(folder) / "worker.log"
+    with django_db_blocker.unblock():
+        url = database_url()
+    with celery_worker(log, provider, url, name=name):
+        yield log
+
+
+def admitted_in_checkout(make_revision: Callable[..., RubricRevision], git_repo: GitRepo) -> RubricRevision:
+    """An admitted revision whose repository's checkout is ``git_repo`` (one commit: a README), for an
+    export job to write into."""
+    git_repo.write("README.md", "project\n")
+    git_repo.commit("base")
+    revision = make_revision(RevisionStatus.ADMITTED)
+    repository = revision.task.repository
+    repository.checkout_path = str(git_repo.path)
+    repository.save()
+    return revision
+
+
 def calibrate_command(*args: str) -> tuple[int, str]:
-    out = io.StringIO()
-    try:
-        call_command("calibrate", *args, stdout=out, stderr=io.StringIO())
-    except CommandError as exc:
-        return exc.returncode, out.getvalue() + str(exc)
-    return 0, out.getvalue()
+    return command_exit("calibrate", *args)
 
 
 def use_fake_providers(repository: Repository, maintainer: User) -> None:

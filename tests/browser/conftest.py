@@ -43,7 +43,7 @@ from tests.app.conftest import (  # noqa: F401 - fixtures
     viewer,
 )
 from tests.app.worker_helpers import ROOT, celery_worker, database_url
-from tests.grading.judge.fake_servers import FakeProviderServer
+from tests.grading.judge.fake_servers import provider_server
 
 MODE_VARIABLE = "RUBRICS_BROWSER_TESTS"
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser")
@@ -229,23 +229,14 @@ class Worker:
 
     def start(self) -> None:
         if not self.running:
-            provider = self._stack.enter_context(_provider())
+            # The worker's environment names a provider; the scripted judge never calls it.
+            provider = self._stack.enter_context(provider_server())
             self._stack.enter_context(celery_worker(self.log, provider, self.url))
             self.running = True
 
     def stop(self) -> None:
         self._stack.close()
         self.running = False
-
-
-@contextlib.contextmanager
-def _provider() -> Iterator[FakeProviderServer]:
-    # The worker's environment names a provider; the scripted judge never calls it.
-    server = FakeProviderServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """The command-line tests' shared set-up, run and reply: the caches kept under the test's own directory,
-``rubric check`` on a task, and a judge reply that tries to escape its fence."""
+``rubric check`` and ``rubric grade`` on a task, and a judge reply that tries to escape its fence."""
 
 from __future__ import annotations
 
@@ -47,6 +47,22 @@ def check(task: CheckedTask, *extra: str) -> list[str]:
     return [
         "check",
         str(task.dir),
+        "--manifest",
+        str(task.manifest),
+        "--judge",
+        f"scripted:{task.judge}",
+        *extra,
+    ]
+
+
+def grade_argv(task: CheckedTask, run: Path, *extra: str) -> list[str]:
+    """``rubric grade``'s arguments for ``run`` of ``task`` with its scripted judge, its file written
+    first."""
+    task.backend()  # writes the scripted judge file
+    return [
+        "grade",
+        str(task.dir),
+        str(run),
         "--manifest",
         str(task.manifest),
         "--judge",

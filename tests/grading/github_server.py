@@ -4,17 +4,18 @@ limits, so the real HTTP client runs end to end in tests."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from tests.local_server import LocalServer
 
-class FakeGitHub:
+
+class FakeGitHub(LocalServer):
     """Serves one repository's pulls; lists are cut into pages of ``page_size`` whatever ``per_page`` asks."""
 
     def __init__(self, repository: str = "octo/shapes") -> None:
@@ -32,16 +33,7 @@ class FakeGitHub:
         self.link_base: str | None = None  # where Link: rel="next" points (default: this server)
         self.endless: set[str] = set()  # list paths whose pagination never ends
         self.delay = 0.0  # seconds each answer waits
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host!s}:{port}"
+        self.serve(self._handler())
 
     def add_pull(
         self,
@@ -59,15 +51,6 @@ class FakeGitHub:
             "reviews": reviews,
             "issue_comments": issue_comments,
         }
-
-    def start(self) -> FakeGitHub:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout=5)
 
     def _route(self, path: str) -> Any:
         prefix = f"/repos/{self.repository}/"

@@ -17,7 +17,7 @@ from grading.schema import rubric_json_schema
 from grading.strict_json import read_json
 from grading.workspace.diff import write_snapshot
 from grading.workspace.record import record_path
-from tests.grading.cli_helpers import own_stores
+from tests.grading.cli_helpers import grade_argv, own_stores
 from tests.grading.task_helpers import FIXED, Task, answer_run, answers
 
 BIG = "9" * 5000  # past Python's 4,300-digit limit for int()
@@ -27,12 +27,6 @@ BIG = "9" * 5000  # past Python's 4,300-digit limit for int()
 def task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Task:
     own_stores(tmp_path, monkeypatch)
     return Task(tmp_path)
-
-
-def grade_argv(task: Task, run: Path, *extra: str) -> list[str]:
-    task.backend()  # writes the scripted judge file
-    return ["grade", str(task.dir), str(run), "--manifest", str(task.manifest),
-            "--judge", f"scripted:{task.judge}", *extra]  # fmt: skip
 
 
 def judge_argv(task: Task, run: Path, *extra: str) -> list[str]:

@@ -15,7 +15,7 @@ import pytest
 
 from examples.build import JUDGE_SCRIPTED, MANIFEST, RUNS, TASK_ID, TASKS
 from grading.cli.rubric import main
-from tests.grading.cli_helpers import ESCAPE_REPLY, own_stores
+from tests.grading.cli_helpers import ESCAPE_REPLY, grade_argv, own_stores
 from tests.grading.judge.fake_servers import (
     FakeProviderServer,
     fake_server_fixture,  # noqa: F401 - the fake_server fixture
@@ -35,18 +35,12 @@ def task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Task:
     return Task(tmp_path)
 
 
-def grade(task: Task, run: Path, *extra: str) -> list[str]:
-    task.backend()  # writes the scripted judge file
-    return ["grade", str(task.dir), str(run), "--manifest", str(task.manifest), "--judge",
-            f"scripted:{task.judge}", *extra]  # fmt: skip
-
-
 def test_json_prints_what_metrics_json_holds_and_exit_0_when_mergeable(
     task: Task, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run = task.make_run("good", FIXED, {"pass": True, "tests_passed": 4})
     answer_run(task, run, answers(("N1",)))
-    assert main(grade(task, run, "--json")) == 0
+    assert main(grade_argv(task, run, "--json")) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed == json.loads((run / "metrics.json").read_text())
     assert (printed["mergeable"], printed["tests_passed"]) == (True, 4)
@@ -58,7 +52,7 @@ def test_json_prints_what_metrics_json_holds_and_exit_0_when_mergeable(
 def test_the_summary_labels_the_scripted_judge(task: Task, capsys: pytest.CaptureFixture[str]) -> None:
     run = task.make_run("good", FIXED, {"pass": True})
     answer_run(task, run, answers(("B1",)))
-    assert main(grade(task, run, "--cache", str(task.dir.parent / "c.sqlite3"))) == 1
+    assert main(grade_argv(task, run, "--cache", str(task.dir.parent / "c.sqlite3"))) == 1
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "not_mergeable: mergeable false, merge_score 0.000, pass true"
     assert "  - blocker B1 fails" in out
@@ -86,7 +80,7 @@ def test_exit_codes(
     answer_run(task, run, answers(nowhere=("B1",)) if setup == "judge_failure" else answers())
     if setup == "no_rubric":
         (task.dir / "rubric.json").unlink()
-    assert main(grade(task, run, "--json")) == code
+    assert main(grade_argv(task, run, "--json")) == code
     assert json.loads(capsys.readouterr().out)["mergeable"] == mergeable
 
 
@@ -105,7 +99,7 @@ def test_bad_input_is_one_line_and_exit_2(
     task: Task, capsys: pytest.CaptureFixture[str], argv_change: tuple[str, str | None], message: str
 ) -> None:
     run = task.make_run("r", FIXED, {"pass": True})
-    argv = grade(task, run, "--json")
+    argv = grade_argv(task, run, "--json")
     flag, value = argv_change
     if flag in ("--judge", "--manifest"):
         argv[argv.index(flag) + 1] = str(value)
@@ -136,7 +130,7 @@ def test_a_changed_file_that_is_not_utf8_is_graded_with_those_bytes_escaped(
     escaped = raw.decode("utf-8", errors="backslashreplace")
     assert "caf\\xe9" in escaped
     task.script["by_diff_sha256"][hashlib.sha256(escaped.encode()).hexdigest()] = answers(("N3",))
-    assert main(grade(task, run, "--json")) == 0
+    assert main(grade_argv(task, run, "--json")) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed == json.loads((run / "metrics.json").read_text())
     assert printed["mergeable"] is True
@@ -288,7 +282,7 @@ def test_the_second_judge_grades_only_its_sample(task: Task, capsys: pytest.Capt
     answer_run(task, run, answers(("N1",)))
     second = task.dir.parent / "second.json"
     second.write_text(json.dumps({"default": {}}))  # never asked: outside the sample
-    base = grade(task, run, "--second-judge", f"scripted:{second}", "--no-cache", "--json")
+    base = grade_argv(task, run, "--second-judge", f"scripted:{second}", "--no-cache", "--json")
     assert main([*base, "--second-judge-sample", "0"]) == 0
     metrics = json.loads(capsys.readouterr().out)
     assert metrics["details"]["second_judge"] is None

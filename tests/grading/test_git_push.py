@@ -13,7 +13,7 @@ import pytest
 
 from grading import GitError, GitHubError, InputError, open_pull_request, parse_remote, push_branch
 from grading.git_credential import answer
-from tests.git_http_server import GitHttpServer, PullsStandIn, bare_repository
+from tests.git_http_server import GitHttpServer, PullsStandIn, bare_repository, serving_shapes
 from tests.gitrepo import GitRepo
 
 TOKEN = "ghp_test-token-0123456789"
@@ -36,10 +36,8 @@ def branch_of(bare: Path, branch: str) -> str:
 
 @pytest.fixture
 def git_server(tmp_path: Path) -> Iterator[GitHttpServer]:
-    bare_repository(tmp_path / "served" / "octo" / "shapes.git")
-    server = GitHttpServer(tmp_path / "served", password=TOKEN).start()
-    yield server
-    server.stop()
+    with serving_shapes(tmp_path / "served", TOKEN) as server:
+        yield server
 
 
 @pytest.fixture

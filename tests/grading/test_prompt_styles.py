@@ -16,6 +16,7 @@ from grading.cli.rubric import main
 from grading.errors import InputError
 from grading.judge.cache import MemoryCache
 from grading.loaders import load_task
+from tests.grading.cli_helpers import grade_argv
 from tests.grading.judge.judge_helpers import FakeBackend
 from tests.grading.task_helpers import FIXED, Task
 
@@ -93,16 +94,7 @@ def test_a_bad_prompts_field_is_one_line_naming_file_and_field(
 ) -> None:
     path = write_task(task, **fields)
     run = run_with_style(task, "r", None)
-    argv = [
-        "grade",
-        str(task.dir),
-        str(run),
-        "--manifest",
-        str(task.manifest),
-        "--judge",
-        f"scripted:{task.judge}",
-    ]
-    task.backend()
+    argv = grade_argv(task, run)
 
     assert main(argv) == 2
 

@@ -15,7 +15,7 @@ import pytest
 from grading.checks.run import make_run
 from grading.cli.rubric import main
 from grading.errors import InputError
-from tests.grading.cli_helpers import own_stores
+from tests.grading.cli_helpers import grade_argv, own_stores
 from tests.grading.task_helpers import Task, answer_run, answers, diff_of
 
 BASE_TESTS = "tests/test_calc.py::test_zero\n"
@@ -58,18 +58,7 @@ def harness_run(
 
 def grade(task: Task, run: Path) -> int:
     answer_run(task, run, answers())
-    task.backend()
-    return main(
-        [
-            "grade",
-            str(task.dir),
-            str(run),
-            "--manifest",
-            str(task.manifest),
-            "--judge",
-            f"scripted:{task.judge}",
-        ]
-    )
+    return main(grade_argv(task, run))
 
 
 def metrics(run: Path) -> dict[str, Any]:

@@ -20,7 +20,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 import time
 from pathlib import Path
 from typing import Any
@@ -65,12 +64,9 @@ from rubrics_app.models import (
 from rubrics_app.services import audit
 from rubrics_app.services.drafting.store import MAX_COUNT, store_draft
 from rubrics_app.services.jobs import JobFailed, job_task, run, send
+from rubrics_app.services.token_env import TOKEN_ENV_RE
 
 log = logging.getLogger(__name__)
-
-# Only these names: a maintainer choosing the variable must not be able to send another secret of the
-# worker (an API key) to GitHub.
-TOKEN_ENV_RE = re.compile(r"GITHUB_TOKEN(_[A-Z0-9_]{1,60})?")
 
 # Job.progress at the start of each step.
 PROGRESS = {

@@ -115,6 +115,14 @@ def upload_name(uploaded: Any) -> str:
     return PurePosixPath(str(getattr(uploaded, "name", "") or "upload")).name
 
 
+def open_zip(source: Any, label: str) -> zipfile.ZipFile:
+    """The zip archive ``source`` (a file or a stream) holds; ImportFailed naming ``label`` if none."""
+    try:
+        return zipfile.ZipFile(source)
+    except (zipfile.BadZipFile, OSError):
+        raise ImportFailed([ImportProblem(label, "not a zip file")]) from None
+
+
 def checked_zip_members(
     archive: zipfile.ZipFile, label: str, *, max_members: int, max_total: int
 ) -> list[zipfile.ZipInfo]:
@@ -164,11 +172,7 @@ def _same_path(others: list[str], path: str) -> str:
 def read_zip(raw: bytes, label: str = "upload.zip") -> list[TaskFiles]:
     """The task directories of a zip: every directory holding a rubric.json. Raises ImportFailed on an unsafe
     or oversized archive."""
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(raw))
-    except (zipfile.BadZipFile, OSError):
-        raise ImportFailed([ImportProblem(label, "not a zip file")]) from None
-    with archive:
+    with open_zip(io.BytesIO(raw), label) as archive:
         infos = checked_zip_members(
             archive,
             label,

@@ -55,9 +55,8 @@ from rubrics_app.models import (
 from rubrics_app.services import audit
 from rubrics_app.services.jobs import JobFailed
 from rubrics_app.services.rubrics import rereview
+from rubrics_app.services.token_env import TOKEN_ENV_RE
 
-# As drafting: only these names, so a maintainer cannot have another secret of the worker sent anywhere.
-TOKEN_ENV_RE = re.compile(r"GITHUB_TOKEN(_[A-Z0-9_]{1,60})?")
 BRANCH_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,199}")
 
 

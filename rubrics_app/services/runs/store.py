@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
-import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -54,7 +53,7 @@ from rubrics_app.models import (
 from rubrics_app.services.report_rows import refresh_report_rows
 from rubrics_app.services.reports.report import report_changed
 from rubrics_app.services.rubrics.exports import rubric_json_bytes
-from rubrics_app.services.rubrics.files import ImportFailed, ImportProblem, checked_zip_members
+from rubrics_app.services.rubrics.files import ImportFailed, ImportProblem, checked_zip_members, open_zip
 from rubrics_app.services.runs.checks import PreparedRun, prepare_runs
 from rubrics_app.services.runs.files import (
     DIFF_FILE,
@@ -375,11 +374,7 @@ def import_runs_zip(repository: Repository, uploaded: IO[bytes] | Any, user: Act
         raise ImportFailed([ImportProblem(label, f"upload is {size} bytes; the limit is {limit}")])
     if hasattr(uploaded, "seek"):
         uploaded.seek(0)
-    try:
-        archive = zipfile.ZipFile(uploaded)
-    except (zipfile.BadZipFile, OSError):
-        raise ImportFailed([ImportProblem(label, "not a zip file")]) from None
-    with archive:
+    with open_zip(uploaded, label) as archive:
         members = checked_zip_members(
             archive,
             label,

@@ -56,7 +56,7 @@ from django.template.defaultfilters import pluralize
 from grading import MAX_RUN_INT, SWE_BENCH_SOURCE, InputError, open_input_file, parse_json, read_input_bytes
 from rubrics_app.access import Actor
 from rubrics_app.models import Repository, Role, Task
-from rubrics_app.services.rubrics.files import ImportFailed, ImportProblem, checked_zip_members
+from rubrics_app.services.rubrics.files import ImportFailed, ImportProblem, checked_zip_members, open_zip
 from rubrics_app.services.runs.checks import MAX_NAME
 from rubrics_app.services.runs.files import ZIP_READ_ERRORS, RunFiles, zip_files, zip_member_bytes
 from rubrics_app.services.runs.store import RunImport, import_runs
@@ -683,11 +683,7 @@ def import_swe_bench_upload(
     del chunks
     if hasattr(reports_zip, "seek"):
         reports_zip.seek(0)
-    try:
-        archive = zipfile.ZipFile(reports_zip)
-    except (zipfile.BadZipFile, OSError):
-        raise ImportFailed([ImportProblem(zip_label, "not a zip file")]) from None
-    with archive:
+    with open_zip(reports_zip, zip_label) as archive:
         members = checked_zip_members(
             archive,
             zip_label,

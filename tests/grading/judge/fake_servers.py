@@ -41,12 +41,15 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Literal
 
 import pytest
+
+from tests.local_server import LocalServer
 
 BehaviourKind = Literal[
     "valid",  # verdicts for every id, citing a real diff line
@@ -260,7 +263,7 @@ def _block_text(content: Any) -> str:
     return ""
 
 
-class FakeProviderServer:
+class FakeProviderServer(LocalServer):
     """Anthropic Messages (+ batches) and OpenAI chat completions on 127.0.0.1, answering from a script."""
 
     def __init__(self) -> None:
@@ -284,22 +287,10 @@ class FakeProviderServer:
         self._files: dict[str, bytes] = {}  # OpenAI files: batch input, output and error files
         self._ids = itertools.count(1)
         self._stopping = threading.Event()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self._httpd.daemon_threads = True
-        self._httpd.block_on_close = False  # a slow reply must not hold up the test's teardown
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever,
-            kwargs={"poll_interval": 0.02},
-            name="fake-provider",
-            daemon=True,
-        )
+        # A slow reply must not hold up the test's teardown.
+        self.serve(self._handler_class(), name="fake-provider", block_on_close=False)
 
     # -- lifecycle ---------------------------------------------------------------------------------------
-
-    @property
-    def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host!s}:{port}"
 
     @property
     def anthropic_base_url(self) -> str:
@@ -309,15 +300,9 @@ class FakeProviderServer:
     def openai_base_url(self) -> str:
         return f"{self.url}/v1"  # the SDK appends /chat/completions
 
-    def start(self) -> FakeProviderServer:
-        self._thread.start()
-        return self
-
     def stop(self) -> None:
         self._stopping.set()
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout=5)
+        super().stop()
 
     # -- scripting and inspection -----------------------------------------------------------------------
 
@@ -954,13 +939,20 @@ def _public(batch: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in batch.items() if not k.startswith("_")}
 
 
-@pytest.fixture(name="fake_server")
-def fake_server_fixture() -> Iterator[FakeProviderServer]:
+@contextmanager
+def provider_server() -> Iterator[FakeProviderServer]:
+    """A started FakeProviderServer, stopped on the way out."""
     server = FakeProviderServer().start()
     try:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(name="fake_server")
+def fake_server_fixture() -> Iterator[FakeProviderServer]:
+    with provider_server() as server:
+        yield server
 
 
 __all__ = [
@@ -978,6 +970,7 @@ __all__ = [
     "malformed",
     "message_events",
     "missing_id",
+    "provider_server",
     "refusal",
     "slow",
     "storm",
