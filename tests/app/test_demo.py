@@ -231,3 +231,30 @@ def test_labelling_the_disagreements_and_auditing_20_runs_gives_a_corrected_rate
     out = io.StringIO()
     call_command("export_labels", "--repository", demo.name, stdout=out)
     assert len(out.getvalue().splitlines()) == HumanVerdict.objects.count() == disagreements + audited
+
+
+def test_the_demo_opens_with_its_runs_graded_against_the_admitted_revision(demo: Repository) -> None:
+    """Issue 35: the shipped runs' grades are current (the admitted r1), not "a rubric not in the app ·
+    provisional" until a sweep; the task page names each judge and the export to draft from."""
+    from django.contrib.auth.models import User
+    from django.urls import reverse
+
+    task = Task.objects.get(repository=demo, task_id="fix_clockwise_polygon_area")
+    admitted = task.revisions.get(status=RevisionStatus.ADMITTED)
+    grades = RunGrade.objects.filter(run__task=task)
+    assert grades.count() == 2
+    assert {(g.revision_id, g.is_current, g.provisional) for g in grades} == {(admitted.pk, True, False)}
+    client = Client()
+    client.force_login(User.objects.get(username="demo"))
+    page = client.get(reverse("rubrics:task_detail", args=[demo.pk, task.pk])).content.decode()
+    runs = page[page.index('id="agent-runs"') : page.index("Judge disagreements on this task")]
+    assert "a rubric not in the app" not in runs and "provisional" not in runs
+    assert runs.count(f'<td class="graded">r{admitted.number} ') == 2
+    # The judge by its name; its spec, a file path, on hover only.
+    judge = JudgeSetting.objects.get(repository=demo).judge
+    assert runs.count(f'<span class="muted judge" title="{judge}">scripted</span>') == 2
+    assert runs.count(judge) == 2
+    assert (
+        '<p id="demo-export">In the demo, upload the example PR export '
+        "<code>examples/pr_fix_clockwise_polygon_area.json</code>" in page
+    )

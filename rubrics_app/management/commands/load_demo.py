@@ -53,6 +53,15 @@ EXAMPLE_TASK = EXAMPLES / "tasks" / "fix_clockwise_polygon_area"
 DEMO_USERS = {"demo": Role.MAINTAINER, "demo-reviewer": Role.REVIEWER, "demo-viewer": Role.VIEWER}
 DEFAULT_PASSWORD = "demo"  # what the login page shows while the demo runs (scripts/demo.sh uses it)
 EXAMPLE_JUDGE = EXAMPLES / "judge_scripted.json"
+# The demo's drafter: the scripted one, which replies with the example's draft to the PR the demo ships as an
+# export (uploaded on the task page, which names it while the repository's drafter is this one).
+DEMO_DRAFT_SCRIPT = EXAMPLES / "draft_scripted.json"
+DEMO_PR_EXPORT = EXAMPLES / "pr_fix_clockwise_polygon_area.json"
+
+
+def demo_drafter() -> str:
+    """The drafter spec load_demo sets."""
+    return f"scripted:{DEMO_DRAFT_SCRIPT.resolve()}"
 
 
 def _judge_files() -> tuple[Path, Path]:
@@ -391,11 +400,8 @@ class Command(BaseCommand):
         # Drafting with no model and no GitHub: the scripted drafter replies with the example's draft; the
         # PR comes as the shipped export (examples/pr_fix_clockwise_polygon_area.json), uploaded on the
         # task page.
-        draft_script = EXAMPLES / "draft_scripted.json"
-        if draft_script.is_file():
-            DraftSetting.objects.get_or_create(
-                repository=repository, defaults={"drafter": f"scripted:{draft_script.resolve()}"}
-            )
+        if DEMO_DRAFT_SCRIPT.is_file():
+            DraftSetting.objects.get_or_create(repository=repository, defaults={"drafter": demo_drafter()})
         return repository
 
     def _build_checkout(self, checkout: Path) -> None:
@@ -488,16 +494,25 @@ class Command(BaseCommand):
 
     def _runs(self, repository: Repository) -> None:
         """The example runs graded by the `rubric grade` code with the demo's two scripted judges (the second
-        disagrees on B1 and N1), imported for the review queue."""
+        disagrees on B1 and N1), imported for the review queue. They are graded against the admitted
+        revision's rubric.json as the app exports it, so the import files each grade under that revision
+        and the demo opens with current grades, no sweep needed."""
         from grading import grade_run
         from rubrics_app.services.runs.store import import_run_dirs
 
         runs = EXAMPLES / "runs"
         if not runs.is_dir() or not EXAMPLE_JUDGE.is_file() or not (EXAMPLE_TASK / "rubric.json").is_file():
             return
+        admitted = RubricRevision.objects.filter(
+            task__repository=repository, task__task_id=EXAMPLE_TASK.name, status=RevisionStatus.ADMITTED
+        ).first()
         judge, second = _judge_files()
         with tempfile.TemporaryDirectory(prefix="demo-runs-") as scratch:
             copied = Path(shutil.copytree(runs, Path(scratch) / "runs"))
+            rubric = None
+            if admitted is not None:
+                rubric = Path(scratch) / "rubric.json"
+                rubric.write_bytes(admitted.rubric_json_bytes())
             for run_dir in sorted(p.parent for p in copied.glob("*/run.json")):
                 grade_run(
                     EXAMPLE_TASK,
@@ -506,6 +521,7 @@ class Command(BaseCommand):
                     f"scripted:{judge}",
                     f"scripted:{second}",
                     cache=None,
+                    rubric_path=rubric,
                 )
             result = import_run_dirs(repository, copied, "examples/runs", Actor.command_line())
         self.stdout.write(f"agent runs: {result.summary()}")
