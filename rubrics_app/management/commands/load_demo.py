@@ -1,7 +1,8 @@
 """manage.py load_demo: a demo maintainer, one repository (the example `shapes` project) with a few tasks,
 and rubric revisions in each state (admitted, approved, draft; imported, edited, model-drafted) with their
-calibration diffs. Its judge and its drafter are the scripted ones, so judging and drafting need no API.
-Running it again changes nothing (it only resets the demo passwords)."""
+calibration diffs, and the example agent runs as 20 repetitions each, graded against the admitted revision.
+Its judge and its drafter are the scripted ones, so judging and drafting need no API. Running it again
+changes nothing (it only resets the demo passwords)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from grading import (
     ScriptedFile,
     ScriptedVerdict,
     load_scripted,
+    make_backend,
     parse_rubric,
     teach_scripted_judge,
     write_atomic,
@@ -57,6 +59,12 @@ EXAMPLE_JUDGE = EXAMPLES / "judge_scripted.json"
 # export (uploaded on the task page, which names it while the repository's drafter is this one).
 DEMO_DRAFT_SCRIPT = EXAMPLES / "draft_scripted.json"
 DEMO_PR_EXPORT = EXAMPLES / "pr_fix_clockwise_polygon_area.json"
+
+
+# Each example run is imported as repetitions 0 to 19 (the same diff, graded alike): 20 runs of each arm, so
+# the runs the judge decided (the guidance arm's; the baseline's breaks scope) are enough for a reviewer to
+# audit 20 in the review queue, as the judge-error correction asks.
+DEMO_REPETITIONS = 20
 
 
 def demo_drafter() -> str:
@@ -493,10 +501,11 @@ class Command(BaseCommand):
         )
 
     def _runs(self, repository: Repository) -> None:
-        """The example runs graded by the `rubric grade` code with the demo's two scripted judges (the second
-        disagrees on B1 and N1), imported for the review queue. They are graded against the admitted
-        revision's rubric.json as the app exports it, so the import files each grade under that revision
-        and the demo opens with current grades, no sweep needed."""
+        """The example runs, each as :data:`DEMO_REPETITIONS` repetitions, graded by the `rubric grade` code
+        with the demo's two scripted judges (the second disagrees on B1 and N1), imported for the review
+        queue. They are graded against the admitted revision's rubric.json as the app exports it, so the
+        import files each grade under that revision and the demo opens with current grades, no sweep
+        needed."""
         from grading import grade_run
         from rubrics_app.services.runs.store import import_run_dirs
 
@@ -506,23 +515,28 @@ class Command(BaseCommand):
         admitted = RubricRevision.objects.filter(
             task__repository=repository, task__task_id=EXAMPLE_TASK.name, status=RevisionStatus.ADMITTED
         ).first()
-        judge, second = _judge_files()
+        # Each judge read once for all the runs (its file, which knows the injection suite, is large).
+        judge, second = (make_backend(f"scripted:{path}") for path in _judge_files())
         with tempfile.TemporaryDirectory(prefix="demo-runs-") as scratch:
-            copied = Path(shutil.copytree(runs, Path(scratch) / "runs"))
+            copied = Path(scratch) / "runs"
             rubric = None
             if admitted is not None:
                 rubric = Path(scratch) / "rubric.json"
                 rubric.write_bytes(admitted.rubric_json_bytes())
-            for run_dir in sorted(p.parent for p in copied.glob("*/run.json")):
-                grade_run(
-                    EXAMPLE_TASK,
-                    run_dir,
-                    EXAMPLES / "repo_manifest.yaml",
-                    f"scripted:{judge}",
-                    f"scripted:{second}",
-                    cache=None,
-                    rubric_path=rubric,
-                )
+            for source in sorted(p.parent for p in runs.glob("*/run.json")):
+                record = json.loads((source / "run.json").read_bytes())
+                for repetition in range(DEMO_REPETITIONS):
+                    run_dir = Path(shutil.copytree(source, copied / source.name / f"rep{repetition}"))
+                    (run_dir / "run.json").write_text(json.dumps({**record, "repetition": repetition}) + "\n")
+                    grade_run(
+                        EXAMPLE_TASK,
+                        run_dir,
+                        EXAMPLES / "repo_manifest.yaml",
+                        judge,
+                        second,
+                        cache=None,
+                        rubric_path=rubric,
+                    )
             result = import_run_dirs(repository, copied, "examples/runs", Actor.command_line())
         self.stdout.write(f"agent runs: {result.summary()}")
 
