@@ -6,6 +6,7 @@ through pygments' HTML formatter or ``escape``; nothing from the diff is ever ma
 
 from __future__ import annotations
 
+import functools
 import io
 import time
 from collections.abc import Iterator
@@ -49,13 +50,35 @@ class DiffFile:
     has_hunk: bool = False
 
 
-def _lexer_for(path: str) -> Lexer:
+# The lexer classes this process has made a lexer of (see _lexer_for).
+_loaded_lexers: set[type[Lexer]] = set()
+
+
+def _lexer_for(path: str, budget: HighlightBudget) -> Lexer:
+    """The lexer of ``path``'s language (plain text for a name pygments does not know).
+
+    The first time a lexer class is asked for in a process, pygments imports its module and compiles its
+    patterns: that start-up is given back to ``budget`` (it is not highlighting, and it made the first diff
+    opened after a start "take too long to colour"). It happens once per class and process, so what a page
+    can spend beyond its budget this way is bounded by the lexers pygments has; finding the lexer of a file
+    name, every time after, counts.
+    """
+    started = time.monotonic()
     lexer: Lexer
     try:
         lexer = get_lexer_for_filename(path, stripnl=False, ensurenl=False)
     except ClassNotFound:
         lexer = TextLexer(stripnl=False, ensurenl=False)
+    if type(lexer) not in _loaded_lexers:
+        _loaded_lexers.add(type(lexer))
+        budget.give_back(time.monotonic() - started)
     return lexer
+
+
+@functools.cache
+def _formatter() -> HtmlFormatter[str]:
+    """The one HTML formatter (its style is imported when it is made: once, before any budget starts)."""
+    return HtmlFormatter(nowrap=True)
 
 
 def parse_for_display(text: str) -> tuple[list[DiffFile], bool]:
@@ -119,6 +142,10 @@ class HighlightBudget:
         self.deadline = time.monotonic() + seconds
         self.exhausted = False
 
+    def give_back(self, seconds: float) -> None:
+        """Move the deadline by ``seconds`` spent on something other than highlighting (loading a lexer)."""
+        self.deadline += seconds
+
     def spent(self) -> bool:
         if not self.exhausted and time.monotonic() >= self.deadline:
             self.exhausted = True
@@ -160,11 +187,11 @@ def highlight_file(diff_file: DiffFile, budget: HighlightBudget) -> None:
         if budget.spent():
             return
         source = "\n".join(ln.text for ln in segment) + "\n"
-        tokens = _lex_within(_lexer_for(diff_file.path or "x.txt"), source, budget)
+        tokens = _lex_within(_lexer_for(diff_file.path or "x.txt", budget), source, budget)
         if tokens is None:
             return
         out = io.StringIO()
-        HtmlFormatter(nowrap=True).format(tokens, out)
+        _formatter().format(tokens, out)
         html_lines = out.getvalue().split("\n")
         # A lexer that ate or added a line break would shift every later line: keep this run plain.
         if len(html_lines) - 1 == len(segment):
@@ -194,6 +221,7 @@ def render_diff(
         # Non-UTF-8 bytes are shown as replacement characters, never guessed at.
         text = text.decode("utf-8", errors="replace")
     files, truncated = parse_for_display(text)
+    _formatter()  # made before the clock starts: its first making imports the style
     budget = HighlightBudget(HIGHLIGHT_SECONDS if highlight_seconds is None else highlight_seconds)
     for diff_file in files:
         highlight_file(diff_file, budget)

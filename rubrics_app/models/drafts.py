@@ -74,6 +74,13 @@ class RubricDraft(models.Model):
         return self.drafter.startswith("scripted:")
 
     @property
+    def source_name(self) -> str:
+        """The source as a sentence names it: OWNER/NAME#N, or the uploaded export's file name."""
+        if self.pr_number is not None:
+            return self.source_label
+        return self.pr_export_name or "an uploaded export"
+
+    @property
     def source_label(self) -> str:
         if self.pr_number is not None:
             return f"{self.github_repository}#{self.pr_number}"

@@ -97,6 +97,13 @@ class JudgeSetting(models.Model):
     def is_scripted(spec: str) -> bool:
         return spec.startswith("scripted:")
 
+    @staticmethod
+    def judge_name(spec: str) -> str:
+        """What a list calls the judge of ``spec``: its model id, or "scripted" (its spec is a file path)."""
+        if JudgeSetting.is_scripted(spec):
+            return "scripted"
+        return spec.partition(":")[2] or spec
+
 
 def default_guidance_globs() -> list[str]:
     # Imported here: grading.draft loads the model SDKs, which pages that never draft do not need.

@@ -1,4 +1,5 @@
-"""Template filters for rubric pages: evidence with its links and ``path:line`` references, and diffs."""
+"""Template filters for rubric pages: evidence with its links and ``path:line`` references, diffs, and
+judges' names."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from rubrics_app.diff_render import render_diff
+from rubrics_app.models import JudgeSetting
 
 register = template.Library()
 
@@ -64,6 +66,12 @@ def evidence(value: str | None) -> SafeString:
 def diff(value: str | bytes | memoryview | None) -> SafeString:
     # A BinaryField reads back as memoryview on PostgreSQL and bytes on SQLite.
     return render_diff(bytes(value) if isinstance(value, memoryview) else value)
+
+
+@register.filter
+def judge_name(spec: str | None) -> str:
+    """A judge spec as a list names it: the model id, or "scripted" (the full spec goes in a title)."""
+    return JudgeSetting.judge_name(spec or "")
 
 
 @register.filter

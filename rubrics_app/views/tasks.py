@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
@@ -10,6 +11,7 @@ from django.views.decorators.http import require_GET
 
 from rubrics_app.access import RepositoryAccess, get_repository_for_user
 from rubrics_app.forms.rubrics import DraftRequestForm
+from rubrics_app.management.commands.load_demo import DEMO_PR_EXPORT, demo_drafter
 from rubrics_app.models import DraftSetting, RevisionStatus, RubricDraft, RubricRevision, Task
 from rubrics_app.services.rubrics.rereview import re_review_context
 from rubrics_app.services.runs.pages import task_runs
@@ -48,6 +50,12 @@ def task_context(
         "approved": approved,
         "recent_sweeps": recent_sweeps(access.repository, task=task),
         "draft_setting": draft_setting,
+        # The demo's scripted drafter drafts from the PR export the demo ships: the form names the file.
+        "demo_export": (
+            DEMO_PR_EXPORT.relative_to(settings.BASE_DIR)
+            if draft_setting is not None and draft_setting.drafter == demo_drafter()
+            else None
+        ),
         "draft_form": draft_form if access.can_edit else None,
         "draftings": list(
             RubricDraft.objects.filter(task=task).select_related("job", "revision", "created_by")[:5]

@@ -641,15 +641,19 @@ def test_the_demo_drafts_from_the_shipped_export_with_no_api(settings: Any, tmp_
     assert "  - reply by maintainer: No: signed_area is public" in body
     page = client.get(reverse("rubrics:revision_detail", args=[task.repository.pk, record.revision.pk]))
     html = page.content.decode()
-    assert (
-        '<span class="badge scripted">scripted</span> (a stand-in that replies with a prepared draft' in html
+    # One sentence says who drafted it from what and who asked (issue 35), not "a model" then the stand-in.
+    drafter = (
+        '<span class="badge scripted" title="a stand-in for demos and tests that replies with a prepared '
+        'draft, not a model">scripted</span>'
     )
-    assert html.count("Drafted by") == 1  # the header says it; the drafting paragraph names the model
-    # ... once: the header does not name it too.
-    assert "Drafted by a model, asked for by demo," in html and "Drafted by the model" not in html
-    # The task page's list of revisions marks it scripted too.
-    task_page = client.get(reverse("rubrics:task_detail", args=[task.repository.pk, task.pk]))
-    assert '<code>scripted</code> <span class="badge scripted">scripted</span>' in task_page.content.decode()
+    assert f"Drafted by the {drafter} drafter from pr.json, asked for by demo," in html
+    assert html.count("Drafted by") == 1 and "Drafted by a model" not in html
+    assert "The scripted drafter is a stand-in that replies with a prepared draft, not a model" in html
+    # The task page's list of revisions says the same.
+    task_url = reverse("rubrics:task_detail", args=[task.repository.pk, task.pk])
+    task_page = client.get(task_url).content.decode()
+    assert f"Drafted by the {drafter} drafter</td>" in task_page
+    assert 'scripted</span> <span class="badge scripted">' not in task_page
 
 
 # --- a second request: joined while under way, drafted again once finished --------------------------------

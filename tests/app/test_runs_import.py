@@ -21,6 +21,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from grading import InputError, read_run
+from rubrics_app.management.commands.load_demo import DEMO_REPETITIONS
 from rubrics_app.models import (
     AgentRun,
     AgentRunDiff,
@@ -469,20 +470,25 @@ def test_the_demo_imports_the_example_runs_with_two_judges_for_the_queue(
     settings.VAR_DIR = tmp_path / "var"
     out = io.StringIO()
     call_command("load_demo", stdout=out)
-    assert "agent runs: 2 runs imported" in out.getvalue()
+    runs = 2 * DEMO_REPETITIONS  # the two example runs, each as repetitions 0 to DEMO_REPETITIONS - 1
+    assert f"agent runs: {runs} runs imported" in out.getvalue()
     repository = Repository.objects.get(name="shapes")
-    assert AgentRun.objects.filter(task__repository=repository).count() == 2
+    imported = AgentRun.objects.filter(task__repository=repository)
+    assert sorted(imported.values_list("arm", "repetition")) == sorted(
+        (arm, repetition) for arm in ("baseline", "guidance") for repetition in range(DEMO_REPETITIONS)
+    )
     second = JudgeGrade.objects.filter(role=JudgeRole.SECOND)
-    assert second.count() == 2 and all(j.scripted for j in second)
-    entries = Queue(repository, "judges", {}).page(1, 100).entries
-    assert sorted((e.arm, e.item_id) for e in entries) == [
+    assert second.count() == runs and all(j.scripted for j in second)
+    entries = Queue(repository, "judges", {}).page(1, 1000).entries
+    assert sorted({(e.arm, e.item_id) for e in entries}) == [
         ("baseline", "B1"),
         ("baseline", "N1"),
         ("guidance", "B1"),
         ("guidance", "N1"),
     ]
+    assert len(entries) == 2 * runs
     call_command("load_demo", stdout=io.StringIO())
-    assert AgentRun.objects.count() == 2
+    assert AgentRun.objects.count() == runs
 
 
 def test_a_run_stored_by_a_concurrent_import_is_a_problem_not_a_crash(

@@ -72,3 +72,13 @@ def test_odd_page_numbers_are_the_first_or_the_last_page(task: Task, reviewer: U
     for odd in ("²", "x", "-1", "0", "9" * 40):
         assert "runs 1 to 50 of 520" in page(client, task, page=odd)
     assert "runs 501 to 520 of 520" in page(client, task, page="99")
+
+
+def test_a_run_names_its_judge_by_model_id_with_the_spec_on_hover(task: Task, reviewer: User) -> None:
+    """Issue 35: the model id, not the spec, in the list (a scripted judge's is "scripted", the demo's)."""
+    client = Client()
+    client.force_login(reviewer)
+    first = page(client, task)
+    judge = '<span class="muted judge" title="anthropic:claude-judge">claude-judge</span>'
+    assert first.count(judge) == 50
+    assert first.count("anthropic:claude-judge") == 50  # in the title only

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from rubrics_app.diff_render import (
@@ -14,6 +17,7 @@ from rubrics_app.diff_render import (
 )
 from rubrics_app.templatetags.rubrics import evidence
 from tests.app.render_helpers import LONG_JS_LINE
+from tests.app.worker_helpers import ROOT
 
 HOSTILE = """diff --git a/src/app.py b/src/app.py
 index 1111111..2222222 100644
@@ -162,3 +166,53 @@ def test_evidence_keeps_its_meaning_with_the_linear_pattern() -> None:
     assert "https://..." in html and 'href="https://' not in html  # a scheme and punctuation only
     assert "12:30" in html and "12:30</code>" not in html  # a time, not a file
     assert "b/c:4/" in html and "b/c:4</code>" not in html
+
+
+# A fresh process that renders the first diff it sees, on a clock that stands still except while a module is
+# imported (each import costs it a second): only loading can spend the budget, never the machine's speed.
+COLD_START = """
+import importlib.abc
+import sys
+import time
+
+clock = [0.0]
+
+
+class SlowImports(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        clock[0] += 1.0
+        return None
+
+
+time.monotonic = lambda: clock[0]
+sys.meta_path.insert(0, SlowImports())
+
+from rubrics_app.diff_render import HIGHLIGHT_SECONDS, render_diff
+
+before = clock[0]
+html = render_diff(sys.stdin.read())
+assert HIGHLIGHT_SECONDS == 0.3
+print("imported while rendering:", clock[0] > before)
+print(html)
+"""
+
+SMALL_DIFF = """diff --git a/shapes/area.py b/shapes/area.py
+--- a/shapes/area.py
++++ b/shapes/area.py
+@@ -1,2 +1,3 @@
+ def area(points):
+-    return signed_area(points)
++    # The absolute value: either orientation.
++    return abs(signed_area(points))
+"""
+
+
+def test_the_first_diff_after_a_cold_start_is_coloured_whatever_loading_the_highlighter_costs() -> None:
+    command = [sys.executable, "-c", COLD_START]
+    done = subprocess.run(command, input=SMALL_DIFF, capture_output=True, text=True, check=True, cwd=ROOT)
+    # The page's renderer loaded the Python lexer (and so imported modules) after it was called...
+    assert done.stdout.startswith("imported while rendering: True\n")
+    # ...and that start-up, seconds on this clock against a budget of 0.3, did not count.
+    assert "takes too long to colour" not in done.stdout
+    assert '<span class="c1"># The absolute value: either orientation.</span>' in done.stdout
+    assert '<span class="k">return</span>' in done.stdout

@@ -427,7 +427,7 @@ def test_provenance_names_the_drafting_model(viewer: User, draft_revision: Rubri
         origin="model", drafted_by=None, drafted_by_model="claude-opus-5-5-20260101", input_hash="ab" * 32
     )
     html = logged_in(viewer).get(url("revision_detail", draft_revision)).content.decode()
-    assert "Drafted by the model <code>claude-opus-5-5-20260101</code>" in html
+    assert "Drafted by <code>claude-opus-5-5-20260101</code> from input" in html
     assert f'title="{"ab" * 32}"' in html
 
 

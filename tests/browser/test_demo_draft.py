@@ -46,7 +46,9 @@ def test_the_demo_drafts_from_the_shipped_pr_export(
 
     page.goto(f"/repos/{task.repository.pk}/tasks/{task.pk}/")
     form = page.locator("#draft-from-pr")
-    assert "scripted:" in form.inner_text()  # the demo's drafter is the scripted one, and says so
+    # The demo's drafter is the scripted one, and says so; the form names the file to upload.
+    assert "The scripted drafter, a stand-in for demos and tests" in form.inner_text()
+    assert "upload the example PR export examples/pr_fix_clockwise_polygon_area.json" in form.inner_text()
     page.set_input_files("#draft-from-pr input[type=file]", str(EXPORT))
     form.get_by_role("button", name="Draft from PR").click()
     page.wait_for_url(re.compile(r"/jobs/\d+/$"))
@@ -65,6 +67,9 @@ def test_the_demo_drafts_from_the_shipped_pr_export(
     page.wait_for_url(re.compile(rf"/revisions/{record.revision.pk}/$"))
     assert page.locator(".badge.scripted").count()
     assert page.locator(".badge.draft").count()
+    status = " ".join(page.locator("#revision-status").inner_text().split())
+    drafted = "Drafted by the scripted drafter from pr_fix_clockwise_polygon_area.json, asked for by demo,"
+    assert drafted in status
     browser.shot(page, "the scripted draft")
 
 

@@ -1,7 +1,8 @@
 """manage.py load_demo: a demo maintainer, one repository (the example `shapes` project) with a few tasks,
 and rubric revisions in each state (admitted, approved, draft; imported, edited, model-drafted) with their
-calibration diffs. Its judge and its drafter are the scripted ones, so judging and drafting need no API.
-Running it again changes nothing (it only resets the demo passwords)."""
+calibration diffs, and the example agent runs as 20 repetitions each, graded against the admitted revision.
+Its judge and its drafter are the scripted ones, so judging and drafting need no API. Running it again
+changes nothing (it only resets the demo passwords)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from grading import (
     ScriptedFile,
     ScriptedVerdict,
     load_scripted,
+    make_backend,
     parse_rubric,
     teach_scripted_judge,
     write_atomic,
@@ -53,6 +55,21 @@ EXAMPLE_TASK = EXAMPLES / "tasks" / "fix_clockwise_polygon_area"
 DEMO_USERS = {"demo": Role.MAINTAINER, "demo-reviewer": Role.REVIEWER, "demo-viewer": Role.VIEWER}
 DEFAULT_PASSWORD = "demo"  # what the login page shows while the demo runs (scripts/demo.sh uses it)
 EXAMPLE_JUDGE = EXAMPLES / "judge_scripted.json"
+# The demo's drafter: the scripted one, which replies with the example's draft to the PR the demo ships as an
+# export (uploaded on the task page, which names it while the repository's drafter is this one).
+DEMO_DRAFT_SCRIPT = EXAMPLES / "draft_scripted.json"
+DEMO_PR_EXPORT = EXAMPLES / "pr_fix_clockwise_polygon_area.json"
+
+
+# Each example run is imported as repetitions 0 to 19 (the same diff, graded alike): 20 runs of each arm, so
+# the runs the judge decided (the guidance arm's; the baseline's breaks scope) are enough for a reviewer to
+# audit 20 in the review queue, as the judge-error correction asks.
+DEMO_REPETITIONS = 20
+
+
+def demo_drafter() -> str:
+    """The drafter spec load_demo sets."""
+    return f"scripted:{DEMO_DRAFT_SCRIPT.resolve()}"
 
 
 def _judge_files() -> tuple[Path, Path]:
@@ -391,11 +408,8 @@ class Command(BaseCommand):
         # Drafting with no model and no GitHub: the scripted drafter replies with the example's draft; the
         # PR comes as the shipped export (examples/pr_fix_clockwise_polygon_area.json), uploaded on the
         # task page.
-        draft_script = EXAMPLES / "draft_scripted.json"
-        if draft_script.is_file():
-            DraftSetting.objects.get_or_create(
-                repository=repository, defaults={"drafter": f"scripted:{draft_script.resolve()}"}
-            )
+        if DEMO_DRAFT_SCRIPT.is_file():
+            DraftSetting.objects.get_or_create(repository=repository, defaults={"drafter": demo_drafter()})
         return repository
 
     def _build_checkout(self, checkout: Path) -> None:
@@ -487,26 +501,42 @@ class Command(BaseCommand):
         )
 
     def _runs(self, repository: Repository) -> None:
-        """The example runs graded by the `rubric grade` code with the demo's two scripted judges (the second
-        disagrees on B1 and N1), imported for the review queue."""
+        """The example runs, each as :data:`DEMO_REPETITIONS` repetitions, graded by the `rubric grade` code
+        with the demo's two scripted judges (the second disagrees on B1 and N1), imported for the review
+        queue. They are graded against the admitted revision's rubric.json as the app exports it, so the
+        import files each grade under that revision and the demo opens with current grades, no sweep
+        needed."""
         from grading import grade_run
         from rubrics_app.services.runs.store import import_run_dirs
 
         runs = EXAMPLES / "runs"
         if not runs.is_dir() or not EXAMPLE_JUDGE.is_file() or not (EXAMPLE_TASK / "rubric.json").is_file():
             return
-        judge, second = _judge_files()
+        admitted = RubricRevision.objects.filter(
+            task__repository=repository, task__task_id=EXAMPLE_TASK.name, status=RevisionStatus.ADMITTED
+        ).first()
+        # Each judge read once for all the runs (its file, which knows the injection suite, is large).
+        judge, second = (make_backend(f"scripted:{path}") for path in _judge_files())
         with tempfile.TemporaryDirectory(prefix="demo-runs-") as scratch:
-            copied = Path(shutil.copytree(runs, Path(scratch) / "runs"))
-            for run_dir in sorted(p.parent for p in copied.glob("*/run.json")):
-                grade_run(
-                    EXAMPLE_TASK,
-                    run_dir,
-                    EXAMPLES / "repo_manifest.yaml",
-                    f"scripted:{judge}",
-                    f"scripted:{second}",
-                    cache=None,
-                )
+            copied = Path(scratch) / "runs"
+            rubric = None
+            if admitted is not None:
+                rubric = Path(scratch) / "rubric.json"
+                rubric.write_bytes(admitted.rubric_json_bytes())
+            for source in sorted(p.parent for p in runs.glob("*/run.json")):
+                record = json.loads((source / "run.json").read_bytes())
+                for repetition in range(DEMO_REPETITIONS):
+                    run_dir = Path(shutil.copytree(source, copied / source.name / f"rep{repetition}"))
+                    (run_dir / "run.json").write_text(json.dumps({**record, "repetition": repetition}) + "\n")
+                    grade_run(
+                        EXAMPLE_TASK,
+                        run_dir,
+                        EXAMPLES / "repo_manifest.yaml",
+                        judge,
+                        second,
+                        cache=None,
+                        rubric_path=rubric,
+                    )
             result = import_run_dirs(repository, copied, "examples/runs", Actor.command_line())
         self.stdout.write(f"agent runs: {result.summary()}")
 
