@@ -159,8 +159,7 @@ from grading.workspace.record import (
     resolve_in_record,
     write_record,
 )
-from grading.workspace.special import rule_fifos_read_empty
-from grading.workspace.special import special_files as find_special_files
+from grading.workspace.special import WorkTree, rule_fifos_read_empty, walk_work_tree
 
 _DIFF_FLAGS: tuple[str, ...] = (
     "--binary",
@@ -312,16 +311,40 @@ def _scan(git: WorkspaceGit, staged_repositories: Sequence[str] = ()) -> _Scan:
     )
 
 
+def _scan_unchanged(git: WorkspaceGit, snap: Snapshot, tree: WorkTree, index_listing: bytes) -> _Scan | None:
+    """The scan :func:`_scan` would give, when the work tree holds nothing new since the snapshot: every
+    file and symbolic link is in the index (the snapshot's, for a v4 record) or was ignored then, and the
+    ``.gitignore`` files are those the snapshot recorded, byte for byte. The rules are then the same (the
+    other sources are the recorded ``info/exclude`` and nothing else), so no file is untracked and the
+    ignored ones are those of the snapshot still there: no ``git status`` needed, most runs only edit
+    files. None when any of this is not so (a new file, a FIFO, a changed ``.gitignore``, no record of the
+    ``.gitignore`` files); git then lists them."""
+    if snap.ignore_files is None or tree.special or tree.odd_git_names:
+        return None
+    tracked = {os.fsdecode(entry.partition(b"\t")[2]) for entry in index_listing.split(b"\0") if entry}
+    ignored_before = set(snap.ignored)
+    if any(p not in tracked and p not in ignored_before for p in tree.files):
+        return None
+    if _regular_contents(git, [p for p in tree.files if is_gitignore(p)]) != snap.ignore_files:
+        return None
+    ignored = sorted(p for p in tree.files if p in ignored_before and p not in tracked)
+    return _Scan(untracked=[], nested_repositories=[], nested_files=[], ignored=ignored)
+
+
 def _read_ignore_files(git: WorkspaceGit, scan: _Scan) -> dict[str, bytes]:
     """The bytes of every ``.gitignore`` in the work tree: tracked, untracked and ignored ones.
 
     git does not follow a ``.gitignore`` that is a symbolic link, so neither does this.
     """
     tracked = split_z(git.run("ls-files", "-z", "--cached", "--", f":(top,glob)**/{GITIGNORE}"))
+    names = {*tracked, *scan.untracked, *scan.nested_files, *scan.ignored}
+    return _regular_contents(git, [rel for rel in names if is_gitignore(rel)])
+
+
+def _regular_contents(git: WorkspaceGit, paths: Sequence[str]) -> dict[str, bytes]:
+    """The bytes of those of ``paths`` that are regular files, not through a symbolic link, in path order."""
     found: dict[str, bytes] = {}
-    for rel in sorted({*tracked, *scan.untracked, *scan.nested_files, *scan.ignored}):
-        if not is_gitignore(rel):
-            continue
+    for rel in sorted(paths):
         try:
             fd = os.open(git.workspace / rel, os.O_RDONLY | os.O_NOFOLLOW)
         except OSError:
@@ -509,9 +532,18 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
     old_ignore_files = (
         snap.ignore_files if snap.ignore_files is not None else base_ignore_files(git, opened.base_commit)
     )
-    special_files = find_special_files(git.workspace)
+    tree = walk_work_tree(git.workspace)
+    special_files = tree.special
+    known = None if staged_repositories else _scan_unchanged(git, snap, tree, index_listing)
     found = _diff_in_scratch(
-        opened, info_exclude, old_ignore_files, index_listing, staged_repositories, special_files, before
+        opened,
+        info_exclude,
+        old_ignore_files,
+        index_listing,
+        staged_repositories,
+        special_files,
+        before,
+        known,
     )
     ignored_created = sorted(found.still_ignored | set(found.unrepresentable))
     changes = None if git_dir_changes is None else git_dir_changes.result()
@@ -567,9 +599,11 @@ def _diff_in_scratch(
     staged_repositories: list[str],
     special_files: list[str],
     before: Path,
+    known: _Scan | None = None,
 ) -> _Found:
     """The scan, git add -N and the diff, all with one scratch git directory, so that a file the scan calls
-    untracked is one git add accepts and the diff shows."""
+    untracked is one git add accepts and the diff shows. ``known`` is the scan when
+    :func:`_scan_unchanged` could tell it without git."""
     git, base_commit = opened.git, opened.base_commit
     with (
         scratch_directory("rubric-capture-") as scratch_name,
@@ -581,7 +615,7 @@ def _diff_in_scratch(
             # Absent from the work tree for the diff: a tracked one leaves the scratch index, so the diff
             # shows it deleted without git opening it (an untracked one git does not list anyway).
             git.run("update-index", "--force-remove", "-z", "--stdin", stdin=nul_joined(special_files))
-        scan = _scan(git, staged_repositories)
+        scan = known or _scan(git, staged_repositories)
         before_paths = set(opened.snap.ignored)
         created = sorted(set(scan.ignored) - before_paths)
         self_ignoring = find_self_ignoring_dirs(git, base_commit, created, before_paths, old_ignore_files)

@@ -43,7 +43,7 @@ def _edit_after_snapshot(git_repo: GitRepo, tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("base", ["HEAD", "head id"])
-def test_an_edit_against_the_snapshots_head_takes_two_git_processes(
+def test_an_edit_against_the_snapshots_head_takes_one_git_process(
     git_repo: GitRepo, tmp_path: Path, git_commands: list[str], base: str
 ) -> None:
     snapshot = _edit_after_snapshot(git_repo, tmp_path)
@@ -53,9 +53,79 @@ def test_an_edit_against_the_snapshots_head_takes_two_git_processes(
     result = capture(git_repo.path, head if base == "head id" else base, snapshot, tmp_path / "run")
     assert result.files_changed == 1
     assert result.base_commit == head
-    # The record holds HEAD, the object format and the index's listing (no rev-parse, no ls-files), and
+    # The record holds HEAD, the object format and the index's listing (no rev-parse, no ls-files); every
+    # file is tracked and the .gitignore files are the snapshot's, so nothing is new (no status); and
     # HEAD's .gitattributes (docs/ only): none applies to src/a.py, so git is not asked about them either.
-    assert git_commands == ["status", "diff"]
+    assert git_commands == ["diff"]
+
+
+def _ignoring_repo(git_repo: GitRepo, tmp_path: Path) -> Path:
+    git_repo.write("src/a.py", "a\n")
+    git_repo.write(".gitignore", "*.log\n")
+    git_repo.commit("base")
+    git_repo.write("build.log", "old log\n")
+    snapshot = tmp_path / "snapshot"
+    write_snapshot(git_repo.path, snapshot)
+    return snapshot
+
+
+def test_files_ignored_before_the_run_need_no_status(
+    git_repo: GitRepo, tmp_path: Path, git_commands: list[str]
+) -> None:
+    snapshot = _ignoring_repo(git_repo, tmp_path)
+    git_repo.write("src/a.py", "b\n")
+    git_repo.write("build.log", "rewritten, still ignored\n")
+    git_commands.clear()
+    result = capture(git_repo.path, "HEAD", snapshot, tmp_path / "run")
+    assert git_commands == ["diff"]
+    assert result.files_changed == 1
+    assert result.ignored_created == []
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "new file",
+        "new file ignored",
+        "gitignore edited",
+        "gitignore removed",
+        "nested repository",
+        "upper .GIT",
+    ],
+)
+def test_anything_new_since_the_snapshot_is_listed_by_git(
+    git_repo: GitRepo, tmp_path: Path, git_commands: list[str], change: str
+) -> None:
+    """Each of these could make a file untracked or newly ignored: git status lists the work tree."""
+    snapshot = _ignoring_repo(git_repo, tmp_path)
+    git_repo.write("src/a.py", "b\n")
+    shown: str | None = None
+    if change == "new file":
+        git_repo.write("src/new.py", "new\n")
+        shown = "src/new.py"
+    elif change == "new file ignored":
+        git_repo.write("other.log", "new log\n")
+    elif change == "gitignore edited":
+        git_repo.write(".gitignore", "# logs are kept now\n")
+        shown = "build.log"  # ignored before the run, untracked now: in the diff
+    elif change == "gitignore removed":
+        (git_repo.path / ".gitignore").unlink()
+        shown = "build.log"
+    elif change == "nested repository":
+        GitRepo(git_repo.path / "vendor").write("lib.py", "lib\n")
+        shown = "vendor/lib.py"
+    else:
+        git_repo.write(".GIT/x", "x\n")  # no diff can carry it: listed with the ignored files
+    git_commands.clear()
+    result = capture(git_repo.path, "HEAD", snapshot, tmp_path / "run")
+    assert "status" in git_commands
+    diff = (tmp_path / "run" / "workspace.diff").read_bytes()
+    if shown is not None:
+        assert f"diff --git a/{shown} b/{shown}".encode() in diff
+    if change == "new file ignored":
+        assert result.ignored_created == ["other.log"]
+    if change == "upper .GIT":
+        assert result.unrepresentable == [".GIT/x"]
 
 
 def test_another_base_is_resolved_by_git(git_repo: GitRepo, tmp_path: Path, git_commands: list[str]) -> None:
