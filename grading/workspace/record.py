@@ -4,7 +4,6 @@ and the rules that tell which changes under ``.git`` are ordinary history work."
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -169,9 +168,15 @@ class IndexLister:
         except InputError:
             found = None  # not an index git can read
         else:
-            found = "entries:" + hashlib.sha256(listing).hexdigest()
+            found = "entries:" + _sha256(listing)
         self._digests[index] = found
         return found
+
+
+def _sha256(data: bytes) -> str:
+    import hashlib  # here: OpenSSL takes milliseconds to load, and a capture mostly hashes nothing
+
+    return hashlib.sha256(data).hexdigest()
 
 
 @dataclass
@@ -228,13 +233,15 @@ def _digest(workspace: Path, rel: str, kind: str, index: IndexLister) -> str:
     path = workspace / rel
     if kind == "l":
         try:
-            return hashlib.sha256(os.fsencode(os.readlink(path))).hexdigest()
+            return _sha256(os.fsencode(os.readlink(path)))
         except OSError:
             return "-"
     if kind != "f":
         return "-"
     if rel == ".git/index" and (entries := index.digest(path)) is not None:
         return entries
+    import hashlib  # here: OpenSSL takes milliseconds to load, and a capture mostly hashes nothing
+
     sha = hashlib.sha256()
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
