@@ -31,14 +31,14 @@ so a capture from a v1 snapshot falls back to the workspace's current ``info/exc
 excluded there during the run is then missing from the diff (``CaptureResult.exclude_rules_recorded`` is
 false, and the CLI says so).
 
-Version 4 (what ``write_snapshot`` writes) has the v3 text and a private record beside the file: the
-directory ``FILE.git`` (:func:`record_path`), a git directory of its own holding a pack of HEAD's and the
-index's objects, HEAD, every ref, a copy of the index, the paths of HEAD's ``.gitattributes`` files and a
-manifest of the workspace's ``.git`` (kind, stat and sha256 of every path; for ``.git/index`` the hash of
-its entries, not of its stat cache). A
-capture from it reads nothing of the workspace's ``.git``: git runs with the record as ``GIT_DIR``, so a
-run that broke or removed ``.git`` is diffed like any other, and the paths under ``.git`` that differ from
-the manifest are written to ``git_dir_changes.txt`` (docs/capture.md says what counts).
+Version 4 (what ``write_snapshot`` writes) has the v3 text and a private record beside the file: the directory
+``FILE.git`` (:func:`record_path`), a git directory of its own holding a pack of HEAD's and the index's
+objects, HEAD, every ref, a copy of the index and its listing, the paths of HEAD's ``.gitattributes`` files
+and a manifest of the workspace's ``.git`` (kind, stat and sha256 of every path; for ``.git/index`` the hash
+of its entries, not of its stat cache). A capture from it reads nothing of the workspace's ``.git``: git runs
+with the record as ``GIT_DIR``, so a run that broke or removed ``.git`` is diffed like any other, and the
+paths under ``.git`` that differ from the manifest are written to ``git_dir_changes.txt`` (docs/capture.md
+says what counts).
 
 How the capture works, and why:
 
