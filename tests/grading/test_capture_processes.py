@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -205,3 +206,22 @@ def test_an_attributes_file_that_applies_is_still_looked_up(
     result = capture(git_repo.path, "HEAD", snapshot, tmp_path / "run")
     assert result.files_changed == 1
     assert "ls-tree" in git_commands  # docs/.gitattributes may convert docs/guide.md on checkout
+
+
+def test_the_scratch_directory_is_in_memory_when_there_is_room(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In the tmpfs when it has the room a scratch directory may need; elsewhere tempfile's place."""
+    monkeypatch.delenv("TMPDIR", raising=False)
+    memory = tmp_path / "memory"
+    memory.mkdir()
+    monkeypatch.setattr(grading.workspace.git, "_TMPFS", str(memory))
+    with grading.workspace.git.scratch_directory("rubric-test-") as name:
+        assert Path(name).parent == memory
+    free = os.statvfs(memory)
+    monkeypatch.setattr(grading.workspace.git, "_TMPFS_MIN_FREE", free.f_bavail * free.f_frsize * 2 + 1)
+    with grading.workspace.git.scratch_directory("rubric-test-") as name:
+        assert Path(name).parent != memory
+    monkeypatch.setattr(grading.workspace.git, "_TMPFS", str(tmp_path / "absent"))
+    with grading.workspace.git.scratch_directory("rubric-test-") as name:
+        assert Path(name).is_dir()
