@@ -9,7 +9,8 @@ timed), applies P..C to the work tree alone (``git apply``: new files stay untra
 them), then times ``grading.workspace.diff.capture`` (the library, in this process) and, in turns with it,
 ``git diff --binary --full-index --no-renames P`` in the same work tree. Each commit's ratio is the
 fastest capture over the fastest git diff; the table gives the median, the 95th percentile and the
-largest ratio over the commits.
+largest ratio over the commits. Beside the wall-clock ratios, the same ratios of CPU time (user and system,
+this process and its children, ``resource.getrusage``), which a loaded machine moves less.
 
 The synthetic history (always measured) has many one- to three-file commits, renames, a binary file, a
 symbolic link, a lock file rewritten in part and a deletion. ``--repo`` adds the last ``--commits``
@@ -22,14 +23,17 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from _common import REPO_ROOT, Row, env, git, machine, print_table, run
+from _common import REPO_ROOT, Goal, Row, env, git, load, machine, print_table, run
 
 sys.path.insert(0, str(REPO_ROOT))
 
@@ -109,10 +113,21 @@ def commit_pairs(repo: Path, count: int) -> list[tuple[str, str]]:
     return pairs[::-1]
 
 
-def measure(
-    repo: Path, pairs: list[tuple[str, str]], scratch: Path, repeat: int
-) -> list[tuple[float, float]]:
-    """(fastest capture, fastest git diff) per commit; the two taken in turns."""
+def _cpu() -> float:
+    """CPU seconds (user and system) of this process and its waited-for children so far."""
+    me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _timed(action: Callable[..., object], *args: object) -> tuple[float, float]:
+    """(wall-clock seconds, CPU seconds) of one call ``action(*args)``."""
+    cpu, started = _cpu(), time.perf_counter()
+    action(*args)
+    return time.perf_counter() - started, _cpu() - cpu
+
+
+def measure(repo: Path, pairs: list[tuple[str, str]], scratch: Path, repeat: int) -> list[Timing]:
+    """The fastest capture and git diff per commit, wall clock and CPU; the two taken in turns."""
     work = scratch / "work"
     run(["git", "clone", "-q", "--shared", "--no-checkout", str(repo), str(work)])
     results = []
@@ -127,15 +142,17 @@ def measure(
                 ["git", "apply", "--whitespace=nowarn", "-"], cwd=work, env=env(), input=patch, check=True
             )
         out = scratch / "run"
-        ours, theirs = float("inf"), float("inf")
+        best = Timing(float("inf"), float("inf"), float("inf"), float("inf"))
         for _ in range(repeat):
-            started = time.perf_counter()
-            capture(work, parent, snap, out)
-            ours = min(ours, time.perf_counter() - started)
-            started = time.perf_counter()
-            git(work, *_DIFF, parent)
-            theirs = min(theirs, time.perf_counter() - started)
-        results.append((ours, theirs))
+            ours, ours_cpu = _timed(capture, work, parent, snap, out)
+            theirs, theirs_cpu = _timed(git, work, *_DIFF, parent)
+            best = Timing(
+                min(best.ours, ours),
+                min(best.theirs, theirs),
+                min(best.ours_cpu, ours_cpu),
+                min(best.theirs_cpu, theirs_cpu),
+            )
+        results.append(best)
     return results
 
 
@@ -144,18 +161,120 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def rows_for(name: str, results: list[tuple[float, float]]) -> list[Row]:
-    ratios = [o / t for o, t in results]
-    ours = statistics.median(o for o, _ in results)
-    theirs = statistics.median(t for _, t in results)
-    median, p95 = statistics.median(ratios), percentile(ratios, 0.95)
+@dataclass(frozen=True)
+class Timing:
+    """One commit's fastest capture and git diff, in wall-clock and CPU seconds."""
+
+    ours: float
+    theirs: float
+    ours_cpu: float
+    theirs_cpu: float
+
+
+@dataclass(frozen=True)
+class Figures:
+    """The ratios over the commits of one history."""
+
+    commits: int
+    median: float
+    p95: float
+    largest: float
+    cpu_median: float
+    cpu_p95: float
+    median_ours: float  # seconds
+    median_theirs: float
+
+
+def figures(results: list[Timing]) -> Figures:
+    ratios = [t.ours / t.theirs for t in results]
+    # CPU time is counted in clock ticks: a git diff may show 0; one tick is then the floor
+    cpu = [t.ours_cpu / max(t.theirs_cpu, 0.001) for t in results]
+    return Figures(
+        len(results),
+        statistics.median(ratios),
+        percentile(ratios, 0.95),
+        max(ratios),
+        statistics.median(cpu),
+        percentile(cpu, 0.95),
+        statistics.median(t.ours for t in results),
+        statistics.median(t.theirs for t in results),
+    )
+
+
+def rows_for(name: str, found: Figures) -> list[Row]:
     ref = "`git diff --binary --full-index --no-renames`"
+    theirs = found.median_theirs
     return [
-        Row(f"{name}: median of {len(results)} commits", median * theirs, ref, theirs, 2.0),
-        Row(f"{name}: 95th percentile", p95 * theirs, ref, theirs, 4.0),
-        Row(f"{name}: largest", max(ratios) * theirs, ref, theirs, None),
-        Row(f"{name}: median capture time (not a ratio of the same commit)", ours, ref, theirs, None),
+        Row(f"{name}: median of {found.commits} commits", found.median * theirs, ref, theirs, 2.0),
+        Row(f"{name}: 95th percentile", found.p95 * theirs, ref, theirs, 4.0),
+        Row(f"{name}: largest", found.largest * theirs, ref, theirs, None),
+        Row(f"{name}: CPU time, median", found.cpu_median * theirs, f"{ref} (CPU)", theirs, None),
+        Row(f"{name}: CPU time, 95th percentile", found.cpu_p95 * theirs, f"{ref} (CPU)", theirs, None),
+        Row(
+            f"{name}: median capture time (not a ratio of the same commit)",
+            found.median_ours,
+            ref,
+            theirs,
+            None,
+        ),
     ]
+
+
+def histories(commits: int, repeat: int, repo: Path | None) -> list[tuple[str, Figures]]:
+    """The synthetic history's figures and, with ``repo``, that repository's."""
+    found: list[tuple[str, Figures]] = []
+    with tempfile.TemporaryDirectory(prefix="rubric-bench-") as tmp:
+        root = Path(tmp)
+        synthetic = root / "synthetic"
+        synthetic.mkdir()
+        synthetic_history(synthetic, commits)
+        (root / "s").mkdir()
+        timings = measure(synthetic, commit_pairs(synthetic, commits), root / "s", repeat)
+        found.append(("synthetic history", figures(timings)))
+        if repo is not None:
+            (root / "r").mkdir()
+            timings = measure(repo, commit_pairs(repo, commits), root / "r", repeat)
+            where = repo.resolve()
+            name = where.parent.name if where.name in ("repo", ".git") else where.name
+            found.append((f"`{name}` history", figures(timings)))
+    return found
+
+
+def report(found: list[tuple[str, Figures]], repeat: int) -> None:
+    rows = [row for name, figs in found for row in rows_for(name, figs)]
+    print_table(
+        "Capture on real-shaped commits (in process)",
+        rows,
+        [
+            "Per commit: the fastest of "
+            f"{repeat} captures over the fastest of {repeat} git diffs, taken in turns, in wall-clock and in "
+            "CPU time (user and system, with children); the ratios are over the commits. The time column of "
+            f"the ratio rows is the ratio times the median git diff. {load()}; {machine()}."
+        ],
+    )
+
+
+def goals(quick: bool = False) -> list[Goal]:
+    """Issue 34 §1: median <= 2x and p95 <= 4x git diff. Quick: 30 commits, 3 rounds each. A repository
+    named by ``RUBRICS_BENCH_CAPTURE_REPO`` (already on the machine) is measured too."""
+    commits, repeat = (30, 3) if quick else (60, 5)
+    named = os.environ.get("RUBRICS_BENCH_CAPTURE_REPO")
+    found = histories(commits, repeat, Path(named) if named else None)
+    report(found, repeat)
+    result = []
+    for name, figs in found:
+        note = f"CPU time {figs.cpu_median:.2f}x (median), {figs.cpu_p95:.2f}x (p95); {load()}"
+        result += [
+            Goal(
+                "issue 34 §1: capture",
+                f"{name}, median of {figs.commits} commits",
+                figs.median,
+                2.0,
+                note=note,
+            ),
+            Goal("issue 34 §1: capture", f"{name}, 95th percentile", figs.p95, 4.0, note=note),
+        ]
+    return result
 
 
 def main() -> None:
@@ -166,31 +285,7 @@ def main() -> None:
     parser.add_argument("--commits", type=int, default=60)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    rows: list[Row] = []
-    with tempfile.TemporaryDirectory(prefix="rubric-bench-") as tmp:
-        root = Path(tmp)
-        synthetic = root / "synthetic"
-        synthetic.mkdir()
-        synthetic_history(synthetic, args.commits)
-        (root / "s").mkdir()
-        found = measure(synthetic, commit_pairs(synthetic, args.commits), root / "s", args.repeat)
-        rows += rows_for("synthetic history", found)
-        if args.repo is not None:
-            (root / "r").mkdir()
-            found = measure(args.repo, commit_pairs(args.repo, args.commits), root / "r", args.repeat)
-            where = args.repo.resolve()
-            name = where.parent.name if where.name in ("repo", ".git") else where.name
-            rows += rows_for(f"`{name}` history", found)
-    print_table(
-        "Capture on real-shaped commits (in process)",
-        rows,
-        [
-            "Per commit: the fastest of "
-            f"{args.repeat} captures over the fastest of {args.repeat} git diffs, taken in turns; the ratios "
-            "are over the commits. The time column of the first three rows is the ratio times the median "
-            f"git diff. Load average {os.getloadavg()[0]:.1f}; {machine()}."
-        ],
-    )
+    report(histories(args.commits, args.repeat, args.repo), args.repeat)
 
 
 if __name__ == "__main__":

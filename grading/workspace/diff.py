@@ -31,14 +31,14 @@ so a capture from a v1 snapshot falls back to the workspace's current ``info/exc
 excluded there during the run is then missing from the diff (``CaptureResult.exclude_rules_recorded`` is
 false, and the CLI says so).
 
-Version 4 (what ``write_snapshot`` writes) has the v3 text and a private record beside the file: the
-directory ``FILE.git`` (:func:`record_path`), a git directory of its own holding a pack of HEAD's and the
-index's objects, HEAD, every ref, a copy of the index, the paths of HEAD's ``.gitattributes`` files and a
-manifest of the workspace's ``.git`` (kind, stat and sha256 of every path; for ``.git/index`` the hash of
-its entries, not of its stat cache). A
-capture from it reads nothing of the workspace's ``.git``: git runs with the record as ``GIT_DIR``, so a
-run that broke or removed ``.git`` is diffed like any other, and the paths under ``.git`` that differ from
-the manifest are written to ``git_dir_changes.txt`` (docs/capture.md says what counts).
+Version 4 (what ``write_snapshot`` writes) has the v3 text and a private record beside the file: the directory
+``FILE.git`` (:func:`record_path`), a git directory of its own holding a pack of HEAD's and the index's
+objects, HEAD, every ref, a copy of the index and its listing, the paths of HEAD's ``.gitattributes`` files
+and a manifest of the workspace's ``.git`` (kind, stat and sha256 of every path; for ``.git/index`` the hash
+of its entries, not of its stat cache). A capture from it reads nothing of the workspace's ``.git``: git runs
+with the record as ``GIT_DIR``, so a run that broke or removed ``.git`` is diffed like any other, and the
+paths under ``.git`` that differ from the manifest are written to ``git_dir_changes.txt`` (docs/capture.md
+says what counts).
 
 How the capture works, and why:
 
@@ -111,7 +111,6 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -142,23 +141,25 @@ from grading.workspace.git import (
     look_up,
     nul_joined,
     resolve_base,
+    scratch_directory,
     scratch_git_dir,
     split_z,
 )
 from grading.workspace.ignores import base_ignore_files, find_self_ignoring_dirs, ignored_by, read_regular
 from grading.workspace.record import (
     RECORD_EXCLUDE,
+    GitDirChanges,
     IndexLister,
     head_attribute_files,
-    list_git_dir_changes,
     open_record,
     record_git,
+    record_index_listing,
+    record_layout,
     record_path,
     resolve_in_record,
     write_record,
 )
-from grading.workspace.special import rule_fifos_read_empty
-from grading.workspace.special import special_files as find_special_files
+from grading.workspace.special import WorkTree, rule_fifos_read_empty, walk_work_tree
 
 _DIFF_FLAGS: tuple[str, ...] = (
     "--binary",
@@ -310,16 +311,40 @@ def _scan(git: WorkspaceGit, staged_repositories: Sequence[str] = ()) -> _Scan:
     )
 
 
+def _scan_unchanged(git: WorkspaceGit, snap: Snapshot, tree: WorkTree, index_listing: bytes) -> _Scan | None:
+    """The scan :func:`_scan` would give, when the work tree holds nothing new since the snapshot: every
+    file and symbolic link is in the index (the snapshot's, for a v4 record) or was ignored then, and the
+    ``.gitignore`` files are those the snapshot recorded, byte for byte. The rules are then the same (the
+    other sources are the recorded ``info/exclude`` and nothing else), so no file is untracked and the
+    ignored ones are those of the snapshot still there: no ``git status`` needed, most runs only edit
+    files. None when any of this is not so (a new file, a FIFO, a changed ``.gitignore``, no record of the
+    ``.gitignore`` files); git then lists them."""
+    if snap.ignore_files is None or tree.special or tree.odd_git_names:
+        return None
+    tracked = {os.fsdecode(entry.partition(b"\t")[2]) for entry in index_listing.split(b"\0") if entry}
+    ignored_before = set(snap.ignored)
+    if any(p not in tracked and p not in ignored_before for p in tree.files):
+        return None
+    if _regular_contents(git, [p for p in tree.files if is_gitignore(p)]) != snap.ignore_files:
+        return None
+    ignored = sorted(p for p in tree.files if p in ignored_before and p not in tracked)
+    return _Scan(untracked=[], nested_repositories=[], nested_files=[], ignored=ignored)
+
+
 def _read_ignore_files(git: WorkspaceGit, scan: _Scan) -> dict[str, bytes]:
     """The bytes of every ``.gitignore`` in the work tree: tracked, untracked and ignored ones.
 
     git does not follow a ``.gitignore`` that is a symbolic link, so neither does this.
     """
     tracked = split_z(git.run("ls-files", "-z", "--cached", "--", f":(top,glob)**/{GITIGNORE}"))
+    names = {*tracked, *scan.untracked, *scan.nested_files, *scan.ignored}
+    return _regular_contents(git, [rel for rel in names if is_gitignore(rel)])
+
+
+def _regular_contents(git: WorkspaceGit, paths: Sequence[str]) -> dict[str, bytes]:
+    """The bytes of those of ``paths`` that are regular files, not through a symbolic link, in path order."""
     found: dict[str, bytes] = {}
-    for rel in sorted({*tracked, *scan.untracked, *scan.nested_files, *scan.ignored}):
-        if not is_gitignore(rel):
-            continue
+    for rel in sorted(paths):
         try:
             fd = os.open(git.workspace / rel, os.O_RDONLY | os.O_NOFOLLOW)
         except OSError:
@@ -366,7 +391,6 @@ def _use_scratch(
         # index was written ("racily clean") for unchanged unless the index is older than that change, so a
         # fresh mtime on the copy would hide a same-size edit made right after `git status` or a checkout.
         shutil.copy2(real_index, scratch_index)
-    (scratch / "objects").mkdir()
     git_dir = scratch_git_dir(
         git, scratch, real_index.parent, info_exclude, object_format=layout.object_format
     )
@@ -376,7 +400,7 @@ def _use_scratch(
         "GIT_INDEX_FILE": str(scratch_index),
         # git add -N writes the empty blob, update-index writes nested files' blobs: keep them out of
         # the repository's object store, and read everything else from it.
-        "GIT_OBJECT_DIRECTORY": str(scratch / "objects"),
+        "GIT_OBJECT_DIRECTORY": str(git_dir / "objects"),
         "GIT_ALTERNATE_OBJECT_DIRECTORIES": alternates_value([objects, *fallback]),
     }
 
@@ -387,7 +411,7 @@ def take_snapshot(workspace: Path, record: Path | None = None) -> Snapshot:
     git = _toplevel_git(workspace)
     info_exclude = _read_info_exclude(git)
     # The scan runs exactly as the capture's will, from a scratch git directory holding these same bytes.
-    with tempfile.TemporaryDirectory(prefix="rubric-snapshot-") as scratch_name:
+    with scratch_directory("rubric-snapshot-") as scratch_name:
         layout, _ = look_up(git)
         real = WorkspaceGit(git.workspace)  # the workspace's own git directory, read only, for the record
         real.config = list(git.config)
@@ -450,35 +474,50 @@ def _write_text(path: Path, text: str) -> None:
 # ---- capture -----------------------------------------------------------------------------------------
 
 
+@dataclass
+class _Opened:
+    """What a capture knows before it looks at the work tree."""
+
+    snap: Snapshot
+    record: Path | None  # the snapshot's private record (v4), None for an older snapshot
+    git: WorkspaceGit
+    layout: GitLayout
+    base_commit: str
+    fallback: list[Path]  # object directories read besides the record's (a base it lacks)
+
+
+@dataclass
+class _Found:
+    """What the capture's git runs found in the scratch git directory."""
+
+    diff: bytes
+    scan: _Scan
+    self_ignoring: list[SelfIgnoringDir]
+    still_ignored: set[str]
+    surfaced: list[str]  # ignored only by rules the run wrote: added to the diff
+    unrepresentable: list[str]  # added, yet not in the index (a name git refuses)
+    in_index: set[str]
+
+
 def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureResult:
     """Write ``out_dir/workspace.diff`` (BASE to the working tree) and ``out_dir/ignored_created.txt``, and
     from a v4 snapshot ``out_dir/git_dir_changes.txt``."""
-    snap = read_snapshot_file(before)
-    record = open_record(before) if snap.version >= 4 else None
-    fallback: list[Path] = []
-    git_dir_changes: list[str] | None = None
-    if record is None:
-        git = _toplevel_git(workspace)
-        layout, found = look_up(git, base)
-        base_commit = found if found is not None else resolve_base(git, base)
-    else:
-        # Nothing of the workspace's .git is read: the run may have broken or removed it.
-        git = record_git(workspace, record)
-        layout, found = look_up(git, base)
-        if found is not None:
-            base_commit = found
-        else:
-            base_commit, fallback = resolve_in_record(git, record, base)
-        git_dir_changes = list_git_dir_changes(git.workspace, record, IndexLister(git, record))
-    before_paths = set(snap.ignored)
+    opened = _open(workspace, base, before)
+    git, snap, record = opened.git, opened.snap, opened.record
+    # The paths under .git the run changed, worked out in a thread while git takes the diff.
+    git_dir_changes = (
+        None if record is None else GitDirChanges(git.workspace, record, IndexLister(git, record))
+    )
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(out_dir, "run directory is not a directory")
     for name in (DIFF_NAME, IGNORED_CREATED_NAME, GIT_DIR_CHANGES_NAME):
         _refuse_non_regular(out_dir / name)
     # One listing of the index (tags, modes, names) serves the staged gitlinks and the hiding bits; the
-    # scratch index the capture changes is a copy of this one.
-    index_listing = git.run("ls-files", "-z", "--stage", "-v")
-    staged_repositories = _new_gitlinks(git, base_commit, index_listing)
+    # scratch index the capture changes is a copy of this one. A v4 record keeps it.
+    index_listing = (
+        git.run("ls-files", "-z", "--stage", "-v") if record is None else record_index_listing(git, record)
+    )
+    staged_repositories = _new_gitlinks(git, opened.base_commit, index_listing)
     current_exclude = _read_info_exclude(git) if record is None else None
     # A v1 snapshot did not record the rules: the current ones are all there is (module docstring).
     info_exclude = snap.info_exclude if snap.info_exclude is not None else current_exclude or b""
@@ -491,53 +530,111 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
     info_exclude_changed = snap.info_exclude is not None and current_exclude != snap.info_exclude
     # A v1 or v2 snapshot did not record the .gitignore files: the base commit's stand in for them.
     old_ignore_files = (
-        snap.ignore_files if snap.ignore_files is not None else base_ignore_files(git, base_commit)
+        snap.ignore_files if snap.ignore_files is not None else base_ignore_files(git, opened.base_commit)
+    )
+    tree = walk_work_tree(git.workspace)
+    special_files = tree.special
+    known = None if staged_repositories else _scan_unchanged(git, snap, tree, index_listing)
+    found = _diff_in_scratch(
+        opened,
+        info_exclude,
+        old_ignore_files,
+        index_listing,
+        staged_repositories,
+        special_files,
+        before,
+        known,
+    )
+    ignored_created = sorted(found.still_ignored | set(found.unrepresentable))
+    changes = None if git_dir_changes is None else git_dir_changes.result()
+    diff_path = _write_run_files(out_dir, found, ignored_created, special_files, changes)
+    # Every file section starts with this header line; content lines start with ' ', '+', '-' and base85
+    # lines of binary patches cannot contain a space, so the count is exact.
+    files_changed = found.diff.count(b"\ndiff --git ") + found.diff.startswith(b"diff --git ")
+    return CaptureResult(
+        base_commit=opened.base_commit,
+        diff_path=str(diff_path),
+        diff_bytes=len(found.diff),
+        files_changed=files_changed,
+        ignored_created=ignored_created,
+        nested_repositories=found.scan.nested_repositories,
+        unrepresentable=found.unrepresentable,
+        exclude_rules_recorded=snap.info_exclude is not None,
+        info_exclude_changed=info_exclude_changed,
+        ignore_files_recorded=snap.ignore_files is not None,
+        self_ignoring_dirs=found.self_ignoring,
+        ignored_in_diff=sorted(p for p in found.surfaced if p in found.in_index),
+        git_dir_changes=changes,
+        special_files=special_files,
     )
 
-    special_files = find_special_files(git.workspace)
+
+def _open(workspace: Path, base: str, before: Path) -> _Opened:
+    """Read the snapshot, and find the git to run and the base commit: the workspace's own git for a v3 or
+    older snapshot, else the private record's (nothing of the workspace's .git is read: the run may have
+    broken or removed it)."""
+    snap = read_snapshot_file(before)
+    record = open_record(before) if snap.version >= 4 else None
+    fallback: list[Path] = []
+    if record is None:
+        git = _toplevel_git(workspace)
+        layout, found = look_up(git, base)
+        base_commit = found if found is not None else resolve_base(git, base)
+        return _Opened(snap, None, git, layout, base_commit, fallback)
+    git = record_git(workspace, record)
+    # HEAD at snapshot time (what a harness passes) is read from the record's files; git resolves the rest.
+    layout, found = record_layout(record, base) or look_up(git, base)
+    if found is not None:
+        base_commit = found
+    else:
+        base_commit, fallback = resolve_in_record(git, record, base)
+    return _Opened(snap, record, git, layout, base_commit, fallback)
+
+
+def _diff_in_scratch(
+    opened: _Opened,
+    info_exclude: bytes,
+    old_ignore_files: dict[str, bytes],
+    index_listing: bytes,
+    staged_repositories: list[str],
+    special_files: list[str],
+    before: Path,
+    known: _Scan | None = None,
+) -> _Found:
+    """The scan, git add -N and the diff, all with one scratch git directory, so that a file the scan calls
+    untracked is one git add accepts and the diff shows. ``known`` is the scan when
+    :func:`_scan_unchanged` could tell it without git."""
+    git, base_commit = opened.git, opened.base_commit
     with (
-        tempfile.TemporaryDirectory(prefix="rubric-capture-") as scratch_name,
+        scratch_directory("rubric-capture-") as scratch_name,
         rule_fifos_read_empty(git.workspace, special_files),
     ):
-        # Everything from here on (the scan, git add -N, the diff) sees the same scratch git directory, so
-        # a file the scan calls untracked is one git add accepts and the diff shows.
         scratch = Path(scratch_name)
-        _use_scratch(git, scratch, info_exclude, fallback, layout)
+        _use_scratch(git, scratch, info_exclude, opened.fallback, opened.layout)
         if special_files:
             # Absent from the work tree for the diff: a tracked one leaves the scratch index, so the diff
             # shows it deleted without git opening it (an untracked one git does not list anyway).
             git.run("update-index", "--force-remove", "-z", "--stdin", stdin=nul_joined(special_files))
-        scan = _scan(git, staged_repositories)
+        scan = known or _scan(git, staged_repositories)
+        before_paths = set(opened.snap.ignored)
         created = sorted(set(scan.ignored) - before_paths)
         self_ignoring = find_self_ignoring_dirs(git, base_commit, created, before_paths, old_ignore_files)
         in_dirs = {f for d in self_ignoring for f in d.files}
         rest = [p for p in created if p not in in_dirs]
         # A file that only rules written during the run ignore is an ordinary new file (module docstring).
         still_ignored = ignored_by(
-            git, scratch, info_exclude, old_ignore_files, rest, before, object_format=layout.object_format
+            git,
+            scratch,
+            info_exclude,
+            old_ignore_files,
+            rest,
+            before,
+            object_format=opened.layout.object_format,
         )
         surfaced = [p for p in rest if p not in still_ignored]
         _clear_hiding_bits(git, index_listing, special_files)
-        if scan.untracked:
-            # --literal-pathspecs: a file named '*.py' is that file, not a glob over the work tree.
-            # --ignore-errors: one name git refuses (.GIT/x) must not stop the others; exit 1 says so.
-            add_flags = (
-                "--intent-to-add",
-                "--ignore-errors",
-                "--pathspec-from-file=-",
-                "--pathspec-file-nul",
-            )
-            git.run(
-                "--literal-pathspecs", "add", *add_flags, stdin=nul_joined(scan.untracked), ok_codes=(0, 1)
-            )
-        if staged_repositories:
-            git.run("update-index", "--force-remove", "-z", "--stdin", stdin=nul_joined(staged_repositories))
-        if scan.nested_files or surfaced:
-            # git add would stop at a nested .git (a gitlink) and refuses ignored files; update-index adds
-            # the files themselves and reads no ignore rule.
-            files = [*scan.nested_files, *surfaced]
-            git.run("update-index", "--add", "-z", "--stdin", stdin=nul_joined(files))
-        attribute_files = None if record is None else head_attribute_files(record, base_commit)
+        _add_to_index(git, scan, staged_repositories, surfaced)
+        attribute_files = None if opened.record is None else head_attribute_files(opened.record, base_commit)
         diff, listed = byte_exact_diff_and_paths(git, scratch, base_commit, _DIFF_FLAGS, attribute_files)
         added = (*scan.untracked, *scan.nested_files, *surfaced)
         # An added file the diff lists is in the index; only one it does not (refused by git, or equal to
@@ -548,44 +645,55 @@ def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureR
     # Names git refuses to track anywhere (a '.GIT' directory): no diff can carry them, so they are listed
     # with the ignored files, where denied_globs still sees them.
     unrepresentable = sorted(p for p in added if p not in in_index)
+    return _Found(diff, scan, self_ignoring, still_ignored, surfaced, unrepresentable, in_index)
 
-    ignored_created = sorted(set(still_ignored) | set(unrepresentable))
+
+def _add_to_index(
+    git: WorkspaceGit, scan: _Scan, staged_repositories: list[str], surfaced: list[str]
+) -> None:
+    """Put into the scratch index what the diff must show besides tracked files: untracked files (intent to
+    add), nested repositories' files instead of their gitlinks, and files only new rules ignore."""
+    if scan.untracked:
+        # --literal-pathspecs: a file named '*.py' is that file, not a glob over the work tree.
+        # --ignore-errors: one name git refuses (.GIT/x) must not stop the others; exit 1 says so.
+        add_flags = ("--intent-to-add", "--ignore-errors", "--pathspec-from-file=-", "--pathspec-file-nul")
+        git.run("--literal-pathspecs", "add", *add_flags, stdin=nul_joined(scan.untracked), ok_codes=(0, 1))
+    if staged_repositories:
+        git.run("update-index", "--force-remove", "-z", "--stdin", stdin=nul_joined(staged_repositories))
+    if scan.nested_files or surfaced:
+        # git add would stop at a nested .git (a gitlink) and refuses ignored files; update-index adds
+        # the files themselves and reads no ignore rule.
+        files = [*scan.nested_files, *surfaced]
+        git.run("update-index", "--add", "-z", "--stdin", stdin=nul_joined(files))
+
+
+def _write_run_files(
+    out_dir: Path,
+    found: _Found,
+    ignored_created: list[str],
+    special_files: list[str],
+    git_dir_changes: list[str] | None,
+) -> Path:
+    """Write the capture's files into the run directory; the diff's path."""
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(out_dir, f"cannot create the run directory: {exc.strerror or exc}") from exc
     diff_path = out_dir / DIFF_NAME
     try:
-        diff_path.write_bytes(diff)
+        diff_path.write_bytes(found.diff)
     except OSError as exc:
         raise InputError(diff_path, f"cannot write: {exc.strerror or exc}") from exc
     _write_text(
-        out_dir / IGNORED_CREATED_NAME, format_ignored_created(ignored_created, self_ignoring, special_files)
+        out_dir / IGNORED_CREATED_NAME,
+        format_ignored_created(ignored_created, found.self_ignoring, special_files),
     )
     changes_path = out_dir / GIT_DIR_CHANGES_NAME
     if git_dir_changes is None:
         changes_path.unlink(missing_ok=True)  # one from an earlier capture must not stand in for this one
     else:
         _write_text(changes_path, format_path_list(git_dir_changes))
-    # Every file section starts with this header line; content lines start with ' ', '+', '-' and base85
-    # lines of binary patches cannot contain a space, so the count is exact.
-    files_changed = diff.count(b"\ndiff --git ") + diff.startswith(b"diff --git ")
-    return CaptureResult(
-        base_commit=base_commit,
-        diff_path=str(diff_path),
-        diff_bytes=len(diff),
-        files_changed=files_changed,
-        ignored_created=ignored_created,
-        nested_repositories=scan.nested_repositories,
-        unrepresentable=unrepresentable,
-        exclude_rules_recorded=snap.info_exclude is not None,
-        info_exclude_changed=info_exclude_changed,
-        ignore_files_recorded=snap.ignore_files is not None,
-        self_ignoring_dirs=self_ignoring,
-        ignored_in_diff=sorted(p for p in surfaced if p in in_index),
-        git_dir_changes=git_dir_changes,
-        special_files=special_files,
-    )
+    return diff_path
 
 
 def _gitlinks(listing: bytes, *, tagged: bool = False) -> list[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,13 @@ from grading.git_quote import c_quote
 # text-or-binary test decides, then grading/workspace/bytes.py's NUL rule). The rest switch off every
 # conversion, so git hashes and diffs the bytes on disk (`-working-tree-encoding` is an error to git).
 RAW_ATTRIBUTES = "* !diff -text -ident -filter !working-tree-encoding\n"
+
+# A scratch git directory is a dozen small files made and removed per snapshot or capture; on a busy disk each
+# mkdir, create or unlink costs a millisecond or more, more than the git run it serves. Memory (tmpfs) makes
+# them free. Used when it has room to spare for what a scratch directory may hold (the index copy, blobs of
+# nested repositories' files, a checkout of converted files), and unless TMPDIR names another place.
+_TMPFS = "/dev/shm"
+_TMPFS_MIN_FREE = 1 << 30
 
 # Config that shapes the diff text or the file lists, pinned so the repository's .git/config cannot change
 # them. Keys a flag already pins (diff.external via --no-ext-diff, ...) are pinned here too, belt and braces.
@@ -170,6 +178,24 @@ def split_z(data: bytes) -> list[str]:
 
 def nul_joined(names: Iterable[bytes | str]) -> bytes:
     return b"".join((os.fsencode(n) if isinstance(n, str) else n) + b"\0" for n in names)
+
+
+def scratch_directory(prefix: str) -> tempfile.TemporaryDirectory[str]:
+    """A temporary directory for a scratch git directory and its index: in memory (``/dev/shm``) when
+    there is one with a GiB free and ``TMPDIR`` names no other place, else where ``tempfile`` puts it."""
+    parent = None
+    if not os.environ.get("TMPDIR"):
+        try:
+            fs = os.statvfs(_TMPFS)
+        except OSError:
+            fs = None
+        if (
+            fs is not None
+            and fs.f_bavail * fs.f_frsize >= _TMPFS_MIN_FREE
+            and os.access(_TMPFS, os.W_OK | os.X_OK)
+        ):
+            parent = _TMPFS
+    return tempfile.TemporaryDirectory(prefix=prefix, dir=parent)
 
 
 def scratch_git_dir(

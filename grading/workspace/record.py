@@ -4,18 +4,18 @@ and the rules that tell which changes under ``.git`` are ordinary history work."
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
 import stat
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from grading.errors import InputError
 from grading.path_lists import SNAPSHOT_HEADER, quote_path, read_lines, unquote_path
-from grading.workspace.git import WorkspaceGit, alternates_value, git_path, resolve_base
+from grading.workspace.git import GitLayout, WorkspaceGit, alternates_value, git_path, resolve_base
 
 RECORD_SUFFIX = ".git"  # the private record of a snapshot FILE is the directory FILE.git
 _RECORD_MARKER = "rubric-snapshot-record"
@@ -24,6 +24,7 @@ _RECORD_FALLBACK = "workspace-objects"  # the workspace's object directory at sn
 RECORD_EXCLUDE = "workspace-info-exclude"  # where the workspace's info/exclude was at snapshot time
 _HASH_CHUNK = 1 << 20
 _RECORD_ATTRIBUTES = "head-attributes"  # HEAD, then the paths of its .gitattributes files
+_RECORD_INDEX_LISTING = "index-listing"  # `git ls-files -z --stage -v` of the record's index
 _ATTRIBUTES = b".gitattributes"
 _OBJECT_ID = re.compile(rb"[0-9a-f]{40}|[0-9a-f]{64}")
 
@@ -74,24 +75,28 @@ def _fill_record(git: WorkspaceGit, real_index: Path, objects: Path, record: Pat
             f"[extensions]\n\tobjectformat = {object_format}\n"
         )
     (record / "config").write_text(config)
+    if real_index.is_file():
+        shutil.copy2(real_index, record / "index")  # copy2: the mtime decides racily clean entries
+        for shared in real_index.parent.glob("sharedindex.*"):
+            shutil.copy2(shared, record / shared.name)
+    # The copy's entries, listed as a capture from this record lists them (record_git): the capture reads
+    # this file instead of running git (a process is a capture's fixed cost).
+    listing = record_git(git.workspace, record).run("ls-files", "-z", "--stage", "-v")
+    (record / _RECORD_INDEX_LISTING).write_bytes(listing)
     # The objects a diff against HEAD needs: HEAD's commit, tree and blobs, and the blobs of the index.
     named = git.run("rev-list", "--objects", "--no-walk", "HEAD") if head else b""
     wanted = b"".join(line.split(b" ", 1)[0] + b"\n" for line in named.split(b"\n") if line)
     _write_head_attributes(record, head, named)
     staged = [
-        entry.split(b" ")[1]
-        for entry in git.run("ls-files", "-z", "--stage").split(b"\0")
-        if entry and not entry.startswith(b"160000 ")
+        entry.split(b" ")[2]
+        for entry in listing.split(b"\0")
+        if entry and not entry[2:].startswith(b"160000 ")
     ]
     if staged:  # an intent-to-add entry names the empty blob, which may not exist
         check = git.run("cat-file", "--batch-check=%(objectname)", stdin=b"".join(o + b"\n" for o in staged))
         wanted += b"".join(line + b"\n" for line in check.split(b"\n") if line and b" " not in line)
     if wanted:
         git.run("pack-objects", "-q", str(pack_dir / "pack"), stdin=wanted)
-    if real_index.is_file():
-        shutil.copy2(real_index, record / "index")  # copy2: the mtime decides racily clean entries
-        for shared in real_index.parent.glob("sharedindex.*"):
-            shutil.copy2(shared, record / shared.name)
     (record / _RECORD_FALLBACK).write_bytes(os.fsencode(objects))
     (record / RECORD_EXCLUDE).write_bytes(os.fsencode(git_path(git, "info/exclude").absolute()))
     manifest = _git_dir_manifest(git.workspace, IndexLister(git, record))
@@ -135,21 +140,43 @@ def head_attribute_files(record: Path, base_commit: str) -> frozenset[str] | Non
         return None
 
 
+def record_index_listing(git: WorkspaceGit, record: Path) -> bytes:
+    """``git ls-files -z --stage -v`` of the record's index, as ``git`` (:func:`record_git`) prints it:
+    from the record when the snapshot stored it, else from git."""
+    try:
+        return (record / _RECORD_INDEX_LISTING).read_bytes()
+    except FileNotFoundError:
+        return git.run("ls-files", "-z", "--stage", "-v")  # a record written before the listing was kept
+
+
 class IndexLister:
     """The entries of an index file (paths, modes, object ids, stages, flags; not the stat cache), hashed:
-    what ``git status`` rewrites without changing any entry hashes the same."""
+    what ``git status`` rewrites without changing any entry hashes the same. Each index file is listed
+    once (a capture asks twice about a ``.git/index`` whose stat changed)."""
 
     def __init__(self, git: WorkspaceGit, git_dir: Path) -> None:
         self.git = WorkspaceGit(git.workspace, {"GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(git.workspace)})
         self.git.config = list(git.config)
+        self._digests: dict[Path, str | None] = {}
 
     def digest(self, index: Path) -> str | None:
+        if index in self._digests:
+            return self._digests[index]
         self.git.extra_env["GIT_INDEX_FILE"] = str(index)
         try:
             listing = self.git.run("ls-files", "-z", "--stage", "-v")
         except InputError:
-            return None  # not an index git can read
-        return "entries:" + hashlib.sha256(listing).hexdigest()
+            found = None  # not an index git can read
+        else:
+            found = "entries:" + _sha256(listing)
+        self._digests[index] = found
+        return found
+
+
+def _sha256(data: bytes) -> str:
+    import hashlib  # here: OpenSSL takes milliseconds to load, and a capture mostly hashes nothing
+
+    return hashlib.sha256(data).hexdigest()
 
 
 @dataclass
@@ -206,13 +233,15 @@ def _digest(workspace: Path, rel: str, kind: str, index: IndexLister) -> str:
     path = workspace / rel
     if kind == "l":
         try:
-            return hashlib.sha256(os.fsencode(os.readlink(path))).hexdigest()
+            return _sha256(os.fsencode(os.readlink(path)))
         except OSError:
             return "-"
     if kind != "f":
         return "-"
     if rel == ".git/index" and (entries := index.digest(path)) is not None:
         return entries
+    import hashlib  # here: OpenSSL takes milliseconds to load, and a capture mostly hashes nothing
+
     sha = hashlib.sha256()
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
@@ -251,7 +280,37 @@ def _read_manifest(record: Path) -> dict[str, _GitDirEntry]:
 def list_git_dir_changes(workspace: Path, record: Path, index: IndexLister) -> list[str]:
     """The paths under ``.git`` the run added, removed or changed since the snapshot (module docstring:
     what counts); ``[".git"]`` when ``.git`` went away or changed kind."""
-    before = _read_manifest(record)
+    return _compare_git_dir(workspace, _read_manifest(record), index)
+
+
+class GitDirChanges:
+    """:func:`list_git_dir_changes` worked out in a thread, while the capture's git runs take the diff: the
+    walk of ``.git`` and, when ``.git/index`` was rewritten, one ``git ls-files`` of it. The manifest is
+    read at once, so a broken one fails the capture before any other work."""
+
+    def __init__(self, workspace: Path, record: Path, index: IndexLister) -> None:
+        before = _read_manifest(record)
+        self._found: list[str] = []
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._work, args=(workspace, before, index), name="rubric-capture-git-dir", daemon=True
+        )
+        self._thread.start()
+
+    def _work(self, workspace: Path, before: dict[str, _GitDirEntry], index: IndexLister) -> None:
+        try:
+            self._found = _compare_git_dir(workspace, before, index)
+        except BaseException as exc:  # raised in the capture's thread by result()
+            self._error = exc
+
+    def result(self) -> list[str]:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._found
+
+
+def _compare_git_dir(workspace: Path, before: dict[str, _GitDirEntry], index: IndexLister) -> list[str]:
     now = _git_dir_entries(workspace)
     if (before and not os.path.lexists(workspace / ".git")) or (".git" in before) != (".git" in now):
         return [".git"]  # removed, or a directory turned into a file or the other way round
@@ -379,6 +438,26 @@ def record_git(workspace: Path, record: Path) -> WorkspaceGit:
         raise InputError(workspace, "workspace is not a directory")
     root = Path(os.path.abspath(workspace))
     return WorkspaceGit(root, {"GIT_DIR": str(record.absolute()), "GIT_WORK_TREE": str(root)})
+
+
+def record_layout(record: Path, base: str) -> tuple[GitLayout, str] | None:
+    """The record's layout (:func:`grading.workspace.git.look_up`) and the commit ``base`` names, read from
+    the record's own files when ``base`` is ``HEAD`` or HEAD's full object id (what a harness passes):
+    no git process. None for any other base, which git resolves."""
+    try:
+        head = (record / "HEAD").read_bytes().rstrip(b"\n")
+        config = (record / "config").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if _OBJECT_ID.fullmatch(head) is None:
+        return None
+    commit = head.decode("ascii")
+    if base != "HEAD" and base.lower() != commit:
+        return None
+    found = re.search(r"^\tobjectformat = (\S+)$", config, re.MULTILINE)
+    root = record.absolute()
+    layout = GitLayout(root / "index", (root / "objects").resolve(), found.group(1) if found else "sha1")
+    return layout, commit
 
 
 def resolve_in_record(git: WorkspaceGit, record: Path, base: str) -> tuple[str, list[Path]]:

@@ -11,19 +11,28 @@ import os
 import stat
 import threading
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from grading.path_lists import GITIGNORE
 
 
-def special_files(root: Path) -> list[str]:
-    """Paths in the work tree that are neither a regular file, a directory nor a symbolic link (a FIFO, a
-    socket, a device), outside every ``.git``, sorted. Symbolic links are not followed: git records a
-    link's target and never reads through it.
+@dataclass
+class WorkTree:
+    """One walk of the work tree (not following symbolic links, skipping every ``.git``)."""
 
-    git cannot hash such a file: a tracked one makes ``git diff`` fail ("cannot hash"), and an untracked one
-    is silently left out. The capture treats each as absent from the work tree and names it."""
+    special: list[str]  # FIFOs, sockets and devices, sorted
+    files: list[str]  # regular files and symbolic links
+    # a directory named like .git in another case (.GIT): git's walk and this one may part there
+    odd_git_names: bool
+
+
+def walk_work_tree(root: Path) -> WorkTree:
+    """The paths of the work tree: its special files (:func:`special_files`) and every file and symbolic
+    link, so that the capture can tell, without asking git, that nothing is new since the snapshot."""
     found: list[str] = []
+    files: list[str] = []
+    odd = False
     stack = [""]
     while stack:
         rel = stack.pop()
@@ -33,16 +42,30 @@ def special_files(root: Path) -> list[str]:
             continue  # unreadable directory: git cannot list it either
         for entry in entries:
             if entry.name.lower() == ".git":
-                continue  # the repository's own (git_dir_changes.txt watches it) or a nested one's
+                # the repository's own (git_dir_changes.txt watches it) or a nested one's
+                odd = odd or entry.name != ".git"
+                continue
             child = f"{rel}/{entry.name}" if rel else entry.name
             try:
                 if entry.is_dir(follow_symlinks=False):
                     stack.append(child)
-                elif not (entry.is_symlink() or entry.is_file(follow_symlinks=False)):
+                elif entry.is_symlink() or entry.is_file(follow_symlinks=False):
+                    files.append(child)
+                else:
                     found.append(child)
             except OSError:
                 continue  # gone since the listing
-    return sorted(found)
+    return WorkTree(sorted(found), files, odd)
+
+
+def special_files(root: Path) -> list[str]:
+    """Paths in the work tree that are neither a regular file, a directory nor a symbolic link (a FIFO, a
+    socket, a device), outside every ``.git``, sorted. Symbolic links are not followed: git records a
+    link's target and never reads through it.
+
+    git cannot hash such a file: a tracked one makes ``git diff`` fail ("cannot hash"), and an untracked one
+    is silently left out. The capture treats each as absent from the work tree and names it."""
+    return walk_work_tree(root).special
 
 
 # Files git opens in the work tree whatever the index says: a FIFO there would block it (no writer).
