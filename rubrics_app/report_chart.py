@@ -21,7 +21,5 @@ def forest_plot(contrasts: list[Contrast]) -> SafeString:
     return mark_safe(forest_plot_svg(contrasts))
 
 
-def blocker_histogram(
-    row: TaskRow, criteria: Mapping[str, str] | None = None, *, legend: bool = True
-) -> SafeString:
-    return mark_safe(blocker_histogram_svg(row, criteria, legend=legend))
+def blocker_histogram(row: TaskRow, criteria: Mapping[str, str] | None = None) -> SafeString:
+    return mark_safe(blocker_histogram_svg(row, criteria))

@@ -191,7 +191,7 @@ def _legend(y: float, lines: list[list[tuple[str, str]]]) -> Markup:
                 spans.append(_h("{}{}", lead, text))
         parts.append(
             _h(
-                '<text x="0" y="{}" fill="#374151" xml:space="preserve">{}</text>',
+                '<text x="1" y="{}" fill="#374151" xml:space="preserve">{}</text>',
                 f"{y + i * LINE:.1f}",
                 mark_safe("".join(spans)),
             )  # fmt: skip
@@ -354,17 +354,15 @@ def forest_plot(contrasts: list[Contrast]) -> Markup:
     return mark_safe("".join(parts))
 
 
-def blocker_histogram(
-    row: TaskRow, criteria: Mapping[str, str] | None = None, *, legend: bool = True
-) -> Markup:
+def blocker_histogram(row: TaskRow, criteria: Mapping[str, str] | None = None) -> Markup:
     """One task's failed blockers: how many of the runs its primary judge decided failed each blocker.
-    Each bar's label line names the blocker's criterion (shortened; in full in its <title>). ``legend``:
-    a line saying what a bar is (the page's caption says it instead)."""
+    Each bar's label line names the blocker's criterion (shortened; in full in its <title>); the legend
+    says what a bar counts."""
     criteria = criteria or {}
     block = LINE + ROW + 4
     items = list(row.failed_blockers.items())
     body = 4 + block * max(1, len(items))
-    height = body + (LINE + 4 if legend else 0)
+    height = body + LINE + 2
     scale = _Scale(0.0, 1.0, left=0.0, right=80.0)
     parts: list[Markup] = [_open("report-histogram", height, f"Failed blockers of {row.task}")]
     for i, (item, count) in enumerate(items):
@@ -391,8 +389,7 @@ def blocker_histogram(
                 of=str(row.judged),
             )  # fmt: skip
         )
-    if legend:
-        parts.append(_legend(body + LINE, [[("bar", "failed, of the runs the judge decided")]]))
+    parts.append(_legend(body + LINE - 4, [[("bar", "failed, of the runs the judge decided")]]))
     parts.append(mark_safe("</svg>"))
     return mark_safe("".join(parts))
 

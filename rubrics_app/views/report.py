@@ -138,7 +138,7 @@ def _page_context(
         "histograms": [
             (
                 t,
-                blocker_histogram(t, criteria.get(t.task), legend=False),
+                blocker_histogram(t, criteria.get(t.task)),
                 f"{figure}?{urlencode({**filters, 'figure': 'blockers', 'task_histogram': t.task})}",
             )
             for t in failed
