@@ -40,11 +40,12 @@ h1 { font-size: 1.5rem; } h2 { font-size: 1.2rem; margin-top: 2rem; }
 .warnings { background: #fff7e6; border: 1px solid #f0c36d; padding: .5rem 1rem; }
 .scroll { overflow-x: auto; }
 table { border-collapse: collapse; width: 100%; }
-th, td { text-align: left; padding: .35rem .3rem; border-bottom: 1px solid #e5e7eb; vertical-align: top; }
+th, td { text-align: left; padding: .35rem .25rem; border-bottom: 1px solid #e5e7eb; vertical-align: top; }
+table { font-size: .93em; }
 th { font-size: .8rem; color: #4b5563; }
 .ci { display: block; font-size: .85em; color: #4b5563; white-space: nowrap; }
 .ci.why { white-space: normal; }
-sup.note { color: #4b5563; }
+sup.note { color: #4b5563; font-size: .7em; }
 td.nowrap { white-space: nowrap; }
 tr.group th { font-style: italic; }
 .notes { font-size: .85em; color: #4b5563; }
@@ -95,7 +96,7 @@ def _cells(title: str, cells: list[Cell], bootstrap: int, extra: str | None = No
         return []
     head = ["Arm", "Model"] + ([extra] if extra else [])
     head += ["Runs", "Tasks", "Measured", "Test-pass", "Mergeable", "Difference", "Corrected mergeable",
-             '<span style="white-space: nowrap">Mean merge_score</span>', "Grader failures",
+             'Mean <span style="white-space: nowrap">merge_score</span>', "Grader failures",
              "Judge failures", "Not measured", "Integrity not measured"]  # fmt: skip
     out = [f"<h2>{_e(title)}</h2>", '<div class="scroll"><table>', "<thead><tr>"]
     out += [f"<th>{h}</th>" for h in head] + ["</tr></thead><tbody>"]
