@@ -295,19 +295,41 @@ def contrast_test(c: Contrast) -> str:
 @dataclass(frozen=True)
 class ContrastRow:
     """One pair compared (two arms of a model, or two models in an arm): its contrasts, one per metric, side
-    by side. The shared tasks and runs are the same for every metric of the pair."""
+    by side. The pair, its shared tasks and runs are the same for every metric, so they are read off one."""
 
-    kind: str
-    fixed: str
-    a: str
-    b: str
-    label: str
-    tasks: int
-    tasks_a: int
-    tasks_b: int
-    runs: int
-    few_tasks: bool
     by_metric: dict[str, Contrast]
+
+    @property
+    def first(self) -> Contrast:
+        return next(iter(self.by_metric.values()))
+
+    @property
+    def kind(self) -> str:
+        return self.first.kind
+
+    @property
+    def fixed(self) -> str:
+        return self.first.fixed
+
+    @property
+    def a(self) -> str:
+        return self.first.a
+
+    @property
+    def b(self) -> str:
+        return self.first.b
+
+    @property
+    def tasks(self) -> int:
+        return self.first.tasks
+
+    @property
+    def runs(self) -> int:
+        return self.first.runs
+
+    @property
+    def label(self) -> str:
+        return contrast_label(self.first)
 
     @property
     def within(self) -> str:
@@ -316,11 +338,12 @@ class ContrastRow:
 
     @property
     def tasks_text(self) -> str:
-        """ "4", or "4 of 5 and 4" when a side has tasks the other has not; "few" under 10 shared tasks."""
-        text = str(self.tasks)
-        if self.tasks != self.tasks_a or self.tasks != self.tasks_b:
-            text += f" of {self.tasks_a} and {self.tasks_b}"
-        return text + (" (few)" if self.few_tasks and self.tasks else "")
+        """ "4", or "4 of 5 and 4" when a side has tasks the other has not; "(few)" under 10 shared tasks."""
+        c = self.first
+        text = str(c.tasks)
+        if c.tasks != c.tasks_a or c.tasks != c.tasks_b:
+            text += f" of {c.tasks_a} and {c.tasks_b}"
+        return text + (" (few)" if c.few_tasks and c.tasks else "")
 
 
 def contrast_rows(contrasts: Iterable[Contrast]) -> list[tuple[str, list[ContrastRow]]]:
@@ -331,22 +354,7 @@ def contrast_rows(contrasts: Iterable[Contrast]) -> list[tuple[str, list[Contras
         pairs.setdefault((c.kind, c.fixed, c.a, c.b), {})[c.metric] = c
     groups: dict[str, list[ContrastRow]] = {}
     for (kind, *_), by_metric in pairs.items():
-        first = next(iter(by_metric.values()))
-        groups.setdefault(kind, []).append(
-            ContrastRow(
-                kind=kind,
-                fixed=first.fixed,
-                a=first.a,
-                b=first.b,
-                label=contrast_label(first),
-                tasks=first.tasks,
-                tasks_a=first.tasks_a,
-                tasks_b=first.tasks_b,
-                runs=first.runs,
-                few_tasks=first.few_tasks,
-                by_metric=by_metric,
-            )  # fmt: skip
-        )
+        groups.setdefault(kind, []).append(ContrastRow(by_metric))
     return [(CONTRAST_KINDS[kind], groups[kind]) for kind in CONTRAST_KINDS if kind in groups]
 
 
