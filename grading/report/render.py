@@ -338,12 +338,12 @@ class ContrastRow:
 
     @property
     def tasks_text(self) -> str:
-        """ "4", or "4 of 5 and 4" when a side has tasks the other has not; "(few)" under 10 shared tasks."""
+        """ "4", or "4 of 5 and 4" when a side has tasks the other has not; "(few tasks)" under 10 shared tasks."""
         c = self.first
         text = str(c.tasks)
         if c.tasks != c.tasks_a or c.tasks != c.tasks_b:
             text += f" of {c.tasks_a} and {c.tasks_b}"
-        return text + (" (few)" if c.few_tasks and c.tasks else "")
+        return text + (" (few tasks)" if c.few_tasks and c.tasks else "")
 
 
 def contrast_rows(contrasts: Iterable[Contrast]) -> list[tuple[str, list[ContrastRow]]]:
