@@ -338,7 +338,7 @@ class ContrastRow:
 
     @property
     def tasks_text(self) -> str:
-        """ "4", or "4 of 5 and 4" when a side has tasks the other has not; "(few tasks)" under 10 shared tasks."""
+        """ "4", or "4 of 5 and 4" when a side has tasks the other has not; "(few tasks)" under 10."""
         c = self.first
         text = str(c.tasks)
         if c.tasks != c.tasks_a or c.tasks != c.tasks_b:
