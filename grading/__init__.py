@@ -229,6 +229,7 @@ if TYPE_CHECKING:
     from grading.report import REPEATED_WARNINGS as REPEATED_WARNINGS
     from grading.report import Cell as Cell
     from grading.report import Contrast as Contrast
+    from grading.report import ContrastRow as ContrastRow
     from grading.report import Disagreement as Disagreement
     from grading.report import Estimate as Estimate
     from grading.report import GradedRun as GradedRun
@@ -241,6 +242,7 @@ if TYPE_CHECKING:
     from grading.report import MetricsDetails as MetricsDetails
     from grading.report import MetricsFile as MetricsFile
     from grading.report import MetricsJudge as MetricsJudge
+    from grading.report import Notes as Notes
     from grading.report import PartSums as PartSums
     from grading.report import Provenance as Provenance
     from grading.report import ProvenanceJudge as ProvenanceJudge
@@ -254,9 +256,13 @@ if TYPE_CHECKING:
     from grading.report import VerdictGroup as VerdictGroup
     from grading.report import blocker_histogram as blocker_histogram
     from grading.report import build_report as build_report
+    from grading.report import cell_notes as cell_notes
     from grading.report import code_version as code_version
+    from grading.report import contrast_cell as contrast_cell
     from grading.report import contrast_estimate as contrast_estimate
     from grading.report import contrast_label as contrast_label
+    from grading.report import contrast_rows as contrast_rows
+    from grading.report import contrast_table as contrast_table
     from grading.report import corrected_contrast_label as corrected_contrast_label
     from grading.report import corrected_contrast_text as corrected_contrast_text
     from grading.report import download_name as download_name

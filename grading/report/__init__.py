@@ -18,7 +18,6 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "grading.report.charts": (
         "blocker_histogram",
         "forest_plot",
-        "no_interval_reason",
         "rates_chart",
         "standalone",
     ),
@@ -68,6 +67,13 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "grading.report.render": (
         "INTERVALS_TEXT",
         "METRIC_NAMES",
+        "ContrastRow",
+        "Notes",
+        "cell_notes",
+        "contrast_cell",
+        "contrast_rows",
+        "contrast_table",
+        "no_interval_reason",
         "contrast_estimate",
         "contrast_label",
         "corrected_contrast_label",
@@ -101,7 +107,6 @@ if TYPE_CHECKING:
     from grading.report.build import report_label_target as report_label_target
     from grading.report.charts import blocker_histogram as blocker_histogram
     from grading.report.charts import forest_plot as forest_plot
-    from grading.report.charts import no_interval_reason as no_interval_reason
     from grading.report.charts import rates_chart as rates_chart
     from grading.report.charts import standalone as standalone
     from grading.report.files import MetricsDetails as MetricsDetails
@@ -142,13 +147,20 @@ if TYPE_CHECKING:
     from grading.report.provenance import report_provenance as report_provenance
     from grading.report.render import INTERVALS_TEXT as INTERVALS_TEXT
     from grading.report.render import METRIC_NAMES as METRIC_NAMES
+    from grading.report.render import ContrastRow as ContrastRow
+    from grading.report.render import Notes as Notes
+    from grading.report.render import cell_notes as cell_notes
+    from grading.report.render import contrast_cell as contrast_cell
     from grading.report.render import contrast_estimate as contrast_estimate
     from grading.report.render import contrast_label as contrast_label
+    from grading.report.render import contrast_rows as contrast_rows
+    from grading.report.render import contrast_table as contrast_table
     from grading.report.render import corrected_contrast_label as corrected_contrast_label
     from grading.report.render import corrected_contrast_text as corrected_contrast_text
     from grading.report.render import estimate_note as estimate_note
     from grading.report.render import left_out_text as left_out_text
     from grading.report.render import metric_lines as metric_lines
+    from grading.report.render import no_interval_reason as no_interval_reason
     from grading.report.render import precision_text as precision_text
     from grading.report.render import report_csv as report_csv
     from grading.report.reviewers import ReviewerAgreement as ReviewerAgreement

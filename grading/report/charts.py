@@ -17,16 +17,28 @@ import html
 import math
 from collections.abc import Mapping
 
+from grading.report.contrasts import FEW_TASKS
 from grading.report.models import Cell, Contrast, TaskRow
-from grading.report.render import METRIC_NAMES, contrast_estimate, contrast_label, points
+from grading.report.render import (
+    METRIC_NAMES,
+    contrast_estimate,
+    contrast_rows,
+    no_interval_reason,
+)
 from grading.report.stats import Estimate
+from grading.words import counted
 
 FONT = 13  # px, whatever the width: the smallest text in a chart
 SMALL = 12
 LINE = 18  # a label line
 ROW = 18  # a mark row
+LABEL = 16  # a row's label line in the rates chart and the forest plot
+MARK_ROW = 14  # the forest plot's mark row under its label line
+RATE_ROW = 12  # each of the rates chart's two mark rows (test-pass, mergeable) under its label line
 TOP = 26  # the axis labels
-MAX_LABEL = 60  # characters on a label line; the full text is in the row's <title>
+# Characters on a label line, so that it fits a 366 px chart (a 390 px phone's page) at 13 px; the full
+# text is in the row's <title>.
+MAX_LABEL = 46
 
 TEST_PASS_COLOUR = "#6b7280"
 MERGEABLE_COLOUR = "#1d4ed8"
@@ -152,19 +164,52 @@ def _estimate_text(e: Estimate) -> str:
     return text
 
 
-def no_interval_reason(cell: Cell, bootstrap: int) -> str | None:
-    """Why a cell's measured rates have no interval, or None when they have one (or nothing is measured)."""
-    if not cell.measured or cell.test_pass_rate.ci is not None:
-        return None
-    if bootstrap == 0:
-        return "no intervals were asked for (bootstrap 0)"
-    return "one task only: nothing to resample"
+# A legend's markers as text, so a line of entries flows at any width: (glyph, colour).
+LEGEND_MARKS = {
+    "square": ("■", TEST_PASS_COLOUR),
+    "circle": ("●", MERGEABLE_COLOUR),
+    "dot": ("●", CONTRAST_COLOUR),
+    "hollow": ("○", CONTRAST_COLOUR),
+    "interval": ("├─┤", CONTRAST_COLOUR),
+    "bar": ("█", FAILED_COLOUR),
+}
+
+
+def _legend(y: float, lines: list[list[tuple[str, str]]]) -> Markup:
+    """Legend lines from ``y`` down: each line its entries, each (its marker, a key of
+    :data:`LEGEND_MARKS` or "" for none, its text). A chart carries its legend, so its .svg file explains
+    itself; a line is kept short enough for a 366 px chart (a 390 px phone)."""
+    parts = []
+    for i, entries in enumerate(lines):
+        spans = []
+        for j, (marker, text) in enumerate(entries):
+            glyph, colour = LEGEND_MARKS.get(marker, ("", ""))
+            lead = "   " if j else ""
+            if glyph:
+                spans.append(_h('{}<tspan fill="{}">{}</tspan> {}', lead, colour, glyph, text))
+            else:
+                spans.append(_h("{}{}", lead, text))
+        parts.append(
+            _h(
+                '<text x="1" y="{}" fill="#374151" xml:space="preserve">{}</text>',
+                f"{y + i * LINE:.1f}",
+                mark_safe("".join(spans)),
+            )  # fmt: skip
+        )
+    return _h('<g class="legend">{}</g>', mark_safe("".join(parts)))
 
 
 def rates_chart(cells: list[Cell], bootstrap: int) -> Markup:
-    """Mergeable against test-pass per arm and model, each with its 95% interval as a bar."""
-    block = LINE + 2 * ROW + 6
-    height = TOP + block * max(1, len(cells))
+    """Mergeable against test-pass per arm and model, each with its 95% interval as a bar; a cell whose
+    rates have no interval is marked * and the legend says why once."""
+    block = LABEL + 2 * RATE_ROW + 2
+    reasons = [no_interval_reason(cell, bootstrap) for cell in cells]
+    why = next((r for r in reasons if r), None)
+    legend = [[("square", "test-pass"), ("circle", "mergeable"), ("interval", "95% interval")]]
+    if why:
+        legend.append([("", _short(f"* no interval: {why}", MAX_LABEL))])
+    body = TOP + block * max(1, len(cells))
+    height = body + 6 + LINE * len(legend)
     scale = _Scale(0.0, 1.0)
     parts: list[Markup] = [
         _open(
@@ -172,30 +217,27 @@ def rates_chart(cells: list[Cell], bootstrap: int) -> Markup:
             height,
             "Mergeable rate against test-pass rate per arm and model, with 95% intervals",
         ),
-        _ticks(scale, [(t, f"{t:.0%}") for t in (0.0, 0.25, 0.5, 0.75, 1.0)], height - 4),
+        _ticks(scale, [(t, f"{t:.0%}") for t in (0.0, 0.25, 0.5, 0.75, 1.0)], body - 2),
     ]
     for index, cell in enumerate(cells):
         y = TOP + index * block
         label = f"{cell.arm or '-'} / {cell.model or '-'}"
         if cell.prompt_style:
             label += f" ({cell.prompt_style})"
-        why = no_interval_reason(cell, bootstrap)
-        line = (
-            _short(label)
-            + (" · provisional" if cell.provisional else "")
-            + (f" · no interval: {why}" if why else "")
-        )
+        suffix = (" · provisional" if cell.provisional else "") + (" *" if reasons[index] else "")
+        line = _short(label, MAX_LABEL - len(suffix)) + suffix
         title = (
             f"{label}: test-pass {_estimate_text(cell.test_pass_rate)}, "
             f"mergeable {_estimate_text(cell.mergeable_rate)}"
             + (" (provisional)" if cell.provisional else "")
+            + (f"; no interval: {reasons[index]}" if reasons[index] else "")
         )
         marks = []
         for e, row, colour, marker in (
             (cell.test_pass_rate, 1, TEST_PASS_COLOUR, "square"),
             (cell.mergeable_rate, 2, MERGEABLE_COLOUR, "circle"),
         ):
-            ry = y + LINE + row * ROW - ROW / 2 + 2
+            ry = y + LABEL + row * RATE_ROW - RATE_ROW / 2 + 1
             if e.value is None:
                 marks.append(_h('<text x="2%" y="{}" fill="#4b5563">not measured</text>', f"{ry + 4:.1f}"))
             else:
@@ -204,12 +246,12 @@ def rates_chart(cells: list[Cell], bootstrap: int) -> Markup:
             _h(
                 '<g class="cell"><title>{}</title><text x="0" y="{}" font-weight="600">{}</text>{}</g>',
                 title,
-                f"{y + LINE - 4:.1f}",
+                f"{y + LABEL - 3:.1f}",
                 line,
                 mark_safe("".join(marks)),
             )  # fmt: skip
         )
-    parts.append(mark_safe("</svg>"))
+    parts += [_legend(body + 6 + LINE - 4, legend), mark_safe("</svg>")]
     return mark_safe("".join(parts))
 
 
@@ -222,74 +264,105 @@ def _contrast_range(contrasts: list[Contrast]) -> float:
     return min(1.0, math.ceil(round(widest * 10, 6)) / 10)
 
 
+# The forest plot's three panels side by side, one per metric, in percent of the width.
+PANELS = tuple((metric, 34.0 * i + 1.0, 34.0 * i + 32.0) for i, metric in enumerate(METRIC_NAMES))
+HEAD = 38  # the panels' titles and their axis labels
+
+
 def forest_plot(contrasts: list[Contrast]) -> Markup:
-    """Every contrast as a point (b − a) and its paired 95% interval, around a zero line: one group of
-    three rows (test-pass, mergeable, gap) per pair compared. A hollow point marks few tasks."""
-    groups: list[list[Contrast]] = []
-    for c in contrasts:
-        if groups and (groups[-1][0].kind, groups[-1][0].fixed, groups[-1][0].a, groups[-1][0].b) == (
-            c.kind, c.fixed, c.a, c.b,
-        ):  # fmt: skip
-            groups[-1].append(c)
-        else:
-            groups.append([c])
-    block = LINE + 3 * ROW + 8
-    height = TOP + block * max(1, len(groups))
-    half = _contrast_range(contrasts)
-    scale = _Scale(-half, half, left=24.0)
-    ticks = [(-half, points(-half)), (-half / 2, ""), (0.0, "0"), (half / 2, ""), (half, points(half))]
-    parts: list[Markup] = [
-        _open("forest-plot", height, "Contrasts: b − a with paired 95% intervals, by task"),
-        _ticks(scale, ticks, height - 4),
-        _h(
-            '<line x1="{x}" x2="{x}" y1="{a}" y2="{b}" stroke="#111827" stroke-width="1.5"/>',
-            x=scale(0.0),
-            a=str(TOP - 6),
-            b=str(height - 4),
-        ),  # fmt: skip
+    """Every pair compared as one row, its b − a for each metric (test-pass, mergeable, difference) in a
+    panel of its own: a point and its paired 95% interval around a line at 0, the same axis in every panel.
+    Rows are grouped by kind (arms compared, then models compared); a hollow point marks few tasks."""
+    groups = contrast_rows(contrasts)
+    block = LABEL + MARK_ROW
+    body = HEAD + sum(LINE + block * len(rows) for _, rows in groups)
+    legend = [
+        [("dot", "b − a (pp)"), ("interval", "paired 95% interval")],
+        [("hollow", f"fewer than {FEW_TASKS} shared tasks")],
     ]
-    for index, group in enumerate(groups):
-        first = group[0]
-        y = TOP + index * block
-        heading = f"{_short(contrast_label(first))} · {first.tasks} task{'s' if first.tasks != 1 else ''}"
-        if first.few_tasks and first.tasks:
-            heading += " · few tasks"
-        rows = [_h('<text x="0" y="{}" font-weight="600">{}</text>', f"{y + LINE - 4:.1f}", heading)]
-        for row, c in enumerate(group, start=1):
-            ry = y + LINE + row * ROW - ROW / 2 + 2
-            mark: Markup
-            if c.value is None:
-                mark = _h(
-                    '<text x="{}" y="{}" fill="#4b5563">{}</text>',
-                    scale(-half),
-                    f"{ry + 4:.1f}",
-                    "no shared task",
-                )
-            else:
-                mark = _interval(
-                    scale, c.value, c.ci, ry, CONTRAST_COLOUR, "hollow" if c.few_tasks else "circle"
-                )
-            rows.append(
+    height = body + 6 + LINE * len(legend)
+    half = _contrast_range(contrasts)
+    scales = {metric: _Scale(-half, half, left=lo, right=hi) for metric, lo, hi in PANELS}
+    edge = f"{100 * half:.0f}"
+    parts: list[Markup] = [
+        _open("forest-plot", height, "Contrasts: b − a with paired 95% intervals, by task")
+    ]
+    for metric, lo, hi in PANELS:
+        scale = scales[metric]
+        parts.append(
+            _h(
+                '<text x="{mid}" y="13" text-anchor="middle" font-weight="600">{name}</text>'
+                '<text x="{lo}" y="{ty}" font-size="{f}" fill="#4b5563">−{e}</text>'
+                '<text x="{zero}" y="{ty}" font-size="{f}" text-anchor="middle" fill="#4b5563">0</text>'
+                '<text x="{hi}" y="{ty}" font-size="{f}" text-anchor="end" fill="#4b5563">+{e}</text>'
+                '<line x1="{zero}" x2="{zero}" y1="{top}" y2="{bottom}" stroke="#111827" stroke-width="1.5"/>'
+                '<line x1="{lo}" x2="{lo}" y1="{top}" y2="{bottom}" stroke="#e5e7eb"/>'
+                '<line x1="{hi}" x2="{hi}" y1="{top}" y2="{bottom}" stroke="#e5e7eb"/>',
+                mid=f"{(lo + hi) / 2:.2f}%",
+                name=METRIC_NAMES[metric],
+                lo=f"{lo:.2f}%",
+                hi=f"{hi:.2f}%",
+                zero=scale(0.0),
+                ty=str(HEAD - 8),
+                f=str(SMALL),
+                e=edge,
+                top=str(HEAD - 4),
+                bottom=f"{body - 2:.1f}",
+            )  # fmt: skip
+        )
+    y = HEAD
+    for title, rows in groups:
+        parts.append(
+            _h(
+                '<text x="2" y="{}" font-style="italic" fill="#374151">{}</text>',
+                f"{y + LINE - 4:.1f}",
+                _short(title),
+            )  # fmt: skip
+        )
+        y += LINE
+        for row in rows:
+            ry = y + LABEL + MARK_ROW / 2 - 1
+            marks = []
+            for metric, lo, _ in PANELS:
+                c = row.by_metric.get(metric)
+                if c is None or c.value is None:
+                    marks.append(
+                        _h(
+                            '<text x="{}" y="{}" dx="4" fill="#4b5563">n/a</text>',
+                            f"{lo:.2f}%",
+                            f"{ry + 4:.1f}",
+                        )
+                    )
+                else:
+                    marker = "hollow" if c.few_tasks else "circle"
+                    marks.append(_interval(scales[metric], c.value, c.ci, ry, CONTRAST_COLOUR, marker))
+            full = f"{row.label}, {counted(row.tasks, 'shared task')}: " + "; ".join(
+                f"{METRIC_NAMES[m]} {contrast_estimate(c)}" for m, c in row.by_metric.items()
+            )
+            parts.append(
                 _h(
-                    '<g class="contrast"><title>{t}</title><text x="0" y="{y}">{m}</text>{mark}</g>',
-                    t=f"{contrast_label(c)}, {METRIC_NAMES[c.metric]}: {contrast_estimate(c)}",
-                    y=f"{ry + 4:.1f}",
-                    m=METRIC_NAMES[c.metric],
-                    mark=mark,
+                    '<g class="contrast"><title>{t}</title>{marks}<text x="0" y="{y}" stroke="#fff" '
+                    'stroke-width="3" paint-order="stroke">{label}</text></g>',
+                    t=full,
+                    y=f"{y + LABEL - 3:.1f}",
+                    label=_short(row.label),
+                    marks=mark_safe("".join(marks)),
                 )  # fmt: skip
             )
-        parts.append(_h('<g class="pair">{}</g>', mark_safe("".join(rows))))
-    parts.append(mark_safe("</svg>"))
+            y += block
+    parts += [_legend(body + 6 + LINE - 4, legend), mark_safe("</svg>")]
     return mark_safe("".join(parts))
 
 
 def blocker_histogram(row: TaskRow, criteria: Mapping[str, str] | None = None) -> Markup:
     """One task's failed blockers: how many of the runs its primary judge decided failed each blocker.
-    Each bar's label line names the blocker's criterion (shortened; in full in its <title>)."""
+    Each bar's label line names the blocker's criterion (shortened; in full in its <title>); the legend
+    says what a bar counts."""
     criteria = criteria or {}
     block = LINE + ROW + 4
     items = list(row.failed_blockers.items())
-    height = 4 + block * max(1, len(items))
+    body = 4 + block * max(1, len(items))
+    height = body + LINE + 2
     scale = _Scale(0.0, 1.0, left=0.0, right=80.0)
     parts: list[Markup] = [_open("report-histogram", height, f"Failed blockers of {row.task}")]
     for i, (item, count) in enumerate(items):
@@ -303,7 +376,7 @@ def blocker_histogram(row: TaskRow, criteria: Mapping[str, str] | None = None) -
                 '<text x="0" y="{ly}">{label}</text>'
                 '<rect x="0" y="{by}" width="{w}" height="{h}" fill="{c}"/>'
                 '<text x="{tx}" y="{ty}" dx="6">{n} of {of}</text></g>',
-                title=f"{label}: failed in {count} of {row.judged} judged runs",
+                title=f"{label}: failed in {count} of {counted(row.judged, 'judged run')}",
                 ly=f"{y + LINE - 4:.1f}",
                 label=_short(label),
                 by=f"{y + LINE:.1f}",
@@ -316,6 +389,7 @@ def blocker_histogram(row: TaskRow, criteria: Mapping[str, str] | None = None) -
                 of=str(row.judged),
             )  # fmt: skip
         )
+    parts.append(_legend(body + LINE - 4, [[("bar", "failed, of the runs the judge decided")]]))
     parts.append(mark_safe("</svg>"))
     return mark_safe("".join(parts))
 

@@ -13,23 +13,24 @@ import html
 from collections.abc import Mapping
 
 from grading.report.agreement import Agreement
-from grading.report.charts import blocker_histogram, forest_plot, no_interval_reason, rates_chart
+from grading.report.charts import blocker_histogram, forest_plot, rates_chart
 from grading.report.models import Cell, ContaminationCell, Report
 from grading.report.provenance import Provenance
 from grading.report.render import (
     INTERVALS_TEXT,
     METRIC_NAMES,
-    contrast_estimate,
-    contrast_label,
+    NO_LABEL_RESAMPLE,
+    Notes,
+    contrast_table,
     corrected_contrast_label,
     corrected_contrast_text,
-    estimate_note,
     labels_weighting_text,
     left_out_text,
     metric_lines,
-    precision_text,
+    no_interval_reason,
 )
 from grading.report.stats import Estimate
+from grading.words import counted
 
 _STYLE = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #111827; margin: 0; }
@@ -39,10 +40,15 @@ h1 { font-size: 1.5rem; } h2 { font-size: 1.2rem; margin-top: 2rem; }
 .warnings { background: #fff7e6; border: 1px solid #f0c36d; padding: .5rem 1rem; }
 .scroll { overflow-x: auto; }
 table { border-collapse: collapse; width: 100%; }
-th, td { text-align: left; padding: .35rem .3rem; border-bottom: 1px solid #e5e7eb; vertical-align: top; }
+th, td { text-align: left; padding: .35rem .25rem; border-bottom: 1px solid #e5e7eb; vertical-align: top; }
+table { font-size: .93em; }
 th { font-size: .8rem; color: #4b5563; }
 .ci { display: block; font-size: .85em; color: #4b5563; white-space: nowrap; }
 .ci.why { white-space: normal; }
+sup.note { color: #4b5563; font-size: .7em; }
+td.nowrap { white-space: nowrap; }
+tr.group th { font-style: italic; }
+.notes { font-size: .85em; color: #4b5563; }
 svg.report-chart { display: block; width: 100%; margin: .5rem 0 1rem; }
 code { overflow-wrap: anywhere; }
 """
@@ -56,44 +62,96 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"
 
 
-def _estimate(e: Estimate | None, why: str | None) -> str:
+def _note(notes: Notes, reason: str) -> str:
+    return f'<sup class="note">{notes.mark(reason)}</sup>'
+
+
+def _estimate(e: Estimate | None, why: str | None, notes: Notes) -> str:
     if e is None:
         return '<span class="muted">-</span>'
     if e.value is None:
         return '<span class="muted">n/a</span>'
     if e.ci is not None:
-        note = estimate_note(e)
-        note_html = f'<span class="ci why">{_e(note)}</span>' if note else ""
-        return f'{_pct(e.value)}<span class="ci">[{_pct(e.ci[0])}, {_pct(e.ci[1])}]</span>{note_html}'
-    return f'{_pct(e.value)}<span class="ci why">no interval: {_e(why or "none computed")}</span>'
+        spread = _note(notes, NO_SPREAD_CELL) if e.method == "no_spread" else ""
+        se = f'<span class="ci">SE {100 * e.se:.1f} pp</span>' if e.se is not None and not spread else ""
+        return f'{_pct(e.value)}<span class="ci">[{_pct(e.ci[0])}, {_pct(e.ci[1])}]{spread}</span>{se}'
+    return _pct(e.value) + _note(notes, f"no interval: {why or 'none computed'}")
+
+
+# What a cell's interval is when every task gave the same rate (the page says the same, once per table).
+NO_SPREAD_CELL = (
+    "no spread between tasks: every task gave the same rate, so the interval is the exact bound on tasks"
+)
+
+
+def _notes(notes: Notes) -> list[str]:
+    if not notes.reasons:
+        return []
+    items = "".join(f'<li value="{n}">{_e(text[:1].upper() + text[1:])}.</li>' for n, text in notes.lines())
+    return [f'<ol class="notes">{items}</ol>']
 
 
 def _cells(title: str, cells: list[Cell], bootstrap: int, extra: str | None = None) -> list[str]:
     if not cells:
         return []
     head = ["Arm", "Model"] + ([extra] if extra else [])
-    head += ["Runs", "Tasks", "Measured", "Test-pass", "Mergeable", "Gap", "Corrected mergeable",
-             "Mean merge_<wbr>score", "Grader failures", "Judge failures", "Not measured",
-             "Integrity not measured"]  # fmt: skip
+    head += ["Runs", "Tasks", "Measured", "Test-pass", "Mergeable", "Difference", "Corrected mergeable",
+             'Mean <span style="white-space: nowrap">merge_score</span>', "Grader failures",
+             "Judge failures", "Not measured", "Integrity not measured"]  # fmt: skip
     out = [f"<h2>{_e(title)}</h2>", '<div class="scroll"><table>', "<thead><tr>"]
     out += [f"<th>{h}</th>" for h in head] + ["</tr></thead><tbody>"]
+    notes = Notes()
     for c in cells:
         why = no_interval_reason(c, bootstrap)
         row = [_e(c.arm or "-"), _e(c.model or "-")]
         if extra:
             row.append(_e(c.split if isinstance(c, ContaminationCell) else (c.prompt_style or "unknown")))
-        merge = _estimate(c.mergeable_rate, why) + (" (provisional)" if c.provisional else "")
+        test_pass = _estimate(c.test_pass_rate, why, notes)
+        merge = _estimate(c.mergeable_rate, why, notes) + (" (provisional)" if c.provisional else "")
         if c.mergeable_bounds:
             merge += f'<span class="ci why">{_e(left_out_text(c))}</span>'
-        corrected = _estimate(c.corrected_mergeable_rate, "too few human labels" if why is None else why)
+        difference = _estimate(c.difference, why, notes)
+        corrected = _estimate(c.corrected_mergeable_rate, why or NO_LABEL_RESAMPLE, notes)
         score = "n/a" if c.mean_merge_score is None else f"{c.mean_merge_score:.3f}"
         parts = ", ".join(f"{_e(p)} {n}" for p, n in c.integrity_not_measured.items())
-        row += [str(c.runs), str(c.tasks), str(c.measured), _estimate(c.test_pass_rate, why), merge,
-                _estimate(c.difference, why), corrected, score, str(c.grader_failures),
-                str(c.judge_failures), str(c.not_measured),
+        row += [str(c.runs), str(c.tasks), str(c.measured), test_pass, merge, difference, corrected, score,
+                str(c.grader_failures), str(c.judge_failures), str(c.not_measured),
                 f"{c.integrity_not_measured_runs}" + (f" ({parts})" if parts else "")]  # fmt: skip
         out.append("<tr>" + "".join(f"<td>{v}</td>" for v in row) + "</tr>")
-    return [*out, "</tbody></table></div>"]
+    return [*out, "</tbody></table></div>", *_notes(notes)]
+
+
+def _contrasts(report: Report) -> list[str]:
+    """The contrasts: the forest plot, then one row per pair compared, its metrics as columns, grouped by
+    kind; each reason said once under the table."""
+    groups, notes = contrast_table(report.contrasts)
+    heads = "".join(f"<th>{_e(METRIC_NAMES[m][:1].upper() + METRIC_NAMES[m][1:])}</th>" for m in METRIC_NAMES)
+    out = [
+        '<h2 id="contrasts">Contrasts</h2>',
+        '<p class="muted">Each row compares two arms of one model, or two models in one arm: b − a, in '
+        "percentage points (pp), for each rate. A task counts once: b − a is the mean, over the tasks both "
+        "sides measured, of each task's b − a, with a 95% t interval, its standard error (SE) and p-values "
+        '(Holm-adjusted within each kind and rate: "holds" marks those that survive at 5%).</p>',
+        forest_plot(report.contrasts),
+        '<div class="scroll"><table><thead><tr><th>b − a</th><th>Shared tasks</th><th>Runs</th>'
+        f"{heads}<th>How many runs are enough (mergeable)</th></tr></thead>",
+    ]
+    for title, lines in groups:
+        out.append(f'<tbody><tr class="group"><th colspan="7">{_e(title)}</th></tr>')
+        for row, cells, precision in lines:
+            metrics = "".join(
+                f'<td class="nowrap">{_e(text)}'
+                + (f'<sup class="note">{note}</sup>' if note else "")
+                + (f'<span class="ci why">{_e(test)}</span>' if test else "")
+                + "</td>"
+                for text, test, note in cells
+            )
+            out.append(
+                f'<tr><td class="nowrap">{_e(row.b)} − {_e(row.a)}<span class="ci">{_e(row.within)}</span>'
+                f"</td><td>{_e(row.tasks_text)}</td><td>{row.runs}</td>{metrics}<td>{_e(precision)}</td></tr>"
+            )
+        out.append("</tbody>")
+    return [*out, "</table></div>", *_notes(notes)]
 
 
 def _agreement(a: Agreement) -> str:
@@ -127,25 +185,12 @@ def render_report_html(
         f"replicates, seed {report.seed}. Report format {report.format}.</p>",
     ]
     if report.warnings:
-        out.append(f'<section class="warnings"><strong>{len(report.warnings)} warnings</strong><ul>')
+        out.append(
+            f'<section class="warnings"><strong>{counted(len(report.warnings), "warning")}</strong><ul>'
+        )
         out += [f"<li>{_e(w)}</li>" for w in report.warnings] + ["</ul></section>"]
     if report.contrasts:
-        out += [
-            '<h2 id="contrasts">Contrasts</h2>',
-            '<p class="muted">b − a: the mean over the tasks both sides measured of each task\'s difference '
-            "(every task once), with 95% t intervals on those differences, standard errors and p-values "
-            "(Holm within each kind and metric). A hollow point: fewer than 10 shared tasks.</p>",
-            forest_plot(report.contrasts),
-            '<div class="scroll"><table><thead><tr><th>Contrast</th><th>Metric</th><th>b − a [95%]</th>'
-            "<th>Tasks</th><th>Runs</th><th>How many runs are enough</th></tr></thead><tbody>",
-        ]
-        for c in report.contrasts:
-            out.append(
-                f"<tr><td>{_e(contrast_label(c))}</td><td>{METRIC_NAMES[c.metric]}</td>"
-                f"<td>{_e(contrast_estimate(c))}</td><td>{c.tasks}</td><td>{c.runs}</td>"
-                f"<td>{_e(precision_text(c))}</td></tr>"
-            )
-        out.append("</tbody></table></div>")
+        out += _contrasts(report)
     if report.corrected_contrasts:
         out += [
             "<h3>Judge-error-corrected contrasts (mergeable)</h3>",
@@ -174,14 +219,15 @@ def render_report_html(
     out += _cells("By training cutoff", list(report.by_contamination), report.bootstrap, "Split")
     out += ["<h2>Judges</h2>", "<ul>"]
     out += [
-        f"<li>{j.role}: <code>{_e(j.judge)}</code>{' (scripted)' if j.scripted else ''}, {j.runs} runs</li>"
+        f"<li>{j.role}: <code>{_e(j.judge)}</code>{' (scripted)' if j.scripted else ''}, "
+        f"{counted(j.runs, 'run')}</li>"
         for j in report.judges
     ] + ["</ul>"]
     acc = report.judge_accuracy
     out.append("<h2>Judge error</h2><p>")
     if acc.sensitivity is not None and acc.specificity is not None:
         out.append(
-            f"Against {acc.labelled} human labels: sensitivity {acc.sensitivity:.3f}, specificity "
+            f"Against {counted(acc.labelled, 'human label')}: sensitivity {acc.sensitivity:.3f}, specificity "
             f"{acc.specificity:.3f}. {_e(labels_weighting_text(acc))} "
         )
     if acc.undefined_reason:
@@ -213,7 +259,8 @@ def render_report_html(
     failed = [t for t in report.tasks if t.failed_blockers]
     for t in failed:
         out.append(
-            f'<h3><code>{_e(t.task)}</code> <span class="muted">{t.judged} judged of {t.runs} runs</span>'
+            f'<h3><code>{_e(t.task)}</code> <span class="muted">{t.judged} judged of '
+            f"{counted(t.runs, 'run')}</span>"
             "</h3>"
         )
         out.append(blocker_histogram(t, criteria.get(t.task)))
@@ -259,6 +306,6 @@ def label_target_text(more: int | None, target: float, reason: str | None) -> st
     if more == 0:
         return f"The corrected mergeable rate is within {aim} with the labels there are."
     return (
-        f"Label {more} more run{'s' if more != 1 else ''} (every blocker of each) to reach {aim} on the "
+        f"Label {counted(more, 'more run', 'more runs')} (every blocker of each) to reach {aim} on the "
         "corrected mergeable rate."
     )

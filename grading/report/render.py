@@ -10,11 +10,14 @@ from __future__ import annotations
 import csv
 import io
 import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from grading.report.agreement import Agreement
 from grading.report.corrected import CorrectedContrast
 from grading.report.models import Cell, ContaminationCell, Contrast, Report
 from grading.report.stats import Estimate, JudgeAccuracy
+from grading.words import counted
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -186,7 +189,7 @@ def left_out_text(c: Cell) -> str:
         return ""
     left = c.grader_failures + c.judge_failures + c.not_measured
     lo, hi = c.mergeable_bounds
-    return f"{_pct(lo)} to {_pct(hi)} with the {left} runs left out"
+    return f"{_pct(lo)} to {_pct(hi)} with the {counted(left, 'run')} left out"
 
 
 def metric_lines(cells: list[Cell]) -> list[tuple[str, str, str]]:
@@ -197,9 +200,9 @@ def metric_lines(cells: list[Cell]) -> list[tuple[str, str, str]]:
     for c in cells:
         where = " / ".join(x for x in (c.arm, c.model) if x)
         for name, m in c.metrics.items():
-            out.append((where, name, f"= {m.mean:.4g} ({m.runs} runs)"))
+            out.append((where, name, f"= {m.mean:.4g} ({counted(m.runs, 'run')})"))
         for name, r in c.metric_rates.items():
-            out.append((where, name, f"true in {_pct(r.rate)} ({r.true} of {r.runs} runs)"))
+            out.append((where, name, f"true in {_pct(r.rate)} ({r.true} of {counted(r.runs, 'run')})"))
     return out
 
 
@@ -222,7 +225,50 @@ def labels_weighting_text(accuracy: JudgeAccuracy) -> str:
     return f"The correction is of the runs the judge decided; {note}."
 
 
-METRIC_NAMES = {"test_pass_rate": "test-pass", "mergeable_rate": "mergeable", "difference": "gap"}
+# The report's words for its rates, everywhere it names them (page, HTML file, charts, Markdown); the JSON
+# keys and CSV columns are the keys here. docs/report.md lists them once ("Words").
+METRIC_NAMES = {"test_pass_rate": "test-pass", "mergeable_rate": "mergeable", "difference": "difference"}
+CONTRAST_KINDS = {"arm": "Arms compared, model by model", "model": "Models compared, arm by arm"}
+ONE_TASK = "one task only: nothing to resample"
+NO_BOOTSTRAP = "no intervals were asked for (bootstrap 0)"
+NO_LABEL_RESAMPLE = "no resample of the labels"
+
+
+def no_interval_reason(cell: Cell, bootstrap: int) -> str | None:
+    """Why a cell's measured rates have no interval, or None when they have one (or nothing is measured)."""
+    if not cell.measured or cell.test_pass_rate.ci is not None:
+        return None
+    return NO_BOOTSTRAP if bootstrap == 0 else ONE_TASK
+
+
+@dataclass
+class Notes:
+    """A table's footnotes: a reason said once under the table, each place it applies marked with its
+    number, in the order first met."""
+
+    reasons: list[str] = field(default_factory=list)
+
+    def mark(self, reason: str) -> int:
+        if reason not in self.reasons:
+            self.reasons.append(reason)
+        return self.reasons.index(reason) + 1
+
+    def lines(self) -> list[tuple[int, str]]:
+        return list(enumerate(self.reasons, start=1))
+
+
+def cell_notes(cells: Iterable[Cell], bootstrap: int) -> Notes:
+    """The footnotes of a table of cells: why a rate has no interval, each reason once ("no interval: one
+    task only: nothing to resample"), in the order of the table's cells."""
+    notes = Notes()
+    for c in cells:
+        why = no_interval_reason(c, bootstrap)
+        if why:
+            notes.mark(f"no interval: {why}")
+        corrected = c.corrected_mergeable_rate
+        if corrected is not None and corrected.value is not None and corrected.ci is None:
+            notes.mark(f"no interval: {why or NO_LABEL_RESAMPLE}")
+    return notes
 
 
 def points(value: float | None) -> str:
@@ -246,6 +292,117 @@ def contrast_test(c: Contrast) -> str:
     return ", ".join(parts)
 
 
+@dataclass(frozen=True)
+class ContrastRow:
+    """One pair compared (two arms of a model, or two models in an arm): its contrasts, one per metric, side
+    by side. The pair, its shared tasks and runs are the same for every metric, so they are read off one."""
+
+    by_metric: dict[str, Contrast]
+
+    @property
+    def first(self) -> Contrast:
+        return next(iter(self.by_metric.values()))
+
+    @property
+    def kind(self) -> str:
+        return self.first.kind
+
+    @property
+    def fixed(self) -> str:
+        return self.first.fixed
+
+    @property
+    def a(self) -> str:
+        return self.first.a
+
+    @property
+    def b(self) -> str:
+        return self.first.b
+
+    @property
+    def tasks(self) -> int:
+        return self.first.tasks
+
+    @property
+    def runs(self) -> int:
+        return self.first.runs
+
+    @property
+    def label(self) -> str:
+        return contrast_label(self.first)
+
+    @property
+    def within(self) -> str:
+        """What both sides share: "model M" (arms compared) or "arm A" (models compared)."""
+        return f"{'model' if self.kind == 'arm' else 'arm'} {self.fixed}"
+
+    @property
+    def tasks_text(self) -> str:
+        """ "4", or "4 of 5 and 4" when a side has tasks the other has not; "(few tasks)" under 10."""
+        c = self.first
+        text = str(c.tasks)
+        if c.tasks != c.tasks_a or c.tasks != c.tasks_b:
+            text += f" of {c.tasks_a} and {c.tasks_b}"
+        return text + (" (few tasks)" if c.few_tasks and c.tasks else "")
+
+
+def contrast_rows(contrasts: Iterable[Contrast]) -> list[tuple[str, list[ContrastRow]]]:
+    """The contrasts one row per pair compared, grouped by kind (arms compared, then models compared), each
+    group with its title (:data:`CONTRAST_KINDS`); pairs in the report's order."""
+    pairs: dict[tuple[str, str, str, str], dict[str, Contrast]] = {}
+    for c in contrasts:
+        pairs.setdefault((c.kind, c.fixed, c.a, c.b), {})[c.metric] = c
+    groups: dict[str, list[ContrastRow]] = {}
+    for (kind, *_), by_metric in pairs.items():
+        groups.setdefault(kind, []).append(ContrastRow(by_metric))
+    return [(CONTRAST_KINDS[kind], groups[kind]) for kind in CONTRAST_KINDS if kind in groups]
+
+
+def contrast_cell(c: Contrast | None, notes: Notes) -> tuple[str, str, int | None]:
+    """One metric of a contrast row: (b − a with its interval, its SE and p-values, the footnote number of
+    why it has no interval or what its interval bounds, or None)."""
+    if c is None:
+        return "-", "", None
+    note = None
+    if c.value is None:
+        return "n/a", "", notes.mark(c.interval_reason) if c.interval_reason else None
+    text = points(c.value)
+    if c.ci:
+        text += f" [{points(c.ci[0])[:-3]}, {points(c.ci[1])[:-3]}]"
+    elif c.interval_reason:
+        note = notes.mark(f"no interval: {c.interval_reason}")
+    if c.method == "no_spread":
+        note = notes.mark(NO_SPREAD_CONTRAST)
+    parts = []
+    if c.se is not None and c.method != "no_spread":
+        parts.append(f"SE {100 * c.se:.1f}")
+    if c.p_value is not None and c.p_holm is not None and c.method != "no_spread":
+        parts.append(f"p {c.p_value:.2g}, Holm {c.p_holm:.2g}{': holds' if c.p_holm < 0.05 else ''}")
+    return text, ", ".join(parts), note
+
+
+ContrastLine = tuple[ContrastRow, list[tuple[str, str, int | None]], str]
+
+
+def contrast_table(contrasts: Iterable[Contrast]) -> tuple[list[tuple[str, list[ContrastLine]]], Notes]:
+    """The contrasts table of the page and the HTML file: per kind (its title), one line per pair compared:
+    the row, a :func:`contrast_cell` per metric of :data:`METRIC_NAMES` and how many runs are enough for
+    the mergeable rate; and the footnotes, each reason said once for the whole table."""
+    notes = Notes()
+    groups = []
+    for title, rows in contrast_rows(contrasts):
+        lines: list[ContrastLine] = []
+        for row in rows:
+            cells = [contrast_cell(row.by_metric.get(m), notes) for m in METRIC_NAMES]
+            mergeable = row.by_metric.get("mergeable_rate")
+            lines.append((row, cells, precision_text(mergeable, notes) if mergeable else "-"))
+        groups.append((title, lines))
+    return groups, notes
+
+
+NO_SPREAD_CONTRAST = "every shared task gives the same b − a: the interval bounds how many tasks could differ"
+
+
 def contrast_estimate(c: Contrast) -> str:
     """The value with its interval, or the reason there is none, its standard error and p-values, and the
     few-tasks mark."""
@@ -265,8 +422,15 @@ def contrast_estimate(c: Contrast) -> str:
     return text + shared + (" (few tasks)" if c.few_tasks and c.tasks else "")
 
 
-def precision_text(c: Contrast) -> str:
-    """How far the interval is from ±5 points and what would close it, in plain text."""
+PRECISION_NO_SPREAD = (
+    "no spread between tasks: every shared task gives the same b − a, so the precision cannot be judged "
+    "from these runs"
+)
+
+
+def precision_text(c: Contrast, notes: Notes | None = None) -> str:
+    """How far the interval is from ±5 points and what would close it, in plain text. With ``notes`` (a
+    table's footnotes), the reasons go there, marked [n] in the text, and the text is short."""
     p = c.precision
     if p is None or c.value is None:
         return "-"
@@ -274,10 +438,7 @@ def precision_text(c: Contrast) -> str:
     now = p.half_width if p.half_width is not None else p.predicted_half_width
     parts = [f"now ±{100 * now:.1f} pp" if now is not None else "now unknown"]
     if c.method == "no_spread" or (now is not None and now <= 0):
-        return (
-            "no spread between tasks: every shared task gives the same difference, so the precision "
-            "cannot be judged from these runs"
-        )
+        return f"- [{notes.mark(PRECISION_NO_SPREAD)}]" if notes is not None else PRECISION_NO_SPREAD
     if now is not None and now <= p.target:
         return f"{parts[0]}: within {aim}" + (
             f"; detectable at 80% power: ±{100 * p.minimum_detectable_effect:.1f} pp"
@@ -289,33 +450,42 @@ def precision_text(c: Contrast) -> str:
     if p.repetitions_needed is not None:
         parts.append(f"or {p.repetitions_needed} runs per task and side (now {p.repetitions:.1f})")
     text = ", ".join(parts) + f" to reach {aim}" if len(parts) > 1 else parts[0]
-    text += f" ({p.reason})" if p.reason else ""
+    if p.reason:
+        text += f" [{notes.mark(p.reason)}]" if notes is not None else f" ({p.reason})"
     if p.minimum_detectable_effect is not None:
-        text += (
-            f"; detectable at 80% power: ±{100 * p.minimum_detectable_effect:.1f} pp, "
-            f"{p.tasks_to_detect} tasks to detect {100 * p.target:g} pp"
-        )
+        text += f"; detectable at 80% power: ±{100 * p.minimum_detectable_effect:.1f} pp"
+        if notes is None:
+            text += f", {p.tasks_to_detect} tasks to detect {100 * p.target:g} pp"
     return text
 
 
 def _md_contrasts(report: Report) -> list[str]:
     if not report.contrasts:
         return []
+    groups, notes = contrast_table(report.contrasts)
     lines = [
         "## Contrasts",
         "",
-        "b − a: the mean over the tasks both sides measured of each task's difference (every task counts "
-        "once), with a 95% t interval on those differences, its standard error and p-values (Holm within "
-        "each kind and metric).",
+        "b − a in percentage points (pp), one row per pair compared: the mean over the tasks both sides "
+        "measured of each task's b − a (every task counts once), with a 95% t interval, its standard error "
+        "(SE) and p-values (Holm within each kind and rate).",
         "",
-        "| contrast | metric | b − a [95% interval] | tasks | runs | how many runs are enough |",
-        "|---|---|---|---|---|---|",
-    ]
-    for c in report.contrasts:
-        lines.append(
-            f"| {md_text(contrast_label(c))} | {METRIC_NAMES[c.metric]} | {md_text(contrast_estimate(c))} "
-            f"| {c.tasks} | {c.runs} | {md_text(precision_text(c))} |"
-        )
+        "| b − a | shared tasks | runs | " + " | ".join(METRIC_NAMES.values())
+        + " | how many runs are enough (mergeable) |",
+        "|---|---|---|---|---|---|---|",
+    ]  # fmt: skip
+    for title, rows in groups:
+        lines.append(f"| **{title}** | | | | | | |")
+        for row, cells, precision in rows:
+            metrics = " | ".join(
+                md_text(text) + (f" [{note}]" if note else "") + (f" ({md_text(test)})" if test else "")
+                for text, test, note in cells
+            )
+            label = md_text(f"{row.b} − {row.a} ({row.within})")
+            lines.append(
+                f"| {label} | {md_text(row.tasks_text)} | {row.runs} | {metrics} | {md_text(precision)} |"
+            )
+    lines += [""] + [f"{n}. {md_text(text)}" for n, text in notes.lines()]
     return [*lines, ""]
 
 
@@ -389,7 +559,8 @@ def report_markdown(report: Report) -> str:
     for j in report.judges:
         tag = " (scripted)" if j.scripted else ""
         unknown = "" if j.cost_known else " (some prices unknown)"
-        line = f"- {j.role}: {md_text(j.judge)}{tag}, {j.runs} runs, diff-only judge cost ${j.cost_usd:.4f}"
+        line = f"- {j.role}: {md_text(j.judge)}{tag}, {counted(j.runs, 'run')}, "
+        line += f"diff-only judge cost ${j.cost_usd:.4f}"
         line += unknown
         if j.tree_judged:
             line += (
@@ -404,7 +575,7 @@ def report_markdown(report: Report) -> str:
         r = report.repeat_agreement
         lines.append(
             f"- same judge, same input, judged again: {r.agreeing} of {r.items} item verdicts agree "
-            f"({r.pairs} runs)"
+            f"({counted(r.pairs, 'run')})"
         )
     if report.disagreements:
         lines += ["", "| run | task | item | primary | second |", "|---|---|---|---|---|"]

@@ -17,6 +17,7 @@ from grading.report.models import (
 )
 from grading.report.stats import JudgeAccuracy
 from grading.report.sums import PartSums
+from grading.words import counted
 
 
 def _repetition_warnings(parts: Sequence[PartSums]) -> list[str]:
@@ -32,7 +33,7 @@ def _repetition_warnings(parts: Sequence[PartSums]) -> list[str]:
         if measured < needed:
             why = "two arms are compared" if needed == MIN_REPETITIONS_COMPARED else "mergeable rates spread"
             warnings.append(
-                f"task {task!r}, arm {arm!r}, model {model!r}: {measured} measured runs; "
+                f"task {task!r}, arm {arm!r}, model {model!r}: {counted(measured, 'measured run')}; "
                 f"use at least {needed} ({why})"
             )
     return warnings
@@ -43,7 +44,7 @@ def _repetition_warnings(parts: Sequence[PartSums]) -> list[str]:
 # count. The report's own list (the JSON, the CLI's Markdown) keeps every warning as it is.
 REPEATED_WARNINGS: dict[str, tuple[re.Pattern[str], str]] = {
     "repetitions": (
-        re.compile(r"task .+, arm .+, model .+: \d+ measured runs; use at least \d+ \(.+\)", re.DOTALL),
+        re.compile(r"task .+, arm .+, model .+: \d+ measured runs?; use at least \d+ \(.+\)", re.DOTALL),
         "task, arm and model groups with fewer measured runs than they need",
     ),
     "self_preference": (
@@ -53,7 +54,7 @@ REPEATED_WARNINGS: dict[str, tuple[re.Pattern[str], str]] = {
         "judge and model pairs where the judge is of the model's own vendor (self-preference)",
     ),
     "task_sets": (
-        re.compile(r"(arm|model) contrast .+ − .+ \(.+\): \d+ shared tasks of \d+ and \d+; .+", re.DOTALL),
+        re.compile(r"(arm|model) contrast .+ − .+ \(.+\): \d+ shared tasks? of \d+ and \d+; .+", re.DOTALL),
         "contrasts whose two sides ran different tasks (the cells rest on tasks a contrast leaves out)",
     ),
     "one_task": (
@@ -77,8 +78,8 @@ def task_set_warnings(contrasts: Sequence[Contrast]) -> list[str]:
             continue
         out.append(
             f"{c.kind} contrast {c.b!r} − {c.a!r} ({'model' if c.kind == 'arm' else 'arm'} {c.fixed!r}): "
-            f"{c.tasks} shared tasks of {c.tasks_a} and {c.tasks_b}; the cells' rates also rest on the "
-            f"{c.tasks_a + c.tasks_b - 2 * c.tasks} tasks only one side ran, so compare the contrast, "
+            f"{counted(c.tasks, 'shared task')} of {c.tasks_a} and {c.tasks_b}; the cells' rates also rest "
+            f"on the {c.tasks_a + c.tasks_b - 2 * c.tasks} tasks only one side ran, so compare the contrast, "
             "not the cells"
         )
     return out
@@ -97,12 +98,13 @@ def collect_warnings(
     judge = sum(p.statuses.get("judge_failure", 0) for p in parts)
     if not_measured:
         out.append(
-            f"{not_measured} runs not measured (no rubric.json): left out of every rate, "
+            f"{counted(not_measured, 'run')} not measured (no rubric.json): left out of every rate, "
             "never counted as not mergeable"
         )
     if grader or judge:
         out.append(
-            f"{grader} grader failures and {judge} judge failures: left out of every rate "
+            f"{counted(grader, 'grader failure')} and {counted(judge, 'judge failure')}: left out of every "
+            "rate "
             "(judge failures are runs that passed the tests, so the rates are over the rest)"
         )
     for role in ("primary", "second"):
@@ -133,7 +135,10 @@ def collect_warnings(
     if any(c.provisional for c in cells):
         out.append("cells marked provisional include runs graded with a rubric that is not admitted")
     if unknown:
-        out.append(f"{unknown} runs do not record whether their rubric was admitted: treated as provisional")
+        out.append(
+            f"{counted(unknown, 'run')} {'does' if unknown == 1 else 'do'} not record whether their rubric "
+            "was admitted: treated as provisional"
+        )
     few = [c for c in cells if c.measured and c.tasks < 2]
     for c in few:
         out.append(f"arm {c.arm!r}, model {c.model!r}: one task only, so no interval (tasks are resampled)")
@@ -170,7 +175,8 @@ def _metric_kind_warnings(parts: Sequence[PartSums]) -> list[str]:
         for name, (_, n) in p.flags.items():
             flags[name] += n
     return [
-        f"grade.json metric {name!r} is true/false in {flags[name]} runs and a number in {numeric[name]}: "
+        f"grade.json metric {name!r} is true/false in {counted(flags[name], 'run')} and a number in "
+        f"{numeric[name]}: "
         "shown apart, as a rate and as a mean"
         for name in sorted(set(numeric) & set(flags))
     ]

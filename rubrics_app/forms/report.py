@@ -20,7 +20,7 @@ class CutoffsForm(forms.Form):
         label='Training cutoffs: {"<model id>": "YYYY-MM-DD", ...}',
         required=False,
         max_length=100_000,
-        widget=forms.Textarea(attrs={"rows": 6, "spellcheck": "false"}),
+        widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
     )
 
     @staticmethod

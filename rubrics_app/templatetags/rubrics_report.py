@@ -4,7 +4,7 @@ from urllib.parse import urlencode
 
 from django import template
 
-from grading import Cell, Estimate
+from grading import Cell, Estimate, Notes
 from grading import estimate_note as _estimate_note
 from grading import left_out_text as _left_out_text
 from grading import no_interval_reason as _no_interval_reason
@@ -46,3 +46,18 @@ def estimate_note(estimate: Estimate) -> str:
 def left_out(cell: Cell) -> str:
     """The mergeable rate's bounds over the runs it leaves out (grading's text), or ""."""
     return _left_out_text(cell)
+
+
+@register.filter
+def note_of(notes: Notes | None, reason: str | None) -> int | str:
+    """The number of ``reason``'s footnote under its table (grading.report.render.Notes: each reason said
+    once per table); "" without a reason."""
+    if not reason or notes is None:
+        return ""
+    return notes.mark(reason)
+
+
+@register.filter
+def percent_points(value: float) -> str:
+    """A standard error of a rate in percentage points: "14.6 pp"."""
+    return f"{100 * value:.1f} pp"

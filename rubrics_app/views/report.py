@@ -21,19 +21,17 @@ from django.views.decorators.http import require_GET
 
 from grading import (
     INTERVALS_TEXT,
-    METRIC_NAMES,
     REPEATED_WARNINGS,
     ItemRow,
+    Notes,
     Provenance,
     Report,
     RunRow,
-    contrast_estimate,
-    contrast_label,
+    contrast_table,
     corrected_contrast_label,
     corrected_contrast_text,
     download_name,
     metric_lines,
-    precision_text,
     render_report_html,
     report_csv,
     rows_file,
@@ -115,6 +113,7 @@ def _page_context(
     failed = [t for t in report.tasks if t.failed_blockers]
     criteria = blocker_criteria(access.repository, [t.task for t in failed])
     figure = reverse("rubrics:report_figure", args=[pk])
+    contrast_groups, contrast_notes = contrast_table(report.contrasts)
     return {
         "access": access,
         "repository": access.repository,
@@ -126,10 +125,12 @@ def _page_context(
         "warnings": report.warnings,
         "warning_lines": warning_lines(report.warnings),
         "forest": forest_plot(report.contrasts) if report.contrasts else None,
-        "contrast_rows": [
-            (c, contrast_label(c), METRIC_NAMES[c.metric], contrast_estimate(c), precision_text(c))
-            for c in report.contrasts
-        ],
+        "contrast_groups": contrast_groups,
+        "contrast_notes": contrast_notes,
+        # Filled as the template marks each table's reasons (rubrics_report.note_of), listed under it.
+        "cell_notes": Notes(),
+        "prompt_style_notes": Notes(),
+        "contamination_notes": Notes(),
         "chart": rates_chart(report.cells, report.bootstrap) if report.cells else None,
         "intervals_text": INTERVALS_TEXT,
         "corrected_rows": [

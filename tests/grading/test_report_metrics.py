@@ -83,7 +83,7 @@ def test_a_metric_reported_both_ways_is_shown_apart_with_a_warning(
     assert cell["metric_rates"]["own_tests_fail_on_base"] == {"rate": 1.0, "true": 1, "runs": 1}
     assert cell["metrics"]["own_tests_fail_on_base"] == {"mean": 3.0, "runs": 1}
     assert (
-        "grade.json metric 'own_tests_fail_on_base' is true/false in 1 runs and a number in 1: "
+        "grade.json metric 'own_tests_fail_on_base' is true/false in 1 run and a number in 1: "
         "shown apart, as a rate and as a mean"
     ) in data["warnings"]
 
