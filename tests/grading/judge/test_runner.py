@@ -505,7 +505,7 @@ class QueueingCache(MemoryCache):
 
 
 def test_a_cache_that_queues_its_writes_is_written_on_the_event_loop() -> None:
-    """No trip through a worker thread for a write that cannot block: the call's slot is free once answered."""
+    """No trip through a worker thread for a write that cannot block: the slot is free once answered."""
     cache = QueueingCache()
 
     async def judge() -> int:
