@@ -221,8 +221,8 @@ def similar_components(sets: Sequence[frozenset[Hashable]]) -> list[int]:
 
     count = collections.Counter(itertools.chain.from_iterable(sets))
     shared = sorted((gram for gram, n in count.items() if n > 1), key=count.__getitem__, reverse=True)
-    # Each shared element is a digit of a binary numeral (from 1: a set's other elements all map to 0, the
-    # numeral's leading digit, never set): the digits are set and the numeral read by int() in C.
+    # Each shared element is a digit of a binary numeral, from 1 (a set's other elements all fall on digit
+    # 0, the leading one, cleared after): the digits are set and the numeral read by int(), in C.
     digit = {gram: i for i, gram in enumerate(shared, 1)}
     masks: list[int] = []
     for grams in sets:
