@@ -218,10 +218,14 @@ def measure(megabytes: float, repeat: int, sizes: tuple[float, ...] = (0.25,)) -
                 hunks = sum(len(f.hunks) for f in parsed.files)
                 reading: list[float] = []
                 deriving: list[float] = []
+                cpu: list[float] = []  # derivation's CPU time, which the machine's load moves less
                 for _ in range(repeat):  # in turns, so a load that comes and goes falls on both
                     reading.append(median_of(1, lambda diff=diff: read_diff(diff, "oracle.diff")))
+                    started = time.process_time()
                     deriving.append(median_of(1, lambda diff=diff: derive_mutants(diff, "oracle.diff")))
+                    cpu.append(time.process_time() - started)
                 derived, read = statistics.median(deriving), statistics.median(reading)
+                used = statistics.median(cpu)
                 result = derive_mutants(diff, "oracle.diff")
                 kinds = {
                     kind: sum(m.kind == kind for m in result.mutants)
@@ -231,7 +235,8 @@ def measure(megabytes: float, repeat: int, sizes: tuple[float, ...] = (0.25,)) -
                 rows.append(Row(f"derive_mutants, {what}", derived, "read_diff of it", read, None))
                 met = "yes" if derived < 2 else "NO"
                 lines.append(
-                    f"{shape}, {len(diff) / 1e6:.2f} MB: {derived:.2f} s, under 2 s: {met} "
+                    f"{shape}, {len(diff) / 1e6:.2f} MB: {derived:.2f} s (CPU {used:.2f} s), "
+                    f"under 2 s: {met} "
                     f"({result.derived} mutants derived, {kinds['one-place']} one-place and "
                     f"{kinds['revert-condition']} revert-condition among the {len(result.mutants)} kept; "
                     f"notes: {' | '.join(result.notes) or 'none'})"
@@ -244,7 +249,8 @@ def measure(megabytes: float, repeat: int, sizes: tuple[float, ...] = (0.25,)) -
                             derived,
                             2.0,
                             unit="s",
-                            note=f"{derived / read:.1f}x read_diff of it; median of {repeat}; {load()}",
+                            note=f"{derived / read:.1f}x read_diff of it; CPU {used:.2f} s; "
+                            f"median of {repeat}; {load()}",
                         )
                     )
     print_table(

@@ -435,10 +435,17 @@ async def _store_verdicts(cache: VerdictCache, key: str, result: JudgeResult, *,
         rejudged=result.rejudged,
         usage=result.usage,
     )
+    # A cache that only queues its writes (the sweep's write-behind) takes them here: a trip through a
+    # worker thread would hold the call's slot for two thread switches, long ones on a busy machine.
+    store = _call if getattr(cache, "queues_writes", False) else asyncio.to_thread
     if fresh_key:
-        await asyncio.to_thread(cache.put, key, entry)
+        await store(cache.put, key, entry)
     if result.cache_bypass is not None:
-        await asyncio.to_thread(cache.record_regrade, key, entry)
+        await store(cache.record_regrade, key, entry)
+
+
+async def _call(fn: Callable[[str, CachedVerdicts], None], key: str, entry: CachedVerdicts) -> None:
+    fn(key, entry)
 
 
 def judge_run(

@@ -196,7 +196,10 @@ class _WriteBehind:
     """A verdict cache whose writes are queued for one writer thread, which stores them in order, instead
     of made by the caller. A read sees what is stored, else the first write queued for its key (what
     ``INSERT OR IGNORE`` will keep), so a diff judged twice in one sweep is still a hit. :meth:`close`
-    waits for the queue to drain and raises the first write's error, if any."""
+    waits for the queue to drain and raises the first write's error, if any. Its writes never block, so
+    the runner makes them on the event loop (``queues_writes``)."""
+
+    queues_writes = True
 
     def __init__(self, cache: VerdictCache) -> None:
         self.inner = cache

@@ -28,7 +28,7 @@ import functools
 import itertools
 import operator
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Literal
 
 from grading.diffs import decode_diff
@@ -67,10 +67,14 @@ _HEAD_HINTS = re.compile(
     rb"(?:if|elif|while|assert|unless|until|when|case)\b",
     re.MULTILINE,
 )
+# _HEAD_HINTS with the line start as a "\n" (the changed lines joined, after a "\n"): the same matches, found
+# by a scan for the literal "\n" rather than by trying the pattern at every byte.
+_HEAD_HINTS_AFTER_NEWLINE = re.compile(b"\n" + _HEAD_HINTS.pattern[1:])
 # _NOT_OPERANDS for ASCII bytes.
 _ASCII_OPERANDS = re.compile(rb"\b(?:and|or|not|is|in)\b|[<>=!&|() \t\n\r\x0b\x0c\x1c-\x1f]")
 
 
+_ONES = itertools.repeat(ord("1"))
 # A mutant before it is judged: its kind, its description (or how to write it), what it changes.
 Candidate = tuple[MutantKind, str | Callable[[], str], DiffEdit]
 
@@ -126,11 +130,16 @@ def _changed_text(body: Sequence[bytes]) -> str:
     return "\n".join(line[:1].decode() + " ".join(decode_diff(line[1:]).split()) for line in lines)
 
 
-def _trigrams(text: str) -> frozenset[tuple[str, int]]:
-    """The character trigrams of ``text`` as a set that keeps repeats apart (the n-th occurrence of a
-    trigram is its own element, n from 0), so a set intersection counts a multiset's."""
-    counts = collections.Counter([text[i : i + 3] for i in range(len(text) - 2)])
-    return frozenset([(gram, n) for gram, count in counts.items() for n in range(count)])
+def _trigrams(text: str) -> frozenset[Hashable]:
+    """The character trigrams of ``text`` as a set that keeps repeats apart (a trigram's first occurrence is
+    the trigram itself, its n-th after that ``(trigram, n)``, n from 1), so a set intersection counts a
+    multiset's. Most trigrams of a hunk occur once: only the repeated ones are counted and paired."""
+    grams = [text[i : i + 3] for i in range(len(text) - 2)]
+    distinct: set[Hashable] = set(grams)
+    if len(distinct) < len(grams):
+        repeated = collections.Counter(grams)
+        distinct.update((gram, n) for gram, count in repeated.items() if count > 1 for n in range(1, count))
+    return frozenset(distinct)
 
 
 class ChangedLines:
@@ -152,7 +161,12 @@ class ChangedLines:
         # Lines a sketch says nothing of (not ASCII) or that may hold a condition: hunks with one are read
         # line by line.
         offsets = list(map(operator.add, self.bytes, range(n + 1)))  # where each line starts in joined
-        heads = [bisect.bisect_right(offsets, m.start()) - 1 for m in _HEAD_HINTS.finditer(joined)]
+        starts = [m.start() for m in _HEAD_HINTS_AFTER_NEWLINE.finditer(b"\n" + joined)]
+        heads = list(
+            map(
+                operator.sub, map(bisect.bisect_right, itertools.repeat(offsets), starts), itertools.repeat(1)
+            )
+        )
         self.odd = sorted({*odd, *heads})
         self.sketches = joined.translate(None, _NOT_SKETCH.replace(b"\n", b"") + b"+-").split(b"\n")
         self.long = list(itertools.compress(range(n), [len(x) > MAX_CONDITION_LINE_BYTES + 1 for x in lines]))
@@ -186,7 +200,7 @@ def _similar_groups(oracle: OracleLines, table: ChangedLines, notes: list[str]) 
     return [group for group in groups.values() if len(group) >= 2]
 
 
-def similar_components(sets: Sequence[frozenset[tuple[str, int]]]) -> list[int]:
+def similar_components(sets: Sequence[frozenset[Hashable]]) -> list[int]:
     """The connected components of ``sets`` linked by a Dice coefficient of at least ``SIMILAR_RATIO``
     (single linkage), as one set's index per set.
 
@@ -207,15 +221,15 @@ def similar_components(sets: Sequence[frozenset[tuple[str, int]]]) -> list[int]:
 
     count = collections.Counter(itertools.chain.from_iterable(sets))
     shared = sorted((gram for gram, n in count.items() if n > 1), key=count.__getitem__, reverse=True)
-    bit = {gram: i for i, gram in enumerate(shared)}
+    # Each shared element is a digit of a binary numeral, from 1 (a set's other elements all fall on digit
+    # 0, the leading one, cleared after): the digits are set and the numeral read by int(), in C.
+    digit = {gram: i for i, gram in enumerate(shared, 1)}
     masks: list[int] = []
     for grams in sets:
-        buffer = bytearray((len(bit) + 7) // 8)
-        for gram in grams:
-            i = bit.get(gram)
-            if i is not None:
-                buffer[i >> 3] |= 1 << (i & 7)
-        masks.append(int.from_bytes(buffer, "little"))
+        numeral = bytearray(b"0" * (len(digit) + 1))
+        collections.deque(map(numeral.__setitem__, map(digit.get, grams, itertools.repeat(0)), _ONES), 0)
+        numeral[0] = ord("0")
+        masks.append(int(numeral, 2))
     sizes = list(map(len, sets))
     by_size = sorted(range(len(sets)), key=sizes.__getitem__)
     for k, a in enumerate(by_size):

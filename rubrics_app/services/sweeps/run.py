@@ -365,7 +365,34 @@ def run_sweep(
     todo = [t for t in targets if t.run_pk not in done]
     if not todo:
         return outcome
+    judges = _sweep_judges(sweep, backends)
+    own_cache = cache is None
+    grading = _Grading(sweep, judges, DatabaseVerdictCache() if own_cache else cache, retry, on_stored)
+    try:
+        grading.grade_all(todo, outcome)
+    finally:
+        if own_cache:
+            grading.cache.close()
+    sweep.refresh_from_db()
+    _raise_if_stopped(sweep, grading.stop, grading.database_error)
+    return outcome
 
+
+@dataclass
+class _SweepJudges:
+    """The sweep's judges behind the provider limits and the spend budget, and how many runs go at once."""
+
+    raw_primary: Backend  # as given (the tree judge's checkout is chosen by these)
+    raw_second: Backend | None
+    primary: LimitedBackend
+    second: LimitedBackend | None
+    settings: JudgeSettings
+    threads: int
+
+
+def _sweep_judges(sweep: Sweep, backends: tuple[Backend, Backend | None] | None) -> _SweepJudges:
+    """The sweep's judges (``backends``, or those of its judge specs), limited and priced; SweepError when a
+    spec is not usable or the spend cap cannot be kept."""
     prices = load_price_table()
     budget = spend_budget(sweep.repository)
     try:
@@ -389,92 +416,120 @@ def run_sweep(
 
     primary = limited(batched(raw_primary))
     second = limited(batched(raw_second)) if raw_second is not None else None
-    judge_settings = JudgeSettings(prices=prices, regrade_sample=sweep.regrade_sample)
     threads = max(provider_limit(provider_of(b.spec)).spec.concurrency for b in (primary, second) if b)
     if primary.batch:
         # A run waiting for its batch holds a thread and no provider slot: a batch is as large as the
         # runs waiting at once.
         threads = settings.SWEEP_BATCH_SIZE
-    own_cache = cache is None
-    cache = DatabaseVerdictCache() if own_cache else cache
-    admission = Admission(not sweep.provisional)
-    stop: str | None = None
-    database_error: str | None = None
+    judge_settings = JudgeSettings(prices=prices, regrade_sample=sweep.regrade_sample)
+    return _SweepJudges(raw_primary, raw_second, primary, second, judge_settings, threads)
 
-    checkouts: dict[int, Path | None] = {}  # per revision: where the tree judge reads needs_tree blockers
 
-    def grade_one(task: TaskBytes, run: AgentRun, diff: bytes, checkout: Path | None) -> RunMetrics:
+class _Grading:
+    """The runs of one sweep graded on a thread pool, each grade stored as it comes; ``stop`` (the spend
+    cap) and ``database_error`` say why it stopped early."""
+
+    def __init__(
+        self,
+        sweep: Sweep,
+        judges: _SweepJudges,
+        cache: Any,
+        retry: set[int],
+        on_stored: Callable[[int], None] | None,
+    ) -> None:
+        self.sweep = sweep
+        self.judges = judges
+        self.cache = cache
+        self.retry = retry
+        self.on_stored = on_stored
+        self.admission = Admission(not sweep.provisional)
+        self.stop: str | None = None
+        self.database_error: str | None = None
+        self.tasks: dict[tuple[int, str], TaskBytes] = {}  # per revision and prompt style
+        self.checkouts: dict[int, Path | None] = {}  # per revision: where the tree judge reads
+
+    def grade_one(self, task: TaskBytes, run: AgentRun, diff: bytes, checkout: Path | None) -> RunMetrics:
+        judges = self.judges
         return grade(
             task.files(),
             run_model(run, diff),
-            primary,
-            second,
-            cache=cache,
-            settings=judge_settings,
-            admissions=admission,
-            second_sample=sweep.second_sample,
+            judges.primary,
+            judges.second,
+            cache=self.cache,
+            settings=judges.settings,
+            admissions=self.admission,
+            second_sample=self.sweep.second_sample,
             checkout=checkout,
         )
 
-    try:
+    def grade_all(self, todo: list[Target], outcome: SweepOutcome) -> None:
+        threads = self.judges.threads
         with ThreadPoolExecutor(
-            max_workers=min(threads, len(todo)), thread_name_prefix=f"sweep-{sweep.pk}"
+            max_workers=min(threads, len(todo)), thread_name_prefix=f"sweep-{self.sweep.pk}"
         ) as pool:
-            tasks: dict[tuple[int, str], TaskBytes] = {}  # per revision and prompt style
             pending: dict[Future[RunMetrics], Target] = {}
             queue = list(reversed(todo))
             while queue or pending:
-                while queue and stop is None and database_error is None and len(pending) < threads:
+                while queue and self.stop is None and self.database_error is None and len(pending) < threads:
                     target = queue.pop()
-                    try:
-                        run, diff = _with_reconnect(partial(load_run, target.run_pk))
-                    except DatabaseError as exc:
-                        database_error = str(exc)
+                    future = self.submit(pool, target)
+                    if future is None:
                         break
-                    key = (target.revision.pk, "issue" if run.prompt_style == "issue" else "spec")
-                    if key not in tasks:
-                        tasks[key] = task_bytes(target.revision, run.prompt_style)
-                    if target.revision.pk not in checkouts:
-                        checkouts[target.revision.pk] = tree_checkout(
-                            target.revision, raw_primary, raw_second
-                        )
-                    checkout = checkouts[target.revision.pk]
-                    pending[pool.submit(grade_one, tasks[key], run, diff, checkout)] = target
+                    pending[future] = target
                 if not pending:
                     break
                 finished, _ = wait(list(pending), return_when=FIRST_COMPLETED)
                 for future in finished:
-                    target = pending.pop(future)
-                    try:
-                        metrics = future.result()
-                    except BudgetExceeded as exc:
-                        stop = stop or str(exc)
-                        continue
-                    except InputError as exc:
-                        outcome.problems.append(f"run {run_label(target)}: {exc}")
-                        _count_done(sweep, 1)
-                        continue
-                    except DatabaseError as exc:  # the verdict cache's connection, twice
-                        database_error = database_error or str(exc)
-                        continue
-                    if database_error is not None:
-                        continue
-                    try:
-                        stored = _store(sweep, target, metrics, replace=target.run_pk in retry)
-                    except DatabaseError as exc:
-                        database_error = str(exc)
-                        continue
-                    if stored.created:
-                        outcome.graded += 1
-                        outcome.judge_failures += int(stored.judge_failure)
-                    else:
-                        outcome.already_graded += 1
-                    if on_stored is not None:
-                        on_stored(target.run_pk)
-    finally:
-        if own_cache:
-            cache.close()
-    sweep.refresh_from_db()
+                    self.finish(pending.pop(future), future, outcome)
+
+    def submit(self, pool: ThreadPoolExecutor, target: Target) -> Future[RunMetrics] | None:
+        """The run's grading sent to the pool; None when its rows could not be read (``database_error``)."""
+        try:
+            run, diff = _with_reconnect(partial(load_run, target.run_pk))
+        except DatabaseError as exc:
+            self.database_error = str(exc)
+            return None
+        key = (target.revision.pk, "issue" if run.prompt_style == "issue" else "spec")
+        if key not in self.tasks:
+            self.tasks[key] = task_bytes(target.revision, run.prompt_style)
+        if target.revision.pk not in self.checkouts:
+            self.checkouts[target.revision.pk] = tree_checkout(
+                target.revision, self.judges.raw_primary, self.judges.raw_second
+            )
+        return pool.submit(self.grade_one, self.tasks[key], run, diff, self.checkouts[target.revision.pk])
+
+    def finish(self, target: Target, future: Future[RunMetrics], outcome: SweepOutcome) -> None:
+        """A graded run stored and counted (or why not: the cap, bad input, the database)."""
+        try:
+            metrics = future.result()
+        except BudgetExceeded as exc:
+            self.stop = self.stop or str(exc)
+            return
+        except InputError as exc:
+            outcome.problems.append(f"run {run_label(target)}: {exc}")
+            _count_done(self.sweep, 1)
+            return
+        except DatabaseError as exc:  # the verdict cache's connection, twice
+            self.database_error = self.database_error or str(exc)
+            return
+        if self.database_error is not None:
+            return
+        try:
+            stored = _store(self.sweep, target, metrics, replace=target.run_pk in self.retry)
+        except DatabaseError as exc:
+            self.database_error = str(exc)
+            return
+        if stored.created:
+            outcome.graded += 1
+            outcome.judge_failures += int(stored.judge_failure)
+        else:
+            outcome.already_graded += 1
+        if self.on_stored is not None:
+            self.on_stored(target.run_pk)
+
+
+def _raise_if_stopped(sweep: Sweep, stop: str | None, database_error: str | None) -> None:
+    """SweepError saying why the sweep stopped early and what was kept, if it did."""
     if database_error is not None:
         raise SweepError(
             f"the database connection failed mid-sweep ({database_error.strip()}); the {sweep.graded_runs} "
@@ -487,7 +542,6 @@ def run_sweep(
             f"{'is' if sweep.done_runs == 1 else 'are'} graded and kept; raise the cap or "
             "wait for next month, then sweep again (graded runs are skipped)"
         )
-    return outcome
 
 
 def sweep_now(repository: Repository, by: Actor, request: SweepRequest | None = None, **kwargs: Any) -> Sweep:

@@ -490,6 +490,32 @@ def test_a_sweep_does_not_wait_for_the_cache_writes_between_calls(tmp_path: Path
     assert warm.calls == 0 and warm.cache_hits == 6
 
 
+class QueueingCache(MemoryCache):
+    """A cache that only queues its writes (as the sweep's write-behind does): records where they are made."""
+
+    queues_writes = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writers: list[int] = []
+
+    def put(self, key: str, entry: CachedVerdicts) -> None:
+        self.writers.append(threading.get_ident())
+        super().put(key, entry)
+
+
+def test_a_cache_that_queues_its_writes_is_written_on_the_event_loop() -> None:
+    """No trip through a worker thread for a write that cannot block: the slot is free once answered."""
+    cache = QueueingCache()
+
+    async def judge() -> int:
+        await judge_diff(TASK, make_rubric(), DIFF, FakeBackend(), config_edited=False, cache=cache)
+        return threading.get_ident()
+
+    loop_thread = asyncio.run(judge())
+    assert cache.writers == [loop_thread]
+
+
 def test_a_sweep_counts_cache_hits_and_turns_bad_input_into_that_runs_failure() -> None:
     cache = MemoryCache()
     jobs = [
