@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_code_shape import cycles
+from tests.graph_cycles import cycles
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -361,11 +361,17 @@ def test_export_labels_turns_fully_labelled_runs_into_human_mergeable_verdicts(
     client.post(entry_url(repository, second, "B1", "label"), {"verdict": "unsure"})  # says nothing
     out = io.StringIO()
     call_command("export_labels", "--repository", repository.name, "--format", "runs", stdout=out)
-    assert json.loads(out.getvalue()) == {first.run.source: False}
+    # Each run with how it was drawn (rubric report weighs it by 1 / inclusion_probability).
+    assert json.loads(out.getvalue()) == {
+        first.run.source: {"mergeable": False, "inclusion_probability": 1.0}
+    }
     client.post(entry_url(repository, second, "B1", "label"), {"verdict": "pass"})
     target = tmp_path / "labels.json"
     call_command("export_labels", "--repository", repository.name, "--out", str(target), stdout=io.StringIO())
-    assert json.loads(target.read_text()) == {first.run.source: False, second.run.source: True}
+    assert json.loads(target.read_text()) == {
+        first.run.source: {"mergeable": False, "inclusion_probability": 1.0},
+        second.run.source: {"mergeable": True, "inclusion_probability": 1.0},
+    }
     assert first.run.source.endswith("/runs/rep0")
 
 

@@ -21,6 +21,7 @@ from rubrics_app.models import (
     CalibrationRun,
     Dispute,
     Job,
+    JobFile,
     QueueKind,
     Repository,
     RubricItem,
@@ -47,6 +48,7 @@ PATH_MODELS: dict[str, type[Model]] = {
     "sweep_pk": Sweep,
     "pk": Dispute,
     "token_pk": ApiToken,
+    "file_pk": JobFile,
 }
 PATH_MODEL_OF_URL = {("run_detail", "run_pk"): AgentRun}
 PATH_TEXTS = {"item_id": "B1", "kind": "blocker", "what": "dispute", "fmt": "csv"}

@@ -17,7 +17,7 @@ from grading.report.build import build_report
 from grading.report.html import render_report_html
 from grading.report.models import FORMAT, GradedRun
 from grading.report.render import report_markdown
-from tests.grading.test_cli_report import Graded, expect_error, report_json
+from tests.grading.cli_report_helpers import Graded, expect_error, report_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
