@@ -9,6 +9,10 @@ from pydantic import AfterValidator, BaseModel, Field
 
 from grading import ItemRow, LabelRow, Provenance, RunRow
 
+# A row's id as the body names it: the databases' 64-bit range (SQLite refuses a larger number outright
+# and a foreign-key lookup does not guard against it), so a larger one is a 422 naming the field.
+RowId = Annotated[int, Field(ge=1, le=2**63 - 1)]
+
 
 class RepositoryOut(BaseModel):
     name: str
@@ -195,13 +199,13 @@ def _no_nul(value: str) -> str:
 class LabelIn(BaseModel):
     """A reviewer's label on one (run, item) pair, as the queue page records it."""
 
-    run_id: int
+    run_id: RowId
     item_id: Annotated[str, Field(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9_.-]+$")]
     verdict: Literal["pass", "fail", "unsure"]
     note: Annotated[str, Field(max_length=5000), AfterValidator(_no_nul)] = ""
     queue: Literal["judges", "regrade", "agreed", "audit"] = "judges"  # the queue it was labelled in
     adjudicate: bool = False  # a maintainer's ruling on a pair whose reviewers disagree
-    grade_id: int | None = None  # the grade whose pair is labelled; None: the run's current grade
+    grade_id: RowId | None = None  # the grade whose pair is labelled; None: the run's current grade
 
 
 class ReportRowsQuery(BaseModel):

@@ -135,6 +135,9 @@ def test_a_reviewer_token_adds_a_label_as_the_queue_page_does_and_its_role_caps_
     missing = _post(secret, {**body, "item_id": "Z9"})
     assert missing.status_code == 404 and missing.json()["errors"][0]["field"] == "item_id"
     assert _post(secret, {**body, "run_id": 10**9}).json()["errors"][0]["field"] == "run_id"
+    for field in ("run_id", "grade_id"):  # beyond the databases' 64 bits: refused before any lookup
+        huge = _post(secret, {**body, field: 2**64})
+        assert huge.status_code == 422 and huge.json()["errors"][0]["field"] == field
     nul = _post(secret, {**body, "note": "a\x00b"})
     assert nul.status_code == 422 and nul.json()["errors"][0]["field"] == "note"
     assert HumanVerdict.objects.count() == count + 1
