@@ -109,10 +109,8 @@ How the capture works, and why:
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from grading.errors import InputError
@@ -137,6 +135,7 @@ from grading.workspace.git import (
     GitLayout,
     WorkspaceGit,
     alternates_value,
+    copy_file,
     git_path,
     look_up,
     nul_joined,
@@ -180,51 +179,86 @@ _DIFF_FLAGS: tuple[str, ...] = (
 )
 
 
-@dataclass
 class CaptureResult:
-    """What ``capture`` wrote into the run directory. A dataclass, not a pydantic model: `rubric capture`
-    loads no pydantic, whose import was most of the command's start-up."""
+    """What ``capture`` wrote into the run directory. A plain class, not a pydantic model or a dataclass:
+    `rubric capture` loads neither pydantic nor ``dataclasses`` (with ``inspect``), whose imports were most
+    of the command's start-up."""
 
-    base_commit: str
-    diff_path: str
-    diff_bytes: int
-    files_changed: int
-    ignored_created: list[str]
-    nested_repositories: list[str] = field(
-        default_factory=list
-    )  # their files are in the diff as ordinary added files
-    unrepresentable: list[str] = field(
-        default_factory=list
-    )  # new files git refuses to track (.GIT/x); also in ignored_created
-    # False for a v1 snapshot: untracked vs ignored was then decided with the current .git/info/exclude
-    exclude_rules_recorded: bool = True
-    # .git/info/exclude differs from the snapshot's (the capture used the snapshot's)
-    info_exclude_changed: bool = False
-    # False for a v1/v2 snapshot: the base commit's .gitignore files stood in for the ones before the run
-    ignore_files_recorded: bool = True
-    self_ignoring_dirs: list[SelfIgnoringDir] = field(
-        default_factory=list
-    )  # in ignored_created.txt as one "dir/" line each
-    ignored_in_diff: list[str] = field(
-        default_factory=list
-    )  # ignored only by rules written during the run: in the diff
-    # paths under .git the run changed (git_dir_changes.txt); None without a private record (v3 snapshot)
-    git_dir_changes: list[str] | None = None
-    # FIFOs, sockets and devices in the work tree: absent from the diff, never read (ignored_created.txt)
-    special_files: list[str] = field(default_factory=list)
+    __slots__ = (
+        "base_commit", "diff_path", "diff_bytes", "files_changed", "ignored_created", "nested_repositories",
+        "unrepresentable", "exclude_rules_recorded", "info_exclude_changed", "ignore_files_recorded",
+        "self_ignoring_dirs", "ignored_in_diff", "git_dir_changes", "special_files",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        base_commit: str,
+        diff_path: str,
+        diff_bytes: int,
+        files_changed: int,
+        ignored_created: list[str],
+        nested_repositories: list[str] | None = None,
+        unrepresentable: list[str] | None = None,
+        exclude_rules_recorded: bool = True,
+        info_exclude_changed: bool = False,
+        ignore_files_recorded: bool = True,
+        self_ignoring_dirs: list[SelfIgnoringDir] | None = None,
+        ignored_in_diff: list[str] | None = None,
+        git_dir_changes: list[str] | None = None,
+        special_files: list[str] | None = None,
+    ) -> None:
+        self.base_commit = base_commit
+        self.diff_path = diff_path
+        self.diff_bytes = diff_bytes
+        self.files_changed = files_changed
+        self.ignored_created = ignored_created
+        # their files are in the diff as ordinary added files
+        self.nested_repositories = [] if nested_repositories is None else nested_repositories
+        # new files git refuses to track (.GIT/x); also in ignored_created
+        self.unrepresentable = [] if unrepresentable is None else unrepresentable
+        # False for a v1 snapshot: untracked vs ignored was then decided with the current .git/info/exclude
+        self.exclude_rules_recorded = exclude_rules_recorded
+        # .git/info/exclude differs from the snapshot's (the capture used the snapshot's)
+        self.info_exclude_changed = info_exclude_changed
+        # False for a v1/v2 snapshot: the base commit's .gitignore files stood in for the ones before the run
+        self.ignore_files_recorded = ignore_files_recorded
+        # in ignored_created.txt as one "dir/" line each
+        self.self_ignoring_dirs = [] if self_ignoring_dirs is None else self_ignoring_dirs
+        # ignored only by rules written during the run: in the diff
+        self.ignored_in_diff = [] if ignored_in_diff is None else ignored_in_diff
+        # paths under .git the run changed (git_dir_changes.txt); None without a private record (v3 snapshot)
+        self.git_dir_changes = git_dir_changes
+        # FIFOs, sockets and devices in the work tree: absent from the diff, never read (ignored_created.txt)
+        self.special_files = [] if special_files is None else special_files
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CaptureResult):
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        return "CaptureResult(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__) + ")"
 
     def json_safe(self) -> dict[str, object]:
-        """The result as ``--json`` prints it. JSON cannot carry bytes that are not UTF-8: paths show them
-        as \\xNN, as grading.git_quote.path_text does."""
-        data = asdict(self)
-        for key in ("ignored_created", "nested_repositories", "unrepresentable", "ignored_in_diff"):
-            data[key] = [fs_text(p) for p in data[key]]
-        data["special_files"] = [fs_text(p) for p in self.special_files]
-        data["git_dir_changes"] = (
-            None if self.git_dir_changes is None else [fs_text(p) for p in self.git_dir_changes]
-        )
-        data["diff_path"] = fs_text(self.diff_path)
-        data["self_ignoring_dirs"] = [d.json_safe() for d in self.self_ignoring_dirs]
+        """The result as ``--json`` prints it, its fields in order. JSON cannot carry bytes that are not
+        UTF-8: paths show them as \\xNN, as grading.git_quote.path_text does."""
+        paths = {
+            "ignored_created", "nested_repositories", "unrepresentable", "ignored_in_diff", "special_files",
+        }  # fmt: skip
+        data: dict[str, object] = {}
+        for name in self.__slots__:
+            value = getattr(self, name)
+            if name in paths:
+                value = [fs_text(p) for p in value]
+            elif name == "git_dir_changes":
+                value = None if value is None else [fs_text(p) for p in value]
+            elif name == "diff_path":
+                value = fs_text(value)
+            elif name == "self_ignoring_dirs":
+                value = [d.json_safe() for d in value]
+            data[name] = value
         return data
 
 
@@ -267,12 +301,20 @@ def _walk_nested(git: WorkspaceGit, directory: str) -> list[str]:
     return sorted(found)
 
 
-@dataclass
 class _Scan:
-    untracked: list[str]  # untracked, not ignored, outside nested repositories
-    nested_repositories: list[str]  # untracked or staged as a gitlink, not ignored
-    nested_files: list[str]  # not-ignored files inside them
-    ignored: list[str]  # every ignored file, one by one, nested repositories included
+    __slots__ = ("untracked", "nested_repositories", "nested_files", "ignored")
+
+    def __init__(
+        self,
+        untracked: list[str],
+        nested_repositories: list[str],
+        nested_files: list[str],
+        ignored: list[str],
+    ) -> None:
+        self.untracked = untracked  # untracked, not ignored, outside nested repositories
+        self.nested_repositories = nested_repositories  # untracked or staged as a gitlink, not ignored
+        self.nested_files = nested_files  # not-ignored files inside them
+        self.ignored = ignored  # every ignored file, one by one, nested repositories included
 
 
 def _scan(git: WorkspaceGit, staged_repositories: Sequence[str] = ()) -> _Scan:
@@ -390,7 +432,7 @@ def _use_scratch(
         # copy2 keeps the index's mtime: git takes an entry whose file changed in the same second as the
         # index was written ("racily clean") for unchanged unless the index is older than that change, so a
         # fresh mtime on the copy would hide a same-size edit made right after `git status` or a checkout.
-        shutil.copy2(real_index, scratch_index)
+        copy_file(real_index, scratch_index, keep_mtime=True)
     git_dir = scratch_git_dir(
         git, scratch, real_index.parent, info_exclude, object_format=layout.object_format
     )
@@ -474,29 +516,50 @@ def _write_text(path: Path, text: str) -> None:
 # ---- capture -----------------------------------------------------------------------------------------
 
 
-@dataclass
 class _Opened:
     """What a capture knows before it looks at the work tree."""
 
-    snap: Snapshot
-    record: Path | None  # the snapshot's private record (v4), None for an older snapshot
-    git: WorkspaceGit
-    layout: GitLayout
-    base_commit: str
-    fallback: list[Path]  # object directories read besides the record's (a base it lacks)
+    __slots__ = ("snap", "record", "git", "layout", "base_commit", "fallback")
+
+    def __init__(
+        self,
+        snap: Snapshot,
+        record: Path | None,
+        git: WorkspaceGit,
+        layout: GitLayout,
+        base_commit: str,
+        fallback: list[Path],
+    ) -> None:
+        self.snap = snap
+        self.record = record  # the snapshot's private record (v4), None for an older snapshot
+        self.git = git
+        self.layout = layout
+        self.base_commit = base_commit
+        self.fallback = fallback  # object directories read besides the record's (a base it lacks)
 
 
-@dataclass
 class _Found:
     """What the capture's git runs found in the scratch git directory."""
 
-    diff: bytes
-    scan: _Scan
-    self_ignoring: list[SelfIgnoringDir]
-    still_ignored: set[str]
-    surfaced: list[str]  # ignored only by rules the run wrote: added to the diff
-    unrepresentable: list[str]  # added, yet not in the index (a name git refuses)
-    in_index: set[str]
+    __slots__ = ("diff", "scan", "self_ignoring", "still_ignored", "surfaced", "unrepresentable", "in_index")
+
+    def __init__(
+        self,
+        diff: bytes,
+        scan: _Scan,
+        self_ignoring: list[SelfIgnoringDir],
+        still_ignored: set[str],
+        surfaced: list[str],
+        unrepresentable: list[str],
+        in_index: set[str],
+    ) -> None:
+        self.diff = diff
+        self.scan = scan
+        self.self_ignoring = self_ignoring
+        self.still_ignored = still_ignored
+        self.surfaced = surfaced  # ignored only by rules the run wrote: added to the diff
+        self.unrepresentable = unrepresentable  # added, yet not in the index (a name git refuses)
+        self.in_index = in_index
 
 
 def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureResult:

@@ -11,20 +11,21 @@ import os
 import stat
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from grading.path_lists import GITIGNORE
 
 
-@dataclass
 class WorkTree:
     """One walk of the work tree (not following symbolic links, skipping every ``.git``)."""
 
-    special: list[str]  # FIFOs, sockets and devices, sorted
-    files: list[str]  # regular files and symbolic links
-    # a directory named like .git in another case (.GIT): git's walk and this one may part there
-    odd_git_names: bool
+    __slots__ = ("special", "files", "odd_git_names")
+
+    def __init__(self, special: list[str], files: list[str], odd_git_names: bool) -> None:
+        self.special = special  # FIFOs, sockets and devices, sorted
+        self.files = files  # regular files and symbolic links
+        # a directory named like .git in another case (.GIT): git's walk and this one may part there
+        self.odd_git_names = odd_git_names
 
 
 def walk_work_tree(root: Path) -> WorkTree:

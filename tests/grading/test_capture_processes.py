@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -181,10 +182,11 @@ def test_the_scratch_directory_is_in_tmpdir_when_it_is_set(
     made: list[str] = []
     real = grading.workspace.git.scratch_directory
 
-    def seen(prefix: str) -> Any:
-        directory = real(prefix)
-        made.append(directory.name)
-        return directory
+    @contextlib.contextmanager
+    def seen(prefix: str) -> Iterator[str]:
+        with real(prefix) as name:
+            made.append(name)
+            yield name
 
     monkeypatch.setattr(grading.workspace.diff, "scratch_directory", seen)
     snapshot = _edit_after_snapshot(git_repo, tmp_path)
