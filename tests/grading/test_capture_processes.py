@@ -227,3 +227,38 @@ def test_the_scratch_directory_is_in_memory_when_there_is_room(
     monkeypatch.setattr(grading.workspace.git, "_TMPFS", str(tmp_path / "absent"))
     with grading.workspace.git.scratch_directory("rubric-test-") as name:
         assert Path(name).is_dir()
+
+
+def test_the_scratch_directory_in_memory_is_removed_with_all_it_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Made and removed without tempfile: git's read-only object files, nested directories and a symbolic
+    link (not followed) go with it, also when the work inside fails."""
+    monkeypatch.delenv("TMPDIR", raising=False)
+    memory = tmp_path / "memory"
+    memory.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "kept").write_text("kept\n")
+    monkeypatch.setattr(grading.workspace.git, "_TMPFS", str(memory))
+    with pytest.raises(RuntimeError), grading.workspace.git.scratch_directory("rubric-test-") as name:
+        scratch = Path(name)
+        assert scratch.parent == memory and scratch.stat().st_mode & 0o777 == 0o700
+        (scratch / "gitdir" / "objects" / "ab").mkdir(parents=True)
+        blob = scratch / "gitdir" / "objects" / "ab" / "cdef"
+        blob.write_bytes(b"x")
+        blob.chmod(0o444)
+        (scratch / "link").symlink_to(outside, target_is_directory=True)
+        raise RuntimeError("git failed")
+    assert list(memory.iterdir()) == []
+    assert (outside / "kept").read_text() == "kept\n"
+
+
+def test_a_copied_index_keeps_its_mtime(tmp_path: Path) -> None:
+    """The scratch index's mtime decides which entries git takes for racily clean: it must be the index's."""
+    index = tmp_path / "index"
+    index.write_bytes(b"DIRC")
+    os.utime(index, ns=(1_000_000_000, 2_000_000_123))
+    grading.workspace.git.copy_file(index, tmp_path / "copy", keep_mtime=True)
+    assert (tmp_path / "copy").read_bytes() == b"DIRC"
+    assert os.stat(tmp_path / "copy").st_mtime_ns == 2_000_000_123
