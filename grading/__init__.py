@@ -12,7 +12,10 @@ This package never imports Django (tests/grading/test_no_django.py proves it).
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: `import grading` starts every command
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = "0.1.0"
 
