@@ -110,6 +110,7 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -353,24 +354,26 @@ def _scan(git: WorkspaceGit, staged_repositories: Sequence[str] = ()) -> _Scan:
     )
 
 
-def _scan_unchanged(git: WorkspaceGit, snap: Snapshot, tree: WorkTree, index_listing: bytes) -> _Scan | None:
-    """The scan :func:`_scan` would give, when the work tree holds nothing new since the snapshot: every
-    file and symbolic link is in the index (the snapshot's, for a v4 record) or was ignored then, and the
-    ``.gitignore`` files are those the snapshot recorded, byte for byte. The rules are then the same (the
-    other sources are the recorded ``info/exclude`` and nothing else), so no file is untracked and the
-    ignored ones are those of the snapshot still there: no ``git status`` needed, most runs only edit
-    files. None when any of this is not so (a new file, a FIFO, a changed ``.gitignore``, no record of the
+def _scan_unchanged(
+    git: WorkspaceGit, snap: Snapshot, tree: WorkTree, index_listing: bytes
+) -> tuple[_Scan, list[str]] | None:
+    """The scan :func:`_scan` would give, but for the new files, when the ignore rules are those of the
+    snapshot: the ``.gitignore`` files are those it recorded, byte for byte (the other sources are the
+    recorded ``info/exclude`` and nothing else). Then the files ignored at the snapshot that are still there
+    are still ignored, and a file neither in the index (the snapshot's, for a v4 record) nor ignored then is
+    new: untracked, or ignored by the same rules. The scan of the rest and those new files; no ``git
+    status`` is needed, and none at all when nothing is new (most runs only edit files). None when any of
+    this is not so (a changed or new ``.gitignore``, a FIFO, a nested ``.git``, no record of the
     ``.gitignore`` files); git then lists them."""
-    if snap.ignore_files is None or tree.special or tree.odd_git_names:
+    if snap.ignore_files is None or tree.special or tree.odd_git_names or tree.nested_git:
         return None
     tracked = {os.fsdecode(entry.partition(b"\t")[2]) for entry in index_listing.split(b"\0") if entry}
     ignored_before = set(snap.ignored)
-    if any(p not in tracked and p not in ignored_before for p in tree.files):
-        return None
+    new = sorted(p for p in tree.files if p not in tracked and p not in ignored_before)
     if _regular_contents(git, [p for p in tree.files if is_gitignore(p)]) != snap.ignore_files:
         return None
     ignored = sorted(p for p in tree.files if p in ignored_before and p not in tracked)
-    return _Scan(untracked=[], nested_repositories=[], nested_files=[], ignored=ignored)
+    return _Scan(untracked=[], nested_repositories=[], nested_files=[], ignored=ignored), new
 
 
 def _read_ignore_files(git: WorkspaceGit, scan: _Scan) -> dict[str, bytes]:
@@ -662,11 +665,11 @@ def _diff_in_scratch(
     staged_repositories: list[str],
     special_files: list[str],
     before: Path,
-    known: _Scan | None = None,
+    known: tuple[_Scan, list[str]] | None = None,
 ) -> _Found:
     """The scan, git add -N and the diff, all with one scratch git directory, so that a file the scan calls
-    untracked is one git add accepts and the diff shows. ``known`` is the scan when
-    :func:`_scan_unchanged` could tell it without git."""
+    untracked is one git add accepts and the diff shows. ``known`` is the scan and the new files when
+    :func:`_scan_unchanged` could tell them without git."""
     git, base_commit = opened.git, opened.base_commit
     with (
         scratch_directory("rubric-capture-") as scratch_name,
@@ -678,7 +681,9 @@ def _diff_in_scratch(
             # Absent from the work tree for the diff: a tracked one leaves the scratch index, so the diff
             # shows it deleted without git opening it (an untracked one git does not list anyway).
             git.run("update-index", "--force-remove", "-z", "--stdin", stdin=nul_joined(special_files))
-        scan = known or _scan(git, staged_repositories)
+        if known is not None and known[1]:
+            return _diff_new_files(opened, scratch, index_listing, *known)
+        scan = known[0] if known is not None else _scan(git, staged_repositories)
         before_paths = set(opened.snap.ignored)
         created = sorted(set(scan.ignored) - before_paths)
         self_ignoring = find_self_ignoring_dirs(git, base_commit, created, before_paths, old_ignore_files)
@@ -709,6 +714,59 @@ def _diff_in_scratch(
     # with the ignored files, where denied_globs still sees them.
     unrepresentable = sorted(p for p in added if p not in in_index)
     return _Found(diff, scan, self_ignoring, still_ignored, surfaced, unrepresentable, in_index)
+
+
+def _diff_new_files(
+    opened: _Opened, scratch: Path, index_listing: bytes, known: _Scan, new_files: list[str]
+) -> _Found:
+    """:func:`_diff_in_scratch` when the ignore rules are the snapshot's and ``new_files`` are new
+    (:func:`_scan_unchanged`): no ``git status``. git add -N is given every new file and refuses the
+    ignored ones itself, and ``git check-ignore`` tells which those are while git adds and diffs (in a
+    thread; not run at all when there is no rule: every ``.gitignore`` and ``info/exclude`` line is blank or
+    a comment, as in a fresh ``git init``). The
+    rules being the snapshot's, every new ignored file is still ignored by them: none is surfaced, and no
+    new ``.gitignore`` makes a self-ignoring directory."""
+    git, base_commit = opened.git, opened.base_commit
+    sources = [opened.snap.info_exclude or b"", *(opened.snap.ignore_files or {}).values()]
+    has_rules = any(line and not line.startswith(b"#") for text in sources for line in text.splitlines())
+    ignored_new = _IgnoredAmong(git, new_files) if has_rules else None
+    _clear_hiding_bits(git, index_listing, ())
+    _add_to_index(git, _Scan(new_files, [], [], []), [], [])
+    attribute_files = None if opened.record is None else head_attribute_files(opened.record, base_commit)
+    diff, listed = byte_exact_diff_and_paths(git, scratch, base_commit, _DIFF_FLAGS, attribute_files)
+    ignored = set() if ignored_new is None else ignored_new.result()
+    untracked = [p for p in new_files if p not in ignored]
+    scan = _Scan(untracked, [], [], sorted({*known.ignored, *ignored}))
+    in_index = listed
+    if any(p not in listed for p in untracked):
+        in_index = set(split_z(git.run("ls-files", "-z")))
+    unrepresentable = sorted(p for p in untracked if p not in in_index)
+    return _Found(diff, scan, [], ignored, [], unrepresentable, in_index)
+
+
+class _IgnoredAmong:
+    """Which of ``paths`` the scratch git directory's rules ignore (``git check-ignore``), asked in a
+    thread so that git's start-up overlaps the capture's other git processes."""
+
+    def __init__(self, git: WorkspaceGit, paths: list[str]) -> None:
+        self._found: set[str] = set()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._ask, args=(git, paths), daemon=True)
+        self._thread.start()
+
+    def _ask(self, git: WorkspaceGit, paths: list[str]) -> None:
+        try:
+            # exit 1 means "none of them is ignored"
+            args = ("check-ignore", "--no-index", "-z", "--stdin")
+            self._found = set(split_z(git.run(*args, stdin=nul_joined(paths), ok_codes=(0, 1))))
+        except BaseException as exc:  # raised where the result is asked for
+            self._error = exc
+
+    def result(self) -> set[str]:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._found
 
 
 def _add_to_index(

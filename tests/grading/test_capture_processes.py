@@ -84,11 +84,93 @@ def test_files_ignored_before_the_run_need_no_status(
     assert result.ignored_created == []
 
 
+@pytest.mark.parametrize("change", ["new file", "new file ignored"])
+def test_a_new_file_under_the_same_rules_needs_no_status(
+    git_repo: GitRepo, tmp_path: Path, git_commands: list[str], change: str
+) -> None:
+    """The rules are the snapshot's: git add -N refuses the ignored new files itself, and check-ignore (in
+    a thread, beside add and diff) says which they are."""
+    snapshot = _ignoring_repo(git_repo, tmp_path)
+    git_repo.write("src/a.py", "b\n")
+    new = "src/new.py" if change == "new file" else "other.log"
+    git_repo.write(new, "new\n")
+    git_commands.clear()
+    result = capture(git_repo.path, "HEAD", snapshot, tmp_path / "run")
+    assert sorted(git_commands) == ["add", "check-ignore", "diff"]
+    diff = (tmp_path / "run" / "workspace.diff").read_bytes()
+    assert (f"diff --git a/{new} b/{new}".encode() in diff) == (change == "new file")
+    assert result.ignored_created == ([] if change == "new file" else ["other.log"])
+
+
+def test_a_new_file_without_any_ignore_rule_is_two_git_processes(
+    git_repo: GitRepo, tmp_path: Path, git_commands: list[str]
+) -> None:
+    git_repo.write("src/a.py", "a\n")
+    git_repo.commit("base")
+    snapshot = tmp_path / "snapshot"
+    write_snapshot(git_repo.path, snapshot)
+    git_repo.write("src/a.py", "b\n")
+    git_repo.write("src/new.py", "new\n")
+    git_commands.clear()
+    capture(git_repo.path, "HEAD", snapshot, tmp_path / "run")
+    assert git_commands == ["add", "diff"]
+    assert b"diff --git a/src/new.py b/src/new.py" in (tmp_path / "run" / "workspace.diff").read_bytes()
+
+
+def _odd_new_files(git_repo: GitRepo) -> None:
+    """New files of every kind the rules could treat apart, names git might read as pathspecs included."""
+    for rel, text in [
+        ("build/out.o", "ignored directory\n"),
+        ("build/keep.txt", "re-included in an excluded directory: still ignored\n"),
+        ("logs/keep.log", "re-included\n"),
+        ("logs/x.log", "ignored\n"),
+        ("src/*.py", "a glob as a name\n"),
+        ("src/:(glob)x", "magic as a name\n"),
+        ("src/-dash.txt", "an option as a name\n"),
+        ("src/sub/deep.tmp", "ignored by a nested .gitignore\n"),
+        ("src/sub/deep.py", "new\n"),
+        ("GIT~1", "the NTFS short name of .git\n"),
+        ("src/empty.py", ""),
+    ]:
+        git_repo.write(rel, text)
+    (git_repo.path / os.fsdecode(b"src/caf\xe9.txt")).write_bytes(b"latin-1 name\n")
+    os.symlink("a.py", git_repo.path / "src" / "link.py")
+
+
+@pytest.mark.parametrize("exclude", ["", "*.tmp\n"])
+def test_new_files_are_captured_byte_for_byte_as_git_status_would_list_them(
+    git_repo: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exclude: str
+) -> None:
+    """The capture without git status writes the same files as with it (the scan that lists the work
+    tree), and finds the same untracked, ignored and unrepresentable files."""
+    git_repo.write("src/a.py", "a\n")
+    git_repo.write(".gitignore", "*.log\n!logs/keep.log\nbuild/\n!build/keep.txt\n")
+    git_repo.write("src/sub/.gitignore", "" if exclude else "*.tmp\n")
+    git_repo.write("gone.txt", "removed from the index, left on disk\n")
+    git_repo.commit("base")
+    (git_repo.path / ".git" / "info").mkdir(exist_ok=True)
+    (git_repo.path / ".git" / "info" / "exclude").write_text(exclude)
+    git_repo.git("rm", "-q", "--cached", "gone.txt")  # untracked, and equal to its base blob
+    git_repo.write("old.log", "ignored before the run\n")
+    snapshot = tmp_path / "snapshot"
+    write_snapshot(git_repo.path, snapshot)
+    git_repo.write("src/a.py", "b\n")
+    _odd_new_files(git_repo)
+    fast = capture(git_repo.path, "HEAD", snapshot, tmp_path / "fast")
+    monkeypatch.setattr(grading.workspace.diff, "_scan_unchanged", lambda *args: None)
+    slow = capture(git_repo.path, "HEAD", snapshot, tmp_path / "slow")
+    for name in ("workspace.diff", "ignored_created.txt", "git_dir_changes.txt"):
+        assert (tmp_path / "fast" / name).read_bytes() == (tmp_path / "slow" / name).read_bytes(), name
+    fast.diff_path = slow.diff_path
+    assert fast == slow
+    assert "build/keep.txt" in fast.ignored_created and "src/sub/deep.tmp" in fast.ignored_created
+    diff = (tmp_path / "fast" / "workspace.diff").read_bytes()
+    assert b"b/src/*.py" in diff and b"b/logs/keep.log" in diff and b"src/link.py" in diff
+
+
 @pytest.mark.parametrize(
     "change",
     [
-        "new file",
-        "new file ignored",
         "gitignore edited",
         "gitignore removed",
         "nested repository",
