@@ -110,7 +110,6 @@ from __future__ import annotations
 
 import os
 import stat
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -721,20 +720,26 @@ def _diff_new_files(
 ) -> _Found:
     """:func:`_diff_in_scratch` when the ignore rules are the snapshot's and ``new_files`` are new
     (:func:`_scan_unchanged`): no ``git status``. git add -N is given every new file and refuses the
-    ignored ones itself, and ``git check-ignore`` tells which those are while git adds and diffs (in a
-    thread; not run at all when there is no rule: every ``.gitignore`` and ``info/exclude`` line is blank or
-    a comment, as in a fresh ``git init``). The
+    ignored ones itself, so a new file the diff lists is untracked; only those it does not list (ignored,
+    refused, or equal to a base blob) are put to ``git check-ignore``, and not even that when there is no
+    rule (every ``.gitignore`` and ``info/exclude`` line blank or a comment, as after ``git init``). The
     rules being the snapshot's, every new ignored file is still ignored by them: none is surfaced, and no
     new ``.gitignore`` makes a self-ignoring directory."""
     git, base_commit = opened.git, opened.base_commit
-    sources = [opened.snap.info_exclude or b"", *(opened.snap.ignore_files or {}).values()]
-    has_rules = any(line and not line.startswith(b"#") for text in sources for line in text.splitlines())
-    ignored_new = _IgnoredAmong(git, new_files) if has_rules else None
     _clear_hiding_bits(git, index_listing, ())
     _add_to_index(git, _Scan(new_files, [], [], []), [], [])
     attribute_files = None if opened.record is None else head_attribute_files(opened.record, base_commit)
     diff, listed = byte_exact_diff_and_paths(git, scratch, base_commit, _DIFF_FLAGS, attribute_files)
-    ignored = set() if ignored_new is None else ignored_new.result()
+    unlisted = [p for p in new_files if p not in listed]
+    sources = [opened.snap.info_exclude or b"", *(opened.snap.ignore_files or {}).values()]
+    has_rules = any(line and not line.startswith(b"#") for text in sources for line in text.splitlines())
+    ignored: set[str] = set()
+    if unlisted and has_rules:
+        # exit 1 means "none of them is ignored"
+        out = git.run(
+            "check-ignore", "--no-index", "-z", "--stdin", stdin=nul_joined(unlisted), ok_codes=(0, 1)
+        )
+        ignored = set(split_z(out))
     untracked = [p for p in new_files if p not in ignored]
     scan = _Scan(untracked, [], [], sorted({*known.ignored, *ignored}))
     in_index = listed
@@ -742,31 +747,6 @@ def _diff_new_files(
         in_index = set(split_z(git.run("ls-files", "-z")))
     unrepresentable = sorted(p for p in untracked if p not in in_index)
     return _Found(diff, scan, [], ignored, [], unrepresentable, in_index)
-
-
-class _IgnoredAmong:
-    """Which of ``paths`` the scratch git directory's rules ignore (``git check-ignore``), asked in a
-    thread so that git's start-up overlaps the capture's other git processes."""
-
-    def __init__(self, git: WorkspaceGit, paths: list[str]) -> None:
-        self._found: set[str] = set()
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._ask, args=(git, paths), daemon=True)
-        self._thread.start()
-
-    def _ask(self, git: WorkspaceGit, paths: list[str]) -> None:
-        try:
-            # exit 1 means "none of them is ignored"
-            args = ("check-ignore", "--no-index", "-z", "--stdin")
-            self._found = set(split_z(git.run(*args, stdin=nul_joined(paths), ok_codes=(0, 1))))
-        except BaseException as exc:  # raised where the result is asked for
-            self._error = exc
-
-    def result(self) -> set[str]:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._found
 
 
 def _add_to_index(
