@@ -12,7 +12,8 @@ This package never imports Django (tests/grading/test_no_django.py proves it).
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: `import grading` starts every command
 
 __version__ = "0.1.0"
 
@@ -334,10 +335,15 @@ def _module_of() -> dict[str, str]:
     return found
 
 
+# Set by __getattr__ on first use (annotated here for the type checker; no value, so the lookup still runs).
+__all__: list[str]
+_MODULE_OF: dict[str, str]
+
+
 # The root's own copy of grading.lazy.lazy_interface: importing that module too would add to the start-up
 # of every `rubric` command and of the app, which import grading first. ``__all__`` and ``_MODULE_OF``
 # load on first use as well, as they name the packages' names.
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name in ("__all__", "_MODULE_OF"):
         module_of = _module_of()
         globals().update(__all__=sorted(module_of), _MODULE_OF=module_of)
@@ -351,4 +357,6 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *__getattr__("__all__")])
+    if "__all__" not in globals():
+        __getattr__("__all__")  # puts it in globals
+    return sorted([*globals(), *globals()["__all__"]])

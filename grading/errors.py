@@ -4,9 +4,11 @@ to one line (:func:`one_line`) and free of terminal control sequences (:func:`pr
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: every command loads this module
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class InputError(Exception):
@@ -27,19 +29,53 @@ class InputError(Exception):
         return f"{prefix}: {self.message}" if prefix else self.message
 
 
-@dataclass(frozen=True)
 class Problem:
     """One problem inside a file: where (a JSON path such as ``blockers[1].evidence``) and what, in the
     command line's words, with the schema's structured error beside them so a page can word it its own way.
 
     ``type`` is pydantic's error type (``too_short``, ``string_pattern_mismatch``, ``missing``; ``blank`` for
     an empty text field), empty when the problem did not come from a schema; ``ctx`` its context
-    (``actual_length``, ``max_length``, ``gt`` ...)."""
+    (``actual_length``, ``max_length``, ``gt`` ...).
 
+    Immutable; equal and hashed by path, message and type. A plain class, not a dataclass: every command
+    imports this module, and ``dataclasses`` (through ``inspect``) was a fifth of `rubric capture`'s
+    imports."""
+
+    __slots__ = ("path", "message", "type", "ctx")
     path: str
     message: str
-    type: str = ""
-    ctx: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    type: str
+    ctx: Mapping[str, Any]
+
+    def __init__(self, path: str, message: str, type: str = "", ctx: Mapping[str, Any] | None = None) -> None:
+        set_field = object.__setattr__
+        set_field(self, "path", path)
+        set_field(self, "message", message)
+        set_field(self, "type", type)
+        set_field(self, "ctx", {} if ctx is None else ctx)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}: a Problem is immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}: a Problem is immutable")
+
+    def _key(self) -> tuple[str, str, str]:
+        return (self.path, self.message, self.type)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Problem):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (Problem, (self.path, self.message, self.type, dict(self.ctx)))
+
+    def __repr__(self) -> str:
+        return f"Problem(path={self.path!r}, message={self.message!r}, type={self.type!r}, ctx={self.ctx!r})"
 
 
 class InputErrors(InputError):

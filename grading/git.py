@@ -22,15 +22,16 @@ import os
 import select
 import signal
 import subprocess
-import tempfile
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 from grading.diff_rules import MAX_DIFF_BYTES
 from grading.errors import InputError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: every command loads this module
+if TYPE_CHECKING:
+    from typing import IO
 
 DEFAULT_TIMEOUT = 600.0  # seconds; packing a large repository's objects is the slowest call
 # The diff reader takes at most MAX_DIFF_BYTES; no listing or object the callers read is larger in practice.
@@ -56,12 +57,17 @@ class GitTimeout(GitError):
     """git ran longer than it was allowed to."""
 
 
-@dataclass(frozen=True)
 class GitResult:
-    returncode: int
-    stdout: bytes  # empty when a sink took it
-    stderr: bytes  # its last STDERR_KEEP_BYTES
-    stopped: bool = False  # the sink had read enough: git was killed before it finished
+    """How one git process ended. A plain class, not a dataclass: every command imports this module, and
+    ``dataclasses`` (through ``inspect``) was a fifth of `rubric capture`'s imports."""
+
+    __slots__ = ("returncode", "stdout", "stderr", "stopped")
+
+    def __init__(self, returncode: int, stdout: bytes, stderr: bytes, stopped: bool = False) -> None:
+        self.returncode = returncode
+        self.stdout = stdout  # empty when a sink took it
+        self.stderr = stderr  # its last STDERR_KEEP_BYTES
+        self.stopped = stopped  # the sink had read enough: git was killed before it finished
 
     def last_error_line(self) -> str:
         lines = self.stderr.decode("utf-8", "replace").strip().splitlines()
@@ -312,6 +318,8 @@ def commit_on_new_branch(git: Git, branch: str, files: Sequence[tuple[str, bytes
     for path, data in files:
         blob = git.run("hash-object", "-w", "--no-filters", "--stdin", stdin=data).decode("ascii").strip()
         entries += f"100644 {blob}\t{path}".encode() + b"\0"
+    import tempfile  # only here: the capture's scratch directory is grading.workspace.git's
+
     with tempfile.TemporaryDirectory(prefix="rubric-index-") as scratch:
         private = {**git.env(), "GIT_INDEX_FILE": str(Path(scratch) / "index")}
         git.run("read-tree", *([parent] if parent else ["--empty"]), env=private)

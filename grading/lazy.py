@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: every package's __init__ loads this
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def lazy_interface(

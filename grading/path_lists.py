@@ -7,14 +7,18 @@ the files, with no git.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from grading.errors import InputError
 from grading.git_quote import c_quote, read_quoted
 from grading.strict_json import read_input_bytes
 from grading.words import counted
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (`rubric capture` loads this module)
+if TYPE_CHECKING:
+    from pydantic import GetCoreSchemaHandler, ValidatorFunctionWrapHandler
+    from pydantic_core import CoreSchema
 
 SNAPSHOT_HEADER_V3 = "# rubric snapshot v3"  # still read: no private record of the git directory
 SNAPSHOT_HEADER_V2 = "# rubric snapshot v2"  # still read: no recorded .gitignore files
@@ -39,15 +43,65 @@ def fs_text(path: str) -> str:
     return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
-# Plain dataclasses, not pydantic models: `rubric snapshot` and `rubric capture` load no pydantic (its
-# import is most of a short command's start-up), and nothing here is read from untrusted JSON.
-@dataclass
-class SelfIgnoringDir:
+class _Record:
+    """Equality and repr by the fields in ``__slots__``: what these records used dataclasses for. Plain
+    classes, not pydantic models or dataclasses: `rubric snapshot` and `rubric capture` load neither (their
+    imports were most of a short command's start-up), and nothing here is read from untrusted JSON."""
+
+    __slots__: tuple[str, ...] = ()
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as a dataclass with eq and no frozen
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"{self.__class__.__name__}({fields})"
+
+
+def _pydantic_schema(
+    cls: type, fields: Mapping[str, object], required: set[str], handler: GetCoreSchemaHandler
+) -> CoreSchema:
+    """The schema pydantic gives a dataclass, for a record that is a field of a pydantic model (a run's
+    ``ignored``, a sweep job's ``self_ignoring_dirs``): an instance is taken as it is, a mapping of its
+    fields (JSON too) is validated and made one, and it serialises as that mapping."""
+    from pydantic_core import core_schema
+
+    mapping = core_schema.typed_dict_schema(
+        {
+            name: core_schema.typed_dict_field(handler.generate_schema(kind), required=name in required)
+            for name, kind in fields.items()
+        }
+    )
+
+    def validate(value: object, check: ValidatorFunctionWrapHandler) -> object:
+        return value if isinstance(value, cls) else cls(**check(value))
+
+    return core_schema.no_info_wrap_validator_function(
+        validate,
+        mapping,
+        serialization=core_schema.plain_serializer_function_ser_schema(
+            lambda record: {name: getattr(record, name) for name in fields}, return_schema=mapping
+        ),
+    )
+
+
+class SelfIgnoringDir(_Record):
     """A directory the run created whose own new ``.gitignore`` ignores everything in it (a tool cache or a
     virtual environment): one entry of ``ignored_created.txt``, not shown in the diff."""
 
-    path: str  # relative to the workspace root, without the trailing '/'
-    files: list[str]  # every file in it, relative to the workspace root
+    __slots__ = ("path", "files")
+
+    def __init__(self, path: str, files: list[str]) -> None:
+        self.path = path  # relative to the workspace root, without the trailing '/'
+        self.files = files  # every file in it, relative to the workspace root
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: object, handler: GetCoreSchemaHandler) -> CoreSchema:
+        return _pydantic_schema(cls, {"path": str, "files": list[str]}, {"path", "files"}, handler)
 
     @property
     def file_count(self) -> int:
@@ -58,15 +112,23 @@ class SelfIgnoringDir:
         return {"path": fs_text(self.path), "files": [fs_text(p) for p in self.files]}
 
 
-@dataclass
-class Snapshot:
+class Snapshot(_Record):
     """A snapshot file: the ignored files before the run and, from v2 on, the exclusion rules then."""
 
-    version: int
-    ignored: list[str]
-    info_exclude: bytes | None  # the workspace's .git/info/exclude at snapshot time; None in a v1 file
-    # every .gitignore in the work tree at snapshot time (path -> bytes); None in a v1 or v2 file
-    ignore_files: dict[str, bytes] | None = None
+    __slots__ = ("version", "ignored", "info_exclude", "ignore_files")
+
+    def __init__(
+        self,
+        version: int,
+        ignored: list[str],
+        info_exclude: bytes | None,
+        ignore_files: dict[str, bytes] | None = None,
+    ) -> None:
+        self.version = version
+        self.ignored = ignored
+        self.info_exclude = info_exclude  # the workspace's .git/info/exclude at snapshot time; None in v1
+        # every .gitignore in the work tree at snapshot time (path -> bytes); None in a v1 or v2 file
+        self.ignore_files = ignore_files
 
 
 # ---- path-list files ----------------------------------------------------------------------------------
@@ -118,14 +180,26 @@ def format_ignored_created(
     return text
 
 
-@dataclass
-class IgnoredCreated:
+class IgnoredCreated(_Record):
     """``ignored_created.txt`` read back."""
 
-    files: list[str] = field(default_factory=list)
-    self_ignoring_dirs: list[SelfIgnoringDir] = field(default_factory=list)
-    # FIFOs, sockets and devices left in the work tree: in no diff, never read (integrity: special_file)
-    special_files: list[str] = field(default_factory=list)
+    __slots__ = ("files", "self_ignoring_dirs", "special_files")
+
+    def __init__(
+        self,
+        files: list[str] | None = None,
+        self_ignoring_dirs: list[SelfIgnoringDir] | None = None,
+        special_files: list[str] | None = None,
+    ) -> None:
+        self.files = [] if files is None else files
+        self.self_ignoring_dirs = [] if self_ignoring_dirs is None else self_ignoring_dirs
+        # FIFOs, sockets and devices left in the work tree: in no diff, never read (integrity: special_file)
+        self.special_files = [] if special_files is None else special_files
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: object, handler: GetCoreSchemaHandler) -> CoreSchema:
+        fields = {"files": list[str], "self_ignoring_dirs": list[SelfIgnoringDir], "special_files": list[str]}
+        return _pydantic_schema(cls, fields, set(), handler)
 
     def all_files(self) -> list[str]:
         """Every ignored file the run created, those inside self-ignoring directories included."""

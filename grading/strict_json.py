@@ -6,14 +6,16 @@ that are not Unicode text. Input errors name the file and, where there is one, t
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import stat
 from pathlib import Path
-from typing import Any, BinaryIO
 
 from grading.errors import InputError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: `rubric capture` loads this module
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
 
 
 class _DuplicateKey(ValueError):
@@ -155,6 +157,8 @@ def strict_json_loads(text: str) -> Any:
     """``json.loads`` made strict: no duplicate keys, no NaN/Infinity, every number within a double's range,
     no nesting deeper than the parser can go, and no lone surrogate (``"\\ud800"``) in any string.
     Raises json.JSONDecodeError for malformed JSON and :class:`JsonProblem` for the rest."""
+    import json  # here: `rubric capture` reads files through this module and parses no JSON
+
     try:
         data = json.loads(
             text,
@@ -195,6 +199,8 @@ def parse_json(raw: bytes, source: str | Path) -> Any:
         raise InputError(source, f"not UTF-8 text (byte {exc.start})") from None
     if not text.strip():
         raise InputError(source, "empty file; expected JSON")
+    import json
+
     try:
         return strict_json_loads(text)
     except json.JSONDecodeError as exc:

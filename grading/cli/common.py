@@ -4,24 +4,29 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from grading.errors import InputError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: every subcommand loads this module
 if TYPE_CHECKING:  # pydantic and the judge's models load only for the subcommands that use them
+    from typing import Any
+
     from pydantic import BaseModel
 
     from grading.judge.models import TreeBudget
 
-# argparse's subparsers object has no public type name.
-Subparsers = Any
+    # argparse's subparsers object has no public type name.
+    Subparsers = Any
+else:
+    Subparsers = object
 
 
 def print_json(obj: BaseModel | dict[str, Any] | list[Any]) -> None:
     # A model by its method, not isinstance: a command that prints a dict need not import pydantic.
+    import json  # only for --json and the commands that print JSON
+
     data = obj if isinstance(obj, dict | list) else obj.model_dump(mode="json", by_alias=True)
     json.dump(data, sys.stdout, indent=2, ensure_ascii=False)
     sys.stdout.write("\n")

@@ -120,11 +120,34 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
+def help_width() -> int:
+    """The width argparse wraps help to: ``shutil.get_terminal_size().columns - 2``, worked out as shutil
+    does (``COLUMNS``, else the terminal on stdout, else 80) without importing shutil, whose import (bz2
+    and lzma with it) argparse would otherwise pay on every ``add_argument``."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 80
+    return columns - 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser with the help width of :func:`help_width`; its subparsers are of this class too."""
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        return self.formatter_class(prog=self.prog, width=help_width())  # type: ignore[call-arg]
+
+
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The ``rubric`` parser; given the arguments, only the module of the subcommand they name is loaded,
     and none when they name no subcommand (``rubric --help``: each is listed from :data:`COMMAND_HELP`).
     Without the arguments every subcommand is loaded whole."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="rubric",
         description="Mergeability grading: rubric checks, scope, test integrity, the judge, admission, "
         "drafting and reports.",

@@ -5,9 +5,9 @@ special files (special) and the test listing run in the workspace (testlist)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from grading.lazy import lazy_interface
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (`rubric capture` loads this package)
 
 # module -> the public names it defines
 _PUBLIC: dict[str, tuple[str, ...]] = {

@@ -25,7 +25,6 @@ import os
 import re
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from grading.diff_rules import holds_binary
@@ -47,15 +46,17 @@ _FILE_HEADER = re.compile(rb"^diff --git ", re.MULTILINE)
 _COMPARE_CHUNK = 1 << 20
 
 
-@dataclass(frozen=True, slots=True)
 class DiffEntry:
     """One file of ``git diff --raw``: its modes, base blob, status letter and path."""
 
-    old_mode: str
-    new_mode: str
-    old_blob: str
-    status: str
-    path: str
+    __slots__ = ("old_mode", "new_mode", "old_blob", "status", "path")
+
+    def __init__(self, old_mode: str, new_mode: str, old_blob: str, status: str, path: str) -> None:
+        self.old_mode = old_mode
+        self.new_mode = new_mode
+        self.old_blob = old_blob
+        self.status = status
+        self.path = path
 
 
 def split_raw(output: bytes, source: Path) -> tuple[list[DiffEntry], bytes]:

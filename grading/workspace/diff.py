@@ -109,10 +109,8 @@ How the capture works, and why:
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from grading.errors import InputError
@@ -137,6 +135,7 @@ from grading.workspace.git import (
     GitLayout,
     WorkspaceGit,
     alternates_value,
+    copy_file,
     git_path,
     look_up,
     nul_joined,
@@ -180,51 +179,86 @@ _DIFF_FLAGS: tuple[str, ...] = (
 )
 
 
-@dataclass
 class CaptureResult:
-    """What ``capture`` wrote into the run directory. A dataclass, not a pydantic model: `rubric capture`
-    loads no pydantic, whose import was most of the command's start-up."""
+    """What ``capture`` wrote into the run directory. A plain class, not a pydantic model or a dataclass:
+    `rubric capture` loads neither pydantic nor ``dataclasses`` (with ``inspect``), whose imports were most
+    of the command's start-up."""
 
-    base_commit: str
-    diff_path: str
-    diff_bytes: int
-    files_changed: int
-    ignored_created: list[str]
-    nested_repositories: list[str] = field(
-        default_factory=list
-    )  # their files are in the diff as ordinary added files
-    unrepresentable: list[str] = field(
-        default_factory=list
-    )  # new files git refuses to track (.GIT/x); also in ignored_created
-    # False for a v1 snapshot: untracked vs ignored was then decided with the current .git/info/exclude
-    exclude_rules_recorded: bool = True
-    # .git/info/exclude differs from the snapshot's (the capture used the snapshot's)
-    info_exclude_changed: bool = False
-    # False for a v1/v2 snapshot: the base commit's .gitignore files stood in for the ones before the run
-    ignore_files_recorded: bool = True
-    self_ignoring_dirs: list[SelfIgnoringDir] = field(
-        default_factory=list
-    )  # in ignored_created.txt as one "dir/" line each
-    ignored_in_diff: list[str] = field(
-        default_factory=list
-    )  # ignored only by rules written during the run: in the diff
-    # paths under .git the run changed (git_dir_changes.txt); None without a private record (v3 snapshot)
-    git_dir_changes: list[str] | None = None
-    # FIFOs, sockets and devices in the work tree: absent from the diff, never read (ignored_created.txt)
-    special_files: list[str] = field(default_factory=list)
+    __slots__ = (
+        "base_commit", "diff_path", "diff_bytes", "files_changed", "ignored_created", "nested_repositories",
+        "unrepresentable", "exclude_rules_recorded", "info_exclude_changed", "ignore_files_recorded",
+        "self_ignoring_dirs", "ignored_in_diff", "git_dir_changes", "special_files",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        base_commit: str,
+        diff_path: str,
+        diff_bytes: int,
+        files_changed: int,
+        ignored_created: list[str],
+        nested_repositories: list[str] | None = None,
+        unrepresentable: list[str] | None = None,
+        exclude_rules_recorded: bool = True,
+        info_exclude_changed: bool = False,
+        ignore_files_recorded: bool = True,
+        self_ignoring_dirs: list[SelfIgnoringDir] | None = None,
+        ignored_in_diff: list[str] | None = None,
+        git_dir_changes: list[str] | None = None,
+        special_files: list[str] | None = None,
+    ) -> None:
+        self.base_commit = base_commit
+        self.diff_path = diff_path
+        self.diff_bytes = diff_bytes
+        self.files_changed = files_changed
+        self.ignored_created = ignored_created
+        # their files are in the diff as ordinary added files
+        self.nested_repositories = [] if nested_repositories is None else nested_repositories
+        # new files git refuses to track (.GIT/x); also in ignored_created
+        self.unrepresentable = [] if unrepresentable is None else unrepresentable
+        # False for a v1 snapshot: untracked vs ignored was then decided with the current .git/info/exclude
+        self.exclude_rules_recorded = exclude_rules_recorded
+        # .git/info/exclude differs from the snapshot's (the capture used the snapshot's)
+        self.info_exclude_changed = info_exclude_changed
+        # False for a v1/v2 snapshot: the base commit's .gitignore files stood in for the ones before the run
+        self.ignore_files_recorded = ignore_files_recorded
+        # in ignored_created.txt as one "dir/" line each
+        self.self_ignoring_dirs = [] if self_ignoring_dirs is None else self_ignoring_dirs
+        # ignored only by rules written during the run: in the diff
+        self.ignored_in_diff = [] if ignored_in_diff is None else ignored_in_diff
+        # paths under .git the run changed (git_dir_changes.txt); None without a private record (v3 snapshot)
+        self.git_dir_changes = git_dir_changes
+        # FIFOs, sockets and devices in the work tree: absent from the diff, never read (ignored_created.txt)
+        self.special_files = [] if special_files is None else special_files
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CaptureResult):
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        return "CaptureResult(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__) + ")"
 
     def json_safe(self) -> dict[str, object]:
-        """The result as ``--json`` prints it. JSON cannot carry bytes that are not UTF-8: paths show them
-        as \\xNN, as grading.git_quote.path_text does."""
-        data = asdict(self)
-        for key in ("ignored_created", "nested_repositories", "unrepresentable", "ignored_in_diff"):
-            data[key] = [fs_text(p) for p in data[key]]
-        data["special_files"] = [fs_text(p) for p in self.special_files]
-        data["git_dir_changes"] = (
-            None if self.git_dir_changes is None else [fs_text(p) for p in self.git_dir_changes]
-        )
-        data["diff_path"] = fs_text(self.diff_path)
-        data["self_ignoring_dirs"] = [d.json_safe() for d in self.self_ignoring_dirs]
+        """The result as ``--json`` prints it, its fields in order. JSON cannot carry bytes that are not
+        UTF-8: paths show them as \\xNN, as grading.git_quote.path_text does."""
+        paths = {
+            "ignored_created", "nested_repositories", "unrepresentable", "ignored_in_diff", "special_files",
+        }  # fmt: skip
+        data: dict[str, object] = {}
+        for name in self.__slots__:
+            value = getattr(self, name)
+            if name in paths:
+                value = [fs_text(p) for p in value]
+            elif name == "git_dir_changes":
+                value = None if value is None else [fs_text(p) for p in value]
+            elif name == "diff_path":
+                value = fs_text(value)
+            elif name == "self_ignoring_dirs":
+                value = [d.json_safe() for d in value]
+            data[name] = value
         return data
 
 
@@ -267,12 +301,20 @@ def _walk_nested(git: WorkspaceGit, directory: str) -> list[str]:
     return sorted(found)
 
 
-@dataclass
 class _Scan:
-    untracked: list[str]  # untracked, not ignored, outside nested repositories
-    nested_repositories: list[str]  # untracked or staged as a gitlink, not ignored
-    nested_files: list[str]  # not-ignored files inside them
-    ignored: list[str]  # every ignored file, one by one, nested repositories included
+    __slots__ = ("untracked", "nested_repositories", "nested_files", "ignored")
+
+    def __init__(
+        self,
+        untracked: list[str],
+        nested_repositories: list[str],
+        nested_files: list[str],
+        ignored: list[str],
+    ) -> None:
+        self.untracked = untracked  # untracked, not ignored, outside nested repositories
+        self.nested_repositories = nested_repositories  # untracked or staged as a gitlink, not ignored
+        self.nested_files = nested_files  # not-ignored files inside them
+        self.ignored = ignored  # every ignored file, one by one, nested repositories included
 
 
 def _scan(git: WorkspaceGit, staged_repositories: Sequence[str] = ()) -> _Scan:
@@ -311,24 +353,26 @@ def _scan(git: WorkspaceGit, staged_repositories: Sequence[str] = ()) -> _Scan:
     )
 
 
-def _scan_unchanged(git: WorkspaceGit, snap: Snapshot, tree: WorkTree, index_listing: bytes) -> _Scan | None:
-    """The scan :func:`_scan` would give, when the work tree holds nothing new since the snapshot: every
-    file and symbolic link is in the index (the snapshot's, for a v4 record) or was ignored then, and the
-    ``.gitignore`` files are those the snapshot recorded, byte for byte. The rules are then the same (the
-    other sources are the recorded ``info/exclude`` and nothing else), so no file is untracked and the
-    ignored ones are those of the snapshot still there: no ``git status`` needed, most runs only edit
-    files. None when any of this is not so (a new file, a FIFO, a changed ``.gitignore``, no record of the
+def _scan_unchanged(
+    git: WorkspaceGit, snap: Snapshot, tree: WorkTree, index_listing: bytes
+) -> tuple[_Scan, list[str]] | None:
+    """The scan :func:`_scan` would give, but for the new files, when the ignore rules are those of the
+    snapshot: the ``.gitignore`` files are those it recorded, byte for byte (the other sources are the
+    recorded ``info/exclude`` and nothing else). Then the files ignored at the snapshot that are still there
+    are still ignored, and a file neither in the index (the snapshot's, for a v4 record) nor ignored then is
+    new: untracked, or ignored by the same rules. The scan of the rest and those new files; no ``git
+    status`` is needed, and none at all when nothing is new (most runs only edit files). None when any of
+    this is not so (a changed or new ``.gitignore``, a FIFO, a nested ``.git``, no record of the
     ``.gitignore`` files); git then lists them."""
-    if snap.ignore_files is None or tree.special or tree.odd_git_names:
+    if snap.ignore_files is None or tree.special or tree.odd_git_names or tree.nested_git:
         return None
     tracked = {os.fsdecode(entry.partition(b"\t")[2]) for entry in index_listing.split(b"\0") if entry}
     ignored_before = set(snap.ignored)
-    if any(p not in tracked and p not in ignored_before for p in tree.files):
-        return None
+    new = sorted(p for p in tree.files if p not in tracked and p not in ignored_before)
     if _regular_contents(git, [p for p in tree.files if is_gitignore(p)]) != snap.ignore_files:
         return None
     ignored = sorted(p for p in tree.files if p in ignored_before and p not in tracked)
-    return _Scan(untracked=[], nested_repositories=[], nested_files=[], ignored=ignored)
+    return _Scan(untracked=[], nested_repositories=[], nested_files=[], ignored=ignored), new
 
 
 def _read_ignore_files(git: WorkspaceGit, scan: _Scan) -> dict[str, bytes]:
@@ -390,7 +434,7 @@ def _use_scratch(
         # copy2 keeps the index's mtime: git takes an entry whose file changed in the same second as the
         # index was written ("racily clean") for unchanged unless the index is older than that change, so a
         # fresh mtime on the copy would hide a same-size edit made right after `git status` or a checkout.
-        shutil.copy2(real_index, scratch_index)
+        copy_file(real_index, scratch_index, keep_mtime=True)
     git_dir = scratch_git_dir(
         git, scratch, real_index.parent, info_exclude, object_format=layout.object_format
     )
@@ -474,29 +518,50 @@ def _write_text(path: Path, text: str) -> None:
 # ---- capture -----------------------------------------------------------------------------------------
 
 
-@dataclass
 class _Opened:
     """What a capture knows before it looks at the work tree."""
 
-    snap: Snapshot
-    record: Path | None  # the snapshot's private record (v4), None for an older snapshot
-    git: WorkspaceGit
-    layout: GitLayout
-    base_commit: str
-    fallback: list[Path]  # object directories read besides the record's (a base it lacks)
+    __slots__ = ("snap", "record", "git", "layout", "base_commit", "fallback")
+
+    def __init__(
+        self,
+        snap: Snapshot,
+        record: Path | None,
+        git: WorkspaceGit,
+        layout: GitLayout,
+        base_commit: str,
+        fallback: list[Path],
+    ) -> None:
+        self.snap = snap
+        self.record = record  # the snapshot's private record (v4), None for an older snapshot
+        self.git = git
+        self.layout = layout
+        self.base_commit = base_commit
+        self.fallback = fallback  # object directories read besides the record's (a base it lacks)
 
 
-@dataclass
 class _Found:
     """What the capture's git runs found in the scratch git directory."""
 
-    diff: bytes
-    scan: _Scan
-    self_ignoring: list[SelfIgnoringDir]
-    still_ignored: set[str]
-    surfaced: list[str]  # ignored only by rules the run wrote: added to the diff
-    unrepresentable: list[str]  # added, yet not in the index (a name git refuses)
-    in_index: set[str]
+    __slots__ = ("diff", "scan", "self_ignoring", "still_ignored", "surfaced", "unrepresentable", "in_index")
+
+    def __init__(
+        self,
+        diff: bytes,
+        scan: _Scan,
+        self_ignoring: list[SelfIgnoringDir],
+        still_ignored: set[str],
+        surfaced: list[str],
+        unrepresentable: list[str],
+        in_index: set[str],
+    ) -> None:
+        self.diff = diff
+        self.scan = scan
+        self.self_ignoring = self_ignoring
+        self.still_ignored = still_ignored
+        self.surfaced = surfaced  # ignored only by rules the run wrote: added to the diff
+        self.unrepresentable = unrepresentable  # added, yet not in the index (a name git refuses)
+        self.in_index = in_index
 
 
 def capture(workspace: Path, base: str, before: Path, out_dir: Path) -> CaptureResult:
@@ -599,11 +664,11 @@ def _diff_in_scratch(
     staged_repositories: list[str],
     special_files: list[str],
     before: Path,
-    known: _Scan | None = None,
+    known: tuple[_Scan, list[str]] | None = None,
 ) -> _Found:
     """The scan, git add -N and the diff, all with one scratch git directory, so that a file the scan calls
-    untracked is one git add accepts and the diff shows. ``known`` is the scan when
-    :func:`_scan_unchanged` could tell it without git."""
+    untracked is one git add accepts and the diff shows. ``known`` is the scan and the new files when
+    :func:`_scan_unchanged` could tell them without git."""
     git, base_commit = opened.git, opened.base_commit
     with (
         scratch_directory("rubric-capture-") as scratch_name,
@@ -615,7 +680,9 @@ def _diff_in_scratch(
             # Absent from the work tree for the diff: a tracked one leaves the scratch index, so the diff
             # shows it deleted without git opening it (an untracked one git does not list anyway).
             git.run("update-index", "--force-remove", "-z", "--stdin", stdin=nul_joined(special_files))
-        scan = known or _scan(git, staged_repositories)
+        if known is not None and known[1]:
+            return _diff_new_files(opened, scratch, index_listing, *known)
+        scan = known[0] if known is not None else _scan(git, staged_repositories)
         before_paths = set(opened.snap.ignored)
         created = sorted(set(scan.ignored) - before_paths)
         self_ignoring = find_self_ignoring_dirs(git, base_commit, created, before_paths, old_ignore_files)
@@ -646,6 +713,40 @@ def _diff_in_scratch(
     # with the ignored files, where denied_globs still sees them.
     unrepresentable = sorted(p for p in added if p not in in_index)
     return _Found(diff, scan, self_ignoring, still_ignored, surfaced, unrepresentable, in_index)
+
+
+def _diff_new_files(
+    opened: _Opened, scratch: Path, index_listing: bytes, known: _Scan, new_files: list[str]
+) -> _Found:
+    """:func:`_diff_in_scratch` when the ignore rules are the snapshot's and ``new_files`` are new
+    (:func:`_scan_unchanged`): no ``git status``. git add -N is given every new file and refuses the
+    ignored ones itself, so a new file the diff lists is untracked; only those it does not list (ignored,
+    refused, or equal to a base blob) are put to ``git check-ignore``, and not even that when there is no
+    rule (every ``.gitignore`` and ``info/exclude`` line blank or a comment, as after ``git init``). The
+    rules being the snapshot's, every new ignored file is still ignored by them: none is surfaced, and no
+    new ``.gitignore`` makes a self-ignoring directory."""
+    git, base_commit = opened.git, opened.base_commit
+    _clear_hiding_bits(git, index_listing, ())
+    _add_to_index(git, _Scan(new_files, [], [], []), [], [])
+    attribute_files = None if opened.record is None else head_attribute_files(opened.record, base_commit)
+    diff, listed = byte_exact_diff_and_paths(git, scratch, base_commit, _DIFF_FLAGS, attribute_files)
+    unlisted = [p for p in new_files if p not in listed]
+    sources = [opened.snap.info_exclude or b"", *(opened.snap.ignore_files or {}).values()]
+    has_rules = any(line and not line.startswith(b"#") for text in sources for line in text.splitlines())
+    ignored: set[str] = set()
+    if unlisted and has_rules:
+        # exit 1 means "none of them is ignored"
+        out = git.run(
+            "check-ignore", "--no-index", "-z", "--stdin", stdin=nul_joined(unlisted), ok_codes=(0, 1)
+        )
+        ignored = set(split_z(out))
+    untracked = [p for p in new_files if p not in ignored]
+    scan = _Scan(untracked, [], [], sorted({*known.ignored, *ignored}))
+    in_index = listed
+    if any(p not in listed for p in untracked):
+        in_index = set(split_z(git.run("ls-files", "-z")))
+    unrepresentable = sorted(p for p in untracked if p not in in_index)
+    return _Found(diff, scan, [], ignored, [], unrepresentable, in_index)
 
 
 def _add_to_index(

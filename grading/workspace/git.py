@@ -5,11 +5,9 @@ each override is there."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-import shutil
-import tempfile
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from grading.errors import InputError
@@ -121,13 +119,16 @@ def resolve_base(git: WorkspaceGit, base: str) -> str:
     return commit
 
 
-@dataclass(frozen=True, slots=True)
 class GitLayout:
-    """Where a capture's or snapshot's git keeps its index and objects, and its object format."""
+    """Where a capture's or snapshot's git keeps its index and objects, and its object format. (Plain
+    classes here and in the capture: ``dataclasses`` and ``inspect`` were a fifth of its imports.)"""
 
-    index: Path
-    objects: Path  # resolved
-    object_format: str
+    __slots__ = ("index", "objects", "object_format")
+
+    def __init__(self, index: Path, objects: Path, object_format: str) -> None:
+        self.index = index
+        self.objects = objects  # resolved
+        self.object_format = object_format
 
 
 def look_up(git: WorkspaceGit, base: str | None = None) -> tuple[GitLayout, str | None]:
@@ -180,9 +181,12 @@ def nul_joined(names: Iterable[bytes | str]) -> bytes:
     return b"".join((os.fsencode(n) if isinstance(n, str) else n) + b"\0" for n in names)
 
 
-def scratch_directory(prefix: str) -> tempfile.TemporaryDirectory[str]:
-    """A temporary directory for a scratch git directory and its index: in memory (``/dev/shm``) when
-    there is one with a GiB free and ``TMPDIR`` names no other place, else where ``tempfile`` puts it."""
+@contextlib.contextmanager
+def scratch_directory(prefix: str) -> Iterator[str]:
+    """A temporary directory for a scratch git directory and its index, removed on exit: in memory
+    (``/dev/shm``) when there is one with a GiB free and ``TMPDIR`` names no other place, else where
+    ``tempfile`` puts it. In memory it is made and removed here, without ``tempfile`` and ``shutil``
+    (whose imports, bz2 and lzma with it, were a tenth of `rubric capture`'s start-up)."""
     parent = None
     if not os.environ.get("TMPDIR"):
         try:
@@ -195,7 +199,48 @@ def scratch_directory(prefix: str) -> tempfile.TemporaryDirectory[str]:
             and os.access(_TMPFS, os.W_OK | os.X_OK)
         ):
             parent = _TMPFS
-    return tempfile.TemporaryDirectory(prefix=prefix, dir=parent)
+    if parent is None:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix=prefix) as name:
+            yield name
+        return
+    while True:
+        path = os.path.join(parent, prefix + os.urandom(6).hex())
+        try:
+            os.mkdir(path, 0o700)
+            break
+        except FileExistsError:
+            continue
+    try:
+        yield path
+    finally:
+        _remove_tree(path)
+
+
+def _remove_tree(path: str) -> None:
+    """Remove the directory ``path`` and everything in it (no symbolic link is followed)."""
+    try:
+        for entry in os.scandir(path):
+            if entry.is_dir(follow_symlinks=False):
+                _remove_tree(entry.path)
+            else:
+                os.unlink(entry.path)
+        os.rmdir(path)
+    except OSError:
+        import shutil
+
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def copy_file(source: Path, target: Path, *, keep_mtime: bool = False) -> None:
+    """Copy ``source``'s bytes to ``target``; with ``keep_mtime``, its mode and times too (what
+    ``shutil.copy2`` keeps that git reads: an index's mtime decides its racily clean entries)."""
+    target.write_bytes(source.read_bytes())
+    if keep_mtime:
+        st = os.stat(source)
+        os.chmod(target, st.st_mode & 0o7777)
+        os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
 def scratch_git_dir(
@@ -231,5 +276,5 @@ def scratch_git_dir(
     (git_dir / "info" / "exclude").write_bytes(info_exclude)
     # A split index names its shared part, which git looks for beside the index's git directory.
     for shared in index_dir.glob("sharedindex.*"):
-        shutil.copyfile(shared, git_dir / shared.name)
+        copy_file(shared, git_dir / shared.name)
     return git_dir

@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import stat
-import tempfile
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 
 from grading.errors import InputError
 from grading.path_lists import SNAPSHOT_HEADER, quote_path, read_lines, unquote_path
-from grading.workspace.git import GitLayout, WorkspaceGit, alternates_value, git_path, resolve_base
+from grading.workspace.git import GitLayout, WorkspaceGit, alternates_value, copy_file, git_path, resolve_base
 
 RECORD_SUFFIX = ".git"  # the private record of a snapshot FILE is the directory FILE.git
 _RECORD_MARKER = "rubric-snapshot-record"
@@ -38,6 +35,9 @@ def write_record(git: WorkspaceGit, real_index: Path, objects: Path, record: Pat
     """Write the private record of the workspace's git state to ``record`` (a directory; the module
     docstring says what it holds). ``git`` reads the workspace's git directory and writes nothing there.
     Written beside ``record`` and renamed into place, so it is whole or absent."""
+    import shutil  # here, not at the top: a capture, which imports this module too, needs neither
+    import tempfile
+
     parent = record.parent
     if record.exists() and not (record / _RECORD_MARKER).is_file():
         raise InputError(record, "exists and is not a snapshot record; remove it or write elsewhere")
@@ -76,9 +76,10 @@ def _fill_record(git: WorkspaceGit, real_index: Path, objects: Path, record: Pat
         )
     (record / "config").write_text(config)
     if real_index.is_file():
-        shutil.copy2(real_index, record / "index")  # copy2: the mtime decides racily clean entries
+        # The mtime kept: it decides racily clean entries.
+        copy_file(real_index, record / "index", keep_mtime=True)
         for shared in real_index.parent.glob("sharedindex.*"):
-            shutil.copy2(shared, record / shared.name)
+            copy_file(shared, record / shared.name, keep_mtime=True)
     # The copy's entries, listed as a capture from this record lists them (record_git): the capture reads
     # this file instead of running git (a process is a capture's fixed cost).
     listing = record_git(git.workspace, record).run("ls-files", "-z", "--stage", "-v")
@@ -179,14 +180,17 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-@dataclass
 class _GitDirEntry:
     """One path under the workspace's ``.git`` at snapshot time."""
 
-    path: str  # relative to the workspace: ".git/config"
-    kind: str  # "f" file, "l" symlink, "o" anything else
-    stat_key: str  # size, mode, mtime, ctime, inode: unchanged means unchanged
-    digest: str  # sha256 of the content (a symlink's target); for .git/index, of its entries if readable
+    __slots__ = ("path", "kind", "stat_key", "digest")
+
+    def __init__(self, path: str, kind: str, stat_key: str, digest: str) -> None:
+        self.path = path  # relative to the workspace: ".git/config"
+        self.kind = kind  # "f" file, "l" symlink, "o" anything else
+        self.stat_key = stat_key  # size, mode, mtime, ctime, inode: unchanged means unchanged
+        # sha256 of the content (a symlink's target); for .git/index, of its entries if readable
+        self.digest = digest
 
     def line(self) -> str:
         return f"{self.kind} {self.stat_key} {self.digest} {quote_path(self.path)}"

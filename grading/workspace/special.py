@@ -11,20 +11,25 @@ import os
 import stat
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from grading.path_lists import GITIGNORE
 
 
-@dataclass
 class WorkTree:
     """One walk of the work tree (not following symbolic links, skipping every ``.git``)."""
 
-    special: list[str]  # FIFOs, sockets and devices, sorted
-    files: list[str]  # regular files and symbolic links
-    # a directory named like .git in another case (.GIT): git's walk and this one may part there
-    odd_git_names: bool
+    __slots__ = ("special", "files", "odd_git_names", "nested_git")
+
+    def __init__(
+        self, special: list[str], files: list[str], odd_git_names: bool, nested_git: bool = False
+    ) -> None:
+        self.special = special  # FIFOs, sockets and devices, sorted
+        self.files = files  # regular files and symbolic links
+        # a directory named like .git in another case (.GIT): git's walk and this one may part there
+        self.odd_git_names = odd_git_names
+        # a .git below the top (a nested repository or a submodule's): git lists it as one "dir/" entry
+        self.nested_git = nested_git
 
 
 def walk_work_tree(root: Path) -> WorkTree:
@@ -32,7 +37,7 @@ def walk_work_tree(root: Path) -> WorkTree:
     link, so that the capture can tell, without asking git, that nothing is new since the snapshot."""
     found: list[str] = []
     files: list[str] = []
-    odd = False
+    odd = nested = False
     stack = [""]
     while stack:
         rel = stack.pop()
@@ -44,6 +49,7 @@ def walk_work_tree(root: Path) -> WorkTree:
             if entry.name.lower() == ".git":
                 # the repository's own (git_dir_changes.txt watches it) or a nested one's
                 odd = odd or entry.name != ".git"
+                nested = nested or rel != ""
                 continue
             child = f"{rel}/{entry.name}" if rel else entry.name
             try:
@@ -55,7 +61,7 @@ def walk_work_tree(root: Path) -> WorkTree:
                     found.append(child)
             except OSError:
                 continue  # gone since the listing
-    return WorkTree(sorted(found), files, odd)
+    return WorkTree(sorted(found), files, odd, nested)
 
 
 def special_files(root: Path) -> list[str]:

@@ -34,19 +34,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shlex
 import signal
 import subprocess
-import tempfile
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from grading.atomic import write_atomic
 from grading.errors import InputError
 from grading.run_files import LISTING_ERROR_MAX_BYTES, TESTS_BASE_NAME, TESTS_LIST_ERROR_NAME, TESTS_LIST_NAME
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (`rubric capture` imports this module)
 if TYPE_CHECKING:  # the rubric schema is large; `rubric capture` without --manifest never needs it
     from grading.schema import TestsConfig
 
@@ -85,18 +81,30 @@ class ListingFailed(Exception):
         self.stderr_tail = stderr_tail
 
 
-@dataclass
 class TestListing:
-    """What :func:`run_test_list` wrote."""
+    """What :func:`run_test_list` wrote. (A plain class: `rubric capture` imports this module, and
+    ``dataclasses`` would bring ``inspect``.)"""
 
     __test__ = False  # not a pytest test class
+    __slots__ = ("path", "test_ids", "bytes")
 
-    path: str
-    test_ids: int  # non-blank lines
-    bytes: int
+    def __init__(self, path: str, test_ids: int, bytes: int) -> None:
+        self.path = path
+        self.test_ids = test_ids  # non-blank lines
+        self.bytes = bytes
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TestListing):
+            return NotImplemented
+        return self.json_safe() == other.json_safe()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        return f"TestListing(path={self.path!r}, test_ids={self.test_ids!r}, bytes={self.bytes!r})"
 
     def json_safe(self) -> dict[str, object]:
-        return asdict(self)
+        return {"path": self.path, "test_ids": self.test_ids, "bytes": self.bytes}
 
 
 def list_command(tests: TestsConfig | None, manifest_path: Path) -> list[str] | None:
@@ -107,6 +115,8 @@ def list_command(tests: TestsConfig | None, manifest_path: Path) -> list[str] | 
     if tests is None or tests.list_command is None:
         return None
     try:
+        import shlex  # only when a manifest names tests.list
+
         argv = shlex.split(tests.list_command)
     except ValueError as exc:
         raise InputError(manifest_path, f"not a command line: {exc}", "tests.list") from None
@@ -205,6 +215,8 @@ def run_test_list(
     if not out.parent.is_dir():
         raise InputError(out.parent, "not a directory")
     program = argv[0]
+    import tempfile  # only when tests.list runs
+
     with tempfile.TemporaryDirectory(prefix="rubric-tests-list-") as scratch_name:
         scratch = Path(scratch_name)
         stdout_path, stderr_path = scratch / "stdout", scratch / "stderr"
@@ -257,6 +269,8 @@ def run_test_list(
         if b"\0" in data:
             line = data[: data.index(b"\0")].count(b"\n") + 1
             raise ListingFailed(f"{program!r} printed a NUL byte (line {line}): binary output, not test ids")
+        from grading.atomic import write_atomic  # here: it loads tempfile, which a capture does without
+
         write_atomic(out, data)
     ids = sum(1 for line in data.split(b"\n") if line.strip())
     return TestListing(path=str(out), test_ids=ids, bytes=len(data))
@@ -267,6 +281,8 @@ def write_listing_error(path: Path, failure: ListingFailed) -> None:
     of the listing's stderr; at most 32 KiB."""
     text = str(failure) + "\n" + (failure.stderr_tail + "\n" if failure.stderr_tail else "")
     data = text.encode("utf-8")[:LISTING_ERROR_MAX_BYTES]
+    from grading.atomic import write_atomic
+
     write_atomic(path, data.decode("utf-8", errors="ignore").encode("utf-8"))
 
 

@@ -385,3 +385,24 @@ def test_a_run_or_task_file_that_is_a_fifo_is_refused_at_once(
     os.mkfifo(path)
     exit_2_one_line(grade_argv(task, run), capsys, name, "not a regular file")
     assert not (run / "metrics.json").exists()
+
+
+def test_a_problem_is_an_immutable_value_without_dataclasses() -> None:
+    """Problem is a plain class (every command imports grading.errors; dataclasses would bring inspect):
+    equal and hashed by path, message and type, not its context; immutable; pickled whole."""
+    import pickle
+
+    from grading.errors import Problem
+
+    problem = Problem("blockers[1].evidence", "too short", "too_short", {"min_length": 1})
+    assert problem == Problem("blockers[1].evidence", "too short", "too_short")
+    assert hash(problem) == hash(Problem("blockers[1].evidence", "too short", "too_short"))
+    assert problem != Problem("blockers[1].evidence", "too short")
+    with pytest.raises(AttributeError):
+        problem.message = "other"
+    copy = pickle.loads(pickle.dumps(problem))
+    assert copy == problem and copy.ctx == {"min_length": 1}
+    assert InputErrors("f.json", [problem, ("where", "what")]).errors == [
+        ("blockers[1].evidence", "too short"),
+        ("where", "what"),
+    ]

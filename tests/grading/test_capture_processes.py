@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -83,11 +84,93 @@ def test_files_ignored_before_the_run_need_no_status(
     assert result.ignored_created == []
 
 
+@pytest.mark.parametrize("change", ["new file", "new file ignored"])
+def test_a_new_file_under_the_same_rules_needs_no_status(
+    git_repo: GitRepo, tmp_path: Path, git_commands: list[str], change: str
+) -> None:
+    """The rules are the snapshot's: git add -N refuses the ignored new files itself, and check-ignore runs
+    only for a new file the diff does not show."""
+    snapshot = _ignoring_repo(git_repo, tmp_path)
+    git_repo.write("src/a.py", "b\n")
+    new = "src/new.py" if change == "new file" else "other.log"
+    git_repo.write(new, "new\n")
+    git_commands.clear()
+    result = capture(git_repo.path, "HEAD", snapshot, tmp_path / "run")
+    assert git_commands == (["add", "diff"] if change == "new file" else ["add", "diff", "check-ignore"])
+    diff = (tmp_path / "run" / "workspace.diff").read_bytes()
+    assert (f"diff --git a/{new} b/{new}".encode() in diff) == (change == "new file")
+    assert result.ignored_created == ([] if change == "new file" else ["other.log"])
+
+
+def test_a_new_file_without_any_ignore_rule_is_two_git_processes(
+    git_repo: GitRepo, tmp_path: Path, git_commands: list[str]
+) -> None:
+    git_repo.write("src/a.py", "a\n")
+    git_repo.commit("base")
+    snapshot = tmp_path / "snapshot"
+    write_snapshot(git_repo.path, snapshot)
+    git_repo.write("src/a.py", "b\n")
+    git_repo.write("src/new.py", "new\n")
+    git_commands.clear()
+    capture(git_repo.path, "HEAD", snapshot, tmp_path / "run")
+    assert git_commands == ["add", "diff"]
+    assert b"diff --git a/src/new.py b/src/new.py" in (tmp_path / "run" / "workspace.diff").read_bytes()
+
+
+def _odd_new_files(git_repo: GitRepo) -> None:
+    """New files of every kind the rules could treat apart, names git might read as pathspecs included."""
+    for rel, text in [
+        ("build/out.o", "ignored directory\n"),
+        ("build/keep.txt", "re-included in an excluded directory: still ignored\n"),
+        ("logs/keep.log", "re-included\n"),
+        ("logs/x.log", "ignored\n"),
+        ("src/*.py", "a glob as a name\n"),
+        ("src/:(glob)x", "magic as a name\n"),
+        ("src/-dash.txt", "an option as a name\n"),
+        ("src/sub/deep.tmp", "ignored by a nested .gitignore\n"),
+        ("src/sub/deep.py", "new\n"),
+        ("GIT~1", "the NTFS short name of .git\n"),
+        ("src/empty.py", ""),
+    ]:
+        git_repo.write(rel, text)
+    (git_repo.path / os.fsdecode(b"src/caf\xe9.txt")).write_bytes(b"latin-1 name\n")
+    os.symlink("a.py", git_repo.path / "src" / "link.py")
+
+
+@pytest.mark.parametrize("exclude", ["", "*.tmp\n"])
+def test_new_files_are_captured_byte_for_byte_as_git_status_would_list_them(
+    git_repo: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exclude: str
+) -> None:
+    """The capture without git status writes the same files as with it (the scan that lists the work
+    tree), and finds the same untracked, ignored and unrepresentable files."""
+    git_repo.write("src/a.py", "a\n")
+    git_repo.write(".gitignore", "*.log\n!logs/keep.log\nbuild/\n!build/keep.txt\n")
+    git_repo.write("src/sub/.gitignore", "" if exclude else "*.tmp\n")
+    git_repo.write("gone.txt", "removed from the index, left on disk\n")
+    git_repo.commit("base")
+    (git_repo.path / ".git" / "info").mkdir(exist_ok=True)
+    (git_repo.path / ".git" / "info" / "exclude").write_text(exclude)
+    git_repo.git("rm", "-q", "--cached", "gone.txt")  # untracked, and equal to its base blob
+    git_repo.write("old.log", "ignored before the run\n")
+    snapshot = tmp_path / "snapshot"
+    write_snapshot(git_repo.path, snapshot)
+    git_repo.write("src/a.py", "b\n")
+    _odd_new_files(git_repo)
+    fast = capture(git_repo.path, "HEAD", snapshot, tmp_path / "fast")
+    monkeypatch.setattr(grading.workspace.diff, "_scan_unchanged", lambda *args: None)
+    slow = capture(git_repo.path, "HEAD", snapshot, tmp_path / "slow")
+    for name in ("workspace.diff", "ignored_created.txt", "git_dir_changes.txt"):
+        assert (tmp_path / "fast" / name).read_bytes() == (tmp_path / "slow" / name).read_bytes(), name
+    fast.diff_path = slow.diff_path
+    assert fast == slow
+    assert "build/keep.txt" in fast.ignored_created and "src/sub/deep.tmp" in fast.ignored_created
+    diff = (tmp_path / "fast" / "workspace.diff").read_bytes()
+    assert b"b/src/*.py" in diff and b"b/logs/keep.log" in diff and b"src/link.py" in diff
+
+
 @pytest.mark.parametrize(
     "change",
     [
-        "new file",
-        "new file ignored",
         "gitignore edited",
         "gitignore removed",
         "nested repository",
@@ -181,10 +264,11 @@ def test_the_scratch_directory_is_in_tmpdir_when_it_is_set(
     made: list[str] = []
     real = grading.workspace.git.scratch_directory
 
-    def seen(prefix: str) -> Any:
-        directory = real(prefix)
-        made.append(directory.name)
-        return directory
+    @contextlib.contextmanager
+    def seen(prefix: str) -> Iterator[str]:
+        with real(prefix) as name:
+            made.append(name)
+            yield name
 
     monkeypatch.setattr(grading.workspace.diff, "scratch_directory", seen)
     snapshot = _edit_after_snapshot(git_repo, tmp_path)
@@ -225,3 +309,38 @@ def test_the_scratch_directory_is_in_memory_when_there_is_room(
     monkeypatch.setattr(grading.workspace.git, "_TMPFS", str(tmp_path / "absent"))
     with grading.workspace.git.scratch_directory("rubric-test-") as name:
         assert Path(name).is_dir()
+
+
+def test_the_scratch_directory_in_memory_is_removed_with_all_it_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Made and removed without tempfile: git's read-only object files, nested directories and a symbolic
+    link (not followed) go with it, also when the work inside fails."""
+    monkeypatch.delenv("TMPDIR", raising=False)
+    memory = tmp_path / "memory"
+    memory.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "kept").write_text("kept\n")
+    monkeypatch.setattr(grading.workspace.git, "_TMPFS", str(memory))
+    with pytest.raises(RuntimeError), grading.workspace.git.scratch_directory("rubric-test-") as name:
+        scratch = Path(name)
+        assert scratch.parent == memory and scratch.stat().st_mode & 0o777 == 0o700
+        (scratch / "gitdir" / "objects" / "ab").mkdir(parents=True)
+        blob = scratch / "gitdir" / "objects" / "ab" / "cdef"
+        blob.write_bytes(b"x")
+        blob.chmod(0o444)
+        (scratch / "link").symlink_to(outside, target_is_directory=True)
+        raise RuntimeError("git failed")
+    assert list(memory.iterdir()) == []
+    assert (outside / "kept").read_text() == "kept\n"
+
+
+def test_a_copied_index_keeps_its_mtime(tmp_path: Path) -> None:
+    """The scratch index's mtime decides which entries git takes for racily clean: it must be the index's."""
+    index = tmp_path / "index"
+    index.write_bytes(b"DIRC")
+    os.utime(index, ns=(1_000_000_000, 2_000_000_123))
+    grading.workspace.git.copy_file(index, tmp_path / "copy", keep_mtime=True)
+    assert (tmp_path / "copy").read_bytes() == b"DIRC"
+    assert os.stat(tmp_path / "copy").st_mtime_ns == 2_000_000_123

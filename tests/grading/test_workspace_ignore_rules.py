@@ -326,3 +326,32 @@ def test_a_fifo_for_a_cache_declaration_declares_nothing_and_blocks_nothing(
 
     assert result.self_ignoring_dirs == []
     assert changed(tmp_path / "run") == ["src/impl/.gitignore", "src/impl/core.py"]
+
+
+def test_the_ignored_created_records_validate_and_serialise_as_dataclasses_did() -> None:
+    """SelfIgnoringDir and IgnoredCreated are plain classes (the capture loads no dataclasses) that are
+    fields of pydantic models (a sweep job, a run): taken as they are, made from a mapping or JSON, checked
+    field by field, dumped as mappings."""
+    import pydantic
+
+    from grading.path_lists import IgnoredCreated, SelfIgnoringDir
+
+    class Holder(pydantic.BaseModel):
+        dirs: list[SelfIgnoringDir] = []
+        ignored: IgnoredCreated = IgnoredCreated()
+
+    venv = SelfIgnoringDir(".venv", [".venv/pyvenv.cfg"])
+    held = Holder(dirs=[venv], ignored=IgnoredCreated(files=["a.log"], self_ignoring_dirs=[venv]))
+    assert held.dirs[0] is venv
+    dumped = {"path": ".venv", "files": [".venv/pyvenv.cfg"]}
+    assert held.model_dump() == {
+        "dirs": [dumped],
+        "ignored": {"files": ["a.log"], "self_ignoring_dirs": [dumped], "special_files": []},
+    }
+    assert Holder.model_validate_json(held.model_dump_json()) == held
+    assert Holder.model_validate({"dirs": [dumped]}).dirs == [venv]
+    with pytest.raises(pydantic.ValidationError) as caught:
+        Holder.model_validate({"dirs": [{"path": ".venv"}], "ignored": {"files": "a.log"}})
+    assert [e["loc"] for e in caught.value.errors()] == [("dirs", 0, "files"), ("ignored", "files")]
+    assert repr(venv) == "SelfIgnoringDir(path='.venv', files=['.venv/pyvenv.cfg'])"
+    assert venv != SelfIgnoringDir(".venv", []) and IgnoredCreated() == IgnoredCreated([], [], [])
