@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -37,12 +36,11 @@ from django.conf import settings  # noqa: E402
 from django.contrib.auth.models import User  # noqa: E402
 from django.core.cache import cache  # noqa: E402
 from django.core.management import call_command  # noqa: E402
-from django.db import connection  # noqa: E402
-from django.test import Client  # noqa: E402
-from django.test.utils import CaptureQueriesContext, setup_test_environment  # noqa: E402
+from django.test.utils import setup_test_environment  # noqa: E402
 from django.urls import reverse  # noqa: E402
 
 from benchmarks._common import Row, machine, print_table  # noqa: E402
+from benchmarks._pages import PageTimer  # noqa: E402
 from grading.loaders import parse_rubric  # noqa: E402
 from rubrics_app.access import Actor  # noqa: E402
 from rubrics_app.models import Membership, Repository, Role, RubricRevision, Task  # noqa: E402
@@ -57,35 +55,15 @@ RUN_SIZES = [1000, 2500, 5000, 10_000]
 JS_UNIT = '/*"\\\\'
 
 
-class Bench:
+class Bench(PageTimer):
     def __init__(self) -> None:
-        self.user = User.objects.create_user("bench", password="bench")
-        self.client = Client()
-        self.client.force_login(self.user)
+        super().__init__(User.objects.create_user("bench", password="bench"), REPEAT)
         self.repository = self.new_repository("bench")
 
     def new_repository(self, name: str, **fields: object) -> Repository:
         repository = Repository.objects.create(name=name, **fields)
         Membership.objects.create(repository=repository, user=self.user, role=Role.MAINTAINER)
         return repository
-
-    def get(self, url: str) -> int:
-        """One render; the number of queries it made."""
-        with CaptureQueriesContext(connection) as queries:
-            response = self.client.get(url)
-        assert response.status_code == 200, (url, response.status_code)
-        return len(queries)
-
-    def timed(self, url: str, before: Callable[[], None] = lambda: None) -> tuple[float, int]:
-        """The fastest of REPEAT renders (``before`` runs untimed before each) and the queries of one."""
-        best = float("inf")
-        queries = 0
-        for _ in range(REPEAT):
-            before()
-            started = time.perf_counter()
-            queries = self.get(url)
-            best = min(best, time.perf_counter() - started)
-        return best, queries
 
 
 def growth_table(

@@ -68,11 +68,11 @@ from django.contrib.auth.models import User  # noqa: E402
 from django.core.cache import cache  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
-from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext, setup_test_environment  # noqa: E402
 from django.urls import reverse  # noqa: E402
 
 from benchmarks._common import Goal, Row, Skip, load, machine, print_table, write_json  # noqa: E402
+from benchmarks._pages import PageTimer, timed_queries  # noqa: E402
 from rubrics_app import freeze  # noqa: E402
 from rubrics_app.models import (  # noqa: E402
     AgentRun,
@@ -94,6 +94,7 @@ from rubrics_app.models import (  # noqa: E402
 )
 from rubrics_app.services.report_rows import refresh_report_rows  # noqa: E402
 from rubrics_app.services.reports.report import prepare_report  # noqa: E402
+from tests.app.report_rows import judged_details  # noqa: E402
 
 BATCH = 5000
 ARMS = [f"arm{i}" for i in range(5)]
@@ -104,24 +105,6 @@ OLD_JUDGE = "anthropic:claude-old-judge"
 BLOCKERS = ["B1", "B2"]
 NON_BLOCKERS = ["N1", "N2", "N3"]
 FREEZE_MIGRATION = "0130_freeze_in_one_module"
-
-
-def _details(mergeable: bool, failed: list[str]) -> dict[str, object]:
-    # metrics.json's details as grading writes them (grading.checks.outcome.RunDetails), less the judges'
-    # copies.
-    return {
-        "status": "mergeable" if mergeable else "not_mergeable",
-        "scope": {"in_scope": True, "changed_files": 3, "changed_lines": 40},
-        "integrity": {"ok": True},
-        "judge_skipped": None,
-        "assessment": {
-            "in_scope": True,
-            "integrity_ok": True,
-            "blockers_passed": [b for b in BLOCKERS if b not in failed],
-            "blockers_failed": failed,
-        },
-        "judge_families": {"primary": "claude", "second": "gpt"},
-    }
 
 
 def _frozen_triggers(installed: bool) -> None:
@@ -245,7 +228,8 @@ def generate(name: str, runs: int, user: User) -> Repository:
                 | {("second", k): v for k, v in second.items()}
             )
             mergeable = run.passed and not failed
-            details = _details(mergeable, failed)
+            passed = [b for b in BLOCKERS if b not in failed]
+            details = judged_details(mergeable, passed, failed, changed_files=3, changed_lines=40)
             grade_rows.append(
                 RunGrade(
                     run=run,
@@ -306,22 +290,7 @@ def generate(name: str, runs: int, user: User) -> Repository:
     return repository
 
 
-class Pages:
-    def __init__(self, user: User, repeat: int) -> None:
-        self.client = Client()
-        self.client.force_login(user)
-        self.repeat = repeat
-
-    def get(self, url: str) -> int:
-        with CaptureQueriesContext(connection) as queries:
-            response = self.client.get(url)
-        assert response.status_code == 200, (url, response.status_code)
-        return len(queries)
-
-    def timed(self, url: str, before: Callable[[], None] = lambda: None) -> tuple[float, int]:
-        """The fastest of ``repeat`` renders (``before`` runs untimed before each) and the queries of one."""
-        return _timed(functools.partial(self.get, url), before, self.repeat)
-
+class Pages(PageTimer):
     def slowest(self, url: str, before: Callable[[], None], count: int = 5) -> None:
         """EXPLAIN ANALYZE of the ``count`` slowest queries of one render."""
         before()
@@ -383,7 +352,7 @@ def main() -> None:
         measured["report page, first view (computed on the page)"][repository] = pages.timed(
             report_url[repository], before=no_report(repository)
         )
-        measured["the worker's prepare_report (off the page)"][repository] = _timed(
+        measured["the worker's prepare_report (off the page)"][repository] = timed_queries(
             functools.partial(prepare_report, repository), before=no_report(repository), repeat=ARGS.repeat
         )
         measured["queue, first page (report cached)"][repository] = pages.timed(
@@ -432,20 +401,6 @@ def main() -> None:
             f"Queries: {queue[large][1]} at {ARGS.runs:,} runs, {queue[small][1]} at {ARGS.reference:,}.",
         ],
     )
-
-
-def _timed(work: Callable[[], object], before: Callable[[], None], repeat: int) -> tuple[float, int]:
-    """The fastest of ``repeat`` calls of ``work`` (``before`` untimed before each) and its queries."""
-    best = float("inf")
-    queries = 0
-    for _ in range(repeat):
-        before()
-        with CaptureQueriesContext(connection) as captured:
-            started = time.perf_counter()
-            work()
-            best = min(best, time.perf_counter() - started)
-        queries = len(captured)
-    return best, queries
 
 
 def goals(quick: bool = False) -> list[Goal]:

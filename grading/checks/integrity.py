@@ -255,13 +255,13 @@ def _removed_test_cases(
 
 
 def _capped_violations(
-    rule: str, paths: Sequence[str], detail: str, cap: int, rest: str
+    rule: str, paths: Sequence[str], detail: str, cap: int, noun: str, where: str
 ) -> list[IntegrityViolation]:
-    """One violation per path up to ``cap``, then one that counts the rest (``rest`` says where they are
-    all named): a run cannot bury its grade under a million paths."""
+    """One violation per path up to ``cap``, then one that counts the rest as ``noun`` (``where`` says where
+    they are all named): a run cannot bury its grade under a million paths."""
     shown = [IntegrityViolation(rule=rule, path=path, detail=detail) for path in paths[:cap]]
     if len(paths) > cap:
-        shown.append(IntegrityViolation(rule=rule, detail=f"and {len(paths) - cap} more {rest}"))
+        shown.append(IntegrityViolation(rule=rule, detail=f"and {counted(len(paths) - cap, noun)} {where}"))
     return shown
 
 
@@ -271,7 +271,8 @@ def _git_dir_violations(changes: Sequence[str]) -> list[IntegrityViolation]:
         changes,
         "changed under .git during the run",
         GIT_DIR_VIOLATIONS_MAX,
-        f"path(s) under .git ({GIT_DIR_CHANGES_NAME})",
+        "more path",
+        f"under .git ({GIT_DIR_CHANGES_NAME})",
     )
 
 
@@ -281,7 +282,8 @@ def _special_file_violations(paths: Sequence[str]) -> list[IntegrityViolation]:
         paths,
         "a FIFO, socket or device in the work tree: git cannot diff it, so it is absent from the diff",
         SPECIAL_FILE_VIOLATIONS_MAX,
-        f"such path(s) ({IGNORED_CREATED_NAME})",
+        "more such path",
+        f"({IGNORED_CREATED_NAME})",
     )
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from grading.atomic import write_atomic
@@ -25,6 +26,7 @@ from grading.report.build import build_report
 from grading.report.files import TaskIndex, load_cutoffs, load_labels, read_graded_run, read_metrics
 from grading.report.html import render_report_html
 from grading.report.label_rows import (
+    LabelFile,
     human_mergeable_from_items,
     judged_blockers,
     label_format,
@@ -36,6 +38,7 @@ from grading.report.provenance import TaskRubric, report_provenance
 from grading.report.render import report_csv, report_markdown
 from grading.report.rows import ItemRow, RowFormat, RunRow, item_rows, rows_text, run_row
 from grading.strict_json import read_json
+from grading.words import counted
 
 
 def _count(value: str) -> int:
@@ -134,60 +137,17 @@ def run_report(args: argparse.Namespace) -> int:
     if args.cutoffs is not None and not args.tasks:
         raise InputError(None, "needs --tasks: the split compares each task's base_date", "--cutoffs")
     cutoffs = load_cutoffs(args.cutoffs) if args.cutoffs is not None else None
-    # --labels: the old {"<run dir>": true|false}, or the labels file (CSV / JSONL, one row per label)
-    # from which each run's human verdict is worked out here.
-    # Each label's inclusion probability, where the file gives it, becomes the run's (label_probability).
-    label_file = (
-        load_label_file(args.labels) if args.labels is not None and label_format(args.labels.name) else None
-    )
-    item_labels = label_file.items if label_file is not None else {}
-    labels = (
-        load_labels(args.labels)
-        if args.labels is not None and not item_labels and not label_format(args.labels.name)
-        else {}
-    )
+    labels = _RunLabels.load(args.labels)
     for tasks_dir in args.tasks or []:
         if not tasks_dir.is_dir():
             raise InputError(tasks_dir, "not a directory", "--tasks")
     tasks = TaskIndex(args.tasks) if args.tasks else None
-    runs: list[GradedRun] = []
-    run_rows: list[RunRow] = []
-    items: list[ItemRow] = []
-    seen: set[Path] = set()
-    for run_dir in args.run_dirs:
-        if not run_dir.is_dir():
-            raise InputError(run_dir, "not a run directory")
-        if not (run_dir / "run.json").exists() and any((c / "run.json").is_file() for c in run_dir.iterdir()):
-            raise InputError(
-                run_dir / "run.json", f"file not found; to report the runs inside, give {run_dir}/*"
-            )
-        resolved = run_dir.resolve()
-        if resolved in seen:
-            raise InputError(run_dir, "given twice: each run counts once")
-        seen.add(resolved)
-        run = read_graded_run(run_dir, tasks)
-        if resolved in labels:
-            verdict, given = labels[resolved]
-            run = run.model_copy(update={"human_mergeable": verdict, "label_probability": given})
-        elif resolved in item_labels:
-            metrics = read_json(run_dir / "metrics.json")
-            details = metrics.get("details") if isinstance(metrics, dict) else None
-            human = human_mergeable_from_items(details, item_labels[resolved])
-            judged = judged_blockers(details)
-            draws = label_file.draws if label_file is not None else None
-            probability = (
-                run_inclusion_probability(judged, draws.get(resolved, {}))
-                if human is not None and judged and draws is not None
-                else None
-            )
-            run = run.model_copy(update={"human_mergeable": human, "label_probability": probability})
-        runs.append(run)
-        row, run_items = _rows(run_dir, run)
-        run_rows.append(row)
-        items += run_items
+    runs, run_rows, items, seen = _read_runs(args.run_dirs, tasks, labels)
     report = build_report(runs, cutoffs=cutoffs, bootstrap=args.bootstrap, seed=args.seed)
-    if unmatched := len((set(labels) | set(item_labels)) - seen):
-        report.warnings.append(f"{unmatched} labels in {args.labels} name runs not in this report: ignored")
+    if unmatched := len(labels.named() - seen):
+        report.warnings.append(
+            f"{counted(unmatched, 'label')} in {args.labels} for runs not in this report: ignored"
+        )
     rubrics = {(r.task, r.rubric_sha256) for r in run_rows}
     provenance = report_provenance(
         report,
@@ -208,3 +168,71 @@ def run_report(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(report_markdown(report))
     return 0
+
+
+@dataclass(frozen=True)
+class _RunLabels:
+    """``--labels``: the old ``{"<run dir>": true|false}`` (``by_run``), or the labels file (CSV / JSONL,
+    one row per label, ``file``) from which each run's human verdict is worked out here. Each label's
+    inclusion probability, where the file gives it, becomes the run's (``label_probability``)."""
+
+    file: LabelFile | None
+    by_run: dict[Path, tuple[bool, float | None]]
+
+    @classmethod
+    def load(cls, path: Path | None) -> _RunLabels:
+        file = load_label_file(path) if path is not None and label_format(path.name) else None
+        item_labels = file.items if file is not None else {}
+        if path is None or item_labels or label_format(path.name):
+            return cls(file=file, by_run={})
+        return cls(file=file, by_run=load_labels(path))
+
+    def named(self) -> set[Path]:
+        """The run directories the labels name."""
+        return set(self.by_run) | set(self.file.items if self.file is not None else {})
+
+    def apply(self, run_dir: Path, resolved: Path, run: GradedRun) -> GradedRun:
+        """``run`` with the human verdict and label probability its labels give, if they name it."""
+        if resolved in self.by_run:
+            verdict, given = self.by_run[resolved]
+            return run.model_copy(update={"human_mergeable": verdict, "label_probability": given})
+        if self.file is None or resolved not in self.file.items:
+            return run
+        metrics = read_json(run_dir / "metrics.json")
+        details = metrics.get("details") if isinstance(metrics, dict) else None
+        human = human_mergeable_from_items(details, self.file.items[resolved])
+        judged = judged_blockers(details)
+        draws = self.file.draws
+        probability = (
+            run_inclusion_probability(judged, draws.get(resolved, {}))
+            if human is not None and judged and draws is not None
+            else None
+        )
+        return run.model_copy(update={"human_mergeable": human, "label_probability": probability})
+
+
+def _read_runs(
+    run_dirs: list[Path], tasks: TaskIndex | None, labels: _RunLabels
+) -> tuple[list[GradedRun], list[RunRow], list[ItemRow], set[Path]]:
+    """Each run directory read once, with its labels applied, and its rows; and the resolved directories."""
+    runs: list[GradedRun] = []
+    run_rows: list[RunRow] = []
+    items: list[ItemRow] = []
+    seen: set[Path] = set()
+    for run_dir in run_dirs:
+        if not run_dir.is_dir():
+            raise InputError(run_dir, "not a run directory")
+        if not (run_dir / "run.json").exists() and any((c / "run.json").is_file() for c in run_dir.iterdir()):
+            raise InputError(
+                run_dir / "run.json", f"file not found; to report the runs inside, give {run_dir}/*"
+            )
+        resolved = run_dir.resolve()
+        if resolved in seen:
+            raise InputError(run_dir, "given twice: each run counts once")
+        seen.add(resolved)
+        run = labels.apply(run_dir, resolved, read_graded_run(run_dir, tasks))
+        runs.append(run)
+        row, run_items = _rows(run_dir, run)
+        run_rows.append(row)
+        items += run_items
+    return runs, run_rows, items, seen

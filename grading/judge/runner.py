@@ -57,6 +57,7 @@ from grading.judge.replies import (
 )
 from grading.judge.tree import (
     ReplyRejected,
+    TreeItemResult,
     added_paths,
     as_tool_backend,
     judge_tree_item,
@@ -222,12 +223,7 @@ async def _judge_tree_items(
 
     blockers = {b.id: b for b in rubric.blockers}
     notes = _notes(self_ignoring_dirs, git_dir_changes, special_files)
-    verdicts = list(result.verdicts)
-    records = []
-    usage = Usage()
-    errors = list(result.attempt_errors)
-    flags = result.consistency_flags
-    failures: list[str] = []
+    outcomes: list[TreeItemResult] = []
     for item_id in result.not_measured:
         blocker = blockers[item_id]
         item = JudgeItem(
@@ -256,6 +252,22 @@ async def _judge_tree_items(
             cache=cache,
             no_cache=settings.no_cache or result.cache_bypass is not None,
         )
+        outcomes.append(outcome)
+    return _with_tree_outcomes(result, rubric, base_tree.commit, outcomes)
+
+
+def _with_tree_outcomes(
+    result: JudgeResult, rubric: Rubric, commit: str, outcomes: Sequence[TreeItemResult]
+) -> JudgeResult:
+    """The diff-only result with the tree judge's verdicts merged in (in rubric order), its records, usage,
+    attempt errors and flags; a judge failure, with no verdicts, if any tree item failed."""
+    verdicts = list(result.verdicts)
+    records = []
+    usage = Usage()
+    errors = list(result.attempt_errors)
+    flags = result.consistency_flags
+    failures: list[str] = []
+    for outcome in outcomes:
         records.append(outcome.record)
         usage = usage + outcome.record.usage
         errors += outcome.attempt_errors
@@ -270,7 +282,7 @@ async def _judge_tree_items(
     update: dict[str, Any] = {
         "verdicts": verdicts,
         "not_measured": [],
-        "tree_base_commit": base_tree.commit,
+        "tree_base_commit": commit,
         "tree": records,
         "tree_usage": usage,
         "attempt_errors": errors,

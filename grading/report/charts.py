@@ -21,6 +21,7 @@ from grading.report.contrasts import FEW_TASKS
 from grading.report.models import Cell, Contrast, TaskRow
 from grading.report.render import (
     METRIC_NAMES,
+    ContrastRow,
     contrast_estimate,
     contrast_rows,
     no_interval_reason,
@@ -283,33 +284,10 @@ def forest_plot(contrasts: list[Contrast]) -> Markup:
     height = body + 6 + LINE * len(legend)
     half = _contrast_range(contrasts)
     scales = {metric: _Scale(-half, half, left=lo, right=hi) for metric, lo, hi in PANELS}
-    edge = f"{100 * half:.0f}"
     parts: list[Markup] = [
         _open("forest-plot", height, "Contrasts: b − a with paired 95% intervals, by task")
     ]
-    for metric, lo, hi in PANELS:
-        scale = scales[metric]
-        parts.append(
-            _h(
-                '<text x="{mid}" y="13" text-anchor="middle" font-weight="600">{name}</text>'
-                '<text x="{lo}" y="{ty}" font-size="{f}" fill="#4b5563">−{e}</text>'
-                '<text x="{zero}" y="{ty}" font-size="{f}" text-anchor="middle" fill="#4b5563">0</text>'
-                '<text x="{hi}" y="{ty}" font-size="{f}" text-anchor="end" fill="#4b5563">+{e}</text>'
-                '<line x1="{zero}" x2="{zero}" y1="{top}" y2="{bottom}" stroke="#111827" stroke-width="1.5"/>'
-                '<line x1="{lo}" x2="{lo}" y1="{top}" y2="{bottom}" stroke="#e5e7eb"/>'
-                '<line x1="{hi}" x2="{hi}" y1="{top}" y2="{bottom}" stroke="#e5e7eb"/>',
-                mid=f"{(lo + hi) / 2:.2f}%",
-                name=METRIC_NAMES[metric],
-                lo=f"{lo:.2f}%",
-                hi=f"{hi:.2f}%",
-                zero=scale(0.0),
-                ty=str(HEAD - 8),
-                f=str(SMALL),
-                e=edge,
-                top=str(HEAD - 4),
-                bottom=f"{body - 2:.1f}",
-            )  # fmt: skip
-        )
+    parts += [_forest_panel_axis(metric, lo, hi, scales[metric], half, body) for metric, lo, hi in PANELS]
     y = HEAD
     for title, rows in groups:
         parts.append(
@@ -321,37 +299,65 @@ def forest_plot(contrasts: list[Contrast]) -> Markup:
         )
         y += LINE
         for row in rows:
-            ry = y + LABEL + MARK_ROW / 2 - 1
-            marks = []
-            for metric, lo, _ in PANELS:
-                c = row.by_metric.get(metric)
-                if c is None or c.value is None:
-                    marks.append(
-                        _h(
-                            '<text x="{}" y="{}" dx="4" fill="#4b5563">n/a</text>',
-                            f"{lo:.2f}%",
-                            f"{ry + 4:.1f}",
-                        )
-                    )
-                else:
-                    marker = "hollow" if c.few_tasks else "circle"
-                    marks.append(_interval(scales[metric], c.value, c.ci, ry, CONTRAST_COLOUR, marker))
-            full = f"{row.label}, {counted(row.tasks, 'shared task')}: " + "; ".join(
-                f"{METRIC_NAMES[m]} {contrast_estimate(c)}" for m, c in row.by_metric.items()
-            )
-            parts.append(
-                _h(
-                    '<g class="contrast"><title>{t}</title>{marks}<text x="0" y="{y}" stroke="#fff" '
-                    'stroke-width="3" paint-order="stroke">{label}</text></g>',
-                    t=full,
-                    y=f"{y + LABEL - 3:.1f}",
-                    label=_short(row.label),
-                    marks=mark_safe("".join(marks)),
-                )  # fmt: skip
-            )
+            parts.append(_forest_row(row, y, scales))
             y += block
     parts += [_legend(body + 6 + LINE - 4, legend), mark_safe("</svg>")]
     return mark_safe("".join(parts))
+
+
+def _forest_panel_axis(metric: str, lo: float, hi: float, scale: _Scale, half: float, body: float) -> Markup:
+    """One panel's title, its axis labels (−half, 0, +half) and its lines at 0 and at both edges."""
+    edge = f"{100 * half:.0f}"
+    return _h(
+        '<text x="{mid}" y="13" text-anchor="middle" font-weight="600">{name}</text>'
+        '<text x="{lo}" y="{ty}" font-size="{f}" fill="#4b5563">−{e}</text>'
+        '<text x="{zero}" y="{ty}" font-size="{f}" text-anchor="middle" fill="#4b5563">0</text>'
+        '<text x="{hi}" y="{ty}" font-size="{f}" text-anchor="end" fill="#4b5563">+{e}</text>'
+        '<line x1="{zero}" x2="{zero}" y1="{top}" y2="{bottom}" stroke="#111827" stroke-width="1.5"/>'
+        '<line x1="{lo}" x2="{lo}" y1="{top}" y2="{bottom}" stroke="#e5e7eb"/>'
+        '<line x1="{hi}" x2="{hi}" y1="{top}" y2="{bottom}" stroke="#e5e7eb"/>',
+        mid=f"{(lo + hi) / 2:.2f}%",
+        name=METRIC_NAMES[metric],
+        lo=f"{lo:.2f}%",
+        hi=f"{hi:.2f}%",
+        zero=scale(0.0),
+        ty=str(HEAD - 8),
+        f=str(SMALL),
+        e=edge,
+        top=str(HEAD - 4),
+        bottom=f"{body - 2:.1f}",
+    )  # fmt: skip
+
+
+def _forest_row(row: ContrastRow, y: float, scales: Mapping[str, _Scale]) -> Markup:
+    """One compared pair at ``y``: its label, a point and interval in each panel (n/a where it has none),
+    and the full figures in its tooltip."""
+    ry = y + LABEL + MARK_ROW / 2 - 1
+    marks = []
+    for metric, lo, _ in PANELS:
+        c = row.by_metric.get(metric)
+        if c is None or c.value is None:
+            marks.append(
+                _h(
+                    '<text x="{}" y="{}" dx="4" fill="#4b5563">n/a</text>',
+                    f"{lo:.2f}%",
+                    f"{ry + 4:.1f}",
+                )
+            )
+        else:
+            marker = "hollow" if c.few_tasks else "circle"
+            marks.append(_interval(scales[metric], c.value, c.ci, ry, CONTRAST_COLOUR, marker))
+    full = f"{row.label}, {counted(row.tasks, 'shared task')}: " + "; ".join(
+        f"{METRIC_NAMES[m]} {contrast_estimate(c)}" for m, c in row.by_metric.items()
+    )
+    return _h(
+        '<g class="contrast"><title>{t}</title>{marks}<text x="0" y="{y}" stroke="#fff" '
+        'stroke-width="3" paint-order="stroke">{label}</text></g>',
+        t=full,
+        y=f"{y + LABEL - 3:.1f}",
+        label=_short(row.label),
+        marks=mark_safe("".join(marks)),
+    )  # fmt: skip
 
 
 def blocker_histogram(row: TaskRow, criteria: Mapping[str, str] | None = None) -> Markup:

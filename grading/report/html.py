@@ -173,8 +173,30 @@ def render_report_html(
     """The report as one HTML document. ``criteria`` maps a task to its blocker ids' criteria, for the
     failed-blocker histograms (ids alone without it); ``provenance``, what the file says of itself (a
     section at its end, and its JSON in a ``<meta name="provenance">``)."""
-    criteria = criteria or {}
-    out = [
+    out = _head(report, title, provenance)
+    if report.warnings:
+        out.append(
+            f'<section class="warnings"><strong>{counted(len(report.warnings), "warning")}</strong><ul>'
+        )
+        out += [f"<li>{_e(w)}</li>" for w in report.warnings] + ["</ul></section>"]
+    if report.contrasts:
+        out += _contrasts(report)
+    if report.corrected_contrasts:
+        out += _corrected_contrasts(report)
+    out += _rates(report)
+    out += _judges(report)
+    out += _judge_error(report)
+    out += _judge_agreement(report)
+    out += _failed_blockers(report, criteria or {})
+    if provenance is not None:
+        out += _provenance_section(provenance)
+    out.append("</main></body></html>")
+    return "\n".join(out) + "\n"
+
+
+def _head(report: Report, title: str, provenance: Provenance | None) -> list[str]:
+    """The document's head and the opening lines: the title and how the intervals were worked out."""
+    return [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -184,26 +206,27 @@ def render_report_html(
         f'<p class="muted">{_e(INTERVALS_TEXT)} Corrected rates: task-level bootstrap, {report.bootstrap} '
         f"replicates, seed {report.seed}. Report format {report.format}.</p>",
     ]
-    if report.warnings:
-        out.append(
-            f'<section class="warnings"><strong>{counted(len(report.warnings), "warning")}</strong><ul>'
-        )
-        out += [f"<li>{_e(w)}</li>" for w in report.warnings] + ["</ul></section>"]
-    if report.contrasts:
-        out += _contrasts(report)
-    if report.corrected_contrasts:
-        out += [
-            "<h3>Judge-error-corrected contrasts (mergeable)</h3>",
-            '<div class="scroll"><table><thead><tr><th>Contrast</th><th>Corrected b − a [95%]</th>'
-            "<th>Tasks</th></tr></thead><tbody>",
-        ]
-        out += [
-            f"<tr><td>{_e(corrected_contrast_label(c))}</td><td>{_e(corrected_contrast_text(c))}</td>"
-            f"<td>{c.tasks}</td></tr>"
-            for c in report.corrected_contrasts
-        ]
-        out.append("</tbody></table></div>")
-    out += _cells("Per arm and model", report.cells, report.bootstrap)
+
+
+def _corrected_contrasts(report: Report) -> list[str]:
+    out = [
+        "<h3>Judge-error-corrected contrasts (mergeable)</h3>",
+        '<div class="scroll"><table><thead><tr><th>Contrast</th><th>Corrected b − a [95%]</th>'
+        "<th>Tasks</th></tr></thead><tbody>",
+    ]
+    out += [
+        f"<tr><td>{_e(corrected_contrast_label(c))}</td><td>{_e(corrected_contrast_text(c))}</td>"
+        f"<td>{c.tasks}</td></tr>"
+        for c in report.corrected_contrasts
+    ]
+    out.append("</tbody></table></div>")
+    return out
+
+
+def _rates(report: Report) -> list[str]:
+    """The rate tables: per arm and model (with its chart and grade.json metrics), by prompt style where
+    that splits the cells further, and by training cutoff."""
+    out = _cells("Per arm and model", report.cells, report.bootstrap)
     if report.cells:
         out.append(rates_chart(report.cells, report.bootstrap))
         lines = metric_lines(report.cells)
@@ -217,14 +240,26 @@ def render_report_html(
     if len(report.by_prompt_style) > len(report.cells):
         out += _cells("By prompt style", report.by_prompt_style, report.bootstrap, "Prompt style")
     out += _cells("By training cutoff", list(report.by_contamination), report.bootstrap, "Split")
-    out += ["<h2>Judges</h2>", "<ul>"]
-    out += [
-        f"<li>{j.role}: <code>{_e(j.judge)}</code>{' (scripted)' if j.scripted else ''}, "
-        f"{counted(j.runs, 'run')}</li>"
-        for j in report.judges
-    ] + ["</ul>"]
+    return out
+
+
+def _judges(report: Report) -> list[str]:
+    return [
+        "<h2>Judges</h2>",
+        "<ul>",
+        *(
+            f"<li>{j.role}: <code>{_e(j.judge)}</code>{' (scripted)' if j.scripted else ''}, "
+            f"{counted(j.runs, 'run')}</li>"
+            for j in report.judges
+        ),
+        "</ul>",
+    ]
+
+
+def _judge_error(report: Report) -> list[str]:
+    """The judge's error against the human labels, and how many more labels the target wants."""
     acc = report.judge_accuracy
-    out.append("<h2>Judge error</h2><p>")
+    out = ["<h2>Judge error</h2><p>"]
     if acc.sensitivity is not None and acc.specificity is not None:
         out.append(
             f"Against {counted(acc.labelled, 'human label')}: sensitivity {acc.sensitivity:.3f}, specificity "
@@ -236,7 +271,12 @@ def render_report_html(
     if target is not None:
         out.append(_e(label_target_text(target.more_labels, target.target, target.reason)))
     out.append("</p>")
-    out += [
+    return out
+
+
+def _judge_agreement(report: Report) -> list[str]:
+    """The two judges' agreement, overall and per item, and the table of where they disagree."""
+    out = [
         "<h2>Judge agreement</h2>",
         "<ul>",
         f"<li>mergeable: {_agreement(report.agreement.mergeable)}</li>",
@@ -255,7 +295,12 @@ def render_report_html(
             f"<td>{d.second}</td></tr>"
             for d in report.disagreements
         ] + ["</tbody></table></div>"]
-    out.append("<h2>Failed blockers per task</h2>")
+    return out
+
+
+def _failed_blockers(report: Report, criteria: Mapping[str, Mapping[str, str]]) -> list[str]:
+    """A histogram of the failed blockers for each task that has any."""
+    out = ["<h2>Failed blockers per task</h2>"]
     failed = [t for t in report.tasks if t.failed_blockers]
     for t in failed:
         out.append(
@@ -266,10 +311,7 @@ def render_report_html(
         out.append(blocker_histogram(t, criteria.get(t.task)))
     if not failed:
         out.append('<p class="muted">No blocker failed in a judged run.</p>')
-    if provenance is not None:
-        out += _provenance_section(provenance)
-    out.append("</main></body></html>")
-    return "\n".join(out) + "\n"
+    return out
 
 
 def _provenance_section(p: Provenance) -> list[str]:

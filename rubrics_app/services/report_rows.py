@@ -21,6 +21,7 @@ import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from django.db.models import Max
@@ -238,83 +239,108 @@ _GRADE_FIELDS = (
 
 
 def _fill(pks: list[int], models: RowModels) -> None:
-    # The migrations that added these columns fill them; an earlier migration's rows have no such fields.
-    names = {f.name for f in models.row._meta.get_fields()}
-    has_integrity, has_current = "integrity_not_measured" in names, "current" in names
-    # With ReportVerdicts (migration 0136), the verdicts go there and each judge's costs in the row's own
-    # columns; before (an earlier migration's fill, or 0136 undone), each row holds both judges' texts,
-    # costs included.
-    has_verdicts = has_costs = models.verdicts is not None
+    columns = _Columns.of(models)
     texts: list[tuple[str, str]] = []
-    fields = _GRADE_FIELDS if has_current else _GRADE_FIELDS[:-1]
+    fields = _GRADE_FIELDS if columns.current else _GRADE_FIELDS[:-1]
     grades = [dict(zip(fields, values, strict=True)) for values in
               models.grade.objects.filter(pk__in=pks).values_list(*fields)]  # fmt: skip
     judges = _judges(pks, models)
-    rows = []
-    for g in grades:
-        details = g["metrics__details"]
-        d = stored_details(details)
-        in_scope = d.scope.in_scope if d is not None and d.scope is not None else None
-        integrity_ok = d.integrity.ok if d is not None and d.integrity is not None else None
-        families = d.judge_families if d is not None else None
-        try:
-            basis = human_label_basis(g["status"], details)
-        except ValidationError:
-            # Checked when it was imported; details written some other way that do not read cannot
-            # give a human verdict, and must not stop the rest (the migration fills every stored grade).
-            basis = None
-        judged = judges.get(g["pk"], {})
-        extra: dict[str, Any] = (
-            {"integrity_not_measured": _json(integrity_not_measured(d))} if has_integrity else {}
-        )
-        if has_current:
-            extra["current"] = g["is_current"]
-        primary = judged.get(JudgeRole.PRIMARY), families.primary if families is not None else None
-        second = judged.get(JudgeRole.SECOND), families.second if families is not None else None
-        primary_record = d.judge if d is not None else None
-        second_record = d.second_judge if d is not None else None
-        if has_costs:
-            extra["primary_cost"], extra["primary_tree_cost"] = _costs(primary[0], primary_record)
-            extra["second_cost"], extra["second_tree_cost"] = _costs(second[0], second_record)
-        rows.append(
-            models.row(
-                **extra,
-                grade_id=g["pk"],
-                run_id=g["run_id"],
-                task_id=g["run__task_id"],
-                repository_id=g["run__task__repository_id"],
-                revision_id=g["revision_id"],
-                name=g["run__source"]
-                or f"{g['run__task__task_id']}/{g['run__arm']}/{g['run__model']}/{g['run__repetition']}",
-                arm=g["run__arm"],
-                model=g["run__model"],
-                prompt_style=g["run__prompt_style"],
-                status=g["status"],
-                test_pass=gate_passed(g["status"], d.judge_skipped if d is not None else None),
-                mergeable=g["mergeable"],
-                merge_score=g["merge_score"],
-                checks_passed=None
-                if in_scope is None or integrity_ok is None
-                else bool(in_scope) and bool(integrity_ok),
-                provisional=g["provisional"],
-                metrics=_json(report_metrics(g["run__grade_json"])),
-                **_verdict_texts(
-                    _json(_verdicts(*primary, primary_record, costs=not has_costs)),
-                    _json(_verdicts(*second, second_record, costs=not has_costs)),
-                    texts if has_verdicts else None,
-                ),
-                human_items=_json(None if basis is None else basis[0]),
-                human_checks=basis is not None and basis[1],
-            )
-        )
-    if has_verdicts:
+    rows = [
+        _report_row(g, judges.get(g["pk"], {}), models, columns, texts if columns.verdicts else None)
+        for g in grades
+    ]
+    if columns.verdicts:
         ids = verdict_ids(texts, models.verdicts)
         for row, pair in zip(rows, texts, strict=True):
             row.verdicts_id = ids[pair]
     models.row.objects.filter(grade_id__in=pks).delete()
     models.row.objects.bulk_create(rows)
-    # The newest grade of each run touched.
-    runs = sorted({g["run_id"] for g in grades})
+    _mark_latest(sorted({g["run_id"] for g in grades}), models)
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """The row model's columns that came later: the migrations that added them fill them, and an earlier
+    migration's rows have no such fields."""
+
+    integrity: bool
+    current: bool
+    # With ReportVerdicts (migration 0136), the verdicts go there and each judge's costs in the row's own
+    # columns; before (an earlier migration's fill, or 0136 undone), each row holds both judges' texts,
+    # costs included.
+    verdicts: bool
+
+    @classmethod
+    def of(cls, models: RowModels) -> _Columns:
+        names = {f.name for f in models.row._meta.get_fields()}
+        return cls("integrity_not_measured" in names, "current" in names, models.verdicts is not None)
+
+
+def _report_row(
+    g: dict[str, Any],
+    judged: dict[str, dict[str, Any]],
+    models: RowModels,
+    columns: _Columns,
+    texts: list[tuple[str, str]] | None,
+) -> Any:
+    """The report row of one grade (``g``, its _GRADE_FIELDS) with its judges' entries (``judged``); its
+    verdict pair appended to ``texts`` where the verdicts are rows of their own."""
+    details = g["metrics__details"]
+    d = stored_details(details)
+    in_scope = d.scope.in_scope if d is not None and d.scope is not None else None
+    integrity_ok = d.integrity.ok if d is not None and d.integrity is not None else None
+    families = d.judge_families if d is not None else None
+    try:
+        basis = human_label_basis(g["status"], details)
+    except ValidationError:
+        # Checked when it was imported; details written some other way that do not read cannot
+        # give a human verdict, and must not stop the rest (the migration fills every stored grade).
+        basis = None
+    extra: dict[str, Any] = (
+        {"integrity_not_measured": _json(integrity_not_measured(d))} if columns.integrity else {}
+    )
+    if columns.current:
+        extra["current"] = g["is_current"]
+    primary = judged.get(JudgeRole.PRIMARY), families.primary if families is not None else None
+    second = judged.get(JudgeRole.SECOND), families.second if families is not None else None
+    primary_record = d.judge if d is not None else None
+    second_record = d.second_judge if d is not None else None
+    if columns.verdicts:
+        extra["primary_cost"], extra["primary_tree_cost"] = _costs(primary[0], primary_record)
+        extra["second_cost"], extra["second_tree_cost"] = _costs(second[0], second_record)
+    return models.row(
+        **extra,
+        grade_id=g["pk"],
+        run_id=g["run_id"],
+        task_id=g["run__task_id"],
+        repository_id=g["run__task__repository_id"],
+        revision_id=g["revision_id"],
+        name=g["run__source"]
+        or f"{g['run__task__task_id']}/{g['run__arm']}/{g['run__model']}/{g['run__repetition']}",
+        arm=g["run__arm"],
+        model=g["run__model"],
+        prompt_style=g["run__prompt_style"],
+        status=g["status"],
+        test_pass=gate_passed(g["status"], d.judge_skipped if d is not None else None),
+        mergeable=g["mergeable"],
+        merge_score=g["merge_score"],
+        checks_passed=None
+        if in_scope is None or integrity_ok is None
+        else bool(in_scope) and bool(integrity_ok),
+        provisional=g["provisional"],
+        metrics=_json(report_metrics(g["run__grade_json"])),
+        **_verdict_texts(
+            _json(_verdicts(*primary, primary_record, costs=not columns.verdicts)),
+            _json(_verdicts(*second, second_record, costs=not columns.verdicts)),
+            texts,
+        ),
+        human_items=_json(None if basis is None else basis[0]),
+        human_checks=basis is not None and basis[1],
+    )
+
+
+def _mark_latest(runs: list[int], models: RowModels) -> None:
+    """The rows of the newest grade of each of ``runs`` marked latest, and only those."""
     newest = models.grade.objects.filter(run_id__in=runs).values("run_id").annotate(newest=Max("pk"))
     models.row.objects.filter(run_id__in=runs, latest=True).exclude(
         grade_id__in=newest.values("newest")

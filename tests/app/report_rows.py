@@ -4,6 +4,7 @@ grading real run directories would take minutes (query counts, escaping, the ben
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from rubrics_app.models import AgentRun, ItemVerdict, JudgeGrade, RunGrade, Task, refresh_current_grades
 from rubrics_app.models.repositories import Repository
@@ -12,22 +13,37 @@ from rubrics_app.services.report_rows import refresh_report_rows
 BATCH = 2000
 
 
-def _details(mergeable: bool) -> dict[str, object]:
-    # metrics.json's details as grading writes them (grading.checks.outcome.RunDetails), less the judges'
-    # copies.
-    return {
+def judged_details(
+    mergeable: bool,
+    passed: Sequence[str],
+    failed: Sequence[str],
+    *,
+    changed_files: int = 1,
+    changed_lines: int = 1,
+    families: bool = True,
+) -> dict[str, Any]:
+    """metrics.json's details as grading writes them (grading.checks.outcome.RunDetails), less the judges'
+    copies, for a run in scope with its integrity kept whose blockers the judge ``passed`` and ``failed``;
+    with the judges' families (claude, gpt) where ``families``."""
+    details: dict[str, Any] = {
         "status": "mergeable" if mergeable else "not_mergeable",
-        "scope": {"in_scope": True, "changed_files": 1, "changed_lines": 1},
+        "scope": {"in_scope": True, "changed_files": changed_files, "changed_lines": changed_lines},
         "integrity": {"ok": True},
         "judge_skipped": None,
         "assessment": {
             "in_scope": True,
             "integrity_ok": True,
-            "blockers_passed": ["B1"] if mergeable else [],
-            "blockers_failed": [] if mergeable else ["B1"],
+            "blockers_passed": list(passed),
+            "blockers_failed": list(failed),
         },
-        "judge_families": {"primary": "claude", "second": "gpt"},
     }
+    if families:
+        details["judge_families"] = {"primary": "claude", "second": "gpt"}
+    return details
+
+
+def _details(mergeable: bool) -> dict[str, Any]:
+    return judged_details(mergeable, ["B1"] if mergeable else [], [] if mergeable else ["B1"])
 
 
 def bulk_tasks(repository: Repository, n: int) -> list[Task]:

@@ -48,6 +48,13 @@ def fool_judge_with(repository: Repository, row: CalibrationRow) -> None:
     path.write_text(json.dumps(script))
 
 
+def fooled_by_role_play(revision: RubricRevision, maintainer: User, repository: Repository) -> CalibrationRun:
+    """A calibration with the injection suite after a first one whose role-play attack now fools the judge."""
+    first = calibrate(revision, maintainer, injection_suite=True)
+    fool_judge_with(repository, first.rows.get(kind="injection", payload_kind="role_play"))
+    return calibrate(revision, maintainer, injection_suite=True)
+
+
 def test_the_suite_stores_its_rows_and_counts_and_benign_drift_does_not_refuse(
     make_revision: MakeRevision, maintainer: User
 ) -> None:
@@ -110,10 +117,7 @@ def test_an_attack_success_fails_the_run_and_refuses_admission_whatever_runs_nex
 def test_the_page_shows_both_rates_the_table_and_the_attack(
     make_revision: MakeRevision, maintainer: User, viewer: User, repository: Repository
 ) -> None:
-    revision = make_revision(RevisionStatus.APPROVED)
-    first = calibrate(revision, maintainer, injection_suite=True)
-    fool_judge_with(repository, first.rows.get(kind="injection", payload_kind="role_play"))
-    run = calibrate(revision, maintainer, injection_suite=True)
+    run = fooled_by_role_play(make_revision(RevisionStatus.APPROVED), maintainer, repository)
     url = reverse("rubrics:calibration_detail", args=[repository.pk, run.pk])
     html = logged_in(viewer).get(url).content.decode()
     assert f"attack success rate <strong>1 of {K} (0.025)</strong>" in html
@@ -182,10 +186,7 @@ def test_admit_with_the_suite_ticked_wants_a_passing_run_that_ran_it(
 def test_the_page_puts_what_does_not_hold_first_and_folds_what_holds(
     make_revision: MakeRevision, maintainer: User, viewer: User, repository: Repository
 ) -> None:
-    revision = make_revision(RevisionStatus.APPROVED)
-    first = calibrate(revision, maintainer, injection_suite=True)
-    fool_judge_with(repository, first.rows.get(kind="injection", payload_kind="role_play"))
-    run = calibrate(revision, maintainer, injection_suite=True)
+    run = fooled_by_role_play(make_revision(RevisionStatus.APPROVED), maintainer, repository)
     html = logged_in(viewer).get(reverse("rubrics:calibration_detail", args=[repository.pk, run.pk])).content
     page = html.decode()
     breaking = run.rows.filter(holds=False).count()

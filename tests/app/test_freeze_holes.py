@@ -27,6 +27,7 @@ from rubrics_app.models import (
 from rubrics_app.services.rubrics.files import ImportFailed, TaskFiles
 from rubrics_app.services.rubrics.imports import import_task_files
 from tests.app.conftest import CALIBRATION_FILES, MakeRevision, calibrate, rubric_data
+from tests.app.sql_helpers import refused as sql_refused
 
 REVISION = "rubrics_app_rubricrevision"
 ITEM = "rubrics_app_rubricitem"
@@ -42,13 +43,7 @@ postgresql_only = pytest.mark.skipif(connection.vendor != "postgresql", reason="
 
 
 def refused(sql: str, params: Any = (), message: str = FROZEN) -> bool:
-    try:
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(sql, params)
-    except IntegrityError as exc:
-        assert message in str(exc)
-        return True
-    return False
+    return sql_refused(sql, params, message)
 
 
 def make(status: str, make_revision: MakeRevision) -> RubricRevision:

@@ -30,21 +30,12 @@ from rubrics_app.models import (
 from rubrics_app.services.rubrics import revisions
 from rubrics_app.services.rubrics.task_files import set_task_files
 from tests.app.conftest import MakeRevision, calibrate
+from tests.app.sql_helpers import refused
 
 RUN = "rubrics_app_calibrationrun"
 REVISION = "rubrics_app_rubricrevision"
 # The latest migration that installs the check on a passing calibration run (its SQL literally).
 CALIBRATION_MIGRATION = "0142_calibration_passes_with_its_rows"
-
-
-def refused(sql: str, params: Any = (), message: str = "") -> bool:
-    try:
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(sql, params)
-    except IntegrityError as exc:
-        assert message in str(exc)
-        return True
-    return False
 
 
 # --- the column lists (the migrations install what freeze.py writes: test_migration_triggers.py) ---

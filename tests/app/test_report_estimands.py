@@ -22,6 +22,7 @@ from rubrics_app.models import (
     refresh_current_grades,
 )
 from rubrics_app.services.report_rows import refresh_report_rows
+from tests.app.report_rows import judged_details
 from tests.app.runs_helpers import put_label
 
 pytestmark = pytest.mark.django_db
@@ -39,18 +40,7 @@ def _details(outcome: str) -> dict[str, Any]:
         skipped = "not called: the tests failed"
         return {"status": "not_mergeable", "judge_skipped": skipped, "assessment": None}
     mergeable = outcome == "mergeable"
-    return {
-        "status": "mergeable" if mergeable else "not_mergeable",
-        "scope": {"in_scope": True, "changed_files": 1, "changed_lines": 1},
-        "integrity": {"ok": True},
-        "judge_skipped": None,
-        "assessment": {
-            "in_scope": True,
-            "integrity_ok": True,
-            "blockers_passed": ["B1"] if mergeable else [],
-            "blockers_failed": [] if mergeable else ["B1"],
-        },
-    }
+    return judged_details(mergeable, ["B1"] if mergeable else [], [] if mergeable else ["B1"], families=False)
 
 
 def _grade(task: Task, arm: str, rep: int, outcome: str, human: bool | None = None) -> None:

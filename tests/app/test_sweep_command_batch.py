@@ -35,8 +35,7 @@ from rubrics_app.models import (
 )
 from tests.app.command_helpers import command_exit
 from tests.app.sweep_helpers import import_runs
-from tests.app.worker_helpers import provider_environment
-from tests.grading.judge.fake_servers import FakeProviderServer, error, provider_server
+from tests.grading.judge.fake_servers import FakeProviderServer, error, point_sdks_at, provider_server
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("flushable_transactional_db")]
 
@@ -51,8 +50,7 @@ def provider(monkeypatch: pytest.MonkeyPatch, settings: Any) -> Iterator[FakePro
     settings.SWEEP_BATCH_POLL_SECONDS = 0.01
     monkeypatch.setitem(celery_app.conf, "task_always_eager", True)
     with provider_server() as server:
-        for name, value in provider_environment(server).items():
-            monkeypatch.setenv(name, value)
+        point_sdks_at(server, monkeypatch)
         yield server
 
 

@@ -37,8 +37,15 @@ from rubrics_app.services.sweeps.run import SweepError, SweepRequest
 from tests.app.conftest import LAZY_DIFF, judge_answers
 from tests.app.runs_helpers import sha256_of
 from tests.app.sweep_helpers import import_runs
-from tests.app.worker_helpers import provider_environment
-from tests.grading.judge.fake_servers import FakeProviderServer, expired, provider_server, slow, storm, valid
+from tests.grading.judge.fake_servers import (
+    FakeProviderServer,
+    expired,
+    point_sdks_at,
+    provider_server,
+    slow,
+    storm,
+    valid,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -69,8 +76,7 @@ def provider(monkeypatch: pytest.MonkeyPatch, settings: Any) -> Iterator[FakePro
     # Concurrency as configured, no rate limit: the tests do not wait out a minute's allowance.
     settings.SWEEP_PROVIDER_LIMITS = parse_provider_limits("anthropic=4,openai=4")
     with provider_server() as server:
-        for name, value in provider_environment(server).items():
-            monkeypatch.setenv(name, value)
+        point_sdks_at(server, monkeypatch)
         yield server
 
 

@@ -29,6 +29,7 @@ from tests.app.runs_helpers import PASSING, grade, import_graded, write_run, wri
 from tests.grading.judge.fake_servers import (
     FakeProviderServer,
     fake_server_fixture,  # noqa: F401 - the fake_server fixture
+    point_sdks_at,
     valid,
 )
 
@@ -317,13 +318,7 @@ def test_real_sdk_judges_over_http_land_in_the_queue_with_their_reported_model_i
     monkeypatch: pytest.MonkeyPatch,
     fake_server: FakeProviderServer,
 ) -> None:
-    for name, value in (
-        ("ANTHROPIC_BASE_URL", fake_server.anthropic_base_url),
-        ("OPENAI_BASE_URL", fake_server.openai_base_url),
-        ("ANTHROPIC_API_KEY", "test-key"),
-        ("OPENAI_API_KEY", "test-key"),
-    ):
-        monkeypatch.setenv(name, value)
+    point_sdks_at(fake_server, monkeypatch)
     fake_server.script(valid("pass"), valid("fail"))
     task_dir = write_task_dir(tmp_path / "checkout")
     run_dir = write_run(tmp_path / "runs", "rep0")

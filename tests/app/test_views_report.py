@@ -120,7 +120,7 @@ def test_a_filtered_download_is_rubric_report_on_those_runs(
     got = json.loads(logged_in(viewer).get(url, filters).content)
     assert got.pop("provenance")["filters"] == filters
     # The labels file names every labelled run; the command says it ignores those of the other runs.
-    ignored = [w for w in expected["warnings"] if w.endswith("name runs not in this report: ignored")]
+    ignored = [w for w in expected["warnings"] if w.endswith("for runs not in this report: ignored")]
     assert len(ignored) == 1
     expected["warnings"].remove(ignored[0])
     assert got == expected

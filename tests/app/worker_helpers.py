@@ -25,7 +25,7 @@ from rubrics_app.models import Job, Repository, RevisionStatus, RubricRevision
 from rubrics_app.services.judges import set_judges
 from tests.app.command_helpers import command_exit
 from tests.gitrepo import GitRepo
-from tests.grading.judge.fake_servers import FakeProviderServer
+from tests.grading.judge.fake_servers import FakeProviderServer, provider_environment
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -61,17 +61,6 @@ def wait_for(job: Job, log: Path) -> Job:
         if time.monotonic() > deadline:
             pytest.fail(f"job {job.pk} still {job.status}; worker log:\n{log.read_text(errors='replace')}")
         time.sleep(0.2)
-
-
-def provider_environment(provider: FakeProviderServer) -> dict[str, str]:
-    """The variables that send both providers' SDKs to the fake server (which stands in for both), with
-    test keys."""
-    return {
-        "ANTHROPIC_BASE_URL": provider.anthropic_base_url,
-        "ANTHROPIC_API_KEY": "test-anthropic-key",
-        "OPENAI_BASE_URL": provider.openai_base_url,
-        "OPENAI_API_KEY": "test-openai-key",
-    }
 
 
 @contextmanager

@@ -19,6 +19,7 @@ from tests.grading.cli_helpers import ESCAPE_REPLY, grade_argv, own_stores
 from tests.grading.judge.fake_servers import (
     FakeProviderServer,
     fake_server_fixture,  # noqa: F401 - the fake_server fixture
+    point_sdks_at,
     refusal,
     text,
     valid,
@@ -173,13 +174,7 @@ def test_real_sdks_against_a_local_server(
 ) -> None:
     """The primary (Anthropic SDK) and the second judge (OpenAI SDK) over HTTP; the second one's verdicts are
     recorded and never change the outcome; the verdict cache makes the second grade free."""
-    for name, value in (
-        ("ANTHROPIC_BASE_URL", fake_server.anthropic_base_url),
-        ("OPENAI_BASE_URL", fake_server.openai_base_url),
-        ("ANTHROPIC_API_KEY", "test-key"),
-        ("OPENAI_API_KEY", "test-key"),
-    ):
-        monkeypatch.setenv(name, value)
+    point_sdks_at(fake_server, monkeypatch)
     run = task.make_run("good", FIXED, {"pass": True})
     fake_server.script(valid("pass"), valid("fail"))
     primary, second = "anthropic:claude-sonnet-4-5-20250929", "openai:gpt-4o-2024-08-06"

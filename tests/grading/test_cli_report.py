@@ -93,7 +93,7 @@ def test_labels_file(graded: Graded, capsys: pytest.CaptureFixture[str], tmp_pat
     data = report_json(capsys, graded.args("--labels", str(labels)))
     assert data["judge_accuracy"]["labelled"] == 2
     assert data["judge_accuracy"]["undefined_reason"] == "2 labelled runs; at least 20 are needed (18 more)"
-    assert f"1 labels in {labels} name runs not in this report: ignored" in data["warnings"]
+    assert f"1 label in {labels} for runs not in this report: ignored" in data["warnings"]
 
 
 def test_the_same_seed_gives_the_same_report(graded: Graded, capsys: pytest.CaptureFixture[str]) -> None:

@@ -266,7 +266,7 @@ def test_integrity_names_each_changed_path_up_to_a_cap_then_counts(tmp_path: Pat
     result = check_integrity(None, [], None, None, None, None, git_dir_changes=paths)
     assert not result.ok and "git_dir" in result.measured
     assert [v.path for v in result.violations] == [*paths[:GIT_DIR_VIOLATIONS_MAX], None]
-    assert "and 3 more path(s) under .git" in result.violations[-1].detail
+    assert "and 3 more paths under .git" in result.violations[-1].detail
     clean = check_integrity(None, [], None, None, None, None, git_dir_changes=[])
     assert clean.ok and "git_dir" in clean.measured
     unknown = check_integrity(None, [], None, None, None, None)

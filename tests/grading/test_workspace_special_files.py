@@ -156,5 +156,5 @@ def test_special_file_violations_are_capped_then_counted() -> None:
     result = check_integrity(None, [], None, None, None, None, special_files=paths)
     assert not result.ok
     assert [v.path for v in result.violations] == [*paths[:SPECIAL_FILE_VIOLATIONS_MAX], None]
-    assert "and 2 more such path(s)" in result.violations[-1].detail
+    assert "and 2 more such paths" in result.violations[-1].detail
     assert check_integrity(None, [], None, None, None, None).ok

@@ -19,7 +19,7 @@ from django.db import transaction
 from django.template.defaultfilters import pluralize
 
 from rubrics_app.access import Actor, access_of
-from rubrics_app.management.options import REPOSITORY_HELP
+from rubrics_app.management.options import REPOSITORY_HELP, import_refused
 from rubrics_app.models import Role
 from rubrics_app.services.rubrics.files import ImportFailed
 from rubrics_app.services.rubrics.imports import import_checkout, repository_for_checkout
@@ -63,11 +63,7 @@ class Command(BaseCommand):
                         ) from None
                 revisions = import_checkout(repository, root, Actor.command_line(), approved_by=approving)
         except ImportFailed as exc:
-            for problem in exc.problems:
-                self.stderr.write(str(problem))
-            raise CommandError(
-                f"nothing imported: {len(exc.problems)} problem{pluralize(len(exc.problems))}", returncode=2
-            ) from None
+            raise import_refused(self.stderr, exc) from None
         for revision in revisions:
             source = f"tasks/{revision.task.task_id}/rubric.json"
             self.stdout.write(f"{source} -> {repository.name} revision {revision.number} ({revision.status})")

@@ -17,10 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.template.defaultfilters import pluralize
 
 from rubrics_app.access import Actor
-from rubrics_app.management.options import REPOSITORY_HELP, repository_named
+from rubrics_app.management.options import REPOSITORY_HELP, import_refused, repository_named
 from rubrics_app.services.rubrics.files import ImportFailed
 from rubrics_app.services.runs.store import RunImport, import_run_dirs
 from rubrics_app.services.runs.swe_bench import SweBenchImport, import_swe_bench
@@ -63,11 +62,7 @@ class Command(BaseCommand):
                 repository = repository_named(repository_name)
                 result = import_run_dirs(repository, root, str(root), Actor.command_line())
         except ImportFailed as exc:
-            for problem in exc.problems:
-                self.stderr.write(str(problem))
-            raise CommandError(
-                f"nothing imported: {len(exc.problems)} problem{pluralize(len(exc.problems))}", returncode=2
-            ) from None
+            raise import_refused(self.stderr, exc) from None
         for run in result.created:
             self.stdout.write(f"{run.source} -> {run}")
         for note in result.notes() if isinstance(result, SweBenchImport) else []:

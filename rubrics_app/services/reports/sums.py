@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
@@ -335,17 +335,36 @@ def report_sums(
     decoded = Decoded()
     # Stored provisional as graded; a draft revision approved or admitted since makes it count as admitted.
     draft = {pk for pk, status in state["revisions"] if status == RevisionStatus.DRAFT}
+    parts = _Parts(tasks)
+    _add_outcomes(parts, rows, decoded, draft)
+    _add_metrics(parts, rows, decoded)
+    verdicts, disagreeing = _verdict_groups(rows, tasks, decoded)
+    disagreements, grade_of_run = _named_disagreements(rows, disagreeing)
+    labelled = labelled_runs(rows, labels_by_grade(state), tasks, decoded, draws_by_grade(state))
+    sums = ReportSums(list(parts.sums.values()), verdicts, disagreements, labelled)
+    return sums, grade_of_run, tasks.notes
 
-    parts: dict[tuple[int, str, str, str | None], PartSums] = {}
 
-    def part(task_pk: int, arm: str, model: str, style: str | None) -> PartSums:
+@dataclass
+class _Parts:
+    """The report's parts (task, arm, model, prompt style) as they are summed, made on first use."""
+
+    tasks: Tasks
+    sums: dict[tuple[int, str, str, str | None], PartSums] = field(default_factory=dict)
+
+    def of(self, task_pk: int, arm: str, model: str, run_style: str) -> PartSums:
+        """The part of a run of this task, arm, model and prompt style (its own, else its task's)."""
+        style = self.tasks.style(task_pk, run_style)
         key = (task_pk, arm, model, style)
-        found = parts.get(key)
+        found = self.sums.get(key)
         if found is None:
-            task_id, base_date, _ = tasks.by_pk[task_pk]
-            found = parts[key] = PartSums(task_id, arm, model, style, base_date)  # type: ignore[arg-type]
+            task_id, base_date, _ = self.tasks.by_pk[task_pk]
+            found = self.sums[key] = PartSums(task_id, arm, model, style, base_date)  # type: ignore[arg-type]
         return found
 
+
+def _add_outcomes(parts: _Parts, rows: QuerySet[ReportRow], decoded: Decoded, draft: set[int]) -> None:
+    """Each part's runs counted by outcome (status, test pass, mergeable, score, checks)."""
     # In the order of the report_row_outcomes index, and counting one of its columns (not the pk): the
     # index alone answers, in its order, with no sort.
     outcomes = rows.values_list(
@@ -367,7 +386,7 @@ def report_sums(
         checks,
         n,
     ) in outcomes:
-        part(task_pk, arm, model, tasks.style(task_pk, run_style)).add(
+        parts.of(task_pk, arm, model, run_style).add(
             n,
             status=status,
             test_pass=passed,
@@ -377,25 +396,33 @@ def report_sums(
             integrity_not_measured=decoded.value(unmeasured),
             checks_passed=checks,
         )
+
+
+def _add_metrics(parts: _Parts, rows: QuerySet[ReportRow], decoded: Decoded) -> None:
+    """Each part's grade.json metrics: summed by PostgreSQL, or on SQLite (small) read once per group of
+    runs with the same metrics, each text decoded once."""
     if connection.vendor == "postgresql":
         for task_pk, arm, model, run_style, name, kind, n, total, true in _metric_sums(rows):
-            summed = part(task_pk, arm, model, tasks.style(task_pk, run_style))
+            summed = parts.of(task_pk, arm, model, run_style)
             if kind == "number":
                 summed.add_metric(name, total, n)
             else:
                 summed.add_flag(name, true, n)
-    else:  # SQLite, small: runs with the same metrics summed in one group, each text decoded once
-        metrics = (
-            rows.exclude(status="grader_failure")
-            .values_list("task_id", "arm", "model", "prompt_style", "metrics")
-            .annotate(n=Count("pk"))
-        )
-        for task_pk, arm, model, run_style, text, n in metrics:
-            part(task_pk, arm, model, tasks.style(task_pk, run_style)).add_metrics(n, *decoded.metrics(text))
+        return
+    metrics = (
+        rows.exclude(status="grader_failure")
+        .values_list("task_id", "arm", "model", "prompt_style", "metrics")
+        .annotate(n=Count("pk"))
+    )
+    for task_pk, arm, model, run_style, text, n in metrics:
+        parts.of(task_pk, arm, model, run_style).add_metrics(n, *decoded.metrics(text))
 
-    verdicts, disagreeing = _verdict_groups(rows, tasks, decoded)
-    # A run's disagreements are its group's (the same verdicts, test outcome and task), under its name:
-    # the names are read for the groups that have some.
+
+def _named_disagreements(
+    rows: QuerySet[ReportRow], disagreeing: dict[tuple[int, bool | None, int], list[Disagreement]]
+) -> tuple[list[Disagreement], dict[str, int]]:
+    """A run's disagreements are its group's (the same verdicts, test outcome and task), under its name:
+    the names are read for the groups that have some. Also the grade pk of each run named."""
     disagreements: list[Disagreement] = []
     grade_of_run: dict[str, int] = {}
     for grade_pk, task_pk, name, passed, verdicts_pk in rows.filter(
@@ -408,7 +435,4 @@ def report_sums(
                 for d in found
             ]
             grade_of_run[name] = grade_pk
-
-    labelled = labelled_runs(rows, labels_by_grade(state), tasks, decoded, draws_by_grade(state))
-    sums = ReportSums(list(parts.values()), verdicts, disagreements, labelled)
-    return sums, grade_of_run, tasks.notes
+    return disagreements, grade_of_run

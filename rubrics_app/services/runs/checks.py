@@ -155,79 +155,21 @@ def _prepare_run(run: RunFiles, tasks: dict[str, Task], problems: list[ImportPro
     """The run's files checked from their bytes, each by grading's own parser for it: a run stored here is
     one a sweep can read back (grading.make_run)."""
     before = len(problems)
-    label, raw = run.label, run.files
-
-    def name(file: str) -> str:
-        return member_label(label, file)
-
-    if len(label) > MAX_RUN_SOURCE:  # stored as the run's source: checked here, alike on every database
-        too_long = f"the run's path is {len(label)} characters; at most {MAX_RUN_SOURCE} can be stored"
-        problems.append(ImportProblem(label, too_long))
-    for file in REQUIRED_FILES:
-        if (run.diff is None) if file == DIFF_FILE else (file not in raw):
-            problems.append(ImportProblem(name(file), "file not found"))
-    if len(problems) > before or run.diff is None:
+    if not _files_present(run, problems) or run.diff is None:
         return None
-
-    def check(file: str, parse: Callable[[bytes, Path], object]) -> bool:
-        try:
-            parse(raw[file], Path(name(file)))
-        except InputError as exc:
-            problems.extend(input_problems(exc, name(file)))
-            return False
-        return True
-
-    record = grade = None
-    if _check_json(raw["run.json"], name("run.json"), problems):
-        try:
-            record = parse_run_record(raw["run.json"], Path(name("run.json")))
-        except InputError as exc:
-            problems.extend(input_problems(exc, name("run.json")))
-    if _check_json(raw["grade.json"], name("grade.json"), problems):
-        try:
-            grade = parse_grade(raw["grade.json"], Path(name("grade.json")))
-        except InputError as exc:
-            problems.extend(input_problems(exc, name("grade.json")))
-    check("ignored_created.txt", parse_ignored_created)
-    ignored = _text(raw["ignored_created.txt"], name("ignored_created.txt"), problems)
-    tests_list = tests_list_error = None
-    if TESTS_LIST_NAME in raw:
-        tests_list = _text(raw[TESTS_LIST_NAME], name(TESTS_LIST_NAME), problems)
-    if TESTS_LIST_ERROR_NAME in raw:
-        check(TESTS_LIST_ERROR_NAME, listing_error_text)  # capped at 32 KiB
-        tests_list_error = _text(raw[TESTS_LIST_ERROR_NAME], name(TESTS_LIST_ERROR_NAME), problems)
-    git_dir_changes = None
-    if GIT_DIR_CHANGES_NAME in raw and check(GIT_DIR_CHANGES_NAME, parse_path_list):
-        git_dir_changes = _text(raw[GIT_DIR_CHANGES_NAME], name(GIT_DIR_CHANGES_NAME), problems)
+    label, raw = run.label, run.files
+    record = _parsed(run, "run.json", parse_run_record, problems)
+    grade = _parsed(run, "grade.json", parse_grade, problems)
+    texts = _side_texts(run, problems)
     if len(problems) == before and record is not None and grade is not None:
-        # What no one file says (tests_list.error beside tests_list.txt), as a sweep reads the stored run.
-        try:
-            make_run(
-                label,
-                run_json=raw["run.json"],
-                grade_json=raw["grade.json"],
-                diff=None,
-                ignored_created=raw["ignored_created.txt"],
-                tests_list=raw.get(TESTS_LIST_NAME),
-                tests_list_error=raw.get(TESTS_LIST_ERROR_NAME),
-                git_dir_changes=raw.get(GIT_DIR_CHANGES_NAME),
-            )
-        except InputError as exc:
-            problems.extend(input_problems(exc, name(Path(exc.file or "run.json").name)))
+        _check_whole_run(run, problems)
     task = None
     if record is not None:
-        task = tasks.get(record.task)
-        if task is None:
-            problems.append(
-                ImportProblem(name("run.json"), f"no task {record.task!r} in this repository", "task")
-            )
-        for key in ("arm", "model"):
-            if len(getattr(record, key)) > MAX_NAME:
-                problems.append(ImportProblem(name("run.json"), f"at most {MAX_NAME} characters", key))
+        task = _record_task(record, tasks, member_label(label, "run.json"), problems)
     metrics = None
     if grade is not None and METRICS_FILE in raw:
-        metrics = _prepare_metrics(raw[METRICS_FILE], name(METRICS_FILE), grade, problems)
-    if len(problems) > before or record is None or grade is None or task is None or ignored is None:
+        metrics = _prepare_metrics(raw[METRICS_FILE], member_label(label, METRICS_FILE), grade, problems)
+    if len(problems) > before or record is None or grade is None or task is None or texts.ignored is None:
         return None
     return PreparedRun(
         label=label,
@@ -236,16 +178,115 @@ def _prepare_run(run: RunFiles, tasks: dict[str, Task], problems: list[ImportPro
         grade=grade,
         read_diff=run.read_diff,
         diff_size=run.diff[1],
-        ignored_created=ignored,
-        tests_list=tests_list,
-        tests_list_error=tests_list_error,
-        git_dir_changes=git_dir_changes,
+        ignored_created=texts.ignored,
+        tests_list=texts.tests_list,
+        tests_list_error=texts.tests_list_error,
+        git_dir_changes=texts.git_dir_changes,
         files_sha256={
             **{f: _sha256(raw[f]) for f in RUN_FILES if f in raw},
             DIFF_FILE: run.diff[0],
         },
         metrics=metrics,
     )
+
+
+def _files_present(run: RunFiles, problems: list[ImportProblem]) -> bool:
+    """The run's path fits its column and every required file is there (a problem for each that is not)."""
+    before = len(problems)
+    if len(run.label) > MAX_RUN_SOURCE:  # stored as the run's source: checked here, alike on every database
+        too_long = f"the run's path is {len(run.label)} characters; at most {MAX_RUN_SOURCE} can be stored"
+        problems.append(ImportProblem(run.label, too_long))
+    for file in REQUIRED_FILES:
+        if (run.diff is None) if file == DIFF_FILE else (file not in run.files):
+            problems.append(ImportProblem(member_label(run.label, file), "file not found"))
+    return len(problems) == before
+
+
+def _parses(
+    run: RunFiles, file: str, parse: Callable[[bytes, Path], object], problems: list[ImportProblem]
+) -> bool:
+    """Whether grading's parser reads ``file``; its problems where it does not."""
+    name = member_label(run.label, file)
+    try:
+        parse(run.files[file], Path(name))
+    except InputError as exc:
+        problems.extend(input_problems(exc, name))
+        return False
+    return True
+
+
+def _parsed[T](
+    run: RunFiles, file: str, parse: Callable[[bytes, Path], T], problems: list[ImportProblem]
+) -> T | None:
+    """The JSON ``file`` (run.json, grade.json) as its model, or None with its problems."""
+    name = member_label(run.label, file)
+    if not _check_json(run.files[file], name, problems):
+        return None
+    try:
+        return parse(run.files[file], Path(name))
+    except InputError as exc:
+        problems.extend(input_problems(exc, name))
+        return None
+
+
+@dataclass(frozen=True)
+class _SideTexts:
+    ignored: str | None
+    tests_list: str | None
+    tests_list_error: str | None
+    git_dir_changes: str | None
+
+
+def _side_texts(run: RunFiles, problems: list[ImportProblem]) -> _SideTexts:
+    """The run's text files (ignored_created.txt, and the test listing and .git changes where given), each
+    checked by its parser and decoded; None for one that is absent or does not decode."""
+    raw = run.files
+
+    def text(file: str) -> str | None:
+        return _text(raw[file], member_label(run.label, file), problems)
+
+    _parses(run, "ignored_created.txt", parse_ignored_created, problems)
+    ignored = text("ignored_created.txt")
+    tests_list = tests_list_error = git_dir_changes = None
+    if TESTS_LIST_NAME in raw:
+        tests_list = text(TESTS_LIST_NAME)
+    if TESTS_LIST_ERROR_NAME in raw:
+        _parses(run, TESTS_LIST_ERROR_NAME, listing_error_text, problems)  # capped at 32 KiB
+        tests_list_error = text(TESTS_LIST_ERROR_NAME)
+    if GIT_DIR_CHANGES_NAME in raw and _parses(run, GIT_DIR_CHANGES_NAME, parse_path_list, problems):
+        git_dir_changes = text(GIT_DIR_CHANGES_NAME)
+    return _SideTexts(ignored, tests_list, tests_list_error, git_dir_changes)
+
+
+def _check_whole_run(run: RunFiles, problems: list[ImportProblem]) -> None:
+    """What no one file says (tests_list.error beside tests_list.txt), as a sweep reads the stored run."""
+    raw = run.files
+    try:
+        make_run(
+            run.label,
+            run_json=raw["run.json"],
+            grade_json=raw["grade.json"],
+            diff=None,
+            ignored_created=raw["ignored_created.txt"],
+            tests_list=raw.get(TESTS_LIST_NAME),
+            tests_list_error=raw.get(TESTS_LIST_ERROR_NAME),
+            git_dir_changes=raw.get(GIT_DIR_CHANGES_NAME),
+        )
+    except InputError as exc:
+        problems.extend(input_problems(exc, member_label(run.label, Path(exc.file or "run.json").name)))
+
+
+def _record_task(
+    record: RunRecord, tasks: dict[str, Task], name: str, problems: list[ImportProblem]
+) -> Task | None:
+    """The task run.json (``name``) names, and its arm and model checked against their columns."""
+    task = tasks.get(record.task)
+    if task is None:
+        problems.append(ImportProblem(name, f"no task {record.task!r} in this repository", "task"))
+    for key in ("arm", "model"):
+        if len(getattr(record, key)) > MAX_NAME:
+            problems.append(ImportProblem(name, f"at most {MAX_NAME} characters", key))
+    return task
 
 
 def prepare_runs(

@@ -97,25 +97,69 @@ def import_labels(repository: Repository, data: bytes, name: str, by: Actor) -> 
         rows = read_label_rows(data, name)
     except LabelRowsError as error:
         raise LabelImportFailed(error.problems) from None
-    runs = {
+    keyed = _keyed_rows(rows, name, _runs_by_key(repository), _Reviewers.named_in(repository, rows))
+    return _store_labels(keyed)
+
+
+_LabelKey = tuple[int, str, str, int | None, bool]  # run pk, item, wording, reviewer pk, adjudicated
+
+
+def _runs_by_key(repository: Repository) -> dict[tuple[str, str, str, int], tuple[int, str]]:
+    """The repository's runs by (task, arm, model, repetition): their pk and diff sha."""
+    return {
         (task, arm, model, repetition): (pk, diff)
         for pk, task, arm, model, repetition, diff in AgentRun.objects.filter(task__repository=repository)
         .values_list("pk", "task__task_id", "arm", "model", "repetition", "diff_sha256")
         .iterator(chunk_size=EXPORT_CHUNK)
     }
-    users = get_user_model()
-    named = {row.reviewer for row in rows if row.reviewer}
-    members = {
-        username: (pk, role)
-        for username, pk, role in Membership.objects.filter(
-            repository=repository, user__username__in=named
-        ).values_list("user__username", "user_id", "role")
-    }
-    superusers = dict(
-        users.objects.filter(username__in=named, is_superuser=True).values_list("username", "pk")
-    )
+
+
+@dataclass(frozen=True)
+class _Reviewers:
+    """The reviewers the rows name: members of the repository (user pk, role) and superusers (user pk)."""
+
+    members: dict[str, tuple[int, str]]
+    superusers: dict[str, int]
+
+    @classmethod
+    def named_in(cls, repository: Repository, rows: list[LabelRow]) -> _Reviewers:
+        named = {row.reviewer for row in rows if row.reviewer}
+        members = {
+            username: (pk, role)
+            for username, pk, role in Membership.objects.filter(
+                repository=repository, user__username__in=named
+            ).values_list("user__username", "user_id", "role")
+        }
+        superusers = dict(
+            get_user_model()
+            .objects.filter(username__in=named, is_superuser=True)
+            .values_list("username", "pk")
+        )
+        return cls(members, superusers)
+
+    def user_of(self, row: LabelRow) -> tuple[int | None, str | None]:
+        """The pk of the row's reviewer (None: the command line), or the problem with them."""
+        if not row.reviewer:
+            return None, None
+        if row.reviewer in self.superusers:
+            return self.superusers[row.reviewer], None
+        member = self.members.get(row.reviewer)
+        if member is None or member[1] not in (Role.REVIEWER, Role.MAINTAINER):
+            return None, f"reviewer: {row.reviewer!r} labels nothing in this repository"
+        if row.adjudicated and member[1] != Role.MAINTAINER:
+            return None, f"adjudicated: {row.reviewer!r} is not a maintainer"
+        return member[0], None
+
+
+def _keyed_rows(
+    rows: list[LabelRow],
+    name: str,
+    runs: dict[tuple[str, str, str, int], tuple[int, str]],
+    reviewers: _Reviewers,
+) -> dict[_LabelKey, LabelRow]:
+    """Each row under the label it writes; LabelImportFailed with every row's problem if any has one."""
     problems: list[str] = []
-    keyed: dict[tuple[int, str, str, int | None, bool], LabelRow] = {}
+    keyed: dict[_LabelKey, LabelRow] = {}
     for number, row in enumerate(rows, start=1):
         where = f"{name}: row {number}"
         found = runs.get((row.task, row.arm, row.model, row.repetition))
@@ -129,19 +173,10 @@ def import_labels(repository: Repository, data: bytes, name: str, by: Actor) -> 
                 f"{where}: diff_sha256: the run's diff is another ({diff[:12]}…): labelled elsewhere"
             )
             continue
-        user_id: int | None = None
-        if row.reviewer:
-            member = members.get(row.reviewer)
-            if row.reviewer in superusers:
-                user_id = superusers[row.reviewer]
-            elif member is None or member[1] not in (Role.REVIEWER, Role.MAINTAINER):
-                problems.append(f"{where}: reviewer: {row.reviewer!r} labels nothing in this repository")
-                continue
-            else:
-                user_id = member[0]
-                if row.adjudicated and member[1] != Role.MAINTAINER:
-                    problems.append(f"{where}: adjudicated: {row.reviewer!r} is not a maintainer")
-                    continue
+        user_id, problem = reviewers.user_of(row)
+        if problem is not None:
+            problems.append(f"{where}: {problem}")
+            continue
         key = (run_id, row.item, row.criterion_sha256, user_id, row.adjudicated)
         if key in keyed:
             problems.append(f"{where}: the same reviewer's label on the same pair and wording as another row")
@@ -149,6 +184,11 @@ def import_labels(repository: Repository, data: bytes, name: str, by: Actor) -> 
         keyed[key] = row
     if problems:
         raise LabelImportFailed(problems)
+    return keyed
+
+
+def _store_labels(keyed: dict[_LabelKey, LabelRow]) -> LabelImport:
+    """The labels written in one transaction, each replacing the one under its key."""
     created = replaced = 0
     with transaction.atomic():
         for (run_id, item, wording, user_id, adjudicated), row in keyed.items():

@@ -1,10 +1,18 @@
-"""A judge request with a fenced diff, and a hostile diff that tries to close the fence: shared by the
-SDK backend tests."""
+"""A judge request with a fenced diff, a hostile diff that tries to close the fence, and the two SDK backends
+set up against the fake provider server: shared by the SDK backend tests."""
 
 from __future__ import annotations
 
-from grading.judge.backend import JudgeRequest
-from tests.grading.judge.fake_servers import fake_server_fixture  # noqa: F401 - the fake_server fixture
+import asyncio
+from typing import Any
+
+from grading.judge.anthropic_backend import AnthropicBackend
+from grading.judge.backend import Backend, BackendReply, JudgeRequest
+from grading.judge.openai_backend import OpenAIBackend
+from tests.grading.judge.fake_servers import (  # noqa: F401 - the fake_server fixture
+    FakeProviderServer,
+    fake_server_fixture,
+)
 
 NONCE = "f3a9c1d27b"
 
@@ -57,3 +65,26 @@ def request(diff: str = DIFF, ids: tuple[str, ...] = ("B1", "N1")) -> JudgeReque
         output_schema=schema,
         diff_text=diff,
     )
+
+
+ANTHROPIC_MODEL = "claude-judge-9-20260101"
+OPENAI_MODEL = "gpt-judge-7-2026-01-01"
+
+
+def anthropic_backend(server: FakeProviderServer, **kwargs: Any) -> AnthropicBackend:
+    """The anthropic backend against ``server``, with a test key, 4 retries and a 5 s timeout unless given."""
+    kwargs.setdefault("max_retries", 4)
+    kwargs.setdefault("timeout", 5.0)
+    return AnthropicBackend(ANTHROPIC_MODEL, base_url=server.anthropic_base_url, api_key="sk-test", **kwargs)
+
+
+def openai_backend(server: FakeProviderServer, **kwargs: Any) -> OpenAIBackend:
+    """The openai backend against ``server``, with a test key, 4 retries and a 5 s timeout unless given."""
+    kwargs.setdefault("max_retries", 4)
+    kwargs.setdefault("timeout", 5.0)
+    return OpenAIBackend(OPENAI_MODEL, base_url=server.openai_base_url, api_key="sk-test", **kwargs)
+
+
+def complete(backend: Backend, req: JudgeRequest | None = None) -> BackendReply:
+    """One call of ``backend`` with ``req`` (the default request without it)."""
+    return asyncio.run(backend.complete(req or request()))

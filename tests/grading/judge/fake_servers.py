@@ -542,6 +542,10 @@ class FakeProviderServer(LocalServer):
             "_results": results,
             "_polls_left": self.batch_polls_in_progress,
         }
+        return self._kept_batch(batch_id, batch)
+
+    def _kept_batch(self, batch_id: str, batch: dict[str, Any]) -> dict[str, Any]:
+        """``batch`` kept under ``batch_id`` for the polls to come; its public fields, as created."""
         with self._lock:
             self._batches[batch_id] = batch
         return _public(batch)
@@ -640,9 +644,7 @@ class FakeProviderServer(LocalServer):
             "_end": "expired" if expired else "completed",
             "_polls_left": self.batch_polls_in_progress,
         }
-        with self._lock:
-            self._batches[batch_id] = batch
-        return _public(batch)
+        return self._kept_batch(batch_id, batch)
 
     def retrieve_openai_batch(self, batch_id: str) -> dict[str, Any] | None:
         with self._lock:
@@ -949,6 +951,23 @@ def provider_server() -> Iterator[FakeProviderServer]:
         server.stop()
 
 
+def provider_environment(provider: FakeProviderServer) -> dict[str, str]:
+    """The variables that send both providers' SDKs to the fake server (which stands in for both), with
+    test keys."""
+    return {
+        "ANTHROPIC_BASE_URL": provider.anthropic_base_url,
+        "ANTHROPIC_API_KEY": "test-anthropic-key",
+        "OPENAI_BASE_URL": provider.openai_base_url,
+        "OPENAI_API_KEY": "test-openai-key",
+    }
+
+
+def point_sdks_at(provider: FakeProviderServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both providers' SDKs sent to the fake server for the test (:func:`provider_environment`)."""
+    for name, value in provider_environment(provider).items():
+        monkeypatch.setenv(name, value)
+
+
 @pytest.fixture(name="fake_server")
 def fake_server_fixture() -> Iterator[FakeProviderServer]:
     with provider_server() as server:
@@ -970,6 +989,8 @@ __all__ = [
     "malformed",
     "message_events",
     "missing_id",
+    "point_sdks_at",
+    "provider_environment",
     "provider_server",
     "refusal",
     "slow",

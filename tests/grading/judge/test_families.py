@@ -14,6 +14,7 @@ from tests.grading.cli_helpers import own_stores
 from tests.grading.judge.fake_servers import (
     FakeProviderServer,
     fake_server_fixture,  # noqa: F401 - the fake_server fixture
+    point_sdks_at,
     valid,
 )
 from tests.grading.task_helpers import FIXED, Task, answer_run, answers
@@ -66,13 +67,7 @@ def test_the_rule() -> None:
 @pytest.fixture
 def task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_server: FakeProviderServer) -> Task:
     own_stores(tmp_path, monkeypatch)
-    for name, value in (
-        ("ANTHROPIC_BASE_URL", fake_server.anthropic_base_url),
-        ("OPENAI_BASE_URL", fake_server.openai_base_url),
-        ("ANTHROPIC_API_KEY", "test-key"),
-        ("OPENAI_API_KEY", "test-key"),
-    ):
-        monkeypatch.setenv(name, value)
+    point_sdks_at(fake_server, monkeypatch)
     return Task(tmp_path)
 
 

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
 
 import pytest
 
 from grading.errors import InputError
-from grading.judge.backend import BackendError, BackendReply, JudgeRequest
+from grading.judge.backend import BackendError, BackendReply
 from grading.judge.openai_backend import SCHEMA_NAME, OpenAIBackend
-from tests.grading.judge.backend_helpers import HOSTILE, request
+from tests.grading.judge.backend_helpers import HOSTILE, OPENAI_MODEL, complete, openai_backend, request
 from tests.grading.judge.fake_servers import (
     FakeProviderServer,
     bad_location,
@@ -22,24 +21,13 @@ from tests.grading.judge.fake_servers import (
     malformed,
     missing_id,
     refusal,
-    slow,
-    storm,
     tokens,
     truncated,
     valid,
 )
 
-MODEL = "gpt-judge-7-2026-01-01"
-
-
-def backend(server: FakeProviderServer, **kwargs: Any) -> OpenAIBackend:
-    kwargs.setdefault("max_retries", 4)
-    kwargs.setdefault("timeout", 5.0)
-    return OpenAIBackend(MODEL, base_url=server.openai_base_url, api_key="sk-test", **kwargs)
-
-
-def complete(b: OpenAIBackend, req: JudgeRequest | None = None) -> BackendReply:
-    return asyncio.run(b.complete(req or request()))
+MODEL = OPENAI_MODEL
+backend = openai_backend
 
 
 def test_it_sends_a_strict_json_schema_no_tools_and_the_diff_last(fake_server: FakeProviderServer) -> None:
@@ -115,45 +103,6 @@ def test_replies_that_are_malformed_truncated_or_incomplete_are_passed_to_the_ru
     assert [v["id"] for v in json.loads(complete(b).text or "")["verdicts"]] == ["B1", "N1", "NOT_IN_RUBRIC"]
     elsewhere = json.loads(complete(b).text or "")["verdicts"][0]["locations"]
     assert elsewhere == [{"file": "not/in/the/diff.py", "line": 99999, "side": "new"}]
-
-
-def test_a_refusal_is_flagged_with_no_text(fake_server: FakeProviderServer) -> None:
-    fake_server.script(refusal())
-    reply = complete(backend(fake_server))
-    assert reply.refused is True and reply.text is None and reply.stop_reason == "refusal"
-
-
-@pytest.mark.parametrize("status", [429, 500, 503])
-def test_a_storm_is_retried_by_the_sdk_then_succeeds(fake_server: FakeProviderServer, status: int) -> None:
-    fake_server.script(storm(status, 3))
-    reply = complete(backend(fake_server, max_retries=3))
-    assert reply.text is not None
-    assert len(fake_server.model_calls()) == 4
-
-
-def test_an_exhausted_storm_raises_backend_error(fake_server: FakeProviderServer) -> None:
-    fake_server.script(storm(429, 10))
-    with pytest.raises(BackendError, match="HTTP 429 after 2 retries"):
-        complete(backend(fake_server, max_retries=2))
-    assert len(fake_server.model_calls()) == 3
-
-
-def test_a_client_error_is_not_retried(fake_server: FakeProviderServer) -> None:
-    fake_server.script(error(400))
-    with pytest.raises(BackendError, match="HTTP 400"):
-        complete(backend(fake_server))
-    assert len(fake_server.model_calls()) == 1
-
-
-def test_timeouts_are_retried_then_raise_backend_error(fake_server: FakeProviderServer) -> None:
-    fake_server.script(slow(3.0))
-    assert complete(backend(fake_server, timeout=0.3, max_retries=1)).text is not None
-    assert len(fake_server.model_calls()) == 2
-
-    fake_server.script(slow(3.0), slow(3.0))
-    with pytest.raises(BackendError, match="timed out after 1 retries"):
-        complete(backend(fake_server, timeout=0.3, max_retries=1))
-    assert len(fake_server.model_calls()) == 4
 
 
 def test_any_compatible_server_through_the_environment(
