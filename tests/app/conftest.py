@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.core.cache import cache
 from django.db import DatabaseError
 from django.db.transaction import TransactionManagementError
 from django.test import override_settings
@@ -263,6 +264,13 @@ def current_grades_stored(request: pytest.FixtureRequest) -> Iterator[None]:
         f"has {sorted(derived_queue - stored_queue, key=str)}: a write went round "
         "services.runs.store.writing_grades"
     )
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache() -> None:
+    """Every test starts with an empty cache (the process's local memory): test databases reuse row ids,
+    so a report cached by an earlier test in the same worker must not answer for this one."""
+    cache.clear()
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 
@@ -21,11 +20,6 @@ from tests.app.report_helpers import build_runs, label_runs
 
 PROBLEM = "application/problem+json"
 API = "/api/v1/repositories/example-project"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache() -> None:
-    cache.clear()
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 
@@ -22,11 +21,6 @@ from rubrics_app.services.runs import queue as review_queue
 from tests.app.report_helpers import build_runs
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache() -> None:
-    cache.clear()
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 
@@ -30,11 +29,6 @@ from grading import (
 from rubrics_app.models import AgentRun, HumanVerdict, Repository
 from tests.app.client_helpers import logged_in
 from tests.app.report_helpers import ROOT, build_runs, label_runs
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache() -> None:
-    cache.clear()
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 
@@ -26,11 +25,6 @@ from tests.app.report_rows import judged_details
 from tests.app.runs_helpers import put_label
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache() -> None:
-    cache.clear()
 
 
 def _details(outcome: str) -> dict[str, Any]:

@@ -35,11 +35,6 @@ from tests.app.runs_helpers import write_run
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(autouse=True)
-def _fresh_cache() -> None:
-    cache.clear()  # test databases reuse row ids: a report cached by an earlier test must not answer
-
-
 @pytest.fixture
 def graded(tmp_path: Path, repository: Repository) -> Repository:
     build_runs(tmp_path, repository)

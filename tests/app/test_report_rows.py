@@ -43,11 +43,6 @@ pytestmark = pytest.mark.django_db
 FAILING = {**PASSING, "B1": {"verdict": "fail", "reason": "wrong message"}}
 
 
-@pytest.fixture(autouse=True)
-def _fresh_cache() -> None:
-    cache.clear()
-
-
 def report_json(user: User, repository: Repository) -> dict[str, Any]:
     client = Client()
     client.force_login(user)

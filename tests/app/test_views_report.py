@@ -25,12 +25,6 @@ pytestmark = pytest.mark.django_db
 CUTOFFS = {"model-a": "2025-05-01"}
 
 
-@pytest.fixture(autouse=True)
-def _fresh_cache() -> None:
-    # Test databases reuse row ids; a report cached by an earlier test must not answer for this one.
-    cache.clear()
-
-
 def logged_in(user: User) -> Client:
     client = Client()
     client.force_login(user)
