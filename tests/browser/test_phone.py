@@ -256,6 +256,27 @@ class Watched:
 JUDGE_SPEC_SHOWN = {"judges", "run"}
 
 
+# The words (letters and underscores, four or more) of a page's tables of long texts that are drawn on two
+# lines: a word broken inside itself, not at a hyphen or a space.
+BROKEN_WORDS = """() => {
+  const broken = [];
+  for (const cell of document.querySelectorAll("main table.stack td")) {
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const m of node.textContent.matchAll(/[A-Za-z_]{4,}/g)) {
+        const range = document.createRange();
+        range.setStart(node, m.index);
+        range.setEnd(node, m.index + m[0].length);
+        const rects = [...range.getClientRects()].filter(r => r.width > 0);
+        const tops = new Set(rects.map(r => Math.round(r.top)));
+        if (tops.size > 1) broken.push(m[0]);
+      }
+    }
+  }
+  return broken;
+}"""
+
+
 @pytest.mark.parametrize("role", ["maintainer", "viewer"])
 def test_every_page_at_phone_width_loads_cleanly_and_fits(
     browser: Browser, graded: RubricRevision, repository: Repository, role: str
@@ -284,5 +305,11 @@ def test_every_page_at_phone_width_loads_cleanly_and_fits(
             and "scripted:/" in page.locator("main").inner_text()
         ):
             problems.append(f"{name} ({url}) shows a scripted judge's file path")
+        if name == "run":
+            # The items beside the judges' reasons: one block per row, so no word is cut in two.
+            assert page.locator("main table.stack td").count() > 0
+            broken = page.evaluate(BROKEN_WORDS)
+            if broken:
+                problems.append(f"run ({url}): words broken inside themselves: {broken[:8]}")
         browser.shot(page, f"{role} {name}")
     assert not problems, "\n".join(problems)
