@@ -145,7 +145,7 @@ def _sweep_of(request: HttpRequest, name: str, sweep_id: int) -> Sweep:
     response={200: None, **ERRORS},
     openapi_extra={
         "responses": {
-            "200": {
+            200: {
                 "description": "the export: the runs in the sweep's scope as run folders, in a zip",
                 "content": {"application/zip": {"schema": {"type": "string", "format": "binary"}}},
             }
@@ -192,11 +192,12 @@ def report(
 _ROW_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/jsonl; charset=utf-8"}
 
 
-def _row_files(model: str) -> dict[str, Any]:
+def _row_files(model: str) -> dict[int, Any]:
     """The 200 answer of a rows operation: the model as JSON, or the rows file (openapi_extra replaces the
-    answer's content whole, so the JSON one is named again)."""
+    answer's content whole, so the JSON one is named again). Keyed by the int 200 as ninja keys its own
+    answers: a "200" beside it would be a second "200" key in the JSON schema, which Swagger UI refuses."""
     return {
-        "200": {
+        200: {
             "description": "format=json: the provenance and the rows; format=jsonl or csv: the report page's "
             "download of the same rows, streamed",
             "content": {

@@ -259,6 +259,21 @@ def test_the_schema_and_its_docs_page_are_served_without_a_cdn(db: None) -> None
     schema = client.get("/api/v1/openapi.json")
     assert schema.status_code == 200
     assert "/api/v1/repositories/{name}/runs" in schema.json()["paths"]
+    # No object with a key twice (an int 200 and a "200" both print as "200"): Swagger UI's parser refuses
+    # the whole schema then, and the docs page shows "duplicated mapping key" instead of the operations.
+    twice: list[str] = []
+
+    def once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [key for key, _ in pairs]
+        twice.extend(key for key in set(keys) if keys.count(key) > 1)
+        return dict(pairs)
+
+    parsed = json.loads(schema.content, object_pairs_hook=once)
+    assert not twice, f"keys given twice in the schema: {twice}"
+    rows = parsed["paths"]["/api/v1/repositories/{name}/report/runs"]["get"]["responses"]["200"]["content"]
+    assert set(rows) == {"application/json", "application/jsonl", "text/csv"}
+    export = parsed["paths"]["/api/v1/repositories/{name}/sweeps/{sweep_id}/export"]["get"]["responses"]
+    assert "application/zip" in export["200"]["content"]
     page = client.get("/api/v1/docs").content.decode()
     assert "swagger-ui-bundle.js" in page
     assert "cdn" not in page.lower() and "https://" not in page

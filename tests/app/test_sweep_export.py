@@ -112,6 +112,9 @@ def test_sweep_export_writes_the_runs_that_rubric_report_turns_into_the_apps_rep
     page = client.get(reverse("rubrics:job_detail", args=[swept.pk, sweep.job_id])).content.decode()
     link = reverse("rubrics:job_file", args=[swept.pk, sweep.job_id, made.pk])
     assert f'href="{link}"' in page and made.name in page
+    # The sweep's page, where the sweep form sends whoever asked for the export, links it too.
+    sweep_page = client.get(reverse("rubrics:sweep_detail", args=[swept.pk, sweep.pk])).content.decode()
+    assert f'href="{link}"' in sweep_page
     download = client.get(link)
     assert download.status_code == 200 and download.content == target.read_bytes()
     assert download["Content-Disposition"] == f'attachment; filename="{made.name}"'

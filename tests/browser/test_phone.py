@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
 
-from rubrics_app.models import HumanVerdict, Repository, RubricRevision, Task
+from rubrics_app.models import AgentRun, HumanVerdict, Repository, RubricRevision, Task
 from rubrics_app.services.runs.store import revision_sha256
 from tests.app.report_rows import bulk_runs
 from tests.app.runs_helpers import PASSING, grade, write_run, write_scripted, write_task_dir
@@ -214,3 +215,101 @@ def test_the_report_tables_fit_a_screen_without_scrolling(
     assert len(page.evaluate(TABLE_WIDTHS)) >= 2  # contrasts and cells
     problems += [f"the HTML file's {p}" for p in scrolled_tables(page)]
     assert not problems, f"report tables scroll sideways at {DESKTOP['width']} px:\n" + "\n".join(problems)
+
+
+def every_page(repository: Repository, revision: RubricRevision) -> dict[str, str]:
+    """Every page the navigation reaches for a role on ``repository``: the main ones, the settings and lists
+    linked from them, one run, and the API's docs page."""
+    base = f"/repos/{repository.pk}"
+    run = AgentRun.objects.filter(task__repository=repository).order_by("pk").first()
+    assert run is not None
+    return {
+        **pages(repository, revision),
+        "token settings": "/settings/tokens/",
+        "drafting settings": f"{base}/drafting/",
+        "remote settings": f"{base}/remote/",
+        "adjudication": f"{base}/queue/adjudication/",
+        "run": f"{base}/runs/{run.pk}/",
+        "API docs": "/api/v1/docs",
+    }
+
+
+@dataclass
+class Watched:
+    """What went wrong while a page loaded: uncaught errors, console errors and 5xx answers (the page or
+    anything it loaded)."""
+
+    errors: list[str] = field(default_factory=list)
+
+    def watch(self, page: Any) -> None:
+        page.on("pageerror", lambda error: self.errors.append(f"page error: {error}"))
+        page.on(
+            "console",
+            lambda m: self.errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None,
+        )
+        page.on("response", lambda r: self.errors.append(f"{r.status} {r.url}") if r.status >= 500 else None)
+
+
+# The pages that may show a scripted judge's full spec (its file path): the judge settings, where it is set,
+# and a run's page, where the task page's runs table sends whoever wants it (issue 35). Elsewhere a judge is
+# named by its model id or "scripted", with the spec on hover.
+JUDGE_SPEC_SHOWN = {"judges", "run"}
+
+
+# The words (letters and underscores, four or more) of a page's tables of long texts that are drawn on two
+# lines: a word broken inside itself, not at a hyphen or a space.
+BROKEN_WORDS = """() => {
+  const broken = [];
+  for (const cell of document.querySelectorAll("main table.stack td")) {
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const m of node.textContent.matchAll(/[A-Za-z_]{4,}/g)) {
+        const range = document.createRange();
+        range.setStart(node, m.index);
+        range.setEnd(node, m.index + m[0].length);
+        const rects = [...range.getClientRects()].filter(r => r.width > 0);
+        const tops = new Set(rects.map(r => Math.round(r.top)));
+        if (tops.size > 1) broken.push(m[0]);
+      }
+    }
+  }
+  return broken;
+}"""
+
+
+@pytest.mark.parametrize("role", ["maintainer", "viewer"])
+def test_every_page_at_phone_width_loads_cleanly_and_fits(
+    browser: Browser, graded: RubricRevision, repository: Repository, role: str
+) -> None:
+    page = browser.log_in(role, viewport=PHONE)
+    watched = Watched()
+    watched.watch(page)
+    problems = []
+    for name, url in every_page(repository, graded).items():
+        watched.errors.clear()
+        response = page.goto(url, wait_until="networkidle")
+        assert response is not None, name
+        if name == "API docs":
+            # Swagger UI renders the schema under the site's CSP (its scripts are files, never inline):
+            # the operations are listed, not "Unable to render this definition".
+            page.locator(".swagger-ui .opblock").first.wait_for()
+        if response.status != 200:
+            problems.append(f"{name} ({url}): {response.status}")
+        problems += [f"{name} ({url}): {error}" for error in watched.errors]
+        width, inner = overflow(page)
+        if width > inner:
+            problems.append(f"{name} ({url}) is {width} px wide in a {inner} px viewport")
+        # The Swagger page has no <main>: it is the API's, not one of the app's pages.
+        text = page.locator("main").inner_text() if name != "API docs" else ""
+        if name not in JUDGE_SPEC_SHOWN and "scripted:/" in text:
+            problems.append(f"{name} ({url}) shows a scripted judge's file path")
+        if role != "maintainer" and repository.checkout_path in text:
+            problems.append(f"{name} ({url}) shows the server's checkout path to a {role}")
+        if name == "run":
+            # The items beside the judges' reasons: one block per row, so no word is cut in two.
+            assert page.locator("main table.stack td").count() > 0
+            broken = page.evaluate(BROKEN_WORDS)
+            if broken:
+                problems.append(f"run ({url}): words broken inside themselves: {broken[:8]}")
+        browser.shot(page, f"{role} {name}")
+    assert not problems, "\n".join(problems)
