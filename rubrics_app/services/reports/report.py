@@ -13,9 +13,11 @@ that changes a computation or the report's shape never serves a report of the co
 Kept ready: a repository's whole report (no filters) is also stored in the database (``ReportSnapshot``),
 where every process and machine finds it. A job that changes the runs (an import, a sweep) sends
 :func:`keep_report_ready` once it is committed, and a worker computes the report for the new key and
-stores it: the page's first view then reads it. Until it is stored, the page computes the report itself,
-as before (never a report of an older key). ``manage.py prepare_report`` does the same on demand, after a
-deploy or a migration.
+stores it: the page's first view then reads it. Until it is stored, the page shows the stored report of
+the key before, saying it is being updated (:func:`page_report`), so a label never makes a reader wait for
+the report to be computed; the downloads, and the page when nothing is stored, compute the report of the
+current key (never one of an older key without saying so). ``manage.py prepare_report`` does the same on
+demand, after a deploy or a migration.
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
 import zlib
 from collections import defaultdict
-from datetime import date
+from dataclasses import dataclass
+from datetime import date, datetime
 from functools import cache as once
 from pathlib import Path
 from typing import Any, Literal
@@ -70,6 +74,9 @@ from rubrics_app.services.reports.sums import (
 FILTERS = ("task", "arm", "model", "prompt_style")
 PROMPT_STYLES = ("spec", "issue")
 CACHE_SECONDS = 24 * 3600  # the key changes with the data; this only bounds how long an unused one stays
+# How long the page shows the stored report of an earlier key while a worker computes the new one; past it
+# (no worker took the job) the page computes the report itself.
+UPDATING_SECONDS = 120
 _CACHE_VERSION = "report-v5"  # the cached value's shape (the code digest below covers the report's own)
 # The code a report depends on: every module of the grading package, this package (the report, the
 # database's sums) and services/report_rows.py (the rows they read).
@@ -182,6 +189,68 @@ def repository_report(repository: Repository, filters: dict[str, str]) -> Report
     result = _computed(repository, filters, state)
     cache.set(key, result, CACHE_SECONDS)
     return result
+
+
+@dataclass(frozen=True)
+class PageReport:
+    """What the report page shows: the report, and when it is the stored report of an earlier key (the
+    runs, labels or cutoffs changed since and a worker is computing the new one), when that one was made."""
+
+    result: ReportResult
+    updating_since: datetime | None = None
+
+
+def page_report(repository: Repository, filters: dict[str, str]) -> PageReport:
+    """The report for the page, which never makes a reader wait for the report to be computed when a stored
+    one can answer: as :func:`repository_report`, except that the whole report (no filters), when the
+    worker has not stored the one of the current key yet, is the repository's stored report of an earlier
+    key, marked as being updated, while the job that stores the new one is on its way (sent by the change,
+    or now by the page: once per key and process). Computed here as before when there is no stored report,
+    when it does not validate (another code's shape), when the job cannot be sent, or when it was sent
+    over :data:`UPDATING_SECONDS` ago and has still not stored it (no worker is running)."""
+    key, state = _current(repository, filters)
+    cached = cache.get(key)
+    if isinstance(cached, ReportResult):
+        return PageReport(cached)
+    if not filters:
+        stored = _stored(key)
+        if stored is not None:
+            cache.set(key, stored, CACHE_SECONDS)
+            return PageReport(stored)
+        earlier = _earlier(repository, key)
+        if earlier is not None and _job_on_its_way(repository, key):
+            return PageReport(earlier[0], earlier[1])
+    result = _computed(repository, filters, state)
+    cache.set(key, result, CACHE_SECONDS)
+    return PageReport(result)
+
+
+def _earlier(repository: Repository, key: str) -> tuple[ReportResult, datetime] | None:
+    """The repository's stored report of another key and when it was made, if it reads back."""
+    rows = ReportSnapshot.objects.filter(repository=repository).exclude(key=key)
+    found = rows.values_list("key", "created_at").first()
+    if found is None:
+        return None
+    result = _stored(found[0])
+    return None if result is None else (result, found[1])
+
+
+def _job_on_its_way(repository: Repository, key: str) -> bool:
+    """Whether a worker is (as far as this process knows) computing the report of ``key``: sends
+    :func:`keep_report_ready` the first time this process asks for that key, and says no once it was sent
+    :data:`UPDATING_SECONDS` ago (no worker took it) or could not be sent (the broker is down)."""
+    sent_key = f"{key}:sent"
+    now = time.time()
+    if cache.add(sent_key, now, UPDATING_SECONDS * 2):
+        try:
+            keep_report_ready.delay(repository.pk)
+        except Exception:
+            log.exception("could not send keep_report_ready for repository %s", repository.pk)
+            cache.set(sent_key, now - UPDATING_SECONDS, UPDATING_SECONDS * 2)  # the page computes it
+            return False
+        return True
+    sent = cache.get(sent_key)
+    return isinstance(sent, float) and now - sent < UPDATING_SECONDS
 
 
 def _computed(repository: Repository, filters: dict[str, str], state: dict[str, Any]) -> ReportResult:
