@@ -461,3 +461,17 @@ def test_the_page_computes_the_report_when_no_worker_can_store_it(
     cache.set(f"{key}:sent", time.time() - report_service.UPDATING_SECONDS - 1)  # sent long ago
     page = report_page(viewer, graded)
     assert "being updated" not in page and len(computations) == 3
+
+
+def test_a_process_holds_its_reports_as_they_are_not_pickled_copies(
+    graded: Repository, computations: list[dict[str, str]]
+) -> None:
+    """Pickling a report of 100,000 runs into the local-memory cache cost more than reading it from the
+    stored row: a process holds its reports itself, the cache only a token per key, so a cleared cache is
+    still a report this process no longer has."""
+    first = report_service.repository_report(graded, {})
+    assert report_service.repository_report(graded, {}) is first and len(computations) == 1
+    assert not isinstance(cache.get(report_service._current(graded, {})[0]), report_service.ReportResult)
+    cache.clear()
+    again = report_service.repository_report(graded, {})
+    assert again is not first and again == first and len(computations) == 2

@@ -25,9 +25,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import threading
 import time
+import uuid
 import zlib
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from dataclasses import dataclass
 from datetime import date, datetime
 from functools import cache as once
@@ -77,7 +79,7 @@ CACHE_SECONDS = 24 * 3600  # the key changes with the data; this only bounds how
 # How long the page shows the stored report of an earlier key while a worker computes the new one; past it
 # (no worker took the job) the page computes the report itself.
 UPDATING_SECONDS = 120
-_CACHE_VERSION = "report-v5"  # the cached value's shape (the code digest below covers the report's own)
+_CACHE_VERSION = "report-v6"  # the cached value's shape (the code digest below covers the report's own)
 # The code a report depends on: every module of the grading package, this package (the report, the
 # database's sums) and services/report_rows.py (the rows they read).
 _REPORT_CODE = (
@@ -178,16 +180,11 @@ def repository_report(repository: Repository, filters: dict[str, str]) -> Report
     """The report of the repository's graded runs under the filters: from this process's cache when nothing
     changed, else (no filters) the one a worker kept ready for the same key, else computed here."""
     key, state = _current(repository, filters)
-    cached = cache.get(key)
-    if isinstance(cached, ReportResult):
-        return cached
-    if not filters:
-        stored = _stored(key)
-        if stored is not None:
-            cache.set(key, stored, CACHE_SECONDS)
-            return stored
+    ready = _ready(key, filters)
+    if ready is not None:
+        return ready
     result = _computed(repository, filters, state)
-    cache.set(key, result, CACHE_SECONDS)
+    _remember(key, result)
     return result
 
 
@@ -209,20 +206,54 @@ def page_report(repository: Repository, filters: dict[str, str]) -> PageReport:
     when it does not validate (another code's shape), when the job cannot be sent, or when it was sent
     over :data:`UPDATING_SECONDS` ago and has still not stored it (no worker is running)."""
     key, state = _current(repository, filters)
-    cached = cache.get(key)
-    if isinstance(cached, ReportResult):
-        return PageReport(cached)
+    ready = _ready(key, filters)
+    if ready is not None:
+        return PageReport(ready)
     if not filters:
-        stored = _stored(key)
-        if stored is not None:
-            cache.set(key, stored, CACHE_SECONDS)
-            return PageReport(stored)
         earlier = _earlier(repository, key)
         if earlier is not None and _job_on_its_way(repository, key):
             return PageReport(earlier[0], earlier[1])
     result = _computed(repository, filters, state)
-    cache.set(key, result, CACHE_SECONDS)
+    _remember(key, result)
     return PageReport(result)
+
+
+def _ready(key: str, filters: dict[str, str]) -> ReportResult | None:
+    """The report of ``key`` from this process's memory, else (no filters) the stored one, else None."""
+    held = _recalled(key)
+    if held is not None or filters:
+        return held
+    stored = _stored(key)
+    if stored is not None:
+        _remember(key, stored)
+    return stored
+
+
+# This process's reports, by key, the newest few. The cache holds a token per key, not the report: Django's
+# local-memory cache pickles what it holds, and pickling a report of 100,000 runs (25,000 disagreements)
+# took longer than reading it from the stored row, on every first view. A report held here is shared by the
+# requests of this process, and nothing changes a report once it is made. The token keeps the cache's
+# meaning: a cleared or expired cache entry is a report this process no longer has.
+_HELD: OrderedDict[str, tuple[str, ReportResult]] = OrderedDict()
+_HELD_COUNT = 8
+_HELD_LOCK = threading.Lock()
+
+
+def _remember(key: str, result: ReportResult) -> None:
+    token = uuid.uuid4().hex
+    with _HELD_LOCK:
+        _HELD[key] = (token, result)
+        _HELD.move_to_end(key)
+        while len(_HELD) > _HELD_COUNT:
+            _HELD.popitem(last=False)
+    cache.set(key, token, CACHE_SECONDS)
+
+
+def _recalled(key: str) -> ReportResult | None:
+    token = cache.get(key)
+    with _HELD_LOCK:
+        held = _HELD.get(key)
+    return held[1] if held is not None and isinstance(token, str) and held[0] == token else None
 
 
 def _earlier(repository: Repository, key: str) -> tuple[ReportResult, datetime] | None:
@@ -312,7 +343,7 @@ def prepare_report(repository: Repository) -> Prepared:
             return "stored already"
         ReportSnapshot.objects.filter(repository=repository).delete()
         ReportSnapshot.objects.create(repository=repository, key=key, report_json=data)
-    cache.set(key, result, CACHE_SECONDS)
+    _remember(key, result)
     return "stored"
 
 
