@@ -206,13 +206,20 @@ def page_report(repository: Repository, filters: dict[str, str]) -> PageReport:
     when it does not validate (another code's shape), when the job cannot be sent, or when it was sent
     over :data:`UPDATING_SECONDS` ago and has still not stored it (no worker is running)."""
     key, state = _current(repository, filters)
-    ready = _ready(key, filters)
-    if ready is not None:
-        return PageReport(ready)
+    held = _recalled(key)
+    if held is not None:
+        return PageReport(held)
     if not filters:
-        earlier = _earlier(repository, key)
-        if earlier is not None and _job_on_its_way(repository, key):
-            return PageReport(earlier[0], earlier[1])
+        # One query for the repository's stored report, whichever key it is of (it keeps one).
+        row = ReportSnapshot.objects.filter(repository=repository).order_by("-pk")
+        found = row.values_list("key", "created_at", "report_json").first()
+        stored = _read(found[0], found[2]) if found is not None else None
+        if found is not None and stored is not None:
+            if found[0] == key:
+                _remember(key, stored)
+                return PageReport(stored)
+            if _job_on_its_way(repository, key):
+                return PageReport(stored, found[1])
     result = _computed(repository, filters, state)
     _remember(key, result)
     return PageReport(result)
@@ -256,16 +263,6 @@ def _recalled(key: str) -> ReportResult | None:
     return held[1] if held is not None and isinstance(token, str) and held[0] == token else None
 
 
-def _earlier(repository: Repository, key: str) -> tuple[ReportResult, datetime] | None:
-    """The repository's stored report of another key and when it was made, if it reads back."""
-    rows = ReportSnapshot.objects.filter(repository=repository).exclude(key=key)
-    found = rows.values_list("key", "created_at").first()
-    if found is None:
-        return None
-    result = _stored(found[0])
-    return None if result is None else (result, found[1])
-
-
 def _job_on_its_way(repository: Repository, key: str) -> bool:
     """Whether a worker is (as far as this process knows) computing the report of ``key``: sends
     :func:`keep_report_ready` the first time this process asks for that key, and says no once it was sent
@@ -306,8 +303,11 @@ def _computed(repository: Repository, filters: dict[str, str], state: dict[str, 
 
 def _stored(key: str) -> ReportResult | None:
     data = ReportSnapshot.objects.filter(key=key).values_list("report_json", flat=True).first()
-    if data is None:
-        return None
+    return None if data is None else _read(key, data)
+
+
+def _read(key: str, data: bytes | memoryview) -> ReportResult | None:
+    """A stored report's row read back, or None (logged) when it does not decompress or validate."""
     try:
         # Data read through its model, whoever wrote the row: anything that does not validate is absent.
         return ReportResult.model_validate_json(zlib.decompress(data))
