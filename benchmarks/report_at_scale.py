@@ -39,7 +39,9 @@ import json
 import random
 import sys
 import time
+import zlib
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -68,11 +70,12 @@ from django.contrib.auth.models import User  # noqa: E402
 from django.core.cache import cache  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
+from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext, setup_test_environment  # noqa: E402
 from django.urls import reverse  # noqa: E402
 
 from benchmarks._common import Goal, Row, Skip, load, machine, print_table, write_json  # noqa: E402
-from benchmarks._pages import PageTimer, timed_queries  # noqa: E402
+from grading import DEFAULT_BOOTSTRAP, DEFAULT_SEED, report_from_sums  # noqa: E402
 from rubrics_app import freeze  # noqa: E402
 from rubrics_app.models import (  # noqa: E402
     AgentRun,
@@ -93,8 +96,8 @@ from rubrics_app.models import (  # noqa: E402
     refresh_current_grades,
 )
 from rubrics_app.services.report_rows import refresh_report_rows  # noqa: E402
-from rubrics_app.services.reports.report import prepare_report  # noqa: E402
-from tests.app.report_rows import judged_details  # noqa: E402
+from rubrics_app.services.reports.report import ReportResult, prepare_report  # noqa: E402
+from rubrics_app.services.reports.sums import report_state, report_sums  # noqa: E402
 
 BATCH = 5000
 ARMS = [f"arm{i}" for i in range(5)]
@@ -104,15 +107,30 @@ SECOND = "openai:gpt-judge"
 OLD_JUDGE = "anthropic:claude-old-judge"
 BLOCKERS = ["B1", "B2"]
 NON_BLOCKERS = ["N1", "N2", "N3"]
-FREEZE_MIGRATION = "0130_freeze_in_one_module"
+
+
+def _details(mergeable: bool, failed: list[str]) -> dict[str, object]:
+    # metrics.json's details as grading writes them (grading.checks.outcome.RunDetails), less the judges'
+    # copies.
+    return {
+        "status": "mergeable" if mergeable else "not_mergeable",
+        "scope": {"in_scope": True, "changed_files": 3, "changed_lines": 40},
+        "integrity": {"ok": True},
+        "judge_skipped": None,
+        "assessment": {
+            "in_scope": True,
+            "integrity_ok": True,
+            "blockers_passed": [b for b in BLOCKERS if b not in failed],
+            "blockers_failed": failed,
+        },
+        "judge_families": {"primary": "claude", "second": "gpt"},
+    }
 
 
 def _frozen_triggers(installed: bool) -> None:
     """The data set writes admitted revisions directly (no calibration): the freeze triggers are lifted
     while it does, in this throwaway database only, and installed again after."""
-    import importlib
-
-    columns = importlib.import_module(f"rubrics_app.migrations.{FREEZE_MIGRATION}").COLUMNS
+    columns = freeze.model_columns()  # the triggers as rubrics_app.freeze writes them today
     with connection.cursor() as cursor:
         for sql in freeze.drop_sql(connection.vendor, columns):
             cursor.execute(sql)
@@ -228,8 +246,7 @@ def generate(name: str, runs: int, user: User) -> Repository:
                 | {("second", k): v for k, v in second.items()}
             )
             mergeable = run.passed and not failed
-            passed = [b for b in BLOCKERS if b not in failed]
-            details = judged_details(mergeable, passed, failed, changed_files=3, changed_lines=40)
+            details = _details(mergeable, failed)
             grade_rows.append(
                 RunGrade(
                     run=run,
@@ -290,7 +307,22 @@ def generate(name: str, runs: int, user: User) -> Repository:
     return repository
 
 
-class Pages(PageTimer):
+class Pages:
+    def __init__(self, user: User, repeat: int) -> None:
+        self.client = Client()
+        self.client.force_login(user)
+        self.repeat = repeat
+
+    def get(self, url: str) -> int:
+        with CaptureQueriesContext(connection) as queries:
+            response = self.client.get(url)
+        assert response.status_code == 200, (url, response.status_code)
+        return len(queries)
+
+    def timed(self, url: str, before: Callable[[], None] = lambda: None) -> tuple[float, int]:
+        """The fastest of ``repeat`` renders (``before`` runs untimed before each) and the queries of one."""
+        return _timed(functools.partial(self.get, url), before, self.repeat)
+
     def slowest(self, url: str, before: Callable[[], None], count: int = 5) -> None:
         """EXPLAIN ANALYZE of the ``count`` slowest queries of one render."""
         before()
@@ -307,8 +339,8 @@ class Pages(PageTimer):
 
 def main() -> None:
     assert ARGS is not None
-    if connection.vendor != "postgresql":
-        raise SystemExit("--database-url: a PostgreSQL database (the goal is PostgreSQL's)")
+    if connection.vendor not in ("postgresql", "sqlite"):
+        raise SystemExit("--database-url: a PostgreSQL database or a SQLite file")
     setup_test_environment()
     call_command("migrate", verbosity=0)
     user = User.objects.filter(username="bench").first() or User.objects.create_user(
@@ -317,7 +349,7 @@ def main() -> None:
     large = generate(f"scale-{ARGS.runs}", ARGS.runs, user)
     small = generate(f"scale-{ARGS.reference}", ARGS.reference, user)
     with connection.cursor() as cursor:
-        cursor.execute("VACUUM ANALYZE")
+        cursor.execute("VACUUM ANALYZE" if connection.vendor == "postgresql" else "ANALYZE")
     pages = Pages(user, ARGS.repeat)
     report_url = {r: reverse("rubrics:report", args=[r.pk]) for r in (large, small)}
     queue_url = {r: reverse("rubrics:queue", args=[r.pk]) + "?kind=judges" for r in (large, small)}
@@ -327,7 +359,7 @@ def main() -> None:
 
     def kept_ready(repository: Repository) -> Callable[[], None]:
         # As after a job: the worker stores the report; the page (another process) has nothing cached.
-        return lambda: (no_report(repository)(), prepare_report(repository), cache.clear())
+        return lambda: (prepare_report(repository), cache.clear())
 
     def no_report(repository: Repository) -> Callable[[], None]:
         return lambda: (ReportSnapshot.objects.filter(repository=repository).delete(), cache.clear())
@@ -337,106 +369,201 @@ def main() -> None:
         pages.slowest(queue_url[large], warm(large))
         pages.slowest(queue_url[large], cache.clear)
 
-    measured: dict[str, dict[Repository, tuple[float, int]]] = {
-        "report page, first view (kept ready by the worker)": {},
-        "report page, first view (computed on the page)": {},
-        "the worker's prepare_report (off the page)": {},
-        "queue, first page (report cached)": {},
-        "queue, first page (cold cache)": {},
+    # The whole report's sums, as the page (or the worker) reads them from the database, for the rows that
+    # time grading's arithmetic alone.
+    sums_of = {r: report_sums(r, {}, report_state(r))[0] for r in (large, small)}
+
+    def from_sums(repository: Repository) -> Callable[[], object]:
+        return lambda: report_from_sums(
+            sums_of[repository], cutoffs=None, bootstrap=DEFAULT_BOOTSTRAP, seed=DEFAULT_SEED
+        )
+
+    def stored_json(repository: Repository) -> Callable[[], object]:
+        # The floor of any reader of the stored report: its bytes decompressed and parsed, no validation.
+        return lambda: json.loads(zlib.decompress(_snapshot(repository)))
+
+    def stored_read(repository: Repository) -> Callable[[], object]:
+        return lambda: ReportResult.model_validate_json(zlib.decompress(_snapshot(repository)))
+
+    nothing: Callable[[], None] = lambda: None  # noqa: E731
+    measures: dict[str, tuple[Callable[[Repository], Callable[[], object]], Callable[[Repository], Any]]] = {
+        FIRST_VIEW: (lambda r: functools.partial(pages.get, report_url[r]), kept_ready),
+        COMPUTED: (lambda r: functools.partial(pages.get, report_url[r]), no_report),
+        PREPARE: (lambda r: functools.partial(prepare_report, r), no_report),
+        FROM_SUMS: (from_sums, lambda r: nothing),
+        READ_STORED: (stored_read, kept_ready),
+        JSON_PARSE: (stored_json, kept_ready),
+        "queue, first page (report cached)": (lambda r: functools.partial(pages.get, queue_url[r]), warm),
+        "queue, first page (cold cache)": (
+            lambda r: functools.partial(pages.get, queue_url[r]),
+            lambda r: cache.clear,
+        ),
     }
+    measured: dict[str, dict[Repository, Timed]] = {m: {} for m in measures}
     # Taken in turns, the large and the small one per round, so a load that comes and goes falls on both.
     for repository in (small, large):
-        measured["report page, first view (kept ready by the worker)"][repository] = pages.timed(
-            report_url[repository], before=kept_ready(repository)
-        )
-        measured["report page, first view (computed on the page)"][repository] = pages.timed(
-            report_url[repository], before=no_report(repository)
-        )
-        measured["the worker's prepare_report (off the page)"][repository] = timed_queries(
-            functools.partial(prepare_report, repository), before=no_report(repository), repeat=ARGS.repeat
-        )
-        measured["queue, first page (report cached)"][repository] = pages.timed(
-            queue_url[repository], before=warm(repository)
-        )
-        measured["queue, first page (cold cache)"][repository] = pages.timed(
-            queue_url[repository], before=cache.clear
-        )
+        for measure, (work, before) in measures.items():
+            measured[measure][repository] = _timed(work(repository), before(repository), ARGS.repeat)
+    # Each row's reference, measured in the same run: the same at 1,000 runs, and for the report the work
+    # it cannot do without (the stored report parsed; the first view from the stored report).
+    references = {
+        FIRST_VIEW: [(JSON_PARSE, large)],
+        COMPUTED: [(FIRST_VIEW, large)],
+        FROM_SUMS: [(JSON_PARSE, large)],
+        READ_STORED: [(JSON_PARSE, large)],
+    }
     goals: dict[str, float | str] = {
-        "report page, first view (kept": 1.0,
-        "report page": "what the page does until a worker has stored the report",
-        "the worker's": "what a worker does off the page, after an import or a sweep",
+        FIRST_VIEW: 1.0,
+        "report page": "what the page does when nothing is stored (a new repository, a deploy)",
+        "the worker's": "what a worker does off the page, after an import, a sweep or a label",
+        "grading": "part of the two above",
+        "reading": "part of the first view",
+        "the stored": "the reference",
         "queue": 0.3,
     }
     rows = []
     met = []
     for measure, by_repository in measured.items():
-        seconds, queries = by_repository[large]
-        small_seconds, small_queries = by_repository[small]
+        large_t, small_t = by_repository[large], by_repository[small]
         rows.append(
             Row(
-                f"{measure}, {ARGS.runs:,} runs ({queries} queries)",
-                seconds,
-                f"the same, {ARGS.reference:,} runs ({small_queries} queries)",
-                small_seconds,
+                f"{measure}, {ARGS.runs:,} runs ({large_t.queries} queries; CPU {large_t.cpu:.3f} s)",
+                large_t.wall,
+                f"the same, {ARGS.reference:,} runs ({small_t.queries} queries; CPU {small_t.cpu:.3f} s)",
+                small_t.wall,
                 goal=None,
             )
         )
+        for reference, repository in references.get(measure, []):
+            ref_t = measured[reference][repository]
+            rows.append(
+                Row(
+                    f"{measure}, {ARGS.runs:,} runs (CPU {large_t.cpu:.3f} s)",
+                    large_t.wall,
+                    f"{reference}, {ARGS.runs:,} runs (CPU {ref_t.cpu:.3f} s)",
+                    ref_t.wall,
+                    goal=None,
+                )
+            )
         goal = next(g for prefix, g in goals.items() if measure.startswith(prefix))
         if isinstance(goal, str):
-            met.append(f"{measure}: {seconds:.3f} s, no goal ({goal})")
+            met.append(f"{measure}: {large_t.wall:.3f} s, no goal ({goal})")
         else:
-            verdict = "yes" if seconds < goal else "NO"
-            met.append(f"{measure}: {seconds:.3f} s, goal under {goal:g} s: {verdict}")
+            verdict = "yes" if large_t.wall < goal else "NO"
+            met.append(
+                f"{measure}: {large_t.wall:.3f} s (CPU {large_t.cpu:.3f} s), goal under {goal:g} s: {verdict}"
+            )
     if ARGS.json_out:
-        write_json(Path(ARGS.json_out), {m: [by[large][0], by[small][0]] for m, by in measured.items()})
+        write_json(
+            Path(ARGS.json_out),
+            {m: [by[large].wall, by[small].wall, by[large].cpu, by[small].cpu] for m, by in measured.items()},
+        )
     queue = measured["queue, first page (report cached)"]
     print_table(
-        f"The report and the queue at {ARGS.runs:,} runs, PostgreSQL",
+        f"The report and the queue at {ARGS.runs:,} runs, {_database_version()}",
         rows,
         [
             *met,
-            f"The reference is the same page on the {ARGS.reference:,}-run repository, measured in the same "
-            f"run on the same database; fastest of {ARGS.repeat} renders each, a page of "
-            f"{settings.RUNS_QUEUE_PAGE_SIZE} queue entries; {machine()}, {_postgres_version()}.",
-            f"Queries: {queue[large][1]} at {ARGS.runs:,} runs, {queue[small][1]} at {ARGS.reference:,}.",
+            f"Each time is the fastest of {ARGS.repeat} (wall clock; CPU: this process's CPU time in that "
+            f"fastest one, the database server's not counted on PostgreSQL), measured in turns with its "
+            f"reference in the same run on the same database; a page of {settings.RUNS_QUEUE_PAGE_SIZE} "
+            f"queue entries; {machine()}, {_database_version()}; {load()}.",
+            f"Queries: {queue[large].queries} at {ARGS.runs:,} runs, "
+            f"{queue[small].queries} at {ARGS.reference:,}.",
         ],
     )
 
 
+FIRST_VIEW = "report page, first view (from the stored report)"
+COMPUTED = "report page, first view (computed on the page)"
+PREPARE = "the worker's prepare_report (off the page)"
+FROM_SUMS = "grading's report_from_sums (the computation alone)"
+READ_STORED = "reading the stored report (decompressed, validated by its model)"
+JSON_PARSE = "the stored report's JSON parsed (decompressed, json.loads)"
+
+
+def _snapshot(repository: Repository) -> bytes:
+    return bytes(
+        ReportSnapshot.objects.filter(repository=repository).values_list("report_json", flat=True)[0]
+    )
+
+
+@dataclass
+class Timed:
+    wall: float  # the fastest of the calls, seconds
+    cpu: float  # this process's CPU time in that call
+    queries: int
+
+
+def _timed(work: Callable[[], object], before: Callable[[], None], repeat: int) -> Timed:
+    """The fastest of ``repeat`` calls of ``work`` (``before`` untimed before each), its CPU time and its
+    queries."""
+    best = Timed(float("inf"), 0.0, 0)
+    for _ in range(repeat):
+        before()
+        with CaptureQueriesContext(connection) as captured:
+            started, cpu = time.perf_counter(), time.process_time()
+            work()
+            wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+        if wall < best.wall:
+            best = Timed(wall, cpu, len(captured))
+    return best
+
+
 def goals(quick: bool = False) -> list[Goal]:
-    """Issue 34 §6: a label never makes a reader wait over 1 s at 100,000 runs. A label (like an import or
-    a sweep) sends the report to a worker, so the reader's first view reads the stored report: that view
-    is the figure, under 1 s; the report computed on the page is reported beside it. Needs a PostgreSQL
-    database this script may fill, named by $RUBRICS_BENCH_DATABASE_URL (the data set is written once and
-    reused). Quick: 3 renders each instead of 5."""
+    """Issue 34 §6 and issue 31's last done-when: at 100,000 runs the report page's first view, read from
+    the stored report, under 1 s. The issue states this goal in seconds, so it is a Goal in seconds
+    (``unit="s"``, the house convention for a goal that is itself a time), with its ratio against the
+    references measured in the same run in the note: the stored report's JSON parse (the floor of any
+    reader of it) and the same page at 1,000 runs. A label, an undo or a cutoff sends the report to a
+    worker, and until it has stored it the page shows the one stored before, marked as being updated, so
+    this view is what a reader gets after a label. Measured on PostgreSQL (a database this script may fill,
+    $RUBRICS_BENCH_DATABASE_URL) and, when $RUBRICS_BENCH_SQLITE_URL names a SQLite file, on SQLite too
+    (the data set is written once into each and reused). Quick: 3 renders each instead of 5."""
     import os
     import subprocess
     import tempfile
 
-    url = os.environ.get("RUBRICS_BENCH_DATABASE_URL")
-    if not url:
+    urls = {
+        "PostgreSQL": os.environ.get("RUBRICS_BENCH_DATABASE_URL"),
+        "SQLite": os.environ.get("RUBRICS_BENCH_SQLITE_URL"),
+    }
+    if not urls["PostgreSQL"]:
         raise Skip("set RUBRICS_BENCH_DATABASE_URL to a PostgreSQL database this benchmark may fill")
-    with tempfile.TemporaryDirectory(prefix="report-scale-") as tmp:
-        out = Path(tmp) / "measured.json"
-        repeat = "3" if quick else "5"
-        command = [sys.executable, __file__, "--database-url", url, "--repeat", repeat]
-        subprocess.run([*command, "--json-out", str(out)], check=True)
-        measured = json.loads(out.read_text())
-    stored = measured["report page, first view (kept ready by the worker)"]
-    computed = measured["report page, first view (computed on the page)"]
-    return [
-        Goal(
-            "issue 34 §6: report after a label",
-            "report page's first view at 100,000 runs, read from the report the worker stored",
-            stored[0],
-            1.0,
-            unit="s",
-            note=(
-                f"{stored[0] / stored[1]:.1f}x the same at 1,000 runs; computed on the page instead "
-                f"{computed[0]:.2f} s; fastest of {repeat}; {load()}"
-            ),
+    repeat = "3" if quick else "5"
+    out = []
+    for name, url in urls.items():
+        if not url:
+            continue
+        with tempfile.TemporaryDirectory(prefix="report-scale-") as tmp:
+            path = Path(tmp) / "measured.json"
+            command = [sys.executable, __file__, "--database-url", url, "--repeat", repeat]
+            subprocess.run([*command, "--json-out", str(path)], check=True)
+            measured = json.loads(path.read_text())
+        stored, computed, parse = measured[FIRST_VIEW], measured[COMPUTED], measured[JSON_PARSE]
+        out.append(
+            Goal(
+                "issue 34 §6, issue 31: report first view",
+                f"report page's first view at 100,000 runs from the stored report, {name}",
+                stored[0],
+                1.0,
+                unit="s",
+                note=(
+                    f"CPU {stored[2]:.2f} s; {stored[0] / parse[0]:.1f}x the stored report's JSON parse, "
+                    f"{stored[0] / stored[1]:.1f}x the same page at 1,000 runs; computed on the page instead "
+                    f"{computed[0]:.2f} s; fastest of {repeat}; {load()}"
+                ),
+            )
         )
-    ]
+    return out
+
+
+def _database_version() -> str:
+    if connection.vendor == "sqlite":
+        import sqlite3
+
+        return f"SQLite {sqlite3.sqlite_version}"
+    return _postgres_version()
 
 
 def _postgres_version() -> str:

@@ -13,9 +13,9 @@ class ReportSnapshot(models.Model):
     compressed, read back through that pydantic model (data, never code: a row that does not validate is
     treated as absent). Found by the report's cache key, which is made of everything the report depends on
     (the runs, rows, labels, revisions, judges and cutoffs, and the code that computes it), so a snapshot is
-    never stale: once anything changes, the page looks for a new key, and computes the report itself until
-    a worker has stored that one. Written only by ``services.reports.report``, which keeps the newest per
-    repository."""
+    never stale: once anything changes, the page looks for a new key, and until a worker has stored that
+    one it shows this one marked as being updated (or computes the report itself when none can be
+    stored). Written only by ``services.reports.report``, which keeps the newest per repository."""
 
     repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="+")
     key = models.CharField(max_length=200, unique=True)

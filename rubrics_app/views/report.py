@@ -48,6 +48,7 @@ from rubrics_app.services.reports.report import (
     blocker_criteria,
     clean_filters,
     filter_choices,
+    page_report,
     report_changed,
     repository_report,
 )
@@ -173,10 +174,11 @@ def _page_context(
 def report_page(request: HtmxHttpRequest, repo_pk: int) -> HttpResponse:
     access = get_repository_for_user(request, repo_pk)
     filters = clean_filters(request.GET)
-    result = repository_report(access.repository, filters)
+    shown = page_report(access.repository, filters)
     # Cutoffs that did not save come back here with their errors (views/kept_forms.py).
     form = kept_form(request, form_key("report_cutoffs", access.repository.pk), CutoffsForm).form
-    return render(request, "rubrics/report.html", _page_context(access, filters, result, form))
+    context = _page_context(access, filters, shown.result, form)
+    return render(request, "rubrics/report.html", {**context, "updating_since": shown.updating_since})
 
 
 def _under_filters(

@@ -11,6 +11,7 @@ import os
 import pickle
 import shlex
 import threading
+import time
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -389,3 +390,83 @@ def test_a_label_an_undo_and_a_cutoff_send_the_report_so_the_page_never_computes
     with django_capture_on_commit_callbacks(execute=True):
         editing.post(url, {"cutoffs": json.dumps({"model-a": "2025-05-01"})})
     assert sent == [graded.pk, graded.pk, graded.pk]
+
+
+def report_page(user: User, repository: Repository) -> str:
+    client = Client()
+    client.force_login(user)
+    response = client.get(reverse("rubrics:report", args=[repository.pk]))
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_after_a_label_the_page_shows_the_stored_report_as_being_updated_until_the_worker_stores_it(
+    graded: Repository, viewer: User, sent: list[int], computations: list[dict[str, str]]
+) -> None:
+    """A reader who comes before the worker has stored the report of a label gets the report stored before
+    it, marked as being updated, not one the page computes; once the worker has stored it, the new one."""
+    prepare_report(graded)
+    before = report_page(viewer, graded)
+    assert "being updated" not in before and len(computations) == 1
+    label = HumanVerdict.objects.filter(run__task__repository=graded, item_id="B1", verdict="pass")[0]
+    label.verdict = "fail"  # the label's own job is on its way to a worker
+    label.save()
+    cache.clear()  # another web process
+    updating = report_page(viewer, graded)
+    assert len(computations) == 1  # not computed on the page
+    assert 'id="report-updating"' in updating and "being updated" in updating
+    assert sent == [graded.pk]  # the page sends the job too, once per key and process
+    report_page(viewer, graded)
+    assert sent == [graded.pk] and len(computations) == 1
+    keep_report_ready(graded.pk)  # the worker
+    assert len(computations) == 2
+    cache.clear()
+    after = report_page(viewer, graded)
+    assert "being updated" not in after and len(computations) == 2
+    # The downloads never answer with an earlier key's report: they compute the current one.
+    assert report_json(viewer, graded) != {}
+
+
+def test_the_page_computes_the_report_when_no_worker_can_store_it(
+    graded: Repository, viewer: User, monkeypatch: pytest.MonkeyPatch, computations: list[dict[str, str]]
+) -> None:
+    """Broker down (the job cannot be sent), or sent long ago and never done (no worker): the page computes
+    the current report instead of showing an earlier one as being updated for ever."""
+    prepare_report(graded)
+    label = HumanVerdict.objects.filter(run__task__repository=graded, item_id="B1", verdict="pass")[0]
+    label.verdict = "fail"
+    label.save()
+
+    def refused(repository_pk: int) -> None:
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    monkeypatch.setattr(keep_report_ready, "delay", refused)
+    cache.clear()
+    page = report_page(viewer, graded)
+    assert "being updated" not in page and len(computations) == 2
+    # Sent, but no worker stored it within UPDATING_SECONDS.
+    sends: list[int] = []
+    monkeypatch.setattr(keep_report_ready, "delay", sends.append)
+    other = HumanVerdict.objects.filter(run__task__repository=graded).exclude(pk=label.pk)[0]
+    other.verdict = "fail" if other.verdict == "pass" else "pass"
+    other.save()
+    cache.clear()
+    assert "being updated" in report_page(viewer, graded) and sends == [graded.pk]
+    key = report_service._current(graded, {})[0]
+    cache.set(f"{key}:sent", time.time() - report_service.UPDATING_SECONDS - 1)  # sent long ago
+    page = report_page(viewer, graded)
+    assert "being updated" not in page and len(computations) == 3
+
+
+def test_a_process_holds_its_reports_as_they_are_not_pickled_copies(
+    graded: Repository, computations: list[dict[str, str]]
+) -> None:
+    """Pickling a report of 100,000 runs into the local-memory cache cost more than reading it from the
+    stored row: a process holds its reports itself, the cache only a token per key, so a cleared cache is
+    still a report this process no longer has."""
+    first = report_service.repository_report(graded, {})
+    assert report_service.repository_report(graded, {}) is first and len(computations) == 1
+    assert not isinstance(cache.get(report_service._current(graded, {})[0]), report_service.ReportResult)
+    cache.clear()
+    again = report_service.repository_report(graded, {})
+    assert again is not first and again == first and len(computations) == 2

@@ -13,9 +13,11 @@ that changes a computation or the report's shape never serves a report of the co
 Kept ready: a repository's whole report (no filters) is also stored in the database (``ReportSnapshot``),
 where every process and machine finds it. A job that changes the runs (an import, a sweep) sends
 :func:`keep_report_ready` once it is committed, and a worker computes the report for the new key and
-stores it: the page's first view then reads it. Until it is stored, the page computes the report itself,
-as before (never a report of an older key). ``manage.py prepare_report`` does the same on demand, after a
-deploy or a migration.
+stores it: the page's first view then reads it. Until it is stored, the page shows the stored report of
+the key before, saying it is being updated (:func:`page_report`), so a label never makes a reader wait for
+the report to be computed; the downloads, and the page when nothing is stored, compute the report of the
+current key (never one of an older key without saying so). ``manage.py prepare_report`` does the same on
+demand, after a deploy or a migration.
 """
 
 from __future__ import annotations
@@ -23,9 +25,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import threading
+import time
+import uuid
 import zlib
-from collections import defaultdict
-from datetime import date
+from collections import OrderedDict, defaultdict
+from dataclasses import dataclass
+from datetime import date, datetime
 from functools import cache as once
 from pathlib import Path
 from typing import Any, Literal
@@ -70,7 +76,10 @@ from rubrics_app.services.reports.sums import (
 FILTERS = ("task", "arm", "model", "prompt_style")
 PROMPT_STYLES = ("spec", "issue")
 CACHE_SECONDS = 24 * 3600  # the key changes with the data; this only bounds how long an unused one stays
-_CACHE_VERSION = "report-v5"  # the cached value's shape (the code digest below covers the report's own)
+# How long the page shows the stored report of an earlier key while a worker computes the new one; past it
+# (no worker took the job) the page computes the report itself.
+UPDATING_SECONDS = 120
+_CACHE_VERSION = "report-v6"  # the cached value's shape (the code digest below covers the report's own)
 # The code a report depends on: every module of the grading package, this package (the report, the
 # database's sums) and services/report_rows.py (the rows they read).
 _REPORT_CODE = (
@@ -171,17 +180,105 @@ def repository_report(repository: Repository, filters: dict[str, str]) -> Report
     """The report of the repository's graded runs under the filters: from this process's cache when nothing
     changed, else (no filters) the one a worker kept ready for the same key, else computed here."""
     key, state = _current(repository, filters)
-    cached = cache.get(key)
-    if isinstance(cached, ReportResult):
-        return cached
-    if not filters:
-        stored = _stored(key)
-        if stored is not None:
-            cache.set(key, stored, CACHE_SECONDS)
-            return stored
+    ready = _ready(key, filters)
+    if ready is not None:
+        return ready
     result = _computed(repository, filters, state)
-    cache.set(key, result, CACHE_SECONDS)
+    _remember(key, result)
     return result
+
+
+@dataclass(frozen=True)
+class PageReport:
+    """What the report page shows: the report, and when it is the stored report of an earlier key (the
+    runs, labels or cutoffs changed since and a worker is computing the new one), when that one was made."""
+
+    result: ReportResult
+    updating_since: datetime | None = None
+
+
+def page_report(repository: Repository, filters: dict[str, str]) -> PageReport:
+    """The report for the page, which never makes a reader wait for the report to be computed when a stored
+    one can answer: as :func:`repository_report`, except that the whole report (no filters), when the
+    worker has not stored the one of the current key yet, is the repository's stored report of an earlier
+    key, marked as being updated, while the job that stores the new one is on its way (sent by the change,
+    or now by the page: once per key and process). Computed here as before when there is no stored report,
+    when it does not validate (another code's shape), when the job cannot be sent, or when it was sent
+    over :data:`UPDATING_SECONDS` ago and has still not stored it (no worker is running)."""
+    key, state = _current(repository, filters)
+    held = _recalled(key)
+    if held is not None:
+        return PageReport(held)
+    if not filters:
+        # One query for the repository's stored report, whichever key it is of (it keeps one).
+        row = ReportSnapshot.objects.filter(repository=repository).order_by("-pk")
+        found = row.values_list("key", "created_at", "report_json").first()
+        stored = _read(found[0], found[2]) if found is not None else None
+        if found is not None and stored is not None:
+            if found[0] == key:
+                _remember(key, stored)
+                return PageReport(stored)
+            if _job_on_its_way(repository, key):
+                return PageReport(stored, found[1])
+    result = _computed(repository, filters, state)
+    _remember(key, result)
+    return PageReport(result)
+
+
+def _ready(key: str, filters: dict[str, str]) -> ReportResult | None:
+    """The report of ``key`` from this process's memory, else (no filters) the stored one, else None."""
+    held = _recalled(key)
+    if held is not None or filters:
+        return held
+    stored = _stored(key)
+    if stored is not None:
+        _remember(key, stored)
+    return stored
+
+
+# This process's reports, by key, the newest few. The cache holds a token per key, not the report: Django's
+# local-memory cache pickles what it holds, and pickling a report of 100,000 runs (25,000 disagreements)
+# took longer than reading it from the stored row, on every first view. A report held here is shared by the
+# requests of this process, and nothing changes a report once it is made. The token keeps the cache's
+# meaning: a cleared or expired cache entry is a report this process no longer has.
+_HELD: OrderedDict[str, tuple[str, ReportResult]] = OrderedDict()
+_HELD_COUNT = 8
+_HELD_LOCK = threading.Lock()
+
+
+def _remember(key: str, result: ReportResult) -> None:
+    token = uuid.uuid4().hex
+    with _HELD_LOCK:
+        _HELD[key] = (token, result)
+        _HELD.move_to_end(key)
+        while len(_HELD) > _HELD_COUNT:
+            _HELD.popitem(last=False)
+    cache.set(key, token, CACHE_SECONDS)
+
+
+def _recalled(key: str) -> ReportResult | None:
+    token = cache.get(key)
+    with _HELD_LOCK:
+        held = _HELD.get(key)
+    return held[1] if held is not None and isinstance(token, str) and held[0] == token else None
+
+
+def _job_on_its_way(repository: Repository, key: str) -> bool:
+    """Whether a worker is (as far as this process knows) computing the report of ``key``: sends
+    :func:`keep_report_ready` the first time this process asks for that key, and says no once it was sent
+    :data:`UPDATING_SECONDS` ago (no worker took it) or could not be sent (the broker is down)."""
+    sent_key = f"{key}:sent"
+    now = time.time()
+    if cache.add(sent_key, now, UPDATING_SECONDS * 2):
+        try:
+            keep_report_ready.delay(repository.pk)
+        except Exception:
+            log.exception("could not send keep_report_ready for repository %s", repository.pk)
+            cache.set(sent_key, now - UPDATING_SECONDS, UPDATING_SECONDS * 2)  # the page computes it
+            return False
+        return True
+    sent = cache.get(sent_key)
+    return isinstance(sent, float) and now - sent < UPDATING_SECONDS
 
 
 def _computed(repository: Repository, filters: dict[str, str], state: dict[str, Any]) -> ReportResult:
@@ -206,8 +303,11 @@ def _computed(repository: Repository, filters: dict[str, str], state: dict[str, 
 
 def _stored(key: str) -> ReportResult | None:
     data = ReportSnapshot.objects.filter(key=key).values_list("report_json", flat=True).first()
-    if data is None:
-        return None
+    return None if data is None else _read(key, data)
+
+
+def _read(key: str, data: bytes | memoryview) -> ReportResult | None:
+    """A stored report's row read back, or None (logged) when it does not decompress or validate."""
     try:
         # Data read through its model, whoever wrote the row: anything that does not validate is absent.
         return ReportResult.model_validate_json(zlib.decompress(data))
@@ -243,7 +343,7 @@ def prepare_report(repository: Repository) -> Prepared:
             return "stored already"
         ReportSnapshot.objects.filter(repository=repository).delete()
         ReportSnapshot.objects.create(repository=repository, key=key, report_json=data)
-    cache.set(key, result, CACHE_SECONDS)
+    _remember(key, result)
     return "stored"
 
 

@@ -650,6 +650,11 @@ def settled_labels(
     drawn: set[tuple[int, str, str, float]] = set()
     for grade_id, run_id, item_id, wording in (
         QueuePair.objects.filter(repository=repository, current=True)
+        # Only the labelled runs' pairs can be settled: said as a subquery, so SQLite starts from the few
+        # labels instead of every current pair (1.3 s at 100,000 runs; PostgreSQL plans it either way).
+        .filter(
+            grade__run_id__in=HumanVerdict.objects.filter(run__task__repository=repository).values("run_id")
+        )
         .filter(Exists(_standing()))
         .values_list("grade_id", "grade__run_id", "item_id", "criterion_sha256")
     ):
