@@ -17,6 +17,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
+from django.template.defaultfilters import pluralize
 
 from grading import (
     MemoryCache,
@@ -352,9 +353,8 @@ class Command(BaseCommand):
             f"{status}: {RubricRevision.objects.filter(task__repository=repository, status=status).count()}"
             for status in ("draft", "approved", "admitted", "retired")
         )
-        self.stdout.write(
-            f"repository {repository.name}: {repository.tasks.count()} tasks; revisions {counts}"
-        )
+        tasks = repository.tasks.count()
+        self.stdout.write(f"repository {repository.name}: {tasks} task{pluralize(tasks)}; revisions {counts}")
         self.stdout.write(self.style.SUCCESS(f"Demo login: demo / {options['password']} (maintainer)"))
 
     def _users(self, password: str) -> dict[str, User]:
