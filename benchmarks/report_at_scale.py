@@ -70,11 +70,11 @@ from django.contrib.auth.models import User  # noqa: E402
 from django.core.cache import cache  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
-from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext, setup_test_environment  # noqa: E402
 from django.urls import reverse  # noqa: E402
 
 from benchmarks._common import Goal, Row, Skip, load, machine, print_table, write_json  # noqa: E402
+from benchmarks._pages import PageTimer  # noqa: E402
 from grading import DEFAULT_BOOTSTRAP, DEFAULT_SEED, report_from_sums  # noqa: E402
 from rubrics_app import freeze  # noqa: E402
 from rubrics_app.models import (  # noqa: E402
@@ -307,17 +307,8 @@ def generate(name: str, runs: int, user: User) -> Repository:
     return repository
 
 
-class Pages:
-    def __init__(self, user: User, repeat: int) -> None:
-        self.client = Client()
-        self.client.force_login(user)
-        self.repeat = repeat
-
-    def get(self, url: str) -> int:
-        with CaptureQueriesContext(connection) as queries:
-            response = self.client.get(url)
-        assert response.status_code == 200, (url, response.status_code)
-        return len(queries)
+class Pages(PageTimer):
+    """The pages timed with their CPU time too (``Timed``), and the slowest queries of one render."""
 
     def timed(self, url: str, before: Callable[[], None] = lambda: None) -> tuple[float, int]:
         """The fastest of ``repeat`` renders (``before`` runs untimed before each) and the queries of one."""
